@@ -1,0 +1,28 @@
+"""Exceptions simsched raises for problems a user can fix.
+
+Every error a user can cause by what they pass in (a file, a config, an option) derives
+from :class:`SimschedError`; the CLI prints its message on one line and exits with status 2.
+Anything else is a bug in simsched and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class SimschedError(Exception):
+    """Base class of user-facing errors: the message names the input and what is wrong."""
+
+
+class TraceFormatError(SimschedError):
+    """A trace or raw capture stream is malformed, truncated, corrupt or of another version."""
+
+
+class TraceBuildError(SimschedError):
+    """A program's markers do not form a well-formed fork/join DAG."""
+
+
+class ConfigError(SimschedError):
+    """A machine, run or sweep configuration is invalid."""
+
+
+class CaptureError(SimschedError):
+    """A capture backend is missing or the captured program failed."""

@@ -1,0 +1,142 @@
+"""Loading machines from presets, YAML files and dotted-key overrides."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from simsched.errors import ConfigError
+from simsched.machine.presets import PRESET_DICTS, PRESET_FILES, preset_names
+from simsched.machine.schema import Machine
+
+
+def format_validation_error(source: str, exc: ValidationError) -> str:
+    """One line naming ``source`` and every offending field of a pydantic error."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] == "missing":
+            msg = "required key missing"
+        parts.append(f"{loc}: {msg}")
+    return f"{source}: " + "; ".join(parts)
+
+
+def safe_load_yaml(path: Path) -> Any:
+    """Read a YAML file with ``yaml.safe_load``, turning errors into :class:`ConfigError`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path}: invalid YAML{at}: {problem}") from None
+
+
+def _raw_machine(spec: str | Path | dict) -> tuple[str, dict]:
+    if isinstance(spec, dict):
+        return "machine", copy.deepcopy(spec)
+    key = str(spec)
+    if key in PRESET_DICTS:
+        return key, copy.deepcopy(PRESET_DICTS[key])
+    if key in PRESET_FILES:
+        return key, yaml.safe_load(PRESET_FILES[key])
+    path = Path(key)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        data = safe_load_yaml(path)
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping of machine fields at the top level")
+        return str(path), data
+    close = [n for n in preset_names() if key in n][:5]
+    hint = f" (did you mean {', '.join(close)}?)" if close else " (see `simsched machine list`)"
+    raise ConfigError(f"machine {key!r}: no such preset or file{hint}")
+
+
+def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
+    """Apply dotted-key overrides such as ``{"caches.L2.size": "8MB", "cores": 8}``.
+
+    ``cores`` is shorthand for ``cores_per_socket`` on a one-socket machine.  A path
+    segment may name a cache level (``caches.L2``) or index it (``caches.1``).
+    """
+    data = copy.deepcopy(data)
+    for key, value in overrides.items():
+        if key == "cores":
+            if data.get("sockets", 1) != 1:
+                raise ConfigError(
+                    f"{source}: override cores: the machine has {data['sockets']} sockets; "
+                    "set cores_per_socket instead"
+                )
+            key = "cores_per_socket"
+        parts = key.split(".")
+        node: Any = data
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            if isinstance(node, list):
+                idx = next(
+                    (j for j, c in enumerate(node) if isinstance(c, dict) and c.get("name") == part),
+                    None,
+                )
+                if idx is None and part.isdigit() and int(part) < len(node):
+                    idx = int(part)
+                if idx is None:
+                    raise ConfigError(f"{source}: override {key}: no cache level {part!r}")
+                if last:
+                    node[idx] = value
+                else:
+                    node = node[idx]
+            elif isinstance(node, dict):
+                if last:
+                    node[part] = value
+                else:
+                    node = node.setdefault(part, {})
+            else:
+                raise ConfigError(f"{source}: override {key}: {part!r} is not a mapping")
+    return data
+
+
+def load_machine(spec: str | Path | dict | Machine, overrides: dict[str, Any] | None = None) -> Machine:
+    """Load a machine from a preset name, a YAML file or a mapping.
+
+    Parameters
+    ----------
+    spec
+        A preset name (``simsched machine list``), a path to a YAML file, a mapping of
+        machine fields, or a :class:`Machine` (returned as is when there are no overrides).
+    overrides
+        Dotted-key overrides applied before validation, e.g. ``{"caches.L2.size": "8MB"}``.
+
+    Returns
+    -------
+    Machine
+        The validated machine.
+
+    Raises
+    ------
+    ConfigError
+        The preset or file does not exist, the YAML is invalid, or a field is wrong; the
+        message names the source and every offending field.
+    """
+    if isinstance(spec, Machine):
+        if not overrides:
+            return spec
+        source, data = "machine", spec.model_dump(mode="json")
+    else:
+        source, data = _raw_machine(spec)
+    if overrides:
+        data = apply_overrides(data, overrides, source)
+    try:
+        return Machine.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(source, exc)) from None

@@ -1,0 +1,211 @@
+"""The machine schema: sockets, cores, caches, NUMA memory and scheduling costs.
+
+One strict pydantic model per part (unknown keys are errors, every default is declared
+here once).  Sizes accept integers (bytes) or strings with a unit; ``KB``/``MB``/``GB``
+are binary (1 KB = 1024 bytes), as cache sizes are quoted in the papers and data sheets.
+See ``docs/machine-model.md`` for the meaning of every field.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1024**3,
+    "gib": 1024**3,
+}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(value: object) -> int:
+    """Parse a byte size such as ``65536``, ``"64KB"`` or ``"1.5 MB"`` into bytes.
+
+    Parameters
+    ----------
+    value
+        An integer number of bytes or a string with a binary unit (KB, MB, GB, KiB, ...).
+
+    Returns
+    -------
+    int
+        The size in bytes.
+    """
+    if isinstance(value, bool):
+        raise ValueError("a size must be a number of bytes or a string such as '64KB'")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        m = _SIZE_RE.match(value)
+        if m and m.group(2).lower() in _UNITS:
+            nbytes = float(m.group(1)) * _UNITS[m.group(2).lower()]
+            if nbytes.is_integer():
+                return int(nbytes)
+    raise ValueError(f"{value!r} is not a size (use bytes or a string such as '64KB', '20MB')")
+
+
+Size = Annotated[int, BeforeValidator(parse_size), Field(gt=0)]
+
+
+def _is_pow2(x: int) -> bool:
+    return x > 0 and (x & (x - 1)) == 0
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class CacheLevel(_Strict):
+    """One level of the cache hierarchy (true LRU, write-back, write-allocate)."""
+
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", description="e.g. L1, L2, L3")
+    scope: Literal["core", "socket"] = Field(description="private per core or shared per socket")
+    size: Size = Field(description="capacity in bytes")
+    assoc: int = Field(gt=0, le=256, description="ways per set")
+    line: Size = Field(description="line size in bytes")
+    hit_latency: int = Field(ge=0, description="cycles for a hit at this level")
+    inclusive: bool = Field(
+        default=False,
+        description="inclusive of the levels above it: an eviction here back-invalidates them",
+    )
+
+    @model_validator(mode="after")
+    def _geometry(self) -> CacheLevel:
+        if not _is_pow2(self.line):
+            raise ValueError(f"line: {self.line} is not a power of two")
+        if self.size % (self.line * self.assoc):
+            raise ValueError(
+                f"size: {self.size} bytes is not a multiple of line × assoc = "
+                f"{self.line * self.assoc}"
+            )
+        if not _is_pow2(self.sets):
+            raise ValueError(
+                f"size: {self.size} bytes / ({self.line} B × {self.assoc} ways) = "
+                f"{self.sets} sets, not a power of two"
+            )
+        return self
+
+    @property
+    def sets(self) -> int:
+        """Number of sets."""
+        return self.size // (self.line * self.assoc)
+
+
+class Memory(_Strict):
+    """One memory node per socket, each behind its own controller."""
+
+    latency: int = Field(ge=0, description="cycles to fetch a line from the local node")
+    remote_latency: int = Field(
+        default=0, ge=0, description="extra cycles when the line's page lives on another node"
+    )
+    service_interval: int = Field(
+        ge=0, description="cycles a node's controller is busy per line transferred (bandwidth)"
+    )
+    page_size: Size = Field(default=4096, description="NUMA placement granularity in bytes")
+    placement: str = Field(
+        default="first-touch",
+        description="first-touch | interleave | node:N (every page on node N)",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Memory:
+        if not _is_pow2(self.page_size):
+            raise ValueError(f"page_size: {self.page_size} is not a power of two")
+        if self.placement not in ("first-touch", "interleave") and not re.fullmatch(
+            r"node:\d+", self.placement
+        ):
+            raise ValueError(
+                f"placement: {self.placement!r} is not one of first-touch, interleave, node:N"
+            )
+        return self
+
+    @property
+    def fixed_node(self) -> int | None:
+        """The node of ``placement: node:N``, else None."""
+        if self.placement.startswith("node:"):
+            return int(self.placement[5:])
+        return None
+
+
+class Costs(_Strict):
+    """Cycles charged for scheduler operations (DESIGN.md §4)."""
+
+    steal_attempt: int = Field(default=50, ge=0, description="one attempt to steal, hit or miss")
+    deque_op: int = Field(default=5, ge=0, description="push or pop on a worker's own deque")
+    queue_op: int = Field(default=20, ge=0, description="an operation on a shared ready pool")
+
+
+class Machine(_Strict):
+    """A simulated multi-socket chip multiprocessor."""
+
+    name: str = Field(description="short identifier, used in results")
+    description: str = ""
+    sockets: int = Field(default=1, gt=0, le=64)
+    cores_per_socket: int = Field(gt=0, le=256)
+    caches: tuple[CacheLevel, ...] = Field(min_length=1, description="from the core outwards")
+    memory: Memory
+    costs: Costs = Costs()
+    coherence: bool | None = Field(
+        default=None,
+        description="write-invalidate coherence; default: on when the machine has >1 core",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Machine:
+        names = [c.name for c in self.caches]
+        if len(set(names)) != len(names):
+            raise ValueError(f"caches: level names {names} are not unique")
+        seen_socket = False
+        for i, c in enumerate(self.caches):
+            if c.scope == "socket":
+                seen_socket = True
+            elif seen_socket:
+                raise ValueError(
+                    f"caches.{i} ({c.name}): a per-core level cannot sit below a per-socket level"
+                )
+            if i and c.line < self.caches[i - 1].line:
+                raise ValueError(
+                    f"caches.{i} ({c.name}): line {c.line} is smaller than the level above "
+                    f"({self.caches[i - 1].line})"
+                )
+        node = self.memory.fixed_node
+        if node is not None and node >= self.sockets:
+            raise ValueError(
+                f"memory.placement: node {node} does not exist (the machine has "
+                f"{self.sockets} socket(s))"
+            )
+        return self
+
+    @property
+    def cores(self) -> int:
+        """Total number of cores."""
+        return self.sockets * self.cores_per_socket
+
+    @property
+    def coherent(self) -> bool:
+        """Whether write-invalidate coherence is modelled."""
+        return self.coherence if self.coherence is not None else self.cores > 1
+
+    def socket_of(self, core: int) -> int:
+        """Socket of a core (cores are numbered socket-major)."""
+        return core // self.cores_per_socket
+
+    def level(self, name: str) -> CacheLevel:
+        """The cache level called ``name``."""
+        for c in self.caches:
+            if c.name == name:
+                return c
+        raise KeyError(name)
