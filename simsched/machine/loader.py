@@ -85,7 +85,11 @@ def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
             last = i == len(parts) - 1
             if isinstance(node, list):
                 idx = next(
-                    (j for j, c in enumerate(node) if isinstance(c, dict) and c.get("name") == part),
+                    (
+                        j
+                        for j, c in enumerate(node)
+                        if isinstance(c, dict) and c.get("name") == part
+                    ),
                     None,
                 )
                 if idx is None and part.isdigit() and int(part) < len(node):
@@ -106,7 +110,9 @@ def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
     return data
 
 
-def load_machine(spec: str | Path | dict | Machine, overrides: dict[str, Any] | None = None) -> Machine:
+def load_machine(
+    spec: str | Path | dict | Machine, overrides: dict[str, Any] | None = None
+) -> Machine:
     """Load a machine from a preset name, a YAML file or a mapping.
 
     Parameters

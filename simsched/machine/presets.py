@@ -92,8 +92,7 @@ def _builtin() -> dict[str, dict]:
     for p, (mb, assoc, hit) in ITRS_45NM.items():
         out[f"itrs-45nm-{p}"] = _itrs(
             f"itrs-45nm-{p}",
-            f"ITRS 45 nm single technology, {p} core(s), {mb} MB shared L2 "
-            "(PDF paper Tables 1, 3)",
+            f"ITRS 45 nm single technology, {p} core(s), {mb} MB shared L2 (PDF paper Tables 1, 3)",
             p,
             mb,
             assoc,

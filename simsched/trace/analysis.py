@@ -1,0 +1,180 @@
+"""Whole-trace checks and summaries: structural validation, work, span, footprint.
+
+:func:`validate` is what ``simsched trace validate`` runs: it re-reads every byte (content
+digest), decodes every chunk, and checks the DAG (edges go forward in serial order, so the
+graph is acyclic and the serial numbering is topological; every strand is reachable from
+the first; every frame's strands and edges are where its table says).  :func:`summary` is
+``simsched trace info``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simsched.errors import TraceFormatError
+from simsched.trace import _kernels
+from simsched.trace import format as fmt
+from simsched.trace.reader import Trace, open_trace
+
+
+def _as_trace(trace: Trace | str) -> tuple[Trace, bool]:
+    if isinstance(trace, Trace):
+        return trace, False
+    return open_trace(trace), True
+
+
+def span(t: Trace) -> int:
+    """Critical-path length in instructions (the DAG's span, T∞)."""
+    return int(_kernels._span(t.header.n_strands, t.strands.instr, t.edges.src, t.edges.dst))
+
+
+def check_structure(t: Trace) -> None:
+    """Check the DAG's structure; raise :class:`TraceFormatError` on the first problem."""
+    name = str(t.path)
+    src, dst, kind = t.edges.src, t.edges.dst, t.edges.kind
+    if src.shape[0] and np.any(src >= dst):
+        e = int(np.argmax(src >= dst))
+        raise TraceFormatError(
+            f"{name}: edge {e} ({int(src[e])} -> {int(dst[e])}) does not follow serial order "
+            "(the DAG would have a cycle or the numbering is not 1DF)"
+        )
+    if kind.shape[0] and kind.max() > fmt.EDGE_JOIN:
+        raise TraceFormatError(f"{name}: unknown edge kind {int(kind.max())}")
+    n = t.header.n_strands
+    seen = _kernels._reachable(n, t.succ_offsets, t.succ)
+    if n and not seen.all():
+        s = int(np.argmin(seen))
+        raise TraceFormatError(f"{name}: strand {s} is not reachable from strand 0")
+    if n and np.any(t.pred_count[1:] == 0):
+        s = int(np.argmax(t.pred_count[1:] == 0)) + 1
+        raise TraceFormatError(f"{name}: strand {s} has no predecessor")
+    fr = t.frames
+    nf = len(fr)
+    if nf:
+        if fr.parent[0] != -1 or (
+            nf > 1 and (np.any(fr.parent[1:] < 0) or np.any(fr.parent[1:] >= np.arange(1, nf)))
+        ):
+            raise TraceFormatError(f"{name}: frame parents are not a tree rooted at frame 0")
+        if np.any(t.strands.frame[fr.first_strand] != np.arange(nf)):
+            raise TraceFormatError(f"{name}: a frame's first strand belongs to another frame")
+        if np.any(fr.last_strand < fr.first_strand) or np.any(
+            t.strands.frame[fr.last_strand] != np.arange(nf)
+        ):
+            raise TraceFormatError(f"{name}: a frame's last strand is wrong")
+        if nf > 1 and np.any(fr.level[1:] != fr.level[fr.parent[1:]] + 1):
+            raise TraceFormatError(f"{name}: frame levels do not follow the parent tree")
+        n_spawn = int(np.count_nonzero(kind == fmt.EDGE_SPAWN))
+        if n_spawn != nf - 1:
+            raise TraceFormatError(f"{name}: {n_spawn} spawn edges for {nf - 1} spawned frames")
+
+
+def validate(trace: Trace | str) -> dict[str, Any]:
+    """Fully validate a trace: digest, every chunk, DAG structure, counts.
+
+    Returns
+    -------
+    dict
+        ``{"ok": True, "refs": ..., "chunks": ..., "strands": ..., "digest": ...}``.
+
+    Raises
+    ------
+    TraceFormatError
+        On the first problem found, naming the file and where.
+    """
+    t, owned = _as_trace(trace)
+    try:
+        digest = t.read_all_bytes_digest()
+        if digest != t.header.digest:
+            raise TraceFormatError(
+                f"{t.path}: content digest mismatch (file changed after it was written)"
+            )
+        check_structure(t)
+        total = 0
+        gaps = 0
+        per_strand_refs = np.diff(t.strands.ref_start)
+        for c in t.iter_chunks():
+            if np.any(c.size == 0):
+                raise TraceFormatError(f"{t.path}: a reference of size 0 near reference {c.start}")
+            total += len(c)
+            gaps += int(c.gap.sum(dtype=np.int64))
+        if total != t.header.n_refs:
+            raise TraceFormatError(
+                f"{t.path}: decoded {total} references, header says {t.header.n_refs}"
+            )
+        instr = total + gaps + int(t.strands.tail.sum())
+        if instr != t.header.n_instructions:
+            raise TraceFormatError(
+                f"{t.path}: references and gaps give {instr} instructions, header says "
+                f"{t.header.n_instructions}"
+            )
+        assert per_strand_refs.sum() == total
+        return {
+            "ok": True,
+            "file": str(t.path),
+            "strands": t.header.n_strands,
+            "frames": t.header.n_frames,
+            "edges": t.header.n_edges,
+            "refs": total,
+            "chunks": t.header.n_chunks,
+            "digest": t.header.digest,
+        }
+    finally:
+        if owned:
+            t.close()
+
+
+def footprint_lines(t: Trace, line: int = 64) -> int:
+    """Distinct cache lines of ``line`` bytes touched (straddling references count both)."""
+    shift = int(line).bit_length() - 1
+    seen: list[np.ndarray] = []
+    for c in t.iter_chunks():
+        lo = c.addr >> np.uint64(shift)
+        hi = (c.addr + c.size.astype(np.uint64) - np.uint64(1)) >> np.uint64(shift)
+        u = np.unique(np.concatenate([lo, hi[hi != lo]]))
+        seen.append(u)
+        if len(seen) > 8:
+            seen = [np.unique(np.concatenate(seen))]
+    return int(np.unique(np.concatenate(seen)).shape[0]) if seen else 0
+
+
+def summary(trace: Trace | str, *, line: int | None = None) -> dict[str, Any]:
+    """What ``simsched trace info`` prints: counts, footprint, work, span, parallelism."""
+    t, owned = _as_trace(trace)
+    try:
+        h = t.header
+        ln = line or h.line_size_hint
+        work = int(h.n_instructions)
+        sp = span(t)
+        writes = 0
+        for c in t.iter_chunks():
+            writes += int(np.count_nonzero(c.write))
+        return {
+            "file": str(t.path),
+            "program": h.program,
+            "args": list(h.args),
+            "backend": h.backend,
+            "gaps_exact": h.gaps_exact,
+            "params": h.params,
+            "strands": h.n_strands,
+            "frames": h.n_frames,
+            "edges": h.n_edges,
+            "refs": h.n_refs,
+            "writes": writes,
+            "instructions": h.n_instructions,
+            "footprint_lines": footprint_lines(t, ln),
+            "line_size": ln,
+            "max_level": int(t.frames.level.max()) if len(t.frames) else 0,
+            "iterations": int(len(np.unique(t.frames.iteration[t.frames.iteration >= 0]))),
+            "work": work,
+            "span": sp,
+            "parallelism": work / sp if sp else 0.0,
+            "chunks": h.n_chunks,
+            "file_bytes": t.path.stat().st_size,
+            "bytes_per_ref": t.path.stat().st_size / h.n_refs if h.n_refs else 0.0,
+            "digest": h.digest,
+        }
+    finally:
+        if owned:
+            t.close()

@@ -1,0 +1,524 @@
+"""TraceBuilder: the one writer of traces, used by every generator and importer.
+
+It is driven by the program's serial execution (serial elision, DESIGN.md §3): ``spawn``
+enters a child frame, ``ret`` leaves it, ``sync`` waits for the children spawned so far,
+``ref``/``refs`` record memory references of the current strand.  Strands are numbered in the
+order they start, which is the serial (1DF) order, and every edge goes from a lower to a
+higher number.  The builder enforces well-formedness: a ``ret`` needs a spawned frame, a frame
+that spawned syncs implicitly when it returns, and ``close`` requires every spawned frame to
+have returned.
+
+References stream into fixed-size chunks that are encoded and zstd-compressed in a background
+thread (zstandard releases the GIL) while the program goes on generating; the file is written
+under a temporary name and renamed into place only when complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simsched import __version__
+from simsched.errors import TraceBuildError
+from simsched.trace import format as fmt
+
+
+class _Frame:
+    __slots__ = (
+        "fid",
+        "strand",
+        "spawn_strand",
+        "joins",
+        "nspawn",
+        "children",
+        "key",
+    )
+
+    def __init__(self, fid: int, strand: int, key: tuple[int, ...]):
+        self.fid = fid
+        self.strand = strand  # current strand
+        self.spawn_strand = -1  # strand that made the last spawn (continuation edge source)
+        self.joins: list[int] = []  # last strands of children not yet synced
+        self.nspawn = 0  # spawns so far (since the last iteration mark, for an iteration root)
+        self.children: list[int] = []  # frames spawned since then (branching is patched later)
+        self.key = key
+
+
+def _key_hash(key: tuple[int, ...]) -> int:
+    h = hashlib.blake2b(digest_size=8)
+    h.update(np.asarray(key, dtype="<i4").tobytes())
+    return int.from_bytes(h.digest(), "little")
+
+
+class TraceBuilder:
+    """Write a trace from a program's serial execution.
+
+    Parameters
+    ----------
+    path
+        Output file (``.sst``).  Written to a temporary file beside it and renamed on close.
+    program, args
+        What was traced, for the header.
+    backend
+        ``synthetic``, ``gcc``, ``valgrind``, ``pin``, ...
+    gaps_exact
+        Whether instruction gaps are exact (``False`` for estimated gaps).
+    line_size_hint
+        Cache line size the program was tuned for (informational).
+    params
+        Generator or capture parameters, stored in the header as JSON.
+    roi
+        When true, only references between :meth:`roi_begin` and :meth:`roi_end` are kept;
+        when false (the default) every reference is kept and ROI marks are errors.
+    chunk_refs
+        References per chunk.
+
+    Examples
+    --------
+    >>> with TraceBuilder("t.sst", program="demo") as b:   # doctest: +SKIP
+    ...     b.ref(0x1000, 8, False, gap=2)
+    ...     b.spawn(); b.ref(0x2000, 8, True); b.ret()
+    ...     b.sync()
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        program: str = "",
+        args: list[str] | tuple[str, ...] = (),
+        backend: str = "synthetic",
+        gaps_exact: bool = True,
+        line_size_hint: int = 64,
+        params: dict[str, Any] | None = None,
+        roi: bool = False,
+        chunk_refs: int = fmt.CHUNK_REFS,
+    ):
+        if chunk_refs <= 0:
+            raise ValueError("chunk_refs must be positive")
+        self.path = Path(path)
+        self._meta = {
+            "backend": backend,
+            "program": program,
+            "args": [str(a) for a in args],
+            "gaps_exact": bool(gaps_exact),
+            "line_size_hint": int(line_size_hint),
+            "params": params or {},
+            "roi": bool(roi),
+            "writer": f"simsched {__version__}",
+        }
+        self._roi_mode = bool(roi)
+        self._in_roi = not roi
+        self._cctx = fmt.compressor()
+        folder = self.path.parent if str(self.path.parent) else Path(".")
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=folder)
+        self._tmp = Path(tmp)
+        self._f = os.fdopen(fd, "wb")
+        self._f.write(b"\0" * fmt.HEADER_SIZE)
+        self._hash = hashlib.blake2b(digest_size=32)
+        self._pos = fmt.HEADER_SIZE
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sst-compress")
+        self._pending: list[tuple[Future, int, int]] = []
+        self._index: list[tuple[int, int, int, int, int, int]] = []
+        # chunk buffer
+        self._cap = int(chunk_refs)
+        self._addr = np.empty(self._cap, np.uint64)
+        self._sizew = np.empty(self._cap, np.uint8)
+        self._gap = np.empty(self._cap, np.uint32)
+        self._fill = 0
+        self._nrefs = 0  # references committed before the buffer
+        # tables
+        self._s_frame: list[int] = []
+        self._s_ref_start: list[int] = []
+        self._s_instr: list[int] = []
+        self._s_tail: list[int] = []
+        self._f_parent: list[int] = []
+        self._f_spawn_index: list[int] = []
+        self._f_branching: list[int] = []
+        self._f_level: list[int] = []
+        self._f_iter: list[int] = []
+        self._f_first: list[int] = []
+        self._f_last: list[int] = []
+        self._f_keys: list[tuple[int, ...]] = []
+        self._e_src: list[int] = []
+        self._e_dst: list[int] = []
+        self._e_kind: list[int] = []
+        self._iteration = -1
+        self._pending_gap = 0
+        self._cur_instr = 0
+        self._closed = False
+        self._stack: list[_Frame] = []
+        root = self._new_frame(parent=-1, spawn_index=0, level=0, key=())
+        self._stack.append(_Frame(root, self._new_strand(root), ()))
+
+    # -- structure ---------------------------------------------------------------------
+    def _new_frame(self, parent: int, spawn_index: int, level: int, key: tuple[int, ...]) -> int:
+        fid = len(self._f_parent)
+        self._f_parent.append(parent)
+        self._f_spawn_index.append(spawn_index)
+        self._f_branching.append(0)
+        self._f_level.append(level)
+        self._f_iter.append(self._iteration)
+        self._f_first.append(len(self._s_frame))
+        self._f_last.append(-1)
+        self._f_keys.append(key)
+        return fid
+
+    def _new_strand(self, frame: int) -> int:
+        sid = len(self._s_frame)
+        self._s_frame.append(frame)
+        self._s_ref_start.append(self._nrefs + self._fill)
+        self._s_instr.append(0)
+        self._s_tail.append(0)
+        self._cur_instr = 0
+        return sid
+
+    def _end_strand(self, sid: int) -> None:
+        self._s_tail[sid] = self._pending_gap
+        self._s_instr[sid] = self._cur_instr + self._pending_gap
+        self._pending_gap = 0
+        self._cur_instr = 0
+
+    def _edge(self, src: int, dst: int, kind: int) -> None:
+        self._e_src.append(src)
+        self._e_dst.append(dst)
+        self._e_kind.append(kind)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise TraceBuildError(f"{self.path}: the trace builder is closed")
+
+    @property
+    def depth(self) -> int:
+        """Number of frames open (1 in main)."""
+        return len(self._stack)
+
+    @property
+    def n_strands(self) -> int:
+        """Strands started so far."""
+        return len(self._s_frame)
+
+    def spawn(self) -> None:
+        """The current frame spawns a child; what follows runs in the child until :meth:`ret`."""
+        self._check_open()
+        parent = self._stack[-1]
+        s = parent.strand
+        self._end_strand(s)
+        i = parent.nspawn
+        parent.nspawn += 1
+        key = parent.key + (i,)
+        fid = self._new_frame(parent.fid, i, self._f_level[parent.fid] + 1, key)
+        parent.children.append(fid)
+        parent.spawn_strand = s
+        first = self._new_strand(fid)
+        self._edge(s, first, fmt.EDGE_SPAWN)
+        self._stack.append(_Frame(fid, first, key))
+
+    def _sync(self, fr: _Frame) -> None:
+        if not fr.joins:
+            return
+        s = fr.strand
+        self._end_strand(s)
+        post = self._new_strand(fr.fid)
+        self._edge(s, post, fmt.EDGE_CONT)
+        for j in fr.joins:
+            self._edge(j, post, fmt.EDGE_JOIN)
+        fr.joins.clear()
+        fr.strand = post
+
+    def _patch_branching(self, fr: _Frame) -> None:
+        for c in fr.children:
+            self._f_branching[c] = fr.nspawn
+        fr.children.clear()
+
+    def sync(self) -> None:
+        """Wait for every child the current frame has spawned since its last sync."""
+        self._check_open()
+        self._sync(self._stack[-1])
+
+    def ret(self) -> None:
+        """Return from the current (spawned) frame to its parent, syncing implicitly."""
+        self._check_open()
+        if len(self._stack) == 1:
+            raise TraceBuildError(f"{self.path}: return without a matching spawn")
+        fr = self._stack.pop()
+        self._sync(fr)
+        self._end_strand(fr.strand)
+        self._f_last[fr.fid] = fr.strand
+        self._patch_branching(fr)
+        parent = self._stack[-1]
+        cont = self._new_strand(parent.fid)
+        self._edge(parent.spawn_strand, cont, fmt.EDGE_CONT)
+        parent.joins.append(fr.strand)
+        parent.strand = cont
+
+    def iteration(self, i: int) -> None:
+        """Mark the start of iteration ``i``: frames spawned from now on carry it.
+
+        Position keys of the frames spawned below the current frame restart, so the same
+        task has the same key in every iteration (LAWS §3.3).
+        """
+        self._check_open()
+        fr = self._stack[-1]
+        self._patch_branching(fr)
+        fr.nspawn = 0
+        fr.key = ()
+        self._iteration = int(i)
+
+    def roi_begin(self) -> None:
+        """Start keeping references (region of interest)."""
+        self._check_open()
+        if not self._roi_mode:
+            raise TraceBuildError(f"{self.path}: roi_begin() on a builder made without roi=True")
+        self._in_roi = True
+
+    def roi_end(self) -> None:
+        """Stop keeping references."""
+        self._check_open()
+        if not self._roi_mode:
+            raise TraceBuildError(f"{self.path}: roi_end() on a builder made without roi=True")
+        self._in_roi = False
+
+    # -- references --------------------------------------------------------------------
+    def instr(self, n: int) -> None:
+        """Account ``n`` non-memory instructions in the current strand."""
+        if n < 0:
+            raise TraceBuildError(f"{self.path}: negative instruction count {n}")
+        if self._in_roi:
+            self._pending_gap += int(n)
+
+    def ref(self, addr: int, size: int, is_write: bool, gap: int = 0) -> None:
+        """Record one reference of ``size`` bytes at ``addr``, after ``gap`` other instructions."""
+        if not self._in_roi:
+            return
+        if not 0 < size <= fmt.MAX_REF_SIZE:
+            raise TraceBuildError(
+                f"{self.path}: reference size {size} outside 1..{fmt.MAX_REF_SIZE}"
+            )
+        if gap < 0 or addr < 0 or addr >= 1 << 64:
+            raise TraceBuildError(f"{self.path}: invalid reference (addr={addr}, gap={gap})")
+        g = gap + self._pending_gap
+        self._pending_gap = 0
+        if g >= 1 << 32:
+            raise TraceBuildError(f"{self.path}: instruction gap {g} does not fit 32 bits")
+        if self._fill == self._cap:
+            self._flush()
+        k = self._fill
+        self._addr[k] = addr
+        self._sizew[k] = size | (0x80 if is_write else 0)
+        self._gap[k] = g
+        self._fill = k + 1
+        self._cur_instr += g + 1
+
+    def refs(self, addrs, sizes, writes, gaps=0) -> None:
+        """Record references in bulk; each argument is an array or a scalar (broadcast)."""
+        if not self._in_roi:
+            return
+        a = np.asarray(addrs)
+        n = a.shape[0] if a.ndim else 1
+        if n == 0:
+            return
+        if a.dtype != np.uint64:
+            if a.dtype.kind == "i" and a.size and a.min() < 0:
+                raise TraceBuildError(f"{self.path}: negative address")
+            a = a.astype(np.uint64)
+        a = np.broadcast_to(a, (n,))
+        sz = np.broadcast_to(np.asarray(sizes), (n,))
+        if sz.min() < 1 or sz.max() > fmt.MAX_REF_SIZE:
+            raise TraceBuildError(f"{self.path}: reference sizes must be in 1..{fmt.MAX_REF_SIZE}")
+        sw = sz.astype(np.uint8) | (
+            np.broadcast_to(np.asarray(writes, bool), (n,)).astype(np.uint8) << 7
+        )
+        g = np.asarray(gaps)
+        if g.ndim == 0:
+            gmin = gmax = int(g)
+            g = np.full(n, gmin, np.int64)
+        else:
+            g = np.broadcast_to(g, (n,))
+            gmin, gmax = int(g.min()), int(g.max())
+        if gmin < 0:
+            raise TraceBuildError(f"{self.path}: negative instruction gap")
+        if self._pending_gap:
+            g = g.astype(np.int64, copy=True)
+            g[0] += self._pending_gap
+            gmax = max(gmax, int(g[0]))
+            self._pending_gap = 0
+        if gmax >= 1 << 32:
+            raise TraceBuildError(f"{self.path}: instruction gap does not fit 32 bits")
+        self._cur_instr += n + int(g.sum())
+        pos = 0
+        while pos < n:
+            if self._fill == self._cap:
+                self._flush()
+            k = min(n - pos, self._cap - self._fill)
+            lo, hi = self._fill, self._fill + k
+            self._addr[lo:hi] = a[pos : pos + k]
+            self._sizew[lo:hi] = sw[pos : pos + k]
+            self._gap[lo:hi] = g[pos : pos + k]
+            self._fill = hi
+            pos += k
+
+    # -- output ------------------------------------------------------------------------
+    def _write(self, data: bytes) -> int:
+        off = self._pos
+        self._f.write(data)
+        self._hash.update(data)
+        self._pos += len(data)
+        return off
+
+    def _drain(self, keep: int) -> None:
+        while len(self._pending) > keep:
+            fut, first, n = self._pending.pop(0)
+            frame, wa, wg = fut.result()
+            off = self._write(frame)
+            self._index.append((off, len(frame), first, n, wa, wg))
+
+    def _flush(self) -> None:
+        n = self._fill
+        if n == 0:
+            return
+        args = (self._addr[:n].copy(), self._sizew[:n].copy(), self._gap[:n].copy())
+        fut = self._pool.submit(fmt.encode_chunk, *args, self._cctx)
+        self._pending.append((fut, self._nrefs, n))
+        self._nrefs += n
+        self._fill = 0
+        self._drain(keep=2)
+
+    def close(self) -> fmt.TraceHeader:
+        """End main (implicit sync), write the tables, index and header, and rename into place.
+
+        Returns
+        -------
+        TraceHeader
+            The header of the written trace.
+        """
+        if self._closed:
+            raise TraceBuildError(f"{self.path}: close() called twice")
+        try:
+            if len(self._stack) != 1:
+                raise TraceBuildError(
+                    f"{self.path}: {len(self._stack) - 1} spawned frame(s) never returned"
+                )
+            root = self._stack[0]
+            self._sync(root)
+            self._end_strand(root.strand)
+            self._f_last[root.fid] = root.strand
+            self._patch_branching(root)
+            self._flush()
+            self._drain(keep=0)
+            self._closed = True
+            return self._finish()
+        except BaseException:
+            self.abort()
+            raise
+
+    def _finish(self) -> fmt.TraceHeader:
+        n_strands = len(self._s_frame)
+        n_refs = self._nrefs
+        self._s_ref_start.append(n_refs)
+        key_off = np.zeros(len(self._f_keys) + 1, np.int64)
+        np.cumsum([len(k) for k in self._f_keys], out=key_off[1:])
+        key_vals = np.fromiter(
+            (v for k in self._f_keys for v in k), dtype=np.int32, count=int(key_off[-1])
+        )
+        # sort edges by source (then destination) so readers can build CSR directly
+        src = np.asarray(self._e_src, np.int64)
+        dst = np.asarray(self._e_dst, np.int64)
+        kind = np.asarray(self._e_kind, np.uint8)
+        order = np.lexsort((dst, src))
+        instr = np.asarray(self._s_instr, np.int64)
+        tables = {
+            "strand_frame": np.asarray(self._s_frame, np.int64),
+            "strand_ref_start": np.asarray(self._s_ref_start, np.int64),
+            "strand_instr": instr,
+            "strand_tail": np.asarray(self._s_tail, np.int64),
+            "frame_parent": np.asarray(self._f_parent, np.int64),
+            "frame_spawn_index": np.asarray(self._f_spawn_index, np.int64),
+            "frame_branching": np.asarray(self._f_branching, np.int64),
+            "frame_level": np.asarray(self._f_level, np.int64),
+            "frame_iteration": np.asarray(self._f_iter, np.int64),
+            "frame_first_strand": np.asarray(self._f_first, np.int64),
+            "frame_last_strand": np.asarray(self._f_last, np.int64),
+            "frame_key_hash": np.fromiter(
+                (_key_hash(k) for k in self._f_keys), np.uint64, count=len(self._f_keys)
+            ),
+            "frame_key_offsets": key_off,
+            "frame_key_values": key_vals,
+            "edge_src": src[order],
+            "edge_dst": dst[order],
+            "edge_kind": kind[order],
+        }
+        meta_off = self._write(fmt.encode_json(self._meta, self._cctx))
+        meta_len = self._pos - meta_off
+        tab_off = self._write(fmt.encode_tables(tables, self._cctx))
+        tab_len = self._pos - tab_off
+        index = np.array(
+            [(o, ln, first, n, wa, wg, 0) for (o, ln, first, n, wa, wg) in self._index],
+            dtype=fmt.INDEX_DTYPE,
+        )
+        idx_off = self._write(self._cctx.compress(index.tobytes()))
+        idx_len = self._pos - idx_off
+        digest = self._hash.digest()
+        counts = (
+            n_strands,
+            len(self._f_parent),
+            len(self._e_src),
+            n_refs,
+            len(self._index),
+            int(instr.sum()),
+        )
+        flags = fmt.FLAG_GAPS_EXACT if self._meta["gaps_exact"] else 0
+        header = fmt.pack_header(
+            flags=flags,
+            counts=counts,
+            sections=(meta_off, meta_len, tab_off, tab_len, idx_off, idx_len),
+            digest=digest,
+        )
+        self._f.seek(0)
+        self._f.write(header)
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self._f.close()
+        self._pool.shutdown()
+        os.replace(self._tmp, self.path)
+        return fmt.TraceHeader(
+            version=fmt.VERSION,
+            backend=self._meta["backend"],
+            program=self._meta["program"],
+            args=tuple(self._meta["args"]),
+            gaps_exact=self._meta["gaps_exact"],
+            line_size_hint=self._meta["line_size_hint"],
+            n_strands=counts[0],
+            n_frames=counts[1],
+            n_edges=counts[2],
+            n_refs=counts[3],
+            n_chunks=counts[4],
+            n_instructions=counts[5],
+            digest=digest.hex(),
+            params=self._meta["params"],
+            roi=self._meta["roi"],
+        )
+
+    def abort(self) -> None:
+        """Discard the partial output (called on errors)."""
+        self._closed = True
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        try:
+            self._f.close()
+        finally:
+            self._tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> TraceBuilder:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        elif not self._closed:
+            self.abort()

@@ -1,0 +1,96 @@
+"""Replaying a trace as the sequence of builder calls that produced it.
+
+Strands are numbered in the order they start, and each strand after the first starts for
+exactly one reason: a spawn (it is a new frame's first strand), a return (it is the
+continuation in the parent frame) or a sync (a post-sync strand in the same frame).  So the
+tables determine the marker sequence, and ``copy`` into a new :class:`TraceBuilder`
+reproduces the trace bit for bit: the round-trip test of the format, and the base of
+transformations such as regraining (``simsched.profile.regrain``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from simsched.trace.builder import TraceBuilder
+from simsched.trace.format import RefChunk
+from simsched.trace.reader import Trace
+
+
+class _RefStream:
+    """Consecutive reference ranges pulled from the chunk stream without random access."""
+
+    def __init__(self, t: Trace):
+        self._it = t.iter_chunks()
+        self._cur: RefChunk | None = None
+        self._pos = 0
+
+    def take(self, n: int) -> list[RefChunk]:
+        parts = []
+        while n > 0:
+            if self._cur is None or self._pos == len(self._cur):
+                self._cur = next(self._it)
+                self._pos = 0
+            k = min(n, len(self._cur) - self._pos)
+            parts.append(self._cur.slice(self._pos, self._pos + k))
+            self._pos += k
+            n -= k
+        return parts
+
+
+def events(t: Trace) -> Iterator[tuple[Any, ...]]:
+    """Yield the builder calls that reproduce ``t``, in order.
+
+    Items are ``("spawn",)``, ``("ret",)``, ``("sync",)``, ``("iteration", i)``,
+    ``("strand", s)`` (strand ``s`` starts), ``("refs", RefChunk)`` and ``("instr", n)``.
+    """
+    frame = t.strands.frame
+    parent = t.frames.parent
+    first = t.frames.first_strand
+    fiter = t.frames.iteration
+    ref_start = t.strands.ref_start
+    tail = t.strands.tail
+    stream = _RefStream(t)
+    iteration = -1
+    for s in range(t.header.n_strands):
+        f = int(frame[s])
+        if s:
+            pf = int(frame[s - 1])
+            if f == pf:
+                yield ("sync",)
+            elif first[f] == s:
+                if fiter[f] != iteration:
+                    iteration = int(fiter[f])
+                    yield ("iteration", iteration)
+                yield ("spawn",)
+            elif f == parent[pf]:
+                yield ("ret",)
+            else:  # pragma: no cover - excluded by validation
+                raise AssertionError(f"strand {s} does not follow strand {s - 1}")
+        yield ("strand", s)
+        n = int(ref_start[s + 1] - ref_start[s])
+        if n:
+            for part in stream.take(n):
+                yield ("refs", part)
+        if tail[s]:
+            yield ("instr", int(tail[s]))
+
+
+def copy(t: Trace, b: TraceBuilder) -> None:
+    """Replay every event of ``t`` into builder ``b`` (which the caller then closes)."""
+    for ev in events(t):
+        kind = ev[0]
+        if kind == "refs":
+            c = ev[1]
+            b.refs(c.addr, c.size, c.write, c.gap)
+        elif kind == "instr":
+            b.instr(ev[1])
+        elif kind == "spawn":
+            b.spawn()
+        elif kind == "ret":
+            b.ret()
+        elif kind == "sync":
+            b.sync()
+        elif kind == "iteration":
+            b.iteration(ev[1])

@@ -1,0 +1,296 @@
+"""Trace format v1 (``.sst``): layout, header and codecs, shared by the writer and the reader.
+
+File layout (all integers little-endian; the full specification is ``docs/trace-format.md``)::
+
+    [fixed header, 160 bytes]
+    [reference chunks]   each one zstd frame (with content checksum) of CHUNK_REFS refs at most
+    [meta section]       zstd(JSON): backend, program, args, parameters, ...
+    [tables section]     zstd(JSON table of contents + raw arrays): strands, frames, edges
+    [index section]      zstd(array of INDEX_DTYPE): one row per chunk
+
+The fixed header holds the counts, the offset and length of each section, a CRC-32 of itself
+and a BLAKE2b-256 digest of every byte after it.  Chunks cover consecutive references, so a
+reader streams them one by one and never holds the whole trace.  Everything is plain arrays and
+JSON: the reader never unpickles anything.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import zstandard
+
+from simsched.errors import TraceFormatError
+from simsched.trace import _kernels
+
+MAGIC = b"SIMSCHT\x00"
+VERSION = 1
+HEADER = struct.Struct("<8sHHII4x6Q6Q32s8x")
+HEADER_SIZE = HEADER.size
+assert HEADER_SIZE == 160
+
+FLAG_GAPS_EXACT = 1
+
+EDGE_SPAWN = 0
+EDGE_CONT = 1
+EDGE_JOIN = 2
+EDGE_KINDS = {EDGE_SPAWN: "spawn", EDGE_CONT: "continuation", EDGE_JOIN: "join"}
+
+#: references per chunk written by default (about 1-2 MB compressed for typical programs)
+CHUNK_REFS = 1 << 20
+#: largest size of one reference (the low 7 bits of the size/write byte)
+MAX_REF_SIZE = 127
+
+INDEX_DTYPE = np.dtype(
+    [
+        ("offset", "<u8"),  # file offset of the chunk's zstd frame
+        ("length", "<u8"),  # its compressed length
+        ("first", "<u8"),  # global index of its first reference
+        ("n", "<u4"),  # references in it
+        ("wa", "u1"),  # bytes per address delta (4 or 8)
+        ("wg", "u1"),  # bytes per gap (1, 2 or 4)
+        ("pad", "<u2"),
+    ]
+)
+
+#: the arrays of the tables section: name -> (dtype, length key)
+TABLES: dict[str, tuple[str, str]] = {
+    "strand_frame": ("<i8", "strands"),
+    "strand_ref_start": ("<i8", "strands+1"),
+    "strand_instr": ("<i8", "strands"),
+    "strand_tail": ("<i8", "strands"),
+    "frame_parent": ("<i8", "frames"),
+    "frame_spawn_index": ("<i8", "frames"),
+    "frame_branching": ("<i8", "frames"),
+    "frame_level": ("<i8", "frames"),
+    "frame_iteration": ("<i8", "frames"),
+    "frame_first_strand": ("<i8", "frames"),
+    "frame_last_strand": ("<i8", "frames"),
+    "frame_key_hash": ("<u8", "frames"),
+    "frame_key_offsets": ("<i8", "frames+1"),
+    "frame_key_values": ("<i4", "keys"),
+    "edge_src": ("<i8", "edges"),
+    "edge_dst": ("<i8", "edges"),
+    "edge_kind": ("u1", "edges"),
+}
+
+
+@dataclass(frozen=True)
+class TraceHeader:
+    """What a trace says about itself: counts, provenance and content digest."""
+
+    version: int
+    backend: str
+    program: str
+    args: tuple[str, ...]
+    gaps_exact: bool
+    line_size_hint: int
+    n_strands: int
+    n_frames: int
+    n_edges: int
+    n_refs: int
+    n_chunks: int
+    n_instructions: int
+    digest: str
+    params: dict[str, Any] = field(default_factory=dict)
+    roi: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able view."""
+        d = dict(self.__dict__)
+        d["args"] = list(self.args)
+        return d
+
+
+def pack_header(
+    *,
+    flags: int,
+    counts: tuple[int, int, int, int, int, int],
+    sections: tuple[int, int, int, int, int, int],
+    digest: bytes,
+) -> bytes:
+    """Build the fixed header with its CRC."""
+    raw = HEADER.pack(MAGIC, VERSION, HEADER_SIZE, flags, 0, *counts, *sections, digest)
+    crc = zlib.crc32(raw)
+    return HEADER.pack(MAGIC, VERSION, HEADER_SIZE, flags, crc, *counts, *sections, digest)
+
+
+def unpack_header(raw: bytes, source: str) -> dict[str, Any]:
+    """Parse and check the fixed header; raise :class:`TraceFormatError` naming ``source``."""
+    if len(raw) < HEADER_SIZE:
+        if raw[: len(MAGIC)] != MAGIC[: len(raw)]:
+            raise TraceFormatError(f"{source}: not a simsched trace (bad magic)")
+        raise TraceFormatError(
+            f"{source}: truncated: {len(raw)} bytes, shorter than the {HEADER_SIZE}-byte header"
+        )
+    magic, version, hsize, flags, crc, *rest = HEADER.unpack(raw[:HEADER_SIZE])
+    if magic != MAGIC:
+        raise TraceFormatError(f"{source}: not a simsched trace (bad magic {magic!r})")
+    if version != VERSION:
+        raise TraceFormatError(
+            f"{source}: trace format version {version}; this simsched reads version {VERSION}"
+        )
+    zeroed = raw[:16] + b"\0\0\0\0" + raw[20:HEADER_SIZE]
+    if zlib.crc32(zeroed) != crc or hsize != HEADER_SIZE:
+        raise TraceFormatError(f"{source}: header is corrupt (CRC mismatch in bytes 0-159)")
+    counts = rest[:6]
+    sections = rest[6:12]
+    digest = rest[12]
+    return {
+        "flags": flags,
+        "n_strands": counts[0],
+        "n_frames": counts[1],
+        "n_edges": counts[2],
+        "n_refs": counts[3],
+        "n_chunks": counts[4],
+        "n_instructions": counts[5],
+        "meta": (sections[0], sections[1]),
+        "tables": (sections[2], sections[3]),
+        "index": (sections[4], sections[5]),
+        "digest": digest,
+    }
+
+
+_CCTX_LEVEL = 3
+
+
+def compressor(level: int = _CCTX_LEVEL) -> zstandard.ZstdCompressor:
+    """A zstd compressor that writes content sizes and checksums."""
+    return zstandard.ZstdCompressor(level=level, write_checksum=True, write_content_size=True)
+
+
+def decompress(buf: bytes, what: str, expected_size: int | None = None) -> bytes:
+    """Decompress one zstd frame, turning any failure into :class:`TraceFormatError`."""
+    try:
+        out = zstandard.ZstdDecompressor().decompress(buf)
+    except zstandard.ZstdError as exc:
+        raise TraceFormatError(f"{what}: corrupt compressed data ({exc})") from None
+    if expected_size is not None and len(out) != expected_size:
+        raise TraceFormatError(
+            f"{what}: decompressed to {len(out)} bytes, expected {expected_size}"
+        )
+    return out
+
+
+def encode_json(obj: Any, cctx: zstandard.ZstdCompressor) -> bytes:
+    """Compress a JSON document."""
+    return cctx.compress(json.dumps(obj, sort_keys=True).encode("utf-8"))
+
+
+def decode_json(buf: bytes, what: str) -> Any:
+    """Decompress and parse a JSON section."""
+    raw = decompress(buf, what)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceFormatError(f"{what}: not valid JSON ({exc})") from None
+
+
+def encode_tables(arrays: dict[str, np.ndarray], cctx: zstandard.ZstdCompressor) -> bytes:
+    """Serialise named arrays as a length-prefixed JSON table of contents plus raw bytes."""
+    toc = []
+    blobs = []
+    pos = 0
+    for name, (dtype, _) in TABLES.items():
+        a = np.ascontiguousarray(arrays[name], dtype=dtype)
+        toc.append({"name": name, "dtype": dtype, "length": int(a.shape[0]), "offset": pos})
+        blobs.append(a.tobytes())
+        pos += a.nbytes
+    head = json.dumps(toc).encode("utf-8")
+    return cctx.compress(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+
+
+def decode_tables(buf: bytes, what: str) -> dict[str, np.ndarray]:
+    """Inverse of :func:`encode_tables`, checking every array's presence and extent."""
+    raw = decompress(buf, what)
+    if len(raw) < 8:
+        raise TraceFormatError(f"{what}: too short")
+    (hlen,) = struct.unpack_from("<Q", raw)
+    try:
+        toc = json.loads(raw[8 : 8 + hlen].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceFormatError(f"{what}: table of contents is not valid JSON ({exc})") from None
+    body = memoryview(raw)[8 + hlen :]
+    out: dict[str, np.ndarray] = {}
+    try:
+        for entry in toc:
+            name, dtype = entry["name"], entry["dtype"]
+            if name not in TABLES or TABLES[name][0] != dtype:
+                raise TraceFormatError(f"{what}: unexpected array {name!r} of type {dtype!r}")
+            dt = np.dtype(dtype)
+            start, length = int(entry["offset"]), int(entry["length"])
+            end = start + length * dt.itemsize
+            if start < 0 or length < 0 or end > len(body):
+                raise TraceFormatError(f"{what}: array {name!r} extends past the section")
+            out[name] = np.frombuffer(body[start:end], dtype=dt)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TraceFormatError(f"{what}: malformed table of contents ({exc})") from None
+    missing = sorted(set(TABLES) - set(out))
+    if missing:
+        raise TraceFormatError(f"{what}: missing arrays {', '.join(missing)}")
+    return out
+
+
+def encode_chunk(
+    addr: np.ndarray, sizew: np.ndarray, gap: np.ndarray, cctx: zstandard.ZstdCompressor
+) -> tuple[bytes, int, int]:
+    """Encode and compress one chunk; returns (frame, address width, gap width)."""
+    n = addr.shape[0]
+    wa = 4 if _kernels._max_zigzag(addr, np.uint64(0)) < (1 << 32) else 8
+    gmax = int(gap.max()) if n else 0
+    wg = 1 if gmax < (1 << 8) else 2 if gmax < (1 << 16) else 4
+    payload = np.empty(n * (wa + 1 + wg), dtype=np.uint8)
+    _kernels._encode(addr, sizew, gap, wa, wg, payload)
+    return cctx.compress(payload), wa, wg
+
+
+@dataclass(frozen=True)
+class RefChunk:
+    """A run of consecutive references: ``start`` is the global index of the first one."""
+
+    start: int
+    addr: np.ndarray  # uint64
+    size: np.ndarray  # uint8
+    write: np.ndarray  # bool
+    gap: np.ndarray  # uint32
+
+    def __len__(self) -> int:
+        return int(self.addr.shape[0])
+
+    def slice(self, lo: int, hi: int) -> RefChunk:
+        """References ``[lo, hi)`` in chunk-local positions (views, no copy)."""
+        return RefChunk(
+            self.start + lo, self.addr[lo:hi], self.size[lo:hi], self.write[lo:hi], self.gap[lo:hi]
+        )
+
+    @staticmethod
+    def concat(parts: list[RefChunk]) -> RefChunk:
+        """Join consecutive chunks into one."""
+        if len(parts) == 1:
+            return parts[0]
+        return RefChunk(
+            parts[0].start if parts else 0,
+            np.concatenate([p.addr for p in parts]) if parts else np.empty(0, np.uint64),
+            np.concatenate([p.size for p in parts]) if parts else np.empty(0, np.uint8),
+            np.concatenate([p.write for p in parts]) if parts else np.empty(0, np.bool_),
+            np.concatenate([p.gap for p in parts]) if parts else np.empty(0, np.uint32),
+        )
+
+
+def decode_chunk(frame: bytes, row: np.void, what: str) -> RefChunk:
+    """Decompress and decode one chunk described by its index row."""
+    n, wa, wg = int(row["n"]), int(row["wa"]), int(row["wg"])
+    if wa not in (4, 8) or wg not in (1, 2, 4):
+        raise TraceFormatError(f"{what}: invalid column widths {wa}/{wg} in the index")
+    buf = np.frombuffer(decompress(frame, what, n * (wa + 1 + wg)), dtype=np.uint8)
+    addr = np.empty(n, np.uint64)
+    size = np.empty(n, np.uint8)
+    write = np.empty(n, np.bool_)
+    gap = np.empty(n, np.uint32)
+    _kernels._decode(buf, n, wa, wg, addr, size, write, gap)
+    return RefChunk(int(row["first"]), addr, size, write, gap)

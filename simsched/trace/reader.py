@@ -1,0 +1,365 @@
+"""Reading traces: header and tables up front, references streamed chunk by chunk.
+
+:func:`open_trace` checks the fixed header (magic, version, CRC), that every section lies
+inside the file, that each section decompresses with a good checksum, and that the tables
+agree with the header's counts; anything wrong raises :class:`TraceFormatError` naming the
+file and the place.  The content digest over the whole file is checked by
+:func:`simsched.trace.validate` (it costs a full read).
+
+References are never loaded whole: :meth:`Trace.iter_chunks` decodes chunk after chunk (the
+next chunk is read and decompressed in a background thread while the caller works on the
+current one), and :meth:`Trace.refs` decodes only the chunks a range touches, keeping a few
+recently decoded chunks in a small LRU cache for engines that revisit them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from simsched.errors import TraceFormatError
+from simsched.trace import format as fmt
+from simsched.trace.format import RefChunk, TraceHeader
+
+
+@dataclass(frozen=True)
+class StrandTable:
+    """Per-strand columns; strand ids are serial (1DF) order."""
+
+    frame: np.ndarray
+    ref_start: np.ndarray  # length n+1
+    instr: np.ndarray
+    tail: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.frame.shape[0])
+
+    @property
+    def n_refs(self) -> np.ndarray:
+        """References of each strand."""
+        return np.diff(self.ref_start)
+
+
+@dataclass(frozen=True)
+class FrameTable:
+    """Per-frame columns (a frame is one instance of a spawned function; frame 0 is main)."""
+
+    parent: np.ndarray
+    spawn_index: np.ndarray
+    branching: np.ndarray
+    level: np.ndarray
+    iteration: np.ndarray
+    first_strand: np.ndarray
+    last_strand: np.ndarray
+    key_hash: np.ndarray
+    key_offsets: np.ndarray
+    key_values: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.parent.shape[0])
+
+    def key(self, f: int) -> tuple[int, ...]:
+        """Position key of frame ``f``: its spawn indices from the iteration root."""
+        return tuple(int(v) for v in self.key_values[self.key_offsets[f] : self.key_offsets[f + 1]])
+
+
+@dataclass(frozen=True)
+class EdgeTable:
+    """DAG edges sorted by source; ``kind`` is EDGE_SPAWN, EDGE_CONT or EDGE_JOIN."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    kind: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.src.shape[0])
+
+
+class Trace:
+    """An open trace file.  Use :func:`open_trace`."""
+
+    def __init__(self, path: str | os.PathLike, *, cache_chunks: int = 8):
+        self.path = Path(path)
+        self._name = str(path)
+        try:
+            self._f = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        except IsADirectoryError:
+            raise TraceFormatError(f"{self._name}: is a directory, not a trace") from None
+        self._lock = threading.Lock()
+        try:
+            self._open(cache_chunks)
+        except BaseException:
+            self._f.close()
+            raise
+
+    def _read_at(self, off: int, n: int) -> bytes:
+        with self._lock:
+            self._f.seek(off)
+            return self._f.read(n)
+
+    def _section(self, name: str, off_len: tuple[int, int]) -> bytes:
+        off, ln = off_len
+        if off < fmt.HEADER_SIZE or off + ln > self._size:
+            raise TraceFormatError(
+                f"{self._name}: truncated or corrupt: the {name} section (bytes {off}-{off + ln}) "
+                f"lies outside the file ({self._size} bytes)"
+            )
+        return self._read_at(off, ln)
+
+    def _open(self, cache_chunks: int) -> None:
+        self._size = os.fstat(self._f.fileno()).st_size
+        h = fmt.unpack_header(self._read_at(0, fmt.HEADER_SIZE), self._name)
+        self._h = h
+        meta = fmt.decode_json(self._section("meta", h["meta"]), f"{self._name}: meta section")
+        tabs = fmt.decode_tables(
+            self._section("tables", h["tables"]), f"{self._name}: tables section"
+        )
+        raw_index = fmt.decompress(
+            self._section("index", h["index"]), f"{self._name}: index section"
+        )
+        if len(raw_index) % fmt.INDEX_DTYPE.itemsize:
+            raise TraceFormatError(f"{self._name}: index section has a partial row")
+        self.index = np.frombuffer(raw_index, dtype=fmt.INDEX_DTYPE)
+        self._check(h, meta, tabs)
+        self.header = TraceHeader(
+            version=fmt.VERSION,
+            backend=str(meta.get("backend", "")),
+            program=str(meta.get("program", "")),
+            args=tuple(meta.get("args", [])),
+            gaps_exact=bool(h["flags"] & fmt.FLAG_GAPS_EXACT),
+            line_size_hint=int(meta.get("line_size_hint", 64)),
+            n_strands=h["n_strands"],
+            n_frames=h["n_frames"],
+            n_edges=h["n_edges"],
+            n_refs=h["n_refs"],
+            n_chunks=h["n_chunks"],
+            n_instructions=h["n_instructions"],
+            digest=h["digest"].hex(),
+            params=dict(meta.get("params", {})),
+            roi=bool(meta.get("roi", False)),
+        )
+        self.strands = StrandTable(
+            tabs["strand_frame"],
+            tabs["strand_ref_start"],
+            tabs["strand_instr"],
+            tabs["strand_tail"],
+        )
+        self.frames = FrameTable(
+            tabs["frame_parent"],
+            tabs["frame_spawn_index"],
+            tabs["frame_branching"],
+            tabs["frame_level"],
+            tabs["frame_iteration"],
+            tabs["frame_first_strand"],
+            tabs["frame_last_strand"],
+            tabs["frame_key_hash"],
+            tabs["frame_key_offsets"],
+            tabs["frame_key_values"],
+        )
+        self.edges = EdgeTable(tabs["edge_src"], tabs["edge_dst"], tabs["edge_kind"])
+        n = h["n_strands"]
+        counts = np.bincount(self.edges.src, minlength=n) if n else np.zeros(0, np.int64)
+        self.succ_offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=self.succ_offsets[1:])
+        self.succ = self.edges.dst
+        self.pred_count = (
+            np.bincount(self.edges.dst, minlength=n).astype(np.int64)
+            if n
+            else np.zeros(0, np.int64)
+        )
+        self._chunk_first = self.index["first"].astype(np.int64)
+        self._cache: OrderedDict[int, RefChunk] = OrderedDict()
+        self._cache_max = max(1, cache_chunks)
+
+    def _check(self, h: dict, meta: dict, tabs: dict[str, np.ndarray]) -> None:
+        name = self._name
+        lengths = {
+            "strands": h["n_strands"],
+            "strands+1": h["n_strands"] + 1,
+            "frames": h["n_frames"],
+            "frames+1": h["n_frames"] + 1,
+            "edges": h["n_edges"],
+        }
+        for tname, (_, key) in fmt.TABLES.items():
+            if key == "keys":
+                continue
+            if tabs[tname].shape[0] != lengths[key]:
+                raise TraceFormatError(
+                    f"{name}: table {tname} has {tabs[tname].shape[0]} rows, the header says "
+                    f"{lengths[key]}"
+                )
+        if tabs["frame_key_offsets"][-1] != tabs["frame_key_values"].shape[0]:
+            raise TraceFormatError(f"{name}: position keys do not match their offsets")
+        rs = tabs["strand_ref_start"]
+        if rs[0] != 0 or rs[-1] != h["n_refs"] or (rs.shape[0] > 1 and np.any(np.diff(rs) < 0)):
+            raise TraceFormatError(
+                f"{name}: strand reference ranges are inconsistent with {h['n_refs']} references"
+            )
+        if int(tabs["strand_instr"].sum()) != h["n_instructions"]:
+            raise TraceFormatError(f"{name}: strand instructions do not add up to the header's")
+        if not isinstance(meta, dict):
+            raise TraceFormatError(f"{name}: meta section is not a JSON object")
+        idx = self.index
+        if idx.shape[0] != h["n_chunks"]:
+            raise TraceFormatError(
+                f"{name}: index has {idx.shape[0]} chunks, the header says {h['n_chunks']}"
+            )
+        if idx.shape[0]:
+            first = idx["first"].astype(np.int64)
+            n = idx["n"].astype(np.int64)
+            if first[0] != 0 or np.any(first[1:] != first[:-1] + n[:-1]):
+                raise TraceFormatError(f"{name}: chunk index is not contiguous")
+            if int(first[-1] + n[-1]) != h["n_refs"]:
+                raise TraceFormatError(
+                    f"{name}: chunks hold {int(first[-1] + n[-1])} references, the header says "
+                    f"{h['n_refs']}"
+                )
+            end = idx["offset"].astype(np.int64) + idx["length"].astype(np.int64)
+            if np.any(idx["offset"] < fmt.HEADER_SIZE) or np.any(end > h["meta"][0]):
+                raise TraceFormatError(f"{name}: chunk offsets point outside the chunk area")
+        elif h["n_refs"]:
+            raise TraceFormatError(f"{name}: {h['n_refs']} references but no chunks")
+        src, dst = tabs["edge_src"], tabs["edge_dst"]
+        ns = h["n_strands"]
+        if src.shape[0] and (src.min() < 0 or dst.min() < 0 or src.max() >= ns or dst.max() >= ns):
+            raise TraceFormatError(f"{name}: an edge names a strand that does not exist")
+        if src.shape[0] > 1 and np.any(np.diff(src) < 0):
+            raise TraceFormatError(f"{name}: edges are not sorted by source")
+        fr = tabs["strand_frame"]
+        if fr.shape[0] and (fr.min() < 0 or fr.max() >= h["n_frames"]):
+            raise TraceFormatError(f"{name}: a strand names a frame that does not exist")
+
+    # -- references --------------------------------------------------------------------
+    def _load_chunk(self, k: int) -> RefChunk:
+        row = self.index[k]
+        frame = self._read_at(int(row["offset"]), int(row["length"]))
+        if len(frame) != int(row["length"]):
+            raise TraceFormatError(f"{self._name}: chunk {k} is truncated")
+        return fmt.decode_chunk(frame, row, f"{self._name}: chunk {k} at byte {int(row['offset'])}")
+
+    def chunk(self, k: int) -> RefChunk:
+        """Decoded chunk ``k`` (cached)."""
+        c = self._cache.get(k)
+        if c is not None:
+            self._cache.move_to_end(k)
+            return c
+        c = self._load_chunk(k)
+        self._cache[k] = c
+        if len(self._cache) > self._cache_max:
+            self._cache.popitem(last=False)
+        return c
+
+    def iter_chunks(self, prefetch: bool = True) -> Iterator[RefChunk]:
+        """Stream every reference, one decoded chunk at a time, in order."""
+        n = int(self.index.shape[0])
+        if not prefetch or n < 2:
+            for k in range(n):
+                yield self._load_chunk(k)
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sst-read") as pool:
+            nxt = pool.submit(self._load_chunk, 0)
+            for k in range(n):
+                cur = nxt.result()
+                if k + 1 < n:
+                    nxt = pool.submit(self._load_chunk, k + 1)
+                yield cur
+
+    def refs(self, start: int, stop: int) -> RefChunk:
+        """References ``[start, stop)`` as one :class:`RefChunk`."""
+        nrefs = self.header.n_refs
+        if not 0 <= start <= stop <= nrefs:
+            raise IndexError(f"reference range [{start}, {stop}) outside [0, {nrefs})")
+        if start == stop:
+            return RefChunk(
+                start,
+                np.empty(0, np.uint64),
+                np.empty(0, np.uint8),
+                np.empty(0, np.bool_),
+                np.empty(0, np.uint32),
+            )
+        k0 = int(np.searchsorted(self._chunk_first, start, side="right")) - 1
+        k1 = int(np.searchsorted(self._chunk_first, stop - 1, side="right")) - 1
+        parts = []
+        for k in range(k0, k1 + 1):
+            c = self.chunk(k)
+            lo = max(start, c.start) - c.start
+            hi = min(stop, c.start + len(c)) - c.start
+            parts.append(c.slice(lo, hi))
+        out = RefChunk.concat(parts)
+        return out
+
+    def strand_refs(self, s: int) -> RefChunk:
+        """The references of strand ``s``."""
+        return self.refs(int(self.strands.ref_start[s]), int(self.strands.ref_start[s + 1]))
+
+    def chunk_of_ref(self, i: int) -> int:
+        """Index of the chunk that holds reference ``i``."""
+        return int(np.searchsorted(self._chunk_first, i, side="right")) - 1
+
+    # -- life cycle --------------------------------------------------------------------
+    def read_all_bytes_digest(self) -> str:
+        """BLAKE2b-256 of every byte after the fixed header (what the header's digest covers)."""
+        import hashlib
+
+        h = hashlib.blake2b(digest_size=32)
+        with open(self.path, "rb") as f:
+            f.seek(fmt.HEADER_SIZE)
+            while True:
+                b = f.read(1 << 22)
+                if not b:
+                    break
+                h.update(b)
+        return h.hexdigest()
+
+    def close(self) -> None:
+        """Close the file."""
+        self._f.close()
+        self._cache.clear()
+
+    def __enter__(self) -> Trace:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        h = self.header
+        return (
+            f"<Trace {self._name}: {h.program!r} {h.n_strands} strands, {h.n_frames} frames, "
+            f"{h.n_refs} refs>"
+        )
+
+
+def open_trace(path: str | os.PathLike, *, cache_chunks: int = 8) -> Trace:
+    """Open a trace file, checking its header, sections and tables.
+
+    Parameters
+    ----------
+    path
+        The ``.sst`` file.
+    cache_chunks
+        Decoded chunks kept for :meth:`Trace.refs` (each up to about 14 MB).
+
+    Returns
+    -------
+    Trace
+
+    Raises
+    ------
+    TraceFormatError
+        The file is not a trace, is of another version, truncated or corrupt.
+    FileNotFoundError
+        The file does not exist.
+    """
+    return Trace(path, cache_chunks=cache_chunks)
+
+
+#: an alias matching the public API name of DESIGN.md §9
+load_trace = open_trace
