@@ -1,0 +1,447 @@
+/*
+ * ss_rt.c -- simsched's gcc-backend runtime.
+ *
+ * `simsched cc` compiles a program with `-fsanitize=thread
+ * -fsanitize-coverage=trace-pc` and links it against this file (packed as a
+ * `libtsan.a` placed ahead of the system one), not against libtsan.  The
+ * compiler then calls, for every load and store of the program's code, one of
+ * the __tsan_* entry points below, and at the start of every basic block
+ * __sanitizer_cov_trace_pc().  The runtime turns these calls into the raw
+ * stream of simsched_raw.h:
+ *
+ *   __tsan_readN/writeN        one SS_REC_REF record (address, size, write)
+ *   __tsan_read/write_range    SS_REC_RANGE records (struct copies)
+ *   memcpy/memmove/memset...   SS_REC_RANGE records; the program's calls are
+ *                              redirected here by `-Wl,--wrap=memcpy` etc.
+ *                              (only calls from the program's own objects;
+ *                              the C library's internal copies are not seen)
+ *   simsched_marker()          SS_REC_MARKER records (overrides the weak
+ *                              definition of simsched.h)
+ *
+ * Instruction gaps are *estimated*: each basic block entered adds
+ * `SIMSCHED_BB_INSNS` non-memory instructions (default SS_DEFAULT_BB_INSNS)
+ * to the gap of the next reference; the header record says the gaps are not
+ * exact.  The constant is the mean number of non-memory instructions per
+ * basic block, measured with the exact valgrind backend on simsched's
+ * benchmark programs (docs/capture.md).
+ *
+ * Records are collected in a buffer and, when it fills, compressed with
+ * streaming zstd (when the output name ends in ".zst" and the runtime was
+ * built with libzstd) and written to the file named by SIMSCHED_RAW_OUT.  If
+ * SIMSCHED_RAW_OUT is unset the program runs without recording.
+ *
+ * The runtime is not instrumented itself and never calls the wrapped
+ * functions (it uses __real_memcpy where it copies), so it records only the
+ * program.  The program is assumed to run serially (one thread), as capture
+ * requires.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "simsched_raw.h"
+
+#ifndef SS_NO_ZSTD
+#include <zstd.h>
+#endif
+
+#define SS_API __attribute__((visibility("default")))
+#define SS_HOT __attribute__((hot))
+#define SS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define SS_BUF_RECS (1u << 16) /* 1 MiB of records per flush */
+#define SS_DEFAULT_BB_INSNS 3u
+
+static ss_raw_rec *ss_buf;
+static uint32_t ss_n;
+static uint64_t ss_pending; /* estimated non-memory instructions not yet written */
+static uint64_t ss_bb_insns = SS_DEFAULT_BB_INSNS;
+static int ss_active;       /* 1 while recording */
+static int ss_initialised;
+static int ss_fd = -1;
+static int ss_failed;
+static uint64_t ss_total_recs;
+
+#ifndef SS_NO_ZSTD
+static ZSTD_CCtx *ss_zctx;
+static void *ss_zout;
+static size_t ss_zout_size;
+#endif
+
+extern void *__real_memcpy(void *, const void *, size_t);
+extern void *__real_memmove(void *, const void *, size_t);
+extern void *__real_memset(void *, int, size_t);
+
+static void ss_die(const char *what)
+{
+    /* Stop recording, tell the user once; the run goes on so the program's
+     * own exit status is preserved, and simsched reports the broken stream. */
+    if (!ss_failed) {
+        ss_failed = 1;
+        fprintf(stderr, "simsched runtime: %s: %s\n", what, strerror(errno));
+    }
+    ss_active = 0;
+}
+
+static void ss_write_all(const void *data, size_t len)
+{
+    const char *p = (const char *)data;
+    while (len > 0) {
+        ssize_t w = write(ss_fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            ss_die("cannot write the raw stream");
+            return;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+}
+
+#ifndef SS_NO_ZSTD
+static void ss_compress(const void *data, size_t len, int end)
+{
+    ZSTD_inBuffer in = {data, len, 0};
+    for (;;) {
+        ZSTD_outBuffer out = {ss_zout, ss_zout_size, 0};
+        size_t left = ZSTD_compressStream2(ss_zctx, &out, &in, end ? ZSTD_e_end : ZSTD_e_continue);
+        if (ZSTD_isError(left)) {
+            errno = EIO;
+            ss_die(ZSTD_getErrorName(left));
+            return;
+        }
+        if (out.pos)
+            ss_write_all(ss_zout, out.pos);
+        if (end ? left == 0 : in.pos == in.size)
+            return;
+    }
+}
+#endif
+
+static void ss_flush(int end)
+{
+    size_t len = (size_t)ss_n * sizeof(ss_raw_rec);
+    ss_total_recs += ss_n;
+    ss_n = 0;
+    if (ss_fd < 0)
+        return;
+#ifndef SS_NO_ZSTD
+    if (ss_zctx) {
+        ss_compress(ss_buf, len, end);
+        return;
+    }
+#endif
+    (void)end;
+    ss_write_all(ss_buf, len);
+}
+
+static inline ss_raw_rec *ss_slot(void)
+{
+    if (SS_UNLIKELY(ss_n >= SS_BUF_RECS))
+        ss_flush(0);
+    return &ss_buf[ss_n++];
+}
+
+/* Write the pending instruction count as GAP records (before a marker or a
+ * range, or when it no longer fits a record's 32-bit field). */
+static void ss_emit_gap(void)
+{
+    while (ss_pending) {
+        uint64_t g = ss_pending > 0xffffffffu ? 0xffffffffu : ss_pending;
+        ss_raw_rec *r = ss_slot();
+        r->a = 0;
+        r->b = (uint32_t)g;
+        r->c = 0;
+        r->kind = SS_REC_GAP;
+        r->flags = 0;
+        ss_pending -= g;
+    }
+}
+
+static SS_HOT inline void ss_ref(const volatile void *addr, unsigned size, unsigned write)
+{
+    if (SS_UNLIKELY(!ss_active))
+        return;
+    if (SS_UNLIKELY(ss_pending > 0xffffffffu))
+        ss_emit_gap();
+    ss_raw_rec *r = &ss_buf[ss_n];
+    r->a = (uint64_t)(uintptr_t)addr;
+    r->b = (uint32_t)ss_pending;
+    r->c = (uint16_t)size;
+    r->kind = SS_REC_REF;
+    r->flags = (uint8_t)write;
+    ss_pending = 0;
+    if (SS_UNLIKELY(++ss_n == SS_BUF_RECS))
+        ss_flush(0);
+}
+
+static void ss_range(const volatile void *addr, size_t len, unsigned write)
+{
+    if (!ss_active || len == 0)
+        return;
+    ss_emit_gap();
+    uint64_t a = (uint64_t)(uintptr_t)addr;
+    while (len > 0) {
+        /* The length field is 32 bits; keep pieces SS_RANGE_PIECE-aligned. */
+        size_t piece = len > 0x80000000u ? 0x80000000u : len;
+        ss_raw_rec *r = ss_slot();
+        r->a = a;
+        r->b = (uint32_t)piece;
+        r->c = 0;
+        r->kind = SS_REC_RANGE;
+        r->flags = (uint8_t)write;
+        a += piece;
+        len -= piece;
+    }
+}
+
+static void ss_finish(void)
+{
+    if (!ss_active)
+        return;
+    ss_emit_gap();
+    ss_raw_rec *r = ss_slot();
+    r->a = 0;
+    r->b = 0;
+    r->c = SS_M_END;
+    r->kind = SS_REC_MARKER;
+    r->flags = 0;
+    ss_active = 0;
+    ss_flush(1);
+    if (ss_fd >= 0 && close(ss_fd) != 0)
+        ss_die("cannot close the raw stream");
+    ss_fd = -1;
+}
+
+static void ss_init(void)
+{
+    if (ss_initialised)
+        return;
+    ss_initialised = 1;
+    const char *out = getenv("SIMSCHED_RAW_OUT");
+    if (!out || !*out)
+        return;
+    const char *bb = getenv("SIMSCHED_BB_INSNS");
+    if (bb && *bb)
+        ss_bb_insns = strtoull(bb, NULL, 10);
+    /* mmap, not malloc: the program's heap layout stays as it is natively. */
+    void *mem = mmap(NULL, SS_BUF_RECS * sizeof(ss_raw_rec), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        ss_die("cannot allocate the record buffer");
+        return;
+    }
+    ss_buf = (ss_raw_rec *)mem;
+    ss_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (ss_fd < 0) {
+        ss_die(out);
+        return;
+    }
+    size_t olen = strlen(out);
+    if (olen > 4 && strcmp(out + olen - 4, ".zst") == 0) {
+#ifndef SS_NO_ZSTD
+        const char *lvl = getenv("SIMSCHED_ZSTD_LEVEL");
+        ss_zctx = ZSTD_createCCtx();
+        ss_zout_size = ZSTD_CStreamOutSize() * 4;
+        ss_zout = mmap(NULL, ss_zout_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (!ss_zctx || ss_zout == MAP_FAILED) {
+            ss_die("cannot set up zstd compression");
+            return;
+        }
+        const char *thr = getenv("SIMSCHED_ZSTD_THREADS");
+        ZSTD_CCtx_setParameter(ss_zctx, ZSTD_c_compressionLevel, lvl && *lvl ? atoi(lvl) : 1);
+        /* Compress in a background thread where libzstd supports it (a no-op
+         * error otherwise): the program keeps running while a block compresses. */
+        ZSTD_CCtx_setParameter(ss_zctx, ZSTD_c_nbWorkers, thr && *thr ? atoi(thr) : 1);
+#else
+        errno = ENOTSUP;
+        ss_die("this runtime was built without libzstd; name the output without .zst");
+        return;
+#endif
+    }
+    ss_active = 1;
+    ss_raw_rec *r = ss_slot();
+    r->a = SS_RAW_MAGIC;
+    r->b = SS_RAW_VERSION;
+    r->c = SS_BACKEND_GCC;
+    r->kind = SS_REC_HEADER;
+    r->flags = 0; /* gaps are estimated */
+    atexit(ss_finish);
+}
+
+__attribute__((constructor(101))) static void ss_ctor(void) { ss_init(); }
+__attribute__((destructor(101))) static void ss_dtor(void) { ss_finish(); }
+
+/* ---- markers ------------------------------------------------------------ */
+
+SS_API __attribute__((noinline)) void simsched_marker(int kind, long arg)
+{
+    if (!ss_initialised)
+        ss_init();
+    if (!ss_active)
+        return;
+    ss_emit_gap();
+    ss_raw_rec *r = ss_slot();
+    r->a = (uint64_t)arg;
+    r->b = 0;
+    r->c = (uint16_t)kind;
+    r->kind = SS_REC_MARKER;
+    r->flags = 0;
+}
+
+/* ---- compiler instrumentation entry points ------------------------------ */
+
+SS_API void __tsan_init(void) { ss_init(); }
+SS_API void __tsan_func_entry(void *pc) { (void)pc; }
+SS_API void __tsan_func_exit(void) {}
+SS_API void __tsan_ignore_thread_begin(void) {}
+SS_API void __tsan_ignore_thread_end(void) {}
+
+SS_API SS_HOT void __sanitizer_cov_trace_pc(void) { ss_pending += ss_bb_insns; }
+
+#define SS_ACCESS(n)                                                                             \
+    SS_API SS_HOT void __tsan_read##n(void *p) { ss_ref(p, n, 0); }                              \
+    SS_API SS_HOT void __tsan_write##n(void *p) { ss_ref(p, n, 1); }                             \
+    SS_API SS_HOT void __tsan_unaligned_read##n(void *p) { ss_ref(p, n, 0); }                    \
+    SS_API SS_HOT void __tsan_unaligned_write##n(void *p) { ss_ref(p, n, 1); }                   \
+    SS_API SS_HOT void __tsan_volatile_read##n(void *p) { ss_ref(p, n, 0); }                     \
+    SS_API SS_HOT void __tsan_volatile_write##n(void *p) { ss_ref(p, n, 1); }                    \
+    SS_API SS_HOT void __tsan_unaligned_volatile_read##n(void *p) { ss_ref(p, n, 0); }           \
+    SS_API SS_HOT void __tsan_unaligned_volatile_write##n(void *p) { ss_ref(p, n, 1); }          \
+    SS_API void __tsan_read##n##_pc(void *p, void *pc)                                           \
+    {                                                                                            \
+        (void)pc;                                                                                \
+        ss_ref(p, n, 0);                                                                         \
+    }                                                                                            \
+    SS_API void __tsan_write##n##_pc(void *p, void *pc)                                          \
+    {                                                                                            \
+        (void)pc;                                                                                \
+        ss_ref(p, n, 1);                                                                         \
+    }
+SS_ACCESS(1)
+SS_ACCESS(2)
+SS_ACCESS(4)
+SS_ACCESS(8)
+SS_ACCESS(16)
+
+SS_API void __tsan_read_range(void *p, unsigned long size) { ss_range(p, size, 0); }
+SS_API void __tsan_write_range(void *p, unsigned long size) { ss_range(p, size, 1); }
+SS_API void __tsan_vptr_read(void **p) { ss_ref(p, sizeof(void *), 0); }
+SS_API void __tsan_vptr_update(void **p, void *v)
+{
+    (void)v;
+    ss_ref(p, sizeof(void *), 1);
+}
+
+/* Atomics: the program runs serially, so each operation is performed with the
+ * matching GCC builtin (sequentially consistent) and recorded as a read and,
+ * for read-modify-write operations, a write of the same location. */
+#define SS_ATOMIC(n, T)                                                                          \
+    SS_API T __tsan_atomic##n##_load(const volatile T *a, int mo)                                \
+    {                                                                                            \
+        (void)mo;                                                                                \
+        ss_ref(a, n / 8, 0);                                                                     \
+        return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                             \
+    }                                                                                            \
+    SS_API void __tsan_atomic##n##_store(volatile T *a, T v, int mo)                             \
+    {                                                                                            \
+        (void)mo;                                                                                \
+        ss_ref(a, n / 8, 1);                                                                     \
+        __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                \
+    }                                                                                            \
+    SS_ATOMIC_RMW(n, T, exchange)                                                                \
+    SS_ATOMIC_RMW(n, T, fetch_add)                                                               \
+    SS_ATOMIC_RMW(n, T, fetch_sub)                                                               \
+    SS_ATOMIC_RMW(n, T, fetch_and)                                                               \
+    SS_ATOMIC_RMW(n, T, fetch_or)                                                                \
+    SS_ATOMIC_RMW(n, T, fetch_xor)                                                               \
+    SS_ATOMIC_RMW(n, T, fetch_nand)                                                              \
+    SS_API int __tsan_atomic##n##_compare_exchange_strong(volatile T *a, T *c, T v, int mo,      \
+                                                          int fmo)                               \
+    {                                                                                            \
+        (void)mo;                                                                                \
+        (void)fmo;                                                                               \
+        ss_ref(a, n / 8, 0);                                                                     \
+        ss_ref(a, n / 8, 1);                                                                     \
+        return __atomic_compare_exchange_n(a, c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);      \
+    }                                                                                            \
+    SS_API int __tsan_atomic##n##_compare_exchange_weak(volatile T *a, T *c, T v, int mo,        \
+                                                        int fmo)                                 \
+    {                                                                                            \
+        return __tsan_atomic##n##_compare_exchange_strong(a, c, v, mo, fmo);                     \
+    }                                                                                            \
+    SS_API T __tsan_atomic##n##_compare_exchange_val(volatile T *a, T c, T v, int mo, int fmo)   \
+    {                                                                                            \
+        __tsan_atomic##n##_compare_exchange_strong(a, &c, v, mo, fmo);                           \
+        return c;                                                                                \
+    }
+#define SS_ATOMIC_RMW(n, T, op)                                                                  \
+    SS_API T __tsan_atomic##n##_##op(volatile T *a, T v, int mo)                                 \
+    {                                                                                            \
+        (void)mo;                                                                                \
+        ss_ref(a, n / 8, 0);                                                                     \
+        ss_ref(a, n / 8, 1);                                                                     \
+        return __atomic_##op(a, v, __ATOMIC_SEQ_CST);                                            \
+    }
+#define __atomic_exchange __atomic_exchange_n
+SS_ATOMIC(8, uint8_t)
+SS_ATOMIC(16, uint16_t)
+SS_ATOMIC(32, uint32_t)
+SS_ATOMIC(64, uint64_t)
+#undef __atomic_exchange
+
+SS_API void __tsan_atomic_thread_fence(int mo) { (void)mo; }
+SS_API void __tsan_atomic_signal_fence(int mo) { (void)mo; }
+
+/* ---- block operations (-Wl,--wrap=...) ---------------------------------- */
+
+SS_API void *__wrap_memcpy(void *d, const void *s, size_t n)
+{
+    ss_range(s, n, 0);
+    ss_range(d, n, 1);
+    return __real_memcpy(d, s, n);
+}
+
+SS_API void *__wrap_memmove(void *d, const void *s, size_t n)
+{
+    ss_range(s, n, 0);
+    ss_range(d, n, 1);
+    return __real_memmove(d, s, n);
+}
+
+SS_API void *__wrap_memset(void *d, int c, size_t n)
+{
+    ss_range(d, n, 1);
+    return __real_memset(d, c, n);
+}
+
+SS_API void *__wrap___memcpy_chk(void *d, const void *s, size_t n, size_t dlen)
+{
+    if (n > dlen)
+        abort(); /* what the fortified function does on overflow */
+    return __wrap_memcpy(d, s, n);
+}
+
+SS_API void *__wrap___memmove_chk(void *d, const void *s, size_t n, size_t dlen)
+{
+    if (n > dlen)
+        abort();
+    return __wrap_memmove(d, s, n);
+}
+
+SS_API void *__wrap___memset_chk(void *d, int c, size_t n, size_t dlen)
+{
+    if (n > dlen)
+        abort();
+    return __wrap_memset(d, c, n);
+}
