@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ def _raw_machine(spec: str | Path | dict) -> tuple[str, dict]:
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping of machine fields at the top level")
         return str(path), data
-    close = [n for n in preset_names() if key in n][:5]
+    close = difflib.get_close_matches(key, preset_names(), n=4, cutoff=0.6)
     hint = f" (did you mean {', '.join(close)}?)" if close else " (see `simsched machine list`)"
     raise ConfigError(f"machine {key!r}: no such preset or file{hint}")
 

@@ -1,0 +1,53 @@
+"""Helpers shared by the command modules: JSON output, key=value options, consoles."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from rich.console import Console
+
+from simsched.errors import ConfigError
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if hasattr(x, "item") and callable(x.item):  # numpy scalars
+        return x.item()
+    raise TypeError(f"{type(x).__name__} is not JSON serialisable")
+
+
+def print_json(obj: Any) -> None:
+    """Print one JSON document on stdout (sorted keys, numpy scalars converted)."""
+    print(json.dumps(obj, sort_keys=True, default=_jsonable))
+
+
+def parse_value(text: str) -> Any:
+    """Interpret a command-line value: int, float, true/false, null, else the string."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "none"):
+        return None
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_kv(items: list[str] | None, option: str) -> dict[str, Any]:
+    """Parse repeated ``key=value`` options into a dict, naming the option on errors."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{option} {item!r}: expected key=value")
+        out[key.strip()] = parse_value(value.strip())
+    return out

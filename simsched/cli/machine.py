@@ -1,0 +1,66 @@
+"""``simsched machine``: list and show machine presets and files."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+import yaml
+from rich.table import Table
+
+from simsched.cli._common import console, parse_kv, print_json
+
+machine_app = typer.Typer(help="List and show simulated machines.", no_args_is_help=True)
+
+
+def _fmt_size(n: int) -> str:
+    for unit, k in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= k and n % k == 0:
+            return f"{n // k} {unit}"
+    return f"{n} B"
+
+
+@machine_app.command("list")
+def list_cmd() -> None:
+    """List the machine presets."""
+    from simsched.machine import load_machine, preset_names
+
+    table = Table("name", "cores", "caches", "memory")
+    for name in preset_names():
+        m = load_machine(name)
+        caches = ", ".join(f"{c.name} {_fmt_size(c.size)}/{c.scope}" for c in m.caches)
+        table.add_row(
+            name,
+            f"{m.sockets}×{m.cores_per_socket}" if m.sockets > 1 else str(m.cores),
+            caches,
+            f"{m.memory.latency} cyc, 1 line/{m.memory.service_interval} cyc",
+        )
+    console.print(table)
+
+
+@machine_app.command("show")
+def show(
+    machine: Annotated[str, typer.Argument(help="preset name or YAML file")],
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="override a field: key=value (dotted)")
+    ] = None,
+    json_: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Show a machine fully resolved (defaults filled in, sizes in bytes)."""
+    from simsched.machine import load_machine
+
+    m = load_machine(machine, parse_kv(set_, "--set"))
+    d = m.model_dump(mode="json")
+    d["cores"] = m.cores
+    d["coherence"] = m.coherent
+    for c, cd in zip(m.caches, d["caches"], strict=True):
+        cd["sets"] = c.sets
+    if json_:
+        print_json(d)
+    else:
+        console.print(yaml.safe_dump(d, sort_keys=False).rstrip())
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``machine`` group."""
+    app.add_typer(machine_app, name="machine")

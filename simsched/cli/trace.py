@@ -1,0 +1,108 @@
+"""``simsched trace``: generate, import, inspect and validate traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from simsched.cli._common import console, err_console, parse_kv, print_json
+
+trace_app = typer.Typer(help="Generate, import, inspect and validate traces.", no_args_is_help=True)
+
+
+@trace_app.command("gen")
+def gen(
+    name: Annotated[str, typer.Argument(help="workload: see `simsched trace gen --list`")] = "",
+    param: Annotated[
+        list[str] | None, typer.Option("--param", "-p", help="generator parameter key=value")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("-o", "--out", help="output trace (.sst)")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="list workloads and parameters")] = False,
+) -> None:
+    """Generate a synthetic workload trace."""
+    from simsched.workloads import WORKLOADS, generate, params_of
+
+    if list_ or not name:
+        for wname in WORKLOADS:
+            console.print(f"[bold]{wname}[/bold]")
+            for pname, (default, doc) in params_of(wname).items():
+                console.print(f"  {pname} = {default!r}  {doc}")
+        return
+    if out is None:
+        raise typer.BadParameter("missing -o OUT", param_hint="-o")
+    h = generate(name, out, **parse_kv(param, "--param"))
+    err_console.print(
+        f"{out}: {h.n_strands} strands, {h.n_frames} frames, {h.n_refs} references, "
+        f"{h.n_instructions} instructions"
+    )
+
+
+@trace_app.command("info")
+def info(
+    trace: Annotated[Path, typer.Argument(help="trace file (.sst)")],
+    json_: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    line: Annotated[int | None, typer.Option(help="line size for the footprint")] = None,
+) -> None:
+    """Print a trace's counts, footprint, work, span and parallelism."""
+    from simsched.trace import summary
+
+    s = summary(trace, line=line)
+    if json_:
+        print_json(s)
+        return
+    table = Table(title=str(trace), show_header=False)
+    for k, v in s.items():
+        table.add_row(k, f"{v:,.3f}" if isinstance(v, float) else str(v))
+    console.print(table)
+
+
+@trace_app.command("validate")
+def validate_cmd(trace: Annotated[Path, typer.Argument(help="trace file (.sst)")]) -> None:
+    """Check a trace completely: digest, every chunk, DAG structure and counts."""
+    from simsched.trace import validate
+
+    r = validate(trace)
+    console.print(
+        f"{trace}: ok ({r['strands']} strands, {r['frames']} frames, {r['refs']} references, "
+        f"{r['chunks']} chunks)"
+    )
+
+
+@trace_app.command("import")
+def import_cmd(
+    raw: Annotated[Path, typer.Argument(help="raw capture stream (plain or .zst)")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="output trace (.sst)")],
+    program: Annotated[str, typer.Option(help="program name for the header")] = "",
+) -> None:
+    """Convert a raw capture stream into a trace."""
+    from simsched.trace import import_raw
+
+    total = raw.stat().st_size
+    with Progress(
+        TextColumn("importing"),
+        BarColumn(),
+        TextColumn("{task.fields[recs]:,} records"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("import", total=None, recs=0)
+        h = import_raw(
+            raw,
+            out,
+            program=program or raw.stem,
+            progress=lambda n, _b: bar.update(task, recs=n),
+        )
+    err_console.print(
+        f"{out}: {h.n_strands} strands, {h.n_refs} references, {h.n_instructions} instructions "
+        f"(from {total:,} raw bytes)"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``trace`` group."""
+    app.add_typer(trace_app, name="trace")

@@ -1,0 +1,104 @@
+"""Machine schema, presets and loading."""
+
+from __future__ import annotations
+
+import pytest
+
+from simsched.cli import main
+from simsched.errors import ConfigError
+from simsched.machine import load_machine, parse_size, preset_names
+from simsched.machine.presets import ITRS_45NM, ITRS_SCALING
+
+BASE = {
+    "name": "m",
+    "cores_per_socket": 2,
+    "caches": [
+        {"name": "L1", "scope": "core", "size": "32KB", "assoc": 8, "line": 64, "hit_latency": 2}
+    ],
+    "memory": {"latency": 100, "service_interval": 10},
+}
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_preset_loads_with_power_of_two_sets(name):
+    m = load_machine(name)
+    for c in m.caches:
+        assert c.sets & (c.sets - 1) == 0 and c.sets * c.assoc * c.line == c.size
+    assert m.cores == m.sockets * m.cores_per_socket
+
+
+def test_itrs_tables_match_the_paper():
+    assert sorted(ITRS_SCALING) == [1, 2, 4, 8, 16, 32]
+    assert sorted(ITRS_45NM) == [1, 2, *range(4, 27, 2)]
+    m = load_machine("itrs-scaling-16")
+    l1, l2 = m.caches
+    assert (m.cores, l2.size, l2.assoc, l2.line, l2.hit_latency, l2.scope) == (
+        16,
+        20 * 2**20,
+        20,
+        128,
+        19,
+        "socket",
+    )
+    assert (l1.size, l1.line, l1.assoc, l1.hit_latency) == (64 * 1024, 128, 4, 1)
+    assert (m.memory.latency, m.memory.service_interval) == (300, 30)
+    assert load_machine("itrs-45nm-26").caches[1].size == 2**20
+
+
+@pytest.mark.parametrize(
+    "patch, field",
+    [
+        ({"bogus": 1}, "bogus: unknown key"),
+        ({"caches": [{**BASE["caches"][0], "size": "33KB"}]}, "caches.0"),
+        ({"caches": [{**BASE["caches"][0], "scope": "chip"}]}, "caches.0.scope"),
+        ({"caches": [{**BASE["caches"][0], "line": 48}]}, "line: 48 is not a power of two"),
+        ({"memory": {"latency": 1}}, "memory.service_interval: required key missing"),
+        ({"memory": {**BASE["memory"], "placement": "node:3"}}, "node 3 does not exist"),
+        ({"memory": {**BASE["memory"], "placement": "random"}}, "placement"),
+        ({"cores_per_socket": 0}, "cores_per_socket"),
+        ({"caches": [{**BASE["caches"][0], "size": "lots"}]}, "caches.0.size"),
+    ],
+)
+def test_errors_name_the_field(patch, field):
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.").replace("(", r"\(")):
+        load_machine({**BASE, **patch})
+
+
+def test_yaml_file_and_overrides(tmp_path):
+    p = tmp_path / "m.yaml"
+    p.write_text(
+        "name: x\ncores_per_socket: 4\ncaches:\n  - {name: L1, scope: core, size: 16KB, assoc: 4, line: 64, hit_latency: 1}\nmemory: {latency: 50, service_interval: 5}\n"
+    )
+    m = load_machine(p, {"caches.L1.size": "32KB", "cores": 8})
+    assert m.caches[0].size == 32768 and m.cores == 8
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [unclosed\n")
+    with pytest.raises(ConfigError, match="invalid YAML at line"):
+        load_machine(bad)
+    with pytest.raises(ConfigError, match="no cache level 'L9'"):
+        load_machine(p, {"caches.L9.size": 1})
+
+
+def test_sizes():
+    assert parse_size("64KB") == 65536 and parse_size("1.5 MB") == 3 * 2**19
+    assert parse_size(4096) == 4096
+    with pytest.raises(ValueError):
+        parse_size("12 parsecs")
+
+
+def test_cli_show_json(capsys):
+    import json
+
+    with pytest.raises(SystemExit) as exc:
+        main(["machine", "show", "itrs-scaling-16", "--json"])
+    assert exc.value.code == 0
+
+    d = json.loads(capsys.readouterr().out)
+    assert d["cores"] == 16 and d["caches"][1]["size"] == 20 * 2**20
+
+
+def test_cli_unknown_machine_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["machine", "show", "itrs-scaling-17"])
+    assert exc.value.code == 2
+    assert "did you mean" in capsys.readouterr().err

@@ -1,0 +1,193 @@
+"""Round trips through TraceBuilder and the reader, streaming, and DAG well-formedness."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simsched.errors import TraceBuildError
+from simsched.trace import (
+    EDGE_CONT,
+    EDGE_JOIN,
+    EDGE_SPAWN,
+    TraceBuilder,
+    copy,
+    open_trace,
+    span,
+    summary,
+    validate,
+)
+
+
+def _tree(b: TraceBuilder, depth: int, fanout: int, base: int) -> None:
+    """A fork/join tree: each frame touches 10 words, spawns ``fanout`` children, syncs."""
+    b.refs(base + 8 * np.arange(10), 8, np.arange(10) % 3 == 0, 2)
+    if depth:
+        for i in range(fanout):
+            b.spawn()
+            _tree(b, depth - 1, fanout, base + (i + 1) * 4096 * (depth + 1))
+            b.ret()
+        b.sync()
+        b.instr(5)
+
+
+def test_round_trip_counts_and_refs(tmp_path):
+    p = tmp_path / "t.sst"
+    rng = np.random.default_rng(1)
+    addrs = rng.integers(0, 1 << 47, 10_000, dtype=np.uint64)
+    sizes = rng.integers(1, 65, 10_000)
+    writes = rng.random(10_000) < 0.3
+    gaps = rng.integers(0, 100_000, 10_000)
+    with TraceBuilder(p, program="rt", args=["a", "b"], chunk_refs=777, params={"x": 1}) as b:
+        b.refs(addrs[:5000], sizes[:5000], writes[:5000], gaps[:5000])
+        b.spawn()
+        b.refs(addrs[5000:], sizes[5000:], writes[5000:], gaps[5000:])
+        b.ret()
+    t = open_trace(p)
+    assert t.header.n_refs == 10_000
+    assert t.header.n_chunks == -(-10_000 // 777)
+    assert t.header.args == ("a", "b") and t.header.params == {"x": 1}
+    got = t.refs(0, 10_000)
+    np.testing.assert_array_equal(got.addr, addrs)
+    np.testing.assert_array_equal(got.size, sizes)
+    np.testing.assert_array_equal(got.write, writes)
+    np.testing.assert_array_equal(got.gap, gaps)
+    # strands: main before spawn, child, main continuation, (no post-sync: no refs after)
+    assert t.header.n_strands == 4
+    assert t.strands.ref_start.tolist() == [0, 5000, 10_000, 10_000, 10_000]
+    assert t.header.n_instructions == 10_000 + int(gaps.sum())
+    assert validate(t)["ok"]
+
+
+def test_streaming_many_chunks_matches_random_access(tmp_path):
+    p = tmp_path / "s.sst"
+    n = 200_000
+    a = np.arange(n, dtype=np.uint64) * 8 + 0x10000
+    with TraceBuilder(p, chunk_refs=1000) as b:
+        for k in range(0, n, 5000):
+            b.refs(a[k : k + 5000], 8, False, 1)
+    t = open_trace(p, cache_chunks=2)
+    assert t.header.n_chunks == 200
+    seen = 0
+    for c in t.iter_chunks():
+        assert c.start == seen
+        np.testing.assert_array_equal(c.addr, a[seen : seen + len(c)])
+        seen += len(c)
+    assert seen == n
+    r = t.refs(12_345, 150_001)
+    np.testing.assert_array_equal(r.addr, a[12_345:150_001])
+
+
+def test_dag_edges_and_frames(tmp_path):
+    p = tmp_path / "d.sst"
+    with TraceBuilder(p) as b:
+        _tree(b, 2, 3, 0x100000)
+    t = open_trace(p)
+    # 1 + 3 + 9 frames; a frame with children has pre-spawn strands, continuations and a post-sync
+    assert t.header.n_frames == 13
+    internal = 1 + 3
+    leaves = 9
+    # internal frame: 1 first strand + 3 continuations + 1 post-sync = 5 strands; leaf: 1
+    assert t.header.n_strands == internal * 5 + leaves
+    kinds = np.bincount(t.edges.kind, minlength=3)
+    assert kinds[EDGE_SPAWN] == 12
+    assert kinds[EDGE_JOIN] == 12
+    assert kinds[EDGE_CONT] == 12 + internal
+    assert np.all(t.edges.src < t.edges.dst)
+    f = t.frames
+    assert f.level.tolist()[:2] == [0, 1] and f.level.max() == 2
+    assert f.branching[1:].tolist() == [3] * 12
+    assert sorted(f.key(i) for i in range(1, 13))[:4] == [(0,), (0, 0), (0, 1), (0, 2)]
+    s = summary(t)
+    assert s["work"] == t.header.n_instructions
+    assert 0 < s["span"] < s["work"]
+    assert span(t) == s["span"]
+
+
+def test_span_of_chain_and_fork(tmp_path):
+    p = tmp_path / "w.sst"
+    with TraceBuilder(p) as b:
+        b.instr(10)
+        b.spawn()
+        b.instr(100)
+        b.ret()
+        b.instr(30)
+        b.sync()
+        b.instr(1)
+    t = open_trace(p)
+    # strands: main(10) -> child(100) / cont(30) -> post-sync(1); span = 10 + 100 + 1
+    assert t.strands.instr.tolist() == [10, 100, 30, 1]
+    assert span(t) == 111
+
+
+def test_events_copy_is_bit_identical(tmp_path):
+    p, q = tmp_path / "a.sst", tmp_path / "b.sst"
+    with TraceBuilder(p, program="x", chunk_refs=50) as b:
+        b.iteration(0)
+        _tree(b, 2, 2, 0x200000)
+        b.iteration(1)
+        _tree(b, 2, 2, 0x200000)
+    t = open_trace(p)
+    with TraceBuilder(q, program="x", chunk_refs=50) as b2:
+        copy(t, b2)
+    assert open_trace(q).header.digest == t.header.digest
+    keys0 = {t.frames.key(f) for f in range(1, t.header.n_frames) if t.frames.iteration[f] == 0}
+    keys1 = {t.frames.key(f) for f in range(1, t.header.n_frames) if t.frames.iteration[f] == 1}
+    assert keys0 == keys1 and (0, 1) in keys0
+
+
+def test_roi_keeps_only_marked_references(tmp_path):
+    p = tmp_path / "r.sst"
+    with TraceBuilder(p, roi=True) as b:
+        b.ref(1, 8, False, 5)
+        b.roi_begin()
+        b.ref(2, 8, False, 3)
+        b.roi_end()
+        b.ref(3, 8, False)
+    t = open_trace(p)
+    assert t.header.n_refs == 1 and t.header.roi
+    assert t.refs(0, 1).addr.tolist() == [2]
+    assert t.header.n_instructions == 4
+
+
+@pytest.mark.parametrize(
+    "action, message",
+    [
+        (lambda b: b.ret(), "return without a matching spawn"),
+        (lambda b: b.spawn(), "never returned"),
+        (lambda b: b.ref(0, 0, False), "size 0"),
+        (lambda b: b.ref(0, 200, False), "size 200"),
+        (lambda b: b.refs([1, 2], 8, False, [-1, 0]), "negative instruction gap"),
+        (lambda b: b.roi_begin(), "roi=True"),
+    ],
+)
+def test_builder_rejects_malformed_programs(tmp_path, action, message):
+    p = tmp_path / "bad.sst"
+    with pytest.raises(TraceBuildError, match=message):
+        with TraceBuilder(p) as b:
+            action(b)
+    assert not p.exists()
+    assert list(tmp_path.iterdir()) == []  # the temporary file is removed too
+
+
+@given(st.lists(st.sampled_from(["spawn", "ret", "sync", "ref"]), max_size=60))
+def test_random_programs_give_valid_dags(tmp_path_factory, ops):
+    p = tmp_path_factory.mktemp("h") / "h.sst"
+    with TraceBuilder(p, chunk_refs=7) as b:
+        for i, op in enumerate(ops):
+            if op == "spawn":
+                b.spawn()
+            elif op == "ret" and b.depth > 1:
+                b.ret()
+            elif op == "sync":
+                b.sync()
+            else:
+                b.ref(64 * i, 8, i % 2 == 0, i)
+        while b.depth > 1:
+            b.ret()
+    t = open_trace(p)
+    assert validate(t)["ok"]
+    assert t.header.n_frames == 1 + ops.count("spawn")
+    assert int(t.pred_count[0]) == 0 and np.all(t.pred_count[1:] >= 1)

@@ -1,0 +1,151 @@
+"""The raw capture stream: the Python mirror of simsched_raw.h and the importer."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zstandard
+
+from simsched.errors import TraceFormatError
+from simsched.trace import open_trace, validate
+from simsched.trace import raw as R
+
+HEADER = Path(__file__).resolve().parents[2] / "capture" / "simsched_raw.h"
+
+
+def _defines() -> dict[str, int]:
+    text = HEADER.read_text()
+    return {
+        m.group(1): int(m.group(2).rstrip("uUlL"), 0)
+        for m in re.finditer(r"#define\s+(SS_\w+)\s+(0x[0-9a-fA-F]+\w*|\d+\w*)", text)
+    }
+
+
+def test_python_mirror_matches_c_header():
+    d = _defines()
+    assert d["SS_RAW_MAGIC"] == R.RAW_MAGIC
+    assert d["SS_RAW_VERSION"] == R.RAW_VERSION
+    assert d["SS_RANGE_PIECE"] == R.RANGE_PIECE
+    for name in ("HEADER", "REF", "RANGE", "GAP", "MARKER"):
+        assert d[f"SS_REC_{name}"] == getattr(R, f"REC_{name}")
+    for name in ("SPAWN", "SPAWN_END", "SYNC", "ITER", "ROI_BEGIN", "ROI_END", "END"):
+        assert d[f"SS_M_{name}"] == getattr(R, f"M_{name}")
+    # field order and widths of struct ss_raw_rec
+    body = re.search(r"typedef struct ss_raw_rec \{(.*?)\}", HEADER.read_text(), re.S).group(1)
+    fields = re.findall(r"uint(\d+)_t\s+(\w+);", body)
+    assert [(n, int(w) // 8) for w, n in fields] == [
+        (n, R.RAW_DTYPE[n].itemsize) for n in R.RAW_DTYPE.names
+    ]
+    assert R.RAW_DTYPE.str == "|V16"
+
+
+def rec(kind, a=0, b=0, c=0, flags=0):
+    return (a, b, c, kind, flags)
+
+
+def header(backend=4, exact=1):
+    return rec(R.REC_HEADER, R.RAW_MAGIC, R.RAW_VERSION, backend, exact)
+
+
+def write(path: Path, records, compress=False) -> Path:
+    data = np.array(records, dtype=R.RAW_DTYPE).tobytes()
+    if compress:
+        data = zstandard.ZstdCompressor().compress(data)
+    path.write_bytes(data)
+    return path
+
+
+def fib_records(n: int) -> list:
+    out = []
+
+    def fib(k):
+        out.append(rec(R.REC_REF, 0x7000 + k * 8, 3, 8, 0))
+        if k < 2:
+            return
+        out.append(rec(R.REC_MARKER, c=R.M_SPAWN))
+        fib(k - 1)
+        out.append(rec(R.REC_MARKER, c=R.M_SPAWN_END))
+        out.append(rec(R.REC_MARKER, c=R.M_SPAWN))
+        fib(k - 2)
+        out.append(rec(R.REC_MARKER, c=R.M_SPAWN_END))
+        out.append(rec(R.REC_MARKER, c=R.M_SYNC))
+        out.append(rec(R.REC_GAP, b=4))
+
+    fib(n)
+    return [header(), *out, rec(R.REC_MARKER, c=R.M_END)]
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_import_fib_dag(tmp_path, compress):
+    raw = write(tmp_path / "fib.raw", fib_records(8), compress)
+    h = R.import_raw(raw, tmp_path / "fib.sst", program="fib")
+    t = open_trace(tmp_path / "fib.sst")
+    assert validate(t)["ok"]
+    # frames: calls of fib(8) = 2*fib(9)-1 = 67; strands: leaves 1, internal 4 (pre, cont, cont, post)
+    calls = 67
+    leaves = 34
+    assert h.n_frames == calls
+    assert h.n_strands == leaves + 4 * (calls - leaves)
+    assert h.backend == "test" and h.gaps_exact
+    assert h.n_refs == calls
+    assert h.n_instructions == calls * 4 + 4 * (calls - leaves)
+
+
+def test_ranges_split_at_piece_boundaries(tmp_path):
+    recs = [
+        header(),
+        rec(R.REC_RANGE, 0x1030, 200, 0, 1),
+        rec(R.REC_REF, 0x5000, 7, 256, 0),
+        rec(R.REC_MARKER, c=R.M_END),
+    ]
+    R.import_raw(write(tmp_path / "r.raw", recs), tmp_path / "r.sst")
+    t = open_trace(tmp_path / "r.sst")
+    c = t.refs(0, t.header.n_refs)
+    # 0x1030 + 200 bytes ends at 0x10F8
+    assert c.addr.tolist() == [0x1030, 0x1040, 0x1080, 0x10C0, 0x5000, 0x5040, 0x5080, 0x50C0]
+    assert c.size.tolist() == [16, 64, 64, 56, 64, 64, 64, 64]
+    assert c.write.tolist() == [True] * 4 + [False] * 4
+    assert c.gap.tolist() == [0, 0, 0, 0, 7, 0, 0, 0]
+
+
+def test_roi_markers_filter(tmp_path):
+    recs = [
+        header(),
+        rec(R.REC_REF, 0x10, 1, 4),
+        rec(R.REC_MARKER, c=R.M_ROI_BEGIN),
+        rec(R.REC_REF, 0x20, 2, 4),
+        rec(R.REC_MARKER, c=R.M_ROI_END),
+        rec(R.REC_REF, 0x30, 3, 4),
+        rec(R.REC_MARKER, c=R.M_END),
+    ]
+    h = R.import_raw(write(tmp_path / "roi.raw", recs), tmp_path / "roi.sst")
+    assert h.n_refs == 1 and h.roi
+
+
+@pytest.mark.parametrize(
+    "records, message",
+    [
+        ([rec(R.REC_REF, 1, 0, 8)], "bad header"),
+        ([header(), rec(R.REC_REF, 1, 0, 8)], "without an END marker"),
+        ([header(), rec(R.REC_MARKER, c=R.M_SPAWN_END), rec(R.REC_MARKER, c=R.M_END)], "record 1"),
+        ([header(), rec(R.REC_MARKER, c=R.M_SPAWN), rec(R.REC_MARKER, c=R.M_END)], "SPAWN_END"),
+        ([header(), rec(9), rec(R.REC_MARKER, c=R.M_END)], "unknown record kind 9"),
+        ([header(), rec(R.REC_MARKER, c=42), rec(R.REC_MARKER, c=R.M_END)], "unknown marker 42"),
+        ([header(), rec(R.REC_MARKER, c=R.M_END), rec(R.REC_REF, 1, 0, 8)], "after the END"),
+        ([rec(R.REC_HEADER, R.RAW_MAGIC, 7)], "version 7"),
+    ],
+)
+def test_malformed_streams(tmp_path, records, message):
+    with pytest.raises(TraceFormatError, match=message):
+        R.import_raw(write(tmp_path / "m.raw", records), tmp_path / "m.sst")
+    assert not (tmp_path / "m.sst").exists()
+
+
+def test_truncated_stream(tmp_path):
+    p = write(tmp_path / "f.raw", fib_records(4))
+    p.write_bytes(p.read_bytes()[:-5])
+    with pytest.raises(TraceFormatError, match="truncated"):
+        R.import_raw(p, tmp_path / "f.sst")
