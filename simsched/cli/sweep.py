@@ -1,0 +1,180 @@
+"""``simsched sweep`` (run, status) and ``simsched results`` (show, export).
+
+Thin layers over :mod:`simsched.experiments`: :func:`~simsched.experiments.run_sweep`,
+:func:`~simsched.experiments.sweep_status`, :func:`~simsched.experiments.load_results` and
+:func:`~simsched.experiments.export_results`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+sweep_app = typer.Typer(help="Run sweeps of simulations from a YAML spec.", no_args_is_help=True)
+results_app = typer.Typer(help="Show and export the results of sweeps.", no_args_is_help=True)
+
+_SMALL = typer.Option("--small", help="run the spec's small variant (also SIMSCHED_SMALL=1)")
+_SET = typer.Option("--set", help="edit the spec before validation: key.path=value (YAML value)")
+
+# Columns ``results show`` prints when --columns is not given (those that exist).
+DEFAULT_COLUMNS = [
+    "point_id",
+    "workload",
+    "machine",
+    "cores",
+    "scheduler",
+    "seed",
+    "status",
+    "makespan_cycles",
+    "speedup",
+    "mpki",
+    "L2_misses",
+    "error",
+]
+
+
+@sweep_app.command("run")
+def run_cmd(
+    spec: Annotated[Path, typer.Argument(help="sweep spec (YAML)")],
+    executor: Annotated[str, typer.Option(help="local or dask")] = "local",
+    workers: Annotated[
+        int, typer.Option(help="worker processes (local) or local Dask cluster size")
+    ] = 2,
+    address: Annotated[
+        str | None, typer.Option(help="tcp://HOST:PORT of a running Dask scheduler")
+    ] = None,
+    small: Annotated[bool, _SMALL] = False,
+    set_: Annotated[list[str] | None, _SET] = None,
+    retry_failed: Annotated[bool, typer.Option(help="rerun points that failed")] = False,
+    progress: Annotated[bool, typer.Option(help="draw a progress bar")] = True,
+    point_fn: Annotated[
+        str | None,
+        typer.Option("--point-fn", help="MODULE:FUNCTION run per point instead of the simulation"),
+    ] = None,
+) -> None:
+    """Run every unfinished point of SPEC; finished points are skipped."""
+    from simsched.experiments import load_spec, run_sweep
+    from simsched.experiments.runner import resolve_point_function
+
+    loaded = load_spec(spec, small=True if small else None, sets=set_)
+    report = run_sweep(
+        loaded,
+        point_fn=resolve_point_function(point_fn),
+        executor=executor,  # type: ignore[arg-type]
+        workers=workers,
+        address=address,
+        retry_failed=retry_failed,
+        progress=progress,
+    )
+    err = Console(stderr=True)
+    err.print(
+        f"{loaded.spec.name}: {report.total} points, ran {report.ran}, "
+        f"skipped {report.skipped} (already done), failed {report.failed}, "
+        f"{report.wall_s:.1f} s; results in {report.out_dir}"
+    )
+    for pid, msg in report.failures[:10]:
+        err.print(f"  failed {pid}: {msg}", markup=False)
+    if report.failed:
+        raise typer.Exit(1)
+
+
+@sweep_app.command("status")
+def status_cmd(
+    spec: Annotated[Path, typer.Argument(help="sweep spec (YAML)")],
+    small: Annotated[bool, _SMALL] = False,
+    set_: Annotated[list[str] | None, _SET] = None,
+    json_: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Count SPEC's points that are done, failed and missing (runs nothing)."""
+    from simsched.cli._common import print_json
+    from simsched.experiments import load_spec, sweep_status
+
+    status = sweep_status(load_spec(spec, small=True if small else None, sets=set_))
+    if json_:
+        print_json(status)
+        return
+    print(
+        f"{status['sweep']}: {status['total']} points: {status['ok']} done, "
+        f"{status['failed']} failed, {status['missing']} missing"
+        + (
+            f"; {status['orphans']} rows of points no longer in the spec"
+            if status["orphans"]
+            else ""
+        )
+        + f" ({status['out']})"
+    )
+
+
+@results_app.command("show")
+def show_cmd(
+    path: Annotated[Path, typer.Argument(help="sweep output folder or results file")],
+    where: Annotated[
+        list[str] | None,
+        typer.Option("--where", help="filter COLUMN OP VALUE (= != < <= > >=; a|b), repeatable"),
+    ] = None,
+    columns: Annotated[
+        str | None, typer.Option("--columns", help="comma-separated columns to print")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json")] = "table",
+    list_columns: Annotated[bool, typer.Option(help="print the column names and exit")] = False,
+) -> None:
+    """Print a sweep's results, one row per point."""
+    from simsched.errors import ConfigError
+    from simsched.experiments.store import filter_frame, load_results, select_columns
+
+    df = load_results(path)
+    if list_columns:
+        print("\n".join(df.columns))
+        return
+    df = filter_frame(df, where or [])
+    if columns:
+        df = select_columns(df, [c.strip() for c in columns.split(",") if c.strip()])
+    else:
+        df = df[[c for c in DEFAULT_COLUMNS if c in df.columns]]
+    if fmt == "csv":
+        print(df.to_csv(index=False), end="")
+    elif fmt == "json":
+        print(df.to_json(orient="records"))
+    elif fmt == "table":
+        table = Table(*[str(c) for c in df.columns])
+        for row in df.itertuples(index=False):
+            table.add_row(*["" if _isna(v) else _fmt(v) for v in row])
+        Console(width=max(200, len(df.columns) * 14)).print(table)
+        print(f"{len(df)} rows")
+    else:
+        raise ConfigError(f"--format {fmt!r}: use table, csv or json")
+
+
+def _isna(v: object) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+@results_app.command("export")
+def export_cmd(
+    path: Annotated[Path, typer.Argument(help="sweep output folder or results file")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="target .csv or .parquet")],
+    where: Annotated[
+        list[str] | None, typer.Option("--where", help="filter COLUMN OP VALUE, repeatable")
+    ] = None,
+) -> None:
+    """Write a sweep's results to a CSV or Parquet file."""
+    from simsched.experiments import export_results
+
+    target = export_results(path, out, where)
+    print(target)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``sweep`` and ``results`` groups to the simsched app."""
+    app.add_typer(sweep_app, name="sweep")
+    app.add_typer(results_app, name="results")

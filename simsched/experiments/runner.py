@@ -1,0 +1,489 @@
+"""Running a sweep: local worker processes or a Dask cluster, resumable, one row per point.
+
+The unit of work is :func:`execute_point`: given a point (a small JSON-able dict: recipes and
+the resolved machine, never trace data), the sweep's output folder and a *point function*, it
+
+1. returns at once if the point already has a ``row.json`` (so a re-run, or a task that a
+   cluster retries after its worker died, never repeats finished work);
+2. writes ``point.json`` (the resolved point) atomically;
+3. calls the point function, which runs the simulation and returns its result record — any
+   exception becomes a row with ``status="error"`` and the error text instead, so one failing
+   point never stops the sweep;
+4. writes ``row.json`` (point columns + record) atomically and returns it.
+
+The point function is injected (default :func:`simulate_point`, which makes the trace from the
+recipe and calls :func:`simsched.run`); tests pass cheap functions so the runner is tested
+without simulating.  Executors only decide *where* ``execute_point`` runs:
+
+* ``local``: a :class:`concurrent.futures.ProcessPoolExecutor` with the ``spawn`` start
+  method (no forked Numba or thread state).  A worker that dies (crash, out of memory) breaks
+  the pool; the runner starts a new one and resubmits the unfinished points, and a point that
+  was running during two such deaths is recorded as failed.
+* ``dask``: ``dask.distributed``; an existing scheduler (``address``) or a
+  :class:`~dask.distributed.LocalCluster`.  Tasks carry recipes only; the scheduler reruns the
+  tasks of a lost worker elsewhere, and step 1 makes that rerun idempotent.  Rows come back to
+  the client, which also writes them if the workers do not share the output folder.
+
+Progress (done, failed, running, ETA) is drawn with rich.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Literal
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from simsched.errors import ConfigError
+from simsched.experiments.spec import LoadedSpec, Point
+from simsched.experiments.store import (
+    POINT_FILE,
+    ROW_FILE,
+    atomic_write_json,
+    consolidate,
+    point_dir,
+    read_row,
+)
+
+PointFunction = Callable[[Point, Path], dict[str, Any]]
+
+# Deaths of a worker process while a point was running before the point is marked failed.
+MAX_CRASHES = 2
+
+
+def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
+    """Default point function: make the trace from the recipe and simulate it.
+
+    Parameters
+    ----------
+    point
+        The resolved point.
+    run_dir
+        The point's folder; :func:`simsched.run` writes ``config.json`` and ``result.json``
+        there.
+
+    Returns
+    -------
+    dict
+        The run's flat result record.
+    """
+    from simsched.experiments.traces import ensure_trace
+    from simsched.machine import Machine
+
+    trace = ensure_trace(point.workload, point.trace_cache, point.spec_dir)
+    machine = Machine.model_validate(point.machine["resolved"])
+    import simsched
+
+    run = getattr(simsched, "run", None)
+    if run is None:
+        raise RuntimeError("simsched.run is not available in this installation")
+    result = run(
+        str(trace),
+        machine,
+        point.scheduler["name"],
+        dict(point.scheduler["params"]),
+        point.seed,
+        out_dir=run_dir,
+    )
+    return dict(result.record)
+
+
+def resolve_point_function(name: str | None) -> PointFunction | None:
+    """Import ``module:function`` (``None`` gives ``None``: the default simulation).
+
+    Raises
+    ------
+    ConfigError
+        The name is malformed, the module does not import or has no such function.
+    """
+    if name is None:
+        return None
+    module, sep, attr = name.partition(":")
+    if not sep or not module or not attr:
+        raise ConfigError(f"--point-fn {name!r}: expected MODULE:FUNCTION")
+    try:
+        fn = getattr(importlib.import_module(module), attr)
+    except ImportError as exc:
+        raise ConfigError(f"--point-fn {name!r}: cannot import {module}: {exc}") from None
+    except AttributeError:
+        raise ConfigError(f"--point-fn {name!r}: {module} has no {attr}") from None
+    if not callable(fn):
+        raise ConfigError(f"--point-fn {name!r}: not a function")
+    return fn
+
+
+def _merge(columns: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """Point columns first; a record field with the same name and another value is kept as
+    ``run.<name>`` (e.g. the engine's JSON of the machine beside the machine's label)."""
+    row = dict(columns)
+    for key, value in record.items():
+        if key in columns:
+            if value != columns[key]:
+                row[f"run.{key}"] = value
+        else:
+            row[key] = value
+    return row
+
+
+def error_row(point: Point, message: str, wall_s: float = 0.0) -> dict[str, Any]:
+    """The row of a point that failed before or outside its point function."""
+    return {**point.columns(), "status": "error", "error": message, "point_wall_s": wall_s}
+
+
+def execute_point(
+    point_data: dict[str, Any],
+    out_dir: str,
+    point_fn: PointFunction | None = None,
+    retry_failed: bool = False,
+) -> tuple[dict[str, Any], bool]:
+    """Run one point unless it has finished; see the module docstring for the steps.
+
+    Parameters
+    ----------
+    point_data
+        :meth:`Point.to_dict` of the point.
+    out_dir
+        The sweep's output folder.
+    point_fn
+        Runs the simulation and returns the record; default :func:`simulate_point`.
+    retry_failed
+        Run again a point whose row says it failed.
+
+    Returns
+    -------
+    (row, ran)
+        The point's row, and whether it ran now (``False`` when it was already finished).
+    """
+    point = Point.from_dict(point_data)
+    old = read_row(out_dir, point.id)
+    if old is not None and not (retry_failed and old.get("status") != "ok"):
+        return old, False
+    pdir = point_dir(out_dir, point.id)
+    pdir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(pdir / POINT_FILE, point_data)
+    fn = point_fn or simulate_point
+    t0 = time.perf_counter()
+    try:
+        record = dict(fn(point, pdir))
+        record.setdefault("status", "ok")
+    except Exception as exc:  # one failing point never stops the sweep: record and go on
+        tb = traceback.format_exception(exc)
+        record = {
+            "status": "error",
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": "".join(tb[-6:]),
+        }
+    row = _merge(point.columns(), record)
+    row["point_wall_s"] = time.perf_counter() - t0
+    atomic_write_json(pdir / ROW_FILE, row)
+    return row, True
+
+
+@dataclass
+class SweepReport:
+    """What a sweep run did."""
+
+    out_dir: Path
+    total: int
+    skipped: int = 0
+    ran: int = 0
+    failed: int = 0
+    wall_s: float = 0.0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+
+class _Display:
+    """rich progress: done, failed, running, ETA."""
+
+    def __init__(self, total: int, enabled: bool, console: Console | None) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]sweep"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("failed {task.fields[failed]}  running {task.fields[running]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console or Console(stderr=True),
+            disable=not enabled,
+            transient=False,
+        )
+        self.task = self.progress.add_task("sweep", total=total, failed=0, running=0)
+
+    def __enter__(self) -> _Display:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)
+
+    def update(self, done: int, failed: int, running: int) -> None:
+        self.progress.update(self.task, completed=done, failed=failed, running=running)
+
+
+def pending_points(loaded: LoadedSpec, retry_failed: bool = False) -> tuple[list[Point], int]:
+    """Points of a sweep still to run, and how many are finished already."""
+    points = loaded.points()
+    todo = []
+    for p in points:
+        row = read_row(loaded.out_dir, p.id)
+        if row is None or (retry_failed and row.get("status") != "ok"):
+            todo.append(p)
+    return todo, len(points) - len(todo)
+
+
+def _run_local(
+    todo: list[Point],
+    out_dir: Path,
+    workers: int,
+    point_fn: PointFunction | None,
+    retry_failed: bool,
+    on_row: Callable[[dict[str, Any], bool], None],
+    on_running: Callable[[int], None],
+) -> None:
+    if workers <= 0:  # in-process: no isolation, for debugging and tiny sweeps
+        for p in todo:
+            on_running(1)
+            on_row(*execute_point(p.to_dict(), str(out_dir), point_fn, retry_failed))
+        return
+    crashes: dict[str, int] = {}
+    finished: set[str] = set()
+    remaining = list(todo)
+    ctx = get_context("spawn")
+    while remaining:
+        by_future = {}
+        started = time.time()
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            for p in remaining:
+                by_future[
+                    pool.submit(execute_point, p.to_dict(), str(out_dir), point_fn, retry_failed)
+                ] = p
+            pending = set(by_future)
+            broken = False
+            while pending:
+                on_running(min(workers, len(pending)))
+                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    try:
+                        row, ran = fut.result()
+                    except BrokenProcessPool:
+                        broken = True
+                    else:
+                        finished.add(by_future[fut].id)
+                        on_row(row, ran)
+            remaining = []
+            if broken:
+                # The pool died: every point that had not produced a row runs again in a new
+                # pool; those that were running during MAX_CRASHES deaths are recorded failed.
+                for p in by_future.values():
+                    if p.id in finished:
+                        continue
+                    # A point was running when its point.json was written by this pool.
+                    marker = point_dir(out_dir, p.id) / POINT_FILE
+                    if marker.is_file() and marker.stat().st_mtime >= started:
+                        crashes[p.id] = crashes.get(p.id, 0) + 1
+                    if crashes.get(p.id, 0) >= MAX_CRASHES:
+                        row = error_row(p, "the worker process died while running this point")
+                        atomic_write_json(point_dir(out_dir, p.id) / ROW_FILE, row)
+                        on_row(row, True)
+                    else:
+                        remaining.append(p)
+
+
+def _run_dask(
+    todo: list[Point],
+    out_dir: Path,
+    workers: int,
+    address: str | None,
+    point_fn: PointFunction | None,
+    retry_failed: bool,
+    on_row: Callable[[dict[str, Any], bool], None],
+    on_running: Callable[[int], None],
+) -> None:
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    cluster = None
+    try:
+        if address:
+            client = Client(address, timeout="30s")
+        else:
+            cluster = LocalCluster(
+                n_workers=max(1, workers),
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+            )
+            client = Client(cluster)
+    except OSError as exc:
+        raise ConfigError(f"dask: cannot reach scheduler {address or '(local)'}: {exc}") from None
+    try:
+        token = f"{time.time_ns():x}"
+        futures = {}
+        for p in todo:
+            fut = client.submit(
+                execute_point,
+                p.to_dict(),
+                str(out_dir),
+                point_fn,
+                retry_failed,
+                key=f"simsched-point-{p.id}-{token}",
+                pure=False,
+            )
+            futures[fut] = p
+        last = 0.0
+        for fut in as_completed(list(futures)):
+            p = futures[fut]
+            try:
+                row, ran = fut.result()
+            except Exception as exc:  # e.g. KilledWorker: the point crashed several workers
+                row, ran = error_row(p, f"{type(exc).__name__}: {exc}"), True
+            if read_row(out_dir, p.id) is None:  # workers without the shared output folder
+                atomic_write_json(point_dir(out_dir, p.id) / ROW_FILE, row)
+            on_row(row, ran)
+            now = time.monotonic()
+            if now - last > 1.0:
+                last = now
+                try:
+                    on_running(sum(len(v) for v in client.processing().values()))
+                except Exception:  # the display is best effort; never fail the sweep on it
+                    pass
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def run_sweep(
+    loaded: LoadedSpec,
+    *,
+    executor: Literal["local", "dask"] = "local",
+    workers: int = 1,
+    address: str | None = None,
+    point_fn: PointFunction | None = None,
+    retry_failed: bool = False,
+    progress: bool = True,
+    console: Console | None = None,
+    points: Iterable[Point] | None = None,
+) -> SweepReport:
+    """Run every unfinished point of a sweep and rebuild its Parquet table.
+
+    Parameters
+    ----------
+    loaded
+        The spec (:func:`simsched.experiments.load_spec`).
+    executor
+        ``"local"`` (worker processes on this host) or ``"dask"``.
+    workers
+        Local worker processes (``0`` runs in this process), or the size of the local Dask
+        cluster when no ``address`` is given.
+    address
+        ``tcp://HOST:PORT`` of a running Dask scheduler (``dask`` executor only).
+    point_fn
+        Function that runs one point (default :func:`simulate_point`); must be picklable.
+    retry_failed
+        Also rerun points whose row records an error.
+    progress
+        Draw a progress bar on stderr.
+    console
+        rich console for the progress bar.
+    points
+        Run only these points (default: all unfinished points of the spec).
+
+    Returns
+    -------
+    SweepReport
+
+    Raises
+    ------
+    ConfigError
+        Unknown executor, ``address`` without the dask executor, unreachable scheduler.
+    """
+    if executor not in ("local", "dask"):
+        raise ConfigError(f"--executor {executor!r}: use local or dask")
+    if address and executor != "dask":
+        raise ConfigError("--address needs --executor dask")
+    t0 = time.perf_counter()
+    out_dir = loaded.out_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if points is None:
+        todo, finished = pending_points(loaded, retry_failed)
+    else:
+        todo = list(points)
+        finished = 0
+    report = SweepReport(out_dir=out_dir, total=len(todo) + finished, skipped=finished)
+    state = {"done": finished, "running": 0}
+
+    with _Display(report.total, progress and bool(todo), console) as display:
+
+        def on_row(row: dict[str, Any], ran: bool) -> None:
+            state["done"] += 1
+            if ran:
+                report.ran += 1
+            else:
+                report.skipped += 1
+            if row.get("status") != "ok":
+                report.failed += 1
+                report.failures.append((row.get("point_id", "?"), str(row.get("error", ""))))
+            display.update(state["done"], report.failed, state["running"])
+
+        def on_running(n: int) -> None:
+            state["running"] = n
+            display.update(state["done"], report.failed, n)
+
+        if todo:
+            if executor == "local":
+                _run_local(todo, out_dir, workers, point_fn, retry_failed, on_row, on_running)
+            else:
+                _run_dask(
+                    todo, out_dir, workers, address, point_fn, retry_failed, on_row, on_running
+                )
+        on_running(0)
+    consolidate(out_dir)
+    report.wall_s = time.perf_counter() - t0
+    return report
+
+
+def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:
+    """Counts of a sweep's points: total, ok, failed, missing, and rows of points no longer
+    in the spec (``orphans``).  Reads only the output folder; runs nothing."""
+    points = loaded.points()
+    ok = failed = 0
+    ids = set()
+    for p in points:
+        ids.add(p.id)
+        row = read_row(loaded.out_dir, p.id)
+        if row is None:
+            continue
+        if row.get("status") == "ok":
+            ok += 1
+        else:
+            failed += 1
+    root = loaded.out_dir / "points"
+    orphans = 0
+    if root.is_dir():
+        orphans = sum(1 for d in root.iterdir() if d.name not in ids and (d / ROW_FILE).is_file())
+    return {
+        "sweep": loaded.spec.name,
+        "out": str(loaded.out_dir),
+        "total": len(points),
+        "ok": ok,
+        "failed": failed,
+        "missing": len(points) - ok - failed,
+        "orphans": orphans,
+    }

@@ -1,0 +1,650 @@
+"""Sweep specifications: a strict YAML schema that expands into points with stable ids.
+
+A sweep is the product of four axes — workloads × machines × schedulers × seeds — minus what
+its filters drop, with chosen axes advancing together instead (``zip``).  Every value a point
+depends on is *resolved* at expansion time: machine presets, files and overrides become the
+validated machine (so an edited machine file is a new point, and a renamed preset is not), and
+workloads become recipes (a trace file, a generator with its parameters, or a capture
+command).  A point's id is a hash of that resolved content, so it survives reordering the
+spec, adding axes values and moving the sweep folder, and it is what the runner uses to skip
+finished points.
+
+The schema is pydantic with ``extra="forbid"``; YAML is read with ``yaml.safe_load``; every
+error is a :class:`~simsched.errors.ConfigError` naming the spec file and the field.  Design
+notes and the full syntax are in ``docs/sweeps.md``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from simsched.errors import ConfigError
+from simsched.machine import load_machine
+from simsched.machine.loader import format_validation_error, safe_load_yaml
+
+Scalar = str | int | float | bool
+AxisName = Literal["workloads", "machines", "schedulers", "seeds"]
+AXES: tuple[str, ...] = ("workloads", "machines", "schedulers", "seeds")
+
+# Keys a filter may test, each read from a point's columns.
+FILTER_KEYS = ("workload", "machine", "scheduler", "seed", "cores", "sockets")
+
+_BRACE_RE = re.compile(r"\{([^{}]*)\}")
+
+
+def expand_braces(text: str) -> list[str]:
+    """Expand shell-like braces: ``a-{1,2,4}`` and ``a-{2..8..2}`` (inclusive ranges).
+
+    Parameters
+    ----------
+    text
+        A name with zero or more ``{...}`` groups.
+
+    Returns
+    -------
+    list of str
+        The names in order; ``[text]`` when there is no brace group.
+
+    Raises
+    ------
+    ConfigError
+        A range is malformed (``{1..}``, a zero step, non-integer bounds).
+    """
+    match = _BRACE_RE.search(text)
+    if match is None:
+        return [text]
+    body = match.group(1)
+    if ".." in body:
+        parts = body.split("..")
+        try:
+            nums = [int(p) for p in parts]
+        except ValueError:
+            raise ConfigError(f"{text!r}: range {{{body}}} needs integers") from None
+        if len(nums) not in (2, 3) or (len(nums) == 3 and nums[2] <= 0):
+            raise ConfigError(f"{text!r}: range must be {{a..b}} or {{a..b..step}} with step > 0")
+        step = nums[2] if len(nums) == 3 else 1
+        lo, hi = nums[0], nums[1]
+        items = [
+            str(v) for v in (range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step))
+        ]
+    else:
+        items = body.split(",")
+    head, tail = text[: match.start()], text[match.end() :]
+    out: list[str] = []
+    for item in items:
+        out.extend(expand_braces(head + item + tail))
+    return out
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: the text point ids and cache keys hash."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def content_hash(value: Any, length: int = 16) -> str:
+    """Hex SHA-256 prefix of :func:`canonical_json` of ``value``."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:length]
+
+
+def _grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Cartesian product of a ``{key: [values]}`` mapping, in key order as written."""
+    if not grid:
+        return [{}]
+    keys = list(grid)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())]
+
+
+def _fmt_params(params: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in params.items())
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CaptureRecipe(_Strict):
+    """Capture a real program on demand (``simsched capture``), cached by the recipe's hash."""
+
+    program: list[str] = Field(min_length=1, description="argv of the program to capture")
+    backend: Literal["gcc", "valgrind", "pin"] = "gcc"
+    build: list[str] | None = Field(
+        default=None, description="argv of a command run first (e.g. simsched cc ...)"
+    )
+    sources: list[str] = Field(
+        default_factory=list,
+        description="files whose content enters the cache key (edit one, recapture)",
+    )
+
+
+class WorkloadSpec(_Strict):
+    """One workload: exactly one of ``trace``, ``generator`` or ``capture``."""
+
+    name: str | None = None
+    trace: str | None = None
+    generator: str | None = None
+    capture: CaptureRecipe | None = None
+    params: dict[str, Scalar] = Field(default_factory=dict)
+    grid: dict[str, list[Scalar]] = Field(default_factory=dict)
+    small: dict[str, Scalar] = Field(
+        default_factory=dict, description="parameter values used when the sweep runs small"
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> WorkloadSpec:
+        given = [k for k in ("trace", "generator", "capture") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of trace, generator or capture"
+                + (f" (got {', '.join(given)})" if given else "")
+            )
+        if (self.params or self.grid or self.small) and self.generator is None:
+            raise ValueError("params, grid and small apply to generators only")
+        return self
+
+
+class MachineSpec(_Strict):
+    """A machine: a preset ``name`` or a YAML ``file``, with dotted-key overrides."""
+
+    name: str | None = None
+    file: str | None = None
+    label: str | None = None
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> MachineSpec:
+        if (self.name is None) == (self.file is None):
+            raise ValueError("give exactly one of name (a preset) or file")
+        return self
+
+
+class SchedulerSpec(_Strict):
+    """A scheduler by registered name, with parameters and optionally its own seeds."""
+
+    name: str
+    label: str | None = None
+    params: dict[str, Scalar] = Field(default_factory=dict)
+    grid: dict[str, list[Scalar]] = Field(default_factory=dict)
+    seeds: list[int] | None = Field(
+        default=None, description="seeds for this scheduler only (e.g. [0] for a deterministic one)"
+    )
+
+
+class SeedRange(_Strict):
+    """``count`` consecutive seeds from ``start``."""
+
+    count: int = Field(ge=1)
+    start: int = 0
+
+
+class SmallSpec(_Strict):
+    """What a small run keeps (CI): only these machine labels and seeds."""
+
+    machines: list[str] | None = None
+    seeds: list[int] | None = None
+
+
+class SweepSpec(_Strict):
+    """The whole sweep file (see ``docs/sweeps.md``)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    out: str | None = Field(default=None, description="output folder, relative to the spec")
+    trace_cache: str | None = Field(default=None, description="trace cache folder")
+    workloads: list[WorkloadSpec] = Field(min_length=1)
+    machines: list[MachineSpec] = Field(min_length=1)
+    schedulers: list[SchedulerSpec] = Field(min_length=1)
+    seeds: list[int] | SeedRange = Field(default_factory=lambda: [0])
+    zip: list[list[AxisName]] = Field(default_factory=list)
+    include: list[dict[str, Any]] = Field(default_factory=list)
+    exclude: list[dict[str, Any]] = Field(default_factory=list)
+    small: SmallSpec = Field(default_factory=SmallSpec)
+
+    @field_validator("workloads", "machines", "schedulers", mode="before")
+    @classmethod
+    def _strings_are_names(cls, value: Any, info: Any) -> Any:
+        # A bare string is shorthand: a preset or file for machines, a scheduler name, a
+        # generator name or a trace path for workloads.
+        if not isinstance(value, list):
+            return value
+        out = []
+        for item in value:
+            if isinstance(item, str):
+                if info.field_name == "machines":
+                    is_file = item.endswith((".yaml", ".yml"))
+                    out.extend({"file" if is_file else "name": n} for n in expand_braces(item))
+                elif info.field_name == "schedulers":
+                    out.append({"name": item})
+                else:
+                    out.append({"trace": item} if item.endswith(".sst") else {"generator": item})
+            elif isinstance(item, dict) and info.field_name == "machines" and "name" in item:
+                names = expand_braces(str(item["name"]))
+                out.extend({**item, "name": n} for n in names)
+            else:
+                out.append(item)
+        return out
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _filter_keys(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for rule in value:
+            bad = sorted(set(rule) - set(FILTER_KEYS))
+            if bad:
+                raise ValueError(f"unknown filter key {bad[0]!r}; use {', '.join(FILTER_KEYS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _zip_groups(self) -> SweepSpec:
+        seen: set[str] = set()
+        for group in self.zip:
+            if len(group) < 2:
+                raise ValueError("zip: each group names at least two axes")
+            for axis in group:
+                if axis in seen:
+                    raise ValueError(f"zip: axis {axis!r} appears in two groups")
+                seen.add(axis)
+        if "seeds" in seen and any(s.seeds is not None for s in self.schedulers):
+            raise ValueError("zip: seeds cannot be zipped when a scheduler has its own seeds")
+        return self
+
+
+@dataclass(frozen=True)
+class Point:
+    """One resolved run of a sweep.
+
+    Attributes
+    ----------
+    id
+        Stable id: hash of everything below except labels' presentation and the sweep name.
+    sweep
+        The sweep's name.
+    workload
+        Label and recipe: ``{"label", "kind": "trace"|"generator"|"capture", ...}``.
+    machine
+        ``{"label", "source", "overrides", "resolved"}`` — ``resolved`` is the validated
+        machine as JSON (what the run sees).
+    scheduler
+        ``{"label", "name", "params"}``.
+    seed
+        The seed.
+    trace_cache
+        Folder (absolute) where generated and captured traces are cached.
+    spec_dir
+        Folder (absolute) of the spec file; relative paths in recipes are relative to it.
+    """
+
+    id: str
+    sweep: str
+    workload: dict[str, Any]
+    machine: dict[str, Any]
+    scheduler: dict[str, Any]
+    seed: int
+    trace_cache: str
+    spec_dir: str
+
+    def columns(self) -> dict[str, Any]:
+        """The point's configuration as flat result-store columns."""
+        res = self.machine["resolved"]
+        cols: dict[str, Any] = {
+            "point_id": self.id,
+            "sweep": self.sweep,
+            "workload": self.workload["label"],
+            "workload_kind": self.workload["kind"],
+            "workload_params": canonical_json(self.workload.get("params", {})),
+            "machine": self.machine["label"],
+            "machine_overrides": canonical_json(self.machine["overrides"]),
+            "cores": res["sockets"] * res["cores_per_socket"],
+            "sockets": res["sockets"],
+            "scheduler": self.scheduler["label"],
+            "scheduler_name": self.scheduler["name"],
+            "scheduler_params": canonical_json(self.scheduler["params"]),
+            "seed": self.seed,
+        }
+        for cache in res["caches"]:
+            cols[f"{cache['name']}_size"] = cache["size"]
+        for key, value in self.workload.get("params", {}).items():
+            cols[f"workload.{key}"] = value
+        for key, value in self.scheduler["params"].items():
+            cols[f"scheduler.{key}"] = value
+        for key, value in self.machine["overrides"].items():
+            cols[f"machine.{key}"] = value
+        return cols
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form (what travels to workers and into ``point.json``)."""
+        return {
+            "id": self.id,
+            "sweep": self.sweep,
+            "workload": self.workload,
+            "machine": self.machine,
+            "scheduler": self.scheduler,
+            "seed": self.seed,
+            "trace_cache": self.trace_cache,
+            "spec_dir": self.spec_dir,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Point:
+        """Inverse of :meth:`to_dict`."""
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass
+class LoadedSpec:
+    """A validated spec with the paths it resolves against."""
+
+    spec: SweepSpec
+    path: Path
+    small: bool
+
+    @property
+    def spec_dir(self) -> Path:
+        """Folder of the spec file."""
+        return self.path.parent
+
+    @property
+    def out_dir(self) -> Path:
+        """Output folder of the sweep (absolute)."""
+        out = self.spec.out or f"results/{self.spec.name}"
+        return (self.spec_dir / out).resolve()
+
+    @property
+    def trace_cache(self) -> Path:
+        """Trace cache folder (absolute); default ``<out>/traces``."""
+        if self.spec.trace_cache is None:
+            return self.out_dir / "traces"
+        return (self.spec_dir / self.spec.trace_cache).resolve()
+
+    def points(self) -> list[Point]:
+        """Expand the sweep (see :func:`expand`)."""
+        return expand(self)
+
+
+def parse_set(item: str) -> tuple[list[str], Any]:
+    """Parse one ``--set path=value`` (value read as YAML: ``[0,1]``, ``8``, ``true``)."""
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: expected key=value")
+    key, _, raw = item.partition("=")
+    if not key.strip():
+        raise ConfigError(f"--set {item!r}: empty key")
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        raise ConfigError(f"--set {item!r}: value is not valid YAML") from None
+    return key.strip().split("."), value
+
+
+def _apply_set(data: Any, path: list[str], value: Any, item: str) -> None:
+    node = data
+    for i, part in enumerate(path):
+        last = i == len(path) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(f"--set {item}: {part!r} is not an index of a {len(node)}-list")
+            if last:
+                node[int(part)] = value
+            else:
+                node = node[int(part)]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = value
+            else:
+                if not isinstance(node.get(part), dict | list):
+                    node[part] = {}
+                node = node[part]
+        else:
+            raise ConfigError(f"--set {item}: {'.'.join(path[:i])} is not a mapping or list")
+
+
+def small_from_env() -> bool:
+    """True when the environment asks for small runs (``SIMSCHED_SMALL=1``)."""
+    return os.environ.get("SIMSCHED_SMALL", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def load_spec(
+    path: str | Path, *, small: bool | None = None, sets: list[str] | None = None
+) -> LoadedSpec:
+    """Read and validate a sweep spec.
+
+    Parameters
+    ----------
+    path
+        The YAML file.
+    small
+        Run small (each workload's ``small`` parameters, the ``small`` machines and seeds);
+        ``None`` reads ``SIMSCHED_SMALL`` from the environment.
+    sets
+        ``key.path=value`` edits applied to the YAML before validation, e.g.
+        ``seeds=[0]`` or ``workloads.0.params.n=4096``.
+
+    Returns
+    -------
+    LoadedSpec
+
+    Raises
+    ------
+    ConfigError
+        The file is missing or not YAML, or a field is wrong (the message names it).
+    """
+    path = Path(path)
+    data = safe_load_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping with name, workloads, machines, schedulers")
+    data = copy.deepcopy(data)
+    for item in sets or []:
+        keys, value = parse_set(item)
+        _apply_set(data, keys, value, item)
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(str(path), exc)) from None
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return LoadedSpec(
+        spec=spec, path=path.resolve(), small=small_from_env() if small is None else small
+    )
+
+
+def _workload_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
+    entries: list[tuple[str, dict[str, Any]]] = []
+    for i, w in enumerate(loaded.spec.workloads):
+        where = f"workloads.{i}"
+        if w.trace is not None:
+            label = w.name or Path(w.trace).stem
+            # Relative to the spec: the id does not change when the sweep folder moves.
+            entries.append((label, {"kind": "trace", "path": w.trace}))
+        elif w.capture is not None:
+            label = w.name or Path(w.capture.program[0]).name
+            recipe = w.capture.model_dump()
+            digests = {}
+            for src in w.capture.sources:
+                p = loaded.spec_dir / src
+                try:
+                    digests[src] = hashlib.sha256(p.read_bytes()).hexdigest()
+                except OSError:
+                    raise ConfigError(
+                        f"{loaded.path}: {where}.capture.sources: cannot read {src}"
+                    ) from None
+            entries.append(
+                (label, {"kind": "capture", "recipe": recipe, "source_digests": digests})
+            )
+        else:
+            assert w.generator is not None
+            base = dict(w.params)
+            if loaded.small:
+                base.update(w.small)
+            combos = _grid({k: v for k, v in w.grid.items() if not (loaded.small and k in w.small)})
+            for combo in combos:
+                params = {**base, **combo}
+                label = w.name or w.generator
+                if len(combos) > 1:
+                    label = f"{label}[{_fmt_params(combo)}]"
+                entries.append(
+                    (label, {"kind": "generator", "generator": w.generator, "params": params})
+                )
+    return entries
+
+
+def _machine_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
+    entries: list[tuple[str, dict[str, Any]]] = []
+    for i, m in enumerate(loaded.spec.machines):
+        source = m.name if m.name is not None else str((loaded.spec_dir / m.file).resolve())
+        base_label = m.label or m.name or Path(m.file or "").stem
+        combos = _grid(m.grid)
+        for combo in combos:
+            overrides = {**m.overrides, **combo}
+            label = base_label
+            shown = {**m.overrides, **combo} if m.label is None else combo
+            if shown:
+                label = f"{label}[{_fmt_params(shown)}]"
+            try:
+                machine = load_machine(source, overrides or None)
+            except ConfigError as exc:
+                raise ConfigError(f"{loaded.path}: machines.{i}: {exc}") from None
+            entries.append(
+                (
+                    label,
+                    {
+                        "source": m.name or m.file,
+                        "overrides": overrides,
+                        "resolved": machine.model_dump(mode="json"),
+                    },
+                )
+            )
+    return entries
+
+
+def _scheduler_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any], list[int] | None]]:
+    entries = []
+    for s in loaded.spec.schedulers:
+        combos = _grid(s.grid)
+        for combo in combos:
+            params = {**s.params, **combo}
+            label = s.label or s.name
+            if len(combos) > 1:
+                label = f"{label}[{_fmt_params(combo)}]"
+            seeds = s.seeds
+            if seeds is not None and loaded.small and loaded.spec.small.seeds is not None:
+                seeds = [x for x in seeds if x in loaded.spec.small.seeds] or seeds[:1]
+            entries.append((label, {"name": s.name, "params": params}, seeds))
+    return entries
+
+
+def _matches(rule: dict[str, Any], cols: dict[str, Any]) -> bool:
+    for key, want in rule.items():
+        wanted = want if isinstance(want, list) else [want]
+        if cols[key] not in wanted and str(cols[key]) not in [str(w) for w in wanted]:
+            return False
+    return True
+
+
+def expand(loaded: LoadedSpec) -> list[Point]:
+    """Expand a loaded spec into its points, in a deterministic order.
+
+    The order is the product of the axes in the order workloads, machines, schedulers,
+    seeds (zipped groups count as one axis placed where their first member is), with
+    ``include`` (keep points matching any rule) and ``exclude`` (drop points matching any
+    rule) applied last.  Ids are unique; two spec entries that resolve to the same point
+    are an error.
+
+    Raises
+    ------
+    ConfigError
+        A machine does not load, a zipped group has axes of different lengths, or two
+        entries resolve to the same point.
+    """
+    spec = loaded.spec
+    seeds_all = (
+        list(range(spec.seeds.start, spec.seeds.start + spec.seeds.count))
+        if isinstance(spec.seeds, SeedRange)
+        else list(spec.seeds)
+    )
+    if loaded.small and spec.small.seeds is not None:
+        seeds_all = [s for s in seeds_all if s in spec.small.seeds] or seeds_all[:1]
+    axes: dict[str, list[Any]] = {
+        "workloads": _workload_entries(loaded),
+        "machines": _machine_entries(loaded),
+        "schedulers": _scheduler_entries(loaded),
+        "seeds": seeds_all,
+    }
+    if loaded.small and spec.small.machines is not None:
+        keep = set(spec.small.machines)
+        unknown = keep - {label for label, _ in axes["machines"]}
+        if unknown:
+            raise ConfigError(
+                f"{loaded.path}: small.machines: no machine labelled {sorted(unknown)[0]!r}"
+            )
+        axes["machines"] = [e for e in axes["machines"] if e[0] in keep]
+
+    # Build the list of independent factors: zipped groups, then the remaining axes.
+    factors: list[tuple[tuple[str, ...], list[tuple[Any, ...]]]] = []
+    zipped = {a for g in spec.zip for a in g}
+    for axis in AXES:
+        group = next((tuple(g) for g in spec.zip if g[0] == axis), None)
+        if group is not None:
+            lengths = {a: len(axes[a]) for a in group}
+            if len(set(lengths.values())) != 1:
+                detail = ", ".join(f"{a}={n}" for a, n in lengths.items())
+                raise ConfigError(f"{loaded.path}: zip: axes have different lengths ({detail})")
+            factors.append((group, list(zip(*(axes[a] for a in group), strict=True))))
+        elif axis not in zipped:
+            factors.append(((axis,), [(v,) for v in axes[axis]]))
+
+    points: list[Point] = []
+    seen: dict[str, str] = {}
+    cache = str(loaded.trace_cache)
+    for combo in itertools.product(*(values for _, values in factors)):
+        chosen: dict[str, Any] = {}
+        for (names, _), values in zip(factors, combo, strict=True):
+            chosen.update(zip(names, values, strict=True))
+        wl_label, wl = chosen["workloads"]
+        m_label, mach = chosen["machines"]
+        s_label, sched, own_seeds = chosen["schedulers"]
+        seeds = [chosen["seeds"]]
+        if own_seeds is not None:
+            # A scheduler with its own seeds replaces the seed axis (e.g. PDF runs once).
+            if chosen["seeds"] != seeds_all[0]:
+                continue
+            seeds = own_seeds
+        for seed in seeds:
+            resolved = {
+                "workload": {k: v for k, v in wl.items()},
+                "machine": mach["resolved"],
+                "scheduler": sched,
+                "seed": seed,
+            }
+            pid = content_hash(resolved)
+            label = f"{wl_label} / {m_label} / {s_label} / seed {seed}"
+            if pid in seen:
+                raise ConfigError(
+                    f"{loaded.path}: two entries resolve to the same point: {seen[pid]!r} and {label!r}"
+                )
+            seen[pid] = label
+            point = Point(
+                id=pid,
+                sweep=spec.name,
+                workload={"label": wl_label, **wl},
+                machine={"label": m_label, **mach},
+                scheduler={"label": s_label, **sched},
+                seed=seed,
+                trace_cache=cache,
+                spec_dir=str(loaded.spec_dir),
+            )
+            cols = point.columns()
+            if spec.include and not any(_matches(r, cols) for r in spec.include):
+                continue
+            if any(_matches(r, cols) for r in spec.exclude):
+                continue
+            points.append(point)
+    return points

@@ -1,0 +1,272 @@
+"""The results store: one folder per point, one Parquet table per sweep.
+
+Layout of a sweep's output folder::
+
+    <out>/points/<point_id>/point.json    the resolved point (written before it runs)
+    <out>/points/<point_id>/row.json      its result row (written when it ends, ok or not)
+    <out>/points/<point_id>/...           whatever the run itself writes (config.json, result.json)
+    <out>/results.parquet                 every row.json as one table (rebuilt by consolidate)
+    <out>/traces/                         generated and captured traces (the default cache)
+
+``row.json`` is the source of truth and is written atomically (temporary file in the same
+folder, then ``os.replace``), so a killed runner leaves every point either finished or not
+started.  ``results.parquet`` is derived: it is rebuilt from the rows after every sweep and by
+:func:`load_results`, so it can never disagree with them for long.  One row per point,
+configuration columns first (see :meth:`simsched.experiments.spec.Point.columns`), then the
+run's metrics; values that are lists or mappings are stored as JSON text.
+
+Filtering (``--where``) is a small parser, not ``eval``: ``column OP value`` with OP one of
+``= == != < <= > >=`` and ``a|b|c`` alternatives for ``=``/``!=``; values are compared as
+numbers when the column is numeric.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from simsched.errors import ConfigError
+
+POINTS_DIR = "points"
+ROW_FILE = "row.json"
+POINT_FILE = "point.json"
+RESULTS_FILE = "results.parquet"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temporary file in the same folder, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, value: Any) -> None:
+    """Write ``value`` as indented JSON atomically."""
+    atomic_write_text(path, json.dumps(value, indent=1, sort_keys=False, default=str) + "\n")
+
+
+def point_dir(out_dir: str | Path, point_id: str) -> Path:
+    """Folder of one point inside a sweep's output folder."""
+    return Path(out_dir) / POINTS_DIR / point_id
+
+
+def read_row(out_dir: str | Path, point_id: str) -> dict[str, Any] | None:
+    """The finished row of a point, or ``None`` if it has not finished (or is unreadable)."""
+    path = point_dir(out_dir, point_id) / ROW_FILE
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def iter_rows(out_dir: str | Path) -> list[dict[str, Any]]:
+    """Every finished row under ``out_dir/points``, ordered by point id."""
+    root = Path(out_dir) / POINTS_DIR
+    rows = []
+    if root.is_dir():
+        for sub in sorted(root.iterdir()):
+            row = read_row(out_dir, sub.name)
+            if row is not None:
+                rows.append(row)
+    return rows
+
+
+def rows_to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Rows as a DataFrame with Parquet-safe column types.
+
+    Nested values become JSON text; a column mixing numbers and text becomes text, so the
+    table always has one type per column.
+    """
+    flat = [
+        {
+            k: (json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v)
+            for k, v in r.items()
+        }
+        for r in rows
+    ]
+    df = pd.DataFrame(flat)
+    for col in df.columns:
+        if df[col].dtype == object:
+            kinds = {
+                type(v)
+                for v in df[col]
+                if v is not None and not (isinstance(v, float) and pd.isna(v))
+            }
+            if len(kinds) > 1 and not kinds <= {int, float}:
+                df[col] = df[col].map(lambda v: None if v is None else str(v))
+            elif kinds <= {int, float} and kinds:
+                df[col] = pd.to_numeric(df[col])
+    return df
+
+
+def consolidate(out_dir: str | Path) -> Path:
+    """Rebuild ``<out>/results.parquet`` from the rows; returns its path."""
+    out = Path(out_dir)
+    df = rows_to_frame(iter_rows(out))
+    target = out / RESULTS_FILE
+    out.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".results.", suffix=".parquet", dir=out)
+    os.close(fd)
+    try:
+        df.to_parquet(tmp, index=False)
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return target
+
+
+def load_results(path: str | Path, *, refresh: bool = True) -> pd.DataFrame:
+    """Load a sweep's results as a DataFrame.
+
+    Parameters
+    ----------
+    path
+        A sweep output folder, or a Parquet/CSV file exported from one.
+    refresh
+        For a folder, rebuild ``results.parquet`` from the rows first (cheap; makes a
+        sweep that is still running or was killed visible up to its last finished point).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per finished point.
+
+    Raises
+    ------
+    ConfigError
+        The path is neither a sweep folder nor a results file.
+    """
+    p = Path(path)
+    if p.is_dir():
+        if (p / POINTS_DIR).is_dir() and refresh:
+            return pd.read_parquet(consolidate(p))
+        if (p / RESULTS_FILE).is_file():
+            return pd.read_parquet(p / RESULTS_FILE)
+        raise ConfigError(f"{p}: not a sweep output folder (no {POINTS_DIR}/ or {RESULTS_FILE})")
+    if p.suffix == ".parquet" and p.is_file():
+        return pd.read_parquet(p)
+    if p.suffix == ".csv" and p.is_file():
+        return pd.read_csv(p)
+    raise ConfigError(f"{p}: no such sweep folder or results file (.parquet, .csv)")
+
+
+_WHERE_RE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(==|!=|<=|>=|=|<|>)\s*(.*?)\s*$")
+
+
+def _coerce(series: pd.Series, text: str, where: str) -> Any:
+    if pd.api.types.is_bool_dtype(series):
+        low = text.lower()
+        if low not in ("true", "false", "1", "0"):
+            raise ConfigError(f"--where {where!r}: {series.name} is true/false, not {text!r}")
+        return low in ("true", "1")
+    if pd.api.types.is_numeric_dtype(series):
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(
+                f"--where {where!r}: {series.name} is numeric, not {text!r}"
+            ) from None
+    return text
+
+
+def parse_where(expr: str, columns: list[str]) -> tuple[str, str, str]:
+    """Split ``col OP value``, checking the column exists.
+
+    Raises
+    ------
+    ConfigError
+        The expression does not parse or names an unknown column.
+    """
+    m = _WHERE_RE.match(expr)
+    if m is None:
+        raise ConfigError(
+            f"--where {expr!r}: expected COLUMN OP VALUE with OP one of = != < <= > >="
+        )
+    col, op, value = m.groups()
+    if col not in columns:
+        near = [c for c in columns if col.lower() in c.lower()][:5]
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        raise ConfigError(f"--where {expr!r}: no column {col!r}{hint}")
+    return col, ("=" if op == "==" else op), value
+
+
+def filter_frame(df: pd.DataFrame, wheres: list[str]) -> pd.DataFrame:
+    """Keep rows matching every ``col OP value`` expression (see module docstring)."""
+    mask = pd.Series(True, index=df.index)
+    for expr in wheres:
+        col, op, raw = parse_where(expr, list(df.columns))
+        series = df[col]
+        if op in ("=", "!="):
+            values = [_coerce(series, v.strip(), expr) for v in raw.split("|")]
+            if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+                hit = series.astype(float).isin(values)
+            else:
+                hit = (
+                    series.astype(str).isin([str(v) for v in values])
+                    if not pd.api.types.is_bool_dtype(series)
+                    else series.isin(values)
+                )
+            mask &= hit if op == "=" else ~hit
+        else:
+            value = _coerce(series, raw, expr)
+            if isinstance(value, str):
+                raise ConfigError(f"--where {expr!r}: {op} needs a numeric column; {col} is text")
+            cmp = {"<": series.lt, "<=": series.le, ">": series.gt, ">=": series.ge}[op]
+            mask &= cmp(value).fillna(False)
+    return df[mask]
+
+
+def select_columns(df: pd.DataFrame, columns: list[str] | None) -> pd.DataFrame:
+    """Keep ``columns`` in that order (``None`` keeps all).
+
+    Raises
+    ------
+    ConfigError
+        A column does not exist.
+    """
+    if not columns:
+        return df
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ConfigError(
+            f"--columns: no column {missing[0]!r} (have {', '.join(df.columns[:12])}, ...)"
+        )
+    return df[columns]
+
+
+def export_results(path: str | Path, target: str | Path, wheres: list[str] | None = None) -> Path:
+    """Write a sweep's results to ``target`` (``.csv`` or ``.parquet``) atomically.
+
+    Raises
+    ------
+    ConfigError
+        The target has another suffix, or the source is not a sweep.
+    """
+    target = Path(target)
+    if target.suffix not in (".csv", ".parquet"):
+        raise ConfigError(f"{target}: export to a .csv or .parquet file")
+    df = filter_frame(load_results(path), wheres or [])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
+    os.close(fd)
+    try:
+        if target.suffix == ".csv":
+            df.to_csv(tmp, index=False)
+        else:
+            df.to_parquet(tmp, index=False)
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return target

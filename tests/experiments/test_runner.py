@@ -1,0 +1,191 @@
+"""Sweep runner: rows on success and failure, skipping, resuming, crash isolation, CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import sweep_pointfns
+
+from simsched.cli import main
+from simsched.experiments import load_results, load_spec, run_sweep, sweep_status
+from simsched.experiments.runner import execute_point, resolve_point_function
+from simsched.errors import ConfigError
+
+HERE = Path(__file__).parent
+
+SPEC = """
+name: fake
+workloads:
+  - {name: w, generator: fake, params: {n: 10, sleep: SLEEP, fail: FAIL}}
+machines: ["itrs-scaling-{1,2}"]
+schedulers: [ws, {name: pdf, seeds: [0]}]
+seeds: [0, 1]
+"""
+
+
+def make_spec(tmp_path: Path, sleep: float = 0.0, fail: bool = False) -> Path:
+    path = tmp_path / "fake.yaml"
+    path.write_text(
+        textwrap.dedent(SPEC).replace("SLEEP", str(sleep)).replace("FAIL", str(fail).lower())
+    )
+    return path
+
+
+def test_in_process_run_writes_rows_and_skips_on_rerun(tmp_path):
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    report = run_sweep(loaded, workers=0, point_fn=sweep_pointfns.fake_point, progress=False)
+    assert (report.total, report.ran, report.skipped, report.failed) == (6, 6, 0, 0)
+    df = load_results(loaded.out_dir)
+    assert len(df) == 6 and set(df["status"]) == {"ok"}
+    assert sorted(df["point_id"]) == sorted(p.id for p in loaded.points())
+    for p in loaded.points():
+        pdir = loaded.out_dir / "points" / p.id
+        assert json.loads((pdir / "point.json").read_text())["id"] == p.id
+        assert (pdir / "result.json").is_file()
+    again = run_sweep(loaded, workers=0, point_fn=sweep_pointfns.fake_point, progress=False)
+    assert (again.ran, again.skipped) == (0, 6)
+    assert sweep_status(loaded) == {
+        "sweep": "fake",
+        "out": str(loaded.out_dir),
+        "total": 6,
+        "ok": 6,
+        "failed": 0,
+        "missing": 0,
+        "orphans": 0,
+    }
+
+
+def test_failures_are_recorded_and_do_not_stop_the_sweep(tmp_path):
+    loaded = load_spec(make_spec(tmp_path, fail=True), small=False)
+    report = run_sweep(loaded, workers=2, point_fn=sweep_pointfns.fake_point, progress=False)
+    # seed 1 fails for ws on both machines; pdf runs seed 0 only
+    assert (report.ran, report.failed) == (6, 2)
+    df = load_results(loaded.out_dir)
+    bad = df[df["status"] == "error"]
+    assert len(bad) == 2 and set(bad["seed"]) == {1}
+    assert bad["error"].str.contains("ValueError: point .* was told to fail").all()
+    assert sweep_status(loaded)["failed"] == 2
+    # failed points are finished: skipped unless asked to retry
+    assert run_sweep(loaded, workers=0, point_fn=sweep_pointfns.fake_point, progress=False).ran == 0
+    retry = run_sweep(
+        loaded, workers=0, point_fn=sweep_pointfns.fake_point, progress=False, retry_failed=True
+    )
+    assert retry.ran == 2
+
+
+def test_record_fields_merge_with_point_columns(tmp_path):
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    point = loaded.points()[0]
+    row, ran = execute_point(point.to_dict(), str(loaded.out_dir), lambda p, d: {"seed": p.seed, "machine": "{}", "x": 1})
+    assert ran
+    assert row["seed"] == point.seed and "run.seed" not in row  # equal values merge
+    assert row["machine"] == "itrs-scaling-1" and row["run.machine"] == "{}"  # clashes kept
+    assert row["x"] == 1 and row["status"] == "ok"
+    row2, ran2 = execute_point(point.to_dict(), str(loaded.out_dir), sweep_pointfns.fake_point)
+    assert not ran2 and row2 == row
+
+
+def test_default_point_function_failure_is_a_row(tmp_path):
+    # A trace path that does not exist: the default simulation fails before simulating.
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: nt\nworkloads: [missing.sst]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n")
+    loaded = load_spec(spec, small=False)
+    report = run_sweep(loaded, workers=0, progress=False)
+    assert report.failed == 1
+    assert "missing.sst does not exist" in report.failures[0][1]
+
+
+def test_crashing_worker_does_not_stop_the_sweep(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMSCHED_TEST_CRASH_SEED", "1")
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    report = run_sweep(loaded, workers=2, point_fn=crash_point, progress=False)
+    df = load_results(loaded.out_dir)
+    assert len(df) == 6
+    crashed = df[df["status"] == "error"]
+    assert set(crashed["seed"]) == {1}
+    assert crashed["error"].str.contains("worker process died").all()
+    assert report.failed == len(crashed)
+
+
+def crash_point(point, run_dir):
+    if point.seed == int(os.environ.get("SIMSCHED_TEST_CRASH_SEED", "-1")):
+        os._exit(3)  # simulate a segfault / OOM kill of the worker process
+    return sweep_pointfns.fake_point(point, run_dir)
+
+
+def test_resolve_point_function():
+    assert resolve_point_function(None) is None
+    assert resolve_point_function("sweep_pointfns:fake_point") is sweep_pointfns.fake_point
+    for bad in ("nocolon", "no_such_module_xyz:f", "sweep_pointfns:nope"):
+        with pytest.raises(ConfigError):
+            resolve_point_function(bad)
+
+
+def _cli(args, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    out = capsys.readouterr()
+    return info.value.code, out.out, out.err
+
+
+def test_cli_run_status_show_export(tmp_path, capsys):
+    spec = str(make_spec(tmp_path))
+    code, _, err = _cli(
+        ["sweep", "run", spec, "--workers", "0", "--no-progress", "--point-fn", "sweep_pointfns:fake_point"],
+        capsys,
+    )
+    assert code in (0, None), err
+    assert "ran 6" in err
+    code, out, _ = _cli(["sweep", "status", spec, "--json"], capsys)
+    assert json.loads(out)["ok"] == 6
+    out_dir = str(tmp_path / "results" / "fake")
+    code, out, _ = _cli(["results", "show", out_dir, "--format", "csv", "--where", "scheduler=ws", "--where", "cores>=2", "--columns", "scheduler,cores,seed"], capsys)
+    lines = out.strip().splitlines()
+    assert lines[0] == "scheduler,cores,seed" and sorted(lines[1:]) == ["ws,2,0", "ws,2,1"]
+    code, out, _ = _cli(["results", "show", out_dir], capsys)
+    assert "6 rows" in out
+    target = tmp_path / "r.csv"
+    _cli(["results", "export", out_dir, "-o", str(target)], capsys)
+    assert len(target.read_text().strip().splitlines()) == 7
+    code, _, err = _cli(["results", "show", out_dir, "--where", "__import__('os')=1"], capsys)
+    assert code == 2 and "expected COLUMN OP VALUE" in err
+    code, _, err = _cli(["results", "export", out_dir, "-o", str(tmp_path / "r.xlsx")], capsys)
+    assert code == 2 and ".csv or .parquet" in err
+
+
+def test_killed_runner_resumes_only_missing_points(tmp_path):
+    """Kill the runner (SIGKILL) mid-sweep; the re-run completes only what is missing."""
+    spec = make_spec(tmp_path, sleep=0.4)
+    log = tmp_path / "log.txt"
+    env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
+    cmd = [sys.executable, "-c", "import sys; from simsched.cli import main; main(sys.argv[1:])",
+           "sweep", "run", str(spec), "--workers", "0", "--no-progress", "--point-fn", "sweep_pointfns:fake_point"]
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if log.exists() and log.read_text().count("end ") >= 2:
+                break
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    loaded = load_spec(spec, small=False)
+    before = sweep_status(loaded)
+    assert 2 <= before["ok"] < 6
+    first = set(log.read_text().split()[1::2])
+    log.unlink()
+    subprocess.run(cmd, env=env, check=True, timeout=120)
+    ends = [ln.split()[1] for ln in log.read_text().splitlines() if ln.startswith("end")]
+    assert len(ends) == 6 - before["ok"] and len(set(ends)) == len(ends)
+    assert sweep_status(loaded)["ok"] == 6
+    done_before = {p.id for p in loaded.points()} - set(ends)
+    assert done_before <= first

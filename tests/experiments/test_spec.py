@@ -1,0 +1,177 @@
+"""Sweep spec: schema strictness, expansion, filters, zips, small runs and stable ids."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from simsched.errors import ConfigError
+from simsched.experiments.spec import expand_braces, load_spec
+
+
+def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+BASE = """
+name: t
+workloads:
+  - {generator: mergesort, params: {n: 4096}, small: {n: 256}}
+  - {name: hj, generator: hashjoin, grid: {records: [100, 200]}}
+machines: ["itrs-scaling-{1,2,4}"]
+schedulers:
+  - ws
+  - {name: pdf, seeds: [0]}
+seeds: {count: 3}
+"""
+
+
+def test_expand_braces():
+    assert expand_braces("itrs-45nm-{2..8..2}") == [f"itrs-45nm-{i}" for i in (2, 4, 6, 8)]
+    assert expand_braces("a{1,2}b{x,y}") == ["a1bx", "a1by", "a2bx", "a2by"]
+    assert expand_braces("plain") == ["plain"]
+    with pytest.raises(ConfigError):
+        expand_braces("a{1..x}")
+
+
+def test_product_with_scheduler_seeds(tmp_path):
+    loaded = load_spec(write(tmp_path, BASE), small=False)
+    points = loaded.points()
+    # 3 workloads x 3 machines x (ws: 3 seeds + pdf: 1 seed)
+    assert len(points) == 3 * 3 * 4
+    assert len({p.id for p in points}) == len(points)
+    labels = {p.workload["label"] for p in points}
+    assert labels == {"mergesort", "hj[records=100]", "hj[records=200]"}
+    assert {p.seed for p in points if p.scheduler["name"] == "pdf"} == {0}
+    assert points[0].columns()["cores"] == 1
+    assert loaded.out_dir == (tmp_path / "results" / "t").resolve()
+
+
+def test_ids_stable_under_reordering_and_moves(tmp_path):
+    a = load_spec(write(tmp_path, BASE), small=False).points()
+    reordered = BASE.replace('["itrs-scaling-{1,2,4}"]', '["itrs-scaling-{4,2,1}"]')
+    sub = tmp_path / "moved"
+    sub.mkdir()
+    b = load_spec(write(sub, reordered), small=False).points()
+    assert {p.id for p in a} == {p.id for p in b}
+
+
+def test_id_changes_with_resolved_content(tmp_path):
+    a = {p.id for p in load_spec(write(tmp_path, BASE), small=False).points()}
+    b = {p.id for p in load_spec(write(tmp_path, BASE), small=True).points()}
+    # small changes mergesort's n only: the hashjoin points keep their ids
+    assert len(a & b) == 2 * 3 * 4
+    assert len(a - b) == 3 * 4
+
+
+def test_small_params_and_machines(tmp_path):
+    text = BASE + "small: {machines: [itrs-scaling-1], seeds: [1]}\n"
+    points = load_spec(write(tmp_path, text), small=True).points()
+    assert {p.machine["label"] for p in points} == {"itrs-scaling-1"}
+    ms = [p for p in points if p.workload["label"] == "mergesort"]
+    assert {p.workload["params"]["n"] for p in ms} == {256}
+    assert {p.seed for p in points if p.scheduler["name"] == "ws"} == {1}
+
+
+def test_small_from_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMSCHED_SMALL", "1")
+    points = load_spec(write(tmp_path, BASE)).points()
+    assert {p.workload["params"]["n"] for p in points if p.workload["label"] == "mergesort"} == {256}
+
+
+def test_set_overrides(tmp_path):
+    loaded = load_spec(
+        write(tmp_path, BASE), small=False, sets=["seeds=[5]", "workloads.0.params.n=8", "out=o"]
+    )
+    points = loaded.points()
+    assert {p.seed for p in points if p.scheduler["name"] == "ws"} == {5}
+    assert {p.workload["params"]["n"] for p in points if p.workload["label"] == "mergesort"} == {8}
+    assert loaded.out_dir == (tmp_path / "o").resolve()
+    with pytest.raises(ConfigError, match="expected key=value"):
+        load_spec(write(tmp_path, BASE), sets=["seeds"])
+
+
+def test_filters(tmp_path):
+    text = BASE + "exclude:\n  - {workload: mergesort, machine: [itrs-scaling-4]}\ninclude:\n  - {scheduler: ws}\n"
+    points = load_spec(write(tmp_path, text), small=False).points()
+    assert all(p.scheduler["name"] == "ws" for p in points)
+    assert not any(
+        p.workload["label"] == "mergesort" and p.machine["label"] == "itrs-scaling-4" for p in points
+    )
+    assert len(points) == 3 * 3 * 3 - 3
+
+
+def test_zip(tmp_path):
+    text = """
+    name: z
+    workloads:
+      - {generator: fib, params: {n: 10}}
+      - {generator: fib, params: {n: 12}}
+      - {generator: fib, params: {n: 14}}
+    machines: [itrs-scaling-1, itrs-scaling-2, itrs-scaling-4]
+    schedulers: [ws, pdf]
+    zip: [[workloads, machines]]
+    """
+    points = load_spec(write(tmp_path, text), small=False).points()
+    pairs = {(p.workload["params"]["n"], p.columns()["cores"]) for p in points}
+    assert pairs == {(10, 1), (12, 2), (14, 4)}
+    assert len(points) == 6
+    bad = text.replace("itrs-scaling-4]", "itrs-scaling-4, itrs-scaling-8]")
+    with pytest.raises(ConfigError, match="different lengths"):
+        load_spec(write(tmp_path, bad), small=False).points()
+
+
+def test_machine_overrides_and_grid(tmp_path):
+    text = """
+    name: m
+    workloads: [fib]
+    machines:
+      - {name: itrs-scaling-16, grid: {caches.L2.size: [5MB, 10MB]}}
+      - {name: itrs-scaling-16, label: big, overrides: {cores: 8}}
+    schedulers: [ws]
+    """
+    points = load_spec(write(tmp_path, text), small=False).points()
+    cols = [p.columns() for p in points]
+    assert [c["L2_size"] for c in cols[:2]] == [5 * 2**20, 10 * 2**20]
+    assert cols[0]["machine"] == "itrs-scaling-16[caches.L2.size=5MB]"
+    assert cols[2]["machine"] == "big" and cols[2]["cores"] == 8
+    assert cols[0]["machine.caches.L2.size"] == "5MB"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("workloads:\n  - {generator: fib, bogus: 1}", r"workloads\.0\.bogus: unknown key"),
+        ("workloads:\n  - {generator: fib, trace: a.sst}", "exactly one of trace, generator"),
+        ("machines: [no-such-machine]", "no-such-machine"),
+        ("seeds: {count: 0}", r"seeds.*greater than or equal to 1"),
+        ("colour: red", "colour: unknown key"),
+        ("exclude: [{flavour: x}]", "unknown filter key 'flavour'"),
+        ("zip: [[workloads]]", "at least two axes"),
+    ],
+)
+def test_errors_name_the_field(tmp_path, edit, message):
+    base = "name: e\nworkloads: [fib]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
+    key = edit.split(":")[0]
+    lines = [ln for ln in base.splitlines() if not ln.startswith(key + ":")]
+    path = write(tmp_path, "\n".join(lines) + "\n" + edit + "\n")
+    with pytest.raises(ConfigError, match=message) as info:
+        load_spec(path, small=False).points()
+    assert str(path) in str(info.value) or "no-such-machine" in str(info.value)
+
+
+def test_invalid_yaml_and_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        load_spec(write(tmp_path, "name: [unclosed\n"))
+    with pytest.raises(ConfigError, match="no such file"):
+        load_spec(tmp_path / "nope.yaml")
+
+
+def test_duplicate_points_rejected(tmp_path):
+    text = "name: d\nworkloads: [fib, fib]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
+    with pytest.raises(ConfigError, match="same point"):
+        load_spec(write(tmp_path, text), small=False).points()
