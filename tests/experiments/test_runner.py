@@ -15,9 +15,9 @@ import pytest
 import sweep_pointfns
 
 from simsched.cli import main
+from simsched.errors import ConfigError
 from simsched.experiments import load_results, load_spec, run_sweep, sweep_status
 from simsched.experiments.runner import execute_point, resolve_point_function
-from simsched.errors import ConfigError
 
 HERE = Path(__file__).parent
 
