@@ -84,7 +84,9 @@ def test_failures_are_recorded_and_do_not_stop_the_sweep(tmp_path):
 def test_record_fields_merge_with_point_columns(tmp_path):
     loaded = load_spec(make_spec(tmp_path), small=False)
     point = loaded.points()[0]
-    row, ran = execute_point(point.to_dict(), str(loaded.out_dir), lambda p, d: {"seed": p.seed, "machine": "{}", "x": 1})
+    row, ran = execute_point(
+        point.to_dict(), str(loaded.out_dir), lambda p, d: {"seed": p.seed, "machine": "{}", "x": 1}
+    )
     assert ran
     assert row["seed"] == point.seed and "run.seed" not in row  # equal values merge
     assert row["machine"] == "itrs-scaling-1" and row["run.machine"] == "{}"  # clashes kept
@@ -96,7 +98,9 @@ def test_record_fields_merge_with_point_columns(tmp_path):
 def test_default_point_function_failure_is_a_row(tmp_path):
     # A trace path that does not exist: the default simulation fails before simulating.
     spec = tmp_path / "s.yaml"
-    spec.write_text("name: nt\nworkloads: [missing.sst]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n")
+    spec.write_text(
+        "name: nt\nworkloads: [missing.sst]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
+    )
     loaded = load_spec(spec, small=False)
     report = run_sweep(loaded, workers=0, progress=False)
     assert report.failed == 1
@@ -139,7 +143,16 @@ def _cli(args, capsys):
 def test_cli_run_status_show_export(tmp_path, capsys):
     spec = str(make_spec(tmp_path))
     code, _, err = _cli(
-        ["sweep", "run", spec, "--workers", "0", "--no-progress", "--point-fn", "sweep_pointfns:fake_point"],
+        [
+            "sweep",
+            "run",
+            spec,
+            "--workers",
+            "0",
+            "--no-progress",
+            "--point-fn",
+            "sweep_pointfns:fake_point",
+        ],
         capsys,
     )
     assert code in (0, None), err
@@ -147,7 +160,22 @@ def test_cli_run_status_show_export(tmp_path, capsys):
     code, out, _ = _cli(["sweep", "status", spec, "--json"], capsys)
     assert json.loads(out)["ok"] == 6
     out_dir = str(tmp_path / "results" / "fake")
-    code, out, _ = _cli(["results", "show", out_dir, "--format", "csv", "--where", "scheduler=ws", "--where", "cores>=2", "--columns", "scheduler,cores,seed"], capsys)
+    code, out, _ = _cli(
+        [
+            "results",
+            "show",
+            out_dir,
+            "--format",
+            "csv",
+            "--where",
+            "scheduler=ws",
+            "--where",
+            "cores>=2",
+            "--columns",
+            "scheduler,cores,seed",
+        ],
+        capsys,
+    )
     lines = out.strip().splitlines()
     assert lines[0] == "scheduler,cores,seed" and sorted(lines[1:]) == ["ws,2,0", "ws,2,1"]
     code, out, _ = _cli(["results", "show", out_dir], capsys)
@@ -166,8 +194,19 @@ def test_killed_runner_resumes_only_missing_points(tmp_path):
     spec = make_spec(tmp_path, sleep=0.4)
     log = tmp_path / "log.txt"
     env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
-    cmd = [sys.executable, "-c", "import sys; from simsched.cli import main; main(sys.argv[1:])",
-           "sweep", "run", str(spec), "--workers", "0", "--no-progress", "--point-fn", "sweep_pointfns:fake_point"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from simsched.cli import main; main(sys.argv[1:])",
+        "sweep",
+        "run",
+        str(spec),
+        "--workers",
+        "0",
+        "--no-progress",
+        "--point-fn",
+        "sweep_pointfns:fake_point",
+    ]
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 60

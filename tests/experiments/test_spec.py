@@ -80,7 +80,9 @@ def test_small_params_and_machines(tmp_path):
 def test_small_from_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("SIMSCHED_SMALL", "1")
     points = load_spec(write(tmp_path, BASE)).points()
-    assert {p.workload["params"]["n"] for p in points if p.workload["label"] == "mergesort"} == {256}
+    assert {p.workload["params"]["n"] for p in points if p.workload["label"] == "mergesort"} == {
+        256
+    }
 
 
 def test_set_overrides(tmp_path):
@@ -96,11 +98,15 @@ def test_set_overrides(tmp_path):
 
 
 def test_filters(tmp_path):
-    text = BASE + "exclude:\n  - {workload: mergesort, machine: [itrs-scaling-4]}\ninclude:\n  - {scheduler: ws}\n"
+    text = (
+        BASE
+        + "exclude:\n  - {workload: mergesort, machine: [itrs-scaling-4]}\ninclude:\n  - {scheduler: ws}\n"
+    )
     points = load_spec(write(tmp_path, text), small=False).points()
     assert all(p.scheduler["name"] == "ws" for p in points)
     assert not any(
-        p.workload["label"] == "mergesort" and p.machine["label"] == "itrs-scaling-4" for p in points
+        p.workload["label"] == "mergesort" and p.machine["label"] == "itrs-scaling-4"
+        for p in points
     )
     assert len(points) == 3 * 3 * 3 - 3
 
