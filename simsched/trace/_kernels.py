@@ -57,26 +57,53 @@ def _encode(addr, sizew, gap, wa, wg, out):
 
 @njit(cache=True, nogil=True)
 def _decode(buf, n, wa, wg, addr, size, write, gap):
-    """Inverse of :func:`_encode` into preallocated output arrays."""
+    """Inverse of :func:`_encode` into preallocated output arrays.
+
+    The common widths are spelled out with one load per byte plane: a loop over a run-time
+    width does not vectorise and runs at half the speed.
+    """
     p = np.uint64(0)
-    for i in range(n):
-        z = np.uint64(0)
-        for k in range(wa):
-            z |= np.uint64(buf[k * n + i]) << np.uint64(8 * k)
-        d = np.int64(z >> np.uint64(1)) ^ -np.int64(z & np.uint64(1))
-        p = p + np.uint64(d)
-        addr[i] = p
+    if wa == 4:
+        b0 = buf[0:n]
+        b1 = buf[n : 2 * n]
+        b2 = buf[2 * n : 3 * n]
+        b3 = buf[3 * n : 4 * n]
+        for i in range(n):
+            z = (
+                np.uint64(b0[i])
+                | (np.uint64(b1[i]) << np.uint64(8))
+                | (np.uint64(b2[i]) << np.uint64(16))
+                | (np.uint64(b3[i]) << np.uint64(24))
+            )
+            p = p + np.uint64(np.int64(z >> np.uint64(1)) ^ -np.int64(z & np.uint64(1)))
+            addr[i] = p
+    else:
+        for i in range(n):
+            z = np.uint64(0)
+            for k in range(8):
+                z |= np.uint64(buf[k * n + i]) << np.uint64(8 * k)
+            p = p + np.uint64(np.int64(z >> np.uint64(1)) ^ -np.int64(z & np.uint64(1)))
+            addr[i] = p
     base = wa * n
     for i in range(n):
         b = buf[base + i]
         size[i] = b & np.uint8(0x7F)
         write[i] = (b & np.uint8(0x80)) != 0
     base += n
-    for i in range(n):
-        g = np.uint32(0)
-        for k in range(wg):
-            g |= np.uint32(buf[base + k * n + i]) << np.uint32(8 * k)
-        gap[i] = g
+    if wg == 1:
+        for i in range(n):
+            gap[i] = buf[base + i]
+    elif wg == 2:
+        for i in range(n):
+            gap[i] = np.uint32(buf[base + i]) | (np.uint32(buf[base + n + i]) << np.uint32(8))
+    else:
+        for i in range(n):
+            gap[i] = (
+                np.uint32(buf[base + i])
+                | (np.uint32(buf[base + n + i]) << np.uint32(8))
+                | (np.uint32(buf[base + 2 * n + i]) << np.uint32(16))
+                | (np.uint32(buf[base + 3 * n + i]) << np.uint32(24))
+            )
 
 
 @njit(cache=True, nogil=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import struct
+import threading
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,10 +165,16 @@ def compressor(level: int = _CCTX_LEVEL) -> zstandard.ZstdCompressor:
     return zstandard.ZstdCompressor(level=level, write_checksum=True, write_content_size=True)
 
 
+_local = threading.local()
+
+
 def decompress(buf: bytes, what: str, expected_size: int | None = None) -> bytes:
     """Decompress one zstd frame, turning any failure into :class:`TraceFormatError`."""
+    dctx = getattr(_local, "dctx", None)
+    if dctx is None:
+        dctx = _local.dctx = zstandard.ZstdDecompressor()
     try:
-        out = zstandard.ZstdDecompressor().decompress(buf)
+        out = dctx.decompress(buf)
     except zstandard.ZstdError as exc:
         raise TraceFormatError(f"{what}: corrupt compressed data ({exc})") from None
     if expected_size is not None and len(out) != expected_size:

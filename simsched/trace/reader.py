@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -257,19 +257,30 @@ class Trace:
         return c
 
     def iter_chunks(self, prefetch: bool = True) -> Iterator[RefChunk]:
-        """Stream every reference, one decoded chunk at a time, in order."""
+        """Stream every reference, one decoded chunk at a time, in order.
+
+        With ``prefetch`` the next chunks are read, decompressed and decoded by two
+        background threads (all three steps release the GIL) while the caller works.
+        """
         n = int(self.index.shape[0])
         if not prefetch or n < 2:
             for k in range(n):
                 yield self._load_chunk(k)
             return
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sst-read") as pool:
-            nxt = pool.submit(self._load_chunk, 0)
-            for k in range(n):
-                cur = nxt.result()
-                if k + 1 < n:
-                    nxt = pool.submit(self._load_chunk, k + 1)
-                yield cur
+        depth = 3
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="sst-read") as pool:
+            futs = deque(pool.submit(self._load_chunk, k) for k in range(min(depth, n)))
+            nxt = len(futs)
+            try:
+                while futs:
+                    cur = futs.popleft().result()
+                    if nxt < n:
+                        futs.append(pool.submit(self._load_chunk, nxt))
+                        nxt += 1
+                    yield cur
+            finally:
+                for f in futs:
+                    f.cancel()
 
     def refs(self, start: int, stop: int) -> RefChunk:
         """References ``[start, stop)`` as one :class:`RefChunk`."""

@@ -1,0 +1,133 @@
+"""Trace format benchmark: generation, streaming read, stored size, peak memory.
+
+Prints one JSON line.  Targets (issue 2): mergesort generation >= 20 M refs/s, streaming read
+>= 100 M refs/s, <= 1.5 stored bytes per reference for mergesort with n = 2^22, peak memory
+<= 500 MB while reading a 200 M-reference trace.
+
+    python benchmarks/bench_trace.py [--n 4194304] [--big-refs 200000000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+READER = """
+import resource, sys, time
+from simsched.trace import open_trace
+t = open_trace(sys.argv[1])
+t0 = time.perf_counter(); n = 0
+for c in t.iter_chunks():
+    n += len(c)
+dt = time.perf_counter() - t0
+print(n, dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def write_big(path: Path, n: int, seed: int) -> None:
+    """A large trace without a generator's cost: strided sweeps plus random hot-set accesses."""
+    from simsched.trace import TraceBuilder
+
+    rng = np.random.default_rng(seed)
+    step = 1 << 20
+    with TraceBuilder(path, program="bench-big", backend="synthetic") as b:
+        for k in range(0, n, step):
+            m = min(step, n - k)
+            a = (np.arange(k, k + m, dtype=np.uint64) * np.uint64(8)) % np.uint64(1 << 30)
+            hot = rng.integers(0, 1 << 19, m // 2, dtype=np.uint64) * np.uint64(8)
+            a[1::2] = hot[: a[1::2].shape[0]] + np.uint64(1 << 32)
+            b.refs(a, 8, rng.random(m) < 0.25, rng.integers(0, 4, m))
+            if (k // step) % 16 == 15:
+                b.spawn()
+                b.ret()
+
+
+def read_in_child(path: Path) -> tuple[int, float, float]:
+    out = subprocess.run(
+        [sys.executable, "-c", READER, str(path)], check=True, capture_output=True, text=True
+    ).stdout.split()
+    n, dt, rss_kb = int(out[0]), float(out[1]), int(out[2])
+    return n, dt, rss_kb / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1 << 22, help="mergesort elements")
+    ap.add_argument("--big-refs", type=int, default=200_000_000, help="refs of the memory test")
+    ap.add_argument("--keep", type=Path, default=None, help="folder for the traces (kept)")
+    args = ap.parse_args()
+
+    from simsched.trace import open_trace
+    from simsched.workloads import generate
+
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="simsched-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    ms = folder / f"mergesort-{args.n}.sst"
+    generate("mergesort", folder / "warm.sst", n=4096)  # compile kernels outside the timing
+    t0 = time.perf_counter()
+    h = generate("mergesort", ms, n=args.n, seed=1)
+    gen_s = time.perf_counter() - t0
+    size = ms.stat().st_size
+
+    t = open_trace(ms)
+    for _ in t.iter_chunks():  # warm the page cache and the decoder
+        pass
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        n = sum(len(c) for c in t.iter_chunks())
+        best = min(best, time.perf_counter() - t0)
+    t.close()
+
+    big = folder / "big.sst"
+    t0 = time.perf_counter()
+    write_big(big, args.big_refs, seed=2)
+    big_write_s = time.perf_counter() - t0
+    big_n, big_dt, big_rss = read_in_child(big)
+
+    result = {
+        "bench": "trace",
+        "mergesort_n": args.n,
+        "mergesort_refs": h.n_refs,
+        "gen_refs_per_s": h.n_refs / gen_s,
+        "read_refs_per_s": n / best,
+        "bytes_per_ref": size / h.n_refs,
+        "big_refs": big_n,
+        "big_write_refs_per_s": big_n / big_write_s,
+        "big_read_refs_per_s": big_n / big_dt,
+        "big_read_peak_rss_mb": big_rss,
+        "targets": {
+            "gen_refs_per_s": 20e6,
+            "read_refs_per_s": 100e6,
+            "bytes_per_ref": 1.5,
+            "big_read_peak_rss_mb": 500,
+        },
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "peak_rss_mb_self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+    result["met"] = {
+        "gen": result["gen_refs_per_s"] >= 20e6,
+        "read": result["read_refs_per_s"] >= 100e6,
+        "size": result["bytes_per_ref"] <= 1.5,
+        "memory": big_rss <= 500,
+    }
+    if args.keep is None:
+        for p in folder.iterdir():
+            p.unlink()
+        folder.rmdir()
+    print(json.dumps(result, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
