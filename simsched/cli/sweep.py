@@ -174,6 +174,32 @@ def export_cmd(
     print(target)
 
 
+def plot_sweep(
+    path: Annotated[Path, typer.Argument(help="sweep output folder or results file")],
+    x: Annotated[str, typer.Option("--x", help="column on the x axis")],
+    y: Annotated[str, typer.Option("--y", help="column on the y axis")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="figure file (.png, .pdf, .svg)")],
+    hue: Annotated[str | None, typer.Option("--hue", help="one line or bar per value")] = None,
+    col: Annotated[str | None, typer.Option("--col", help="one panel per value")] = None,
+    where: Annotated[
+        list[str] | None, typer.Option("--where", help="filter COLUMN OP VALUE, repeatable")
+    ] = None,
+    kind: Annotated[str, typer.Option(help="line, bar or auto")] = "auto",
+    logx: Annotated[bool, typer.Option(help="log2 x axis")] = False,
+) -> None:
+    """Plot Y against X from a sweep's results (mean over seeds, min-max bars)."""
+    from simsched.experiments.store import filter_frame, load_results
+    from simsched.plotting import save, sweep_figure
+
+    df = filter_frame(load_results(path), where or [])
+    print(save(sweep_figure(df, x, y, hue, kind=kind, col=col, logx=logx), out))
+
+
+def register_plot(plot_app: typer.Typer) -> None:
+    """Add ``sweep`` to the ``simsched plot`` group."""
+    plot_app.command("sweep")(plot_sweep)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``sweep`` and ``results`` groups to the simsched app."""
     app.add_typer(sweep_app, name="sweep")

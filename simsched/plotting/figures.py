@@ -1,0 +1,404 @@
+"""Standard figures of sweep results, drawn from the results table (one row per run).
+
+Every function takes a :class:`pandas.DataFrame` as :func:`simsched.experiments.load_results`
+returns it, aggregates repeated runs (seeds) of the same configuration into a mean with a
+min–max range, and draws on a given or new matplotlib axes in the packaged style.  Failed
+runs (``status != "ok"``) are left out and counted in the returned summary, never drawn as
+zeros.  The figures of the PDF paper's §5 (003_e9659a8050adec3d.txt Figs. 2 and 3) are
+:func:`figure_speedup_misses` and :func:`figure_time_vs_cores`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from simsched.errors import ConfigError
+
+# Readable axis labels for the record's fields (others are shown as they are named).
+LABELS = {
+    "cores": "cores",
+    "speedup": "speedup over one core",
+    "makespan_cycles": "execution time (cycles)",
+    "mpki": "last-level misses per 1000 instructions",
+    "L2_misses": "L2 misses",
+    "norm_time": "execution time normalised to baseline",
+}
+
+
+def style_path() -> Path:
+    """Path of the packaged matplotlib style file (``simsched.mplstyle``)."""
+    return Path(str(resources.files("simsched.plotting") / "simsched.mplstyle"))
+
+
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """Context manager applying simsched's style to figures made inside it."""
+    with plt.style.context(str(style_path())):
+        yield
+
+
+def use_style() -> None:
+    """Apply simsched's style globally (for notebooks)."""
+    plt.style.use(str(style_path()))
+
+
+def _styled(fn: Callable[..., Figure]) -> Callable[..., Figure]:
+    """Draw a whole figure inside :func:`style` (rc parameters apply when artists are made)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Figure:
+        with style():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _check_columns(df: pd.DataFrame, cols: Sequence[str | None]) -> None:
+    missing = [c for c in cols if c is not None and c not in df.columns]
+    if missing:
+        raise ConfigError(
+            f"no column {missing[0]!r} in the results (have: {', '.join(map(str, df.columns[:20]))})"
+        )
+
+
+def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows of successful runs (all rows if there is no ``status`` column)."""
+    if "status" in df.columns:
+        return df[df["status"] == "ok"]
+    return df
+
+
+def aggregate(df: pd.DataFrame, x: str, y: str, hue: str | None = None) -> pd.DataFrame:
+    """Mean, min, max and count of ``y`` per (``hue``, ``x``) over successful runs.
+
+    Parameters
+    ----------
+    df
+        Results table.
+    x, y, hue
+        Column names; ``hue`` may be ``None``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``hue`` (if given), ``x``, ``mean``, ``min``, ``max``, ``n``, sorted.
+    """
+    _check_columns(df, [x, y, hue])
+    keys = [hue, x] if hue else [x]
+    data = ok_rows(df).dropna(subset=[y])
+    agg = data.groupby(keys, sort=True)[y].agg(["mean", "min", "max", "count"]).reset_index()
+    return agg.rename(columns={"count": "n"})
+
+
+def _axes(ax: Axes | None, figsize: tuple[float, float] | None = None) -> Axes:
+    if ax is not None:
+        return ax
+    _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def line_plot(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    hue: str | None = "scheduler",
+    ax: Axes | None = None,
+    *,
+    logx: bool = False,
+    title: str | None = None,
+) -> Axes:
+    """``y`` against numeric ``x``, one line per ``hue`` value, min–max bars over seeds."""
+    ax = _axes(ax)
+    agg = aggregate(df, x, y, hue)
+    groups = agg.groupby(hue, sort=True) if hue else [(None, agg)]
+    for name, g in groups:
+        g = g.sort_values(x)
+        err = [g["mean"] - g["min"], g["max"] - g["mean"]]
+        ax.errorbar(
+            g[x], g["mean"], yerr=err, marker="o", label=None if name is None else str(name)
+        )
+    if logx:
+        ax.set_xscale("log", base=2)
+        ticks = sorted(agg[x].unique())
+        ax.set_xticks(ticks, [str(int(t)) if float(t).is_integer() else str(t) for t in ticks])
+    ax.set_xlabel(LABELS.get(x, x))
+    ax.set_ylabel(LABELS.get(y, y))
+    if hue:
+        ax.legend(title=hue)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def bar_plot(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    hue: str | None = "scheduler",
+    ax: Axes | None = None,
+    *,
+    title: str | None = None,
+) -> Axes:
+    """Grouped bars of mean ``y`` per category ``x`` and ``hue``, min–max over seeds."""
+    ax = _axes(ax)
+    agg = aggregate(df, x, y, hue)
+    cats = list(dict.fromkeys(_natural(agg[x])))
+    hues = sorted(agg[hue].unique(), key=str) if hue else [None]
+    width = 0.8 / len(hues)
+    for i, h in enumerate(hues):
+        g = agg[agg[hue] == h] if hue else agg
+        g = g.set_index(x).reindex(cats)
+        pos = [j + (i - (len(hues) - 1) / 2) * width for j in range(len(cats))]
+        err = [g["mean"] - g["min"], g["max"] - g["mean"]]
+        ax.bar(pos, g["mean"], width, yerr=err, label=None if h is None else str(h))
+    ax.set_xticks(
+        range(len(cats)),
+        [str(c) for c in cats],
+        rotation=30 if len(cats) > 6 else 0,
+        ha="right" if len(cats) > 6 else "center",
+    )
+    ax.set_xlabel(LABELS.get(x, x))
+    ax.set_ylabel(LABELS.get(y, y))
+    if hue:
+        ax.legend(title=hue)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def _natural(values: pd.Series) -> list[Any]:
+    """Sort labels such as ``itrs-45nm-2 < itrs-45nm-10`` by their numbers."""
+    import re
+
+    def key(v: Any) -> tuple:
+        parts = re.split(r"(\d+)", str(v))
+        return tuple(int(p) if p.isdigit() else p for p in parts)
+
+    return sorted(values.unique(), key=key)
+
+
+def speedup_vs_cores(
+    df: pd.DataFrame, ax: Axes | None = None, *, hue: str = "scheduler", title: str | None = None
+) -> Axes:
+    """Speedup over one core against the number of cores, one line per scheduler."""
+    return line_plot(df, "cores", "speedup", hue, ax, logx=True, title=title)
+
+
+def mpki_by_config(
+    df: pd.DataFrame,
+    ax: Axes | None = None,
+    *,
+    config: str = "machine",
+    hue: str = "scheduler",
+    metric: str = "mpki",
+    title: str | None = None,
+) -> Axes:
+    """Misses per 1000 instructions (or ``metric``) per configuration, bars per scheduler."""
+    return bar_plot(df, config, metric, hue, ax, title=title)
+
+
+def normalised_time(
+    df: pd.DataFrame, *, config: str = "machine", hue: str = "scheduler", baseline: str = "ws"
+) -> pd.DataFrame:
+    """Execution time of every run divided by the baseline's mean at the same configuration.
+
+    Parameters
+    ----------
+    df
+        Results table with ``makespan_cycles``.
+    config
+        Column naming a configuration (the baseline is averaged within it, and within the
+        workload when there is a ``workload`` column).
+    hue
+        Column naming the scheduler.
+    baseline
+        The ``hue`` value everything is divided by.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The successful rows with a new ``norm_time`` column.
+
+    Raises
+    ------
+    ConfigError
+        No run of the baseline exists.
+    """
+    _check_columns(df, [config, hue, "makespan_cycles"])
+    data = ok_rows(df).copy()
+    keys = [k for k in ("workload", config) if k in data.columns]
+    base = data[data[hue] == baseline].groupby(keys)["makespan_cycles"].mean()
+    if base.empty:
+        raise ConfigError(f"normalised time: no successful run with {hue}={baseline!r}")
+    data = data.join(base.rename("_base"), on=keys)
+    data["norm_time"] = data["makespan_cycles"] / data["_base"]
+    return data.drop(columns="_base").dropna(subset=["norm_time"])
+
+
+def normalised_time_bars(
+    df: pd.DataFrame,
+    ax: Axes | None = None,
+    *,
+    config: str = "machine",
+    hue: str = "scheduler",
+    baseline: str = "ws",
+    title: str | None = None,
+) -> Axes:
+    """Bars of execution time normalised to ``baseline`` per configuration (1 = baseline)."""
+    ax = bar_plot(
+        normalised_time(df, config=config, hue=hue, baseline=baseline),
+        config,
+        "norm_time",
+        hue,
+        ax,
+        title=title,
+    )
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_ylabel(f"execution time / {baseline}")
+    return ax
+
+
+@_styled
+def sweep_figure(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    hue: str | None = None,
+    *,
+    kind: str = "auto",
+    col: str | None = None,
+    logx: bool = False,
+) -> Figure:
+    """One figure of ``y`` against ``x`` by ``hue``; one panel per ``col`` value.
+
+    ``kind`` is ``line`` (numeric ``x``), ``bar`` (categorical ``x``) or ``auto``.
+    """
+    _check_columns(df, [x, y, hue, col])
+    data = ok_rows(df)
+    if data.empty:
+        raise ConfigError("no successful runs to plot")
+    panels = _natural(data[col]) if col else [None]
+    if kind == "auto":
+        kind = "line" if pd.api.types.is_numeric_dtype(data[x]) else "bar"
+    if kind not in ("line", "bar"):
+        raise ConfigError(f"--kind {kind!r}: use line, bar or auto")
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 3.8), squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        part = data if col is None else data[data[col] == panel]
+        title = None if col is None else f"{col} = {panel}"
+        if kind == "line":
+            line_plot(part, x, y, hue, ax, logx=logx, title=title)
+        else:
+            bar_plot(part, x, y, hue, ax, title=title)
+    fig.tight_layout()
+    return fig
+
+
+def _family(df: pd.DataFrame, prefix: str) -> pd.DataFrame:
+    return df[df["machine"].astype(str).str.startswith(prefix)]
+
+
+@_styled
+def figure_speedup_misses(
+    df: pd.DataFrame,
+    workloads: Sequence[str],
+    *,
+    machine_prefix: str = "itrs-scaling-",
+    misses: str = "mpki",
+) -> Figure:
+    """The PDF paper's Fig. 2: per workload, speedup and L2 misses against cores.
+
+    Left column: speedup over one core of the same machine; right column: last-level
+    misses per 1000 instructions (the paper plots misses per instruction), for the
+    machines whose label starts with ``machine_prefix`` (the ITRS default configurations).
+    """
+    data = _family(df, machine_prefix)
+    fig, axes = plt.subplots(len(workloads), 2, figsize=(9.0, 3.0 * len(workloads)), squeeze=False)
+    for row, wl in zip(axes, workloads, strict=True):
+        part = data[data["workload"] == wl]
+        if ok_rows(part).empty:
+            for ax in row:
+                ax.text(0.5, 0.5, f"no runs of {wl}", ha="center", transform=ax.transAxes)
+            continue
+        speedup_vs_cores(part, row[0], title=f"{wl}: speedup")
+        line_plot(part, "cores", misses, "scheduler", row[1], logx=True, title=f"{wl}: L2 misses")
+    fig.tight_layout()
+    return fig
+
+
+@_styled
+def figure_time_vs_cores(
+    df: pd.DataFrame,
+    workloads: Sequence[str],
+    *,
+    machine_prefix: str = "itrs-45nm-",
+    zoom: tuple[int, int] | None = (10, 26),
+) -> Figure:
+    """The PDF paper's Fig. 3: execution time against cores under one technology (45 nm),
+    per workload, with a second panel zoomed on ``zoom`` cores."""
+    data = _family(df, machine_prefix)
+    ncols = 2 if zoom else 1
+    fig, axes = plt.subplots(
+        len(workloads), ncols, figsize=(4.6 * ncols, 3.0 * len(workloads)), squeeze=False
+    )
+    for row, wl in zip(axes, workloads, strict=True):
+        part = data[data["workload"] == wl]
+        if ok_rows(part).empty:
+            for ax in row:
+                ax.text(0.5, 0.5, f"no runs of {wl}", ha="center", transform=ax.transAxes)
+            continue
+        line_plot(
+            part, "cores", "makespan_cycles", "scheduler", row[0], title=f"{wl}: execution time"
+        )
+        if zoom:
+            lo, hi = zoom
+            sub = part[(part["cores"] >= lo) & (part["cores"] <= hi)]
+            if ok_rows(sub).empty:
+                row[1].text(
+                    0.5,
+                    0.5,
+                    f"no runs with {lo}-{hi} cores",
+                    ha="center",
+                    transform=row[1].transAxes,
+                )
+            else:
+                line_plot(
+                    sub,
+                    "cores",
+                    "makespan_cycles",
+                    "scheduler",
+                    row[1],
+                    title=f"{wl}: {lo}-{hi} cores",
+                )
+    fig.tight_layout()
+    return fig
+
+
+def save(fig: Figure, path: str | Path) -> Path:
+    """Save ``fig`` atomically (temporary file, then rename) and close it."""
+    import os
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.stem}.", suffix=path.suffix or ".png", dir=path.parent
+    )
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format=(path.suffix.lstrip(".") or "png"))
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+        plt.close(fig)
+    return path

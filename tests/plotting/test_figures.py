@@ -1,0 +1,147 @@
+"""Standard figures: aggregation over seeds, normalisation, and figure files."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+import typer  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from simsched.cli.sweep import register_plot  # noqa: E402
+from simsched.errors import ConfigError  # noqa: E402
+from simsched.plotting import (  # noqa: E402
+    aggregate,
+    figure_speedup_misses,
+    figure_time_vs_cores,
+    mpki_by_config,
+    normalised_time,
+    normalised_time_bars,
+    save,
+    speedup_vs_cores,
+    style,
+    style_path,
+    sweep_figure,
+)
+
+
+def results() -> pd.DataFrame:
+    rows = []
+    for wl in ("mergesort", "hashjoin"):
+        for family, cores_list in (("itrs-scaling-", (1, 2, 4)), ("itrs-45nm-", (1, 10, 26))):
+            for cores in cores_list:
+                for sched, seeds in (("ws", (0, 1, 2)), ("pdf", (0,))):
+                    for seed in seeds:
+                        t = 1000.0 / cores * (1.2 if sched == "ws" else 1.0) + seed
+                        rows.append(
+                            {
+                                "workload": wl,
+                                "machine": f"{family}{cores}",
+                                "cores": cores,
+                                "scheduler": sched,
+                                "seed": seed,
+                                "status": "ok",
+                                "makespan_cycles": t,
+                                "speedup": 1000.0 / t,
+                                "mpki": 2.0 if sched == "ws" else 1.5,
+                            }
+                        )
+    rows.append({**rows[0], "status": "error", "makespan_cycles": None, "seed": 9})
+    return pd.DataFrame(rows)
+
+
+def test_aggregate_over_seeds_skips_failures():
+    agg = aggregate(results(), "cores", "makespan_cycles", "scheduler")
+    ws1 = agg[(agg["scheduler"] == "ws") & (agg["cores"] == 1)].iloc[0]
+    # ws at 1 core: both families and workloads, seeds 0..2 -> 1200 + {0,1,2}
+    assert (ws1["min"], ws1["mean"], ws1["max"], ws1["n"]) == (1200.0, 1201.0, 1202.0, 12)
+
+
+def test_normalised_time_divides_by_baseline_mean():
+    df = normalised_time(results(), baseline="ws")
+    pdf = df[
+        (df["scheduler"] == "pdf")
+        & (df["machine"] == "itrs-scaling-2")
+        & (df["workload"] == "mergesort")
+    ]
+    assert pdf["norm_time"].iloc[0] == pytest.approx(500.0 / 601.0)
+    ws = df[
+        (df["scheduler"] == "ws")
+        & (df["machine"] == "itrs-scaling-1")
+        & (df["workload"] == "hashjoin")
+    ]
+    assert ws["norm_time"].mean() == pytest.approx(1.0)
+    with pytest.raises(ConfigError, match="no successful run"):
+        normalised_time(results(), baseline="cab")
+
+
+def test_unknown_column_is_a_config_error():
+    with pytest.raises(ConfigError, match="no column 'nope'"):
+        aggregate(results(), "cores", "nope")
+
+
+def test_style_file_is_packaged_and_applies():
+    assert style_path().is_file()
+    with style():
+        assert plt.rcParams["axes.spines.top"] is False
+
+
+def test_standard_figures_write_files(tmp_path):
+    df = results()
+    fig, axes = plt.subplots(1, 3)
+    speedup_vs_cores(df[df["workload"] == "mergesort"], axes[0])
+    mpki_by_config(df, axes[1])
+    normalised_time_bars(df, axes[2])
+    assert len(axes[0].get_lines()) >= 2
+    paths = [
+        save(fig, tmp_path / "three.png"),
+        save(figure_speedup_misses(df, ["mergesort", "hashjoin"]), tmp_path / "fig2.png"),
+        save(figure_time_vs_cores(df, ["mergesort", "hashjoin"]), tmp_path / "fig3.pdf"),
+        save(
+            sweep_figure(df, "machine", "mpki", "scheduler", col="workload"), tmp_path / "bars.svg"
+        ),
+    ]
+    for p in paths:
+        assert p.stat().st_size > 1000
+    assert not list(tmp_path.glob(".*"))  # no temporary files left
+
+
+def test_plot_sweep_command(tmp_path):
+    df = results()
+    df.to_parquet(tmp_path / "r.parquet")
+    app = typer.Typer()
+    register_plot(app)
+
+    @app.command("noop")
+    def _noop() -> None:  # a second command keeps typer's sub-command syntax
+        pass
+
+    out = tmp_path / "fig.png"
+    res = CliRunner().invoke(
+        app,
+        [
+            "sweep",
+            str(tmp_path / "r.parquet"),
+            "--x",
+            "cores",
+            "--y",
+            "speedup",
+            "--hue",
+            "scheduler",
+            "--where",
+            "workload=hashjoin",
+            "--logx",
+            "-o",
+            str(out),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert out.stat().st_size > 1000
+    res = CliRunner().invoke(
+        app, ["sweep", str(tmp_path / "r.parquet"), "--x", "cores", "--y", "bogus", "-o", str(out)]
+    )
+    assert isinstance(res.exception, ConfigError)
