@@ -1,0 +1,53 @@
+"""The `simsched trace` commands: import, validate, info."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from simsched.cli import main
+from simsched.trace import raw as R
+
+from .test_raw import fib_records, write
+
+
+def run(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def test_import_validate_info(tmp_path, capsys):
+    raw = write(tmp_path / "fib.raw", fib_records(6), compress=True)
+    sst = tmp_path / "fib.sst"
+    code, _, err = run(["trace", "import", str(raw), "-o", str(sst), "--program", "fib"], capsys)
+    assert code == 0 and "strands" in err
+    code, out, _ = run(["trace", "validate", str(sst)], capsys)
+    assert code == 0 and "ok" in out
+    code, out, _ = run(["trace", "info", str(sst), "--json"], capsys)
+    info = json.loads(out)
+    for key in ("strands", "frames", "refs", "instructions", "footprint_lines", "work", "span"):
+        assert key in info
+    assert info["program"] == "fib" and info["frames"] == 25
+
+
+def test_validate_detects_flipped_chunk_byte(tmp_path, capsys):
+    raw = write(tmp_path / "fib.raw", fib_records(9))
+    sst = tmp_path / "fib.sst"
+    R.import_raw(raw, sst)
+    data = bytearray(sst.read_bytes())
+    data[170] ^= 0x10  # inside the first chunk
+    sst.write_bytes(bytes(data))
+    code, _, err = run(["trace", "validate", str(sst)], capsys)
+    assert code == 2 and str(sst) in err and len(err.strip().splitlines()) == 1
+
+
+def test_import_bad_stream_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.raw"
+    bad.write_bytes(np.zeros(3, R.RAW_DTYPE).tobytes())
+    code, _, err = run(["trace", "import", str(bad), "-o", str(tmp_path / "x.sst")], capsys)
+    assert code == 2 and "bad header" in err
+    assert not (tmp_path / "x.sst").exists()
