@@ -60,6 +60,9 @@
 #define SS_BUF_RECS (1u << 16) /* 1 MiB of records per flush */
 #define SS_DEFAULT_BB_INSNS 3u
 
+/* simsched looks for this string to tell a `simsched cc` binary. */
+__attribute__((used)) static const char ss_ident[] = "simsched-gcc-runtime-v1";
+
 static ss_raw_rec *ss_buf;
 static uint32_t ss_n;
 static uint64_t ss_pending; /* estimated non-memory instructions not yet written */

@@ -1,0 +1,353 @@
+"""Compiling programs for capture (``simsched cc``) and capturing them (``simsched capture``).
+
+A capture runs the program once, serially, under a backend that writes the raw stream
+of ``capture/simsched_raw.h``, then imports the stream with
+:func:`simsched.trace.import_raw` and validates the trace.
+
+* ``gcc``: the program was built by :func:`compile_program` and records itself; the
+  runtime compresses the stream with zstd and writes it to ``$SIMSCHED_RAW_OUT``.
+* ``valgrind``: ``valgrind --tool=simsched`` runs an ordinary build of the program; the
+  tool writes plain records into a FIFO that a thread of this process compresses
+  (zstandard releases the GIL), so the stream never sits uncompressed on disk.
+* ``pin``: ``$PIN_ROOT/pin -t simsched.so`` the same way (untested: no Pin kit here).
+
+The raw stream lives in a temporary folder beside the output (kept with ``raw=``), so the
+trace is written next to where it goes and a failed capture leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import zstandard
+
+from simsched.capture import build
+from simsched.errors import CaptureError
+
+BACKENDS = ("gcc", "valgrind", "pin")
+GCC_IDENT = b"simsched-gcc-runtime-v1"
+PIN_INSTALL = (
+    "Pin is not packaged: download a Pin 3.x kit from Intel, unpack it and set PIN_ROOT "
+    "to its folder"
+)
+
+# The block operations whose calls from the program become range records.
+_WRAPPED = ("memcpy", "memmove", "memset", "__memcpy_chk", "__memmove_chk", "__memset_chk")
+_NO_LINK = {"-c", "-S", "-E", "-M", "-MM", "-fsyntax-only"}
+
+Progress = Callable[[str, int], None]
+"""``progress(phase, value)``: phase ``"run"`` with raw bytes written so far, then
+``"import"`` with raw records imported so far."""
+
+
+@dataclass
+class CaptureResult:
+    """What a capture produced: the trace header plus figures of the run."""
+
+    header: object
+    backend: str
+    out: Path
+    run_seconds: float
+    import_seconds: float
+    raw_bytes: int
+    tool_stats: dict[str, int] = field(default_factory=dict)
+
+
+def cc_command(args: Sequence[str]) -> list[str]:
+    """Return the compiler command line ``simsched cc ARGS`` runs.
+
+    Parameters
+    ----------
+    args
+        The user's compiler arguments, as for gcc.
+
+    Returns
+    -------
+    list[str]
+        gcc with the thread-sanitizer and trace-pc instrumentation, simsched's include
+        folder (for ``simsched.h``), and, when linking, simsched's runtime in place of
+        libtsan, ``--wrap`` of the block operations and ``-lzstd``.
+    """
+    cc = build.compiler()
+    rt, zstd = build.gcc_runtime()
+    src = build.source_dir()
+    cmd = [cc, f"-I{src}", "-fsanitize=thread", "-fsanitize-coverage=trace-pc", *args]
+    if not _NO_LINK.intersection(args):
+        cmd += [f"-B{rt}{os.sep}", f"-L{rt}"]
+        cmd += ["-Wl," + ",".join(f"--wrap={f}" for f in _WRAPPED)]
+        if zstd:
+            cmd.append("-lzstd")
+    return cmd
+
+
+def compile_program(args: Sequence[str]) -> int:
+    """Run ``simsched cc``: compile (and link) a program for the gcc capture backend.
+
+    Parameters
+    ----------
+    args
+        gcc arguments (sources, ``-O2``, ``-o``, ...).
+
+    Returns
+    -------
+    int
+        The compiler's exit status.
+    """
+    if not args:
+        raise CaptureError(
+            "simsched cc: no compiler arguments (try: simsched cc -O2 prog.c -o prog)"
+        )
+    return subprocess.run(cc_command(args)).returncode
+
+
+def _resolve_program(program: str) -> Path:
+    p = Path(program)
+    if os.sep not in program:
+        found = shutil.which(program)
+        if found is None and not p.exists():
+            raise CaptureError(f"{program}: no such program (not a file, not on PATH)")
+        p = Path(found) if found else p
+    if not p.is_file():
+        raise CaptureError(f"{program}: no such program")
+    if not os.access(p, os.X_OK):
+        raise CaptureError(f"{program}: not executable")
+    return p.absolute()  # "./prog" must not turn into a PATH lookup of "prog"
+
+
+def _has_gcc_runtime(path: Path) -> bool:
+    with open(path, "rb") as f:
+        try:
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                return m.find(GCC_IDENT) >= 0
+        except ValueError:  # empty file
+            return False
+
+
+def _tail(path: Path, lines: int = 4) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])
+
+
+class _FifoCompressor:
+    """Compress what a backend writes into a FIFO to ``dest`` (zstd), in a thread."""
+
+    def __init__(self, fifo: Path, dest: Path) -> None:
+        self.fifo = fifo
+        self.dest = dest
+        self.error: BaseException | None = None
+        os.mkfifo(fifo)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            with open(self.fifo, "rb") as src, open(self.dest, "wb") as dst:
+                zstandard.ZstdCompressor(level=1).copy_stream(src, dst, read_size=1 << 20)
+        except BaseException as exc:  # reported by finish()
+            self.error = exc
+
+    def finish(self) -> None:
+        """Wait for the end of the stream; unblock the reader if no writer ever came."""
+        if self.thread.is_alive():
+            try:
+                fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+                os.close(fd)
+            except OSError:
+                pass  # the reader already has a writer, or has finished
+        self.thread.join()
+        if self.error is not None:
+            raise CaptureError(f"{self.dest}: compressing the raw stream failed: {self.error}")
+
+
+def _pin_tool() -> tuple[Path, Path]:
+    root = os.environ.get("PIN_ROOT")
+    if not root or not (Path(root) / "pin").exists():
+        raise CaptureError(f"the pin backend needs Pin ($PIN_ROOT/pin): {PIN_INSTALL}")
+    src = build.source_dir().parent / "pintools"
+    if not (src / "simsched_pin.cpp").is_file():
+        raise CaptureError(f"{src}: the Pin tool's sources are missing")
+    out = build.cache_dir() / "pin"
+    out.mkdir(parents=True, exist_ok=True)
+    for f in ("simsched_pin.cpp", "makefile", "makefile.rules"):
+        shutil.copy2(src / f, out / f)
+    shutil.copy2(build.source_dir() / "simsched_raw.h", out / "simsched_raw.h")
+    proc = subprocess.run(
+        ["make", "-C", str(out), f"PIN_ROOT={root}", "obj-intel64/simsched_pin.so"],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        raise CaptureError(f"building the Pin tool failed: {tail}")
+    return Path(root) / "pin", out / "obj-intel64" / "simsched_pin.so"
+
+
+def _run_backend(
+    backend: str,
+    prog: Path,
+    args: Sequence[str],
+    work: Path,
+    progress: Progress | None,
+    verbose: bool,
+) -> tuple[Path, dict[str, int]]:
+    """Run the program under ``backend``; return the raw stream's path and tool figures."""
+    raw = work / "raw.zst"
+    env = dict(os.environ)
+    fifo: _FifoCompressor | None = None
+    log = work / "backend.log"
+    if backend == "gcc":
+        if not _has_gcc_runtime(prog):
+            raise CaptureError(
+                f"{prog}: not built with `simsched cc` (the gcc backend needs its runtime); "
+                f"rebuild it with `simsched cc ...`, or use --backend valgrind"
+            )
+        _, zstd = build.gcc_runtime()
+        if not zstd:
+            raw = work / "raw"  # runtime without compression: libzstd-dev was missing
+        env["SIMSCHED_RAW_OUT"] = str(raw)
+        cmd = [str(prog), *args]
+    elif backend == "valgrind":
+        if _has_gcc_runtime(prog):
+            raise CaptureError(
+                f"{prog}: built with `simsched cc`; for --backend valgrind build it with plain "
+                "gcc (with simsched.h), or capture it with --backend gcc"
+            )
+        env["VALGRIND_LIB"] = str(build.valgrind_tool())
+        fifo = _FifoCompressor(work / "raw.fifo", raw)
+        cmd = ["valgrind", "--tool=simsched", f"--raw-out={fifo.fifo}", f"--log-file={log}"]
+        cmd += ["--", str(prog), *args]
+    elif backend == "pin":
+        pin, tool = _pin_tool()
+        fifo = _FifoCompressor(work / "raw.fifo", raw)
+        cmd = [str(pin), "-t", str(tool), "-o", str(fifo.fifo), "--", str(prog), *args]
+    else:
+        raise CaptureError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+
+    out_log = work / "program.out"
+    with open(out_log, "wb") as so:
+        sink = None if verbose else so
+        try:
+            proc = subprocess.Popen(cmd, env=env, stdout=sink, stderr=sink)
+        except OSError as exc:
+            if fifo:
+                fifo.finish()
+            raise CaptureError(f"{prog}: cannot run: {exc.strerror}") from None
+        while proc.poll() is None:
+            time.sleep(0.1)
+            if progress is not None:
+                try:
+                    progress("run", raw.stat().st_size)
+                except FileNotFoundError:
+                    progress("run", 0)
+    if fifo:
+        fifo.finish()
+    stats: dict[str, int] = {}
+    if log.exists():
+        for m in re.finditer(r"simsched: ([a-z ]+): (\d+)", log.read_text(errors="replace")):
+            stats[m.group(1).replace(" ", "_")] = int(m.group(2))
+    if proc.returncode != 0:
+        why = _tail(out_log) or _tail(log)
+        status = (
+            f"was killed by signal {-proc.returncode}"
+            if proc.returncode < 0
+            else f"exited with status {proc.returncode}"
+        )
+        raise CaptureError(
+            f"{prog} {status} under the {backend} backend" + (f": {why}" if why else "")
+        )
+    if not raw.exists() or raw.stat().st_size == 0:
+        raise CaptureError(f"{prog}: the {backend} backend wrote no raw stream")
+    return raw, stats
+
+
+def count_markers(raw: str | os.PathLike) -> int:
+    """Count the marker records of a raw stream other than the final END marker."""
+    from simsched.trace.raw import M_END, REC_MARKER, iter_raw_blocks
+
+    n = 0
+    for _, recs in iter_raw_blocks(raw):
+        n += int(((recs["kind"] == REC_MARKER) & (recs["c"] != M_END)).sum())
+    return n
+
+
+def capture(
+    program: str,
+    args: Sequence[str],
+    out: str | os.PathLike,
+    *,
+    backend: str = "gcc",
+    raw: str | os.PathLike | None = None,
+    progress: Progress | None = None,
+    verbose: bool = False,
+) -> CaptureResult:
+    """Capture one run of a program into a validated trace.
+
+    Parameters
+    ----------
+    program
+        The executable (a path, or a name on ``PATH``).
+    args
+        Its arguments.
+    out
+        The trace to write (``.sst``).
+    backend
+        ``"gcc"`` (the program was built with ``simsched cc``), ``"valgrind"`` (any
+        build that includes ``simsched.h``) or ``"pin"``.
+    raw
+        If given, keep the (zstd-compressed) raw stream at this path.
+    progress
+        Optional ``progress(phase, value)`` callback (see :data:`Progress`).
+    verbose
+        Let the program's output through instead of keeping it for error messages.
+
+    Returns
+    -------
+    CaptureResult
+
+    Raises
+    ------
+    CaptureError
+        The backend is missing (the message names the command that installs it), the
+        program fails, or it wrote no markers.
+    TraceFormatError
+        The raw stream is malformed (e.g. unbalanced markers).
+    """
+    from simsched.trace import import_raw, validate
+
+    if backend not in BACKENDS:
+        raise CaptureError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    prog = _resolve_program(program)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".simsched-capture-", dir=out.parent) as d:
+        work = Path(d)
+        t0 = time.perf_counter()
+        raw_path, stats = _run_backend(backend, prog, args, work, progress, verbose)
+        t1 = time.perf_counter()
+        raw_bytes = raw_path.stat().st_size
+        cb = None if progress is None else (lambda done, _b: progress("import", done))
+        header = import_raw(raw_path, out, program=prog.name, args=list(args), progress=cb)
+        if header.n_frames == 1 and not header.roi and count_markers(raw_path) == 0:
+            out.unlink(missing_ok=True)
+            raise CaptureError(
+                f"{prog}: wrote no simsched markers; include simsched.h and mark the "
+                "program's tasks with SS_SPAWN/SS_SYNC (docs/capture.md)"
+            )
+        validate(out)
+        t2 = time.perf_counter()
+        if raw is not None:
+            shutil.move(str(raw_path), str(raw))
+    return CaptureResult(header, backend, out, t1 - t0, t2 - t1, raw_bytes, stats)

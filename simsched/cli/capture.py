@@ -1,0 +1,81 @@
+"""``simsched cc`` and ``simsched capture``: build and capture real programs.
+
+``simsched cc [gcc arguments]`` compiles for the gcc backend and exits with the
+compiler's status; ``simsched capture [--backend B] -o OUT -- PROGRAM ARGS`` runs the
+program under a backend, imports and validates the trace, and prints its counts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from simsched.cli._common import err_console
+
+_PASS = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``cc`` and ``capture`` commands to ``app``."""
+
+    @app.command("cc", context_settings=_PASS, add_help_option=False)
+    def cc(ctx: typer.Context) -> None:
+        """Compile and link a program for the gcc capture backend (gcc arguments)."""
+        from simsched.capture import compile_program
+
+        raise typer.Exit(compile_program(list(ctx.args)))
+
+    @app.command(
+        "capture", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+    )
+    def capture_cmd(
+        ctx: typer.Context,
+        out: Annotated[Path, typer.Option("-o", "--out", help="trace to write (.sst)")],
+        backend: Annotated[
+            str, typer.Option("--backend", "-b", help="gcc | valgrind | pin")
+        ] = "gcc",
+        raw: Annotated[
+            Path | None, typer.Option("--raw", help="also keep the raw stream (zstd) here")
+        ] = None,
+        verbose: Annotated[
+            bool, typer.Option("--verbose", "-v", help="show the program's output")
+        ] = False,
+    ) -> None:
+        """Run PROGRAM ARGS (after --) under a capture backend and write a trace."""
+        from simsched.capture import capture
+        from simsched.errors import CaptureError
+
+        argv = list(ctx.args)
+        if not argv:
+            raise CaptureError(
+                "simsched capture: no program (usage: simsched capture -o OUT -- PROGRAM ARGS)"
+            )
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TextColumn("{task.fields[what]}"),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task(f"running ({backend})", what="")
+
+            def progress(phase: str, value: int) -> None:
+                if phase == "run":
+                    bar.update(task, what=f"{value / 1e6:,.1f} MB raw")
+                else:
+                    bar.update(task, description="importing", what=f"{value:,} records")
+
+            res = capture(
+                argv[0], argv[1:], out, backend=backend, raw=raw, progress=progress, verbose=verbose
+            )
+        h = res.header
+        err_console.print(
+            f"{out}: {h.n_strands:,} strands, {h.n_frames:,} frames, {h.n_refs:,} references, "
+            f"{h.n_instructions:,} instructions ({'exact' if h.gaps_exact else 'estimated'} gaps); "
+            f"run {res.run_seconds:.2f} s, import {res.import_seconds:.2f} s, "
+            f"raw {res.raw_bytes / 1e6:,.1f} MB"
+        )
