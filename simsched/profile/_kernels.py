@@ -1,0 +1,483 @@
+"""Numba kernels of the working-set profiler (private; called through validating wrappers).
+
+LruTree pass (PDF paper, 003_e9659a8050adec3d.txt §6.1)
+-------------------------------------------------------
+The LRU stack of the paper is represented by the *time of the last access* of every line.
+A Fenwick (binary indexed) tree over time slots holds a 1 at the last-access time of each
+line seen so far, so the stack position of line ``L`` last touched at time ``t`` is
+
+    d = 1 + #{lines whose last access is later than t} = 1 + nlines - prefix(t)      (1)
+
+(``prefix(t)`` counts the marks at times ``<= t``, which include ``L``'s own mark, and every
+mark is earlier than the current time).  That is one O(log N) query and two O(log N) updates
+per access instead of the paper's B-tree walk; the answer is the same stack distance.
+
+Time only advances when a reference touches a different line from the previous access: a
+repeated access to the most recent line has distance 1 and leaves the stack unchanged, so the
+common sequential case costs no tree operation at all.
+
+When the clock reaches the tree's capacity the live times (one per distinct line) are
+renumbered ``0 .. nlines-1`` in their order (``_compact``), which keeps every distance, and the
+capacity becomes the next power of two ``>= 2 * nlines`` — so a compaction happens at most
+once per ``nlines`` accesses and costs O(capacity + table size).
+
+Lines live in an open-addressing hash table (linear probing, Fibonacci hashing) of three
+parallel numpy arrays: the line address (``uint64``), its last time (``int32``) and the id of
+the strand that touched it last (``int32``): 16 bytes a slot, at most 1/0.7 ... 2/0.7 slots a
+line.  Lines are never deleted.
+
+Per strand the kernel fills a dense scratch histogram ``scratch[level, bucket]`` and, when the
+strand ends, appends its non-zero cells to COO arrays (strand, level, bucket, count): the
+paper's per-task 2-D histogram, stored sparsely.  See :mod:`simsched.profile.lrutree` for the
+meaning of ``level`` (the task-id-distance bucket).
+
+SetAssoc baseline (§6.1, "the straightforward approach")
+--------------------------------------------------------
+``_replay_fa`` and ``_replay_sa`` replay consecutive ranges of accesses ("groups") from a cold
+cache at every size, fully associative LRU and set-associative LRU respectively; a new group
+starts with a generation bump instead of clearing the caches.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
+_FIB = np.uint64(0x9E3779B97F4A7C15)
+
+# indices of the LruTree scalar state vector
+ST_NOW = 0  # next time slot
+ST_NLINES = 1  # distinct lines seen (occupied hash slots, marks in the tree)
+ST_CAP = 2  # time slots of the Fenwick tree (its array has cap + 1 entries)
+ST_PREV_SLOT = 3  # hash slot of the line accessed last, -1 if unknown
+ST_CUR = 4  # strand of the scratch histogram
+ST_DIRTY = 5  # the scratch histogram holds counts
+ST_COO_N = 6  # COO entries written
+ST_HBITS = 7  # log2 of the hash table size
+ST_MAXOCC = 8  # occupied slots that trigger a table growth
+ST_SIZE = 9
+
+# status codes returned by _lrutree_run
+DONE = 0
+NEED_COMPACT = 1
+NEED_GROW = 2
+NEED_COO = 3
+
+
+@nb.njit(cache=True, inline="always")
+def _hash(line, hbits):
+    return np.int64((line * _FIB) >> np.uint64(64 - hbits))
+
+
+@nb.njit(cache=True)
+def _flush(st, scratch, anc_off, coo_s, coo_l, coo_b, coo_c):
+    """Append the non-zero cells of the current strand's scratch histogram to the COO arrays."""
+    cur = st[ST_CUR]
+    depth = anc_off[cur + 1] - anc_off[cur]
+    nbk = scratch.shape[1]
+    n = st[ST_COO_N]
+    for lv in range(depth):
+        for b in range(nbk):
+            c = scratch[lv, b]
+            if c != 0:
+                coo_s[n] = cur
+                coo_l[n] = lv
+                coo_b[n] = b
+                coo_c[n] = c
+                n += 1
+                scratch[lv, b] = 0
+    st[ST_COO_N] = n
+    st[ST_DIRTY] = 0
+
+
+@nb.njit(cache=True)
+def _lrutree_run(
+    addr,
+    size,
+    base,
+    pos,
+    shift,
+    ref_start,
+    keys,
+    ltime,
+    lstrand,
+    fen,
+    st,
+    bounds,
+    anc_off,
+    anc_start,
+    scratch,
+    strand_acc,
+    strand_cold,
+    coo_s,
+    coo_l,
+    coo_b,
+    coo_c,
+):
+    """Process references ``pos ..`` of one chunk; return ``(next position, status)``.
+
+    The kernel stops before a reference when the state must grow (tree capacity, hash table,
+    COO buffer); the caller grows it and calls again from the returned position.
+    """
+    n = addr.shape[0]
+    nbounds = bounds.shape[0]
+    nbk = nbounds + 1
+    coo_cap = coo_s.shape[0]
+    hbits = st[ST_HBITS]
+    hmask = (np.int64(1) << hbits) - 1
+    now = st[ST_NOW]
+    nlines = st[ST_NLINES]
+    cap = st[ST_CAP]
+    prev_slot = st[ST_PREV_SLOT]
+    cur = st[ST_CUR]
+    maxocc = st[ST_MAXOCC]
+    ush = np.uint64(shift)
+    status = DONE
+    while pos < n:
+        g = base + pos
+        # strand boundaries: flush the finished strand's histogram
+        if ref_start[cur + 1] <= g:
+            if st[ST_DIRTY] != 0:
+                depth = anc_off[cur + 1] - anc_off[cur]
+                if st[ST_COO_N] + depth * nbk > coo_cap:
+                    status = NEED_COO
+                    break
+                st[ST_CUR] = cur
+                _flush(st, scratch, anc_off, coo_s, coo_l, coo_b, coo_c)
+            while ref_start[cur + 1] <= g:
+                cur += 1
+        a = addr[pos]
+        l0 = a >> ush
+        l1 = (a + np.uint64(size[pos]) - np.uint64(1)) >> ush
+        nl = np.int64(l1 - l0) + 1
+        if now + nl > cap:
+            status = NEED_COMPACT
+            break
+        if nlines + nl > maxocc:
+            status = NEED_GROW
+            break
+        a0 = anc_off[cur]
+        depth = anc_off[cur + 1] - a0
+        line = l0
+        for _k in range(nl):
+            if prev_slot >= 0 and keys[prev_slot] == line:
+                slot = prev_slot
+                d = np.int64(1)
+                fresh = False
+            else:
+                slot = _hash(line, hbits)
+                while True:
+                    kk = keys[slot]
+                    if kk == line or kk == EMPTY:
+                        break
+                    slot = (slot + 1) & hmask
+                if keys[slot] == EMPTY:
+                    keys[slot] = line
+                    fresh = True
+                    d = np.int64(0)
+                else:
+                    fresh = False
+                    t = np.int64(ltime[slot])
+                    # prefix(t): marks at times <= t                                   Eq. (1)
+                    i = t + 1
+                    s = np.int64(0)
+                    while i > 0:
+                        s += fen[i]
+                        i -= i & (-i)
+                    d = 1 + nlines - s
+                    i = t + 1
+                    while i <= cap:
+                        fen[i] -= 1
+                        i += i & (-i)
+                i = now + 1
+                while i <= cap:
+                    fen[i] += 1
+                    i += i & (-i)
+                ltime[slot] = now
+                now += 1
+                if fresh:
+                    nlines += 1
+            strand_acc[cur] += 1
+            if fresh:
+                strand_cold[cur] += 1
+            else:
+                j = np.int64(lstrand[slot])
+                # task-id-distance bucket: deepest enclosing group of `cur` that holds j
+                if j == cur:
+                    lv = depth - 1
+                else:
+                    lo = 0
+                    hi = depth - 1  # anc_start[a0 + depth - 1] == cur > j
+                    while hi - lo > 1:
+                        mid = (lo + hi) >> 1
+                        if anc_start[a0 + mid] <= j:
+                            lo = mid
+                        else:
+                            hi = mid
+                    lv = lo
+                b = 0
+                while b < nbounds and d > bounds[b]:
+                    b += 1
+                scratch[lv, b] += 1
+                st[ST_DIRTY] = 1
+            lstrand[slot] = cur
+            prev_slot = slot
+            line += np.uint64(1)
+        pos += 1
+    st[ST_NOW] = now
+    st[ST_NLINES] = nlines
+    st[ST_PREV_SLOT] = prev_slot
+    st[ST_CUR] = cur
+    return pos, status
+
+
+@nb.njit(cache=True)
+def _compact(keys, ltime, cap_old, nlines, cap_new):
+    """Renumber the live last-access times ``0 .. nlines-1`` in order; return the new tree."""
+    rank = np.full(cap_old, -1, np.int32)
+    for s in range(keys.shape[0]):
+        if keys[s] != EMPTY:
+            rank[ltime[s]] = 0
+    run = 0
+    for t in range(cap_old):
+        if rank[t] == 0:
+            rank[t] = run
+            run += 1
+    for s in range(keys.shape[0]):
+        if keys[s] != EMPTY:
+            ltime[s] = rank[ltime[s]]
+    fen = np.zeros(cap_new + 1, np.int32)
+    for i in range(1, nlines + 1):
+        fen[i] = 1
+    for i in range(1, cap_new + 1):
+        j = i + (i & (-i))
+        if j <= cap_new:
+            fen[j] += fen[i]
+    return fen
+
+
+@nb.njit(cache=True)
+def _rehash(keys, ltime, lstrand, new_keys, new_ltime, new_lstrand, hbits):
+    """Insert every line of the old table into the (empty) new one of ``2**hbits`` slots."""
+    hmask = (np.int64(1) << hbits) - 1
+    for s in range(keys.shape[0]):
+        k = keys[s]
+        if k != EMPTY:
+            slot = _hash(k, hbits)
+            while new_keys[slot] != EMPTY:
+                slot = (slot + 1) & hmask
+            new_keys[slot] = k
+            new_ltime[slot] = ltime[s]
+            new_lstrand[slot] = lstrand[s]
+
+
+@nb.njit(cache=True)
+def _expand_lines(addr, size, shift):
+    """Line addresses touched by each reference, a straddling reference giving several."""
+    n = addr.shape[0]
+    ush = np.uint64(shift)
+    total = 0
+    for i in range(n):
+        l0 = addr[i] >> ush
+        l1 = (addr[i] + np.uint64(size[i]) - np.uint64(1)) >> ush
+        total += np.int64(l1 - l0) + 1
+    out = np.empty(total, np.uint64)
+    k = 0
+    for i in range(n):
+        l0 = addr[i] >> ush
+        l1 = (addr[i] + np.uint64(size[i]) - np.uint64(1)) >> ush
+        line = l0
+        while line <= l1:
+            out[k] = line
+            k += 1
+            line += np.uint64(1)
+    return out
+
+
+@nb.njit(cache=True)
+def _ancestors(parent, depth, leaf_of, anc_off, anc_node):
+    """Fill the root-to-leaf chain of group ids of every strand (CSR by ``anc_off``)."""
+    for s in range(leaf_of.shape[0]):
+        g = leaf_of[s]
+        k = anc_off[s + 1] - 1
+        while g >= 0:
+            anc_node[k] = g
+            k -= 1
+            g = parent[g]
+
+
+# ---------------------------------------------------------------------------------------
+# SetAssoc baseline
+# ---------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _replay_sa(lines, group_lo, group_hi, nsets, assoc, out):
+    """Set-associative true-LRU replay of each group ``lines[lo:hi]`` from a cold cache.
+
+    ``nsets[k]`` sets of ``assoc[k]`` ways for size ``k``; ``out[g, k]`` receives the misses.
+    Groups may overlap or repeat: each starts with a generation bump (a set whose generation
+    is stale is empty).
+    """
+    nk = nsets.shape[0]
+    tags = []
+    stamp = []
+    sgen = []
+    for k in range(nk):
+        tags.append(np.full(nsets[k] * assoc[k], EMPTY, np.uint64))
+        stamp.append(np.zeros(nsets[k] * assoc[k], np.int64))
+        sgen.append(np.zeros(nsets[k], np.int64))
+    for gi in range(group_lo.shape[0]):
+        gen = gi + 1
+        for k in range(nk):
+            tg = tags[k]
+            sp = stamp[k]
+            sg = sgen[k]
+            ns = np.uint64(nsets[k])
+            w = assoc[k]
+            miss = 0
+            for t in range(group_lo[gi], group_hi[gi]):
+                line = lines[t]
+                st = np.int64(line % ns)
+                base = st * w
+                if sg[st] != gen:
+                    for x in range(w):
+                        tg[base + x] = EMPTY
+                    sg[st] = gen
+                hit = -1
+                victim = 0
+                oldest = np.int64(1) << 62
+                for x in range(w):
+                    tx = tg[base + x]
+                    if tx == line:
+                        hit = x
+                        break
+                    if tx == EMPTY:
+                        if oldest >= 0:
+                            oldest = -1
+                            victim = x
+                    elif sp[base + x] < oldest:
+                        oldest = sp[base + x]
+                        victim = x
+                if hit >= 0:
+                    sp[base + hit] = t
+                else:
+                    miss += 1
+                    tg[base + victim] = line
+                    sp[base + victim] = t
+            out[gi, k] = miss
+
+
+@nb.njit(cache=True)
+def _replay_fa(lines, group_lo, group_hi, capacity, out):
+    """Fully associative LRU replay of each group ``lines[lo:hi]`` from a cold cache.
+
+    Per size an LRU list is kept as a queue of ``(slot, time)`` access records with lazy
+    deletion: the least recently used resident line is the oldest record whose time is still
+    its line's last access.  The queue is compacted when it fills, so it holds at most a few
+    records per resident line.  A hash table (generation-stamped, so a group starts empty
+    without clearing it) maps a line to its last access time and a bit mask of the sizes it is
+    resident in.
+    """
+    nk = capacity.shape[0]
+    hbits = 10
+    hsize = np.int64(1) << hbits
+    keys = np.full(hsize, EMPTY, np.uint64)
+    kgen = np.zeros(hsize, np.int64)
+    last = np.zeros(hsize, np.int64)
+    res = np.zeros(hsize, np.uint64)
+    qs = []
+    qt = []
+    for k in range(nk):
+        qcap = 2 * capacity[k] + 64
+        qs.append(np.zeros(qcap, np.int64))
+        qt.append(np.zeros(qcap, np.int64))
+    qhead = np.zeros(nk, np.int64)
+    qtail = np.zeros(nk, np.int64)
+    count = np.zeros(nk, np.int64)
+    miss = np.zeros(nk, np.int64)
+    for gi in range(group_lo.shape[0]):
+        gen = gi + 1
+        occ = 0
+        for k in range(nk):
+            qhead[k] = 0
+            qtail[k] = 0
+            count[k] = 0
+            miss[k] = 0
+        for t in range(group_lo[gi], group_hi[gi]):
+            line = lines[t]
+            if 2 * (occ + 1) > hsize:
+                # grow the table, keeping this generation's entries
+                nbits = hbits + 1
+                nsize = np.int64(1) << nbits
+                nkeys = np.full(nsize, EMPTY, np.uint64)
+                ngen = np.zeros(nsize, np.int64)
+                nlast = np.zeros(nsize, np.int64)
+                nres = np.zeros(nsize, np.uint64)
+                remap = np.full(hsize, -1, np.int64)
+                for s in range(hsize):
+                    if kgen[s] == gen:
+                        j = _hash(keys[s], nbits)
+                        while ngen[j] == gen:
+                            j = (j + 1) & (nsize - 1)
+                        nkeys[j] = keys[s]
+                        ngen[j] = gen
+                        nlast[j] = last[s]
+                        nres[j] = res[s]
+                        remap[s] = j
+                for k in range(nk):
+                    q = qs[k]
+                    for x in range(qhead[k], qtail[k]):
+                        q[x] = remap[q[x]]
+                keys = nkeys
+                kgen = ngen
+                last = nlast
+                res = nres
+                hbits = nbits
+                hsize = nsize
+            slot = _hash(line, hbits)
+            while kgen[slot] == gen and keys[slot] != line:
+                slot = (slot + 1) & (hsize - 1)
+            if kgen[slot] != gen:
+                kgen[slot] = gen
+                keys[slot] = line
+                res[slot] = np.uint64(0)
+                occ += 1
+            last[slot] = t
+            for k in range(nk):
+                bit = np.uint64(1) << np.uint64(k)
+                q = qs[k]
+                qtm = qt[k]
+                if res[slot] & bit:
+                    pass
+                else:
+                    miss[k] += 1
+                    res[slot] |= bit
+                    if count[k] == capacity[k]:
+                        # evict the least recently used resident line
+                        while True:
+                            h = qhead[k]
+                            s2 = q[h]
+                            qhead[k] = h + 1
+                            if (res[s2] & bit) and last[s2] == qtm[h] and s2 != slot:
+                                res[s2] &= ~bit
+                                break
+                    else:
+                        count[k] += 1
+                if qtail[k] == q.shape[0]:
+                    # compact: keep only the records that are still a line's last access
+                    w = 0
+                    for x in range(qhead[k], qtail[k]):
+                        s2 = q[x]
+                        if (res[s2] & bit) and last[s2] == qtm[x] and s2 != slot:
+                            q[w] = s2
+                            qtm[w] = qtm[x]
+                            w += 1
+                    qhead[k] = 0
+                    qtail[k] = w
+                q[qtail[k]] = slot
+                qtm[qtail[k]] = t
+                qtail[k] += 1
+        for k in range(nk):
+            out[gi, k] = miss[k]

@@ -1,0 +1,405 @@
+"""Task groups: the hierarchy of consecutive strands a fork/join DAG gives (PDF paper §6.1).
+
+The PDF paper (003_e9659a8050adec3d.txt §6.1) calls a set of tasks that are consecutive in the
+serial execution a *task group*; the groups form a tree in which a parent is the union of its
+children, siblings are disjoint, and the leaves are single tasks.  simsched builds that tree
+from the trace tables alone (no reference is read), so the profiler knows it before its pass:
+
+* **frame** — the subtree of one frame: strands ``first_strand .. last_strand`` of the frame
+  (its own strands and all its descendants, contiguous in serial order);
+* **phase** — the part of a frame between two syncs (a frame with one phase is not split);
+  consecutive phases depend on each other;
+* **split** — "a group containing K tasks is divided into two sub-groups containing ⌈K/2⌉ and
+  ⌊K/2⌋ tasks" (§6.1): the K children a phase spawns are split in two recursively; a split
+  group covers children ``C_i .. C_j`` and the frame's own (continuation) strands between
+  them, so its range is ``C_i.first .. C_j.last``;
+* **strand** — a leaf: one strand of a frame that is not a whole frame (the frame's own code
+  between spawns and syncs).  A frame with a single strand is itself a leaf.
+
+A node's children partition its strand range.  Each child has a *role* for coarsening (§6.2,
+footnote 7, "for each independent set of children, we separately apply the criterion"):
+``ROLE_PAR`` children form the node's one set of parallel siblings (the two halves of a split,
+or the single child frame of a phase that spawns once), ``ROLE_SEQ`` children are the phases
+of a frame, each an independent set of its own, and ``ROLE_GLUE`` children are the frame's own
+strands around the spawns, which coarsening never picks.
+
+Group ids are pre-order (a parent's id is smaller than its children's), which lets
+per-group sums run bottom-up in one reverse sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simsched.errors import TraceFormatError
+from simsched.profile import _kernels as K
+from simsched.trace import EDGE_JOIN
+
+KIND_FRAME = 0
+KIND_PHASE = 1
+KIND_SPLIT = 2
+KIND_STRAND = 3
+KIND_NAMES = ("frame", "phase", "split", "strand")
+
+ROLE_ROOT = -1
+ROLE_GLUE = 0
+ROLE_PAR = 1
+ROLE_SEQ = 2
+
+
+@dataclass(frozen=True)
+class GroupTree:
+    """The task-group tree of one trace (arrays indexed by group id, pre-order).
+
+    Attributes
+    ----------
+    start, stop
+        First and last strand of each group (inclusive).
+    parent
+        Parent group (-1 for the root, group 0).
+    depth
+        Depth (the root is 0).
+    kind
+        ``KIND_FRAME``, ``KIND_PHASE``, ``KIND_SPLIT`` or ``KIND_STRAND``.
+    role
+        The group's role among its parent's children (``ROLE_*``).
+    frame
+        For a frame group the frame itself; otherwise the frame whose strands and children it
+        partitions.
+    phase
+        Phase index within ``frame`` (-1 for frame groups that are a whole frame).
+    child_lo, child_hi
+        Spawn indices of the first and last child frame of ``frame`` that a phase or split
+        group contains (-1 when it contains none); for a frame group, its own spawn index.
+    child_offsets, children
+        CSR lists of each group's children in serial order.
+    leaf_of
+        The leaf group of every strand.
+    """
+
+    start: np.ndarray
+    stop: np.ndarray
+    parent: np.ndarray
+    depth: np.ndarray
+    kind: np.ndarray
+    role: np.ndarray
+    frame: np.ndarray
+    phase: np.ndarray
+    child_lo: np.ndarray
+    child_hi: np.ndarray
+    child_offsets: np.ndarray
+    children: np.ndarray
+    leaf_of: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+    @property
+    def n_strands(self) -> int:
+        """Strands of the trace the tree was built for."""
+        return int(self.leaf_of.shape[0])
+
+    def children_of(self, g: int) -> np.ndarray:
+        """Children of group ``g`` in serial order."""
+        return self.children[self.child_offsets[g] : self.child_offsets[g + 1]]
+
+    def is_leaf(self, g: int) -> bool:
+        """Whether group ``g`` is a single strand."""
+        return bool(self.child_offsets[g + 1] == self.child_offsets[g])
+
+    def ancestors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Root-to-leaf chains of every strand.
+
+        Returns
+        -------
+        anc_offsets, anc_nodes, anc_starts
+            CSR by strand: ``anc_nodes[anc_offsets[s]:anc_offsets[s+1]]`` are the groups that
+            contain strand ``s`` from the root down to its leaf, and ``anc_starts`` their
+            first strands (non-decreasing along each chain).
+        """
+        nd = self.depth[self.leaf_of] + 1
+        off = np.zeros(self.n_strands + 1, np.int64)
+        np.cumsum(nd, out=off[1:])
+        nodes = np.empty(int(off[-1]), np.int64)
+        K._ancestors(self.parent, self.depth, self.leaf_of, off, nodes)
+        return off, nodes, self.start[nodes]
+
+    def as_arrays(self) -> dict[str, np.ndarray]:
+        """The tree as named arrays (for saving in a profile)."""
+        return {f"group_{k}": getattr(self, k) for k in _FIELDS}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> GroupTree:
+        """Inverse of :meth:`as_arrays`."""
+        return cls(**{k: np.asarray(arrays[f"group_{k}"]) for k in _FIELDS})
+
+    def label(self, g: int) -> str:
+        """A short human-readable name: kind, frame, phase and child range."""
+        k = KIND_NAMES[int(self.kind[g])]
+        f = int(self.frame[g])
+        if k == "frame":
+            return f"frame {f}"
+        if k == "strand":
+            return f"strand {int(self.start[g])} of frame {f}"
+        ph = f" phase {int(self.phase[g])}" if self.phase[g] >= 0 else ""
+        return f"{k} of frame {f}{ph} children {int(self.child_lo[g])}-{int(self.child_hi[g])}"
+
+
+_FIELDS = (
+    "start",
+    "stop",
+    "parent",
+    "depth",
+    "kind",
+    "role",
+    "frame",
+    "phase",
+    "child_lo",
+    "child_hi",
+    "child_offsets",
+    "children",
+    "leaf_of",
+)
+
+
+class _Builder:
+    """Accumulates groups in pre-order while walking the frame tree."""
+
+    def __init__(self, n_strands: int):
+        self.start: list[int] = []
+        self.stop: list[int] = []
+        self.parent: list[int] = []
+        self.depth: list[int] = []
+        self.kind: list[int] = []
+        self.role: list[int] = []
+        self.frame: list[int] = []
+        self.phase: list[int] = []
+        self.clo: list[int] = []
+        self.chi: list[int] = []
+        self.kids: list[list[int]] = []
+        self.leaf_of = np.full(n_strands, -1, np.int64)
+
+    def node(self, start, stop, parent, kind, role, frame, phase, clo, chi) -> int:
+        g = len(self.start)
+        self.start.append(start)
+        self.stop.append(stop)
+        self.parent.append(parent)
+        self.depth.append(self.depth[parent] + 1 if parent >= 0 else 0)
+        self.kind.append(kind)
+        self.role.append(role)
+        self.frame.append(frame)
+        self.phase.append(phase)
+        self.clo.append(clo)
+        self.chi.append(chi)
+        self.kids.append([])
+        if parent >= 0:
+            self.kids[parent].append(g)
+        return g
+
+
+def build_groups(trace) -> GroupTree:
+    """Build the task-group tree of an open trace from its tables.
+
+    Parameters
+    ----------
+    trace
+        A :class:`simsched.trace.Trace`.
+
+    Returns
+    -------
+    GroupTree
+        Every frame, phase, split and strand group; group 0 is the whole program.
+    """
+    return build_groups_from_tables(
+        strand_frame=trace.strands.frame,
+        frame_parent=trace.frames.parent,
+        frame_first=trace.frames.first_strand,
+        frame_last=trace.frames.last_strand,
+        frame_spawn_index=trace.frames.spawn_index,
+        join_dst=trace.edges.dst[trace.edges.kind == EDGE_JOIN],
+        source=str(getattr(trace, "path", "trace")),
+    )
+
+
+def build_groups_from_tables(
+    *,
+    strand_frame: np.ndarray,
+    frame_parent: np.ndarray,
+    frame_first: np.ndarray,
+    frame_last: np.ndarray,
+    frame_spawn_index: np.ndarray,
+    join_dst: np.ndarray,
+    source: str = "trace",
+) -> GroupTree:
+    """Build the task-group tree from the strand, frame and join-edge tables.
+
+    Parameters
+    ----------
+    strand_frame
+        Frame of every strand (strands in serial order).
+    frame_parent, frame_first, frame_last, frame_spawn_index
+        Per-frame parent, first and last strand, and spawn index.
+    join_dst
+        Destinations of the join edges (the post-sync strands).
+    source
+        Name of the input, for error messages.
+
+    Returns
+    -------
+    GroupTree
+    """
+    n = int(strand_frame.shape[0])
+    nf = int(frame_parent.shape[0])
+    if n == 0 or nf == 0:
+        raise TraceFormatError(f"{source}: the trace has no strands")
+    post_sync = np.zeros(n, bool)
+    post_sync[np.asarray(join_dst, np.int64)] = True
+    # own strands of every frame (CSR), in serial order
+    order = np.argsort(strand_frame, kind="stable")
+    own_off = np.zeros(nf + 1, np.int64)
+    np.cumsum(np.bincount(strand_frame, minlength=nf), out=own_off[1:])
+    # child frames of every frame, in serial order (ids are spawn order)
+    kids = np.arange(1, nf, dtype=np.int64)
+    korder = kids[np.lexsort((frame_first[kids], frame_parent[kids]))]
+    kid_off = np.zeros(nf + 1, np.int64)
+    np.cumsum(np.bincount(frame_parent[kids], minlength=nf), out=kid_off[1:])
+
+    b = _Builder(n)
+    first = frame_first
+    last = frame_last
+
+    def items_of(f: int) -> list[tuple[int, int]]:
+        """Own strands (as (s, -1)) and child frames (as (first, c)) in serial order."""
+        own = order[own_off[f] : own_off[f + 1]]
+        ch = korder[kid_off[f] : kid_off[f + 1]]
+        out = [(int(s), -1) for s in own] + [(int(first[c]), int(c)) for c in ch]
+        out.sort()
+        return out
+
+    def leaf(s: int, parent: int, role: int, f: int, phase: int) -> int:
+        g = b.node(s, s, parent, KIND_STRAND, role, f, phase, -1, -1)
+        b.leaf_of[s] = g
+        return g
+
+    # explicit work stack: (callable, args) — deep recursions stay off the Python stack
+    stack: list[tuple] = []
+
+    def frame_node(f: int, parent: int, role: int) -> None:
+        lo, hi = int(first[f]), int(last[f])
+        si = int(frame_spawn_index[f]) if parent >= 0 else 0
+        g = b.node(lo, hi, parent, KIND_FRAME, role, f, -1, si, si)
+        items = items_of(f)
+        if len(items) == 1:  # a single strand: the frame is a leaf
+            b.leaf_of[lo] = g
+            return
+        phases: list[list[tuple[int, int]]] = [[]]
+        for it in items:
+            if it[1] < 0 and post_sync[it[0]] and phases[-1]:
+                phases.append([])
+            phases[-1].append(it)
+        if len(phases) == 1:
+            stack.append((phase_content, (phases[0], g, f, -1)))
+            return
+        todo = []
+        for p, ph in enumerate(phases):
+            if len(ph) == 1 and ph[0][1] < 0:
+                todo.append((leaf_task, (ph[0][0], g, ROLE_SEQ, f, p)))
+            else:
+                todo.append((phase_node, (ph, g, f, p)))
+        stack.extend(reversed(todo))
+
+    def leaf_task(s, parent, role, f, phase) -> None:
+        leaf(s, parent, role, f, phase)
+
+    def span(it: tuple[int, int]) -> tuple[int, int]:
+        return (it[0], it[0]) if it[1] < 0 else (int(first[it[1]]), int(last[it[1]]))
+
+    def phase_node(items, parent: int, f: int, p: int) -> None:
+        lo, hi = span(items[0])[0], span(items[-1])[1]
+        cs = [c for _, c in items if c >= 0]
+        clo = int(frame_spawn_index[cs[0]]) if cs else -1
+        chi = int(frame_spawn_index[cs[-1]]) if cs else -1
+        g = b.node(lo, hi, parent, KIND_PHASE, ROLE_SEQ, f, p, clo, chi)
+        stack.append((phase_content, (items, g, f, p)))
+
+    def phase_content(items, g: int, f: int, p: int) -> None:
+        """Children of a phase (or of a one-phase frame): glue strands and the split tree."""
+        pos = [i for i, (_, c) in enumerate(items) if c >= 0]
+        todo = []
+        if not pos:
+            for s, _ in items:
+                todo.append((leaf_task, (s, g, ROLE_GLUE, f, p)))
+        elif len(pos) == 1:
+            for it in items:
+                if it[1] >= 0:
+                    todo.append((frame_node, (it[1], g, ROLE_PAR)))
+                else:
+                    todo.append((leaf_task, (it[0], g, ROLE_GLUE, f, p)))
+        else:
+            for i in range(pos[0]):
+                todo.append((leaf_task, (items[i][0], g, ROLE_GLUE, f, p)))
+            todo.extend(halves(items, pos, g, f, p))
+            for i in range(pos[-1] + 1, len(items)):
+                todo.append((leaf_task, (items[i][0], g, ROLE_GLUE, f, p)))
+        stack.extend(reversed(todo))
+
+    def halves(items, pos: list[int], g: int, f: int, p: int) -> list[tuple]:
+        """Split children ``pos`` (indices into items) into ⌈K/2⌉ and ⌊K/2⌋ (§6.1)."""
+        k = len(pos)
+        m = (k + 1) // 2
+        todo = [(sub_split, (items, pos[:m], g, f, p))]
+        for i in range(pos[m - 1] + 1, pos[m]):
+            todo.append((leaf_task, (items[i][0], g, ROLE_GLUE, f, p)))
+        todo.append((sub_split, (items, pos[m:], g, f, p)))
+        return todo
+
+    def sub_split(items, pos: list[int], parent: int, f: int, p: int) -> None:
+        if len(pos) == 1:
+            frame_node(items[pos[0]][1], parent, ROLE_PAR)
+            return
+        c0, c1 = items[pos[0]][1], items[pos[-1]][1]
+        g = b.node(
+            int(first[c0]),
+            int(last[c1]),
+            parent,
+            KIND_SPLIT,
+            ROLE_PAR,
+            f,
+            p,
+            int(frame_spawn_index[c0]),
+            int(frame_spawn_index[c1]),
+        )
+        stack.extend(reversed(halves(items, pos, g, f, p)))
+
+    frame_node(0, -1, ROLE_ROOT)
+    while stack:
+        fn, args = stack.pop()
+        fn(*args)
+
+    ng = len(b.start)
+    child_off = np.zeros(ng + 1, np.int64)
+    np.cumsum([len(k) for k in b.kids], out=child_off[1:])
+    children = np.fromiter((c for k in b.kids for c in k), np.int64, count=int(child_off[-1]))
+    tree = GroupTree(
+        start=np.asarray(b.start, np.int64),
+        stop=np.asarray(b.stop, np.int64),
+        parent=np.asarray(b.parent, np.int64),
+        depth=np.asarray(b.depth, np.int64),
+        kind=np.asarray(b.kind, np.int8),
+        role=np.asarray(b.role, np.int8),
+        frame=np.asarray(b.frame, np.int64),
+        phase=np.asarray(b.phase, np.int64),
+        child_lo=np.asarray(b.clo, np.int64),
+        child_hi=np.asarray(b.chi, np.int64),
+        child_offsets=child_off,
+        children=children,
+        leaf_of=b.leaf_of,
+    )
+    if (tree.leaf_of < 0).any() or tree.start[0] != 0 or tree.stop[0] != n - 1:
+        bad = int(np.flatnonzero(tree.leaf_of < 0)[0]) if (tree.leaf_of < 0).any() else 0
+        raise TraceFormatError(
+            f"{source}: frames and strands do not nest (strand {bad} is in no task group)"
+        )
+    return tree

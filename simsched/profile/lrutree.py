@@ -1,0 +1,618 @@
+"""LruTree: the one-pass working-set profiler of the PDF paper (003_e9659a8050adec3d.txt §6.1).
+
+One pass over the trace simulates an LRU stack (fully associative LRU, in cache lines).  For
+every access of strand ``i`` to line ``L`` it yields ``L``'s stack distance ``d`` (position
+from the top, 1 = most recently used) and the *previous-ID* ``j``, the strand that touched
+``L`` last, and counts the access in strand ``i``'s two-dimensional histogram at
+``(distance bucket p, task-id-distance bucket)`` where ``D_{p-1} < d <= D_p`` (§6.1).  The
+distance buckets ``D_1 < ... < D_k`` are the cache sizes of interest in lines (default: powers
+of two from 16 KB to 64 MB) plus a last bucket for ``d > D_k``; accesses with no previous
+access (``j`` undefined) are counted per strand as *cold*.
+
+Task-id-distance buckets
+------------------------
+The paper buckets ``T = i - j`` and reads a group ``[b, e]``'s hits at size ``D_p`` as
+
+    hits(b..e, D_p) = Σ_{i=b..e} Σ_{D <= D_p, T <= i - b} H_i(D, T).                    (§6.1)
+
+Only the groups of the task-group tree are ever asked for, and the groups that contain strand
+``i`` form a chain root ⊇ … ⊇ leaf with first strands ``a_0 <= a_1 <= … <= a_m = i``.  So the
+only thresholds ``i - b`` that matter for strand ``i`` are ``i - a_l``, and simsched uses them
+as strand ``i``'s task-id-distance bucket bounds: the access falls in bucket ``l`` when
+``i - a_{l+1} < T <= i - a_l``, i.e. ``l`` is the depth of the deepest group that holds both
+``i`` and ``j``.  ``T <= i - b`` for the group at depth ``δ`` is then ``l >= δ``, and the paper's
+sum is exact — not an approximation by coarse ``T`` buckets — with ``m + 1`` buckets per strand.
+
+Why the result is exact: a group is a run of consecutive strands and the trace is in serial
+order, so when the previous access of ``L`` lies inside the group every access between the two
+lies inside it too, and the global stack distance equals the distance in a cold-cache replay
+of the group alone.  An access whose previous access lies before the group (``l < δ``) or that
+has none is a compulsory miss of the group at every size.  Hence, for a group ``g`` with
+``A_g`` line accesses,
+
+    misses(g, D_p) = A_g - Σ_{i in g} Σ_{l >= depth(g)} Σ_{q <= p} H_i(q, l)             (2)
+
+which the tests check against the SetAssoc baseline (:mod:`simsched.profile.setassoc`) and a
+pure-Python oracle at every size.  A group's footprint (distinct lines) is ``A_g`` minus the
+accesses whose previous access lies in the group at any distance, and the working set the
+coarsening rule uses (§6.2) is that footprint in bytes (the paper's footnote 5: sorting ``n``
+bytes has a working set of ``2n``, its data).
+
+A reference that straddles a line boundary accesses every line it touches, as the memory
+model does; misses and accesses count line accesses.
+
+Memory: the hash table costs 16 bytes a slot at a load between 0.35 and 0.7, and the Fenwick
+tree 4 bytes a time slot with between 2 and 4 slots per line, so the steady state is at most
+16/0.35 + 16 ≈ 62 bytes per distinct line, plus the histograms (the chunk being processed is
+the only other large array).  See :mod:`simsched.profile._kernels` for the tree and its
+compaction.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simsched import __version__
+from simsched.errors import SimschedError
+from simsched.profile import _kernels as K
+from simsched.profile.groups import GroupTree, build_groups
+
+PROFILE_VERSION = 1
+DEFAULT_SIZES: tuple[int, ...] = tuple(16 * 1024 << i for i in range(13))  # 16 KB .. 64 MB
+
+
+class ProfileFormatError(SimschedError):
+    """A profile file is missing, corrupt, of another version or does not fit its trace."""
+
+
+def bucket_bounds(sizes: Sequence[int], line: int) -> np.ndarray:
+    """Distance bucket bounds ``D_1 < … < D_k`` in lines for cache sizes in bytes.
+
+    Parameters
+    ----------
+    sizes
+        Cache sizes of interest in bytes, strictly increasing.
+    line
+        Line size in bytes (a power of two).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64`` capacities in lines (``size // line``).
+
+    Raises
+    ------
+    SimschedError
+        If the line size is not a power of two, a size is smaller than a line or the sizes
+        are not strictly increasing in lines.
+    """
+    line = int(line)
+    if line <= 0 or line & (line - 1):
+        raise SimschedError(f"line size {line} is not a power of two")
+    if len(sizes) == 0:
+        raise SimschedError("no cache sizes given")
+    b = np.asarray([int(s) // line for s in sizes], np.int64)
+    if (b < 1).any():
+        raise SimschedError(f"cache size {min(sizes)} bytes is smaller than a {line}-byte line")
+    if (np.diff(b) <= 0).any():
+        raise SimschedError(f"cache sizes {list(sizes)} are not strictly increasing in lines")
+    return b
+
+
+@dataclass(frozen=True)
+class StrandHistograms:
+    """What one LruTree pass produces.
+
+    Attributes
+    ----------
+    accesses, cold
+        Line accesses of every strand, and those without a previous access.
+    strand, level, bucket, count
+        The per-strand 2-D histograms as COO entries: ``count`` accesses of ``strand`` in
+        task-id-distance bucket ``level`` and distance bucket ``bucket`` (``len(bounds)`` is
+        the bucket beyond the largest size).  Sorted by strand.
+    distinct_lines
+        Lines touched by the whole stream.
+    state_bytes
+        Bytes of the profiler state (hash table and tree) at the end.
+    """
+
+    accesses: np.ndarray
+    cold: np.ndarray
+    strand: np.ndarray
+    level: np.ndarray
+    bucket: np.ndarray
+    count: np.ndarray
+    distinct_lines: int
+    state_bytes: int
+
+
+class LruTree:
+    """Streaming LruTree state: feed references chunk by chunk, then :meth:`finish`.
+
+    Parameters
+    ----------
+    bounds
+        Distance bucket bounds in lines (:func:`bucket_bounds`).
+    line
+        Line size in bytes (a power of two).
+    ref_start
+        Strand ``s`` owns references ``[ref_start[s], ref_start[s+1])``; default: one strand
+        holding every reference.
+    anc_offsets, anc_starts
+        Per strand, the first strands of the groups that contain it from the root down to the
+        strand itself (:meth:`GroupTree.ancestors`); default: the strand alone.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lt = LruTree(np.array([2, 4]), line=64)
+    >>> lt.feed(np.array([0, 64, 128, 0], np.uint64), np.full(4, 8, np.uint8), 0)
+    >>> h = lt.finish()
+    >>> int(h.cold[0]), h.bucket.tolist(), h.count.tolist()   # line 0 again at distance 3
+    (3, [1], [1])
+    """
+
+    def __init__(
+        self,
+        bounds: np.ndarray,
+        *,
+        line: int,
+        ref_start: np.ndarray | None = None,
+        anc_offsets: np.ndarray | None = None,
+        anc_starts: np.ndarray | None = None,
+        hash_bits: int = 16,
+        time_slots: int = 1 << 16,
+    ):
+        bounds = np.ascontiguousarray(bounds, np.int64)
+        if (
+            bounds.ndim != 1
+            or len(bounds) == 0
+            or (bounds < 1).any()
+            or (np.diff(bounds) <= 0).any()
+        ):
+            raise SimschedError("distance bucket bounds must be positive and strictly increasing")
+        line = int(line)
+        if line <= 0 or line & (line - 1):
+            raise SimschedError(f"line size {line} is not a power of two")
+        if ref_start is None:
+            ref_start = np.array([0, np.iinfo(np.int64).max], np.int64)
+        ref_start = np.ascontiguousarray(ref_start, np.int64)
+        ns = len(ref_start) - 1
+        if ns < 1 or (np.diff(ref_start) < 0).any() or ref_start[0] != 0:
+            raise SimschedError("ref_start must start at 0 and be non-decreasing")
+        if ns >= 1 << 31:
+            raise SimschedError(f"{ns} strands do not fit the profiler's 32-bit strand ids")
+        if anc_offsets is None:
+            anc_offsets = np.arange(ns + 1, dtype=np.int64)
+            anc_starts = np.arange(ns, dtype=np.int64)
+        anc_offsets = np.ascontiguousarray(anc_offsets, np.int64)
+        anc_starts = np.ascontiguousarray(anc_starts, np.int64)
+        if len(anc_offsets) != ns + 1 or anc_offsets[-1] != len(anc_starts):
+            raise SimschedError("ancestor chains do not match the strands")
+        depth = np.diff(anc_offsets)
+        if (depth < 1).any() or (anc_starts[anc_offsets[1:] - 1] != np.arange(ns)).any():
+            raise SimschedError("every strand's ancestor chain must end with the strand itself")
+        self.bounds = bounds
+        self.line = line
+        self.shift = line.bit_length() - 1
+        self._ref_start = ref_start
+        self._anc_off = anc_offsets
+        self._anc_start = anc_starts
+        self._max_depth = int(depth.max())
+        hb = max(4, int(hash_bits))
+        self._keys = np.full(1 << hb, K.EMPTY, np.uint64)
+        self._ltime = np.zeros(1 << hb, np.int32)
+        self._lstrand = np.zeros(1 << hb, np.int32)
+        cap = max(64, int(time_slots))
+        self._fen = np.zeros(cap + 1, np.int32)
+        self._st = np.zeros(K.ST_SIZE, np.int64)
+        self._st[K.ST_CAP] = cap
+        self._st[K.ST_PREV_SLOT] = -1
+        self._st[K.ST_HBITS] = hb
+        self._st[K.ST_MAXOCC] = int(0.7 * (1 << hb))
+        self._scratch = np.zeros((self._max_depth, len(bounds) + 1), np.int64)
+        self._acc = np.zeros(ns, np.int64)
+        self._cold = np.zeros(ns, np.int64)
+        coo = 1 << 12
+        self._coo = [
+            np.zeros(coo, np.int64),
+            np.zeros(coo, np.int16),
+            np.zeros(coo, np.int16),
+            np.zeros(coo, np.int64),
+        ]
+        if self._max_depth >= 1 << 15 or len(bounds) >= 1 << 15:
+            raise SimschedError("group tree too deep for the profiler's 16-bit level ids")
+        self._next = 0
+        self._done = False
+
+    # -- state management -------------------------------------------------------------
+    def _compact(self) -> None:
+        st = self._st
+        nlines = int(st[K.ST_NLINES])
+        old = int(st[K.ST_CAP])
+        new = max(old, 1 << int(2 * nlines + 64 - 1).bit_length())
+        if new >= 1 << 31:
+            raise SimschedError("more distinct lines than the profiler's 32-bit clock can order")
+        self._fen = K._compact(self._keys, self._ltime, old, nlines, new)
+        st[K.ST_CAP] = new
+        st[K.ST_NOW] = nlines
+
+    def _grow(self) -> None:
+        st = self._st
+        hb = int(st[K.ST_HBITS]) + 1
+        keys = np.full(1 << hb, K.EMPTY, np.uint64)
+        ltime = np.zeros(1 << hb, np.int32)
+        lstrand = np.zeros(1 << hb, np.int32)
+        K._rehash(self._keys, self._ltime, self._lstrand, keys, ltime, lstrand, hb)
+        self._keys, self._ltime, self._lstrand = keys, ltime, lstrand
+        st[K.ST_HBITS] = hb
+        st[K.ST_MAXOCC] = int(0.7 * (1 << hb))
+        st[K.ST_PREV_SLOT] = -1
+
+    def _grow_coo(self) -> None:
+        n = len(self._coo[0])
+        need = self._max_depth * (len(self.bounds) + 1)
+        new = max(2 * n, n + need)
+        self._coo = [np.concatenate([a, np.zeros(new - n, a.dtype)]) for a in self._coo]
+
+    # -- public -----------------------------------------------------------------------
+    def feed(self, addr: np.ndarray, size: np.ndarray, start: int) -> None:
+        """Process the next chunk of references.
+
+        Parameters
+        ----------
+        addr, size
+            Byte addresses (``uint64``) and sizes in bytes (``uint8``, 1..255) of consecutive
+            references.
+        start
+            Global index of the first reference; chunks must come in order without gaps.
+        """
+        if self._done:
+            raise SimschedError("LruTree.feed() after finish()")
+        if int(start) != self._next:
+            raise SimschedError(f"chunk starts at reference {start}, expected {self._next}")
+        addr = np.ascontiguousarray(addr, np.uint64)
+        size = np.ascontiguousarray(size, np.uint8)
+        if addr.shape != size.shape or addr.ndim != 1:
+            raise SimschedError("addr and size must be 1-D arrays of the same length")
+        if len(size) and int(size.min()) == 0:
+            raise SimschedError("reference sizes must be at least 1 byte")
+        if self._next + len(addr) > self._ref_start[-1]:
+            raise SimschedError("more references than the strands own")
+        pos = 0
+        c = self._coo
+        while True:
+            pos, status = K._lrutree_run(
+                addr,
+                size,
+                self._next,
+                pos,
+                self.shift,
+                self._ref_start,
+                self._keys,
+                self._ltime,
+                self._lstrand,
+                self._fen,
+                self._st,
+                self.bounds,
+                self._anc_off,
+                self._anc_start,
+                self._scratch,
+                self._acc,
+                self._cold,
+                c[0],
+                c[1],
+                c[2],
+                c[3],
+            )
+            if status == K.DONE:
+                break
+            if status == K.NEED_COMPACT:
+                self._compact()
+            elif status == K.NEED_GROW:
+                self._grow()
+            else:
+                self._grow_coo()
+                c = self._coo
+        self._next += len(addr)
+
+    @property
+    def distinct_lines(self) -> int:
+        """Lines seen so far."""
+        return int(self._st[K.ST_NLINES])
+
+    @property
+    def state_bytes(self) -> int:
+        """Bytes held by the hash table and the Fenwick tree."""
+        return int(self._keys.nbytes + self._ltime.nbytes + self._lstrand.nbytes + self._fen.nbytes)
+
+    def finish(self) -> StrandHistograms:
+        """Flush the last strand and return the histograms."""
+        if not self._done:
+            if self._st[K.ST_DIRTY]:
+                need = self._max_depth * (len(self.bounds) + 1)
+                if self._st[K.ST_COO_N] + need > len(self._coo[0]):
+                    self._grow_coo()
+                c = self._coo
+                K._flush(self._st, self._scratch, self._anc_off, c[0], c[1], c[2], c[3])
+            self._done = True
+        n = int(self._st[K.ST_COO_N])
+        c = self._coo
+        return StrandHistograms(
+            accesses=self._acc,
+            cold=self._cold,
+            strand=c[0][:n].copy(),
+            level=c[1][:n].copy(),
+            bucket=c[2][:n].copy(),
+            count=c[3][:n].copy(),
+            distinct_lines=self.distinct_lines,
+            state_bytes=self.state_bytes,
+        )
+
+
+def group_hits(
+    groups: GroupTree, hist: StrandHistograms, nsizes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Evaluate Eq. (2) for every group at once.
+
+    Each histogram cell of strand ``i`` at level ``l`` belongs to the group at depth ``l`` on
+    ``i``'s chain (the deepest group holding both ends of the reuse); a group's hits are the
+    sum over its subtree of those cells, accumulated bottom-up in one reverse sweep.
+
+    Parameters
+    ----------
+    groups
+        The task-group tree the histograms were collected for.
+    hist
+        LruTree output.
+    nsizes
+        Number of cache sizes (distance buckets are ``nsizes + 1``).
+
+    Returns
+    -------
+    accesses, reuse, hits
+        Per group: line accesses, accesses whose previous access lies in the group (at any
+        distance), and hits at every size (``int64``, shape ``(n_groups, nsizes)``).
+    """
+    ng = len(groups)
+    off, nodes, _ = groups.ancestors()
+    e = np.zeros((ng, nsizes + 1), np.int64)
+    if len(hist.count):
+        g = nodes[off[hist.strand] + hist.level.astype(np.int64)]
+        np.add.at(e, (g, hist.bucket.astype(np.int64)), hist.count)
+    for d in range(int(groups.depth.max()), 0, -1):
+        idx = np.flatnonzero(groups.depth == d)
+        np.add.at(e, groups.parent[idx], e[idx])
+    c = np.cumsum(e, axis=1)
+    cum = np.zeros(groups.n_strands + 1, np.int64)
+    np.cumsum(hist.accesses, out=cum[1:])
+    acc = cum[groups.stop + 1] - cum[groups.start]
+    return acc, c[:, -1].copy(), c[:, :nsizes].copy()
+
+
+@dataclass
+class Profile:
+    """The result of profiling one trace: histograms, groups and per-group miss curves.
+
+    Attributes
+    ----------
+    meta
+        JSON-able description: trace file name and digest, program, line size, cache sizes,
+        counts.
+    groups
+        The task-group tree.
+    hist
+        The per-strand 2-D histograms.
+    accesses, reuse, hits
+        Per-group results of :func:`group_hits`.
+    """
+
+    meta: dict[str, Any]
+    groups: GroupTree
+    hist: StrandHistograms
+    accesses: np.ndarray = field(repr=False)
+    reuse: np.ndarray = field(repr=False)
+    hits: np.ndarray = field(repr=False)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Cache sizes of interest in bytes."""
+        return np.asarray(self.meta["sizes"], np.int64)
+
+    @property
+    def line(self) -> int:
+        """Line size in bytes."""
+        return int(self.meta["line"])
+
+    @property
+    def misses(self) -> np.ndarray:
+        """Misses of every group at every size from a cold cache (Eq. 2), ``(groups, sizes)``."""
+        return self.accesses[:, None] - self.hits
+
+    @property
+    def footprint_lines(self) -> np.ndarray:
+        """Distinct lines each group touches."""
+        return self.accesses - self.reuse
+
+    @property
+    def working_set_bytes(self) -> np.ndarray:
+        """Working set of each group (its footprint in bytes, §6.2 with footnote 5)."""
+        return self.footprint_lines * self.line
+
+    def program_misses(self) -> dict[str, Any]:
+        """The whole program's misses per cache size (group 0, from a cold cache)."""
+        m = self.misses[0]
+        return {
+            "trace": self.meta["trace"],
+            "digest": self.meta["digest"],
+            "line": self.line,
+            "accesses": int(self.accesses[0]),
+            "footprint_lines": int(self.footprint_lines[0]),
+            "groups": len(self.groups),
+            "sizes": [int(s) for s in self.sizes],
+            "misses": {str(int(s)): int(x) for s, x in zip(self.sizes, m, strict=True)},
+            "miss_ratio": {
+                str(int(s)): (float(x) / float(self.accesses[0]) if self.accesses[0] else 0.0)
+                for s, x in zip(self.sizes, m, strict=True)
+            },
+        }
+
+    # -- files ------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the profile as one ``.npz`` file (no pickled objects), atomically.
+
+        The JSON metadata is stored as a ``uint8`` array named ``meta_json``; the group tree,
+        per-strand counts and COO histograms as plain numeric arrays.  Per-group results are
+        recomputed on load (they are cheap), which keeps the file self-consistent.
+        """
+        path = Path(path)
+        arrays: dict[str, np.ndarray] = {
+            "meta_json": np.frombuffer(json.dumps(self.meta).encode(), np.uint8),
+            "strand_accesses": self.hist.accesses,
+            "strand_cold": self.hist.cold,
+            "hist_strand": self.hist.strand,
+            "hist_level": self.hist.level,
+            "hist_bucket": self.hist.bucket,
+            "hist_count": self.hist.count,
+        }
+        arrays.update(self.groups.as_arrays())
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **arrays)
+        folder = path.parent if str(path.parent) else Path(".")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(buf.getvalue())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Profile:
+        """Read a profile written by :meth:`save`.
+
+        Raises
+        ------
+        ProfileFormatError
+            If the file is not a readable simsched profile of this version.
+        """
+        name = str(path)
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        except FileNotFoundError:
+            raise
+        except Exception as exc:
+            raise ProfileFormatError(f"{name}: not a simsched profile ({exc})") from None
+        try:
+            meta = json.loads(bytes(arrays["meta_json"]).decode())
+            if meta.get("format") != "simsched-profile" or meta.get("version") != PROFILE_VERSION:
+                raise ProfileFormatError(
+                    f"{name}: profile format {meta.get('format')!r} version "
+                    f"{meta.get('version')!r}, expected simsched-profile {PROFILE_VERSION}"
+                )
+            groups = GroupTree.from_arrays(arrays)
+            hist = StrandHistograms(
+                accesses=arrays["strand_accesses"],
+                cold=arrays["strand_cold"],
+                strand=arrays["hist_strand"],
+                level=arrays["hist_level"],
+                bucket=arrays["hist_bucket"],
+                count=arrays["hist_count"],
+                distinct_lines=int(meta["distinct_lines"]),
+                state_bytes=int(meta["state_bytes"]),
+            )
+            return from_histograms(meta, groups, hist)
+        except ProfileFormatError:
+            raise
+        except (KeyError, ValueError, TypeError, IndexError) as exc:
+            raise ProfileFormatError(f"{name}: profile is incomplete or corrupt ({exc})") from None
+
+
+def from_histograms(meta: dict[str, Any], groups: GroupTree, hist: StrandHistograms) -> Profile:
+    """Assemble a :class:`Profile` (computing the per-group results) from its parts."""
+    nsizes = len(meta["sizes"])
+    if len(hist.accesses) != groups.n_strands:
+        raise ProfileFormatError("profile histograms and group tree disagree on the strands")
+    if len(hist.count) and (
+        int(hist.bucket.max()) > nsizes or int(hist.strand.max()) >= groups.n_strands
+    ):
+        raise ProfileFormatError("profile histogram entries are out of range")
+    acc, reuse, hits = group_hits(groups, hist, nsizes)
+    return Profile(meta=meta, groups=groups, hist=hist, accesses=acc, reuse=reuse, hits=hits)
+
+
+def profile_trace(
+    trace,
+    *,
+    sizes: Sequence[int] | None = None,
+    line: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Profile:
+    """Run LruTree over a trace, streaming it chunk by chunk, and evaluate every task group.
+
+    Parameters
+    ----------
+    trace
+        An open :class:`simsched.trace.Trace` or a path to one.
+    sizes
+        Cache sizes of interest in bytes (default :data:`DEFAULT_SIZES`, 16 KB … 64 MB).
+    line
+        Line size in bytes (default: the trace's ``line_size_hint``).
+    progress
+        Called with (references done, references total) after each chunk.
+
+    Returns
+    -------
+    Profile
+    """
+    from simsched.trace import open_trace
+
+    owned = not hasattr(trace, "iter_chunks")
+    t = open_trace(trace) if owned else trace
+    try:
+        h = t.header
+        line = int(line or h.line_size_hint or 64)
+        sizes = [int(s) for s in (sizes or DEFAULT_SIZES)]
+        bounds = bucket_bounds(sizes, line)
+        groups = build_groups(t)
+        off, _, starts = groups.ancestors()
+        lt = LruTree(
+            bounds, line=line, ref_start=t.strands.ref_start, anc_offsets=off, anc_starts=starts
+        )
+        for c in t.iter_chunks():
+            lt.feed(c.addr, c.size, c.start)
+            if progress is not None:
+                progress(c.start + len(c), h.n_refs)
+        hist = lt.finish()
+        meta = {
+            "format": "simsched-profile",
+            "version": PROFILE_VERSION,
+            "simsched": __version__,
+            "trace": Path(str(t.path)).name,
+            "digest": h.digest,
+            "program": h.program,
+            "args": list(h.args),
+            "line": line,
+            "sizes": sizes,
+            "bounds_lines": [int(x) for x in bounds],
+            "refs": int(h.n_refs),
+            "strands": int(h.n_strands),
+            "distinct_lines": hist.distinct_lines,
+            "state_bytes": hist.state_bytes,
+        }
+        return from_histograms(meta, groups, hist)
+    finally:
+        if owned:
+            t.close()
