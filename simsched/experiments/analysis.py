@@ -1,0 +1,131 @@
+"""Comparing two schedulers across a sweep: the numbers studies quote.
+
+The PDF paper (003_e9659a8050adec3d.txt §5.1) reports, per benchmark and configuration, the
+*relative speedup* of PDF over WS (WS's execution time divided by PDF's) and how many fewer
+L2 misses per instruction PDF incurs (``1 − misses_PDF / misses_WS``).  :func:`scheduler_ratios`
+computes both from a results table, averaging randomised schedulers over their seeds first
+(mean execution time, mean misses), which is how a reader of the paper's bar charts compares
+them; :func:`ratio_ranges` condenses them into the "1.03–1.19×" ranges the paper's text
+quotes.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from simsched.errors import ConfigError
+
+
+def scheduler_ratios(
+    df: pd.DataFrame,
+    *,
+    a: str = "pdf",
+    b: str = "ws",
+    misses: str = "mpki",
+    by: tuple[str, ...] = ("workload", "machine", "cores"),
+) -> pd.DataFrame:
+    """Per configuration: speedup of scheduler ``a`` over ``b`` and ``a``'s miss reduction.
+
+    Parameters
+    ----------
+    df
+        Results table (one row per run) with ``scheduler``, ``status``, ``makespan_cycles``
+        and the ``misses`` column.
+    a, b
+        Scheduler labels; ratios are ``b / a`` for time (> 1: ``a`` is faster).
+    misses
+        Miss metric compared (default ``mpki``, last-level misses per 1000 instructions).
+    by
+        Columns that identify one configuration.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per configuration run under both schedulers: ``by`` columns, ``time_a``,
+        ``time_b`` (mean cycles), ``speedup_a_over_b``, ``misses_a``, ``misses_b``,
+        ``miss_reduction`` (fraction, > 0: ``a`` misses less), ``runs_a``, ``runs_b``.
+
+    Raises
+    ------
+    ConfigError
+        A needed column is missing.
+    """
+    need = ["scheduler", "makespan_cycles", misses, *by]
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise ConfigError(f"scheduler ratios: no column {missing[0]!r} in the results")
+    data = df[df["status"] == "ok"] if "status" in df.columns else df
+    keys = list(by)
+    per = (
+        data[data["scheduler"].isin([a, b])]
+        .groupby([*keys, "scheduler"])
+        .agg(
+            time=("makespan_cycles", "mean"),
+            miss=(misses, "mean"),
+            runs=("makespan_cycles", "size"),
+        )
+        .unstack("scheduler")
+    )
+    if per.empty or a not in per["time"].columns or b not in per["time"].columns:
+        return pd.DataFrame(
+            columns=[
+                *keys,
+                "time_a",
+                "time_b",
+                "speedup_a_over_b",
+                "misses_a",
+                "misses_b",
+                "miss_reduction",
+                "runs_a",
+                "runs_b",
+            ]
+        )
+    out = pd.DataFrame(
+        {
+            "time_a": per["time"][a],
+            "time_b": per["time"][b],
+            "misses_a": per["miss"][a],
+            "misses_b": per["miss"][b],
+            "runs_a": per["runs"][a],
+            "runs_b": per["runs"][b],
+        }
+    ).dropna(subset=["time_a", "time_b"])
+    out["speedup_a_over_b"] = out["time_b"] / out["time_a"]
+    out["miss_reduction"] = 1.0 - out["misses_a"] / out["misses_b"]
+    cols = [
+        "time_a",
+        "time_b",
+        "speedup_a_over_b",
+        "misses_a",
+        "misses_b",
+        "miss_reduction",
+        "runs_a",
+        "runs_b",
+    ]
+    return out[cols].reset_index().sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+def ratio_ranges(ratios: pd.DataFrame, *, min_cores: int = 2) -> pd.DataFrame:
+    """Min and max of speedup and miss reduction per workload, over configurations with at
+    least ``min_cores`` cores (the paper quotes 2–32 cores: one core has nothing to share).
+    """
+    part = ratios[ratios["cores"] >= min_cores]
+    if part.empty:
+        return pd.DataFrame(
+            columns=[
+                "workload",
+                "speedup_min",
+                "speedup_max",
+                "miss_reduction_min",
+                "miss_reduction_max",
+                "configs",
+            ]
+        )
+    agg = part.groupby("workload").agg(
+        speedup_min=("speedup_a_over_b", "min"),
+        speedup_max=("speedup_a_over_b", "max"),
+        miss_reduction_min=("miss_reduction", "min"),
+        miss_reduction_max=("miss_reduction", "max"),
+        configs=("speedup_a_over_b", "size"),
+    )
+    return agg.reset_index()
