@@ -245,8 +245,12 @@ def _run_backend(
             if fifo:
                 fifo.finish()
             raise CaptureError(f"{prog}: cannot run: {exc.strerror}") from None
-        while proc.poll() is None:
-            time.sleep(0.1)
+        while True:
+            try:
+                proc.wait(timeout=0.1)
+                break
+            except subprocess.TimeoutExpired:
+                pass
             if progress is not None:
                 try:
                     progress("run", raw.stat().st_size)
