@@ -1,0 +1,72 @@
+"""Redraw the PDF paper's Figs. 2 and 3 from a pdf_vs_ws sweep and print the PDF/WS ratios.
+
+    python experiments/pdf_vs_ws/make_figures.py [RESULTS] [-o FIGDIR]
+
+RESULTS is the sweep's output folder (default: results/full beside this file if it has
+rows, else results/small).  Writes fig2_scaling.png (speedup and L2 misses against cores on
+the itrs-scaling machines), fig3_45nm.png (execution time against cores on the itrs-45nm
+machines, with the 10-26 core zoom), normalised_time.png, and ratios.csv (per machine: PDF's
+speedup over WS and its L2-miss reduction), and prints the per-workload ranges as the paper
+quotes them (003_e9659a8050adec3d.txt §5.1-5.2).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from simsched.experiments import load_results
+from simsched.experiments.analysis import ratio_ranges, scheduler_ratios
+from simsched.plotting import (
+    figure_speedup_misses,
+    figure_time_vs_cores,
+    normalised_time_bars,
+    save,
+    style,
+)
+
+HERE = Path(__file__).resolve().parent
+WORKLOADS = ["mergesort", "hashjoin", "fib"]
+
+
+def default_results() -> Path:
+    full = HERE / "results" / "full"
+    return full if (full / "points").is_dir() else HERE / "results" / "small"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", nargs="?", type=Path, default=None)
+    ap.add_argument("-o", "--out", type=Path, default=HERE / "figures")
+    args = ap.parse_args()
+    df = load_results(args.results or default_results())
+    present = [w for w in WORKLOADS if w in set(df["workload"])]
+    save(figure_speedup_misses(df, present), args.out / "fig2_scaling.png")
+    save(figure_time_vs_cores(df, present), args.out / "fig3_45nm.png")
+    import matplotlib.pyplot as plt
+
+    with style():
+        fig, axes = plt.subplots(len(present), 1, figsize=(9, 3 * len(present)), squeeze=False)
+        for ax, wl in zip(axes[:, 0], present, strict=True):
+            normalised_time_bars(df[df["workload"] == wl], ax, title=wl)
+        fig.tight_layout()
+    save(fig, args.out / "normalised_time.png")
+
+    ratios = scheduler_ratios(df)
+    args.out.mkdir(parents=True, exist_ok=True)
+    ratios.to_csv(args.out / "ratios.csv", index=False)
+    for family in ("itrs-scaling-", "itrs-45nm-"):
+        part = ratios[ratios["machine"].str.startswith(family)]
+        ranges = ratio_ranges(part)
+        print(f"\n{family}* (2+ cores): PDF over WS")
+        for r in ranges.itertuples():
+            print(
+                f"  {r.workload:10s} speedup {r.speedup_min:.3f}-{r.speedup_max:.3f}x, "
+                f"L2 misses/instr {100 * r.miss_reduction_min:.1f}%-{100 * r.miss_reduction_max:.1f}% fewer "
+                f"({r.configs} machines)"
+            )
+    print(f"\nfigures and ratios.csv in {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""Notebooks are committed without outputs and read their study's specs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simsched.experiments import load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_outputs_are_stripped(path):
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None, path
+
+
+@pytest.mark.parametrize("name", ["small.yaml", "full.yaml"])
+def test_study_specs_expand(name):
+    loaded = load_spec(ROOT / "experiments" / "pdf_vs_ws" / name, small=False)
+    points = loaded.points()
+    cols = [p.columns() for p in points]
+    assert {c["workload"] for c in cols} == {"mergesort", "hashjoin", "fib"}
+    assert {c["scheduler"] for c in cols} == {"ws", "pdf"}
+    assert {c["seed"] for c in cols if c["scheduler"] == "pdf"} == {0}
+    assert len({c["seed"] for c in cols if c["scheduler"] == "ws"}) >= 2
+    if name == "full.yaml":
+        machines = {c["machine"] for c in cols}
+        assert {f"itrs-scaling-{n}" for n in (1, 2, 4, 8, 16, 32)} <= machines
+        assert {f"itrs-45nm-{n}" for n in (1, 2, *range(4, 27, 2))} <= machines
