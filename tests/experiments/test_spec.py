@@ -181,3 +181,13 @@ def test_duplicate_points_rejected(tmp_path):
     text = "name: d\nworkloads: [fib, fib]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
     with pytest.raises(ConfigError, match="same point"):
         load_spec(write(tmp_path, text), small=False).points()
+
+
+CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs" / "sweeps").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
+@pytest.mark.parametrize("small", [False, True])
+def test_bundled_sweep_configs_expand(path, small):
+    points = load_spec(path, small=small).points()
+    assert points and len({p.id for p in points}) == len(points)
