@@ -1,0 +1,72 @@
+"""Traces on demand: generator recipes cached by content hash, trace paths, capture errors."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+
+import pytest
+
+from simsched.errors import CaptureError, ConfigError
+from simsched.experiments.traces import cached_trace_path, ensure_trace, recipe_key
+from simsched.trace import open_trace
+
+FIB = {"label": "fib", "kind": "generator", "generator": "fib", "params": {"n": 8, "cutoff": 2}}
+
+
+def test_generator_recipe_is_made_once_and_cached(tmp_path):
+    path = ensure_trace(FIB, tmp_path / "cache", tmp_path)
+    assert path == cached_trace_path(FIB, tmp_path / "cache")
+    with open_trace(path) as t:
+        assert t.header.program == "fib" and t.header.n_strands > 1
+    stamp = path.stat().st_mtime_ns
+    again = ensure_trace({**FIB, "label": "other label"}, tmp_path / "cache", tmp_path)
+    assert again == path and path.stat().st_mtime_ns == stamp  # label is not in the key
+    other = {**FIB, "params": {"n": 9, "cutoff": 2}}
+    assert recipe_key(other) != recipe_key(FIB)
+    assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith(".")]
+
+
+def _make(cache: str) -> str:
+    return str(ensure_trace(FIB, cache, cache))
+
+
+def test_concurrent_workers_share_one_generation(tmp_path):
+    cache = str(tmp_path / "cache")
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+        paths = list(pool.map(_make, [cache] * 4))
+    assert len(set(paths)) == 1
+    assert sorted(p.suffix for p in (tmp_path / "cache").iterdir()) == [".lock", ".sst"]
+
+
+def test_trace_path_relative_to_spec(tmp_path):
+    (tmp_path / "t.sst").write_bytes(b"x")
+    assert (
+        ensure_trace({"kind": "trace", "path": "t.sst"}, tmp_path / "c", tmp_path)
+        == tmp_path / "t.sst"
+    )
+    with pytest.raises(ConfigError, match="does not exist"):
+        ensure_trace({"kind": "trace", "path": "nope.sst", "label": "w"}, tmp_path / "c", tmp_path)
+
+
+def test_failing_capture_recipe_names_the_command(tmp_path):
+    recipe = {
+        "program": ["./prog"],
+        "backend": "gcc",
+        "build": ["sh", "-c", "echo broken >&2; exit 3"],
+        "sources": [],
+    }
+    with pytest.raises(CaptureError, match="exited 3: broken"):
+        ensure_trace(
+            {"kind": "capture", "recipe": recipe, "source_digests": {}}, tmp_path / "c", tmp_path
+        )
+    assert not list((tmp_path / "c").glob("*.sst"))
+
+
+def test_bad_generator_parameter_is_an_error(tmp_path):
+    bad = {**FIB, "params": {"n": 8, "bogus": 1}}
+    with pytest.raises(ConfigError, match="bogus"):
+        ensure_trace(bad, tmp_path / "c", tmp_path)
+    assert not [p for p in (tmp_path / "c").iterdir() if p.suffix == ".sst"]
+    assert os.path.isdir(tmp_path / "c")
