@@ -234,9 +234,9 @@ def valgrind_tool() -> Path:
         raise CaptureError(
             f"the valgrind backend is built for amd64 Linux only (this is {platform.machine()})"
         )
-    cc = compiler()
     libdir = valgrind_lib_dir()
     static = _valgrind_static_dir()
+    cc = compiler()
     if not (_VG_INCLUDE / "pub_tool_basics.h").is_file():
         raise CaptureError(
             f"valgrind's tool headers ({_VG_INCLUDE}/pub_tool_basics.h) are missing: "

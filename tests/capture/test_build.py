@@ -1,0 +1,59 @@
+"""Tests of simsched.capture.build: the cache, the runtime builds, missing tools."""
+
+from __future__ import annotations
+
+import pytest
+
+from simsched.capture import build, cc_command
+from simsched.errors import CaptureError
+
+from .conftest import needs_gcc, needs_valgrind
+
+
+@needs_gcc
+def test_gcc_runtime_is_built_once_and_cached(cache):
+    rt, _ = build.gcc_runtime()
+    assert rt.parent == cache
+    assert (rt / "libtsan_preinit.o").is_file() and (rt / "libtsan.a").is_file()
+    stamp = (rt / "libtsan_preinit.o").stat().st_mtime_ns
+    rt2, _ = build.gcc_runtime()
+    assert rt2 == rt and (rt2 / "libtsan_preinit.o").stat().st_mtime_ns == stamp
+
+
+@needs_gcc
+def test_cc_command_instruments_and_links_the_runtime(cache):
+    rt, zstd = build.gcc_runtime()
+    cmd = cc_command(["-O2", "x.c", "-o", "x"])
+    assert "-fsanitize=thread" in cmd and "-fsanitize-coverage=trace-pc" in cmd
+    assert f"-L{rt}" in cmd
+    assert any(a.startswith("-Wl,") and "--wrap=memcpy" in a for a in cmd)
+    assert ("-lzstd" in cmd) == zstd
+    compile_only = cc_command(["-c", "x.c"])
+    assert f"-L{rt}" not in compile_only and "-fsanitize=thread" in compile_only
+
+
+def test_missing_compiler_names_the_install_command(cache, monkeypatch):
+    monkeypatch.setenv("SIMSCHED_CC", "no-such-compiler-simsched")
+    with pytest.raises(CaptureError, match="apt-get install -y gcc"):
+        build.compiler()
+
+
+def test_missing_valgrind_names_the_install_command(cache, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(CaptureError, match="apt-get install -y valgrind"):
+        build.valgrind_tool()
+
+
+def test_missing_sources_are_reported(monkeypatch, tmp_path):
+    monkeypatch.setenv("SIMSCHED_CAPTURE_SRC", str(tmp_path))
+    with pytest.raises(CaptureError, match="SIMSCHED_CAPTURE_SRC"):
+        build.source_dir()
+
+
+@needs_gcc
+@needs_valgrind
+def test_valgrind_tool_lib_dir_has_the_tool_and_stock_files(cache):
+    lib = build.valgrind_tool()
+    assert (lib / "simsched-amd64-linux").is_file()
+    assert (lib / "vgpreload_core-amd64-linux.so").exists()
+    assert build.valgrind_tool() == lib

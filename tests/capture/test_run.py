@@ -1,0 +1,189 @@
+"""End-to-end capture tests: gcc and valgrind backends on the benchmark programs.
+
+Small inputs keep every capture well under a second.  The cross-backend test is the
+validation the capture design promises: one program, built once with ``simsched cc`` and
+once with plain gcc, gives the same DAG and the same multiset of heap and global data
+references under the gcc and the valgrind backends (stack references differ: valgrind
+also sees spills, pushes and return addresses that compiler instrumentation does not).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simsched.capture import build, capture, count_markers
+from simsched.errors import CaptureError
+from simsched.trace import open_trace
+
+from .conftest import compile_gcc, compile_plain, needs_gcc, needs_valgrind
+from .rawread import read_raw
+
+pytestmark = needs_gcc
+
+
+def _fib_strands(n: int, grain: int) -> int:
+    """Strands of fib's DAG from its recurrence (see traces/programs/fib.c)."""
+    s = [1] * (n + 1)
+    for k in range(n + 1):
+        if k >= grain:
+            s[k] = 4 + s[k - 1] + s[k - 2]
+    return 3 + s[n]
+
+
+def test_fib_strand_count_follows_its_recurrence(cache, bindir, tmp_path):
+    prog = compile_gcc(cache, bindir, "fib.c", "fib_gcc", "-O2")
+    for n, grain in ((10, 2), (12, 5)):
+        res = capture(str(prog), [str(n), str(grain)], tmp_path / f"fib{n}.sst")
+        assert res.header.n_strands == _fib_strands(n, grain)
+        # one frame per spawned call plus main: F(n) = 1 + F(n-1) + F(n-2) above the grain
+        with open_trace(res.out) as t:
+            assert int(t.frames.level.max()) == n - grain + 2
+
+
+def test_gcc_capture_of_mergesort_is_a_valid_trace(cache, bindir, tmp_path):
+    prog = compile_gcc(cache, bindir, "mergesort.c", "ms_gcc", "-O2")
+    raw = tmp_path / "ms.raw.zst"
+    res = capture(str(prog), ["4096", "512"], tmp_path / "ms.sst", raw=raw)
+    h = res.header
+    assert h.backend == "gcc" and not h.gaps_exact and h.roi
+    assert h.program == "ms_gcc" and list(h.args) == ["4096", "512"]
+    # 4096/512 = 8 leaf sorts: a balanced binary tree of sort tasks plus merge tasks
+    assert h.n_frames > 15 and h.n_refs > 4096 * 12
+    recs = read_raw(raw)
+    assert recs[0]["kind"] == 0 and int(recs[0]["a"]) == 0x3157415253534953
+    assert int(recs[0]["c"]) == 1 and int(recs[0]["flags"]) == 0  # gcc, gaps estimated
+    assert recs[-1]["kind"] == 4 and int(recs[-1]["c"]) == 7  # END marker
+    markers = recs[recs["kind"] == 4]["c"]
+    assert int((markers == 1).sum()) == int((markers == 2).sum()) == h.n_frames - 1
+    assert count_markers(raw) == markers.shape[0] - 1
+
+
+def _data_refs(trace: Path, binary: Path) -> Counter:
+    """Multiset of (region key, size, write) of a trace's heap and global references.
+
+    Globals become (symbol, offset) via ``nm``; heap addresses are taken relative to the
+    lowest heap address referenced; stack addresses (above 4 GiB in non-PIE programs,
+    natively and under valgrind) are left out.
+    """
+    syms = []
+    end = None
+    for line in subprocess.run(["nm", str(binary)], capture_output=True, text=True).stdout.split(
+        "\n"
+    ):
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "bBdDrRgGsS":
+            syms.append((int(parts[0], 16), parts[2]))
+            if parts[2] == "_end":
+                end = int(parts[0], 16)
+    syms.sort()
+    starts = np.array([a for a, _ in syms], np.uint64)
+    with open_trace(trace) as t:
+        c = t.refs(0, t.header.n_refs)
+        addr, size, write = c.addr, c.size, c.write
+    glob = addr < end
+    heap = (addr >= end) & (addr < 2**32)
+    base = int(addr[heap].min())
+    out: Counter = Counter()
+    idx = np.searchsorted(starts, addr[glob], side="right") - 1
+    for a, i, s, w in zip(addr[glob], idx, size[glob], write[glob], strict=True):
+        out[("g", syms[i][1], int(a) - syms[i][0], int(s), bool(w))] += 1
+    keys = Counter(
+        zip((addr[heap] - base).tolist(), size[heap].tolist(), write[heap].tolist(), strict=True)
+    )
+    for (a, s, w), n in keys.items():
+        out[("h", a, s, bool(w))] += n
+    return out
+
+
+@needs_valgrind
+def test_gcc_and_valgrind_backends_agree_on_dag_and_data_references(cache, bindir, tmp_path):
+    gprog = compile_gcc(cache, bindir, "mergesort.c", "ms_gcc_np", "-O2", "-no-pie")
+    vprog = compile_plain(bindir, "mergesort.c", "ms_plain_np", "-O2", "-no-pie")
+    g = capture(str(gprog), ["2048", "256"], tmp_path / "g.sst")
+    v = capture(str(vprog), ["2048", "256"], tmp_path / "v.sst", backend="valgrind")
+    assert v.header.backend == "valgrind" and v.header.gaps_exact
+    with open_trace(g.out) as tg, open_trace(v.out) as tv:
+        assert tg.header.n_strands == tv.header.n_strands
+        np.testing.assert_array_equal(tg.strands.frame, tv.strands.frame)
+        np.testing.assert_array_equal(tg.frames.parent, tv.frames.parent)
+        np.testing.assert_array_equal(tg.edges.src, tv.edges.src)
+        np.testing.assert_array_equal(tg.edges.dst, tv.edges.dst)
+        np.testing.assert_array_equal(tg.edges.kind, tv.edges.kind)
+    dg = _data_refs(g.out, gprog)
+    dv = _data_refs(v.out, vprog)
+    assert sum(dg.values()) > 2048 * 10
+    assert dg == dv
+
+
+@needs_valgrind
+def test_valgrind_instruction_total_equals_lackey(cache, bindir, tmp_path):
+    prog = compile_plain(bindir, "fib.c", "fib_plain", "-O2")
+    res = capture(str(prog), ["9", "3"], tmp_path / "f.sst", backend="valgrind")
+    total = res.tool_stats["guest_instructions"]
+    env = dict(os.environ, VALGRIND_LIB=str(build.valgrind_tool()))
+    # lackey runs with the same environment, so the program's start-up is the same
+    out = subprocess.run(
+        ["valgrind", "--tool=lackey", str(prog), "9", "3"], env=env, capture_output=True, text=True
+    ).stderr
+    m = re.search(r"guest instrs:\s+([\d,]+)", out)
+    assert m is not None
+    assert total == int(m.group(1).replace(",", ""))
+    assert res.tool_stats["markers"] > 0
+
+
+def test_program_failure_is_a_capture_error(cache, bindir, tmp_path):
+    prog = compile_gcc(cache, bindir, "mergesort.c", "ms_gcc", "-O2")
+    with pytest.raises(CaptureError, match="exited with status 2.*usage"):
+        capture(str(prog), ["0"], tmp_path / "x.sst")
+    assert not (tmp_path / "x.sst").exists()
+
+
+def test_program_without_markers_is_a_capture_error(cache, bindir, tmp_path):
+    src = tmp_path / "plain.c"
+    src.write_text("int g[64]; int main(void){for(int i=0;i<64;i++) g[i]=i; return 0;}\n")
+    from simsched.capture import cc_command
+
+    prog = tmp_path / "plain"
+    subprocess.run(cc_command([str(src), "-o", str(prog)]), check=True)
+    with pytest.raises(CaptureError, match="no simsched markers"):
+        capture(str(prog), [], tmp_path / "x.sst")
+
+
+def test_gcc_backend_rejects_a_plain_build(cache, bindir, tmp_path):
+    prog = compile_plain(bindir, "fib.c", "fib_plain", "-O2")
+    with pytest.raises(CaptureError, match="simsched cc"):
+        capture(str(prog), ["5"], tmp_path / "x.sst")
+
+
+def test_missing_program_and_pin_are_capture_errors(cache, tmp_path, monkeypatch):
+    with pytest.raises(CaptureError, match="no such program"):
+        capture(str(tmp_path / "nope"), [], tmp_path / "x.sst")
+    monkeypatch.delenv("PIN_ROOT", raising=False)
+    with pytest.raises(CaptureError, match="PIN_ROOT"):
+        capture("/bin/true", [], tmp_path / "x.sst", backend="pin")
+    with pytest.raises(CaptureError, match="unknown backend"):
+        capture("/bin/true", [], tmp_path / "x.sst", backend="dynamorio")
+
+
+def test_cli_cc_and_capture(cache, tmp_path, capsys):
+    from simsched.cli import main
+
+    prog = tmp_path / "fib"
+    src = Path(__file__).resolve().parents[2] / "traces" / "programs" / "fib.c"
+    with pytest.raises(SystemExit) as e:
+        main(["cc", "-O2", str(src), "-o", str(prog)])
+    assert e.value.code == 0 and prog.exists()
+    with pytest.raises(SystemExit) as e:
+        main(["capture", "-o", str(tmp_path / "f.sst"), "--", str(prog), "8", "3"])
+    assert e.value.code in (0, None)
+    assert "strands" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["capture", "-o", str(tmp_path / "g.sst"), "--", str(prog), "x"])
+    assert e.value.code == 2
