@@ -1,0 +1,209 @@
+"""Synthetic workload generators (``simsched trace gen NAME --param k=v -o OUT``).
+
+Each generator is a module that models one fork/join C program as it runs serially (serial
+elision, DESIGN.md §3) and writes its DAG and memory references with
+:class:`~simsched.trace.TraceBuilder`:
+
+* :mod:`~simsched.workloads.mergesort` -- parallel mergesort with parallel merge (PDF paper
+  §4.2), on real random keys;
+* :mod:`~simsched.workloads.hashjoin` -- the join phase of a partitioned hash join (PDF
+  paper §4.2);
+* :mod:`~simsched.workloads.heat` -- iterative five-point stencil, rows halved down to a
+  cut-off (CAB §II, Fig. 1);
+* :mod:`~simsched.workloads.fib` -- CPU-bound recursion with only stack references.
+
+A generator module provides ``NAME``, ``SUMMARY``, ``PARAMS`` (a tuple of
+:class:`~simsched.workloads._common.Param`), ``finish_params(params)`` (derived defaults),
+``layout(params) -> Heap`` (where the program's arrays live) and
+``emit(b, params, heap) -> dict`` (the program itself).  Generators are deterministic: the
+same parameters give the same trace, bit for bit.  The memory layout, the instruction-gap
+model and the parameters of every generator are described in ``docs/workloads.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, NamedTuple
+
+from simsched.errors import ConfigError
+from simsched.workloads import fib, hashjoin, heat, mergesort
+from simsched.workloads._common import Heap, Param, resolve_params
+
+__all__ = ["WORKLOADS", "ParamDoc", "Workload", "WorkloadRun", "generate", "params_of"]
+
+
+@dataclass(frozen=True)
+class WorkloadRun:
+    """What running a generator into a builder produced.
+
+    Attributes
+    ----------
+    params
+        The resolved parameters (defaults and derived values filled in).
+    heap
+        The program's memory layout (``heap.regions``: name -> Region).
+    result
+        Generator-specific results (e.g. mergesort's sorted output).
+    """
+
+    params: dict[str, Any]
+    heap: Heap
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One registered generator; calling it writes the program into a builder."""
+
+    module: ModuleType
+
+    @property
+    def name(self) -> str:
+        """Registry name."""
+        return self.module.NAME
+
+    @property
+    def summary(self) -> str:
+        """One line on what the program is."""
+        return self.module.SUMMARY
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        """The parameter table."""
+        return self.module.PARAMS
+
+    def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Check, convert and complete parameters (strings from the CLI are accepted).
+
+        Raises
+        ------
+        ConfigError
+            Naming the parameter that is unknown, malformed or out of range.
+        """
+        return self.module.finish_params(resolve_params(self.name, self.params, params))
+
+    def layout(self, params: Mapping[str, Any]) -> Heap:
+        """The memory layout for (resolved) ``params``."""
+        return self.module.layout(dict(params))
+
+    def __call__(self, b, **params: Any) -> WorkloadRun:
+        """Write the program into builder ``b`` (a TraceBuilder or compatible object).
+
+        Parameters
+        ----------
+        b
+            Where the DAG and references go.
+        **params
+            Generator parameters (Python values or strings).
+
+        Returns
+        -------
+        WorkloadRun
+            Resolved parameters, layout and generator results.
+        """
+        p = self.resolve(params)
+        heap = self.layout(p)
+        return WorkloadRun(p, heap, self.module.emit(b, p, heap))
+
+
+#: every generator by name
+WORKLOADS: dict[str, Workload] = {m.NAME: Workload(m) for m in (mergesort, hashjoin, heat, fib)}
+
+
+class ParamDoc(NamedTuple):
+    """Default and meaning of one parameter (``doc`` starts with its type and bounds)."""
+
+    default: Any
+    doc: str
+
+
+def get(name: str) -> Workload:
+    """The generator called ``name``.
+
+    Raises
+    ------
+    ConfigError
+        When there is no such generator (the message lists the known ones).
+    """
+    try:
+        return WORKLOADS[name]
+    except KeyError:
+        raise ConfigError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})") from None
+
+
+def params_of(name: str) -> dict[str, ParamDoc]:
+    """Parameters of a generator with their defaults and meaning.
+
+    Parameters
+    ----------
+    name
+        Generator name.
+
+    Returns
+    -------
+    dict
+        Parameter name -> :class:`ParamDoc` ``(default, doc)``; ``doc`` gives the type, the
+        bounds or choices, then the meaning.  A default of ``None`` is derived from the
+        other parameters as the meaning says.
+    """
+    out = {}
+    for p in get(name).params:
+        kind = p.kind.__name__
+        if p.choices is not None:
+            kind += " in {" + ", ".join(str(c) for c in p.choices) + "}"
+        elif p.minimum is not None and p.maximum is not None:
+            kind += f" in [{p.minimum}, {p.maximum}]"
+        elif p.minimum is not None:
+            kind += f" >= {p.minimum}"
+        out[p.name] = ParamDoc(p.default, f"({kind}) {p.help}")
+    return out
+
+
+def generate(name: str, path: str | os.PathLike, **params: Any):
+    """Generate the trace of workload ``name`` into ``path``.
+
+    Parameters
+    ----------
+    name
+        Generator name (see :data:`WORKLOADS`).
+    path
+        Output trace (``.sst``), written atomically.
+    **params
+        Generator parameters; Python values or strings such as ``"2^20"`` or ``"true"``.
+
+    Returns
+    -------
+    TraceHeader
+        The written trace's header.  Its ``params`` hold the resolved parameters, the
+        workload name and the memory layout (``regions``: name -> ``{"base", "bytes"}``).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown workload or a bad parameter (nothing is written).
+    """
+    from simsched.trace import TraceBuilder
+
+    w = get(name)
+    p = w.resolve(params)
+    heap = w.layout(p)
+    args = [f"{k}={v}" for k, v in p.items()]
+    meta = {"workload": name, **p, "regions": heap.as_json()}
+    b = TraceBuilder(
+        path,
+        program=name,
+        args=args,
+        backend="synthetic",
+        gaps_exact=False,
+        line_size_hint=64,
+        params=meta,
+    )
+    try:
+        w.module.emit(b, p, heap)
+    except BaseException:
+        b.abort()
+        raise
+    return b.close()
