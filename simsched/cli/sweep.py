@@ -7,6 +7,7 @@ Thin layers over :mod:`simsched.experiments`: :func:`~simsched.experiments.run_s
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -70,14 +71,16 @@ def run_cmd(
         retry_failed=retry_failed,
         progress=progress,
     )
-    err = Console(stderr=True)
-    err.print(
+    print(
         f"{loaded.spec.name}: {report.total} points, ran {report.ran}, "
         f"skipped {report.skipped} (already done), failed {report.failed}, "
-        f"{report.wall_s:.1f} s; results in {report.out_dir}"
+        f"{report.wall_s:.1f} s; results in {report.out_dir}",
+        file=sys.stderr,
     )
     for pid, msg in report.failures[:10]:
-        err.print(f"  failed {pid}: {msg}", markup=False)
+        print(f"  failed {pid}: {msg}", file=sys.stderr)
+    if len(report.failures) > 10:
+        print(f"  ... and {len(report.failures) - 10} more", file=sys.stderr)
     if report.failed:
         raise typer.Exit(1)
 

@@ -138,3 +138,22 @@ def test_dask_cluster_survives_a_killed_worker(tmp_path):
             except ProcessLookupError:
                 pass
             p.wait(timeout=30)
+
+
+def test_local_dask_cluster_matches_local_executor(tmp_path):
+    import sweep_pointfns
+
+    spec = tmp_path / "d.yaml"
+    spec.write_text(textwrap.dedent(SPEC).replace("sleep: 0.6", "sleep: 0"))
+    loaded = load_spec(spec, small=False)
+    report = run_sweep(
+        loaded, executor="dask", workers=2, point_fn=sweep_pointfns.fake_point, progress=False
+    )
+    assert (report.ran, report.failed) == (8, 0)
+    again = run_sweep(
+        loaded, executor="dask", workers=1, point_fn=sweep_pointfns.fake_point, progress=False
+    )
+    assert (again.ran, again.skipped) == (0, 8)  # nothing to do: no cluster is even needed
+    local = load_spec(spec, small=False, sets=[f"out={tmp_path / 'local'}"])
+    run_sweep(local, workers=0, point_fn=sweep_pointfns.fake_point, progress=False)
+    assert _stable(load_results(loaded.out_dir)).equals(_stable(load_results(local.out_dir)))
