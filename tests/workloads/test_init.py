@@ -1,0 +1,97 @@
+"""The registry: generate(), params_of(), errors, determinism and layout of every generator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simsched.errors import ConfigError
+from simsched.trace import EDGE_CONT, EDGE_JOIN, EDGE_SPAWN, open_trace, span, validate
+from simsched.workloads import WORKLOADS, generate, params_of
+
+SMALL = {
+    "mergesort": dict(n="2^10", grain="64", merge_grain="100"),
+    "hashjoin": dict(n_build="600", grain="50", subpart_kb="16"),
+    "heat": dict(nx="34", ny="20", iters="3", cutoff="4"),
+    "fib": dict(n="11", cutoff="3"),
+}
+SEEDED = ("mergesort", "hashjoin")
+
+
+def test_registry_lists_the_four_generators():
+    assert set(WORKLOADS) == {"mergesort", "hashjoin", "heat", "fib"}
+    for name, w in WORKLOADS.items():
+        assert w.name == name and w.summary
+        docs = params_of(name)
+        assert list(docs) == [p.name for p in w.params]
+        for default, doc in docs.values():
+            assert doc.startswith("(") and len(doc) > 10
+            assert default is None or isinstance(default, int | bool | float)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_every_generator_writes_a_valid_trace(tmp_path, name):
+    path = tmp_path / f"{name}.sst"
+    h = generate(name, path, **SMALL[name])  # strings, as the CLI passes them
+    assert h.program == name and h.backend == "synthetic" and not h.gaps_exact
+    assert h.params["workload"] == name
+    assert validate(path)["refs"] == h.n_refs > 0
+    with open_trace(path) as t:
+        kinds = np.bincount(t.edges.kind, minlength=3)
+        spawns = h.n_frames - 1
+        # balance: every spawn returned (one join edge each) and continued its parent;
+        # every other continuation edge is an effective sync, which adds one strand
+        assert kinds[EDGE_SPAWN] == spawns and kinds[EDGE_JOIN] == spawns
+        syncs = kinds[EDGE_CONT] - spawns
+        assert syncs >= 1
+        assert h.n_strands == 1 + 2 * spawns + syncs
+        # work and span
+        instr = t.strands.instr
+        assert int(instr.sum()) == h.n_instructions >= h.n_refs
+        sp = span(t)
+        assert int(instr.max()) <= sp <= h.n_instructions
+        # references fall inside the arrays the program allocated
+        regions = list(h.params["regions"].values())
+        for c in t.iter_chunks():
+            a = c.addr.astype(np.int64)
+            inside = np.zeros(len(a), bool)
+            for r in regions:
+                inside |= (a >= r["base"]) & (a + c.size <= r["base"] + r["bytes"])
+            assert inside.all()
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_deterministic(tmp_path, name):
+    h1 = generate(name, tmp_path / "a.sst", **SMALL[name])
+    h2 = generate(name, tmp_path / "b.sst", **SMALL[name])
+    assert h1.digest == h2.digest
+    assert (tmp_path / "a.sst").read_bytes() == (tmp_path / "b.sst").read_bytes()
+    if name in SEEDED:
+        h3 = generate(name, tmp_path / "c.sst", **SMALL[name], seed=2)
+        assert h3.digest != h1.digest
+        assert h3.n_strands == h1.n_strands or name == "hashjoin"
+
+
+def test_errors(tmp_path):
+    with pytest.raises(ConfigError, match="unknown workload 'quicksort'.*mergesort"):
+        generate("quicksort", tmp_path / "x.sst")
+    with pytest.raises(ConfigError, match="workload mergesort: parameter grain"):
+        generate("mergesort", tmp_path / "x.sst", n=16, grain="0")
+    with pytest.raises(ConfigError, match="workload heat: unknown parameter 'rows'"):
+        generate("heat", tmp_path / "x.sst", rows=3)
+    with pytest.raises(ConfigError, match="parameter elem_size: must be one of 4, 8"):
+        generate("mergesort", tmp_path / "x.sst", elem_size=2)
+    assert not list(tmp_path.iterdir())  # nothing written, not even a temporary file
+    with pytest.raises(ConfigError, match="unknown workload"):
+        params_of("nope")
+
+
+def test_calling_a_workload_returns_its_run():
+    from tests.oracles.workloads import Recorder
+
+    r = Recorder()
+    run = WORKLOADS["mergesort"](r, n="100", grain=10)
+    r.close()
+    assert run.params["merge_grain"] == 10
+    assert set(run.heap.regions) == {"A", "tmp"}
+    assert np.array_equal(run.result["output"], np.sort(run.result["input"]))
