@@ -22,8 +22,10 @@
  * `SIMSCHED_BB_INSNS` non-memory instructions (default SS_DEFAULT_BB_INSNS)
  * to the gap of the next reference; the header record says the gaps are not
  * exact.  The constant is the mean number of non-memory instructions per
- * basic block, measured with the exact valgrind backend on simsched's
- * benchmark programs (docs/capture.md).
+ * basic block: the median, over simsched's benchmark programs, of the
+ * valgrind backend's exact instruction count less the gcc backend's
+ * references, divided by the basic blocks entered (docs/capture.md; it ranges
+ * from 2.5 to 11 by program, so per-strand estimates can be off by 2x).
  *
  * Records are collected in a buffer and, when it fills, compressed with
  * streaming zstd (when the output name ends in ".zst" and the runtime was
@@ -58,7 +60,7 @@
 #define SS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 #define SS_BUF_RECS (1u << 16) /* 1 MiB of records per flush */
-#define SS_DEFAULT_BB_INSNS 3u
+#define SS_DEFAULT_BB_INSNS 5u
 
 /* simsched looks for this string to tell a `simsched cc` binary. */
 __attribute__((used)) static const char ss_ident[] = "simsched-gcc-runtime-v1";
