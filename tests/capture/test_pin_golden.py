@@ -63,7 +63,9 @@ def test_importer_reads_the_pin_dialect(tmp_path):
         np.testing.assert_array_equal(c.gap, [2, 1, 0, 4])
         np.testing.assert_array_equal(t.strands.frame, [0, 1, 0, 0])
         np.testing.assert_array_equal(np.diff(t.strands.ref_start), [1, 2, 0, 1])
-        edges = sorted(zip(t.edges.src.tolist(), t.edges.dst.tolist(), t.edges.kind.tolist()))
+        edges = sorted(
+            zip(t.edges.src.tolist(), t.edges.dst.tolist(), t.edges.kind.tolist(), strict=True)
+        )
         assert edges == [
             (0, 1, EDGE_SPAWN),
             (0, 2, EDGE_CONT),
