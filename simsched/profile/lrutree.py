@@ -415,6 +415,9 @@ class Profile:
         The per-strand 2-D histograms.
     accesses, reuse, hits
         Per-group results of :func:`group_hits`.
+    frames
+        The trace's frame iterations and position keys (``iteration``, ``key_offsets``,
+        ``key_values``), to name groups in a parallelization table.
     """
 
     meta: dict[str, Any]
@@ -423,6 +426,14 @@ class Profile:
     accesses: np.ndarray = field(repr=False)
     reuse: np.ndarray = field(repr=False)
     hits: np.ndarray = field(repr=False)
+    frames: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def frame_key(self, f: int) -> tuple[int, ...]:
+        """Position key of frame ``f`` (its spawn indices from the iteration root)."""
+        if not self.frames:
+            return ()
+        off = self.frames["key_offsets"]
+        return tuple(int(v) for v in self.frames["key_values"][off[f] : off[f + 1]])
 
     @property
     def sizes(self) -> np.ndarray:
@@ -486,6 +497,7 @@ class Profile:
             "hist_count": self.hist.count,
         }
         arrays.update(self.groups.as_arrays())
+        arrays.update({f"frame_{k}": v for k, v in self.frames.items()})
         buf = io.BytesIO()
         np.savez_compressed(buf, **arrays)
         folder = path.parent if str(path.parent) else Path(".")
@@ -533,14 +545,24 @@ class Profile:
                 distinct_lines=int(meta["distinct_lines"]),
                 state_bytes=int(meta["state_bytes"]),
             )
-            return from_histograms(meta, groups, hist)
+            frames = {
+                k: arrays[f"frame_{k}"]
+                for k in ("iteration", "key_offsets", "key_values")
+                if f"frame_{k}" in arrays
+            }
+            return from_histograms(meta, groups, hist, frames)
         except ProfileFormatError:
             raise
         except (KeyError, ValueError, TypeError, IndexError) as exc:
             raise ProfileFormatError(f"{name}: profile is incomplete or corrupt ({exc})") from None
 
 
-def from_histograms(meta: dict[str, Any], groups: GroupTree, hist: StrandHistograms) -> Profile:
+def from_histograms(
+    meta: dict[str, Any],
+    groups: GroupTree,
+    hist: StrandHistograms,
+    frames: dict[str, np.ndarray] | None = None,
+) -> Profile:
     """Assemble a :class:`Profile` (computing the per-group results) from its parts."""
     nsizes = len(meta["sizes"])
     if len(hist.accesses) != groups.n_strands:
@@ -550,7 +572,15 @@ def from_histograms(meta: dict[str, Any], groups: GroupTree, hist: StrandHistogr
     ):
         raise ProfileFormatError("profile histogram entries are out of range")
     acc, reuse, hits = group_hits(groups, hist, nsizes)
-    return Profile(meta=meta, groups=groups, hist=hist, accesses=acc, reuse=reuse, hits=hits)
+    return Profile(
+        meta=meta,
+        groups=groups,
+        hist=hist,
+        accesses=acc,
+        reuse=reuse,
+        hits=hits,
+        frames=dict(frames or {}),
+    )
 
 
 def profile_trace(
@@ -612,7 +642,12 @@ def profile_trace(
             "distinct_lines": hist.distinct_lines,
             "state_bytes": hist.state_bytes,
         }
-        return from_histograms(meta, groups, hist)
+        frames = {
+            "iteration": np.asarray(t.frames.iteration, np.int64),
+            "key_offsets": np.asarray(t.frames.key_offsets, np.int64),
+            "key_values": np.asarray(t.frames.key_values, np.int64),
+        }
+        return from_histograms(meta, groups, hist, frames)
     finally:
         if owned:
             t.close()

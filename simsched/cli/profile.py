@@ -1,0 +1,187 @@
+"""``simsched profile``, ``simsched coarsen`` and ``simsched regrain`` (PDF paper §6).
+
+Thin layers over :func:`simsched.profile.profile_trace`, :func:`simsched.profile.coarsen`
+and :func:`simsched.profile.regrain_from_table`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from simsched.cli._common import console, err_console, print_json
+from simsched.errors import ConfigError
+
+
+def _parse_sizes(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    from simsched.machine import parse_size
+
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            out.append(int(parse_size(item)))
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"--sizes: {item!r} is not a size ({exc})") from None
+    if not out:
+        raise ConfigError("--sizes: no sizes given")
+    return out
+
+
+def _human(n: int) -> str:
+    for unit, f in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= f and n % f == 0:
+            return f"{n // f} {unit}"
+    return f"{n} B"
+
+
+def profile_cmd(
+    trace: Annotated[Path, typer.Argument(help="trace file (.sst)")],
+    out: Annotated[Path | None, typer.Option("-o", "--out", help="profile file to write")] = None,
+    sizes: Annotated[
+        str | None,
+        typer.Option(help="cache sizes of interest, comma separated (default 16K,32K,...,64M)"),
+    ] = None,
+    line: Annotated[
+        int | None, typer.Option(help="line size in bytes (default: machine's, else the trace's)")
+    ] = None,
+    machine: Annotated[
+        str | None, typer.Option(help="take the line size from this machine's outermost cache")
+    ] = None,
+    json_: Annotated[
+        bool, typer.Option("--json", help="print the whole program's misses per size as JSON")
+    ] = False,
+    verify: Annotated[
+        bool,
+        typer.Option(help="check the whole program's misses against a SetAssoc LRU replay"),
+    ] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="draw working set against group depth and the miss-ratio curve"),
+    ] = None,
+) -> None:
+    """Profile the working set of every task group in one pass (LruTree, PDF paper §6.1)."""
+    from simsched.profile import profile_trace
+    from simsched.trace import open_trace
+
+    sz = _parse_sizes(sizes)
+    if line is None and machine is not None:
+        from simsched.machine import load_machine
+
+        line = int(load_machine(machine).caches[-1].line)
+    with open_trace(trace) as t:
+        p = profile_trace(t, sizes=sz, line=line)
+        result = p.program_misses()
+        if verify:
+            from simsched.profile import setassoc_misses
+
+            which = p.groups.depth == 0
+            ref = setassoc_misses(t, sizes=list(p.sizes), line=p.line, groups=p.groups, which=which)
+            ok = bool((ref[0] == p.misses[0]).all())
+            result["verified_against_setassoc"] = ok
+            if not ok:
+                raise ConfigError(
+                    f"{trace}: LruTree and the SetAssoc replay disagree: "
+                    f"{p.misses[0].tolist()} vs {ref[0].tolist()}"
+                )
+    if out is not None:
+        p.save(out)
+    if plot is not None:
+        from simsched.profile.plots import plot_profile
+
+        plot_profile(p, plot)
+    if json_:
+        print_json(result)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{trace}: {result['accesses']:,} line accesses, {len(p.groups)} groups")
+    table.add_column("cache size", justify="right")
+    table.add_column("misses", justify="right")
+    table.add_column("miss ratio", justify="right")
+    for s in p.sizes:
+        k = str(int(s))
+        table.add_row(_human(int(s)), f"{result['misses'][k]:,}", f"{result['miss_ratio'][k]:.4f}")
+    console.print(table)
+    if out is not None:
+        err_console.print(f"wrote {out}")
+
+
+def coarsen_cmd(
+    profile: Annotated[Path, typer.Argument(help="profile written by `simsched profile -o`")],
+    machine: Annotated[str, typer.Option(help="machine preset name or YAML file")],
+    factor: Annotated[
+        float, typer.Option("-K", "--factor", help="multiplier of Eq. 3's right-hand side")
+    ] = 1.0,
+    level: Annotated[
+        str | None, typer.Option(help="cache level to divide (default: the outermost)")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("-o", "--out", help="parallelization table (CSV) to write")
+    ] = None,
+    json_: Annotated[bool, typer.Option("--json", help="print a JSON summary")] = False,
+) -> None:
+    """Choose task groups to run sequentially on a machine (PDF paper §6.2, Eq. 3)."""
+    from simsched.machine import load_machine
+    from simsched.profile import Profile, cache_share, coarsen, write_table
+
+    p = Profile.load(profile)
+    m = load_machine(machine)
+    r = coarsen(p, m, factor=factor, level=level)
+    share = cache_share(m, level)
+    if out is not None:
+        write_table(r.rows, out)
+    summary = {
+        "profile": str(profile),
+        "machine": m.name,
+        "cache": share.name,
+        "cache_bytes": share.size,
+        "cores": share.cores,
+        "factor": factor,
+        "strands": p.groups.n_strands,
+        "chosen_groups": len(r.chosen),
+        "merged_groups": len(r.rows),
+        "tasks": r.tasks,
+    }
+    if json_:
+        print_json(summary)
+        return
+    console.print(
+        f"{m.name}: {share.name} {_human(share.size)} shared by {share.cores} core(s); "
+        f"{len(r.rows)} groups merged, {p.groups.n_strands} strands -> {r.tasks} tasks"
+    )
+    if out is not None:
+        err_console.print(f"wrote {out}")
+
+
+def regrain_cmd(
+    trace: Annotated[Path, typer.Argument(help="fine-grained trace (.sst)")],
+    table: Annotated[Path, typer.Option(help="parallelization table from `simsched coarsen`")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="coarse trace to write")],
+    machine: Annotated[
+        str | None, typer.Option(help="use this machine's rows (if the table has several)")
+    ] = None,
+) -> None:
+    """Write a trace in which every group of the table runs as one strand."""
+    from simsched.profile import read_table, regrain_from_table
+    from simsched.trace import open_trace
+
+    rows = read_table(table)
+    with open_trace(trace) as t:
+        before = t.header.n_strands
+        h = regrain_from_table(t, out, rows, machine=machine)
+    merged = h.params.get("merged_groups", 0)
+    err_console.print(f"{out}: {before} strands -> {h.n_strands} strands ({merged} groups merged)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``profile``, ``coarsen`` and ``regrain`` to the ``simsched`` app."""
+    app.command("profile")(profile_cmd)
+    app.command("coarsen")(coarsen_cmd)
+    app.command("regrain")(regrain_cmd)

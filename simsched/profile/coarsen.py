@@ -1,0 +1,281 @@
+"""Automatic task coarsening and the parallelization table (PDF paper §6.2).
+
+003_e9659a8050adec3d.txt §6.2: "The automatic task coarsening algorithm traverses the task
+group tree from top to bottom and evaluates a heuristic stop criterion at every node.  Suppose
+node G's working set size is W, and it has K child task groups of similar sizes.  We stop at
+G's children if
+
+    W <= K × (cachesize / (numcores × 2))                                              (3)
+
+... For each independent set of children, we separately apply the criterion" (footnote 7).
+
+simsched applies Eq. (3) on the task-group tree of :mod:`simsched.profile.groups`:
+
+* the parallel children of a node (the two halves of a split, or the single child frame of a
+  phase that spawns once) form one independent set with ``K`` = its size and ``W`` = the
+  node's working set;
+* each phase of a frame with several phases is an independent set of its own (``K = 1``,
+  ``W`` = the phase's working set): phases run one after the other;
+* the frame's own strands around its spawns (glue) are never chosen.
+
+When Eq. (3) holds, every child of the set becomes one sequential task (it is *chosen*: the
+traversal does not enter it); otherwise the traversal visits each child.  ``W`` is the group's
+footprint in bytes from the profile (the working set of footnote 5), ``cachesize`` the size of
+the machine's outermost cache level (or the level named) and ``numcores`` the number of cores
+sharing one instance of it (the cores of a socket for a per-socket cache, 1 for a private
+one).  ``factor`` scales the right-hand side (1.0 is the paper's rule).
+
+The result is the paper's parallelization table (Fig. 7b) for one machine: one row per chosen
+group that has more than one strand (a chosen single strand needs no change), with the
+machine, the cache, the group's position (frame position key and iteration, the child range
+of a split, the strand range) and the threshold that decided it.  It is written as CSV and is
+what ``simsched regrain`` reads.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simsched.errors import ConfigError, SimschedError
+from simsched.profile.groups import KIND_NAMES, ROLE_PAR, ROLE_SEQ
+from simsched.profile.lrutree import Profile
+
+TABLE_COLUMNS = (
+    "machine",
+    "cache",
+    "cache_bytes",
+    "cores",
+    "factor",
+    "trace_digest",
+    "group",
+    "kind",
+    "frame",
+    "iteration",
+    "frame_key",
+    "phase",
+    "child_lo",
+    "child_hi",
+    "first_strand",
+    "last_strand",
+    "depth",
+    "siblings",
+    "working_set_bytes",
+    "threshold_bytes",
+)
+
+
+@dataclass(frozen=True)
+class CacheShare:
+    """The cache Eq. (3) divides and the cores that share it."""
+
+    name: str
+    size: int
+    cores: int
+
+
+def cache_share(machine, level: str | None = None) -> CacheShare:
+    """The cache level Eq. (3) uses: the outermost one, or the one named ``level``.
+
+    Parameters
+    ----------
+    machine
+        A :class:`simsched.machine.Machine`.
+    level
+        Cache level name (e.g. ``"L2"``); default the last level.
+
+    Returns
+    -------
+    CacheShare
+    """
+    caches = machine.caches
+    if level is None:
+        c = caches[-1]
+    else:
+        found = [c for c in caches if c.name == level]
+        if not found:
+            names = ", ".join(c.name for c in caches)
+            raise ConfigError(f"machine {machine.name} has no cache level {level!r} ({names})")
+        c = found[0]
+    cores = machine.cores_per_socket if c.scope == "socket" else 1
+    return CacheShare(c.name, int(c.size), int(cores))
+
+
+@dataclass
+class CoarsenResult:
+    """Groups chosen by :func:`coarsen`.
+
+    Attributes
+    ----------
+    chosen
+        Ids of every chosen group (single strands included), in serial order.
+    rows
+        The parallelization table: one dict per chosen group with more than one strand.
+    tasks
+        Number of tasks (strands) the coarse program has: chosen groups plus the strands
+        outside them.
+    """
+
+    chosen: np.ndarray
+    rows: list[dict[str, Any]]
+    tasks: int
+
+
+def coarsen(
+    profile: Profile,
+    machine,
+    *,
+    factor: float = 1.0,
+    level: str | None = None,
+) -> CoarsenResult:
+    """Choose the task groups that become sequential tasks on ``machine`` (Eq. 3).
+
+    Parameters
+    ----------
+    profile
+        LruTree profile of the fine-grained trace.
+    machine
+        Target :class:`simsched.machine.Machine`.
+    factor
+        Multiplier of the right-hand side of Eq. (3).
+    level
+        Cache level to use (default the outermost).
+
+    Returns
+    -------
+    CoarsenResult
+    """
+    if not factor > 0:
+        raise ConfigError(f"coarsening factor must be positive, got {factor}")
+    share = cache_share(machine, level)
+    unit = factor * share.size / (share.cores * 2.0)
+    g = profile.groups
+    ws = profile.working_set_bytes
+    co = g.child_offsets
+    role = g.role
+    chosen: list[tuple[int, int]] = []  # (group, siblings K)
+    stack = [0]
+    while stack:
+        node = stack.pop()
+        kids = g.children[co[node] : co[node + 1]]
+        par = kids[role[kids] == ROLE_PAR]
+        seq = kids[role[kids] == ROLE_SEQ]
+        if len(par):
+            k = len(par)
+            if ws[node] <= k * unit:
+                chosen.extend((int(c), k) for c in par)
+            else:
+                stack.extend(int(c) for c in par if co[c + 1] > co[c])
+        for c in seq:
+            if co[c + 1] == co[c]:
+                continue  # a single strand: already one task
+            if ws[c] <= unit:
+                chosen.append((int(c), 1))
+            else:
+                stack.append(int(c))
+    chosen.sort(key=lambda x: int(g.start[x[0]]))
+    ids = np.asarray([c for c, _ in chosen], np.int64)
+    frames = profile.frames
+    rows = []
+    for c, k in chosen:
+        if g.start[c] == g.stop[c]:
+            continue
+        f = int(g.frame[c])
+        rows.append(
+            {
+                "machine": machine.name,
+                "cache": share.name,
+                "cache_bytes": share.size,
+                "cores": share.cores,
+                "factor": float(factor),
+                "trace_digest": profile.meta["digest"],
+                "group": c,
+                "kind": KIND_NAMES[int(g.kind[c])],
+                "frame": f,
+                "iteration": int(frames["iteration"][f]) if frames else -1,
+                "frame_key": ".".join(str(v) for v in profile.frame_key(f)),
+                "phase": int(g.phase[c]),
+                "child_lo": int(g.child_lo[c]),
+                "child_hi": int(g.child_hi[c]),
+                "first_strand": int(g.start[c]),
+                "last_strand": int(g.stop[c]),
+                "depth": int(g.depth[c]),
+                "siblings": k,
+                "working_set_bytes": int(ws[c]),
+                "threshold_bytes": int(k * unit),
+            }
+        )
+    covered = int(((g.stop[ids] - g.start[ids]) + 1).sum()) if len(ids) else 0
+    tasks = g.n_strands - covered + len(ids)
+    return CoarsenResult(chosen=ids, rows=rows, tasks=tasks)
+
+
+def write_table(rows: list[dict[str, Any]], path: str | os.PathLike) -> None:
+    """Write a parallelization table as CSV (atomically)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=TABLE_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            f.write(buf.getvalue())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+_INT_COLUMNS = {
+    "cache_bytes",
+    "cores",
+    "group",
+    "frame",
+    "iteration",
+    "phase",
+    "child_lo",
+    "child_hi",
+    "first_strand",
+    "last_strand",
+    "depth",
+    "siblings",
+    "working_set_bytes",
+    "threshold_bytes",
+}
+
+
+def read_table(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Read a parallelization table written by :func:`write_table`.
+
+    Raises
+    ------
+    SimschedError
+        If a column is missing or a value is not a number where one is expected.
+    """
+    name = str(path)
+    with open(path, newline="") as f:
+        r = csv.DictReader(f)
+        missing = [c for c in TABLE_COLUMNS if c not in (r.fieldnames or [])]
+        if missing:
+            raise SimschedError(f"{name}: not a parallelization table (missing {missing})")
+        rows = []
+        for i, row in enumerate(r, start=2):
+            try:
+                out: dict[str, Any] = dict(row)
+                for c in _INT_COLUMNS:
+                    out[c] = int(row[c])
+                out["factor"] = float(row["factor"])
+            except (TypeError, ValueError):
+                raise SimschedError(f"{name}: line {i}: a numeric column is not a number") from None
+            rows.append(out)
+    return rows

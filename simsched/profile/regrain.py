@@ -1,0 +1,196 @@
+"""Regrain: replay a fine-grained trace with chosen task groups merged into single strands.
+
+This is the middle bar of the PDF paper's Fig. 8 (003_e9659a8050adec3d.txt §6.2): "we use the
+same finest-grain trace in the CMP simulation but simply substitute a new task DAG based on
+the recommended task grouping", so the coarse program replays without a recapture.
+
+The trace is replayed as the builder calls that made it (:func:`simsched.trace.events`) into
+a new :class:`~simsched.trace.TraceBuilder`, and every spawn, return and sync marker that
+falls *strictly inside* a chosen group (between two of its strands) is dropped.  The group's
+references and instructions then run in serial order as one strand.  This keeps the program
+well formed for the three kinds of group coarsening chooses
+(:mod:`simsched.profile.groups`):
+
+* a **frame** group ``[F.first, F.last]``: the spawn before it and the return after it are
+  outside and kept; everything inside is balanced — F becomes a leaf task;
+* a **split** group ``[C_i.first, C_j.last]`` (siblings ``C_i .. C_j`` and the parent's
+  strands between them): the spawn of ``C_i`` before it and the return of ``C_j`` after it
+  are kept, so the siblings become *one* spawned task that runs them one after the other;
+* a **phase** group: it begins after a sync (or at the frame's start) and its children all
+  return inside it, so the phase runs inline in its frame; the sync after it has nothing left
+  to wait for and no longer splits a strand.
+
+Iteration marks are re-emitted before the spawns that are kept, for the frame they spawn, so
+frames keep their iteration numbers; position keys of the frames that remain are recomputed
+by the builder (a merged sibling range takes the spawn index its first child had).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from simsched.errors import SimschedError
+from simsched.profile.groups import build_groups
+
+
+def merge_mask(n_strands: int, ranges: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Which strands lose the marker that precedes them (they are inside a merged group).
+
+    Parameters
+    ----------
+    n_strands
+        Strands of the trace.
+    ranges
+        ``(first, last)`` strand ranges of the groups to merge; they must be disjoint.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean mask: ``True`` for the strands ``first+1 .. last`` of every range.
+    """
+    mask = np.zeros(n_strands, bool)
+    prev_last = -1
+    for a, b in sorted(ranges):
+        if not 0 <= a <= b < n_strands:
+            raise SimschedError(f"group strands {a}..{b} outside the trace's 0..{n_strands - 1}")
+        if a <= prev_last:
+            raise SimschedError(f"groups to merge overlap at strand {a}")
+        mask[a + 1 : b + 1] = True
+        prev_last = b
+    return mask
+
+
+def regrain(
+    trace,
+    out: str | os.PathLike,
+    ranges: Sequence[tuple[int, int]],
+    *,
+    params: dict[str, Any] | None = None,
+):
+    """Write a copy of ``trace`` in which each strand range in ``ranges`` is one strand.
+
+    Parameters
+    ----------
+    trace
+        An open :class:`simsched.trace.Trace`.
+    out
+        Path of the new trace (written atomically).
+    ranges
+        ``(first_strand, last_strand)`` of each chosen group; each must be a frame, phase or
+        split group of the trace's task-group tree, and they must be disjoint.
+    params
+        Extra header parameters to record (merged into the trace's own).
+
+    Returns
+    -------
+    simsched.trace.TraceHeader
+        Header of the written trace.
+    """
+    from simsched.trace import TraceBuilder, events
+
+    h = trace.header
+    groups = build_groups(trace)
+    known = {(int(a), int(b)) for a, b in zip(groups.start, groups.stop, strict=True)}
+    for a, b in ranges:
+        if (int(a), int(b)) not in known:
+            raise SimschedError(
+                f"{trace.path}: strands {a}..{b} are not a task group of this trace"
+            )
+    mask = merge_mask(h.n_strands, ranges)
+    fiter = trace.frames.iteration
+    first = trace.frames.first_strand
+    sframe = trace.strands.frame
+    p = dict(h.params)
+    p.update(params or {})
+    p["regrained_from"] = h.digest
+    p["merged_groups"] = len(ranges)
+    b = TraceBuilder(
+        out,
+        program=h.program,
+        args=list(h.args),
+        backend=h.backend,
+        gaps_exact=h.gaps_exact,
+        line_size_hint=h.line_size_hint,
+        params=p,
+    )
+    iteration = -1
+    s = 0
+    try:
+        for ev in events(trace):
+            kind = ev[0]
+            if kind == "strand":
+                s = ev[1]
+            elif kind == "refs":
+                c = ev[1]
+                b.refs(c.addr, c.size, c.write, c.gap)
+            elif kind == "instr":
+                b.instr(ev[1])
+            elif kind == "iteration":
+                continue  # re-emitted below for the spawns that are kept
+            else:
+                # the marker precedes the next strand, which tells whether it is kept
+                nxt = s + 1
+                if mask[nxt]:
+                    continue
+                if kind == "spawn":
+                    f = int(sframe[nxt])
+                    if first[f] == nxt and fiter[f] != iteration:
+                        iteration = int(fiter[f])
+                        b.iteration(iteration)
+                    b.spawn()
+                elif kind == "ret":
+                    b.ret()
+                else:
+                    b.sync()
+        return b.close()
+    except BaseException:
+        b.abort()
+        raise
+
+
+def regrain_from_table(
+    trace,
+    out: str | os.PathLike,
+    rows: Sequence[dict[str, Any]],
+    *,
+    machine: str | None = None,
+):
+    """Regrain ``trace`` with the groups a parallelization table chose.
+
+    Parameters
+    ----------
+    trace
+        An open :class:`simsched.trace.Trace` (the one the table's profile was made from).
+    out
+        Path of the new trace.
+    rows
+        Rows of :func:`simsched.profile.coarsen.read_table`.
+    machine
+        Use the rows of this machine; required when the table holds several.
+
+    Returns
+    -------
+    simsched.trace.TraceHeader
+    """
+    machines = sorted({r["machine"] for r in rows})
+    if machine is None:
+        if len(machines) > 1:
+            raise SimschedError(
+                f"the table holds several machines ({', '.join(machines)}): choose one"
+            )
+        machine = machines[0] if machines else None
+    sel = [r for r in rows if r["machine"] == machine]
+    if rows and not sel:
+        raise SimschedError(f"the table has no rows for machine {machine!r}")
+    digests = {r["trace_digest"] for r in sel}
+    if digests and digests != {trace.header.digest}:
+        raise SimschedError(
+            f"{trace.path}: the table was made from another trace (digest "
+            f"{next(iter(digests))[:16]}…, this trace {trace.header.digest[:16]}…)"
+        )
+    ranges = [(int(r["first_strand"]), int(r["last_strand"])) for r in sel]
+    return regrain(trace, out, ranges, params={"regrain_machine": machine})

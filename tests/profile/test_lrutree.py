@@ -1,0 +1,168 @@
+"""LruTree (simsched.profile.lrutree): histograms cell by cell against a list-based LRU stack."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simsched.errors import SimschedError
+from simsched.profile import (
+    LruTree,
+    Profile,
+    ProfileFormatError,
+    bucket_bounds,
+    build_groups,
+    profile_trace,
+)
+from simsched.trace import TraceBuilder, open_trace
+from tests.oracles.profile_oracle import line_accesses, stack_events, trace_line_accesses
+from tests.profile._traces import build_random
+
+
+def _expected(t, groups, bounds, line):
+    """(strand, level, bucket) -> count and cold per strand, from the list-based stack."""
+    lines, strands = trace_line_accesses(t, line)
+    ev = stack_events(lines, strands)
+    cells: Counter = Counter()
+    cold = np.zeros(t.header.n_strands, np.int64)
+    for (d, j), i in zip(ev, strands, strict=True):
+        if j is None:
+            cold[i] += 1
+            continue
+        both = (groups.start <= j) & (groups.stop >= i)  # groups holding j .. i
+        level = int(groups.depth[both].max())
+        bucket = int(np.searchsorted(bounds, d, side="left"))
+        cells[(i, level, bucket)] += 1
+    return cells, cold
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    line=st.sampled_from([16, 64]),
+    hash_bits=st.integers(4, 6),
+    slots=st.integers(64, 200),
+)
+def test_histograms_match_the_stack_oracle(tmp_path_factory, seed, line, hash_bits, slots):
+    # tiny initial state: hash growth and tree compaction happen many times
+    path = build_random(tmp_path_factory.mktemp("lt") / "r.sst", seed, depth=3, lines=80)
+    with open_trace(path) as t:
+        groups = build_groups(t)
+        off, _, starts = groups.ancestors()
+        bounds = np.array([2, 5, 17, 40])
+        lt = LruTree(
+            bounds,
+            line=line,
+            ref_start=t.strands.ref_start,
+            anc_offsets=off,
+            anc_starts=starts,
+            hash_bits=hash_bits,
+            time_slots=slots,
+        )
+        for c in t.iter_chunks():
+            lt.feed(c.addr, c.size, c.start)
+        h = lt.finish()
+        cells, cold = _expected(t, groups, bounds, line)
+    got = Counter()
+    for s, lv, b, c in zip(h.strand, h.level, h.bucket, h.count, strict=True):
+        got[(int(s), int(lv), int(b))] += int(c)
+    assert got == cells
+    assert (h.cold == cold).all()
+    assert (h.count > 0).all()
+    assert (np.diff(h.strand) >= 0).all()
+
+
+def test_chunked_feed_equals_one_feed():
+    rng = np.random.default_rng(7)
+    addr = (rng.integers(0, 5000, 20000) * 8).astype(np.uint64)
+    size = np.full(len(addr), 8, np.uint8)
+    bounds = bucket_bounds([1024, 4096, 16384], 64)
+    one = LruTree(bounds, line=64)
+    one.feed(addr, size, 0)
+    a = one.finish()
+    many = LruTree(bounds, line=64, hash_bits=4, time_slots=64)
+    for lo in range(0, len(addr), 777):
+        many.feed(addr[lo : lo + 777], size[lo : lo + 777], lo)
+    b = many.finish()
+    assert a.distinct_lines == b.distinct_lines == len(np.unique(addr // 64))
+    assert (a.bucket == b.bucket).all() and (a.count == b.count).all()
+
+
+def test_straddling_reference_touches_both_lines():
+    lt = LruTree(np.array([1, 4]), line=64)
+    # 8 bytes at 60 touch lines 0 and 1; then line 0 again at distance 2
+    lt.feed(np.array([60, 0], np.uint64), np.array([8, 4], np.uint8), 0)
+    h = lt.finish()
+    assert int(h.accesses[0]) == 3 and int(h.cold[0]) == 2
+    assert h.bucket.tolist() == [1] and h.count.tolist() == [1]
+    lines, _ = line_accesses(np.array([60, 0]), np.array([8, 4]), 64)
+    assert lines == [0, 1, 0]
+
+
+def test_paper_rule_previous_task_before_the_group_is_a_cold_miss(tmp_path):
+    """§6.1: for group b..e, a reference of task i whose previous-ID j < b misses at every
+    size, while j >= b hits once the cache holds its stack distance."""
+    p = tmp_path / "two.sst"
+    with TraceBuilder(p, program="two") as b:
+        b.spawn()  # task A touches lines 0..3
+        b.refs(64 * np.arange(4), 8, False)
+        b.ret()
+        b.spawn()  # task B touches line 0 (previous-ID A) and line 9 twice
+        b.refs(np.array([0, 9 * 64, 5 * 64, 9 * 64]), 8, False)
+        b.ret()
+        b.sync()
+    pr = profile_trace(p, sizes=[64, 128, 256], line=64)
+    g = pr.groups
+    task_b = int(np.flatnonzero((g.kind == 0) & (g.frame == 2))[0])
+    # in B alone: 0, 9, 5 cold; the second 9 has stack distance 2 (5 in between)
+    assert pr.misses[task_b].tolist() == [4, 3, 3]
+    # whole program: B's line 0 has stack distance 4 (lines 1, 2, 3 of A since): it hits
+    # only in the 4-line cache; the second 9 hits from 2 lines up
+    assert pr.misses[0].tolist() == [8, 7, 6]
+
+
+def test_memory_per_distinct_line_is_at_most_64_bytes():
+    rng = np.random.default_rng(3)
+    n_lines = 300_000
+    addr = rng.permutation(n_lines).astype(np.uint64) * np.uint64(64)
+    lt = LruTree(bucket_bounds([16384, 1 << 20], 64), line=64)
+    for lo in range(0, n_lines, 65536):
+        lt.feed(addr[lo : lo + 65536], np.full(min(65536, n_lines - lo), 8, np.uint8), lo)
+        assert lt.state_bytes <= 64 * max(lt.distinct_lines, 1 << 16)
+    assert lt.distinct_lines == n_lines
+    assert lt.state_bytes / n_lines <= 64
+
+
+def test_feed_validates_its_input():
+    lt = LruTree(np.array([4]), line=64)
+    with pytest.raises(SimschedError, match="expected 0"):
+        lt.feed(np.zeros(2, np.uint64), np.ones(2, np.uint8), 5)
+    with pytest.raises(SimschedError, match="same length"):
+        lt.feed(np.zeros(2, np.uint64), np.ones(3, np.uint8), 0)
+    with pytest.raises(SimschedError, match="at least 1 byte"):
+        lt.feed(np.zeros(2, np.uint64), np.zeros(2, np.uint8), 0)
+    with pytest.raises(SimschedError, match="power of two"):
+        LruTree(np.array([4]), line=48)
+    with pytest.raises(SimschedError, match="increasing"):
+        bucket_bounds([4096, 4096], 64)
+    with pytest.raises(SimschedError, match="smaller than"):
+        bucket_bounds([32], 64)
+
+
+def test_profile_save_load_round_trip(tmp_path):
+    path = build_random(tmp_path / "r.sst", 11)
+    p = profile_trace(path, sizes=[1024, 4096], line=64)
+    p.save(tmp_path / "r.prof")
+    q = Profile.load(tmp_path / "r.prof")
+    assert q.meta == p.meta
+    assert (q.misses == p.misses).all() and (q.working_set_bytes == p.working_set_bytes).all()
+    assert q.frame_key(1) == p.frame_key(1)
+    (tmp_path / "bad.prof").write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(ProfileFormatError, match="bad.prof"):
+        Profile.load(tmp_path / "bad.prof")
+    np.savez(tmp_path / "other.npz", x=np.zeros(3))
+    with pytest.raises(ProfileFormatError, match="other.npz"):
+        Profile.load(tmp_path / "other.npz")
