@@ -28,6 +28,7 @@ _COMMAND_MODULES = [
     "simsched.cli.machine",
     "simsched.cli.capture",
     "simsched.cli.sweep",
+    "simsched.cli.profile",
 ]
 
 for _name in _COMMAND_MODULES:
