@@ -38,30 +38,21 @@ increments, address arithmetic) and the call overheads, all estimated.  A call's
 is charged to the next reference the program makes after the call begins (or to the
 strand's tail when no reference follows), exactly as :meth:`TraceBuilder.instr` does.
 
-Fast path: the keys are replaced by their stable ranks (a permutation), which makes every
-comparison strict and lets one ``searchsorted`` merge many sorted-run pairs at once: a
-left element's output slot is its index plus the number of right keys below it, across all
-runs at once when the run id is put in the key's high 32 bits.  Serial leaf tasks are
-processed in batches, depth by depth, and their references gathered into post-order (a
-node's merge after its children's); the slow per-reference oracle is
-``tests/oracles/workloads.py``, and the tests compare the two reference by reference.
+Fast path: the loops run in Numba kernels (:mod:`simsched.workloads._kernels`) on the real
+keys, writing the references of a whole batch of serial leaf tasks, or of a group of merge
+chunks, into arrays handed to :meth:`TraceBuilder.refs` one strand at a time; the slow
+per-reference oracle is ``tests/oracles/workloads.py``, and the tests compare the two
+reference by reference.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from simsched.workloads._common import (
-    Heap,
-    Param,
-    concat_ranges,
-    exclusive_cumsum,
-    rng,
-    seed_param,
-)
+from simsched.workloads import _kernels as _k
+from simsched.workloads._common import Heap, Param, rng, seed_param
 
 NAME = "mergesort"
 SUMMARY = "parallel mergesort with parallel merge on random keys (PDF paper §4.2)"
@@ -114,9 +105,9 @@ GAP_PROBE = 6
 #: per key of the input loop: an inline xorshift generator, index increment, loop test
 GAP_INIT = 8
 
-#: serial elements processed per vectorised leaf batch (bounds the memory of the fast path)
+#: keys of serial leaf tasks sorted per kernel call (bounds the memory of the fast path)
 _LEAF_BATCH = 1 << 16
-#: output keys per vectorised group of parallel-merge chunks
+#: output keys of parallel-merge chunks per kernel call
 _MERGE_BATCH = 1 << 18
 #: keys written per init call
 _INIT_BATCH = 1 << 20
@@ -156,111 +147,45 @@ def input_keys(n: int, elem_size: int, seed: int) -> np.ndarray:
     return rng(seed, 0).integers(0, np.iinfo(dtype).max, size=n, dtype=dtype, endpoint=True)
 
 
-@dataclass
-class _Units:
-    """References of a set of merge units (one output run each), in unit order."""
-
-    src: np.ndarray  # source position of every output position, in unit order
-    out: np.ndarray  # output position, in unit order
-    addr: np.ndarray
-    gap: np.ndarray
-    write: np.ndarray
-    nrefs: np.ndarray  # per unit
-    ref_off: np.ndarray  # per unit + 1: start of each unit's references
-
-
-def _merge_units(
-    V: np.ndarray,
-    ls: np.ndarray,
-    le: np.ndarray,
-    rs: np.ndarray,
-    re_: np.ndarray,
-    os_: np.ndarray,
-    call_gap: np.ndarray,
-    src_base: int,
-    dst_base: int,
-    es: int,
-) -> _Units:
-    """Merge sorted runs ``V[ls:le]`` and ``V[rs:re]`` into output ``[os, ...)`` per unit.
-
-    ``V`` holds distinct ranks (< 2**32); every left run lies below its right run.  A unit
-    with an empty right run is a plain copy.  Units are given in increasing output order.
-    """
-    U = len(ls)
-    uidx = np.arange(U, dtype=np.int64)
-    L = le - ls
-    R = re_ - rs
-    M = L + R
-    l_off = exclusive_cumsum(L)
-    r_off = exclusive_cumsum(R)
-    o_off = l_off + r_off
-    tot = int(o_off[-1])
-    lidx = concat_ranges(ls, L)
-    ridx = concat_ranges(rs, R)
-    luid = np.repeat(uidx, L).astype(np.uint64)
-    ruid = np.repeat(uidx, R).astype(np.uint64)
-    lkey = (luid << np.uint64(32)) | V[lidx].astype(np.uint64)
-    rkey = (ruid << np.uint64(32)) | V[ridx].astype(np.uint64)
-    # One global merge: a left key's slot is its index plus the right keys below it (keys of
-    # earlier units are all smaller, so the unit offsets come out by themselves).
-    out_l = np.arange(len(lidx), dtype=np.int64) + np.searchsorted(rkey, lkey)
-    out_r = np.arange(len(ridx), dtype=np.int64) + np.searchsorted(lkey, rkey)
-    src = np.empty(tot, np.int64)
-    src[out_l] = lidx
-    src[out_r] = ridx
-    is_left = np.zeros(tot, np.bool_)
-    is_left[out_l] = True
-    uid = np.repeat(uidx, M)
-    k = np.arange(tot, dtype=np.int64)
-    cl = np.cumsum(is_left) - is_left  # left keys output before step k (all units)
-    cr = k - cl
-    live = (cl < l_off[1:][uid]) & (cr < r_off[1:][uid])
-    i = (ls - l_off[:-1])[uid] + cl
-    j = (rs - r_off[:-1])[uid] + cr
-    out = (os_ - o_off[:-1])[uid] + k
-    es64 = np.int64(es)
-    a = np.empty((tot, 3), np.uint64)
-    a[:, 0] = np.where(live, i, src) * es64 + np.int64(src_base)
-    a[:, 1] = j * es64 + np.int64(src_base)
-    a[:, 2] = out * es64 + np.int64(dst_base)
-    g = np.empty((tot, 3), np.uint32)
-    g[:, 0] = np.where(live, GAP_MERGE_X, GAP_COPY_R)
-    g[:, 1] = GAP_MERGE_Y
-    g[:, 2] = np.where(live, GAP_MERGE_W, GAP_COPY_W)
-    nonempty = M > 0
-    g[o_off[:-1][nonempty], 0] += call_gap[nonempty].astype(np.uint32)
-    w = np.zeros((tot, 3), np.bool_)
-    w[:, 2] = True
-    mask = np.ones((tot, 3), np.bool_)
-    mask[:, 1] = live
-    lc = exclusive_cumsum(live)
-    nrefs = 2 * M + (lc[o_off[1:]] - lc[o_off[:-1]])
-    return _Units(src, out, a[mask], g[mask], w[mask], nrefs, exclusive_cumsum(nrefs))
-
-
-def _split(starts: np.ndarray, sizes: np.ndarray, depths: np.ndarray, stop: int):
-    """Halve nodes of size > ``stop`` recursively; return (internal, leaves) node arrays."""
-    internal = ([], [], [])
-    leaves = ([], [], [])
-    s, n, d = starts, sizes, depths
+def _leaves(n: int, grain: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start, size and depth of psort()'s leaf tasks, in serial order."""
+    s, k, d = np.zeros(1, np.int64), np.full(1, n, np.int64), np.zeros(1, np.int64)
+    out_s, out_k, out_d = [], [], []
     while len(s):
-        m = n > stop
-        for acc, arr in zip(leaves, (s, n, d), strict=True):
-            acc.append(arr[~m])
-        s, n, d = s[m], n[m], d[m]
-        for acc, arr in zip(internal, (s, n, d), strict=True):
-            acc.append(arr)
-        h = n // 2
-        s, n, d = np.concatenate([s, s + h]), np.concatenate([h, n - h]), np.concatenate([d, d]) + 1
+        leaf = k <= grain
+        out_s.append(s[leaf])
+        out_k.append(k[leaf])
+        out_d.append(d[leaf])
+        s, k, d = s[~leaf], k[~leaf], d[~leaf]
+        h = k // 2
+        s, k, d = np.concatenate([s, s + h]), np.concatenate([h, k - h]), np.concatenate([d, d]) + 1
+    s, k, d = np.concatenate(out_s), np.concatenate(out_k), np.concatenate(out_d)
+    o = np.argsort(s, kind="stable")
+    return s[o], k[o], d[o]
 
-    def cat(acc):
-        return tuple(np.concatenate(x) if x else np.zeros(0, np.int64) for x in acc)
 
-    return cat(internal), cat(leaves)
+def _max_leaf_refs(n: np.ndarray) -> np.ndarray:
+    """Upper bound of the references of a serial msort() of ``n`` keys."""
+    levels = np.ceil(np.log2(np.maximum(n, 1))).astype(np.int64) + 1
+    return 3 * n * levels + 2 * n
+
+
+def _constants() -> np.ndarray:
+    C = np.zeros(_k.N_CONSTANTS, np.int64)
+    C[_k.K_GAP_MERGE_X] = GAP_MERGE_X
+    C[_k.K_GAP_MERGE_Y] = GAP_MERGE_Y
+    C[_k.K_GAP_MERGE_W] = GAP_MERGE_W
+    C[_k.K_GAP_COPY_R] = GAP_COPY_R
+    C[_k.K_GAP_COPY_W] = GAP_COPY_W
+    C[_k.K_CALL_MERGE] = CALL_MERGE
+    C[_k.K_CALL_MSORT] = CALL_MSORT
+    C[_k.K_GAP_SPLIT] = GAP_SPLIT
+    C[_k.K_GAP_PROBE] = GAP_PROBE
+    return C
 
 
 class _Generator:
-    """State of one mergesort run: the builder, the ranks and the leaf-batch cache."""
+    """State of one mergesort run: the builder, the two arrays and the leaf-batch cache."""
 
     def __init__(self, b, p: dict[str, Any], heap: Heap):
         self.b = b
@@ -270,24 +195,12 @@ class _Generator:
         self.es = p["elem_size"]
         self.init = p["init"]
         self.keys = input_keys(self.n, self.es, p["seed"])
-        order = np.argsort(self.keys, kind="stable")
-        self.sorted_keys = self.keys[order]
-        # stable ranks: distinct, and ordered exactly as the program's comparisons order keys
-        self.V = np.empty(self.n, np.uint32)
-        self.V[order] = np.arange(self.n, dtype=np.uint32)
+        self.mem = (self.keys.copy(), np.zeros_like(self.keys))  # A, tmp
         self.base = (heap.regions["A"].base, heap.regions["tmp"].base)
-        # parallel leaves in serial order, cut into batches
-        (_, _, _), (s, n, d) = _split(
-            np.zeros(1, np.int64), np.full(1, self.n, np.int64), np.zeros(1, np.int64), self.grain
-        )
-        o = np.argsort(s, kind="stable")
-        self.leaf_s, self.leaf_n, self.leaf_d = s[o], n[o], d[o]
+        self.C = _constants()
+        self.leaf_s, self.leaf_n, self.leaf_d = _leaves(self.n, self.grain)
         self.next_leaf = 0
         self.batch: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
-
-    def dst_src(self, depth: int) -> tuple[int, int]:
-        """Base addresses (destination, source) of a node at ``depth`` (ping-pong)."""
-        return self.base[depth & 1], self.base[(depth + 1) & 1]
 
     # -- main ---------------------------------------------------------------------------
     def run(self) -> None:
@@ -332,166 +245,92 @@ class _Generator:
         return self.batch.pop(i)
 
     def leaf_batch(self, first: int) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
-        """Sort leaves ``first..`` (about ``_LEAF_BATCH`` keys) and lay out their references."""
+        """Sort leaves ``first..`` (about ``_LEAF_BATCH`` keys) and keep their references."""
         cum = np.cumsum(self.leaf_n[first:])
-        last = first + int(np.searchsorted(cum, _LEAF_BATCH)) + 1
-        last = min(last, len(self.leaf_s))
-        rs, rn, rd = self.leaf_s[first:last], self.leaf_n[first:last], self.leaf_d[first:last]
-        bs = int(rs[0])
-        be = int(rs[-1] + rn[-1])
-        (ins, inn, ind), (lfs, lfn, lfd) = _split(rs, rn, rd, 1)
-        # every node of the serial recursion, and the units that make references
-        ns = np.concatenate([ins, lfs])
-        nn = np.concatenate([inn, lfn])
-        nd = np.concatenate([ind, lfd])
-        blocks_a, blocks_g, blocks_w = [], [], []
-        u_end, u_depth, u_blk, u_n = [], [], [], []
-        offset = 0
-        for depth in range(int(nd.max()), int(nd.min()) - 1, -1):
-            sel = (nd == depth) & ((nn >= 2) | (depth & 1 == 1))
-            if not sel.any():
-                continue
-            s, n = ns[sel], nn[sel]
-            o = np.argsort(s)
-            s, n = s[o], n[o]
-            h = n // 2
-            call = np.where(n >= 2, CALL_MERGE, 0)
-            dst, src = self.dst_src(depth)
-            u = _merge_units(self.V, s, s + h, s + h, s + n, s, call, src, dst, self.es)
-            self.V[u.out] = self.V[u.src]
-            blocks_a.append(u.addr)
-            blocks_g.append(u.gap)
-            blocks_w.append(u.write)
-            u_end.append(s + n)
-            u_depth.append(np.full(len(s), depth, np.int64))
-            u_blk.append(u.ref_off[:-1] + offset)
-            u_n.append(u.nrefs)
-            offset += int(u.ref_off[-1])
-        width = be - bs
-        if blocks_a:
-            end = np.concatenate(u_end)
-            dep = np.concatenate(u_depth)
-            blk = np.concatenate(u_blk)
-            nr = np.concatenate(u_n)
-            perm = np.lexsort((-dep, end))  # post-order: by end, deeper first
-            gather = concat_ranges(blk[perm], nr[perm])
-            addr = np.concatenate(blocks_a)[gather]
-            gap = np.concatenate(blocks_g)[gather]
-            write = np.concatenate(blocks_w)[gather]
-            # references made before position x: units ending at or before x
-            P = exclusive_cumsum(np.bincount(end - 1 - bs, weights=nr, minlength=width))
-        else:
-            addr = np.zeros(0, np.uint64)
-            gap = np.zeros(0, np.uint32)
-            write = np.zeros(0, np.bool_)
-            end = np.zeros(0, np.int64)
-            P = np.zeros(width + 1, np.int64)
-        P = P.astype(np.int64)
-        # msort() call overheads: charged to the first reference of the node's subtree, or
-        # to the leaf's tail when nothing follows inside the leaf
-        leaf_lo = (rs - bs).astype(np.int64)
-        leaf_hi = (rs + rn - bs).astype(np.int64)
-        at = P[ns - bs]
-        leaf = np.searchsorted(leaf_lo, ns - bs, side="right") - 1
-        tail = at == P[leaf_hi][leaf]
-        if (~tail).any():
-            extra = np.bincount(at[~tail], minlength=len(addr) + 1)[: len(addr)]
-            gap = gap + (extra * CALL_MSORT).astype(np.uint32)
-        tails = np.bincount(leaf[tail], minlength=len(rs)) * CALL_MSORT
-        out = {}
-        for k in range(len(rs)):
-            a, z = int(P[leaf_lo[k]]), int(P[leaf_hi[k]])
-            out[first + k] = (addr[a:z], gap[a:z], write[a:z], int(tails[k]))
-        return out
+        last = min(first + int(np.searchsorted(cum, _LEAF_BATCH)) + 1, len(self.leaf_s))
+        s, n, d = self.leaf_s[first:last], self.leaf_n[first:last], self.leaf_d[first:last]
+        cap = int(_max_leaf_refs(n).sum())
+        addr = np.empty(cap, np.uint64)
+        gap = np.empty(cap, np.uint32)
+        write = np.empty(cap, np.bool_)
+        off = np.empty(len(s) + 1, np.int64)
+        tail = np.empty(len(s), np.int64)
+        A, T = self.mem
+        _k.sort_leaves(
+            A, T, s, n, d, self.base[0], self.base[1], self.es, self.C, addr, gap, write, off, tail
+        )
+        return {
+            first + k: (
+                addr[off[k] : off[k + 1]],
+                gap[off[k] : off[k + 1]],
+                write[off[k] : off[k + 1]],
+                int(tail[k]),
+            )
+            for k in range(len(s))
+        }
 
     # -- parallel merge -----------------------------------------------------------------
     def pmerge(self, lo: int, h: int, m: int, d: int) -> None:
         b = self.b
         n = h + m
-        dst, src = self.dst_src(d)
+        dst, src = self.mem[d & 1], self.mem[(d + 1) & 1]
+        dbase, sbase = self.base[d & 1], self.base[(d + 1) & 1]
         k = min(-(-n // self.merge_grain), h)
-        one = np.ones(1, np.int64)
-        if k == 1:
-            u = _merge_units(
-                self.V,
-                lo * one,
-                (lo + h) * one,
-                (lo + h) * one,
-                (lo + n) * one,
-                lo * one,
-                CALL_MERGE * one,
-                src,
-                dst,
-                self.es,
+        if k > 1:
+            p = (np.arange(1, k, dtype=np.int64) * h) // k
+            q = np.empty(k - 1, np.int64)
+            cap = (k - 1) * (2 + int(m).bit_length())
+            addr = np.empty(cap, np.uint64)
+            gap = np.empty(cap, np.uint32)
+            write = np.empty(cap, np.bool_)
+            used = _k.split_search(
+                src, lo, lo + h, m, p, sbase, self.es, self.C, addr, gap, write, q
             )
-            b.refs(u.addr, self.es, u.write, u.gap)
-            self.V[u.out] = self.V[u.src]
-            return
-        p = (np.arange(1, k, dtype=np.int64) * h) // k
-        q = self.split_search(lo, h, m, p, src)
-        pl = np.concatenate([[0], p, [h]]).astype(np.int64)
-        ql = np.concatenate([[0], q, [m]]).astype(np.int64)
+            b.refs(addr[:used], self.es, write[:used], gap[:used])
+            pl = np.concatenate([[0], p, [h]]).astype(np.int64)
+            ql = np.concatenate([[0], q, [m]]).astype(np.int64)
+        else:
+            pl = np.array([0, h], np.int64)
+            ql = np.array([0, m], np.int64)
         ls, le = lo + pl[:-1], lo + pl[1:]
         rs, re_ = lo + h + ql[:-1], lo + h + ql[1:]
         os_ = lo + pl[:-1] + ql[:-1]
-        call = np.full(k, CALL_MERGE, np.int64)
-        new_vals = np.empty(n, np.uint32)
-        osz = np.diff(np.concatenate([os_, [lo + n]]))
+        size = (le - ls) + (re_ - rs)
         c = 0
         while c < k:
             # a group of chunks holding about _MERGE_BATCH keys
-            e = c + max(1, int(np.searchsorted(np.cumsum(osz[c:]), _MERGE_BATCH)))
-            e = min(e, k)
-            u = _merge_units(
-                self.V,
+            e = min(k, c + max(1, int(np.searchsorted(np.cumsum(size[c:]), _MERGE_BATCH))))
+            cap = 3 * int(size[c:e].sum())
+            addr = np.empty(cap, np.uint64)
+            gap = np.empty(cap, np.uint32)
+            write = np.empty(cap, np.bool_)
+            off = np.empty(e - c + 1, np.int64)
+            _k.merge_chunks(
+                src,
+                dst,
                 ls[c:e],
                 le[c:e],
                 rs[c:e],
                 re_[c:e],
                 os_[c:e],
-                call[c:e],
-                src,
-                dst,
+                sbase,
+                dbase,
                 self.es,
+                self.C,
+                addr,
+                gap,
+                write,
+                off,
             )
-            new_vals[u.out - lo] = self.V[u.src]
             for t in range(e - c):
-                a, z = int(u.ref_off[t]), int(u.ref_off[t + 1])
-                b.spawn()
-                b.refs(u.addr[a:z], self.es, u.write[a:z], u.gap[a:z])
-                b.ret()
+                a, z = int(off[t]), int(off[t + 1])
+                if k > 1:
+                    b.spawn()
+                b.refs(addr[a:z], self.es, write[a:z], gap[a:z])
+                if k > 1:
+                    b.ret()
             c = e
         b.sync()
-        self.V[lo : lo + n] = new_vals
-
-    def split_search(self, lo: int, h: int, m: int, p: np.ndarray, src: int) -> np.ndarray:
-        """Binary searches of ``X[p_c]`` in ``Y``: emit their references, return the ``q_c``."""
-        X = self.V[lo : lo + h]
-        Y = self.V[lo + h : lo + h + m]
-        x = X[p]
-        a = np.zeros(len(p), np.int64)
-        z = np.full(len(p), m, np.int64)
-        probes = []
-        while True:
-            act = a < z
-            if not act.any():
-                break
-            mid = (a + z) >> 1
-            probes.append(np.where(act, mid, -1))
-            less = Y[np.minimum(mid, m - 1)] < x
-            a = np.where(act & less, mid + 1, a)
-            z = np.where(act & ~less, mid, z)
-        P = np.stack(probes, axis=1) if probes else np.zeros((len(p), 0), np.int64)
-        es = np.int64(self.es)
-        addr = np.empty((len(p), 1 + P.shape[1]), np.int64)
-        addr[:, 0] = src + (lo + p) * es
-        addr[:, 1:] = src + (lo + h + P) * es
-        gap = np.full(addr.shape, GAP_PROBE, np.uint32)
-        gap[:, 0] = GAP_SPLIT
-        mask = np.ones(addr.shape, np.bool_)
-        mask[:, 1:] = P >= 0
-        self.b.refs(addr[mask].astype(np.uint64), self.es, False, gap[mask])
-        return a
 
 
 def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:
@@ -516,4 +355,4 @@ def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:
     g.run()
     if g.next_leaf != len(g.leaf_s):  # pragma: no cover - internal consistency
         raise AssertionError("not every leaf was emitted")
-    return {"input": g.keys, "output": g.sorted_keys[g.V]}
+    return {"input": g.keys, "output": g.mem[0]}
