@@ -1,0 +1,65 @@
+"""The gcc runtime's record kinds: block operations, struct copies, atomics, markers."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+
+from simsched.capture import capture, cc_command
+
+from .conftest import needs_gcc
+from .rawread import read_raw
+
+pytestmark = needs_gcc
+
+PROGRAM = r"""
+#include <string.h>
+#include "simsched.h"
+struct S { long v[16]; } s1, s2;
+char src[1000], dst[1000];
+int counter;
+int main(int argc, char **argv) {
+    (void)argv;
+    SS_ROI_BEGIN();
+    memcpy(dst, src, (size_t)(1000 * argc) / (size_t)argc);
+    memset(dst, argc, (size_t)(500 + argc));
+    __atomic_fetch_add(&counter, 1, __ATOMIC_SEQ_CST);
+    SS_SPAWN(s1 = s2);
+    SS_SYNC();
+    SS_ROI_END();
+    return dst[10] - 1;
+}
+"""
+
+
+def _symbols(binary) -> dict[str, int]:
+    out = subprocess.run(["nm", str(binary)], capture_output=True, text=True, check=True).stdout
+    return {p[2]: int(p[0], 16) for p in (line.split() for line in out.splitlines()) if len(p) == 3}
+
+
+def test_block_operations_struct_copies_and_atomics_are_recorded(cache, tmp_path):
+    src = tmp_path / "ops.c"
+    src.write_text(PROGRAM)
+    prog = tmp_path / "ops"
+    subprocess.run(cc_command(["-O2", "-no-pie", str(src), "-o", str(prog)]), check=True)
+    raw = tmp_path / "ops.raw.zst"
+    res = capture(str(prog), [], tmp_path / "ops.sst", raw=raw)
+    sym = _symbols(prog)
+    r = read_raw(raw)
+    ranges = {(int(x["a"]), int(x["b"]), int(x["flags"])) for x in r[r["kind"] == 2]}
+    assert (sym["src"], 1000, 0) in ranges and (sym["dst"], 1000, 1) in ranges  # memcpy
+    assert (sym["dst"], 501, 1) in ranges  # memset
+    refs = r[r["kind"] == 1]
+    at = refs[refs["a"] == sym["counter"]]
+    assert [(int(x["c"]), int(x["flags"])) for x in at] == [(4, 0), (4, 1)]  # atomic RMW
+    # the struct copy reads all of s2 and writes all of s1, as ranges or single accesses
+    for name, w in (("s2", 0), ("s1", 1)):
+        lo = sym[name]
+        touched = np.zeros(128, bool)
+        for x in r[(r["kind"] == 1) | (r["kind"] == 2)]:
+            a, n = int(x["a"]), int(x["b"]) if x["kind"] == 2 else int(x["c"])
+            if int(x["flags"]) == w and lo <= a < lo + 128:
+                touched[a - lo : a - lo + n] = True
+        assert touched.all(), name
+    assert res.header.n_frames == 2
