@@ -50,6 +50,10 @@ def test_cab_fig1_example(tmp_path):
 
 def test_leaves_split_rows_like_cab(tmp_path):
     # CAB §V-C: 3072 rows halved down to 128 give 7 levels (0-6)
+    h = generate("heat", tmp_path / "h.sst", nx=3074, ny=3, iters=1, cutoff=128, init=False)
+    with open_trace(tmp_path / "h.sst") as t:
+        assert sorted(set(t.frames.level.tolist())) == list(range(7))
+    assert h.n_refs == 3072 * 6
     r = record("heat", heat.emit, nx=3074, ny=3, iters=1, cutoff=128, init=False)
     leaves = r[1]["leaves"]
     assert leaves[0][0] == 1 and leaves[-1][1] == 3073
