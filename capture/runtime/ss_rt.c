@@ -40,6 +40,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -227,14 +228,31 @@ static void ss_finish(void)
     ss_fd = -1;
 }
 
+/* A forked child must neither write its copy of the buffer nor the END
+ * marker into the parent's stream: it stops recording. */
+static void ss_atfork_child(void)
+{
+    ss_active = 0;
+    ss_n = 0;
+    ss_fd = -1;
+#ifndef SS_NO_ZSTD
+    ss_zctx = NULL;
+#endif
+}
+
 static void ss_init(void)
 {
     if (ss_initialised)
         return;
     ss_initialised = 1;
-    const char *out = getenv("SIMSCHED_RAW_OUT");
-    if (!out || !*out)
+    const char *env = getenv("SIMSCHED_RAW_OUT");
+    if (!env || !*env)
         return;
+    /* Programs this one runs must not record into (and truncate) the same file. */
+    static char out[4096];
+    strncpy(out, env, sizeof out - 1);
+    unsetenv("SIMSCHED_RAW_OUT");
+    pthread_atfork(NULL, NULL, ss_atfork_child);
     const char *bb = getenv("SIMSCHED_BB_INSNS");
     if (bb && *bb)
         ss_bb_insns = strtoull(bb, NULL, 10);

@@ -38,6 +38,7 @@
 #include "pub_tool_libcbase.h"
 #include "pub_tool_libcfile.h"
 #include "pub_tool_libcprint.h"
+#include "pub_tool_libcproc.h"
 #include "pub_tool_machine.h"
 #include "pub_tool_options.h"
 #include "pub_tool_tooliface.h"
@@ -58,12 +59,17 @@ static ULong ss_excluded = 0; /* instructions executed inside the marker functio
 static ULong ss_last = 0;     /* ss_insns when the last record was written */
 static ULong ss_refs = 0;
 static ULong ss_markers = 0;
+static Bool ss_child = False; /* in a forked child: record nothing */
 
 /* ---- output ------------------------------------------------------------- */
 
 static void ss_flush(void)
 {
     const HChar *p = (const HChar *)ss_buf;
+    if (ss_child) {
+        ss_n = 0;
+        return;
+    }
     Int left = (Int)(ss_n * sizeof(ss_raw_rec));
     while (left > 0) {
         Int w = VG_(write)(ss_fd, p, left);
@@ -353,6 +359,8 @@ static void ss_print_usage(void)
 
 static void ss_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
 
+static void ss_atfork_child(ThreadId tid);
+
 static void ss_post_clo_init(void)
 {
     SysRes sr;
@@ -364,12 +372,24 @@ static void ss_post_clo_init(void)
         VG_(exit)(3);
     }
     ss_fd = (Int)sr_Res(sr);
+    VG_(atfork)(NULL, NULL, ss_atfork_child);
     ss_put(SS_RAW_MAGIC, SS_RAW_VERSION, SS_BACKEND_VALGRIND, SS_REC_HEADER, SS_FLAG_GAPS_EXACT);
+}
+
+/* A forked child keeps running under the tool but must not write into the
+ * parent's stream: its buffered records are dropped and nothing more is kept. */
+static void ss_atfork_child(ThreadId tid)
+{
+    (void)tid;
+    ss_child = True;
+    ss_n = 0;
 }
 
 static void ss_fini(Int exitcode)
 {
     (void)exitcode;
+    if (ss_child)
+        return;
     ss_put_gap();
     ss_put(0, 0, SS_M_END, SS_REC_MARKER, 0);
     ss_flush();

@@ -63,3 +63,40 @@ def test_block_operations_struct_copies_and_atomics_are_recorded(cache, tmp_path
                 touched[a - lo : a - lo + n] = True
         assert touched.all(), name
     assert res.header.n_frames == 2
+
+
+FORKS = r"""
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include "simsched.h"
+int g[100];
+int main(void) {
+    SS_ROI_BEGIN();
+    pid_t p = fork();
+    if (p == 0) {
+        for (int i = 0; i < 100; i++)
+            g[i] = i;
+        exit(0); /* the child's exit handlers must not end the parent's stream */
+    }
+    waitpid(p, 0, 0);
+    SS_SPAWN(g[1] = 2);
+    SS_SYNC();
+    if (system("exit 0") != 0)
+        return 1;
+    SS_ROI_END();
+    return 0;
+}
+"""
+
+
+def test_forked_children_do_not_write_into_the_stream(cache, tmp_path):
+    src = tmp_path / "forks.c"
+    src.write_text(FORKS)
+    prog = tmp_path / "forks"
+    subprocess.run(cc_command(["-O1", "-no-pie", str(src), "-o", str(prog)]), check=True)
+    raw = tmp_path / "forks.raw.zst"
+    res = capture(str(prog), [], tmp_path / "forks.sst", raw=raw)
+    assert (res.header.n_frames, res.header.n_refs) == (2, 1)
+    r = read_raw(raw)
+    assert int((r["kind"] == 0).sum()) == 1 and int(((r["kind"] == 4) & (r["c"] == 7)).sum()) == 1
