@@ -1,0 +1,92 @@
+"""The `simsched profile`, `coarsen` and `regrain` commands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simsched.cli import main
+from simsched.profile import setassoc_misses
+from simsched.trace import open_trace, validate
+from tests.profile._traces import build_random
+
+
+def run(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in args])
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def test_profile_coarsen_regrain_end_to_end(tmp_path, capsys):
+    workloads = pytest.importorskip("simsched.workloads")
+    ms = tmp_path / "ms.sst"
+    workloads.generate("mergesort", ms, n=8192, grain=128)
+    prof = tmp_path / "ms.prof"
+    fig = tmp_path / "ms.png"
+    code, out, err = run(
+        [
+            "profile",
+            ms,
+            "--json",
+            "--verify",
+            "-o",
+            prof,
+            "--plot",
+            fig,
+            "--machine",
+            "itrs-scaling-16",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["line"] == 128 and res["verified_against_setassoc"] is True
+    sizes = res["sizes"]
+    assert sizes[0] == 16 << 10 and sizes[-1] == 64 << 20
+    with open_trace(ms) as t:
+        fa = setassoc_misses(t, sizes=sizes, line=128)
+    assert [res["misses"][str(s)] for s in sizes] == fa[0].tolist()
+    assert fig.stat().st_size > 10_000
+    table = tmp_path / "t.csv"
+    code, out, err = run(
+        ["coarsen", prof, "--machine", "itrs-scaling-4", "-K", "1.0", "-o", table, "--json"], capsys
+    )
+    assert code == 0, err
+    summ = json.loads(out)
+    assert summ["merged_groups"] > 0 and summ["tasks"] < summ["strands"]
+    coarse = tmp_path / "coarse.sst"
+    code, _, err = run(["regrain", ms, "--table", table, "-o", coarse], capsys)
+    assert code == 0, err
+    assert validate(coarse)["strands"] < summ["strands"]
+
+
+def test_profile_table_output_and_sizes(tmp_path, capsys):
+    src = build_random(tmp_path / "r.sst", 4)
+    code, out, _ = run(["profile", src, "--sizes", "1K,4K", "--line", "64"], capsys)
+    assert code == 0 and "1 KB" in out and "4 KB" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["profile", "{src}", "--sizes", "4K,1K"], "not strictly increasing"),
+        (["profile", "{src}", "--sizes", "abc"], "--sizes"),
+        (["profile", "{src}", "--line", "48"], "power of two"),
+        (["profile", "{tmp}/missing.sst"], "missing.sst"),
+        (["coarsen", "{tmp}/bad.prof", "--machine", "itrs-scaling-4"], "bad.prof"),
+        (["coarsen", "{tmp}/r.prof", "--machine", "no-such-machine"], "no-such-machine"),
+        (["regrain", "{src}", "--table", "{tmp}/bad.csv", "-o", "{tmp}/o.sst"], "bad.csv"),
+    ],
+)
+def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys, args, message):
+    src = build_random(tmp_path / "r.sst", 4)
+    run(["profile", src, "--sizes", "1K,4K", "-o", tmp_path / "r.prof"], capsys)
+    (tmp_path / "bad.prof").write_bytes(b"garbage")
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
+    argv = [a.format(src=src, tmp=tmp_path) for a in args]
+    code, _, err = run(argv, capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], err

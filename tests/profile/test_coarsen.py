@@ -1,0 +1,118 @@
+"""Coarsening (simsched.profile.coarsen): Eq. 3 of the PDF paper §6.2 and the table."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simsched.errors import ConfigError, SimschedError
+from simsched.machine import load_machine
+from simsched.profile import cache_share, coarsen, profile_trace, read_table, write_table
+from simsched.profile.coarsen import TABLE_COLUMNS
+from simsched.profile.groups import ROLE_PAR, ROLE_SEQ
+from tests.profile._traces import build_fanout, build_random
+
+
+def _machine(cache_bytes: int, cores: int) -> SimpleNamespace:
+    """A stand-in machine with one shared cache of any size (Eq. 3 reads only these)."""
+    cache = SimpleNamespace(name="L2", scope="socket", size=cache_bytes, line=64)
+    return SimpleNamespace(name=f"test-{cores}c", cores_per_socket=cores, caches=(cache,))
+
+
+def test_eq3_on_eight_siblings(tmp_path):
+    """main spawns 8 children of 32 words (4 lines each at 64 B): W(phase) = 33 lines.
+
+    Eq. 3 at the phase (K = 2 halves): stop iff 33 × 64 <= 2 × C/(2P).
+    """
+    p = profile_trace(build_fanout(tmp_path / "f.sst", 8, words=32), sizes=[4096], line=64)
+    g = p.groups
+    phase = int(g.children_of(0)[0])
+    ws = int(p.working_set_bytes[phase])
+    assert ws == 33 * 64
+    # C/(2P) * 2 = C/P >= ws  ->  the two halves of four siblings each become tasks
+    big = _machine(ws * 4, 4)
+    r = coarsen(p, big)
+    halves = [c for c in g.children_of(phase) if g.role[c] == ROLE_PAR]
+    assert sorted(r.chosen.tolist()) == sorted(halves)
+    assert [row["kind"] for row in r.rows] == ["split", "split"]
+    assert all(row["siblings"] == 2 for row in r.rows)
+    # 17 strands: main's 9 + 8 children; merged into 2 tasks + main's strands between
+    assert r.tasks == g.n_strands - sum(int(g.stop[c] - g.start[c]) for c in halves)
+    # just below the threshold: descend one level (quarters, W(half) = 16 lines + glue)
+    small = _machine(ws * 4 - 64 * 4, 4)
+    r2 = coarsen(p, small)
+    assert len(r2.chosen) > 2
+    assert all(g.depth[c] > g.depth[halves[0]] for c in r2.chosen)
+
+
+def test_phases_are_independent_sets(tmp_path):
+    p = profile_trace(build_random(tmp_path / "r.sst", 5, depth=3), sizes=[4096], line=64)
+    g = p.groups
+    seq = np.flatnonzero((g.role == ROLE_SEQ) & (g.child_offsets[1:] > g.child_offsets[:-1]))
+    assert len(seq), "the random program has frames with several phases"
+    # a huge cache: each top-level independent set stops right away
+    m = _machine(1 << 40, 1)
+    r = coarsen(p, m)
+    top = {
+        int(c)
+        for c in g.children_of(0)
+        if g.role[c] in (ROLE_PAR, ROLE_SEQ) and not g.is_leaf(int(c))
+    }
+    assert {int(c) for c in r.chosen if not g.is_leaf(int(c))} == top
+    assert {row["group"] for row in r.rows} == top
+
+
+@given(seed=st.integers(0, 2**16), f1=st.floats(0.01, 100), f2=st.floats(0.01, 100))
+def test_chosen_groups_are_disjoint_and_coarser_with_a_larger_factor(
+    tmp_path_factory, seed, f1, f2
+):
+    path = build_random(tmp_path_factory.mktemp("c") / "r.sst", seed, depth=3)
+    p = profile_trace(path, sizes=[4096], line=64)
+    m = _machine(1 << 14, 4)
+    lo, hi = sorted((f1, f2))
+    a, b = coarsen(p, m, factor=lo), coarsen(p, m, factor=hi)
+    g = p.groups
+    for r in (a, b):
+        starts, stops = g.start[r.chosen], g.stop[r.chosen]
+        assert (starts[1:] > stops[:-1]).all()  # disjoint, in serial order
+    assert b.tasks <= a.tasks
+    # the larger factor stops at the same set or above: each group chosen with the smaller
+    # factor lies inside one chosen with the larger
+    for c in a.chosen:
+        inside = (g.start[b.chosen] <= g.start[c]) & (g.stop[b.chosen] >= g.stop[c])
+        assert inside.sum() == 1
+
+
+def test_table_round_trip_and_errors(tmp_path):
+    p = profile_trace(build_fanout(tmp_path / "f.sst", 8), sizes=[4096], line=64)
+    r = coarsen(p, load_machine("itrs-scaling-16"))
+    write_table(r.rows, tmp_path / "t.csv")
+    rows = read_table(tmp_path / "t.csv")
+    assert rows == r.rows
+    assert rows and list(rows[0]) == list(TABLE_COLUMNS)
+    (tmp_path / "bad.csv").write_text("machine,group\nx,1\n")
+    with pytest.raises(SimschedError, match="bad.csv.*missing"):
+        read_table(tmp_path / "bad.csv")
+    text = (tmp_path / "t.csv").read_text().splitlines()
+    text[1] = text[1].replace(",split,", ",split,").replace(",0.5,", ",x,", 1)
+    cols = text[1].split(",")
+    cols[TABLE_COLUMNS.index("first_strand")] = "one"
+    (tmp_path / "bad2.csv").write_text("\n".join([text[0], ",".join(cols)]) + "\n")
+    with pytest.raises(SimschedError, match="line 2"):
+        read_table(tmp_path / "bad2.csv")
+    with pytest.raises(ConfigError, match="factor"):
+        coarsen(p, load_machine("itrs-scaling-16"), factor=0)
+    with pytest.raises(ConfigError, match="no cache level 'L3'"):
+        cache_share(load_machine("itrs-scaling-16"), "L3")
+
+
+def test_cache_share_of_presets():
+    s = cache_share(load_machine("itrs-scaling-16"))
+    assert (s.name, s.size, s.cores) == ("L2", 20 << 20, 16)
+    o = cache_share(load_machine("opteron-8380-4x4"))
+    assert o.cores == 4  # one L3 per socket of four cores
+    assert cache_share(load_machine("itrs-scaling-16"), "L1").cores == 1

@@ -1,0 +1,121 @@
+"""Regrain (simsched.profile.regrain): merged groups become single strands, nothing else
+changes."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simsched.errors import SimschedError
+from simsched.profile import build_groups, coarsen, profile_trace, regrain, regrain_from_table
+from simsched.profile.groups import KIND_NAMES
+from simsched.trace import TraceBuilder, copy, open_trace, validate
+from tests.profile._traces import build_fanout, build_random
+
+
+def _all_refs(t):
+    parts = list(t.iter_chunks())
+    cat = lambda k: np.concatenate([getattr(c, k) for c in parts])  # noqa: E731
+    return cat("addr"), cat("size"), cat("write"), cat("gap")
+
+
+def _check(src, out, ranges):
+    validate(out)
+    with open_trace(src) as a, open_trace(out) as b:
+        # the same references in the same serial order, and the same instructions (a merged
+        # strand's tail instructions move into the gap of the next reference)
+        for x, y in zip(_all_refs(a)[:3], _all_refs(b)[:3], strict=True):
+            assert np.array_equal(x, y)
+        assert a.header.n_instructions == b.header.n_instructions
+        assert a.strands.instr.sum() == b.strands.instr.sum()
+        assert b.header.n_strands <= a.header.n_strands - sum(hi - lo for lo, hi in ranges)
+        # no strand boundary inside a merged group's references
+        rs_a, rs_b = a.strands.ref_start, b.strands.ref_start
+        for lo, hi in ranges:
+            r0, r1 = rs_a[lo], rs_a[hi + 1]
+            assert not ((rs_b > r0) & (rs_b < r1)).any()
+        return a.header.n_strands, b.header.n_strands
+
+
+def test_regrain_without_groups_is_a_copy(tmp_path):
+    src = build_random(tmp_path / "r.sst", 3)
+    regrain(open_trace(src), tmp_path / "a.sst", [])
+    with open_trace(src) as t, TraceBuilder(tmp_path / "b.sst", program="random") as b:
+        copy(t, b)
+    with open_trace(tmp_path / "a.sst") as a, open_trace(tmp_path / "b.sst") as b:
+        for k in ("frame", "ref_start", "instr", "tail"):
+            assert np.array_equal(getattr(a.strands, k), getattr(b.strands, k))
+        for k in ("parent", "level", "iteration", "first_strand", "last_strand", "key_hash"):
+            assert np.array_equal(getattr(a.frames, k), getattr(b.frames, k))
+
+
+def test_each_kind_of_group_merges(tmp_path):
+    src = build_random(tmp_path / "r.sst", 21, depth=3)
+    with open_trace(src) as t:
+        g = build_groups(t)
+        n = 0
+        for kind in ("frame", "phase", "split"):
+            ids = [
+                x for x in range(len(g)) if KIND_NAMES[g.kind[x]] == kind and not g.is_leaf(x) and x
+            ]
+            assert ids, f"the random program has a multi-strand {kind} group"
+            x = ids[0]
+            out = tmp_path / f"{kind}.sst"
+            rng = [(int(g.start[x]), int(g.stop[x]))]
+            regrain(t, out, rng)
+            _check(src, out, rng)
+            with open_trace(out) as r:
+                n += 1
+                if kind == "split":  # the siblings run as one spawned task
+                    assert r.header.n_frames < t.header.n_frames
+    assert n == 3
+
+
+@given(seed=st.integers(0, 2**16), cache=st.sampled_from([1 << 9, 1 << 11, 1 << 13]))
+def test_coarsened_trace_replays_the_same_references(tmp_path_factory, seed, cache):
+    d = tmp_path_factory.mktemp("rg")
+    src = build_random(d / "r.sst", seed, depth=3)
+    p = profile_trace(src, sizes=[1024, 4096], line=64)
+    m = SimpleNamespace(
+        name="m",
+        cores_per_socket=2,
+        caches=(SimpleNamespace(name="L2", scope="socket", size=cache, line=64),),
+    )
+    r = coarsen(p, m)
+    with open_trace(src) as t:
+        h = regrain_from_table(t, d / "c.sst", r.rows)
+    ranges = [(row["first_strand"], row["last_strand"]) for row in r.rows]
+    _check(src, d / "c.sst", ranges)
+    assert h.n_strands <= r.tasks
+    # serial order is unchanged, so the whole program's miss curve is too
+    q = profile_trace(d / "c.sst", sizes=[1024, 4096], line=64)
+    assert (q.misses[0] == p.misses[0]).all()
+
+
+def test_regrain_rejects_bad_groups_and_foreign_tables(tmp_path):
+    src = build_fanout(tmp_path / "f.sst", 4)
+    other = build_fanout(tmp_path / "g.sst", 5)
+    with open_trace(src) as t:
+        with pytest.raises(SimschedError, match="not a task group"):
+            regrain(t, tmp_path / "x.sst", [(0, 2)])
+        g = build_groups(t)
+        with pytest.raises(SimschedError, match="overlap"):
+            regrain(t, tmp_path / "x.sst", [(0, int(g.stop[0])), (1, 1)])
+    p = profile_trace(other, sizes=[4096], line=64)
+    m = SimpleNamespace(
+        name="m",
+        cores_per_socket=1,
+        caches=(SimpleNamespace(name="L2", scope="socket", size=1 << 20, line=64),),
+    )
+    rows = coarsen(p, m).rows
+    assert rows
+    with open_trace(src) as t, pytest.raises(SimschedError, match="another trace"):
+        regrain_from_table(t, tmp_path / "x.sst", rows)
+    assert not (tmp_path / "x.sst").exists()
+    rows2 = [dict(r, machine="a") for r in rows] + [dict(r, machine="b") for r in rows]
+    with open_trace(other) as t, pytest.raises(SimschedError, match="several machines"):
+        regrain_from_table(t, tmp_path / "x.sst", rows2)
