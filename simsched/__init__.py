@@ -6,3 +6,15 @@ try:
     __version__ = version("simsched")
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
+
+__all__ = ["__version__", "compare", "run"]
+
+
+def __getattr__(name: str):
+    # ``simsched.run`` / ``simsched.compare`` (simsched.api), imported on first use so that
+    # ``import simsched`` stays light and free of import cycles.
+    if name in ("run", "compare", "RunResult"):
+        from simsched import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'simsched' has no attribute {name!r}")

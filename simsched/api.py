@@ -1,0 +1,436 @@
+"""Public Python API of the replay: :func:`run` and :func:`compare` (DESIGN.md §9).
+
+``simsched run`` and ``simsched compare`` are thin layers over these two functions; the
+sweep runner calls :func:`run` for every point.  A run resolves the machine, opens the
+trace, builds the memory model for the machine's geometry (with the engine's window loop
+compiled into it), replays the trace under the scheduler, and returns a
+:class:`RunResult` whose ``record`` is the flat result record of ``docs/results.md``.
+
+``speedup`` compares with the same trace on a one-core version of the same machine
+(same caches, memory and placement; scheduling costs zero; strands in serial order), the
+sequential execution of the PDF paper §5.1.  That baseline is computed once per (trace
+digest, machine) and cached on disk in ``$SIMSCHED_CACHE_DIR/baselines`` (default
+``~/.cache/simsched``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simsched.engine._kernels import KERNEL_NAME, WINDOW_SOURCE
+from simsched.engine.record import (
+    RECORD_VERSION,
+    dumps,
+    metrics,
+    write_json_atomic,
+    write_npz_atomic,
+)
+from simsched.engine.replay import DEFAULT_WINDOW, Engine, EngineResult
+from simsched.errors import ConfigError, SimschedError
+
+BASELINE_VERSION = 1
+
+
+def _version() -> str:
+    import simsched
+
+    return simsched.__version__
+
+
+def cache_dir() -> Path:
+    """Root of simsched's on-disk caches (``$SIMSCHED_CACHE_DIR`` or ``~/.cache/simsched``)."""
+    env = os.environ.get("SIMSCHED_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "simsched"
+
+
+@dataclass
+class RunResult:
+    """The outcome of one run.
+
+    Attributes
+    ----------
+    record
+        Flat JSON-able result record (fields in ``docs/results.md``).
+    engine_result
+        Raw per-strand and per-core output of the engine (None when the run failed).
+    mem_stats
+        ``MemorySystem.stats()`` after the replay (per level, core, socket, node).
+    engine
+        Engine statistics (events, kernel time, median bookkeeping cost per strand);
+        timing-dependent, hence not in the record.
+    frames
+        Frame of every strand (for timelines).
+    sockets_of_core
+        Socket of every core.
+    """
+
+    record: dict[str, Any]
+    engine_result: EngineResult | None = None
+    mem_stats: dict[str, Any] = field(default_factory=dict)
+    engine: dict[str, Any] = field(default_factory=dict)
+    frames: np.ndarray | None = None
+    sockets_of_core: np.ndarray | None = None
+
+    @property
+    def timeline(self) -> list[np.ndarray]:
+        """Per core, the strands it ran as a structured array sorted by start.
+
+        Fields ``start``, ``end`` (cycles), ``strand`` and ``frame``.
+        """
+        r = self.engine_result
+        if r is None:
+            return []
+        dt = np.dtype([("start", "i8"), ("end", "i8"), ("strand", "i8"), ("frame", "i8")])
+        out = []
+        ncores = len(r.busy_cycles)
+        order = np.lexsort((r.strand_start, r.strand_core))
+        cores = r.strand_core[order]
+        bounds = np.searchsorted(cores, np.arange(ncores + 1))
+        for c in range(ncores):
+            idx = order[bounds[c] : bounds[c + 1]]
+            a = np.empty(len(idx), dtype=dt)
+            a["start"] = r.strand_start[idx]
+            a["end"] = r.strand_end[idx]
+            a["strand"] = idx
+            a["frame"] = self.frames[idx] if self.frames is not None else -1
+            out.append(a)
+        return out
+
+    def timeline_arrays(self) -> dict[str, np.ndarray]:
+        """Arrays stored in ``timeline.npz``: per strand core, start, end, frame, level."""
+        r = self.engine_result
+        if r is None:
+            return {}
+        return {
+            "core": r.strand_core,
+            "start": r.strand_start,
+            "end": r.strand_end,
+            "frame": self.frames if self.frames is not None else np.full_like(r.strand_core, -1),
+            "socket_of_core": self.sockets_of_core,
+            "makespan": np.array([r.makespan], dtype=np.int64),
+        }
+
+
+def _open_trace(trace: Any) -> tuple[Any, bool]:
+    from simsched.trace import Trace, open_trace
+
+    if isinstance(trace, Trace):
+        return trace, False
+    if isinstance(trace, str | os.PathLike):
+        return open_trace(trace, cache_chunks=4), True
+    raise ConfigError(f"trace {trace!r}: expected a path or an open Trace")
+
+
+def _machine(machine: Any, overrides: dict[str, Any] | None) -> Any:
+    from simsched.machine import load_machine
+
+    return load_machine(machine, overrides)
+
+
+def _memory(machine: Any) -> Any:
+    from simsched.memory import MemorySystem
+
+    return MemorySystem(machine, extra_source=WINDOW_SOURCE, extra_name=KERNEL_NAME)
+
+
+def machine_config(machine: Any) -> dict[str, Any]:
+    """The resolved machine as a plain dict (JSON-able)."""
+    return json.loads(machine.model_dump_json())
+
+
+def one_core_machine(machine: Any) -> Any:
+    """The one-core version of ``machine``: same caches and memory, no scheduling costs."""
+    from simsched.machine import Machine
+
+    d = machine_config(machine)
+    d["name"] = f"{machine.name}-1core"
+    d["sockets"] = 1
+    d["cores_per_socket"] = 1
+    d["costs"] = {"steal_attempt": 0, "deque_op": 0, "queue_op": 0}
+    if str(d["memory"].get("placement", "")).startswith("node:"):
+        d["memory"]["placement"] = "node:0"
+    d["coherence"] = machine.coherent
+    return Machine.model_validate(d)
+
+
+def baseline_makespan(trace: Any, machine: Any, *, window: int = DEFAULT_WINDOW) -> int:
+    """Makespan of ``trace`` on the one-core version of ``machine``, cached on disk.
+
+    Parameters
+    ----------
+    trace
+        Path or open trace.
+    machine
+        The (multi-core) machine whose one-core version is the baseline.
+    window
+        Unused on one core (kept for the cache key's independence from it).
+
+    Returns
+    -------
+    int
+        Makespan in cycles of the serial execution (strands in serial order).
+    """
+    t, owned = _open_trace(trace)
+    try:
+        m1 = one_core_machine(machine)
+        mkey = hashlib.sha256(
+            (dumps(machine_config(m1)) + f"|v{BASELINE_VERSION}").encode()
+        ).hexdigest()[:20]
+        path = cache_dir() / "baselines" / f"{t.header.digest[:32]}-{mkey}.json"
+        try:
+            data = json.loads(path.read_text())
+            return int(data["makespan_cycles"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        from simsched.schedulers import get_scheduler
+
+        mem = _memory(m1)
+        res = Engine(t, m1, get_scheduler("pdf"), {}, 0, mem, window=0).run()
+        write_json_atomic(
+            path,
+            {
+                "makespan_cycles": int(res.makespan),
+                "trace_digest": t.header.digest,
+                "machine": m1.name,
+                "version": BASELINE_VERSION,
+            },
+        )
+        return int(res.makespan)
+    finally:
+        if owned:
+            t.close()
+
+
+class _Progress:
+    """A rich progress bar (on stderr) driven by the engine's callback."""
+
+    def __init__(self, label: str) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.p = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.percentage:>5.1f}%"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.label = label
+        self.task = None
+
+    def __enter__(self) -> _Progress:
+        self.p.__enter__()
+        self.task = self.p.add_task(self.label, total=1)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.p.__exit__(*exc)
+
+    def __call__(self, done: int, total: int) -> None:
+        self.p.update(self.task, completed=done, total=max(total, 1))
+
+
+def run(
+    trace: Any,
+    machine: Any,
+    scheduler: str = "ws",
+    params: dict[str, Any] | None = None,
+    seed: int = 0,
+    *,
+    overrides: dict[str, Any] | None = None,
+    out_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+    window: int | None = None,
+    speedup: bool = True,
+) -> RunResult:
+    """Replay a trace on a machine under a scheduler and return the result.
+
+    Parameters
+    ----------
+    trace
+        Path of a trace file or an open :class:`simsched.trace.Trace`.
+    machine
+        Preset name, YAML path, dict or :class:`simsched.machine.Machine`.
+    scheduler
+        Registered scheduler name or alias (``simsched.schedulers.REGISTRY``).
+    params
+        Scheduler parameters (e.g. ``{"spawn_policy": "parent-first"}`` for ``ws``).
+    seed
+        Seed of the scheduler's random generator.
+    overrides
+        Dotted machine overrides, e.g. ``{"caches.L2.size": "8MB"}``.
+    out_dir
+        When given, ``config.json`` (resolved config), ``result.json`` (record) and
+        ``timeline.npz`` are written there atomically; a failed run still writes
+        ``result.json`` with ``"status": "error"`` and the message, then raises.
+    progress
+        Show a progress bar on stderr.
+    window
+        Interleaving window in cycles (default :data:`DEFAULT_WINDOW`; 0 = strict).
+    speedup
+        Compute ``speedup`` against the one-core baseline (cached on disk).
+
+    Returns
+    -------
+    RunResult
+        ``record`` holds the flat result record.
+
+    Raises
+    ------
+    SimschedError
+        For bad inputs (unknown scheduler or parameter, bad machine, bad trace).
+    """
+    from simsched.schedulers import get_scheduler
+
+    t0 = time.perf_counter()
+    win = DEFAULT_WINDOW if window is None else int(window)
+    config: dict[str, Any] = {
+        "trace": str(trace) if not hasattr(trace, "header") else str(trace.path),
+        "machine": machine if isinstance(machine, str) else None,
+        "overrides": dict(overrides or {}),
+        "scheduler": scheduler,
+        "params": dict(params or {}),
+        "seed": int(seed),
+        "window": win,
+    }
+    base: dict[str, Any] = {
+        "record_version": RECORD_VERSION,
+        "scheduler": str(scheduler),
+        "params": dumps(dict(params or {})),
+        "seed": int(seed),
+        "window": win,
+        "simsched_version": _version(),
+    }
+    out = Path(out_dir) if out_dir is not None else None
+    t = None
+    owned = False
+    try:
+        if win < 0:
+            raise ConfigError(f"window {win}: must be >= 0 cycles")
+        cls = get_scheduler(scheduler)
+        resolved_params = cls.resolve_params(params)
+        m = _machine(machine, overrides)
+        base["scheduler"] = cls.name
+        base["params"] = dumps(resolved_params)
+        base["machine"] = m.name
+        base["cores"] = m.cores
+        base["sockets"] = m.sockets
+        base["machine_config"] = dumps(machine_config(m))
+        config["machine_resolved"] = machine_config(m)
+        config["scheduler"] = cls.name
+        config["params"] = resolved_params
+        t, owned = _open_trace(trace)
+        h = t.header
+        base["trace_digest"] = h.digest
+        base["trace_program"] = h.program
+        base["trace_args"] = dumps(list(h.args))
+        if out is not None:
+            write_json_atomic(out / "config.json", config)
+        mem = _memory(m)
+        eng = Engine(t, m, cls, resolved_params, int(seed), mem, window=win)
+        if progress:
+            with _Progress(f"{cls.name} on {m.name}") as bar:
+                eng.progress = bar
+                res = eng.run()
+        else:
+            res = eng.run()
+        stats = mem.stats()
+        rec = dict(base)
+        rec["status"] = "ok"
+        rec["error"] = ""
+        rec.update(metrics(res, stats, m, h))
+        if speedup:
+            b = baseline_makespan(t, m)
+            rec["baseline_makespan_cycles"] = b
+            rec["speedup"] = b / res.makespan if res.makespan else 0.0
+        else:
+            rec["baseline_makespan_cycles"] = 0
+            rec["speedup"] = 0.0
+        rec["wall_s"] = time.perf_counter() - t0
+        result = RunResult(
+            record=rec,
+            engine_result=res,
+            mem_stats=stats,
+            engine=res.engine,
+            frames=np.asarray(t.strands.frame, dtype=np.int64),
+            sockets_of_core=np.array([m.socket_of(c) for c in range(m.cores)], dtype=np.int64),
+        )
+        if out is not None:
+            write_npz_atomic(out / "timeline.npz", **result.timeline_arrays())
+            write_json_atomic(out / "result.json", rec)
+        return result
+    except BaseException as exc:
+        if out is not None:
+            rec = dict(base)
+            rec["status"] = "error"
+            msg = str(exc) if isinstance(exc, SimschedError) else f"{type(exc).__name__}: {exc}"
+            rec["error"] = msg or type(exc).__name__
+            if not isinstance(exc, SimschedError | KeyboardInterrupt):
+                rec["traceback"] = traceback.format_exc(limit=8)
+            rec["wall_s"] = time.perf_counter() - t0
+            try:
+                write_json_atomic(out / "result.json", rec)
+            except OSError:
+                pass
+        raise
+    finally:
+        if owned and t is not None:
+            t.close()
+
+
+def compare(
+    trace: Any,
+    machine: Any,
+    schedulers: Sequence[str] | str,
+    seeds: int = 1,
+    **kw: Any,
+) -> list[RunResult]:
+    """Run several schedulers on the same trace and machine.
+
+    Parameters
+    ----------
+    trace, machine
+        As for :func:`run`.
+    schedulers
+        Scheduler names (or one comma-separated string).
+    seeds
+        Seeds ``0 .. seeds-1`` for randomised schedulers; deterministic ones run once.
+    **kw
+        Passed on to :func:`run` (``params`` applies to every scheduler; ``overrides``,
+        ``window``, ``progress``...).
+
+    Returns
+    -------
+    list of RunResult
+        In the order of ``schedulers``, then seed.
+    """
+    from simsched.schedulers import get_scheduler
+
+    if isinstance(schedulers, str):
+        schedulers = [s for s in schedulers.split(",") if s.strip()]
+    if not schedulers:
+        raise ConfigError("compare: no schedulers given")
+    if int(seeds) < 1:
+        raise ConfigError(f"compare: seeds={seeds} must be at least 1")
+    classes = [get_scheduler(s.strip()) for s in schedulers]
+    t, owned = _open_trace(trace)
+    try:
+        out: list[RunResult] = []
+        for name, cls in zip(schedulers, classes, strict=True):
+            for seed in range(int(seeds) if cls.randomized else 1):
+                out.append(run(t, machine, name.strip(), seed=seed, **kw))
+        return out
+    finally:
+        if owned:
+            t.close()

@@ -1,0 +1,300 @@
+"""The scheduler protocol: what the engine tells a scheduler and what it answers.
+
+A scheduler is a policy object.  It keeps its own pools (deques, ready sets, per-socket
+pools) and never touches engine internals; the engine never looks inside a scheduler.
+The conversation is event driven and happens in global simulated time order
+(DESIGN.md §5–6):
+
+* :meth:`Scheduler.on_start` — the job's first strand is ready; the scheduler puts it in
+  a pool (or pins it to a core).
+* :meth:`Scheduler.on_finish` — a core finished a strand at ``now``; the engine passes the
+  strands that this completion made ready, with the kind of the edge that released each
+  (``EDGE_SPAWN`` for a spawned child's first strand, ``EDGE_CONT`` for the continuation
+  after a spawn or a sync, ``EDGE_JOIN`` for a post-sync strand released by its last
+  child).  Sync semantics follow from the DAG: the post-sync strand is released by the
+  completion of whichever of its predecessors finishes last, so the worker that finishes
+  the last child (or the parent's pre-sync strand, if it finishes last) receives it and,
+  under every policy here, continues the frame.
+* :meth:`Scheduler.on_idle` — a core has nothing to run at ``now`` (after a failed
+  steal attempt, after being woken, or when it joins the job).
+
+Both answer a *decision*, a plain tuple ``(kind, strand, cost)`` built with
+:func:`run`, :func:`retry` and :data:`WAIT`:
+
+* ``run(s, cost)`` — the core runs strand ``s``; it starts ``cost`` cycles from now
+  (the deque, queue or steal operations that produced ``s``, from ``machine.costs``).
+* ``retry(cost)`` — the core spent ``cost`` cycles (e.g. a failed steal attempt) and asks
+  again at ``now + cost``.
+* ``WAIT`` — the core sleeps until the scheduler calls :meth:`SchedContext.wake` (after
+  it made work available), then :meth:`on_idle` is called again at the waking time.
+
+Tuples instead of objects because a decision is made for every strand and the engine's
+bookkeeping budget is a few microseconds per strand.
+
+Information the policies of DESIGN.md §6 need is in :class:`SchedContext`:
+
+* topology: cores of the job, socket of every core, head core of every socket (CAB's head
+  workers, LAWS' head cores), machine costs;
+* strand metadata: frame, level (CAB's boundary level), spawn index and branching degree,
+  iteration and position-key hash (CATS/LAWS find "the same task" in every iteration),
+  and the LAWS Eq. 1 data range of every frame (:meth:`SchedContext.data_range`);
+* profiling: a scheduler that sets ``wants_profile = True`` receives
+  :meth:`Scheduler.on_profile` after every strand with its cycles, instructions and its
+  private-cache misses (references that missed every per-core cache level), the
+  counter CATS and LAWS read from hardware (LAWS §3.3, Eq. 2);
+* quanta and changing core sets (SAWS): ``quantum`` (cycles, 0 = none) makes the engine
+  call :meth:`Scheduler.on_quantum` at every boundary; :meth:`Scheduler.on_cores_changed`
+  tells the scheduler that cores joined or left its job (cores leave only between
+  strands, so a removed core's deque becomes "muggable" in SAWS terms).
+
+Counters a scheduler wants in the result record go into ``self.counters`` (a dict of
+ints; ``steal_attempts`` and ``steals`` are expected from stealing schedulers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from simsched.errors import ConfigError
+
+#: Decision kinds.
+RUN = 0
+RETRY = 1
+SLEEP = 2
+
+#: Edge kinds (same values as ``simsched.trace.EDGE_*``: spawn, continuation, join).
+EDGE_SPAWN = 0
+EDGE_CONT = 1
+EDGE_JOIN = 2
+
+Decision = tuple[int, int, int]
+
+#: The core sleeps until :meth:`SchedContext.wake` is called.
+WAIT: Decision = (SLEEP, -1, 0)
+
+
+def run(strand: int, cost: int = 0) -> Decision:
+    """Decision: run ``strand`` after ``cost`` cycles of scheduling work."""
+    return (RUN, strand, cost)
+
+
+def retry(cost: int) -> Decision:
+    """Decision: spend ``cost`` cycles (at least 1) and ask again."""
+    return (RETRY, -1, max(int(cost), 1))
+
+
+class SchedContext:
+    """What a scheduler may know about the machine, the job and its DAG.
+
+    Parameters
+    ----------
+    machine
+        The resolved :class:`simsched.machine.Machine`.
+    cores
+        Cores currently given to the job (sorted).
+    trace
+        The open trace (its ``strands`` and ``frames`` tables are used read-only).
+    wake
+        Engine callback ``wake(n)``: wake up to ``n`` sleeping cores of the job (all when
+        ``n`` is None) so that they call :meth:`Scheduler.on_idle` now.
+    job
+        Job number (0 for single-job runs).
+    """
+
+    def __init__(
+        self,
+        machine: Any,
+        cores: Sequence[int],
+        trace: Any,
+        wake: Callable[[int | None], None],
+        job: int = 0,
+    ) -> None:
+        self.machine = machine
+        self.cores: tuple[int, ...] = tuple(sorted(cores))
+        self.job = job
+        self.costs = machine.costs
+        self.n_cores_total = machine.cores
+        self.sockets = machine.sockets
+        self.socket_of = np.array(
+            [machine.socket_of(c) for c in range(machine.cores)], dtype=np.int64
+        )
+        self._wake = wake
+        self.trace = trace
+        st, fr = trace.strands, trace.frames
+        self.n_strands = int(trace.header.n_strands)
+        self.strand_frame = np.asarray(st.frame)
+        self.strand_instr = np.asarray(st.instr)
+        self.frame_parent = np.asarray(fr.parent)
+        self.frame_level = np.asarray(fr.level)
+        self.frame_spawn_index = np.asarray(fr.spawn_index)
+        self.frame_branching = np.asarray(fr.branching)
+        self.frame_iteration = np.asarray(fr.iteration)
+        self.frame_key_hash = np.asarray(fr.key_hash)
+        self.frame_first_strand = np.asarray(fr.first_strand)
+        self.frame_last_strand = np.asarray(fr.last_strand)
+        self._ranges: np.ndarray | None = None
+
+    # -- topology -------------------------------------------------------------------
+    def cores_of_socket(self, socket: int) -> tuple[int, ...]:
+        """Cores of the job on ``socket``."""
+        return tuple(c for c in self.cores if self.socket_of[c] == socket)
+
+    def head_core(self, socket: int) -> int | None:
+        """Head worker of ``socket``: the lowest-numbered job core on it (CAB §III, LAWS §3.4)."""
+        cs = self.cores_of_socket(socket)
+        return cs[0] if cs else None
+
+    # -- strand metadata ----------------------------------------------------------------
+    def level(self, strand: int) -> int:
+        """Level of the frame of ``strand`` (main is level 0, CAB §II)."""
+        return int(self.frame_level[self.strand_frame[strand]])
+
+    def iteration(self, strand: int) -> int:
+        """Iteration number of the frame of ``strand``."""
+        return int(self.frame_iteration[self.strand_frame[strand]])
+
+    def key_hash(self, strand: int) -> int:
+        """Hash of the position key of the frame of ``strand`` (same task across iterations)."""
+        return int(self.frame_key_hash[self.strand_frame[strand]])
+
+    def data_range(self, frame: int) -> tuple[float, float]:
+        """Fraction ``[lo, hi)`` of the dataset a frame processes, LAWS Eq. 1.
+
+        LAWS (001_112c8190bf7b7499.txt §3.2, Eq. 1): the i-th of ``b`` children of a task
+        processing ``[Ds, De)`` processes ``[(i-1)(De-Ds)/b + Ds, i(De-Ds)/b + Ds)``
+        (``i`` 1-based; simsched's spawn indices are 0-based).  Frames with no parent and
+        the roots of iterations (frames whose parent is in another iteration) process the
+        whole dataset ``[0, 1)``.
+        """
+        if self._ranges is None:
+            self._ranges = self._compute_ranges()
+        lo, hi = self._ranges[frame]
+        return float(lo), float(hi)
+
+    def _compute_ranges(self) -> np.ndarray:
+        n = len(self.frame_parent)
+        out = np.empty((n, 2), dtype=np.float64)
+        parent = self.frame_parent
+        it = self.frame_iteration
+        idx = self.frame_spawn_index
+        br = self.frame_branching
+        # Parents precede children in frame numbering (frames are created in serial order).
+        for f in range(n):
+            p = int(parent[f])
+            if p < 0 or it[p] != it[f]:
+                out[f, 0], out[f, 1] = 0.0, 1.0
+                continue
+            b = max(int(br[p]), 1)
+            lo, hi = out[p, 0], out[p, 1]
+            w = (hi - lo) / b
+            out[f, 0] = lo + int(idx[f]) * w
+            out[f, 1] = lo + (int(idx[f]) + 1) * w
+        return out
+
+    # -- engine services ----------------------------------------------------------------
+    def wake(self, n: int | None = None) -> None:
+        """Wake up to ``n`` sleeping cores of the job (all if None), lowest core first."""
+        self._wake(n)
+
+
+class Scheduler:
+    """Base class of scheduling policies; every callback has a no-op default.
+
+    Subclasses set ``name`` (registry key), optionally ``aliases``, ``randomized`` (the
+    policy uses its random generator, so comparisons average over seeds) and
+    ``param_defaults`` (accepted parameters with defaults; unknown parameters are a
+    :class:`ConfigError`).
+
+    Parameters
+    ----------
+    ctx
+        The job's :class:`SchedContext`.
+    params
+        Scheduler parameters (validated against ``param_defaults``).
+    rng
+        The run's random generator (the only source of randomness a policy may use).
+    """
+
+    name: ClassVar[str] = ""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    randomized: ClassVar[bool] = False
+    wants_profile: ClassVar[bool] = False
+    quantum: int = 0
+    param_defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, ctx: SchedContext, params: dict[str, Any], rng: np.random.Generator):
+        self.ctx = ctx
+        self.rng = rng
+        self.params = self.resolve_params(params)
+        self.counters: dict[str, int] = {}
+
+    @classmethod
+    def resolve_params(cls, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Defaults updated with ``params``; unknown names or wrong types are errors."""
+        params = dict(params or {})
+        unknown = sorted(set(params) - set(cls.param_defaults))
+        if unknown:
+            known = ", ".join(sorted(cls.param_defaults)) or "none"
+            raise ConfigError(
+                f"scheduler {cls.name!r}: unknown parameter(s) {', '.join(unknown)} "
+                f"(known: {known})"
+            )
+        out = dict(cls.param_defaults)
+        for k, v in params.items():
+            default = cls.param_defaults[k]
+            if isinstance(default, bool) and isinstance(v, str):
+                if v.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ConfigError(f"scheduler {cls.name!r}: {k}={v!r} is not a boolean")
+                v = v.lower() in ("true", "1", "yes")
+            elif isinstance(default, int) and not isinstance(default, bool):
+                try:
+                    v = int(v)
+                except (TypeError, ValueError):
+                    raise ConfigError(
+                        f"scheduler {cls.name!r}: {k}={v!r} is not an integer"
+                    ) from None
+            elif isinstance(default, float):
+                try:
+                    v = float(v)
+                except (TypeError, ValueError):
+                    raise ConfigError(
+                        f"scheduler {cls.name!r}: {k}={v!r} is not a number"
+                    ) from None
+            out[k] = v
+        cls.check_params(out)
+        return out
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        """Validate resolved parameters (raise :class:`ConfigError`); default accepts all."""
+
+    # -- callbacks ----------------------------------------------------------------------
+    def on_start(self, strand: int, now: int) -> None:
+        """The job's first strand is ready at ``now``; put it where a core will find it."""
+
+    def on_finish(
+        self, core: int, strand: int, now: int, ready: Sequence[int], kinds: Sequence[int]
+    ) -> Decision:
+        """``core`` finished ``strand`` at ``now``; ``ready`` strands were released by it.
+
+        Returns the core's next decision.
+        """
+        return WAIT
+
+    def on_idle(self, core: int, now: int) -> Decision:
+        """``core`` has nothing to run at ``now``; returns its next decision."""
+        return WAIT
+
+    def on_profile(
+        self, strand: int, core: int, start: int, end: int, instructions: int, private_misses: int
+    ) -> None:
+        """Per-strand profile (only when ``wants_profile``): cycles and private-cache misses."""
+
+    def on_quantum(self, now: int) -> None:
+        """A scheduling quantum ended (only when ``quantum`` > 0)."""
+
+    def on_cores_changed(self, added: Sequence[int], removed: Sequence[int], now: int) -> None:
+        """Cores joined or left the job (``ctx.cores`` is already updated)."""
