@@ -1,0 +1,200 @@
+"""Benchmark of the memory model (issue 3 targets); prints ONE JSON line.
+
+Stream (fixed seed): ``--refs`` references (default 40 M), alternating blocks of 256:
+one half an 8-byte-stride sweep over a 64 MB array (wrapping around), the other half
+uniformly random 8-byte-aligned 8-byte accesses in a 4 MB hot set; 25 % of all references
+are writes.  Machines: (a) L1 32 KB 8-way 64-byte lines alone, (b) that L1 plus an L2 of
+1 MB 16-way, one core.  simsched serves the stream through ``MemorySystem.access_batch``
+(the public batch API, validation included) in chunks of 4 M references; pycachesim 0.3.1
+serves the same addresses, all as loads, through its bulk ``load`` API on lists of Python
+ints (its fastest input; building the lists is not timed).  Only simulation time counts.
+Each simulator runs ``--repeat`` times on fresh caches and the best time is reported,
+because the benchmark machine may be shared.  Also reported: the time to compile a
+geometry never seen before (a fresh kernel cache folder) and to load it from the cache.
+
+Targets: (a) >= 100 M refs/s, (b) >= 50 M refs/s, ratio to pycachesim >= 2.0 (a) and
+>= 1.5 (b); a new geometry compiles in <= 5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+CHUNK = 1 << 22
+BLOCK = 256
+ARRAY = 64 << 20
+HOT = 4 << 20
+ARRAY_BASE = 0x1000_0000
+HOT_BASE = 0x8000_0000
+
+
+def make_stream(n: int, seed: int = 20240501) -> tuple[np.ndarray, np.ndarray]:
+    """Addresses (uint64) and write flags of the benchmark stream."""
+    rng = np.random.default_rng(seed)
+    n_blocks = -(-n // BLOCK)
+    blk = np.arange(n_blocks)
+    addrs = np.empty((n_blocks, BLOCK), np.uint64)
+    sweep_blocks = blk[blk % 2 == 0]
+    # The sweep continues where its previous block stopped.
+    pos = (np.arange(len(sweep_blocks))[:, None] * BLOCK + np.arange(BLOCK)) * 8 % ARRAY
+    addrs[sweep_blocks] = (ARRAY_BASE + pos).astype(np.uint64)
+    rand_blocks = blk[blk % 2 == 1]
+    addrs[rand_blocks] = (
+        HOT_BASE + rng.integers(0, HOT // 8, (len(rand_blocks), BLOCK)) * 8
+    ).astype(np.uint64)
+    addrs = addrs.reshape(-1)[:n]
+    writes = rng.random(n) < 0.25
+    return np.ascontiguousarray(addrs), writes
+
+
+def machine_spec(with_l2: bool) -> dict:
+    """The benchmark machine: one core, L1 32 KB 8-way (+ L2 1 MB 16-way)."""
+    caches = [dict(name="L1", scope="core", size="32KB", assoc=8, line=64, hit_latency=4)]
+    if with_l2:
+        caches.append(dict(name="L2", scope="core", size="1MB", assoc=16, line=64, hit_latency=12))
+    return dict(
+        name="bench-l2" if with_l2 else "bench-l1",
+        cores_per_socket=1,
+        caches=caches,
+        memory=dict(latency=200, service_interval=10),
+    )
+
+
+def run_simsched(spec: dict, addrs: np.ndarray, writes: np.ndarray, repeat: int):
+    """Best simulation time over ``repeat`` runs and the per-level miss counts."""
+    from simsched.machine import load_machine
+    from simsched.memory import MemorySystem
+
+    machine = load_machine(spec)
+    best = float("inf")
+    misses = None
+    sizes = np.full(min(CHUNK, len(addrs)), 8, np.uint8)
+    out = np.empty(min(CHUNK, len(addrs)), np.int64)
+    for _ in range(repeat):
+        ms = MemorySystem(machine)
+        t = 0
+        elapsed = 0.0
+        for s in range(0, len(addrs), CHUNK):
+            a = addrs[s : s + CHUNK]
+            w = writes[s : s + CHUNK]
+            t0 = time.process_time()
+            ms.access_batch(0, a, sizes[: len(a)], w, t, out=out)
+            elapsed += time.process_time() - t0
+            t = ms.last_time
+        best = min(best, elapsed)
+        misses = [lvl["misses"] for lvl in ms.stats()["levels"]]
+    return best, misses
+
+
+def run_pycachesim(with_l2: bool, addrs: np.ndarray, repeat: int):
+    """Best pycachesim time (all loads, bulk API) and per-level miss counts."""
+    from cachesim import Cache, CacheSimulator, MainMemory
+
+    best = float("inf")
+    misses = None
+    for _ in range(repeat):
+        mem = MainMemory()
+        l1 = Cache("L1", 64, 8, 64, "LRU")
+        levels = [l1]
+        if with_l2:
+            l2 = Cache("L2", 1024, 16, 64, "LRU")
+            l1.set_load_from(l2)
+            l1.set_store_to(l2)
+            levels.append(l2)
+        mem.load_to(levels[-1])
+        mem.store_from(levels[-1])
+        cs = CacheSimulator(l1, mem)
+        elapsed = 0.0
+        for s in range(0, len(addrs), CHUNK):
+            chunk = addrs[s : s + CHUNK].tolist()
+            t0 = time.process_time()
+            cs.load(chunk, length=8)
+            elapsed += time.process_time() - t0
+        best = min(best, elapsed)
+        misses = [c.backend.MISS_count for c in levels]
+    return best, misses
+
+
+_COMPILE_SNIPPET = """
+import json, sys, time
+t0 = time.process_time()
+from simsched.machine import load_machine
+from simsched.memory import MemorySystem
+m = load_machine(json.loads(sys.argv[1]))
+t1 = time.process_time()
+MemorySystem(m)
+print(time.process_time() - t1)
+"""
+
+
+def compile_times(spec: dict) -> tuple[float, float]:
+    """Seconds to build ``spec``'s kernels in a fresh cache folder, then to load them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, SIMSCHED_CACHE_DIR=tmp)
+        out = []
+        for _ in range(2):
+            res = subprocess.run(
+                [sys.executable, "-c", _COMPILE_SNIPPET, json.dumps(spec)],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            out.append(float(res.stdout.strip()))
+    return out[0], out[1]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark and print one JSON line."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--refs", type=int, default=40_000_000, help="stream length")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per simulator (best kept)")
+    args = ap.parse_args(argv)
+
+    addrs, writes = make_stream(args.refs)
+    n = len(addrs)
+    result: dict = {"refs": n, "write_fraction": round(float(writes.mean()), 4)}
+    for key, with_l2 in (("a", False), ("b", True)):
+        spec = machine_spec(with_l2)
+        run_simsched(spec, addrs[:1000], writes[:1000], 1)  # compile / load outside timing
+        t_ss, m_ss = run_simsched(spec, addrs, writes, args.repeat)
+        t_pc, m_pc = run_pycachesim(with_l2, addrs, args.repeat)
+        # Same stream as loads only, for the per-level miss comparison.
+        _, m_ss_loads = run_simsched(spec, addrs, np.zeros(n, bool), 1)
+        result[f"{key}_simsched_refs_per_s"] = round(n / t_ss)
+        result[f"{key}_pycachesim_refs_per_s"] = round(n / t_pc)
+        result[f"{key}_ratio"] = round(t_pc / t_ss, 3)
+        result[f"{key}_simsched_misses"] = m_ss
+        result[f"{key}_simsched_misses_loads_only"] = m_ss_loads
+        result[f"{key}_pycachesim_misses"] = m_pc
+        result[f"{key}_loads_only_misses_equal"] = m_ss_loads == m_pc
+    compile_s, cached_s = compile_times(machine_spec(True))
+    result["new_geometry_compile_s"] = round(compile_s, 3)
+    result["cached_geometry_load_s"] = round(cached_s, 3)
+    result["targets"] = {
+        "a_refs_per_s": 100_000_000,
+        "b_refs_per_s": 50_000_000,
+        "a_ratio": 2.0,
+        "b_ratio": 1.5,
+        "compile_s": 5.0,
+    }
+    result["targets_met"] = {
+        "a_refs_per_s": result["a_simsched_refs_per_s"] >= 100_000_000,
+        "b_refs_per_s": result["b_simsched_refs_per_s"] >= 50_000_000,
+        "a_ratio": result["a_ratio"] >= 2.0,
+        "b_ratio": result["b_ratio"] >= 1.5,
+        "compile_s": compile_s <= 5.0,
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

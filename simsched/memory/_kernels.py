@@ -1,0 +1,763 @@
+"""Source generator of the per-geometry Numba memory kernels.
+
+The memory model is specialised per machine by *generating Python source* in which every
+geometry parameter (sets, ways, line shifts, hit latencies, scopes, inclusion flags, core
+and socket counts, memory timing, page shift, placement, coherence) is a literal constant.
+Numba then sees loop bounds and masks as compile-time constants, unrolls the way searches
+and folds the index arithmetic, which is what lets the kernels run at C speed (a generic
+kernel with run-time geometry runs about three times slower).
+
+The set operations (find, move to MRU, insert at MRU, remove) are emitted inline as code
+snippets (``_s_find`` ...), which keeps the number of compiled functions, and so the
+compile time of a new geometry, small.  The generated module (see
+:func:`generate_source`) contains, per cache level ``k``:
+
+``_fill{k}`` / ``_wb{k}`` / ``_binv{k}`` / ``_inv{k}``
+    demand fill, write-back arrival, back-invalidation of the levels above, and coherence
+    invalidation at level ``k``;
+
+and the entry points ``access(st, core, addr, size, is_write, now)`` (one reference),
+``_batch(...)`` (a whole array of references on one core, looping inside Numba) and
+``_page_node`` (NUMA placement).
+
+Sets are stored MRU-first: a set is ``W`` consecutive int64 entries ``line << 1 | dirty``,
+``-1`` for an empty way.  Empty ways always sit at the LRU end, so the victim of an
+insertion is simply the last entry.  A hit shifts the entries in front of it down by one;
+with temporal locality most hits are found in the first way.
+
+All mutable state is the tuple ``st`` documented in :mod:`simsched.memory.system`; its
+layout constants (``ST_*``, ``NST``, ...) are defined here once and imported there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+from dataclasses import astuple, dataclass
+from pathlib import Path
+
+from simsched.machine import Machine
+
+#: Version of the generated code layout; part of every module hash.
+TEMPLATE_VERSION = 1
+
+# Per level-instance statistics (flat array ``st[ST_LVL]``, index (k*MAXI + i)*NST + s).
+LVL_ACCESSES, LVL_HITS, LVL_MISSES, LVL_WRITEBACKS, LVL_INVALIDATIONS, LVL_BACK_INV = range(6)
+NST = 6
+LVL_FIELDS = ("accesses", "hits", "misses", "writebacks", "invalidations", "back_invalidations")
+
+# Per core statistics (flat array ``st[ST_CORE]``, index core*NCS + field; then per level
+# accesses/hits/misses at CORE_LEVEL0 + 3*k, filled only for per-socket levels).
+CORE_REFS, CORE_LINES, CORE_MEM_LOCAL, CORE_MEM_REMOTE, CORE_QUEUE_DELAY, CORE_CYCLES = range(6)
+CORE_LEVEL0 = 6
+CORE_FIELDS = ("refs", "lines", "mem_local", "mem_remote", "queue_delay", "cycles")
+
+# Per node statistics (flat array ``st[ST_NODE]``, index node*NNS + field).
+NODE_LOCAL, NODE_REMOTE, NODE_WRITEBACKS, NODE_BUSY, NODE_QUEUE_DELAY, NODE_WB_QUEUE_DELAY = range(
+    6
+)
+NNS = 6
+NODE_FIELDS = (
+    "local",
+    "remote",
+    "writebacks",
+    "busy_cycles",
+    "queue_delay",
+    "writeback_queue_delay",
+)
+
+# MISC array: page-table entries used, page-table hash shift, last batch end time, status.
+MISC_PAGES, MISC_PT_SHIFT, MISC_TIME, MISC_STATUS = range(4)
+NMISC = 4
+
+PLACE_FIRST_TOUCH, PLACE_INTERLEAVE, PLACE_FIXED = range(3)
+
+#: Largest address the model accepts (48-bit virtual addresses).
+ADDRESS_BITS = 48
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Every constant baked into a generated module (derived from a :class:`Machine`)."""
+
+    cores: int
+    cores_per_socket: int
+    sockets: int
+    sets: tuple[int, ...]
+    ways: tuple[int, ...]
+    shifts: tuple[int, ...]
+    hit: tuple[int, ...]
+    private: tuple[bool, ...]
+    inclusive: tuple[bool, ...]
+    mem_latency: int
+    remote_latency: int
+    service_interval: int
+    page_shift: int
+    placement: int
+    fixed_node: int
+    coherent: bool
+
+    @property
+    def levels(self) -> int:
+        """Number of cache levels."""
+        return len(self.sets)
+
+    def instances(self, k: int) -> int:
+        """Number of instances of level ``k`` (cores or sockets)."""
+        return self.cores if self.private[k] else self.sockets
+
+    @property
+    def max_instances(self) -> int:
+        """Largest instance count over the levels (stride of the level statistics)."""
+        return max(self.instances(k) for k in range(self.levels))
+
+    @property
+    def ncs(self) -> int:
+        """Stride of the per-core statistics."""
+        return CORE_LEVEL0 + 3 * self.levels
+
+    @property
+    def st_lvl(self) -> int:
+        """Index of the level statistics in the state tuple."""
+        return self.levels
+
+    @property
+    def st_core(self) -> int:
+        """Index of the per-core statistics."""
+        return self.levels + 1
+
+    @property
+    def st_node(self) -> int:
+        """Index of the per-node statistics."""
+        return self.levels + 2
+
+    @property
+    def st_ctrl(self) -> int:
+        """Index of the controllers' next-free times."""
+        return self.levels + 3
+
+    @property
+    def st_pt(self) -> int:
+        """Index of the page table."""
+        return self.levels + 4
+
+    @property
+    def st_misc(self) -> int:
+        """Index of the MISC array."""
+        return self.levels + 5
+
+
+def geometry_of(machine: Machine) -> Geometry:
+    """The constants of ``machine`` that the generated kernels are specialised on.
+
+    Parameters
+    ----------
+    machine
+        A validated machine.
+
+    Returns
+    -------
+    Geometry
+        Hashable geometry; two machines with equal geometry share one compiled module.
+    """
+    place = machine.memory.placement
+    fixed = machine.memory.fixed_node
+    if machine.sockets == 1:
+        # One node: placement cannot matter, so skip the page map entirely.
+        code, fixed = PLACE_FIXED, 0
+    elif place == "first-touch":
+        code = PLACE_FIRST_TOUCH
+    elif place == "interleave":
+        code = PLACE_INTERLEAVE
+    else:
+        code = PLACE_FIXED
+    return Geometry(
+        cores=machine.cores,
+        cores_per_socket=machine.cores_per_socket,
+        sockets=machine.sockets,
+        sets=tuple(c.sets for c in machine.caches),
+        ways=tuple(c.assoc for c in machine.caches),
+        shifts=tuple(c.line.bit_length() - 1 for c in machine.caches),
+        hit=tuple(c.hit_latency for c in machine.caches),
+        private=tuple(c.scope == "core" for c in machine.caches),
+        inclusive=tuple(bool(c.inclusive) for c in machine.caches),
+        mem_latency=machine.memory.latency,
+        remote_latency=machine.memory.remote_latency,
+        service_interval=machine.memory.service_interval,
+        page_shift=machine.memory.page_size.bit_length() - 1,
+        placement=code,
+        fixed_node=fixed if fixed is not None else 0,
+        coherent=machine.coherent,
+    )
+
+
+# --------------------------------------------------------------------------- generation
+
+
+def _ind(lines: list[str], n: int) -> list[str]:
+    return [("    " * n + s) if s else s for s in lines]
+
+
+def _inst(g: Geometry, k: int, core: str = "core") -> str:
+    """Expression for the instance of level k used by ``core``."""
+    if g.cores == 1:
+        return "0"
+    if g.private[k]:
+        return core
+    if g.cores_per_socket == 1:
+        return core
+    return f"({core} // {g.cores_per_socket})"
+
+
+def _base(g: Geometry, k: int, inst: str, line: str) -> str:
+    return f"(({inst}) * {g.sets[k]} + (({line}) & {g.sets[k] - 1})) * {g.ways[k]}"
+
+
+def _lvl_idx(g: Geometry, k: int, inst: str, field: int) -> str:
+    return f"(({k * g.max_instances} + {inst}) * {NST} + {field})"
+
+
+def _s_find(g: Geometry, k: int, T: str, b: str, a: str, p: str = "p") -> list[str]:
+    """Set ``p`` to the way holding line ``a`` in the set at ``T[b]``, or -1."""
+    w = g.ways[k]
+    if w == 1:
+        return [f"{p} = 0 if ({T}[{b}] >> 1) == {a} else -1"]
+    return [
+        f"{p} = -1",
+        f"for q in range({w}):",
+        f"    if ({T}[{b} + q] >> 1) == {a}:",
+        f"        {p} = q",
+        "        break",
+    ]
+
+
+def _s_touch(g: Geometry, k: int, T: str, b: str, p: str, d: str) -> list[str]:
+    """Move way ``p`` to MRU, OR-ing in dirty bit ``d``."""
+    if g.ways[k] == 1:
+        return [] if d == "0" else [f"{T}[{b}] |= {d}"]
+    return [
+        f"v_ = {T}[{b} + {p}] | {d}",
+        f"for q in range({p}, 0, -1):",
+        f"    {T}[{b} + q] = {T}[{b} + q - 1]",
+        f"{T}[{b}] = v_",
+    ]
+
+
+def _s_insert(g: Geometry, k: int, T: str, b: str, a: str, d: str, v: str = "v") -> list[str]:
+    """Insert line ``a`` at MRU; ``v`` receives the evicted LRU entry (-1: none)."""
+    w = g.ways[k]
+    return [
+        f"{v} = {T}[{b} + {w - 1}]",
+        *(
+            [f"for q in range({w - 1}, 0, -1):", f"    {T}[{b} + q] = {T}[{b} + q - 1]"]
+            if w > 1
+            else []
+        ),
+        f"{T}[{b}] = ({a} << 1) | {d}",
+    ]
+
+
+def _s_remove(g: Geometry, k: int, T: str, b: str, p: str, v: str = "v_") -> list[str]:
+    """Remove way ``p`` (later ways move up, an empty way enters at LRU); ``v`` = entry."""
+    w = g.ways[k]
+    return [
+        f"{v} = {T}[{b} + {p}]",
+        *(
+            [f"for q in range({p}, {w - 1}):", f"    {T}[{b} + q] = {T}[{b} + q + 1]"]
+            if w > 1
+            else []
+        ),
+        f"{T}[{b} + {w - 1}] = -1",
+    ]
+
+
+def _tlist(g: Geometry, n: int | None = None) -> str:
+    return ", ".join(f"T{k}" for k in range(g.levels if n is None else n))
+
+
+def _unpack(g: Geometry) -> str:
+    return f"{_tlist(g)}, LS, CS, NS, CTRL, PT, MISC = st"
+
+
+def _binv(g: Geometry, k: int) -> str:
+    """Back-invalidation of line ``a`` (level-k granularity) of instance ``i`` of level k:
+    remove its sub-lines from the levels above that instance covers; return their dirt."""
+    body: list[str] = ["d = 0"]
+    for j in range(k):
+        r = g.shifts[k] - g.shifts[j]
+        if g.private[k] or not g.private[j]:
+            insts = ("i", "i + 1")
+        else:
+            insts = (f"i * {g.cores_per_socket}", f"(i + 1) * {g.cores_per_socket}")
+        body += [
+            f"for c in range({insts[0]}, {insts[1]}):",
+            f"    for s in range(a << {r}, (a + 1) << {r}):",
+            f"        b = {_base(g, j, 'c', 's')}",
+            *_ind(_s_find(g, j, f"T{j}", "b", "s"), 2),
+            "        if p >= 0:",
+            *_ind(_s_remove(g, j, f"T{j}", "b", "p"), 3),
+            "            d |= v_ & 1",
+            f"            LS[{_lvl_idx(g, j, 'c', LVL_BACK_INV)}] += 1",
+        ]
+    body.append("return d")
+    return (
+        f"\n\n@njit(cache=True)\ndef _binv{k}({_tlist(g, k)}, LS, i, a):\n"
+        + "\n".join(_ind(body, 1))
+        + "\n"
+    )
+
+
+def _coherence(g: Geometry) -> str:
+    """Write-invalidate: remove line ``a0`` (at each level's granularity) from every cache
+    that is not on ``core``'s path, top level first."""
+    body = [f"sock = core // {g.cores_per_socket}"]
+    for k in range(g.levels):
+        body.append(f"a{k} = a0 >> {g.shifts[k] - g.shifts[0]}")
+        if g.private[k]:
+            body += [f"for c in range({g.cores}):", "    if c == core:", "        continue"]
+        else:
+            body += [f"for c in range({g.sockets}):", "    if c == sock:", "        continue"]
+        inner = [
+            f"b = {_base(g, k, 'c', f'a{k}')}",
+            *_s_find(g, k, f"T{k}", "b", f"a{k}"),
+            "if p >= 0:",
+            *_ind(_s_remove(g, k, f"T{k}", "b", "p"), 1),
+            f"    LS[{_lvl_idx(g, k, 'c', LVL_INVALIDATIONS)}] += 1",
+        ]
+        if g.inclusive[k] and k > 0:
+            inner.append(f"    _binv{k}({_tlist(g, k)}, LS, c, a{k})")
+        body += _ind(inner, 1)
+    return (
+        f"\n\n@njit(cache=True)\ndef _coherence({_tlist(g)}, LS, core, a0):\n"
+        + "\n".join(_ind(body, 1))
+        + "\n"
+    )
+
+
+def _page_table(g: Geometry) -> str:
+    """First-touch page map: open addressing, linear probing, entries page << 8 | node."""
+    if g.placement != PLACE_FIRST_TOUCH:
+        return ""
+    body = [
+        "mask = PT.shape[0] - 1",
+        "x = np.uint64(page) * np.uint64(0x9E3779B97F4A7C15)",
+        f"h = np.int64(x >> np.uint64(MISC[{MISC_PT_SHIFT}]))",
+        "while True:",
+        "    e = PT[h]",
+        "    if e < 0:",
+        # Python grows the table between batches (MemorySystem.reserve); full = misuse.
+        f"        if MISC[{MISC_PAGES}] >= mask:",
+        "            raise RuntimeError('simsched memory page table full: call reserve()')",
+        "        PT[h] = (page << 8) | sock",
+        f"        MISC[{MISC_PAGES}] += 1",
+        "        return sock",
+        "    if (e >> 8) == page:",
+        "        return e & 255",
+        "    h = (h + 1) & mask",
+    ]
+    return (
+        "\n\n@njit(cache=True)\ndef _page_node(PT, MISC, page, sock):\n"
+        + "\n".join(_ind(body, 1))
+        + "\n"
+    )
+
+
+def _node_expr(g: Geometry, page: str, sock: str) -> str:
+    if g.placement == PLACE_FIXED:
+        return str(g.fixed_node)
+    if g.placement == PLACE_INTERLEAVE:
+        if g.sockets & (g.sockets - 1) == 0:
+            return f"({page}) & {g.sockets - 1}"
+        return f"({page}) % {g.sockets}"
+    return f"_page_node(PT, MISC, {page}, {sock})"
+
+
+def _page_expr(g: Geometry, line: str) -> str:
+    sh = g.shifts[-1]
+    if sh >= g.page_shift:
+        return f"({line}) << {sh - g.page_shift}"
+    return f"({line}) >> {g.page_shift - sh}"
+
+
+def _local_node(g: Geometry, local: bool) -> bool:
+    """Whether node statistics and the controller live in local variables: in batch mode
+    with a fixed node (one socket or ``node:N``) the node is a constant."""
+    return local and g.placement == PLACE_FIXED
+
+
+_NODE_VAR = {
+    NODE_LOCAL: "nloc",
+    NODE_REMOTE: "nrem",
+    NODE_WRITEBACKS: "nwb",
+    NODE_QUEUE_DELAY: "nqd",
+    NODE_WB_QUEUE_DELAY: "nwbqd",
+}
+_CORE_VAR = {CORE_MEM_LOCAL: "cml", CORE_MEM_REMOTE: "cmr", CORE_QUEUE_DELAY: "cqd"}
+
+
+def _node_inc(g: Geometry, field: int, amount: str, local: bool) -> str:
+    if _local_node(g, local):
+        return f"{_NODE_VAR[field]} += {amount}"
+    return f"NS[nd * {NNS} + {field}] += {amount}"
+
+
+def _core_inc(field: int, amount: str, local: bool) -> str:
+    return f"{_CORE_VAR[field]} += {amount}" if local else f"CS[cb + {field}] += {amount}"
+
+
+def _g_controller(g: Geometry, local: bool) -> list[str]:
+    """Reserve node ``nd``'s controller from ``tl`` on: ``t0`` = start of service."""
+    ctrl = "ctrl" if _local_node(g, local) else "CTRL[nd]"
+    return [
+        f"t0 = {ctrl}",
+        "if t0 < tl:",
+        "    t0 = tl",
+        f"{ctrl} = t0 + {g.service_interval}",
+    ]
+
+
+def _g_mem_fetch(g: Geometry, local: bool) -> list[str]:
+    """Fetch line a{L-1} from its node at time ``tl``; sets ``dl``."""
+    return [
+        f"nd = {_node_expr(g, _page_expr(g, f'a{g.levels - 1}'), 'sock')}",
+        *_g_controller(g, local),
+        "wt = t0 - tl",
+        _node_inc(g, NODE_QUEUE_DELAY, "wt", local),
+        _core_inc(CORE_QUEUE_DELAY, "wt", local),
+        "if nd == sock:",
+        "    " + _node_inc(g, NODE_LOCAL, "1", local),
+        "    " + _core_inc(CORE_MEM_LOCAL, "1", local),
+        f"    dl = {g.mem_latency} + wt",
+        "else:",
+        "    " + _node_inc(g, NODE_REMOTE, "1", local),
+        "    " + _core_inc(CORE_MEM_REMOTE, "1", local),
+        f"    dl = {g.mem_latency + g.remote_latency} + wt",
+    ]
+
+
+def _g_mem_wb(g: Geometry, line: str, local: bool) -> list[str]:
+    """Write last-level line ``line`` back to its node (after the fetch, at ``tl``)."""
+    return [
+        f"nd = {_node_expr(g, _page_expr(g, line), 'sock')}",
+        *_g_controller(g, local),
+        _node_inc(g, NODE_WRITEBACKS, "1", local),
+        _node_inc(g, NODE_WB_QUEUE_DELAY, "t0 - tl", local),
+    ]
+
+
+def _g_victim(g: Geometry, k: int, v: str, local: bool) -> list[str]:
+    """Handle entry ``v`` evicted from the core's instance of level k."""
+    out = [f"if {v} >= 0:", f"    {v}d = {v} & 1"]
+    if g.inclusive[k] and k > 0:
+        out.append(f"    {v}d |= _binv{k}({_tlist(g, k)}, LS, ix{k}, {v} >> 1)")
+    if local:
+        count = f"wbs{k} += 1"
+    else:
+        count = f"LS[{_lvl_idx(g, k, f'ix{k}', LVL_WRITEBACKS)}] += 1"
+    out += [f"    if {v}d:", f"        {count}"]
+    if k + 1 < g.levels:
+        out.append(f"        x{k + 1} = ({v} >> 1) >> {g.shifts[k + 1] - g.shifts[k]}")
+        out += _ind(_g_wb(g, k + 1, local), 2)
+    else:
+        out += _ind(_g_mem_wb(g, f"{v} >> 1", local), 2)
+    return out
+
+
+def _g_wb(g: Geometry, m: int, local: bool) -> list[str]:
+    """A dirty line x{m} arrives at level m: mark it dirty and MRU, or allocate it."""
+    return [
+        f"c{m} = {_base(g, m, f'ix{m}', f'x{m}')}",
+        *_s_find(g, m, f"T{m}", f"c{m}", f"x{m}"),
+        "if p >= 0:",
+        *_ind(_s_touch(g, m, f"T{m}", f"c{m}", "p", "1"), 1),
+        "else:",
+        *_ind(_s_insert(g, m, f"T{m}", f"c{m}", f"x{m}", "1", f"u{m}"), 1),
+        *_ind(_g_victim(g, m, f"u{m}", local), 1),
+    ]
+
+
+def _g_fill(g: Geometry, k: int, d: str, local: bool) -> list[str]:
+    """Insert the demand line a{k} at MRU of its set (b{k}) and handle the victim."""
+    return [
+        *_s_insert(g, k, f"T{k}", f"b{k}", f"a{k}", d, f"v{k}"),
+        *_g_victim(g, k, f"v{k}", local),
+    ]
+
+
+_FIELD_VAR = {LVL_ACCESSES: "acc", LVL_HITS: "hit", LVL_MISSES: "mis", LVL_WRITEBACKS: "wbs"}
+
+
+def _g_count(g: Geometry, k: int, field: int, local: bool) -> list[str]:
+    """Count a demand access/hit/miss of the core's instance of level k.
+
+    In batch mode (``local``) the counts of the batch's core live in local variables
+    (registers) and are added to the arrays by :func:`_g_flush` before every return."""
+    if local:
+        return [f"{_FIELD_VAR[field]}{k} += 1"]
+    out = [f"LS[{_lvl_idx(g, k, f'ix{k}', field)}] += 1"]
+    if not g.private[k]:
+        out.append(f"CS[cb + {CORE_LEVEL0 + 3 * k + field}] += 1")
+    return out
+
+
+def _g_locals(g: Geometry) -> list[str]:
+    out = ["nrefs = 0", "nlines = 0", "ncycles = 0"]
+    for k in range(g.levels):
+        out += [f"acc{k} = 0", f"hit{k} = 0", f"mis{k} = 0", f"wbs{k} = 0"]
+    out += [f"{v} = 0" for v in _CORE_VAR.values()]
+    if _local_node(g, True):
+        out += [f"{v} = 0" for v in _NODE_VAR.values()]
+        out.append(f"ctrl = CTRL[{g.fixed_node}]")
+    return out
+
+
+def _g_flush(g: Geometry) -> list[str]:
+    out = [
+        f"CS[cb + {CORE_REFS}] += nrefs",
+        f"CS[cb + {CORE_LINES}] += nlines",
+        f"CS[cb + {CORE_CYCLES}] += ncycles",
+        *[f"CS[cb + {f}] += {v}" for f, v in _CORE_VAR.items()],
+    ]
+    if _local_node(g, True):
+        out += [f"NS[{g.fixed_node * NNS + f}] += {v}" for f, v in _NODE_VAR.items()]
+        out.append(f"CTRL[{g.fixed_node}] = ctrl")
+    for k in range(g.levels):
+        for field, var in _FIELD_VAR.items():
+            out.append(f"LS[{_lvl_idx(g, k, f'ix{k}', field)}] += {var}{k}")
+            if not g.private[k] and field != LVL_WRITEBACKS:
+                out.append(f"CS[cb + {CORE_LEVEL0 + 3 * k + field}] += {var}{k}")
+    return out
+
+
+def _g_line(g: Geometry, local: bool = False) -> list[str]:
+    """One access of level-0 line ``a0`` at time ``tl`` by ``core``; sets ``dl``."""
+    L = g.levels
+    body = [f"a{k} = a0 >> {g.shifts[k] - g.shifts[0]}" for k in range(1, L)]
+
+    def probe(k: int) -> list[str]:
+        out = [
+            f"b{k} = {_base(g, k, f'ix{k}', f'a{k}')}",
+            *_g_count(g, k, LVL_ACCESSES, local),
+        ]
+        out += [*_s_find(g, k, f"T{k}", f"b{k}", f"a{k}"), "if p >= 0:"]
+        hit = _g_count(g, k, LVL_HITS, local)
+        hit += _s_touch(g, k, f"T{k}", f"b{k}", "p", "w" if k == 0 else "0")
+        hit += [f"dl = {g.hit[k]}", f"served = {k}"]
+        out += _ind(hit, 1)
+        out.append("else:")
+        miss = _g_count(g, k, LVL_MISSES, local)
+        if k + 1 < L:
+            miss += probe(k + 1)
+        else:
+            miss += [*_g_mem_fetch(g, local), f"served = {L}"]
+        if k == 0:
+            # Fill the levels that missed, deepest first (the line travels up from the
+            # level that served it); each fill evicts and writes back its victim after
+            # the fetch.
+            for j in range(L - 1, 0, -1):
+                miss += [f"if served > {j}:", *_ind(_g_fill(g, j, "0", local), 1)]
+            miss += _g_fill(g, 0, "w", local)
+        out += _ind(miss, 1)
+        return out
+
+    body += probe(0)
+    if g.coherent:
+        body += ["if w:", f"    _coherence({_tlist(g)}, LS, core, a0)"]
+    return body
+
+
+def _g_prologue(g: Geometry) -> list[str]:
+    return [
+        _unpack(g),
+        f"sock = core // {g.cores_per_socket}",
+        f"cb = core * {g.ncs}",
+        *[f"ix{k} = {_inst(g, k)}" for k in range(g.levels)],
+    ]
+
+
+def _g_ref(g: Geometry) -> list[str]:
+    """One reference (addr, size, w) issued at ``now``; sets ``lat``."""
+    s0 = g.shifts[0]
+    return [
+        f"first = addr >> {s0}",
+        f"last = (addr + size - 1) >> {s0}",
+        f"CS[cb + {CORE_REFS}] += 1",
+        f"CS[cb + {CORE_LINES}] += last - first + 1",
+        "lat = 0",
+        # A straddling reference touches its lines one after the other.
+        "for a0 in range(first, last + 1):",
+        "    tl = now + lat",
+        *_ind(_g_line(g), 1),
+        "    lat += dl",
+        f"CS[cb + {CORE_CYCLES}] += lat",
+    ]
+
+
+def _entry(g: Geometry) -> str:
+    access = [
+        '"""Latency of one reference issued at cycle ``now`` by ``core``; updates all state."""',
+        *_g_prologue(g),
+        "w = 1 if is_write else 0",
+        *_g_ref(g),
+        "return lat",
+    ]
+    batch = [
+        '"""Serve refs i0.. in order; stop early (returning the index) when the page table',
+        "reaches ``page_limit`` entries.  Invalid references get latency 0, change",
+        "nothing and set MISC status 1.",
+        '"""',
+        *_g_prologue(g),
+        *_g_locals(g),
+        "n = addrs.shape[0]",
+        "stop = n",
+        "for i in range(i0, n):",
+        *(
+            [
+                f"    if MISC[{MISC_PAGES}] >= page_limit:",
+                "        stop = i",
+                "        break",
+            ]
+            if g.placement == PLACE_FIRST_TOUCH
+            else []
+        ),
+        "    addr = addrs[i]",
+        "    size = np.int64(sizes[i])",
+        # Invalid references (size 0, address >= 2**48) are flagged and skipped; a
+        # branch that leaves the loop would cost ~15 % of the loop's speed.
+        f"    if (addr | (size - 1)) >> {ADDRESS_BITS} != 0:",
+        f"        MISC[{MISC_STATUS}] = 1",
+        "        out[i] = 0",
+        "        continue",
+        "    if use_gaps:",
+        "        t += np.int64(gaps[i])",
+        "    w = 1 if writes[i] else 0",
+        "    now = t",
+        f"    a0 = addr >> {g.shifts[0]}",
+        f"    if a0 == (addr + size - 1) >> {g.shifts[0]}:",
+        # The common case, one line, inline with statistics in registers.
+        "        nrefs += 1",
+        "        nlines += 1",
+        "        tl = now",
+        *_ind(_g_line(g, True), 2),
+        "        lat = dl",
+        "        ncycles += lat",
+        "    else:",
+        # A straddling reference goes through ``access`` (statistics in the arrays);
+        # the controller's time is handed over when it lives in a local variable.
+        *([f"        CTRL[{g.fixed_node}] = ctrl"] if _local_node(g, True) else []),
+        "        lat = access(st, core, addr, size, w != 0, now)",
+        *([f"        ctrl = CTRL[{g.fixed_node}]"] if _local_node(g, True) else []),
+        "    out[i] = lat",
+        "    t += lat",
+        *_g_flush(g),
+        f"MISC[{MISC_TIME}] = t",
+        "return stop",
+    ]
+    src = "\n\n@njit(cache=True)\ndef access(st, core, addr, size, is_write, now):\n"
+    src += "\n".join(_ind(access, 1)) + "\n"
+    src += "\n\n@njit(cache=True)\n"
+    src += "def _batch(st, core, addrs, sizes, writes, gaps, use_gaps, t, out, i0, page_limit):\n"
+    src += "\n".join(_ind(batch, 1)) + "\n"
+    return src
+
+
+def generate_source(g: Geometry, extra_source: str = "") -> str:
+    """Python source of the kernel module specialised on ``g``.
+
+    Parameters
+    ----------
+    g
+        The geometry constants.
+    extra_source
+        Source appended verbatim (e.g. another package's kernels calling ``access``).
+
+    Returns
+    -------
+    str
+        Module source; it starts with ``import numpy as np`` and ``from numba import njit``.
+    """
+    parts = [
+        "import numpy as np\nfrom numba import njit\n",
+        f'"""simsched memory kernels generated for {g!r}."""\n',
+    ]
+    for k in range(1, g.levels):
+        if g.inclusive[k]:
+            parts.append(_binv(g, k))
+    if g.coherent:
+        parts.append(_coherence(g))
+    parts.append(_page_table(g))
+    parts.append(_entry(g))
+    if extra_source:
+        parts.append("\n\n# ---- extra source\n" + extra_source.rstrip() + "\n")
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- module cache
+
+
+def kernel_cache_dir() -> Path:
+    """Folder of generated kernel modules: ``$SIMSCHED_CACHE_DIR/kernels`` or
+    ``~/.cache/simsched/kernels``."""
+    root = os.environ.get("SIMSCHED_CACHE_DIR")
+    base = Path(root) if root else Path.home() / ".cache" / "simsched"
+    return base / "kernels"
+
+
+def _generator_text() -> str:
+    return Path(__file__).read_text(encoding="utf-8")
+
+
+def load_module(g: Geometry, extra_source: str = "", extra_name: str = ""):
+    """Generate (if needed), write and import the kernel module for ``g``.
+
+    The module name is a hash of the geometry, this generator's source, ``extra_source``
+    and ``extra_name``, so any change to one of them yields a new module (and a new Numba
+    on-disk cache); an unchanged module is never rewritten, which keeps Numba's cache
+    valid across processes.
+
+    Parameters
+    ----------
+    g
+        Geometry constants.
+    extra_source, extra_name
+        Appended source and a name for it (both enter the hash).
+
+    Returns
+    -------
+    module
+        The imported module (functions compile on first call, or load from Numba's cache).
+    """
+    h = hashlib.sha256()
+    for part in (
+        repr(astuple(g)),
+        str(TEMPLATE_VERSION),
+        _generator_text(),
+        extra_source,
+        extra_name,
+    ):
+        h.update(part.encode())
+        h.update(b"\0")
+    tag = "".join(ch if ch.isalnum() else "_" for ch in extra_name)[:32]
+    name = f"simsched_mem_{tag + '_' if tag else ''}{h.hexdigest()[:20]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = kernel_cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    if not path.exists():
+        src = generate_source(g, extra_source)
+        tmp = folder / f".{name}.{os.getpid()}.tmp"
+        tmp.write_text(src, encoding="utf-8")
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

@@ -1,0 +1,366 @@
+"""``MemorySystem``: the Python face of the per-geometry memory kernels.
+
+A :class:`MemorySystem` owns one generated kernel module (see
+:mod:`simsched.memory._kernels`) and the model's whole mutable state, a tuple of numpy
+arrays ``state`` passed as the first argument ``st`` of every kernel:
+
+=====================  ==================================================================
+``st[k]``, k < L        level k's sets: int64, ``instances * sets * ways`` entries, each
+                        set MRU-first, entry ``line << 1 | dirty``, ``-1`` empty
+``st[L]``               level statistics, flat ``(L, max_instances, 6)``: accesses, hits,
+                        misses, writebacks, invalidations, back_invalidations
+``st[L+1]``             core statistics, flat ``(cores, 6 + 3L)``: refs, lines, mem_local,
+                        mem_remote, queue_delay, cycles; then accesses/hits/misses per
+                        level (kept for per-socket levels only; private levels derive them
+                        from the level statistics)
+``st[L+2]``             node statistics, flat ``(sockets, 6)``: local, remote, writebacks,
+                        busy_cycles, queue_delay, writeback_queue_delay
+``st[L+3]``             each node controller's next free cycle
+``st[L+4]``             first-touch page table (open addressing, ``page << 8 | node``)
+``st[L+5]``             MISC: pages mapped, page-table hash shift, end time of the last
+                        batch, status of the last batch
+=====================  ==================================================================
+
+The page table is the only structure that grows.  Kernels cannot replace an array inside
+the tuple, so growth happens around them: the batch kernel stops as soon as the table is
+half full, Python rehashes into a table twice as large (a new ``state`` tuple), and the
+batch resumes where it stopped.  Growth never changes results, only the table's size.
+Code that calls ``access`` from its own kernel (``extra_source``) must call
+:meth:`MemorySystem.reserve` with the number of references it is about to serve and then
+re-read :attr:`MemorySystem.state`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simsched.machine import Machine
+from simsched.memory import _kernels as K
+
+_MIN_PT = 1024
+
+
+def _pt_shift(cap: int) -> int:
+    return 64 - (cap.bit_length() - 1)
+
+
+class MemorySystem:
+    """Exact set-associative LRU caches, NUMA placement and memory controllers of a machine.
+
+    Parameters
+    ----------
+    machine
+        The machine to model.
+    extra_source
+        Python source appended verbatim to the generated kernel module, so that another
+        package's Numba kernels can call ``access(st, ...)`` directly; compiled and cached
+        together with it.
+    extra_name
+        Name of ``extra_source`` (enters the module's hash and name).
+
+    Attributes
+    ----------
+    machine : Machine
+        The modelled machine.
+    module : module
+        The generated, imported kernel module.
+    state : tuple of numpy.ndarray
+        All mutable model state (see the module docstring).
+    """
+
+    def __init__(self, machine: Machine, *, extra_source: str = "", extra_name: str = ""):
+        self.machine = machine
+        self.geometry = K.geometry_of(machine)
+        self.module = K.load_module(self.geometry, extra_source, extra_name)
+        self.state = self._new_state()
+        # Compile (or load from Numba's disk cache) now, with the real argument types.
+        self.access_batch(0, np.zeros(0, np.uint64), np.zeros(0, np.uint8), np.zeros(0, bool), 0)
+
+    # ------------------------------------------------------------------ state
+    def _new_state(self) -> tuple[np.ndarray, ...]:
+        g = self.geometry
+        arrays: list[np.ndarray] = []
+        for k in range(g.levels):
+            arrays.append(np.full(g.instances(k) * g.sets[k] * g.ways[k], -1, np.int64))
+        arrays.append(np.zeros(g.levels * g.max_instances * K.NST, np.int64))
+        arrays.append(np.zeros(g.cores * g.ncs, np.int64))
+        arrays.append(np.zeros(g.sockets * K.NNS, np.int64))
+        arrays.append(np.zeros(g.sockets, np.int64))
+        cap = _MIN_PT if g.placement == K.PLACE_FIRST_TOUCH else 1
+        arrays.append(np.full(cap, -1, np.int64))
+        misc = np.zeros(K.NMISC, np.int64)
+        misc[K.MISC_PT_SHIFT] = _pt_shift(max(cap, _MIN_PT))
+        arrays.append(misc)
+        return tuple(arrays)
+
+    @property
+    def _first_touch(self) -> bool:
+        return self.geometry.placement == K.PLACE_FIRST_TOUCH
+
+    def _page_limit(self) -> int:
+        if not self._first_touch:
+            return np.iinfo(np.int64).max
+        return self.state[self.geometry.st_pt].shape[0] // 2
+
+    def _grow(self, needed: int) -> None:
+        """Rehash the page table into one that holds ``needed`` pages at most half full."""
+        g = self.geometry
+        old = self.state[g.st_pt]
+        cap = old.shape[0]
+        while needed > cap // 2:
+            cap *= 2
+        if cap == old.shape[0]:
+            return
+        table = np.full(cap, -1, np.int64)
+        entries = old[old >= 0]
+        shift = _pt_shift(cap)
+        pages = (entries >> 8).astype(np.uint64)
+        with np.errstate(over="ignore"):
+            slots = ((pages * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(shift)).astype(np.int64)
+        mask = cap - 1
+        for e, h in zip(entries.tolist(), slots.tolist(), strict=True):
+            while table[h] >= 0:
+                h = (h + 1) & mask
+            table[h] = e
+        misc = self.state[g.st_misc]
+        misc[K.MISC_PT_SHIFT] = shift
+        st = list(self.state)
+        st[g.st_pt] = table
+        self.state = tuple(st)
+
+    def reserve(self, n_refs: int) -> None:
+        """Make room in the page table for the pages ``n_refs`` more references can touch.
+
+        Only needed by code that calls the kernel ``access`` from its own Numba loop; it may
+        replace :attr:`state`, so read ``state`` again after calling it.
+
+        Parameters
+        ----------
+        n_refs
+            Number of references about to be served (each may touch two pages).
+        """
+        if self._first_touch:
+            used = int(self.state[self.geometry.st_misc][K.MISC_PAGES])
+            self._grow(used + 2 * int(n_refs) + 1)
+
+    # ------------------------------------------------------------------ access
+    def access_batch(
+        self,
+        core: int,
+        addrs,
+        sizes,
+        writes,
+        start_time: int,
+        gaps=None,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Serve references in order on one core and return their latencies.
+
+        Reference ``i`` issues ``gaps[i]`` cycles after reference ``i - 1`` completed (the
+        first one ``gaps[0]`` cycles after ``start_time``); its latency is that of the level
+        serving each line it touches (memory: latency, remote penalty and controller wait),
+        summed over the lines of a straddling reference.
+
+        Parameters
+        ----------
+        core
+            Issuing core, ``0 <= core < machine.cores``.
+        addrs
+            Byte addresses (below 2**48), uint64 or int64 array.
+        sizes
+            Sizes in bytes (1..255), an array or a scalar.
+        writes
+            Write flags, an array or a scalar.
+        start_time
+            Cycle at which the core starts.
+        gaps
+            Cycles of non-memory work before each reference (default none).
+        out
+            Optional int64 buffer of at least ``len(addrs)`` entries to receive the
+            latencies (saves an allocation per batch).
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 latency of every reference (a view of ``out`` when given).  The end time is available as
+            :attr:`last_time`.
+        """
+        g = self.geometry
+        if not 0 <= int(core) < g.cores:
+            raise ValueError(f"core {core} out of range (the machine has {g.cores} cores)")
+        a = np.ascontiguousarray(addrs)
+        if a.ndim != 1:
+            raise ValueError("addrs must be one-dimensional")
+        if a.dtype == np.uint64:
+            a = a.view(np.int64)
+        elif a.dtype != np.int64:
+            a = a.astype(np.int64)
+        n = a.shape[0]
+        s = self._column(sizes, n, np.uint8, "sizes")
+        w = self._column(writes, n, np.bool_, "writes")
+        use_gaps = gaps is not None
+        gp = self._column(gaps, n, np.uint32, "gaps") if use_gaps else np.zeros(1, np.uint32)
+        if out is None:
+            out = np.empty(n, np.int64)
+        else:
+            if out.dtype != np.int64 or out.ndim != 1 or out.shape[0] < n:
+                raise ValueError(f"out must be a 1-D int64 array of at least {n} entries")
+            if not out.flags.c_contiguous or not out.flags.writeable:
+                raise ValueError("out must be C-contiguous and writeable")
+            out = out[:n]
+        misc = self.state[g.st_misc]
+        misc[K.MISC_STATUS] = 0
+        t = int(start_time)
+        i = 0
+        while True:
+            i = self.module._batch(
+                self.state, int(core), a, s, w, gp, use_gaps, t, out, i, self._page_limit()
+            )
+            misc = self.state[g.st_misc]
+            t = int(misc[K.MISC_TIME])
+            if misc[K.MISC_STATUS]:
+                bad = int(np.flatnonzero(((a >> K.ADDRESS_BITS) != 0) | (s == 0))[0])
+                raise ValueError(
+                    f"reference {bad}: address {int(a[bad]) & (2**64 - 1):#x} is not below "
+                    f"2**{K.ADDRESS_BITS} or its size is 0 (invalid references were skipped, "
+                    "the others served)"
+                )
+            if i >= n:
+                break
+            self._grow(int(misc[K.MISC_PAGES]) + 1)
+        self.last_time = t
+        return out
+
+    @staticmethod
+    def _column(x, n: int, dtype, what: str) -> np.ndarray:
+        arr = np.asarray(x)
+        if arr.ndim == 0:
+            return np.full(n, arr, dtype)
+        if arr.shape != (n,):
+            raise ValueError(f"{what} has shape {arr.shape}, expected ({n},)")
+        if arr.dtype != dtype:
+            if dtype == np.uint8 and (arr.min(initial=1) < 1 or arr.max(initial=1) > 255):
+                raise ValueError(f"{what} must be between 1 and 255")
+            arr = arr.astype(dtype)
+        return np.ascontiguousarray(arr)
+
+    def access(self, core: int, addr: int, size: int, is_write: bool, now: int) -> int:
+        """Serve one reference issued by ``core`` at cycle ``now``; return its latency.
+
+        Convenience for tests and interactive use (one kernel call per reference).
+        """
+        lat = self.access_batch(
+            core, np.array([addr], np.uint64), np.array([size]), np.array([is_write]), now
+        )
+        return int(lat[0])
+
+    def contents(self, level: int, instance: int) -> list[list[tuple[int, bool]]]:
+        """Lines held by one cache: per set, ``(line number, dirty)`` from MRU to LRU.
+
+        Parameters
+        ----------
+        level
+            Level index (0 = closest to the core).
+        instance
+            Core (per-core level) or socket (per-socket level).
+
+        Returns
+        -------
+        list
+            One list per set; line numbers are byte addresses >> log2(line size).
+        """
+        g = self.geometry
+        if not 0 <= level < g.levels or not 0 <= instance < g.instances(level):
+            raise ValueError(f"no cache instance {instance} at level {level}")
+        sets = self.state[level].reshape(g.instances(level), g.sets[level], g.ways[level])
+        return [[(int(v >> 1), bool(v & 1)) for v in row if v >= 0] for row in sets[instance]]
+
+    # ------------------------------------------------------------------ statistics
+    def reset_stats(self) -> None:
+        """Zero every statistic; cache contents, controllers and pages are kept."""
+        g = self.geometry
+        for idx in (g.st_lvl, g.st_core, g.st_node):
+            self.state[idx][:] = 0
+
+    def stats(self) -> dict:
+        """Statistics per level (and instance), core, socket and node.
+
+        Returns
+        -------
+        dict
+            ``{"levels": [...], "cores": [...], "sockets": [...], "nodes": [...],
+            "offchip_bytes": int, "pages_mapped": int}`` where
+
+            - each level is ``{"name", "scope", "line", "accesses", "hits", "misses",
+              "writebacks", "invalidations", "back_invalidations", "instances": [...]}``
+              with totals over its instances and one dict of the same six counters per
+              instance (per core or per socket); ``writebacks`` counts dirty lines this
+              level evicted, ``invalidations`` copies removed by coherence,
+              ``back_invalidations`` copies removed because an inclusive level below
+              evicted (or lost) the line;
+            - each core is ``{"refs", "lines", "cycles", "mem_local", "mem_remote",
+              "queue_delay", "levels": {name: {"accesses", "hits", "misses"}}}`` where
+              ``lines`` is the number of first-level line accesses (refs plus the extra
+              lines of straddling refs), ``cycles`` the sum of reference latencies,
+              ``queue_delay`` the controller wait its fetches suffered;
+            - each socket sums its cores (same keys);
+            - each node is ``{"local", "remote", "writebacks", "busy_cycles",
+              "queue_delay", "writeback_queue_delay"}``: lines fetched for local and
+              remote sockets, dirty lines written back, cycles its controller was busy,
+              fetch and write-back waits for the controller;
+            - ``offchip_bytes`` = (fetched + written-back lines) × last-level line size;
+            - ``pages_mapped``: pages placed by first touch (0 for other placements).
+        """
+        g = self.geometry
+        m = self.machine
+        L = g.levels
+        lv = self.state[g.st_lvl].reshape(L, g.max_instances, K.NST)
+        cs = self.state[g.st_core].reshape(g.cores, g.ncs)
+        ns = self.state[g.st_node].reshape(g.sockets, K.NNS)
+        levels = []
+        for k, c in enumerate(m.caches):
+            ni = g.instances(k)
+            inst = [dict(zip(K.LVL_FIELDS, map(int, lv[k, i]), strict=True)) for i in range(ni)]
+            tot = {f: int(lv[k, :ni, j].sum()) for j, f in enumerate(K.LVL_FIELDS)}
+            levels.append(
+                {"name": c.name, "scope": c.scope, "line": c.line, **tot, "instances": inst}
+            )
+        cores = []
+        for core in range(g.cores):
+            d = dict(zip(K.CORE_FIELDS, map(int, cs[core, : K.CORE_LEVEL0]), strict=True))
+            per = {}
+            for k, c in enumerate(m.caches):
+                if g.private[k]:
+                    row = lv[k, core]
+                    vals = (row[K.LVL_ACCESSES], row[K.LVL_HITS], row[K.LVL_MISSES])
+                else:
+                    vals = cs[core, K.CORE_LEVEL0 + 3 * k : K.CORE_LEVEL0 + 3 * k + 3]
+                per[c.name] = dict(zip(("accesses", "hits", "misses"), map(int, vals), strict=True))
+            d["levels"] = per
+            cores.append(d)
+        sockets = []
+        for s in range(g.sockets):
+            mine = cores[s * g.cores_per_socket : (s + 1) * g.cores_per_socket]
+            d = {f: sum(c[f] for c in mine) for f in K.CORE_FIELDS}
+            d["levels"] = {
+                c.name: {
+                    f: sum(x["levels"][c.name][f] for x in mine)
+                    for f in ("accesses", "hits", "misses")
+                }
+                for c in m.caches
+            }
+            sockets.append(d)
+        nodes = [dict(zip(K.NODE_FIELDS, map(int, ns[n]), strict=True)) for n in range(g.sockets)]
+        for d in nodes:
+            # The controller is busy one service interval per line it transfers.
+            d["busy_cycles"] = g.service_interval * (d["local"] + d["remote"] + d["writebacks"])
+        lines = sum(n["local"] + n["remote"] + n["writebacks"] for n in nodes)
+        pages = int(self.state[g.st_misc][K.MISC_PAGES]) if self._first_touch else 0
+        return {
+            "levels": levels,
+            "cores": cores,
+            "sockets": sockets,
+            "nodes": nodes,
+            "offchip_bytes": lines * m.caches[-1].line,
+            "pages_mapped": pages,
+        }

@@ -1,0 +1,287 @@
+"""Slow, obvious model of the memory hierarchy: the oracle of ``simsched.memory``.
+
+Every cache set is an ``OrderedDict`` mapping a line number to its dirty flag, least
+recently used first.  The semantics are those of ``docs/machine-model.md``, written out
+step by step and independently of the generated Numba kernels:
+
+* a reference touches every level-0 line it overlaps, one after the other, each issued
+  when the previous one completed;
+* a line access probes the levels of the issuing core from the top; the first level
+  holding the line serves it (hit latency), or memory does (node latency, remote
+  penalty, controller wait);
+* the levels that missed are filled deepest first; each fill inserts the line at MRU and
+  then handles its victim: an inclusive level back-invalidates the victim's sub-lines
+  above it (their dirtiness joins the victim), a dirty victim is written back to the next
+  level (which marks it dirty and MRU, or allocates it and handles its own victim) or to
+  memory;
+* a write marks the level-0 copy dirty; with coherence it then removes the line from
+  every cache not on the writer's path (other cores' private levels, other sockets'
+  shared levels), top level first; an inclusive level losing a line back-invalidates the
+  line's sub-lines above it;
+* memory: one controller per node, busy ``service_interval`` cycles per line, fetches
+  first and then the write-back of the victim.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from simsched.machine import Machine
+
+LVL_FIELDS = ("accesses", "hits", "misses", "writebacks", "invalidations", "back_invalidations")
+CORE_FIELDS = ("refs", "lines", "mem_local", "mem_remote", "queue_delay", "cycles")
+NODE_FIELDS = (
+    "local",
+    "remote",
+    "writebacks",
+    "busy_cycles",
+    "queue_delay",
+    "writeback_queue_delay",
+)
+
+
+class MemoryOracle:
+    """Reference model with the same semantics and statistics as ``MemorySystem``."""
+
+    def __init__(self, machine: Machine):
+        self.m = machine
+        self.levels = list(machine.caches)
+        self.L = len(self.levels)
+        self.cps = machine.cores_per_socket
+        self.shift = [c.line.bit_length() - 1 for c in self.levels]
+        self.page_shift = machine.memory.page_size.bit_length() - 1
+        self.sets: list[list[list[OrderedDict]]] = []
+        for c in self.levels:
+            n = machine.cores if c.scope == "core" else machine.sockets
+            self.sets.append([[OrderedDict() for _ in range(c.sets)] for _ in range(n)])
+        self.lvl = [
+            [dict.fromkeys(LVL_FIELDS, 0) for _ in range(len(self.sets[k]))] for k in range(self.L)
+        ]
+        self.core = [dict.fromkeys(CORE_FIELDS, 0) for _ in range(machine.cores)]
+        self.core_lvl = [
+            [dict.fromkeys(("accesses", "hits", "misses"), 0) for _ in range(self.L)]
+            for _ in range(machine.cores)
+        ]
+        self.node = [dict.fromkeys(NODE_FIELDS, 0) for _ in range(machine.sockets)]
+        self.ctrl_free = [0] * machine.sockets
+        self.pages: dict[int, int] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def _inst(self, k: int, core: int) -> int:
+        return core if self.levels[k].scope == "core" else core // self.cps
+
+    def _set(self, k: int, inst: int, line: int) -> OrderedDict:
+        return self.sets[k][inst][line % self.levels[k].sets]
+
+    def _line_at(self, k: int, a0: int) -> int:
+        return (a0 << self.shift[0]) >> self.shift[k]
+
+    def _node_of(self, page: int, sock: int) -> int:
+        mem = self.m.memory
+        if self.m.sockets == 1:
+            return 0
+        if mem.placement == "interleave":
+            return page % self.m.sockets
+        if mem.fixed_node is not None:
+            return mem.fixed_node
+        if page not in self.pages:
+            self.pages[page] = sock
+        return self.pages[page]
+
+    def _controller(self, node: int, now: int) -> int:
+        start = max(now, self.ctrl_free[node])
+        self.ctrl_free[node] = start + self.m.memory.service_interval
+        self.node[node]["busy_cycles"] += self.m.memory.service_interval
+        return start - now
+
+    # ------------------------------------------------------------------ memory
+    def _mem_fetch(self, core: int, line: int, now: int) -> int:
+        sock = core // self.cps
+        page = (line << self.shift[-1]) >> self.page_shift
+        node = self._node_of(page, sock)
+        wait = self._controller(node, now)
+        self.node[node]["queue_delay"] += wait
+        self.core[core]["queue_delay"] += wait
+        lat = self.m.memory.latency + wait
+        if node == sock:
+            self.node[node]["local"] += 1
+            self.core[core]["mem_local"] += 1
+        else:
+            self.node[node]["remote"] += 1
+            self.core[core]["mem_remote"] += 1
+            lat += self.m.memory.remote_latency
+        return lat
+
+    def _mem_wb(self, core: int, line: int, now: int) -> None:
+        page = (line << self.shift[-1]) >> self.page_shift
+        node = self._node_of(page, core // self.cps)
+        wait = self._controller(node, now)
+        self.node[node]["writebacks"] += 1
+        self.node[node]["writeback_queue_delay"] += wait
+
+    # ------------------------------------------------------------------ caches
+    def _covered(self, k: int, inst: int, j: int) -> list[int]:
+        """Instances of level j above an instance of level k."""
+        if self.levels[k].scope == "core" or self.levels[j].scope == "socket":
+            return [inst]
+        return list(range(inst * self.cps, (inst + 1) * self.cps))
+
+    def _back_invalidate(self, k: int, inst: int, line: int) -> bool:
+        dirty = False
+        for j in range(k):
+            r = self.shift[k] - self.shift[j]
+            for c in self._covered(k, inst, j):
+                for sub in range(line << r, (line + 1) << r):
+                    s = self._set(j, c, sub)
+                    if sub in s:
+                        dirty |= s.pop(sub)
+                        self.lvl[j][c]["back_invalidations"] += 1
+        return dirty
+
+    def _victim(self, k: int, core: int, inst: int, victim, now: int) -> None:
+        if victim is None:
+            return
+        line, dirty = victim
+        if self.levels[k].inclusive and k > 0:
+            dirty |= self._back_invalidate(k, inst, line)
+        if not dirty:
+            return
+        self.lvl[k][inst]["writebacks"] += 1
+        if k + 1 < self.L:
+            self._wb_arrive(k + 1, core, line >> (self.shift[k + 1] - self.shift[k]), now)
+        else:
+            self._mem_wb(core, line, now)
+
+    def _insert(self, k: int, inst: int, line: int, dirty: bool):
+        s = self._set(k, inst, line)
+        victim = s.popitem(last=False) if len(s) == self.levels[k].assoc else None
+        s[line] = dirty
+        return victim
+
+    def _fill(self, k: int, core: int, line: int, dirty: bool, now: int) -> None:
+        inst = self._inst(k, core)
+        victim = self._insert(k, inst, line, dirty)
+        self._victim(k, core, inst, victim, now)
+
+    def _wb_arrive(self, k: int, core: int, line: int, now: int) -> None:
+        inst = self._inst(k, core)
+        s = self._set(k, inst, line)
+        if line in s:
+            s[line] = True
+            s.move_to_end(line)
+            return
+        victim = self._insert(k, inst, line, True)
+        self._victim(k, core, inst, victim, now)
+
+    def _coherence(self, core: int, a0: int) -> None:
+        sock = core // self.cps
+        for k in range(self.L):
+            line = self._line_at(k, a0)
+            if self.levels[k].scope == "core":
+                others = [c for c in range(self.m.cores) if c != core]
+            else:
+                others = [s for s in range(self.m.sockets) if s != sock]
+            for i in others:
+                s = self._set(k, i, line)
+                if line in s:
+                    del s[line]
+                    self.lvl[k][i]["invalidations"] += 1
+                    if self.levels[k].inclusive and k > 0:
+                        self._back_invalidate(k, i, line)
+
+    def _access_line(self, core: int, a0: int, write: bool, now: int) -> int:
+        served = self.L
+        lat = None
+        for k in range(self.L):
+            line = self._line_at(k, a0)
+            inst = self._inst(k, core)
+            self.lvl[k][inst]["accesses"] += 1
+            self.core_lvl[core][k]["accesses"] += 1
+            s = self._set(k, inst, line)
+            if line in s:
+                self.lvl[k][inst]["hits"] += 1
+                self.core_lvl[core][k]["hits"] += 1
+                s.move_to_end(line)
+                if k == 0 and write:
+                    s[line] = True
+                lat = self.levels[k].hit_latency
+                served = k
+                break
+            self.lvl[k][inst]["misses"] += 1
+            self.core_lvl[core][k]["misses"] += 1
+        if lat is None:
+            lat = self._mem_fetch(core, self._line_at(self.L - 1, a0), now)
+        for k in range(served - 1, -1, -1):
+            self._fill(k, core, self._line_at(k, a0), write and k == 0, now)
+        if write and self.m.coherent:
+            self._coherence(core, a0)
+        return lat
+
+    # ------------------------------------------------------------------ public
+    def access(self, core: int, addr: int, size: int, is_write: bool, now: int) -> int:
+        """Latency of one reference; updates state and statistics."""
+        first = addr >> self.shift[0]
+        last = (addr + size - 1) >> self.shift[0]
+        lat = 0
+        for a0 in range(first, last + 1):
+            lat += self._access_line(core, a0, bool(is_write), now + lat)
+        c = self.core[core]
+        c["refs"] += 1
+        c["lines"] += last - first + 1
+        c["cycles"] += lat
+        return lat
+
+    def access_batch(self, core, addrs, sizes, writes, start_time, gaps=None) -> list[int]:
+        """Same timing rule as ``MemorySystem.access_batch``."""
+        t = int(start_time)
+        out = []
+        for i in range(len(addrs)):
+            if gaps is not None:
+                t += int(gaps[i])
+            d = self.access(core, int(addrs[i]), int(sizes[i]), bool(writes[i]), t)
+            out.append(d)
+            t += d
+        self.last_time = t
+        return out
+
+    def stats(self) -> dict:
+        """Statistics in the format of ``MemorySystem.stats``."""
+        levels = []
+        for k, c in enumerate(self.levels):
+            inst = [dict(d) for d in self.lvl[k]]
+            tot = {f: sum(d[f] for d in inst) for f in LVL_FIELDS}
+            levels.append(
+                {"name": c.name, "scope": c.scope, "line": c.line, **tot, "instances": inst}
+            )
+        cores = []
+        for i in range(self.m.cores):
+            d = dict(self.core[i])
+            d["levels"] = {c.name: dict(self.core_lvl[i][k]) for k, c in enumerate(self.levels)}
+            cores.append(d)
+        sockets = []
+        for s in range(self.m.sockets):
+            mine = cores[s * self.cps : (s + 1) * self.cps]
+            d = {f: sum(c[f] for c in mine) for f in CORE_FIELDS}
+            d["levels"] = {
+                c.name: {
+                    f: sum(x["levels"][c.name][f] for x in mine)
+                    for f in ("accesses", "hits", "misses")
+                }
+                for c in self.levels
+            }
+            sockets.append(d)
+        nodes = [dict(n) for n in self.node]
+        lines = sum(n["local"] + n["remote"] + n["writebacks"] for n in nodes)
+        first_touch = self.m.sockets > 1 and self.m.memory.placement == "first-touch"
+        return {
+            "levels": levels,
+            "cores": cores,
+            "sockets": sockets,
+            "nodes": nodes,
+            "offchip_bytes": lines * self.levels[-1].line,
+            "pages_mapped": len(self.pages) if first_touch else 0,
+        }
+
+    def contents(self, k: int, inst: int) -> list[list[tuple[int, bool]]]:
+        """Level k instance ``inst``: per set, (line, dirty) from MRU to LRU."""
+        return [list(reversed(list(s.items()))) for s in self.sets[k][inst]]
