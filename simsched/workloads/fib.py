@@ -64,6 +64,8 @@ AFTER_STORE_X = 1
 EXIT = ((3, False, 0), (2, False, 1), (1, False, 0), (0, False, 0))
 #: the n < 2 case: pushed return address, compare + branch + move, return
 BASE = ((0, True, 0), (0, False, 3))
+#: serial subtrees with at most this many references are emitted one reference at a time
+_SCALAR_REFS = 16
 
 
 def stack_addr(depth: int | np.ndarray, slot: int | np.ndarray):
@@ -150,17 +152,19 @@ def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:
     """
     n, cutoff = params["n"], params["cutoff"]
 
-    def refs(depth, table, pending=0):
-        slots = np.array([r[0] for r in table], np.int64)
-        gaps = np.array([r[2] for r in table], np.int64)
-        gaps[0] += pending
-        writes = np.array([r[1] for r in table], np.bool_)
-        b.refs(stack_addr(depth, slots).astype(np.uint64), 8, writes, gaps)
+    def refs(depth, table):
+        # a handful of references: the scalar call is cheaper than building arrays
+        for slot, w, g in table:
+            b.ref(stack_addr(depth, slot), 8, w, g)
 
     def task(m: int, depth: int) -> int:
         if m < cutoff:
             d, s, w, g, tail = _pattern(m)
-            b.refs(stack_addr(depth + d, s).astype(np.uint64), 8, w, g)
+            if len(d) <= _SCALAR_REFS:
+                for k in range(len(d)):
+                    b.ref(stack_addr(depth + int(d[k]), int(s[k])), 8, bool(w[k]), int(g[k]))
+            else:
+                b.refs(stack_addr(depth + d, s).astype(np.uint64), 8, w, g)
             b.instr(tail)
             return _fib(m)
         refs(depth, ENTRY)

@@ -65,7 +65,7 @@ NAME = "hashjoin"
 SUMMARY = "join phase of a partitioned hash join, parallel probe (PDF paper §4.2)"
 
 PARAMS = (
-    Param("n_build", int, 1 << 17, "records of the build partition", minimum=1, maximum=1 << 28),
+    Param("n_build", int, 1 << 17, "records of the build partition", minimum=1, maximum=1 << 26),
     Param("matches", int, 2, "probe records matching each build record", minimum=1, maximum=64),
     Param("grain", int, 1024, "probe records per probe task", minimum=1),
     Param(
