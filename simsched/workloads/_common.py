@@ -22,8 +22,8 @@ Memory layout
     compiler does for their inner loops).
 
 Helpers
-    :func:`concat_ranges` is the vectorised ``concatenate([arange(s, s + n) ...])`` that every
-    generator uses to lay out variable-length reference runs without a Python loop.
+    :func:`concat_ranges` is the vectorised ``concatenate([arange(s, s + n) ...])`` that the
+    vectorised generators use to lay out variable-length reference runs without a Python loop.
 """
 
 from __future__ import annotations
