@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simsched.errors import ConfigError
 from simsched.trace import open_trace
@@ -76,3 +78,27 @@ def test_subparts_default_fits_the_target():
     assert (p["subparts"] // 2) * 1024 * 1024 < 100_000 * per
     with pytest.raises(ConfigError, match="subparts"):
         WORKLOADS["hashjoin"].resolve(dict(subparts=3))
+
+
+@settings(max_examples=15)
+@given(
+    n_build=st.integers(1, 120),
+    matches=st.integers(1, 3),
+    grain=st.integers(1, 40),
+    subparts=st.sampled_from([1, 2, 4, 8]),
+    record_size=st.integers(8, 70),
+    seed=st.integers(0, 2**20),
+)
+def test_fast_path_equals_oracle_random(n_build, matches, grain, subparts, record_size, seed):
+    params = dict(
+        n_build=n_build,
+        matches=matches,
+        grain=grain,
+        subparts=subparts,
+        record_size=record_size,
+        seed=seed,
+    )
+    fast, _, _, _ = record("hashjoin", hashjoin.emit, **params)
+    slow, ref, _, _ = record("hashjoin", oracle.hashjoin, **params)
+    assert_same_stream(fast, slow)
+    assert len(ref["output"]) == n_build * matches

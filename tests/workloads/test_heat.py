@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simsched.trace import open_trace
 from simsched.workloads import generate, heat
@@ -94,3 +96,21 @@ def test_grids_alternate(tmp_path):
             assert np.all((r >= old) & (r < old + 8 * 6 * 8))
             rows, cols = np.divmod((w - new) // 8, 6)
             assert np.all((rows >= 1) & (rows <= 6) & (cols >= 1) & (cols <= 4))
+
+
+@settings(max_examples=15)
+@given(
+    nx=st.integers(3, 24),
+    ny=st.integers(3, 12),
+    iters=st.integers(1, 3),
+    cutoff=st.integers(1, 30),
+)
+def test_fast_path_equals_oracle_random(nx, ny, iters, cutoff):
+    params = dict(nx=nx, ny=ny, iters=iters, cutoff=cutoff, init=False)
+    fast, out, _, _ = record("heat", heat.emit, **params)
+    slow, _, _, _ = record("heat", oracle.heat, **params)
+    assert_same_stream(fast, slow)
+    # the leaves tile the interior rows, none larger than the cut-off
+    rows = [r for a, b in out["leaves"] for r in range(a, b)]
+    assert rows == list(range(1, nx - 1))
+    assert all(b - a <= cutoff for a, b in out["leaves"])
