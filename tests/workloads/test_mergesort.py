@@ -120,3 +120,24 @@ def test_reference_counts_follow_the_model():
     # and nothing for the size-1 nodes at the even bottom level (log2(256) = 8)
     levels = 8
     assert 2 * n * levels + levels * n // 2 <= refs <= 3 * n * levels
+
+
+@pytest.mark.parametrize("leaf_batch,merge_batch", [(1, 1), (16, 8), (50, 33)])
+def test_batching_does_not_change_the_stream(monkeypatch, leaf_batch, merge_batch):
+    # the kernels process leaves and merge chunks in batches; small batches must give the
+    # same stream as the oracle (the default batches exceed these small sorts)
+    monkeypatch.setattr(ms, "_LEAF_BATCH", leaf_batch)
+    monkeypatch.setattr(ms, "_MERGE_BATCH", merge_batch)
+    params = dict(n=500, grain=12, merge_grain=9, seed=11)
+    fast, out, _, _ = record("mergesort", ms.emit, **params)
+    slow, _, _, _ = record("mergesort", oracle.mergesort, **params)
+    assert_same_stream(fast, slow)
+    assert np.array_equal(out["output"], np.sort(out["input"]))
+
+
+def test_default_grain_equals_oracle():
+    # the default grain, several levels of parallel merge with binary searches
+    params = dict(n=40_000, grain=2048, seed=5)
+    fast, _, _, _ = record("mergesort", ms.emit, **params)
+    slow, _, _, _ = record("mergesort", oracle.mergesort, **params)
+    assert_same_stream(fast, slow)
