@@ -23,14 +23,16 @@ from pathlib import Path
 import numpy as np
 
 READER = """
-import resource, sys, time
+import sys, time
 from simsched.trace import open_trace
 t = open_trace(sys.argv[1])
 t0 = time.perf_counter(); n = 0
 for c in t.iter_chunks():
     n += len(c)
 dt = time.perf_counter() - t0
-print(n, dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+# VmHWM is this process's own peak; ru_maxrss would carry the parent's peak across exec
+hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0].split()[1]
+print(n, dt, hwm)
 """
 
 

@@ -317,41 +317,56 @@ class TraceBuilder:
         self._cur_instr += g + 1
 
     def refs(self, addrs, sizes, writes, gaps=0) -> None:
-        """Record references in bulk; each argument is an array or a scalar (broadcast)."""
+        """Record references in bulk; each argument is an array or a scalar (broadcast).
+
+        Scalar sizes, write flags and gaps are validated once and written as scalars, so a
+        call costs little more than copying the addresses.
+        """
         if not self._in_roi:
             return
         a = np.asarray(addrs)
-        n = a.shape[0] if a.ndim else 1
+        if a.ndim == 0:
+            a = a.reshape(1)
+        n = a.shape[0]
         if n == 0:
             return
         if a.dtype != np.uint64:
-            if a.dtype.kind == "i" and a.size and a.min() < 0:
+            if a.dtype.kind == "i" and a.min() < 0:
                 raise TraceBuildError(f"{self.path}: negative address")
             a = a.astype(np.uint64)
-        a = np.broadcast_to(a, (n,))
-        sz = np.broadcast_to(np.asarray(sizes), (n,))
-        if sz.min() < 1 or sz.max() > fmt.MAX_REF_SIZE:
+        sz = np.asarray(sizes)
+        wr = np.asarray(writes, dtype=bool)
+        if sz.ndim == 0:
+            if not 1 <= int(sz) <= fmt.MAX_REF_SIZE:
+                raise TraceBuildError(
+                    f"{self.path}: reference size {int(sz)} outside 1..{fmt.MAX_REF_SIZE}"
+                )
+        elif sz.min() < 1 or sz.max() > fmt.MAX_REF_SIZE:
             raise TraceBuildError(f"{self.path}: reference sizes must be in 1..{fmt.MAX_REF_SIZE}")
-        sw = sz.astype(np.uint8) | (
-            np.broadcast_to(np.asarray(writes, bool), (n,)).astype(np.uint8) << 7
-        )
+        if sz.ndim == 0 and wr.ndim == 0:
+            sw = np.uint8(int(sz) | (0x80 if bool(wr) else 0))
+        else:
+            sw = np.broadcast_to(sz.astype(np.uint8) | (wr.astype(np.uint8) << 7), (n,))
         g = np.asarray(gaps)
         if g.ndim == 0:
             gmin = gmax = int(g)
-            g = np.full(n, gmin, np.int64)
+            gsum = gmin * n
         else:
             g = np.broadcast_to(g, (n,))
-            gmin, gmax = int(g.min()), int(g.max())
+            gmin, gmax, gsum = int(g.min()), int(g.max()), int(g.sum())
         if gmin < 0:
             raise TraceBuildError(f"{self.path}: negative instruction gap")
         if self._pending_gap:
-            g = g.astype(np.int64, copy=True)
+            g = np.array(np.broadcast_to(g, (n,)), dtype=np.int64)
             g[0] += self._pending_gap
             gmax = max(gmax, int(g[0]))
+            gsum += self._pending_gap
             self._pending_gap = 0
         if gmax >= 1 << 32:
             raise TraceBuildError(f"{self.path}: instruction gap does not fit 32 bits")
-        self._cur_instr += n + int(g.sum())
+        self._cur_instr += n + gsum
+        scalar_sw = sw.ndim == 0
+        scalar_g = g.ndim == 0
         pos = 0
         while pos < n:
             if self._fill == self._cap:
@@ -359,8 +374,8 @@ class TraceBuilder:
             k = min(n - pos, self._cap - self._fill)
             lo, hi = self._fill, self._fill + k
             self._addr[lo:hi] = a[pos : pos + k]
-            self._sizew[lo:hi] = sw[pos : pos + k]
-            self._gap[lo:hi] = g[pos : pos + k]
+            self._sizew[lo:hi] = sw if scalar_sw else sw[pos : pos + k]
+            self._gap[lo:hi] = g if scalar_g else g[pos : pos + k]
             self._fill = hi
             pos += k
 
