@@ -51,3 +51,26 @@ def test_import_bad_stream_exit_2(tmp_path, capsys):
     code, _, err = run(["trace", "import", str(bad), "-o", str(tmp_path / "x.sst")], capsys)
     assert code == 2 and "bad header" in err
     assert not (tmp_path / "x.sst").exists()
+
+
+def test_gen_then_info_and_truncated_copy(tmp_path, capsys):
+    ms = tmp_path / "ms.sst"
+    code, _, _ = run(["trace", "gen", "mergesort", "--param", "n=4096", "-o", str(ms)], capsys)
+    assert code == 0
+    code, out, _ = run(["trace", "info", str(ms), "--json"], capsys)
+    info = json.loads(out)
+    assert info["program"] == "mergesort" and info["refs"] > 4096 * 12
+    assert info["span"] < info["work"]
+    bad = tmp_path / "bad.sst"
+    bad.write_bytes(ms.read_bytes()[:10000])
+    code, _, err = run(["trace", "info", str(bad)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and str(bad) in err
+
+
+def test_gen_bad_parameter_exit_2(tmp_path, capsys):
+    code, _, err = run(
+        ["trace", "gen", "mergesort", "--param", "n=abc", "-o", str(tmp_path / "x.sst")], capsys
+    )
+    assert code == 2 and "n" in err
+    code, _, err = run(["trace", "gen", "nosuch", "-o", str(tmp_path / "x.sst")], capsys)
+    assert code == 2 and "nosuch" in err
