@@ -163,6 +163,15 @@ def one_core_machine(machine: Any) -> Any:
     return Machine.model_validate(d)
 
 
+def baseline_path(trace_digest: str, machine: Any) -> Path:
+    """File caching the one-core baseline of a trace (by digest) on a machine."""
+    m1 = one_core_machine(machine)
+    mkey = hashlib.sha256(
+        (dumps(machine_config(m1)) + f"|v{BASELINE_VERSION}").encode()
+    ).hexdigest()[:20]
+    return cache_dir() / "baselines" / f"{trace_digest[:32]}-{mkey}.json"
+
+
 def baseline_makespan(trace: Any, machine: Any, *, window: int = DEFAULT_WINDOW) -> int:
     """Makespan of ``trace`` on the one-core version of ``machine``, cached on disk.
 
@@ -183,10 +192,7 @@ def baseline_makespan(trace: Any, machine: Any, *, window: int = DEFAULT_WINDOW)
     t, owned = _open_trace(trace)
     try:
         m1 = one_core_machine(machine)
-        mkey = hashlib.sha256(
-            (dumps(machine_config(m1)) + f"|v{BASELINE_VERSION}").encode()
-        ).hexdigest()[:20]
-        path = cache_dir() / "baselines" / f"{t.header.digest[:32]}-{mkey}.json"
+        path = baseline_path(t.header.digest, machine)
         try:
             data = json.loads(path.read_text())
             return int(data["makespan_cycles"])

@@ -187,7 +187,7 @@ class SchedContext:
             if p < 0 or it[p] != it[f]:
                 out[f, 0], out[f, 1] = 0.0, 1.0
                 continue
-            b = max(int(br[p]), 1)
+            b = max(int(br[f]), 1)  # the trace stores the parent's b on each child
             lo, hi = out[p, 0], out[p, 1]
             w = (hi - lo) / b
             out[f, 0] = lo + int(idx[f]) * w

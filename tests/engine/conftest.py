@@ -68,7 +68,7 @@ def random_program(
     def body(d):
         refs()
         if d < depth:
-            for _ in range(int(rng.integers(0, max_children + 1))):
+            for _ in range(int(rng.integers(2 if d == 0 else 0, max_children + 1))):
                 b.spawn()
                 body(d + 1)
                 b.ret()

@@ -1,0 +1,25 @@
+"""Small machines for engine tests (tiny caches so that a few thousand refs matter)."""
+
+TWO_BY_TWO = {
+    "name": "test-2x2",
+    "sockets": 2,
+    "cores_per_socket": 2,
+    "caches": [
+        {"name": "L1", "scope": "core", "size": 1024, "assoc": 2, "line": 64, "hit_latency": 1},
+        {"name": "L2", "scope": "socket", "size": 8192, "assoc": 4, "line": 64, "hit_latency": 8},
+    ],
+    "memory": {"latency": 60, "remote_latency": 40, "service_interval": 12, "page_size": 4096},
+    "costs": {"steal_attempt": 20, "deque_op": 3, "queue_op": 7},
+}
+
+ONE_BY_THREE = {
+    "name": "test-1x3",
+    "sockets": 1,
+    "cores_per_socket": 3,
+    "caches": [
+        {"name": "L1", "scope": "core", "size": 512, "assoc": 2, "line": 64, "hit_latency": 1},
+        {"name": "L2", "scope": "socket", "size": 4096, "assoc": 4, "line": 128, "hit_latency": 6},
+    ],
+    "memory": {"latency": 50, "service_interval": 10},
+    "costs": {"steal_attempt": 15, "deque_op": 2, "queue_op": 5},
+}

@@ -1,0 +1,123 @@
+"""The fast engine against the oracle engine, and the replay invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simsched.engine._kernels import KERNEL_NAME, WINDOW_SOURCE
+from simsched.engine.check import check_invariants
+from simsched.engine.replay import Engine
+from simsched.machine import load_machine
+from simsched.memory import MemorySystem
+from simsched.schedulers import get_scheduler
+from simsched.trace import open_trace
+from tests.engine.conftest import make_trace
+from tests.engine.machines import ONE_BY_THREE, TWO_BY_TWO
+from tests.oracles.engine_oracle import OracleEngine
+from tests.oracles.memory_oracle import MemoryOracle
+from tests.schedulers.subtree_socket import SubtreePerSocket
+
+SCHEDS = [("ws", {}), ("ws", {"spawn_policy": "parent-first"}), ("pdf", {})]
+
+
+def _fast(trace, machine, cls, params, seed, window):
+    mem = MemorySystem(machine, extra_source=WINDOW_SOURCE, extra_name=KERNEL_NAME)
+    res = Engine(trace, machine, cls, params, seed, mem, window=window, buffer_refs=64).run()
+    return res, mem.stats()
+
+
+@pytest.mark.parametrize("mspec", [TWO_BY_TWO, ONE_BY_THREE], ids=["2x2", "1x3"])
+@pytest.mark.parametrize("tseed", [1, 7])
+@pytest.mark.parametrize("sched,params", SCHEDS, ids=["ws", "ws-pf", "pdf"])
+def test_fast_engine_equals_oracle(tmp_path, mspec, tseed, sched, params):
+    machine = load_machine(mspec)
+    trace = open_trace(make_trace(tmp_path / "t.sst", seed=tseed, depth=4, max_refs=60))
+    cls = get_scheduler(sched)
+    res, stats = _fast(trace, machine, cls, params, 3, window=0)
+    check_invariants(trace, res, stats)
+    oracle_mem = MemoryOracle(machine)
+    ora = OracleEngine(trace, machine, cls, params, 3, oracle_mem).run()
+    np.testing.assert_array_equal(res.strand_core, ora["strand_core"])
+    np.testing.assert_array_equal(res.strand_start, ora["strand_start"])
+    np.testing.assert_array_equal(res.strand_end, ora["strand_end"])
+    np.testing.assert_array_equal(res.busy_cycles, ora["busy_cycles"])
+    np.testing.assert_array_equal(res.sched_cycles, ora["sched_cycles"])
+    np.testing.assert_array_equal(res.private_misses, ora["private_misses"])
+    assert res.counters == ora["counters"]
+    ostats = oracle_mem.stats()
+    for a, b in zip(stats["levels"], ostats["levels"], strict=True):
+        for f in ("accesses", "hits", "misses", "writebacks", "invalidations"):
+            assert a[f] == b[f], (a["name"], f)
+    assert stats["nodes"] == ostats["nodes"]
+
+
+def test_multisocket_scheduler_keeps_subtrees_on_their_socket(tmp_path):
+    machine = load_machine(TWO_BY_TWO)
+    trace = open_trace(make_trace(tmp_path / "t.sst", seed=11, depth=4, max_children=4))
+    res, stats = _fast(trace, machine, SubtreePerSocket, {}, 0, window=0)
+    check_invariants(trace, res, stats)
+    sched = SubtreePerSocket.__new__(SubtreePerSocket)
+    ora = OracleEngine(trace, machine, SubtreePerSocket, {}, 0, MemoryOracle(machine)).run()
+    np.testing.assert_array_equal(res.strand_core, ora["strand_core"])
+    # Every strand ran on the socket of its level-1 subtree.
+    from simsched.schedulers.base import SchedContext
+
+    ctx = SchedContext(machine, range(machine.cores), trace, lambda n: None)
+    sched = SubtreePerSocket(ctx, {}, np.random.default_rng(0))
+    sockets = np.array([machine.socket_of(c) for c in res.strand_core])
+    want = np.array([sched.socket_of_strand(s) for s in range(trace.header.n_strands)])
+    np.testing.assert_array_equal(sockets, want)
+    assert set(want.tolist()) == {0, 1}
+
+
+@pytest.mark.parametrize("sched", ["ws", "pdf"])
+@pytest.mark.parametrize("window", [0, 7, 1000])
+def test_invariants_any_window(tmp_path, sched, window):
+    machine = load_machine("itrs-scaling-4")
+    trace = open_trace(make_trace(tmp_path / "t.sst", seed=5, depth=5, max_refs=100))
+    res, stats = _fast(trace, machine, get_scheduler(sched), {}, 1, window=window)
+    check_invariants(trace, res, stats)
+    assert res.makespan == res.strand_end.max()
+    total = res.busy_cycles + res.sched_cycles + res.idle_cycles
+    assert np.all(total == res.makespan)
+
+
+def test_sync_last_child_continues_frame(tmp_path):
+    """Under WS the post-sync strand runs on the core that finished its last predecessor."""
+    machine = load_machine("itrs-scaling-4")
+    trace = open_trace(make_trace(tmp_path / "t.sst", seed=2, depth=5, max_children=4))
+    res, _ = _fast(trace, machine, get_scheduler("ws"), {}, 4, window=0)
+    src, dst, kind = trace.edges.src, trace.edges.dst, trace.edges.kind
+    joins = np.unique(dst[kind == 2])
+    assert joins.size > 3
+    for d in joins.tolist():
+        preds = src[dst == d]
+        last_end = res.strand_end[preds].max()
+        assert res.strand_start[d] == last_end
+        lasts = preds[res.strand_end[preds] == last_end]
+        assert res.strand_core[d] in set(res.strand_core[lasts].tolist())
+
+
+def test_one_core_runs_serial_order(tmp_path):
+    m = load_machine("itrs-scaling-1")
+    trace = open_trace(make_trace(tmp_path / "t.sst", seed=3, depth=4))
+    n = trace.header.n_strands
+    for sched, params in [("ws", {}), ("pdf", {})]:
+        res, _ = _fast(trace, m, get_scheduler(sched), params, 0, window=0)
+        assert np.all(np.diff(res.strand_start[np.argsort(res.strand_start, kind="stable")]) >= 0)
+        assert np.array_equal(np.argsort(res.strand_start, kind="stable"), np.arange(n))
+    res, _ = _fast(trace, m, get_scheduler("ws"), {"spawn_policy": "parent-first"}, 0, window=0)
+    assert not np.array_equal(np.argsort(res.strand_start, kind="stable"), np.arange(n))
+
+
+def test_same_seed_same_schedule_other_seed_differs(tmp_path):
+    machine = load_machine("itrs-scaling-4")
+    trace = open_trace(make_trace(tmp_path / "t.sst", seed=9, depth=5, max_children=4))
+    cls = get_scheduler("ws")
+    a, _ = _fast(trace, machine, cls, {}, 1, window=1000)
+    b, _ = _fast(trace, machine, cls, {}, 1, window=1000)
+    c, _ = _fast(trace, machine, cls, {}, 2, window=1000)
+    np.testing.assert_array_equal(a.strand_core, b.strand_core)
+    np.testing.assert_array_equal(a.strand_end, b.strand_end)
+    assert not np.array_equal(a.strand_core, c.strand_core)

@@ -1,0 +1,163 @@
+"""A slow, obviously correct replay engine: the oracle of ``simsched.engine``.
+
+Pure Python, one reference at a time, strictly in global order: at every step the
+earliest thing left happens, where "things" are
+
+* a running core issuing its next reference (at its clock plus the reference's gap),
+* a core that has finished its strand (at its finishing time),
+* a scheduler timer (a core that asked to be called back, at that time).
+
+Ties: finished cores first, then timers (in the order they were set), then references;
+among cores the lower number first.  This is the order the fast engine follows with
+``window=0``.  It uses the memory oracle (``tests/oracles/memory_oracle.py``) and the
+same scheduler classes through the same protocol, and keeps a log of decisions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simsched.schedulers.base import RETRY, RUN, SchedContext
+
+
+class OracleEngine:
+    """Replay ``trace`` on ``machine`` under ``scheduler_cls`` with ``memory``."""
+
+    def __init__(self, trace, machine, scheduler_cls, params, seed, memory):
+        self.trace = trace
+        self.machine = machine
+        self.memory = memory
+        self.P = machine.cores
+        self.now = 0
+        self.timers: list[tuple[int, int, int]] = []  # (time, seq, core)
+        self.seq = 0
+        self.sleeping = set(range(self.P))
+        self.ctx = SchedContext(machine, range(self.P), trace, self.wake)
+        self.sched = scheduler_cls(self.ctx, params or {}, np.random.default_rng(seed))
+        lat = [c.hit_latency for c in machine.caches if c.scope == "core"]
+        self.pthresh = max(lat) if lat else -1
+
+    def wake(self, n):
+        cores = sorted(self.sleeping)
+        if n is not None:
+            cores = cores[:n]
+        for c in cores:
+            self.sleeping.remove(c)
+            self.timers.append((self.now, self.seq, c))
+            self.seq += 1
+
+    def run(self) -> dict[str, Any]:
+        tr = self.trace
+        n = tr.header.n_strands
+        refs = []
+        for s in range(n):
+            ch = tr.strand_refs(s)
+            refs.append(
+                list(
+                    zip(
+                        ch.addr.tolist(),
+                        ch.size.tolist(),
+                        ch.write.tolist(),
+                        ch.gap.tolist(),
+                        strict=True,
+                    )
+                )
+            )
+        tail = [int(x) for x in tr.strands.tail]
+        preds_left = [0] * n
+        succs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        for a, b, k in zip(
+            tr.edges.src.tolist(), tr.edges.dst.tolist(), tr.edges.kind.tolist(), strict=True
+        ):
+            succs[a].append((b, k))
+            preds_left[b] += 1
+        core_of = [-1] * n
+        start = [-1] * n
+        end = [-1] * n
+        state = ["idle"] * self.P
+        clock = [0] * self.P
+        strand = [-1] * self.P
+        pos = [0] * self.P
+        pmiss = [0] * self.P
+        busy = [0] * self.P
+        sched_cycles = [0] * self.P
+        log = []
+
+        def decide(c, now, dec):
+            kind, s, cost = dec
+            log.append((now, c, kind, s, cost))
+            if kind == RUN:
+                assert preds_left[s] == 0 and core_of[s] == -1
+                core_of[s] = c
+                start[s] = now + cost
+                sched_cycles[c] += cost
+                clock[c] = now + cost
+                strand[c] = s
+                pos[c] = 0
+                state[c] = "run"
+            elif kind == RETRY:
+                self.timers.append((now + cost, self.seq, c))
+                self.seq += 1
+            else:
+                self.sleeping.add(c)
+
+        self.now = 0
+        self.sched.on_start(0, 0)
+        finished = 0
+        while finished < n:
+            # Every candidate event as (time, rank, tiebreak, what, core).
+            cands = []
+            for c in range(self.P):
+                if state[c] == "run" and pos[c] >= len(refs[strand[c]]):
+                    clock[c] += tail[strand[c]]
+                    state[c] = "done"
+                if state[c] == "run":
+                    gap = refs[strand[c]][pos[c]][3]
+                    cands.append((clock[c] + gap, 2, c, "ref", c))
+                elif state[c] == "done":
+                    cands.append((clock[c], 0, c, "done", c))
+            for t, seq, c in self.timers:
+                cands.append((t, 1, seq, "timer", c))
+            assert cands, "deadlock"
+            t, _, tb, what, c = min(cands)
+            if what == "ref":
+                addr, size, write, gap = refs[strand[c]][pos[c]]
+                lat = self.memory.access(c, addr, size, write, t)
+                if lat > self.pthresh:
+                    pmiss[c] += 1
+                clock[c] = t + lat
+                pos[c] += 1
+            elif what == "done":
+                s = strand[c]
+                end[s] = t
+                busy[c] += t - start[s]
+                state[c] = "idle"
+                strand[c] = -1
+                finished += 1
+                ready, kinds = [], []
+                for d, k in succs[s]:
+                    preds_left[d] -= 1
+                    if preds_left[d] == 0:
+                        ready.append(d)
+                        kinds.append(k)
+                self.now = t
+                if finished < n:
+                    decide(c, t, self.sched.on_finish(c, s, t, ready, kinds))
+            else:
+                self.timers.remove((t, tb, c))
+                self.now = t
+                decide(c, t, self.sched.on_idle(c, t))
+        makespan = max(end) if n else 0
+        return {
+            "strand_core": np.array(core_of, dtype=np.int64),
+            "strand_start": np.array(start, dtype=np.int64),
+            "strand_end": np.array(end, dtype=np.int64),
+            "makespan": makespan,
+            "busy_cycles": np.array(busy, dtype=np.int64),
+            "sched_cycles": np.array(sched_cycles, dtype=np.int64),
+            "private_misses": np.array(pmiss, dtype=np.int64),
+            "counters": dict(self.sched.counters),
+            "log": log,
+        }

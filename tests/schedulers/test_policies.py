@@ -1,0 +1,95 @@
+"""WS and PDF policies driven directly through the protocol (no engine)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simsched.machine import load_machine
+from simsched.schedulers import EDGE_CONT, EDGE_SPAWN, RETRY, RUN, SLEEP, SchedContext
+from simsched.schedulers.pdf import ParallelDepthFirst
+from simsched.schedulers.ws import WorkStealing
+from simsched.trace import open_trace
+from tests.engine.conftest import make_trace
+
+
+def _ctx(tmp_path, cores="itrs-scaling-4"):
+    m = load_machine(cores)
+    t = open_trace(make_trace(tmp_path / "t.sst", seed=1))
+    woken = []
+    return SchedContext(m, range(m.cores), t, lambda n: woken.append(n)), woken, m
+
+
+def test_ws_child_first_pushes_continuation(tmp_path):
+    ctx, woken, m = _ctx(tmp_path)
+    ws = WorkStealing(ctx, {}, np.random.default_rng(0))
+    d = ws.on_finish(1, 0, 100, [5, 9], [EDGE_CONT, EDGE_SPAWN])
+    assert d == (RUN, 9, m.costs.deque_op)
+    assert list(ws.deques[1]) == [5] and woken
+    # Owner pops LIFO; a thief takes from the other end.
+    ws.deques[1].extend([6, 7])
+    ws.n_items += 2
+    assert ws.on_idle(1, 200) == (RUN, 7, m.costs.deque_op)
+    ws2 = WorkStealing(ctx, {"spawn_policy": "parent-first"}, np.random.default_rng(0))
+    assert ws2.on_finish(1, 0, 100, [5, 9], [EDGE_CONT, EDGE_SPAWN])[1] == 5
+    assert list(ws2.deques[1]) == [9]
+
+
+def test_ws_steal_attempts_random_victims(tmp_path):
+    ctx, _, m = _ctx(tmp_path)
+    ws = WorkStealing(ctx, {}, np.random.default_rng(0))
+    ws.deques[3].extend([10, 11])
+    ws.n_items = 2
+    got = []
+    for _ in range(50):
+        d = ws.on_idle(0, 0)
+        if d[0] == RUN:
+            got.append(d)
+            break
+        assert d == (RETRY, -1, m.costs.steal_attempt)
+    assert got == [(RUN, 10, m.costs.steal_attempt)]  # bottom of the victim's deque
+    assert ws.counters["steals"] == 1 and ws.counters["steal_attempts"] >= 1
+    # Everything empty: sleep, and count the attempts a spinning thief would have made.
+    ws.deques[3].clear()
+    ws.n_items = 0
+    before = ws.counters["steal_attempts"]
+    assert ws.on_idle(2, 1000)[0] == SLEEP
+    ws.deques[3].append(4)
+    ws.n_items = 1
+    ws.on_idle(2, 1000 + 10 * m.costs.steal_attempt)
+    assert ws.counters["steal_attempts"] == before + 10 + 1
+
+
+def test_pdf_takes_earliest(tmp_path):
+    ctx, woken, m = _ctx(tmp_path)
+    pdf = ParallelDepthFirst(ctx, {}, np.random.default_rng(0))
+    pdf.on_start(0, 0)
+    assert pdf.on_idle(0, 0) == (RUN, 0, m.costs.queue_op)
+    assert pdf.on_idle(1, 0)[0] == SLEEP
+    # Spawn: both go to the ready set, the earliest (the child) is taken.
+    assert pdf.on_finish(0, 0, 10, [4, 1], [EDGE_CONT, EDGE_SPAWN]) == (
+        RUN,
+        1,
+        3 * m.costs.queue_op,
+    )
+    assert pdf.ready == [4]
+    # A continuation released later waits behind an earlier ready strand.
+    pdf.ready.append(2)
+    import heapq
+
+    heapq.heapify(pdf.ready)
+    assert pdf.on_finish(1, 1, 20, [7], [EDGE_CONT])[1] == 2
+
+
+def test_data_range_eq1(tmp_path):
+    ctx, _, _ = _ctx(tmp_path)
+    par, br, idx = ctx.frame_parent, ctx.frame_branching, ctx.frame_spawn_index
+    for f in range(len(par)):
+        lo, hi = ctx.data_range(f)
+        p = int(par[f])
+        if p < 0:
+            assert (lo, hi) == (0.0, 1.0)
+            continue
+        plo, phi = ctx.data_range(p)
+        w = (phi - plo) / br[f]
+        assert np.isclose(lo, plo + idx[f] * w) and np.isclose(hi, plo + (idx[f] + 1) * w)
+    assert ctx.head_core(0) == 0 and ctx.cores_of_socket(0) == (0, 1, 2, 3)

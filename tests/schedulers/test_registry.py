@@ -1,0 +1,72 @@
+"""Scheduler registry: names, aliases, plug-ins, parameter validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from simsched.errors import ConfigError
+from simsched.schedulers import REGISTRY, Scheduler, get_scheduler, register, scheduler_names
+from simsched.schedulers import registry as reg
+from simsched.schedulers.pdf import ParallelDepthFirst
+from simsched.schedulers.ws import WorkStealing
+
+
+def test_names_and_aliases():
+    assert get_scheduler("ws") is WorkStealing
+    assert get_scheduler("WS") is WorkStealing
+    assert get_scheduler("work-stealing") is WorkStealing
+    assert get_scheduler("pdf") is ParallelDepthFirst
+    assert {"ws", "pdf"} <= set(scheduler_names())
+    assert REGISTRY["cilk"] is WorkStealing
+
+
+def test_unknown_name_lists_known():
+    with pytest.raises(ConfigError, match=r"'bogus': unknown \(known: .*pdf.*ws"):
+        get_scheduler("bogus")
+
+
+def test_register_conflict_and_replace():
+    class Other(Scheduler):
+        name = "ws"
+
+    with pytest.raises(ConfigError, match="already taken"):
+        register(Other)
+    with pytest.raises(ConfigError):
+        register(int)  # type: ignore[arg-type]
+
+
+def test_params_validation():
+    assert WorkStealing.resolve_params(None) == {"spawn_policy": "child-first"}
+    assert WorkStealing.resolve_params({"spawn_policy": "parent-first"})["spawn_policy"] == (
+        "parent-first"
+    )
+    with pytest.raises(ConfigError, match="unknown parameter.*known: spawn_policy"):
+        WorkStealing.resolve_params({"spawn": 1})
+    with pytest.raises(ConfigError, match="child-first or parent-first"):
+        WorkStealing.resolve_params({"spawn_policy": "x"})
+    with pytest.raises(ConfigError, match="known: none"):
+        ParallelDepthFirst.resolve_params({"a": 1})
+
+
+def test_entry_point_plugin(monkeypatch):
+    class EP:
+        name = "plug"
+
+        def load(self):
+            class Plug(Scheduler):
+                name = "plug"
+
+            return Plug
+
+    class Broken:
+        name = "broken"
+
+        def load(self):
+            raise ImportError("no module named nowhere")
+
+    monkeypatch.setattr(reg, "_plugins_loaded", False)
+    monkeypatch.setattr(reg, "entry_points", lambda group: [EP(), Broken()])
+    monkeypatch.setattr(reg, "REGISTRY", dict(reg.REGISTRY))
+    assert get_scheduler("plug").name == "plug"
+    with pytest.raises(ConfigError, match="plug-in failed to load.*nowhere"):
+        get_scheduler("broken")
