@@ -204,6 +204,11 @@ def register_plot(plot_app: typer.Typer) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``sweep`` and ``results`` groups to the simsched app."""
+    """Add the ``sweep`` and ``results`` groups, and ``plot sweep`` to the ``plot`` group."""
     app.add_typer(sweep_app, name="sweep")
     app.add_typer(results_app, name="results")
+    try:
+        from simsched.cli.plot import plot_app
+    except ImportError:  # an installation without the plot group: no `plot sweep`
+        return
+    register_plot(plot_app)
