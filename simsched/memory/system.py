@@ -137,11 +137,17 @@ class MemorySystem:
         Parameters
         ----------
         n_refs
-            Number of references about to be served (each may touch two pages).
+            Number of references about to be served (each may touch
+            :attr:`pages_per_ref` pages).
         """
         if self._first_touch:
             used = int(self.state[self.geometry.st_misc][K.MISC_PAGES])
-            self._grow(used + 2 * int(n_refs) + 1)
+            self._grow(used + self.pages_per_ref * int(n_refs) + 1)
+
+    @property
+    def pages_per_ref(self) -> int:
+        """Most pages one reference (at most 255 bytes) can touch."""
+        return 254 // self.machine.memory.page_size + 2
 
     # ------------------------------------------------------------------ access
     def access_batch(

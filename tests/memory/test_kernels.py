@@ -1,0 +1,75 @@
+"""Tests of the kernel source generator and the on-disk module cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from simsched.memory import _kernels as K
+from tests.memory._streams import machine
+
+M = machine(
+    [
+        {"size": 2048, "assoc": 2, "line": 64},
+        {"size": 8192, "assoc": 4, "line": 128, "inclusive": True},
+    ],
+    sockets=2,
+    cores_per_socket=2,
+    placement="first-touch",
+)
+
+
+def test_geometry_constants():
+    g = K.geometry_of(M)
+    assert g.sets == (16, 16) and g.ways == (2, 4) and g.shifts == (6, 7)
+    assert g.private == (True, True) and g.inclusive == (False, True)
+    assert g.placement == K.PLACE_FIRST_TOUCH and g.coherent
+    # One socket: placement cannot matter, the page map is skipped.
+    one = K.geometry_of(machine([{"size": 2048, "assoc": 2, "line": 64}]))
+    assert one.placement == K.PLACE_FIXED and one.fixed_node == 0
+
+
+def test_source_is_specialised_and_deterministic():
+    g = K.geometry_of(M)
+    src = K.generate_source(g)
+    assert src.startswith("import numpy as np\nfrom numba import njit\n")
+    assert src == K.generate_source(g)
+    # Geometry appears as literals: set masks and way counts.
+    assert "& 15" in src and "range(4)" in src
+    assert "def access(st, core, addr, size, is_write, now):" in src
+    assert "def _binv1(" in src and "def _coherence(" in src and "def _page_node(" in src
+    compile(src, "<generated>", "exec")
+    plain = K.generate_source(K.geometry_of(machine([{"size": 2048, "assoc": 2, "line": 64}])))
+    assert "_coherence" not in plain and "_page_node" not in plain
+    assert K.generate_source(g, "x = 1\n").rstrip().endswith("x = 1")
+
+
+def test_module_cache_reuses_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(tmp_path))
+    g = K.geometry_of(M)
+    mod = K.load_module(g, "", "cachetest")
+    assert K.load_module(g, "", "cachetest") is mod
+    files = list((tmp_path / "kernels").glob("simsched_mem_cachetest_*.py"))
+    assert len(files) == 1
+    stamp = files[0].stat().st_mtime_ns
+    other = K.load_module(g, "y = 2\n", "cachetest")
+    assert other is not mod and other.y == 2
+    # A new process finds the same file and does not rewrite it.
+    code = (
+        "from simsched.memory import _kernels as K\n"
+        "from tests.memory.test_kernels import M\n"
+        "print(K.load_module(K.geometry_of(M), '', 'cachetest').__file__)\n"
+    )
+    env = dict(os.environ, SIMSCHED_CACHE_DIR=str(tmp_path))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert out.stdout.strip() == str(files[0])
+    assert files[0].stat().st_mtime_ns == stamp
