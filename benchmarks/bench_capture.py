@@ -48,13 +48,13 @@ def main() -> None:
     ap.add_argument("--skip-valgrind", action="store_true")
     a = ap.parse_args()
 
-    from simsched.capture import build, capture, cc_command
+    from simsched.capture import build, capture, compile_program
 
     with tempfile.TemporaryDirectory(prefix="bench-capture-") as d:
         d = Path(d)
         os.environ.setdefault("SIMSCHED_CACHE_DIR", str(d / "cache"))
         inst, plain = d / "ms_gcc", d / "ms_plain"
-        subprocess.run(cc_command(["-O2", str(SOURCE), "-o", str(inst)]), check=True)
+        assert compile_program(["-O2", str(SOURCE), "-o", str(inst)]) == 0
         subprocess.run(
             ["gcc", "-O2", f"-I{build.source_dir()}", str(SOURCE), "-o", str(plain)], check=True
         )

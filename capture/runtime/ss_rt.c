@@ -18,11 +18,15 @@
  *   simsched_marker()          SS_REC_MARKER records (overrides the weak
  *                              definition of simsched.h)
  *
- * Instruction gaps are *estimated*: each basic block entered adds
- * `SIMSCHED_BB_INSNS` non-memory instructions (default SS_DEFAULT_BB_INSNS)
- * to the gap of the next reference; the header record says the gaps are not
- * exact.  The constant is the mean number of non-memory instructions per
- * basic block: the median, over simsched's benchmark programs, of the
+ * Instruction gaps are *estimated*: each basic block entered adds its
+ * number of non-memory instructions to the gap of the next reference; the
+ * header record says the gaps are not exact.  The per-block counts come from
+ * PROGRAM.ssbb, a table `simsched cc` writes beside the program from its
+ * disassembly (simsched/capture/bbtable.py), indexed by the return address
+ * of the block's __sanitizer_cov_trace_pc call relative to
+ * __executable_start.  Blocks outside the table (or every block, without a
+ * table) add `SIMSCHED_BB_INSNS` (default SS_DEFAULT_BB_INSNS).  That default is
+ * the median, over simsched's benchmark programs, of the
  * valgrind backend's exact instruction count less the gcc backend's
  * references, divided by the basic blocks entered (docs/capture.md; it ranges
  * from 2.5 to 11 by program, so per-strand estimates can be off by 2x).
@@ -62,14 +66,25 @@
 
 #define SS_BUF_RECS (1u << 16) /* 1 MiB of records per flush */
 #define SS_DEFAULT_BB_INSNS 5u
+/* The static per-block counts, scaled by 9/16: the instrumented code's
+ * blocks hold more instructions than the native ones (calls break loops the
+ * compiler would otherwise vectorise or keep in registers); 9/16 is the
+ * median ratio, over the benchmark programs, of the valgrind backend's exact
+ * non-memory instructions to the unscaled table estimate. */
+#define SS_BB_SCALE16 9u
 
 /* simsched looks for this string to tell a `simsched cc` binary. */
 __attribute__((used)) static const char ss_ident[] = "simsched-gcc-runtime-v1";
 
 static ss_raw_rec *ss_buf;
 static uint32_t ss_n;
-static uint64_t ss_pending; /* estimated non-memory instructions not yet written */
-static uint64_t ss_bb_insns = SS_DEFAULT_BB_INSNS;
+/* Estimated non-memory instructions not yet written, in sixteenths so that
+ * the scaled per-block counts add up without rounding each block. */
+static uint64_t ss_pending;
+static uint64_t ss_bb_insns = SS_DEFAULT_BB_INSNS * 16; /* sixteenths per block */
+static const uint8_t *ss_bb_tab; /* per-block counts (PROGRAM.ssbb), or NULL */
+static uint64_t ss_bb_len;
+extern char __executable_start[]; /* the linker's: where the program is loaded */
 static int ss_active;       /* 1 while recording */
 static int ss_initialised;
 static int ss_fd = -1;
@@ -161,15 +176,17 @@ static inline ss_raw_rec *ss_slot(void)
  * range, or when it no longer fits a record's 32-bit field). */
 static void ss_emit_gap(void)
 {
-    while (ss_pending) {
-        uint64_t g = ss_pending > 0xffffffffu ? 0xffffffffu : ss_pending;
+    uint64_t left = ss_pending >> 4;
+    ss_pending &= 15;
+    while (left) {
+        uint64_t g = left > 0xffffffffu ? 0xffffffffu : left;
         ss_raw_rec *r = ss_slot();
         r->a = 0;
         r->b = (uint32_t)g;
         r->c = 0;
         r->kind = SS_REC_GAP;
         r->flags = 0;
-        ss_pending -= g;
+        left -= g;
     }
 }
 
@@ -177,15 +194,15 @@ static SS_HOT inline void ss_ref(const volatile void *addr, unsigned size, unsig
 {
     if (SS_UNLIKELY(!ss_active))
         return;
-    if (SS_UNLIKELY(ss_pending > 0xffffffffu))
+    if (SS_UNLIKELY(ss_pending > (0xffffffffull << 4)))
         ss_emit_gap();
     ss_raw_rec *r = &ss_buf[ss_n];
     r->a = (uint64_t)(uintptr_t)addr;
-    r->b = (uint32_t)ss_pending;
+    r->b = (uint32_t)(ss_pending >> 4);
     r->c = (uint16_t)size;
     r->kind = SS_REC_REF;
     r->flags = (uint8_t)write;
-    ss_pending = 0;
+    ss_pending &= 15;
     if (SS_UNLIKELY(++ss_n == SS_BUF_RECS))
         ss_flush(0);
 }
@@ -228,6 +245,30 @@ static void ss_finish(void)
     ss_fd = -1;
 }
 
+/* Map PROGRAM.ssbb ("SSBB0001", u64 length, length bytes) if it is there. */
+static void ss_load_bb_table(void)
+{
+    char path[4096 + 8];
+    ssize_t n = readlink("/proc/self/exe", path, 4096);
+    if (n <= 0 || n >= 4096)
+        return;
+    __real_memcpy(path + n, ".ssbb", 6);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char head[16];
+    uint64_t len = 0;
+    if (read(fd, head, 16) == 16 && __real_memcpy(&len, head + 8, 8) &&
+        strncmp(head, "SSBB0001", 8) == 0 && len > 0) {
+        void *m = mmap(NULL, (size_t)(len + 16), PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m != MAP_FAILED) {
+            ss_bb_tab = (const uint8_t *)m + 16;
+            ss_bb_len = len;
+        }
+    }
+    close(fd);
+}
+
 /* A forked child must neither write its copy of the buffer nor the END
  * marker into the parent's stream: it stops recording. */
 static void ss_atfork_child(void)
@@ -255,7 +296,8 @@ static void ss_init(void)
     pthread_atfork(NULL, NULL, ss_atfork_child);
     const char *bb = getenv("SIMSCHED_BB_INSNS");
     if (bb && *bb)
-        ss_bb_insns = strtoull(bb, NULL, 10);
+        ss_bb_insns = strtoull(bb, NULL, 10) * 16;
+    ss_load_bb_table();
     /* mmap, not malloc: the program's heap layout stays as it is natively. */
     void *mem = mmap(NULL, SS_BUF_RECS * sizeof(ss_raw_rec), PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -330,7 +372,12 @@ SS_API void __tsan_func_exit(void) {}
 SS_API void __tsan_ignore_thread_begin(void) {}
 SS_API void __tsan_ignore_thread_end(void) {}
 
-SS_API SS_HOT void __sanitizer_cov_trace_pc(void) { ss_pending += ss_bb_insns; }
+SS_API SS_HOT void __sanitizer_cov_trace_pc(void)
+{
+    uint64_t off = (uint64_t)((uintptr_t)__builtin_return_address(0) -
+                              (uintptr_t)__executable_start);
+    ss_pending += off < ss_bb_len ? ss_bb_tab[off] * SS_BB_SCALE16 : ss_bb_insns;
+}
 
 #define SS_ACCESS(n)                                                                             \
     SS_API SS_HOT void __tsan_read##n(void *p) { ss_ref(p, n, 0); }                              \

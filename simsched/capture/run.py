@@ -32,6 +32,7 @@ from pathlib import Path
 import zstandard
 
 from simsched.capture import build
+from simsched.capture.bbtable import write_block_table
 from simsched.errors import CaptureError
 
 BACKENDS = ("gcc", "valgrind", "pin")
@@ -107,7 +108,23 @@ def compile_program(args: Sequence[str]) -> int:
         raise CaptureError(
             "simsched cc: no compiler arguments (try: simsched cc -O2 prog.c -o prog)"
         )
-    return subprocess.run(cc_command(args)).returncode
+    rc = subprocess.run(cc_command(args)).returncode
+    if rc == 0 and not _NO_LINK.intersection(args):
+        out = _output_of(args)
+        if out.is_file():
+            write_block_table(out)
+    return rc
+
+
+def _output_of(args: Sequence[str]) -> Path:
+    """The program a gcc command line links (``-o X``, ``-oX``, default ``a.out``)."""
+    out = None
+    for i, a in enumerate(args):
+        if a == "-o" and i + 1 < len(args):
+            out = args[i + 1]
+        elif a.startswith("-o") and len(a) > 2:
+            out = a[2:]
+    return Path(out or "a.out")
 
 
 def _resolve_program(program: str) -> Path:

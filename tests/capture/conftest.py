@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simsched.capture import build, cc_command
+from simsched.capture import build, compile_program
 
 PROGRAMS = Path(__file__).resolve().parents[2] / "traces" / "programs"
 
@@ -38,8 +38,8 @@ def compile_gcc(cache: Path, bindir: Path, source: str, name: str, *flags: str) 
     """Build a program with ``simsched cc`` (gcc backend)."""
     out = bindir / name
     if not out.exists():
-        cmd = cc_command([*flags, str(PROGRAMS / source), "-o", str(out), "-lm"])
-        subprocess.run(cmd, check=True, capture_output=True)
+        rc = compile_program([*flags, str(PROGRAMS / source), "-o", str(out), "-lm"])
+        assert rc == 0
     return out
 
 
