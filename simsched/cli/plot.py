@@ -1,0 +1,69 @@
+"""``simsched plot``: figures of results.  ``plot timeline`` draws one run's timeline.
+
+The ``plot`` group is the typer app :data:`plot_app`; other command modules add their
+sub-commands to it (e.g. ``plot sweep``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+plot_app = typer.Typer(help="Draw figures of results.", no_args_is_help=True)
+
+
+@plot_app.command("timeline")
+def timeline(
+    result: Annotated[
+        Path, typer.Argument(help="result folder (simsched run --out) or result.json")
+    ],
+    out: Annotated[Path, typer.Option("-o", "--out", help="figure file (.png, .pdf, .svg)")],
+    color_by: Annotated[str, typer.Option("--color-by", help="subtree or socket")] = "subtree",
+    trace: Annotated[
+        Path | None,
+        typer.Option("--trace", help="the run's trace (for subtree colours; default: from config)"),
+    ] = None,
+    level: Annotated[
+        int | None,
+        typer.Option("--level", help="subtree level (default: first level with >= cores frames)"),
+    ] = None,
+) -> None:
+    """Draw per-core strand timelines of one run, coloured by subtree or socket."""
+    import json
+
+    from simsched.plotting.figures import save
+    from simsched.plotting.timeline import load_timeline, plot_timeline, subtree_of_frames
+
+    arrays, record = load_timeline(result)
+    subtree = None
+    if color_by == "subtree":
+        tpath = trace
+        if tpath is None:
+            folder = result if result.is_dir() else result.parent
+            try:
+                cfg = json.loads((folder / "config.json").read_text())
+                tpath = Path(cfg["trace"])
+            except (OSError, ValueError, KeyError):
+                tpath = None
+        if tpath is not None and tpath.exists():
+            from simsched.trace import open_trace
+
+            with open_trace(tpath) as t:
+                if t.header.digest == record.get("trace_digest"):
+                    subtree = subtree_of_frames(
+                        t.frames.parent, t.frames.level, level, len(arrays["socket_of_core"])
+                    )
+    title = (
+        f"{record.get('trace_program', '')} — {record.get('scheduler', '')} on "
+        f"{record.get('machine', '')} (seed {record.get('seed', '')})"
+    )
+    fig = plot_timeline(arrays, color_by=color_by, subtree=subtree, title=title)
+    save(fig, out)
+    print(out)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``plot`` group to the main app."""
+    app.add_typer(plot_app, name="plot")

@@ -1,0 +1,179 @@
+"""``simsched run`` and ``simsched compare``: replay a trace under schedulers.
+
+Thin layers over :func:`simsched.run` and :func:`simsched.compare`.  ``--set`` overrides
+machine fields (dotted, as ``simsched machine show --set``); ``--param`` sets scheduler
+parameters.  ``compare`` prints one row per scheduler with the mean and, for randomised
+schedulers run with several seeds, the spread (min–max) over seeds.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from simsched.cli._common import console, parse_kv, print_json
+
+#: Metrics shown by ``compare`` and summarised over seeds in its JSON.
+SUMMARY_METRICS = (
+    "makespan_cycles",
+    "speedup",
+    "L1_misses",
+    "mpki",
+    "offchip_bytes",
+    "steals",
+    "idle_cycles",
+)
+
+TraceOpt = Annotated[Path, typer.Option("--trace", "-t", help="trace file (.sst)")]
+MachineOpt = Annotated[str, typer.Option("--machine", "-m", help="preset name or YAML file")]
+SetOpt = Annotated[
+    list[str] | None, typer.Option("--set", help="machine override key=value (dotted)")
+]
+ParamOpt = Annotated[
+    list[str] | None, typer.Option("--param", "-p", help="scheduler parameter key=value")
+]
+WindowOpt = Annotated[
+    int | None, typer.Option("--window", help="interleaving window in cycles (0 = strict)")
+]
+ProgressOpt = Annotated[
+    bool | None,
+    typer.Option("--progress/--no-progress", help="progress bar (default: when stderr is a tty)"),
+]
+
+
+def _progress(flag: bool | None) -> bool:
+    return sys.stderr.isatty() if flag is None else flag
+
+
+def run_cmd(
+    trace: TraceOpt,
+    machine: MachineOpt,
+    scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="ws, pdf, ...")] = "ws",
+    set_: SetOpt = None,
+    param: ParamOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="random seed of the scheduler")] = 0,
+    json_: Annotated[bool, typer.Option("--json", help="print the result record as JSON")] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="folder for config, result and timeline")
+    ] = None,
+    window: WindowOpt = None,
+    progress: ProgressOpt = None,
+) -> None:
+    """Replay a trace on a machine under one scheduler and print the result record."""
+    import simsched
+
+    res = simsched.run(
+        trace,
+        machine,
+        scheduler,
+        parse_kv(param, "--param"),
+        seed,
+        overrides=parse_kv(set_, "--set") or None,
+        out_dir=out,
+        progress=_progress(progress),
+        window=window,
+    )
+    rec = res.record
+    if json_:
+        print_json(rec)
+        return
+    table = Table("metric", "value", title=f"{rec['scheduler']} on {rec['machine']}")
+    levels = [c["name"] for c in res.mem_stats["levels"]]
+    keys = ["makespan_cycles", "speedup", "instructions", "refs"]
+    keys += [f"{lv}_{f}" for lv in levels for f in ("accesses", "misses")]
+    keys += ["mpki", "offchip_bytes", "mem_utilization", "dram_local", "dram_remote"]
+    keys += ["steal_attempts", "steals", "idle_cycles", "wall_s"]
+    for k in keys:
+        v = rec[k]
+        table.add_row(k, f"{v:.4g}" if isinstance(v, float) else f"{v:,}")
+    console.print(table)
+
+
+def _summary(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    out = {}
+    for k in SUMMARY_METRICS + tuple(
+        key for key in records[0] if key.endswith("_misses") and key not in SUMMARY_METRICS
+    ):
+        vals = [float(r[k]) for r in records if k in r]
+        if not vals:
+            continue
+        out[k] = {
+            "mean": statistics.fmean(vals),
+            "std": statistics.pstdev(vals) if len(vals) > 1 else 0.0,
+            "min": min(vals),
+            "max": max(vals),
+            "n": len(vals),
+        }
+    return out
+
+
+def compare_cmd(
+    trace: TraceOpt,
+    machine: MachineOpt,
+    schedulers: Annotated[
+        str, typer.Option("--schedulers", "-s", help="comma-separated scheduler names")
+    ] = "ws,pdf",
+    seeds: Annotated[int, typer.Option("--seeds", help="seeds per randomised scheduler")] = 1,
+    set_: SetOpt = None,
+    param: ParamOpt = None,
+    json_: Annotated[
+        bool, typer.Option("--json", help="print records and summary as JSON")
+    ] = False,
+    window: WindowOpt = None,
+    progress: ProgressOpt = None,
+) -> None:
+    """Run several schedulers on one trace and machine and compare them."""
+    import simsched
+
+    names = [s.strip() for s in schedulers.split(",") if s.strip()]
+    results = simsched.compare(
+        trace,
+        machine,
+        names,
+        seeds=seeds,
+        params=parse_kv(param, "--param") or None,
+        overrides=parse_kv(set_, "--set") or None,
+        window=window,
+        progress=_progress(progress),
+    )
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        groups.setdefault(r.record["scheduler"], []).append(r.record)
+    summary = {name: _summary(recs) for name, recs in groups.items()}
+    if json_:
+        print_json({"runs": [r.record for r in results], "summary": summary})
+        return
+    last = results[0].record.get("last_level", "L2")
+    levels = [c["name"] for c in results[0].mem_stats["levels"]]
+    cols = ["makespan_cycles", "speedup"] + [f"{lv}_misses" for lv in levels]
+    cols += ["mpki", "offchip_bytes", "steals", "idle_cycles"]
+    first = results[0].record
+    table = Table(
+        "scheduler",
+        "runs",
+        *cols,
+        title=f"{first['trace_program']} on {first['machine']} ({first['cores']} cores); "
+        f"mpki = {last} misses per 1000 instructions; mean [min–max] over seeds",
+    )
+    for name, recs in groups.items():
+        row = [name, str(len(recs))]
+        for k in cols:
+            s = summary[name][k]
+            fmt = (lambda v: f"{v:.3g}") if k in ("speedup", "mpki") else (lambda v: f"{v:,.0f}")
+            cell = fmt(s["mean"])
+            if s["n"] > 1:
+                cell += f" [{fmt(s['min'])}–{fmt(s['max'])}]"
+            row.append(cell)
+        table.add_row(*row)
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``run`` and ``compare`` to the main app."""
+    app.command("run")(run_cmd)
+    app.command("compare")(compare_cmd)

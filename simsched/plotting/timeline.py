@@ -1,0 +1,157 @@
+"""Per-core strand timeline of one run (a Gantt chart).
+
+One row per core; every strand is a bar from its start to its end cycle.  Bars are
+coloured by *subtree* (the strand's ancestor frame at one level of the DAG — by default
+the shallowest level with at least as many frames as cores — so strands of one subtree
+share a colour and strands above that level are grey) or by the socket of the core.  Drawn with ``broken_barh`` per core and colour, so a run of
+hundreds of thousands of strands still draws in seconds.
+
+Input is what :func:`simsched.run` stores in ``timeline.npz`` next to ``result.json``
+(per strand: core, start, end, frame; the socket of every core), loaded with
+``allow_pickle=False``.  The subtree of a frame needs the frames' parents and levels; they
+are read from the trace when it is given, else the frame itself is the colour key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simsched.errors import ConfigError
+
+
+def load_timeline(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Load a run's timeline and record from a result folder or its ``result.json``.
+
+    Parameters
+    ----------
+    path
+        A folder written by ``simsched run --out`` or the ``result.json`` inside it (the
+        ``timeline.npz`` beside it is read).
+
+    Returns
+    -------
+    (arrays, record)
+        The timeline arrays and the result record.
+    """
+    p = Path(path)
+    folder = p if p.is_dir() else p.parent
+    rec_path = folder / "result.json" if p.is_dir() else p
+    npz = folder / "timeline.npz"
+    if not rec_path.exists():
+        raise ConfigError(f"{path}: no result.json there (write one with `simsched run --out`)")
+    if not npz.exists():
+        raise ConfigError(f"{npz}: no timeline next to the result")
+    try:
+        record = json.loads(rec_path.read_text())
+    except ValueError as exc:
+        raise ConfigError(f"{rec_path}: not JSON ({exc})") from None
+    if record.get("status") != "ok":
+        raise ConfigError(f"{rec_path}: the run failed ({record.get('error', '?')})")
+    try:
+        with np.load(npz, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{npz}: cannot read the timeline ({exc})") from None
+    for k in ("core", "start", "end", "frame", "socket_of_core"):
+        if k not in arrays:
+            raise ConfigError(f"{npz}: missing array {k!r}")
+    return arrays, record
+
+
+def subtree_of_frames(
+    parent: np.ndarray, level: np.ndarray, at_level: int | None = None, min_groups: int = 1
+) -> np.ndarray:
+    """Ancestor at level ``at_level`` of every frame (-1 for frames above that level).
+
+    With ``at_level`` None the level is the shallowest one with at least ``min_groups``
+    frames (e.g. the number of cores), so that a program whose main spawns a single child
+    is still coloured by meaningful subtrees.
+    """
+    parent = np.asarray(parent)
+    level = np.asarray(level)
+    if at_level is None:
+        counts = np.bincount(level) if level.size else np.zeros(1, np.int64)
+        ok = np.flatnonzero(counts >= min_groups)
+        at_level = int(ok[0]) if ok.size else int(len(counts) - 1)
+        at_level = max(at_level, 1)
+    out = np.full(len(parent), -1, dtype=np.int64)
+    for f in range(len(parent)):  # parents precede children
+        if level[f] == at_level:
+            out[f] = f
+        elif level[f] > at_level:
+            out[f] = out[parent[f]]
+    return out
+
+
+def plot_timeline(
+    arrays: dict[str, np.ndarray],
+    *,
+    color_by: str = "subtree",
+    subtree: np.ndarray | None = None,
+    title: str = "",
+    ax: Any = None,
+):
+    """Draw per-core strand timelines.
+
+    Parameters
+    ----------
+    arrays
+        Timeline arrays (``core``, ``start``, ``end``, ``frame``, ``socket_of_core``).
+    color_by
+        ``"subtree"`` (ancestor frame; needs ``subtree``, else the frame itself) or
+        ``"socket"``.
+    subtree
+        Subtree (ancestor frame) of every frame (see :func:`subtree_of_frames`).
+    title
+        Figure title.
+    ax
+        Matplotlib axes to draw into (a new figure when None).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    from simsched.plotting.figures import style
+
+    if color_by not in ("subtree", "socket"):
+        raise ConfigError(f"color_by {color_by!r}: expected subtree or socket")
+    core = np.asarray(arrays["core"])
+    start = np.asarray(arrays["start"])
+    end = np.asarray(arrays["end"])
+    frame = np.asarray(arrays["frame"])
+    sock = np.asarray(arrays["socket_of_core"])
+    ncores = len(sock)
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(10, 0.6 + 0.28 * ncores))
+        else:
+            fig = ax.figure
+        if color_by == "socket":
+            key = sock[core]
+        else:
+            key = subtree[frame] if subtree is not None else frame
+        cmap = plt.get_cmap("tab20")
+        uniq = np.unique(key)
+        for k in uniq.tolist():
+            sel = key == k
+            color = "0.6" if (color_by == "subtree" and k < 0) else cmap(int(k) % 20)
+            for c in np.unique(core[sel]).tolist():
+                m = sel & (core == c)
+                spans = list(zip(start[m].tolist(), (end[m] - start[m]).tolist(), strict=True))
+                ax.broken_barh(spans, (c - 0.4, 0.8), facecolors=color, linewidth=0)
+        ax.set_ylim(-0.6, ncores - 0.4)
+        ax.set_yticks(range(ncores))
+        ax.set_yticklabels([f"{c} (s{int(sock[c])})" for c in range(ncores)], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("cycle")
+        ax.set_ylabel("core (socket)")
+        ax.set_xlim(0, max(int(end.max()) if end.size else 1, 1))
+        ax.set_title(title or f"strands coloured by {color_by}")
+        fig.tight_layout()
+    return fig

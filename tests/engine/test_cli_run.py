@@ -1,0 +1,109 @@
+"""``simsched run``, ``simsched compare`` and ``simsched plot timeline``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simsched.cli import main
+from simsched.workloads import generate
+
+
+@pytest.fixture(scope="module")
+def ms(tmp_path_factory):
+    p = tmp_path_factory.mktemp("cli") / "ms.sst"
+    generate("mergesort", p, n=8192, grain=512)
+    return p
+
+
+def _run(argv, capsys):
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_run_json_and_out_dir(ms, tmp_path, capsys):
+    code, out, _ = _run(
+        [
+            "run",
+            "--trace",
+            str(ms),
+            "--machine",
+            "itrs-scaling-4",
+            "--scheduler",
+            "pdf",
+            "--seed",
+            "2",
+            "--json",
+            "--out",
+            str(tmp_path / "r"),
+            "--set",
+            "costs.queue_op=30",
+        ],
+        capsys,
+    )
+    assert code == 0
+    rec = json.loads(out)
+    assert rec["scheduler"] == "pdf" and rec["seed"] == 2
+    assert json.loads(rec["machine_config"])["costs"]["queue_op"] == 30
+    assert (tmp_path / "r" / "timeline.npz").exists()
+    code, out, _ = _run(
+        [
+            "plot",
+            "timeline",
+            str(tmp_path / "r"),
+            "-o",
+            str(tmp_path / "t.png"),
+            "--color-by",
+            "socket",
+        ],
+        capsys,
+    )
+    assert code == 0 and (tmp_path / "t.png").stat().st_size > 1000
+    code, out, _ = _run(
+        ["plot", "timeline", str(tmp_path / "r" / "result.json"), "-o", str(tmp_path / "u.png")],
+        capsys,
+    )
+    assert code == 0 and (tmp_path / "u.png").exists()
+
+
+def test_compare_json_deterministic(ms, capsys):
+    argv = [
+        "compare",
+        "--trace",
+        str(ms),
+        "--machine",
+        "itrs-scaling-4",
+        "--schedulers",
+        "ws,pdf",
+        "--seeds",
+        "2",
+        "--json",
+    ]
+    docs = []
+    for _ in range(2):
+        code, out, _ = _run(argv, capsys)
+        assert code == 0
+        d = json.loads(out)
+        for r in d["runs"]:
+            r.pop("wall_s")
+        docs.append(d)
+    assert docs[0] == docs[1]
+    assert [r["scheduler"] for r in docs[0]["runs"]] == ["ws", "ws", "pdf"]
+    assert docs[0]["summary"]["ws"]["makespan_cycles"]["n"] == 2
+    code, out, _ = _run(argv[:-1], capsys)
+    assert code == 0 and "pdf" in out
+
+
+def test_user_errors_exit_2(ms, tmp_path, capsys):
+    code, _, err = _run(["run", "-t", str(ms), "-m", "itrs-scaling-4", "-s", "nope"], capsys)
+    assert code == 2 and "unknown" in err and err.count("\n") == 1
+    code, _, err = _run(["run", "-t", str(ms), "-m", "itrs-scaling-4", "-p", "x=1"], capsys)
+    assert code == 2 and "unknown parameter" in err
+    code, _, err = _run(["plot", "timeline", str(tmp_path), "-o", str(tmp_path / "x.png")], capsys)
+    assert code == 2 and "result.json" in err
