@@ -29,6 +29,8 @@ _COMMAND_MODULES = [
     "simsched.cli.capture",
     "simsched.cli.sweep",
     "simsched.cli.profile",
+    "simsched.cli.run",
+    "simsched.cli.plot",
 ]
 
 for _name in _COMMAND_MODULES:
