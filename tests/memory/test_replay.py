@@ -1,0 +1,136 @@
+"""Tests of the scheduler-free trace replay (``simsched memsim``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from simsched.cli import app, main
+from simsched.machine import load_machine
+from simsched.memory.replay import replay_trace
+from simsched.trace import TraceBuilder, open_trace
+from tests.oracles.memory_oracle import MemoryOracle
+
+TWO_CORES = {
+    "name": "two",
+    "cores_per_socket": 2,
+    "caches": [
+        {"name": "L1", "scope": "core", "size": 512, "assoc": 2, "line": 64, "hit_latency": 1},
+        {"name": "L2", "scope": "socket", "size": 4096, "assoc": 4, "line": 64, "hit_latency": 7},
+    ],
+    "memory": {"latency": 80, "service_interval": 9},
+}
+
+
+def build_trace(path, seed=0, chunk_refs=64):
+    """A small fork/join trace with gaps, tail instructions and straddling references.
+
+    Returns the per-strand reference lists in serial order as built."""
+    rng = np.random.default_rng(seed)
+
+    def refs(b, n):
+        for _ in range(n):
+            addr = int(rng.integers(0, 3000))
+            size = int(rng.choice([1, 8, 8, 64, 100]))
+            b.ref(addr, size, bool(rng.random() < 0.4), int(rng.integers(0, 5)))
+
+    with TraceBuilder(path, program="memsim-test", chunk_refs=chunk_refs) as b:
+        refs(b, 30)
+        b.instr(7)
+        for _ in range(3):
+            b.spawn()
+            refs(b, int(rng.integers(0, 40)))
+            b.instr(int(rng.integers(0, 9)))
+            b.ret()
+            refs(b, 5)
+        b.sync()
+        refs(b, 20)
+        b.instr(3)
+
+
+def oracle_replay(machine, path, mode):
+    """Serial replay with the oracle: gaps plus strand tails, one time line."""
+    orc = MemoryOracle(machine)
+    now = 0
+    pending = 0
+    with open_trace(path) as t:
+        starts = t.strands.ref_start
+        for s in range(len(t.strands)):
+            c = t.refs(int(starts[s]), int(starts[s + 1]))
+            core = s % machine.cores if mode == "rr" else 0
+            gaps = c.gap.astype(np.int64)
+            for i in range(len(c)):
+                now += int(gaps[i]) + pending
+                pending = 0
+                now += orc.access(core, int(c.addr[i]), int(c.size[i]), bool(c.write[i]), now)
+            pending += int(t.strands.instr[s]) - len(c) - int(gaps.sum())
+    return orc.stats(), now + pending
+
+
+@pytest.mark.parametrize("mode", ["0", "rr"])
+def test_replay_matches_oracle_and_invariants(tmp_path, mode):
+    path = tmp_path / "t.sst"
+    build_trace(path)
+    m = load_machine(TWO_CORES)
+    res = replay_trace(m, path, mode)
+    want, end = oracle_replay(m, path, mode)
+    for key in ("levels", "cores", "nodes", "offchip_bytes"):
+        assert res[key] == want[key]
+    assert res["cycles"] == end
+    with open_trace(path) as t:
+        n_refs = t.header.n_refs
+        n_instr = t.header.n_instructions
+        lines = 0
+        for c in t.iter_chunks():
+            lines += int(((c.addr + c.size - 1) // 64 - c.addr // 64 + 1).sum())
+    assert res["refs"] == n_refs
+    assert res["extra_lines"] == lines - n_refs > 0
+    assert res["levels"][0]["accesses"] == lines
+    for lvl in res["levels"]:
+        assert lvl["hits"] + lvl["misses"] == lvl["accesses"]
+    # Time line: every instruction costs a cycle, every reference its latency.
+    assert res["cycles"] == n_instr - n_refs + sum(c["cycles"] for c in res["cores"])
+    if mode == "rr":
+        assert res["cores"][1]["refs"] > 0
+        assert res["levels"][0]["invalidations"] > 0
+    else:
+        assert res["cores"][1]["refs"] == 0
+
+
+def test_cli_json_and_table(tmp_path):
+    path = tmp_path / "t.sst"
+    build_trace(path, seed=3)
+    runner = CliRunner()
+    out = runner.invoke(
+        app, ["memsim", "--machine", "itrs-scaling-1", "--trace", str(path), "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    res = json.loads(out.stdout)
+    assert res["refs"] + res["extra_lines"] == res["levels"][0]["accesses"]
+    for lvl in res["levels"]:
+        assert lvl["hits"] + lvl["misses"] == lvl["accesses"]
+    out = runner.invoke(
+        app, ["memsim", "-m", "itrs-scaling-2", "-t", str(path), "--core-of-strand", "rr"]
+    )
+    assert out.exit_code == 0, out.output
+    assert "L1" in out.stdout and "off-chip traffic" in out.stdout
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    path = tmp_path / "t.sst"
+    build_trace(path)
+    with pytest.raises(SystemExit) as exc:
+        main(["memsim", "-m", "itrs-scaling-1", "-t", str(path), "--core-of-strand", "2"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--core-of-strand" in err[0]
+    bad = tmp_path / "bad.sst"
+    bad.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(SystemExit) as exc:
+        main(["memsim", "-m", "itrs-scaling-1", "-t", str(bad)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.sst" in err[0]
