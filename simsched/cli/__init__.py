@@ -26,6 +26,7 @@ app = typer.Typer(
 _COMMAND_MODULES = [
     "simsched.cli.trace",
     "simsched.cli.machine",
+    "simsched.cli.memsim",
     "simsched.cli.capture",
     "simsched.cli.sweep",
     "simsched.cli.profile",
