@@ -33,9 +33,10 @@ meaning of ``level`` (the task-id-distance bucket).
 
 SetAssoc baseline (§6.1, "the straightforward approach")
 --------------------------------------------------------
-``_replay_fa`` and ``_replay_sa`` replay consecutive ranges of accesses ("groups") from a cold
-cache at every size, fully associative LRU and set-associative LRU respectively; a new group
-starts with a generation bump instead of clearing the caches.
+``_fa_step`` and ``_sa_step`` replay a piece of one group's accesses in caches of every size,
+fully associative LRU and set-associative LRU respectively, with their state in arrays the
+caller keeps between pieces (so a group streams through chunk by chunk); a new group starts
+with a generation bump instead of clearing the caches.
 """
 
 from __future__ import annotations
@@ -313,171 +314,160 @@ def _ancestors(parent, depth, leaf_of, anc_off, anc_node):
 
 
 @nb.njit(cache=True)
-def _replay_sa(lines, group_lo, group_hi, nsets, assoc, out):
-    """Set-associative true-LRU replay of each group ``lines[lo:hi]`` from a cold cache.
+def _sa_step(lines, t0, gen, nsets, assoc, set_off, way_off, tags, stamp, sgen, miss):
+    """Replay ``lines`` (times ``t0, t0+1, ...``) in every set-associative true-LRU cache.
 
-    ``nsets[k]`` sets of ``assoc[k]`` ways for size ``k``; ``out[g, k]`` receives the misses.
-    Groups may overlap or repeat: each starts with a generation bump (a set whose generation
-    is stale is empty).
+    Cache ``k`` has ``nsets[k]`` sets of ``assoc[k]`` ways; its sets start at ``set_off[k]`` in
+    ``sgen`` and its ways at ``way_off[k]`` in ``tags``/``stamp``.  A set whose generation is
+    not ``gen`` is empty (a new group starts cold without clearing anything).
     """
     nk = nsets.shape[0]
-    tags = []
-    stamp = []
-    sgen = []
     for k in range(nk):
-        tags.append(np.full(nsets[k] * assoc[k], EMPTY, np.uint64))
-        stamp.append(np.zeros(nsets[k] * assoc[k], np.int64))
-        sgen.append(np.zeros(nsets[k], np.int64))
-    for gi in range(group_lo.shape[0]):
-        gen = gi + 1
-        for k in range(nk):
-            tg = tags[k]
-            sp = stamp[k]
-            sg = sgen[k]
-            ns = np.uint64(nsets[k])
-            w = assoc[k]
-            miss = 0
-            for t in range(group_lo[gi], group_hi[gi]):
-                line = lines[t]
-                st = np.int64(line % ns)
-                base = st * w
-                if sg[st] != gen:
-                    for x in range(w):
-                        tg[base + x] = EMPTY
-                    sg[st] = gen
-                hit = -1
-                victim = 0
-                oldest = np.int64(1) << 62
+        ns = np.uint64(nsets[k])
+        w = assoc[k]
+        so = set_off[k]
+        wo = way_off[k]
+        m = 0
+        for i in range(lines.shape[0]):
+            line = lines[i]
+            t = t0 + i
+            sidx = np.int64(line % ns)
+            base = wo + sidx * w
+            if sgen[so + sidx] != gen:
                 for x in range(w):
-                    tx = tg[base + x]
-                    if tx == line:
-                        hit = x
-                        break
-                    if tx == EMPTY:
-                        if oldest >= 0:
-                            oldest = -1
-                            victim = x
-                    elif sp[base + x] < oldest:
-                        oldest = sp[base + x]
+                    tags[base + x] = EMPTY
+                sgen[so + sidx] = gen
+            hit = -1
+            victim = 0
+            oldest = np.int64(1) << 62
+            for x in range(w):
+                tx = tags[base + x]
+                if tx == line:
+                    hit = x
+                    break
+                if tx == EMPTY:
+                    if oldest >= 0:
+                        oldest = -1
                         victim = x
-                if hit >= 0:
-                    sp[base + hit] = t
-                else:
-                    miss += 1
-                    tg[base + victim] = line
-                    sp[base + victim] = t
-            out[gi, k] = miss
+                elif stamp[base + x] < oldest:
+                    oldest = stamp[base + x]
+                    victim = x
+            if hit >= 0:
+                stamp[base + hit] = t
+            else:
+                m += 1
+                tags[base + victim] = line
+                stamp[base + victim] = t
+        miss[k] += m
 
 
 @nb.njit(cache=True)
-def _replay_fa(lines, group_lo, group_hi, capacity, out):
-    """Fully associative LRU replay of each group ``lines[lo:hi]`` from a cold cache.
+def _fa_step(
+    lines,
+    pos,
+    t0,
+    gen,
+    capacity,
+    keys,
+    kgen,
+    last,
+    res,
+    qslot,
+    qtime,
+    qoff,
+    qcap,
+    qhead,
+    qtail,
+    count,
+    miss,
+    sc,
+):
+    """Replay ``lines[pos:]`` (times ``t0 + i``) in fully associative LRU caches of every size.
 
     Per size an LRU list is kept as a queue of ``(slot, time)`` access records with lazy
     deletion: the least recently used resident line is the oldest record whose time is still
-    its line's last access.  The queue is compacted when it fills, so it holds at most a few
-    records per resident line.  A hash table (generation-stamped, so a group starts empty
-    without clearing it) maps a line to its last access time and a bit mask of the sizes it is
-    resident in.
+    its line's last access.  A full queue is compacted, so it never holds more than a few
+    records per resident line.  A hash table (generation-stamped: a group starts empty without
+    clearing it) maps a line to its last access time and a bit mask of the sizes that hold it.
+    ``sc`` = [occupied slots of this generation, log2 table size].  Returns the position
+    reached: short of ``len(lines)`` when the table must grow first (:func:`_fa_grow`).
     """
     nk = capacity.shape[0]
-    hbits = 10
+    hbits = sc[1]
     hsize = np.int64(1) << hbits
-    keys = np.full(hsize, EMPTY, np.uint64)
-    kgen = np.zeros(hsize, np.int64)
-    last = np.zeros(hsize, np.int64)
-    res = np.zeros(hsize, np.uint64)
-    qs = []
-    qt = []
-    for k in range(nk):
-        qcap = 2 * capacity[k] + 64
-        qs.append(np.zeros(qcap, np.int64))
-        qt.append(np.zeros(qcap, np.int64))
-    qhead = np.zeros(nk, np.int64)
-    qtail = np.zeros(nk, np.int64)
-    count = np.zeros(nk, np.int64)
-    miss = np.zeros(nk, np.int64)
-    for gi in range(group_lo.shape[0]):
-        gen = gi + 1
-        occ = 0
+    hmask = hsize - 1
+    occ = sc[0]
+    n = lines.shape[0]
+    while pos < n:
+        if 2 * (occ + 1) > hsize:
+            break
+        line = lines[pos]
+        t = t0 + pos
+        slot = _hash(line, hbits)
+        while kgen[slot] == gen and keys[slot] != line:
+            slot = (slot + 1) & hmask
+        if kgen[slot] != gen:
+            kgen[slot] = gen
+            keys[slot] = line
+            res[slot] = np.uint64(0)
+            occ += 1
+        last[slot] = t
         for k in range(nk):
-            qhead[k] = 0
-            qtail[k] = 0
-            count[k] = 0
-            miss[k] = 0
-        for t in range(group_lo[gi], group_hi[gi]):
-            line = lines[t]
-            if 2 * (occ + 1) > hsize:
-                # grow the table, keeping this generation's entries
-                nbits = hbits + 1
-                nsize = np.int64(1) << nbits
-                nkeys = np.full(nsize, EMPTY, np.uint64)
-                ngen = np.zeros(nsize, np.int64)
-                nlast = np.zeros(nsize, np.int64)
-                nres = np.zeros(nsize, np.uint64)
-                remap = np.full(hsize, -1, np.int64)
-                for s in range(hsize):
-                    if kgen[s] == gen:
-                        j = _hash(keys[s], nbits)
-                        while ngen[j] == gen:
-                            j = (j + 1) & (nsize - 1)
-                        nkeys[j] = keys[s]
-                        ngen[j] = gen
-                        nlast[j] = last[s]
-                        nres[j] = res[s]
-                        remap[s] = j
-                for k in range(nk):
-                    q = qs[k]
-                    for x in range(qhead[k], qtail[k]):
-                        q[x] = remap[q[x]]
-                keys = nkeys
-                kgen = ngen
-                last = nlast
-                res = nres
-                hbits = nbits
-                hsize = nsize
-            slot = _hash(line, hbits)
-            while kgen[slot] == gen and keys[slot] != line:
-                slot = (slot + 1) & (hsize - 1)
-            if kgen[slot] != gen:
-                kgen[slot] = gen
-                keys[slot] = line
-                res[slot] = np.uint64(0)
-                occ += 1
-            last[slot] = t
-            for k in range(nk):
-                bit = np.uint64(1) << np.uint64(k)
-                q = qs[k]
-                qtm = qt[k]
-                if res[slot] & bit:
-                    pass
+            bit = np.uint64(1) << np.uint64(k)
+            qo = qoff[k]
+            if not (res[slot] & bit):
+                miss[k] += 1
+                res[slot] |= bit
+                if count[k] == capacity[k]:
+                    # evict the least recently used resident line
+                    while True:
+                        h = qhead[k]
+                        s2 = qslot[qo + h]
+                        qhead[k] = h + 1
+                        if (res[s2] & bit) and last[s2] == qtime[qo + h] and s2 != slot:
+                            res[s2] &= ~bit
+                            break
                 else:
-                    miss[k] += 1
-                    res[slot] |= bit
-                    if count[k] == capacity[k]:
-                        # evict the least recently used resident line
-                        while True:
-                            h = qhead[k]
-                            s2 = q[h]
-                            qhead[k] = h + 1
-                            if (res[s2] & bit) and last[s2] == qtm[h] and s2 != slot:
-                                res[s2] &= ~bit
-                                break
-                    else:
-                        count[k] += 1
-                if qtail[k] == q.shape[0]:
-                    # compact: keep only the records that are still a line's last access
-                    w = 0
-                    for x in range(qhead[k], qtail[k]):
-                        s2 = q[x]
-                        if (res[s2] & bit) and last[s2] == qtm[x] and s2 != slot:
-                            q[w] = s2
-                            qtm[w] = qtm[x]
-                            w += 1
-                    qhead[k] = 0
-                    qtail[k] = w
-                q[qtail[k]] = slot
-                qtm[qtail[k]] = t
-                qtail[k] += 1
-        for k in range(nk):
-            out[gi, k] = miss[k]
+                    count[k] += 1
+            if qtail[k] == qcap[k]:
+                # compact: keep only the records that are still a resident line's last access
+                w = 0
+                for x in range(qhead[k], qtail[k]):
+                    s2 = qslot[qo + x]
+                    if (res[s2] & bit) and last[s2] == qtime[qo + x] and s2 != slot:
+                        qslot[qo + w] = s2
+                        qtime[qo + w] = qtime[qo + x]
+                        w += 1
+                qhead[k] = 0
+                qtail[k] = w
+            qslot[qo + qtail[k]] = slot
+            qtime[qo + qtail[k]] = t
+            qtail[k] += 1
+        pos += 1
+    sc[0] = occ
+    return pos
+
+
+@nb.njit(cache=True)
+def _fa_grow(keys, kgen, last, res, gen, nbits, qslot, qoff, qhead, qtail):
+    """Rehash this generation's lines into a table of ``2**nbits`` slots; remap the queues."""
+    nsize = np.int64(1) << nbits
+    nkeys = np.full(nsize, EMPTY, np.uint64)
+    ngen = np.zeros(nsize, np.int64)
+    nlast = np.zeros(nsize, np.int64)
+    nres = np.zeros(nsize, np.uint64)
+    remap = np.full(keys.shape[0], -1, np.int64)
+    for s in range(keys.shape[0]):
+        if kgen[s] == gen:
+            j = _hash(keys[s], nbits)
+            while ngen[j] == gen:
+                j = (j + 1) & (nsize - 1)
+            nkeys[j] = keys[s]
+            ngen[j] = gen
+            nlast[j] = last[s]
+            nres[j] = res[s]
+            remap[s] = j
+    for k in range(qoff.shape[0]):
+        for x in range(qhead[k], qtail[k]):
+            qslot[qoff[k] + x] = remap[qslot[qoff[k] + x]]
+    return nkeys, ngen, nlast, nres

@@ -30,6 +30,98 @@ from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, build_groups
 
 
+class _FullyAssociative:
+    """Fully associative LRU caches of several capacities, one group at a time."""
+
+    def __init__(self, caps: np.ndarray):
+        self.caps = caps
+        qcap = 2 * caps + 64
+        self.qcap = qcap
+        self.qoff = np.zeros(len(caps), np.int64)
+        self.qoff[1:] = np.cumsum(qcap)[:-1]
+        self.qslot = np.zeros(int(qcap.sum()), np.int64)
+        self.qtime = np.zeros(int(qcap.sum()), np.int64)
+        self.qhead = np.zeros(len(caps), np.int64)
+        self.qtail = np.zeros(len(caps), np.int64)
+        self.count = np.zeros(len(caps), np.int64)
+        self.miss = np.zeros(len(caps), np.int64)
+        hb = 10
+        self.keys = np.full(1 << hb, K.EMPTY, np.uint64)
+        self.kgen = np.zeros(1 << hb, np.int64)
+        self.last = np.zeros(1 << hb, np.int64)
+        self.res = np.zeros(1 << hb, np.uint64)
+        self.sc = np.array([0, hb], np.int64)
+        self.gen = 0
+        self.t = 0
+
+    def start(self) -> None:
+        self.gen += 1
+        self.t = 0
+        self.sc[0] = 0
+        for a in (self.qhead, self.qtail, self.count, self.miss):
+            a[:] = 0
+
+    def feed(self, lines: np.ndarray) -> None:
+        pos = 0
+        while pos < len(lines):
+            pos = K._fa_step(
+                lines, pos, self.t, self.gen, self.caps, self.keys, self.kgen, self.last,
+                self.res, self.qslot, self.qtime, self.qoff, self.qcap, self.qhead, self.qtail,
+                self.count, self.miss, self.sc,
+            )  # fmt: skip
+            if pos < len(lines):
+                nb_ = int(self.sc[1]) + 1
+                self.keys, self.kgen, self.last, self.res = K._fa_grow(
+                    self.keys, self.kgen, self.last, self.res, self.gen, nb_,
+                    self.qslot, self.qoff, self.qhead, self.qtail,
+                )  # fmt: skip
+                self.sc[1] = nb_
+        self.t += len(lines)
+
+
+class _SetAssociative:
+    """Set-associative true-LRU caches of several capacities, one group at a time."""
+
+    def __init__(self, caps: np.ndarray, assoc: int):
+        self.nsets = caps // assoc
+        self.assoc = np.full(len(caps), assoc, np.int64)
+        self.set_off = np.zeros(len(caps), np.int64)
+        self.set_off[1:] = np.cumsum(self.nsets)[:-1]
+        self.way_off = self.set_off * assoc
+        self.tags = np.full(int(caps.sum()), K.EMPTY, np.uint64)
+        self.stamp = np.zeros(int(caps.sum()), np.int64)
+        self.sgen = np.zeros(int(self.nsets.sum()), np.int64)
+        self.miss = np.zeros(len(caps), np.int64)
+        self.gen = 0
+        self.t = 0
+
+    def start(self) -> None:
+        self.gen += 1
+        self.t = 0
+        self.miss[:] = 0
+
+    def feed(self, lines: np.ndarray) -> None:
+        K._sa_step(
+            lines, self.t, self.gen, self.nsets, self.assoc, self.set_off, self.way_off,
+            self.tags, self.stamp, self.sgen, self.miss,
+        )  # fmt: skip
+        self.t += len(lines)
+
+
+def _model(caps: np.ndarray, assoc: int | None):
+    if len(caps) == 0 or (caps < 1).any():
+        raise SimschedError("cache capacities must be at least one line")
+    if len(caps) > 64:
+        raise SimschedError("at most 64 cache sizes at once")
+    if assoc is None:
+        return _FullyAssociative(caps)
+    assoc = int(assoc)
+    if assoc < 1 or (caps % assoc).any():
+        bad = [int(c) for c in caps if c % assoc]
+        raise SimschedError(f"capacities {bad} lines are not a multiple of {assoc} ways")
+    return _SetAssociative(caps, assoc)
+
+
 def replay_groups(
     lines: np.ndarray,
     lo: np.ndarray,
@@ -58,23 +150,14 @@ def replay_groups(
     lines = np.ascontiguousarray(lines, np.uint64)
     lo = np.ascontiguousarray(lo, np.int64)
     hi = np.ascontiguousarray(hi, np.int64)
-    cap = np.asarray(capacities, np.int64)
     if lo.shape != hi.shape or (lo > hi).any() or (lo < 0).any() or (hi > len(lines)).any():
         raise SimschedError("group access ranges are invalid")
-    if len(cap) == 0 or (cap < 1).any():
-        raise SimschedError("cache capacities must be at least one line")
-    if len(cap) > 64:
-        raise SimschedError("at most 64 cache sizes at once")
-    out = np.zeros((len(lo), len(cap)), np.int64)
-    if assoc is None:
-        K._replay_fa(lines, lo, hi, cap, out)
-    else:
-        assoc = int(assoc)
-        if assoc < 1 or (cap % assoc).any():
-            bad = [int(c) for c in cap if c % assoc]
-            raise SimschedError(f"capacities {bad} lines are not a multiple of {assoc} ways")
-        ways = np.full(len(cap), assoc, np.int64)
-        K._replay_sa(lines, lo, hi, cap // assoc, ways, out)
+    model = _model(np.asarray(capacities, np.int64), assoc)
+    out = np.zeros((len(lo), len(model.miss)), np.int64)
+    for g in range(len(lo)):
+        model.start()
+        model.feed(lines[lo[g] : hi[g]])
+        out[g] = model.miss
     return out
 
 
@@ -90,7 +173,8 @@ def setassoc_misses(
     """Misses of every task group at every size by replaying it from a cold cache.
 
     The trace is streamed once per depth of the group tree; within a pass the groups at
-    that depth (disjoint, in serial order) are replayed one after the other.
+    that depth (disjoint, in serial order) are replayed one after the other, each chunk's
+    accesses going straight into the caches (nothing but the cache state is kept).
 
     Parameters
     ----------
@@ -121,6 +205,7 @@ def setassoc_misses(
     ng = len(groups)
     sel = np.ones(ng, bool) if which is None else np.asarray(which, bool)
     out = np.full((ng, len(caps)), -1, np.int64)
+    model = _model(caps, assoc)
     rs = trace.strands.ref_start
     for d in range(int(groups.depth.max()) + 1):
         ids = np.flatnonzero((groups.depth == d) & sel)
@@ -129,66 +214,32 @@ def setassoc_misses(
         ids = ids[np.argsort(groups.start[ids], kind="stable")]
         r_lo = rs[groups.start[ids]]
         r_hi = rs[groups.stop[ids] + 1]
-        batch = _Batch(caps, assoc, out)
         k = 0
+        started = False
         for c in trace.iter_chunks():
             pos, end = c.start, c.start + len(c)
             while k < len(ids):
+                if not started:
+                    model.start()
+                    started = True
                 if r_hi[k] <= pos:  # finished (or without references)
-                    batch.close_group(ids[k])
+                    out[ids[k]] = model.miss
                     k += 1
+                    started = False
                     continue
                 if r_lo[k] >= end:
                     break
-                a, b = max(int(r_lo[k]), pos), min(int(r_hi[k]), end)
-                batch.add(
-                    K._expand_lines(
-                        c.addr[a - c.start : b - c.start], c.size[a - c.start : b - c.start], shift
-                    )
-                )
-                pos = b
-                if b < r_hi[k]:
+                a, b = max(int(r_lo[k]), pos) - c.start, min(int(r_hi[k]), end) - c.start
+                model.feed(K._expand_lines(c.addr[a:b], c.size[a:b], shift))
+                pos = b + c.start
+                if pos < r_hi[k]:
                     break
-            # the trace is streamed once per depth; stop early when every group is done
-            if k == len(ids):
+            if k == len(ids):  # every group of this depth is done: stop reading
                 break
         while k < len(ids):
-            batch.close_group(ids[k])
+            if not started:
+                model.start()
+            out[ids[k]] = model.miss
             k += 1
-        batch.flush()
+            started = False
     return out
-
-
-class _Batch:
-    """Accesses of consecutive groups, replayed together once enough have accumulated."""
-
-    LIMIT = 1 << 22
-
-    def __init__(self, caps: np.ndarray, assoc: int | None, out: np.ndarray):
-        self.caps, self.assoc, self.out = caps, assoc, out
-        self.parts: list[np.ndarray] = []
-        self.n = 0
-        self.open_lo = 0
-        self.ids: list[int] = []
-        self.lo: list[int] = []
-        self.hi: list[int] = []
-
-    def add(self, lines: np.ndarray) -> None:
-        self.parts.append(lines)
-        self.n += len(lines)
-
-    def close_group(self, g: int) -> None:
-        self.ids.append(int(g))
-        self.lo.append(self.open_lo)
-        self.hi.append(self.n)
-        self.open_lo = self.n
-        if self.n >= self.LIMIT:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.ids:
-            buf = np.concatenate(self.parts) if self.parts else np.empty(0, np.uint64)
-            m = replay_groups(buf, np.asarray(self.lo), np.asarray(self.hi), self.caps, self.assoc)
-            self.out[np.asarray(self.ids)] = m
-        self.parts, self.n, self.open_lo = [], 0, 0
-        self.ids, self.lo, self.hi = [], [], []
