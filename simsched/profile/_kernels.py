@@ -12,18 +12,22 @@ line seen so far, so the stack position of line ``L`` last touched at time ``t``
 mark is earlier than the current time).  That is one O(log N) query and two O(log N) updates
 per access instead of the paper's B-tree walk; the answer is the same stack distance.
 
-Time only advances when a reference touches a different line from the previous access: a
-repeated access to the most recent line has distance 1 and leaves the stack unchanged, so the
-common sequential case costs no tree operation at all.
+The top ``WIN`` lines of the stack (the most recently used) are kept outside the tree, in a
+small array searched linearly: an access to one of them has its distance from its position in
+that window and costs no tree operation, which is what makes interleaved streams (a merge reads
+two runs and writes a third) and repeated accesses to one line cheap.  A line pushed out of the
+window is older than every window line and newer than every line in the tree, so it takes the
+next time slot; an access to a line in the tree removes its mark.  Formula (1) is unchanged,
+``nlines`` counting the window's lines, which are all more recent than ``t``.
 
-When the clock reaches the tree's capacity the live times (one per distinct line) are
-renumbered ``0 .. nlines-1`` in their order (``_compact``), which keeps every distance, and the
+When the clock reaches the tree's capacity the live times (one per line in the tree) are
+renumbered ``0 .. marks-1`` in their order (``_compact``), which keeps every distance, and the
 capacity becomes the next power of two ``>= 2 * nlines`` — so a compaction happens at most
 once per ``nlines`` accesses and costs O(capacity + table size).
 
 Lines live in an open-addressing hash table (linear probing, Fibonacci hashing) of three
-parallel numpy arrays: the line address (``uint64``), its last time (``int32``) and the id of
-the strand that touched it last (``int32``): 16 bytes a slot, at most 1/0.7 ... 2/0.7 slots a
+parallel numpy arrays: the line address (``uint64``), its time in the tree (``int32``, -1 while
+it is in the window) and the id of the strand that touched it last (``int32``): 16 bytes a slot, at most 1/0.7 ... 2/0.7 slots a
 line.  Lines are never deleted.
 
 Per strand the kernel fills a dense scratch histogram ``scratch[level, bucket]`` and, when the
@@ -51,13 +55,15 @@ _FIB = np.uint64(0x9E3779B97F4A7C15)
 ST_NOW = 0  # next time slot
 ST_NLINES = 1  # distinct lines seen (occupied hash slots, marks in the tree)
 ST_CAP = 2  # time slots of the Fenwick tree (its array has cap + 1 entries)
-ST_PREV_SLOT = 3  # hash slot of the line accessed last, -1 if unknown
+ST_WN = 3  # lines in the MRU window
 ST_CUR = 4  # strand of the scratch histogram
 ST_DIRTY = 5  # the scratch histogram holds counts
 ST_COO_N = 6  # COO entries written
 ST_HBITS = 7  # log2 of the hash table size
 ST_MAXOCC = 8  # occupied slots that trigger a table growth
 ST_SIZE = 9
+
+WIN = 8  # lines kept in the MRU window, outside the tree
 
 # status codes returned by _lrutree_run
 DONE = 0
@@ -105,6 +111,8 @@ def _lrutree_run(
     lstrand,
     fen,
     st,
+    win_line,
+    win_slot,
     bounds,
     anc_off,
     anc_start,
@@ -130,7 +138,7 @@ def _lrutree_run(
     now = st[ST_NOW]
     nlines = st[ST_NLINES]
     cap = st[ST_CAP]
-    prev_slot = st[ST_PREV_SLOT]
+    wn = st[ST_WN]
     cur = st[ST_CUR]
     maxocc = st[ST_MAXOCC]
     ush = np.uint64(shift)
@@ -162,10 +170,17 @@ def _lrutree_run(
         depth = anc_off[cur + 1] - a0
         line = l0
         for _k in range(nl):
-            if prev_slot >= 0 and keys[prev_slot] == line:
-                slot = prev_slot
-                d = np.int64(1)
+            p = 0
+            while p < wn and win_line[p] != line:
+                p += 1
+            if p < wn:
+                # in the MRU window: distance = position, no tree operation
+                slot = win_slot[p]
+                d = np.int64(p + 1)
                 fresh = False
+                for q in range(p, 0, -1):
+                    win_line[q] = win_line[q - 1]
+                    win_slot[q] = win_slot[q - 1]
             else:
                 slot = _hash(line, hbits)
                 while True:
@@ -180,7 +195,7 @@ def _lrutree_run(
                 else:
                     fresh = False
                     t = np.int64(ltime[slot])
-                    # prefix(t): marks at times <= t                                   Eq. (1)
+                    # prefix(t): tree marks at times <= t; the window's lines are newer  Eq. (1)
                     i = t + 1
                     s = np.int64(0)
                     while i > 0:
@@ -191,14 +206,25 @@ def _lrutree_run(
                     while i <= cap:
                         fen[i] -= 1
                         i += i & (-i)
-                i = now + 1
-                while i <= cap:
-                    fen[i] += 1
-                    i += i & (-i)
-                ltime[slot] = now
-                now += 1
+                if wn == WIN:
+                    # the window's oldest line moves into the tree, newer than all there
+                    e = win_slot[WIN - 1]
+                    ltime[e] = now
+                    i = now + 1
+                    while i <= cap:
+                        fen[i] += 1
+                        i += i & (-i)
+                    now += 1
+                else:
+                    wn += 1
+                for q in range(wn - 1, 0, -1):
+                    win_line[q] = win_line[q - 1]
+                    win_slot[q] = win_slot[q - 1]
+                ltime[slot] = -1
                 if fresh:
                     nlines += 1
+            win_line[0] = line
+            win_slot[0] = slot
             strand_acc[cur] += 1
             if fresh:
                 strand_cold[cur] += 1
@@ -223,22 +249,24 @@ def _lrutree_run(
                 scratch[lv, b] += 1
                 st[ST_DIRTY] = 1
             lstrand[slot] = cur
-            prev_slot = slot
             line += np.uint64(1)
         pos += 1
     st[ST_NOW] = now
     st[ST_NLINES] = nlines
-    st[ST_PREV_SLOT] = prev_slot
+    st[ST_WN] = wn
     st[ST_CUR] = cur
     return pos, status
 
 
 @nb.njit(cache=True)
-def _compact(keys, ltime, cap_old, nlines, cap_new):
-    """Renumber the live last-access times ``0 .. nlines-1`` in order; return the new tree."""
+def _compact(keys, ltime, cap_old, marks, cap_new):
+    """Renumber the tree's times ``0 .. marks-1`` in order; return the new tree.
+
+    Lines in the MRU window (time -1) have no mark and keep -1.
+    """
     rank = np.full(cap_old, -1, np.int32)
     for s in range(keys.shape[0]):
-        if keys[s] != EMPTY:
+        if keys[s] != EMPTY and ltime[s] >= 0:
             rank[ltime[s]] = 0
     run = 0
     for t in range(cap_old):
@@ -246,10 +274,10 @@ def _compact(keys, ltime, cap_old, nlines, cap_new):
             rank[t] = run
             run += 1
     for s in range(keys.shape[0]):
-        if keys[s] != EMPTY:
+        if keys[s] != EMPTY and ltime[s] >= 0:
             ltime[s] = rank[ltime[s]]
     fen = np.zeros(cap_new + 1, np.int32)
-    for i in range(1, nlines + 1):
+    for i in range(1, marks + 1):
         fen[i] = 1
     for i in range(1, cap_new + 1):
         j = i + (i & (-i))
@@ -259,8 +287,9 @@ def _compact(keys, ltime, cap_old, nlines, cap_new):
 
 
 @nb.njit(cache=True)
-def _rehash(keys, ltime, lstrand, new_keys, new_ltime, new_lstrand, hbits):
-    """Insert every line of the old table into the (empty) new one of ``2**hbits`` slots."""
+def _rehash(keys, ltime, lstrand, new_keys, new_ltime, new_lstrand, hbits, win_slot, wn):
+    """Insert every line of the old table into the (empty) new one of ``2**hbits`` slots,
+    and point the window at the lines' new slots."""
     hmask = (np.int64(1) << hbits) - 1
     for s in range(keys.shape[0]):
         k = keys[s]
@@ -271,6 +300,12 @@ def _rehash(keys, ltime, lstrand, new_keys, new_ltime, new_lstrand, hbits):
             new_keys[slot] = k
             new_ltime[slot] = ltime[s]
             new_lstrand[slot] = lstrand[s]
+    for p in range(wn):
+        k = keys[win_slot[p]]
+        slot = _hash(k, hbits)
+        while new_keys[slot] != k:
+            slot = (slot + 1) & hmask
+        win_slot[p] = slot
 
 
 @nb.njit(cache=True)

@@ -217,7 +217,8 @@ class LruTree:
         self._fen = np.zeros(cap + 1, np.int32)
         self._st = np.zeros(K.ST_SIZE, np.int64)
         self._st[K.ST_CAP] = cap
-        self._st[K.ST_PREV_SLOT] = -1
+        self._win_line = np.full(K.WIN, K.EMPTY, np.uint64)
+        self._win_slot = np.zeros(K.WIN, np.int64)
         self._st[K.ST_HBITS] = hb
         self._st[K.ST_MAXOCC] = int(0.7 * (1 << hb))
         self._scratch = np.zeros((self._max_depth, len(bounds) + 1), np.int64)
@@ -239,13 +240,14 @@ class LruTree:
     def _compact(self) -> None:
         st = self._st
         nlines = int(st[K.ST_NLINES])
+        marks = nlines - int(st[K.ST_WN])
         old = int(st[K.ST_CAP])
         new = max(old, 1 << int(2 * nlines + 64 - 1).bit_length())
         if new >= 1 << 31:
             raise SimschedError("more distinct lines than the profiler's 32-bit clock can order")
-        self._fen = K._compact(self._keys, self._ltime, old, nlines, new)
+        self._fen = K._compact(self._keys, self._ltime, old, marks, new)
         st[K.ST_CAP] = new
-        st[K.ST_NOW] = nlines
+        st[K.ST_NOW] = marks
 
     def _grow(self) -> None:
         st = self._st
@@ -253,11 +255,20 @@ class LruTree:
         keys = np.full(1 << hb, K.EMPTY, np.uint64)
         ltime = np.zeros(1 << hb, np.int32)
         lstrand = np.zeros(1 << hb, np.int32)
-        K._rehash(self._keys, self._ltime, self._lstrand, keys, ltime, lstrand, hb)
+        K._rehash(
+            self._keys,
+            self._ltime,
+            self._lstrand,
+            keys,
+            ltime,
+            lstrand,
+            hb,
+            self._win_slot,
+            int(st[K.ST_WN]),
+        )
         self._keys, self._ltime, self._lstrand = keys, ltime, lstrand
         st[K.ST_HBITS] = hb
         st[K.ST_MAXOCC] = int(0.7 * (1 << hb))
-        st[K.ST_PREV_SLOT] = -1
 
     def _grow_coo(self) -> None:
         n = len(self._coo[0])
@@ -304,6 +315,8 @@ class LruTree:
                 self._lstrand,
                 self._fen,
                 self._st,
+                self._win_line,
+                self._win_slot,
                 self.bounds,
                 self._anc_off,
                 self._anc_start,
