@@ -155,3 +155,38 @@ def group_tree_oracle(t) -> list[tuple[int, int, str]]:
 
     walk_frame(0)
     return out
+
+
+def coarsen_oracle(groups, ws, unit: float) -> set[int]:
+    """PDF paper §6.2 by plain recursion: the groups that become sequential tasks.
+
+    At every node the parallel children (role 1) form one set with K = their number and
+    W = the node's working set; every phase (role 2) of a frame is a set of its own.  A set
+    whose W <= K × unit stops: its members are chosen; otherwise each member is visited.
+    """
+    chosen: set[int] = set()
+
+    def kids(x):
+        return [int(c) for c in groups.children_of(x)]
+
+    def leaf(x):
+        return groups.is_leaf(x)
+
+    def visit(x):
+        par = [c for c in kids(x) if groups.role[c] == 1]
+        if par:
+            if ws[x] <= len(par) * unit:
+                chosen.update(par)
+            else:
+                for c in par:
+                    if not leaf(c):
+                        visit(c)
+        for c in kids(x):
+            if groups.role[c] == 2 and not leaf(c):
+                if ws[c] <= unit:
+                    chosen.add(c)
+                else:
+                    visit(c)
+
+    visit(0)
+    return chosen

@@ -14,6 +14,7 @@ from simsched.machine import load_machine
 from simsched.profile import cache_share, coarsen, profile_trace, read_table, write_table
 from simsched.profile.coarsen import TABLE_COLUMNS
 from simsched.profile.groups import ROLE_PAR, ROLE_SEQ
+from tests.oracles.profile_oracle import coarsen_oracle
 from tests.profile._traces import build_fanout, build_random
 
 
@@ -85,6 +86,16 @@ def test_chosen_groups_are_disjoint_and_coarser_with_a_larger_factor(
     for c in a.chosen:
         inside = (g.start[b.chosen] <= g.start[c]) & (g.stop[b.chosen] >= g.stop[c])
         assert inside.sum() == 1
+
+
+@given(seed=st.integers(0, 2**16), cache=st.integers(1 << 8, 1 << 16), cores=st.integers(1, 8))
+def test_coarsen_matches_the_recursive_oracle(tmp_path_factory, seed, cache, cores):
+    path = build_random(tmp_path_factory.mktemp("co") / "r.sst", seed, depth=3)
+    p = profile_trace(path, sizes=[4096], line=64)
+    r = coarsen(p, _machine(cache, cores))
+    expected = coarsen_oracle(p.groups, p.working_set_bytes, cache / (2.0 * cores))
+    assert set(r.chosen.tolist()) == expected
+    assert {row["group"] for row in r.rows} == {c for c in expected if not p.groups.is_leaf(c)}
 
 
 def test_table_round_trip_and_errors(tmp_path):
