@@ -150,6 +150,13 @@ static void ss_compress(const void *data, size_t len, int end)
 
 static void ss_flush(int end)
 {
+    if (ss_n > SS_BUF_RECS) {
+        /* Every writer checks for a full buffer before writing; this cannot
+         * happen unless that invariant is broken, and then the stream would
+         * be corrupt: stop loudly instead. */
+        fprintf(stderr, "simsched runtime: record buffer overrun (%u records)\n", ss_n);
+        abort();
+    }
     size_t len = (size_t)ss_n * sizeof(ss_raw_rec);
     ss_total_recs += ss_n;
     ss_n = 0;
@@ -196,15 +203,16 @@ static SS_HOT inline void ss_ref(const volatile void *addr, unsigned size, unsig
         return;
     if (SS_UNLIKELY(ss_pending > (0xffffffffull << 4)))
         ss_emit_gap();
-    ss_raw_rec *r = &ss_buf[ss_n];
+    /* Check before writing: ss_slot() may have left the buffer full. */
+    if (SS_UNLIKELY(ss_n >= SS_BUF_RECS))
+        ss_flush(0);
+    ss_raw_rec *r = &ss_buf[ss_n++];
     r->a = (uint64_t)(uintptr_t)addr;
     r->b = (uint32_t)(ss_pending >> 4);
     r->c = (uint16_t)size;
     r->kind = SS_REC_REF;
     r->flags = (uint8_t)write;
     ss_pending &= 15;
-    if (SS_UNLIKELY(++ss_n == SS_BUF_RECS))
-        ss_flush(0);
 }
 
 static void ss_range(const volatile void *addr, size_t len, unsigned write)

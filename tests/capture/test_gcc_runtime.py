@@ -100,3 +100,30 @@ def test_forked_children_do_not_write_into_the_stream(cache, tmp_path):
     assert (res.header.n_frames, res.header.n_refs) == (2, 1)
     r = read_raw(raw)
     assert int((r["kind"] == 0).sum()) == 1 and int(((r["kind"] == 4) & (r["c"] == 7)).sum()) == 1
+
+
+MANY = r"""
+#include "simsched.h"
+volatile long g[8];
+int main(void) {
+    for (long i = 0; i < 70000; i++) {
+        SS_ITER(i);
+        g[i & 7] = i;
+    }
+    return 0;
+}
+"""
+
+
+def test_buffer_boundaries_between_markers_and_references(cache, tmp_path):
+    # about 3 records per iteration: the 64 Ki-record buffer fills at every kind of record
+    src = tmp_path / "many.c"
+    src.write_text(MANY)
+    prog = tmp_path / "many"
+    subprocess.run(cc_command(["-O2", str(src), "-o", str(prog)]), check=True)
+    raw = tmp_path / "many.raw.zst"
+    res = capture(str(prog), [], tmp_path / "many.sst", raw=raw)
+    assert res.header.n_refs == 70000
+    r = read_raw(raw)
+    assert r.shape[0] > 3 * 65536
+    assert int(((r["kind"] == 4) & (r["c"] == 4)).sum()) == 70000
