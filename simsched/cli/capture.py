@@ -29,7 +29,9 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(compile_program(list(ctx.args)))
 
     @app.command(
-        "capture", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+        "capture",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        options_metavar="[OPTIONS] -- PROGRAM [ARGS]...",
     )
     def capture_cmd(
         ctx: typer.Context,
