@@ -111,10 +111,29 @@ def rows_to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return df
 
 
+# Row order of the table: by configuration, numbers inside labels compared as numbers.
+SORT_COLUMNS = ("workload", "machine", "scheduler", "seed", "point_id")
+
+
+def _natural_key(value: Any) -> tuple:
+    parts = re.split(r"(\d+)", str(value))
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def sort_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Order rows by workload, machine, scheduler, seed (``itrs-45nm-2`` before ``-10``)."""
+    cols = [c for c in SORT_COLUMNS if c in df.columns]
+    if df.empty or not cols:
+        return df
+    keys = df[cols].map(_natural_key) if hasattr(df, "map") else df[cols].applymap(_natural_key)
+    order = sorted(range(len(df)), key=lambda i: tuple(keys.iloc[i]))
+    return df.iloc[order].reset_index(drop=True)
+
+
 def consolidate(out_dir: str | Path) -> Path:
     """Rebuild ``<out>/results.parquet`` from the rows; returns its path."""
     out = Path(out_dir)
-    df = rows_to_frame(iter_rows(out))
+    df = sort_rows(rows_to_frame(iter_rows(out)))
     target = out / RESULTS_FILE
     out.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".results.", suffix=".parquet", dir=out)
