@@ -407,9 +407,14 @@ def _core_inc(field: int, amount: str, local: bool) -> str:
     return f"{_CORE_VAR[field]} += {amount}" if local else f"CS[cb + {field}] += {amount}"
 
 
-def _g_controller(g: Geometry, local: bool) -> list[str]:
-    """Reserve node ``nd``'s controller from ``tl`` on: ``t0`` = start of service."""
+def _g_controller(g: Geometry, local: bool, after_fetch: bool = False) -> list[str]:
+    """Reserve node ``nd``'s controller from ``tl`` on: ``t0`` = start of service.
+
+    ``after_fetch``: a fetch from the same (fixed) node was reserved at ``tl`` just
+    before, so the controller is free at ``ctrl >= tl`` and no comparison is needed."""
     ctrl = "ctrl" if _local_node(g, local) else "CTRL[nd]"
+    if after_fetch and _local_node(g, local):
+        return ["t0 = ctrl", f"ctrl = t0 + {g.service_interval}"]
     return [
         f"t0 = {ctrl}",
         "if t0 < tl:",
@@ -437,21 +442,32 @@ def _g_mem_fetch(g: Geometry, local: bool) -> list[str]:
     ]
 
 
-def _g_mem_wb(g: Geometry, line: str, local: bool) -> list[str]:
+def _g_mem_wb(g: Geometry, line: str, local: bool, after_fetch: bool = False) -> list[str]:
     """Write last-level line ``line`` back to its node (after the fetch, at ``tl``)."""
     return [
         f"nd = {_node_expr(g, _page_expr(g, line), 'sock')}",
-        *_g_controller(g, local),
+        *_g_controller(g, local, after_fetch),
         _node_inc(g, NODE_WRITEBACKS, "1", local),
         _node_inc(g, NODE_WB_QUEUE_DELAY, "t0 - tl", local),
     ]
 
 
-def _g_victim(g: Geometry, k: int, v: str, local: bool) -> list[str]:
+def _g_victim(g: Geometry, k: int, v: str, local: bool, after_fetch: bool = False) -> list[str]:
     """Handle entry ``v`` evicted from the core's instance of level k."""
     out = [f"if {v} >= 0:", f"    {v}d = {v} & 1"]
     if g.inclusive[k] and k > 0:
         out.append(f"    {v}d |= _binv{k}({_tlist(g, k)}, LS, ix{k}, {v} >> 1)")
+    if k == g.levels - 1 and after_fetch and _local_node(g, local):
+        # Branch-free write-back to the fixed node right after the fetch: whether a
+        # victim is dirty is unpredictable, a mispredicted branch costs more than this.
+        return [
+            *out,
+            f"    wbs{k} += {v}d",
+            "    t0 = ctrl",
+            f"    ctrl = t0 + {g.service_interval} * {v}d",
+            f"    nwb += {v}d",
+            f"    nwbqd += {v}d * (t0 - tl)",
+        ]
     if local:
         count = f"wbs{k} += 1"
     else:
@@ -461,7 +477,7 @@ def _g_victim(g: Geometry, k: int, v: str, local: bool) -> list[str]:
         out.append(f"        x{k + 1} = ({v} >> 1) >> {g.shifts[k + 1] - g.shifts[k]}")
         out += _ind(_g_wb(g, k + 1, local), 2)
     else:
-        out += _ind(_g_mem_wb(g, f"{v} >> 1", local), 2)
+        out += _ind(_g_mem_wb(g, f"{v} >> 1", local, after_fetch), 2)
     return out
 
 
@@ -482,7 +498,8 @@ def _g_fill(g: Geometry, k: int, d: str, local: bool) -> list[str]:
     """Insert the demand line a{k} at MRU of its set (b{k}) and handle the victim."""
     return [
         *_s_insert(g, k, f"T{k}", f"b{k}", f"a{k}", d, f"v{k}"),
-        *_g_victim(g, k, f"v{k}", local),
+        # The last level is filled only after a memory fetch at ``tl``.
+        *_g_victim(g, k, f"v{k}", local, after_fetch=k == g.levels - 1),
     ]
 
 
@@ -571,8 +588,9 @@ def _g_line(g: Geometry, local: bool = False) -> list[str]:
 def _g_prologue(g: Geometry) -> list[str]:
     return [
         _unpack(g),
-        f"sock = core // {g.cores_per_socket}",
-        f"cb = core * {g.ncs}",
+        # Constants when there is one socket / one core, so branches on them fold.
+        "sock = 0" if g.sockets == 1 else f"sock = core // {g.cores_per_socket}",
+        "cb = 0" if g.cores == 1 else f"cb = core * {g.ncs}",
         *[f"ix{k} = {_inst(g, k)}" for k in range(g.levels)],
     ]
 
