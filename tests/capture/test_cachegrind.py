@@ -1,8 +1,7 @@
 """A one-core replay of a valgrind-captured trace against ``valgrind --tool=cachegrind``.
 
-The trace is replayed through simsched's memory model (:class:`simsched.memory.MemorySystem`,
-the model behind ``simsched memsim``) on a one-core machine with cachegrind's D1 and LL
-geometry; D1 and LL data misses must agree within 3 %.  The program has no ROI markers,
+The trace is replayed by ``simsched memsim`` (simsched's memory model) on a one-core
+machine with cachegrind's D1 and LL geometry; D1 and LL data misses must agree within 3 %.  The program has no ROI markers,
 so the trace, like cachegrind, covers the whole run (loader and C library included).
 
 What remains different, and why the agreement is not exact: the trace leaves out the
@@ -14,16 +13,16 @@ simsched's L2 receives L1's dirty write-backs.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 
 import pytest
+import yaml
 
 from simsched.capture import build, capture
-from simsched.machine import load_machine
-from simsched.memory import MemorySystem
-from simsched.trace import open_trace
+from simsched.cli import main
 
 from .conftest import needs_gcc, needs_valgrind
 
@@ -67,40 +66,39 @@ int main(int argc, char **argv) {
 """
 
 
-def _machine(d1: tuple[int, int], ll: tuple[int, int]):
-    return load_machine(
-        {
-            "name": "cachegrind-like",
-            "sockets": 1,
-            "cores_per_socket": 1,
-            "caches": [
-                {
-                    "name": "L1",
-                    "scope": "core",
-                    "size": d1[0],
-                    "assoc": d1[1],
-                    "line": 64,
-                    "hit_latency": 1,
-                },
-                {
-                    "name": "L2",
-                    "scope": "core",
-                    "size": ll[0],
-                    "assoc": ll[1],
-                    "line": 64,
-                    "hit_latency": 10,
-                },
-            ],
-            "memory": {
-                "latency": 100,
-                "remote_latency": 0,
-                "service_interval": 1,
-                "page_size": 4096,
-                "placement": "first-touch",
+def _machine(path, d1: tuple[int, int], ll: tuple[int, int]) -> None:
+    spec = {
+        "name": "cachegrind-like",
+        "sockets": 1,
+        "cores_per_socket": 1,
+        "caches": [
+            {
+                "name": "L1",
+                "scope": "core",
+                "size": d1[0],
+                "assoc": d1[1],
+                "line": 64,
+                "hit_latency": 1,
             },
-            "costs": {"steal_attempt": 1, "deque_op": 1, "queue_op": 1},
-        }
-    )
+            {
+                "name": "L2",
+                "scope": "core",
+                "size": ll[0],
+                "assoc": ll[1],
+                "line": 64,
+                "hit_latency": 10,
+            },
+        ],
+        "memory": {
+            "latency": 100,
+            "remote_latency": 0,
+            "service_interval": 1,
+            "page_size": 4096,
+            "placement": "first-touch",
+        },
+        "costs": {"steal_attempt": 1, "deque_op": 1, "queue_op": 1},
+    }
+    path.write_text(yaml.safe_dump(spec))
 
 
 def _cachegrind(prog, args, d1, ll) -> tuple[int, int]:
@@ -132,7 +130,7 @@ def _cachegrind(prog, args, d1, ll) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("d1,ll", [((16384, 4), (131072, 8)), ((32768, 8), (262144, 16))])
-def test_one_core_replay_matches_cachegrind_misses(cache, tmp_path, d1, ll):
+def test_one_core_memsim_matches_cachegrind_misses(cache, tmp_path, capsys, d1, ll):
     src = tmp_path / "walk.c"
     src.write_text(WALK)
     prog = tmp_path / "walk"
@@ -140,11 +138,12 @@ def test_one_core_replay_matches_cachegrind_misses(cache, tmp_path, d1, ll):
     args = ["60000"]
     res = capture(str(prog), args, tmp_path / "walk.sst", backend="valgrind")
     assert not res.header.roi
-    ms = MemorySystem(_machine(d1, ll))
-    with open_trace(res.out) as t:
-        for c in t.iter_chunks():
-            ms.access_batch(0, c.addr, c.size, c.write, 0)
-    levels = {lv["name"]: lv for lv in ms.stats()["levels"]}
+    _machine(tmp_path / "m.yaml", d1, ll)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main(["memsim", "-m", str(tmp_path / "m.yaml"), "-t", str(res.out), "--json"])
+    assert e.value.code in (0, None)
+    levels = {lv["name"]: lv for lv in json.loads(capsys.readouterr().out)["levels"]}
     cg_d1, cg_ll = _cachegrind(prog, args, d1, ll)
     assert cg_d1 > 50000 and cg_ll > 10000  # the walk really misses in both levels
     assert levels["L1"]["misses"] == pytest.approx(cg_d1, rel=0.03)
