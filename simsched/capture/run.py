@@ -110,14 +110,25 @@ def compile_program(args: Sequence[str]) -> int:
         )
     rc = subprocess.run(cc_command(args)).returncode
     if rc == 0 and not _NO_LINK.intersection(args):
-        out = _output_of(args)
+        out = output_of(args)
         if out.is_file():
             write_block_table(out)
     return rc
 
 
-def _output_of(args: Sequence[str]) -> Path:
-    """The program a gcc command line links (``-o X``, ``-oX``, default ``a.out``)."""
+def output_of(args: Sequence[str]) -> Path:
+    """Return the program a gcc command line links (``-o X``, ``-oX``, default ``a.out``).
+
+    Parameters
+    ----------
+    args
+        gcc arguments.
+
+    Returns
+    -------
+    Path
+        The last ``-o`` given, or ``a.out``.
+    """
     out = None
     for i, a in enumerate(args):
         if a == "-o" and i + 1 < len(args):
@@ -295,7 +306,18 @@ def _run_backend(
 
 
 def count_markers(raw: str | os.PathLike) -> int:
-    """Count the marker records of a raw stream other than the final END marker."""
+    """Count the marker records of a raw stream other than the final END marker.
+
+    Parameters
+    ----------
+    raw
+        A raw capture stream (plain or zstd).
+
+    Returns
+    -------
+    int
+        Number of SPAWN, SPAWN_END, SYNC, ITER and ROI markers.
+    """
     from simsched.trace.raw import M_END, REC_MARKER, iter_raw_blocks
 
     n = 0

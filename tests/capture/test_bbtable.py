@@ -53,3 +53,13 @@ def test_simsched_cc_writes_a_table_beside_the_program(cache, tmp_path):
     n = int(np.frombuffer(data[8:16], "<u8")[0])
     table = np.frombuffer(data[16:], np.uint8)
     assert table.shape[0] == n and int((table > 0).sum()) > 20
+
+
+def test_output_of_finds_the_linked_program():
+    from pathlib import Path
+
+    from simsched.capture.run import output_of
+
+    assert output_of(["-O2", "x.c", "-o", "prog"]) == Path("prog")
+    assert output_of(["-oprog2", "x.c"]) == Path("prog2")
+    assert output_of(["x.c"]) == Path("a.out")
