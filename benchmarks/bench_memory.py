@@ -8,8 +8,9 @@ are writes.  Machines: (a) L1 32 KB 8-way 64-byte lines alone, (b) that L1 plus 
 (the public batch API, validation included) in chunks of 4 M references; pycachesim 0.3.1
 serves the same addresses, all as loads, through its bulk ``load`` API on lists of Python
 ints (its fastest input; building the lists is not timed).  Only simulation time counts.
-Each simulator runs ``--repeat`` times on fresh caches and the best time is reported,
-because the benchmark machine may be shared.  Also reported: the time to compile a
+Times are CPU time of the process (``time.process_time``), which a shared, oversubscribed
+machine disturbs much less than wall time; each simulator runs ``--repeat`` times on
+fresh caches, alternating with the other, and the best time is reported.  Also reported: the time to compile a
 geometry never seen before (a fresh kernel cache folder) and to load it from the cache.
 
 Targets: (a) >= 100 M refs/s, (b) >= 50 M refs/s, ratio to pycachesim >= 2.0 (a) and

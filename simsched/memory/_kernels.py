@@ -37,6 +37,7 @@ import os
 import sys
 from dataclasses import astuple, dataclass
 from pathlib import Path
+from types import ModuleType
 
 from simsched.machine import Machine
 
@@ -727,7 +728,7 @@ def _generator_text() -> str:
     return Path(__file__).read_text(encoding="utf-8")
 
 
-def load_module(g: Geometry, extra_source: str = "", extra_name: str = ""):
+def load_module(g: Geometry, extra_source: str = "", extra_name: str = "") -> ModuleType:
     """Generate (if needed), write and import the kernel module for ``g``.
 
     The module name is a hash of the geometry, this generator's source, ``extra_source``

@@ -33,6 +33,7 @@ re-read :attr:`MemorySystem.state`.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from simsched.machine import Machine
 from simsched.memory import _kernels as K
@@ -153,11 +154,11 @@ class MemorySystem:
     def access_batch(
         self,
         core: int,
-        addrs,
-        sizes,
-        writes,
+        addrs: npt.ArrayLike,
+        sizes: npt.ArrayLike,
+        writes: npt.ArrayLike,
         start_time: int,
-        gaps=None,
+        gaps: npt.ArrayLike | None = None,
         out: np.ndarray | None = None,
     ) -> np.ndarray:
         """Serve references in order on one core and return their latencies.
@@ -238,16 +239,25 @@ class MemorySystem:
         return out
 
     @staticmethod
-    def _column(x, n: int, dtype, what: str) -> np.ndarray:
+    def _column(x: npt.ArrayLike, n: int, dtype: type, what: str) -> np.ndarray:
+        """``x`` as a contiguous array of ``n`` values of ``dtype`` (scalars broadcast);
+        arrays already of that dtype are used without a copy."""
         arr = np.asarray(x)
         if arr.ndim == 0:
-            return np.full(n, arr, dtype)
-        if arr.shape != (n,):
-            raise ValueError(f"{what} has shape {arr.shape}, expected ({n},)")
+            arr = arr.reshape(1)
+            full = True
+        else:
+            full = False
+            if arr.shape != (n,):
+                raise ValueError(f"{what} has shape {arr.shape}, expected ({n},)")
         if arr.dtype != dtype:
             if dtype == np.uint8 and (arr.min(initial=1) < 1 or arr.max(initial=1) > 255):
                 raise ValueError(f"{what} must be between 1 and 255")
+            if dtype == np.uint32 and (arr.min(initial=0) < 0 or arr.max(initial=0) >= 2**32):
+                raise ValueError(f"{what} must be between 0 and 2**32 - 1")
             arr = arr.astype(dtype)
+        if full:
+            return np.full(n, arr[0], dtype)
         return np.ascontiguousarray(arr)
 
     def access(self, core: int, addr: int, size: int, is_write: bool, now: int) -> int:

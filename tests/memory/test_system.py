@@ -376,3 +376,12 @@ def test_agrees_with_oracle_on_shrinkable_streams(name, refs):
         assert ms.access(c, addr, size, write, t) == orc.access(c, addr, size, write, t)
     assert ms.stats() == orc.stats()
     check_invariants(ms.stats(), m)
+
+
+def test_scalar_sizes_are_validated():
+    ms = MemorySystem(machine([{"size": 1024, "assoc": 2, "line": 64}]))
+    with pytest.raises(ValueError, match="sizes"):
+        ms.access_batch(0, np.zeros(2, np.uint64), 0, False, 0)
+    with pytest.raises(ValueError, match="gaps"):
+        ms.access_batch(0, np.zeros(2, np.uint64), 8, False, 0, gaps=np.array([1, -1]))
+    assert ms.access_batch(0, np.zeros(2, np.uint64), 300 - 292, True, 0).tolist() == [100, 1]
