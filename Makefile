@@ -12,9 +12,10 @@ OUT     ?= demo-out
 .PHONY: setup demo test bench lint clean
 
 $(STAMP): pyproject.toml
-	@command -v valgrind >/dev/null 2>&1 || { echo "installing valgrind (capture backend)"; \
-	  (apt-get update -qq && apt-get install -y -qq valgrind) >/dev/null 2>&1 || \
-	  echo "warning: could not install valgrind; the valgrind capture backend will be unavailable"; }
+	@missing=""; for p in valgrind libzstd-dev binutils; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing (capture backends)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null 2>&1 || \
+	  echo "warning: could not install$$missing; capture backends that need them will say so"; fi
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
