@@ -18,17 +18,15 @@ Python timer):
   finishing time; the Python timer is ``limit``.  Ties are broken by (rank, core):
   finished cores (rank 0) before the timer (rank 1) before references (rank 2), lower core
   first.  The smallest key is the next event.
-* Window scheme: the core with the smallest key issues references while their issue time
-  stays at most ``window`` cycles past the second-smallest key.  With ``batched = 0``
-  every reference goes through ``access`` and the replay with ``window = 0`` is a strict
-  smallest-issue-time-first interleaving, reference by reference (the oracle's order).
-  ``access`` costs ~80 ns a call (it updates every statistic in memory), the memory
-  model's own batch loop ``_batch`` (statistics kept in registers) ~10 ns a reference,
-  so with ``batched = 1`` the window is served in sub-batches through ``_batch``: each
-  sub-batch holds the references that would still issue within the window if every one
-  hit the first level (latency ``minlat``); after it, the next issue time is checked
-  again.  A window can therefore overshoot its bound by the extra latency of the misses
-  in its last sub-batch (docs/engine.md measures the effect).
+* Window scheme: the core with the smallest key issues references, one at a time
+  through ``access``, while their issue time stays at most ``window`` cycles past the
+  second-smallest key.  With ``window = 0`` the replay is a strict
+  smallest-issue-time-first interleaving, reference by reference (the oracle's order);
+  with ``window = W`` shared caches and memory controllers see references whose issue
+  times are out of global order by at most ``W`` cycles.  (Serving windows through the
+  memory model's faster batch loop was tried and dropped: a batch cannot stop at a time
+  bound, and any overshoot past the bound is turned by the controllers' next-free-time
+  model into queueing for every other core — docs/engine.md.)
 * The memory model's first-touch page table grows between kernel calls
   (``MemorySystem.reserve``): the loop returns ``R_GROW`` before a window when the pages
   mapped (``st[-1][0]``, the memory model's MISC array) reach ``page_limit``, which Python
@@ -72,7 +70,7 @@ WINDOW_SOURCE = """
 
 @njit(cache=True, nogil=True)
 def engine_run(
-    st, cs, baddr, bsize, bwrite, bgap, lat, limit, window, pthresh, page_limit, minlat, batched
+    st, cs, baddr, bsize, bwrite, bgap, limit, window, pthresh, page_limit
 ):
     ncores = cs.shape[1]
     misc = st[len(st) - 1]
@@ -131,51 +129,15 @@ def engine_run(
         clk = cs[1, c]
         pm = 0
         start = p
-        if not batched:
-            # Exact: one reference at a time through ``access``.
-            while p < n:
-                t = clk + np.int64(bgap[c, p])
-                if t > bound or (t == bound and not wins_tie and p > start):
-                    break
-                d = access(st, c, baddr[c, p], np.int64(bsize[c, p]), bwrite[c, p], t)
-                if d > pthresh:
-                    pm += 1
-                clk = t + d
-                p += 1
-        else:
-            # Batched: serve sub-batches with the memory model's batch loop, each sized
-            # so that it would end within the window if every reference hit the first
-            # level (latency minlat); stop once the next issue time passes the bound.
-            grow = False
-            while p < n:
-                t = clk + np.int64(bgap[c, p])
-                if t > bound or (t == bound and not wins_tie and p > start):
-                    break
-                q = p
-                est = clk
-                while q < n:
-                    est += np.int64(bgap[c, q]) + minlat
-                    q += 1
-                    if est > bound:
-                        break
-                i = _batch(
-                    st, c, baddr[c, :q], bsize[c, :q], bwrite[c, :q], bgap[c, :q], True,
-                    clk, lat, p, page_limit,
-                )
-                for j in range(p, i):
-                    if lat[j] > pthresh:
-                        pm += 1
-                clk = misc[2]
-                p = i
-                if i < q:
-                    grow = True
-                    break
-            if grow:
-                cs[7, c] += p - start
-                cs[6, c] += pm
-                cs[2, c] = p
-                cs[1, c] = clk
-                return 4 * 1048576
+        while p < n:
+            t = clk + np.int64(bgap[c, p])
+            if t > bound or (t == bound and not wins_tie and p > start):
+                break
+            d = access(st, c, baddr[c, p], np.int64(bsize[c, p]), bwrite[c, p], t)
+            if d > pthresh:
+                pm += 1
+            clk = t + d
+            p += 1
         cs[7, c] += p - start
         cs[6, c] += pm
         cs[2, c] = p

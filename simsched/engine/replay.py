@@ -65,7 +65,7 @@ from simsched.memory._kernels import PLACE_FIRST_TOUCH
 from simsched.schedulers.base import RETRY, RUN, SchedContext, Scheduler
 
 #: Default interleaving window in cycles (see docs/engine.md for its measured error).
-DEFAULT_WINDOW = 1000
+DEFAULT_WINDOW = 100
 #: References per core buffer.
 DEFAULT_BUFFER_REFS = 1 << 14
 
@@ -161,9 +161,6 @@ class Engine:
         Capacity of each core's reference buffer.
     progress
         Optional callback ``progress(refs_done, refs_total)`` called now and then.
-    exact
-        Serve references one at a time through ``access`` (default: when ``window`` is
-        0) instead of in sub-batches through the memory model's batch loop.
     """
 
     def __init__(
@@ -178,7 +175,6 @@ class Engine:
         window: int = DEFAULT_WINDOW,
         buffer_refs: int = DEFAULT_BUFFER_REFS,
         progress: Callable[[int, int], None] | None = None,
-        exact: bool | None = None,
     ) -> None:
         if window < 0:
             raise ValueError("window must be >= 0")
@@ -186,7 +182,6 @@ class Engine:
         self.machine = machine
         self.memory = memory
         self.window = int(window)
-        self.exact = (self.window == 0) if exact is None else bool(exact)
         self.B = int(buffer_refs)
         self.progress = progress
         P = machine.cores
@@ -244,9 +239,6 @@ class Engine:
         bsize = np.zeros((P, B), dtype=np.uint8)
         bwrite = np.zeros((P, B), dtype=np.bool_)
         bgap = np.zeros((P, B), dtype=np.uint32)
-        lat = np.zeros(B, dtype=np.int64)
-        minlat = np.int64(max(int(self.machine.caches[0].hit_latency), 0))
-        batched = not self.exact
         cur = [-1] * P
         gcur = [0] * P
         gend = [0] * P
@@ -349,13 +341,10 @@ class Engine:
                 bsize,
                 bwrite,
                 bgap,
-                lat,
                 np.int64(limit),
                 window,
                 pthresh,
                 plimit,
-                minlat,
-                batched,
             )
             k1 = perf()
             t_kernel += k1 - k0
@@ -421,7 +410,6 @@ class Engine:
         wall = time.perf_counter() - t_wall
         engine = {
             "window": self.window,
-            "exact": self.exact,
             "events": events,
             "kernel_calls": kernel_calls,
             "kernel_s": t_kernel / 1e9,
