@@ -1,0 +1,106 @@
+"""Results store: Parquet-safe tables, the --where parser, export, ordering."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simsched.errors import ConfigError
+from simsched.experiments.store import (
+    atomic_write_json,
+    consolidate,
+    export_results,
+    filter_frame,
+    load_results,
+    parse_where,
+    point_dir,
+    rows_to_frame,
+    select_columns,
+    sort_rows,
+)
+
+
+def frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "workload": ["ms", "ms", "hj", "hj"],
+            "cores": [1, 16, 4, 32],
+            "speedup": [1.0, 9.5, 3.1, 12.0],
+            "ok": [True, True, False, True],
+            "machine": ["itrs-scaling-1", "itrs-scaling-16", "itrs-scaling-4", "itrs-scaling-32"],
+        }
+    )
+
+
+def test_where_operators():
+    df = frame()
+    assert list(filter_frame(df, ["workload=ms"])["cores"]) == [1, 16]
+    assert list(filter_frame(df, ["workload==hj", "cores>4"])["cores"]) == [32]
+    assert list(filter_frame(df, ["cores=1|32"])["cores"]) == [1, 32]
+    assert list(filter_frame(df, ["machine!=itrs-scaling-1|itrs-scaling-4"])["cores"]) == [16, 32]
+    assert list(filter_frame(df, ["speedup<=3.1"])["cores"]) == [1, 4]
+    assert list(filter_frame(df, ["ok=false"])["cores"]) == [4]
+    assert list(filter_frame(df, ["cores >= 16"])["cores"]) == [16, 32]
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("nope=1", "no column 'nope'"),
+        ("cores=abc", "numeric, not 'abc'"),
+        ("workload>3", "needs a numeric column"),
+        ("cores", "expected COLUMN OP VALUE"),
+        ("__import__('os').system('x')", "expected COLUMN OP VALUE"),
+        ("ok=maybe", "true/false"),
+    ],
+)
+def test_where_errors(expr, message):
+    with pytest.raises(ConfigError, match=message):
+        filter_frame(frame(), [expr])
+
+
+@given(st.text(max_size=30))
+def test_where_parser_never_evaluates(text):
+    # Anything either parses into (known column, operator, value) or is a ConfigError.
+    try:
+        col, op, _ = parse_where(text, ["cores", "workload"])
+    except ConfigError:
+        return
+    assert col in ("cores", "workload") and op in ("=", "!=", "<", "<=", ">", ">=")
+
+
+def test_mixed_types_become_text_and_nested_values_json():
+    df = rows_to_frame(
+        [
+            {"a": 1, "b": {"x": 1}, "c": 1.5, "d": None},
+            {"a": "two", "b": [1, 2], "c": 2, "d": 3},
+        ]
+    )
+    assert list(df["a"]) == ["1", "two"]
+    assert list(df["b"]) == ['{"x": 1}', "[1, 2]"]
+    assert df["c"].dtype.kind == "f" and df["d"].dtype.kind == "f"
+
+
+def test_consolidate_export_and_order(tmp_path):
+    for i, (wl, m) in enumerate([("ms", "itrs-45nm-10"), ("ms", "itrs-45nm-2"), ("fib", "x")]):
+        atomic_write_json(
+            point_dir(tmp_path, f"id{i}") / "row.json",
+            {"point_id": f"id{i}", "workload": wl, "machine": m, "v": i},
+        )
+    (point_dir(tmp_path, "unfinished")).mkdir(parents=True)
+    path = consolidate(tmp_path)
+    df = pd.read_parquet(path)
+    assert list(df["machine"]) == ["x", "itrs-45nm-2", "itrs-45nm-10"]
+    assert len(load_results(tmp_path)) == 3
+    csv = export_results(tmp_path, tmp_path / "out.csv", ["workload=ms"])
+    assert len(pd.read_csv(csv)) == 2
+    pq = export_results(tmp_path, tmp_path / "out.parquet")
+    assert len(load_results(pq)) == 3
+    assert len(load_results(csv)) == 2
+    with pytest.raises(ConfigError, match="not a sweep output folder"):
+        load_results(tmp_path / "points" / "id0")
+    with pytest.raises(ConfigError, match="no column 'zz'"):
+        select_columns(df, ["zz"])
+    assert sort_rows(df.iloc[::-1]).equals(df)
