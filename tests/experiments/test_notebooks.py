@@ -21,7 +21,7 @@ def test_notebook_outputs_are_stripped(path):
             assert cell["outputs"] == [] and cell["execution_count"] is None, path
 
 
-@pytest.mark.parametrize("name", ["small.yaml", "full.yaml"])
+@pytest.mark.parametrize("name", ["small.yaml", "medium.yaml", "full.yaml"])
 def test_study_specs_expand(name):
     loaded = load_spec(ROOT / "experiments" / "pdf_vs_ws" / name, small=False)
     points = loaded.points()
