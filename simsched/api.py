@@ -34,6 +34,7 @@ from simsched.engine.record import (
     metrics,
     write_json_atomic,
     write_npz_atomic,
+    write_parquet_atomic,
 )
 from simsched.engine.replay import DEFAULT_WINDOW, Engine, EngineResult
 from simsched.errors import ConfigError, SimschedError
@@ -105,6 +106,11 @@ class RunResult:
             a["frame"] = self.frames[idx] if self.frames is not None else -1
             out.append(a)
         return out
+
+    def to_parquet(self, path: str | os.PathLike) -> Path:
+        """Write the record as a one-row Parquet file (atomically); returns the path."""
+        write_parquet_atomic(Path(path), [self.record])
+        return Path(path)
 
     def timeline_arrays(self) -> dict[str, np.ndarray]:
         """Arrays stored in ``timeline.npz``: per strand core, start, end, frame, level."""

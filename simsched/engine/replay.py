@@ -363,6 +363,7 @@ class Engine:
                 now = int(cs[F_CLOCK, c])
                 s = cur[c]
                 cur[c] = -1
+                cchunk[c] = None  # only the pool keeps decoded chunks alive
                 cs[F_STATE, c] = S_IDLE
                 strand_end[s] = now
                 busy[c] += now - strand_start[s]

@@ -70,6 +70,10 @@ def test_record_fields_and_consistency(ms_trace, tmp_path):
     with np.load(out / "timeline.npz", allow_pickle=False) as z:
         assert z["core"].shape == (rec["strands"],)
         assert int(z["makespan"][0]) == rec["makespan_cycles"]
+    import pyarrow.parquet as pq
+
+    row = pq.read_table(r.to_parquet(tmp_path / "r.parquet")).to_pylist()
+    assert row == [rec]
     tl = r.timeline
     assert len(tl) == 4 and sum(len(a) for a in tl) == rec["strands"]
     for a in tl:
