@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from simsched.engine._kernels import KERNEL_NAME, WINDOW_SOURCE
 from simsched.engine.check import check_invariants
@@ -57,7 +59,6 @@ def test_multisocket_scheduler_keeps_subtrees_on_their_socket(tmp_path):
     trace = open_trace(make_trace(tmp_path / "t.sst", seed=11, depth=4, max_children=4))
     res, stats = _fast(trace, machine, SubtreePerSocket, {}, 0, window=0)
     check_invariants(trace, res, stats)
-    sched = SubtreePerSocket.__new__(SubtreePerSocket)
     ora = OracleEngine(trace, machine, SubtreePerSocket, {}, 0, MemoryOracle(machine)).run()
     np.testing.assert_array_equal(res.strand_core, ora["strand_core"])
     # Every strand ran on the socket of its level-1 subtree.
@@ -121,3 +122,25 @@ def test_same_seed_same_schedule_other_seed_differs(tmp_path):
     np.testing.assert_array_equal(a.strand_core, b.strand_core)
     np.testing.assert_array_equal(a.strand_end, b.strand_end)
     assert not np.array_equal(a.strand_core, c.strand_core)
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    tseed=st.integers(0, 10_000),
+    depth=st.integers(1, 5),
+    sched=st.sampled_from(SCHEDS),
+    window=st.sampled_from([0, 1, 50, 100, 5000]),
+    seed=st.integers(0, 3),
+)
+def test_invariants_hypothesis(tmp_path, tseed, depth, sched, window, seed):
+    machine = load_machine(TWO_BY_TWO)
+    path = tmp_path / f"h{tseed}-{depth}.sst"
+    if not path.exists():
+        make_trace(path, seed=tseed, depth=depth, max_refs=40)
+    trace = open_trace(path)
+    name, params = sched
+    res, stats = _fast(trace, machine, get_scheduler(name), params, seed, window=window)
+    check_invariants(trace, res, stats)
+    assert np.all(res.busy_cycles + res.sched_cycles + res.idle_cycles == res.makespan)
