@@ -305,6 +305,18 @@ def test_agrees_with_oracle_on_random_machines(spec, seed):
     check_invariants(ms.stats(), m)
 
 
+@pytest.mark.slow
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(spec=machine_specs(), seed=st.integers(0, 2**32 - 1))
+def test_agrees_with_oracle_on_many_random_machines(spec, seed):
+    """The same check on fresh random machines every run (each compiles: slow)."""
+    test_agrees_with_oracle_on_random_machines.hypothesis.inner_test(spec, seed)
+
+
 FIXED_MACHINES = {
     "numa-incl": {
         "name": "numa-incl",
