@@ -26,7 +26,11 @@ Python timer):
   times are out of global order by at most ``W`` cycles.  (Serving windows through the
   memory model's faster batch loop was tried and dropped: a batch cannot stop at a time
   bound, and any overshoot past the bound is turned by the controllers' next-free-time
-  model into queueing for every other core — docs/engine.md.)
+  model into queueing for every other core — docs/engine.md.)  The one exception is a
+  core with nothing else pending anywhere (no other running core, no timer: a serial
+  phase, a one-core run): its whole buffer goes through ``_batch``, the memory model's
+  batch loop, which performs the same ``access`` sequence with its statistics in
+  registers (about 8× faster).
 * The memory model's first-touch page table grows between kernel calls
   (``MemorySystem.reserve``): the loop returns ``R_GROW`` before a window when the pages
   mapped (``st[-1][0]``, the memory model's MISC array) reach ``page_limit``, which Python
@@ -70,7 +74,7 @@ WINDOW_SOURCE = """
 
 @njit(cache=True, nogil=True)
 def engine_run(
-    st, cs, baddr, bsize, bwrite, bgap, limit, window, pthresh, page_limit
+    st, cs, baddr, bsize, bwrite, bgap, lat, limit, window, pthresh, page_limit
 ):
     ncores = cs.shape[1]
     misc = st[len(st) - 1]
@@ -129,6 +133,25 @@ def engine_run(
         clk = cs[1, c]
         pm = 0
         start = p
+        if c2 < 0 and k2 >= 4611686018427387904:
+            # Nothing else can happen before this core's buffer ends (no other running
+            # core, no event): serve it with the memory model's batch loop, which makes
+            # the same ``access`` sequence with its statistics kept in registers.
+            i = _batch(
+                st, c, baddr[c, :n], bsize[c, :n], bwrite[c, :n], bgap[c, :n], True, clk,
+                lat, p, page_limit,
+            )
+            for j in range(p, i):
+                if lat[j] > pthresh:
+                    pm += 1
+            clk = misc[2]
+            cs[7, c] += i - start
+            cs[6, c] += pm
+            cs[2, c] = i
+            cs[1, c] = clk
+            if i < n:
+                return 4 * 1048576
+            continue
         while p < n:
             t = clk + np.int64(bgap[c, p])
             if t > bound or (t == bound and not wins_tie and p > start):

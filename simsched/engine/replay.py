@@ -239,6 +239,7 @@ class Engine:
         bsize = np.zeros((P, B), dtype=np.uint8)
         bwrite = np.zeros((P, B), dtype=np.bool_)
         bgap = np.zeros((P, B), dtype=np.uint32)
+        lat = np.zeros(B, dtype=np.int64)
         cur = [-1] * P
         gcur = [0] * P
         gend = [0] * P
@@ -341,6 +342,7 @@ class Engine:
                 bsize,
                 bwrite,
                 bgap,
+                lat,
                 np.int64(limit),
                 window,
                 pthresh,
