@@ -3,14 +3,18 @@
 LruTree pass (PDF paper, 003_e9659a8050adec3d.txt §6.1)
 -------------------------------------------------------
 The LRU stack of the paper is represented by the *time of the last access* of every line.
-A Fenwick (binary indexed) tree over time slots holds a 1 at the last-access time of each
-line seen so far, so the stack position of line ``L`` last touched at time ``t`` is
+A bit set over time slots holds a 1 at the last-access time of each line in the tree, and a
+Fenwick (binary indexed) tree over blocks of 64 slots counts the marks of each block, so the
+stack position of line ``L`` last touched at time ``t`` is
 
     d = 1 + #{lines whose last access is later than t} = 1 + nlines - prefix(t)      (1)
 
 (``prefix(t)`` counts the marks at times ``<= t``, which include ``L``'s own mark, and every
-mark is earlier than the current time).  That is one O(log N) query and two O(log N) updates
-per access instead of the paper's B-tree walk; the answer is the same stack distance.
+mark is earlier than the current time): the block tree's prefix up to ``t``'s block plus a
+population count in ``t``'s word.  That is one O(log N) query and two O(log N) updates per
+access instead of the paper's B-tree walk, with the same stack distance; at 1 bit a slot plus
+4 bytes a block the tree state is ~0.5 byte a line and stays in the processor's caches, which
+a plain Fenwick tree over the slots (4 bytes a slot) does not.
 
 The top ``WIN`` lines of the stack (the most recently used) are kept outside the tree, in a
 small array searched linearly: an access to one of them has its distance from its position in
@@ -72,6 +76,18 @@ NEED_GROW = 2
 NEED_COO = 3
 
 
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@nb.njit(cache=True, inline="always")
+def _popcount(x):
+    """Set bits of a ``uint64`` (SWAR; LLVM turns it into one instruction where it can)."""
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
 @nb.njit(cache=True, inline="always")
 def _hash(line, hbits):
     return np.int64((line * _FIB) >> np.uint64(64 - hbits))
@@ -109,7 +125,8 @@ def _lrutree_run(
     keys,
     ltime,
     lstrand,
-    fen,
+    bits,
+    bfen,
     st,
     win_line,
     win_slot,
@@ -138,6 +155,7 @@ def _lrutree_run(
     now = st[ST_NOW]
     nlines = st[ST_NLINES]
     cap = st[ST_CAP]
+    nblk = cap >> 6
     wn = st[ST_WN]
     cur = st[ST_CUR]
     maxocc = st[ST_MAXOCC]
@@ -195,24 +213,30 @@ def _lrutree_run(
                 else:
                     fresh = False
                     t = np.int64(ltime[slot])
-                    # prefix(t): tree marks at times <= t; the window's lines are newer  Eq. (1)
-                    i = t + 1
+                    # prefix(t): tree marks at times <= t (whole blocks before t's block from
+                    # the block tree, then t's own word); the window's lines are newer  Eq. (1)
+                    w = t >> 6
+                    i = w
                     s = np.int64(0)
                     while i > 0:
-                        s += fen[i]
+                        s += bfen[i]
                         i -= i & (-i)
+                    s += _popcount(bits[w] & (_ALL >> np.uint64(63 - (t & 63))))
                     d = 1 + nlines - s
-                    i = t + 1
-                    while i <= cap:
-                        fen[i] -= 1
+                    bits[w] &= ~(np.uint64(1) << np.uint64(t & 63))
+                    i = w + 1
+                    while i <= nblk:
+                        bfen[i] -= 1
                         i += i & (-i)
                 if wn == WIN:
                     # the window's oldest line moves into the tree, newer than all there
                     e = win_slot[WIN - 1]
                     ltime[e] = now
-                    i = now + 1
-                    while i <= cap:
-                        fen[i] += 1
+                    w = now >> 6
+                    bits[w] |= np.uint64(1) << np.uint64(now & 63)
+                    i = w + 1
+                    while i <= nblk:
+                        bfen[i] += 1
                         i += i & (-i)
                     now += 1
                 else:
@@ -260,7 +284,8 @@ def _lrutree_run(
 
 @nb.njit(cache=True)
 def _compact(keys, ltime, cap_old, marks, cap_new):
-    """Renumber the tree's times ``0 .. marks-1`` in order; return the new tree.
+    """Renumber the tree's times ``0 .. marks-1`` in order; return the new bit set and block
+    tree for ``cap_new`` time slots.
 
     Lines in the MRU window (time -1) have no mark and keep -1.
     """
@@ -276,14 +301,17 @@ def _compact(keys, ltime, cap_old, marks, cap_new):
     for s in range(keys.shape[0]):
         if keys[s] != EMPTY and ltime[s] >= 0:
             ltime[s] = rank[ltime[s]]
-    fen = np.zeros(cap_new + 1, np.int32)
-    for i in range(1, marks + 1):
-        fen[i] = 1
-    for i in range(1, cap_new + 1):
+    nblk = cap_new >> 6
+    bits = np.zeros(nblk, np.uint64)
+    bfen = np.zeros(nblk + 1, np.int32)
+    for t in range(marks):
+        bits[t >> 6] |= np.uint64(1) << np.uint64(t & 63)
+        bfen[(t >> 6) + 1] += 1
+    for i in range(1, nblk + 1):
         j = i + (i & (-i))
-        if j <= cap_new:
-            fen[j] += fen[i]
-    return fen
+        if j <= nblk:
+            bfen[j] += bfen[i]
+    return bits, bfen
 
 
 @nb.njit(cache=True)

@@ -41,9 +41,9 @@ bytes has a working set of ``2n``, its data).
 A reference that straddles a line boundary accesses every line it touches, as the memory
 model does; misses and accesses count line accesses.
 
-Memory: the hash table costs 16 bytes a slot at a load between 0.35 and 0.7, and the Fenwick
-tree 4 bytes a time slot with between 2 and 4 slots per line, so the steady state is at most
-16/0.35 + 16 ≈ 62 bytes per distinct line, plus the histograms (the chunk being processed is
+Memory: the hash table costs 16 bytes a slot at a load between 0.35 and 0.7, and the tree a
+bit per time slot plus 4 bytes per 64 slots with between 2 and 4 slots per line, so the steady
+state is at most 16/0.35 + 0.75 ≈ 47 bytes per distinct line, plus the histograms (the chunk being processed is
 the only other large array).  See :mod:`simsched.profile._kernels` for the tree and its
 compaction.
 """
@@ -213,8 +213,9 @@ class LruTree:
         self._keys = np.full(1 << hb, K.EMPTY, np.uint64)
         self._ltime = np.zeros(1 << hb, np.int32)
         self._lstrand = np.zeros(1 << hb, np.int32)
-        cap = max(64, int(time_slots))
-        self._fen = np.zeros(cap + 1, np.int32)
+        cap = 1 << max(6, int(time_slots - 1).bit_length())  # a power of two, >= 64
+        self._bits = np.zeros(cap >> 6, np.uint64)
+        self._bfen = np.zeros((cap >> 6) + 1, np.int32)
         self._st = np.zeros(K.ST_SIZE, np.int64)
         self._st[K.ST_CAP] = cap
         self._win_line = np.full(K.WIN, K.EMPTY, np.uint64)
@@ -245,7 +246,7 @@ class LruTree:
         new = max(old, 1 << int(2 * nlines + 64 - 1).bit_length())
         if new >= 1 << 31:
             raise SimschedError("more distinct lines than the profiler's 32-bit clock can order")
-        self._fen = K._compact(self._keys, self._ltime, old, marks, new)
+        self._bits, self._bfen = K._compact(self._keys, self._ltime, old, marks, new)
         st[K.ST_CAP] = new
         st[K.ST_NOW] = marks
 
@@ -313,7 +314,8 @@ class LruTree:
                 self._keys,
                 self._ltime,
                 self._lstrand,
-                self._fen,
+                self._bits,
+                self._bfen,
                 self._st,
                 self._win_line,
                 self._win_slot,
@@ -347,7 +349,8 @@ class LruTree:
     @property
     def state_bytes(self) -> int:
         """Bytes held by the hash table and the Fenwick tree."""
-        return int(self._keys.nbytes + self._ltime.nbytes + self._lstrand.nbytes + self._fen.nbytes)
+        arrays = (self._keys, self._ltime, self._lstrand, self._bits, self._bfen)
+        return int(sum(a.nbytes for a in arrays))
 
     def finish(self) -> StrandHistograms:
         """Flush the last strand and return the histograms."""
