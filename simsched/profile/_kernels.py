@@ -30,9 +30,9 @@ capacity becomes the next power of two ``>= 2 * nlines`` — so a compaction hap
 once per ``nlines`` accesses and costs O(capacity + table size).
 
 Lines live in an open-addressing hash table (linear probing, Fibonacci hashing) of three
-parallel numpy arrays: the line address (``uint64``), its time in the tree (``int32``, -1 while
-it is in the window) and the id of the strand that touched it last (``int32``): 16 bytes a slot, at most 1/0.7 ... 2/0.7 slots a
-line.  Lines are never deleted.
+parallel numpy arrays: the line address (``uint64``), its time in the tree (``int32``, -1
+while it is in the window) and the id of the strand that touched it last (``int32``): 16 bytes
+a slot, 1/0.7 to 2/0.7 slots a line.  Lines are never deleted.
 
 Per strand the kernel fills a dense scratch histogram ``scratch[level, bucket]`` and, when the
 strand ends, appends its non-zero cells to COO arrays (strand, level, bucket, count): the
