@@ -75,6 +75,13 @@ NMISC = 4
 
 PLACE_FIRST_TOUCH, PLACE_INTERLEAVE, PLACE_FIXED = range(3)
 
+#: Coherence filter: 2**FILTER_BITS buckets of counters of the lines each core's private
+#: levels and each socket's shared levels hold, by address region of
+#: 2**FILTER_REGION_SHIFT bytes (at least the largest line).
+FILTER_BITS = 12
+FILTER_REGION_SHIFT = 12
+_GOLDEN = 0x9E3779B97F4A7C15
+
 #: Largest address the model accepts (48-bit virtual addresses).
 ADDRESS_BITS = 48
 
@@ -145,9 +152,29 @@ class Geometry:
         return self.levels + 4
 
     @property
-    def st_misc(self) -> int:
-        """Index of the MISC array."""
+    def st_filter(self) -> int:
+        """Index of the coherence filter."""
         return self.levels + 5
+
+    @property
+    def st_misc(self) -> int:
+        """Index of the MISC array (always the last array of the state)."""
+        return self.levels + 6
+
+    @property
+    def filter_bits(self) -> int:
+        """log2 of the coherence filter's buckets; 0 = no filter (no coherence)."""
+        return FILTER_BITS if self.coherent else 0
+
+    @property
+    def entities(self) -> int:
+        """Holders the coherence filter counts for: cores, then sockets."""
+        return self.cores + self.sockets
+
+    @property
+    def region_shift(self) -> int:
+        """log2 of the coherence filter's region size (a page, or the largest line)."""
+        return max(FILTER_REGION_SHIFT, self.shifts[-1])
 
 
 def geometry_of(machine: Machine) -> Geometry:
@@ -279,7 +306,36 @@ def _tlist(g: Geometry, n: int | None = None) -> str:
 
 
 def _unpack(g: Geometry) -> str:
-    return f"{_tlist(g)}, LS, CS, NS, CTRL, PT, MISC = st"
+    return f"{_tlist(g)}, LS, CS, NS, CTRL, PT, FC, MISC = st"
+
+
+def _fbase(g: Geometry, k: int, line: str) -> str:
+    """First counter of the filter bucket of level-k line ``line``.
+
+    The filter counts, per *entity* (core ``c``: its private levels; socket ``s``, entity
+    ``cores + s``: its shared levels), the lines it holds by address *region*
+    (``2**region_shift`` bytes, whole lines of every level); bucket = Fibonacci hash of
+    the region.  A bucket is ``cores + sockets`` counters plus their total, side by side.
+    Regions keep the counters few and hot in the host cache and other cores' private
+    regions at zero, so a write rarely has anything to search."""
+    region = f"(({line}) >> {g.region_shift - g.shifts[k]})"
+    h = f"np.int64((np.uint64{region} * np.uint64({_GOLDEN})) >> np.uint64({64 - g.filter_bits}))"
+    return f"{h} * {g.entities + 1}"
+
+
+def _entity(g: Geometry, k: int, inst: str) -> str:
+    return f"({inst})" if g.private[k] else f"{g.cores} + ({inst})"
+
+
+def _f_add(g: Geometry, k: int, inst: str, line: str, delta: int) -> list[str]:
+    """Count a line entering (+1) or leaving (-1) instance ``inst`` of level k."""
+    if not g.filter_bits:
+        return []
+    return [
+        f"fb_ = {_fbase(g, k, line)}",
+        f"FC[fb_ + {_entity(g, k, inst)}] += {delta}",
+        f"FC[fb_ + {g.entities}] += {delta}",
+    ]
 
 
 def _binv(g: Geometry, k: int) -> str:
@@ -301,10 +357,11 @@ def _binv(g: Geometry, k: int) -> str:
             *_ind(_s_remove(g, j, f"T{j}", "b", "p"), 3),
             "            d |= v_ & 1",
             f"            LS[{_lvl_idx(g, j, 'c', LVL_BACK_INV)}] += 1",
+            *_ind(_f_add(g, j, "c", "s", -1), 3),
         ]
     body.append("return d")
     return (
-        f"\n\n@njit(cache=True)\ndef _binv{k}({_tlist(g, k)}, LS, i, a):\n"
+        f"\n\n@njit(cache=True)\ndef _binv{k}({_tlist(g, k)}, LS, FC, i, a):\n"
         + "\n".join(_ind(body, 1))
         + "\n"
     )
@@ -312,26 +369,32 @@ def _binv(g: Geometry, k: int) -> str:
 
 def _coherence(g: Geometry) -> str:
     """Write-invalidate: remove line ``a0`` (at each level's granularity) from every cache
-    that is not on ``core``'s path, top level first."""
-    body = [f"sock = core // {g.cores_per_socket}"]
+    that is not on ``core``'s path, top level first.  A core whose filter counter for the
+    line is zero holds no line with that hash in its private levels and is skipped."""
+    body = [f"sock = core // {g.cores_per_socket}", f"fb = {_fbase(g, 0, 'a0')}"]
     for k in range(g.levels):
         body.append(f"a{k} = a0 >> {g.shifts[k] - g.shifts[0]}")
         if g.private[k]:
-            body += [f"for c in range({g.cores}):", "    if c == core:", "        continue"]
+            body += [f"for c in range({g.cores}):", "    if c == core or FC[fb + c] == 0:"]
         else:
-            body += [f"for c in range({g.sockets}):", "    if c == sock:", "        continue"]
+            body += [
+                f"for c in range({g.sockets}):",
+                f"    if c == sock or FC[fb + {g.cores} + c] == 0:",
+            ]
+        body.append("        continue")
         inner = [
             f"b = {_base(g, k, 'c', f'a{k}')}",
             *_s_find(g, k, f"T{k}", "b", f"a{k}"),
             "if p >= 0:",
             *_ind(_s_remove(g, k, f"T{k}", "b", "p"), 1),
             f"    LS[{_lvl_idx(g, k, 'c', LVL_INVALIDATIONS)}] += 1",
+            *_ind(_f_add(g, k, "c", f"a{k}", -1), 1),
         ]
         if g.inclusive[k] and k > 0:
-            inner.append(f"    _binv{k}({_tlist(g, k)}, LS, c, a{k})")
+            inner.append(f"    _binv{k}({_tlist(g, k)}, LS, FC, c, a{k})")
         body += _ind(inner, 1)
     return (
-        f"\n\n@njit(cache=True)\ndef _coherence({_tlist(g)}, LS, core, a0):\n"
+        f"\n\n@njit(cache=True)\ndef _coherence({_tlist(g)}, LS, FC, core, a0):\n"
         + "\n".join(_ind(body, 1))
         + "\n"
     )
@@ -456,8 +519,9 @@ def _g_mem_wb(g: Geometry, line: str, local: bool, after_fetch: bool = False) ->
 def _g_victim(g: Geometry, k: int, v: str, local: bool, after_fetch: bool = False) -> list[str]:
     """Handle entry ``v`` evicted from the core's instance of level k."""
     out = [f"if {v} >= 0:", f"    {v}d = {v} & 1"]
+    out += _ind(_f_add(g, k, f"ix{k}", f"{v} >> 1", -1), 1)
     if g.inclusive[k] and k > 0:
-        out.append(f"    {v}d |= _binv{k}({_tlist(g, k)}, LS, ix{k}, {v} >> 1)")
+        out.append(f"    {v}d |= _binv{k}({_tlist(g, k)}, LS, FC, ix{k}, {v} >> 1)")
     if k == g.levels - 1 and after_fetch and _local_node(g, local):
         # Branch-free write-back to the fixed node right after the fetch: whether a
         # victim is dirty is unpredictable, a mispredicted branch costs more than this.
@@ -491,6 +555,7 @@ def _g_wb(g: Geometry, m: int, local: bool) -> list[str]:
         *_ind(_s_touch(g, m, f"T{m}", f"c{m}", "p", "1"), 1),
         "else:",
         *_ind(_s_insert(g, m, f"T{m}", f"c{m}", f"x{m}", "1", f"u{m}"), 1),
+        *_ind(_f_add(g, m, f"ix{m}", f"x{m}", 1), 1),
         *_ind(_g_victim(g, m, f"u{m}", local), 1),
     ]
 
@@ -499,6 +564,7 @@ def _g_fill(g: Geometry, k: int, d: str, local: bool) -> list[str]:
     """Insert the demand line a{k} at MRU of its set (b{k}) and handle the victim."""
     return [
         *_s_insert(g, k, f"T{k}", f"b{k}", f"a{k}", d, f"v{k}"),
+        *_f_add(g, k, f"ix{k}", f"a{k}", 1),
         # The last level is filled only after a memory fetch at ``tl``.
         *_g_victim(g, k, f"v{k}", local, after_fetch=k == g.levels - 1),
     ]
@@ -582,7 +648,14 @@ def _g_line(g: Geometry, local: bool = False) -> list[str]:
 
     body += probe(0)
     if g.coherent:
-        body += ["if w:", f"    _coherence({_tlist(g)}, LS, core, a0)"]
+        # Search the other caches only if the filter says another entity may hold a line
+        # of this region (the total minus the writer's core and socket).
+        body += [
+            "if w:",
+            f"    fb = {_fbase(g, 0, 'a0')}",
+            f"    if FC[fb + {g.entities}] - FC[fb + core] - FC[fb + {g.cores} + sock] > 0:",
+            f"        _coherence({_tlist(g)}, LS, FC, core, a0)",
+        ]
     return body
 
 

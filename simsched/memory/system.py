@@ -17,8 +17,11 @@ arrays ``state`` passed as the first argument ``st`` of every kernel:
                         busy_cycles, queue_delay, writeback_queue_delay
 ``st[L+3]``             each node controller's next free cycle
 ``st[L+4]``             first-touch page table (open addressing, ``page << 8 | node``)
-``st[L+5]``             MISC: pages mapped, page-table hash shift, end time of the last
-                        batch, status of the last batch
+``st[L+5]``             coherence filter: per bucket (hash of a 4 KB address region), the
+                        lines each core's private levels and each socket's shared levels
+                        hold, then their total
+``st[L+6]``             MISC (last): pages mapped, page-table hash shift, end time of the
+                        last batch, status of the last batch
 =====================  ==================================================================
 
 The page table is the only structure that grows.  Kernels cannot replace an array inside
@@ -89,6 +92,9 @@ class MemorySystem:
         arrays.append(np.zeros(g.sockets, np.int64))
         cap = _MIN_PT if g.placement == K.PLACE_FIRST_TOUCH else 1
         arrays.append(np.full(cap, -1, np.int64))
+        # Coherence filter: per bucket, lines held by each core and socket, and the total.
+        n_fc = (1 << g.filter_bits) * (g.entities + 1) if g.filter_bits else 1
+        arrays.append(np.zeros(n_fc, np.int64))
         misc = np.zeros(K.NMISC, np.int64)
         misc[K.MISC_PT_SHIFT] = _pt_shift(max(cap, _MIN_PT))
         arrays.append(misc)
