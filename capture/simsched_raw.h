@@ -7,13 +7,16 @@
  * layout here and bump SS_RAW_VERSION; tests/trace/test_raw.py parses this
  * header and fails if the Python mirror disagrees.
  *
- * The stream is a sequence of fixed-size 16-byte little-endian records.  It may
- * be stored plain or as one zstd stream (the importer detects the zstd magic).
- * The first record is an SS_REC_HEADER.
+ * A stream starts with one 16-byte SS_REC_HEADER record (below); its version
+ * field says how the rest is laid out.  The whole stream may be stored plain or
+ * as one zstd stream (the importer detects the zstd magic).
+ *
+ * Version 1 (SS_RAW_VERSION; the valgrind and Pin tools): a sequence of
+ * fixed-size 16-byte little-endian records, the header first.
  *
  *   kind            a (u64)              b (u32)             c (u16)          flags (u8)
  *   --------------  -------------------  ------------------  ---------------  -------------------------
- *   SS_REC_HEADER   SS_RAW_MAGIC         SS_RAW_VERSION      backend id       bit0: gaps exact
+ *   SS_REC_HEADER   SS_RAW_MAGIC         version             backend id       bit0: gaps exact
  *   SS_REC_REF      address              gap (*)             size in bytes    bit0: write
  *   SS_REC_RANGE    start address        length in bytes     0                bit0: write
  *   SS_REC_GAP      0                    instructions (*)    0                0
@@ -23,6 +26,29 @@
  *     record, not counting the instruction that makes this reference.  A GAP
  *     record carries instructions with no reference after them (before a
  *     marker, or when a count would overflow 32 bits).
+ *
+ * Version 2 (SS_RAW_VERSION_BLOCKS; the gcc runtime): after the header record,
+ * a sequence of blocks, each standing for n <= SS_BLOCK_MAX_RECS records of
+ * version 1 in order.  A block is an ss_raw_block header followed by columns:
+ *
+ *   meta[n]     u8   REF of size 1<<s (s <= 4), write bit w: (s << 1) | w;
+ *                    SS_BLOCK_ESCAPE: the next record of esc[] (any kind)
+ *   slot[n]     u8   REF: the address predictor slot (0 for escapes)
+ *   gap[n]      u8   REF: its gap; SS_BLOCK_WIDE_GAP: the next entry of wide[]
+ *   planes      for each bit p set in `planes` (low bit first), n bytes:
+ *               byte p of delta[i] (little-endian byte planes of u64 deltas;
+ *               a plane that would be all zero is left out)
+ *   esc[n_esc]  ss_raw_rec  the escaped records, verbatim version-1 records
+ *   wide[n_wide] u32  gaps >= SS_BLOCK_WIDE_GAP, in order
+ *
+ * Address of REF i: last[slot[i]] + unzigzag(delta[i]) (mod 2^64), which then
+ * becomes last[slot[i]].  `last` holds SS_BLOCK_SLOTS addresses, all 0 at the
+ * start of the stream and carried from block to block; escapes neither use nor
+ * change it (their deltas are 0).  unzigzag(z) = (z >> 1) ^ -(z & 1).  The gcc
+ * runtime picks the slot by hashing the address of the instrumented access
+ * (SS_SLOT_OF), so a loop's access walks its own slot with a small constant
+ * stride; the choice of slot never changes what the stream decodes to.
+ * The stream ends with the block holding the END marker.
  *
  * A RANGE record stands for a block operation (memcpy, memset, ...): the
  * importer expands it into references of at most SS_RANGE_PIECE bytes that do
@@ -35,8 +61,16 @@
 #include <stdint.h>
 
 #define SS_RAW_MAGIC   0x3157415253534953ULL /* "SISSRAW1" little-endian */
-#define SS_RAW_VERSION 1u
+#define SS_RAW_VERSION 1u        /* 16-byte records */
+#define SS_RAW_VERSION_BLOCKS 2u /* column blocks (see above) */
 #define SS_RANGE_PIECE 64u
+
+/* version-2 blocks */
+#define SS_BLOCK_MAGIC    0x32425353u /* "SSB2" little-endian */
+#define SS_BLOCK_MAX_RECS 65536u
+#define SS_BLOCK_SLOTS    256u
+#define SS_BLOCK_ESCAPE   0xffu
+#define SS_BLOCK_WIDE_GAP 0xffu
 
 /* record kinds */
 #define SS_REC_HEADER 0u
@@ -77,5 +111,25 @@ static_assert(sizeof(ss_raw_rec) == 16, "ss_raw_rec must be 16 bytes");
 #else
 _Static_assert(sizeof(ss_raw_rec) == 16, "ss_raw_rec must be 16 bytes");
 #endif
+
+typedef struct ss_raw_block {
+    uint32_t magic;  /* SS_BLOCK_MAGIC */
+    uint32_t n;      /* records (1 .. SS_BLOCK_MAX_RECS) */
+    uint32_t n_esc;  /* escaped records */
+    uint32_t n_wide; /* wide gaps */
+    uint32_t planes; /* bit p: byte plane p of the deltas is stored */
+    uint32_t zero;   /* 0 */
+} ss_raw_block;
+
+#ifdef __cplusplus
+static_assert(sizeof(ss_raw_block) == 24, "ss_raw_block must be 24 bytes");
+#else
+_Static_assert(sizeof(ss_raw_block) == 24, "ss_raw_block must be 24 bytes");
+#endif
+
+/* The gcc runtime's predictor slot of an access, from the address of its
+ * instrumentation call (any choice decodes correctly; this one spreads the
+ * call sites of a loop over different slots). */
+#define SS_SLOT_OF(pc) ((uint32_t)((uint32_t)(uintptr_t)(pc) * 0x9E3779B1u) >> 24)
 
 #endif /* SIMSCHED_RAW_H */

@@ -64,7 +64,10 @@
 #define SS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-#define SS_BUF_RECS (1u << 16) /* 1 MiB of records per flush */
+#define SS_BUF_RECS SS_BLOCK_MAX_RECS /* records per block */
+/* The instrumented access that called the entry point (ss_ref is inlined
+ * into each entry point, so this is the program's call site). */
+#define SS_PC __builtin_return_address(0)
 #define SS_DEFAULT_BB_INSNS 5u
 /* The static per-block counts, scaled by 9/16: the instrumented code's
  * blocks hold more instructions than the native ones (calls break loops the
@@ -76,8 +79,18 @@
 /* simsched looks for this string to tell a `simsched cc` binary. */
 __attribute__((used)) static const char ss_ident[] = "simsched-gcc-runtime-v1";
 
-static ss_raw_rec *ss_buf;
-static uint32_t ss_n;
+/* The block being filled (version-2 stream, simsched_raw.h): one entry of
+ * each column per record, escaped records and wide gaps on the side. */
+/* Static (not malloc'ed): the program's heap layout stays as it is natively,
+ * and the hot path addresses the columns without loading pointers. */
+static uint64_t ss_delta[SS_BUF_RECS]; /* zigzag address deltas */
+static uint8_t ss_meta[SS_BUF_RECS], ss_slotc[SS_BUF_RECS], ss_gapc[SS_BUF_RECS];
+static ss_raw_rec ss_esc[SS_BUF_RECS];
+static uint32_t ss_wide[SS_BUF_RECS];
+/* the encoded block: header, 3 byte columns, at most 8 planes, escapes, wide gaps */
+static uint8_t ss_pack[sizeof(ss_raw_block) + SS_BUF_RECS * (3 + 8 + sizeof(ss_raw_rec) + 4)];
+static uint32_t ss_n, ss_ne, ss_nw;
+static uint64_t ss_last[SS_BLOCK_SLOTS]; /* the address predictors */
 /* Estimated non-memory instructions not yet written, in sixteenths so that
  * the scaled per-block counts add up without rounding each block. */
 static uint64_t ss_pending;
@@ -148,40 +161,90 @@ static void ss_compress(const void *data, size_t len, int end)
 }
 #endif
 
-static void ss_flush(int end)
+/* Append bytes to the output (compressed or plain); end: finish the stream. */
+static void ss_out(const void *data, size_t len, int end)
 {
-    if (ss_n > SS_BUF_RECS) {
-        /* Every writer checks for a full buffer before writing; this cannot
-         * happen unless that invariant is broken, and then the stream would
-         * be corrupt: stop loudly instead. */
-        fprintf(stderr, "simsched runtime: record buffer overrun (%u records)\n", ss_n);
-        abort();
-    }
-    size_t len = (size_t)ss_n * sizeof(ss_raw_rec);
-    ss_total_recs += ss_n;
-    ss_n = 0;
     if (ss_fd < 0)
         return;
 #ifndef SS_NO_ZSTD
     if (ss_zctx) {
-        ss_compress(ss_buf, len, end);
+        ss_compress(data, len, end);
         return;
     }
 #endif
     (void)end;
-    ss_write_all(ss_buf, len);
+    ss_write_all(data, len);
 }
 
-static inline ss_raw_rec *ss_slot(void)
+/* Encode the block (simsched_raw.h, version 2) into ss_pack and write it.
+ * Out of line: the hot path stays a leaf without register saves. */
+static __attribute__((noinline, optimize("O3"))) void ss_flush(int end)
+{
+    uint32_t n = ss_n;
+    if (n > SS_BUF_RECS) {
+        /* Every writer checks for a full buffer before writing; this cannot
+         * happen unless that invariant is broken, and then the stream would
+         * be corrupt: stop loudly instead. */
+        fprintf(stderr, "simsched runtime: record buffer overrun (%u records)\n", n);
+        abort();
+    }
+    ss_total_recs += n;
+    ss_n = 0;
+    if (n == 0 || ss_fd < 0) {
+        ss_ne = ss_nw = 0;
+        if (end)
+            ss_out(NULL, 0, 1);
+        return;
+    }
+    uint64_t any = 0;
+    for (uint32_t i = 0; i < n; i++)
+        any |= ss_delta[i];
+    uint32_t planes = 0;
+    for (unsigned p = 0; p < 8; p++)
+        if ((any >> (8 * p)) & 0xff)
+            planes |= 1u << p;
+    ss_raw_block h = {SS_BLOCK_MAGIC, n, ss_ne, ss_nw, planes, 0};
+    uint8_t *o = ss_pack;
+    __real_memcpy(o, &h, sizeof h);
+    o += sizeof h;
+    __real_memcpy(o, ss_meta, n);
+    o += n;
+    __real_memcpy(o, ss_slotc, n);
+    o += n;
+    __real_memcpy(o, ss_gapc, n);
+    o += n;
+    for (unsigned p = 0; p < 8; p++) {
+        if (!(planes >> p & 1))
+            continue;
+        const unsigned sh = 8 * p;
+        for (uint32_t i = 0; i < n; i++)
+            o[i] = (uint8_t)(ss_delta[i] >> sh);
+        o += n;
+    }
+    __real_memcpy(o, ss_esc, (size_t)ss_ne * sizeof(ss_raw_rec));
+    o += (size_t)ss_ne * sizeof(ss_raw_rec);
+    __real_memcpy(o, ss_wide, (size_t)ss_nw * sizeof(uint32_t));
+    o += (size_t)ss_nw * sizeof(uint32_t);
+    ss_ne = ss_nw = 0;
+    ss_out(ss_pack, (size_t)(o - ss_pack), end);
+}
+
+/* The next record, escaped: the caller fills in the verbatim record. */
+static ss_raw_rec *ss_slot(void)
 {
     if (SS_UNLIKELY(ss_n >= SS_BUF_RECS))
         ss_flush(0);
-    return &ss_buf[ss_n++];
+    uint32_t i = ss_n++;
+    ss_meta[i] = SS_BLOCK_ESCAPE;
+    ss_slotc[i] = 0;
+    ss_gapc[i] = 0;
+    ss_delta[i] = 0;
+    return &ss_esc[ss_ne++];
 }
 
 /* Write the pending instruction count as GAP records (before a marker or a
  * range, or when it no longer fits a record's 32-bit field). */
-static void ss_emit_gap(void)
+static __attribute__((noinline, cold)) void ss_emit_gap(void)
 {
     uint64_t left = ss_pending >> 4;
     ss_pending &= 15;
@@ -197,7 +260,10 @@ static void ss_emit_gap(void)
     }
 }
 
-static SS_HOT inline void ss_ref(const volatile void *addr, unsigned size, unsigned write)
+/* One reference of `size` bytes (1, 2, 4, 8 or 16: the instrumentation's
+ * sizes, constant at every call) made by the instrumented access at `pc`. */
+static SS_HOT inline void ss_ref(const volatile void *addr, unsigned size, unsigned write,
+                                 const void *pc)
 {
     if (SS_UNLIKELY(!ss_active))
         return;
@@ -206,13 +272,22 @@ static SS_HOT inline void ss_ref(const volatile void *addr, unsigned size, unsig
     /* Check before writing: ss_slot() may have left the buffer full. */
     if (SS_UNLIKELY(ss_n >= SS_BUF_RECS))
         ss_flush(0);
-    ss_raw_rec *r = &ss_buf[ss_n++];
-    r->a = (uint64_t)(uintptr_t)addr;
-    r->b = (uint32_t)(ss_pending >> 4);
-    r->c = (uint16_t)size;
-    r->kind = SS_REC_REF;
-    r->flags = (uint8_t)write;
+    uint32_t i = ss_n++;
+    uint32_t s = SS_SLOT_OF(pc);
+    uint64_t a = (uint64_t)(uintptr_t)addr;
+    uint64_t d = a - ss_last[s];
+    ss_last[s] = a;
+    ss_delta[i] = (d << 1) ^ (uint64_t)((int64_t)d >> 63);
+    ss_slotc[i] = (uint8_t)s;
+    uint64_t g = ss_pending >> 4;
     ss_pending &= 15;
+    if (SS_LIKELY(g < SS_BLOCK_WIDE_GAP)) {
+        ss_gapc[i] = (uint8_t)g;
+    } else {
+        ss_gapc[i] = SS_BLOCK_WIDE_GAP;
+        ss_wide[ss_nw++] = (uint32_t)g;
+    }
+    ss_meta[i] = (uint8_t)(((unsigned)__builtin_ctz(size) << 1) | write);
 }
 
 static void ss_range(const volatile void *addr, size_t len, unsigned write)
@@ -282,7 +357,7 @@ static void ss_load_bb_table(void)
 static void ss_atfork_child(void)
 {
     ss_active = 0;
-    ss_n = 0;
+    ss_n = ss_ne = ss_nw = 0;
     ss_fd = -1;
 #ifndef SS_NO_ZSTD
     ss_zctx = NULL;
@@ -306,14 +381,6 @@ static void ss_init(void)
     if (bb && *bb)
         ss_bb_insns = strtoull(bb, NULL, 10) * 16;
     ss_load_bb_table();
-    /* mmap, not malloc: the program's heap layout stays as it is natively. */
-    void *mem = mmap(NULL, SS_BUF_RECS * sizeof(ss_raw_rec), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) {
-        ss_die("cannot allocate the record buffer");
-        return;
-    }
-    ss_buf = (ss_raw_rec *)mem;
     ss_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (ss_fd < 0) {
         ss_die(out);
@@ -343,12 +410,9 @@ static void ss_init(void)
 #endif
     }
     ss_active = 1;
-    ss_raw_rec *r = ss_slot();
-    r->a = SS_RAW_MAGIC;
-    r->b = SS_RAW_VERSION;
-    r->c = SS_BACKEND_GCC;
-    r->kind = SS_REC_HEADER;
-    r->flags = 0; /* gaps are estimated */
+    /* The stream header: a version-1 record naming version 2 (column blocks). */
+    ss_raw_rec h = {SS_RAW_MAGIC, SS_RAW_VERSION_BLOCKS, SS_BACKEND_GCC, SS_REC_HEADER, 0};
+    ss_out(&h, sizeof h, 0); /* flags 0: gaps are estimated */
     atexit(ss_finish);
 }
 
@@ -388,23 +452,23 @@ SS_API SS_HOT void __sanitizer_cov_trace_pc(void)
 }
 
 #define SS_ACCESS(n)                                                                             \
-    SS_API SS_HOT void __tsan_read##n(void *p) { ss_ref(p, n, 0); }                              \
-    SS_API SS_HOT void __tsan_write##n(void *p) { ss_ref(p, n, 1); }                             \
-    SS_API SS_HOT void __tsan_unaligned_read##n(void *p) { ss_ref(p, n, 0); }                    \
-    SS_API SS_HOT void __tsan_unaligned_write##n(void *p) { ss_ref(p, n, 1); }                   \
-    SS_API SS_HOT void __tsan_volatile_read##n(void *p) { ss_ref(p, n, 0); }                     \
-    SS_API SS_HOT void __tsan_volatile_write##n(void *p) { ss_ref(p, n, 1); }                    \
-    SS_API SS_HOT void __tsan_unaligned_volatile_read##n(void *p) { ss_ref(p, n, 0); }           \
-    SS_API SS_HOT void __tsan_unaligned_volatile_write##n(void *p) { ss_ref(p, n, 1); }          \
+    SS_API SS_HOT void __tsan_read##n(void *p) { ss_ref(p, n, 0, SS_PC); }                              \
+    SS_API SS_HOT void __tsan_write##n(void *p) { ss_ref(p, n, 1, SS_PC); }                             \
+    SS_API SS_HOT void __tsan_unaligned_read##n(void *p) { ss_ref(p, n, 0, SS_PC); }                    \
+    SS_API SS_HOT void __tsan_unaligned_write##n(void *p) { ss_ref(p, n, 1, SS_PC); }                   \
+    SS_API SS_HOT void __tsan_volatile_read##n(void *p) { ss_ref(p, n, 0, SS_PC); }                     \
+    SS_API SS_HOT void __tsan_volatile_write##n(void *p) { ss_ref(p, n, 1, SS_PC); }                    \
+    SS_API SS_HOT void __tsan_unaligned_volatile_read##n(void *p) { ss_ref(p, n, 0, SS_PC); }           \
+    SS_API SS_HOT void __tsan_unaligned_volatile_write##n(void *p) { ss_ref(p, n, 1, SS_PC); }          \
     SS_API void __tsan_read##n##_pc(void *p, void *pc)                                           \
     {                                                                                            \
         (void)pc;                                                                                \
-        ss_ref(p, n, 0);                                                                         \
+        ss_ref(p, n, 0, SS_PC);                                                                         \
     }                                                                                            \
     SS_API void __tsan_write##n##_pc(void *p, void *pc)                                          \
     {                                                                                            \
         (void)pc;                                                                                \
-        ss_ref(p, n, 1);                                                                         \
+        ss_ref(p, n, 1, SS_PC);                                                                         \
     }
 SS_ACCESS(1)
 SS_ACCESS(2)
@@ -414,11 +478,11 @@ SS_ACCESS(16)
 
 SS_API void __tsan_read_range(void *p, unsigned long size) { ss_range(p, size, 0); }
 SS_API void __tsan_write_range(void *p, unsigned long size) { ss_range(p, size, 1); }
-SS_API void __tsan_vptr_read(void **p) { ss_ref(p, sizeof(void *), 0); }
+SS_API void __tsan_vptr_read(void **p) { ss_ref(p, sizeof(void *), 0, SS_PC); }
 SS_API void __tsan_vptr_update(void **p, void *v)
 {
     (void)v;
-    ss_ref(p, sizeof(void *), 1);
+    ss_ref(p, sizeof(void *), 1, SS_PC);
 }
 
 /* Atomics: the program runs serially, so each operation is performed with the
@@ -428,13 +492,13 @@ SS_API void __tsan_vptr_update(void **p, void *v)
     SS_API T __tsan_atomic##n##_load(const volatile T *a, int mo)                                \
     {                                                                                            \
         (void)mo;                                                                                \
-        ss_ref(a, n / 8, 0);                                                                     \
+        ss_ref(a, n / 8, 0, SS_PC);                                                                     \
         return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                             \
     }                                                                                            \
     SS_API void __tsan_atomic##n##_store(volatile T *a, T v, int mo)                             \
     {                                                                                            \
         (void)mo;                                                                                \
-        ss_ref(a, n / 8, 1);                                                                     \
+        ss_ref(a, n / 8, 1, SS_PC);                                                                     \
         __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                \
     }                                                                                            \
     SS_ATOMIC_RMW(n, T, exchange)                                                                \
@@ -449,8 +513,8 @@ SS_API void __tsan_vptr_update(void **p, void *v)
     {                                                                                            \
         (void)mo;                                                                                \
         (void)fmo;                                                                               \
-        ss_ref(a, n / 8, 0);                                                                     \
-        ss_ref(a, n / 8, 1);                                                                     \
+        ss_ref(a, n / 8, 0, SS_PC);                                                                     \
+        ss_ref(a, n / 8, 1, SS_PC);                                                                     \
         return __atomic_compare_exchange_n(a, c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);      \
     }                                                                                            \
     SS_API int __tsan_atomic##n##_compare_exchange_weak(volatile T *a, T *c, T v, int mo,        \
@@ -467,8 +531,8 @@ SS_API void __tsan_vptr_update(void **p, void *v)
     SS_API T __tsan_atomic##n##_##op(volatile T *a, T v, int mo)                                 \
     {                                                                                            \
         (void)mo;                                                                                \
-        ss_ref(a, n / 8, 0);                                                                     \
-        ss_ref(a, n / 8, 1);                                                                     \
+        ss_ref(a, n / 8, 0, SS_PC);                                                                     \
+        ss_ref(a, n / 8, 1, SS_PC);                                                                     \
         return __atomic_##op(a, v, __ATOMIC_SEQ_CST);                                            \
     }
 #define __atomic_exchange __atomic_exchange_n

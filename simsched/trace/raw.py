@@ -1,10 +1,22 @@
 """Importing the raw capture stream (``capture/simsched_raw.h``) into a trace.
 
-The C capture runtimes write fixed 16-byte little-endian records; :data:`RAW_DTYPE` mirrors
-``ss_raw_rec`` field for field (a test parses the header and compares).  The importer
-streams the raw file (plain, or one zstd stream) block by block: runs of reference records
-go to :meth:`TraceBuilder.refs` as whole arrays, markers drive the builder's DAG calls, block
-operations (RANGE records) are split into references of at most ``SS_RANGE_PIECE`` bytes.
+A raw stream starts with a 16-byte header record whose version says how the rest is laid
+out.  Version 1 (the valgrind and Pin tools) is a sequence of fixed 16-byte little-endian
+records; :data:`RAW_DTYPE` mirrors ``ss_raw_rec`` field for field (a test parses the C
+header and compares).  Version 2 (the gcc runtime) is a sequence of column blocks
+(:data:`BLOCK_DTYPE` mirrors ``ss_raw_block``): per block the REF records' size/write
+codes, address-predictor slots, narrow gaps and the byte planes of their zigzag address
+deltas, with every other record kept verbatim on the side.  That form is about 3-7 bytes
+per reference before compression, mostly runs of equal bytes, so zstd compresses it
+several times faster and smaller than the 16-byte records.  :func:`iter_raw_blocks` turns
+both versions into the same arrays of :data:`RAW_DTYPE` records (version 2 through the
+Numba kernel of :mod:`simsched.trace._raw_kernels`), so the rest of the importer sees
+one format.
+
+The importer streams the raw file (plain, or one zstd stream) block by block: runs of
+reference records go to :meth:`TraceBuilder.refs` as whole arrays, markers drive the
+builder's DAG calls, block operations (RANGE records) are split into references of at
+most ``SS_RANGE_PIECE`` bytes.
 
 If the stream contains any ROI_BEGIN marker, only references between ROI markers are kept;
 otherwise the whole run is the region of interest.  Finding that out costs one quick pass
@@ -22,6 +34,7 @@ import numpy as np
 import zstandard
 
 from simsched.errors import SimschedError, TraceFormatError
+from simsched.trace import _raw_kernels as _rk
 from simsched.trace import format as fmt
 from simsched.trace.builder import TraceBuilder
 
@@ -29,8 +42,27 @@ RAW_DTYPE = np.dtype([("a", "<u8"), ("b", "<u4"), ("c", "<u2"), ("kind", "u1"), 
 assert RAW_DTYPE.itemsize == 16
 
 RAW_MAGIC = 0x3157415253534953
-RAW_VERSION = 1
+RAW_VERSION = 1  # 16-byte records
+RAW_VERSION_BLOCKS = 2  # column blocks
+RAW_VERSIONS = (RAW_VERSION, RAW_VERSION_BLOCKS)
 RANGE_PIECE = 64
+
+BLOCK_DTYPE = np.dtype(
+    [
+        ("magic", "<u4"),
+        ("n", "<u4"),
+        ("n_esc", "<u4"),
+        ("n_wide", "<u4"),
+        ("planes", "<u4"),
+        ("zero", "<u4"),
+    ]
+)
+assert BLOCK_DTYPE.itemsize == 24
+BLOCK_MAGIC = 0x32425353
+BLOCK_MAX_RECS = 65536
+BLOCK_SLOTS = 256
+BLOCK_ESCAPE = 0xFF
+BLOCK_WIDE_GAP = 0xFF
 
 REC_HEADER, REC_REF, REC_RANGE, REC_GAP, REC_MARKER = 0, 1, 2, 3, 4
 M_SPAWN, M_SPAWN_END, M_SYNC, M_ITER, M_ROI_BEGIN, M_ROI_END, M_END = 1, 2, 3, 4, 5, 6, 7
@@ -51,40 +83,190 @@ def _open_stream(path: Path) -> io.BufferedIOBase:
     return f
 
 
+def _read(f: io.BufferedIOBase, size: int, path: Path, where: int) -> bytes:
+    """Read up to ``size`` bytes (fewer only at the end of the stream)."""
+    out = b""
+    try:
+        while len(out) < size:
+            more = f.read(size - len(out))
+            if not more:
+                break
+            out += more
+    except zstandard.ZstdError as exc:
+        raise TraceFormatError(f"{path}: corrupt zstd stream near record {where} ({exc})") from None
+    return out
+
+
+def _stream_version(head: bytes) -> int:
+    """The version of a stream whose first 16 bytes are ``head`` (0: not a header)."""
+    if len(head) < 16:
+        return 0
+    h = np.frombuffer(head, RAW_DTYPE)[0]
+    if int(h["kind"]) != REC_HEADER or int(h["a"]) != RAW_MAGIC:
+        return 0
+    return int(h["b"])
+
+
+def _iter_v1(
+    f: io.BufferedIOBase, head: bytes, path: Path, block: int
+) -> Iterator[tuple[int, np.ndarray]]:
+    first = 0
+    while True:
+        buf = head + _read(f, block * 16 - len(head), path, first)
+        head = b""
+        if not buf:
+            return
+        if len(buf) % 16:
+            raise TraceFormatError(
+                f"{path}: truncated: {len(buf) % 16} stray bytes after record "
+                f"{first + len(buf) // 16} (a raw stream is a sequence of 16-byte records)"
+            )
+        recs = np.frombuffer(buf, dtype=RAW_DTYPE)
+        yield first, recs
+        first += recs.shape[0]
+
+
+def _iter_v2_bodies(
+    f: io.BufferedIOBase, path: Path
+) -> Iterator[tuple[int, np.void, np.ndarray, bytes]]:
+    """Yield ``(index of the block's first record, block header, plane shifts, body)``."""
+    first = 1  # record 0 is the stream header
+    while True:
+        raw_h = _read(f, BLOCK_DTYPE.itemsize, path, first)
+        if not raw_h:
+            return
+        if len(raw_h) < BLOCK_DTYPE.itemsize:
+            raise TraceFormatError(f"{path}: truncated: a partial block header at record {first}")
+        h = np.frombuffer(raw_h, BLOCK_DTYPE)[0]
+        n, n_esc, n_wide, planes = (int(h[k]) for k in ("n", "n_esc", "n_wide", "planes"))
+        if int(h["magic"]) != BLOCK_MAGIC:
+            raise TraceFormatError(f"{path}: bad block header at record {first} (wrong magic)")
+        if not 0 < n <= BLOCK_MAX_RECS or n_esc > n or n_wide > n or planes > 0xFF or h["zero"]:
+            raise TraceFormatError(
+                f"{path}: bad block header at record {first}: {n} records, {n_esc} escaped, "
+                f"{n_wide} wide gaps, planes {planes:#x} (at most {BLOCK_MAX_RECS} records)"
+            )
+        shifts = np.array([8 * p for p in range(8) if planes >> p & 1], np.uint64)
+        size = n * (3 + shifts.shape[0]) + n_esc * RAW_DTYPE.itemsize + n_wide * 4
+        body = _read(f, size, path, first)
+        if len(body) < size:
+            raise TraceFormatError(
+                f"{path}: truncated: the block at record {first} has {len(body)} of its "
+                f"{size} bytes"
+            )
+        yield first, h, shifts, body
+        first += n
+
+
+def _decode_v2(
+    h: np.void, shifts: np.ndarray, body: bytes, last: np.ndarray, path: Path, first: int
+) -> np.ndarray:
+    n, n_esc, n_wide = int(h["n"]), int(h["n_esc"]), int(h["n_wide"])
+    k = shifts.shape[0]
+    cols = np.frombuffer(body, np.uint8, count=n * (3 + k))
+    esc = np.frombuffer(body, RAW_DTYPE, count=n_esc, offset=n * (3 + k))
+    wide = np.frombuffer(body, "<u4", count=n_wide, offset=n * (3 + k) + 16 * n_esc)
+    out = np.empty(n, RAW_DTYPE)
+    code, i = _rk.decode_block(
+        cols[:n],
+        cols[n : 2 * n],
+        cols[2 * n : 3 * n],
+        cols[3 * n :].reshape(k, n),
+        shifts,
+        esc["a"],
+        esc["b"],
+        esc["c"],
+        esc["kind"],
+        esc["flags"],
+        wide,
+        last,
+        out["a"],
+        out["b"],
+        out["c"],
+        out["kind"],
+        out["flags"],
+    )
+    if code == _rk.BAD_META:
+        raise TraceFormatError(
+            f"{path}: record {first + i}: bad meta byte {int(cols[i])} in a version-2 block"
+        )
+    if code == _rk.FEW_ESCAPES:
+        raise TraceFormatError(
+            f"{path}: the block at record {first} names {n_esc} escaped records, but its "
+            "meta column disagrees"
+        )
+    if code == _rk.FEW_WIDE:
+        raise TraceFormatError(
+            f"{path}: the block at record {first} names {n_wide} wide gaps, but its gap "
+            "column disagrees"
+        )
+    return out
+
+
+def _iter_v2(
+    f: io.BufferedIOBase, head: bytes, path: Path, block: int
+) -> Iterator[tuple[int, np.ndarray]]:
+    last = np.zeros(BLOCK_SLOTS, np.uint64)  # the address predictors, carried across blocks
+    parts = [np.frombuffer(head, RAW_DTYPE)]
+    first = 0
+    have = 1
+    for start, h, shifts, body in _iter_v2_bodies(f, path):
+        parts.append(_decode_v2(h, shifts, body, last, path, start))
+        have += int(h["n"])
+        if have >= block:
+            recs = np.concatenate(parts)
+            yield first, recs
+            first += recs.shape[0]
+            parts, have = [], 0
+    if parts:
+        yield first, np.concatenate(parts)
+
+
 def iter_raw_blocks(
     path: str | os.PathLike, block: int = _BLOCK
 ) -> Iterator[tuple[int, np.ndarray]]:
-    """Yield ``(index of the first record, records)`` blocks of a raw stream."""
+    """Yield the records of a raw stream (version 1 or 2), block by block.
+
+    Parameters
+    ----------
+    path
+        The raw stream, plain or zstd-compressed.
+    block
+        About how many records to yield at a time.
+
+    Yields
+    ------
+    (int, numpy.ndarray)
+        The index of the block's first record and the records (:data:`RAW_DTYPE`); the
+        first block starts with the header record.  A version-2 stream is decoded into the
+        version-1 records it stands for.
+
+    Raises
+    ------
+    TraceFormatError
+        The stream is truncated, its zstd stream is corrupt, or a version-2 block is
+        malformed.  (The header record itself is checked by :func:`import_raw`.)
+    """
     path = Path(path)
-    first = 0
     with _open_stream(path) as f:
-        while True:
-            try:
-                buf = f.read(block * 16)
-            except zstandard.ZstdError as exc:
-                raise TraceFormatError(
-                    f"{path}: corrupt zstd stream near record {first} ({exc})"
-                ) from None
-            if not buf:
-                return
-            if len(buf) % 16:
-                more = b""
-                try:
-                    while len(buf) % 16 and (more := f.read(16 - len(buf) % 16)):
-                        buf += more
-                except zstandard.ZstdError as exc:
-                    raise TraceFormatError(f"{path}: corrupt zstd stream ({exc})") from None
-                if len(buf) % 16:
-                    raise TraceFormatError(
-                        f"{path}: truncated: {len(buf) % 16} stray bytes after record "
-                        f"{first + len(buf) // 16} (a raw stream is a sequence of 16-byte records)"
-                    )
-            recs = np.frombuffer(buf, dtype=RAW_DTYPE)
-            yield first, recs
-            first += recs.shape[0]
+        head = _read(f, 16, path, 0)
+        if _stream_version(head) == RAW_VERSION_BLOCKS:
+            yield from _iter_v2(f, head, path, block)
+        else:
+            yield from _iter_v1(f, head, path, block)
 
 
 def _has_roi(path: Path) -> bool:
+    with _open_stream(path) as f:
+        head = _read(f, 16, path, 0)
+        if _stream_version(head) == RAW_VERSION_BLOCKS:
+            # Markers are always escaped records: look at those only, decode nothing.
+            for _, h, shifts, body in _iter_v2_bodies(f, path):
+                n, n_esc = int(h["n"]), int(h["n_esc"])
+                esc = np.frombuffer(body, RAW_DTYPE, count=n_esc, offset=n * (3 + shifts.shape[0]))
+                if np.any((esc["kind"] == REC_MARKER) & (esc["c"] == M_ROI_BEGIN)):
+                    return True
+            return False
     for _, recs in iter_raw_blocks(path):
         if np.any((recs["kind"] == REC_MARKER) & (recs["c"] == M_ROI_BEGIN)):
             return True
@@ -115,7 +297,7 @@ def import_raw(
     Parameters
     ----------
     raw_path
-        The raw stream, plain or zstd-compressed.
+        The raw stream (version 1 or 2), plain or zstd-compressed.
     out_path
         The trace to write (atomically).
     program, args
@@ -150,9 +332,10 @@ def import_raw(
                 h = recs[0]
                 if h["kind"] != REC_HEADER or int(h["a"]) != RAW_MAGIC:
                     raise TraceFormatError(f"{name}: not a simsched raw stream (bad header record)")
-                if int(h["b"]) != RAW_VERSION:
+                if int(h["b"]) not in RAW_VERSIONS:
                     raise TraceFormatError(
-                        f"{name}: raw stream version {int(h['b'])}; this simsched reads {RAW_VERSION}"
+                        f"{name}: raw stream version {int(h['b'])}; this simsched reads "
+                        f"versions {', '.join(map(str, RAW_VERSIONS))}"
                     )
                 b = TraceBuilder(
                     out_path,

@@ -7,6 +7,7 @@ import subprocess
 import numpy as np
 
 from simsched.capture import capture, cc_command
+from simsched.trace.raw import iter_raw_blocks
 
 from .conftest import needs_gcc
 from .rawread import read_raw
@@ -127,3 +128,12 @@ def test_buffer_boundaries_between_markers_and_references(cache, tmp_path):
     r = read_raw(raw)
     assert r.shape[0] > 3 * 65536
     assert int(((r["kind"] == 4) & (r["c"] == 4)).sum()) == 70000
+    # the runtime writes version 2 (column blocks); the importer's decoder agrees with the
+    # obvious one of rawread.py record for record
+    assert (int(r[0]["kind"]), int(r[0]["b"]), int(r[0]["c"])) == (0, 2, 1)
+    fast = np.concatenate([recs for _, recs in iter_raw_blocks(raw)])
+    np.testing.assert_array_equal(fast.view(np.uint8), r.view(np.uint8))
+    refs = r[r["kind"] == 1]
+    lo = int(refs["a"].min())  # g[i & 7] = i: 8-byte writes to the 8 words of g, in turn
+    np.testing.assert_array_equal(refs["a"] - lo, 8 * (np.arange(70000) & 7))
+    assert (refs["c"] == 8).all() and (refs["flags"] == 1).all()

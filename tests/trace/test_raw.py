@@ -12,6 +12,7 @@ import zstandard
 from simsched.errors import TraceFormatError
 from simsched.trace import open_trace, validate
 from simsched.trace import raw as R
+from tests.capture.rawread import encode_v2
 
 HEADER = Path(__file__).resolve().parents[2] / "capture" / "simsched_raw.h"
 
@@ -40,6 +41,16 @@ def test_python_mirror_matches_c_header():
         (n, R.RAW_DTYPE[n].itemsize) for n in R.RAW_DTYPE.names
     ]
     assert R.RAW_DTYPE.str == "|V16"
+    # version 2: the block constants and struct ss_raw_block
+    assert d["SS_RAW_VERSION_BLOCKS"] == R.RAW_VERSION_BLOCKS
+    for name in ("MAGIC", "MAX_RECS", "SLOTS", "ESCAPE", "WIDE_GAP"):
+        assert d[f"SS_BLOCK_{name}"] == getattr(R, f"BLOCK_{name}")
+    assert R.BLOCK_MAGIC.to_bytes(4, "little") == b"SSB2"
+    body = re.search(r"typedef struct ss_raw_block \{(.*?)\}", HEADER.read_text(), re.S).group(1)
+    fields = re.findall(r"uint(\d+)_t\s+(\w+);", body)
+    assert [(n, int(w) // 8) for w, n in fields] == [
+        (n, R.BLOCK_DTYPE[n].itemsize) for n in R.BLOCK_DTYPE.names
+    ]
 
 
 def rec(kind, a=0, b=0, c=0, flags=0):
@@ -149,3 +160,120 @@ def test_truncated_stream(tmp_path):
     p.write_bytes(p.read_bytes()[:-5])
     with pytest.raises(TraceFormatError, match="truncated"):
         R.import_raw(p, tmp_path / "f.sst")
+
+
+# ---- version 2 (column blocks) -----------------------------------------------------------
+
+
+def header2(backend=1, exact=0):
+    return rec(R.REC_HEADER, R.RAW_MAGIC, R.RAW_VERSION_BLOCKS, backend, exact)
+
+
+def write2(path: Path, records, compress=False, **kw) -> Path:
+    data = encode_v2(records, **kw)
+    if compress:
+        data = zstandard.ZstdCompressor().compress(data)
+    path.write_bytes(data)
+    return path
+
+
+def _all_records(path: Path) -> np.ndarray:
+    return np.concatenate([r for _, r in R.iter_raw_blocks(path, block=1000)])
+
+
+def mixed_records(rng: np.random.Generator, n: int) -> list:
+    """References of every size and direction, wide gaps, far jumps, ranges and markers."""
+    out = [header2()]
+    base = [0x7FFD_0000_1000, 0x5555_0000_0040, 0x10_0000, 0xFFFF_FFFF_FFFF_FFF0]
+    for i in range(n):
+        u = rng.random()
+        if u < 0.01:
+            out.append(rec(R.REC_MARKER, c=R.M_ITER, a=i))
+        elif u < 0.02:
+            out.append(rec(R.REC_RANGE, int(base[1] + rng.integers(0, 1 << 20)), 300, 0, 1))
+        elif u < 0.03:
+            out.append(rec(R.REC_GAP, b=int(rng.integers(1, 1 << 32))))
+        elif u < 0.035:
+            out.append(rec(R.REC_REF, 0x1234, 3, 3, 0))  # odd size: escaped
+        else:
+            a = (base[i % 4] + int(rng.integers(-(1 << 40), 1 << 40))) % (1 << 64)
+            gap = int(rng.integers(0, 300)) if rng.random() < 0.5 else int(rng.integers(0, 3))
+            size = int(1 << rng.integers(0, 5))
+            out.append(rec(R.REC_REF, a, gap, size, int(rng.integers(0, 2))))
+    out.append(rec(R.REC_MARKER, c=R.M_END))
+    return out
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_v2_decodes_to_the_records_it_encodes(tmp_path, compress):
+    recs = mixed_records(np.random.default_rng(5), 5000)
+    # small blocks: the predictor slots carry across block boundaries
+    p = write2(tmp_path / "m.raw", recs, compress, block=700)
+    got = _all_records(p)
+    np.testing.assert_array_equal(got, np.array(recs, R.RAW_DTYPE))
+
+
+def test_v2_slot_choice_does_not_change_the_records(tmp_path):
+    recs = mixed_records(np.random.default_rng(6), 2000)
+    a = _all_records(write2(tmp_path / "a.raw", recs, slot_of=lambda i, r: 0))
+    b = _all_records(write2(tmp_path / "b.raw", recs, slot_of=lambda i, r: i % 256))
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_v2_import_equals_v1_import(tmp_path, compress):
+    body = fib_records(9)[1:]
+    h1 = R.import_raw(write(tmp_path / "f1.raw", [header(), *body]), tmp_path / "f1.sst")
+    v2 = write2(tmp_path / "f2.raw", [header2(backend=4, exact=1), *body], compress, block=50)
+    h2 = R.import_raw(v2, tmp_path / "f2.sst")
+    assert h1.digest == h2.digest
+    assert (h2.n_refs, h2.n_strands, h2.backend) == (h1.n_refs, h1.n_strands, "test")
+
+
+def test_v2_roi_is_found_in_escaped_records(tmp_path):
+    recs = [
+        header2(),
+        rec(R.REC_REF, 0x10, 1, 4),
+        rec(R.REC_MARKER, c=R.M_ROI_BEGIN),
+        rec(R.REC_REF, 0x20, 2, 4),
+        rec(R.REC_REF, 0x24, 2, 4),
+        rec(R.REC_MARKER, c=R.M_ROI_END),
+        rec(R.REC_MARKER, c=R.M_END),
+    ]
+    h = R.import_raw(write2(tmp_path / "roi.raw", recs, block=3), tmp_path / "roi.sst")
+    assert h.n_refs == 2 and h.roi
+
+
+def _v2_bytes(records, **kw) -> bytearray:
+    return bytearray(encode_v2(records, **kw))
+
+
+def _corrupt(tmp_path, data: bytes, message: str) -> None:
+    p = tmp_path / "bad.raw"
+    p.write_bytes(bytes(data))
+    with pytest.raises(TraceFormatError, match=message):
+        R.import_raw(p, tmp_path / "bad.sst")
+    assert not (tmp_path / "bad.sst").exists()
+
+
+def test_v2_malformed_blocks(tmp_path):
+    recs = [header2(), rec(R.REC_REF, 0x40, 300, 8, 1), rec(R.REC_MARKER, c=R.M_END)]
+    good = _v2_bytes(recs)
+    # block layout: 16-byte stream header, 24-byte block header, meta at 40, slot 42, gap 44
+    bad = bytearray(good)
+    bad[16] ^= 1
+    _corrupt(tmp_path, bad, "wrong magic")
+    bad = bytearray(good)
+    bad[20:24] = (70000).to_bytes(4, "little")
+    _corrupt(tmp_path, bad, "bad block header")
+    bad = bytearray(good)
+    bad[40] = 0x20
+    _corrupt(tmp_path, bad, "record 1: bad meta byte 32")
+    bad = bytearray(good)
+    bad[41] = 1  # the END escape becomes a REF: one escaped record left over
+    _corrupt(tmp_path, bad, "escaped records")
+    bad = bytearray(good)
+    bad[44] = 7  # the wide gap becomes a narrow one: one wide gap left over
+    _corrupt(tmp_path, bad, "wide gaps")
+    _corrupt(tmp_path, good[:-3], "truncated")
+    _corrupt(tmp_path, good[:30], "partial block header")

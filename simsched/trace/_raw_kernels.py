@@ -1,0 +1,97 @@
+"""Numba kernel that decodes one version-2 block of the raw capture stream.
+
+A version-2 block (``capture/simsched_raw.h``) stores its records as columns: a meta byte
+(REF size and write bit, or an escape to a verbatim 16-byte record), a predictor slot, a
+narrow gap (or an escape to a wide one) and the byte planes of the zigzag address deltas.
+Each REF's address is the previous address of its slot plus the decoded delta, so the
+decoding is a sequential recurrence over the block; this kernel runs it in one pass and
+writes the records into the fields of a :data:`simsched.trace.raw.RAW_DTYPE` array.  The
+slot table (``last``) is explicit state, carried by the caller from block to block.
+
+The kernel does not raise: it returns an error code and the record index so that the
+Python caller (``simsched.trace.raw``) can name the stream and the record in its message.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+OK = 0
+BAD_META = 1  # a meta byte that is neither a REF code nor the escape
+FEW_ESCAPES = 2  # more escape bytes than escaped records, or fewer
+FEW_WIDE = 3  # more wide-gap bytes than wide gaps, or fewer
+
+_ESCAPE = 0xFF
+_WIDE = 0xFF
+_MAX_REF_CODE = 9  # (log2(16) << 1) | 1
+_REC_REF = 1
+
+
+@nb.njit(cache=True, nogil=True)
+def decode_block(
+    meta,
+    slot,
+    gap,
+    planes,
+    shifts,
+    esc_a,
+    esc_b,
+    esc_c,
+    esc_kind,
+    esc_flags,
+    wide,
+    last,
+    out_a,
+    out_b,
+    out_c,
+    out_kind,
+    out_flags,
+):  # pragma: no cover - compiled
+    """Decode one block into the ``out_*`` field arrays; return ``(code, record index)``."""
+    n = meta.shape[0]
+    k = planes.shape[0]
+    n_esc = esc_a.shape[0]
+    n_wide = wide.shape[0]
+    e = 0
+    w = 0
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    for i in range(n):
+        m = meta[i]
+        if m == _ESCAPE:
+            if e >= n_esc:
+                return FEW_ESCAPES, i
+            out_a[i] = esc_a[e]
+            out_b[i] = esc_b[e]
+            out_c[i] = esc_c[e]
+            out_kind[i] = esc_kind[e]
+            out_flags[i] = esc_flags[e]
+            e += 1
+            continue
+        if m > _MAX_REF_CODE:
+            return BAD_META, i
+        z = zero
+        for j in range(k):
+            z |= np.uint64(planes[j, i]) << shifts[j]
+        d = (z >> one) ^ (zero - (z & one))
+        s = slot[i]
+        a = last[s] + d
+        last[s] = a
+        out_a[i] = a
+        g = gap[i]
+        if g == _WIDE:
+            if w >= n_wide:
+                return FEW_WIDE, i
+            out_b[i] = wide[w]
+            w += 1
+        else:
+            out_b[i] = g
+        out_c[i] = 1 << (m >> 1)
+        out_kind[i] = _REC_REF
+        out_flags[i] = m & 1
+    if e != n_esc:
+        return FEW_ESCAPES, n
+    if w != n_wide:
+        return FEW_WIDE, n
+    return OK, n
