@@ -6,6 +6,7 @@ and :func:`simsched.profile.regrain_from_table`.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -76,7 +77,19 @@ def profile_cmd(
 
         line = int(load_machine(machine).caches[-1].line)
     with open_trace(trace) as t:
-        p = profile_trace(t, sizes=sz, line=line)
+        if sys.stderr.isatty() and t.header.n_refs >= 10_000_000:
+            from rich.progress import Progress
+
+            with Progress(console=err_console, transient=True) as bar:
+                task = bar.add_task("LruTree", total=t.header.n_refs)
+                p = profile_trace(
+                    t,
+                    sizes=sz,
+                    line=line,
+                    progress=lambda done, _n: bar.update(task, completed=done),
+                )
+        else:
+            p = profile_trace(t, sizes=sz, line=line)
         result = p.program_misses()
         if verify:
             from simsched.profile import setassoc_misses

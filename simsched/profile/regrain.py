@@ -21,8 +21,8 @@ well formed for the three kinds of group coarsening chooses
   to wait for and no longer splits a strand.
 
 Iteration marks are re-emitted before the spawns that are kept, for the frame they spawn, so
-frames keep their iteration numbers; position keys of the frames that remain are recomputed
-by the builder (a merged sibling range takes the spawn index its first child had).
+frames keep their iteration numbers; the builder renumbers spawn indices and position keys,
+which count only the spawns that remain.
 """
 
 from __future__ import annotations
