@@ -29,44 +29,28 @@ _REC_REF = 1
 
 
 @nb.njit(cache=True, nogil=True)
-def decode_block(
-    meta,
-    slot,
-    gap,
-    planes,
-    shifts,
-    esc_a,
-    esc_b,
-    esc_c,
-    esc_kind,
-    esc_flags,
-    wide,
-    last,
-    out_a,
-    out_b,
-    out_c,
-    out_kind,
-    out_flags,
-):  # pragma: no cover - compiled
-    """Decode one block into the ``out_*`` field arrays; return ``(code, record index)``."""
+def decode_block(meta, slot, gap, planes, shifts, esc, wide, last, out):  # pragma: no cover
+    """Decode one block into ``out``; return ``(code, record index)``.
+
+    ``esc`` and ``out`` are records viewed as ``(count, 2)`` little-endian u64 words: word 0
+    is the address ``a``, word 1 packs ``b | c << 32 | kind << 48 | flags << 56``.
+    """
     n = meta.shape[0]
     k = planes.shape[0]
-    n_esc = esc_a.shape[0]
+    n_esc = esc.shape[0]
     n_wide = wide.shape[0]
     e = 0
     w = 0
     one = np.uint64(1)
     zero = np.uint64(0)
+    kind_ref = np.uint64(_REC_REF) << np.uint64(48)
     for i in range(n):
         m = meta[i]
         if m == _ESCAPE:
             if e >= n_esc:
                 return FEW_ESCAPES, i
-            out_a[i] = esc_a[e]
-            out_b[i] = esc_b[e]
-            out_c[i] = esc_c[e]
-            out_kind[i] = esc_kind[e]
-            out_flags[i] = esc_flags[e]
+            out[i, 0] = esc[e, 0]
+            out[i, 1] = esc[e, 1]
             e += 1
             continue
         if m > _MAX_REF_CODE:
@@ -78,18 +62,18 @@ def decode_block(
         s = slot[i]
         a = last[s] + d
         last[s] = a
-        out_a[i] = a
+        out[i, 0] = a
         g = gap[i]
         if g == _WIDE:
             if w >= n_wide:
                 return FEW_WIDE, i
-            out_b[i] = wide[w]
+            b = np.uint64(wide[w])
             w += 1
         else:
-            out_b[i] = g
-        out_c[i] = 1 << (m >> 1)
-        out_kind[i] = _REC_REF
-        out_flags[i] = m & 1
+            b = np.uint64(g)
+        mm = np.uint64(m)
+        size = one << (mm >> one)
+        out[i, 1] = b | (size << np.uint64(32)) | kind_ref | ((mm & one) << np.uint64(56))
     if e != n_esc:
         return FEW_ESCAPES, n
     if w != n_wide:

@@ -159,32 +159,30 @@ def _iter_v2_bodies(
 
 
 def _decode_v2(
-    h: np.void, shifts: np.ndarray, body: bytes, last: np.ndarray, path: Path, first: int
-) -> np.ndarray:
+    h: np.void,
+    shifts: np.ndarray,
+    body: bytes,
+    last: np.ndarray,
+    path: Path,
+    first: int,
+    out: np.ndarray,
+) -> None:
+    """Decode one block into ``out`` (``n`` records of :data:`RAW_DTYPE`)."""
     n, n_esc, n_wide = int(h["n"]), int(h["n_esc"]), int(h["n_wide"])
     k = shifts.shape[0]
     cols = np.frombuffer(body, np.uint8, count=n * (3 + k))
-    esc = np.frombuffer(body, RAW_DTYPE, count=n_esc, offset=n * (3 + k))
+    esc = np.frombuffer(body, "<u8", count=2 * n_esc, offset=n * (3 + k)).reshape(n_esc, 2)
     wide = np.frombuffer(body, "<u4", count=n_wide, offset=n * (3 + k) + 16 * n_esc)
-    out = np.empty(n, RAW_DTYPE)
     code, i = _rk.decode_block(
         cols[:n],
         cols[n : 2 * n],
         cols[2 * n : 3 * n],
         cols[3 * n :].reshape(k, n),
         shifts,
-        esc["a"],
-        esc["b"],
-        esc["c"],
-        esc["kind"],
-        esc["flags"],
+        esc,
         wide,
         last,
-        out["a"],
-        out["b"],
-        out["c"],
-        out["kind"],
-        out["flags"],
+        out.view("<u8").reshape(n, 2),
     )
     if code == _rk.BAD_META:
         raise TraceFormatError(
@@ -200,26 +198,39 @@ def _decode_v2(
             f"{path}: the block at record {first} names {n_wide} wide gaps, but its gap "
             "column disagrees"
         )
-    return out
 
 
 def _iter_v2(
     f: io.BufferedIOBase, head: bytes, path: Path, block: int
 ) -> Iterator[tuple[int, np.ndarray]]:
     last = np.zeros(BLOCK_SLOTS, np.uint64)  # the address predictors, carried across blocks
-    parts = [np.frombuffer(head, RAW_DTYPE)]
     first = 0
-    have = 1
-    for start, h, shifts, body in _iter_v2_bodies(f, path):
-        parts.append(_decode_v2(h, shifts, body, last, path, start))
-        have += int(h["n"])
+    pending: list[tuple[int, np.void, np.ndarray, bytes]] = []
+    have = 1  # the header record leads the first batch
+
+    def batch() -> np.ndarray:
+        # Decode straight into one array per batch (no concatenation).
+        out = np.empty(have, RAW_DTYPE)
+        pos = 0
+        if first == 0:
+            out[0] = np.frombuffer(head, RAW_DTYPE)[0]
+            pos = 1
+        for start, h, shifts, body in pending:
+            n = int(h["n"])
+            _decode_v2(h, shifts, body, last, path, start, out[pos : pos + n])
+            pos += n
+        return out
+
+    for item in _iter_v2_bodies(f, path):
+        pending.append(item)
+        have += int(item[1]["n"])
         if have >= block:
-            recs = np.concatenate(parts)
+            recs = batch()
             yield first, recs
             first += recs.shape[0]
-            parts, have = [], 0
-    if parts:
-        yield first, np.concatenate(parts)
+            pending, have = [], 0
+    if have:
+        yield first, batch()
 
 
 def iter_raw_blocks(
