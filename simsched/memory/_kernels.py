@@ -78,7 +78,7 @@ PLACE_FIRST_TOUCH, PLACE_INTERLEAVE, PLACE_FIXED = range(3)
 #: Coherence filter: 2**FILTER_BITS buckets of counters of the lines each core's private
 #: levels and each socket's shared levels hold, by address region of
 #: 2**FILTER_REGION_SHIFT bytes (at least the largest line).
-FILTER_BITS = 12
+FILTER_BITS = 14
 FILTER_REGION_SHIFT = 12
 _GOLDEN = 0x9E3779B97F4A7C15
 
