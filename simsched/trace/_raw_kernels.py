@@ -44,6 +44,14 @@ def decode_block(meta, slot, gap, planes, shifts, esc, wide, last, out):  # prag
     one = np.uint64(1)
     zero = np.uint64(0)
     kind_ref = np.uint64(_REC_REF) << np.uint64(48)
+    # First the deltas, plane by plane (a loop the compiler vectorises), then the
+    # sequential pass through the predictors.
+    zs = np.zeros(n, np.uint64)
+    for j in range(k):
+        sh = shifts[j]
+        row = planes[j]
+        for i in range(n):
+            zs[i] |= np.uint64(row[i]) << sh
     for i in range(n):
         m = meta[i]
         if m == _ESCAPE:
@@ -55,9 +63,7 @@ def decode_block(meta, slot, gap, planes, shifts, esc, wide, last, out):  # prag
             continue
         if m > _MAX_REF_CODE:
             return BAD_META, i
-        z = zero
-        for j in range(k):
-            z |= np.uint64(planes[j, i]) << shifts[j]
+        z = zs[i]
         d = (z >> one) ^ (zero - (z & one))
         s = slot[i]
         a = last[s] + d
