@@ -3,9 +3,10 @@
  *
  * Every capture backend (the gcc runtime, the valgrind tool, the Pin tool)
  * writes this stream, and simsched's importer (simsched/trace/raw.py) reads it
- * through a NumPy dtype that mirrors `ss_raw_rec` field for field.  Change the
- * layout here and bump SS_RAW_VERSION; tests/trace/test_raw.py parses this
- * header and fails if the Python mirror disagrees.
+ * through NumPy dtypes that mirror `ss_raw_rec` and `ss_raw_block` field for
+ * field.  A changed layout is a new version number (the importer reads every
+ * version it knows); tests/trace/test_raw.py parses this header and fails if
+ * the Python mirror disagrees.
  *
  * A stream starts with one 16-byte SS_REC_HEADER record (below); its version
  * field says how the rest is laid out.  The whole stream may be stored plain or
