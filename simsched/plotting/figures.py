@@ -100,6 +100,11 @@ def aggregate(df: pd.DataFrame, x: str, y: str, hue: str | None = None) -> pd.Da
     return agg.rename(columns={"count": "n"})
 
 
+def _yerr(g: pd.DataFrame) -> list[pd.Series]:
+    """Min-max error bars; clipped at 0 because a mean of equal floats can round past them."""
+    return [(g["mean"] - g["min"]).clip(lower=0), (g["max"] - g["mean"]).clip(lower=0)]
+
+
 def _axes(ax: Axes | None, figsize: tuple[float, float] | None = None) -> Axes:
     if ax is not None:
         return ax
@@ -123,7 +128,7 @@ def line_plot(
     groups = agg.groupby(hue, sort=True) if hue else [(None, agg)]
     for name, g in groups:
         g = g.sort_values(x)
-        err = [g["mean"] - g["min"], g["max"] - g["mean"]]
+        err = _yerr(g)
         ax.errorbar(
             g[x], g["mean"], yerr=err, marker="o", label=None if name is None else str(name)
         )
@@ -159,7 +164,7 @@ def bar_plot(
         g = agg[agg[hue] == h] if hue else agg
         g = g.set_index(x).reindex(cats)
         pos = [j + (i - (len(hues) - 1) / 2) * width for j in range(len(cats))]
-        err = [g["mean"] - g["min"], g["max"] - g["mean"]]
+        err = _yerr(g)
         ax.bar(pos, g["mean"], width, yerr=err, label=None if h is None else str(h))
     ax.set_xticks(
         range(len(cats)),
