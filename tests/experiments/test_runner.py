@@ -228,3 +228,22 @@ def test_killed_runner_resumes_only_missing_points(tmp_path):
     assert sweep_status(loaded)["ok"] == 6
     done_before = {p.id for p in loaded.points()} - set(ends)
     assert done_before <= first
+
+
+def test_default_point_function_simulates(tmp_path):
+    """End to end through simsched.run: a tiny generated trace under ws and pdf."""
+    spec = tmp_path / "real.yaml"
+    spec.write_text(
+        "name: real\nworkloads: [{generator: fib, params: {n: 8, cutoff: 2}}]\n"
+        "machines: [itrs-scaling-2]\nschedulers: [ws, pdf]\n"
+    )
+    loaded = load_spec(spec, small=False)
+    report = run_sweep(loaded, workers=0, progress=False)
+    assert (report.ran, report.failed) == (2, 0), report.failures
+    df = load_results(loaded.out_dir)
+    assert set(df["scheduler"]) == {"ws", "pdf"}
+    assert (df["makespan_cycles"] > 0).all() and (df["instructions"] > 0).all()
+    for pid in df["point_id"]:
+        pdir = loaded.out_dir / "points" / pid
+        assert (pdir / "config.json").is_file() and (pdir / "result.json").is_file()
+    assert len(list((loaded.out_dir / "traces").glob("*.sst"))) == 1  # made once, shared
