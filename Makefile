@@ -27,7 +27,7 @@ demo: $(STAMP)
 	$(BIN)/python -m simsched.demo --out $(OUT)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	SIMSCHED_SMALL=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile tests notebooks --nbmake
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b; done
