@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from simsched.errors import ConfigError, SimschedError
 from simsched.experiments import load_spec
 from simsched.experiments.spec import LoadedSpec
 from simsched.machine import Machine, load_machine
@@ -53,10 +55,15 @@ def fine_params(grain_spec: LoadedSpec) -> dict[str, Any]:
     dict
         ``params`` (with the ``small`` values when the spec is loaded small) and the
         smallest grain of the grid.
+
+    Raises
+    ------
+    ConfigError
+        The first workload is not a mergesort generator with a grain grid.
     """
     wl = grain_spec.spec.workloads[0]
     if wl.generator != "mergesort" or "grain" not in wl.grid:
-        raise ValueError(f"{grain_spec.path}: workloads.0 must be mergesort with a grain grid")
+        raise ConfigError(f"{grain_spec.path}: workloads.0 must be mergesort with a grain grid")
     params: dict[str, Any] = dict(wl.params)
     if grain_spec.small:
         params.update(wl.small)
@@ -77,14 +84,19 @@ def auto_targets(auto_spec: LoadedSpec) -> list[tuple[str, Machine, Path]]:
     -------
     list of tuple
         In the spec's order; paths are absolute (the spec's are relative to it).
+
+    Raises
+    ------
+    ConfigError
+        The workloads are not trace files zipped one to one with preset machines.
     """
     spec = auto_spec.spec
     if len(spec.workloads) != len(spec.machines):
-        raise ValueError(f"{auto_spec.path}: needs one trace workload per machine (zipped)")
+        raise ConfigError(f"{auto_spec.path}: needs one trace workload per machine (zipped)")
     out = []
     for w, m in zip(spec.workloads, spec.machines, strict=True):
         if w.trace is None or m.name is None:
-            raise ValueError(f"{auto_spec.path}: workloads must be traces, machines presets")
+            raise ConfigError(f"{auto_spec.path}: workloads must be traces, machines presets")
         machine = load_machine(m.name, m.overrides or None)
         out.append((m.label or m.name, machine, (auto_spec.spec_dir / w.trace).resolve()))
     return out
@@ -180,14 +192,17 @@ def main() -> None:
     ap.add_argument("-K", "--factor", type=float, default=1.0, help="Eq. 3 multiplier")
     args = ap.parse_args()
     grain_file, auto_file = SPECS[args.small]
-    # The small pair is small by construction: load both at their own sizes.
-    prepare(
-        load_spec(HERE / grain_file, small=False),
-        load_spec(HERE / auto_file, small=False),
-        n=args.n,
-        grain=args.grain,
-        factor=args.factor,
-    )
+    try:
+        # The small pair is small by construction: load both at their own sizes.
+        prepare(
+            load_spec(HERE / grain_file, small=False),
+            load_spec(HERE / auto_file, small=False),
+            n=args.n,
+            grain=args.grain,
+            factor=args.factor,
+        )
+    except SimschedError as exc:
+        sys.exit(f"error: {exc}")
 
 
 if __name__ == "__main__":
