@@ -419,8 +419,9 @@ def compare(
     seeds
         Seeds ``0 .. seeds-1`` for randomised schedulers; deterministic ones run once.
     **kw
-        Passed on to :func:`run` (``params`` applies to every scheduler; ``overrides``,
-        ``window``, ``progress``...).
+        Passed on to :func:`run` (``overrides``, ``window``, ``progress``...).
+        ``params`` go to the schedulers that have them (a parameter no scheduler
+        knows is an error).
 
     Returns
     -------
@@ -436,12 +437,20 @@ def compare(
     if int(seeds) < 1:
         raise ConfigError(f"compare: seeds={seeds} must be at least 1")
     classes = [get_scheduler(s.strip()) for s in schedulers]
+    params = dict(kw.pop("params", None) or {})
+    unknown = sorted(k for k in params if not any(k in c.param_defaults for c in classes))
+    if unknown:
+        raise ConfigError(
+            f"compare: parameter(s) {', '.join(unknown)} belong to none of the schedulers "
+            f"{', '.join(c.name for c in classes)}"
+        )
     t, owned = _open_trace(trace)
     try:
         out: list[RunResult] = []
         for name, cls in zip(schedulers, classes, strict=True):
+            mine = {k: v for k, v in params.items() if k in cls.param_defaults}
             for seed in range(int(seeds) if cls.randomized else 1):
-                out.append(run(t, machine, name.strip(), seed=seed, **kw))
+                out.append(run(t, machine, name.strip(), mine, seed=seed, **kw))
         return out
     finally:
         if owned:

@@ -1,8 +1,9 @@
 """``simsched run`` and ``simsched compare``: replay a trace under schedulers.
 
-Thin layers over :func:`simsched.run` and :func:`simsched.compare`.  ``--set`` overrides
-machine fields (dotted, as ``simsched machine show --set``); ``--param`` sets scheduler
-parameters.  ``compare`` prints one row per scheduler with the mean and, for randomised
+Thin layers over :func:`simsched.run` and :func:`simsched.compare`.  ``--set key=value``
+sets a scheduler parameter when a chosen scheduler has a parameter of that name, and
+otherwise overrides a machine field (dotted, as ``simsched machine show --set``);
+``--param`` always means a scheduler parameter.  ``compare`` prints one row per scheduler with the mean and, for randomised
 schedulers run with several seeds, the spread (min–max) over seeds.
 """
 
@@ -32,7 +33,8 @@ SUMMARY_METRICS = (
 TraceOpt = Annotated[Path, typer.Option("--trace", "-t", help="trace file (.sst)")]
 MachineOpt = Annotated[str, typer.Option("--machine", "-m", help="preset name or YAML file")]
 SetOpt = Annotated[
-    list[str] | None, typer.Option("--set", help="machine override key=value (dotted)")
+    list[str] | None,
+    typer.Option("--set", help="scheduler parameter or machine override key=value (dotted)"),
 ]
 ParamOpt = Annotated[
     list[str] | None, typer.Option("--param", "-p", help="scheduler parameter key=value")
@@ -44,6 +46,25 @@ ProgressOpt = Annotated[
     bool | None,
     typer.Option("--progress/--no-progress", help="progress bar (default: when stderr is a tty)"),
 ]
+
+
+def _split(
+    set_: list[str] | None, param: list[str] | None, schedulers: list[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Scheduler parameters and machine overrides from ``--set`` and ``--param``."""
+    from simsched.schedulers import get_scheduler
+
+    known = set()
+    for name in schedulers:
+        known |= set(get_scheduler(name).param_defaults)
+    params = parse_kv(param, "--param")
+    overrides = {}
+    for k, v in parse_kv(set_, "--set").items():
+        if k in known:
+            params[k] = v
+        else:
+            overrides[k] = v
+    return params, overrides
 
 
 def _progress(flag: bool | None) -> bool:
@@ -67,13 +88,14 @@ def run_cmd(
     """Replay a trace on a machine under one scheduler and print the result record."""
     import simsched
 
+    params, overrides = _split(set_, param, [scheduler])
     res = simsched.run(
         trace,
         machine,
         scheduler,
-        parse_kv(param, "--param"),
+        params,
         seed,
-        overrides=parse_kv(set_, "--set") or None,
+        overrides=overrides or None,
         out_dir=out,
         progress=_progress(progress),
         window=window,
@@ -131,13 +153,14 @@ def compare_cmd(
     import simsched
 
     names = [s.strip() for s in schedulers.split(",") if s.strip()]
+    params, overrides = _split(set_, param, names)
     results = simsched.compare(
         trace,
         machine,
         names,
         seeds=seeds,
-        params=parse_kv(param, "--param") or None,
-        overrides=parse_kv(set_, "--set") or None,
+        params=params or None,
+        overrides=overrides or None,
         window=window,
         progress=_progress(progress),
     )

@@ -98,6 +98,29 @@ def test_compare_json_deterministic(ms, capsys):
     assert docs[0]["summary"]["ws"]["makespan_cycles"]["n"] == 2
     code, out, _ = _run(argv[:-1], capsys)
     assert code == 0 and "pdf" in out
+    # --set: a scheduler parameter of one scheduler goes to that scheduler only.
+    code, out, _ = _run(
+        [
+            "compare",
+            "-t",
+            str(ms),
+            "-m",
+            "itrs-scaling-4",
+            "-s",
+            "ws,pdf",
+            "--json",
+            "--set",
+            "spawn_policy=parent-first",
+            "--set",
+            "costs.deque_op=9",
+        ],
+        capsys,
+    )
+    assert code == 0
+    runs = json.loads(out)["runs"]
+    assert json.loads(runs[0]["params"]) == {"spawn_policy": "parent-first"}
+    assert json.loads(runs[1]["params"]) == {}
+    assert all(json.loads(r["machine_config"])["costs"]["deque_op"] == 9 for r in runs)
 
 
 def test_user_errors_exit_2(ms, tmp_path, capsys):
