@@ -15,6 +15,18 @@ import pandas as pd
 
 from simsched.errors import ConfigError
 
+#: the columns of :func:`scheduler_ratios` after the grouping keys
+_RATIO_COLUMNS = (
+    "time_a",
+    "time_b",
+    "speedup_a_over_b",
+    "misses_a",
+    "misses_b",
+    "miss_reduction",
+    "runs_a",
+    "runs_b",
+)
+
 
 def scheduler_ratios(
     df: pd.DataFrame,
@@ -67,19 +79,7 @@ def scheduler_ratios(
         .unstack("scheduler")
     )
     if per.empty or a not in per["time"].columns or b not in per["time"].columns:
-        return pd.DataFrame(
-            columns=[
-                *keys,
-                "time_a",
-                "time_b",
-                "speedup_a_over_b",
-                "misses_a",
-                "misses_b",
-                "miss_reduction",
-                "runs_a",
-                "runs_b",
-            ]
-        )
+        return pd.DataFrame(columns=[*keys, *_RATIO_COLUMNS])
     out = pd.DataFrame(
         {
             "time_a": per["time"][a],
@@ -92,17 +92,12 @@ def scheduler_ratios(
     ).dropna(subset=["time_a", "time_b"])
     out["speedup_a_over_b"] = out["time_b"] / out["time_a"]
     out["miss_reduction"] = 1.0 - out["misses_a"] / out["misses_b"]
-    cols = [
-        "time_a",
-        "time_b",
-        "speedup_a_over_b",
-        "misses_a",
-        "misses_b",
-        "miss_reduction",
-        "runs_a",
-        "runs_b",
-    ]
-    return out[cols].reset_index().sort_values(keys, kind="stable").reset_index(drop=True)
+    return (
+        out[list(_RATIO_COLUMNS)]
+        .reset_index()
+        .sort_values(keys, kind="stable")
+        .reset_index(drop=True)
+    )
 
 
 def ratio_ranges(ratios: pd.DataFrame, *, min_cores: int = 2) -> pd.DataFrame:
