@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from simsched.engine._kernels import KERNEL_NAME, WINDOW_SOURCE
 from simsched.engine.record import (
     RECORD_VERSION,
     dumps,
@@ -146,7 +145,7 @@ def _machine(machine: Any, overrides: dict[str, Any] | None) -> Any:
 def _memory(machine: Any) -> Any:
     from simsched.memory import MemorySystem
 
-    return MemorySystem(machine, extra_source=WINDOW_SOURCE, extra_name=KERNEL_NAME)
+    return MemorySystem(machine)
 
 
 def machine_config(machine: Any) -> dict[str, Any]:

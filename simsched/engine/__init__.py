@@ -1,10 +1,19 @@
-"""The replay engine (DESIGN.md §5): cores, clocks, strand states, event loop; no policy.
+"""The replay engine (docs/architecture.md §3): cores, clocks, jobs, events; no policy.
 
 :class:`~simsched.engine.replay.Engine` replays one trace on one machine under one
-scheduler; the per-reference loop is Numba code appended to the memory model's generated
-module (:mod:`simsched.engine._kernels`).  Most users call :func:`simsched.run`.
+scheduler; :class:`~simsched.engine.replay.Replay` replays a set of jobs under a
+processor controller (:mod:`simsched.engine.controllers`).  The per-reference loop is the
+memory model's window loop (:mod:`simsched.memory.window`), driven by
+:class:`~simsched.engine.cores.CoreDriver`.  Most users call :func:`simsched.run`.
 """
 
-from simsched.engine.replay import DEFAULT_WINDOW, Engine, EngineResult
+from simsched.engine.replay import (
+    DEFAULT_WINDOW,
+    Engine,
+    EngineResult,
+    JobSpec,
+    Replay,
+    ReplayResult,
+)
 
-__all__ = ["DEFAULT_WINDOW", "Engine", "EngineResult"]
+__all__ = ["DEFAULT_WINDOW", "Engine", "EngineResult", "JobSpec", "Replay", "ReplayResult"]

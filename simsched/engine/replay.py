@@ -1,94 +1,76 @@
-"""The replay engine: per-core clocks, strand readiness, scheduler decisions, streaming refs.
+"""The replay engine: a short event loop over jobs, cores and the control plane.
 
-Design (DESIGN.md §5; docs/engine.md has the measured accuracy of the window scheme):
+Design (docs/engine.md; docs/architecture.md §3):
 
-* **Time.**  Every core has a clock.  A non-memory instruction costs 1 cycle, a
-  reference the latency the memory model returns (which includes controller queueing),
-  so a strand's duration is the sum of its gaps, latencies and tail instructions.
-  Scheduling operations cost what ``machine.costs`` says, charged by the scheduler's
-  decisions.
-* **Interleaving.**  References are issued by the Numba loop ``engine_run``
-  (:mod:`simsched.engine._kernels`), appended to the generated memory module so that it
-  calls ``access`` directly.  The core whose next reference issues earliest runs until
-  its issue time passes the next event by more than ``window`` cycles; ``window=0`` is a
-  strict smallest-issue-time-first replay.
-* **Decisions in time order.**  Strand completions and scheduler timers are events; the
-  kernel returns to Python when an event is the earliest thing left, so the scheduler sees
-  every completion, idle core and steal attempt in global time order whatever the window
-  (the window only reorders references of running strands).
-* **Readiness and sync.**  A strand's remaining-predecessor count drops when a
-  predecessor finishes; the completion that drops it to zero *releases* it and hands it
-  to the scheduler together with the edge kind.  Hence "the worker that finishes the last
-  child continues the frame": the post-sync strand is released by the last of its
-  predecessors to finish, on that worker.
-* **Streaming references.**  Each core has a buffer of ``buffer_refs`` references that
-  Python fills with the next segment of its strand (never crossing a trace chunk), from a
-  small LRU pool of decoded chunks (about one per core), so memory stays bounded whatever
-  the trace length.
-* **Determinism.**  The only randomness is the scheduler's ``numpy`` Generator seeded from
-  the run's seed; ties between events are broken by (time, kind, core).
-
-Several jobs on changing core sets (SAWS) are foreseen by the scheduler protocol
-(:meth:`~simsched.schedulers.base.Scheduler.on_cores_changed`, quanta); this engine runs
-one job on all cores of the machine.
+* **Mechanism only.**  The engine owns time, cores, strand states and jobs; every
+  decision is a scheduler's (which strand a core runs) or a processor controller's
+  (which cores a job holds).  Three parts: the :class:`~simsched.engine.cores.CoreDriver`
+  (buffers, per-core state, calls into the memory model's window loop — the only code
+  that knows the memory model), :class:`~simsched.engine.job.Job` (one trace's tables,
+  readiness, strand records, scheduler) and this loop.
+* **Events.**  A core finishing its strand comes from the window loop.  The engine's own
+  events sit in one heap ordered by (time, kind, sequence): a job scheduler's quantum
+  (``EV_QUANTUM``) before a core's timer (``EV_TIMER``: a core that asked to be called
+  back, was woken, or joined a job).  Arrivals and the controller's quantum run as SimPy
+  processes (:mod:`simsched.engine.control`) on an environment whose clock is the
+  engine's cycle clock; at equal times they come before the heap's events, and finishing
+  cores come before everything.  The window loop runs until the earliest of these, so
+  schedulers and controllers see every event in global time order.
+* **Cores between jobs.**  A core changes jobs only between strands: when the controller
+  takes a core that is running a strand, the core finishes it, its job's scheduler is
+  told (:meth:`~simsched.schedulers.base.Scheduler.on_depart`) and the core joins its new
+  job (:meth:`~simsched.schedulers.base.Scheduler.on_cores_changed`, then ``on_idle``).
+* **Determinism.**  The only randomness is the job schedulers' generators: job 0's is
+  seeded with the run's seed (so a single job replays exactly as :class:`Engine` does),
+  job ``j > 0``'s with ``(seed, j)``.
 """
 
 from __future__ import annotations
 
 import heapq
 import time
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from simsched.engine._kernels import (
-    CODE_MUL,
-    F_CLOCK,
-    F_LAST,
-    F_LEN,
-    F_PMISS,
-    F_POS,
-    F_REFS,
-    F_STATE,
-    F_TAIL,
-    NF,
-    R_DONE,
-    R_GROW,
-    R_REFILL,
-    S_IDLE,
-    S_RUN,
-)
-from simsched.memory._kernels import PLACE_FIRST_TOUCH
-from simsched.schedulers.base import RETRY, RUN, SchedContext, Scheduler
+from simsched.engine.control import ControlPlane
+from simsched.engine.controllers import Controller, assign_cores, get_controller
+from simsched.engine.cores import DEFAULT_BUFFER_REFS, CoreDriver
+from simsched.engine.job import MAX_JOBS, Job
+from simsched.errors import ConfigError
+from simsched.memory.window import INF
+from simsched.schedulers.base import RETRY, RUN, Scheduler
 
 #: Default interleaving window in cycles (see docs/engine.md for its measured error).
 DEFAULT_WINDOW = 100
-#: References per core buffer.
-DEFAULT_BUFFER_REFS = 1 << 14
 
-_INF = np.int64(1) << np.int64(62)
+# Kinds of the engine's own events (the order of the kinds at equal times).
+EV_QUANTUM = 0
+EV_TIMER = 1
+
+#: References after a core joins a job that count as its warm-up (the cache cost of a
+#: reallocation is the misses in them against the core's steady state).
+WARMUP_REFS = 10_000
 
 
 @dataclass
 class EngineResult:
-    """What one replay produced (before it is turned into a result record).
+    """What replaying one job produced (before it is turned into a result record).
 
     Attributes
     ----------
     makespan
-        Cycle at which the last strand finished.
+        Cycle at which the job's last strand finished.
     strand_core, strand_start, strand_end
         Per strand: the core that ran it and its start and end cycles (start is after the
         scheduling cost of the decision that picked it).
     busy_cycles, sched_cycles, idle_cycles
         Per core: cycles running strands, cycles of scheduling operations that led to
-        running a strand, and the rest of ``[0, makespan)`` (looking for work, failed
-        steal attempts, sleeping).
+        running a strand, and the rest of ``[0, makespan)``.
     refs_per_core, private_misses
-        Per core: references issued and references that missed every per-core cache level.
+        Per core: references issued and references that missed every per-core level.
     counters
         The scheduler's counters (``steal_attempts``, ``steals``, ...).
     engine
@@ -109,36 +91,521 @@ class EngineResult:
     engine: dict[str, Any] = field(default_factory=dict)
 
 
-class _ChunkPool:
-    """LRU pool of decoded trace chunks (``capacity`` chunks stay resident)."""
+@dataclass
+class JobSpec:
+    """One job of a job set, as the engine needs it.
 
-    def __init__(self, trace: Any, capacity: int) -> None:
-        self.trace = trace
-        self.capacity = max(2, capacity)
-        self.pool: OrderedDict[int, Any] = OrderedDict()
-        self.loads = 0
+    Attributes
+    ----------
+    trace
+        The open trace.
+    scheduler
+        Scheduler class.
+    params
+        Resolved scheduler parameters.
+    arrival
+        Arrival cycle.
+    name
+        Label in results.
+    """
 
-    def get(self, k: int) -> Any:
-        c = self.pool.get(k)
-        if c is not None:
-            self.pool.move_to_end(k)
-            return c
-        c = self.trace.chunk(k)
-        self.loads += 1
-        self.pool[k] = c
-        if len(self.pool) > self.capacity:
-            self.pool.popitem(last=False)
-        return c
+    trace: Any
+    scheduler: type[Scheduler]
+    params: dict[str, Any]
+    arrival: int = 0
+    name: str = ""
 
 
-def private_threshold(machine: Any) -> int:
-    """Largest hit latency of the per-core levels: a longer reference missed them all."""
-    lat = [c.hit_latency for c in machine.caches if c.scope == "core"]
-    return int(max(lat)) if lat else -1
+@dataclass
+class JobOutcome:
+    """Per-job outcome of a multi-job replay (see docs/results.md, multi-job records)."""
+
+    jid: int
+    name: str
+    arrival: int
+    start: int
+    finish: int
+    strand_core: np.ndarray
+    strand_start: np.ndarray
+    strand_end: np.ndarray
+    busy_cycles: int
+    sched_cycles: int
+    allotted_cycles: int
+    instructions: int
+    refs: int
+    counters: dict[str, int]
+
+
+@dataclass
+class ReplayResult:
+    """What a replay of a job set produced.
+
+    Attributes
+    ----------
+    makespan
+        Cycle at which the last job finished.
+    jobs
+        One :class:`JobOutcome` per job, in job-set order.
+    busy_cycles, sched_cycles, refs_per_core, private_misses
+        Per core, over all jobs.
+    series
+        Allotment series: one entry per quantum boundary or reallocation,
+        ``(cycle, [cores per job], [desire per job or -1])``.
+    reallocations
+        Core moves between jobs (a core leaving one job for another or for the pool).
+    warmup
+        Cache cost of reallocations: ``{"joins", "warm_refs", "warm_misses",
+        "steady_refs", "steady_misses"}`` (private-cache misses in the first
+        :data:`WARMUP_REFS` references after a core moved to a job, and elsewhere).
+    engine
+        Engine statistics (timing-dependent).
+    """
+
+    makespan: int
+    jobs: list[JobOutcome]
+    busy_cycles: np.ndarray
+    sched_cycles: np.ndarray
+    refs_per_core: np.ndarray
+    private_misses: np.ndarray
+    series: list[tuple[int, list[int], list[int]]]
+    reallocations: int
+    warmup: dict[str, int]
+    engine: dict[str, Any] = field(default_factory=dict)
+
+
+class Replay:
+    """Replay a set of jobs on one machine under a processor controller.
+
+    Parameters
+    ----------
+    machine
+        The resolved machine.
+    jobs
+        The jobs, in job-set order (arrival cycles in each :class:`JobSpec`).
+    controller
+        A :class:`~simsched.engine.controllers.Controller` (default: ``all``).
+    seed
+        Seed of the job schedulers' generators.
+    window, buffer_refs
+        Interleaving window in cycles (0 = strict) and references per core buffer.
+    memory
+        A :class:`~simsched.memory.MemorySystem` to use (default: the engine builds one).
+    progress
+        Optional callback ``progress(refs_done, refs_total)``.
+    """
+
+    def __init__(
+        self,
+        machine: Any,
+        jobs: Sequence[JobSpec],
+        *,
+        controller: Controller | None = None,
+        seed: int = 0,
+        window: int = DEFAULT_WINDOW,
+        buffer_refs: int = DEFAULT_BUFFER_REFS,
+        memory: Any = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        if window < 0:
+            raise ConfigError(f"window {window}: must be >= 0 cycles")
+        if not jobs:
+            raise ConfigError("a replay needs at least one job")
+        if len(jobs) > MAX_JOBS:
+            raise ConfigError(f"{len(jobs)} jobs: at most {MAX_JOBS} per run")
+        self.machine = machine
+        self.specs = list(jobs)
+        self.P = P = machine.cores
+        self.window = int(window)
+        self.seed = int(seed)
+        self.controller = controller or get_controller("all")(machine, len(jobs))
+        self.driver = CoreDriver(machine, window=window, buffer_refs=buffer_refs, memory=memory)
+        self.memory = self.driver.memory
+        self.progress = progress
+        self.socket_of = [machine.socket_of(c) for c in range(P)]
+        self.jobs: list[Job | None] = [None] * len(jobs)
+        self.active: list[Job] = []
+        self.left = len(jobs)
+        self.now = 0
+        self._seq = 0
+        self._heap: list[tuple[int, int, int, int, int]] = []
+        # Per core: owning job (-1: free), job it moves to after its strand (None: stays),
+        # running job and strand, timer generation (a stale timer is dropped).
+        self.owner = [-1] * P
+        self.pending: list[int | None] = [None] * P
+        self.run_job: list[Job | None] = [None] * P
+        self.cur = [-1] * P
+        self.gen = [0] * P
+        self.timer_live = [False] * P
+        self.n_running = 0
+        self.busy = np.zeros(P, dtype=np.int64)
+        self.schedc = np.zeros(P, dtype=np.int64)
+        self.pmiss = np.zeros(P, dtype=np.int64)
+        self.series: list[tuple[int, list[int], list[int]]] = []
+        self.reallocations = 0
+        self.served: list[set[int]] = [set() for _ in range(P)]
+        self.warm: list[tuple[int, int] | None] = [None] * P  # (refs, misses) at join
+        self.warmup = dict.fromkeys(
+            ("joins", "warm_refs", "warm_misses", "steady_refs", "steady_misses"), 0
+        )
+        self.events = 0
+        self._stall = 0
+        self.refs_total = sum(int(s.trace.header.n_refs) for s in jobs)
+        self.control = ControlPlane(self, self.specs, self.controller.quantum)
+
+    # -- services for schedulers ------------------------------------------------------
+    def _wake(self, job: Job, n: int | None, cores: Sequence[int] | None) -> None:
+        sl = job.sleeping
+        if not sl:
+            return
+        cand = sorted(sl) if cores is None else sorted(c for c in cores if c in sl)
+        if n is not None:
+            cand = cand[: max(int(n), 0)]
+        for c in cand:
+            sl.discard(c)
+            self._timer(self.now, c)
+
+    def _timer(self, t: int, c: int) -> None:
+        heapq.heappush(self._heap, (t, EV_TIMER, self._seq, c, self.gen[c]))
+        self._seq += 1
+        self.timer_live[c] = True
+
+    # -- control plane ------------------------------------------------------------------
+    def admit(self, jid: int) -> None:
+        """Job ``jid`` arrives now (called by the control plane)."""
+        spec = self.specs[jid]
+        rng = np.random.default_rng(self.seed if jid == 0 else [self.seed, jid])
+        job = Job(
+            jid,
+            spec.name or f"job{jid}",
+            spec.trace,
+            self.machine,
+            spec.scheduler,
+            spec.params,
+            rng,
+            self._wake,
+            arrival=self.now,
+        )
+        job.last_change = self.now
+        job.allot_cycles = 0
+        job.busy = 0
+        job.schedc = 0
+        self.jobs[jid] = job
+        if job.n == 0:
+            job.start_cycle = job.finish_cycle = self.now
+            self.left -= 1
+            return
+        self.active.append(job)
+        if job.sched.quantum > 0 and self.controller.quantum == 0:
+            self._push_quantum(self.now + job.sched.quantum, jid)
+
+    def _push_quantum(self, t: int, jid: int) -> None:
+        heapq.heappush(self._heap, (t, EV_QUANTUM, self._seq, jid, 0))
+        self._seq += 1
+
+    def quantum_boundary(self, now: int) -> None:
+        """The controller's quantum ended: ask desires, then reallocate."""
+        for job in self.active:
+            if job.start_cycle >= 0:
+                job.desire = job.sched.on_quantum(now)
+        self.reallocate(now, record=True)
+
+    def reallocate(self, now: int, record: bool = False) -> None:
+        """Ask the controller for allotments and move cores accordingly."""
+        self.now = now
+        targets = self.controller.allot(now, self.active)
+        current = {j.jid: frozenset(j.cores) for j in self.active}
+        want = assign_cores(current, targets, self.socket_of)
+        new_owner = [-1] * self.P
+        for jid, cores in want.items():
+            for c in cores:
+                new_owner[c] = jid
+        added: dict[int, list[int]] = {}
+        removed: dict[int, list[int]] = {}
+        for c in range(self.P):
+            dest = new_owner[c]
+            src = self.owner[c]
+            if self.run_job[c] is not None:
+                # A running core moves when its strand ends.
+                self.pending[c] = None if dest == src else dest
+                continue
+            if dest == src:
+                continue
+            if src >= 0:
+                self._leave(c, self.jobs[src], now)
+                removed.setdefault(src, []).append(c)
+            if dest >= 0:
+                self._join(c, self.jobs[dest], now)
+                added.setdefault(dest, []).append(c)
+        for jid in sorted(set(added) | set(removed)):
+            job = self.jobs[jid]
+            if job.start_cycle < 0:
+                self._start_job(job, now)
+                continue
+            job.ctx.set_cores(job.cores)
+            job.sched.on_cores_changed(added.get(jid, []), removed.get(jid, []), now)
+            for c in added.get(jid, []):
+                self._timer(now, c)
+        if record or added or removed:
+            self._record(now)
+
+    def _record(self, now: int) -> None:
+        alloc = [len(j.cores) if j is not None else 0 for j in self.jobs]
+        desire = [
+            -1 if j is None or j.desire is None else int(j.desire) for j in self.jobs
+        ]
+        if self.series and self.series[-1][0] == now:
+            self.series[-1] = (now, alloc, desire)
+        else:
+            self.series.append((now, alloc, desire))
+
+    def _account(self, job: Job, now: int) -> None:
+        job.allot_cycles += len(job.cores) * (now - job.last_change)
+        job.last_change = now
+
+    def _leave(self, c: int, job: Job, now: int) -> None:
+        self._account(job, now)
+        job.cores.discard(c)
+        job.sleeping.discard(c)
+        self.owner[c] = -1
+        self.gen[c] += 1
+        self.timer_live[c] = False
+        self.reallocations += 1
+
+    def _join(self, c: int, job: Job, now: int) -> None:
+        self._account(job, now)
+        job.cores.add(c)
+        self.owner[c] = job.jid
+        self.gen[c] += 1
+        self.timer_live[c] = False
+        moved = bool(self.served[c] - {job.jid})
+        self.served[c].add(job.jid)
+        if moved:
+            self.warmup["joins"] += 1
+            self.warm[c] = (self.driver.refs_of(c), int(self.pmiss[c]))
+
+    def _start_job(self, job: Job, now: int) -> None:
+        job.start_cycle = now
+        job.ctx.set_cores(job.cores)
+        job.sleeping = set(job.cores)
+        job.sched.on_start(0, now)
+
+    # -- decisions ----------------------------------------------------------------------
+    def _apply(self, job: Job, c: int, now: int, dec: tuple[int, int, int]) -> None:
+        kind, s, cost = dec
+        if kind == RUN:
+            job.check_runnable(s, c, now)
+            start = now + cost
+            self.schedc[c] += cost
+            job.schedc += cost
+            self.cur[c] = s
+            self.run_job[c] = job
+            job.strand_core[s] = c
+            job.strand_start[s] = start
+            self.driver.start(c, job, s, start)
+            self.n_running += 1
+            self._stall = 0
+        elif kind == RETRY:
+            self._timer(now + cost, c)
+        else:
+            job.sleeping.add(c)
+
+    def _core_done(self, c: int, perf: Callable[[], int]) -> None:
+        t0 = perf()
+        job = self.run_job[c]
+        now, pm = self.driver.finish(c)
+        s = self.cur[c]
+        self.cur[c] = -1
+        self.run_job[c] = None
+        self.n_running -= 1
+        job.strand_end[s] = now
+        d = now - job.strand_start[s]
+        self.busy[c] += d
+        job.busy += d
+        self.pmiss[c] += pm
+        ready, kinds = job.release(s)
+        self.now = now
+        self.events += 1
+        if self.warm[c] is not None:
+            self._warm_check(c)
+        if job.sched.wants_profile:
+            job.sched.on_profile(s, c, int(job.strand_start[s]), now, job.instr[s], pm)
+        if job.done:
+            self._job_done(job, now)
+        elif self.pending[c] is not None:
+            dest = self.pending[c]
+            self.pending[c] = None
+            self._leave(c, job, now)
+            job.ctx.set_cores(job.cores)
+            job.sched.on_depart(c, s, now, ready, kinds)
+            job.sched.on_cores_changed((), (c,), now)
+            if dest >= 0 and self.jobs[dest] is not None and not self.jobs[dest].done:
+                dj = self.jobs[dest]
+                self._join(c, dj, now)
+                if dj.start_cycle < 0:
+                    self._start_job(dj, now)
+                else:
+                    dj.ctx.set_cores(dj.cores)
+                    dj.sched.on_cores_changed((c,), (), now)
+                    self._timer(now, c)
+            self._record(now)
+        else:
+            self._apply(job, c, now, job.sched.on_finish(c, s, now, ready, kinds))
+        job.cost_ns[s] = perf() - t0
+
+    def _warm_check(self, c: int) -> None:
+        r0, m0 = self.warm[c]
+        refs = self.driver.refs_of(c) - r0
+        if refs >= WARMUP_REFS:
+            self.warmup["warm_refs"] += refs
+            self.warmup["warm_misses"] += int(self.pmiss[c]) - m0
+            self.warm[c] = None
+
+    def _job_done(self, job: Job, now: int) -> None:
+        job.finish_cycle = now
+        self._account(job, now)
+        for c in sorted(job.cores):
+            self.owner[c] = -1
+            self.gen[c] += 1
+            self.timer_live[c] = False
+            self.pending[c] = None
+        job.cores.clear()
+        job.sleeping.clear()
+        self.active.remove(job)
+        self.left -= 1
+        for c in range(self.P):
+            if self.pending[c] == job.jid:
+                self.pending[c] = -1
+        if self.left:
+            self.reallocate(now)
+        else:
+            self._record(now)
+
+    # -- the loop -----------------------------------------------------------------------
+    def run(self) -> ReplayResult:
+        """Replay every job to its end; returns the :class:`ReplayResult`."""
+        t_wall = time.perf_counter()
+        perf = time.perf_counter_ns
+        heap = self._heap
+        env = self.control.env
+        driver = self.driver
+        next_progress = 0
+        progress = self.progress
+        periodic = self.control.periodic + sum(
+            1 for s in self.specs if s.scheduler.quantum > 0 and self.controller.quantum == 0
+        )
+        while self.left:
+            t_heap = heap[0][0] if heap else INF
+            t_env = env.peek()
+            t_env = INF if t_env == float("inf") else int(t_env)
+            limit = min(t_heap, t_env)
+            c = driver.advance(limit)
+            if c >= 0:
+                self._core_done(c, perf)
+                if progress is not None:
+                    done = sum(j.refs_done for j in self.jobs if j is not None)
+                    if done >= next_progress:
+                        progress(done, self.refs_total)
+                        next_progress = done + max(self.refs_total // 200, 1)
+                continue
+            if limit >= INF:
+                self._deadlock("no core running and no event pending")
+            if t_env <= t_heap:
+                self.now = t_env
+                self.events += 1
+                env.step()
+                self._check_stall(periodic, t_env)
+                continue
+            t, kind, _, a, g = heapq.heappop(heap)
+            self.now = t
+            self.events += 1
+            if kind == EV_TIMER:
+                if g != self.gen[a]:
+                    continue
+                self.timer_live[a] = False
+                job = self.jobs[self.owner[a]]
+                self._apply(job, a, t, job.sched.on_idle(a, t))
+            else:
+                job = self.jobs[a]
+                if job.done:
+                    continue
+                job.desire = job.sched.on_quantum(t)
+                self._push_quantum(t + job.sched.quantum, a)
+                self._check_stall(periodic, t)
+        if progress is not None:
+            progress(self.refs_total, self.refs_total)
+        return self._result(time.perf_counter() - t_wall)
+
+    def _check_stall(self, periodic: int, t: int) -> None:
+        """Deadlock detection when only periodic events (quanta) remain: if rounds of
+        them pass with no core running, no core timer and no arrival pending, nothing
+        can ever run again."""
+        if self.n_running or any(self.timer_live) or self.control.arrivals_left:
+            self._stall = 0
+            return
+        self._stall += 1
+        if self._stall > 2 * max(periodic, 1) + 2:
+            self._deadlock(f"only periodic events remain at cycle {t}")
+
+    def _deadlock(self, why: str) -> None:
+        left = [
+            f"{j.name} ({j.n - j.finished} strands left, scheduler {j.sched.name!r})"
+            for j in self.active
+        ]
+        raise RuntimeError(f"deadlock: {why}; jobs not finished: {', '.join(left)}")
+
+    def _result(self, wall: float) -> ReplayResult:
+        outs = []
+        cost = []
+        for j in self.jobs:
+            outs.append(
+                JobOutcome(
+                    jid=j.jid,
+                    name=j.name,
+                    arrival=j.arrival,
+                    start=j.start_cycle,
+                    finish=j.finish_cycle,
+                    strand_core=j.strand_core,
+                    strand_start=j.strand_start,
+                    strand_end=j.strand_end,
+                    busy_cycles=int(j.busy),
+                    sched_cycles=int(j.schedc),
+                    allotted_cycles=int(j.allot_cycles),
+                    instructions=int(j.trace.header.n_instructions),
+                    refs=int(j.n_refs),
+                    counters=dict(j.sched.counters),
+                )
+            )
+            cost.append(j.cost_ns)
+        refs = self.driver.refs_per_core
+        steady_refs = int(refs.sum()) - self.warmup["warm_refs"]
+        self.warmup["steady_refs"] = steady_refs
+        self.warmup["steady_misses"] = int(self.pmiss.sum()) - self.warmup["warm_misses"]
+        allc = np.concatenate(cost) if cost else np.zeros(0, np.int64)
+        engine = {
+            "window": self.window,
+            "events": self.events,
+            "kernel_calls": self.driver.kernel_calls,
+            "kernel_s": self.driver.kernel_ns / 1e9,
+            "wall_s": wall,
+            "median_strand_ns": float(np.median(allc)) if allc.size else 0.0,
+            "chunk_loads": sum(j.pool.loads for j in self.jobs),
+        }
+        return ReplayResult(
+            makespan=max((o.finish for o in outs), default=0),
+            jobs=outs,
+            busy_cycles=self.busy,
+            sched_cycles=self.schedc,
+            refs_per_core=refs,
+            private_misses=self.pmiss,
+            series=self.series,
+            reallocations=self.reallocations,
+            warmup=dict(self.warmup),
+            engine=engine,
+        )
 
 
 class Engine:
-    """Replay one trace on one machine under one scheduler.
+    """Replay one trace on one machine under one scheduler (one job under ``all``).
 
     Parameters
     ----------
@@ -153,14 +620,14 @@ class Engine:
     seed
         Seed of the scheduler's random generator.
     memory
-        A memory system whose generated module contains ``engine_run`` (built with
-        ``extra_source=WINDOW_SOURCE``); its ``state`` is mutated by the replay.
+        A :class:`~simsched.memory.MemorySystem` of ``machine`` (default: a new one);
+        its state is mutated by the replay.
     window
         Interleaving window in cycles (0 = strict global order of references).
     buffer_refs
         Capacity of each core's reference buffer.
     progress
-        Optional callback ``progress(refs_done, refs_total)`` called now and then.
+        Optional callback ``progress(refs_done, refs_total)``.
     """
 
     def __init__(
@@ -170,267 +637,55 @@ class Engine:
         scheduler: type[Scheduler],
         params: dict[str, Any] | None,
         seed: int,
-        memory: Any,
+        memory: Any = None,
         *,
         window: int = DEFAULT_WINDOW,
         buffer_refs: int = DEFAULT_BUFFER_REFS,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
-        if window < 0:
-            raise ValueError("window must be >= 0")
         self.trace = trace
         self.machine = machine
-        self.memory = memory
-        self.window = int(window)
-        self.B = int(buffer_refs)
-        self.progress = progress
-        P = machine.cores
-        self.P = P
-        self._now = 0
-        self._seq = 0
-        self._timers: list[tuple[int, int, int]] = []
-        self._sleeping: set[int] = set(range(P))
-        self.ctx = SchedContext(machine, range(P), trace, self._wake)
-        self.rng = np.random.default_rng(seed)
-        self.sched = scheduler(self.ctx, params or {}, self.rng)
+        spec = JobSpec(trace, scheduler, scheduler.resolve_params(params), 0, "job0")
+        self.replay = Replay(
+            machine,
+            [spec],
+            seed=seed,
+            window=window,
+            buffer_refs=buffer_refs,
+            memory=memory,
+            progress=progress,
+        )
+        self.memory = self.replay.memory
 
-    # -- engine services for schedulers --------------------------------------------------
-    def _wake(self, n: int | None) -> None:
-        sl = self._sleeping
-        if not sl:
-            return
-        cores = sorted(sl)
-        if n is not None:
-            cores = cores[: max(int(n), 0)]
-        for c in cores:
-            sl.discard(c)
-            heapq.heappush(self._timers, (self._now, self._seq, c))
-            self._seq += 1
+    @property
+    def progress(self) -> Callable[[int, int], None] | None:
+        """Progress callback ``progress(refs_done, refs_total)``."""
+        return self.replay.progress
 
-    # -- the replay ----------------------------------------------------------------------
+    @progress.setter
+    def progress(self, f: Callable[[int, int], None] | None) -> None:
+        self.replay.progress = f
+
     def run(self) -> EngineResult:
         """Replay the whole trace; returns the :class:`EngineResult`."""
-        t_wall = time.perf_counter()
-        tr = self.trace
-        P, B = self.P, self.B
-        n = int(tr.header.n_strands)
-        n_refs_total = int(tr.header.n_refs)
-        st_tab = tr.strands
-        ref_start = np.asarray(st_tab.ref_start, dtype=np.int64)
-        rs_list = ref_start.tolist()
-        tail_list = np.asarray(st_tab.tail, dtype=np.int64).tolist()
-        instr_list = np.asarray(st_tab.instr, dtype=np.int64).tolist()
-        src = np.asarray(tr.edges.src, dtype=np.int64)
-        succ_off = np.searchsorted(src, np.arange(n + 1, dtype=np.int64), side="left").tolist()
-        succ_dst = np.asarray(tr.edges.dst, dtype=np.int64).tolist()
-        succ_kind = np.asarray(tr.edges.kind, dtype=np.int64).tolist()
-        pred_rem = np.asarray(tr.pred_count, dtype=np.int64).tolist()
+        r = self.replay.run()
+        return single_result(r, 0)
 
-        strand_core = np.full(n, -1, dtype=np.int64)
-        strand_start = np.full(n, -1, dtype=np.int64)
-        strand_end = np.full(n, -1, dtype=np.int64)
-        busy = np.zeros(P, dtype=np.int64)
-        schedc = np.zeros(P, dtype=np.int64)
-        pmiss_core = np.zeros(P, dtype=np.int64)
-        cost_ns = np.zeros(n, dtype=np.int64)
 
-        cs = np.zeros((NF, P), dtype=np.int64)
-        baddr = np.zeros((P, B), dtype=np.int64)
-        bsize = np.zeros((P, B), dtype=np.uint8)
-        bwrite = np.zeros((P, B), dtype=np.bool_)
-        bgap = np.zeros((P, B), dtype=np.uint32)
-        lat = np.zeros(B, dtype=np.int64)
-        cur = [-1] * P
-        gcur = [0] * P
-        gend = [0] * P
-        cchunk: list[Any] = [None] * P
-        pool = _ChunkPool(tr, P + 2)
-        n_chunks = int(tr.index.shape[0]) if n_refs_total else 0
-
-        kernel = self.memory.module.engine_run
-        memory = self.memory
-        # Only a first-touch page table grows (the memory model's geometry says which).
-        geometry = getattr(memory, "geometry", None)
-        first_touch = geometry is not None and geometry.placement == PLACE_FIRST_TOUCH
-
-        def page_limit() -> np.int64:
-            # Room for one more window's pages (each reference touches at most 2 pages).
-            if not first_touch:
-                return _INF
-            memory.reserve(4 * P * B)
-            return np.int64(memory.state[memory.geometry.st_pt].shape[0] // 2 - 2 * P * B - 2)
-
-        plimit = page_limit()
-        mstate = memory.state
-        window = np.int64(self.window)
-        pthresh = np.int64(private_threshold(self.machine))
-        sched = self.sched
-        wants_profile = bool(sched.wants_profile)
-        quantum = int(getattr(sched, "quantum", 0) or 0)
-        timers = self._timers
-        progress = self.progress
-
-        def fill(c: int) -> None:
-            g = gcur[c]
-            e = gend[c]
-            if g >= e:
-                cs[F_LEN, c] = 0
-                cs[F_POS, c] = 0
-                cs[F_LAST, c] = 1
-                return
-            ch = cchunk[c]
-            if ch is None or not (ch.start <= g < ch.start + len(ch)):
-                ch = pool.get(tr.chunk_of_ref(g))
-                cchunk[c] = ch
-            lo = g - ch.start
-            hi = min(e - ch.start, len(ch), lo + B)
-            m = hi - lo
-            baddr[c, :m] = ch.addr[lo:hi].view(np.int64)
-            bsize[c, :m] = ch.size[lo:hi]
-            bwrite[c, :m] = ch.write[lo:hi]
-            bgap[c, :m] = ch.gap[lo:hi]
-            gcur[c] = g + m
-            cs[F_LEN, c] = m
-            cs[F_POS, c] = 0
-            cs[F_LAST, c] = 1 if g + m >= e else 0
-
-        def apply(c: int, now: int, dec: tuple[int, int, int]) -> None:
-            kind, s, cost = dec
-            if kind == RUN:
-                if s < 0 or s >= n or strand_core[s] != -1 or pred_rem[s] != 0:
-                    raise RuntimeError(
-                        f"scheduler {sched.name!r} chose strand {s} on core {c} at {now}, "
-                        "which is not ready or already ran"
-                    )
-                start = now + cost
-                schedc[c] += cost
-                cur[c] = s
-                strand_core[s] = c
-                strand_start[s] = start
-                cs[F_CLOCK, c] = start
-                cs[F_PMISS, c] = 0
-                cs[F_TAIL, c] = tail_list[s]
-                gcur[c] = rs_list[s]
-                gend[c] = rs_list[s + 1]
-                fill(c)
-                cs[F_STATE, c] = S_RUN
-            elif kind == RETRY:
-                heapq.heappush(timers, (now + cost, self._seq, c))
-                self._seq += 1
-            else:
-                self._sleeping.add(c)
-
-        # Start: every core sleeps; the scheduler places the first strand and wakes cores.
-        self._now = 0
-        if quantum > 0:
-            heapq.heappush(timers, (quantum, -1, -1))
-        if n:
-            sched.on_start(0, 0)
-        finished = 0
-        refs_done = 0
-        events = kernel_calls = 0
-        t_kernel = 0.0
-        next_progress = 0
-        perf = time.perf_counter_ns
-        while finished < n:
-            limit = timers[0][0] if timers else _INF
-            k0 = perf()
-            code = kernel(
-                mstate,
-                cs,
-                baddr,
-                bsize,
-                bwrite,
-                bgap,
-                lat,
-                np.int64(limit),
-                window,
-                pthresh,
-                plimit,
-            )
-            k1 = perf()
-            t_kernel += k1 - k0
-            kernel_calls += 1
-            kind, c = divmod(int(code), CODE_MUL)
-            if kind == R_GROW:
-                plimit = page_limit()
-                mstate = memory.state
-                continue
-            if kind == R_REFILL:
-                fill(c)
-                cs[F_STATE, c] = S_RUN
-                continue
-            events += 1
-            if kind == R_DONE:
-                now = int(cs[F_CLOCK, c])
-                s = cur[c]
-                cur[c] = -1
-                cchunk[c] = None  # only the pool keeps decoded chunks alive
-                cs[F_STATE, c] = S_IDLE
-                strand_end[s] = now
-                busy[c] += now - strand_start[s]
-                pm = int(cs[F_PMISS, c])
-                pmiss_core[c] += pm
-                finished += 1
-                refs_done += rs_list[s + 1] - rs_list[s]
-                ready = []
-                kinds = []
-                for i in range(succ_off[s], succ_off[s + 1]):
-                    d = succ_dst[i]
-                    r = pred_rem[d] - 1
-                    pred_rem[d] = r
-                    if r == 0:
-                        ready.append(d)
-                        kinds.append(succ_kind[i])
-                self._now = now
-                if wants_profile:
-                    sched.on_profile(s, c, int(strand_start[s]), now, instr_list[s], pm)
-                if finished < n:
-                    apply(c, now, sched.on_finish(c, s, now, ready, kinds))
-                cost_ns[s] = perf() - k1
-                if progress is not None and refs_done >= next_progress:
-                    progress(refs_done, n_refs_total)
-                    next_progress = refs_done + max(n_refs_total // 200, 1)
-                continue
-            # A timer is the earliest event.
-            if not timers:
-                raise RuntimeError(
-                    f"deadlock: {n - finished} strands left, no core running and no timer "
-                    f"(scheduler {sched.name!r})"
-                )
-            t, _, c = heapq.heappop(timers)
-            self._now = t
-            if c < 0:
-                sched.on_quantum(t)
-                heapq.heappush(timers, (t + quantum, -1, -1))
-                continue
-            apply(c, t, sched.on_idle(c, t))
-        if progress is not None:
-            progress(refs_done, n_refs_total)
-
-        makespan = int(strand_end.max()) if n else 0
-        idle = makespan - busy - schedc
-        wall = time.perf_counter() - t_wall
-        engine = {
-            "window": self.window,
-            "events": events,
-            "kernel_calls": kernel_calls,
-            "kernel_s": t_kernel / 1e9,
-            "wall_s": wall,
-            "median_strand_ns": float(np.median(cost_ns)) if n else 0.0,
-            "chunk_loads": pool.loads,
-            "n_chunks": n_chunks,
-        }
-        return EngineResult(
-            makespan=makespan,
-            strand_core=strand_core,
-            strand_start=strand_start,
-            strand_end=strand_end,
-            busy_cycles=busy,
-            sched_cycles=schedc,
-            idle_cycles=idle,
-            refs_per_core=cs[F_REFS].copy(),
-            private_misses=pmiss_core,
-            counters=dict(sched.counters),
-            engine=engine,
-        )
+def single_result(r: ReplayResult, jid: int) -> EngineResult:
+    """The :class:`EngineResult` of job ``jid`` of a replay whose cores served it alone."""
+    j = r.jobs[jid]
+    makespan = int(j.strand_end.max()) if j.strand_end.size else 0
+    return EngineResult(
+        makespan=makespan,
+        strand_core=j.strand_core,
+        strand_start=j.strand_start,
+        strand_end=j.strand_end,
+        busy_cycles=r.busy_cycles,
+        sched_cycles=r.sched_cycles,
+        idle_cycles=makespan - r.busy_cycles - r.sched_cycles,
+        refs_per_core=r.refs_per_core,
+        private_misses=r.private_misses,
+        counters=j.counters,
+        engine=r.engine,
+    )

@@ -40,9 +40,10 @@ from pathlib import Path
 from types import ModuleType
 
 from simsched.machine import Machine
+from simsched.memory.window import driver_source
 
 #: Version of the generated code layout; part of every module hash.
-TEMPLATE_VERSION = 1
+TEMPLATE_VERSION = 2
 
 # Per level-instance statistics (flat array ``st[ST_LVL]``, index (k*MAXI + i)*NST + s).
 LVL_ACCESSES, LVL_HITS, LVL_MISSES, LVL_WRITEBACKS, LVL_INVALIDATIONS, LVL_BACK_INV = range(6)
@@ -70,8 +71,16 @@ NODE_FIELDS = (
 )
 
 # MISC array: page-table entries used, page-table hash shift, last batch end time, status.
-MISC_PAGES, MISC_PT_SHIFT, MISC_TIME, MISC_STATUS = range(4)
-NMISC = 4
+# MISC array: page-table entries used, page-table hash shift, end time of the last
+# ``_serve`` call, its status (1: invalid references were skipped) and the private-cache
+# misses it counted.
+MISC_PAGES, MISC_PT_SHIFT, MISC_TIME, MISC_STATUS, MISC_PMISS = range(5)
+NMISC = 5
+
+# TIMING array (run-time values, not compiled in): hit latency of each level, then the
+# memory latency, the remote penalty and the controllers' service interval.  A machine
+# that differs from another only in these shares its compiled module.
+TIM_MEM, TIM_REMOTE, TIM_SERVICE = range(3)  # offsets after the L hit latencies
 
 PLACE_FIRST_TOUCH, PLACE_INTERLEAVE, PLACE_FIXED = range(3)
 
@@ -82,8 +91,10 @@ FILTER_BITS = 14
 FILTER_REGION_SHIFT = 12
 _GOLDEN = 0x9E3779B97F4A7C15
 
-#: Largest address the model accepts (48-bit virtual addresses).
-ADDRESS_BITS = 48
+#: Addresses the model accepts are below 2**ADDRESS_BITS: traces hold 48-bit virtual
+#: addresses, and the engine places each job's address space above them
+#: (:mod:`simsched.engine.job`), so physical addresses have 57 bits.
+ADDRESS_BITS = 57
 
 
 @dataclass(frozen=True)
@@ -96,12 +107,8 @@ class Geometry:
     sets: tuple[int, ...]
     ways: tuple[int, ...]
     shifts: tuple[int, ...]
-    hit: tuple[int, ...]
     private: tuple[bool, ...]
     inclusive: tuple[bool, ...]
-    mem_latency: int
-    remote_latency: int
-    service_interval: int
     page_shift: int
     placement: int
     fixed_node: int
@@ -157,9 +164,14 @@ class Geometry:
         return self.levels + 5
 
     @property
+    def st_timing(self) -> int:
+        """Index of the TIMING array (latencies and service interval, run-time values)."""
+        return self.levels + 6
+
+    @property
     def st_misc(self) -> int:
         """Index of the MISC array (always the last array of the state)."""
-        return self.levels + 6
+        return self.levels + 7
 
     @property
     def filter_bits(self) -> int:
@@ -208,12 +220,8 @@ def geometry_of(machine: Machine) -> Geometry:
         sets=tuple(c.sets for c in machine.caches),
         ways=tuple(c.assoc for c in machine.caches),
         shifts=tuple(c.line.bit_length() - 1 for c in machine.caches),
-        hit=tuple(c.hit_latency for c in machine.caches),
         private=tuple(c.scope == "core" for c in machine.caches),
         inclusive=tuple(bool(c.inclusive) for c in machine.caches),
-        mem_latency=machine.memory.latency,
-        remote_latency=machine.memory.remote_latency,
-        service_interval=machine.memory.service_interval,
         page_shift=machine.memory.page_size.bit_length() - 1,
         placement=code,
         fixed_node=fixed if fixed is not None else 0,
@@ -306,7 +314,7 @@ def _tlist(g: Geometry, n: int | None = None) -> str:
 
 
 def _unpack(g: Geometry) -> str:
-    return f"{_tlist(g)}, LS, CS, NS, CTRL, PT, FC, MISC = st"
+    return f"{_tlist(g)}, LS, CS, NS, CTRL, PT, FC, TIM, MISC = st"
 
 
 def _fbase(g: Geometry, k: int, line: str) -> str:
@@ -478,12 +486,12 @@ def _g_controller(g: Geometry, local: bool, after_fetch: bool = False) -> list[s
     before, so the controller is free at ``ctrl >= tl`` and no comparison is needed."""
     ctrl = "ctrl" if _local_node(g, local) else "CTRL[nd]"
     if after_fetch and _local_node(g, local):
-        return ["t0 = ctrl", f"ctrl = t0 + {g.service_interval}"]
+        return ["t0 = ctrl", "ctrl = t0 + SVC"]
     return [
         f"t0 = {ctrl}",
         "if t0 < tl:",
         "    t0 = tl",
-        f"{ctrl} = t0 + {g.service_interval}",
+        f"{ctrl} = t0 + SVC",
     ]
 
 
@@ -498,11 +506,11 @@ def _g_mem_fetch(g: Geometry, local: bool) -> list[str]:
         "if nd == sock:",
         "    " + _node_inc(g, NODE_LOCAL, "1", local),
         "    " + _core_inc(CORE_MEM_LOCAL, "1", local),
-        f"    dl = {g.mem_latency} + wt",
+        "    dl = MLAT + wt",
         "else:",
         "    " + _node_inc(g, NODE_REMOTE, "1", local),
         "    " + _core_inc(CORE_MEM_REMOTE, "1", local),
-        f"    dl = {g.mem_latency + g.remote_latency} + wt",
+        "    dl = RMLAT + wt",
     ]
 
 
@@ -529,7 +537,7 @@ def _g_victim(g: Geometry, k: int, v: str, local: bool, after_fetch: bool = Fals
             *out,
             f"    wbs{k} += {v}d",
             "    t0 = ctrl",
-            f"    ctrl = t0 + {g.service_interval} * {v}d",
+            f"    ctrl = t0 + SVC * {v}d",
             f"    nwb += {v}d",
             f"    nwbqd += {v}d * (t0 - tl)",
         ]
@@ -628,7 +636,7 @@ def _g_line(g: Geometry, local: bool = False) -> list[str]:
         out += [*_s_find(g, k, f"T{k}", f"b{k}", f"a{k}"), "if p >= 0:"]
         hit = _g_count(g, k, LVL_HITS, local)
         hit += _s_touch(g, k, f"T{k}", f"b{k}", "p", "w" if k == 0 else "0")
-        hit += [f"dl = {g.hit[k]}", f"served = {k}"]
+        hit += [f"dl = H{k}", f"served = {k}"]
         out += _ind(hit, 1)
         out.append("else:")
         miss = _g_count(g, k, LVL_MISSES, local)
@@ -666,6 +674,10 @@ def _g_prologue(g: Geometry) -> list[str]:
         "sock = 0" if g.sockets == 1 else f"sock = core // {g.cores_per_socket}",
         "cb = 0" if g.cores == 1 else f"cb = core * {g.ncs}",
         *[f"ix{k} = {_inst(g, k)}" for k in range(g.levels)],
+        *[f"H{k} = TIM[{k}]" for k in range(g.levels)],
+        f"MLAT = TIM[{g.levels + TIM_MEM}]",
+        f"RMLAT = MLAT + TIM[{g.levels + TIM_REMOTE}]",
+        f"SVC = TIM[{g.levels + TIM_SERVICE}]",
     ]
 
 
@@ -695,14 +707,23 @@ def _entry(g: Geometry) -> str:
         *_g_ref(g),
         "return lat",
     ]
-    batch = [
-        '"""Serve refs i0.. in order; stop early (returning the index) when the page table',
-        "reaches ``page_limit`` entries.  Invalid references get latency 0, change",
-        "nothing and set MISC status 1.",
+    serve = [
+        '"""Serve references i0..n-1 of one core in order, statistics kept in registers.',
+        "",
+        "Reference i issues ``gaps[i]`` cycles after the previous one completed (the first",
+        "after ``t``).  Stops before the first reference whose issue time passes ``bound``",
+        "(at ``bound`` itself it stops unless ``tie_wins`` or nothing was served yet), or",
+        "when the page table reaches ``page_limit`` entries.  Returns the index of the first",
+        "reference not served; MISC holds the completion time of the last one served, the",
+        "number whose latency exceeded ``pthresh`` and a status (1: invalid references, which",
+        "get latency 0 and change nothing, were skipped).  Latencies go to ``out`` when it",
+        "is not empty.",
         '"""',
         *_g_prologue(g),
         *_g_locals(g),
-        "n = addrs.shape[0]",
+        f"MISC[{MISC_STATUS}] = 0",
+        "rec = out.shape[0] > 0",
+        "pm = 0",
         "stop = n",
         "for i in range(i0, n):",
         *(
@@ -716,16 +737,20 @@ def _entry(g: Geometry) -> str:
         ),
         "    addr = addrs[i]",
         "    size = np.int64(sizes[i])",
-        # Invalid references (size 0, address >= 2**48) are flagged and skipped; a
+        # Invalid references (size 0, address >= 2**ADDRESS_BITS) are flagged and skipped; a
         # branch that leaves the loop would cost ~15 % of the loop's speed.
         f"    if (addr | (size - 1)) >> {ADDRESS_BITS} != 0:",
         f"        MISC[{MISC_STATUS}] = 1",
-        "        out[i] = 0",
+        "        if rec:",
+        "            out[i] = 0",
         "        continue",
-        "    if use_gaps:",
-        "        t += np.int64(gaps[i])",
+        "    now = t + np.int64(gaps[i]) if use_gaps else t",
+        # The time bound: shared levels and controllers must see every core's references
+        # within the engine's window of global time order.
+        "    if now > bound or (now == bound and not tie_wins and i > i0):",
+        "        stop = i",
+        "        break",
         "    w = 1 if writes[i] else 0",
-        "    now = t",
         f"    a0 = addr >> {g.shifts[0]}",
         f"    if a0 == (addr + size - 1) >> {g.shifts[0]}:",
         # The common case, one line, inline with statistics in registers.
@@ -741,17 +766,24 @@ def _entry(g: Geometry) -> str:
         *([f"        CTRL[{g.fixed_node}] = ctrl"] if _local_node(g, True) else []),
         "        lat = access(st, core, addr, size, w != 0, now)",
         *([f"        ctrl = CTRL[{g.fixed_node}]"] if _local_node(g, True) else []),
-        "    out[i] = lat",
-        "    t += lat",
+        "    if lat > pthresh:",
+        "        pm += 1",
+        "    if rec:",
+        "        out[i] = lat",
+        "    t = now + lat",
         *_g_flush(g),
         f"MISC[{MISC_TIME}] = t",
+        f"MISC[{MISC_PMISS}] = pm",
         "return stop",
     ]
     src = "\n\n@njit(cache=True)\ndef access(st, core, addr, size, is_write, now):\n"
     src += "\n".join(_ind(access, 1)) + "\n"
-    src += "\n\n@njit(cache=True)\n"
-    src += "def _batch(st, core, addrs, sizes, writes, gaps, use_gaps, t, out, i0, page_limit):\n"
-    src += "\n".join(_ind(batch, 1)) + "\n"
+    src += "\n\n@njit(cache=True, nogil=True)\n"
+    src += (
+        "def _serve(st, core, addrs, sizes, writes, gaps, use_gaps, t, out, i0, n, bound,"
+        " tie_wins, pthresh, page_limit):\n"
+    )
+    src += "\n".join(_ind(serve, 1)) + "\n"
     return src
 
 
@@ -781,6 +813,13 @@ def generate_source(g: Geometry, extra_source: str = "") -> str:
         parts.append(_coherence(g))
     parts.append(_page_table(g))
     parts.append(_entry(g))
+    misc = {
+        "MISC_PAGES": MISC_PAGES,
+        "MISC_TIME": MISC_TIME,
+        "MISC_STATUS": MISC_STATUS,
+        "MISC_PMISS": MISC_PMISS,
+    }
+    parts.append(driver_source(g.st_misc, g.placement == PLACE_FIRST_TOUCH, misc))
     if extra_source:
         parts.append("\n\n# ---- extra source\n" + extra_source.rstrip() + "\n")
     return "\n".join(parts)
@@ -798,7 +837,10 @@ def kernel_cache_dir() -> Path:
 
 
 def _generator_text() -> str:
-    return Path(__file__).read_text(encoding="utf-8")
+    here = Path(__file__).parent
+    return "".join(
+        (here / f).read_text(encoding="utf-8") for f in ("_kernels.py", "window.py")
+    )
 
 
 def load_module(g: Geometry, extra_source: str = "", extra_name: str = "") -> ModuleType:

@@ -20,17 +20,23 @@ arrays ``state`` passed as the first argument ``st`` of every kernel:
 ``st[L+5]``             coherence filter: per bucket (hash of a 4 KB address region), the
                         lines each core's private levels and each socket's shared levels
                         hold, then their total
-``st[L+6]``             MISC (last): pages mapped, page-table hash shift, end time of the
-                        last batch, status of the last batch
+``st[L+6]``             TIMING: hit latency of every level, memory latency, remote
+                        penalty, service interval (run-time values: a machine that differs
+                        only in these shares the compiled module of its geometry)
+``st[L+7]``             MISC (last): pages mapped, page-table hash shift, end time, status
+                        and private-cache misses of the last ``_serve`` call
 =====================  ==================================================================
 
 The page table is the only structure that grows.  Kernels cannot replace an array inside
-the tuple, so growth happens around them: the batch kernel stops as soon as the table is
-half full, Python rehashes into a table twice as large (a new ``state`` tuple), and the
-batch resumes where it stopped.  Growth never changes results, only the table's size.
-Code that calls ``access`` from its own kernel (``extra_source``) must call
-:meth:`MemorySystem.reserve` with the number of references it is about to serve and then
-re-read :attr:`MemorySystem.state`.
+the tuple, so growth happens around them: ``_serve`` and ``run_cores`` stop as soon as the
+table reaches :meth:`MemorySystem.page_limit` (half full), Python rehashes into a table
+twice as large (:meth:`MemorySystem.grow`, a new ``state`` tuple), and the caller resumes
+where it stopped.  Growth never changes results, only the table's size.
+
+Two entry points serve references: :meth:`MemorySystem.access_batch` (one core, an array
+of references) and :attr:`MemorySystem.run_cores`, the multi-core window loop of
+:mod:`simsched.memory.window` that the replay engine drives.  Both check the status the
+kernels leave in MISC (invalid references).
 """
 
 from __future__ import annotations
@@ -42,6 +48,21 @@ from simsched.machine import Machine
 from simsched.memory import _kernels as K
 
 _MIN_PT = 1024
+#: A time bound and a latency threshold that are never reached.
+_NO_BOUND = np.int64(1) << np.int64(62)
+
+
+def timing_of(machine: Machine) -> np.ndarray:
+    """The TIMING array of ``machine``: hit latencies, memory latency, remote penalty,
+    service interval (layout ``K.TIM_*``)."""
+    m = machine.memory
+    vals = [c.hit_latency for c in machine.caches]
+    vals += [0, 0, 0]
+    L = len(machine.caches)
+    vals[L + K.TIM_MEM] = m.latency
+    vals[L + K.TIM_REMOTE] = m.remote_latency
+    vals[L + K.TIM_SERVICE] = m.service_interval
+    return np.array(vals, dtype=np.int64)
 
 
 def _pt_shift(cap: int) -> int:
@@ -95,6 +116,7 @@ class MemorySystem:
         # Coherence filter: per bucket, lines held by each core and socket, and the total.
         n_fc = (1 << g.filter_bits) * (g.entities + 1) if g.filter_bits else 1
         arrays.append(np.zeros(n_fc, np.int64))
+        arrays.append(timing_of(self.machine))
         misc = np.zeros(K.NMISC, np.int64)
         misc[K.MISC_PT_SHIFT] = _pt_shift(max(cap, _MIN_PT))
         arrays.append(misc)
@@ -104,10 +126,27 @@ class MemorySystem:
     def _first_touch(self) -> bool:
         return self.geometry.placement == K.PLACE_FIRST_TOUCH
 
-    def _page_limit(self) -> int:
+    def page_limit(self) -> int:
+        """Pages the page table may hold before ``_serve``/``run_cores`` stop for growth.
+
+        The one place the page budget is computed: half the table's capacity (open
+        addressing stays fast), unbounded for placements without a page table.  A kernel
+        that stops for it returns to its caller, which calls :meth:`grow` and resumes.
+        """
         if not self._first_touch:
-            return np.iinfo(np.int64).max
-        return self.state[self.geometry.st_pt].shape[0] // 2
+            return int(np.iinfo(np.int64).max)
+        return int(self.state[self.geometry.st_pt].shape[0] // 2)
+
+    def grow(self) -> None:
+        """Double the page table if it is at its :meth:`page_limit`; re-read :attr:`state`."""
+        if self._first_touch:
+            used = int(self.state[self.geometry.st_misc][K.MISC_PAGES])
+            self._grow(used + self.pages_per_ref + 1)
+
+    @property
+    def run_cores(self):
+        """The compiled multi-core window loop (:mod:`simsched.memory.window`)."""
+        return self.module.run_cores
 
     def _grow(self, needed: int) -> None:
         """Rehash the page table into one that holds ``needed`` pages at most half full."""
@@ -134,22 +173,6 @@ class MemorySystem:
         st = list(self.state)
         st[g.st_pt] = table
         self.state = tuple(st)
-
-    def reserve(self, n_refs: int) -> None:
-        """Make room in the page table for the pages ``n_refs`` more references can touch.
-
-        Only needed by code that calls the kernel ``access`` from its own Numba loop; it may
-        replace :attr:`state`, so read ``state`` again after calling it.
-
-        Parameters
-        ----------
-        n_refs
-            Number of references about to be served (each may touch
-            :attr:`pages_per_ref` pages).
-        """
-        if self._first_touch:
-            used = int(self.state[self.geometry.st_misc][K.MISC_PAGES])
-            self._grow(used + self.pages_per_ref * int(n_refs) + 1)
 
     @property
     def pages_per_ref(self) -> int:
@@ -179,7 +202,7 @@ class MemorySystem:
         core
             Issuing core, ``0 <= core < machine.cores``.
         addrs
-            Byte addresses (below 2**48), uint64 or int64 array.
+            Byte addresses (below 2**57, see ``ADDRESS_BITS``), uint64 or int64 array.
         sizes
             Sizes in bytes (1..255), an array or a scalar.
         writes
@@ -221,13 +244,12 @@ class MemorySystem:
             if not out.flags.c_contiguous or not out.flags.writeable:
                 raise ValueError("out must be C-contiguous and writeable")
             out = out[:n]
-        misc = self.state[g.st_misc]
-        misc[K.MISC_STATUS] = 0
         t = int(start_time)
         i = 0
         while True:
-            i = self.module._batch(
-                self.state, int(core), a, s, w, gp, use_gaps, t, out, i, self._page_limit()
+            i = self.module._serve(
+                self.state, int(core), a, s, w, gp, use_gaps, t, out, i, n, _NO_BOUND, True,
+                _NO_BOUND, self.page_limit(),
             )
             misc = self.state[g.st_misc]
             t = int(misc[K.MISC_TIME])
@@ -375,7 +397,9 @@ class MemorySystem:
         nodes = [dict(zip(K.NODE_FIELDS, map(int, ns[n]), strict=True)) for n in range(g.sockets)]
         for d in nodes:
             # The controller is busy one service interval per line it transfers.
-            d["busy_cycles"] = g.service_interval * (d["local"] + d["remote"] + d["writebacks"])
+            d["busy_cycles"] = m.memory.service_interval * (
+                d["local"] + d["remote"] + d["writebacks"]
+            )
         lines = sum(n["local"] + n["remote"] + n["writebacks"] for n in nodes)
         pages = int(self.state[g.st_misc][K.MISC_PAGES]) if self._first_touch else 0
         return {

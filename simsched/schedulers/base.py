@@ -17,6 +17,9 @@ The conversation is event driven and happens in global simulated time order
   under every policy here, continues the frame.
 * :meth:`Scheduler.on_idle` — a core has nothing to run at ``now`` (after a failed
   steal attempt, after being woken, or when it joins the job).
+* :meth:`Scheduler.on_depart` — a core finished a strand and leaves the job (the
+  processor controller gave it to another job; cores change jobs only between strands):
+  the strands this completion released must stay where the job's other cores find them.
 
 Both answer a *decision*, a plain tuple ``(kind, strand, cost)`` built with
 :func:`run`, :func:`retry` and :data:`WAIT`:
@@ -42,10 +45,16 @@ Information the policies of DESIGN.md §6 need is in :class:`SchedContext`:
   :meth:`Scheduler.on_profile` after every strand with its cycles, instructions and its
   private-cache misses (references that missed every per-core cache level), the
   counter CATS and LAWS read from hardware (LAWS §3.3, Eq. 2);
-* quanta and changing core sets (SAWS): ``quantum`` (cycles, 0 = none) makes the engine
-  call :meth:`Scheduler.on_quantum` at every boundary; :meth:`Scheduler.on_cores_changed`
-  tells the scheduler that cores joined or left its job (cores leave only between
-  strands, so a removed core's deque becomes "muggable" in SAWS terms).
+* quanta and changing core sets ([SAWS12]): a scheduler whose class sets ``quantum``
+  (cycles, 0 = none) is called at :meth:`Scheduler.on_quantum` every ``quantum`` cycles
+  of its job's life; under a processor controller with a quantum it is called at the
+  controller's boundaries instead, and the integer it returns is its processor desire
+  for the next quantum.  :meth:`Scheduler.on_cores_changed` tells the scheduler that
+  cores joined or left its job (``ctx.cores`` is already updated; cores leave only
+  between strands, so a removed core's deque stays with the job — "muggable" in SAWS
+  terms); a joining core then gets :meth:`Scheduler.on_idle`.
+* waking: :meth:`SchedContext.wake` wakes sleeping cores of the job — up to ``n`` of them,
+  or the chosen ``cores`` (CAB and LAWS wake a socket's head core), lowest first.
 
 Counters a scheduler wants in the result record go into ``self.counters`` (a dict of
 ints; ``steal_attempts`` and ``steals`` are expected from stealing schedulers).
@@ -60,15 +69,28 @@ import numpy as np
 
 from simsched.errors import ConfigError
 
+# Edge kinds are defined once, with the trace format: spawn, continuation, join.
+from simsched.trace.format import EDGE_CONT, EDGE_JOIN, EDGE_SPAWN
+
 #: Decision kinds.
 RUN = 0
 RETRY = 1
 SLEEP = 2
 
-#: Edge kinds (same values as ``simsched.trace.EDGE_*``: spawn, continuation, join).
-EDGE_SPAWN = 0
-EDGE_CONT = 1
-EDGE_JOIN = 2
+__all__ = [
+    "EDGE_CONT",
+    "EDGE_JOIN",
+    "EDGE_SPAWN",
+    "RETRY",
+    "RUN",
+    "SLEEP",
+    "WAIT",
+    "Decision",
+    "SchedContext",
+    "Scheduler",
+    "retry",
+    "run",
+]
 
 Decision = tuple[int, int, int]
 
@@ -94,12 +116,14 @@ class SchedContext:
     machine
         The resolved :class:`simsched.machine.Machine`.
     cores
-        Cores currently given to the job (sorted).
+        Cores currently given to the job (sorted); the engine keeps :attr:`cores` up to
+        date when the processor controller changes them.
     trace
         The open trace (its ``strands`` and ``frames`` tables are used read-only).
     wake
-        Engine callback ``wake(n)``: wake up to ``n`` sleeping cores of the job (all when
-        ``n`` is None) so that they call :meth:`Scheduler.on_idle` now.
+        Engine callback ``wake(n, cores)``: wake up to ``n`` sleeping cores of the job
+        (all when ``n`` is None), or the sleeping ones among ``cores``, so that they call
+        :meth:`Scheduler.on_idle` now.
     job
         Job number (0 for single-job runs).
     """
@@ -113,7 +137,6 @@ class SchedContext:
         job: int = 0,
     ) -> None:
         self.machine = machine
-        self.cores: tuple[int, ...] = tuple(sorted(cores))
         self.job = job
         self.costs = machine.costs
         self.n_cores_total = machine.cores
@@ -136,11 +159,22 @@ class SchedContext:
         self.frame_first_strand = np.asarray(fr.first_strand)
         self.frame_last_strand = np.asarray(fr.last_strand)
         self._ranges: np.ndarray | None = None
+        self.set_cores(cores)
 
     # -- topology -------------------------------------------------------------------
+    def set_cores(self, cores: Sequence[int]) -> None:
+        """Replace the job's cores (engine use; schedulers are told by
+        :meth:`Scheduler.on_cores_changed`)."""
+        self.cores: tuple[int, ...] = tuple(sorted(int(c) for c in cores))
+        self.core_set: frozenset[int] = frozenset(self.cores)
+        by_socket: list[list[int]] = [[] for _ in range(self.sockets)]
+        for c in self.cores:
+            by_socket[int(self.socket_of[c])].append(c)
+        self._by_socket = tuple(tuple(x) for x in by_socket)
+
     def cores_of_socket(self, socket: int) -> tuple[int, ...]:
         """Cores of the job on ``socket``."""
-        return tuple(c for c in self.cores if self.socket_of[c] == socket)
+        return self._by_socket[socket]
 
     def head_core(self, socket: int) -> int | None:
         """Head worker of ``socket``: the lowest-numbered job core on it (CAB §III, LAWS §3.4)."""
@@ -195,9 +229,17 @@ class SchedContext:
         return out
 
     # -- engine services ----------------------------------------------------------------
-    def wake(self, n: int | None = None) -> None:
-        """Wake up to ``n`` sleeping cores of the job (all if None), lowest core first."""
-        self._wake(n)
+    def wake(self, n: int | None = None, cores: Sequence[int] | None = None) -> None:
+        """Wake sleeping cores of the job so that they call :meth:`Scheduler.on_idle` now.
+
+        Parameters
+        ----------
+        n
+            Wake at most ``n`` of them, lowest core first (all when None).
+        cores
+            Wake only these cores (those of them that sleep); ``n`` then limits how many.
+        """
+        self._wake(n, cores)
 
 
 class Scheduler:
@@ -222,7 +264,8 @@ class Scheduler:
     aliases: ClassVar[tuple[str, ...]] = ()
     randomized: ClassVar[bool] = False
     wants_profile: ClassVar[bool] = False
-    quantum: int = 0
+    #: Cycles between :meth:`on_quantum` calls of a job on its own (0 = never).
+    quantum: ClassVar[int] = 0
     param_defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, ctx: SchedContext, params: dict[str, Any], rng: np.random.Generator):
@@ -293,8 +336,28 @@ class Scheduler:
     ) -> None:
         """Per-strand profile (only when ``wants_profile``): cycles and private-cache misses."""
 
-    def on_quantum(self, now: int) -> None:
-        """A scheduling quantum ended (only when ``quantum`` > 0)."""
+    def on_quantum(self, now: int) -> int | None:
+        """A scheduling quantum ended; return the processor desire for the next one.
+
+        Called every ``quantum`` cycles when the class sets ``quantum``, or at the
+        boundaries of the processor controller's quantum.  ``None`` (the default): the
+        job reports no desire.
+        """
+        return None
+
+    def on_depart(
+        self, core: int, strand: int, now: int, ready: Sequence[int], kinds: Sequence[int]
+    ) -> None:
+        """``core`` finished ``strand`` at ``now`` and leaves the job.
+
+        ``ready`` are the strands the completion released; they must stay where the job's
+        remaining cores find them (``ctx.cores`` no longer holds ``core``).  The default
+        refuses: a scheduler that can lose cores overrides this.
+        """
+        raise NotImplementedError(
+            f"scheduler {self.name!r} does not support cores leaving its job; run it under "
+            "a processor controller that keeps its cores (all, static)"
+        )
 
     def on_cores_changed(self, added: Sequence[int], removed: Sequence[int], now: int) -> None:
         """Cores joined or left the job (``ctx.cores`` is already updated)."""

@@ -58,6 +58,16 @@ class ParallelDepthFirst(Scheduler):
             self.ctx.wake(len(rs))
         return run(s, self._q * (nr + 1))
 
+    def on_depart(
+        self, core: int, strand: int, now: int, ready: Sequence[int], kinds: Sequence[int]
+    ) -> None:
+        """The released strands enter the ready set for the job's other cores."""
+        for s in ready:
+            heapq.heappush(self.ready, s)
+        self.counters["queue_ops"] += len(ready)
+        if ready:
+            self.ctx.wake(len(self.ready))
+
     def on_idle(self, core: int, now: int) -> Decision:
         """Take the earliest ready strand, or sleep."""
         if self.ready:

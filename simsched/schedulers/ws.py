@@ -11,19 +11,20 @@ run by the worker that released it, as in Cilk.
 Costs (``machine.costs``): a push or a pop on the own deque costs ``deque_op`` cycles; a
 steal attempt, successful or not, costs ``steal_attempt`` cycles.  A thief that finds
 every deque of the job empty sleeps until work is pushed (rather than being simulated
-attempt by attempt); the attempts it would have made meanwhile, one per
-``steal_attempt`` cycles, are added to ``steal_attempts`` so that the counter means what
-it means on a real machine.
+attempt by attempt); the attempts it would have made meanwhile are added to
+``steal_attempts`` (:mod:`simsched.schedulers.deques`) so that the counter means what it
+means on a real machine.  A core that leaves the job leaves its deque behind for the
+job's thieves.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from simsched.errors import ConfigError
 from simsched.schedulers.base import EDGE_SPAWN, WAIT, Decision, Scheduler, retry, run
+from simsched.schedulers.deques import WorkerDeques
 
 
 class WorkStealing(Scheduler):
@@ -45,21 +46,31 @@ class WorkStealing(Scheduler):
 
     def __init__(self, ctx, params, rng):
         super().__init__(ctx, params, rng)
-        n = ctx.n_cores_total
-        self.deques: list[deque[int]] = [deque() for _ in range(n)]
-        self.n_items = 0
-        self.child_first = self.params["spawn_policy"] == "child-first"
-        self.sleep_since = [-1] * n
         self.counters = {"steal_attempts": 0, "steals": 0, "deque_pushes": 0}
-        self._others = {c: [v for v in ctx.cores if v != c] for c in ctx.cores}
+        self.dq = WorkerDeques(ctx.n_cores_total, ctx.costs.steal_attempt, self.counters)
+        self.child_first = self.params["spawn_policy"] == "child-first"
+        self._others: dict[int, list[int]] = {}
         self._dq = ctx.costs.deque_op
         self._sa = ctx.costs.steal_attempt
 
+    def others(self, core: int) -> list[int]:
+        """The job's other cores (the victims ``core`` may choose), cached per core set."""
+        o = self._others.get(core)
+        if o is None:
+            o = self._others[core] = [v for v in self.ctx.cores if v != core]
+        return o
+
     def on_start(self, strand: int, now: int) -> None:
         """The first strand goes to the deque of the job's first core."""
-        self.deques[self.ctx.cores[0]].append(strand)
-        self.n_items += 1
+        self.dq.push(self.ctx.cores[0], strand)
         self.ctx.wake(None)
+
+    def _pick(self, kinds: Sequence[int]) -> int:
+        # At a spawn the child (EDGE_SPAWN) and the continuation are released together.
+        for i, k in enumerate(kinds):
+            if (k == EDGE_SPAWN) == self.child_first:
+                return i
+        return 0
 
     def on_finish(
         self, core: int, strand: int, now: int, ready: Sequence[int], kinds: Sequence[int]
@@ -70,43 +81,39 @@ class WorkStealing(Scheduler):
             return self.on_idle(core, now)
         if nr == 1:
             return run(ready[0], 0)
-        # A spawn released the child (EDGE_SPAWN) and the continuation.
-        pick = 0
-        for i in range(nr):
-            if (kinds[i] == EDGE_SPAWN) == self.child_first:
-                pick = i
-                break
-        dq = self.deques[core]
-        for i in range(nr):
-            if i != pick:
-                dq.append(ready[i])
-        pushed = nr - 1
-        self.n_items += pushed
+        pick = self._pick(kinds)
+        pushed = self.dq.push_all(core, (ready[i] for i in range(nr) if i != pick))
         self.counters["deque_pushes"] += pushed
         self.ctx.wake(None)
         return run(ready[pick], self._dq * pushed)
 
+    def on_depart(
+        self, core: int, strand: int, now: int, ready: Sequence[int], kinds: Sequence[int]
+    ) -> None:
+        """The released strands stay on the departing core's deque (thieves find them)."""
+        if ready:
+            self.counters["deque_pushes"] += self.dq.push_all(core, ready)
+            self.ctx.wake(None)
+
+    def on_cores_changed(self, added: Sequence[int], removed: Sequence[int], now: int) -> None:
+        """Victim lists follow the job's cores; a removed sleeper stops spinning."""
+        self._others.clear()
+        for c in removed:
+            self.dq.wake(c, now)
+
     def on_idle(self, core: int, now: int) -> Decision:
         """Pop the own deque, else make one steal attempt on a random victim."""
-        since = self.sleep_since[core]
-        if since >= 0:
-            # Attempts a spinning thief would have made while every deque was empty.
-            if self._sa > 0:
-                self.counters["steal_attempts"] += (now - since) // self._sa
-            self.sleep_since[core] = -1
-        dq = self.deques[core]
-        if dq:
-            self.n_items -= 1
-            return run(dq.pop(), self._dq)
-        if self.n_items == 0:
-            self.sleep_since[core] = now
+        dq = self.dq
+        dq.wake(core, now)
+        s = dq.pop(core)
+        if s >= 0:
+            return run(s, self._dq)
+        others = self.others(core)
+        if dq.n_items == 0 or not others:
+            dq.sleep(core, now)
             return WAIT
-        others = self._others[core]
         victim = others[int(self.rng.integers(len(others)))]
-        self.counters["steal_attempts"] += 1
-        vdq = self.deques[victim]
-        if vdq:
-            self.n_items -= 1
-            self.counters["steals"] += 1
-            return run(vdq.popleft(), self._sa)
+        s = dq.attempt(victim)
+        if s >= 0:
+            return run(s, self._sa)
         return retry(self._sa)

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simsched.engine._kernels import KERNEL_NAME, WINDOW_SOURCE
 from simsched.engine.check import check_invariants
 from simsched.engine.replay import Engine
 from simsched.machine import load_machine
@@ -24,7 +23,7 @@ SCHEDS = [("ws", {}), ("ws", {"spawn_policy": "parent-first"}), ("pdf", {})]
 
 
 def _fast(trace, machine, cls, params, seed, window):
-    mem = MemorySystem(machine, extra_source=WINDOW_SOURCE, extra_name=KERNEL_NAME)
+    mem = MemorySystem(machine)
     res = Engine(trace, machine, cls, params, seed, mem, window=window, buffer_refs=64).run()
     return res, mem.stats()
 
@@ -64,7 +63,7 @@ def test_multisocket_scheduler_keeps_subtrees_on_their_socket(tmp_path):
     # Every strand ran on the socket of its level-1 subtree.
     from simsched.schedulers.base import SchedContext
 
-    ctx = SchedContext(machine, range(machine.cores), trace, lambda n: None)
+    ctx = SchedContext(machine, range(machine.cores), trace, lambda n, cores: None)
     sched = SubtreePerSocket(ctx, {}, np.random.default_rng(0))
     sockets = np.array([machine.socket_of(c) for c in res.strand_core])
     want = np.array([sched.socket_of_strand(s) for s in range(trace.header.n_strands)])

@@ -39,8 +39,8 @@ class OracleEngine:
         lat = [c.hit_latency for c in machine.caches if c.scope == "core"]
         self.pthresh = max(lat) if lat else -1
 
-    def wake(self, n):
-        cores = sorted(self.sleeping)
+    def wake(self, n, only=None):
+        cores = sorted(self.sleeping if only is None else self.sleeping & set(only))
         if n is not None:
             cores = cores[:n]
         for c in cores:

@@ -16,7 +16,7 @@ def _ctx(tmp_path, cores="itrs-scaling-4"):
     m = load_machine(cores)
     t = open_trace(make_trace(tmp_path / "t.sst", seed=1))
     woken = []
-    return SchedContext(m, range(m.cores), t, lambda n: woken.append(n)), woken, m
+    return SchedContext(m, range(m.cores), t, lambda n, cores: woken.append(n)), woken, m
 
 
 def test_ws_child_first_pushes_continuation(tmp_path):
@@ -24,21 +24,21 @@ def test_ws_child_first_pushes_continuation(tmp_path):
     ws = WorkStealing(ctx, {}, np.random.default_rng(0))
     d = ws.on_finish(1, 0, 100, [5, 9], [EDGE_CONT, EDGE_SPAWN])
     assert d == (RUN, 9, m.costs.deque_op)
-    assert list(ws.deques[1]) == [5] and woken
+    assert list(ws.dq.deques[1]) == [5] and woken
     # Owner pops LIFO; a thief takes from the other end.
-    ws.deques[1].extend([6, 7])
-    ws.n_items += 2
+    ws.dq.deques[1].extend([6, 7])
+    ws.dq.n_items += 2
     assert ws.on_idle(1, 200) == (RUN, 7, m.costs.deque_op)
     ws2 = WorkStealing(ctx, {"spawn_policy": "parent-first"}, np.random.default_rng(0))
     assert ws2.on_finish(1, 0, 100, [5, 9], [EDGE_CONT, EDGE_SPAWN])[1] == 5
-    assert list(ws2.deques[1]) == [9]
+    assert list(ws2.dq.deques[1]) == [9]
 
 
 def test_ws_steal_attempts_random_victims(tmp_path):
     ctx, _, m = _ctx(tmp_path)
     ws = WorkStealing(ctx, {}, np.random.default_rng(0))
-    ws.deques[3].extend([10, 11])
-    ws.n_items = 2
+    ws.dq.deques[3].extend([10, 11])
+    ws.dq.n_items = 2
     got = []
     for _ in range(50):
         d = ws.on_idle(0, 0)
@@ -49,12 +49,12 @@ def test_ws_steal_attempts_random_victims(tmp_path):
     assert got == [(RUN, 10, m.costs.steal_attempt)]  # bottom of the victim's deque
     assert ws.counters["steals"] == 1 and ws.counters["steal_attempts"] >= 1
     # Everything empty: sleep, and count the attempts a spinning thief would have made.
-    ws.deques[3].clear()
-    ws.n_items = 0
+    ws.dq.deques[3].clear()
+    ws.dq.n_items = 0
     before = ws.counters["steal_attempts"]
     assert ws.on_idle(2, 1000)[0] == SLEEP
-    ws.deques[3].append(4)
-    ws.n_items = 1
+    ws.dq.deques[3].append(4)
+    ws.dq.n_items = 1
     ws.on_idle(2, 1000 + 10 * m.costs.steal_attempt)
     assert ws.counters["steal_attempts"] == before + 10 + 1
 

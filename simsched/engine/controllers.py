@@ -1,0 +1,249 @@
+"""Processor controllers: how the machine's cores are divided among the jobs of a run.
+
+A controller is a policy, like a scheduler: it is asked, at every arrival and completion
+of a job and at the boundaries of its quantum (when it has one), how many cores each
+active job gets — or exactly which cores.  The engine owns the cores: it turns counts
+into core sets that move as few cores as possible (:func:`assign_cores`) and moves a
+core that is running a strand only when the strand ends.
+
+* ``all`` — one job at a time on every core, in arrival order (a single-job run is one
+  job under ``all``);
+* ``static`` — a fixed partition: job ``i`` of the job set always holds the same block
+  of cores (``shares`` cores each, or an equal split of the machine);
+* ``equi`` — EQUI: the active jobs share the cores equally (the remainder goes to the
+  earliest arrivals), changed only at arrivals and completions.
+
+DEQ (dynamic equi-partitioning from desires, [SAWS12] Algorithm 1) joins them with the
+SAWS schedulers.  ``REGISTRY`` maps names and aliases to classes; outside packages add
+controllers through the ``simsched.controllers`` entry-point group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+from simsched.errors import ConfigError
+
+
+class Controller:
+    """Base class of processor controllers.
+
+    Parameters
+    ----------
+    machine
+        The machine.
+    n_jobs
+        Number of jobs in the job set.
+    params
+        Controller parameters (checked against ``param_defaults``).
+    quantum
+        Cycles between reallocations (0: only at arrivals and completions).
+    """
+
+    name: ClassVar[str] = ""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    param_defaults: ClassVar[dict[str, Any]] = {}
+    #: Whether the controller uses the jobs' desires (then quanta ask schedulers for them).
+    uses_desire: ClassVar[bool] = False
+
+    def __init__(
+        self, machine: Any, n_jobs: int, params: Mapping[str, Any] | None = None, quantum: int = 0
+    ) -> None:
+        unknown = sorted(set(params or {}) - set(self.param_defaults))
+        if unknown:
+            raise ConfigError(
+                f"controller {self.name!r}: unknown parameter(s) {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(self.param_defaults)) or 'none'})"
+            )
+        if int(quantum) < 0:
+            raise ConfigError(f"controller {self.name!r}: quantum {quantum} must be >= 0 cycles")
+        self.machine = machine
+        self.P = machine.cores
+        self.n_jobs = n_jobs
+        self.params = {**self.param_defaults, **dict(params or {})}
+        self.quantum = int(quantum)
+
+    def allot(self, now: int, jobs: Sequence[Any]) -> dict[int, int | tuple[int, ...]]:
+        """Cores for each active job: a count, or an explicit tuple of cores.
+
+        Parameters
+        ----------
+        now
+            Current cycle.
+        jobs
+            The active jobs (arrived, not finished), in arrival order; each has ``jid``,
+            ``arrival``, ``cores`` (current set) and ``desire`` (last reported or None).
+
+        Returns
+        -------
+        dict
+            ``{jid: count or cores}``; jobs left out get no core.
+        """
+        raise NotImplementedError
+
+
+def equal_shares(n_jobs: int, P: int) -> list[int]:
+    """``P`` cores split as equally as possible among ``n_jobs`` (earlier jobs get the
+    remainder; with more jobs than cores the first ``P`` get one each)."""
+    if n_jobs <= 0:
+        return []
+    base, extra = divmod(P, n_jobs)
+    return [base + (1 if i < extra else 0) for i in range(n_jobs)]
+
+
+class AllCores(Controller):
+    """Every core to the earliest active job; the others wait (``all``)."""
+
+    name: ClassVar[str] = "all"
+    aliases: ClassVar[tuple[str, ...]] = ("fifo",)
+
+    def allot(self, now, jobs):
+        return {jobs[0].jid: self.P} if jobs else {}
+
+
+class Static(Controller):
+    """A fixed partition of the cores by job index (``static``)."""
+
+    name: ClassVar[str] = "static"
+    param_defaults: ClassVar[dict[str, Any]] = {"shares": None}
+
+    def __init__(self, machine, n_jobs, params=None, quantum=0):
+        super().__init__(machine, n_jobs, params, quantum)
+        shares = self.params["shares"]
+        if shares is None:
+            shares = equal_shares(n_jobs, self.P)
+        elif isinstance(shares, str):
+            try:
+                shares = [int(x) for x in shares.split(",") if x.strip()]
+            except ValueError:
+                raise ConfigError(
+                    f"controller 'static': shares={shares!r} is not a list of integers"
+                ) from None
+        shares = [int(x) for x in shares]
+        if len(shares) != n_jobs or any(x < 0 for x in shares) or sum(shares) > self.P:
+            raise ConfigError(
+                f"controller 'static': shares {shares} must give each of the {n_jobs} jobs "
+                f"a non-negative number of cores, {self.P} in all at most"
+            )
+        self.blocks: list[tuple[int, ...]] = []
+        first = 0
+        for k in shares:
+            self.blocks.append(tuple(range(first, first + k)))
+            first += k
+
+    def allot(self, now, jobs):
+        return {j.jid: self.blocks[j.jid] for j in jobs}
+
+
+class Equi(Controller):
+    """Equal shares of the cores among the active jobs (``equi``)."""
+
+    name: ClassVar[str] = "equi"
+    aliases: ClassVar[tuple[str, ...]] = ("equipartition",)
+
+    def allot(self, now, jobs):
+        return {j.jid: k for j, k in zip(jobs, equal_shares(len(jobs), self.P), strict=True)}
+
+
+REGISTRY: dict[str, type[Controller]] = {}
+
+
+def register(cls: type[Controller]) -> type[Controller]:
+    """Add a controller class to :data:`REGISTRY` under its name and aliases."""
+    for key in (cls.name, *cls.aliases):
+        if key in REGISTRY and REGISTRY[key] is not cls:
+            raise ValueError(f"controller name {key!r} is taken by {REGISTRY[key].__name__}")
+        REGISTRY[key] = cls
+    return cls
+
+
+for _cls in (AllCores, Static, Equi):
+    register(_cls)
+
+_plugins_loaded = False
+
+
+def get_controller(name: str) -> type[Controller]:
+    """The controller class called ``name`` (or an alias); a clear error if unknown."""
+    global _plugins_loaded
+    if name not in REGISTRY and not _plugins_loaded:
+        _plugins_loaded = True
+        for ep in entry_points(group="simsched.controllers"):
+            register(ep.load())
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        names = sorted({c.name for c in REGISTRY.values()})
+        raise ConfigError(
+            f"unknown controller {name!r} (known: {', '.join(names)})"
+        ) from None
+
+
+def assign_cores(
+    current: Mapping[int, frozenset[int] | set[int]],
+    targets: Mapping[int, int | tuple[int, ...]],
+    socket_of: Sequence[int],
+) -> dict[int, set[int]]:
+    """Concrete core sets for the target allotments, moving as few cores as possible.
+
+    A job above its count gives up cores first from the sockets where it holds fewest
+    (keeping each job on few sockets, so that it keeps sharing its caches), highest core
+    first; a job below its count takes free cores from the sockets where it already holds
+    most, then from the sockets with most free cores, lowest core first.  Jobs are served
+    in ``jid`` order; everything is deterministic.
+
+    Parameters
+    ----------
+    current
+        Cores each job holds now.
+    targets
+        Count or explicit cores per job (jobs missing from it get none).
+    socket_of
+        Socket of every core.
+
+    Returns
+    -------
+    dict
+        ``{jid: set of cores}`` for every job in ``current`` or ``targets``.
+    """
+    P = len(socket_of)
+    out: dict[int, set[int]] = {j: set(c) for j, c in current.items()}
+    for j in targets:
+        out.setdefault(j, set())
+    explicit = {j: set(v) for j, v in targets.items() if isinstance(v, tuple)}
+    for j in out:
+        if j in explicit:
+            out[j] = set(explicit[j])
+            continue
+        want = int(targets.get(j, 0))
+        have = out[j]
+        if len(have) > want:
+            per = _per_socket(have, socket_of)
+            order = sorted(have, key=lambda c: (per[socket_of[c]], -c))
+            for c in order[: len(have) - want]:
+                have.discard(c)
+    taken = set().union(*out.values()) if out else set()
+    for j in sorted(out):
+        if j in explicit:
+            continue
+        want = int(targets.get(j, 0))
+        have = out[j]
+        while len(have) < want:
+            free = [c for c in range(P) if c not in taken]
+            if not free:
+                break
+            mine = _per_socket(have, socket_of)
+            fsock = _per_socket(free, socket_of)
+            c = min(free, key=lambda c: (-mine.get(socket_of[c], 0), -fsock[socket_of[c]], c))
+            have.add(c)
+            taken.add(c)
+    return out
+
+
+def _per_socket(cores: Any, socket_of: Sequence[int]) -> dict[int, int]:
+    d: dict[int, int] = {}
+    for c in cores:
+        d[socket_of[c]] = d.get(socket_of[c], 0) + 1
+    return d

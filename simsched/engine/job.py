@@ -1,0 +1,170 @@
+"""A job: one program being replayed, with its own scheduler, DAG state and address space.
+
+A :class:`Job` holds what the engine needs of one trace (reference ranges, tails,
+successor lists, predecessor counts), the records of its strands (core, start, end), its
+scheduler and the scheduler's :class:`~simsched.schedulers.base.SchedContext`, the set of
+cores it holds and which of them sleep, and a small LRU pool of decoded trace chunks
+(about one per core it may run on), so that memory stays bounded whatever the trace
+length.
+
+**Address spaces.**  Jobs never share a cache line: job ``j``'s virtual address ``a``
+(below 2**48, checked when the trace is read) becomes the physical address
+``(j << 49) + colour(j) + a``.  The tag keeps address spaces apart; the colour, a
+deterministic multiple of 4 KB pages below 2**40 (0 for job 0), stands for the frames
+an operating system would hand out, so that identical copies of one program do not map
+their arrays onto the same cache sets.  Pages are still placed on NUMA nodes by the
+machine's policy (first touch: the node of the core that touches a page first), per job.
+Job 0 of a single-job run uses the addresses of the trace unchanged.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from simsched.schedulers.base import SchedContext, Scheduler
+
+#: Bits of the job tag's position in physical addresses.
+JOB_SHIFT = 49
+#: Largest number of jobs one run may hold.
+MAX_JOBS = 256
+
+
+def addr_offset(job: int) -> int:
+    """Physical offset of job ``job``'s address space (see the module docstring)."""
+    if job == 0:
+        return 0
+    colour = ((job * 0x9E3779B97F4A7C15) & ((1 << 64) - 1)) >> 36  # 28 bits of pages
+    return (job << JOB_SHIFT) + (colour << 12)
+
+
+class ChunkPool:
+    """LRU pool of decoded trace chunks (``capacity`` chunks stay resident)."""
+
+    def __init__(self, trace: Any, capacity: int) -> None:
+        self.trace = trace
+        self.capacity = max(2, capacity)
+        self.pool: OrderedDict[int, Any] = OrderedDict()
+        self.loads = 0
+
+    def get(self, k: int) -> Any:
+        """Decoded chunk ``k``."""
+        c = self.pool.get(k)
+        if c is not None:
+            self.pool.move_to_end(k)
+            return c
+        c = self.trace.chunk(k)
+        self.loads += 1
+        self.pool[k] = c
+        if len(self.pool) > self.capacity:
+            self.pool.popitem(last=False)
+        return c
+
+
+class Job:
+    """One trace under one scheduler on a set of cores.
+
+    Parameters
+    ----------
+    jid
+        Job number (index in the job set; 0 for single-job runs).
+    name
+        Label used in results and messages.
+    trace
+        The open trace.
+    machine
+        The machine.
+    scheduler
+        The scheduler class.
+    params
+        Resolved scheduler parameters.
+    rng
+        The job scheduler's random generator.
+    wake
+        Engine callback ``wake(job, n, cores)``.
+    arrival
+        Arrival cycle.
+    """
+
+    def __init__(
+        self,
+        jid: int,
+        name: str,
+        trace: Any,
+        machine: Any,
+        scheduler: type[Scheduler],
+        params: dict[str, Any],
+        rng: np.random.Generator,
+        wake: Any,
+        arrival: int = 0,
+    ) -> None:
+        self.jid = jid
+        self.name = name
+        self.trace = trace
+        self.arrival = int(arrival)
+        self.addr_offset = addr_offset(jid)
+        h = trace.header
+        n = int(h.n_strands)
+        self.n = n
+        self.n_refs = int(h.n_refs)
+        st = trace.strands
+        self.ref_start = np.asarray(st.ref_start, dtype=np.int64).tolist()
+        self.tail = np.asarray(st.tail, dtype=np.int64).tolist()
+        self.instr = np.asarray(st.instr, dtype=np.int64).tolist()
+        src = np.asarray(trace.edges.src, dtype=np.int64)
+        self.succ_off = np.searchsorted(src, np.arange(n + 1, dtype=np.int64)).tolist()
+        self.succ_dst = np.asarray(trace.edges.dst, dtype=np.int64).tolist()
+        self.succ_kind = np.asarray(trace.edges.kind, dtype=np.int64).tolist()
+        self.pred_rem = np.asarray(trace.pred_count, dtype=np.int64).tolist()
+        self.strand_core = np.full(n, -1, dtype=np.int64)
+        self.strand_start = np.full(n, -1, dtype=np.int64)
+        self.strand_end = np.full(n, -1, dtype=np.int64)
+        self.cost_ns = np.zeros(n, dtype=np.int64)
+        self.finished = 0
+        self.refs_done = 0
+        self.start_cycle = -1
+        self.finish_cycle = -1
+        self.cores: set[int] = set()
+        self.sleeping: set[int] = set()
+        self.pool = ChunkPool(trace, machine.cores + 2)
+        self.ctx = SchedContext(machine, (), trace, lambda n=None, cores=None: wake(self, n, cores))
+        self.ctx.job = jid
+        self.sched = scheduler(self.ctx, params, rng)
+        # Desire reported by the scheduler at quantum boundaries (None: not reported).
+        self.desire: int | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether every strand has finished."""
+        return self.finished >= self.n
+
+    def chunk_of(self, g: int) -> Any:
+        """The decoded chunk holding global reference ``g``."""
+        return self.pool.get(self.trace.chunk_of_ref(g))
+
+    def release(self, s: int) -> tuple[list[int], list[int]]:
+        """Mark strand ``s`` finished; return the strands it made ready and their edges."""
+        ready: list[int] = []
+        kinds: list[int] = []
+        pred = self.pred_rem
+        dst = self.succ_dst
+        for i in range(self.succ_off[s], self.succ_off[s + 1]):
+            d = dst[i]
+            r = pred[d] - 1
+            pred[d] = r
+            if r == 0:
+                ready.append(d)
+                kinds.append(self.succ_kind[i])
+        self.finished += 1
+        self.refs_done += self.ref_start[s + 1] - self.ref_start[s]
+        return ready, kinds
+
+    def check_runnable(self, s: int, c: int, now: int) -> None:
+        """Raise if the scheduler chose a strand that is not ready or already ran."""
+        if s < 0 or s >= self.n or self.strand_core[s] != -1 or self.pred_rem[s] != 0:
+            raise RuntimeError(
+                f"scheduler {self.sched.name!r} of job {self.name!r} chose strand {s} on "
+                f"core {c} at {now}, which is not ready or already ran"
+            )

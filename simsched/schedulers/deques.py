@@ -1,0 +1,93 @@
+"""Per-worker deques and the accounting of sleeping thieves, shared by stealing policies.
+
+WS, CAB, LAWS and SAWS all keep one deque per worker: the owner pushes and pops at the
+top (LIFO), thieves take from the bottom.  :class:`WorkerDeques` holds them with the
+count of queued strands (so that "is there anything to steal anywhere?" is O(1)) and the
+steal counters every stealing policy reports.
+
+**Sleeping thieves.**  A thief that finds nothing to steal anywhere is put to sleep until
+work is pushed, rather than simulated attempt by attempt (which would cost one engine
+event per ``steal_attempt`` cycles per idle core).  The attempts it would have made while
+spinning are added when it wakes: a spinning thief that starts at ``t0`` attempts at
+``t0, t0 + a, t0 + 2a, ...``; woken at ``t1`` it makes a real (counted) attempt at
+``t1``, so ``(t1 - t0) // a`` are added — together, exactly the attempts of the spinning
+thief in ``[t0, t1]``.  Waking every sleeper when one strand is pushed
+(``ctx.wake(None)``) therefore does not inflate ``steal_attempts``: each woken thief's
+attempt at ``t1`` is one a spinning thief makes too (tests/schedulers/test_deques.py).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+
+class WorkerDeques:
+    """One deque per core of the machine, the queued-strand count and steal counters.
+
+    Parameters
+    ----------
+    n_cores
+        Cores of the machine (deques are indexed by core number).
+    steal_attempt
+        Cycles of one steal attempt (``machine.costs.steal_attempt``), for the sleep
+        accounting.
+    counters
+        The scheduler's counter dict; ``steal_attempts`` and ``steals`` are kept there.
+    """
+
+    def __init__(self, n_cores: int, steal_attempt: int, counters: dict[str, int]) -> None:
+        self.deques: list[deque[int]] = [deque() for _ in range(n_cores)]
+        self.n_items = 0
+        self.steal_attempt = int(steal_attempt)
+        self.counters = counters
+        counters.setdefault("steal_attempts", 0)
+        counters.setdefault("steals", 0)
+        self.sleep_since = [-1] * n_cores
+
+    def push(self, core: int, strand: int) -> None:
+        """Push ``strand`` on top of ``core``'s deque."""
+        self.deques[core].append(strand)
+        self.n_items += 1
+
+    def push_all(self, core: int, strands: Iterable[int]) -> int:
+        """Push several strands on ``core``'s deque (in order); returns how many."""
+        dq = self.deques[core]
+        before = len(dq)
+        dq.extend(strands)
+        k = len(dq) - before
+        self.n_items += k
+        return k
+
+    def pop(self, core: int) -> int:
+        """Pop the top of ``core``'s own deque, or -1 when it is empty."""
+        dq = self.deques[core]
+        if not dq:
+            return -1
+        self.n_items -= 1
+        return dq.pop()
+
+    def attempt(self, victim: int) -> int:
+        """One steal attempt on ``victim`` (counted): its bottom strand, or -1."""
+        self.counters["steal_attempts"] += 1
+        dq = self.deques[victim]
+        if not dq:
+            return -1
+        self.n_items -= 1
+        self.counters["steals"] += 1
+        return dq.popleft()
+
+    def sleep(self, core: int, now: int) -> None:
+        """``core`` goes to sleep at ``now`` as a thief with nothing to steal."""
+        self.sleep_since[core] = now
+
+    def wake(self, core: int, now: int) -> None:
+        """Account the attempts ``core`` would have made spinning since it slept."""
+        since = self.sleep_since[core]
+        if since >= 0:
+            if self.steal_attempt > 0:
+                self.counters["steal_attempts"] += (now - since) // self.steal_attempt
+            self.sleep_since[core] = -1
+
+    def __len__(self) -> int:
+        return self.n_items
