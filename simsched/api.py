@@ -161,7 +161,7 @@ def one_core_machine(machine: Any) -> Any:
     d["name"] = f"{machine.name}-1core"
     d["sockets"] = 1
     d["cores_per_socket"] = 1
-    d["costs"] = {"steal_attempt": 0, "deque_op": 0, "queue_op": 0}
+    d["costs"] = dict.fromkeys(d["costs"], 0)
     if str(d["memory"].get("placement", "")).startswith("node:"):
         d["memory"]["placement"] = "node:0"
     d["coherence"] = machine.coherent

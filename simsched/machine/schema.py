@@ -146,6 +146,12 @@ class Costs(_Strict):
     steal_attempt: int = Field(default=50, ge=0, description="one attempt to steal, hit or miss")
     deque_op: int = Field(default=5, ge=0, description="push or pop on a worker's own deque")
     queue_op: int = Field(default=20, ge=0, description="an operation on a shared ready pool")
+    remote_pool_op: int = Field(
+        default=100,
+        ge=0,
+        description="an operation on a pool homed on another socket (CAB's inter-socket "
+        "pools, LAWS' free tier): the pool's lock and head cross the interconnect",
+    )
 
 
 class Machine(_Strict):

@@ -11,7 +11,7 @@ from simsched.engine.check import check_invariants
 from simsched.engine.replay import Engine
 from simsched.machine import load_machine
 from simsched.memory import MemorySystem
-from simsched.schedulers import get_scheduler
+from simsched.schedulers import get_scheduler, scheduler_names
 from simsched.trace import open_trace
 from tests.engine.conftest import make_trace
 from tests.engine.machines import ONE_BY_THREE, TWO_BY_TWO
@@ -19,7 +19,11 @@ from tests.oracles.engine_oracle import OracleEngine
 from tests.oracles.memory_oracle import MemoryOracle
 from tests.schedulers.subtree_socket import SubtreePerSocket
 
-SCHEDS = [("ws", {}), ("ws", {"spawn_policy": "parent-first"}), ("pdf", {})]
+#: Every registered scheduler with its defaults (new schedulers are checked against the
+#: oracle automatically), plus parameter variants worth checking on their own.
+SCHEDS = [(name, {}) for name in scheduler_names()] + [
+    ("ws", {"spawn_policy": "parent-first"}),
+]
 
 
 def _fast(trace, machine, cls, params, seed, window):
@@ -30,7 +34,9 @@ def _fast(trace, machine, cls, params, seed, window):
 
 @pytest.mark.parametrize("mspec", [TWO_BY_TWO, ONE_BY_THREE], ids=["2x2", "1x3"])
 @pytest.mark.parametrize("tseed", [1, 7])
-@pytest.mark.parametrize("sched,params", SCHEDS, ids=["ws", "ws-pf", "pdf"])
+@pytest.mark.parametrize(
+    "sched,params", SCHEDS, ids=[n + "".join(f"-{v}" for v in p.values()) for n, p in SCHEDS]
+)
 def test_fast_engine_equals_oracle(tmp_path, mspec, tseed, sched, params):
     machine = load_machine(mspec)
     trace = open_trace(make_trace(tmp_path / "t.sst", seed=tseed, depth=4, max_refs=60))
