@@ -193,25 +193,15 @@ def choose_boundary_level(
     Sc = _positive_int("shared cache Sc", Sc)
     Sd = _positive_int("data size Sd", Sd)
     base = {"branching": B, "sockets": M, "shared_cache": Sc, "data_bytes": Sd}
+    zero = {"level_sockets": None, "level_cache": None, "leaf_tasks": 0, "leaf_bytes": float(Sd)}
     if M == 1:  # Algorithm II step 2: one squad, every task intra-socket
-        return BoundaryChoice(
-            0,
-            "single-socket",
-            **base,
-            level_sockets=None,
-            level_cache=None,
-            leaf_tasks=0,
-            leaf_bytes=float(Sd),
-        )
+        return BoundaryChoice(0, "single-socket", **base, **zero)
     if miss_intensity is not None and is_cpu_bound(miss_intensity, threshold):
         return BoundaryChoice(
             0,
             "cpu-bound",
             **base,
-            level_sockets=None,
-            level_cache=None,
-            leaf_tasks=0,
-            leaf_bytes=float(Sd),
+            **zero,
             miss_intensity=float(miss_intensity),
             threshold=float(threshold),
         )
