@@ -39,24 +39,12 @@ The recursion runs as a loop (each level removes ``S`` from ``J``; at most ``|J|
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
 
 from simsched.errors import ConfigError
-
-
-def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool):
-        raise ConfigError(f"{name}={value!r} is not an integer")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise ConfigError(f"{name}={value!r} is not an integer") from None
-    if v < 0:
-        raise ConfigError(f"{name}={v} must be >= 0")
-    return int(v)
+from simsched.schedulers.boundary import check_int, check_ints
 
 
 def _equal_split(n: int, cores: int) -> np.ndarray:
@@ -92,7 +80,7 @@ def equi_allot(n_jobs: int, P: int) -> np.ndarray:
     >>> equi_allot(3, 8).tolist()
     [3, 3, 2]
     """
-    return _equal_split(_count("jobs", n_jobs), _count("cores P", P))
+    return _equal_split(check_int("jobs", n_jobs), check_int("cores P", P))
 
 
 def deq_allot(desires: Any, P: int) -> np.ndarray:
@@ -124,16 +112,10 @@ def deq_allot(desires: Any, P: int) -> np.ndarray:
     >>> deq_allot([2, 40, 3, 9], 16).tolist()
     [2, 6, 3, 5]
     """
-    cores = _count("cores P", P)
-    d = np.asarray(desires)
+    cores = check_int("cores P", P)
+    d = check_ints("desires", desires)
     if d.ndim != 1:
         raise ConfigError(f"desires must be a 1-D sequence, got shape {d.shape}")
-    if d.size and d.dtype.kind not in "iu":
-        if d.dtype.kind != "f" or not np.all(np.isfinite(d)) or np.any(d != np.round(d)):
-            raise ConfigError("desires must be whole numbers of cores")
-    d = d.astype(np.int64)
-    if np.any(d < 0):
-        raise ConfigError("desires must be >= 0")
     out = np.zeros(d.shape[0], dtype=np.int64)
     active = np.arange(d.shape[0])
     while active.size:  # one level of Algorithm 1's recursion per pass

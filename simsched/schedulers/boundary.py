@@ -79,7 +79,24 @@ from simsched.errors import ConfigError
 CPU_BOUND_MISS_INTENSITY = 1e-3
 
 
-def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+def check_int(name: str, value: Any, minimum: int = 0) -> int:
+    """``value`` as an int, or a :class:`ConfigError` naming ``name``.
+
+    Shared by the boundary, packing, desire and allotment modules.
+
+    Parameters
+    ----------
+    name
+        What the value is, for the error message.
+    value
+        An integer (Python or numpy; not a bool, not a float).
+    minimum
+        Smallest value accepted.
+
+    Returns
+    -------
+    int
+    """
     if isinstance(value, bool):
         raise ConfigError(f"{name}={value!r} is not an integer")
     try:
@@ -89,6 +106,36 @@ def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
     if v < minimum:
         raise ConfigError(f"{name}={v} must be at least {minimum}")
     return int(v)
+
+
+def check_ints(name: str, values: Any, minimum: int = 0) -> np.ndarray:
+    """``values`` as an int64 array of whole numbers ``>= minimum``, or a :class:`ConfigError`.
+
+    Floats are accepted when every one is a whole number (counts read from JSON or
+    computed in floating point).
+
+    Parameters
+    ----------
+    name
+        What the values are, for the error message.
+    values
+        Array-like of numbers.
+    minimum
+        Smallest value accepted.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, same shape.
+    """
+    x = np.asarray(values)
+    if x.size and x.dtype.kind not in "iu":
+        if x.dtype.kind != "f" or not np.all(np.isfinite(x)) or np.any(x != np.round(x)):
+            raise ConfigError(f"{name} must be whole numbers")
+    x = x.astype(np.int64)
+    if np.any(x < minimum):
+        raise ConfigError(f"{name} must be at least {minimum}")
+    return x
 
 
 def _ceil_log(num: int, den: int, base: int) -> int:
@@ -188,10 +235,10 @@ def choose_boundary_level(
     ConfigError
         A parameter is not a positive integer (``B`` must be >= 2: Eq. 4 takes ``log_B``).
     """
-    B = _positive_int("branching degree B", B, 2)
-    M = _positive_int("sockets M", M)
-    Sc = _positive_int("shared cache Sc", Sc)
-    Sd = _positive_int("data size Sd", Sd)
+    B = check_int("branching degree B", B, 2)
+    M = check_int("sockets M", M, 1)
+    Sc = check_int("shared cache Sc", Sc, 1)
+    Sd = check_int("data size Sd", Sd, 1)
     base = {"branching": B, "sockets": M, "shared_cache": Sc, "data_bytes": Sd}
     zero = {"level_sockets": None, "level_cache": None, "leaf_tasks": 0, "leaf_bytes": float(Sd)}
     if M == 1:  # Algorithm II step 2: one squad, every task intra-socket

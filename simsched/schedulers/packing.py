@@ -68,23 +68,18 @@ from typing import Any
 import numpy as np
 
 from simsched.errors import ConfigError
-from simsched.schedulers.boundary import CPU_BOUND_MISS_INTENSITY, frame_arrays, miss_intensity
+from simsched.schedulers.boundary import (
+    CPU_BOUND_MISS_INTENSITY,
+    check_int,
+    check_ints,
+    frame_arrays,
+    miss_intensity,
+)
 
 #: Task classes of :func:`classify_tasks`.
 FREE = 0
 CF_ROOT = 1
 SOCKET_LOCAL = 2
-
-
-def _nonneg_ints(name: str, a: Any) -> np.ndarray:
-    x = np.asarray(a)
-    if x.size and x.dtype.kind not in "iu":
-        if x.dtype.kind != "f" or not np.all(np.isfinite(x)) or np.any(x != np.round(x)):
-            raise ConfigError(f"{name} must be whole numbers")
-    x = x.astype(np.int64)
-    if np.any(x < 0):
-        raise ConfigError(f"{name} must be non-negative")
-    return x
 
 
 def task_misses(strand_frame: Any, strand_misses: Any, n_frames: int) -> np.ndarray:
@@ -105,8 +100,8 @@ def task_misses(strand_frame: Any, strand_misses: Any, n_frames: int) -> np.ndar
     numpy.ndarray
         int64 misses per frame, the ``M_alpha / line size`` of [LAWS15] §3.3.1.
     """
-    f = _nonneg_ints("strand frames", strand_frame)
-    m = _nonneg_ints("strand misses", strand_misses)
+    f = check_ints("strand frames", strand_frame)
+    m = check_ints("strand misses", strand_misses)
     if f.shape != m.shape or f.ndim != 1:
         raise ConfigError(f"strand frames {f.shape} and misses {m.shape} differ in shape")
     if f.size and int(f.max()) >= n_frames:
@@ -145,10 +140,9 @@ def sosc(parent: Any, level: Any, misses: Any, line_size: int) -> np.ndarray:
         line size that is not a positive integer.
     """
     p, lv, ms = frame_arrays(parent, level=level, misses=misses)
-    if isinstance(line_size, bool) or not isinstance(line_size, int | np.integer) or line_size < 1:
-        raise ConfigError(f"line size {line_size!r} must be a positive integer")
-    lv = _nonneg_ints("frame levels", lv)
-    s = _nonneg_ints("task misses", ms) * int(line_size)
+    line = check_int("line size", line_size, 1)
+    lv = check_ints("frame levels", lv)
+    s = check_ints("task misses", ms) * line
     child = np.flatnonzero(p >= 0)
     if np.any(lv[child] != lv[p[child]] + 1):
         raise ConfigError("frame levels do not follow the parents (child = parent + 1)")
@@ -179,10 +173,9 @@ def classify_tasks(sosc_bytes: Any, parent: Any, shared_cache: int) -> np.ndarra
         :data:`SOCKET_LOCAL` (``S_parent <= Sc``) or :data:`FREE` (the rest).
     """
     p, s = frame_arrays(parent, sosc=sosc_bytes)
-    s = _nonneg_ints("SOSC", s)
-    if isinstance(shared_cache, bool) or int(shared_cache) < 1:
-        raise ConfigError(f"shared cache {shared_cache!r} must be a positive size in bytes")
-    fits = s <= int(shared_cache)
+    s = check_ints("SOSC", s)
+    sc = check_int("shared cache", shared_cache, 1)
+    fits = s <= sc
     has_p = p >= 0
     parent_fits = np.zeros_like(fits)
     parent_fits[has_p] = fits[p[has_p]]
@@ -248,7 +241,7 @@ class PackingTuner:
     def __init__(self, parent: Any, roots: Any) -> None:
         (self._parent,) = frame_arrays(parent)
         n = self._parent.shape[0]
-        r = _nonneg_ints("CF roots", roots).ravel()
+        r = check_ints("CF roots", roots).ravel()
         if r.size == 0:
             raise ConfigError("Algorithm 1 needs at least one CF root")
         if np.any(r >= n):
@@ -433,8 +426,8 @@ def laws_cpu_bound(
     ConfigError
         Malformed counts, a non-positive threshold, or no task with instructions.
     """
-    m = _nonneg_ints("task misses", misses)
-    n = _nonneg_ints("task instructions", instructions)
+    m = check_ints("task misses", misses)
+    n = check_ints("task instructions", instructions)
     if m.shape != n.shape or m.ndim != 1:
         raise ConfigError(f"task misses {m.shape} and instructions {n.shape} differ in shape")
     t = float(threshold)
