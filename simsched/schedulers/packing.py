@@ -186,7 +186,18 @@ def classify_tasks(sosc_bytes: Any, parent: Any, shared_cache: int) -> np.ndarra
 
 
 def cf_roots(sosc_bytes: Any, parent: Any, shared_cache: int) -> np.ndarray:
-    """Frames that are CF roots in the initial packing, [LAWS15] §3.3.1 (sorted)."""
+    """Frames that are CF roots in the initial packing, [LAWS15] §3.3.1.
+
+    Parameters
+    ----------
+    sosc_bytes, parent, shared_cache
+        As for :func:`classify_tasks`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Sorted frame numbers of the CF roots (the input of :class:`PackingTuner`).
+    """
     return np.flatnonzero(classify_tasks(sosc_bytes, parent, shared_cache) == CF_ROOT)
 
 
