@@ -23,9 +23,10 @@ work stealing), and §IV-D / §V-D set ``BL = 0`` for CPU-bound programs.
 **Exact arithmetic.**  ``ceil(log_B x + 1) = ceil(log_B x) + 1``, and ``ceil(log_B x)`` is
 the smallest integer ``k`` with ``B**k >= x``.  :func:`boundary_level` finds that ``k`` with
 integers only (``x = Sd/Sc`` is compared as ``Sc * B**k >= Sd``), because a float
-logarithm is wrong exactly where it matters: ``math.log(243, 3)`` is ``4.999999999999999``,
-so a float Eq. 4 would put the boundary one level off whenever ``Sd/Sc`` or ``M`` is an
-exact power of ``B`` — and the paper's own example (§V-C, ``48 MB / 6 MB = 2**3``) is one.
+logarithm errs exactly where the ceiling is decided, at exact powers of ``B`` — and the
+paper's own example (§V-C, ``48 MB / 6 MB = 2**3``) is one: ``math.log(125, 5)`` is
+``3.0000000000000004``, so a float Eq. 4 puts the boundary a level too deep for
+``Sd/Sc = 125, B = 5`` (and ``math.log(1000, 10)`` is ``2.9999999999999996``).
 The cache term may be ``<= 0`` (the data fits one cache); the socket term is then the
 larger one since ``M >= 2``.
 
@@ -54,14 +55,14 @@ data size is memory-bound") names no measure; simsched uses the one [LAWS15] §6
 that missed every per-core cache (the last-level private-cache misses that ``on_profile``
 reports) over a run on one core.  The program is CPU-bound when its intensity is below
 :data:`CPU_BOUND_MISS_INTENSITY` = 1e-3 (one private miss per thousand instructions).  Why
-that value: a miss costs about a memory latency (hundreds of cycles on the presets) against
-about one cycle per instruction, so at 1e-3 misses per instruction memory is already a
-visible part of the time, while a recursion that works in registers and on its stack (fib,
-queens) stays orders of magnitude below it and a streaming stencil or merge orders of
-magnitude above it (one new 64-byte line every eight doubles).  Measured with simsched
-(one-core ``opteron-8380-4x4``, ``ws``, generated traces): heat 1026 x 1026, 2 iterations,
-128-row leaves: 2.03e-2; mergesort of 2**18 keys: 1.90e-3; fib(20): 4.6e-5.  The threshold
-is a parameter of every function that uses it.
+that value: a private miss costs at least a shared-cache hit and up to a memory access
+(45 and 200 cycles on ``opteron-8380-4x4``) against about one cycle per instruction, so
+at 1e-3 misses per instruction misses already take a visible share of the time (up to
+about a sixth at 200 cycles).  Measured with simsched (one-core ``opteron-8380-4x4``,
+``ws``, generated traces): heat 1026 x 1026, 2 iterations, 128-row leaves: 2.03e-2 (20x
+above); mergesort of 2**18 four-byte keys (1 MB, twice the L2): 1.90e-3 (about 2x above,
+so a program whose data barely exceeds the private caches sits near the line); fib(20):
+4.6e-5 (20x below).  The threshold is a parameter of every function that uses it.
 """
 
 from __future__ import annotations

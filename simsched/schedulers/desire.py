@@ -39,15 +39,16 @@ and no utilization exists), a simsched decision the paper does not need to make.
 **Whole cores.**  Both desires are real numbers; a processor controller hands out cores.
 :func:`desire_request` asks for ``ceil(d)`` cores, at least 1: with whole allotments,
 ``a >= d`` holds exactly when ``a >= ceil(d)``, so "satisfied" means the same thing to the
-job and to the controller, and DEQ's "never more than the desire" never holds a job below
-what it asked for.  A relative tolerance of 1e-9 absorbs the rounding of integrals
+job and to the controller, and DEQ, which never gives more than the request, can still
+give a job all it desires.  A relative tolerance of 1e-9 absorbs the rounding of integrals
 (``10.000000000001`` asks for 10).
 
 **Stability** (Fig. 4, tested on a fluid model of the Fig. 3 program): for ``N`` equal
 children spawned by one parent, SAWS' desire grows by ``beta`` per quantum (all workers
 busy, the parent's continuation waiting in a deque) until it reaches ``N`` in about
 ``N/beta`` quanta, overshoots once while the parent reaches its sync, and stays at ``N``;
-A-Steal doubles past ``N`` and then alternates between ``rho^k < N`` and ``rho^(k+1) > N``.
+A-Steal multiplies its way past ``N`` and then oscillates between two powers of ``rho``
+(8 and 16 for ``N = 10, rho = 2``: at 16 cores ``u = 10/16 < 0.8``, at 8 ``u = 1``).
 """
 
 from __future__ import annotations

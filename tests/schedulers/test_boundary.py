@@ -50,7 +50,8 @@ def test_cab_section_ii_heat_example():
         (2, 4, 6 * MB, 24 * MB, 3, "both"),  # 24/6 = 4 = 2**2 exactly
         (2, 4, 6 * MB, 24 * MB + 1, 4, "cache"),  # one byte more needs a level more
         (2, 16, 1, 8, 5, "sockets"),  # log2 16 + 1 = 5; log2 8 + 1 = 4
-        (3, 4, 1, 243, 6, "cache"),  # 243 = 3**5: log_3 243 + 1 = 6 (float log gives 4.999..)
+        (3, 4, 1, 243, 6, "cache"),  # 243 = 3**5: log_3 243 + 1 = 6
+        (5, 2, 1, 125, 4, "cache"),  # math.log(125, 5) = 3.0000000000000004: float gives 5
         (3, 27, 100, 100, 4, "sockets"),  # 27 = 3**3
         (4, 2, 10, 1, 2, "sockets"),  # Sd/Sc = 1/10: cache term ceil(log4 0.1) + 1 = -1 + 1
         (8, 32, 6 * MB, 48 * MB, 3, "sockets"),  # ceil(log8 32) = 2; log8 8 = 1
