@@ -15,8 +15,9 @@ the subtree rooted at alpha* is, bottom-up,
     S_alpha = M_alpha + sum_{i=1..m} S_i            (Eq. 2, alpha's children 1..m).
 
 :func:`sosc` evaluates it level by level, deepest first, with one ``np.add.at`` per level
-(children's totals are final before they are added to their parents); a per-frame Python
-loop would cost a second per million frames.  Integers throughout: the sums are exact.
+(children's totals are final before they are added to their parents): on a complete
+binary tree of 2**20 - 1 frames it took 0.18 s against 0.46 s for a per-frame Python loop
+(one run on the shared development machine).  Integers throughout: the sums are exact.
 
 **CF roots** ([LAWS15] §3.3.1).  With ``Sc`` the shared cache of a socket and ``beta`` the
 parent of ``alpha``: ``alpha`` is a *CF root* if ``S_alpha <= Sc`` and ``S_beta > Sc``; it
@@ -24,7 +25,8 @@ is *socket-local* if ``S_beta < Sc``.  The paper leaves ``S_beta == Sc`` unassig
 simsched reads it as socket-local, since ``beta`` then passes the CF-root test's first
 condition itself and ``alpha`` lies inside ``beta``'s CF subtree.  A root frame (no parent)
 that fits is a CF root (its "parent" is infinitely large); a frame that does not fit is in
-the *free tier* (scheduled across sockets).  Because Eq. 2 makes SOSC non-decreasing
+the *free tier* (scheduled across sockets).  The tree is the profiled iteration's
+(:func:`iteration_tree`): frames outside it have no misses and would all "fit".  Because Eq. 2 makes SOSC non-decreasing
 towards the root, the classification needs only each frame's and its parent's SOSC
 (:func:`classify_tasks`).  The packer works on the tasks allocated to one socket (§3.3);
 a CF root above the level at which the allocator splits the data between sockets would
@@ -152,6 +154,37 @@ def sosc(parent: Any, level: Any, misses: Any, line_size: int) -> np.ndarray:
     for grp in np.split(child, bounds):
         np.add.at(s, p[grp], s[grp])
     return s
+
+
+def iteration_tree(parent: Any, iteration: Any, it: int) -> tuple[np.ndarray, np.ndarray]:
+    """The frames of one iteration as a tree of their own (the packer's template).
+
+    LAWS profiles the first iteration and packs the tasks of every later one the same way
+    ([LAWS15] §3.3); SOSC, the CF roots and :class:`PackingTuner` work on that
+    iteration's frames, cut from main so that no root grows past the iteration root.
+
+    Parameters
+    ----------
+    parent
+        Parent of every frame of the trace (-1 for main; parents precede children).
+    iteration
+        Iteration of every frame (the trace's ``frames.iteration``).
+    it
+        The iteration wanted.
+
+    Returns
+    -------
+    frames : numpy.ndarray
+        Trace frame numbers of the iteration, increasing.
+    local_parent : numpy.ndarray
+        Parent of each, as a position in ``frames``; -1 where the parent is outside the
+        iteration.  Parents still precede children.
+    """
+    p, itr = frame_arrays(parent, iteration=iteration)
+    frames = np.flatnonzero(itr == check_int("iteration", it, -1))
+    local = np.full(p.shape[0] + 1, -1, dtype=np.int64)  # last slot: parent -1
+    local[frames] = np.arange(frames.size)
+    return frames, local[p[frames]]
 
 
 def classify_tasks(sosc_bytes: Any, parent: Any, shared_cache: int) -> np.ndarray:

@@ -15,6 +15,7 @@ from simsched.schedulers.packing import (
     PackingTuner,
     cf_roots,
     classify_tasks,
+    iteration_tree,
     laws_cpu_bound,
     sosc,
     task_misses,
@@ -85,6 +86,30 @@ def test_sosc_on_a_heat_trace(tmp_path):
         assert s[0] == 3 * 4 * leaf == own.sum()
         roots = cf_roots(s, fr.parent, 2 * leaf)
         assert np.all(fr.level[roots] == 2) and roots.size == 3 * 2
+
+
+def test_iteration_template_pipeline_on_a_heat_trace(tmp_path):
+    # profile iteration 1 of heat, pack it, tune it, find the same tasks in iteration 2
+    path = tmp_path / "heat.sst"
+    generate("heat", path, nx=10, ny=10, iters=3, cutoff=2, init=False)
+    with open_trace(path) as t:
+        fr, strands = t.frames, t.strands
+        frames, lp = iteration_tree(fr.parent, fr.iteration, 1)
+        assert frames.size == 7 and lp[0] == -1 and np.all(lp[1:] >= 0)
+        assert np.all(fr.iteration[frames] == 1)
+        assert np.all(fr.parent[frames[1:]] == frames[lp[1:]])
+        own = task_misses(strands.frame, strands.n_refs, len(fr))[frames]
+        s = sosc(lp, fr.level[frames], own, 1)
+        assert s[0] == own.sum() == 4 * 96
+        roots = cf_roots(s, lp, 2 * 96)
+        assert np.all(fr.level[frames[roots]] == 2)
+        tuner = PackingTuner(lp, roots)
+        smaller = tuner.record(1000)
+        assert np.all(fr.level[frames[smaller]] == 3) and smaller.size == 4
+        keys = {fr.key(int(f)) for f in frames[smaller]}
+        later, _ = iteration_tree(fr.parent, fr.iteration, 2)
+        assert keys <= {fr.key(int(f)) for f in later}
+        assert iteration_tree(fr.parent, fr.iteration, 7)[0].size == 0
 
 
 def test_sosc_rejects_bad_input():
