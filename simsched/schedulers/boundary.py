@@ -34,15 +34,26 @@ larger one since ``M >= 2``.
 command line and says a compiler could find it "by analyzing the source code based on the
 pattern of task generation" (§IV-D): it is the number of spawns one invocation of the
 recursive procedure makes, an integer property of the program.  simsched recovers it as
-the **mode** of the branching degree over the frames below main that spawn (main is
-excluded: the model's level 1 is main's single child, and an iterative main spawns once per
-iteration, which says nothing about the recursion).  The mode rather than the mean because
+the **mode**, over the frames below main, of the number of their children that spawn in
+turn (main is excluded: the model's level 1 is main's single child, and an iterative main
+spawns once per iteration, which says nothing about the recursion).
+
+*Recursive children*, not all children: the trace's branching column counts every spawn of
+a frame, across its syncs, and a divide-and-conquer step often spawns workers of another
+kind after its recursive calls.  Measured on a generated mergesort (2**18 keys), whose
+``psort`` spawns two ``psort`` halves, syncs, then spawns ``k`` ``merge`` tasks: the mode
+of the branching column is 4 and its mean 9.06, while the data is divided in 2 — the
+recursive children give 2.  Frames just above the leaves have no recursive children and
+are left out; when the recursion is a single level (every child a leaf), the branching
+column is all there is and is used (``basis`` says which).
+
+The *mode*, not the mean, because
 
 * it is the integer the paper's model and Eq. 4 take (the mean of a halving recursion with a
-  few odd splits, or with a one-child phase, is not the program's ``B``);
+  few odd splits is not the program's ``B``);
 * it is what "the pattern of task generation" gives: the spawn count most invocations make;
-* it ignores the few frames at the edges of the recursion (a remainder split, a last
-  phase) that the mean would average in.
+* it ignores the few frames at the edges of the recursion (a remainder split) that the mean
+  would average in.
 
 Ties go to the smaller degree: a smaller ``B`` gives a deeper (never shallower) boundary,
 so Eq. 1 and Eq. 2 still hold on the real DAG if its true degree is the larger one.  The
@@ -354,15 +365,18 @@ class BranchingDegree:
     Attributes
     ----------
     B
-        Mode of the branching degree over spawning frames below main (ties: the smaller).
+        Mode of the branching degree over the frames measured (ties: the smaller).
     mean
         Mean branching degree over the same frames.
     spawning_frames
-        Number of frames below main that spawn.
+        Number of frames measured.
     share
         Fraction of those frames whose degree is ``B``.
     regular
-        Every spawning frame below main has degree ``B``.
+        Every frame measured has degree ``B``.
+    basis
+        ``"recursive children"`` (children that spawn themselves) or ``"all children"``
+        (the trace's branching column, when no child below main spawns).
     """
 
     B: int
@@ -370,6 +384,7 @@ class BranchingDegree:
     spawning_frames: int
     share: float
     regular: bool
+    basis: str
 
     def as_record(self) -> dict[str, Any]:
         """Flat dict for a result record (``branching`` is ``B``, the rest prefixed)."""
@@ -379,6 +394,7 @@ class BranchingDegree:
             "branching_spawning_frames": self.spawning_frames,
             "branching_share": self.share,
             "branching_regular": self.regular,
+            "branching_basis": self.basis,
         }
 
 
@@ -423,8 +439,11 @@ def frame_arrays(parent: Any, **columns: Any) -> tuple[np.ndarray, ...]:
 def measure_branching(branching: Any, level: Any, parent: Any) -> BranchingDegree:
     """Branching degree ``B`` of [CAB11] §III-B, measured from a trace's frame table.
 
-    ``B`` is the mode of the number of children of the frames below main (level >= 1)
-    that spawn; the module docstring says why the mode and why main is excluded.
+    ``B`` is the mode, over the frames below main (level >= 1), of their number of
+    *recursive* children (children that spawn in turn), counted where it is positive;
+    when no child below main spawns (one level of recursion) it is the mode of the
+    branching column over the frames below main that spawn.  The module docstring says
+    why the mode, why recursive children and why main is excluded.
 
     Parameters
     ----------
@@ -447,19 +466,25 @@ def measure_branching(branching: Any, level: Any, parent: Any) -> BranchingDegre
         procedure: give ``bl`` explicitly).
     """
     p, br, lv = frame_arrays(parent, branching=branching, level=level)
+    n = p.shape[0]
     child = np.flatnonzero(p >= 0)
-    par = p[child]
-    keep = lv[par] >= 1
-    child, par = child[keep], par[keep]
+    child = child[lv[p[child]] >= 1]  # children of frames below main
     if child.size == 0:
         raise ConfigError(
             "no frame below main spawns, so CAB's branching degree B cannot be measured; "
             "give bl explicitly"
         )
-    _, first = np.unique(par, return_index=True)
-    b = br[child[first]].astype(np.int64)
-    if np.any(b < 1):
-        raise ConfigError("frame branching degrees of spawned frames must be >= 1")
+    spawns = np.bincount(p[p >= 0], minlength=n) > 0
+    recursive = np.bincount(p[child], weights=spawns[child], minlength=n).astype(np.int64)
+    if recursive.any():
+        basis = "recursive children"
+        b = recursive[recursive > 0]
+    else:  # one level of recursion only: every child is a leaf
+        basis = "all children"
+        _, first = np.unique(p[child], return_index=True)
+        b = br[child[first]].astype(np.int64)
+        if np.any(b < 1):
+            raise ConfigError("frame branching degrees of spawned frames must be >= 1")
     counts = np.bincount(b)
     mode = int(np.argmax(counts))  # argmax returns the smallest degree among ties
     return BranchingDegree(
@@ -468,4 +493,5 @@ def measure_branching(branching: Any, level: Any, parent: Any) -> BranchingDegre
         spawning_frames=int(b.size),
         share=float(counts[mode] / b.size),
         regular=bool(counts[mode] == b.size),
+        basis=basis,
     )

@@ -185,44 +185,70 @@ def test_miss_intensity():
 # -- B from a frame table -------------------------------------------------------------
 
 
+def frames_of(*roots):
+    """Frame arrays (branching, level, parent) of main spawning ``roots``; a node is the
+    list of its children, numbered depth first like a trace."""
+    parent, level, branching = [-1], [0], [0]
+
+    def add(node, p, b):
+        f = len(parent)
+        parent.append(p)
+        level.append(level[p] + 1)
+        branching.append(b)
+        for c in node:
+            add(c, f, len(node))
+
+    for r in roots:
+        add(r, 0, len(roots))
+    return branching, level, parent
+
+
 def test_branching_of_cab_fig1_heat_trace(tmp_path):
     # [CAB11] Fig. 1: main spawns heat once per iteration, heat halves the rows; main's
-    # branching (one spawn per iteration) must not count
+    # spawns (one per iteration) must not count
     path = tmp_path / "heat.sst"
     generate("heat", path, nx=10, ny=10, iters=3, cutoff=2, init=False)
     with open_trace(path) as t:
         fr = t.frames
         b = measure_branching(fr.branching, fr.level, fr.parent)
     assert (b.B, b.regular, b.share, b.mean) == (2, True, 1.0, 2.0)
-    assert b.spawning_frames == 3 * 3  # T1, T2, T3 in each of the three iterations
+    # T1 in each iteration (T2 and T3 have only leaves below them)
+    assert (b.spawning_frames, b.basis) == (3, "recursive children")
     assert b.as_record()["branching"] == 2
 
 
-def test_branching_excludes_main():
-    # main spawns five recursion roots; each splits in three once
-    parent = [-1] + [0] * 5 + [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5]
-    level = [0] + [1] * 5 + [2] * 15
-    branching = [0] + [5] * 5 + [3] * 15
-    b = measure_branching(branching, level, parent)
-    assert (b.B, b.spawning_frames, b.regular) == (3, 5, True)
+def test_branching_counts_recursive_children_not_later_phases(tmp_path):
+    # mergesort's psort spawns two psorts, syncs, then spawns merge tasks: the branching
+    # column counts all of them, the data is divided in two
+    path = tmp_path / "ms.sst"
+    generate("mergesort", path, n=1 << 14)
+    with open_trace(path) as t:
+        fr = t.frames
+        b = measure_branching(fr.branching, fr.level, fr.parent)
+        assert int(np.max(fr.branching)) > 2
+    assert (b.B, b.regular, b.basis) == (2, True, "recursive children")
+
+
+def test_branching_excludes_main_and_falls_back_to_all_children():
+    # main spawns five recursion roots, each splits into three leaves: one level only
+    leaf = []
+    b = measure_branching(*frames_of(*([[leaf, leaf, leaf]] * 5)))
+    assert (b.B, b.spawning_frames, b.regular, b.basis) == (3, 5, True, "all children")
 
 
 def test_branching_mode_of_irregular_dag():
-    # root (level 1) spawns 4; its children spawn 2, 2, 3 and 2 -> degrees {4, 2, 2, 3, 2}
-    parent = [-1, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 4, 5, 5]
-    level = [0, 1, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3]
-    branching = [0, 1, 4, 4, 4, 4, 2, 2, 2, 2, 3, 3, 3, 2, 2]
-    b = measure_branching(branching, level, parent)
-    assert (b.B, b.spawning_frames, b.regular) == (2, 5, False)
-    assert b.mean == pytest.approx(13 / 5) and b.share == pytest.approx(3 / 5)
+    # the root splits in 3; its children split in 2, 2 and 4; below them two leaves each
+    two = [[], []]
+    b = measure_branching(*frames_of([[two, two], [two, two], [two, two, two, two]]))
+    assert (b.B, b.spawning_frames, b.regular) == (2, 4, False)
+    assert b.mean == pytest.approx(11 / 4) and b.share == pytest.approx(2 / 4)
 
 
 def test_branching_ties_go_to_smaller_degree():
-    # level-1 root spawns 3 children; one spawns 2 -> degrees {3, 2}: tie, B = 2
-    parent = [-1, 0, 1, 1, 1, 2, 2]
-    level = [0, 1, 2, 2, 2, 3, 3]
-    branching = [0, 1, 3, 3, 3, 2, 2]
-    assert measure_branching(branching, level, parent).B == 2
+    # recursive degrees {3, 3, 2, 2}: a tie, B = 2
+    one = [[]]
+    b = measure_branching(*frames_of([[one, one, one], [one, one], [one, one]]))
+    assert (b.B, b.share) == (2, 0.5)
 
 
 def test_branching_needs_recursion_below_main():
