@@ -137,4 +137,3 @@ def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:
         b.ret()
         b.sync()
     return {"leaves": leaves}
-

@@ -174,8 +174,14 @@ def params_for(variant: str) -> tuple[Param, ...]:
             " loop splits them",
             minimum=edge,
         ),
-        Param("ny", int, 1024 if big else 64 + 2 * k.radius, "columns, boundary included",
-              minimum=edge),
+        Param(
+            "ny",
+            int,
+            1024 if big else 64 + 2 * k.radius,
+            "columns, boundary included"
+            + (" (red-black: every row needs a point of each colour)" if k.sweeps == 2 else ""),
+            minimum=edge + (k.sweeps == 2),
+        ),
     ]
     if not big:
         out.append(Param("nz", int, 64 + 2 * k.radius, "depth, boundary included", minimum=edge))
@@ -247,8 +253,9 @@ def split(lo: int, hi: int, grain: int, irregular: bool) -> list[tuple[int, int]
     return [(lo, m), (m, hi)]
 
 
-def leaf_refs(kind: Kind, r0: int, r1: int, shape: tuple[int, int, int], old: int, new: int,
-              colour: int = 0):
+def leaf_refs(
+    kind: Kind, r0: int, r1: int, shape: tuple[int, int, int], old: int, new: int, colour: int = 0
+):
     """References of a leaf updating grid rows ``[r0, r1)``: (addresses, writes, gaps)."""
     nx, ny, nz = shape
     R = kind.radius

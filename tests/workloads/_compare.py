@@ -33,3 +33,37 @@ def assert_same_stream(fast: Recorder, slow: Recorder) -> None:
             bad = np.flatnonzero(x != y)
             assert not len(bad), f"strand {i}: {name} differs first at ref {bad[0]}"
         assert a[4] == b[4], f"strand {i}: tail {a[4]}, oracle {b[4]}"
+
+
+#: frame columns that make a DAG's shape
+SHAPE_COLUMNS = ("parent", "level", "branching", "spawn_index", "iteration")
+
+
+def assert_shape_of_capture(tmp_path, sample: str, name: str, footprint_tol: float, **params):
+    """The generator's trace has the frames of a captured sample, column by column.
+
+    ``sample`` is a file of ``traces/samples`` captured from the C program the generator
+    models; the data footprints (distinct 64-byte lines) must agree within
+    ``footprint_tol`` (the capture also sees the stack).
+    """
+    from pathlib import Path
+
+    from simsched.trace import open_trace, summary
+    from simsched.workloads import generate
+
+    captured = Path(__file__).resolve().parents[2] / "traces" / "samples" / sample
+    out = tmp_path / "gen.sst"
+    h = generate(name, out, **params)
+    with open_trace(captured) as c, open_trace(out) as g:
+        assert len(c.frames) == len(g.frames) == h.n_frames
+        for col in SHAPE_COLUMNS:
+            x, y = getattr(c.frames, col), getattr(g.frames, col)
+            bad = np.flatnonzero(x != y)
+            assert not len(bad), f"frame {bad[0]}: {col} {y[bad[0]]}, captured {x[bad[0]]}"
+        assert c.header.n_strands == g.header.n_strands
+        assert np.array_equal(c.edges.kind, g.edges.kind)
+        sc, sg = summary(c), summary(g)
+    for key in ("levels", "branching", "branching_by_level", "iterations", "frames_per_iteration"):
+        assert sc[key] == sg[key], key
+    assert abs(sg["footprint_bytes"] / sc["footprint_bytes"] - 1) <= footprint_tol
+    return sc, sg
