@@ -39,12 +39,12 @@ def assert_same_stream(fast: Recorder, slow: Recorder) -> None:
 SHAPE_COLUMNS = ("parent", "level", "branching", "spawn_index", "iteration")
 
 
-def assert_shape_of_capture(tmp_path, sample: str, name: str, footprint_tol: float, **params):
+def assert_shape_of_capture(tmp_path, sample, name: str, footprint_tol: float, **params):
     """The generator's trace has the frames of a captured sample, column by column.
 
-    ``sample`` is a file of ``traces/samples`` captured from the C program the generator
-    models; the data footprints (distinct 64-byte lines) must agree within
-    ``footprint_tol`` (the capture also sees the stack).
+    ``sample`` is a file of ``traces/samples`` (or an absolute path) captured from the C
+    program the generator models.  The capture's data footprint (distinct 64-byte lines) may exceed the generator's
+    by ``footprint_tol`` of it plus 4 KiB: it also sees the stack and a few globals.
     """
     from pathlib import Path
 
@@ -52,6 +52,8 @@ def assert_shape_of_capture(tmp_path, sample: str, name: str, footprint_tol: flo
     from simsched.workloads import generate
 
     captured = Path(__file__).resolve().parents[2] / "traces" / "samples" / sample
+    if Path(sample).is_absolute():
+        captured = Path(sample)
     out = tmp_path / "gen.sst"
     h = generate(name, out, **params)
     with open_trace(captured) as c, open_trace(out) as g:
@@ -65,5 +67,10 @@ def assert_shape_of_capture(tmp_path, sample: str, name: str, footprint_tol: flo
         sc, sg = summary(c), summary(g)
     for key in ("levels", "branching", "branching_by_level", "iterations", "frames_per_iteration"):
         assert sc[key] == sg[key], key
-    assert abs(sg["footprint_bytes"] / sc["footprint_bytes"] - 1) <= footprint_tol
+    # the capture also touches a few stack and global lines
+    diff = sc["footprint_bytes"] - sg["footprint_bytes"]
+    assert 0 <= diff <= footprint_tol * sg["footprint_bytes"] + 4096, (
+        sc["footprint_bytes"],
+        sg["footprint_bytes"],
+    )
     return sc, sg
