@@ -47,7 +47,7 @@ def info(
     json_: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     line: Annotated[int | None, typer.Option(help="line size for the footprint")] = None,
 ) -> None:
-    """Print a trace's counts, footprint, work, span and parallelism."""
+    """Print a trace's counts, footprint, work, span, parallelism and DAG shape."""
     from simsched.trace import summary
 
     s = summary(trace, line=line)
@@ -56,8 +56,25 @@ def info(
         return
     table = Table(title=str(trace), show_header=False)
     for k, v in s.items():
-        table.add_row(k, f"{v:,.3f}" if isinstance(v, float) else str(v))
+        table.add_row(k, _cell(k, v))
     console.print(table)
+
+
+def _cell(key: str, v) -> str:
+    """One value of ``trace info``'s table; the DAG-shape statistics on one line each."""
+    if isinstance(v, float):
+        return f"{v:,.3f}"
+    if key == "branching":
+        hist = ", ".join(f"{d}: {c}" for d, c in v["histogram"])
+        return f"{v['min']}-{v['max']}, mean {v['mean']:.3f} (degree: groups  {hist})"
+    if key == "branching_by_level":
+        return "\n".join(
+            f"level {r['level']}: {r['groups']} groups, {r['min']}-{r['max']}, mean {r['mean']:.3f}"
+            for r in v
+        )
+    if key == "frames_per_iteration":
+        return f"{v['min']}-{v['max']}, mean {v['mean']:.3f}"
+    return str(v)
 
 
 @trace_app.command("validate")

@@ -1,10 +1,18 @@
-"""Whole-trace checks and summaries: structural validation, work, span, footprint.
+"""Whole-trace checks and summaries: structural validation, work, span, footprint, DAG shape.
 
 :func:`validate` is what ``simsched trace validate`` runs: it re-reads every byte (content
 digest), decodes every chunk, and checks the DAG (edges go forward in serial order, so the
 graph is acyclic and the serial numbering is topological; every strand is reachable from
 the first; every frame's strands and edges are where its table says).  :func:`summary` is
 ``simsched trace info``.
+
+:func:`dag_shape` describes the task tree from the frame table alone (no reference is
+read): levels, iterations and the branching degree -- the number of children a frame
+spawns between iteration marks, the *b* the trace stores on every child (LAWS Eq. 1) and
+the *B* of CAB Eq. 4.  A frame's children form one *spawning group* per iteration (main's
+children in iteration i, or all children of any other frame); the group's first child is
+the one whose spawn index is 0, so every statistic is a NumPy reduction over those
+children, cheap even for millions of frames.
 """
 
 from __future__ import annotations
@@ -142,8 +150,81 @@ def _scan(t: Trace, line: int) -> tuple[int, int]:
     return lines, writes
 
 
+def _stats(x: np.ndarray) -> dict[str, Any]:
+    if not len(x):
+        return {"min": 0, "mean": 0.0, "max": 0}
+    return {"min": int(x.min()), "mean": float(x.mean()), "max": int(x.max())}
+
+
+def dag_shape(t: Trace) -> dict[str, Any]:
+    """The task tree's shape: levels, branching degrees, iterations (frame table only).
+
+    Parameters
+    ----------
+    t
+        An open trace.
+
+    Returns
+    -------
+    dict
+        ``levels`` (number of frame levels, main's level 0 included); ``leaf_frames``
+        (frames that spawn nothing); ``branching``: ``min``, ``mean``, ``max`` and
+        ``histogram`` (``[[degree, groups], ...]``, ascending degree) of the degree of every
+        spawning group (a frame's children between iteration marks, see the module
+        docstring); ``branching_by_level``: for each level that spawns, ``level``,
+        ``groups``, ``min``, ``mean``, ``max`` of the degrees of the groups whose parent is
+        at that level; ``iterations`` (distinct iteration marks seen by frames) and
+        ``frames_per_iteration`` (``min``, ``mean``, ``max`` over those iterations; an
+        iterative program whose DAG changes per step, like GE, shows it here).
+    """
+    fr = t.frames
+    nf = len(fr)
+    first = np.flatnonzero(fr.spawn_index[1:] == 0) + 1  # first child of each group
+    deg = np.asarray(fr.branching[first], np.int64)
+    plevel = np.asarray(fr.level[fr.parent[first]], np.int64)
+    values, counts = np.unique(deg, return_counts=True)
+    by_level = []
+    if len(deg):
+        n = np.bincount(plevel)
+        total = np.bincount(plevel, weights=deg)
+        lo = np.full(len(n), np.iinfo(np.int64).max)
+        hi = np.zeros(len(n), np.int64)
+        np.minimum.at(lo, plevel, deg)
+        np.maximum.at(hi, plevel, deg)
+        for lvl in np.flatnonzero(n):
+            by_level.append(
+                {
+                    "level": int(lvl),
+                    "groups": int(n[lvl]),
+                    "min": int(lo[lvl]),
+                    "mean": float(total[lvl] / n[lvl]),
+                    "max": int(hi[lvl]),
+                }
+            )
+    it = np.asarray(fr.iteration)
+    marked = it[it >= 0]
+    per_iter = np.unique(marked, return_counts=True)[1]
+    has_child = np.zeros(nf, np.bool_)
+    has_child[fr.parent[1:]] = True
+    return {
+        "levels": int(fr.level.max()) + 1 if nf else 0,
+        "leaf_frames": int(nf - np.count_nonzero(has_child)),
+        "branching": {
+            **_stats(deg),
+            "histogram": [[int(v), int(c)] for v, c in zip(values, counts, strict=True)],
+        },
+        "branching_by_level": by_level,
+        "iterations": int(len(per_iter)),
+        "frames_per_iteration": _stats(per_iter),
+    }
+
+
 def summary(trace: Trace | str, *, line: int | None = None) -> dict[str, Any]:
-    """What ``simsched trace info`` prints: counts, footprint, work, span, parallelism."""
+    """What ``simsched trace info`` prints: counts, footprint, work, span, parallelism, shape.
+
+    The keys of :func:`dag_shape` are included; ``footprint_bytes`` is the footprint in
+    distinct lines times the line size.
+    """
     t, owned = _as_trace(trace)
     try:
         h = t.header
@@ -151,6 +232,7 @@ def summary(trace: Trace | str, *, line: int | None = None) -> dict[str, Any]:
         work = int(h.n_instructions)
         sp = span(t)
         lines, writes = _scan(t, ln)
+        shape = dag_shape(t)
         return {
             "file": str(t.path),
             "program": h.program,
@@ -166,8 +248,9 @@ def summary(trace: Trace | str, *, line: int | None = None) -> dict[str, Any]:
             "instructions": h.n_instructions,
             "footprint_lines": lines,
             "line_size": ln,
+            "footprint_bytes": lines * ln,
             "max_level": int(t.frames.level.max()) if len(t.frames) else 0,
-            "iterations": int(len(np.unique(t.frames.iteration[t.frames.iteration >= 0]))),
+            **shape,
             "work": work,
             "span": sp,
             "parallelism": work / sp if sp else 0.0,

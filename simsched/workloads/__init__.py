@@ -8,14 +8,20 @@ elision, DESIGN.md §3) and writes its DAG and memory references with
   §4.2), on real random keys;
 * :mod:`~simsched.workloads.hashjoin` -- the join phase of a partitioned hash join (PDF
   paper §4.2);
-* :mod:`~simsched.workloads.heat` -- iterative five-point stencil, rows halved down to a
-  cut-off (CAB §II, Fig. 1);
+* :mod:`~simsched.workloads.stencil` -- the iterative stencils ``heat``, ``sor``, ``9p``,
+  ``6p`` and ``25p``, rows split down to a cut-off, regular or irregular ([CAB11] §II,
+  Fig. 1; [LAWS15] §6.1);
+* :mod:`~simsched.workloads.ge` -- Gaussian elimination, one iteration per pivot step;
+* :mod:`~simsched.workloads.datapar` -- a parent spawning N equal children ([SAWS12] Fig. 3);
 * :mod:`~simsched.workloads.fib` -- CPU-bound recursion with only stack references.
 
 A generator module provides ``NAME``, ``SUMMARY``, ``PARAMS`` (a tuple of
 :class:`~simsched.workloads._common.Param`), ``finish_params(params)`` (derived defaults),
 ``layout(params) -> Heap`` (where the program's arrays live) and
-``emit(b, params, heap) -> dict`` (the program itself).  Generators are deterministic: the
+``emit(b, params, heap) -> dict`` (the program itself).  A module that models several
+programs with one code path (the stencils) lists them in ``VARIANTS`` and gives each its
+table with ``params_for(variant)`` and its summary in ``KINDS[variant].summary``; each variant is registered under its own name and
+receives ``params["kind"] = variant``.  Generators are deterministic: the
 same parameters give the same trace, bit for bit.  The memory layout, the instruction-gap
 model and the parameters of every generator are described in ``docs/workloads.md``.
 """
@@ -29,7 +35,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from simsched.errors import ConfigError
-from simsched.workloads import fib, hashjoin, heat, mergesort
+from simsched.workloads import datapar, fib, ge, hashjoin, mergesort, stencil
 from simsched.workloads._common import Heap, Param, resolve_params
 
 __all__ = ["WORKLOADS", "ParamDoc", "Workload", "WorkloadRun", "generate", "params_of"]
@@ -56,23 +62,31 @@ class WorkloadRun:
 
 @dataclass(frozen=True)
 class Workload:
-    """One registered generator; calling it writes the program into a builder."""
+    """One registered generator; calling it writes the program into a builder.
+
+    ``variant`` names one program of a module that models several (``VARIANTS``).
+    """
 
     module: ModuleType
+    variant: str | None = None
 
     @property
     def name(self) -> str:
         """Registry name."""
-        return self.module.NAME
+        return self.variant or self.module.NAME
 
     @property
     def summary(self) -> str:
         """One line on what the program is."""
+        if self.variant:
+            return self.module.KINDS[self.variant].summary
         return self.module.SUMMARY
 
     @property
     def params(self) -> tuple[Param, ...]:
         """The parameter table."""
+        if self.variant:
+            return self.module.params_for(self.variant)
         return self.module.PARAMS
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -83,7 +97,10 @@ class Workload:
         ConfigError
             Naming the parameter that is unknown, malformed or out of range.
         """
-        return self.module.finish_params(resolve_params(self.name, self.params, params))
+        p = resolve_params(self.name, self.params, params)
+        if self.variant:
+            p = {"kind": self.variant, **p}
+        return self.module.finish_params(p)
 
     def layout(self, params: Mapping[str, Any]) -> Heap:
         """The memory layout for (resolved) ``params``."""
@@ -110,7 +127,17 @@ class Workload:
 
 
 #: every generator by name
-WORKLOADS: dict[str, Workload] = {m.NAME: Workload(m) for m in (mergesort, hashjoin, heat, fib)}
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload(mergesort),
+        Workload(hashjoin),
+        *(Workload(stencil, v) for v in stencil.VARIANTS),
+        Workload(ge),
+        Workload(datapar),
+        Workload(fib),
+    )
+}
 
 
 class ParamDoc(NamedTuple):

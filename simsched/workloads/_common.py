@@ -22,7 +22,8 @@ Memory layout
     compiler does for their inner loops).
 
 Helpers
-    :func:`concat_ranges` is the vectorised ``concatenate([arange(s, s + n) ...])`` that the
+    :func:`first_touch` writes main's initialisation loop over one or more arrays (the
+    first touch that places pages on NUMA nodes).  :func:`concat_ranges` is the vectorised ``concatenate([arange(s, s + n) ...])`` that the
     vectorised generators use to lay out variable-length reference runs without a Python loop.
 """
 
@@ -163,6 +164,33 @@ def concat_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     np.cumsum(lens[:-1], out=off[1:])
     shift = starts - off
     return np.arange(total, dtype=np.int64) + np.repeat(shift, lens)
+
+
+def first_touch(b, bases: list[int], cells: int, elem: int, gaps: tuple[int, ...]) -> None:
+    """Main's initialisation loop: for every cell, one store into each array of ``bases``.
+
+    Parameters
+    ----------
+    b
+        The builder.
+    bases
+        Start addresses of the arrays written in the same loop (``A[x] = B[x] = ...``).
+    cells
+        Elements per array.
+    elem
+        Bytes per element.
+    gaps
+        Non-memory instructions before each array's store (one per base).
+    """
+    step = 1 << 19  # bounded memory whatever the array size
+    for c0 in range(0, cells, step):
+        idx = np.arange(c0, min(cells, c0 + step), dtype=np.int64)
+        a = np.empty((len(idx), len(bases)), np.int64)
+        for k, base in enumerate(bases):
+            a[:, k] = base + idx * elem
+        g = np.empty((len(idx), len(bases)), np.uint32)
+        g[:] = gaps[: len(bases)]
+        b.refs(a.ravel().astype(np.uint64), elem, True, g.ravel())
 
 
 def exclusive_cumsum(x: np.ndarray) -> np.ndarray:

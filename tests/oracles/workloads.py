@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from simsched.workloads import datapar as dp_mod
 from simsched.workloads import fib as fib_mod
+from simsched.workloads import ge as ge_mod
 from simsched.workloads import hashjoin as hj
-from simsched.workloads import heat as heat_mod
 from simsched.workloads import mergesort as ms
+from simsched.workloads import stencil as st_mod
 
 
 class Recorder:
@@ -268,51 +270,150 @@ def fib(b, p, heap):
     return {"value": value}
 
 
-# -- heat (simsched/workloads/heat.py) ------------------------------------------------------------
+# -- stencils (simsched/workloads/stencil.py) -----------------------------------------------------
 
 
-def heat(b, p, heap):
-    """The heat program of ``simsched.workloads.heat``, point by point on a real grid."""
-    nx, ny, cutoff, E = p["nx"], p["ny"], p["cutoff"], heat_mod.ELEM
-    base = (heap.regions["A"].base, heap.regions["B"].base)
-    grid = [np.zeros((nx, ny)), np.zeros((nx, ny))]
+def _pfor(b, lo, hi, cutoff, irregular, leaf, call, call_ir):
+    """ss_pfor / ss_pfor_ir of ssprog.h, written out again from the C source."""
+    b.instr(call)
+    n = hi - lo
+    if n <= cutoff:
+        leaf(lo, hi)
+        return
+    if not irregular:
+        parts = [(lo, lo + n // 2), (lo + n // 2, hi)]
+    else:
+        b.instr(call_ir)
+        k = min(2 + (lo // cutoff) % 3, n)
+        parts, start = [], lo
+        for j in range(k):
+            end = hi if j == k - 1 else start + n * (j + 1) // (k * (k + 1) // 2)
+            if end <= start:
+                end = start + 1
+            end = min(end, hi)
+            if end > start:
+                parts.append((start, end))
+            start = end
+    for c0, c1 in parts:
+        b.spawn()
+        _pfor(b, c0, c1, cutoff, irregular, leaf, call, call_ir)
+        b.ret()
+    b.sync()
+
+
+def stencil(b, p, heap):
+    """The stencil ``p["kind"]`` of ``simsched.workloads.stencil``, point by point on a grid."""
+    kind = st_mod.KINDS[p["kind"]]
+    E, R = st_mod.ELEM, kind.radius
+    nx, ny, nz = p["nx"], p["ny"], p.get("nz", 1)
+    names = [n for n in ("A", "B") if n in heap.regions]
+    base = [heap.regions[n].base for n in names]
+    grid = [np.zeros((nx, ny, nz)) for _ in names]
     if p["init"]:
-        for r in range(nx):
-            for c in range(ny):
-                b.ref(base[0] + (r * ny + c) * E, E, True, heat_mod.GAP_INIT[0])
-                b.ref(base[1] + (r * ny + c) * E, E, True, heat_mod.GAP_INIT[1])
-                grid[0][r, c] = grid[1][r, c] = 1.0 if r in (0, nx - 1) else 0.0
+        for x in range(nx * ny * nz):
+            for k in range(len(names)):
+                b.ref(base[k] + x * E, E, True, st_mod.GAP_INIT[k])
+        for g in grid:
+            g[0] = 1.0
 
-    def step(r0, r1, old, new):
-        b.instr(heat_mod.CALL_HEAT)
-        if r1 - r0 <= cutoff:
-            for r in range(r0, r1):
-                b.instr(heat_mod.GAP_ROW)
-                for c in range(1, ny - 1):
-                    acc = []
-                    for (dr, dc), g in zip(heat_mod.STENCIL, heat_mod.GAP_LOADS, strict=True):
-                        b.ref(base[old] + ((r + dr) * ny + c + dc) * E, E, False, g)
-                        acc.append(grid[old][r + dr, c + dc])
-                    b.ref(base[new] + (r * ny + c) * E, E, True, heat_mod.GAP_STORE)
-                    centre = acc[0]
-                    grid[new][r, c] = centre + 0.1 * (sum(acc[1:]) - 4 * centre)
-            return
-        m = (r0 + r1) // 2
-        b.spawn()
-        step(r0, m, old, new)
-        b.ret()
-        b.spawn()
-        step(m, r1, old, new)
-        b.ret()
-        b.sync()
+    def at(i, j, k):
+        return (i * ny + j) * nz + k
+
+    def update(old, new, i, j, k):
+        vals = []
+        for (di, dj, dk), g in zip(kind.loads, kind.gap_loads, strict=True):
+            b.ref(base[old] + at(i + di, j + dj, k + dk) * E, E, False, g)
+            vals.append(grid[old][i + di, j + dj, k + dk])
+        b.ref(base[new] + at(i, j, k) * E, E, True, kind.gap_store)
+        grid[new][i, j, k] = sum(vals) / len(vals)
+
+    def sweep(old, new, colour):
+        def leaf(lo, hi):
+            for i in range(lo + R, hi + R):
+                if kind.dims == 3:
+                    for j in range(R, ny - R):
+                        b.instr(st_mod.GAP_ROW)
+                        for k in range(R, nz - R):
+                            update(old, new, i, j, k)
+                else:
+                    b.instr(st_mod.GAP_ROW)
+                    j0 = 1 + ((i + colour) & 1) if kind.sweeps == 2 else 1
+                    for j in range(j0, ny - 1, kind.sweeps):
+                        update(old, new, i, j, 0)
+
+        _pfor(b, 0, nx - 2 * R, p["cutoff"], p["irregular"], leaf, st_mod.CALL_HEAT, st_mod.CALL_IR)
 
     for it in range(p["iters"]):
         b.iteration(it)
+        old, new = (0, 0) if kind.sweeps == 2 else (it % 2, 1 - it % 2)
+        for colour in range(kind.sweeps):
+            b.spawn()
+            sweep(old, new, colour)
+            b.ret()
+            b.sync()
+    return {"grid": grid[0] if kind.sweeps == 2 else grid[p["iters"] % 2]}
+
+
+# -- ge (simsched/workloads/ge.py) ----------------------------------------------------------------
+
+
+def ge(b, p, heap):
+    """The ge program of ``simsched.workloads.ge``, element by element on a real matrix."""
+    n, E = p["n"], ge_mod.ELEM
+    a0 = heap.regions["A"].base
+    A = np.eye(n) * n + 1.0
+    if p["init"]:
+        for x in range(n * n):
+            b.ref(a0 + x * E, E, True, ge_mod.GAP_INIT)
+
+    def addr(i, j):
+        return a0 + (i * n + j) * E
+
+    for k in range(p["steps"]):
+        b.iteration(k)
+
+        def leaf(lo, hi, k=k):
+            for i in range(k + 1 + lo, k + 1 + hi):
+                b.ref(addr(i, k), E, False, ge_mod.GAP_ROW)
+                b.ref(addr(k, k), E, False, 0)
+                f = A[i, k] / A[k, k]
+                b.instr(ge_mod.GAP_DIV)
+                for j in range(k, n):
+                    b.ref(addr(k, j), E, False, ge_mod.GAP_COL[0])
+                    b.ref(addr(i, j), E, False, ge_mod.GAP_COL[1])
+                    b.ref(addr(i, j), E, True, ge_mod.GAP_COL[2])
+                    A[i, j] -= f * A[k, j]
+
         b.spawn()
-        step(1, nx - 1, it % 2, 1 - it % 2)
+        _pfor(b, 0, n - 1 - k, p["cutoff"], p["irregular"], leaf, st_mod.CALL_HEAT, st_mod.CALL_IR)
         b.ret()
         b.sync()
-    return {"grid": grid[p["iters"] % 2]}
+    return {"matrix": A}
+
+
+# -- datapar (simsched/workloads/datapar.py) -----------------------------------------------------
+
+
+def datapar(b, p, heap):
+    """The datapar program of ``simsched.workloads.datapar``, element by element."""
+    E, a0 = dp_mod.ELEM, heap.regions["A"].base
+    total = p["n"] * p["elems"]
+    if p["init"]:
+        for x in range(total):
+            b.ref(a0 + x * E, E, True, dp_mod.GAP_INIT)
+    for i in range(p["n"]):
+        b.instr(dp_mod.GAP_SPAWN)
+        b.spawn()
+        b.instr(dp_mod.CALL_WORK)
+        for _ in range(p["reps"]):
+            b.instr(dp_mod.GAP_SWEEP)
+            for j in range(p["elems"]):
+                x = a0 + (i * p["elems"] + j) * E
+                b.ref(x, E, False, dp_mod.GAP_ELEM[0])
+                b.ref(x, E, True, dp_mod.GAP_ELEM[1])
+        b.ret()
+    b.sync()
+    return {"children": p["n"]}
 
 
 # -- hashjoin (simsched/workloads/hashjoin.py) ----------------------------------------------------

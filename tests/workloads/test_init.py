@@ -13,13 +13,19 @@ SMALL = {
     "mergesort": dict(n="2^10", grain="64", merge_grain="100"),
     "hashjoin": dict(n_build="600", grain="50", subpart_kb="16"),
     "heat": dict(nx="34", ny="20", iters="3", cutoff="4"),
+    "sor": dict(nx="20", ny="9", iters="2", cutoff="3", irregular="true"),
+    "9p": dict(nx="18", ny="10", iters="2", cutoff="4"),
+    "6p": dict(nx="12", ny="6", nz="5", iters="2", cutoff="2", irregular="true"),
+    "25p": dict(nx="14", ny="10", nz="9", iters="1", cutoff="2"),
+    "ge": dict(n="24", cutoff="4", irregular="true"),
+    "datapar": dict(n="5", elems="100", reps="2"),
     "fib": dict(n="11", cutoff="3"),
 }
 SEEDED = ("mergesort", "hashjoin")
 
 
-def test_registry_lists_the_four_generators():
-    assert set(WORKLOADS) == {"mergesort", "hashjoin", "heat", "fib"}
+def test_registry_lists_every_generator():
+    assert set(WORKLOADS) == set(SMALL)
     for name, w in WORKLOADS.items():
         assert w.name == name and w.summary
         docs = params_of(name)

@@ -4,14 +4,18 @@
  *   heat     (-DKIND=HEAT)           Jacobi, 5-point heat diffusion, two grids
  *   9p       (-DKIND=NINE)           Jacobi, 9-point stencil, two grids
  *   sor      (-DKIND=SOR)            red-black successive over-relaxation, in place
- *   heat-ir, sor-ir (-DIRREGULAR)    the same with uneven branching (LAWS Sec. 6.1)
+ *   heat-ir, 9p-ir, sor-ir           the same with uneven branching (-DIRREGULAR;
+ *                                    LAWS Sec. 6.1)
  *
  * usage: PROG [N [STEPS [GRAIN]]]   (N x N interior grid, default 256; STEPS
  *                                   iterations, default 4; GRAIN rows per leaf
  *                                   task, default 16)
  *
- * Each iteration is a parallel loop over rows (SOR: two, red then black) and is
- * marked with SS_ITER so that the same task can be found in every iteration.
+ * Each iteration is marked with SS_ITER so that the same task can be found in
+ * every iteration.  In it main spawns the root task of a parallel loop over the
+ * rows and syncs (SOR: two such sweeps, red then black); the root halves its
+ * rows (or, -ir, splits them into 2-4 unequal parts) down to GRAIN rows.  So
+ * main is level 0, the roots level 1, as in CAB Sec. II, Fig. 1.
  */
 #include "ssprog.h"
 
@@ -79,11 +83,14 @@ int main(int argc, char **argv)
         SS_ITER(t);
 #if KIND == SOR
         g->colour = 0;
-        PFOR(0, n, grain, rows, g);
+        SS_SPAWN(PFOR(0, n, grain, rows, g));
+        SS_SYNC();
         g->colour = 1;
-        PFOR(0, n, grain, rows, g);
+        SS_SPAWN(PFOR(0, n, grain, rows, g));
+        SS_SYNC();
 #else
-        PFOR(0, n, grain, rows, g);
+        SS_SPAWN(PFOR(0, n, grain, rows, g));
+        SS_SYNC();
         double *tmp = g->src;
         g->src = g->dst;
         g->dst = tmp;

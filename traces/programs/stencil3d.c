@@ -3,15 +3,24 @@
  *
  *   6p    (-DRADIUS=1)   7-point stencil (the 6 face neighbours and the centre)
  *   25p   (-DRADIUS=4)   25-point stencil (4 neighbours each way along each axis)
+ *   6p-ir, 25p-ir        the same with uneven branching (-DIRREGULAR; LAWS Sec. 6.1)
  *
  * usage: PROG [N [STEPS [GRAIN]]]   (N^3 interior grid, default 48; STEPS
  *                                   iterations, default 2; GRAIN planes per
  *                                   leaf task, default 2)
+ *
+ * Each iteration (SS_ITER) spawns the root task of a parallel loop over the
+ * planes and syncs; the root splits the planes down to GRAIN per leaf.
  */
 #include "ssprog.h"
 
 #ifndef RADIUS
 #define RADIUS 1
+#endif
+#ifdef IRREGULAR
+#define PFOR ss_pfor_ir
+#else
+#define PFOR ss_pfor
 #endif
 
 typedef struct {
@@ -57,7 +66,8 @@ int main(int argc, char **argv)
     SS_ROI_BEGIN();
     for (long t = 0; t < steps; t++) {
         SS_ITER(t);
-        ss_pfor(0, n, grain, planes, g);
+        SS_SPAWN(PFOR(0, n, grain, planes, g));
+        SS_SYNC();
         double *tmp = g->src;
         g->src = g->dst;
         g->dst = tmp;
