@@ -87,6 +87,10 @@ def metrics(engine_result: Any, mem_stats: dict, machine: Any, header: Any) -> d
     out["idle_cycles"] = int(r.idle_cycles.sum())
     out["utilization"] = out["busy_cycles"] / (machine.cores * makespan) if makespan else 0.0
     out["private_misses"] = int(r.private_misses.sum())
+    for k, v in getattr(r, "sched_fields", {}).items():
+        if k in out:
+            raise ValueError(f"scheduler record field {k!r} clashes with a record field")
+        out[k] = dumps(v) if isinstance(v, dict | list | tuple) else v
     return out
 
 

@@ -89,6 +89,7 @@ class EngineResult:
     private_misses: np.ndarray
     counters: dict[str, int]
     engine: dict[str, Any] = field(default_factory=dict)
+    sched_fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -134,6 +135,7 @@ class JobOutcome:
     instructions: int
     refs: int
     counters: dict[str, int]
+    sched_fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -573,6 +575,7 @@ class Replay:
                     instructions=int(j.trace.header.n_instructions),
                     refs=int(j.n_refs),
                     counters=dict(j.sched.counters),
+                    sched_fields=dict(j.sched.record_fields()),
                 )
             )
             cost.append(j.cost_ns)
@@ -688,4 +691,5 @@ def single_result(r: ReplayResult, jid: int) -> EngineResult:
         private_misses=r.private_misses,
         counters=j.counters,
         engine=r.engine,
+        sched_fields=j.sched_fields,
     )

@@ -361,3 +361,13 @@ class Scheduler:
 
     def on_cores_changed(self, added: Sequence[int], removed: Sequence[int], now: int) -> None:
         """Cores joined or left the job (``ctx.cores`` is already updated)."""
+
+    def record_fields(self) -> dict[str, Any]:
+        """Fields this scheduler adds to the result record after the replay.
+
+        For what a reader of the record needs to interpret the run — CAB's boundary level
+        and its inputs, LAWS' packing per iteration.  Keys must not clash with the
+        record's own fields; values are numbers, strings, or lists/dicts of them (nested
+        values are stored as JSON text in the flat record).
+        """
+        return {}
