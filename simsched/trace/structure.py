@@ -194,12 +194,7 @@ def _check_frames(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> 
         raise TraceFormatError(
             f"{name}: strand {s} lies outside its frame {int(sf[s])}'s first and last strand"
         )
-    si, br = tabs["frame_spawn_index"], tabs["frame_branching"]
-    f = _first((ids > 0) & ((si < 0) | (si >= br)))
-    if f is not None:
-        raise TraceFormatError(
-            f"{name}: frame {f} is spawn {int(si[f])} of a branching degree of {int(br[f])}"
-        )
+    _check_siblings(name, parent, tabs["frame_spawn_index"], tabs["frame_branching"])
     f = _first(tabs["frame_iteration"] < -1)
     if f is not None:
         raise TraceFormatError(f"{name}: frame {f} has iteration {int(tabs['frame_iteration'][f])}")
@@ -210,10 +205,34 @@ def _check_frames(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> 
     klen = ko[1:] - ko[:-1]
     f = _first((klen != 0) if nf == 1 else np.concatenate([[klen[0] != 0], klen[1:] == 0]))
     if f is None and nf > 1:
-        f = _first(np.concatenate([[False], kv[ko[2:] - 1] != si[1:]]))
+        f = _first(np.concatenate([[False], kv[ko[2:] - 1] != tabs["frame_spawn_index"][1:]]))
     if f is not None:
         raise TraceFormatError(
             f"{name}: frame {f}: its position key does not end with its spawn index"
+        )
+
+
+def _check_siblings(name: str, parent: np.ndarray, si: np.ndarray, br: np.ndarray) -> None:
+    """A parent's children, in order, are spawns 0, 1, ..., b-1 of groups whose size is b.
+
+    (A group is what a frame spawns between two iteration marks; its ``branching`` is the
+    *b* of [LAWS15] Eq. 1.)  Frame 0 is nobody's child.
+    """
+    order = np.argsort(parent[1:], kind="stable") + 1  # children by parent, in spawn order
+    p, i, b = parent[order], si[order], br[order]
+    new = np.ones(order.shape[0], np.bool_)
+    new[1:] = (p[1:] != p[:-1]) | (i[1:] == 0)
+    prev = np.concatenate([[-1], i[:-1]])
+    k = _first(np.where(new, i != 0, i != prev + 1))
+    if k is None:
+        starts = np.flatnonzero(new)
+        size = np.diff(np.append(starts, order.shape[0]))
+        k = _first(b != np.repeat(size, size))
+    if k is not None:
+        f = int(order[k])
+        raise TraceFormatError(
+            f"{name}: frame {f} is spawn {int(si[f])} of frame {int(parent[f])} with a "
+            f"branching degree of {int(br[f])}, which its siblings contradict"
         )
 
 
