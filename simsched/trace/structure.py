@@ -114,8 +114,9 @@ def check_meta(name: str, meta: Any) -> None:
             )
     if not all(isinstance(a, str) for a in meta.get("args", [])):
         raise TraceFormatError(f"{name}: meta field 'args' is not a list of strings")
-    if meta.get("line_size_hint", 64) <= 0:
-        raise TraceFormatError(f"{name}: meta field 'line_size_hint' is not positive")
+    line = meta.get("line_size_hint", 64)
+    if line <= 0 or line & (line - 1):
+        raise TraceFormatError(f"{name}: meta field 'line_size_hint' is {line}, not a power of 2")
 
 
 def _check_lengths(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> None:

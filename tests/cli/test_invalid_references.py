@@ -17,16 +17,13 @@ from simsched.cli import main
 from simsched.errors import TraceFormatError
 from simsched.trace import TraceBuilder, open_trace
 from tests.trace import forge
+from tests.trace.forge import private_cache  # noqa: F401 - a fixture
 
 LIMIT = 1 << 48
 MACHINES = ("itrs-scaling-1", "itrs-scaling-2")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def private_cache(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SIMSCHED_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-        yield
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.fixture(scope="module")
