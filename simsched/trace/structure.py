@@ -46,6 +46,8 @@ META_FIELDS: dict[str, type] = {
     "params": dict,
     "roi": bool,
 }
+#: largest cache line size a trace may suggest
+MAX_LINE = 1 << 20
 
 
 def _first(mask: np.ndarray) -> int | None:
@@ -115,8 +117,10 @@ def check_meta(name: str, meta: Any) -> None:
     if not all(isinstance(a, str) for a in meta.get("args", [])):
         raise TraceFormatError(f"{name}: meta field 'args' is not a list of strings")
     line = meta.get("line_size_hint", 64)
-    if line <= 0 or line & (line - 1):
-        raise TraceFormatError(f"{name}: meta field 'line_size_hint' is {line}, not a power of 2")
+    if not 0 < line <= MAX_LINE or line & (line - 1):
+        raise TraceFormatError(
+            f"{name}: meta field 'line_size_hint' is {line}, not a power of 2 up to {MAX_LINE}"
+        )
 
 
 def _check_lengths(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> None:

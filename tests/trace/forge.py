@@ -103,7 +103,7 @@ def seal(parts: Parts, path: str | Path) -> Path:
     )
     header = fmt.pack_header(
         flags=parts.flags,
-        counts=tuple(counts),  # type: ignore[arg-type]
+        counts=tuple(int(c) % (1 << 64) for c in counts),  # type: ignore[arg-type]
         sections=tuple(sections),  # type: ignore[arg-type]
         digest=hashlib.blake2b(bytes(body), digest_size=32).digest(),
     )
