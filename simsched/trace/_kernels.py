@@ -11,12 +11,51 @@ A chunk's payload is three columns laid out one after the other:
 
 Encoding and decoding are single fused passes, which is what lets a reader stream more than
 100 M references per second on one core.
+
+:func:`_ref_fault` is the one definition of a valid reference (the rule every writer and
+reader of traces applies, through ``simsched.trace.format.check_refs``); checking a decoded
+chunk with it costs about a twentieth of decoding it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+#: references must lie below 2**ADDRESS_BITS (the memory model's virtual address space)
+ADDRESS_BITS = 48
+_LIMIT = np.uint64(1 << ADDRESS_BITS)
+
+#: what is wrong with a reference (``_ref_fault``'s result)
+REF_OK, REF_BAD_SIZE, REF_BAD_ADDRESS, REF_WRAPS = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ref_fault(addr, size, max_size):
+    """Why the reference of ``size`` bytes at ``addr`` is invalid, or REF_OK.
+
+    Valid: 1 <= size <= max_size and every byte below 2**ADDRESS_BITS (``addr + size``
+    cannot overflow once both earlier tests passed, since max_size < 2**ADDRESS_BITS).
+    """
+    a = np.uint64(addr)
+    s = np.uint64(size)
+    if s == 0 or s > np.uint64(max_size):
+        return REF_BAD_SIZE
+    if a >= _LIMIT:
+        return REF_BAD_ADDRESS
+    if a + s > _LIMIT:
+        return REF_WRAPS
+    return REF_OK
+
+
+@njit(cache=True, nogil=True)
+def _first_bad_ref(addr, size, max_size):
+    """(index, fault) of the first invalid reference, or (-1, REF_OK)."""
+    for i in range(addr.shape[0]):
+        f = _ref_fault(addr[i], size[i], max_size)
+        if f != REF_OK:
+            return i, f
+    return -1, REF_OK
 
 
 @njit(cache=True, nogil=True)
@@ -128,17 +167,3 @@ def _span(n, instr, src, dst):
                 start[d] = f
             e += 1
     return best
-
-
-@njit(cache=True, nogil=True)
-def _reachable(n, succ_offsets, succ):
-    """Mark the strands reachable from strand 0 (successors always have larger ids)."""
-    seen = np.zeros(n, dtype=np.bool_)
-    if n == 0:
-        return seen
-    seen[0] = True
-    for s in range(n):
-        if seen[s]:
-            for k in range(succ_offsets[s], succ_offsets[s + 1]):
-                seen[succ[k]] = True
-    return seen

@@ -1,9 +1,11 @@
 """Whole-trace checks and summaries: structural validation, work, span, footprint, DAG shape.
 
-:func:`validate` is what ``simsched trace validate`` runs: it re-reads every byte (content
-digest), decodes every chunk, and checks the DAG (edges go forward in serial order, so the
-graph is acyclic and the serial numbering is topological; every strand is reachable from
-the first; every frame's strands and edges are where its table says).  :func:`summary` is
+:func:`validate` is what ``simsched trace validate`` runs: on top of what opening a trace
+checks (the layout and the whole DAG structure, :mod:`simsched.trace.structure`), it
+re-reads every byte (content digest), decodes every chunk (each reference passes the
+reference rule of :func:`simsched.trace.format.check_refs`), checks every strand's
+instruction count against its references, gaps and tail, and recomputes the position-key
+hashes.  :func:`summary` is
 ``simsched trace info``.
 
 :func:`dag_shape` describes the task tree from the frame table alone (no reference is
@@ -23,7 +25,7 @@ import numpy as np
 
 from simsched.errors import TraceFormatError
 from simsched.trace import _kernels
-from simsched.trace import format as fmt
+from simsched.trace.builder import _key_hash
 from simsched.trace.reader import Trace, open_trace
 
 
@@ -38,44 +40,14 @@ def span(t: Trace) -> int:
     return int(_kernels._span(t.header.n_strands, t.strands.instr, t.edges.src, t.edges.dst))
 
 
-def check_structure(t: Trace) -> None:
-    """Check the DAG's structure; raise :class:`TraceFormatError` on the first problem."""
-    name = str(t.path)
-    src, dst, kind = t.edges.src, t.edges.dst, t.edges.kind
-    if src.shape[0] and np.any(src >= dst):
-        e = int(np.argmax(src >= dst))
-        raise TraceFormatError(
-            f"{name}: edge {e} ({int(src[e])} -> {int(dst[e])}) does not follow serial order "
-            "(the DAG would have a cycle or the numbering is not 1DF)"
-        )
-    if kind.shape[0] and kind.max() > fmt.EDGE_JOIN:
-        raise TraceFormatError(f"{name}: unknown edge kind {int(kind.max())}")
-    n = t.header.n_strands
-    seen = _kernels._reachable(n, t.succ_offsets, t.succ)
-    if n and not seen.all():
-        s = int(np.argmin(seen))
-        raise TraceFormatError(f"{name}: strand {s} is not reachable from strand 0")
-    if n and np.any(t.pred_count[1:] == 0):
-        s = int(np.argmax(t.pred_count[1:] == 0)) + 1
-        raise TraceFormatError(f"{name}: strand {s} has no predecessor")
-    fr = t.frames
-    nf = len(fr)
-    if nf:
-        if fr.parent[0] != -1 or (
-            nf > 1 and (np.any(fr.parent[1:] < 0) or np.any(fr.parent[1:] >= np.arange(1, nf)))
-        ):
-            raise TraceFormatError(f"{name}: frame parents are not a tree rooted at frame 0")
-        if np.any(t.strands.frame[fr.first_strand] != np.arange(nf)):
-            raise TraceFormatError(f"{name}: a frame's first strand belongs to another frame")
-        if np.any(fr.last_strand < fr.first_strand) or np.any(
-            t.strands.frame[fr.last_strand] != np.arange(nf)
-        ):
-            raise TraceFormatError(f"{name}: a frame's last strand is wrong")
-        if nf > 1 and np.any(fr.level[1:] != fr.level[fr.parent[1:]] + 1):
-            raise TraceFormatError(f"{name}: frame levels do not follow the parent tree")
-        n_spawn = int(np.count_nonzero(kind == fmt.EDGE_SPAWN))
-        if n_spawn != nf - 1:
-            raise TraceFormatError(f"{name}: {n_spawn} spawn edges for {nf - 1} spawned frames")
+def _add_strand_gaps(out: np.ndarray, rs: np.ndarray, start: int, gap: np.ndarray) -> None:
+    """Add the gaps of references ``start, start+1, ...`` to their strands' totals in ``out``."""
+    end = start + gap.shape[0]
+    lo = int(np.searchsorted(rs, start, side="right")) - 1
+    hi = int(np.searchsorted(rs, end, side="left"))
+    cg = np.concatenate([[0], np.cumsum(gap, dtype=np.int64)])
+    cut = np.clip(rs[lo : hi + 1], start, end) - start
+    out[lo:hi] += cg[cut[1:]] - cg[cut[:-1]]
 
 
 def validate(trace: Trace | str) -> dict[str, Any]:
@@ -91,31 +63,35 @@ def validate(trace: Trace | str) -> dict[str, Any]:
     TraceFormatError
         On the first problem found, naming the file and where.
     """
-    t, owned = _as_trace(trace)
+    t, owned = _as_trace(trace)  # opening checks the structure (simsched.trace.structure)
     try:
         digest = t.read_all_bytes_digest()
         if digest != t.header.digest:
             raise TraceFormatError(
                 f"{t.path}: content digest mismatch (file changed after it was written)"
             )
-        check_structure(t)
         total = 0
-        gaps = 0
-        for c in t.iter_chunks():
-            if np.any(c.size == 0):
-                raise TraceFormatError(f"{t.path}: a reference of size 0 near reference {c.start}")
+        rs = t.strands.ref_start
+        gaps = np.zeros(len(t.strands), np.int64)
+        for c in t.iter_chunks():  # each chunk passes the reference rule as it is decoded
             total += len(c)
-            gaps += int(c.gap.sum(dtype=np.int64))
+            _add_strand_gaps(gaps, rs, c.start, c.gap)
         if total != t.header.n_refs:
             raise TraceFormatError(
                 f"{t.path}: decoded {total} references, header says {t.header.n_refs}"
             )
-        instr = total + gaps + int(t.strands.tail.sum())
-        if instr != t.header.n_instructions:
+        instr = np.diff(rs) + gaps + t.strands.tail
+        bad = np.flatnonzero(instr != t.strands.instr)
+        if bad.shape[0]:
+            s = int(bad[0])
             raise TraceFormatError(
-                f"{t.path}: references and gaps give {instr} instructions, header says "
-                f"{t.header.n_instructions}"
+                f"{t.path}: strand {s}: references, gaps and tail give {int(instr[s])} "
+                f"instructions, its table says {int(t.strands.instr[s])}"
             )
+        fr = t.frames
+        for f in range(len(fr)):
+            if _key_hash(fr.key(f)) != int(fr.key_hash[f]):
+                raise TraceFormatError(f"{t.path}: frame {f}: position key hash mismatch")
         return {
             "ok": True,
             "file": str(t.path),

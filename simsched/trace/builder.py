@@ -194,6 +194,11 @@ class TraceBuilder:
         if self._closed:
             raise TraceBuildError(f"{self.path}: the trace builder is closed")
 
+    def _where(self, i: int) -> str:
+        """Name the ``i``-th reference of the current call by chunk and index, as a reader would."""
+        k, j = divmod(self._nrefs + self._fill + i, self._cap)
+        return f"{self.path}: chunk {k}, reference {j} (reference {k * self._cap + j} of the trace)"
+
     @property
     def depth(self) -> int:
         """Number of frames open (1 in main)."""
@@ -294,15 +299,18 @@ class TraceBuilder:
             self._pending_gap += int(n)
 
     def ref(self, addr: int, size: int, is_write: bool, gap: int = 0) -> None:
-        """Record one reference of ``size`` bytes at ``addr``, after ``gap`` other instructions."""
+        """Record one reference of ``size`` bytes at ``addr``, after ``gap`` other instructions.
+
+        Raises
+        ------
+        TraceFormatError
+            The reference breaks the rule of :func:`simsched.trace.format.check_refs`.
+        """
         if not self._in_roi:
             return
-        if not 0 < size <= fmt.MAX_REF_SIZE:
-            raise TraceBuildError(
-                f"{self.path}: reference size {size} outside 1..{fmt.MAX_REF_SIZE}"
-            )
-        if gap < 0 or addr < 0 or addr >= 1 << 64:
-            raise TraceBuildError(f"{self.path}: invalid reference (addr={addr}, gap={gap})")
+        fmt.check_ref(addr, size, self._where)
+        if gap < 0:
+            raise TraceBuildError(f"{self.path}: negative instruction gap {gap}")
         g = gap + self._pending_gap
         self._pending_gap = 0
         if g >= 1 << 32:
@@ -319,8 +327,16 @@ class TraceBuilder:
     def refs(self, addrs, sizes, writes, gaps=0) -> None:
         """Record references in bulk; each argument is an array or a scalar (broadcast).
 
-        Scalar sizes, write flags and gaps are validated once and written as scalars, so a
-        call costs little more than copying the addresses.
+        Scalar sizes, write flags and gaps are written as scalars, so a call costs little
+        more than copying the addresses.
+
+        Raises
+        ------
+        TraceFormatError
+            A reference breaks the rule of :func:`simsched.trace.format.check_refs`; the
+            message names the chunk and index it would have had.
+        TraceBuildError
+            A negative gap, or a gap that does not fit 32 bits.
         """
         if not self._in_roi:
             return
@@ -330,19 +346,11 @@ class TraceBuilder:
         n = a.shape[0]
         if n == 0:
             return
-        if a.dtype != np.uint64:
-            if a.dtype.kind == "i" and a.min() < 0:
-                raise TraceBuildError(f"{self.path}: negative address")
-            a = a.astype(np.uint64)
         sz = np.asarray(sizes)
         wr = np.asarray(writes, dtype=bool)
-        if sz.ndim == 0:
-            if not 1 <= int(sz) <= fmt.MAX_REF_SIZE:
-                raise TraceBuildError(
-                    f"{self.path}: reference size {int(sz)} outside 1..{fmt.MAX_REF_SIZE}"
-                )
-        elif sz.min() < 1 or sz.max() > fmt.MAX_REF_SIZE:
-            raise TraceBuildError(f"{self.path}: reference sizes must be in 1..{fmt.MAX_REF_SIZE}")
+        fmt.check_refs(a, sz, self._where)
+        if a.dtype != np.uint64:
+            a = a.astype(np.uint64)  # every address is below 2**48 now
         if sz.ndim == 0 and wr.ndim == 0:
             sw = np.uint8(int(sz) | (0x80 if bool(wr) else 0))
         else:

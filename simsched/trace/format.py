@@ -20,6 +20,7 @@ import json
 import struct
 import threading
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,74 @@ EDGE_KINDS = {EDGE_SPAWN: "spawn", EDGE_CONT: "continuation", EDGE_JOIN: "join"}
 CHUNK_REFS = 1 << 20
 #: largest size of one reference (the low 7 bits of the size/write byte)
 MAX_REF_SIZE = 127
+#: every byte a reference touches lies below 2**ADDRESS_BITS
+ADDRESS_BITS = _kernels.ADDRESS_BITS
+ADDRESS_LIMIT = 1 << ADDRESS_BITS
+
+_FAULTS = {
+    _kernels.REF_BAD_SIZE: "its size is not in 1..{max_size}",
+    _kernels.REF_BAD_ADDRESS: f"its address is not below 2^{ADDRESS_BITS}",
+    _kernels.REF_WRAPS: f"it runs past 2^{ADDRESS_BITS}",
+}
+
+
+def _fail_ref(where: str, addr: int, size: int, fault: int, max_size: int) -> None:
+    reason = _FAULTS[fault].format(max_size=max_size)
+    raise TraceFormatError(f"{where}: invalid reference (address {addr:#x}, size {size}): {reason}")
+
+
+def check_refs(
+    addr: np.ndarray,
+    size: np.ndarray,
+    where: Callable[[int], str],
+    *,
+    max_size: int = MAX_REF_SIZE,
+) -> None:
+    """Apply the reference rule to arrays of references; raise on the first invalid one.
+
+    The rule (one definition, :func:`simsched.trace._kernels._ref_fault`, applied by the
+    builder, the raw importer, the reader and therefore ``validate``): a reference's size
+    is in ``1..max_size`` and every byte it touches lies below ``2**ADDRESS_BITS``.
+
+    Parameters
+    ----------
+    addr
+        Addresses (uint64, or integers that are converted; negative ones wrap and fail).
+    size
+        Sizes in bytes, one per address or a scalar.
+    where
+        ``where(i)`` names reference ``i`` for the message (file, chunk, index).
+    max_size
+        Largest size allowed (:data:`MAX_REF_SIZE` for references; the raw importer
+        passes the width of its length field for block operations it splits itself).
+
+    Raises
+    ------
+    TraceFormatError
+        ``"{where(i)}: invalid reference (address ..., size ...): {reason}"``.
+    """
+    a = np.asarray(addr)
+    if a.dtype != np.uint64:
+        a = a.astype(np.int64).view(np.uint64) if a.dtype.kind == "i" else a.astype(np.uint64)
+    a = np.atleast_1d(a)
+    s = np.asarray(size)
+    if s.dtype.kind not in "iu":
+        s = s.astype(np.int64)
+    s = np.broadcast_to(s, a.shape)
+    i, fault = _kernels._first_bad_ref(a, s, max_size)
+    if i >= 0:
+        _fail_ref(where(int(i)), int(a[i]), int(s[i]), int(fault), max_size)
+
+
+def check_ref(addr: int, size: int, where: Callable[[int], str]) -> None:
+    """:func:`check_refs` for one reference given as Python integers (no arrays built)."""
+    # The kernel takes 64-bit integers; anything outside is invalid anyway.
+    a = np.uint64(addr if 0 <= addr < 1 << 64 else (1 << 64) - 1)
+    s = np.uint64(size if 0 <= size < 1 << 64 else 0)
+    fault = _kernels._ref_fault(a, s, MAX_REF_SIZE)
+    if fault != _kernels.REF_OK:
+        _fail_ref(where(0), addr, size, int(fault), MAX_REF_SIZE)
+
 
 INDEX_DTYPE = np.dtype(
     [
@@ -174,9 +243,19 @@ def decompress(buf: bytes, what: str, expected_size: int | None = None) -> bytes
     if dctx is None:
         dctx = _local.dctx = zstandard.ZstdDecompressor()
     try:
+        claimed = zstandard.frame_content_size(buf)
+        if expected_size is not None and claimed not in (-1, expected_size):
+            raise TraceFormatError(
+                f"{what}: the compressed frame claims {claimed} bytes, expected {expected_size}"
+            )
         out = dctx.decompress(buf)
     except zstandard.ZstdError as exc:
         raise TraceFormatError(f"{what}: corrupt compressed data ({exc})") from None
+    except MemoryError:
+        # A damaged frame header can claim any size; decompress() allocates it up front.
+        raise TraceFormatError(
+            f"{what}: corrupt compressed data (claims {claimed} bytes)"
+        ) from None
     if expected_size is not None and len(out) != expected_size:
         raise TraceFormatError(
             f"{what}: decompressed to {len(out)} bytes, expected {expected_size}"
@@ -300,4 +379,6 @@ def decode_chunk(frame: bytes, row: np.void, what: str) -> RefChunk:
     write = np.empty(n, np.bool_)
     gap = np.empty(n, np.uint32)
     _kernels._decode(buf, n, wa, wg, addr, size, write, gap)
-    return RefChunk(int(row["first"]), addr, size, write, gap)
+    first = int(row["first"])
+    check_refs(addr, size, lambda i: f"{what}, reference {i} (reference {first + i} of the trace)")
+    return RefChunk(first, addr, size, write, gap)

@@ -97,13 +97,21 @@ def _read(f: io.BufferedIOBase, size: int, path: Path, where: int) -> bytes:
     return out
 
 
-def _stream_version(head: bytes) -> int:
-    """The version of a stream whose first 16 bytes are ``head`` (0: not a header)."""
-    if len(head) < 16:
-        return 0
-    h = np.frombuffer(head, RAW_DTYPE)[0]
-    if int(h["kind"]) != REC_HEADER or int(h["a"]) != RAW_MAGIC:
-        return 0
+def _stream_version(head: bytes, path: Path) -> int:
+    """The version of a stream whose first 16 bytes are ``head``; raise unless it is one."""
+    if not head:
+        raise TraceFormatError(f"{path}: empty raw stream")
+    h = np.frombuffer(head, RAW_DTYPE)[0] if len(head) == 16 else None
+    if h is None or int(h["kind"]) != REC_HEADER or int(h["a"]) != RAW_MAGIC:
+        raise TraceFormatError(
+            f"{path}: not a simsched raw stream (bad header record: it does not start with "
+            f"the raw magic {RAW_MAGIC:#x})"
+        )
+    if int(h["b"]) not in RAW_VERSIONS:
+        raise TraceFormatError(
+            f"{path}: raw stream version {int(h['b'])}; this simsched reads "
+            f"versions {', '.join(map(str, RAW_VERSIONS))}"
+        )
     return int(h["b"])
 
 
@@ -255,13 +263,13 @@ def iter_raw_blocks(
     Raises
     ------
     TraceFormatError
-        The stream is truncated, its zstd stream is corrupt, or a version-2 block is
-        malformed.  (The header record itself is checked by :func:`import_raw`.)
+        The file is not a raw stream (no header record) or of another version, is
+        truncated, its zstd stream is corrupt, or a version-2 block is malformed.
     """
     path = Path(path)
     with _open_stream(path) as f:
         head = _read(f, 16, path, 0)
-        if _stream_version(head) == RAW_VERSION_BLOCKS:
+        if _stream_version(head, path) == RAW_VERSION_BLOCKS:
             yield from _iter_v2(f, head, path, block)
         else:
             yield from _iter_v1(f, head, path, block)
@@ -270,7 +278,7 @@ def iter_raw_blocks(
 def _has_roi(path: Path) -> bool:
     with _open_stream(path) as f:
         head = _read(f, 16, path, 0)
-        if _stream_version(head) == RAW_VERSION_BLOCKS:
+        if _stream_version(head, path) == RAW_VERSION_BLOCKS:
             # Markers are always escaped records: look at those only, decode nothing.
             for _, h, shifts, body in _iter_v2_bodies(f, path):
                 n, n_esc = int(h["n"]), int(h["n_esc"])
@@ -292,6 +300,26 @@ def _range_pieces(start: int, length: int) -> tuple[np.ndarray, np.ndarray]:
     starts = np.concatenate([np.array([start], np.uint64), bounds])
     ends = np.concatenate([bounds, np.array([end], np.uint64)])
     return starts, (ends - starts).astype(np.uint8)
+
+
+def _check_region(recs: np.ndarray, start: int, first: int, name: str) -> None:
+    """Apply the reference rule to the REF and non-empty RANGE records of a block.
+
+    Both are regions the importer turns into references (splitting those larger than
+    :data:`simsched.trace.format.MAX_REF_SIZE`), so their size may be up to the width of
+    their length field; a region that passes gives only valid references.
+    """
+    recs = recs[start:]
+    kind = recs["kind"]
+    is_range = kind == REC_RANGE
+    length = np.where(is_range, recs["b"], recs["c"]).astype(np.int64)
+    pos = np.flatnonzero((kind == REC_REF) | (is_range & (length > 0)))
+    fmt.check_refs(
+        recs["a"][pos],
+        length[pos],
+        lambda i: f"{name}: record {first + start + int(pos[i])}",
+        max_size=(1 << 32) - 1,
+    )
 
 
 def import_raw(
@@ -340,14 +368,7 @@ def import_raw(
         for first, recs in iter_raw_blocks(raw_path):
             start = 0
             if b is None:
-                h = recs[0]
-                if h["kind"] != REC_HEADER or int(h["a"]) != RAW_MAGIC:
-                    raise TraceFormatError(f"{name}: not a simsched raw stream (bad header record)")
-                if int(h["b"]) not in RAW_VERSIONS:
-                    raise TraceFormatError(
-                        f"{name}: raw stream version {int(h['b'])}; this simsched reads "
-                        f"versions {', '.join(map(str, RAW_VERSIONS))}"
-                    )
+                h = recs[0]  # checked by iter_raw_blocks
                 b = TraceBuilder(
                     out_path,
                     program=program,
@@ -362,6 +383,7 @@ def import_raw(
                 raise TraceFormatError(f"{name}: records after the END marker at record {first}")
             kind = recs["kind"]
             csz = recs["c"]
+            _check_region(recs, start, first, name)
             special = np.flatnonzero((kind != REC_REF) | (csz == 0) | (csz > fmt.MAX_REF_SIZE))
             special = special[special >= start]
             prev = start
@@ -399,12 +421,7 @@ def import_raw(
                     b.instr(int(r["b"]))
                 elif k in (REC_REF, REC_RANGE):
                     length = int(r["b"]) if k == REC_RANGE else int(r["c"])
-                    if k == REC_REF:
-                        b.instr(0)
-                    if length == 0:
-                        if k == REC_REF:
-                            raise TraceFormatError(f"{name}: record {pos}: reference of size 0")
-                    else:
+                    if length:  # (an empty RANGE is nothing; an empty REF failed the rule)
                         starts, sizes = _range_pieces(int(r["a"]), length)
                         gaps = np.zeros(starts.shape[0], np.uint32)
                         if k == REC_REF:

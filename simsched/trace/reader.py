@@ -1,10 +1,13 @@
 """Reading traces: header and tables up front, references streamed chunk by chunk.
 
 :func:`open_trace` checks the fixed header (magic, version, CRC), that every section lies
-inside the file, that each section decompresses with a good checksum, and that the tables
-agree with the header's counts; anything wrong raises :class:`TraceFormatError` naming the
-file and the place.  The content digest over the whole file is checked by
-:func:`simsched.trace.validate` (it costs a full read).
+inside the file, that each section decompresses with a good checksum, and then the whole
+structure the consumers rely on (:func:`simsched.trace.structure.check`: layout, tables,
+frame tree, edges); anything wrong raises :class:`TraceFormatError` naming the file and the
+place, so no engine, scheduler or profiler ever indexes a table with a bad value.  Every
+decoded chunk passes the reference rule (:func:`simsched.trace.format.check_refs`).  The
+content digest over the whole file is checked by :func:`simsched.trace.validate` (it costs
+a full read).
 
 References are never loaded whole: :meth:`Trace.iter_chunks` decodes chunk after chunk (the
 next chunk is read and decompressed in a background thread while the caller works on the
@@ -26,6 +29,7 @@ import numpy as np
 
 from simsched.errors import TraceFormatError
 from simsched.trace import format as fmt
+from simsched.trace import structure
 from simsched.trace.format import RefChunk, TraceHeader
 
 
@@ -127,7 +131,7 @@ class Trace:
         if len(raw_index) % fmt.INDEX_DTYPE.itemsize:
             raise TraceFormatError(f"{self._name}: index section has a partial row")
         self.index = np.frombuffer(raw_index, dtype=fmt.INDEX_DTYPE)
-        self._check(h, meta, tabs)
+        structure.check(self._name, h, meta, tabs, self.index, self._size)
         self.header = TraceHeader(
             version=fmt.VERSION,
             backend=str(meta.get("backend", "")),
@@ -177,64 +181,6 @@ class Trace:
         self._chunk_first = self.index["first"].astype(np.int64)
         self._cache: OrderedDict[int, RefChunk] = OrderedDict()
         self._cache_max = max(1, cache_chunks)
-
-    def _check(self, h: dict, meta: dict, tabs: dict[str, np.ndarray]) -> None:
-        name = self._name
-        lengths = {
-            "strands": h["n_strands"],
-            "strands+1": h["n_strands"] + 1,
-            "frames": h["n_frames"],
-            "frames+1": h["n_frames"] + 1,
-            "edges": h["n_edges"],
-        }
-        for tname, (_, key) in fmt.TABLES.items():
-            if key == "keys":
-                continue
-            if tabs[tname].shape[0] != lengths[key]:
-                raise TraceFormatError(
-                    f"{name}: table {tname} has {tabs[tname].shape[0]} rows, the header says "
-                    f"{lengths[key]}"
-                )
-        if tabs["frame_key_offsets"][-1] != tabs["frame_key_values"].shape[0]:
-            raise TraceFormatError(f"{name}: position keys do not match their offsets")
-        rs = tabs["strand_ref_start"]
-        if rs[0] != 0 or rs[-1] != h["n_refs"] or (rs.shape[0] > 1 and np.any(np.diff(rs) < 0)):
-            raise TraceFormatError(
-                f"{name}: strand reference ranges are inconsistent with {h['n_refs']} references"
-            )
-        if int(tabs["strand_instr"].sum()) != h["n_instructions"]:
-            raise TraceFormatError(f"{name}: strand instructions do not add up to the header's")
-        if not isinstance(meta, dict):
-            raise TraceFormatError(f"{name}: meta section is not a JSON object")
-        idx = self.index
-        if idx.shape[0] != h["n_chunks"]:
-            raise TraceFormatError(
-                f"{name}: index has {idx.shape[0]} chunks, the header says {h['n_chunks']}"
-            )
-        if idx.shape[0]:
-            first = idx["first"].astype(np.int64)
-            n = idx["n"].astype(np.int64)
-            if first[0] != 0 or np.any(first[1:] != first[:-1] + n[:-1]):
-                raise TraceFormatError(f"{name}: chunk index is not contiguous")
-            if int(first[-1] + n[-1]) != h["n_refs"]:
-                raise TraceFormatError(
-                    f"{name}: chunks hold {int(first[-1] + n[-1])} references, the header says "
-                    f"{h['n_refs']}"
-                )
-            end = idx["offset"].astype(np.int64) + idx["length"].astype(np.int64)
-            if np.any(idx["offset"] < fmt.HEADER_SIZE) or np.any(end > h["meta"][0]):
-                raise TraceFormatError(f"{name}: chunk offsets point outside the chunk area")
-        elif h["n_refs"]:
-            raise TraceFormatError(f"{name}: {h['n_refs']} references but no chunks")
-        src, dst = tabs["edge_src"], tabs["edge_dst"]
-        ns = h["n_strands"]
-        if src.shape[0] and (src.min() < 0 or dst.min() < 0 or src.max() >= ns or dst.max() >= ns):
-            raise TraceFormatError(f"{name}: an edge names a strand that does not exist")
-        if src.shape[0] > 1 and np.any(np.diff(src) < 0):
-            raise TraceFormatError(f"{name}: edges are not sorted by source")
-        fr = tabs["strand_frame"]
-        if fr.shape[0] and (fr.min() < 0 or fr.max() >= h["n_frames"]):
-            raise TraceFormatError(f"{name}: a strand names a frame that does not exist")
 
     # -- references --------------------------------------------------------------------
     def _load_chunk(self, k: int) -> RefChunk:
@@ -365,7 +311,8 @@ def open_trace(path: str | os.PathLike, *, cache_chunks: int = 8) -> Trace:
     Raises
     ------
     TraceFormatError
-        The file is not a trace, is of another version, truncated or corrupt.
+        The file is not a trace, is of another version, truncated, corrupt, or its tables
+        do not form a well-formed fork/join DAG (see :mod:`simsched.trace.structure`).
     FileNotFoundError
         The file does not exist.
     """

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simsched.errors import TraceBuildError
+from simsched.errors import TraceBuildError, TraceFormatError
 from simsched.trace import (
     EDGE_CONT,
     EDGE_JOIN,
@@ -157,8 +157,6 @@ def test_roi_keeps_only_marked_references(tmp_path):
     [
         (lambda b: b.ret(), "return without a matching spawn"),
         (lambda b: b.spawn(), "never returned"),
-        (lambda b: b.ref(0, 0, False), "size 0"),
-        (lambda b: b.ref(0, 200, False), "size 200"),
         (lambda b: b.refs([1, 2], 8, False, [-1, 0]), "negative instruction gap"),
         (lambda b: b.roi_begin(), "roi=True"),
     ],
@@ -170,6 +168,52 @@ def test_builder_rejects_malformed_programs(tmp_path, action, message):
             action(b)
     assert not p.exists()
     assert list(tmp_path.iterdir()) == []  # the temporary file is removed too
+
+
+LIMIT = 1 << 48
+
+
+@pytest.mark.parametrize(
+    "action, where, reason",
+    [
+        (lambda b: b.ref(0, 0, False), "chunk 0, reference 0", "size 0\\): its size"),
+        (lambda b: b.ref(0, 200, False), "chunk 0, reference 0", "size 200\\): its size"),
+        (lambda b: b.ref(LIMIT, 1, True), "chunk 0, reference 0", "not below 2\\^48"),
+        (lambda b: b.ref(LIMIT - 4, 8, False), "chunk 0, reference 0", "runs past 2\\^48"),
+        (lambda b: b.ref(-64, 8, False), "chunk 0, reference 0", "not below 2\\^48"),
+        (lambda b: b.ref(1 << 70, 8, False), "chunk 0, reference 0", "not below 2\\^48"),
+        # bulk: chunks of 4 references, the bad one is the 6th of the trace
+        (
+            lambda b: (
+                b.refs([8, 16], 8, False),
+                b.refs(np.arange(5) * 64 + LIMIT - 250, 64, True),
+            ),
+            "chunk 1, reference 1 \\(reference 5 of",
+            "runs past 2\\^48",
+        ),
+        (
+            lambda b: b.refs([8, 16, 24], np.array([8, 0, 8]), False),
+            "chunk 0, reference 1",
+            "size 0\\)",
+        ),
+        (lambda b: b.refs([8, -8], 8, False), "chunk 0, reference 1", "not below"),
+    ],
+)
+def test_builder_rejects_invalid_references(tmp_path, action, where, reason):
+    p = tmp_path / "bad.sst"
+    with pytest.raises(TraceFormatError, match=f"bad.sst: {where}.*invalid reference.*{reason}"):
+        with TraceBuilder(p, chunk_refs=4) as b:
+            action(b)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_builder_accepts_the_last_valid_bytes(tmp_path):
+    p = tmp_path / "edge.sst"
+    with TraceBuilder(p) as b:
+        b.ref(LIMIT - 8, 8, False)
+        b.refs(np.array([LIMIT - 1, 0], np.uint64), np.array([1, 127]), True)
+    t = open_trace(p)
+    assert validate(t)["ok"] and t.refs(0, 3).addr.tolist() == [LIMIT - 8, LIMIT - 1, 0]
 
 
 @given(st.lists(st.sampled_from(["spawn", "ret", "sync", "ref"]), max_size=60))

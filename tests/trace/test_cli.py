@@ -74,3 +74,12 @@ def test_gen_bad_parameter_exit_2(tmp_path, capsys):
     assert code == 2 and "n" in err
     code, _, err = run(["trace", "gen", "nosuch", "-o", str(tmp_path / "x.sst")], capsys)
     assert code == 2 and "nosuch" in err
+
+
+def test_import_of_a_trace_says_it_is_not_a_raw_stream(tmp_path, capsys):
+    sst = tmp_path / "fib.sst"
+    R.import_raw(write(tmp_path / "fib.raw", fib_records(5)), sst)
+    code, _, err = run(["trace", "import", str(sst), "-o", str(tmp_path / "x.sst")], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"{sst}: not a simsched raw stream" in err and "stray" not in err
+    assert not (tmp_path / "x.sst").exists()

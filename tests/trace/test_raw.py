@@ -147,12 +147,55 @@ def test_roi_markers_filter(tmp_path):
         ([header(), rec(R.REC_MARKER, c=42), rec(R.REC_MARKER, c=R.M_END)], "unknown marker 42"),
         ([header(), rec(R.REC_MARKER, c=R.M_END), rec(R.REC_REF, 1, 0, 8)], "after the END"),
         ([rec(R.REC_HEADER, R.RAW_MAGIC, 7)], "version 7"),
+        # the reference rule, naming the record
+        (
+            [header(), rec(R.REC_REF, 1 << 48, 0, 8), rec(R.REC_MARKER, c=R.M_END)],
+            "record 1: "
+            "invalid reference \\(address 0x1000000000000, size 8\\): its address is not below",
+        ),
+        ([header(), rec(R.REC_REF, 64, 0, 0), rec(R.REC_MARKER, c=R.M_END)], "record 1: .*size 0"),
+        (
+            [
+                header(),
+                rec(R.REC_GAP, b=3),
+                rec(R.REC_RANGE, (1 << 48) - 100, 101, 0, 1),
+                rec(R.REC_MARKER, c=R.M_END),
+            ],
+            "record 2: .*runs past 2\\^48",
+        ),
+        (
+            [header(), rec(R.REC_REF, (1 << 64) - 8, 0, 300), rec(R.REC_MARKER, c=R.M_END)],
+            "record 1: .*not below 2\\^48",
+        ),
     ],
 )
 def test_malformed_streams(tmp_path, records, message):
     with pytest.raises(TraceFormatError, match=message):
         R.import_raw(write(tmp_path / "m.raw", records), tmp_path / "m.sst")
     assert not (tmp_path / "m.sst").exists()
+
+
+@pytest.mark.parametrize("data", [b"x" * 24, b"SIMSCHT\0" + bytes(200), b"short"])
+def test_a_file_that_is_not_a_raw_stream_is_named_so(tmp_path, data):
+    p = tmp_path / "notraw.bin"
+    p.write_bytes(data)
+    with pytest.raises(TraceFormatError, match="not a simsched raw stream") as exc:
+        R.import_raw(p, tmp_path / "n.sst")
+    assert "stray" not in str(exc.value)
+    assert not (tmp_path / "n.sst").exists()
+
+
+def test_records_up_to_the_last_valid_byte_are_imported(tmp_path):
+    recs = [
+        header(),
+        rec(R.REC_REF, (1 << 48) - 8, 0, 8),
+        rec(R.REC_RANGE, (1 << 48) - 100, 100, 0, 1),
+        rec(R.REC_MARKER, c=R.M_END),
+    ]
+    h = R.import_raw(write(tmp_path / "e.raw", recs), tmp_path / "e.sst")
+    with open_trace(tmp_path / "e.sst") as t:
+        c = t.refs(0, h.n_refs)
+        assert int(c.addr[-1]) + int(c.size[-1]) == 1 << 48 and int(c.size.sum()) == 108
 
 
 def test_truncated_stream(tmp_path):

@@ -1,0 +1,330 @@
+"""The structure of a trace, checked once when it is opened, before any table is handed out.
+
+Everything that replays a trace (the engine, the schedulers, the memory-only replay, the
+profiler) indexes arrays with the values of other arrays: an edge's strands, a strand's
+frame, a frame's parent, first and last strand.  A checksum says the bytes are the ones
+that were written, not that the writer was right, and a file can be rewritten with fresh
+checksums; so :class:`simsched.trace.Trace` runs :func:`check` on every open and no
+consumer ever sees a table that breaks the rules below.  Every test is a vectorised pass
+over one table (O(strands + frames + edges), a few milliseconds for a million strands), and
+together they are what :class:`simsched.trace.TraceBuilder` guarantees:
+
+* the file is laid out as the builder writes it: chunks from byte 160 on, one after the
+  other in index order, then the meta, tables and index sections, and nothing after them;
+* the meta section has the documented fields with their JSON types;
+* tables have the header's lengths; reference ranges and instruction counts add up;
+* frames form a tree rooted at frame 0 (every parent has a smaller number, so there is no
+  cycle), levels follow it, each frame's strands lie between its first and last strand,
+  and spawn indices are below the branching degree;
+* every edge goes forward in serial order (so the DAG is acyclic and serial order is a
+  topological order) and is of a known kind; a spawn edge goes from the parent's strand to
+  a frame's first strand, a continuation stays in its frame, a join goes from a child's
+  last strand to its parent; every strand but 0 has exactly one spawn or continuation edge
+  in (hence every strand is reachable from strand 0), every spawned frame is joined once.
+
+What needs every reference decoded (the content digest, the reference rule, each strand's
+instruction count against its gaps, the position-key hashes) is left to
+:func:`simsched.trace.validate`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simsched.errors import TraceFormatError
+from simsched.trace import format as fmt
+
+#: the meta section's fields and their JSON types
+META_FIELDS: dict[str, type] = {
+    "backend": str,
+    "program": str,
+    "args": list,
+    "gaps_exact": bool,
+    "line_size_hint": int,
+    "params": dict,
+    "roi": bool,
+}
+#: largest cache line size a trace may suggest
+MAX_LINE = 1 << 20
+
+
+def _first(mask: np.ndarray) -> int | None:
+    """Index of the first true element, or None."""
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if hits.shape[0] else None
+
+
+def check_layout(name: str, h: dict[str, Any], index: np.ndarray, file_size: int) -> None:
+    """Sections back to back in the builder's order, chunks in index order, nothing after."""
+    if index.shape[0] != h["n_chunks"]:
+        raise TraceFormatError(
+            f"{name}: index has {index.shape[0]} chunks, the header says {h['n_chunks']}"
+        )
+    off = index["offset"].astype(np.int64)
+    end = off + index["length"].astype(np.int64)
+    starts = np.concatenate([[fmt.HEADER_SIZE], end[:-1]]) if index.shape[0] else off
+    k = _first((off != starts) | (index["length"] == 0))
+    if k is not None:
+        raise TraceFormatError(
+            f"{name}: chunk {k} is at bytes {int(off[k])}-{int(end[k])}, not right after the "
+            f"previous one (byte {int(starts[k])})"
+        )
+    (m_off, m_len), (t_off, t_len), (i_off, i_len) = h["meta"], h["tables"], h["index"]
+    expected = (
+        ("meta", m_off, int(end[-1]) if index.shape[0] else fmt.HEADER_SIZE),
+        ("tables", t_off, m_off + m_len),
+        ("index", i_off, t_off + t_len),
+    )
+    for section, at, want in expected:
+        if at != want:
+            raise TraceFormatError(
+                f"{name}: the {section} section starts at byte {at}, not right after the "
+                f"previous section (byte {want})"
+            )
+    if i_off + i_len != file_size:
+        raise TraceFormatError(
+            f"{name}: {file_size - i_off - i_len} bytes after the index section (junk "
+            "appended to the file, or it is not the trace its header describes)"
+        )
+    bad_w = _first(~np.isin(index["wa"], (4, 8)) | ~np.isin(index["wg"], (1, 2, 4)))
+    if bad_w is not None:
+        raise TraceFormatError(f"{name}: chunk {bad_w}: invalid column widths in the index")
+    first = index["first"].astype(np.int64)
+    n = index["n"].astype(np.int64)
+    k = _first((n == 0) | (first != np.cumsum(n) - n))
+    if k is not None:
+        raise TraceFormatError(f"{name}: chunk index is not contiguous at chunk {k}")
+    held = int(n.sum())
+    if held != h["n_refs"]:
+        raise TraceFormatError(
+            f"{name}: chunks hold {held} references, the header says {h['n_refs']}"
+        )
+
+
+def check_meta(name: str, meta: Any) -> None:
+    """The meta section is a JSON object with the documented fields and types."""
+    if not isinstance(meta, dict):
+        raise TraceFormatError(f"{name}: meta section is not a JSON object")
+    for key, typ in META_FIELDS.items():
+        if key in meta and (
+            not isinstance(meta[key], typ) or (typ is int and isinstance(meta[key], bool))
+        ):
+            raise TraceFormatError(
+                f"{name}: meta field {key!r} is {type(meta[key]).__name__}, expected {typ.__name__}"
+            )
+    if not all(isinstance(a, str) for a in meta.get("args", [])):
+        raise TraceFormatError(f"{name}: meta field 'args' is not a list of strings")
+    line = meta.get("line_size_hint", 64)
+    if not 0 < line <= MAX_LINE or line & (line - 1):
+        raise TraceFormatError(
+            f"{name}: meta field 'line_size_hint' is {line}, not a power of 2 up to {MAX_LINE}"
+        )
+
+
+def _check_lengths(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> None:
+    lengths = {
+        "strands": h["n_strands"],
+        "strands+1": h["n_strands"] + 1,
+        "frames": h["n_frames"],
+        "frames+1": h["n_frames"] + 1,
+        "edges": h["n_edges"],
+    }
+    for tname, (_, key) in fmt.TABLES.items():
+        if key != "keys" and tabs[tname].shape[0] != lengths[key]:
+            raise TraceFormatError(
+                f"{name}: table {tname} has {tabs[tname].shape[0]} rows, the header says "
+                f"{lengths[key]}"
+            )
+    if h["n_strands"] == 0 or h["n_frames"] == 0:
+        raise TraceFormatError(f"{name}: a trace has at least one strand and one frame (main)")
+
+
+def _check_strands(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> None:
+    rs = tabs["strand_ref_start"]
+    if rs[0] != 0 or rs[-1] != h["n_refs"] or np.any(rs[1:] < rs[:-1]):
+        raise TraceFormatError(
+            f"{name}: strand reference ranges are inconsistent with {h['n_refs']} references"
+        )
+    instr, tail = tabs["strand_instr"], tabs["strand_tail"]
+    s = _first((tail < 0) | (instr < (rs[1:] - rs[:-1]) + tail))
+    if s is not None:
+        raise TraceFormatError(
+            f"{name}: strand {s} has {int(instr[s])} instructions, fewer than its "
+            f"{int(rs[s + 1] - rs[s])} references plus its tail of {int(tail[s])}"
+        )
+    if int(instr.sum()) != h["n_instructions"]:
+        raise TraceFormatError(f"{name}: strand instructions do not add up to the header's")
+    fr = tabs["strand_frame"]
+    s = _first((fr < 0) | (fr >= h["n_frames"]))
+    if s is not None:
+        raise TraceFormatError(f"{name}: strand {s} names frame {int(fr[s])}, which does not exist")
+
+
+def _check_frames(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> None:
+    nf, ns = h["n_frames"], h["n_strands"]
+    ids = np.arange(nf)
+    parent, level = tabs["frame_parent"], tabs["frame_level"]
+    f = _first(np.where(ids == 0, parent != -1, (parent < 0) | (parent >= ids)))
+    if f is not None:
+        raise TraceFormatError(
+            f"{name}: frame {f} has parent {int(parent[f])}: frame parents are not a tree "
+            "rooted at frame 0 (each parent precedes its children)"
+        )
+    f = _first(level != np.where(ids == 0, 0, level[np.maximum(parent, 0)] + 1))
+    if f is not None:
+        raise TraceFormatError(f"{name}: frame {f}: levels do not follow the parent tree")
+    first, last = tabs["frame_first_strand"], tabs["frame_last_strand"]
+    f = _first((first < 0) | (last >= ns) | (first > last))
+    if f is not None:
+        raise TraceFormatError(
+            f"{name}: frame {f} has strands {int(first[f])}..{int(last[f])}, outside "
+            f"0..{ns - 1} or reversed"
+        )
+    sf = tabs["strand_frame"]
+    f = _first((sf[first] != ids) | (sf[last] != ids))
+    if f is not None:
+        raise TraceFormatError(
+            f"{name}: frame {f}: its first or last strand belongs to another frame"
+        )
+    f = _first(np.concatenate([[first[0] != 0], first[1:] <= first[:-1]]))
+    if f is not None:
+        raise TraceFormatError(
+            f"{name}: frame {f} starts at strand {int(first[f])}: frames do not start in "
+            "serial order from strand 0"
+        )
+    s = _first((np.arange(ns) < first[sf]) | (np.arange(ns) > last[sf]))
+    if s is not None:
+        raise TraceFormatError(
+            f"{name}: strand {s} lies outside its frame {int(sf[s])}'s first and last strand"
+        )
+    _check_siblings(name, parent, tabs["frame_spawn_index"], tabs["frame_branching"])
+    f = _first(tabs["frame_iteration"] < -1)
+    if f is not None:
+        raise TraceFormatError(f"{name}: frame {f} has iteration {int(tabs['frame_iteration'][f])}")
+    ko, kv = tabs["frame_key_offsets"], tabs["frame_key_values"]
+    if ko[0] != 0 or ko[-1] != kv.shape[0] or np.any(ko[1:] < ko[:-1]) or np.any(kv < 0):
+        raise TraceFormatError(f"{name}: position keys do not match their offsets")
+    # A spawned frame's key ends with its spawn index; main's key is empty.
+    klen = ko[1:] - ko[:-1]
+    f = _first((klen != 0) if nf == 1 else np.concatenate([[klen[0] != 0], klen[1:] == 0]))
+    if f is None and nf > 1:
+        f = _first(np.concatenate([[False], kv[ko[2:] - 1] != tabs["frame_spawn_index"][1:]]))
+    if f is not None:
+        raise TraceFormatError(
+            f"{name}: frame {f}: its position key does not end with its spawn index"
+        )
+
+
+def _check_siblings(name: str, parent: np.ndarray, si: np.ndarray, br: np.ndarray) -> None:
+    """A parent's children, in order, are spawns 0, 1, ..., b-1 of groups whose size is b.
+
+    (A group is what a frame spawns between two iteration marks; its ``branching`` is the
+    *b* of [LAWS15] Eq. 1.)  Frame 0 is nobody's child.
+    """
+    order = np.argsort(parent[1:], kind="stable") + 1  # children by parent, in spawn order
+    p, i, b = parent[order], si[order], br[order]
+    new = np.ones(order.shape[0], np.bool_)
+    new[1:] = (p[1:] != p[:-1]) | (i[1:] == 0)
+    prev = np.concatenate([[-1], i[:-1]])
+    k = _first(np.where(new, i != 0, i != prev + 1))
+    if k is None:
+        starts = np.flatnonzero(new)
+        size = np.diff(np.append(starts, order.shape[0]))
+        k = _first(b != np.repeat(size, size))
+    if k is not None:
+        f = int(order[k])
+        raise TraceFormatError(
+            f"{name}: frame {f} is spawn {int(si[f])} of frame {int(parent[f])} with a "
+            f"branching degree of {int(br[f])}, which its siblings contradict"
+        )
+
+
+def _check_edges(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> None:
+    ns = h["n_strands"]
+    src, dst, kind = tabs["edge_src"], tabs["edge_dst"], tabs["edge_kind"]
+    e = _first((src < 0) | (dst >= ns) | (src >= dst))
+    if e is not None:
+        raise TraceFormatError(
+            f"{name}: edge {e} ({int(src[e])} -> {int(dst[e])}) names a strand that does not "
+            f"exist or does not follow serial order (strands 0..{ns - 1}; a backward edge "
+            "would make a cycle)"
+        )
+    e = _first(src[1:] < src[:-1])
+    if e is not None:
+        raise TraceFormatError(f"{name}: edges are not sorted by source (edge {e + 1})")
+    e = _first(kind > max(fmt.EDGE_KINDS))
+    if e is not None:
+        raise TraceFormatError(f"{name}: edge {e} has unknown kind {int(kind[e])}")
+    sf, parent = tabs["strand_frame"], tabs["frame_parent"]
+    first, last = tabs["frame_first_strand"], tabs["frame_last_strand"]
+    fs, fd = sf[src], sf[dst]
+    spawn, cont, join = (kind == fmt.EDGE_SPAWN), (kind == fmt.EDGE_CONT), (kind == fmt.EDGE_JOIN)
+    e = _first(
+        (spawn & ((dst != first[fd]) | (parent[fd] != fs)))
+        | (cont & (fs != fd))
+        | (join & ((src != last[fs]) | (parent[fs] != fd)))
+    )
+    if e is not None:
+        raise TraceFormatError(
+            f"{name}: edge {e} ({int(src[e])} -> {int(dst[e])}) is a "
+            f"{fmt.EDGE_KINDS[int(kind[e])]} edge between the wrong frames "
+            f"({int(fs[e])} -> {int(fd[e])})"
+        )
+    # Into each strand but 0: one spawn edge if it starts a frame, else one continuation.
+    starts_frame = np.zeros(ns, np.bool_)
+    starts_frame[first[1:]] = True
+    n_spawn_in = np.bincount(dst[spawn], minlength=ns)
+    n_cont_in = np.bincount(dst[cont], minlength=ns)
+    n_join_in = np.bincount(dst[join], minlength=ns)
+    not_main = np.arange(ns) > 0
+    s = _first(
+        (n_spawn_in != starts_frame)
+        | (n_cont_in != (not_main & ~starts_frame))
+        | (starts_frame & (n_join_in > 0))
+    )
+    if s is not None:
+        raise TraceFormatError(
+            f"{name}: strand {s} has {int(n_spawn_in[s])} spawn, {int(n_cont_in[s])} "
+            f"continuation and {int(n_join_in[s])} join edges in"
+            + (" (it starts a frame)" if starts_frame[s] else "")
+        )
+    joined = np.bincount(sf[src[join]], minlength=h["n_frames"])
+    f = _first(joined != (np.arange(h["n_frames"]) > 0))
+    if f is not None:
+        raise TraceFormatError(f"{name}: frame {f} is joined {int(joined[f])} times")
+
+
+def check_tables(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> None:
+    """Lengths, strands, frames and edges: see the module docstring."""
+    _check_lengths(name, h, tabs)
+    _check_strands(name, h, tabs)
+    _check_frames(name, h, tabs)
+    _check_edges(name, h, tabs)
+
+
+def check(
+    name: str,
+    h: dict[str, Any],
+    meta: Any,
+    tabs: dict[str, np.ndarray],
+    index: np.ndarray,
+    file_size: int,
+) -> None:
+    """Every structural check of an opened trace; raise :class:`TraceFormatError` on the first.
+
+    Parameters
+    ----------
+    name
+        The file, for messages.
+    h
+        The parsed fixed header (:func:`simsched.trace.format.unpack_header`).
+    meta, tabs, index
+        The decoded meta, tables and index sections.
+    file_size
+        Size of the file in bytes.
+    """
+    check_layout(name, h, index, file_size)
+    check_meta(name, meta)
+    check_tables(name, h, tabs)
