@@ -9,7 +9,7 @@ length.
 
 **Address spaces.**  Jobs never share a cache line: job ``j``'s virtual address ``a``
 (below 2**48, checked when the trace is read) becomes the physical address
-``(j << 49) + colour(j) + a``.  The tag keeps address spaces apart; the colour, a
+``(j << 49) + colour(j) + a`` (:data:`JOB_SHIFT`).  The tag keeps address spaces apart; the colour, a
 deterministic multiple of 4 KB pages below 2**40 (0 for job 0), stands for the frames
 an operating system would hand out, so that identical copies of one program do not map
 their arrays onto the same cache sets.  Pages are still placed on NUMA nodes by the
@@ -20,15 +20,18 @@ Job 0 of a single-job run uses the addresses of the trace unchanged.
 from __future__ import annotations
 
 from collections import OrderedDict
+from concurrent.futures import Executor, Future
 from typing import Any
 
 import numpy as np
 
 from simsched.schedulers.base import SchedContext, Scheduler
+from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
 
-#: Bits of the job tag's position in physical addresses.
-JOB_SHIFT = 49
-#: Largest number of jobs one run may hold.
+#: Bits of the job tag's position in physical addresses (above the virtual addresses and
+#: one bit of colour headroom).
+JOB_SHIFT = VIRTUAL_BITS + 1
+#: Largest number of jobs one run may hold (the job tag has 8 bits).
 MAX_JOBS = 256
 
 
@@ -41,12 +44,21 @@ def addr_offset(job: int) -> int:
 
 
 class ChunkPool:
-    """LRU pool of decoded trace chunks (``capacity`` chunks stay resident)."""
+    """LRU pool of decoded trace chunks, filled ahead of need by a background decoder.
 
-    def __init__(self, trace: Any, capacity: int) -> None:
+    ``capacity`` chunks stay resident.  The engine calls :meth:`prefetch` with the chunks
+    of strands that have just become ready (they are likely to run soon); a background
+    thread decodes them (reading, decompression and decoding release the GIL) while the
+    cores run.  Results never depend on it: :meth:`get` waits for a chunk in flight or
+    decodes it itself.
+    """
+
+    def __init__(self, trace: Any, capacity: int, executor: Executor | None = None) -> None:
         self.trace = trace
         self.capacity = max(2, capacity)
         self.pool: OrderedDict[int, Any] = OrderedDict()
+        self.flight: dict[int, Future] = {}
+        self.executor = executor
         self.loads = 0
 
     def get(self, k: int) -> Any:
@@ -55,12 +67,21 @@ class ChunkPool:
         if c is not None:
             self.pool.move_to_end(k)
             return c
-        c = self.trace.chunk(k)
+        f = self.flight.pop(k, None)
+        c = f.result() if f is not None else self.trace.load_chunk(k)
         self.loads += 1
         self.pool[k] = c
         if len(self.pool) > self.capacity:
             self.pool.popitem(last=False)
         return c
+
+    def prefetch(self, k: int) -> None:
+        """Start decoding chunk ``k`` in the background unless it is resident or coming."""
+        if self.executor is None or k in self.pool or k in self.flight:
+            return
+        if len(self.flight) >= 4:
+            return
+        self.flight[k] = self.executor.submit(self.trace.load_chunk, k)
 
 
 class Job:
@@ -86,6 +107,8 @@ class Job:
         Engine callback ``wake(job, n, cores)``.
     arrival
         Arrival cycle.
+    executor
+        Background decoder of trace chunks (None: decode on demand).
     """
 
     def __init__(
@@ -99,6 +122,7 @@ class Job:
         rng: np.random.Generator,
         wake: Any,
         arrival: int = 0,
+        executor: Executor | None = None,
     ) -> None:
         self.jid = jid
         self.name = name
@@ -128,7 +152,7 @@ class Job:
         self.finish_cycle = -1
         self.cores: set[int] = set()
         self.sleeping: set[int] = set()
-        self.pool = ChunkPool(trace, machine.cores + 2)
+        self.pool = ChunkPool(trace, machine.cores + 2, executor)
         self.ctx = SchedContext(machine, (), trace, lambda n=None, cores=None: wake(self, n, cores))
         self.ctx.job = jid
         self.sched = scheduler(self.ctx, params, rng)
@@ -143,6 +167,13 @@ class Job:
     def chunk_of(self, g: int) -> Any:
         """The decoded chunk holding global reference ``g``."""
         return self.pool.get(self.trace.chunk_of_ref(g))
+
+    def prefetch(self, strands: list[int]) -> None:
+        """Decode ahead the chunks holding the first references of ``strands``."""
+        rs = self.ref_start
+        for s in strands:
+            if rs[s] < rs[s + 1]:
+                self.pool.prefetch(self.trace.chunk_of_ref(rs[s]))
 
     def release(self, s: int) -> tuple[list[int], list[int]]:
         """Mark strand ``s`` finished; return the strands it made ready and their edges."""

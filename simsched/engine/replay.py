@@ -30,6 +30,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -253,6 +254,8 @@ class Replay:
         self._stall = 0
         self.refs_total = sum(int(s.trace.header.n_refs) for s in jobs)
         self.control = ControlPlane(self, self.specs, self.controller.quantum)
+        # One background thread decodes trace chunks ahead of need (job.ChunkPool).
+        self._decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simsched-decode")
 
     # -- services for schedulers ------------------------------------------------------
     def _wake(self, job: Job, n: int | None, cores: Sequence[int] | None) -> None:
@@ -286,6 +289,7 @@ class Replay:
             rng,
             self._wake,
             arrival=self.now,
+            executor=self._decoder,
         )
         job.last_change = self.now
         job.allot_cycles = 0
@@ -425,6 +429,8 @@ class Replay:
         job.busy += d
         self.pmiss[c] += pm
         ready, kinds = job.release(s)
+        if ready:
+            job.prefetch(ready)
         self.now = now
         self.events += 1
         if self.warm[c] is not None:
@@ -535,6 +541,7 @@ class Replay:
                 self._check_stall(periodic, t)
         if progress is not None:
             progress(self.refs_total, self.refs_total)
+        self._decoder.shutdown(wait=True, cancel_futures=True)
         return self._result(time.perf_counter() - t_wall)
 
     def _check_stall(self, periodic: int, t: int) -> None:

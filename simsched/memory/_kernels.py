@@ -41,6 +41,7 @@ from types import ModuleType
 
 from simsched.machine import Machine
 from simsched.memory.window import driver_source
+from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
 
 #: Version of the generated code layout; part of every module hash.
 TEMPLATE_VERSION = 2
@@ -91,10 +92,11 @@ FILTER_BITS = 14
 FILTER_REGION_SHIFT = 12
 _GOLDEN = 0x9E3779B97F4A7C15
 
-#: Addresses the model accepts are below 2**ADDRESS_BITS: traces hold 48-bit virtual
-#: addresses, and the engine places each job's address space above them
-#: (:mod:`simsched.engine.job`), so physical addresses have 57 bits.
-ADDRESS_BITS = 57
+#: Addresses the model accepts are below 2**ADDRESS_BITS: traces hold virtual addresses
+#: of ``VIRTUAL_BITS`` (the trace format's rule), and the engine places each job's
+#: address space above them (:mod:`simsched.engine.job`: one bit of colour headroom and
+#: eight bits of job tag).
+ADDRESS_BITS = VIRTUAL_BITS + 9
 
 
 @dataclass(frozen=True)
@@ -369,7 +371,7 @@ def _binv(g: Geometry, k: int) -> str:
         ]
     body.append("return d")
     return (
-        f"\n\n@njit(cache=True)\ndef _binv{k}({_tlist(g, k)}, LS, FC, i, a):\n"
+        f"\n\n@_jit\ndef _binv{k}({_tlist(g, k)}, LS, FC, i, a):\n"
         + "\n".join(_ind(body, 1))
         + "\n"
     )
@@ -402,7 +404,7 @@ def _coherence(g: Geometry) -> str:
             inner.append(f"    _binv{k}({_tlist(g, k)}, LS, FC, c, a{k})")
         body += _ind(inner, 1)
     return (
-        f"\n\n@njit(cache=True)\ndef _coherence({_tlist(g)}, LS, FC, core, a0):\n"
+        f"\n\n@_jit\ndef _coherence({_tlist(g)}, LS, FC, core, a0):\n"
         + "\n".join(_ind(body, 1))
         + "\n"
     )
@@ -430,7 +432,7 @@ def _page_table(g: Geometry) -> str:
         "    h = (h + 1) & mask",
     ]
     return (
-        "\n\n@njit(cache=True)\ndef _page_node(PT, MISC, page, sock):\n"
+        "\n\n@_jit\ndef _page_node(PT, MISC, page, sock):\n"
         + "\n".join(_ind(body, 1))
         + "\n"
     )
@@ -739,7 +741,7 @@ def _entry(g: Geometry) -> str:
         "    size = np.int64(sizes[i])",
         # Invalid references (size 0, address >= 2**ADDRESS_BITS) are flagged and skipped; a
         # branch that leaves the loop would cost ~15 % of the loop's speed.
-        f"    if (addr | (size - 1)) >> {ADDRESS_BITS} != 0:",
+        f"    if ((addr + size - 1) | (size - 1)) >> {ADDRESS_BITS} != 0:",
         f"        MISC[{MISC_STATUS}] = 1",
         "        if rec:",
         "            out[i] = 0",
@@ -776,9 +778,9 @@ def _entry(g: Geometry) -> str:
         f"MISC[{MISC_PMISS}] = pm",
         "return stop",
     ]
-    src = "\n\n@njit(cache=True)\ndef access(st, core, addr, size, is_write, now):\n"
+    src = "\n\n@_jit\ndef access(st, core, addr, size, is_write, now):\n"
     src += "\n".join(_ind(access, 1)) + "\n"
-    src += "\n\n@njit(cache=True, nogil=True)\n"
+    src += "\n\n@_jit\n"
     src += (
         "def _serve(st, core, addrs, sizes, writes, gaps, use_gaps, t, out, i0, n, bound,"
         " tie_wins, pthresh, page_limit):\n"
@@ -804,6 +806,10 @@ def generate_source(g: Geometry, extra_source: str = "") -> str:
     """
     parts = [
         "import numpy as np\nfrom numba import njit\n",
+        # No reference counting: the kernels allocate nothing, and NRT's atomic
+        # increments on every array argument would cost more than a window's work.
+        '_jit = njit(cache=True, nogil=True, _nrt=False)\n'
+        '_jit_inline = njit(cache=True, nogil=True, _nrt=False, inline="always")\n',
         f'"""simsched memory kernels generated for {g!r}."""\n',
     ]
     for k in range(1, g.levels):

@@ -46,6 +46,7 @@ import numpy.typing as npt
 
 from simsched.machine import Machine
 from simsched.memory import _kernels as K
+from simsched.memory import window as W
 
 _MIN_PT = 1024
 #: A time bound and a latency threshold that are never reached.
@@ -100,6 +101,20 @@ class MemorySystem:
         self.state = self._new_state()
         # Compile (or load from Numba's disk cache) now, with the real argument types.
         self.access_batch(0, np.zeros(0, np.uint64), np.zeros(0, np.uint8), np.zeros(0, bool), 0)
+        P = self.geometry.cores
+        self.module.run_cores(
+            self.state,
+            np.zeros((W.NF, P), np.int64),
+            np.zeros(P, np.int64),
+            np.zeros((P, 1), np.int64),
+            np.zeros((P, 1), np.uint8),
+            np.zeros((P, 1), np.bool_),
+            np.zeros((P, 1), np.uint32),
+            np.int64(0),
+            np.int64(0),
+            np.int64(0),
+            np.int64(self.page_limit()),
+        )
 
     # ------------------------------------------------------------------ state
     def _new_state(self) -> tuple[np.ndarray, ...]:

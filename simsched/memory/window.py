@@ -72,7 +72,7 @@ DRIVER_SIGNATURE = (
 
 DRIVER_TEMPLATE = """
 
-@njit(cache=True, inline="always")
+@_jit_inline
 def _before(cs, a, b):
     ka = cs[{F_KEY}, a]
     kb = cs[{F_KEY}, b]
@@ -85,7 +85,7 @@ def _before(cs, a, b):
     return a < b
 
 
-@njit(cache=True, inline="always")
+@_jit_inline
 def _settle(cs, bgap, c):
     # Key of running core c: its next reference's issue time (rank 2), or, past the end
     # of its strand, its finishing time (rank 0).  False: the buffer needs a refill.
@@ -104,7 +104,7 @@ def _settle(cs, bgap, c):
     return False
 
 
-@njit(cache=True, inline="always")
+@_jit_inline
 def _sift_down(cs, heap, nh, j):
     while True:
         l = 2 * j + 1
@@ -122,11 +122,11 @@ def _sift_down(cs, heap, nh, j):
             return
 
 
-@njit(cache=True, nogil=True)
+@_jit
 def run_cores(st, cs, heap, baddr, bsize, bwrite, bgap, limit, window, pthresh, page_limit):
     MISC = st[{ST_MISC}]
     ncores = cs.shape[1]
-    nolat = np.empty(0, np.int64)
+    nolat = heap[:0]
     # Heap of the cores that run or have finished (keys computed here).
     nh = 0
     for c in range(ncores):

@@ -183,6 +183,10 @@ class Trace:
         self._cache_max = max(1, cache_chunks)
 
     # -- references --------------------------------------------------------------------
+    def load_chunk(self, k: int) -> RefChunk:
+        """Read, check and decode chunk ``k`` without the cache (safe from any thread)."""
+        return self._load_chunk(k)
+
     def _load_chunk(self, k: int) -> RefChunk:
         row = self.index[k]
         frame = self._read_at(int(row["offset"]), int(row["length"]))

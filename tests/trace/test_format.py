@@ -45,7 +45,12 @@ def test_arrays_name_the_first_invalid_reference(refs):
         fmt.check_refs(addr, size, lambda i: f"ref {i}")
 
 
-def test_the_rule_matches_the_memory_model():
+def test_the_rule_fits_the_memory_model():
+    """Every job's address space (tag and colour above the virtual addresses) is
+    accepted by the memory model."""
+    from simsched.engine.job import MAX_JOBS, addr_offset
     from simsched.memory._kernels import ADDRESS_BITS
 
-    assert fmt.ADDRESS_BITS == ADDRESS_BITS and fmt.ADDRESS_LIMIT == LIMIT
+    assert fmt.ADDRESS_LIMIT == LIMIT
+    top = max(addr_offset(j) for j in range(MAX_JOBS)) + LIMIT - 1
+    assert top >> ADDRESS_BITS == 0
