@@ -454,3 +454,164 @@ def compare(
     finally:
         if owned:
             t.close()
+
+
+@dataclass
+class JobsResult:
+    """The outcome of a multi-job run.
+
+    Attributes
+    ----------
+    record
+        JSON-able result record (docs/results.md, "Multi-job records"): totals, ``jobs``
+        (one dict per job), ``allotment`` series and ``realloc_warmup``.
+    replay
+        The engine's :class:`~simsched.engine.ReplayResult` (None when the run failed).
+    mem_stats
+        ``MemorySystem.stats()`` after the replay.
+    """
+
+    record: dict[str, Any]
+    replay: Any = None
+    mem_stats: dict[str, Any] = field(default_factory=dict)
+
+
+def run_jobs(
+    jobs: Any,
+    machine: Any,
+    *,
+    controller: str | None = None,
+    controller_params: dict[str, Any] | None = None,
+    quantum: int | None = None,
+    seed: int | None = None,
+    overrides: dict[str, Any] | None = None,
+    window: int | None = None,
+    out_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+) -> JobsResult:
+    """Replay a job set: several programs arriving over time, sharing one machine.
+
+    Parameters
+    ----------
+    jobs
+        A job-set YAML path, dict, or :class:`simsched.jobset.JobSet` (docs/jobs.md).
+    machine
+        Preset name, YAML path, dict or :class:`simsched.machine.Machine`.
+    controller
+        Processor controller (``all``, ``static``, ``equi``...); default: the job set's.
+    controller_params
+        Controller parameters; default: the job set's.
+    quantum
+        Controller quantum in cycles (0: reallocate only at arrivals and completions);
+        default: the job set's.
+    seed
+        Overrides the job set's seed (arrivals and the job schedulers' generators).
+    overrides
+        Dotted machine overrides.
+    window
+        Interleaving window in cycles (default :data:`DEFAULT_WINDOW`).
+    out_dir
+        When given, ``config.json`` and ``result.json`` are written there atomically (also
+        when the run fails, with ``"status": "error"``).
+    progress
+        Show a progress bar on stderr.
+
+    Returns
+    -------
+    JobsResult
+        ``record`` holds the multi-job result record.
+    """
+    from simsched.engine import JobSpec, Replay
+    from simsched.engine.controllers import get_controller
+    from simsched.engine.record import jobs_metrics
+    from simsched.jobset import JobSet, load_jobset
+    from simsched.schedulers import get_scheduler
+    from simsched.trace import open_trace
+
+    t0 = time.perf_counter()
+    win = DEFAULT_WINDOW if window is None else int(window)
+    out = Path(out_dir) if out_dir is not None else None
+    base: dict[str, Any] = {
+        "record_version": RECORD_VERSION,
+        "kind": "jobs",
+        "window": win,
+        "simsched_version": _version(),
+    }
+    traces: list[Any] = []
+    try:
+        if win < 0:
+            raise ConfigError(f"window {win}: must be >= 0 cycles")
+        js = jobs if isinstance(jobs, JobSet) else load_jobset(jobs, seed=seed)
+        if seed is not None:
+            js.seed = int(seed)
+        m = _machine(machine, overrides)
+        cname = controller or js.controller
+        cparams = js.controller_params if controller_params is None else controller_params
+        q = js.quantum if quantum is None else int(quantum)
+        ctl = get_controller(cname)(m, len(js.jobs), cparams, q)
+        base.update(
+            {
+                "machine": m.name,
+                "cores": m.cores,
+                "sockets": m.sockets,
+                "controller": ctl.name,
+                "controller_params": dict(ctl.params),
+                "quantum": q,
+                "seed": js.seed,
+                "jobset": js.source,
+            }
+        )
+        config = {
+            **base,
+            "machine_resolved": machine_config(m),
+            "jobs": [
+                {
+                    "name": j.name,
+                    "trace": str(j.trace),
+                    "scheduler": j.scheduler,
+                    "params": j.params,
+                    "arrival": j.arrival,
+                }
+                for j in js.jobs
+            ],
+        }
+        if out is not None:
+            write_json_atomic(out / "config.json", config)
+        specs = []
+        for j in js.jobs:
+            t = open_trace(j.trace, cache_chunks=2)
+            traces.append(t)
+            specs.append(JobSpec(t, get_scheduler(j.scheduler), j.params, j.arrival, j.name))
+        rep = Replay(m, specs, controller=ctl, seed=js.seed, window=win, memory=_memory(m))
+        if progress:
+            with _Progress(f"{len(specs)} jobs on {m.name}") as bar:
+                rep.progress = bar
+                res = rep.run()
+        else:
+            res = rep.run()
+        stats = rep.memory.stats()
+        rec = {**base, "status": "ok", "error": ""}
+        rec.update(jobs_metrics(res, stats, m, traces))
+        for jr, j in zip(rec["jobs"], js.jobs, strict=True):
+            jr["scheduler"] = j.scheduler
+            jr["trace"] = str(j.trace)
+        rec["wall_s"] = time.perf_counter() - t0
+        if out is not None:
+            write_json_atomic(out / "result.json", rec)
+        return JobsResult(record=rec, replay=res, mem_stats=stats)
+    except BaseException as exc:
+        if out is not None:
+            rec = {**base, "status": "error"}
+            msg = str(exc) if isinstance(exc, SimschedError) else f"{type(exc).__name__}: {exc}"
+            rec["error"] = msg or type(exc).__name__
+            if not isinstance(exc, SimschedError | KeyboardInterrupt):
+                rec["traceback"] = traceback.format_exc(limit=8)
+            rec["wall_s"] = time.perf_counter() - t0
+            try:
+                write_json_atomic(out / "result.json", rec)
+            except OSError:
+                pass
+        raise
+    finally:
+        for t in traces:
+            t.close()

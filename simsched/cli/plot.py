@@ -64,6 +64,21 @@ def timeline(
     print(out)
 
 
+@plot_app.command("allotment")
+def allotment(
+    result: Annotated[
+        Path, typer.Argument(help="result folder (simsched run --jobs --out) or result.json")
+    ],
+    out: Annotated[Path, typer.Option("-o", "--out", help="figure file (.png, .pdf, .svg)")],
+) -> None:
+    """Draw the cores each job of a multi-job run held over time (desires dashed)."""
+    from simsched.plotting.allotment import load_jobs_record, plot_allotment
+    from simsched.plotting.figures import save
+
+    save(plot_allotment(load_jobs_record(result)), out)
+    print(out)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``plot`` group to the main app."""
     app.add_typer(plot_app, name="plot")

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from simsched.cli._common import console, parse_kv, print_json
+from simsched.errors import ConfigError
 
 #: Metrics shown by ``compare`` and summarised over seeds in its JSON.
 SUMMARY_METRICS = (
@@ -72,8 +74,19 @@ def _progress(flag: bool | None) -> bool:
 
 
 def run_cmd(
-    trace: TraceOpt,
     machine: MachineOpt,
+    trace: Annotated[Path | None, typer.Option("--trace", "-t", help="trace file (.sst)")] = None,
+    jobs: Annotated[
+        Path | None,
+        typer.Option("--jobs", "-j", help="job-set YAML: several programs sharing the machine"),
+    ] = None,
+    controller: Annotated[
+        str | None,
+        typer.Option("--controller", help="processor controller for --jobs (all, static, equi)"),
+    ] = None,
+    quantum: Annotated[
+        int | None, typer.Option("--quantum", help="controller quantum in cycles (--jobs)")
+    ] = None,
     scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="ws, pdf, ...")] = "ws",
     set_: SetOpt = None,
     param: ParamOpt = None,
@@ -85,9 +98,18 @@ def run_cmd(
     window: WindowOpt = None,
     progress: ProgressOpt = None,
 ) -> None:
-    """Replay a trace on a machine under one scheduler and print the result record."""
+    """Replay a trace under one scheduler, or a job set under a processor controller."""
     import simsched
 
+    if (trace is None) == (jobs is None):
+        raise ConfigError("give exactly one of --trace and --jobs")
+    if jobs is not None:
+        _run_jobs(
+            jobs, machine, controller, quantum, set_, param, seed, json_, out, window, progress
+        )
+        return
+    if controller is not None or quantum is not None:
+        raise ConfigError("--controller and --quantum apply to --jobs runs")
     params, overrides = _split(set_, param, [scheduler])
     res = simsched.run(
         trace,
@@ -114,6 +136,64 @@ def run_cmd(
         v = rec[k]
         table.add_row(k, f"{v:.4g}" if isinstance(v, float) else f"{v:,}")
     console.print(table)
+
+
+def _run_jobs(
+    jobs, machine, controller, quantum, set_, param, seed, json_, out, window, progress
+) -> None:
+    import simsched
+
+    if param:
+        raise ConfigError(
+            "--param applies to --trace runs; give job schedulers' parameters "
+            "in the job set (scheduler_params)"
+        )
+    overrides = parse_kv(set_, "--set")
+    res = simsched.run_jobs(
+        jobs,
+        machine,
+        controller=controller,
+        quantum=quantum,
+        seed=seed if seed != 0 else None,
+        overrides=overrides or None,
+        window=window,
+        out_dir=out,
+        progress=_progress(progress),
+    )
+    rec = res.record
+    if json_:
+        print_json(rec)
+        return
+    table = Table(
+        "job",
+        "scheduler",
+        "arrival",
+        "start",
+        "finish",
+        "response",
+        "util",
+        title=f"{rec['n_jobs']} jobs on {rec['machine']} under {rec['controller']}"
+        + (f" (quantum {rec['quantum']:,})" if rec["quantum"] else ""),
+    )
+    for j in rec["jobs"]:
+        table.add_row(
+            escape(j["name"]),
+            j["scheduler"],
+            f"{j['arrival']:,}",
+            f"{j['start']:,}",
+            f"{j['finish']:,}",
+            f"{j['response_cycles']:,}",
+            f"{j['utilization']:.3f}",
+        )
+    console.print(table)
+    w = rec["realloc_warmup"]
+    console.print(
+        f"makespan {rec['makespan_cycles']:,} cycles; mean response "
+        f"{rec['mean_response_cycles']:,.0f}; utilisation {rec['utilization']:.3f}; "
+        f"{rec['reallocations']} core moves; private-miss rate after a move "
+        f"{w['warm_miss_rate']:.4f} vs {w['steady_miss_rate']:.4f} steady",
+        markup=False,
+    )
 
 
 def _summary(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:

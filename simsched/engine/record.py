@@ -139,3 +139,87 @@ def write_parquet_atomic(path: Path, records: list[dict[str, Any]]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def jobs_metrics(result: Any, mem_stats: dict, machine: Any, traces: list[Any]) -> dict[str, Any]:
+    """Metrics of a multi-job replay (docs/results.md, "Multi-job records").
+
+    Parameters
+    ----------
+    result
+        The :class:`simsched.engine.replay.ReplayResult`.
+    mem_stats
+        ``MemorySystem.stats()`` after the replay.
+    machine
+        The machine.
+    traces
+        The jobs' traces, in job order (their headers give digests and counts).
+
+    Returns
+    -------
+    dict
+        Flat totals (makespan, mean response time, utilisation, reallocations, cache
+        levels, DRAM) plus ``jobs`` (one dict per job), ``allotment`` (the series) and
+        ``realloc_warmup`` (the cache cost of moving cores between jobs).
+    """
+    r = result
+    out: dict[str, Any] = {}
+    jobs = []
+    for j, t in zip(r.jobs, traces, strict=True):
+        useful = int(j.busy_cycles)
+        jobs.append(
+            {
+                "name": j.name,
+                "trace_digest": t.header.digest,
+                "trace_program": t.header.program,
+                "arrival": int(j.arrival),
+                "start": int(j.start),
+                "finish": int(j.finish),
+                "response_cycles": int(j.finish - j.arrival),
+                "instructions": int(j.instructions),
+                "refs": int(j.refs),
+                "strands": int(len(j.strand_core)),
+                "useful_cycles": useful,
+                "sched_cycles": int(j.sched_cycles),
+                "allotted_cycles": int(j.allotted_cycles),
+                "utilization": useful / j.allotted_cycles if j.allotted_cycles else 0.0,
+                "steal_attempts": int(j.counters.get("steal_attempts", 0)),
+                "steals": int(j.counters.get("steals", 0)),
+                "scheduler_counters": {k: int(v) for k, v in sorted(j.counters.items())},
+                **j.sched_fields,
+            }
+        )
+    makespan = int(r.makespan)
+    out["makespan_cycles"] = makespan
+    out["n_jobs"] = len(jobs)
+    out["mean_response_cycles"] = float(np.mean([x["response_cycles"] for x in jobs]))
+    useful = sum(x["useful_cycles"] for x in jobs)
+    allotted = sum(x["allotted_cycles"] for x in jobs)
+    out["useful_cycles"] = useful
+    out["allotted_cycles"] = allotted
+    out["utilization"] = useful / allotted if allotted else 0.0
+    out["machine_utilization"] = useful / (machine.cores * makespan) if makespan else 0.0
+    out["reallocations"] = int(r.reallocations)
+    out["instructions"] = sum(x["instructions"] for x in jobs)
+    out["refs"] = sum(x["refs"] for x in jobs)
+    for lv in mem_stats["levels"]:
+        for f in ("accesses", "hits", "misses", "writebacks", "invalidations"):
+            out[f"{lv['name']}_{f}"] = int(lv[f])
+    nodes = mem_stats["nodes"]
+    out["offchip_bytes"] = int(mem_stats["offchip_bytes"])
+    out["dram_local"] = sum(int(nd["local"]) for nd in nodes)
+    out["dram_remote"] = sum(int(nd["remote"]) for nd in nodes)
+    out["private_misses"] = int(r.private_misses.sum())
+    w = r.warmup
+    out["realloc_warmup"] = {
+        **{k: int(v) for k, v in w.items()},
+        "warm_miss_rate": w["warm_misses"] / w["warm_refs"] if w["warm_refs"] else 0.0,
+        "steady_miss_rate": w["steady_misses"] / w["steady_refs"] if w["steady_refs"] else 0.0,
+    }
+    out["allotment"] = {
+        "cycles": [int(t) for t, _, _ in r.series],
+        "cores": [list(map(int, a)) for _, a, _ in r.series],
+        "desire": [list(map(int, d)) for _, _, d in r.series],
+    }
+    out["jobs"] = jobs
+    return out

@@ -1,0 +1,241 @@
+"""Job sets: several programs arriving over time on one machine (docs/jobs.md).
+
+A job set is a YAML file (strict schema: unknown keys are errors) listing groups of
+jobs; each group names a trace or a generator recipe, the job scheduler, how many
+copies, and when they arrive: at a cycle, at explicit cycles, or by a Poisson process
+seeded from the job set's seed.  :func:`load_jobset` resolves it into a
+:class:`JobSet` — every job with its trace file, scheduler class, parameters and
+arrival cycle — which :func:`simsched.run_jobs` replays.
+
+Example::
+
+    seed: 1
+    controller: equi          # default; `simsched run --controller` overrides
+    jobs:
+      - trace: traces/samples/mergesort-16384-1024.valgrind.sst
+        scheduler: ws
+        copies: 4
+        arrival: 0
+      - generator: fib
+        params: {n: 18}
+        copies: 4
+        arrival: {poisson: {mean: 200000}}   # mean cycles between arrivals
+
+Relative trace paths are relative to the job-set file.  Generated traces are made once
+and cached by their recipe (``$SIMSCHED_CACHE_DIR/traces``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from simsched.errors import ConfigError
+
+Scalar = int | float | str | bool
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PoissonArrivals(_Strict):
+    """Arrivals of a group's copies by a Poisson process."""
+
+    mean: float = Field(gt=0, description="mean cycles between arrivals (1/lambda)")
+    start: int = Field(default=0, ge=0, description="cycle the process starts at")
+
+
+class PoissonSpec(_Strict):
+    poisson: PoissonArrivals
+
+
+class JobGroup(_Strict):
+    """Copies of one program: exactly one of ``trace`` or ``generator``."""
+
+    name: str | None = Field(default=None, description="label (default: file or generator)")
+    trace: str | None = None
+    generator: str | None = None
+    params: dict[str, Scalar] = Field(default_factory=dict, description="generator parameters")
+    scheduler: str = "ws"
+    scheduler_params: dict[str, Scalar] = Field(default_factory=dict)
+    copies: int = Field(default=1, ge=1, le=256)
+    arrival: int | list[int] | PoissonSpec = Field(
+        default=0, description="cycle, list of cycles (one per copy) or {poisson: {mean}}"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> JobGroup:
+        if (self.trace is None) == (self.generator is None):
+            raise ValueError("give exactly one of trace or generator")
+        if self.params and self.generator is None:
+            raise ValueError("params apply to generators only")
+        if isinstance(self.arrival, int) and self.arrival < 0:
+            raise ValueError(f"arrival {self.arrival}: must be >= 0")
+        if isinstance(self.arrival, list):
+            if len(self.arrival) != self.copies:
+                raise ValueError(
+                    f"arrival lists {len(self.arrival)} cycles for {self.copies} copies"
+                )
+            if any(t < 0 for t in self.arrival):
+                raise ValueError("arrival cycles must be >= 0")
+        return self
+
+
+class JobSetSpec(_Strict):
+    """A job-set file."""
+
+    seed: int = Field(default=0, ge=0, description="seeds the arrivals and job schedulers")
+    controller: str = Field(default="equi", description="processor controller")
+    controller_params: dict[str, Any] = Field(default_factory=dict)
+    quantum: int = Field(default=0, ge=0, description="controller quantum in cycles")
+    jobs: list[JobGroup] = Field(min_length=1)
+
+
+@dataclass
+class JobEntry:
+    """One resolved job of a job set."""
+
+    name: str
+    trace: Path
+    scheduler: str
+    params: dict[str, Any]
+    arrival: int
+    group: int
+
+
+@dataclass
+class JobSet:
+    """A resolved job set: every job with its trace file and arrival cycle."""
+
+    jobs: list[JobEntry]
+    seed: int = 0
+    controller: str = "equi"
+    controller_params: dict[str, Any] = field(default_factory=dict)
+    quantum: int = 0
+    source: str = ""
+
+
+def _arrivals(group: JobGroup, rng: np.random.Generator) -> list[int]:
+    a = group.arrival
+    if isinstance(a, int):
+        return [a] * group.copies
+    if isinstance(a, list):
+        return [int(x) for x in a]
+    p = a.poisson
+    gaps = rng.exponential(p.mean, size=group.copies)
+    return [int(p.start + x) for x in np.floor(np.cumsum(gaps))]
+
+
+def _label(group: JobGroup) -> str:
+    if group.name:
+        return group.name
+    if group.generator:
+        return group.generator
+    return Path(group.trace or "trace").name.split(".")[0]
+
+
+def load_jobset(
+    source: str | os.PathLike | dict[str, Any],
+    *,
+    seed: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+) -> JobSet:
+    """Read and resolve a job-set file (or dict).
+
+    Parameters
+    ----------
+    source
+        Path of a YAML job-set file, or the same content as a dict.
+    seed
+        Overrides the file's ``seed``.
+    cache_dir
+        Folder for generated traces (default ``$SIMSCHED_CACHE_DIR/traces``).
+
+    Returns
+    -------
+    JobSet
+        The jobs in file order (copies of a group one after another).
+
+    Raises
+    ------
+    ConfigError
+        Unreadable file, schema violation (naming the field), missing trace, unknown
+        generator, scheduler or parameter.
+    """
+    from simsched.api import cache_dir as default_cache
+    from simsched.experiments.traces import ensure_trace
+    from simsched.schedulers import get_scheduler
+
+    if isinstance(source, dict):
+        data, base, name = source, Path.cwd(), "job set"
+    else:
+        path = Path(source)
+        name = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: no such job-set file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read job set ({exc})") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML ({exc})".replace("\n", " ")) from None
+        base = path.parent
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: a job set is a mapping with a 'jobs' list")
+    try:
+        spec = JobSetSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(f"{name}: {loc}: {err['msg']}") from None
+    s = spec.seed if seed is None else int(seed)
+    if s < 0:
+        raise ConfigError(f"{name}: seed {s} must be >= 0")
+    cache = Path(cache_dir) if cache_dir is not None else default_cache() / "traces"
+    jobs: list[JobEntry] = []
+    for gi, g in enumerate(spec.jobs):
+        sched = get_scheduler(g.scheduler)
+        params = sched.resolve_params(dict(g.scheduler_params))
+        if g.trace is not None:
+            recipe: dict[str, Any] = {"kind": "trace", "path": g.trace, "label": _label(g)}
+        else:
+            from simsched.workloads import WORKLOADS
+
+            if g.generator not in WORKLOADS:
+                raise ConfigError(
+                    f"{name}: jobs.{gi}.generator: unknown workload {g.generator!r} "
+                    f"(known: {', '.join(sorted(WORKLOADS))})"
+                )
+            WORKLOADS[g.generator].resolve(dict(g.params))  # a bad parameter fails here
+            recipe = {"kind": "generator", "generator": g.generator, "params": dict(g.params)}
+        trace = ensure_trace(recipe, cache, base)
+        arrivals = _arrivals(g, np.random.default_rng([s, gi]))
+        label = _label(g)
+        for k, t in enumerate(arrivals):
+            jobs.append(
+                JobEntry(
+                    name=f"{label}#{k}" if g.copies > 1 else label,
+                    trace=Path(trace),
+                    scheduler=sched.name,
+                    params=params,
+                    arrival=t,
+                    group=gi,
+                )
+            )
+    return JobSet(
+        jobs=jobs,
+        seed=s,
+        controller=spec.controller,
+        controller_params=dict(spec.controller_params),
+        quantum=spec.quantum,
+        source=name,
+    )

@@ -1,0 +1,99 @@
+"""Allotment figure of a multi-job run: cores held by each job over time.
+
+Without desires the allotments are stacked (each job's share and the idle cores at a
+glance); when the job schedulers report desires, each job gets a solid step line for its
+allotment and a dashed one for its desire.
+
+It reads the ``allotment`` series of a multi-job result record (docs/results.md): one entry
+per reallocation or controller quantum, giving every job's cores (and desire, when its
+scheduler reports one).  The series is a step function: an entry holds until the next.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from simsched.errors import ConfigError
+from simsched.plotting.figures import style
+
+
+def load_jobs_record(path: str | Path) -> dict[str, Any]:
+    """The multi-job result record in ``path`` (a ``run --out`` folder or its result.json)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "result.json"
+    try:
+        rec = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such result file") from None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: not a result record ({exc})") from None
+    if not isinstance(rec, dict) or rec.get("kind") != "jobs" or "allotment" not in rec:
+        raise ConfigError(f"{p}: not the record of a multi-job run (simsched run --jobs)")
+    return rec
+
+
+def plot_allotment(rec: dict[str, Any], *, title: str | None = None) -> Figure:
+    """Step plot of every job's allotment (solid) and desire (dashed) over time.
+
+    Parameters
+    ----------
+    rec
+        A multi-job result record.
+    title
+        Figure title (default: jobs, machine and controller).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    a = rec["allotment"]
+    t = np.asarray(a["cycles"], dtype=float)
+    cores = np.asarray(a["cores"], dtype=float)
+    desire = np.asarray(a["desire"], dtype=float)
+    end = float(rec.get("makespan_cycles", t[-1] if t.size else 0))
+    names = [j["name"] for j in rec["jobs"]]
+    with style():
+        fig = Figure(figsize=(8, 4.2))
+        ax = fig.add_subplot()
+        has_desire = bool(np.any(desire >= 0))
+        if t.size and not has_desire:
+            # Stacked: each job's share and the machine's idle cores at a glance.
+            tt = np.append(t, max(end, t[-1]))
+            base = np.zeros(tt.size)
+            for k, name in enumerate(names):
+                y = base + np.append(cores[:, k], cores[-1, k])
+                ax.fill_between(tt, base, y, step="post", label=name, linewidth=0.3)
+                base = y
+        elif t.size:
+            tt = np.append(t, max(end, t[-1]))
+            for k, name in enumerate(names):
+                y = np.append(cores[:, k], cores[-1, k])
+                (line,) = ax.step(tt, y, where="post", label=name, linewidth=1.6)
+                if np.any(desire[:, k] >= 0):
+                    d = np.where(desire[:, k] >= 0, desire[:, k], np.nan)
+                    ax.step(
+                        tt,
+                        np.append(d, d[-1]),
+                        where="post",
+                        linestyle="--",
+                        color=line.get_color(),
+                        linewidth=1.0,
+                        label=f"{name} desire",
+                    )
+        ax.set_xlabel("cycle")
+        ax.set_ylabel("cores")
+        ax.set_ylim(bottom=0, top=rec.get("cores", None) and rec["cores"] + 0.5)
+        ax.set_xlim(0, end or None)
+        ax.set_title(
+            title
+            or f"{len(names)} jobs on {rec.get('machine', '')} under {rec.get('controller', '')}"
+        )
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+        fig.tight_layout()
+    return fig
