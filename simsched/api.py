@@ -383,21 +383,25 @@ def run(
         return result
     except BaseException as exc:
         if out is not None:
-            rec = dict(base)
-            rec["status"] = "error"
-            msg = str(exc) if isinstance(exc, SimschedError) else f"{type(exc).__name__}: {exc}"
-            rec["error"] = msg or type(exc).__name__
-            if not isinstance(exc, SimschedError | KeyboardInterrupt):
-                rec["traceback"] = traceback.format_exc(limit=8)
-            rec["wall_s"] = time.perf_counter() - t0
-            try:
-                write_json_atomic(out / "result.json", rec)
-            except OSError:
-                pass
+            _write_error(out, base, exc, t0)
         raise
     finally:
         if owned and t is not None:
             t.close()
+
+
+def _write_error(out: Path, base: dict[str, Any], exc: BaseException, t0: float) -> None:
+    """Write the record of a failed run (``status: error``, the message) to ``out``."""
+    rec = {**base, "status": "error"}
+    msg = str(exc) if isinstance(exc, SimschedError) else f"{type(exc).__name__}: {exc}"
+    rec["error"] = msg or type(exc).__name__
+    if not isinstance(exc, SimschedError | KeyboardInterrupt):
+        rec["traceback"] = traceback.format_exc(limit=8)
+    rec["wall_s"] = time.perf_counter() - t0
+    try:
+        write_json_atomic(out / "result.json", rec)
+    except OSError:
+        pass
 
 
 def compare(
@@ -601,16 +605,7 @@ def run_jobs(
         return JobsResult(record=rec, replay=res, mem_stats=stats)
     except BaseException as exc:
         if out is not None:
-            rec = {**base, "status": "error"}
-            msg = str(exc) if isinstance(exc, SimschedError) else f"{type(exc).__name__}: {exc}"
-            rec["error"] = msg or type(exc).__name__
-            if not isinstance(exc, SimschedError | KeyboardInterrupt):
-                rec["traceback"] = traceback.format_exc(limit=8)
-            rec["wall_s"] = time.perf_counter() - t0
-            try:
-                write_json_atomic(out / "result.json", rec)
-            except OSError:
-                pass
+            _write_error(out, base, exc, t0)
         raise
     finally:
         for t in traces:

@@ -35,28 +35,9 @@ def _plain(x: Any) -> Any:
     raise TypeError(f"{type(x).__name__} is not JSON serialisable")
 
 
-def metrics(engine_result: Any, mem_stats: dict, machine: Any, header: Any) -> dict[str, Any]:
-    """Metrics of one replay as flat record fields (see docs/results.md).
-
-    Parameters
-    ----------
-    engine_result
-        The :class:`simsched.engine.replay.EngineResult`.
-    mem_stats
-        ``MemorySystem.stats()`` after the replay.
-    machine
-        The machine.
-    header
-        The trace header.
-    """
-    r = engine_result
+def memory_fields(mem_stats: dict, makespan: int, instructions: int) -> dict[str, Any]:
+    """Cache, DRAM and controller fields of a record from ``MemorySystem.stats()``."""
     out: dict[str, Any] = {}
-    makespan = int(r.makespan)
-    instructions = int(header.n_instructions)
-    out["makespan_cycles"] = makespan
-    out["instructions"] = instructions
-    out["refs"] = int(header.n_refs)
-    out["strands"] = int(header.n_strands)
     for lv in mem_stats["levels"]:
         n = lv["name"]
         for f in ("accesses", "hits", "misses", "writebacks", "invalidations"):
@@ -79,6 +60,32 @@ def metrics(engine_result: Any, mem_stats: dict, machine: Any, header: Any) -> d
     out["dram_by_socket"] = dumps(
         [{"local": int(s["mem_local"]), "remote": int(s["mem_remote"])} for s in sockets]
     )
+    return out
+
+
+def metrics(engine_result: Any, mem_stats: dict, machine: Any, header: Any) -> dict[str, Any]:
+    """Metrics of one replay as flat record fields (see docs/results.md).
+
+    Parameters
+    ----------
+    engine_result
+        The :class:`simsched.engine.replay.EngineResult`.
+    mem_stats
+        ``MemorySystem.stats()`` after the replay.
+    machine
+        The machine.
+    header
+        The trace header.
+    """
+    r = engine_result
+    out: dict[str, Any] = {}
+    makespan = int(r.makespan)
+    instructions = int(header.n_instructions)
+    out["makespan_cycles"] = makespan
+    out["instructions"] = instructions
+    out["refs"] = int(header.n_refs)
+    out["strands"] = int(header.n_strands)
+    out.update(memory_fields(mem_stats, makespan, instructions))
     out["steal_attempts"] = int(r.counters.get("steal_attempts", 0))
     out["steals"] = int(r.counters.get("steals", 0))
     out["scheduler_counters"] = dumps({k: int(v) for k, v in sorted(r.counters.items())})
@@ -202,13 +209,7 @@ def jobs_metrics(result: Any, mem_stats: dict, machine: Any, traces: list[Any]) 
     out["reallocations"] = int(r.reallocations)
     out["instructions"] = sum(x["instructions"] for x in jobs)
     out["refs"] = sum(x["refs"] for x in jobs)
-    for lv in mem_stats["levels"]:
-        for f in ("accesses", "hits", "misses", "writebacks", "invalidations"):
-            out[f"{lv['name']}_{f}"] = int(lv[f])
-    nodes = mem_stats["nodes"]
-    out["offchip_bytes"] = int(mem_stats["offchip_bytes"])
-    out["dram_local"] = sum(int(nd["local"]) for nd in nodes)
-    out["dram_remote"] = sum(int(nd["remote"]) for nd in nodes)
+    out.update(memory_fields(mem_stats, makespan, out["instructions"]))
     out["private_misses"] = int(r.private_misses.sum())
     w = r.warmup
     out["realloc_warmup"] = {
