@@ -1,0 +1,190 @@
+"""Multi-job replays: the fast engine against the job-set oracle, invariants per job, the
+single job through the job-set path, job-set files and the CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from simsched.engine import JobSpec, Replay
+from simsched.engine.check import check_invariants
+from simsched.engine.controllers import assign_cores, get_controller
+from simsched.errors import ConfigError
+from simsched.jobset import load_jobset
+from simsched.machine import load_machine
+from simsched.memory import MemorySystem
+from simsched.schedulers import get_scheduler
+from simsched.trace import open_trace
+from tests.engine.conftest import make_trace
+from tests.engine.golden_cases import CASES, GOLDEN, SAMPLES, case_id
+from tests.engine.machines import TWO_BY_TWO
+from tests.oracles.jobs_oracle import OracleJobs
+from tests.oracles.memory_oracle import MemoryOracle
+
+
+def _specs(tmp_path, arrivals, scheds, seeds=(1, 2, 3, 4)):
+    out = []
+    for i, (t_arr, name) in enumerate(zip(arrivals, scheds, strict=False)):
+        cls = get_scheduler(name)
+        tr = open_trace(make_trace(tmp_path / f"j{i}.sst", seed=seeds[i], depth=4, max_refs=50))
+        out.append(JobSpec(tr, cls, cls.resolve_params({}), t_arr, f"j{i}"))
+    return out
+
+
+@pytest.mark.parametrize(
+    "controller,quantum",
+    [("equi", 0), ("static", 0), ("all", 0), ("equi", 777)],
+)
+def test_fast_engine_equals_job_set_oracle(tmp_path, controller, quantum):
+    m = load_machine(TWO_BY_TWO)
+    specs = _specs(tmp_path, [0, 150, 1201], ["ws", "pdf", "ws"])
+    ctl = get_controller(controller)(m, len(specs), {}, quantum)
+    mem = MemorySystem(m)
+    fast = Replay(m, specs, controller=ctl, seed=9, window=0, buffer_refs=32, memory=mem).run()
+    ora_mem = MemoryOracle(m)
+    ctl2 = get_controller(controller)(m, len(specs), {}, quantum)
+    ora = OracleJobs(m, specs, ctl2, 9, ora_mem).run()
+    for f, o, spec in zip(fast.jobs, ora, specs, strict=True):
+        check_invariants(spec.trace, f)
+        np.testing.assert_array_equal(f.strand_core, o["strand_core"])
+        np.testing.assert_array_equal(f.strand_start, o["strand_start"])
+        np.testing.assert_array_equal(f.strand_end, o["strand_end"])
+        assert (f.start, f.finish) == (o["start"], o["finish"])
+        assert f.counters == o["counters"]
+    if controller == "equi":
+        assert fast.reallocations > 0
+    stats, ostats = mem.stats(), ora_mem.stats()
+    for a, b in zip(stats["levels"], ostats["levels"], strict=True):
+        for k in ("accesses", "hits", "misses", "writebacks", "invalidations"):
+            assert a[k] == b[k], (a["name"], k)
+    assert stats["nodes"] == ostats["nodes"]
+
+
+def test_jobs_never_share_a_line(tmp_path):
+    """Two copies of one trace: every cache level sees twice the single run's lines."""
+    m = load_machine("itrs-scaling-2")
+    specs = _specs(tmp_path, [0, 0], ["ws", "ws"], seeds=(5, 5))
+    ctl = get_controller("static")(m, 2)
+    mem = MemorySystem(m)
+    Replay(m, specs, controller=ctl, window=0, memory=mem).run()
+    one = MemorySystem(load_machine("itrs-scaling-1"))
+    Replay(load_machine("itrs-scaling-1"), specs[:1], window=0, memory=one).run()
+    # Cold misses are per job: the first level misses at least twice the single run's
+    # cold misses (the jobs' lines are distinct).
+    assert mem.stats()["levels"][-1]["misses"] >= 2 * one.stats()["levels"][-1]["misses"] - 2
+
+
+@pytest.mark.parametrize("case", CASES[:3], ids=[case_id(c) for c in CASES[:3]])
+def test_single_job_through_job_sets_matches_golden(tmp_path, case):
+    import simsched
+    trace, machine, sched, params, seed, window = case
+    js = {
+        "seed": seed,
+        "controller": "all",
+        "jobs": [
+            {
+                "trace": str(SAMPLES / trace),
+                "scheduler": sched,
+                "scheduler_params": params,
+            }
+        ],
+    }
+    res = simsched.run_jobs(js, machine, window=window)
+    want = json.loads(GOLDEN.read_text())[case_id(case)]
+    job = res.replay.jobs[0]
+    h = hashlib.sha256()
+    for a in (job.strand_core, job.strand_start, job.strand_end):
+        h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+    assert h.hexdigest() == want["schedule_sha256"]
+    rec = res.record
+    for k in ("makespan_cycles", "private_misses", "dram_local", "dram_remote"):
+        assert rec[k] == want[k], k
+    assert rec["jobs"][0]["steals"] == want["steals"]
+    assert {k for k in want if k.endswith("_misses")} <= set(rec)
+    for k in want:
+        if k.endswith(("_accesses", "_hits", "_misses")):
+            assert rec[k] == want[k], k
+
+
+def test_assign_cores_moves_few_cores_and_keeps_sockets():
+    sock = [0, 0, 1, 1]
+    out = assign_cores({0: frozenset({0, 1, 2, 3})}, {0: 2, 1: 2}, sock)
+    assert out[0] | out[1] == {0, 1, 2, 3} and not out[0] & out[1]
+    assert {sock[c] for c in out[1]} == {1}  # the newcomer gets one whole socket
+    again = assign_cores({j: frozenset(c) for j, c in out.items()}, {0: 2, 1: 2}, sock)
+    assert again == out  # nothing moves when nothing changes
+
+
+def test_jobset_file_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("jobs:\n  - trace: x.sst\n    colour: red\n")
+    with pytest.raises(ConfigError, match=r"jobs\.0\.colour"):
+        load_jobset(bad)
+    bad.write_text("jobs:\n  - trace: missing.sst\n")
+    with pytest.raises(ConfigError, match="missing.sst does not exist"):
+        load_jobset(bad)
+    bad.write_text("jobs:\n  - generator: fib\n    copies: 2\n    arrival: [0]\n")
+    with pytest.raises(ConfigError, match="arrival lists 1 cycles for 2 copies"):
+        load_jobset(bad)
+    bad.write_text("jobs:\n  - generator: nosuch\n")
+    with pytest.raises(ConfigError, match="unknown workload 'nosuch'"):
+        load_jobset(bad)
+
+
+def test_poisson_arrivals_are_seeded(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text(
+        f"jobs:\n  - trace: {SAMPLES / 'fib-16-6.valgrind.sst'}\n    copies: 5\n"
+        "    arrival: {poisson: {mean: 1000, start: 50}}\n"
+    )
+    a = [j.arrival for j in load_jobset(f, seed=1).jobs]
+    b = [j.arrival for j in load_jobset(f, seed=1).jobs]
+    c = [j.arrival for j in load_jobset(f, seed=2).jobs]
+    assert a == b != c and a == sorted(a) and a[0] >= 50
+
+
+def test_cli_jobs_acceptance(tmp_path):
+    """4 mergesorts at 0 and 4 fibs by a Poisson process under EQUI: per-job response
+    times, utilisation and the allotment series; the same seed gives the same JSON."""
+    f = tmp_path / "j.yaml"
+    f.write_text(
+        "seed: 4\njobs:\n"
+        f"  - trace: {SAMPLES / 'mergesort-16384-1024.valgrind.sst'}\n    copies: 4\n"
+        f"  - trace: {SAMPLES / 'fib-16-6.valgrind.sst'}\n    copies: 4\n"
+        "    arrival: {poisson: {mean: 300000}}\n"
+    )
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from simsched.cli import main; main(sys.argv[1:])",
+        "run",
+        "--jobs",
+        str(f),
+        "--machine",
+        "sunfire-x4600-8x4",
+        "--controller",
+        "equi",
+        "--json",
+    ]
+    outs = []
+    for _ in range(2):
+        p = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        rec = json.loads(p.stdout)
+        rec.pop("wall_s")
+        outs.append(rec)
+    assert outs[0] == outs[1]
+    rec = outs[0]
+    assert rec["n_jobs"] == 8 and rec["controller"] == "equi"
+    assert all(j["response_cycles"] > 0 for j in rec["jobs"])
+    assert 0 < rec["utilization"] <= 1
+    assert len(rec["allotment"]["cycles"]) == len(rec["allotment"]["cores"]) > 2
+    assert all(sum(a) <= 32 for a in rec["allotment"]["cores"])
+    fib_arrivals = [j["arrival"] for j in rec["jobs"][4:]]
+    assert fib_arrivals == sorted(fib_arrivals) and len(set(fib_arrivals)) == 4
+    bad = subprocess.run(cmd[:3] + ["run", "--machine", "x"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
