@@ -1,20 +1,28 @@
 """The core driver: the only engine code that knows the memory model.
 
-It owns the per-core state array ``cs`` and the reference buffers that the memory model's
-window loop (:mod:`simsched.memory.window`, ``run_cores``) advances, builds the machine's
-:class:`~simsched.memory.MemorySystem`, starts strands on cores, refills buffers from a
-job's reference stream, grows the page table when the loop asks, and turns the loop's
-return codes into the two things the event loop cares about: "core ``c`` finished its
-strand" and "the engine's own next event is due".
+It owns the per-core state array ``cs`` that the memory model's window loop
+(:mod:`simsched.memory.window`, ``run_cores``) advances, builds the machine's
+:class:`~simsched.memory.MemorySystem`, starts strands on cores, moves a core to the next
+chunk of its strand, grows the page table when the loop asks, and turns the loop's return
+codes into the two things the event loop cares about: "core ``c`` finished its strand"
+and "the engine's own next event is due".
 
-Each core's buffer holds the next segment of its strand's references (never crossing a
-trace chunk), copied from the job's chunk pool and shifted into the job's physical
-address space (:attr:`simsched.engine.job.Job.addr_offset`).
+**Chunk slots.**  Cores read their references in place from decoded trace chunks: the
+driver keeps ``slots`` rows of four 2-D arrays (addresses, sizes, write flags, gaps), one
+decoded chunk per row, shared by all jobs and managed as an LRU cache keyed by (job,
+chunk).  A core running a strand pins the row it reads; starting a strand costs a dict
+look-up, not a copy of its references.  Chunks of strands that have just become ready
+are decoded ahead into free rows by a background thread (reading, decompression and
+decoding release the GIL) while the cores run; results never depend on it, a core that
+needs a chunk in flight waits for it.  A job's address space is applied by the loop
+(``F_OFF``), so rows hold the trace's own addresses.
 """
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -26,9 +34,11 @@ from simsched.memory.window import (
     F_CLOCK,
     F_LAST,
     F_LEN,
+    F_OFF,
     F_PMISS,
     F_POS,
     F_REFS,
+    F_SLOT,
     F_STATE,
     F_TAIL,
     INF,
@@ -41,8 +51,13 @@ from simsched.memory.window import (
     S_RUN,
 )
 
-#: Default references per core buffer.
-DEFAULT_BUFFER_REFS = 1 << 14
+#: Chunks decoded ahead at most at once.
+PREFETCH_DEPTH = 4
+#: A core is handed at most this many references at a time; the window loop returns for
+#: the next segment, which restarts the core's window.  The first engine copied segments
+#: of this size into per-core buffers, and windowed replays keep its interleaving
+#: exactly (tests/engine/test_golden.py); the cost is one return per 16 K references.
+SEGMENT_REFS = 1 << 14
 
 
 def private_threshold(machine: Any) -> int:
@@ -51,8 +66,92 @@ def private_threshold(machine: Any) -> int:
     return int(max(lat)) if lat else -1
 
 
+class ChunkSlots:
+    """Decoded trace chunks in the rows of four 2-D arrays, an LRU cache by (job, chunk).
+
+    Parameters
+    ----------
+    rows
+        Number of rows (at least the cores plus :data:`PREFETCH_DEPTH` plus one, so that
+        a free row always exists).
+    width
+        Row length: the longest chunk of any job's trace.
+    """
+
+    def __init__(self, rows: int, width: int) -> None:
+        w = max(int(width), 1)
+        self.addr = np.zeros((rows, w), np.uint64)
+        self.addr_i64 = self.addr.view(np.int64)
+        self.size = np.zeros((rows, w), np.uint8)
+        self.write = np.zeros((rows, w), np.bool_)
+        self.gap = np.zeros((rows, w), np.uint32)
+        self.first = [0] * rows  # global index of the row's first reference
+        self.length = [0] * rows
+        self.pins = [0] * rows
+        self.where: dict[tuple[int, int], int] = {}
+        self.key: list[tuple[int, int] | None] = [None] * rows
+        # Rows that hold a chunk and are not pinned, least recently used first; and rows
+        # that hold nothing.
+        self.lru: OrderedDict[int, None] = OrderedDict()
+        self.free = list(range(rows - 1, -1, -1))
+        self.flight: dict[tuple[int, int], tuple[int, Future]] = {}
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simsched-decode")
+        self.loads = 0
+
+    def _row_for(self) -> int:
+        if self.free:
+            return self.free.pop()
+        r, _ = self.lru.popitem(last=False)
+        del self.where[self.key[r]]
+        self.key[r] = None
+        return r
+
+    def _out(self, r: int) -> tuple[np.ndarray, ...]:
+        return (self.addr[r], self.size[r], self.write[r], self.gap[r])
+
+    def acquire(self, job: Any, k: int) -> int:
+        """Pin and return the row holding chunk ``k`` of ``job``, decoding it if needed."""
+        key = (job.jid, k)
+        r = self.where.get(key)
+        if r is None:
+            got = self.flight.pop(key, None)
+            if got is not None:
+                r, fut = got
+                ch = fut.result()
+            else:
+                r = self._row_for()
+                ch = job.trace.load_chunk(k, self._out(r))
+            self.loads += 1
+            self.first[r] = ch.start
+            self.length[r] = len(ch)
+            self.where[key] = r
+            self.key[r] = key
+        elif self.pins[r] == 0:
+            del self.lru[r]
+        self.pins[r] += 1
+        return r
+
+    def release(self, r: int) -> None:
+        """Unpin row ``r`` (it stays cached)."""
+        self.pins[r] -= 1
+        if self.pins[r] == 0:
+            self.lru[r] = None
+
+    def prefetch(self, job: Any, k: int) -> None:
+        """Decode chunk ``k`` of ``job`` in the background unless resident or coming."""
+        key = (job.jid, k)
+        if key in self.where or key in self.flight or len(self.flight) >= PREFETCH_DEPTH:
+            return
+        r = self._row_for()
+        self.flight[key] = (r, self.executor.submit(job.trace.load_chunk, k, self._out(r)))
+
+    def close(self) -> None:
+        """Stop the background decoder (chunks in flight are dropped)."""
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
 class CoreDriver:
-    """Per-core clocks, buffers and the calls into the memory model's window loop.
+    """Per-core clocks, chunk slots and the calls into the memory model's window loop.
 
     Parameters
     ----------
@@ -60,8 +159,8 @@ class CoreDriver:
         The machine.
     window
         Interleaving window in cycles (0 = strict global order of references).
-    buffer_refs
-        Capacity of each core's reference buffer.
+    chunk_width
+        The longest trace chunk of any job (the length of a slot row).
     memory
         A :class:`MemorySystem` of ``machine`` to use (default: a new one).
     """
@@ -71,29 +170,23 @@ class CoreDriver:
         machine: Any,
         *,
         window: int,
-        buffer_refs: int = DEFAULT_BUFFER_REFS,
+        chunk_width: int,
         memory: MemorySystem | None = None,
     ) -> None:
         self.machine = machine
         self.memory = memory if memory is not None else MemorySystem(machine)
         P = machine.cores
-        B = int(buffer_refs)
-        self.P, self.B = P, B
+        self.P = P
         self.cs = np.zeros((NF, P), dtype=np.int64)
         self.heap = np.zeros(P, dtype=np.int64)
-        self.baddr = np.zeros((P, B), dtype=np.int64)
-        self.bsize = np.zeros((P, B), dtype=np.uint8)
-        self.bwrite = np.zeros((P, B), dtype=np.bool_)
-        self.bgap = np.zeros((P, B), dtype=np.uint32)
+        self.slots = ChunkSlots(P + PREFETCH_DEPTH + 2, chunk_width)
         self.window = np.int64(window)
         self.pthresh = np.int64(private_threshold(machine))
         self.plimit = np.int64(self.memory.page_limit())
         self.kernel = self.memory.run_cores
-        # Reference source of each core's strand: the job, next and end global ref index.
         self.job: list[Any] = [None] * P
-        self.gcur = [0] * P
-        self.gend = [0] * P
-        self.chunk: list[Any] = [None] * P
+        self.gend = [0] * P  # global index past the last reference of each core's strand
+        self.row = [-1] * P  # slot row each core has pinned
         self.kernel_calls = 0
         self.kernel_ns = 0
 
@@ -104,49 +197,49 @@ class CoreDriver:
         cs[F_CLOCK, c] = at
         cs[F_PMISS, c] = 0
         cs[F_TAIL, c] = job.tail[s]
+        cs[F_OFF, c] = job.addr_offset
         self.job[c] = job
-        self.gcur[c] = job.ref_start[s]
         self.gend[c] = job.ref_start[s + 1]
-        self._fill(c)
+        self._map(c, job.ref_start[s])
         cs[F_STATE, c] = S_RUN
 
     def finish(self, c: int) -> tuple[int, int]:
         """Retire core ``c``'s finished strand; returns (end cycle, its private misses)."""
         cs = self.cs
         cs[F_STATE, c] = S_IDLE
-        self.chunk[c] = None  # only the job's pool keeps decoded chunks alive
         return int(cs[F_CLOCK, c]), int(cs[F_PMISS, c])
 
-    def _fill(self, c: int) -> None:
-        g = self.gcur[c]
+    def prefetch(self, job: Any, strands: list[int]) -> None:
+        """Decode ahead the chunks holding the first references of ``strands``."""
+        rs = job.ref_start
+        for s in strands:
+            if rs[s] < rs[s + 1]:
+                self.slots.prefetch(job, job.trace.chunk_of_ref(rs[s]))
+
+    def _map(self, c: int, g: int) -> None:
+        """Point core ``c`` at its references from global index ``g`` to the strand's end."""
         e = self.gend[c]
         cs = self.cs
+        slots = self.slots
+        old = self.row[c]
         if g >= e:
-            cs[F_LEN, c] = 0
+            cs[F_SLOT, c] = 0
             cs[F_POS, c] = 0
+            cs[F_LEN, c] = 0
             cs[F_LAST, c] = 1
             return
         job = self.job[c]
-        ch = self.chunk[c]
-        if ch is None or not (ch.start <= g < ch.start + len(ch)):
-            ch = job.chunk_of(g)
-            self.chunk[c] = ch
-        lo = g - ch.start
-        hi = min(e - ch.start, len(ch), lo + self.B)
-        m = hi - lo
-        addr = ch.addr[lo:hi].view(np.int64)
-        off = job.addr_offset
-        if off:
-            np.add(addr, off, out=self.baddr[c, :m])
-        else:
-            self.baddr[c, :m] = addr
-        self.bsize[c, :m] = ch.size[lo:hi]
-        self.bwrite[c, :m] = ch.write[lo:hi]
-        self.bgap[c, :m] = ch.gap[lo:hi]
-        self.gcur[c] = g + m
-        cs[F_LEN, c] = m
-        cs[F_POS, c] = 0
-        cs[F_LAST, c] = 1 if g + m >= e else 0
+        r = slots.acquire(job, job.trace.chunk_of_ref(g))
+        if old >= 0:
+            slots.release(old)
+        self.row[c] = r
+        first = slots.first[r]
+        end = first + slots.length[r]
+        cs[F_SLOT, c] = r
+        cs[F_POS, c] = g - first
+        stop = min(e, end, g + SEGMENT_REFS)
+        cs[F_LEN, c] = stop - first
+        cs[F_LAST, c] = 1 if stop == e else 0
 
     # -- the window loop ----------------------------------------------------------------
     def advance(self, limit: int) -> int:
@@ -164,14 +257,15 @@ class CoreDriver:
         perf = time.perf_counter_ns
         while True:
             k0 = perf()
+            sl = self.slots
             code = self.kernel(
                 mem.state,
                 cs,
                 self.heap,
-                self.baddr,
-                self.bsize,
-                self.bwrite,
-                self.bgap,
+                sl.addr_i64,
+                sl.size,
+                sl.write,
+                sl.gap,
                 lim,
                 self.window,
                 self.pthresh,
@@ -183,7 +277,7 @@ class CoreDriver:
             if kind == R_DONE:
                 return c
             if kind == R_REFILL:
-                self._fill(c)
+                self._map(c, self.slots.first[int(cs[F_SLOT, c])] + int(cs[F_LEN, c]))
                 cs[F_STATE, c] = S_RUN
                 continue
             if kind == R_GROW:

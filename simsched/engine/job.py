@@ -2,10 +2,10 @@
 
 A :class:`Job` holds what the engine needs of one trace (reference ranges, tails,
 successor lists, predecessor counts), the records of its strands (core, start, end), its
-scheduler and the scheduler's :class:`~simsched.schedulers.base.SchedContext`, the set of
-cores it holds and which of them sleep, and a small LRU pool of decoded trace chunks
-(about one per core it may run on), so that memory stays bounded whatever the trace
-length.
+scheduler and the scheduler's :class:`~simsched.schedulers.base.SchedContext`, and the
+set of cores it holds and which of them sleep.  Its references stay in the trace file
+until a core needs them (:class:`simsched.engine.cores.ChunkSlots`), so memory stays
+bounded whatever the trace length.
 
 **Address spaces.**  Jobs never share a cache line: job ``j``'s virtual address ``a``
 (below 2**48, checked when the trace is read) becomes the physical address
@@ -19,8 +19,6 @@ Job 0 of a single-job run uses the addresses of the trace unchanged.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from concurrent.futures import Executor, Future
 from typing import Any
 
 import numpy as np
@@ -41,47 +39,6 @@ def addr_offset(job: int) -> int:
         return 0
     colour = ((job * 0x9E3779B97F4A7C15) & ((1 << 64) - 1)) >> 36  # 28 bits of pages
     return (job << JOB_SHIFT) + (colour << 12)
-
-
-class ChunkPool:
-    """LRU pool of decoded trace chunks, filled ahead of need by a background decoder.
-
-    ``capacity`` chunks stay resident.  The engine calls :meth:`prefetch` with the chunks
-    of strands that have just become ready (they are likely to run soon); a background
-    thread decodes them (reading, decompression and decoding release the GIL) while the
-    cores run.  Results never depend on it: :meth:`get` waits for a chunk in flight or
-    decodes it itself.
-    """
-
-    def __init__(self, trace: Any, capacity: int, executor: Executor | None = None) -> None:
-        self.trace = trace
-        self.capacity = max(2, capacity)
-        self.pool: OrderedDict[int, Any] = OrderedDict()
-        self.flight: dict[int, Future] = {}
-        self.executor = executor
-        self.loads = 0
-
-    def get(self, k: int) -> Any:
-        """Decoded chunk ``k``."""
-        c = self.pool.get(k)
-        if c is not None:
-            self.pool.move_to_end(k)
-            return c
-        f = self.flight.pop(k, None)
-        c = f.result() if f is not None else self.trace.load_chunk(k)
-        self.loads += 1
-        self.pool[k] = c
-        if len(self.pool) > self.capacity:
-            self.pool.popitem(last=False)
-        return c
-
-    def prefetch(self, k: int) -> None:
-        """Start decoding chunk ``k`` in the background unless it is resident or coming."""
-        if self.executor is None or k in self.pool or k in self.flight:
-            return
-        if len(self.flight) >= 4:
-            return
-        self.flight[k] = self.executor.submit(self.trace.load_chunk, k)
 
 
 class Job:
@@ -107,8 +64,6 @@ class Job:
         Engine callback ``wake(job, n, cores)``.
     arrival
         Arrival cycle.
-    executor
-        Background decoder of trace chunks (None: decode on demand).
     """
 
     def __init__(
@@ -122,7 +77,6 @@ class Job:
         rng: np.random.Generator,
         wake: Any,
         arrival: int = 0,
-        executor: Executor | None = None,
     ) -> None:
         self.jid = jid
         self.name = name
@@ -152,7 +106,6 @@ class Job:
         self.finish_cycle = -1
         self.cores: set[int] = set()
         self.sleeping: set[int] = set()
-        self.pool = ChunkPool(trace, machine.cores + 2, executor)
         self.ctx = SchedContext(machine, (), trace, lambda n=None, cores=None: wake(self, n, cores))
         self.ctx.job = jid
         self.sched = scheduler(self.ctx, params, rng)
@@ -163,17 +116,6 @@ class Job:
     def done(self) -> bool:
         """Whether every strand has finished."""
         return self.finished >= self.n
-
-    def chunk_of(self, g: int) -> Any:
-        """The decoded chunk holding global reference ``g``."""
-        return self.pool.get(self.trace.chunk_of_ref(g))
-
-    def prefetch(self, strands: list[int]) -> None:
-        """Decode ahead the chunks holding the first references of ``strands``."""
-        rs = self.ref_start
-        for s in strands:
-            if rs[s] < rs[s + 1]:
-                self.pool.prefetch(self.trace.chunk_of_ref(rs[s]))
 
     def release(self, s: int) -> tuple[list[int], list[int]]:
         """Mark strand ``s`` finished; return the strands it made ready and their edges."""

@@ -30,7 +30,6 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +37,7 @@ import numpy as np
 
 from simsched.engine.control import ControlPlane
 from simsched.engine.controllers import Controller, assign_cores, get_controller
-from simsched.engine.cores import DEFAULT_BUFFER_REFS, CoreDriver
+from simsched.engine.cores import CoreDriver
 from simsched.engine.job import MAX_JOBS, Job
 from simsched.errors import ConfigError
 from simsched.memory.window import INF
@@ -189,8 +188,8 @@ class Replay:
         A :class:`~simsched.engine.controllers.Controller` (default: ``all``).
     seed
         Seed of the job schedulers' generators.
-    window, buffer_refs
-        Interleaving window in cycles (0 = strict) and references per core buffer.
+    window
+        Interleaving window in cycles (0 = strict).
     memory
         A :class:`~simsched.memory.MemorySystem` to use (default: the engine builds one).
     progress
@@ -205,7 +204,6 @@ class Replay:
         controller: Controller | None = None,
         seed: int = 0,
         window: int = DEFAULT_WINDOW,
-        buffer_refs: int = DEFAULT_BUFFER_REFS,
         memory: Any = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
@@ -221,7 +219,10 @@ class Replay:
         self.window = int(window)
         self.seed = int(seed)
         self.controller = controller or get_controller("all")(machine, len(jobs))
-        self.driver = CoreDriver(machine, window=window, buffer_refs=buffer_refs, memory=memory)
+        width = max(
+            (int(np.max(s.trace.index["n"])) for s in jobs if s.trace.header.n_refs), default=1
+        )
+        self.driver = CoreDriver(machine, window=window, chunk_width=width, memory=memory)
         self.memory = self.driver.memory
         self.progress = progress
         self.socket_of = [machine.socket_of(c) for c in range(P)]
@@ -254,8 +255,6 @@ class Replay:
         self._stall = 0
         self.refs_total = sum(int(s.trace.header.n_refs) for s in jobs)
         self.control = ControlPlane(self, self.specs, self.controller.quantum)
-        # One background thread decodes trace chunks ahead of need (job.ChunkPool).
-        self._decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simsched-decode")
 
     # -- services for schedulers ------------------------------------------------------
     def _wake(self, job: Job, n: int | None, cores: Sequence[int] | None) -> None:
@@ -289,7 +288,6 @@ class Replay:
             rng,
             self._wake,
             arrival=self.now,
-            executor=self._decoder,
         )
         job.last_change = self.now
         job.allot_cycles = 0
@@ -430,7 +428,7 @@ class Replay:
         self.pmiss[c] += pm
         ready, kinds = job.release(s)
         if ready:
-            job.prefetch(ready)
+            self.driver.prefetch(job, ready)
         self.now = now
         self.events += 1
         if self.warm[c] is not None:
@@ -541,7 +539,7 @@ class Replay:
                 self._check_stall(periodic, t)
         if progress is not None:
             progress(self.refs_total, self.refs_total)
-        self._decoder.shutdown(wait=True, cancel_futures=True)
+        self.driver.slots.close()
         return self._result(time.perf_counter() - t_wall)
 
     def _check_stall(self, periodic: int, t: int) -> None:
@@ -598,7 +596,7 @@ class Replay:
             "kernel_s": self.driver.kernel_ns / 1e9,
             "wall_s": wall,
             "median_strand_ns": float(np.median(allc)) if allc.size else 0.0,
-            "chunk_loads": sum(j.pool.loads for j in self.jobs),
+            "chunk_loads": self.driver.slots.loads,
         }
         return ReplayResult(
             makespan=max((o.finish for o in outs), default=0),
@@ -634,8 +632,6 @@ class Engine:
         its state is mutated by the replay.
     window
         Interleaving window in cycles (0 = strict global order of references).
-    buffer_refs
-        Capacity of each core's reference buffer.
     progress
         Optional callback ``progress(refs_done, refs_total)``.
     """
@@ -650,7 +646,6 @@ class Engine:
         memory: Any = None,
         *,
         window: int = DEFAULT_WINDOW,
-        buffer_refs: int = DEFAULT_BUFFER_REFS,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
         self.trace = trace
@@ -661,7 +656,6 @@ class Engine:
             [spec],
             seed=seed,
             window=window,
-            buffer_refs=buffer_refs,
             memory=memory,
             progress=progress,
         )

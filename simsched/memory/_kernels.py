@@ -712,10 +712,11 @@ def _entry(g: Geometry) -> str:
     serve = [
         '"""Serve references i0..n-1 of one core in order, statistics kept in registers.',
         "",
-        "Reference i issues ``gaps[i]`` cycles after the previous one completed (the first",
-        "after ``t``).  Stops before the first reference whose issue time passes ``bound``",
-        "(at ``bound`` itself it stops unless ``tie_wins`` or nothing was served yet), or",
-        "when the page table reaches ``page_limit`` entries.  Returns the index of the first",
+        "Reference i (address ``addrs[i] + off``) issues ``gaps[i]`` cycles after the",
+        "previous one completed (the first after ``t``).  Stops before the first",
+        "reference whose issue time passes ``bound`` (at ``bound`` itself it stops unless",
+        "``tie_wins`` or nothing was served yet), or when the page table reaches",
+        "``page_limit`` entries.  Returns the index of the first",
         "reference not served; MISC holds the completion time of the last one served, the",
         "number whose latency exceeded ``pthresh`` and a status (1: invalid references, which",
         "get latency 0 and change nothing, were skipped).  Latencies go to ``out`` when it",
@@ -737,7 +738,7 @@ def _entry(g: Geometry) -> str:
             if g.placement == PLACE_FIRST_TOUCH
             else []
         ),
-        "    addr = addrs[i]",
+        "    addr = addrs[i] + off",
         "    size = np.int64(sizes[i])",
         # Invalid references (size 0, address >= 2**ADDRESS_BITS) are flagged and skipped; a
         # branch that leaves the loop would cost ~15 % of the loop's speed.
@@ -783,7 +784,7 @@ def _entry(g: Geometry) -> str:
     src += "\n\n@_jit\n"
     src += (
         "def _serve(st, core, addrs, sizes, writes, gaps, use_gaps, t, out, i0, n, bound,"
-        " tie_wins, pthresh, page_limit):\n"
+        " tie_wins, pthresh, page_limit, off):\n"
     )
     src += "\n".join(_ind(serve, 1)) + "\n"
     return src

@@ -9,9 +9,12 @@ Every generated memory module (:mod:`simsched.memory._kernels`) ends with
 machine through their reference buffers in approximately global time order and returns
 at the next *event*:
 
-* Per-core state is one int64 array ``cs`` of shape ``(NF, cores)``, fields ``F_*``; the
-  engine writes a core's buffer and fields when it starts a strand or refills the
-  buffer, the loop advances them.
+* Per-core state is one int64 array ``cs`` of shape ``(NF, cores)``, fields ``F_*``.
+  References are read in place from the rows of four 2-D arrays (``saddr``, ``ssize``,
+  ``swrite``, ``sgap``: one row per decoded trace chunk, the engine's chunk slots): a
+  core reads row ``F_SLOT`` from ``F_POS`` to ``F_LEN`` and adds ``F_OFF`` to every
+  address.  The engine sets these when it starts a strand or when the core reaches the
+  end of a chunk before the end of its strand (``R_REFILL``); nothing is copied.
 * A running core's *key* is the issue time of its next reference (its clock plus the
   reference's gap); a core whose strand is over has its finishing time as key and rank
   0; the engine's next own event (``limit``) ranks 1; references rank 2.  Ties go by
@@ -25,7 +28,7 @@ at the next *event*:
   one call.
 * Return codes (``code * CODE_MUL + core``): ``R_DONE`` a core finished its strand (its
   clock is the finishing time), ``R_REFILL`` a core's buffer is used up before the end of
-  its strand, ``R_LIMIT`` the engine's own event is next (or nothing runs), ``R_GROW``
+  its strand (it read up to ``F_LEN``), ``R_LIMIT`` the engine's own event is next (or nothing runs), ``R_GROW``
   the first-touch page table needs to grow (:meth:`MemorySystem.page_limit`),
   ``R_INVALID`` a reference the model cannot serve was met (traces are validated before
   replay, so this is a bug guard; the core and the status are left for the message).
@@ -48,7 +51,9 @@ F_PMISS = 6  # private-cache misses of the current strand
 F_REFS = 7  # references issued by the core (all strands)
 F_KEY = 8  # event key (scratch of the loop)
 F_RANK = 9  # event rank (scratch of the loop)
-NF = 10
+F_SLOT = 10  # row of the reference arrays the core reads (a decoded trace chunk)
+F_OFF = 11  # added to every address the core issues (its job's address space)
+NF = 12
 
 S_IDLE = 0
 S_RUN = 1
@@ -67,7 +72,7 @@ INF = 1 << 62
 
 #: Signature of the generated entry point (pinned by tests/memory/test_contract.py).
 DRIVER_SIGNATURE = (
-    "run_cores(st, cs, heap, baddr, bsize, bwrite, bgap, limit, window, pthresh, page_limit)"
+    "run_cores(st, cs, heap, saddr, ssize, swrite, sgap, limit, window, pthresh, page_limit)"
 )
 
 DRIVER_TEMPLATE = """
@@ -86,12 +91,12 @@ def _before(cs, a, b):
 
 
 @_jit_inline
-def _settle(cs, bgap, c):
+def _settle(cs, sgap, c):
     # Key of running core c: its next reference's issue time (rank 2), or, past the end
     # of its strand, its finishing time (rank 0).  False: the buffer needs a refill.
     p = cs[{F_POS}, c]
     if p < cs[{F_LEN}, c]:
-        cs[{F_KEY}, c] = cs[{F_CLOCK}, c] + np.int64(bgap[c, p])
+        cs[{F_KEY}, c] = cs[{F_CLOCK}, c] + np.int64(sgap[cs[{F_SLOT}, c], p])
         cs[{F_RANK}, c] = 2
         return True
     if cs[{F_LAST}, c] == 1:
@@ -123,7 +128,7 @@ def _sift_down(cs, heap, nh, j):
 
 
 @_jit
-def run_cores(st, cs, heap, baddr, bsize, bwrite, bgap, limit, window, pthresh, page_limit):
+def run_cores(st, cs, heap, saddr, ssize, swrite, sgap, limit, window, pthresh, page_limit):
     MISC = st[{ST_MISC}]
     ncores = cs.shape[1]
     nolat = heap[:0]
@@ -132,7 +137,7 @@ def run_cores(st, cs, heap, baddr, bsize, bwrite, bgap, limit, window, pthresh, 
     for c in range(ncores):
         s = cs[{F_STATE}, c]
         if s == {S_RUN}:
-            if not _settle(cs, bgap, c):
+            if not _settle(cs, sgap, c):
                 return {R_REFILL} * {CODE_MUL} + c
         elif s == {S_DONE}:
             cs[{F_KEY}, c] = cs[{F_CLOCK}, c]
@@ -178,9 +183,10 @@ def run_cores(st, cs, heap, baddr, bsize, bwrite, bgap, limit, window, pthresh, 
             return {R_GROW} * {CODE_MUL}
         p = cs[{F_POS}, c]
         n = cs[{F_LEN}, c]
+        r = cs[{F_SLOT}, c]
         i = _serve(
-            st, c, baddr[c], bsize[c], bwrite[c], bgap[c], True, cs[{F_CLOCK}, c], nolat, p, n,
-            k2 + window, r2 == 2 and c < c2, pthresh, page_limit,
+            st, c, saddr[r], ssize[r], swrite[r], sgap[r], True, cs[{F_CLOCK}, c], nolat, p, n,
+            k2 + window, r2 == 2 and c < c2, pthresh, page_limit, cs[{F_OFF}, c],
         )
         cs[{F_REFS}, c] += i - p
         cs[{F_PMISS}, c] += MISC[{MISC_PMISS}]
@@ -188,7 +194,7 @@ def run_cores(st, cs, heap, baddr, bsize, bwrite, bgap, limit, window, pthresh, 
         cs[{F_CLOCK}, c] = MISC[{MISC_TIME}]
         if MISC[{MISC_STATUS}] != 0:
             return {R_INVALID} * {CODE_MUL} + c
-        if not _settle(cs, bgap, c):
+        if not _settle(cs, sgap, c):
             return {R_REFILL} * {CODE_MUL} + c
         _sift_down(cs, heap, nh, 0)
 """

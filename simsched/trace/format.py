@@ -368,16 +368,25 @@ class RefChunk:
         )
 
 
-def decode_chunk(frame: bytes, row: np.void, what: str) -> RefChunk:
-    """Decompress and decode one chunk described by its index row."""
+def decode_chunk(
+    frame: bytes, row: np.void, what: str, out: tuple[np.ndarray, ...] | None = None
+) -> RefChunk:
+    """Decompress and decode one chunk described by its index row.
+
+    ``out``: four arrays (uint64 addresses, uint8 sizes, bool writes, uint32 gaps) of at
+    least the chunk's length to decode into; the chunk's columns are then views of them.
+    """
     n, wa, wg = int(row["n"]), int(row["wa"]), int(row["wg"])
     if wa not in (4, 8) or wg not in (1, 2, 4):
         raise TraceFormatError(f"{what}: invalid column widths {wa}/{wg} in the index")
     buf = np.frombuffer(decompress(frame, what, n * (wa + 1 + wg)), dtype=np.uint8)
-    addr = np.empty(n, np.uint64)
-    size = np.empty(n, np.uint8)
-    write = np.empty(n, np.bool_)
-    gap = np.empty(n, np.uint32)
+    if out is None:
+        addr = np.empty(n, np.uint64)
+        size = np.empty(n, np.uint8)
+        write = np.empty(n, np.bool_)
+        gap = np.empty(n, np.uint32)
+    else:
+        addr, size, write, gap = (x[:n] for x in out)
     _kernels._decode(buf, n, wa, wg, addr, size, write, gap)
     first = int(row["first"])
     check_refs(addr, size, lambda i: f"{what}, reference {i} (reference {first + i} of the trace)")

@@ -183,16 +183,21 @@ class Trace:
         self._cache_max = max(1, cache_chunks)
 
     # -- references --------------------------------------------------------------------
-    def load_chunk(self, k: int) -> RefChunk:
-        """Read, check and decode chunk ``k`` without the cache (safe from any thread)."""
-        return self._load_chunk(k)
+    def load_chunk(self, k: int, out: tuple[np.ndarray, ...] | None = None) -> RefChunk:
+        """Read, check and decode chunk ``k`` without the cache (safe from any thread).
 
-    def _load_chunk(self, k: int) -> RefChunk:
+        ``out``: four arrays (uint64, uint8, bool, uint32) of at least the chunk's length
+        to decode into (see :func:`simsched.trace.format.decode_chunk`).
+        """
+        return self._load_chunk(k, out)
+
+    def _load_chunk(self, k: int, out: tuple[np.ndarray, ...] | None = None) -> RefChunk:
         row = self.index[k]
         frame = self._read_at(int(row["offset"]), int(row["length"]))
         if len(frame) != int(row["length"]):
             raise TraceFormatError(f"{self._name}: chunk {k} is truncated")
-        return fmt.decode_chunk(frame, row, f"{self._name}: chunk {k} at byte {int(row['offset'])}")
+        where = f"{self._name}: chunk {k} at byte {int(row['offset'])}"
+        return fmt.decode_chunk(frame, row, where, out)
 
     def chunk(self, k: int) -> RefChunk:
         """Decoded chunk ``k`` (cached)."""

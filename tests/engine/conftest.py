@@ -49,8 +49,10 @@ def make_trace(
     max_children: int = 3,
     max_refs: int = 30,
     space: int = 4096,
+    chunk_refs: int = 97,
 ) -> Path:
-    """Write a small random fork/join trace and return its path."""
+    """Write a small random fork/join trace and return its path (small chunks, so that
+    strands cross chunk boundaries and the engine moves cores from chunk to chunk)."""
     rng = np.random.default_rng(seed)
     with TraceBuilder(
         path,
@@ -59,6 +61,7 @@ def make_trace(
         backend="synthetic",
         gaps_exact=True,
         line_size_hint=64,
+        chunk_refs=chunk_refs,
     ) as b:
         random_program(b, rng, depth, max_children, max_refs, space)
     return path

@@ -45,7 +45,7 @@ def test_fast_engine_equals_job_set_oracle(tmp_path, controller, quantum):
     specs = _specs(tmp_path, [0, 150, 1201], ["ws", "pdf", "ws"])
     ctl = get_controller(controller)(m, len(specs), {}, quantum)
     mem = MemorySystem(m)
-    fast = Replay(m, specs, controller=ctl, seed=9, window=0, buffer_refs=32, memory=mem).run()
+    fast = Replay(m, specs, controller=ctl, seed=9, window=0, memory=mem).run()
     ora_mem = MemoryOracle(m)
     ctl2 = get_controller(controller)(m, len(specs), {}, quantum)
     ora = OracleJobs(m, specs, ctl2, 9, ora_mem).run()

@@ -28,7 +28,7 @@ SCHEDS = [(name, {}) for name in scheduler_names()] + [
 
 def _fast(trace, machine, cls, params, seed, window):
     mem = MemorySystem(machine)
-    res = Engine(trace, machine, cls, params, seed, mem, window=window, buffer_refs=64).run()
+    res = Engine(trace, machine, cls, params, seed, mem, window=window).run()
     return res, mem.stats()
 
 
