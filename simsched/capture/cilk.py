@@ -344,7 +344,7 @@ class _Rewriter:
             return
         call = unary.child_by_field_name("argument")
         while call is not None and call.type == "parenthesized_expression":
-            call = call.named_child(0)
+            call = call.named_children[0] if call.named_child_count else None
         if call is None or call.type != "call_expression":
             self.fail(offset, SPAWN, "spawn of a non-call expression (only calls can be spawned)")
             return
@@ -547,7 +547,7 @@ class _Rewriter:
                 continue  # no spawn can have happened yet
             if self._after_sync(r):
                 continue
-            expr = r.named_child(0)
+            expr = r.named_children[0] if r.named_child_count else None
             if expr is None:
                 new = b"{ __ss_cilk_sync(); return; }"
             elif rtype == b"void":

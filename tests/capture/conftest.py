@@ -55,12 +55,13 @@ def compile_plain(bindir: Path, source: str, name: str, *flags: str) -> Path:
     return out
 
 
-def data_refs(trace: Path, binary: Path) -> Counter:
+def data_refs(trace: Path, binary: Path, *, constants: bool = True) -> Counter:
     """Multiset of (region key, size, write) of a trace's heap and global references.
 
     Globals become (symbol, offset) via ``nm``; heap addresses are taken relative to the
     lowest heap address referenced; stack addresses (above 4 GiB in non-PIE programs,
-    natively and under valgrind) are left out.
+    natively and under valgrind) are left out, and so are loads of read-only data
+    (``nm`` types r/R: the compiler's constant pool) unless ``constants``.
     """
     syms = []
     end = None
@@ -69,11 +70,11 @@ def data_refs(trace: Path, binary: Path) -> Counter:
     ):
         parts = line.split()
         if len(parts) == 3 and parts[1] in "bBdDrRgGsS":
-            syms.append((int(parts[0], 16), parts[2]))
+            syms.append((int(parts[0], 16), parts[2], parts[1] in "rR"))
             if parts[2] == "_end":
                 end = int(parts[0], 16)
     syms.sort()
-    starts = np.array([a for a, _ in syms], np.uint64)
+    starts = np.array([a for a, _, _ in syms], np.uint64)
     with open_trace(trace) as t:
         c = t.refs(0, t.header.n_refs)
         addr, size, write = c.addr, c.size, c.write
@@ -83,6 +84,8 @@ def data_refs(trace: Path, binary: Path) -> Counter:
     out: Counter = Counter()
     idx = np.searchsorted(starts, addr[glob], side="right") - 1
     for a, i, s, w in zip(addr[glob], idx, size[glob], write[glob], strict=True):
+        if syms[i][2] and not constants:
+            continue
         out[("g", syms[i][1], int(a) - syms[i][0], int(s), bool(w))] += 1
     keys = Counter(
         zip((addr[heap] - base).tolist(), size[heap].tolist(), write[heap].tolist(), strict=True)
