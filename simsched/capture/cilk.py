@@ -93,6 +93,7 @@ _LINEMARK = re.compile(rb'#\s*(?:line\s+)?(\d+)\s+"((?:\\.|[^"\\])*)"')
 _GRAINSIZE = re.compile(rb"#\s*pragma\s+cilk\s+grainsize\b\s*=?\s*(.*?)\s*$")
 _LOOPS = {"for_statement", "while_statement", "do_statement"}
 _TYPE_DROP = {"storage_class_specifier", "attribute_specifier", "attribute_declaration"}
+_SPECIFIERS = {b"_Noreturn", b"noreturn", b"inline", b"__inline", b"__inline__", b"__extension__"}
 _CMP_FLIP = {b"<": b">", b"<=": b">=", b">": b"<", b">=": b"<=", b"!=": b"!="}
 _FORMS = "cilk_spawn f(...);, x = cilk_spawn f(...); or T x = cilk_spawn f(...);"
 
@@ -583,26 +584,26 @@ class _Rewriter:
 
     def _return_type(self, fn) -> bytes | None:  # noqa: ANN001
         """The declared return type's text, or None when it cannot be written as a prefix."""
-        decl = fn.child_by_field_name("declarator")
-        stars = 0
+        top = fn.child_by_field_name("declarator")
+        decl = top
         while decl is not None and decl.type == "pointer_declarator":
-            stars += 1
             decl = decl.child_by_field_name("declarator")
-        if decl is None or decl.type != "function_declarator":
-            return None
+        inner = None if decl is None else decl.child_by_field_name("declarator")
+        if decl is None or decl.type != "function_declarator" or inner.type != "identifier":
+            return None  # e.g. a function returning a function pointer
         parts = []
         for c in fn.named_children:
-            if c.start_byte >= fn.child_by_field_name("declarator").start_byte:
+            if c.start_byte >= top.start_byte:
                 break
-            if c.type in _TYPE_DROP:
+            if c.type in _TYPE_DROP or self.text(c) in _SPECIFIERS:
                 continue
             if c.type in ("struct_specifier", "union_specifier", "enum_specifier") and (
                 c.child_by_field_name("body") is not None
             ):
                 return None
             parts.append(_flat(self.text(c)))
-        t = b" ".join(parts)
-        return t + b" " + b"*" * stars if stars else t
+        stars = _flat(self.src[top.start_byte : decl.start_byte]).strip()
+        return b" ".join(parts) + (b" " + stars if stars else b"")
 
 
 def rewrite(source: bytes, name: str, options: CilkOptions | None = None) -> bytes:

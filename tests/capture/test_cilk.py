@@ -224,3 +224,21 @@ def test_find_keyword_skips_comments_and_strings():
     src = b'// cilk_spawn\nint f() { return g("cilk_for"); }\nint h() { cilk_sync; }\n'
     assert find_keyword(src, "a.cpp") == "a.cpp:3:11: cilk_sync"
     assert find_keyword(b"/* cilk_for */ int x;\n", "a.cpp") is None
+
+
+RETURN_TYPES = {
+    "static inline unsigned long f(int n)": b"unsigned long __ss_ret = (h(n));",
+    "__attribute__((noinline)) static long *f(int n)": b"long * __ss_ret = (h(n));",
+    "const char *f(int n)": b"const char * __ss_ret = (h(n));",
+    "struct s f(int n)": b"struct s __ss_ret = (h(n));",
+    "long long * const * f(int n)": b"long long * const * __ss_ret = (h(n));",
+    "int (*f(int n))(int)": b"__auto_type __ss_ret = (h(n));",  # not writable as a prefix
+    "_Noreturn void f(int n)": b"{ h(n); __ss_cilk_sync(); return; }",
+}
+
+
+@pytest.mark.parametrize("signature", sorted(RETURN_TYPES))
+def test_implicit_sync_keeps_the_returned_value_and_its_type(signature):
+    out = _rewrite(signature + " {\n  cilk_spawn g(n);\n  return h(n);\n}\n")
+    assert RETURN_TYPES[signature].decode() in out.split("\n")[2]
+    assert "__ss_cilk_sync(); return" in out.split("\n")[2]
