@@ -33,14 +33,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from simsched.capture import build  # noqa: E402
-from simsched.capture.cilk import CilkOptions, rewrite  # noqa: E402
-from simsched.capture.cilkcc import cpp_command, rewrite_command  # noqa: E402
+from simsched.capture import build
+from simsched.capture.cilk import CilkOptions, rewrite
+from simsched.capture.cilkcc import cpp_command, rewrite_command
 
 HEADER = """#include <cilk/cilk.h>
 #include <stdio.h>
@@ -86,7 +84,7 @@ def source(lines: int) -> str:
     return HEADER + body + main
 
 
-def best(fn, rounds: int) -> float:  # noqa: ANN001
+def best(fn: Callable[[], object], rounds: int) -> float:
     times = []
     for _ in range(rounds):
         t0 = time.perf_counter()
@@ -123,7 +121,9 @@ def main() -> None:
         compile_s = best(lambda: subprocess.run(final, check=True), max(1, a.rounds // 2))
         el = work / "elision.c"
         el.write_text(src.read_text().replace("#include <cilk/cilk.h>\n", ELISION))
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        # the child imports the same simsched as this process
+        root = str(Path(sys.modules["simsched"].__file__).resolve().parents[1])
+        env = dict(os.environ, PYTHONPATH=root)
 
         def cc(path: Path) -> float:
             cmd = [sys.executable, "-c", "from simsched.cli import main; main()", "cc"]

@@ -63,8 +63,12 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from simsched.errors import CaptureError
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser, Tree
 
 SPAWN, SYNC, FOR, SCOPE = "cilk_spawn", "cilk_sync", "cilk_for", "cilk_scope"
 SPLITS = ("opencilk", "binary")
@@ -144,14 +148,14 @@ def mentions_cilk(text: bytes) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _parser():  # noqa: ANN202 - tree_sitter.Parser
+def _parser() -> Parser:
     import tree_sitter_c
     from tree_sitter import Language, Parser
 
     return Parser(Language(tree_sitter_c.language()))
 
 
-def parse_c(text: bytes):  # noqa: ANN201 - tree_sitter.Tree
+def parse_c(text: bytes) -> Tree:
     """Parse C text with tree-sitter's C grammar and return the tree."""
     return _parser().parse(text)
 
@@ -244,7 +248,7 @@ class _Rewriter:
         self.tokens: dict[int, bytes] = {}
 
     # -- helpers ---------------------------------------------------------------------------
-    def text(self, node) -> bytes:  # noqa: ANN001
+    def text(self, node: Node) -> bytes:
         return self.src[node.start_byte : node.end_byte]
 
     def fail(self, offset: int, construct: str, why: str, token: bytes | None = None) -> None:
@@ -253,7 +257,7 @@ class _Rewriter:
         where = self.u.where(offset, token)
         self.problems.append((offset, f"{where}: {construct}: {why}"))
 
-    def replace(self, node_or_span, text: bytes, order: int = 0) -> None:  # noqa: ANN001
+    def replace(self, node_or_span: Node | tuple[int, int], text: bytes, order: int = 0) -> None:
         start, end = (
             node_or_span
             if isinstance(node_or_span, tuple)
@@ -326,14 +330,14 @@ class _Rewriter:
         out.append(self.src[pos:])
         return b"".join(out)
 
-    def _in(self, node, offsets: list[int] | None = None) -> list[int]:  # noqa: ANN001
+    def _in(self, node: Node, offsets: list[int] | None = None) -> list[int]:
         offs = self.offsets if offsets is None else offsets
         lo = bisect.bisect_left(offs, node.start_byte)
         hi = bisect.bisect_left(offs, node.end_byte)
         return offs[lo:hi]
 
     # -- constructs ------------------------------------------------------------------------
-    def _spawn(self, offset: int, tok: bytes, unary, fn) -> None:  # noqa: ANN001
+    def _spawn(self, offset: int, tok: bytes, unary: Node | None, fn: Node) -> None:
         if unary is None or unary.type != "unary_expression" or unary.start_byte != offset:
             nxt = self.src[offset + len(tok) :].lstrip()[:1]
             why = (
@@ -370,7 +374,9 @@ class _Rewriter:
                 offset, SPAWN, f"spawn inside an expression; the supported forms are {_FORMS}"
             )
 
-    def _spawn_declaration(self, init, call: bytes, begin: bytes, end: bytes, unary) -> None:  # noqa: ANN001
+    def _spawn_declaration(
+        self, init: Node, call: bytes, begin: bytes, end: bytes, unary: Node
+    ) -> None:
         decl = init.parent
         name = init.child_by_field_name("declarator")
         while name is not None and name.type == "pointer_declarator":
@@ -398,13 +404,13 @@ class _Rewriter:
                 b"({ " + begin + b"__auto_type __ss_sv = (" + call + b");" + end + b" __ss_sv; })",
             )
 
-    def _sync(self, offset: int, tok: bytes, stmt, fn) -> None:  # noqa: ANN001
+    def _sync(self, offset: int, tok: bytes, stmt: Node | None, fn: Node) -> None:
         if stmt is None or stmt.type != "expression_statement" or stmt.start_byte != offset:
             self.fail(offset, SYNC, "must be a statement of its own (cilk_sync;)")
             return
         self.replace((offset, offset + len(tok)), b"__ss_cilk_sync()")
 
-    def _scope(self, offset: int, tok: bytes, ifs, fn) -> None:  # noqa: ANN001
+    def _scope(self, offset: int, tok: bytes, ifs: Node | None, fn: Node) -> None:
         body = None if ifs is None else ifs.child_by_field_name("consequence")
         if ifs is None or ifs.type != "if_statement" or ifs.start_byte != offset or body is None:
             self.fail(offset, SCOPE, "must be followed by a statement (cilk_scope { ... })")
@@ -415,7 +421,7 @@ class _Rewriter:
         self.replace((offset, offset + len(tok)), b"{")
         self.insert(body.end_byte, b" __ss_cilk_sync(); }", order=offset)
 
-    def _for(self, offset: int, tok: bytes, fs, fn) -> None:  # noqa: ANN001
+    def _for(self, offset: int, tok: bytes, fs: Node | None, fn: Node) -> None:
         if fs is None or fs.type != "for_statement" or fs.start_byte != offset:
             self.fail(offset, FOR, "must be followed by a loop header and body")
             return
@@ -460,7 +466,9 @@ class _Rewriter:
         per_iter = b" __ss_cilk_sync();" if any(self.kinds[o] == SPAWN for o in inner) else b""
         self.insert(body.end_byte, b" while (0);" + per_iter + b" } }", order=offset)
 
-    def _for_header(self, offset: int, fs):  # noqa: ANN001, ANN202
+    def _for_header(
+        self, offset: int, fs: Node
+    ) -> tuple[bytes, bytes, bytes, bytes, bytes, bool] | None:
         init = fs.child_by_field_name("initializer")
         cond = fs.child_by_field_name("condition")
         upd = fs.child_by_field_name("update")
@@ -505,7 +513,7 @@ class _Rewriter:
             return None
         return _flat(self.text(init)), var, _flat(self.text(right)), op, step, up
 
-    def _escapes(self, body):  # noqa: ANN001, ANN202
+    def _escapes(self, body: Node) -> list[Node]:
         """break statements of the body itself and every return in it."""
         out, stack = [], [(body, False)]
         while stack:
@@ -516,7 +524,7 @@ class _Rewriter:
             stack.extend((c, inner) for c in n.named_children)
         return out
 
-    def _grain(self, fs) -> bytes:  # noqa: ANN001
+    def _grain(self, fs: Node) -> bytes:
         row, _ = self.u.row_col(fs.start_byte)
         r = row - 1
         while r >= 0:
@@ -529,7 +537,7 @@ class _Rewriter:
         return str(self.opt.grain or 0).encode()
 
     # -- implicit syncs ---------------------------------------------------------------------
-    def _implicit_syncs(self, fn, spawns: list[int]) -> None:  # noqa: ANN001
+    def _implicit_syncs(self, fn: Node, spawns: list[int]) -> None:
         while fn is not None and fn.type != "function_definition":
             fn = fn.parent
         body = fn.child_by_field_name("body")
@@ -563,18 +571,18 @@ class _Rewriter:
         if not stmts or (stmts[-1].type != "return_statement" and not self._is_sync(stmts[-1])):
             self.insert(body.end_byte - 1, b"__ss_cilk_sync(); ", order=-1)
 
-    def _is_sync(self, stmt) -> bool:  # noqa: ANN001
+    def _is_sync(self, stmt: Node) -> bool:
         return (
             stmt.type == "expression_statement"
             and stmt.named_child_count == 1
             and _KEYWORDS.get(self.text(stmt.named_child(0))) == SYNC
         )
 
-    def _after_sync(self, ret) -> bool:  # noqa: ANN001
+    def _after_sync(self, ret: Node) -> bool:
         prev = ret.prev_named_sibling
         return prev is not None and self._is_sync(prev)
 
-    def _loop_with_spawn(self, node, fn, spawns: list[int]) -> bool:  # noqa: ANN001
+    def _loop_with_spawn(self, node: Node, fn: Node, spawns: list[int]) -> bool:
         n = node.parent
         while n is not None and n != fn:
             if n.type in _LOOPS and self._in(n, spawns):
@@ -582,7 +590,7 @@ class _Rewriter:
             n = n.parent
         return False
 
-    def _return_type(self, fn) -> bytes | None:  # noqa: ANN001
+    def _return_type(self, fn: Node) -> bytes | None:
         """The declared return type's text, or None when it cannot be written as a prefix."""
         top = fn.child_by_field_name("declarator")
         decl = top

@@ -88,9 +88,9 @@ def cc_command(args: Sequence[str], backend: str = "gcc") -> list[str]:
     src = build.source_dir()
     if backend != "gcc":
         return [cc, f"-I{src}", *args]
-    rt, zstd = build.gcc_runtime()
     cmd = [cc, f"-I{src}", "-fsanitize=thread", "-fsanitize-coverage=trace-pc", *args]
     if not _NO_LINK.intersection(args):
+        rt, zstd = build.gcc_runtime()  # built on first use, only when linking
         cmd += [f"-B{rt}{os.sep}", f"-L{rt}"]
         cmd += ["-Wl," + ",".join(f"--wrap={f}" for f in _WRAPPED)]
         if zstd:

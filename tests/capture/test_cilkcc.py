@@ -22,6 +22,7 @@ from simsched.capture.cilk import CilkOptions
 from simsched.capture.cilkcc import cpp_command, parse_cc_options, sources
 from simsched.errors import CaptureError
 from simsched.trace import open_trace
+from simsched.trace.reader import Trace
 
 from .conftest import PROGRAMS, data_refs, needs_gcc, needs_valgrind
 
@@ -160,7 +161,7 @@ def test_every_accepted_form_behaves_as_the_serial_elision(cache, tmp_path):
     assert res.header.n_frames > 100
 
 
-def _dag(t) -> list[np.ndarray]:  # noqa: ANN001
+def _dag(t: Trace) -> list[np.ndarray]:
     return [t.strands.frame, t.frames.parent, t.edges.src, t.edges.dst, t.edges.kind]
 
 
