@@ -93,7 +93,7 @@ _CILK_WORDS = re.compile(
     rb"|REDUCER_VIEW|CILK_C_\w*(?:REDUCER|MONOID)\w*|__cilkrts_hyper\w*|__cilkrts_reducer\w*)\b"
 )
 _TOKEN = re.compile(rb'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[A-Za-z_][A-Za-z0-9_]*')
-_LINEMARK = re.compile(rb'#\s*(?:line\s+)?(\d+)\s+"((?:\\.|[^"\\])*)"')
+LINE_MARKER = re.compile(rb'#\s*(?:line\s+)?(\d+)\s+"((?:\\.|[^"\\])*)"')
 _GRAINSIZE = re.compile(rb"#\s*pragma\s+cilk\s+grainsize\b\s*=?\s*(.*?)\s*$")
 _LOOPS = {"for_statement", "while_statement", "do_statement"}
 _TYPE_DROP = {"storage_class_specifier", "attribute_specifier", "attribute_declaration"}
@@ -178,7 +178,7 @@ class _Unit:
         self.marks: list[tuple[int, str, int]] = []  # (row of marker, file, next line)
         for row, s in enumerate(self.starts):
             if src.startswith(b"#", s):
-                m = _LINEMARK.match(src, s)
+                m = LINE_MARKER.match(src, s)
                 if m:
                     path = m.group(2).decode("utf-8", "replace").replace('\\"', '"')
                     self.marks.append((row, path, int(m.group(1))))

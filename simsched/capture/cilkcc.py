@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simsched.capture import build
-from simsched.capture.cilk import CilkOptions, find_keyword, mentions_cilk, rewrite
+from simsched.capture.cilk import LINE_MARKER, CilkOptions, find_keyword, mentions_cilk, rewrite
 from simsched.errors import CaptureError
 
 CXX_SUFFIXES = (".cc", ".cp", ".cpp", ".cxx", ".c++", ".C", ".CPP", ".ii")
@@ -267,20 +267,20 @@ def show_rewrite(cmd: Sequence[str], path: str, options: CilkOptions, work: Path
 
 
 def _main_file_lines(unit: str, path: str, original: list[str]) -> str:
-    from simsched.capture.cilk import _LINEMARK
-
     target = os.path.normpath(path)
     lines: dict[int, str] = {}
     current, line = None, 0
     for text in unit.split("\n"):
-        m = _LINEMARK.match(text.encode()) if text.startswith("#") else None
+        m = LINE_MARKER.match(text.encode()) if text.startswith("#") else None
         if m is not None:
             current = os.path.normpath(m.group(2).decode())
             line = int(m.group(1))
             continue
         if current == target:
             if text.strip():
-                lines[line] = text
+                # a macro expansion may span several lines of the unit, each marked with
+                # the same source line: join them
+                lines[line] = lines[line] + " " + text.strip() if line in lines else text
             line += 1
         elif text.startswith("#"):
             continue

@@ -295,3 +295,20 @@ def test_acceptance_unmodified_cilk_program_through_the_cli(cache, tmp_path, cap
     assert "p.sst: ok" in out.out + out.err
     with open_trace(tmp_path / "p.sst") as t:
         assert t.header.n_frames > 100
+
+
+@needs_gcc
+def test_show_rewrite_joins_a_macro_expansion_spread_over_lines(tmp_path, capsys):
+    from simsched.cli import main
+
+    src = tmp_path / "a.c"
+    src.write_text("#include <assert.h>\n#include <cilk/cilk.h>\nint f(int);\nint g(int x)\n{\n"
+                   "    int y = cilk_spawn f(x);\n    cilk_sync;\n    assert(y > 0);\n    return y;\n}\n")  # fmt: skip
+    with pytest.raises(SystemExit) as e:
+        main(["cc", "--show-rewrite", str(src), "-O2"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out.split("\n")
+    assert out[0] == "#include <assert.h>" and out[6] == "    __ss_cilk_sync();"
+    assert "__assert_fail" in out[7] and "y > 0" in out[7]
+    # the assert separates the return from the cilk_sync: the implicit sync is written
+    assert out[8] == "    { int __ss_ret = (y); __ss_cilk_sync(); return __ss_ret; }"
