@@ -10,6 +10,8 @@ as the serial elision is checked by tests/capture/test_cilkcc.py.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simsched.capture.cilk import CilkOptions, find_keyword, mentions_cilk, rewrite
 from simsched.errors import CaptureError
@@ -242,3 +244,110 @@ def test_implicit_sync_keeps_the_returned_value_and_its_type(signature):
     out = _rewrite(signature + " {\n  cilk_spawn g(n);\n  return h(n);\n}\n")
     assert RETURN_TYPES[signature].decode() in out.split("\n")[2]
     assert "__ss_cilk_sync(); return" in out.split("\n")[2]
+
+
+HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "simsched_cilk.h"
+int main(int argc, char **argv)
+{
+    unsigned long long n = strtoull(argv[1], 0, 10), a, b;
+    __ss_cilk_for_t cf;
+    __ss_cilk_for_begin(&cf, n, atoll(argv[2]), atoll(argv[3]), atoi(argv[4]), atoi(argv[5]));
+    while (__ss_cilk_for_next(&cf, &a, &b))
+        printf("L %llu %llu\n", a, b);
+    return 0;
+}
+"""
+RECORDER = (
+    '#include <stdio.h>\nvoid simsched_marker(int k, long a) { (void)a; printf("M %d\\n", k); }\n'
+)
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The cilk_for run-time support with a marker function that prints the markers."""
+    import shutil
+    import subprocess
+
+    from simsched.capture import build
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    d = tmp_path_factory.mktemp("cilkfor")
+    (d / "h.c").write_text(HARNESS)
+    (d / "r.c").write_text(RECORDER)
+    exe = d / "h"
+    cmd = ["gcc", "-O1", f"-I{build.source_dir()}", str(d / "h.c"), str(d / "r.c"), "-o", str(exe)]
+    subprocess.run(cmd, check=True)
+    return str(exe)
+
+
+def _leaves(n: int, grain: int) -> list[tuple[int, int]]:
+    """The leaves of either split: halve [lo, hi) at lo + (hi - lo) // 2 while > grain."""
+    if n <= grain:
+        return [(0, n)] if n else []
+    out, stack = [], [(0, n)]
+    while stack:
+        lo, hi = stack.pop()
+        if hi - lo <= grain:
+            out.append((lo, hi))
+        else:
+            mid = lo + (hi - lo) // 2
+            stack += [(mid, hi), (lo, mid)]
+    return out
+
+
+@given(
+    n=st.integers(0, 3000),
+    grain=st.integers(0, 70),
+    workers=st.integers(1, 8),
+    split=st.sampled_from([0, 1]),
+    wrap=st.booleans(),
+)
+@settings(max_examples=120, deadline=None)
+def test_cilk_for_runtime_hands_out_the_leaves_with_balanced_markers(
+    harness, n, grain, workers, split, wrap
+):
+    import subprocess
+
+    out = subprocess.run(
+        [harness, str(n), str(grain), str(workers), str(split), str(int(wrap))],
+        capture_output=True, text=True, check=True,
+    ).stdout.split("\n")  # fmt: skip
+    g = grain if grain > 0 else max(1, min(2048, n // (8 * workers)))
+    leaves = [tuple(map(int, ln.split()[1:])) for ln in out if ln.startswith("L")]
+    assert leaves == _leaves(n, g)  # in order, covering [0, n) exactly
+    depth, spawns, syncs = 0, 0, 0
+    for ln in out:
+        if ln == "M 1":
+            depth, spawns = depth + 1, spawns + 1
+        elif ln == "M 2":
+            depth -= 1
+            assert depth >= 0
+        elif ln == "M 3":
+            syncs += 1
+    assert depth == 0
+    inner = max(0, len(leaves) - 1)  # internal nodes of the split tree
+    halves = inner if split == 0 else 2 * inner
+    assert spawns == halves + (len(leaves) if wrap else 0)
+    # a frame syncs if it spawned: every frame that split, plus (wrap) leaf-holding frames
+    if not wrap:
+        assert syncs == (inner if split == 1 else _opencilk_syncing_frames(n, g))
+
+
+def _opencilk_syncing_frames(n: int, grain: int) -> int:
+    """Frames of OpenCilk's split that spawn (each syncs once): the loop's and each lower half's."""
+    if n <= grain:
+        return 0
+    frames, stack = 1, [n]
+    while stack:
+        size = stack.pop()
+        while size > grain:
+            lower = size // 2
+            if lower > grain:
+                frames += 1
+                stack.append(lower)
+            size -= lower
+    return frames
