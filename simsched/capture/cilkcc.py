@@ -9,7 +9,9 @@ by its rewritten unit:
    ``-include simsched_cilk.h`` (the run-time support the rewritten code calls);
 2. :func:`simsched.capture.cilk.rewrite` rewrites the unit;
 3. the unit is compiled in the source's place as ``-x cpp-output``, from a temporary
-   folder, under the source's own file name so that ``-c`` names the object as before.
+   folder, under the source's own file name so that ``-c`` names the object as before;
+   ``-MD``/``-MMD`` dependency files are written from the original source (the unit
+   includes nothing).
 
 Sources without Cilk keywords are compiled untouched, and C++ sources that use Cilk
 are rejected (the rewriter speaks C).  Quoted includes still resolve: they were
@@ -200,6 +202,7 @@ def rewrite_command(cmd: Sequence[str], options: CilkOptions, work: Path) -> lis
         A C++ source uses Cilk, or a Cilk construct cannot be rewritten.
     """
     new = list(cmd)
+    rewritten = False
     for index in reversed(sources(cmd)):
         path = cmd[index]
         if path.endswith(CXX_SUFFIXES):
@@ -215,8 +218,48 @@ def rewrite_command(cmd: Sequence[str], options: CilkOptions, work: Path) -> lis
         sub.mkdir()
         unit = sub / (Path(path).stem + ".i")
         unit.write_bytes(out)
+        _write_dependencies(cmd, index, sub)
         new[index : index + 1] = ["-x", "cpp-output", str(unit), "-x", "none"]
-    return new
+        rewritten = True
+    return _without_dependency_flags(new) if rewritten else new
+
+
+_DEP_SWITCHES = {"-MD", "-MMD", "-MP"}
+_DEP_WITH_VALUE = {"-MF", "-MT", "-MQ"}
+
+
+def _write_dependencies(cmd: Sequence[str], index: int, work: Path) -> None:
+    """Honour ``-MD``/``-MMD`` for a rewritten source: its rewritten unit includes nothing,
+    so the dependency file is written by a preprocessor run on the original source,
+    with the file and target names gcc would use."""
+    if not _DEP_SWITCHES.intersection(cmd) or not {"-MD", "-MMD"}.intersection(cmd):
+        return
+    src = Path(cmd[index])
+    obj = str(src.with_suffix(".o").name)
+    if "-c" in cmd and "-o" in cmd[:-1] and len(sources(cmd)) == 1:
+        obj = cmd[list(cmd).index("-o") + 1]
+    flags = [a for a in cmd if a in _DEP_SWITCHES]
+    for i, a in enumerate(cmd[:-1]):
+        if a in _DEP_WITH_VALUE:
+            flags += [a, cmd[i + 1]]
+    if "-MF" not in flags:
+        flags += ["-MF", str(Path(obj).with_suffix(".d"))]
+    if "-MT" not in flags and "-MQ" not in flags:
+        flags += ["-MT", obj]
+    cpp = cpp_command(cmd, index, work / "deps.i")
+    subprocess.run([*cpp[:-3], *flags, *cpp[-3:]], capture_output=True, check=False)
+
+
+def _without_dependency_flags(cmd: list[str]) -> list[str]:
+    out, skip = [], False
+    for a in cmd:
+        if skip:
+            skip = False
+        elif a in _DEP_WITH_VALUE:
+            skip = True
+        elif a not in _DEP_SWITCHES:
+            out.append(a)
+    return out
 
 
 def show_rewrite(cmd: Sequence[str], path: str, options: CilkOptions, work: Path) -> str:

@@ -312,3 +312,16 @@ def test_show_rewrite_joins_a_macro_expansion_spread_over_lines(tmp_path, capsys
     assert "__assert_fail" in out[7] and "y > 0" in out[7]
     # the assert separates the return from the cilk_sync: the implicit sync is written
     assert out[8] == "    { int __ss_ret = (y); __ss_cilk_sync(); return __ss_ret; }"
+
+
+@needs_gcc
+def test_dependency_files_of_a_rewritten_source_name_the_original(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dep.h").write_text("#define N 4\n")
+    (tmp_path / "p.c").write_text('#include <cilk/cilk.h>\n#include "dep.h"\nvoid f(long);\n'
+                                  "void g(void) { cilk_spawn f(N); }\n")  # fmt: skip
+    (tmp_path / "o").mkdir()
+    assert compile_program(["-MMD", "-MP", "-c", "p.c", "-o", "o/p.o"], backend="valgrind") == 0
+    deps = (tmp_path / "o" / "p.d").read_text()
+    assert deps.startswith("o/p.o: p.c") and "dep.h" in deps and ".i" not in deps.split(":")[1]
+    assert (tmp_path / "o" / "p.o").is_file()
