@@ -245,7 +245,9 @@ class _Rewriter:
         self.used_pragmas: set[int] = set()
         self.spawns_in: dict[int, list[int]] = {}  # function start -> spawn offsets
         self.loop_id = 0
-        self.tokens: dict[int, bytes] = {}
+        self.offsets: list[int] = []  # of every keyword token, in order
+        self.kinds: dict[int, str] = {}  # offset -> construct
+        self.tokens: dict[int, bytes] = {}  # offset -> spelling
 
     # -- helpers ---------------------------------------------------------------------------
     def text(self, node: Node) -> bytes:
