@@ -9,6 +9,9 @@ serially, under a capture backend that writes the raw stream of
   ``$SIMSCHED_CACHE_DIR`` (default ``~/.cache/simsched``).
 * :mod:`simsched.capture.run` compiles programs (``simsched cc``) and runs captures
   (``simsched capture``).
+* :mod:`simsched.capture.cilk` rewrites Cilk programs (``cilk_spawn``, ``cilk_sync``,
+  ``cilk_for``, ``cilk_scope``) into the markers; :mod:`simsched.capture.cilkcc` puts
+  the rewrite into ``simsched cc``'s build.
 
 See ``docs/capture.md``.
 """

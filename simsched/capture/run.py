@@ -33,6 +33,8 @@ import zstandard
 
 from simsched.capture import build
 from simsched.capture.bbtable import write_block_table
+from simsched.capture.cilk import CilkOptions
+from simsched.capture.cilkcc import rewrite_command
 from simsched.errors import CaptureError
 
 BACKENDS = ("gcc", "valgrind", "pin")
@@ -64,26 +66,31 @@ class CaptureResult:
     tool_stats: dict[str, int] = field(default_factory=dict)
 
 
-def cc_command(args: Sequence[str]) -> list[str]:
+def cc_command(args: Sequence[str], backend: str = "gcc") -> list[str]:
     """Return the compiler command line ``simsched cc ARGS`` runs.
 
     Parameters
     ----------
     args
         The user's compiler arguments, as for gcc.
+    backend
+        ``"gcc"``: the gcc backend's instrumented build; ``"valgrind"`` or ``"pin"``: a
+        plain build that only adds simsched's include folder.
 
     Returns
     -------
     list[str]
-        gcc with the thread-sanitizer and trace-pc instrumentation, simsched's include
-        folder (for ``simsched.h``), and, when linking, simsched's runtime in place of
-        libtsan, ``--wrap`` of the block operations and ``-lzstd``.
+        For the gcc backend: gcc with the thread-sanitizer and trace-pc instrumentation,
+        simsched's include folder (for ``simsched.h``), and, when linking, simsched's
+        runtime in place of libtsan, ``--wrap`` of the block operations and ``-lzstd``.
     """
     cc = build.compiler()
-    rt, zstd = build.gcc_runtime()
     src = build.source_dir()
+    if backend != "gcc":
+        return [cc, f"-I{src}", *args]
     cmd = [cc, f"-I{src}", "-fsanitize=thread", "-fsanitize-coverage=trace-pc", *args]
     if not _NO_LINK.intersection(args):
+        rt, zstd = build.gcc_runtime()  # built on first use, only when linking
         cmd += [f"-B{rt}{os.sep}", f"-L{rt}"]
         cmd += ["-Wl," + ",".join(f"--wrap={f}" for f in _WRAPPED)]
         if zstd:
@@ -91,25 +98,43 @@ def cc_command(args: Sequence[str]) -> list[str]:
     return cmd
 
 
-def compile_program(args: Sequence[str]) -> int:
-    """Run ``simsched cc``: compile (and link) a program for the gcc capture backend.
+def compile_program(
+    args: Sequence[str], *, backend: str = "gcc", cilk: CilkOptions | None = None
+) -> int:
+    """Run ``simsched cc``: compile (and link) a program for a capture backend.
+
+    C sources that use Cilk keywords are compiled as their serial elision with
+    simsched's markers (:mod:`simsched.capture.cilkcc`); others are compiled as given.
 
     Parameters
     ----------
     args
         gcc arguments (sources, ``-O2``, ``-o``, ...).
+    backend
+        ``"gcc"`` (instrumented build) or ``"valgrind"``/``"pin"`` (plain build).
+    cilk
+        How ``cilk_for`` loops are split (default: as OpenCilk does).
 
     Returns
     -------
     int
         The compiler's exit status.
+
+    Raises
+    ------
+    CaptureError
+        No arguments, an unknown backend, or a Cilk construct that cannot be rewritten.
     """
     if not args:
         raise CaptureError(
             "simsched cc: no compiler arguments (try: simsched cc -O2 prog.c -o prog)"
         )
-    rc = subprocess.run(cc_command(args)).returncode
-    if rc == 0 and not _NO_LINK.intersection(args):
+    if backend not in BACKENDS:
+        raise CaptureError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    with tempfile.TemporaryDirectory(prefix="simsched-cc-") as work:
+        cmd = rewrite_command(cc_command(args, backend), cilk or CilkOptions(), Path(work))
+        rc = subprocess.run(cmd).returncode
+    if rc == 0 and backend == "gcc" and not _NO_LINK.intersection(args):
         out = output_of(args)
         if out.is_file():
             write_block_table(out)

@@ -1,7 +1,8 @@
 """``simsched cc`` and ``simsched capture``: build and capture real programs.
 
-``simsched cc [gcc arguments]`` compiles for the gcc backend and exits with the
-compiler's status; ``simsched capture [--backend B] -o OUT -- PROGRAM ARGS`` runs the
+``simsched cc [options] [gcc arguments]`` compiles for a capture backend (C sources
+that use Cilk keywords are rewritten into markers first; ``--show-rewrite FILE`` prints
+the rewritten source) and exits with the compiler's status; ``simsched capture [--backend B] -o OUT -- PROGRAM ARGS`` runs the
 program under a backend, imports and validates the trace, and prints its counts.
 """
 
@@ -23,10 +24,24 @@ def register(app: typer.Typer) -> None:
 
     @app.command("cc", context_settings=_PASS, add_help_option=False)
     def cc(ctx: typer.Context) -> None:
-        """Compile and link a program for the gcc capture backend (gcc arguments)."""
-        from simsched.capture import compile_program
+        """Compile and link a program for capture (gcc arguments; Cilk C is rewritten).
 
-        raise typer.Exit(compile_program(list(ctx.args)))
+        Own options: --backend gcc|valgrind|pin, --cilk-for-grain N, --cilk-workers P,
+        --cilk-for-split opencilk|binary, --show-rewrite FILE.
+        """
+        import tempfile
+
+        from simsched.capture import compile_program, run
+        from simsched.capture.cilkcc import parse_cc_options, show_rewrite
+
+        opts, rest = parse_cc_options(list(ctx.args))
+        if opts.show is not None:
+            with tempfile.TemporaryDirectory(prefix="simsched-cc-") as work:
+                cmd = run.cc_command([*rest, "-c"], opts.backend)
+                text = show_rewrite(cmd, opts.show, opts.cilk, Path(work))
+            typer.echo(text, nl=False)
+            raise typer.Exit(0)
+        raise typer.Exit(compile_program(rest, backend=opts.backend, cilk=opts.cilk))
 
     @app.command(
         "capture",

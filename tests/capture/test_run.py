@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,7 @@ from simsched.capture import build, capture, count_markers
 from simsched.errors import CaptureError
 from simsched.trace import open_trace
 
-from .conftest import compile_gcc, compile_plain, needs_gcc, needs_valgrind
+from .conftest import compile_gcc, compile_plain, data_refs, needs_gcc, needs_valgrind
 from .rawread import read_raw
 
 pytestmark = needs_gcc
@@ -65,43 +64,6 @@ def test_gcc_capture_of_mergesort_is_a_valid_trace(cache, bindir, tmp_path):
     assert count_markers(raw) == markers.shape[0] - 1
 
 
-def _data_refs(trace: Path, binary: Path) -> Counter:
-    """Multiset of (region key, size, write) of a trace's heap and global references.
-
-    Globals become (symbol, offset) via ``nm``; heap addresses are taken relative to the
-    lowest heap address referenced; stack addresses (above 4 GiB in non-PIE programs,
-    natively and under valgrind) are left out.
-    """
-    syms = []
-    end = None
-    for line in subprocess.run(["nm", str(binary)], capture_output=True, text=True).stdout.split(
-        "\n"
-    ):
-        parts = line.split()
-        if len(parts) == 3 and parts[1] in "bBdDrRgGsS":
-            syms.append((int(parts[0], 16), parts[2]))
-            if parts[2] == "_end":
-                end = int(parts[0], 16)
-    syms.sort()
-    starts = np.array([a for a, _ in syms], np.uint64)
-    with open_trace(trace) as t:
-        c = t.refs(0, t.header.n_refs)
-        addr, size, write = c.addr, c.size, c.write
-    glob = addr < end
-    heap = (addr >= end) & (addr < 2**32)
-    base = int(addr[heap].min())
-    out: Counter = Counter()
-    idx = np.searchsorted(starts, addr[glob], side="right") - 1
-    for a, i, s, w in zip(addr[glob], idx, size[glob], write[glob], strict=True):
-        out[("g", syms[i][1], int(a) - syms[i][0], int(s), bool(w))] += 1
-    keys = Counter(
-        zip((addr[heap] - base).tolist(), size[heap].tolist(), write[heap].tolist(), strict=True)
-    )
-    for (a, s, w), n in keys.items():
-        out[("h", a, s, bool(w))] += n
-    return out
-
-
 @needs_valgrind
 def test_gcc_and_valgrind_backends_agree_on_dag_and_data_references(cache, bindir, tmp_path):
     gprog = compile_gcc(cache, bindir, "mergesort.c", "ms_gcc_np", "-O2", "-no-pie")
@@ -116,8 +78,8 @@ def test_gcc_and_valgrind_backends_agree_on_dag_and_data_references(cache, bindi
         np.testing.assert_array_equal(tg.edges.src, tv.edges.src)
         np.testing.assert_array_equal(tg.edges.dst, tv.edges.dst)
         np.testing.assert_array_equal(tg.edges.kind, tv.edges.kind)
-    dg = _data_refs(g.out, gprog)
-    dv = _data_refs(v.out, vprog)
+    dg = data_refs(g.out, gprog)
+    dv = data_refs(v.out, vprog)
     assert sum(dg.values()) > 2048 * 10
     assert dg == dv
 

@@ -1,0 +1,2 @@
+/* Cilk reducers cannot be captured by simsched: see reducer.h. */
+#include "reducer.h"

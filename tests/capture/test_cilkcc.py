@@ -1,0 +1,327 @@
+"""Tests of simsched.capture.cilkcc: ``simsched cc`` on Cilk programs, end to end.
+
+* The Cilk-keyword versions of four benchmark programs (traces/programs/cilk/) capture to
+  the same DAG and the same multiset of heap and global references as the marker
+  versions, under the gcc backend and under valgrind.
+* A program using every accepted form prints what its serial elision prints.
+* ``cilk_for`` splits its range as OpenCilk does (a model of the recursion gives the
+  frames, strands and the leaf sizes in order), with OpenCilk's default grain.
+* The acceptance command of the feature, through the CLI.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simsched.capture import build, capture, compile_program
+from simsched.capture.cilk import CilkOptions
+from simsched.capture.cilkcc import cpp_command, parse_cc_options, sources
+from simsched.errors import CaptureError
+from simsched.trace import open_trace
+from simsched.trace.reader import Trace
+
+from .conftest import PROGRAMS, data_refs, needs_gcc, needs_valgrind
+
+DATA = Path(__file__).resolve().parent / "data"
+
+# (marker source, Cilk source, program arguments, extra flags, Cilk options)
+PAIRS = {
+    "fib": ("fib.c", "cilk/fib.c", ["12", "4"], [], None),
+    "mergesort": ("mergesort.c", "cilk/mergesort.c", ["2048", "256"], [], None),
+    "queens": ("queens.c", "cilk/queens.c", ["6", "2"], [], None),
+    "heat": ("stencil2d.c", "cilk/heat.c", ["32", "2", "4"], ["-DKIND=HEAT"],
+             CilkOptions(split="binary")),
+}  # fmt: skip
+
+
+def test_parse_cc_options_takes_out_its_own_options():
+    opts, rest = parse_cc_options(
+        ["-O2", "--backend", "valgrind", "--cilk-for-grain=8", "x.c", "--cilk-workers", "4"]
+        + ["--cilk-for-split", "binary", "-o", "x", "--show-rewrite=x.c"]
+    )
+    assert rest == ["-O2", "x.c", "-o", "x"]
+    assert opts.backend == "valgrind" and opts.show == "x.c"
+    assert opts.cilk == CilkOptions(grain=8, workers=4, split="binary")
+    assert parse_cc_options(["x.c"])[0].cilk == CilkOptions()
+    for bad in (
+        ["--cilk-for-grain", "0"],
+        ["--cilk-workers=x"],
+        ["--backend=dr"],
+        ["--cilk-for-split"],
+    ):
+        with pytest.raises(CaptureError):
+            parse_cc_options(bad)
+
+
+def test_cpp_command_keeps_preprocessor_flags_only(tmp_path):
+    cmd = [
+        "gcc",
+        "-Iinc",
+        "-D",
+        "N=3",
+        "-O2",
+        "a.c",
+        "b.cpp",
+        "-c",
+        "-o",
+        "a.o",
+        "-lm",
+        "-L",
+        "lib",
+    ]
+    cmd += ["-Wl,--wrap=memcpy", "-MD", "-MF", "a.d", "x.o"]
+    assert sources(cmd) == [5, 6]
+    cpp = cpp_command(cmd, 5, tmp_path / "a.i")
+    assert cpp[:5] == ["gcc", "-Iinc", "-D", "N=3", "-O2"]
+    assert cpp[5:9] == [
+        "-E",
+        "-DSIMSCHED_CILK=1",
+        "-include",
+        str(build.source_dir() / "simsched_cilk.h"),
+    ]
+    assert cpp[9:] == ["a.c", "-o", str(tmp_path / "a.i")]
+
+
+def test_cplusplus_source_with_cilk_is_rejected(tmp_path):
+    src = tmp_path / "p.cpp"
+    src.write_text("// cilk_spawn in a comment\nint f();\nint main() { cilk_spawn f(); }\n")
+    with pytest.raises(CaptureError, match=rf"^{src}:3:14: cilk_spawn: C\+\+ sources cannot"):
+        compile_program([str(src), "-c", "-o", str(tmp_path / "p.o")], backend="valgrind")
+
+
+@needs_gcc
+def test_show_rewrite_prints_the_source_lines_rewritten(capsys):
+    from simsched.cli import main
+
+    src = PROGRAMS / "cilk" / "fib.c"
+    with pytest.raises(SystemExit) as e:
+        main(["cc", "--show-rewrite", str(src)])
+    assert e.value.code == 0
+    out = capsys.readouterr().out.split("\n")
+    lines = src.read_text().split("\n")
+    assert out[: len(lines) - 1] == [_expected_line(line) for line in lines[:-1]]
+
+
+def _expected_line(line: str) -> str:
+    """fib.c's lines as --show-rewrite shows them (comments are gone after preprocessing)."""
+    if line.lstrip().startswith(("/*", "*")):
+        return ""
+    return {
+        "    long a = cilk_spawn fib(n - 1);": "    long a; __ss_cilk_spawn(); a = fib(n - 1); __ss_cilk_spawn_end();",
+        "    long b = cilk_spawn fib(n - 2);": "    long b; __ss_cilk_spawn(); b = fib(n - 2); __ss_cilk_spawn_end();",
+        "    cilk_sync;": "    __ss_cilk_sync();",
+        "    SS_ROI_BEGIN();": "    simsched_marker((int)5u, 0);",
+        "    SS_ROI_END();": "    simsched_marker((int)6u, 0);",
+        "    result = cilk_spawn fib(n);": "    { __ss_cilk_spawn(); result = fib(n); __ss_cilk_spawn_end(); }",
+        "    return 0;": "    { int __ss_ret = (0); __ss_cilk_sync(); return __ss_ret; }",
+    }.get(line, line)
+
+
+@needs_gcc
+def test_rejected_construct_is_one_line_and_exit_status_2(tmp_path, capsys):
+    from simsched.cli import main
+
+    src = tmp_path / "bad.c"
+    src.write_text("#include <cilk/cilk.h>\nint f(int);\nint main(void) {\n  int x = 0;\n"
+                   "  cilk_spawn x++;\n  return f(x);\n}\n")  # fmt: skip
+    with pytest.raises(SystemExit) as e:
+        main(["cc", str(src), "-o", str(tmp_path / "bad")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        f"{src}:5:3: cilk_spawn: spawn of a non-call expression (only calls can be spawned)"
+    )
+    assert "\n" not in err
+
+
+@needs_gcc
+def test_every_accepted_form_behaves_as_the_serial_elision(cache, tmp_path):
+    src = DATA / "cilk_forms.c"
+    plain = tmp_path / "forms_elision"
+    subprocess.run(
+        ["gcc", "-O2", f"-I{build.source_dir()}", str(src), "-o", str(plain)], check=True
+    )
+    rewritten = tmp_path / "forms_rewritten"
+    assert (
+        compile_program(
+            ["-O2", "-Wall", "-Werror", str(src), "-o", str(rewritten)], backend="valgrind"
+        )
+        == 0
+    )
+    want = subprocess.run([str(plain)], capture_output=True, text=True, check=True).stdout
+    got = subprocess.run([str(rewritten)], capture_output=True, text=True, check=True).stdout
+    assert got == want and "|1|" in want  # one worker
+    gcc_build = tmp_path / "forms_gcc"
+    assert compile_program(["-O2", str(src), "-o", str(gcc_build)]) == 0
+    res = capture(str(gcc_build), [], tmp_path / "forms.sst")
+    assert res.header.n_frames > 100
+
+
+def _dag(t: Trace) -> list[np.ndarray]:
+    return [t.strands.frame, t.frames.parent, t.edges.src, t.edges.dst, t.edges.kind]
+
+
+def _build_pair(bindir: Path, name: str, backend: str) -> tuple[Path, Path]:
+    marker, cilk, _, flags, options = PAIRS[name]
+    out = []
+    for src, opts in ((marker, None), (cilk, options)):
+        exe = bindir / f"{name}-{backend}-{'ss' if src == marker else 'cilk'}"
+        if not exe.exists():
+            args = ["-O2", "-no-pie", *flags, str(PROGRAMS / src), "-o", str(exe), "-lm"]
+            assert compile_program(args, backend=backend, cilk=opts) == 0
+        out.append(exe)
+    return out[0], out[1]
+
+
+@needs_gcc
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_cilk_program_captures_as_its_marker_version_gcc(cache, bindir, tmp_path, name):
+    marker, cilk = _build_pair(bindir, name, "gcc")
+    args = PAIRS[name][2]
+    m = capture(str(marker), args, tmp_path / "m.sst")
+    c = capture(str(cilk), args, tmp_path / "c.sst")
+    with open_trace(m.out) as tm, open_trace(c.out) as tc:
+        assert tm.header.n_frames > 10
+        for a, b in zip(_dag(tm), _dag(tc), strict=True):
+            np.testing.assert_array_equal(a, b)
+    dm, dc = data_refs(m.out, marker), data_refs(c.out, cilk)
+    assert sum(dm.values()) > 100
+    assert dm == dc
+
+
+@needs_gcc
+@needs_valgrind
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_cilk_program_captures_as_its_marker_version_valgrind(cache, bindir, tmp_path, name):
+    marker, cilk = _build_pair(bindir, name, "valgrind")
+    args = PAIRS[name][2]
+    m = capture(str(marker), args, tmp_path / "m.sst", backend="valgrind")
+    c = capture(str(cilk), args, tmp_path / "c.sst", backend="valgrind")
+    with open_trace(m.out) as tm, open_trace(c.out) as tc:
+        for a, b in zip(_dag(tm), _dag(tc), strict=True):
+            np.testing.assert_array_equal(a, b)
+    # the two sources compile to different code, whose constant-pool loads differ
+    assert data_refs(m.out, marker, constants=False) == data_refs(c.out, cilk, constants=False)
+
+
+def _split_model(n: int, grain: int, split: str) -> tuple[list[int], int, int]:
+    """Leaf sizes in order, spawns and syncing frames of a cilk_for over n iterations."""
+
+    def helper(size: int) -> tuple[list[int], int, int]:
+        if split == "binary":
+            if size <= grain:
+                return [size], 0, 0
+            lo, hi = helper(size // 2), helper(size - size // 2)
+            return lo[0] + hi[0], 2 + lo[1] + hi[1], 1 + lo[2] + hi[2]
+        leaves, spawns, syncs = [], 0, 0
+        while size > grain:
+            sub = helper(size // 2)
+            leaves += sub[0]
+            spawns += 1 + sub[1]
+            syncs += sub[2]
+            size -= size // 2
+        return leaves + [size], spawns, syncs + (1 if spawns else 0)
+
+    return helper(n)
+
+
+@needs_gcc
+@pytest.mark.parametrize(
+    "n, options, grain",
+    [
+        (1000, CilkOptions(), 125),  # OpenCilk: min(2048, n / 8) on one worker
+        (1000, CilkOptions(workers=4), 31),
+        (50000, CilkOptions(), 2048),
+        (1000, CilkOptions(grain=100), 100),
+        (1000, CilkOptions(grain=100, split="binary"), 100),
+        (7, CilkOptions(), 1),
+    ],
+)
+def test_cilk_for_splits_as_opencilk(cache, tmp_path, n, options, grain):
+    src = tmp_path / "loop.c"
+    src.write_text("#include <cilk/cilk.h>\n#include <stdlib.h>\nlong a[65536];\n"
+                   "int main(int argc, char **argv) {\n  long n = atol(argv[1]);\n"
+                   "  cilk_for (long i = 0; i < n; i++)\n    a[i] = i;\n  return 0;\n}\n")  # fmt: skip
+    exe = tmp_path / "loop"
+    assert compile_program(["-O2", "-no-pie", str(src), "-o", str(exe)], cilk=options) == 0
+    res = capture(str(exe), [str(n)], tmp_path / "loop.sst")
+    leaves, spawns, syncs = _split_model(n, grain, options.split)
+    assert res.header.n_frames == 1 + spawns
+    assert res.header.n_strands == 1 + 2 * spawns + syncs
+    with open_trace(res.out) as t:
+        per_strand = [int((t.strand_refs(s).addr < 2**32).sum()) for s in range(len(t.strands))]
+    assert [k for k in per_strand if k] == leaves
+
+
+@needs_gcc
+def test_opencilk_split_of_heat_has_the_references_of_the_marker_version(cache, bindir, tmp_path):
+    marker, _ = _build_pair(bindir, "heat", "gcc")
+    exe = bindir / "heat-opencilk"
+    args = ["-O2", "-no-pie", str(PROGRAMS / "cilk" / "heat.c"), "-o", str(exe), "-lm"]
+    assert compile_program(args) == 0
+    m = capture(str(marker), ["32", "2", "4"], tmp_path / "m.sst")
+    c = capture(str(exe), ["32", "2", "4"], tmp_path / "c.sst")
+    _, spawns, syncs = _split_model(32, 4, "opencilk")
+    assert c.header.n_frames == 1 + 2 * spawns  # two iterations of the loop
+    assert c.header.n_strands == 1 + 2 * (2 * spawns + syncs)
+    assert m.header.n_frames != c.header.n_frames
+    assert data_refs(m.out, marker) == data_refs(c.out, exe)
+
+
+@needs_gcc
+def test_acceptance_unmodified_cilk_program_through_the_cli(cache, tmp_path, capsys, monkeypatch):
+    from simsched.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "prog.c").write_text(
+        "#include <cilk/cilk.h>\n#include <stdio.h>\n#include <stdlib.h>\n\n"
+        "static long sum(const long *a, long n)\n{\n    if (n < 64) {\n        long s = 0;\n"
+        "        for (long i = 0; i < n; i++)\n            s += a[i];\n        return s;\n    }\n"
+        "    long x = cilk_spawn sum(a, n / 2);\n    long y = sum(a + n / 2, n - n / 2);\n"
+        "    cilk_sync;\n    return x + y;\n}\n\nint main(void)\n{\n    long n = 10000;\n"
+        "    long *a = malloc(n * sizeof *a);\n    cilk_for (long i = 0; i < n; i++)\n"
+        "        a[i] = i;\n    printf(\"%ld\\n\", sum(a, n));\n    free(a);\n    return 0;\n}\n"
+    )  # fmt: skip
+    for argv in (["cc", "-O2", "prog.c", "-o", "prog"], ["capture", "-o", "p.sst", "--", "./prog"],
+                 ["trace", "validate", "p.sst"]):  # fmt: skip
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code in (0, None), argv
+    out = capsys.readouterr()
+    assert "p.sst: ok" in out.out + out.err
+    with open_trace(tmp_path / "p.sst") as t:
+        assert t.header.n_frames > 100
+
+
+@needs_gcc
+def test_show_rewrite_joins_a_macro_expansion_spread_over_lines(tmp_path, capsys):
+    from simsched.cli import main
+
+    src = tmp_path / "a.c"
+    src.write_text("#include <assert.h>\n#include <cilk/cilk.h>\nint f(int);\nint g(int x)\n{\n"
+                   "    int y = cilk_spawn f(x);\n    cilk_sync;\n    assert(y > 0);\n    return y;\n}\n")  # fmt: skip
+    with pytest.raises(SystemExit) as e:
+        main(["cc", "--show-rewrite", str(src), "-O2"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out.split("\n")
+    assert out[0] == "#include <assert.h>" and out[6] == "    __ss_cilk_sync();"
+    assert "__assert_fail" in out[7] and "y > 0" in out[7]
+    # the assert separates the return from the cilk_sync: the implicit sync is written
+    assert out[8] == "    { int __ss_ret = (y); __ss_cilk_sync(); return __ss_ret; }"
+
+
+@needs_gcc
+def test_dependency_files_of_a_rewritten_source_name_the_original(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dep.h").write_text("#define N 4\n")
+    (tmp_path / "p.c").write_text('#include <cilk/cilk.h>\n#include "dep.h"\nvoid f(long);\n'
+                                  "void g(void) { cilk_spawn f(N); }\n")  # fmt: skip
+    (tmp_path / "o").mkdir()
+    assert compile_program(["-MMD", "-MP", "-c", "p.c", "-o", "o/p.o"], backend="valgrind") == 0
+    deps = (tmp_path / "o" / "p.d").read_text()
+    assert deps.startswith("o/p.o: p.c") and "dep.h" in deps and ".i" not in deps.split(":")[1]
+    assert (tmp_path / "o" / "p.o").is_file()
