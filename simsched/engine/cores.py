@@ -214,7 +214,7 @@ class CoreDriver:
         rs = job.ref_start
         for s in strands:
             if rs[s] < rs[s + 1]:
-                self.slots.prefetch(job, job.trace.chunk_of_ref(rs[s]))
+                self.slots.prefetch(job, job.chunk_of_ref(rs[s]))
 
     def _map(self, c: int, g: int) -> None:
         """Point core ``c`` at its references from global index ``g`` to the strand's end."""
@@ -229,7 +229,7 @@ class CoreDriver:
             cs[F_LAST, c] = 1
             return
         job = self.job[c]
-        r = slots.acquire(job, job.trace.chunk_of_ref(g))
+        r = slots.acquire(job, job.chunk_of_ref(g))
         if old >= 0:
             slots.release(old)
         self.row[c] = r

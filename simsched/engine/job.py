@@ -19,6 +19,7 @@ Job 0 of a single-job run uses the addresses of the trace unchanged.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any
 
 import numpy as np
@@ -96,6 +97,10 @@ class Job:
         self.succ_dst = np.asarray(trace.edges.dst, dtype=np.int64).tolist()
         self.succ_kind = np.asarray(trace.edges.kind, dtype=np.int64).tolist()
         self.pred_rem = np.asarray(trace.pred_count, dtype=np.int64).tolist()
+        # First reference of every chunk (a bisect on a list beats numpy per strand).
+        self.chunk_first = (
+            np.asarray(trace.index["first"], dtype=np.int64).tolist() if self.n_refs else [0]
+        )
         self.strand_core = np.full(n, -1, dtype=np.int64)
         self.strand_start = np.full(n, -1, dtype=np.int64)
         self.strand_end = np.full(n, -1, dtype=np.int64)
@@ -116,6 +121,10 @@ class Job:
     def done(self) -> bool:
         """Whether every strand has finished."""
         return self.finished >= self.n
+
+    def chunk_of_ref(self, g: int) -> int:
+        """Index of the trace chunk holding global reference ``g``."""
+        return bisect_right(self.chunk_first, g) - 1
 
     def release(self, s: int) -> tuple[list[int], list[int]]:
         """Mark strand ``s`` finished; return the strands it made ready and their edges."""
