@@ -192,6 +192,8 @@ class LocalityAware(Scheduler):
         self.move = "profile"
         self.mode = "first iteration"
         self.packing_log: list[dict[str, Any]] = []
+        #: CF roots (trace frames of the profiled iteration) each packed iteration ran under
+        self.roots_by_iteration: dict[int, np.ndarray] = {}
         self._set_topology()
 
     # -- topology -------------------------------------------------------------------
@@ -430,6 +432,7 @@ class LocalityAware(Scheduler):
         """Record the packing iteration ``it`` ran under."""
         if self.packed:
             move = self.move
+            self.roots_by_iteration[it] = self.frames0[self.roots]
             lv = self.ctx.frame_level[self.frames0[self.roots]]
             n, level = int(self.roots.size), float(lv.mean())
         else:
