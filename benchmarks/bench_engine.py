@@ -1,7 +1,8 @@
 """Replay engine benchmark: prints ONE JSON line.
 
-Default: a mergesort trace of at least 50 M references (n = 2^20 keys) replayed under WS
-and PDF on itrs-scaling-16 and itrs-scaling-32.  Each replay runs in its own process so
+Default: a mergesort trace of at least 50 M references (n = 2^20 keys) replayed under WS,
+PDF, LAWS and CATS (whose per-strand profiling runs for the whole of a trace without
+iteration marks) on itrs-scaling-16 and itrs-scaling-32.  Each replay runs in its own process so
 that its peak resident memory (``ru_maxrss``) is its own.  Reported per run: simulated
 references per second (engine wall time, memory model included; the one-core speedup
 baseline is not computed), strands per second, median engine bookkeeping cost per strand
@@ -170,7 +171,7 @@ def main() -> None:
         _child(str(_trace(tmp / "warm.sst", 4096, grain=512)), m, "ws")
     runs = []
     for m in a.machines.split(","):
-        for s in ("ws", "pdf"):
+        for s in ("ws", "pdf", "laws", "cats"):
             runs.append(_child(str(trace), m, s))
     mem_only = [memory_only(str(trace), m) for m in a.machines.split(",")]
     result = {

@@ -1,4 +1,5 @@
-"""``simsched plot``: figures of results.  ``plot timeline`` draws one run's timeline.
+"""``simsched plot``: figures of results.  ``plot timeline`` draws one run's timeline,
+``plot iterations`` the per-iteration time of iterative runs.
 
 The ``plot`` group is the typer app :data:`plot_app`; other command modules add their
 sub-commands to it (e.g. ``plot sweep``).
@@ -76,6 +77,22 @@ def allotment(
     from simsched.plotting.figures import save
 
     save(plot_allotment(load_jobs_record(result)), out)
+    print(out)
+
+
+@plot_app.command("iterations")
+def iterations(
+    results: Annotated[
+        list[Path], typer.Argument(help="result folders (simsched run --out) or result.json files")
+    ],
+    out: Annotated[Path, typer.Option("-o", "--out", help="figure file (.png, .pdf, .svg)")],
+    title: Annotated[str, typer.Option("--title", help="figure title")] = "",
+) -> None:
+    """Draw the time of every iteration (and LAWS' CF roots per iteration) of runs."""
+    from simsched.plotting.figures import save
+    from simsched.plotting.iterations import load_records, plot_iterations
+
+    save(plot_iterations(load_records(results), title=title), out)
     print(out)
 
 

@@ -94,11 +94,67 @@ def metrics(engine_result: Any, mem_stats: dict, machine: Any, header: Any) -> d
     out["idle_cycles"] = int(r.idle_cycles.sum())
     out["utilization"] = out["busy_cycles"] / (machine.cores * makespan) if makespan else 0.0
     out["private_misses"] = int(r.private_misses.sum())
+    out.update(socket_fields(r, mem_stats, machine))
     for k, v in getattr(r, "sched_fields", {}).items():
         if k in out:
             raise ValueError(f"scheduler record field {k!r} clashes with a record field")
         out[k] = dumps(v) if isinstance(v, dict | list | tuple) else v
     return out
+
+
+def socket_fields(engine_result: Any, mem_stats: dict, machine: Any) -> dict[str, Any]:
+    """Per-socket answers and the straggler socket ([LAWS15] §6.2, Table IV).
+
+    The straggler socket is the one whose cores spent the most cycles running strands:
+    the socket that takes longest over its share of the work.  (Which socket's last
+    strand ends last says little in an iterative program: every iteration ends with a
+    sync whose post-sync strand runs wherever the last child finished.)  Ties go to the
+    lowest socket.
+
+    Parameters
+    ----------
+    engine_result
+        The :class:`simsched.engine.replay.EngineResult` (per-core busy cycles, the core
+        and end of every strand).
+    mem_stats
+        ``MemorySystem.stats()`` after the replay.
+    machine
+        The machine.
+
+    Returns
+    -------
+    dict
+        ``shared_level`` (name of the first level shared by a socket, empty if none),
+        ``shared_misses_by_socket``, ``busy_by_socket``, ``finish_by_socket`` (JSON
+        lists), ``straggler_socket`` and its ``straggler_busy_cycles``,
+        ``straggler_shared_misses``, ``straggler_dram_local``, ``straggler_dram_remote``.
+    """
+    r = engine_result
+    S = int(machine.sockets)
+    sock = np.array([machine.socket_of(c) for c in range(machine.cores)], dtype=np.int64)
+    busy = np.bincount(sock, weights=np.asarray(r.busy_cycles, dtype=np.float64), minlength=S)
+    busy = busy.astype(np.int64)
+    finish = np.zeros(S, dtype=np.int64)
+    core = np.asarray(r.strand_core)
+    if core.size:
+        np.maximum.at(finish, sock[core], np.asarray(r.strand_end, dtype=np.int64))
+    shared = next((lv for lv in mem_stats["levels"] if lv["scope"] == "socket"), None)
+    misses = [int(i["misses"]) for i in shared["instances"][:S]] if shared else [0] * S
+    sockets = mem_stats.get("sockets", [])
+    local = [int(x["mem_local"]) for x in sockets] or [0] * S
+    remote = [int(x["mem_remote"]) for x in sockets] or [0] * S
+    k = int(np.argmax(busy)) if S else 0
+    return {
+        "shared_level": shared["name"] if shared else "",
+        "shared_misses_by_socket": dumps(misses),
+        "busy_by_socket": dumps(busy.tolist()),
+        "finish_by_socket": dumps(finish.tolist()),
+        "straggler_socket": k,
+        "straggler_busy_cycles": int(busy[k]),
+        "straggler_shared_misses": misses[k],
+        "straggler_dram_local": local[k],
+        "straggler_dram_remote": remote[k],
+    }
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:

@@ -203,10 +203,16 @@ class SchedContext:
         the roots of iterations (frames whose parent is in another iteration) process the
         whole dataset ``[0, 1)``.
         """
+        lo, hi = self.data_ranges()[frame]
+        return float(lo), float(hi)
+
+    def data_ranges(self) -> np.ndarray:
+        """:meth:`data_range` of every frame at once: float64 array ``(n_frames, 2)``
+        (computed once; read-only for schedulers)."""
         if self._ranges is None:
             self._ranges = self._compute_ranges()
-        lo, hi = self._ranges[frame]
-        return float(lo), float(hi)
+            self._ranges.setflags(write=False)
+        return self._ranges
 
     def _compute_ranges(self) -> np.ndarray:
         n = len(self.frame_parent)

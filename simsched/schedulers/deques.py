@@ -91,3 +91,59 @@ class WorkerDeques:
 
     def __len__(self) -> int:
         return self.n_items
+
+
+class SocketDeques(WorkerDeques):
+    """:class:`WorkerDeques` that also count the queued strands of each socket.
+
+    LAWS and CATS steal inside a socket first; a thief asks "is there anything to steal
+    in my socket?" in O(1) with :attr:`socket_items` instead of summing its peers' deques.
+
+    Parameters
+    ----------
+    n_cores, steal_attempt, counters
+        As for :class:`WorkerDeques`.
+    socket_of
+        Socket of every core of the machine.
+    """
+
+    def __init__(
+        self, n_cores: int, steal_attempt: int, counters: dict[str, int], socket_of: Iterable[int]
+    ) -> None:
+        super().__init__(n_cores, steal_attempt, counters)
+        self.socket_of = [int(s) for s in socket_of]
+        self.socket_items = [0] * (max(self.socket_of, default=-1) + 1)
+
+    def push(self, core: int, strand: int) -> None:
+        """Push ``strand`` on top of ``core``'s deque."""
+        super().push(core, strand)
+        self.socket_items[self.socket_of[core]] += 1
+
+    def push_all(self, core: int, strands: Iterable[int]) -> int:
+        """Push several strands on ``core``'s deque (in order); returns how many."""
+        k = super().push_all(core, strands)
+        self.socket_items[self.socket_of[core]] += k
+        return k
+
+    def pop(self, core: int) -> int:
+        """Pop the top of ``core``'s own deque, or -1 when it is empty."""
+        s = super().pop(core)
+        if s >= 0:
+            self.socket_items[self.socket_of[core]] -= 1
+        return s
+
+    def attempt(self, victim: int) -> int:
+        """One steal attempt on ``victim`` (counted): its bottom strand, or -1."""
+        s = super().attempt(victim)
+        if s >= 0:
+            self.socket_items[self.socket_of[victim]] -= 1
+        return s
+
+    def take_all(self, core: int) -> list[int]:
+        """Empty ``core``'s deque (bottom first), e.g. when the core leaves the job."""
+        dq = self.deques[core]
+        out = list(dq)
+        dq.clear()
+        self.n_items -= len(out)
+        self.socket_items[self.socket_of[core]] -= len(out)
+        return out

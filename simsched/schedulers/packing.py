@@ -309,6 +309,12 @@ class PackingTuner:
         """Whether the search has ended (the packing no longer changes)."""
         return self._phase == "done"
 
+    @property
+    def move(self) -> str:
+        """How :attr:`current` was made: ``"initial"``, ``"smaller"``, ``"larger"`` or
+        ``"final"`` (the search has ended)."""
+        return "final" if self._phase == "done" else self._phase
+
     # -- moves ------------------------------------------------------------------------
     def _nested(self, r: np.ndarray) -> np.ndarray:
         """Mask of roots that have another root as a proper ancestor."""

@@ -12,6 +12,8 @@ from importlib.metadata import entry_points
 
 from simsched.errors import ConfigError
 from simsched.schedulers.base import Scheduler
+from simsched.schedulers.cats import CacheAwareTaskStealing
+from simsched.schedulers.laws import LocalityAware, LocalityAwareNC
 from simsched.schedulers.pdf import ParallelDepthFirst
 from simsched.schedulers.ws import WorkStealing
 
@@ -90,3 +92,6 @@ def get_scheduler(name: str) -> type[Scheduler]:
 
 register(WorkStealing)
 register(ParallelDepthFirst)
+register(LocalityAware)
+register(LocalityAwareNC)
+register(CacheAwareTaskStealing)

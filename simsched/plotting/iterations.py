@@ -1,0 +1,107 @@
+"""Per-iteration time and packing of iterative runs ([LAWS15] Fig. 8).
+
+Reads result records (``result.json`` of ``simsched run --out``, or records of a results
+table) that carry ``iteration_cycles`` and, for ``laws``/``cats``, ``packing`` (fields the
+schedulers add, docs/results.md).  One line per record: the time of every iteration; for
+records with a packing, a lower panel with the number of CF roots each iteration ran
+under, so that Algorithm 1's moves are visible beside the time they produced.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from simsched.errors import ConfigError
+from simsched.plotting.figures import style
+
+
+def _field(rec: Mapping[str, Any], key: str) -> Any:
+    v = rec.get(key)
+    if isinstance(v, str):
+        try:
+            return json.loads(v)
+        except ValueError:
+            raise ConfigError(f"record field {key!r} is not JSON: {v[:40]!r}") from None
+    return v
+
+
+def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Result records from result folders or ``result.json`` files.
+
+    Raises
+    ------
+    ConfigError
+        A path without a readable ``result.json``.
+    """
+    out = []
+    for p in map(Path, paths):
+        f = p / "result.json" if p.is_dir() else p
+        try:
+            out.append(json.loads(f.read_text()))
+        except OSError as exc:
+            raise ConfigError(f"{f}: cannot read ({exc.strerror})") from None
+        except ValueError as exc:
+            raise ConfigError(f"{f}: not JSON ({exc})") from None
+    return out
+
+
+def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Figure:
+    """Iteration time (and CF roots, where known) of each record.
+
+    Parameters
+    ----------
+    records
+        Result records with ``iteration_cycles``.
+    title
+        Figure title.
+
+    Raises
+    ------
+    ConfigError
+        No record has ``iteration_cycles`` (the run was not under a scheduler that
+        measures iterations, or the trace has no iteration marks).
+    """
+    rows = []
+    for rec in records:
+        cyc = _field(rec, "iteration_cycles")
+        if cyc:
+            label = f"{rec.get('scheduler', '?')} (seed {rec.get('seed', '?')})"
+            rows.append((label, cyc, _field(rec, "packing") or []))
+    if not rows:
+        raise ConfigError(
+            "no record has iteration_cycles (run laws, laws-nc or cats on a trace with iterations)"
+        )
+    packed = any(any(p.get("cf_roots") for p in pk) for _, _, pk in rows)
+    with style():
+        if packed:
+            fig, (ax, ax2) = plt.subplots(
+                2, 1, sharex=True, figsize=(6.4, 4.8), height_ratios=[3, 1]
+            )
+        else:
+            fig, ax = plt.subplots(figsize=(6.4, 3.6))
+        for label, cyc, pk in rows:
+            (line,) = ax.plot(range(len(cyc)), cyc, marker="o", ms=3, label=label)
+            if packed and pk:
+                ax2.step(
+                    [p["iteration"] for p in pk],
+                    [p["cf_roots"] for p in pk],
+                    where="mid",
+                    color=line.get_color(),
+                )
+        ax.set_ylabel("iteration time (cycles)")
+        ax.legend(fontsize="small")
+        if title:
+            ax.set_title(title)
+        if packed:
+            ax2.set_ylabel("CF roots")
+            ax2.set_xlabel("iteration")
+        else:
+            ax.set_xlabel("iteration")
+        fig.tight_layout()
+    return fig

@@ -1,0 +1,46 @@
+"""CATS as the LAWS evaluation runs it, [LAWS15] §6.1 (and §3.3.2, §7).
+
+CATS (Chen, Guo, Huang, ICS 2012) packs the execution DAG into subtrees whose data fit a
+socket's shared cache, from counts profiled online, and schedules them with the bi-tier
+stealing of CAB: head workers steal subtrees across sockets, the cores of a socket
+share one subtree.  [LAWS15] runs an improved CATS: "it also allocates the data evenly
+to all the memory nodes in the first iteration as LAWS does" (§6.1); "once an execution
+DAG is packed in CATS, the packing cannot be adjusted at runtime" (§6.1, §3.3.2); "CATS
+did not consider the underlying NUMA memory system" (§6.1).
+
+So ``cats`` is :class:`~simsched.schedulers.laws.LocalityAware` with:
+
+* the same first iteration (allocator by Eq. 1, parent-first, no task crosses sockets,
+  per-task private-cache misses profiled);
+* the initial packing of [LAWS15] §3.3.1 (Eq. 2 SOSC, subtrees that fit the shared
+  cache), computed once and never tuned; the packer does not know the allocator, so a
+  subtree may straddle two sockets' data;
+* after the first iteration, no NUMA-aware placement: a subtree or a task above the
+  subtrees goes to the CF pool of the socket that spawned it, and head cores steal them
+  across sockets at random — the bi-tier stealing of [CAB11] §III with subtrees as the
+  inter-socket tasks;
+* no CPU-bound test (the seeds give it to LAWS only, §6.5–6.6); ``cpu_check=true``
+  enables it.
+
+docs/schedulers.md lists which of these details come from the seeds and which are
+simsched's reading of the CATS paper.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from simsched.schedulers.laws import LocalityAware
+
+
+class CacheAwareTaskStealing(LocalityAware):
+    """CATS as in [LAWS15] §6.1: packing once, no NUMA awareness after iteration one."""
+
+    name: ClassVar[str] = "cats"
+    param_defaults: ClassVar[dict[str, Any]] = {
+        **LocalityAware.param_defaults,
+        "cpu_check": False,
+    }
+    PACK: ClassVar[bool] = True
+    TUNE: ClassVar[bool] = False
+    NUMA: ClassVar[bool] = False

@@ -1,0 +1,559 @@
+"""LAWS and LAWS-NC: locality-aware work stealing, [LAWS15] §3–4 and §6.3.
+
+Design
+------
+One policy class, :class:`LocalityAware`, whose three switches (``PACK``, ``TUNE``,
+``NUMA``) make ``laws`` (all on), ``laws-nc`` (no packing, §6.3) and — in
+:mod:`simsched.schedulers.cats` — ``cats`` (packing once, no NUMA-aware allocation after
+the first iteration, §6.1).  The pools are plain Python deques: per socket a *CF task
+pool* (CF root tasks and the tasks above them, §3.4), per core a *socket-local* deque
+(:class:`~simsched.schedulers.deques.SocketDeques`, shared with WS's deque code).
+
+**Allocator** ([LAWS15] §3.2).  Every frame's share of the data is Eq. 1
+(:meth:`SchedContext.data_ranges`); a frame whose range lies inside socket ``i``'s share
+``[i/M, (i+1)/M)`` is allocated to socket ``i`` (and so are its children, whose ranges
+lie inside it).  A frame whose range straddles shares — the tasks above the split, and
+with irregular branching a few leaves — goes to the socket holding the largest part of
+its range (lowest socket on ties: the root ``[0, 1)`` and main go to socket 0).
+:func:`allocate` computes both for every frame at once.
+
+**First iteration** (§3.4, §4).  Every task is spawned parent-first and pushed into the
+CF pool of its socket; any core of a socket takes from that pool (the head core from the
+top, the others from the bottom) and nothing crosses sockets, so first touch spreads the
+data evenly over the memory nodes.  A post-sync strand released on another socket (its
+last child ran there) goes back to its frame's pool.  Each strand's private-cache misses
+and instructions are recorded (``on_profile``).  A trace without iteration marks is one
+long first iteration.
+
+**Packing** (§3.3).  When the first iteration ends: the §6.6 CPU-bound test
+(:func:`~simsched.schedulers.packing.laws_cpu_bound`) — a CPU-bound program is scheduled
+by WS from then on (``laws``, ``laws-nc``); otherwise SOSC by Eq. 2 on the first
+iteration's tree, CF roots whose SOSC fits the socket's shared cache (the last level
+shared by a socket), never above the allocator's split (a straddling frame cannot be a CF
+root, [LAWS15] §3.3 packs "the tasks allocated to each socket"), then Algorithm 1
+(:class:`~simsched.schedulers.packing.PackingTuner`) fed each later iteration's time.
+Later iterations find "the same task" by the frames' position keys.
+
+**Triple-level stealing** (§3.4, §4), from the second iteration on.  A CF root or a task
+above the CF roots is spawned parent-first into the CF pool of its socket; a socket-local
+task is spawned child-first, its parent's continuation pushed on the core's own deque.
+A free core (1) pops its own deque, (2) steals from a random core of its socket, (3) if
+it is the head core and no CF subtree is running on its socket, takes the newest entry of
+its socket's CF pool, (4) if that pool is empty, steals the oldest entry of the CF pool
+of a randomly chosen other socket.  Only head cores run the free tier (§5.2.1), and a
+socket runs one CF subtree at a time: a head core does not start a CF root while another
+is unfinished on its socket (free-tier entries it may still take).
+
+**DAGs that change between iterations** (GE, §6.6).  When an iteration has frames that
+the profiled one does not (by position key) or a different number of frames, the packing
+learnt from the first iteration does not describe it: packing and tuning stop and the
+allocator alone places tasks (as ``laws-nc``) for the rest of the run.  The runtime can
+see this only once such an iteration has ended, so the iteration after the profiled one
+still runs under the initial packing, matched by position key.
+
+**Costs** (``machine.costs``): a push or pop on a core's own deque ``deque_op``; a steal
+attempt inside the socket ``steal_attempt``; an operation on the own socket's CF pool
+``queue_op``; on another socket's pool (a push there, a cross-socket steal attempt)
+``remote_pool_op``.  Cores with nothing to take sleep until work they may take appears
+(the attempts a spinning thief would make are added as for WS).
+
+**Record fields**: ``iteration_cycles`` (cycles from the spawn of an iteration's first
+task to the end of its last strand), ``packing`` (per iteration: how its CF roots were
+made, their number and mean level) and ``packing_mode``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from simsched.errors import ConfigError
+from simsched.schedulers.base import EDGE_SPAWN, WAIT, Decision, Scheduler, retry, run
+from simsched.schedulers.boundary import CPU_BOUND_MISS_INTENSITY
+from simsched.schedulers.deques import SocketDeques
+from simsched.schedulers.packing import (
+    CF_ROOT,
+    FREE,
+    SOCKET_LOCAL,
+    PackingTuner,
+    cf_roots,
+    iteration_tree,
+    laws_cpu_bound,
+    sosc,
+    task_misses,
+)
+
+# Frame class while tasks are not packed: every task is a CF-pool task.
+POOLED = -1
+
+
+def allocate(ranges: Any, sockets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Socket of every frame by its Eq. 1 data range, [LAWS15] §3.2.
+
+    Parameters
+    ----------
+    ranges
+        ``(n_frames, 2)`` array of ``[lo, hi)`` fractions of the dataset.
+    sockets
+        Number of sockets ``M``; socket ``i`` holds ``[i/M, (i+1)/M)``.
+
+    Returns
+    -------
+    home : numpy.ndarray
+        int64 socket of each frame: the one whose share holds the largest part of its
+        range (lowest on ties).
+    straddles : numpy.ndarray
+        bool, the range overlaps more than one share (the frame is above the split).
+    """
+    r = np.asarray(ranges, dtype=np.float64)
+    m = int(sockets)
+    if r.ndim != 2 or r.shape[1] != 2 or m < 1:
+        raise ConfigError(f"data ranges of shape {r.shape} and {m} sockets are not usable")
+    a, b = r[:, :1] * m, r[:, 1:] * m
+    i = np.arange(m, dtype=np.float64)[None, :]
+    # rounded so that equal overlaps (a range split evenly over sockets) tie exactly
+    ov = np.round(np.clip(np.minimum(b, i + 1) - np.maximum(a, i), 0.0, None), 9)
+    home = np.argmax(ov, axis=1).astype(np.int64)
+    return home, (ov > 0).sum(axis=1) > 1
+
+
+class LocalityAware(Scheduler):
+    """LAWS ([LAWS15] §3–4): allocator, adaptive DAG packer, triple-level stealing."""
+
+    name: ClassVar[str] = "laws"
+    randomized: ClassVar[bool] = True
+    wants_profile: ClassVar[bool] = True
+    param_defaults: ClassVar[dict[str, Any]] = {
+        "cpu_check": True,
+        "cpu_threshold": CPU_BOUND_MISS_INTENSITY,
+    }
+    #: Pack the DAG into CF subtrees after the first iteration.
+    PACK: ClassVar[bool] = True
+    #: Tune the packing across iterations (Algorithm 1); else it is fixed once.
+    TUNE: ClassVar[bool] = True
+    #: After the first iteration, push a task to its data's socket (else: the spawner's).
+    NUMA: ClassVar[bool] = True
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        """``cpu_threshold`` must be a positive number."""
+        t = params["cpu_threshold"]
+        if not np.isfinite(t) or t <= 0:
+            raise ConfigError(f"scheduler {cls.name!r}: cpu_threshold={t!r} must be > 0")
+
+    def __init__(self, ctx, params, rng):
+        super().__init__(ctx, params, rng)
+        self.counters = {
+            "steal_attempts": 0,
+            "steals": 0,
+            "deque_pushes": 0,
+            "pool_pushes": 0,
+            "remote_pool_pushes": 0,
+            "pool_takes": 0,
+            "pool_steal_attempts": 0,
+            "pool_steals": 0,
+            "cf_subtrees": 0,
+        }
+        costs = ctx.costs
+        self._dq, self._sa = costs.deque_op, costs.steal_attempt
+        self._qo, self._ro = costs.queue_op, costs.remote_pool_op
+        self.dq = SocketDeques(ctx.n_cores_total, self._sa, self.counters, ctx.socket_of)
+        self.S = ctx.sockets
+        self.pools: list[deque[int]] = [deque() for _ in range(self.S)]
+        self.sock = ctx.socket_of.tolist()
+        home, self.straddles = allocate(ctx.data_ranges(), self.S)
+        self.home = home.tolist()
+        self.frame_of = ctx.strand_frame.tolist()
+        self.first_strand = ctx.frame_first_strand.tolist()
+        self.last_strand = ctx.frame_last_strand.tolist()
+        it_f = np.asarray(ctx.frame_iteration, dtype=np.int64)
+        it_s = it_f[ctx.strand_frame]
+        self.it_of = it_s.tolist()
+        marked = it_f[it_f >= 0]
+        self.first_it = int(marked.min()) if marked.size else -1
+        n_it = int(marked.max()) + 1 if marked.size else 0
+        self.it_strands = np.bincount(it_s[it_s >= 0], minlength=n_it)
+        self.it_left = self.it_strands.tolist()
+        self.it_start = [-1] * n_it
+        self.it_cycles = [-1] * n_it
+        self.smiss = np.zeros(ctx.n_strands, dtype=np.int64)
+        self.sinstr = np.zeros(ctx.n_strands, dtype=np.int64)
+        # phase 0: the first iteration (profiling, no task crosses sockets)
+        self.phase = 0
+        self.pool_mode = True  # every core of a socket takes from its CF pool
+        self.packed = False
+        self.fclass: list[int] = []
+        self.active_last = [-1] * self.S  # last strand of the CF subtree running per socket
+        self.ws: Scheduler | None = None
+        self.tuner: PackingTuner | None = None
+        self.move = "profile"
+        self.mode = "first iteration"
+        self.packing_log: list[dict[str, Any]] = []
+        #: CF roots (trace frames of the profiled iteration) each packed iteration ran under
+        self.roots_by_iteration: dict[int, np.ndarray] = {}
+        self._set_topology()
+
+    # -- topology -------------------------------------------------------------------
+    def _set_topology(self) -> None:
+        ctx = self.ctx
+        P = ctx.n_cores_total
+        self.is_head = [False] * P
+        self.peers: list[list[int]] = [[] for _ in range(P)]
+        self.heads: list[int] = []
+        self.orphans = [p for p in range(self.S) if not ctx.cores_of_socket(p)]
+        for p in range(self.S):
+            cs = ctx.cores_of_socket(p)
+            if cs:
+                self.is_head[cs[0]] = True
+                self.heads.append(cs[0])
+            for c in cs:
+                self.peers[c] = [v for v in cs if v != c]
+
+    # -- pools ------------------------------------------------------------------------
+    def _wake_pool(self, p: int) -> None:
+        ctx = self.ctx
+        if self.pool_mode:
+            ctx.wake(cores=ctx.cores_of_socket(p))
+        else:
+            h = ctx.head_core(p)
+            if h is not None:
+                ctx.wake(cores=(h,))
+        if self.phase or self.orphans:
+            ctx.wake(cores=self.heads)
+
+    def _push_pool(self, core: int, p: int, s: int) -> int:
+        """Push ``s`` into socket ``p``'s CF pool; returns the cost for ``core``."""
+        self.pools[p].append(s)
+        self._wake_pool(p)
+        if p == self.sock[core]:
+            self.counters["pool_pushes"] += 1
+            return self._qo
+        self.counters["remote_pool_pushes"] += 1
+        return self._ro
+
+    def _is_root_start(self, s: int) -> bool:
+        f = self.frame_of[s]
+        return self.fclass[f] == CF_ROOT and self.first_strand[f] == s
+
+    def _take(self, p: int, core: int, top: bool) -> int:
+        """Take an entry of socket ``p``'s pool for ``core`` (newest if ``top``), or -1.
+
+        Once tasks are packed, a CF root is taken only if no CF subtree runs on the
+        core's socket; then the nearest free-tier entry is taken instead.
+        """
+        pool = self.pools[p]
+        if not pool:
+            return -1
+        if not self.packed:
+            return pool.pop() if top else pool.popleft()
+        mine = self.sock[core]
+        order = range(len(pool) - 1, -1, -1) if top else range(len(pool))
+        blocked = self.active_last[mine] >= 0
+        for j in order:
+            s = pool[j]
+            if self._is_root_start(s):
+                if blocked:
+                    continue
+                self.active_last[mine] = self.last_strand[self.frame_of[s]]
+                self.counters["cf_subtrees"] += 1
+            del pool[j]
+            return s
+        return -1
+
+    # -- placement of released strands ----------------------------------------------------
+    def _may_run_free(self, core: int, f: int) -> bool:
+        """Whether ``core`` may run a strand of the CF-pool frame ``f`` itself."""
+        if self.phase == 0:
+            return self.sock[core] == self.home[f]
+        return self.pool_mode or self.is_head[core]
+
+    def _pool_of(self, core: int, f: int) -> int:
+        """Pool of a new task ``f`` spawned on ``core`` (the allocator's socket)."""
+        if self.phase == 0 or self.NUMA:
+            return self.home[f]
+        return self.sock[core]
+
+    def _place(self, core: int, ready: Sequence[int], kinds: Sequence[int]) -> tuple[int, int]:
+        """Put released strands where they belong; returns (strand to run or -1, cost)."""
+        cand: list[int] = []
+        cost = 0
+        packed = self.packed
+        for s, k in zip(ready, kinds, strict=True):
+            f = self.frame_of[s]
+            cls = self.fclass[f] if packed else POOLED
+            spawn = k == EDGE_SPAWN
+            if cls == SOCKET_LOCAL or (cls == CF_ROOT and not spawn):
+                # inside a CF subtree: child-first, the first released child runs
+                if spawn:
+                    cand.insert(0, s)
+                else:
+                    cand.append(s)
+            elif spawn:
+                cost += self._push_pool(core, self._pool_of(core, f), s)
+            elif self._may_run_free(core, f):
+                cand.append(s)
+            else:
+                p = self.home[f] if self.phase == 0 else self.sock[core]
+                cost += self._push_pool(core, p, s)
+        if not cand:
+            return -1, cost
+        if len(cand) > 1:
+            k = self.dq.push_all(core, cand[1:])
+            self.counters["deque_pushes"] += k
+            cost += self._dq * k
+            self.ctx.wake(cores=self.peers[core])
+        return cand[0], cost
+
+    # -- callbacks --------------------------------------------------------------------
+    def on_start(self, strand: int, now: int) -> None:
+        """Main's first strand goes to the CF pool of its socket (socket 0)."""
+        self._set_topology()  # the job's cores are known from now on
+        p = self.home[self.frame_of[strand]]
+        self.pools[p].append(strand)
+        self._wake_pool(p)
+
+    def on_profile(
+        self, strand: int, core: int, start: int, end: int, instructions: int, private_misses: int
+    ) -> None:
+        """First iteration: record each strand's private-cache misses and instructions."""
+        self.smiss[strand] = private_misses
+        self.sinstr[strand] = instructions
+
+    def on_finish(
+        self, core: int, strand: int, now: int, ready: Sequence[int], kinds: Sequence[int]
+    ) -> Decision:
+        """Account iterations and CF subtrees, then place the released strands."""
+        it = self.it_of[strand]
+        if it >= 0:
+            left = self.it_left[it] - 1
+            self.it_left[it] = left
+            if left == 0:
+                self._iteration_done(it, now)
+        for s, k in zip(ready, kinds, strict=True):
+            if k == EDGE_SPAWN:
+                i = self.it_of[s]
+                if i >= 0 and self.it_start[i] < 0:
+                    self.it_start[i] = now
+        p = self.sock[core]
+        if self.active_last[p] == strand:
+            self.active_last[p] = -1
+            h = self.ctx.head_core(p)
+            if h is not None and h != core:
+                self.ctx.wake(cores=(h,))
+        if self.ws is not None:
+            return self.ws.on_finish(core, strand, now, ready, kinds)
+        s, cost = self._place(core, ready, kinds)
+        if s >= 0:
+            return run(s, cost)
+        if cost:
+            return retry(cost)
+        return self.on_idle(core, now)
+
+    def on_idle(self, core: int, now: int) -> Decision:
+        """Own deque, a socket peer's deque, the socket's CF pool, another socket's."""
+        if self.ws is not None:
+            return self.ws.on_idle(core, now)
+        dq = self.dq
+        dq.wake(core, now)
+        s = dq.pop(core)
+        if s >= 0:
+            return run(s, self._dq)
+        p = self.sock[core]
+        if dq.socket_items[p]:
+            peers = self.peers[core]
+            victim = peers[int(self.rng.integers(len(peers)))]
+            s = dq.attempt(victim)
+            if s >= 0:
+                return run(s, self._sa)
+            return retry(self._sa)
+        head = self.is_head[core]
+        if self.pool_mode or head:
+            s = self._take(p, core, head)
+            if s >= 0:
+                self.counters["pool_takes"] += 1
+                return run(s, self._qo)
+        if head and self.active_last[p] < 0:
+            victims = [q for q in range(self.S) if q != p] if self.phase else self.orphans
+            if any(self.pools[q] for q in victims):
+                self.counters["pool_steal_attempts"] += 1
+                q = victims[int(self.rng.integers(len(victims)))]
+                s = self._take(q, core, False)
+                if s >= 0:
+                    self.counters["pool_steals"] += 1
+                    return run(s, self._ro)
+                return retry(self._ro)
+        dq.sleep(core, now)
+        return WAIT
+
+    def on_depart(
+        self, core: int, strand: int, now: int, ready: Sequence[int], kinds: Sequence[int]
+    ) -> None:
+        """Strands released by a departing core go to a CF pool (its socket's, or in the
+        first iteration their frame's)."""
+        if self.ws is not None:
+            self.ws.on_depart(core, strand, now, ready, kinds)
+            return
+        for s in ready:
+            f = self.frame_of[s]
+            self._push_pool(core, self.home[f] if self.phase == 0 else self.sock[core], s)
+
+    def on_cores_changed(self, added: Sequence[int], removed: Sequence[int], now: int) -> None:
+        """Head cores and peers follow the job's cores; a removed core's deque moves to
+        its socket's CF pool."""
+        self._set_topology()
+        if self.ws is not None:
+            self.ws.on_cores_changed(added, removed, now)
+            return
+        for c in removed:
+            self.dq.wake(c, now)
+            items = self.dq.take_all(c)
+            if items:
+                self.pools[self.sock[c]].extend(items)
+                self._wake_pool(self.sock[c])
+
+    # -- iterations, profile, packing ---------------------------------------------------
+    def _iteration_done(self, it: int, now: int) -> None:
+        t = now - self.it_start[it]
+        self.it_cycles[it] = t
+        self._log(it)
+        if it == self.first_it and self.phase == 0:
+            self._end_first_iteration()
+        elif self.packed and it > self.first_it:
+            if self._dag_changed(it):
+                self._unpack(f"DAG changed at iteration {it}: allocator only")
+            elif self.tuner is not None and not self.tuner.done:
+                self._apply(self.tuner.record(t))
+                self.move = self.tuner.move
+
+    def _log(self, it: int) -> None:
+        """Record the packing iteration ``it`` ran under."""
+        if self.packed:
+            move = self.move
+            self.roots_by_iteration[it] = self.frames0[self.roots]
+            lv = self.ctx.frame_level[self.frames0[self.roots]]
+            n, level = int(self.roots.size), float(lv.mean())
+        else:
+            move = "profile" if self.phase == 0 else ("ws" if self.ws else "none")
+            n, level = 0, 0.0
+        self.packing_log.append(
+            {"iteration": it, "move": move, "cf_roots": n, "cf_root_level": level}
+        )
+
+    def _end_first_iteration(self) -> None:
+        ctx = self.ctx
+        self.phase = 1
+        self.wants_profile = False  # the engine stops calling on_profile
+        self.frames0, lp = iteration_tree(ctx.frame_parent, ctx.frame_iteration, self.first_it)
+        n_frames = len(ctx.frame_parent)
+        misses = task_misses(ctx.strand_frame, self.smiss, n_frames)[self.frames0]
+        if self.params["cpu_check"]:
+            instr = task_misses(ctx.strand_frame, self.sinstr, n_frames)[self.frames0]
+            if instr.any():
+                v = laws_cpu_bound(misses, instr, self.params["cpu_threshold"])
+                if v.cpu_bound:
+                    self._to_ws(v.share)
+                    return
+        if not self.PACK:
+            self.mode = "allocator only"
+            return
+        shared = [c for c in ctx.machine.caches if c.scope != "core"]
+        private = [c for c in ctx.machine.caches if c.scope == "core"]
+        if not shared or not private:
+            self.mode = "no shared or private cache: allocator only"
+            return
+        line = private[-1].line
+        s = sosc(lp, np.asarray(ctx.frame_level)[self.frames0], misses, line)
+        tparent = lp
+        if self.NUMA:
+            # a frame above the allocator's split is never a CF root, nor grows into one
+            st = self.straddles[self.frames0]
+            s = np.where(st, np.iinfo(np.int64).max // 2, s)
+            tparent = np.where((lp >= 0) & st[np.maximum(lp, 0)], -1, lp)
+        roots = cf_roots(s, lp, shared[0].size)
+        if roots.size == 0:
+            self.mode = "no subtree fits the shared cache: allocator only"
+            return
+        self.tparent = lp
+        self._map_template()
+        self.tuner = PackingTuner(tparent, roots) if self.TUNE else None
+        self.packed = True
+        self.pool_mode = False
+        self.mode = "packed"
+        self._apply(roots)
+        self.move = "initial" if self.TUNE else "fixed"
+
+    def _map_template(self) -> None:
+        """Template position of every later frame, by position key (-1: not found)."""
+        ctx = self.ctx
+        keys0 = np.asarray(ctx.frame_key_hash)[self.frames0]
+        order = np.argsort(keys0, kind="stable")
+        sk = keys0[order]
+        keys = np.asarray(ctx.frame_key_hash)
+        pos = np.minimum(np.searchsorted(sk, keys), max(sk.size - 1, 0))
+        it = np.asarray(ctx.frame_iteration)
+        hit = (sk.size > 0) & (sk[pos] == keys) & (it >= self.first_it)
+        self.tmpl = np.where(hit, order[pos], -1)
+        n_it = len(self.it_cycles)
+        itm = np.where(it >= 0, it, n_it)
+        self.it_frames = np.bincount(itm, minlength=n_it + 1)[:n_it]
+        self.it_unmatched = np.bincount(itm[~hit], minlength=n_it + 1)[:n_it]
+
+    def _dag_changed(self, it: int) -> bool:
+        return bool(self.it_frames[it] != self.frames0.size or self.it_unmatched[it])
+
+    def _apply(self, roots: np.ndarray) -> None:
+        """Classify every frame by the CF roots (template positions)."""
+        self.roots = np.asarray(roots, dtype=np.int64)
+        n = self.tparent.size
+        tcls = np.full(n, FREE, dtype=np.int64)
+        tcls[self.roots] = CF_ROOT
+        inside = tcls == CF_ROOT
+        par = self.tparent
+        for i in range(n):  # parents precede children
+            q = par[i]
+            if q >= 0 and inside[q]:
+                inside[i] = True
+                if tcls[i] != CF_ROOT:
+                    tcls[i] = SOCKET_LOCAL
+        self.fclass = np.where(self.tmpl >= 0, tcls[np.maximum(self.tmpl, 0)], FREE).tolist()
+
+    def _unpack(self, why: str) -> None:
+        self.packed = False
+        self.pool_mode = True
+        self.tuner = None
+        self.mode = why
+
+    def _to_ws(self, share: float) -> None:
+        """§6.5: a CPU-bound program is scheduled by traditional work stealing."""
+        from simsched.schedulers.ws import WorkStealing
+
+        ws = WorkStealing(self.ctx, {}, self.rng)
+        ws.counters = self.counters
+        ws.dq = self.dq
+        for p, pool in enumerate(self.pools):
+            h = self.ctx.head_core(p)
+            if pool and h is not None:
+                self.dq.push_all(h, pool)
+                pool.clear()
+        self.ws = ws
+        self.mode = f"CPU-bound ({share:.0%} of tasks below the miss intensity): ws"
+
+    def record_fields(self) -> dict[str, Any]:
+        """``iteration_cycles``, ``packing`` (per iteration) and ``packing_mode``."""
+        its = [k for k in range(len(self.it_cycles)) if self.it_strands[k] > 0]
+        return {
+            "iteration_cycles": [int(self.it_cycles[k]) for k in its],
+            "packing": self.packing_log,
+            "packing_mode": self.mode,
+        }
+
+
+class LocalityAwareNC(LocalityAware):
+    """LAWS-NC ([LAWS15] §6.3): the allocator and stealing without the DAG packer."""
+
+    name: ClassVar[str] = "laws-nc"
+    PACK: ClassVar[bool] = False
+    TUNE: ClassVar[bool] = False

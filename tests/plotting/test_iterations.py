@@ -1,0 +1,60 @@
+"""``simsched plot iterations``: per-iteration time and CF roots ([LAWS15] Fig. 8)."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+import typer  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from simsched.cli.plot import register  # noqa: E402
+from simsched.errors import ConfigError  # noqa: E402
+from simsched.plotting.iterations import load_records, plot_iterations  # noqa: E402
+
+LAWS = {
+    "scheduler": "laws",
+    "seed": 0,
+    "iteration_cycles": "[100,80,70,75]",
+    "packing": json.dumps(
+        [
+            {"iteration": 0, "move": "profile", "cf_roots": 0, "cf_root_level": 0.0},
+            {"iteration": 1, "move": "initial", "cf_roots": 4, "cf_root_level": 3.0},
+            {"iteration": 2, "move": "smaller", "cf_roots": 8, "cf_root_level": 4.0},
+            {"iteration": 3, "move": "final", "cf_roots": 8, "cf_root_level": 4.0},
+        ]
+    ),
+}
+
+
+def test_plot_has_time_and_roots_panels():
+    fig = plot_iterations([LAWS, {"scheduler": "ws", "seed": 0}])
+    ax, ax2 = fig.axes
+    assert list(ax.lines[0].get_ydata()) == [100, 80, 70, 75]
+    assert list(ax2.lines[0].get_ydata()) == [0, 4, 8, 8]
+
+
+def test_no_iterations_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="iteration_cycles"):
+        plot_iterations([{"scheduler": "ws"}])
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_records([tmp_path / "missing.json"])
+
+
+def test_cli(tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "result.json").write_text(json.dumps(LAWS))
+    (tmp_path / "ws.json").write_text(json.dumps({"scheduler": "ws"}))
+    app = typer.Typer()
+    register(app)
+    runner = CliRunner()
+    out = tmp_path / "it.png"
+    res = runner.invoke(app, ["plot", "iterations", str(tmp_path / "r"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.stat().st_size > 0
+    res = runner.invoke(app, ["plot", "iterations", str(tmp_path / "ws.json"), "-o", str(out)])
+    assert res.exit_code != 0

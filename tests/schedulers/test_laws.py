@@ -1,0 +1,286 @@
+"""LAWS, LAWS-NC and CATS: Eq. 1 and the allocator, replay invariants, fast = oracle."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simsched.engine.check import check_invariants
+from simsched.engine.replay import Engine
+from simsched.errors import ConfigError
+from simsched.machine import load_machine
+from simsched.memory import MemorySystem
+from simsched.schedulers import get_scheduler
+from simsched.schedulers.base import RUN, SchedContext
+from simsched.schedulers.laws import allocate
+from simsched.trace import open_trace
+from simsched.workloads import generate
+from tests.engine.machines import TWO_BY_TWO
+from tests.oracles.engine_oracle import OracleEngine
+from tests.oracles.memory_oracle import MemoryOracle
+
+FAMILY = ["laws", "laws-nc", "cats"]
+
+
+def _fake_ctx(parent, spawn_index, branching, iteration, sockets=2):
+    """A SchedContext over a frame table alone (one strand per frame)."""
+    n = len(parent)
+    frames = SimpleNamespace(
+        parent=np.array(parent),
+        level=np.zeros(n, dtype=np.int64),
+        spawn_index=np.array(spawn_index),
+        branching=np.array(branching),
+        iteration=np.array(iteration),
+        key_hash=np.arange(n),
+        first_strand=np.arange(n),
+        last_strand=np.arange(n),
+    )
+    strands = SimpleNamespace(frame=np.arange(n), instr=np.ones(n, dtype=np.int64))
+    trace = SimpleNamespace(frames=frames, strands=strands, header=SimpleNamespace(n_strands=n))
+    machine = load_machine({**TWO_BY_TWO, "sockets": sockets})
+    return SchedContext(machine, range(machine.cores), trace, lambda *a: None)
+
+
+def test_eq1_and_allocation_of_fig4():
+    # [LAWS15] Fig. 4: main -> root on [0, D); the root has three children; the middle
+    # one is split in two: alpha_2 = [D/3, D/2) goes to the first socket.
+    parent = [-1, 0, 1, 1, 1, 3, 3]
+    idx = [0, 0, 0, 1, 2, 0, 1]
+    br = [0, 1, 3, 3, 3, 2, 2]
+    it = [-1, 0, 0, 0, 0, 0, 0]
+    ctx = _fake_ctx(parent, idx, br, it)
+    r = ctx.data_ranges()
+    third = 1 / 3
+    want = [
+        (0, 1),
+        (0, 1),
+        (0, third),
+        (third, 2 * third),
+        (2 * third, 1),
+        (third, 0.5),
+        (0.5, 2 * third),
+    ]
+    np.testing.assert_allclose(r, np.array(want, dtype=float))
+    home, straddles = allocate(r, 2)
+    assert home.tolist() == [0, 0, 0, 0, 1, 0, 1]
+    assert straddles.tolist() == [True, True, False, True, False, False, False]
+    # four sockets: the middle child ties between sockets 1 and 2 (the lower wins)
+    home4, _ = allocate(r, 4)
+    assert home4.tolist() == [0, 0, 0, 1, 3, 1, 2]
+
+
+def test_allocate_rejects_bad_input():
+    with pytest.raises(ConfigError):
+        allocate(np.zeros((3, 3)), 2)
+    with pytest.raises(ConfigError):
+        allocate(np.zeros((3, 2)), 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 8),
+    st.floats(0, 1, allow_nan=False).flatmap(
+        lambda lo: st.tuples(st.just(lo), st.floats(lo, 1, allow_nan=False))
+    ),
+)
+def test_allocate_picks_the_largest_share(m, rng_):
+    lo, hi = rng_
+    if hi - lo < 1e-6:
+        return
+    home, straddles = allocate([[lo, hi]], m)
+    ov = [max(0.0, min(hi * m, i + 1) - max(lo * m, i)) for i in range(m)]
+    assert ov[int(home[0])] >= max(ov) - 1e-9
+    assert bool(straddles[0]) == (sum(o > 1e-9 for o in ov) > 1)
+
+
+# -- replays ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_traces(tmp_path_factory):
+    d = tmp_path_factory.mktemp("laws")
+    out = {}
+    for name, gen, p in [
+        ("heat", "heat", {"nx": 34, "ny": 18, "cutoff": 4, "iters": 4}),
+        ("sor-ir", "sor", {"nx": 34, "ny": 18, "cutoff": 4, "iters": 4, "irregular": True}),
+        ("ge", "ge", {"n": 24, "cutoff": 4, "steps": 6}),
+    ]:
+        path = d / f"{name}.sst"
+        generate(gen, path, init=False, **p)
+        out[name] = path
+    return out
+
+
+def _replay(trace, machine, sched, params=None, seed=0, window=0):
+    mem = MemorySystem(machine)
+    eng = Engine(trace, machine, get_scheduler(sched), params, seed, mem, window=window)
+    res = eng.run()
+    return res, mem.stats(), eng.replay.jobs[0].sched
+
+
+def _check_locality(trace, res, sched):
+    """A socket-local task never leaves its socket; no task crosses sockets in the first
+    iteration."""
+    sock = np.array([sched.sock[c] for c in range(len(sched.sock))])
+    run_on = sock[res.strand_core]
+    frame = np.asarray(trace.strands.frame)
+    it = np.asarray(trace.frames.iteration)
+    home = np.asarray(sched.home)
+    first = it[frame] == sched.first_it
+    assert np.array_equal(run_on[first], home[frame[first]])
+    parent = np.asarray(trace.frames.parent)
+    keys = np.asarray(trace.frames.key_hash)
+    for k, roots in sched.roots_by_iteration.items():
+        frames_k = np.flatnonzero(it == k)
+        by_key = dict(zip(keys[frames_k].tolist(), frames_k.tolist(), strict=True))
+        for r in roots:
+            root = by_key[int(keys[r])]
+            sub = {root}
+            for f in frames_k:  # parents precede children
+                if int(parent[f]) in sub:
+                    sub.add(int(f))
+            on = np.unique(run_on[np.isin(frame, list(sub))])
+            assert on.size == 1, (k, root, on)
+
+
+@pytest.mark.parametrize("sched", FAMILY)
+@pytest.mark.parametrize("name", ["heat", "sor-ir", "ge"])
+def test_invariants_on_every_replay(small_traces, sched, name):
+    trace = open_trace(small_traces[name])
+    for mname in (TWO_BY_TWO, "opteron-8380-4x4"):
+        machine = load_machine(mname)
+        for seed in (0, 1):
+            res, stats, s = _replay(trace, machine, sched, seed=seed, window=100)
+            check_invariants(trace, res, stats)
+            _check_locality(trace, res, s)
+            f = res.sched_fields
+            assert len(f["iteration_cycles"]) == len(np.unique(trace.frames.iteration)) - 1
+            assert all(c > 0 for c in f["iteration_cycles"])
+            assert [p["iteration"] for p in f["packing"]] == list(range(len(f["packing"])))
+
+
+def test_laws_tunes_and_logs_each_iteration(small_traces):
+    trace = open_trace(small_traces["heat"])
+    res, _, s = _replay(trace, load_machine(TWO_BY_TWO), "laws")
+    log = res.sched_fields["packing"]
+    assert log[0]["move"] == "profile" and log[1]["move"] == "initial"
+    assert res.sched_fields["packing_mode"] == "packed"
+    # the packing logged per iteration is the tuner's sequence of packings
+    h = s.tuner.history
+    assert [p["cf_roots"] for p in log[1 : 1 + len(h)]] == [x.n_roots for x in h]
+    assert [p["move"] for p in log[1 : 1 + len(h)]] == [x.move for x in h]
+    assert all(p["move"] == "final" for p in log[1 + len(h) :])
+    assert all(p["cf_roots"] == s.tuner.current.size for p in log[1 + len(h) :])
+
+
+def test_cats_never_retunes(small_traces):
+    trace = open_trace(small_traces["heat"])
+    res, _, s = _replay(trace, load_machine(TWO_BY_TWO), "cats")
+    log = res.sched_fields["packing"]
+    assert {p["move"] for p in log[1:]} == {"fixed"}
+    assert len({p["cf_roots"] for p in log[1:]}) == 1
+    assert s.tuner is None
+
+
+def test_ge_dag_change_stops_packing(small_traces):
+    trace = open_trace(small_traces["ge"])
+    res, _, _ = _replay(trace, load_machine(TWO_BY_TWO), "laws")
+    it = np.asarray(trace.frames.iteration)
+    keys = np.asarray(trace.frames.key_hash)
+    k0 = set(keys[it == 0].tolist())
+    changed = [
+        k
+        for k in range(1, it.max() + 1)
+        if (it == k).sum() != (it == 0).sum() or not set(keys[it == k].tolist()) <= k0
+    ]
+    assert changed, "the GE trace's DAG should shrink"
+    k = changed[0]
+    assert res.sched_fields["packing_mode"] == f"DAG changed at iteration {k}: allocator only"
+    assert {p["move"] for p in res.sched_fields["packing"][k + 1 :]} == {"none"}
+
+
+def test_cpu_bound_program_falls_back_to_ws(small_traces):
+    trace = open_trace(small_traces["heat"])
+    machine = load_machine(TWO_BY_TWO)
+    res, stats, _ = _replay(trace, machine, "laws", {"cpu_threshold": 10.0})
+    check_invariants(trace, res, stats)
+    assert res.sched_fields["packing_mode"].startswith("CPU-bound")
+    assert {p["move"] for p in res.sched_fields["packing"][1:]} == {"ws"}
+    with pytest.raises(ConfigError):
+        get_scheduler("laws").resolve_params({"cpu_threshold": 0})
+
+
+def test_laws_is_more_local_than_ws(small_traces):
+    trace = open_trace(small_traces["heat"])
+    machine = load_machine("opteron-8380-4x4")
+    loc = {}
+    for sched in ("ws", "laws"):
+        _, stats, _ = _replay(trace, machine, sched, window=100)
+        loc[sched] = sum(n["local"] for n in stats["nodes"]) / max(
+            1, sum(n["local"] + n["remote"] for n in stats["nodes"])
+        )
+    assert loc["laws"] > loc["ws"]
+
+
+# -- fast engine = oracle engine (with the per-strand profile the oracle does not give) --
+
+
+class _CountingMemory:
+    """The oracle's memory, counting each core's private-cache misses."""
+
+    def __init__(self, inner, machine):
+        self.inner = inner
+        lat = [c.hit_latency for c in machine.caches if c.scope == "core"]
+        self.pthresh = max(lat) if lat else -1
+        self.miss = [0] * machine.cores
+
+    def access(self, c, addr, size, write, t):
+        lat = self.inner.access(c, addr, size, write, t)
+        if lat > self.pthresh:
+            self.miss[c] += 1
+        return lat
+
+    def stats(self):
+        return self.inner.stats()
+
+
+def _profiled(cls, mem):
+    """``cls`` receiving ``on_profile`` before ``on_finish``, as the fast engine calls it."""
+    base = [0] * len(mem.miss)
+
+    def note(core, dec):
+        if dec[0] == RUN:
+            base[core] = mem.miss[core]
+        return dec
+
+    class Profiled(cls):
+        def on_finish(self, core, strand, now, ready, kinds):
+            if self.wants_profile:
+                n = int(self.ctx.strand_instr[strand])
+                self.on_profile(strand, core, 0, now, n, mem.miss[core] - base[core])
+            return note(core, super().on_finish(core, strand, now, ready, kinds))
+
+        def on_idle(self, core, now):
+            return note(core, super().on_idle(core, now))
+
+    return Profiled
+
+
+@pytest.mark.parametrize("sched", FAMILY)
+@pytest.mark.parametrize("name", ["heat", "sor-ir"])
+def test_fast_engine_equals_oracle_on_iterative_traces(small_traces, sched, name):
+    trace = open_trace(small_traces[name])
+    machine = load_machine(TWO_BY_TWO)
+    res, stats, _ = _replay(trace, machine, sched, seed=3, window=0)
+    mem = _CountingMemory(MemoryOracle(machine), machine)
+    ora = OracleEngine(trace, machine, _profiled(get_scheduler(sched), mem), {}, 3, mem).run()
+    np.testing.assert_array_equal(res.strand_core, ora["strand_core"])
+    np.testing.assert_array_equal(res.strand_start, ora["strand_start"])
+    np.testing.assert_array_equal(res.strand_end, ora["strand_end"])
+    np.testing.assert_array_equal(res.private_misses, ora["private_misses"])
+    assert res.counters == ora["counters"]
+    assert stats["nodes"] == mem.stats()["nodes"]
