@@ -30,6 +30,8 @@ SUMMARY_METRICS = (
     "offchip_bytes",
     "steals",
     "idle_cycles",
+    "dram_local",
+    "dram_remote",
 )
 
 TraceOpt = Annotated[Path, typer.Option("--trace", "-t", help="trace file (.sst)")]
@@ -254,7 +256,7 @@ def compare_cmd(
     last = results[0].record.get("last_level", "L2")
     levels = [c["name"] for c in results[0].mem_stats["levels"]]
     cols = ["makespan_cycles", "speedup"] + [f"{lv}_misses" for lv in levels]
-    cols += ["mpki", "offchip_bytes", "steals", "idle_cycles"]
+    cols += ["mpki", "offchip_bytes", "dram_local", "dram_remote", "steals", "idle_cycles"]
     first = results[0].record
     table = Table(
         "scheduler",

@@ -10,7 +10,9 @@ earliest thing left happens, where "things" are
 Ties: finished cores first, then timers (in the order they were set), then references;
 among cores the lower number first.  This is the order the fast engine follows with
 ``window=0``.  It uses the memory oracle (``tests/oracles/memory_oracle.py``) and the
-same scheduler classes through the same protocol, and keeps a log of decisions.
+same scheduler classes through the same protocol (``on_profile`` with each strand's
+private-cache misses, before ``on_finish``, as the engine calls it), and keeps a log of
+decisions.
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ class OracleEngine:
         strand = [-1] * self.P
         pos = [0] * self.P
         pmiss = [0] * self.P
+        spmiss = [0] * n  # private-cache misses of every strand (the profile)
+        instr = [int(x) for x in tr.strands.instr]
         busy = [0] * self.P
         sched_cycles = [0] * self.P
         log = []
@@ -127,6 +131,7 @@ class OracleEngine:
                 lat = self.memory.access(c, addr, size, write, t)
                 if lat > self.pthresh:
                     pmiss[c] += 1
+                    spmiss[strand[c]] += 1
                 clock[c] = t + lat
                 pos[c] += 1
             elif what == "done":
@@ -143,6 +148,8 @@ class OracleEngine:
                         ready.append(d)
                         kinds.append(k)
                 self.now = t
+                if self.sched.wants_profile:
+                    self.sched.on_profile(s, c, start[s], t, instr[s], spmiss[s])
                 if finished < n:
                     decide(c, t, self.sched.on_finish(c, s, t, ready, kinds))
             else:

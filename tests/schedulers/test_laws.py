@@ -15,7 +15,7 @@ from simsched.errors import ConfigError
 from simsched.machine import load_machine
 from simsched.memory import MemorySystem
 from simsched.schedulers import get_scheduler
-from simsched.schedulers.base import RUN, SchedContext
+from simsched.schedulers.base import SchedContext
 from simsched.schedulers.laws import allocate
 from simsched.trace import open_trace
 from simsched.workloads import generate
@@ -226,48 +226,7 @@ def test_laws_is_more_local_than_ws(small_traces):
     assert loc["laws"] > loc["ws"]
 
 
-# -- fast engine = oracle engine (with the per-strand profile the oracle does not give) --
-
-
-class _CountingMemory:
-    """The oracle's memory, counting each core's private-cache misses."""
-
-    def __init__(self, inner, machine):
-        self.inner = inner
-        lat = [c.hit_latency for c in machine.caches if c.scope == "core"]
-        self.pthresh = max(lat) if lat else -1
-        self.miss = [0] * machine.cores
-
-    def access(self, c, addr, size, write, t):
-        lat = self.inner.access(c, addr, size, write, t)
-        if lat > self.pthresh:
-            self.miss[c] += 1
-        return lat
-
-    def stats(self):
-        return self.inner.stats()
-
-
-def _profiled(cls, mem):
-    """``cls`` receiving ``on_profile`` before ``on_finish``, as the fast engine calls it."""
-    base = [0] * len(mem.miss)
-
-    def note(core, dec):
-        if dec[0] == RUN:
-            base[core] = mem.miss[core]
-        return dec
-
-    class Profiled(cls):
-        def on_finish(self, core, strand, now, ready, kinds):
-            if self.wants_profile:
-                n = int(self.ctx.strand_instr[strand])
-                self.on_profile(strand, core, 0, now, n, mem.miss[core] - base[core])
-            return note(core, super().on_finish(core, strand, now, ready, kinds))
-
-        def on_idle(self, core, now):
-            return note(core, super().on_idle(core, now))
-
-    return Profiled
+# -- fast engine = oracle engine ---------------------------------------------------------
 
 
 @pytest.mark.parametrize("sched", FAMILY)
@@ -276,8 +235,8 @@ def test_fast_engine_equals_oracle_on_iterative_traces(small_traces, sched, name
     trace = open_trace(small_traces[name])
     machine = load_machine(TWO_BY_TWO)
     res, stats, _ = _replay(trace, machine, sched, seed=3, window=0)
-    mem = _CountingMemory(MemoryOracle(machine), machine)
-    ora = OracleEngine(trace, machine, _profiled(get_scheduler(sched), mem), {}, 3, mem).run()
+    mem = MemoryOracle(machine)
+    ora = OracleEngine(trace, machine, get_scheduler(sched), {}, 3, mem).run()
     np.testing.assert_array_equal(res.strand_core, ora["strand_core"])
     np.testing.assert_array_equal(res.strand_start, ora["strand_start"])
     np.testing.assert_array_equal(res.strand_end, ora["strand_end"])
