@@ -494,16 +494,19 @@ class Replay:
         heap = self._heap
         env = self.control.env
         driver = self.driver
+        self.control_ns = 0
         next_progress = 0
         progress = self.progress
         periodic = self.control.periodic + sum(
             1 for s in self.specs if s.scheduler.quantum > 0 and self.controller.quantum == 0
         )
+        # Only SimPy processes schedule control events, and only inside env.step(), so
+        # the next control time changes only after a step.
+        t_env = self._peek()
+        ctl_ns = 0
         while self.left:
             t_heap = heap[0][0] if heap else INF
-            t_env = env.peek()
-            t_env = INF if t_env == float("inf") else int(t_env)
-            limit = min(t_heap, t_env)
+            limit = t_heap if t_heap < t_env else t_env
             c = driver.advance(limit)
             if c >= 0:
                 self._core_done(c, perf)
@@ -518,8 +521,12 @@ class Replay:
             if t_env <= t_heap:
                 self.now = t_env
                 self.events += 1
+                k0 = perf()
                 env.step()
-                self._check_stall(periodic, t_env)
+                t_now = t_env
+                t_env = self._peek()
+                ctl_ns += perf() - k0
+                self._check_stall(periodic, t_now)
                 continue
             t, kind, _, a, g = heapq.heappop(heap)
             self.now = t
@@ -540,7 +547,12 @@ class Replay:
         if progress is not None:
             progress(self.refs_total, self.refs_total)
         self.driver.slots.close()
+        self.control_ns = ctl_ns
         return self._result(time.perf_counter() - t_wall)
+
+    def _peek(self) -> int:
+        t = self.control.env.peek()
+        return INF if t == float("inf") else int(t)
 
     def _check_stall(self, periodic: int, t: int) -> None:
         """Deadlock detection when only periodic events (quanta) remain: if rounds of
@@ -597,6 +609,8 @@ class Replay:
             "wall_s": wall,
             "median_strand_ns": float(np.median(allc)) if allc.size else 0.0,
             "chunk_loads": self.driver.slots.loads,
+            # Time in the control plane (arrivals, controller quanta, reallocations).
+            "control_s": self.control_ns / 1e9,
         }
         return ReplayResult(
             makespan=max((o.finish for o in outs), default=0),

@@ -57,9 +57,9 @@ def digest(result) -> dict:
     """The compared content of one :class:`simsched.RunResult`."""
     rec = result.record
     out = {k: rec[k] for k in _FIELDS}
-    for k, v in rec.items():
-        if k.endswith(("_accesses", "_hits", "_misses", "_writebacks", "_invalidations")):
-            out[k] = v
+    for lv in result.mem_stats["levels"]:
+        for f in ("accesses", "hits", "misses", "writebacks", "invalidations"):
+            out[f"{lv['name']}_{f}"] = rec[f"{lv['name']}_{f}"]
     r = result.engine_result
     h = hashlib.sha256()
     for a in (r.strand_core, r.strand_start, r.strand_end):
