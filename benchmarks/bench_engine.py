@@ -1,36 +1,51 @@
 """Replay engine benchmark: prints ONE JSON line.
 
-Default: a mergesort trace of at least 50 M references (n = 2^20 keys) replayed under WS,
-PDF, LAWS and CATS (whose per-strand profiling runs for the whole of a trace without
-iteration marks) on itrs-scaling-16 and itrs-scaling-32.  Each replay runs in its own process so
-that its peak resident memory (``ru_maxrss``) is its own.  Reported per run: simulated
-references per second (engine wall time, memory model included; the one-core speedup
-baseline is not computed), strands per second, median engine bookkeeping cost per strand
-(Python time between a strand's completion and its successor decision, buffer fill
-included), and peak RSS.
+Default: a mergesort trace of at least 50 M references (n = 2^20 keys) replayed under WS
+and PDF on itrs-scaling-16 and itrs-scaling-32, and the memory model alone on the same
+references on the same machines, in the same run; then WS, CAB, LAWS and CATS (those
+registered) on opteron-8380-4x4, where the multi-socket policies are themselves (a trace
+without iteration marks is LAWS' and CATS' first iteration).  Each replay runs in its own process so that its peak resident memory
+(``ru_maxrss``) is its own.  Reported per replay: simulated references per second (engine
+wall time, memory model included; the one-core speedup baseline is not computed),
+median engine bookkeeping cost per strand (Python time from a strand's completion to
+the start of the core's next decision, scheduler included), the share of the wall time
+in the Numba window loop, the share in the multi-job control plane, and peak RSS.
+``ratio_to_memory_only`` is the engine's speed over the memory model's on the same
+machine.
+
+``jobs``: four copies of a mergesort of 2^18 keys under EQUI on itrs-scaling-32, arriving
+at 0, then the same four one after another under ``all``: the multi-job path's speed and
+the share of its wall time in the control plane.
 
 Options:
   --small            n = 2^17 (about 6 M references) for a quick check
   --n N              number of keys
-  --peak-refs R      also replay a mergesort of about R references (e.g. 5e8) under WS on
-                     itrs-scaling-32 and report its peak RSS (target: <= 1 GB for 500 M)
+  --big              also replay a mergesort of >= 500 M references under WS on
+                     itrs-scaling-32 and report its peak RSS (target: <= 1 GB)
   --accuracy         also measure the interleaving window's error against the strict
                      replay (window 0, exact) on small mergesort and hashjoin traces
+  --machines M,M     machines (default itrs-scaling-16,itrs-scaling-32)
   --one ARGS         (internal) run one replay and print its JSON
 
-Targets (issue 4): >= 20 M refs/s at 16 cores, >= 15 M at 32, <= 5 us median per strand,
-peak memory <= 1 GB for 500 M references.
+Targets (Engine v2): >= 30 M refs/s end to end at 16 cores and >= 25 M at 32, i.e.
+>= 0.35x the memory model alone; median engine cost per strand <= 5 us; peak memory
+<= 1 GB for 500 M references; multi-job bookkeeping <= 10 % of a single-job run's wall
+time.  CAB per-strand cost <= 1.3x WS's, LAWS <= 1.5x.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+#: Machine of the multi-socket policies' rows (CAB, LAWS, CATS beside WS).
+POLICY_MACHINE = "opteron-8380-4x4"
 
 
 def _trace(path: Path, n: int, **kw) -> Path:
@@ -58,20 +73,44 @@ def one(trace: str, machine: str, sched: str, window: int | None) -> dict:
         "engine_s": round(e["wall_s"], 3),
         "total_s": round(wall, 3),
         "refs_per_s": round(rec["refs"] / e["wall_s"]),
-        "strands_per_s": round(rec["strands"] / e["wall_s"]),
         "median_strand_us": round(e["median_strand_ns"] / 1000, 2),
         "kernel_share": round(e["kernel_s"] / e["wall_s"], 3),
-        "L2_misses": rec.get("L2_misses"),
+        "control_share": round(e["control_s"] / e["wall_s"], 5),
+        "chunk_loads": e["chunk_loads"],
         "makespan_cycles": rec["makespan_cycles"],
     }
 
 
-def _child(trace: str, machine: str, sched: str, window: int | None = None) -> dict:
-    """Run one replay in a fresh process; it reports its own peak RSS."""
-    args = [sys.executable, __file__, "--one", trace, machine, sched, str(window)]
-    p = subprocess.run(args, capture_output=True, text=True)
+def jobs_run(trace: str, controller: str) -> dict:
+    """Four copies of ``trace`` under ``controller`` on itrs-scaling-32."""
+    import simsched
+
+    js = {"seed": 1, "jobs": [{"trace": trace, "copies": 4}]}
+    t0 = time.perf_counter()
+    r = simsched.run_jobs(js, "itrs-scaling-32", controller=controller)
+    wall = time.perf_counter() - t0
+    e = r.replay.engine
+    rec = r.record
+    return {
+        "controller": controller,
+        "jobs": rec["n_jobs"],
+        "refs": rec["refs"],
+        "engine_s": round(e["wall_s"], 3),
+        "total_s": round(wall, 3),
+        "refs_per_s": round(rec["refs"] / e["wall_s"]),
+        "control_share": round(e["control_s"] / e["wall_s"], 5),
+        "makespan_cycles": rec["makespan_cycles"],
+        "reallocations": rec["reallocations"],
+    }
+
+
+def _child(*args: str) -> dict:
+    """Run one measurement in a fresh process; it reports its own peak RSS."""
+    p = subprocess.run(
+        [sys.executable, __file__, "--one", *map(str, args)], capture_output=True, text=True
+    )
     if p.returncode:
-        raise RuntimeError(f"replay failed: {p.stderr.strip().splitlines()[-1:]}")
+        raise RuntimeError(f"replay failed: {p.stderr.strip().splitlines()[-3:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
@@ -117,7 +156,7 @@ def accuracy(tmp: Path) -> dict:
                 r0 = ref.record
                 last = r0["last_level"]
                 rows = {}
-                for w in (0, 10, 30, 100, 300, 1000):
+                for w in (10, 30, 100, 300, 1000):
                     r = simsched.run(tpath, machine, sched, seed=0, window=w, speedup=False)
                     x = r.record
                     rows[str(w)] = {
@@ -125,36 +164,61 @@ def accuracy(tmp: Path) -> dict:
                         "last_level_miss_err": round(
                             x[f"{last}_misses"] / max(r0[f"{last}_misses"], 1) - 1, 5
                         ),
-                        "L1_miss_err": round(x["L1_misses"] / max(r0["L1_misses"], 1) - 1, 5),
-                        "queue_delay_err": round(
-                            (x["queue_delay_cycles"] - r0["queue_delay_cycles"])
-                            / max(r0["makespan_cycles"], 1),
-                            5,
-                        ),
                         "refs_per_s": round(x["refs"] / r.engine["wall_s"]),
                     }
+                rows["0"] = {"refs_per_s": round(r0["refs"] / ref.engine["wall_s"])}
                 out[f"{tname}/{machine}/{sched}"] = rows
     return out
+
+
+def _met(result: dict) -> dict:
+    runs = {(r["machine"], r["scheduler"]): r for r in result["runs"]}
+    mem = {m["machine"]: m["memory_only_refs_per_s"] for m in result["memory_only"]}
+    met = {}
+    for m, target in (("itrs-scaling-16", 30e6), ("itrs-scaling-32", 25e6)):
+        for s in ("ws", "pdf"):
+            r = runs.get((m, s))
+            if r is None:
+                continue
+            r["ratio_to_memory_only"] = round(r["refs_per_s"] / mem[m], 3)
+            met[f"{m}/{s}/refs_per_s"] = r["refs_per_s"] >= target
+            met[f"{m}/{s}/ratio"] = r["ratio_to_memory_only"] >= 0.35
+            met[f"{m}/{s}/median_strand_us"] = r["median_strand_us"] <= 5
+            met[f"{m}/{s}/control_share"] = r["control_share"] <= 0.10
+    ws = runs.get((POLICY_MACHINE, "ws"))
+    for s, limit in (("cab", 1.3), ("laws", 1.5), ("cats", 1.5)):
+        r = runs.get((POLICY_MACHINE, s))
+        if r is not None and ws is not None:
+            r["strand_cost_vs_ws"] = round(r["median_strand_us"] / ws["median_strand_us"], 3)
+            met[f"{s}/strand_cost_vs_ws"] = r["strand_cost_vs_ws"] <= limit
+    if "big" in result:
+        met["big/peak_rss_mb"] = result["big"]["peak_rss_mb"] <= 1024
+    return met
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--n", type=int, default=None)
-    ap.add_argument("--peak-refs", type=float, default=0)
+    ap.add_argument("--big", action="store_true")
     ap.add_argument("--accuracy", action="store_true")
     ap.add_argument("--machines", default="itrs-scaling-16,itrs-scaling-32")
     ap.add_argument("--tmp", default=None, help="folder for generated traces (kept)")
-    ap.add_argument("--one", nargs=4, default=None)
+    ap.add_argument("--one", nargs="+", default=None)
     a = ap.parse_args()
     if a.one:
         import resource
 
-        trace, machine, sched, window = a.one
-        d = one(trace, machine, sched, None if window == "None" else int(window))
+        if a.one[0] == "jobs":
+            d = jobs_run(a.one[1], a.one[2])
+        else:
+            trace, machine, sched, window = a.one
+            d = one(trace, machine, sched, None if window == "None" else int(window))
         d["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         print(json.dumps(d))
         return
+    from simsched.schedulers import scheduler_names
+
     tmp = Path(a.tmp) if a.tmp else Path(tempfile.mkdtemp(prefix="bench-engine-"))
     tmp.mkdir(parents=True, exist_ok=True)
     n = a.n or ((1 << 17) if a.small else (1 << 20))
@@ -166,36 +230,46 @@ def main() -> None:
     with open_trace(trace) as t:
         n_refs = t.header.n_refs
         n_strands = t.header.n_strands
-    # Warm the kernel caches (compilation is not what this measures).
-    for m in a.machines.split(","):
-        _child(str(_trace(tmp / "warm.sst", 4096, grain=512)), m, "ws")
-    runs = []
-    for m in a.machines.split(","):
-        for s in ("ws", "pdf", "laws", "cats"):
-            runs.append(_child(str(trace), m, s))
-    mem_only = [memory_only(str(trace), m) for m in a.machines.split(",")]
+    machines = a.machines.split(",")
+    # WS and PDF on the ITRS chips; WS and the multi-socket policies on the Opteron.
+    plan = [(m, s) for m in machines for s in ("ws", "pdf")]
+    plan += [
+        (POLICY_MACHINE, s) for s in ("ws", "cab", "laws", "cats") if s in scheduler_names()
+    ]
+    warm = _trace(tmp / "warm.sst", 4096, grain=512)
+    for m, s in plan:  # compile or load the kernels outside the measurements
+        _child(warm, m, s, "None")
+    runs = [_child(trace, m, s, "None") for m, s in plan]
+    mem_only = [memory_only(str(trace), m) for m in machines]
+    jt = _trace(tmp / f"ms-{1 << 18}.sst", 1 << 18)
+    jobs = [_child("jobs", jt, c) for c in ("equi", "all")]
     result = {
         "bench": "engine",
-        "memory_only": mem_only,
+        "host_cpus": os.cpu_count(),
+        "load_avg_1min": round(os.getloadavg()[0], 2),
         "trace": {"workload": "mergesort", "n": n, "refs": n_refs, "strands": n_strands},
         "trace_gen_s": round(gen_s, 2),
+        "memory_only": mem_only,
         "runs": runs,
+        "jobs": jobs,
         "targets": {
-            "refs_per_s_16": 20e6,
-            "refs_per_s_32": 15e6,
+            "refs_per_s_16": 30e6,
+            "refs_per_s_32": 25e6,
+            "ratio_to_memory_only": 0.35,
             "median_strand_us": 5,
+            "control_share": 0.10,
             "peak_rss_mb_500M": 1024,
+            "cab_strand_cost_vs_ws": 1.3,
+            "laws_strand_cost_vs_ws": 1.5,
         },
     }
-    if a.peak_refs:
-        # mergesort references grow like 14 n log2(n) / 18 ... pick n by doubling.
-        nn = n
-        while nn * (n_refs / n) * (1 + (nn.bit_length() - n.bit_length()) / 18) < a.peak_refs:
-            nn *= 2
+    if a.big:
+        nn = 1 << 23  # about 577 M references
         big = _trace(tmp / f"ms-{nn}.sst", nn)
-        result["peak"] = _child(str(big), "itrs-scaling-32", "ws")
+        result["big"] = _child(big, "itrs-scaling-32", "ws", "None")
     if a.accuracy:
         result["window_accuracy"] = accuracy(tmp)
+    result["met"] = _met(result)
     print(json.dumps(result))
 
 
