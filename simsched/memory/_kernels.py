@@ -16,9 +16,9 @@ compile time of a new geometry, small.  The generated module (see
     demand fill, write-back arrival, back-invalidation of the levels above, and coherence
     invalidation at level ``k``;
 
-and the entry points ``access(st, core, addr, size, is_write, now)`` (one reference),
-``_batch(...)`` (a whole array of references on one core, looping inside Numba) and
-``_page_node`` (NUMA placement).
+and the entry points ``_serve(...)`` (references of one core up to a time bound, looping
+inside Numba with the core's statistics in registers), ``run_cores`` (the multi-core window
+loop of :mod:`simsched.memory.window`) and ``_page_node`` (NUMA placement).
 
 Sets are stored MRU-first: a set is ``W`` consecutive int64 entries ``line << 1 | dirty``,
 ``-1`` for an empty way.  Empty ways always sit at the LRU end, so the victim of an
@@ -455,10 +455,10 @@ def _page_expr(g: Geometry, line: str) -> str:
     return f"({line}) >> {g.page_shift - sh}"
 
 
-def _local_node(g: Geometry, local: bool) -> bool:
-    """Whether node statistics and the controller live in local variables: in batch mode
-    with a fixed node (one socket or ``node:N``) the node is a constant."""
-    return local and g.placement == PLACE_FIXED
+def _local_node(g: Geometry) -> bool:
+    """Whether node statistics and the controller live in local variables: with a fixed
+    node (one socket or ``node:N``) the node is a constant."""
+    return g.placement == PLACE_FIXED
 
 
 _NODE_VAR = {
@@ -471,23 +471,23 @@ _NODE_VAR = {
 _CORE_VAR = {CORE_MEM_LOCAL: "cml", CORE_MEM_REMOTE: "cmr", CORE_QUEUE_DELAY: "cqd"}
 
 
-def _node_inc(g: Geometry, field: int, amount: str, local: bool) -> str:
-    if _local_node(g, local):
+def _node_inc(g: Geometry, field: int, amount: str) -> str:
+    if _local_node(g):
         return f"{_NODE_VAR[field]} += {amount}"
     return f"NS[nd * {NNS} + {field}] += {amount}"
 
 
-def _core_inc(field: int, amount: str, local: bool) -> str:
-    return f"{_CORE_VAR[field]} += {amount}" if local else f"CS[cb + {field}] += {amount}"
+def _core_inc(field: int, amount: str) -> str:
+    return f"{_CORE_VAR[field]} += {amount}"
 
 
-def _g_controller(g: Geometry, local: bool, after_fetch: bool = False) -> list[str]:
+def _g_controller(g: Geometry, after_fetch: bool = False) -> list[str]:
     """Reserve node ``nd``'s controller from ``tl`` on: ``t0`` = start of service.
 
     ``after_fetch``: a fetch from the same (fixed) node was reserved at ``tl`` just
     before, so the controller is free at ``ctrl >= tl`` and no comparison is needed."""
-    ctrl = "ctrl" if _local_node(g, local) else "CTRL[nd]"
-    if after_fetch and _local_node(g, local):
+    ctrl = "ctrl" if _local_node(g) else "CTRL[nd]"
+    if after_fetch and _local_node(g):
         return ["t0 = ctrl", "ctrl = t0 + SVC"]
     return [
         f"t0 = {ctrl}",
@@ -497,42 +497,42 @@ def _g_controller(g: Geometry, local: bool, after_fetch: bool = False) -> list[s
     ]
 
 
-def _g_mem_fetch(g: Geometry, local: bool) -> list[str]:
+def _g_mem_fetch(g: Geometry) -> list[str]:
     """Fetch line a{L-1} from its node at time ``tl``; sets ``dl``."""
     return [
         f"nd = {_node_expr(g, _page_expr(g, f'a{g.levels - 1}'), 'sock')}",
-        *_g_controller(g, local),
+        *_g_controller(g),
         "wt = t0 - tl",
-        _node_inc(g, NODE_QUEUE_DELAY, "wt", local),
-        _core_inc(CORE_QUEUE_DELAY, "wt", local),
+        _node_inc(g, NODE_QUEUE_DELAY, "wt"),
+        _core_inc(CORE_QUEUE_DELAY, "wt"),
         "if nd == sock:",
-        "    " + _node_inc(g, NODE_LOCAL, "1", local),
-        "    " + _core_inc(CORE_MEM_LOCAL, "1", local),
+        "    " + _node_inc(g, NODE_LOCAL, "1"),
+        "    " + _core_inc(CORE_MEM_LOCAL, "1"),
         "    dl = MLAT + wt",
         "else:",
-        "    " + _node_inc(g, NODE_REMOTE, "1", local),
-        "    " + _core_inc(CORE_MEM_REMOTE, "1", local),
+        "    " + _node_inc(g, NODE_REMOTE, "1"),
+        "    " + _core_inc(CORE_MEM_REMOTE, "1"),
         "    dl = RMLAT + wt",
     ]
 
 
-def _g_mem_wb(g: Geometry, line: str, local: bool, after_fetch: bool = False) -> list[str]:
+def _g_mem_wb(g: Geometry, line: str, after_fetch: bool = False) -> list[str]:
     """Write last-level line ``line`` back to its node (after the fetch, at ``tl``)."""
     return [
         f"nd = {_node_expr(g, _page_expr(g, line), 'sock')}",
-        *_g_controller(g, local, after_fetch),
-        _node_inc(g, NODE_WRITEBACKS, "1", local),
-        _node_inc(g, NODE_WB_QUEUE_DELAY, "t0 - tl", local),
+        *_g_controller(g, after_fetch),
+        _node_inc(g, NODE_WRITEBACKS, "1"),
+        _node_inc(g, NODE_WB_QUEUE_DELAY, "t0 - tl"),
     ]
 
 
-def _g_victim(g: Geometry, k: int, v: str, local: bool, after_fetch: bool = False) -> list[str]:
+def _g_victim(g: Geometry, k: int, v: str, after_fetch: bool = False) -> list[str]:
     """Handle entry ``v`` evicted from the core's instance of level k."""
     out = [f"if {v} >= 0:", f"    {v}d = {v} & 1"]
     out += _ind(_f_add(g, k, f"ix{k}", f"{v} >> 1", -1), 1)
     if g.inclusive[k] and k > 0:
         out.append(f"    {v}d |= _binv{k}({_tlist(g, k)}, LS, FC, ix{k}, {v} >> 1)")
-    if k == g.levels - 1 and after_fetch and _local_node(g, local):
+    if k == g.levels - 1 and after_fetch and _local_node(g):
         # Branch-free write-back to the fixed node right after the fetch: whether a
         # victim is dirty is unpredictable, a mispredicted branch costs more than this.
         return [
@@ -543,20 +543,16 @@ def _g_victim(g: Geometry, k: int, v: str, local: bool, after_fetch: bool = Fals
             f"    nwb += {v}d",
             f"    nwbqd += {v}d * (t0 - tl)",
         ]
-    if local:
-        count = f"wbs{k} += 1"
-    else:
-        count = f"LS[{_lvl_idx(g, k, f'ix{k}', LVL_WRITEBACKS)}] += 1"
-    out += [f"    if {v}d:", f"        {count}"]
+    out += [f"    if {v}d:", f"        wbs{k} += 1"]
     if k + 1 < g.levels:
         out.append(f"        x{k + 1} = ({v} >> 1) >> {g.shifts[k + 1] - g.shifts[k]}")
-        out += _ind(_g_wb(g, k + 1, local), 2)
+        out += _ind(_g_wb(g, k + 1), 2)
     else:
-        out += _ind(_g_mem_wb(g, f"{v} >> 1", local, after_fetch), 2)
+        out += _ind(_g_mem_wb(g, f"{v} >> 1", after_fetch), 2)
     return out
 
 
-def _g_wb(g: Geometry, m: int, local: bool) -> list[str]:
+def _g_wb(g: Geometry, m: int) -> list[str]:
     """A dirty line x{m} arrives at level m: mark it dirty and MRU, or allocate it."""
     return [
         f"c{m} = {_base(g, m, f'ix{m}', f'x{m}')}",
@@ -566,34 +562,29 @@ def _g_wb(g: Geometry, m: int, local: bool) -> list[str]:
         "else:",
         *_ind(_s_insert(g, m, f"T{m}", f"c{m}", f"x{m}", "1", f"u{m}"), 1),
         *_ind(_f_add(g, m, f"ix{m}", f"x{m}", 1), 1),
-        *_ind(_g_victim(g, m, f"u{m}", local), 1),
+        *_ind(_g_victim(g, m, f"u{m}"), 1),
     ]
 
 
-def _g_fill(g: Geometry, k: int, d: str, local: bool) -> list[str]:
+def _g_fill(g: Geometry, k: int, d: str) -> list[str]:
     """Insert the demand line a{k} at MRU of its set (b{k}) and handle the victim."""
     return [
         *_s_insert(g, k, f"T{k}", f"b{k}", f"a{k}", d, f"v{k}"),
         *_f_add(g, k, f"ix{k}", f"a{k}", 1),
         # The last level is filled only after a memory fetch at ``tl``.
-        *_g_victim(g, k, f"v{k}", local, after_fetch=k == g.levels - 1),
+        *_g_victim(g, k, f"v{k}", after_fetch=k == g.levels - 1),
     ]
 
 
 _FIELD_VAR = {LVL_ACCESSES: "acc", LVL_HITS: "hit", LVL_MISSES: "mis", LVL_WRITEBACKS: "wbs"}
 
 
-def _g_count(g: Geometry, k: int, field: int, local: bool) -> list[str]:
+def _g_count(k: int, field: int) -> list[str]:
     """Count a demand access/hit/miss of the core's instance of level k.
 
-    In batch mode (``local``) the counts of the batch's core live in local variables
-    (registers) and are added to the arrays by :func:`_g_flush` before every return."""
-    if local:
-        return [f"{_FIELD_VAR[field]}{k} += 1"]
-    out = [f"LS[{_lvl_idx(g, k, f'ix{k}', field)}] += 1"]
-    if not g.private[k]:
-        out.append(f"CS[cb + {CORE_LEVEL0 + 3 * k + field}] += 1")
-    return out
+    The counts of the serving core live in local variables (registers) and are added to
+    the arrays by :func:`_g_flush` before ``_serve`` returns."""
+    return [f"{_FIELD_VAR[field]}{k} += 1"]
 
 
 def _g_locals(g: Geometry) -> list[str]:
@@ -601,7 +592,7 @@ def _g_locals(g: Geometry) -> list[str]:
     for k in range(g.levels):
         out += [f"acc{k} = 0", f"hit{k} = 0", f"mis{k} = 0", f"wbs{k} = 0"]
     out += [f"{v} = 0" for v in _CORE_VAR.values()]
-    if _local_node(g, True):
+    if _local_node(g):
         out += [f"{v} = 0" for v in _NODE_VAR.values()]
         out.append(f"ctrl = CTRL[{g.fixed_node}]")
     return out
@@ -614,7 +605,7 @@ def _g_flush(g: Geometry) -> list[str]:
         f"CS[cb + {CORE_CYCLES}] += ncycles",
         *[f"CS[cb + {f}] += {v}" for f, v in _CORE_VAR.items()],
     ]
-    if _local_node(g, True):
+    if _local_node(g):
         out += [f"NS[{g.fixed_node * NNS + f}] += {v}" for f, v in _NODE_VAR.items()]
         out.append(f"CTRL[{g.fixed_node}] = ctrl")
     for k in range(g.levels):
@@ -625,7 +616,7 @@ def _g_flush(g: Geometry) -> list[str]:
     return out
 
 
-def _g_line(g: Geometry, local: bool = False) -> list[str]:
+def _g_line(g: Geometry) -> list[str]:
     """One access of level-0 line ``a0`` at time ``tl`` by ``core``; sets ``dl``."""
     L = g.levels
     body = [f"a{k} = a0 >> {g.shifts[k] - g.shifts[0]}" for k in range(1, L)]
@@ -633,26 +624,26 @@ def _g_line(g: Geometry, local: bool = False) -> list[str]:
     def probe(k: int) -> list[str]:
         out = [
             f"b{k} = {_base(g, k, f'ix{k}', f'a{k}')}",
-            *_g_count(g, k, LVL_ACCESSES, local),
+            *_g_count(k, LVL_ACCESSES),
         ]
         out += [*_s_find(g, k, f"T{k}", f"b{k}", f"a{k}"), "if p >= 0:"]
-        hit = _g_count(g, k, LVL_HITS, local)
+        hit = _g_count(k, LVL_HITS)
         hit += _s_touch(g, k, f"T{k}", f"b{k}", "p", "w" if k == 0 else "0")
         hit += [f"dl = H{k}", f"served = {k}"]
         out += _ind(hit, 1)
         out.append("else:")
-        miss = _g_count(g, k, LVL_MISSES, local)
+        miss = _g_count(k, LVL_MISSES)
         if k + 1 < L:
             miss += probe(k + 1)
         else:
-            miss += [*_g_mem_fetch(g, local), f"served = {L}"]
+            miss += [*_g_mem_fetch(g), f"served = {L}"]
         if k == 0:
             # Fill the levels that missed, deepest first (the line travels up from the
             # level that served it); each fill evicts and writes back its victim after
             # the fetch.
             for j in range(L - 1, 0, -1):
-                miss += [f"if served > {j}:", *_ind(_g_fill(g, j, "0", local), 1)]
-            miss += _g_fill(g, 0, "w", local)
+                miss += [f"if served > {j}:", *_ind(_g_fill(g, j, "0"), 1)]
+            miss += _g_fill(g, 0, "w")
         out += _ind(miss, 1)
         return out
 
@@ -683,32 +674,7 @@ def _g_prologue(g: Geometry) -> list[str]:
     ]
 
 
-def _g_ref(g: Geometry) -> list[str]:
-    """One reference (addr, size, w) issued at ``now``; sets ``lat``."""
-    s0 = g.shifts[0]
-    return [
-        f"first = addr >> {s0}",
-        f"last = (addr + size - 1) >> {s0}",
-        f"CS[cb + {CORE_REFS}] += 1",
-        f"CS[cb + {CORE_LINES}] += last - first + 1",
-        "lat = 0",
-        # A straddling reference touches its lines one after the other.
-        "for a0 in range(first, last + 1):",
-        "    tl = now + lat",
-        *_ind(_g_line(g), 1),
-        "    lat += dl",
-        f"CS[cb + {CORE_CYCLES}] += lat",
-    ]
-
-
 def _entry(g: Geometry) -> str:
-    access = [
-        '"""Latency of one reference issued at cycle ``now`` by ``core``; updates all state."""',
-        *_g_prologue(g),
-        "w = 1 if is_write else 0",
-        *_g_ref(g),
-        "return lat",
-    ]
     serve = [
         '"""Serve references i0..n-1 of one core in order, statistics kept in registers.',
         "",
@@ -754,21 +720,18 @@ def _entry(g: Geometry) -> str:
         "        stop = i",
         "        break",
         "    w = 1 if writes[i] else 0",
-        f"    a0 = addr >> {g.shifts[0]}",
-        f"    if a0 == (addr + size - 1) >> {g.shifts[0]}:",
-        # The common case, one line, inline with statistics in registers.
-        "        nrefs += 1",
-        "        nlines += 1",
-        "        tl = now",
-        *_ind(_g_line(g, True), 2),
-        "        lat = dl",
-        "        ncycles += lat",
-        "    else:",
-        # A straddling reference goes through ``access`` (statistics in the arrays);
-        # the controller's time is handed over when it lives in a local variable.
-        *([f"        CTRL[{g.fixed_node}] = ctrl"] if _local_node(g, True) else []),
-        "        lat = access(st, core, addr, size, w != 0, now)",
-        *([f"        ctrl = CTRL[{g.fixed_node}]"] if _local_node(g, True) else []),
+        f"    first = addr >> {g.shifts[0]}",
+        f"    last = (addr + size - 1) >> {g.shifts[0]}",
+        "    nrefs += 1",
+        "    nlines += last - first + 1",
+        # One line almost always; a straddling reference touches its lines one after the
+        # other.  The line code is emitted once, with statistics in registers.
+        "    lat = 0",
+        "    for a0 in range(first, last + 1):",
+        "        tl = now + lat",
+        *_ind(_g_line(g), 2),
+        "        lat += dl",
+        "    ncycles += lat",
         "    if lat > pthresh:",
         "        pm += 1",
         "    if rec:",
@@ -779,9 +742,7 @@ def _entry(g: Geometry) -> str:
         f"MISC[{MISC_PMISS}] = pm",
         "return stop",
     ]
-    src = "\n\n@_jit\ndef access(st, core, addr, size, is_write, now):\n"
-    src += "\n".join(_ind(access, 1)) + "\n"
-    src += "\n\n@_jit\n"
+    src = "\n\n@_jit\n"
     src += (
         "def _serve(st, core, addrs, sizes, writes, gaps, use_gaps, t, out, i0, n, bound,"
         " tie_wins, pthresh, page_limit, off):\n"

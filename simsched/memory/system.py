@@ -77,12 +77,6 @@ class MemorySystem:
     ----------
     machine
         The machine to model.
-    extra_source
-        Python source appended verbatim to the generated kernel module, so that another
-        package's Numba kernels can call ``access(st, ...)`` directly; compiled and cached
-        together with it.
-    extra_name
-        Name of ``extra_source`` (enters the module's hash and name).
 
     Attributes
     ----------
@@ -94,10 +88,10 @@ class MemorySystem:
         All mutable model state (see the module docstring).
     """
 
-    def __init__(self, machine: Machine, *, extra_source: str = "", extra_name: str = ""):
+    def __init__(self, machine: Machine):
         self.machine = machine
         self.geometry = K.geometry_of(machine)
-        self.module = K.load_module(self.geometry, extra_source, extra_name)
+        self.module = K.load_module(self.geometry)
         self.state = self._new_state()
         # Compile (or load from Numba's disk cache) now, with the real argument types.
         self.access_batch(0, np.zeros(0, np.uint64), np.zeros(0, np.uint8), np.zeros(0, bool), 0)
@@ -269,7 +263,8 @@ class MemorySystem:
             misc = self.state[g.st_misc]
             t = int(misc[K.MISC_TIME])
             if misc[K.MISC_STATUS]:
-                bad = int(np.flatnonzero(((a >> K.ADDRESS_BITS) != 0) | (s == 0))[0])
+                end = a.astype(np.uint64) + s.astype(np.uint64) - np.uint64(1)
+                bad = int(np.flatnonzero(((end >> np.uint64(K.ADDRESS_BITS)) != 0) | (s == 0))[0])
                 raise ValueError(
                     f"reference {bad}: address {int(a[bad]) & (2**64 - 1):#x} is not below "
                     f"2**{K.ADDRESS_BITS} or its size is 0 (invalid references were skipped, "
