@@ -1,4 +1,4 @@
-"""Public Python API of the replay: :func:`run` and :func:`compare` (DESIGN.md §9).
+"""Public Python API of the replay: :func:`run` and :func:`compare` (docs/architecture.md §4.5).
 
 ``simsched run`` and ``simsched compare`` are thin layers over these two functions; the
 sweep runner calls :func:`run` for every point.  A run resolves the machine, opens the

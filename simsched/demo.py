@@ -2,7 +2,7 @@
 
 ``python -m simsched.demo [--out DIR]`` (what ``make demo`` runs) replays
 ``traces/samples/mergesort-131072-512.synthetic.sst`` on the 16-core ITRS chip of the PDF
-paper (003_e9659a8050adec3d.txt Table 2) under work stealing (three seeds) and parallel
+paper ([PDF07] Table 2) under work stealing (three seeds) and parallel
 depth-first, prints the comparison, and writes a figure of both schedules.
 
 The bundled trace sorts 512 KB of keys so the demo runs in seconds; the chip's 20 MB L2

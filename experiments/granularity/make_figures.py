@@ -8,7 +8,7 @@ Reads ``results/fig6`` (mergesort at several grains, WS and PDF) and, when prese
 working set, 2 × grain × 4 bytes, one column per machine), ``fig8_auto.png`` (execution time
 of the automatically coarsened program against the best manual grain, per machine and
 scheduler, normalised to the best manual grain) and ``summary.csv``, and prints the numbers
-the paper quotes (003_e9659a8050adec3d.txt §5.4 and §6.2): PDF over WS when each gets its best
+the paper quotes ([PDF07] §5.4 and §6.2): PDF over WS when each gets its best
 grain (paper: 1.17× at 32 cores), PDF's L2-miss reduction at the smallest grain (paper: fewer
 than half WS's misses at 32 KB tasks), and the automatic grain's distance from the best manual
 one (paper: within 5 %).

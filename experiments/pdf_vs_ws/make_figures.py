@@ -7,7 +7,7 @@ rows, else results/small).  Writes fig2_scaling.png (speedup and L2 misses again
 the itrs-scaling machines), fig3_45nm.png (execution time against cores on the itrs-45nm
 machines, with the 10-26 core zoom), normalised_time.png, and ratios.csv (per machine: PDF's
 speedup over WS and its L2-miss reduction), and prints the per-workload ranges as the paper
-quotes them (003_e9659a8050adec3d.txt §5.1-5.2).
+quotes them ([PDF07] §5.1-5.2).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Invariants every replay must satisfy (DESIGN.md §5), checked by the tests on every run.
+"""Invariants every replay must satisfy (docs/architecture.md §6), checked by the tests on every run.
 
 * each strand runs exactly once;
 * no strand starts before all its predecessors have finished;

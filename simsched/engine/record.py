@@ -1,4 +1,4 @@
-"""The result record: one flat, JSON-able dict per run (DESIGN.md §8, docs/results.md).
+"""The result record: one flat, JSON-able dict per run (docs/architecture.md §4.5, docs/results.md).
 
 Flat so that a set of records is a table (one Parquet row per run).  Everything in it
 is a function of the trace, the machine, the scheduler, its parameters, the seed and the

@@ -1,6 +1,6 @@
 """Comparing two schedulers across a sweep: the numbers studies quote.
 
-The PDF paper (003_e9659a8050adec3d.txt §5.1) reports, per benchmark and configuration, the
+The PDF paper ([PDF07] §5.1) reports, per benchmark and configuration, the
 *relative speedup* of PDF over WS (WS's execution time divided by PDF's) and how many fewer
 L2 misses per instruction PDF incurs (``1 − misses_PDF / misses_WS``).  :func:`scheduler_ratios`
 computes both from a results table, averaging randomised schedulers over their seeds first

@@ -1,4 +1,4 @@
-"""Machine model: schema, presets and loading (DESIGN.md §4)."""
+"""Machine model: schema, presets and loading (docs/machine-model.md)."""
 
 from simsched.machine.loader import load_machine
 from simsched.machine.presets import preset_names

@@ -1,7 +1,7 @@
 """Machine presets: the ITRS-projected CMPs of the PDF paper and three real servers.
 
 The ITRS configurations are tables in the paper, so they are tables here
-(003_e9659a8050adec3d.txt Tables 1-3); the servers are commented YAML files in
+([PDF07] Tables 1-3); the servers are commented YAML files in
 ``presets/`` beside this module.  Every value carries its source.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-# PDF paper (003_e9659a8050adec3d.txt) Table 1: parameters common to all configurations.
+# PDF paper ([PDF07]) Table 1: parameters common to all configurations.
 # "Processor core: In-order scalar.  Private L1 cache: 64KB, 128-byte line, 4-way,
 #  1-cycle hit latency.  Shared L2 cache: 128-byte line.  Main memory latency: 300;
 #  service rate: 30 (cycles)."

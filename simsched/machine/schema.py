@@ -141,7 +141,7 @@ class Memory(_Strict):
 
 
 class Costs(_Strict):
-    """Cycles charged for scheduler operations (DESIGN.md §4)."""
+    """Cycles charged for scheduler operations (docs/machine-model.md)."""
 
     steal_attempt: int = Field(default=50, ge=0, description="one attempt to steal, hit or miss")
     deque_op: int = Field(default=5, ge=0, description="push or pop on a worker's own deque")

@@ -4,7 +4,7 @@ Every function takes a :class:`pandas.DataFrame` as :func:`simsched.experiments.
 returns it, aggregates repeated runs (seeds) of the same configuration into a mean with a
 min–max range, and draws on a given or new matplotlib axes in the packaged style.  Failed
 runs (``status != "ok"``) are left out and counted in the returned summary, never drawn as
-zeros.  The figures of the PDF paper's §5 (003_e9659a8050adec3d.txt Figs. 2 and 3) are
+zeros.  The figures of the PDF paper's §5 ([PDF07] Figs. 2 and 3) are
 :func:`figure_speedup_misses` and :func:`figure_time_vs_cores`.
 """
 

@@ -1,4 +1,4 @@
-"""Working-set profiling and automatic task coarsening (DESIGN.md §7, PDF paper §6).
+"""Working-set profiling and automatic task coarsening (docs/profiler.md, [PDF07] §6).
 
 * :func:`profile_trace` — LruTree, the one-pass profiler (§6.1): per-strand 2-D histograms
   of stack distance × task-id distance, and from them the miss curve and working set of every

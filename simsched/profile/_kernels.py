@@ -1,6 +1,6 @@
 """Numba kernels of the working-set profiler (private; called through validating wrappers).
 
-LruTree pass (PDF paper, 003_e9659a8050adec3d.txt §6.1)
+LruTree pass ([PDF07] §6.1)
 -------------------------------------------------------
 The LRU stack of the paper is represented by the *time of the last access* of every line.
 A bit set over time slots holds a 1 at the last-access time of each line in the tree, and a

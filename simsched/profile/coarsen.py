@@ -1,6 +1,6 @@
 """Automatic task coarsening and the parallelization table (PDF paper §6.2).
 
-003_e9659a8050adec3d.txt §6.2: "The automatic task coarsening algorithm traverses the task
+[PDF07] §6.2: "The automatic task coarsening algorithm traverses the task
 group tree from top to bottom and evaluates a heuristic stop criterion at every node.  Suppose
 node G's working set size is W, and it has K child task groups of similar sizes.  We stop at
 G's children if

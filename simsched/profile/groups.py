@@ -1,6 +1,6 @@
 """Task groups: the hierarchy of consecutive strands a fork/join DAG gives (PDF paper §6.1).
 
-The PDF paper (003_e9659a8050adec3d.txt §6.1) calls a set of tasks that are consecutive in the
+The PDF paper ([PDF07] §6.1) calls a set of tasks that are consecutive in the
 serial execution a *task group*; the groups form a tree in which a parent is the union of its
 children, siblings are disjoint, and the leaves are single tasks.  simsched builds that tree
 from the trace tables alone (no reference is read), so the profiler knows it before its pass:

@@ -1,4 +1,4 @@
-"""LruTree: the one-pass working-set profiler of the PDF paper (003_e9659a8050adec3d.txt §6.1).
+"""LruTree: the one-pass working-set profiler of the PDF paper ([PDF07] §6.1).
 
 One pass over the trace simulates an LRU stack (fully associative LRU, in cache lines).  For
 every access of strand ``i`` to line ``L`` it yields ``L``'s stack distance ``d`` (position

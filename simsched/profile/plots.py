@@ -1,6 +1,6 @@
 """Figures of a working-set profile: working set against group depth, and the miss-ratio curve.
 
-The left panel shows what coarsening (PDF paper 003_e9659a8050adec3d.txt §6.2) looks at: the
+The left panel shows what coarsening ([PDF07] §6.2) looks at: the
 working set (footprint) of every task group against its depth in the group tree, with the
 median per depth; the right panel the whole program's miss ratio against cache size
 (fully associative LRU from a cold cache, from the same one-pass profile).  Drawn in

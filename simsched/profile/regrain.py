@@ -1,6 +1,6 @@
 """Regrain: replay a fine-grained trace with chosen task groups merged into single strands.
 
-This is the middle bar of the PDF paper's Fig. 8 (003_e9659a8050adec3d.txt §6.2): "we use the
+This is the middle bar of the PDF paper's Fig. 8 ([PDF07] §6.2): "we use the
 same finest-grain trace in the CMP simulation but simply substitute a new task DAG based on
 the recommended task grouping", so the coarse program replays without a recapture.
 

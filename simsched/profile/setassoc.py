@@ -1,6 +1,6 @@
 """SetAssoc: the straightforward working-set method the PDF paper compares LruTree with.
 
-003_e9659a8050adec3d.txt §6.1: "to obtain the working set size of a single task group, a
+[PDF07] §6.1: "to obtain the working set size of a single task group, a
 straightforward approach would be to generate the memory reference trace of the task group
 and then perform trace-driven simulations of set-associative caches across a range of cache
 sizes (starting with a cold cache).  We call this approach SetAssoc."  Because groups nest,

@@ -1,4 +1,4 @@
-"""Scheduling policies (DESIGN.md §6): one module per policy, the protocol, the registry.
+"""Scheduling policies (docs/architecture.md §4.3): one module per policy, the protocol, the registry.
 
 ``REGISTRY`` maps names and aliases to classes; :func:`get_scheduler` looks one up and
 raises :class:`simsched.errors.ConfigError` with the known names when it is unknown.

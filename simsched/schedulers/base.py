@@ -3,7 +3,7 @@
 A scheduler is a policy object.  It keeps its own pools (deques, ready sets, per-socket
 pools) and never touches engine internals; the engine never looks inside a scheduler.
 The conversation is event driven and happens in global simulated time order
-(DESIGN.md §5–6):
+(docs/architecture.md §4.3):
 
 * :meth:`Scheduler.on_start` — the job's first strand is ready; the scheduler puts it in
   a pool (or pins it to a core).
@@ -34,7 +34,7 @@ Both answer a *decision*, a plain tuple ``(kind, strand, cost)`` built with
 Tuples instead of objects because a decision is made for every strand and the engine's
 bookkeeping budget is a few microseconds per strand.
 
-Information the policies of DESIGN.md §6 need is in :class:`SchedContext`:
+Information the policies need is in :class:`SchedContext`:
 
 * topology: cores of the job, socket of every core, head core of every socket (CAB's head
   workers, LAWS' head cores), machine costs;
@@ -197,7 +197,7 @@ class SchedContext:
     def data_range(self, frame: int) -> tuple[float, float]:
         """Fraction ``[lo, hi)`` of the dataset a frame processes, LAWS Eq. 1.
 
-        LAWS (001_112c8190bf7b7499.txt §3.2, Eq. 1): the i-th of ``b`` children of a task
+        LAWS ([LAWS15] §3.2, Eq. 1): the i-th of ``b`` children of a task
         processing ``[Ds, De)`` processes ``[(i-1)(De-Ds)/b + Ds, i(De-Ds)/b + Ds)``
         (``i`` 1-based; simsched's spawn indices are 0-based).  Frames with no parent and
         the roots of iterations (frames whose parent is in another iteration) process the

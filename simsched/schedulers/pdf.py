@@ -1,7 +1,7 @@
-"""PDF: parallel depth-first scheduling, PDF paper §3 (003_e9659a8050adec3d.txt).
+"""PDF: parallel depth-first scheduling, [PDF07] §3.
 
 One ready set for the job, ordered by serial (1DF) number, which is the strand number of
-a simsched trace (strands are numbered in serial order, DESIGN.md §3).  A core that
+a simsched trace (strands are numbered in serial order, docs/architecture.md §4.1).  A core that
 finishes a strand puts every strand this released into the ready set — at a spawn both
 the child and the continuation, after a join or sync the frame's continuation — and then
 takes the earliest strand of the set, which is the one the sequential program would have

@@ -1,4 +1,4 @@
-"""WS: randomized work stealing (Cilk), PDF paper §3 (003_e9659a8050adec3d.txt).
+"""WS: randomized work stealing (Cilk), [PDF07] §3.
 
 Every worker owns a deque.  The owner pushes and pops at the top (LIFO); a thief takes
 from the bottom of a victim chosen uniformly at random among the job's other cores (the

@@ -1,4 +1,4 @@
-"""Traces: format v1, writer, reader, validation and raw-stream import (DESIGN.md §3)."""
+"""Traces: format v1, writer, reader, validation and raw-stream import (docs/architecture.md §4.1)."""
 
 from simsched.trace.analysis import span, summary, validate
 from simsched.trace.builder import TraceBuilder

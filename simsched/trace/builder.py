@@ -1,6 +1,6 @@
 """TraceBuilder: the one writer of traces, used by every generator and importer.
 
-It is driven by the program's serial execution (serial elision, DESIGN.md §3): ``spawn``
+It is driven by the program's serial execution (serial elision, docs/architecture.md §4.1): ``spawn``
 enters a child frame, ``ret`` leaves it, ``sync`` waits for the children spawned so far,
 ``ref``/``refs`` record memory references of the current strand.  Strands are numbered in the
 order they start, which is the serial (1DF) order, and every edge goes from a lower to a

@@ -328,5 +328,5 @@ def open_trace(path: str | os.PathLike, *, cache_chunks: int = 8) -> Trace:
     return Trace(path, cache_chunks=cache_chunks)
 
 
-#: an alias matching the public API name of DESIGN.md §9
+#: an alias matching the public API name of docs/architecture.md §4.1
 load_trace = open_trace

@@ -1,7 +1,7 @@
 """Synthetic workload generators (``simsched trace gen NAME --param k=v -o OUT``).
 
 Each generator is a module that models one fork/join C program as it runs serially (serial
-elision, DESIGN.md §3) and writes its DAG and memory references with
+elision, docs/architecture.md §4.1) and writes its DAG and memory references with
 :class:`~simsched.trace.TraceBuilder`:
 
 * :mod:`~simsched.workloads.mergesort` -- parallel mergesort with parallel merge (PDF paper

@@ -1,4 +1,4 @@
-"""hashjoin: the join phase of a partitioned hash join (PDF paper 003_e9659a8050adec3d.txt §4.2).
+"""hashjoin: the join phase of a partitioned hash join ([PDF07] §4.2).
 
 The paper traces the join phase of a database hash join: the build and probe partitions are
 already in memory, each divided into sub-partitions whose build side fits in the L2 cache;

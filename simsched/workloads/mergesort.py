@@ -1,4 +1,4 @@
-"""Parallel mergesort with parallel merge, on real data (PDF paper 003_e9659a8050adec3d.txt §4.2).
+"""Parallel mergesort with parallel merge, on real data ([PDF07] §4.2).
 
 The modelled C program (serial elision, as captured)::
 
