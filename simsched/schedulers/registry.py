@@ -12,6 +12,7 @@ from importlib.metadata import entry_points
 
 from simsched.errors import ConfigError
 from simsched.schedulers.base import Scheduler
+from simsched.schedulers.cab import CacheAwareBiTier
 from simsched.schedulers.pdf import ParallelDepthFirst
 from simsched.schedulers.ws import WorkStealing
 
@@ -90,3 +91,4 @@ def get_scheduler(name: str) -> type[Scheduler]:
 
 register(WorkStealing)
 register(ParallelDepthFirst)
+register(CacheAwareBiTier)
