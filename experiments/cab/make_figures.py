@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from simsched.schedulers.boundary import choose_boundary_level
+
 HERE = Path(__file__).resolve().parent
 SCALED = "opteron-s16"
 MEMORY_BOUND = ["heat-1k", "sor-1k", "ge", "mergesort"]
@@ -95,14 +97,23 @@ def fig8_table(df: pd.DataFrame, machine: str = SCALED) -> pd.DataFrame:
         auto = df[(df["workload"] == wl) & (df["machine"] == machine) & (df["scheduler"] == "cab")]
         eq4 = int(auto["bl"].iloc[0]) if not auto.empty else None
         best = int(t.idxmin())
+        # Eq. 4 with the paper's Sd, one input grid of doubles (§V-C: 3k x 2k -> 48 MB),
+        # beside simsched's default, the footprint (both grids of the Jacobi sweep).
+        r0 = part.iloc[0]
+        grid = (int(r0["workload.nx"]) - 2) * (int(r0["workload.ny"]) - 2) * 8
+        paper = choose_boundary_level(
+            int(r0["bl_branching"]), int(r0["sockets"]), int(r0["bl_shared_cache"]), grid
+        ).bl
         rows.append(
             {
                 "workload": wl,
                 "times": {int(k): float(v) for k, v in t.items()},
                 "ws": float(ws["makespan_cycles"].mean()) if not ws.empty else None,
                 "eq4_bl": eq4,
+                "eq4_bl_one_grid": paper,
                 "best_bl": best,
                 "eq4_over_best": float(t[eq4] / t[best]) if eq4 in t.index else None,
+                "one_grid_over_best": float(t[paper] / t[best]) if paper in t.index else None,
             }
         )
     return pd.DataFrame(rows)
@@ -202,6 +213,9 @@ def draw(df: pd.DataFrame, out: Path) -> None:
                 ax.axhline(r["ws"], color="gray", ls=":", label="WS")
             if r["eq4_bl"] in r["times"]:
                 ax.plot([r["eq4_bl"]], [r["times"][r["eq4_bl"]]], "r*", ms=14, label="Eq. 4")
+            if r["eq4_bl_one_grid"] in r["times"]:
+                b = r["eq4_bl_one_grid"]
+                ax.plot([b], [r["times"][b]], "gD", ms=8, mfc="none", label="Eq. 4, Sd = one grid")
             ax.set_title(f"Fig. 8: {r['workload']}")
             ax.set_xlabel("BL")
             ax.set_ylabel("makespan (cycles)")
