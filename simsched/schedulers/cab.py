@@ -140,6 +140,8 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
             # model has no second tier to cut (Eq. 4 takes log_B); plain task stealing.
             why = "no-recursion" if br is None else "no-division"
             fields.update({"bl": 0, "bl_reason": why, "bl_sockets": m.sockets})
+            if br is not None:
+                fields["bl_branching"] = br.B
             return 0, fields
         sd = data if data > 0 else trace_footprint_bytes(ctx.trace)
         mode = params["cpu_bound"]
@@ -158,6 +160,8 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
         )
         fields.update(choice.as_record())
         fields["bl_cpu_bound"] = mode
+        if mode == "yes":  # declared, not measured
+            fields["bl_miss_intensity"] = None
         return choice.bl, fields
     bl = int(bl_param)
     fields.update({"bl": bl, "bl_source": "given", "bl_reason": "given"})
