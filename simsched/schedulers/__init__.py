@@ -17,6 +17,7 @@ from simsched.schedulers.base import (
     retry,
     run,
 )
+from simsched.schedulers.cab import CacheAwareBiTier
 from simsched.schedulers.pdf import ParallelDepthFirst
 from simsched.schedulers.registry import REGISTRY, get_scheduler, register, scheduler_names
 from simsched.schedulers.ws import WorkStealing
@@ -30,6 +31,7 @@ __all__ = [
     "RUN",
     "SLEEP",
     "WAIT",
+    "CacheAwareBiTier",
     "ParallelDepthFirst",
     "SchedContext",
     "Scheduler",

@@ -34,15 +34,22 @@ class WorkerDeques:
         accounting.
     counters
         The scheduler's counter dict; ``steal_attempts`` and ``steals`` are kept there.
+    prefix
+        Prefix of the two counter names, for a policy with a second tier of pools (CAB's
+        inter-socket pools count ``inter_steal_attempts`` and ``inter_steals``).
     """
 
-    def __init__(self, n_cores: int, steal_attempt: int, counters: dict[str, int]) -> None:
+    def __init__(
+        self, n_cores: int, steal_attempt: int, counters: dict[str, int], prefix: str = ""
+    ) -> None:
         self.deques: list[deque[int]] = [deque() for _ in range(n_cores)]
         self.n_items = 0
         self.steal_attempt = int(steal_attempt)
         self.counters = counters
-        counters.setdefault("steal_attempts", 0)
-        counters.setdefault("steals", 0)
+        self._k_attempts = prefix + "steal_attempts"
+        self._k_steals = prefix + "steals"
+        counters.setdefault(self._k_attempts, 0)
+        counters.setdefault(self._k_steals, 0)
         self.sleep_since = [-1] * n_cores
 
     def push(self, core: int, strand: int) -> None:
@@ -69,12 +76,12 @@ class WorkerDeques:
 
     def attempt(self, victim: int) -> int:
         """One steal attempt on ``victim`` (counted): its bottom strand, or -1."""
-        self.counters["steal_attempts"] += 1
+        self.counters[self._k_attempts] += 1
         dq = self.deques[victim]
         if not dq:
             return -1
         self.n_items -= 1
-        self.counters["steals"] += 1
+        self.counters[self._k_steals] += 1
         return dq.popleft()
 
     def sleep(self, core: int, now: int) -> None:
@@ -86,7 +93,7 @@ class WorkerDeques:
         since = self.sleep_since[core]
         if since >= 0:
             if self.steal_attempt > 0:
-                self.counters["steal_attempts"] += (now - since) // self.steal_attempt
+                self.counters[self._k_attempts] += (now - since) // self.steal_attempt
             self.sleep_since[core] = -1
 
     def __len__(self) -> int:

@@ -12,6 +12,7 @@ from importlib.metadata import entry_points
 
 from simsched.errors import ConfigError
 from simsched.schedulers.base import Scheduler
+from simsched.schedulers.cab import CacheAwareBiTier
 from simsched.schedulers.cats import CacheAwareTaskStealing
 from simsched.schedulers.laws import LocalityAware, LocalityAwareNC
 from simsched.schedulers.pdf import ParallelDepthFirst
@@ -95,3 +96,4 @@ register(ParallelDepthFirst)
 register(LocalityAware)
 register(LocalityAwareNC)
 register(CacheAwareTaskStealing)
+register(CacheAwareBiTier)

@@ -1,0 +1,256 @@
+"""Redraw [CAB11] §V's Figs. 4-9 and Table IV from a cab sweep and print the numbers.
+
+    python experiments/cab/make_figures.py [RESULTS] [-o FIGDIR]
+
+RESULTS is the sweep's output folder (default: results/medium beside this file if it has
+rows, else results/small).  Writes fig4.png (normalised execution time, four memory-bound
+programs), table4.csv (L2/L3 misses, WS and CAB), fig5_6.png (heat and SOR over input
+sizes: normalised time and miss reductions), fig7.png (heat with 128-, 64- and 32-row
+leaves), fig8.png (heat under every BL, Eq. 4's choice marked), fig9.png (CPU-bound
+programs) and prints one JSON line per figure.  notebooks/cab.ipynb imports the tables
+from here.
+
+Definitions: *normalised time* is CAB's mean makespan over WS's (the paper's Figs. 4, 5,
+9); *gain* is WS's over CAB's minus one ("performance gain", §V-A); a *miss reduction* is
+one minus CAB's mean misses over WS's (Table IV, Fig. 6).  Means are over seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from simsched.schedulers.boundary import choose_boundary_level
+
+HERE = Path(__file__).resolve().parent
+SCALED = "opteron-s16"
+MEMORY_BOUND = ["heat-1k", "sor-1k", "ge", "mergesort"]
+SIZES = ["512", "1k", "2k", "4kx8k"]
+CPU_BOUND = ["queens", "fft", "cholesky", "ck"]
+METRICS = ["makespan_cycles", "L2_misses", "L3_misses"]
+
+
+def default_results() -> Path:
+    """results/medium if it holds points, else results/small."""
+    med = HERE / "results" / "medium"
+    return med if (med / "points").is_dir() else HERE / "results" / "small"
+
+
+def load(results: Path | str) -> pd.DataFrame:
+    """The sweep's successful rows."""
+    from simsched.experiments import load_results
+
+    df = load_results(results)
+    return df[df["status"] == "ok"].copy()
+
+
+def means(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean makespan and misses per (workload, machine, scheduler), with seeds and ``bl``."""
+    g = df.groupby(["workload", "machine", "scheduler"])
+    out = g[METRICS].mean()
+    out["seeds"] = g["seed"].nunique()
+    if "bl" in df:
+        out["bl"] = g["bl"].first()
+    return out.reset_index()
+
+
+def versus_ws(df: pd.DataFrame, workloads: list[str], machine: str = SCALED, other: str = "cab"):
+    """Per workload: WS and ``other``'s means, normalised time, gain and miss reductions."""
+    m = means(df[(df["machine"] == machine) & df["workload"].isin(workloads)])
+    rows = []
+    for wl in workloads:
+        a = m[(m["workload"] == wl) & (m["scheduler"] == "ws")]
+        b = m[(m["workload"] == wl) & (m["scheduler"] == other)]
+        if a.empty or b.empty:
+            continue
+        a, b = a.iloc[0], b.iloc[0]
+        rows.append(
+            {
+                "workload": wl,
+                "seeds": int(min(a["seeds"], b["seeds"])),
+                "bl": b.get("bl"),
+                "time_ws": a["makespan_cycles"],
+                "time_cab": b["makespan_cycles"],
+                "norm_time": b["makespan_cycles"] / a["makespan_cycles"],
+                "gain": a["makespan_cycles"] / b["makespan_cycles"] - 1,
+                "L2_ws": a["L2_misses"],
+                "L2_cab": b["L2_misses"],
+                "L2_reduction": 1 - b["L2_misses"] / max(a["L2_misses"], 1),
+                "L3_ws": a["L3_misses"],
+                "L3_cab": b["L3_misses"],
+                "L3_reduction": 1 - b["L3_misses"] / max(a["L3_misses"], 1),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def fig8_table(df: pd.DataFrame, machine: str = SCALED) -> pd.DataFrame:
+    """Heat under every BL: mean makespan per (workload, bl), WS's, Eq. 4's and the best BL."""
+    d = df[(df["machine"] == machine) & df["scheduler"].str.startswith("cab-bl")]
+    rows = []
+    for wl, part in d.groupby("workload"):
+        t = part.groupby("bl")["makespan_cycles"].mean()
+        ws = df[(df["workload"] == wl) & (df["machine"] == machine) & (df["scheduler"] == "ws")]
+        auto = df[(df["workload"] == wl) & (df["machine"] == machine) & (df["scheduler"] == "cab")]
+        eq4 = int(auto["bl"].iloc[0]) if not auto.empty else None
+        best = int(t.idxmin())
+        # Eq. 4 with the paper's Sd, one input grid of doubles (§V-C: 3k x 2k -> 48 MB),
+        # beside simsched's default, the footprint (both grids of the Jacobi sweep).
+        r0 = part.iloc[0]
+        grid = (int(r0["workload.nx"]) - 2) * (int(r0["workload.ny"]) - 2) * 8
+        paper = choose_boundary_level(
+            int(r0["bl_branching"]), int(r0["sockets"]), int(r0["bl_shared_cache"]), grid
+        ).bl
+        rows.append(
+            {
+                "workload": wl,
+                "times": {int(k): float(v) for k, v in t.items()},
+                "ws": float(ws["makespan_cycles"].mean()) if not ws.empty else None,
+                "eq4_bl": eq4,
+                "eq4_bl_one_grid": paper,
+                "best_bl": best,
+                "eq4_over_best": float(t[eq4] / t[best]) if eq4 in t.index else None,
+                "one_grid_over_best": float(t[paper] / t[best]) if paper in t.index else None,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def summary(df: pd.DataFrame) -> list[dict]:
+    """One JSON-able dict per figure (what docs/experiments.md quotes)."""
+    out = []
+    f4 = versus_ws(df, MEMORY_BOUND)
+    out.append({"figure": "4+table4", "rows": f4.round(4).to_dict("records")})
+    for prog in ("heat", "sor"):
+        f5 = versus_ws(df, [f"{prog}-{s}" for s in SIZES])
+        out.append({"figure": f"5-6 {prog}", "rows": f5.round(4).to_dict("records")})
+    f7 = versus_ws(df, ["heat-2k", "heat-2k-leaf64", "heat-2k-leaf32"])
+    out.append({"figure": "7", "rows": f7.round(4).to_dict("records")})
+    out.append({"figure": "8", "rows": fig8_table(df).to_dict("records")})
+    for machine in (SCALED, "opteron-8380-4x4"):
+        for other in ("cab", "cab-no-cpu-rule"):
+            f9 = versus_ws(df, CPU_BOUND, machine, other)
+            out.append(
+                {
+                    "figure": "9",
+                    "machine": machine,
+                    "scheduler": other,
+                    "rows": f9[["workload", "seeds", "bl", "norm_time"]]
+                    .round(4)
+                    .to_dict("records"),
+                }
+            )
+    return out
+
+
+def _bars(ax, table: pd.DataFrame, col: str, title: str, ylabel: str) -> None:
+    ax.bar(table["workload"], table[col], color="tab:blue")
+    ax.axhline(1.0 if col == "norm_time" else 0.0, color="k", lw=0.8)
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.tick_params(axis="x", rotation=30)
+
+
+def draw(df: pd.DataFrame, out: Path) -> None:
+    """Write every figure and table4.csv into ``out``."""
+    import matplotlib.pyplot as plt
+
+    from simsched.plotting import save, style
+
+    out.mkdir(parents=True, exist_ok=True)
+    with style():
+        f4 = versus_ws(df, MEMORY_BOUND)
+        f4.to_csv(out / "table4.csv", index=False)
+        fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
+        _bars(axes[0], f4, "norm_time", "Fig. 4: CAB time / WS time", "normalised time")
+        _bars(axes[1], f4, "L2_reduction", "Table IV: L2 miss reduction", "1 - CAB/WS")
+        _bars(axes[2], f4, "L3_reduction", "Table IV: L3 miss reduction", "1 - CAB/WS")
+        fig.tight_layout()
+        save(fig, out / "fig4.png")
+
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.5))
+        for prog, mk in (("heat", "o"), ("sor", "s")):
+            t = versus_ws(df, [f"{prog}-{s}" for s in SIZES])
+            if t.empty:
+                continue
+            x = t["workload"].str.replace(f"{prog}-", "")
+            axes[0].plot(x, t["norm_time"], marker=mk, label=prog)
+            axes[1].plot(x, t["L2_reduction"], marker=mk, label=f"{prog} L2")
+            axes[1].plot(x, t["L3_reduction"], marker=mk, ls="--", label=f"{prog} L3")
+        axes[0].axhline(1.0, color="k", lw=0.8)
+        axes[0].set_title("Fig. 5: CAB time / WS time by input size")
+        axes[1].set_title("Fig. 6: miss reduction (1 - CAB/WS)")
+        for ax in axes:
+            ax.set_xlabel("input (paper's size; simulated / 16)")
+            ax.legend()
+        fig.tight_layout()
+        save(fig, out / "fig5_6.png")
+
+        f7 = versus_ws(df, ["heat-2k", "heat-2k-leaf64", "heat-2k-leaf32"])
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        if not f7.empty:
+            x = range(len(f7))
+            ax.bar([i - 0.2 for i in x], f7["time_ws"], width=0.4, label="WS")
+            ax.bar([i + 0.2 for i in x], f7["time_cab"], width=0.4, label="CAB")
+            ax.set_xticks(list(x), ["128 rows", "64 rows", "32 rows"][: len(f7)])
+        ax.set_ylabel("makespan (cycles)")
+        ax.set_title("Fig. 7: heat 2k, leaf size (paper's rows)")
+        ax.legend()
+        fig.tight_layout()
+        save(fig, out / "fig7.png")
+
+        f8 = fig8_table(df)
+        fig, axes = plt.subplots(
+            1, max(len(f8), 1), figsize=(4 * max(len(f8), 1), 3.5), squeeze=False
+        )
+        for ax, (_, r) in zip(axes[0], f8.iterrows(), strict=False):
+            bls = sorted(r["times"])
+            ax.plot(bls, [r["times"][b] for b in bls], marker="o", label="CAB, BL given")
+            if r["ws"]:
+                ax.axhline(r["ws"], color="gray", ls=":", label="WS")
+            if r["eq4_bl"] in r["times"]:
+                ax.plot([r["eq4_bl"]], [r["times"][r["eq4_bl"]]], "r*", ms=14, label="Eq. 4")
+            if r["eq4_bl_one_grid"] in r["times"]:
+                b = r["eq4_bl_one_grid"]
+                ax.plot([b], [r["times"][b]], "gD", ms=8, mfc="none", label="Eq. 4, Sd = one grid")
+            ax.set_title(f"Fig. 8: {r['workload']}")
+            ax.set_xlabel("BL")
+            ax.set_ylabel("makespan (cycles)")
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        save(fig, out / "fig8.png")
+
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.5))
+        for ax, machine in zip(axes, (SCALED, "opteron-8380-4x4"), strict=True):
+            for k, other in enumerate(("cab", "cab-no-cpu-rule")):
+                t = versus_ws(df, CPU_BOUND, machine, other)
+                if t.empty:
+                    continue
+                x = range(len(t))
+                ax.bar([i - 0.2 + 0.4 * k for i in x], t["norm_time"], width=0.4, label=other)
+                ax.set_xticks(list(x), list(t["workload"]))
+            ax.axhline(1.0, color="k", lw=0.8)
+            ax.set_title(f"Fig. 9: CPU-bound, {machine}")
+            ax.set_ylabel("CAB time / WS time")
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        save(fig, out / "fig9.png")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", nargs="?", type=Path, default=None)
+    ap.add_argument("-o", "--out", type=Path, default=None)
+    a = ap.parse_args()
+    res = a.results or default_results()
+    df = load(res)
+    draw(df, a.out or HERE / "figures" / Path(res).name)
+    for row in summary(df):
+        print(json.dumps(row, default=float))
+
+
+if __name__ == "__main__":
+    main()

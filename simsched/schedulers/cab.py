@@ -1,0 +1,422 @@
+"""CAB: cache-aware bi-tier task stealing, [CAB11] §III (Algorithms I and II).
+
+Design
+------
+**Squads and pools** ([CAB11] §III-A, §IV-C).  The job's cores on one socket form a
+*squad*; its *head worker* is the squad's lowest-numbered core (``ctx.head_core``).
+Every squad has one *inter-socket pool* and every worker one *intra-socket pool*; both
+are :class:`~simsched.schedulers.deques.WorkerDeques` (the intra pools one instance per
+squad, so that "is there anything to steal in my squad?" is O(1); the inter pools one
+instance indexed by socket).  The owner pushes and pops at the top, thieves take the
+bottom.
+
+**Tiers** ([CAB11] §III-B, §IV-B).  A frame's level is its depth below main (level 0).  A
+spawn by a frame at level ``< BL`` creates an *inter-socket task* (levels ``1..BL``); the
+tasks at level ``BL`` are the *leaf inter-socket tasks*; everything spawned below them is
+an *intra-socket task*.  ``BL`` is Eq. 4 (:mod:`simsched.schedulers.boundary`) unless the
+``bl`` parameter fixes it.
+
+**Spawns** ([CAB11] §III-C, Algorithm II (a)).  Inter-socket tier: parent-first — the
+spawned child is pushed into the inter-socket pool of the spawning worker's squad and the
+worker continues the parent.  Intra-socket tier: child-first — the worker runs the child
+and pushes the parent's continuation into its own intra-socket pool.  A continuation
+released by a sync (the last child finished) is run by the worker that released it, as in
+WS.
+
+**Free workers** (Algorithm I).  Step 1: pop the own intra-socket pool.  Step 2: if the
+squad is *busy* (a leaf inter-socket task is in flight in it), Step 3: steal an
+intra-socket task from a random other worker of the squad.  A worker of a squad that is
+not busy does not steal (there is nothing in its squad's intra pools then); only the
+head goes on — Step 4: pop its squad's inter-socket pool; Step 5: steal an inter-socket
+task from the pool of a random other squad (Step 6b retries Step 5 on a miss).  Only
+head workers take tasks out of inter-socket pools; a spawning worker puts its
+inter-socket children into its own squad's pool (Algorithm II (a)).
+
+**Busy state** (§III-D).  The paper sets a squad's busy state when it obtains an
+inter-socket task and clears it when an inter-socket task returns.  Taken literally for
+every inter-socket task, a level-1 task suspended at its sync would keep its squad busy
+for the whole run and forbid it every leaf; the paper's reason for the busy state is that
+two inter-socket tasks' data must not share a socket's cache, and only leaf inter-socket
+tasks carry data (the tasks above them only divide it, §III-E).  So the busy state of a
+squad is set when its head obtains a *leaf* inter-socket task and cleared when that
+task's frame finishes (its last strand); a non-leaf inter-socket task only occupies the
+head while it runs.  Consequence (checked in tests): a squad never has two leaf
+inter-socket tasks in flight, and every strand below a leaf runs on the leaf's socket.
+
+**BL = 0** (Algorithm II step 2, §V-D): every task is intra-socket and CAB is MIT Cilk —
+simsched then runs the ``ws`` policy itself (child-first), so ``cab`` with ``BL = 0`` is
+bit-identical to ``ws`` with the same seed.  simsched charges no cost for keeping a
+frame's level (the paper's 1–5 % CPU-bound overhead, §V-D, comes from that bookkeeping).
+
+**Costs** (``machine.costs``).  Own intra pool push or pop: ``deque_op``; intra steal
+attempt (hit or miss): ``steal_attempt``; push into or pop from the own squad's
+inter-socket pool (a locked pool shared by the squad): ``queue_op``; an inter-socket steal
+attempt on another squad's pool (hit or miss): ``remote_pool_op``.
+
+**Sleeping.**  A worker with nothing it may take sleeps until work it may take appears
+(intra pushes wake the squad, inter pushes wake the heads of squads that are not busy, a
+finished leaf wakes its squad's head); the attempts it would have made spinning are
+counted as in WS (:mod:`simsched.schedulers.deques`), intra ones in ``steal_attempts``,
+inter ones in ``inter_steal_attempts``.
+
+**Cores leaving the job** (multi-job controllers).  A departing core's released strands
+go where they belong — inter-socket ones into its squad's inter pool, the others into its
+own intra pool — and intra victims are all cores of the socket, in the job or not, so a
+departed core's pool is still stolen by its squad.  A squad that loses every core in the
+middle of a leaf keeps the leaf until one of its socket's cores rejoins the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from simsched.errors import ConfigError
+from simsched.schedulers.base import EDGE_SPAWN, WAIT, Decision, Scheduler, retry, run
+from simsched.schedulers.boundary import (
+    CPU_BOUND_MISS_INTENSITY,
+    choose_boundary_level,
+    measure_branching,
+    one_core_miss_intensity,
+    shared_cache_bytes,
+    trace_footprint_bytes,
+)
+from simsched.schedulers.deques import WorkerDeques
+from simsched.schedulers.ws import WorkStealing
+
+_YES = ("yes", "true", "1", "on")
+_NO = ("no", "false", "0", "off")
+
+
+def _parse_bl(value: Any) -> str | int:
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    if isinstance(value, bool) or isinstance(value, float):
+        raise ConfigError(f"scheduler 'cab': bl={value!r} is not an integer level or auto")
+    try:
+        bl = int(str(value).strip()) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"scheduler 'cab': bl={value!r} is not an integer level or auto"
+        ) from None
+    if bl < 0:
+        raise ConfigError(f"scheduler 'cab': bl={bl} must be a level >= 0 or auto")
+    return bl
+
+
+def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """CAB's boundary level for a run and the record of how it was chosen.
+
+    Parameters
+    ----------
+    ctx
+        The job's :class:`~simsched.schedulers.base.SchedContext` (machine, trace, frames).
+    params
+        Resolved ``cab`` parameters.
+
+    Returns
+    -------
+    tuple
+        ``(BL, fields)``; ``fields`` holds ``bl``, ``bl_source`` (``given`` or ``auto``),
+        Eq. 4's inputs and terms (``bl_branching``, ``bl_sockets``, ``bl_shared_cache``,
+        ``bl_data_bytes``, ``bl_level_sockets``, ``bl_level_cache``, ...), ``bl_reason``
+        and, for a given ``bl``, ``bl_eq4`` (what Eq. 4 would have chosen).
+    """
+    m = ctx.machine
+    fields: dict[str, Any] = {}
+    bl_param = params["bl"]
+    try:
+        br = measure_branching(ctx.frame_branching, ctx.frame_level, ctx.frame_parent)
+    except ConfigError:
+        br = None
+    data = int(params["data_bytes"])
+    fields["bl_data_source"] = "given" if data > 0 else "footprint"
+    if br is not None:
+        fields.update({f"bl_{k}": v for k, v in br.as_record().items() if k != "branching"})
+    if bl_param == "auto":
+        fields["bl_source"] = "auto"
+        if br is None or br.B < 2:
+            # main spawns only leaves, or the recursion does not divide (B = 1): §III-B's
+            # model has no second tier to cut (Eq. 4 takes log_B); plain task stealing.
+            why = "no-recursion" if br is None else "no-division"
+            fields.update({"bl": 0, "bl_reason": why, "bl_sockets": m.sockets})
+            if br is not None:
+                fields["bl_branching"] = br.B
+            return 0, fields
+        sd = data if data > 0 else trace_footprint_bytes(ctx.trace)
+        mode = params["cpu_bound"]
+        intensity = None
+        if mode == "auto" and m.sockets > 1:
+            intensity = float(one_core_miss_intensity(ctx.trace, m)["intensity"])
+        elif mode == "yes":
+            intensity = 0.0
+        choice = choose_boundary_level(
+            br.B,
+            m.sockets,
+            shared_cache_bytes(m),
+            max(sd, 1),
+            miss_intensity=intensity,
+            threshold=float(params["cpu_threshold"]),
+        )
+        fields.update(choice.as_record())
+        fields["bl_cpu_bound"] = mode
+        if mode == "yes":  # declared, not measured
+            fields["bl_miss_intensity"] = None
+        return choice.bl, fields
+    bl = int(bl_param)
+    fields.update({"bl": bl, "bl_source": "given", "bl_reason": "given"})
+    if br is not None and br.B >= 2:
+        sd = data if data > 0 else trace_footprint_bytes(ctx.trace)
+        eq4 = choose_boundary_level(br.B, m.sockets, shared_cache_bytes(m), max(sd, 1))
+        rec = eq4.as_record()
+        rec.pop("bl_reason")
+        fields.update(rec)
+        fields["bl"] = bl
+        fields["bl_eq4"] = eq4.bl
+    return bl, fields
+
+
+class CacheAwareBiTier(Scheduler):
+    """Cache-aware bi-tier task stealing with squads per socket (``cab``)."""
+
+    name: ClassVar[str] = "cab"
+    aliases: ClassVar[tuple[str, ...]] = ("cache-aware-bi-tier",)
+    randomized: ClassVar[bool] = True
+    param_defaults: ClassVar[dict[str, Any]] = {
+        "bl": "auto",
+        "data_bytes": 0,
+        "cpu_bound": "auto",
+        "cpu_threshold": CPU_BOUND_MISS_INTENSITY,
+    }
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        """``bl``: ``auto`` or a level >= 0; ``data_bytes`` >= 0 (0: the trace's footprint);
+        ``cpu_bound``: ``auto``, ``yes`` or ``no``; ``cpu_threshold`` > 0."""
+        params["bl"] = _parse_bl(params["bl"])
+        if params["data_bytes"] < 0:
+            raise ConfigError(
+                f"scheduler 'cab': data_bytes={params['data_bytes']} must be >= 0 "
+                "(0: the trace's footprint)"
+            )
+        cb = params["cpu_bound"]
+        cbs = str(cb).strip().lower()
+        if cbs in _YES:
+            params["cpu_bound"] = "yes"
+        elif cbs in _NO:
+            params["cpu_bound"] = "no"
+        elif cbs == "auto":
+            params["cpu_bound"] = "auto"
+        else:
+            raise ConfigError(f"scheduler 'cab': cpu_bound={cb!r} is not auto, yes or no")
+        if not params["cpu_threshold"] > 0:
+            raise ConfigError(
+                f"scheduler 'cab': cpu_threshold={params['cpu_threshold']!r} must be > 0"
+            )
+
+    def __init__(self, ctx, params, rng):
+        super().__init__(ctx, params, rng)
+        self.bl, self._fields = resolve_boundary(ctx, self.params)
+        if ctx.sockets == 1 and self.bl:  # Algorithm II step 2, also for a given bl
+            self.bl = 0
+            self._fields.update({"bl": 0, "bl_reason": "single-socket"})
+        self._ws: WorkStealing | None = None
+        if self.bl == 0:
+            # Algorithm II: with BL = 0 every task is intra-socket and CAB is MIT Cilk.
+            self._ws = WorkStealing(ctx, {}, rng)
+            self.counters = self._ws.counters
+            return
+        P, M = ctx.n_cores_total, ctx.sockets
+        self.counters = {
+            "steal_attempts": 0,
+            "steals": 0,
+            "deque_pushes": 0,
+            "inter_pushes": 0,
+            "inter_pops": 0,
+            "leaf_tasks": 0,
+        }
+        c = ctx.costs
+        self._dq, self._sa, self._qo, self._ro = (
+            c.deque_op,
+            c.steal_attempt,
+            c.queue_op,
+            c.remote_pool_op,
+        )
+        #: Intra-socket pools: one WorkerDeques per squad (indexed by core).
+        self.intra = [WorkerDeques(P, self._sa, self.counters) for _ in range(M)]
+        #: Inter-socket pools, indexed by socket (squad).
+        self.inter = WorkerDeques(M, self._ro, self.counters, prefix="inter_")
+        #: Busy state per squad and the squad of every leaf in flight (by frame).
+        self.busy = [False] * M
+        self.leaf_squad: dict[int, int] = {}
+        sock = ctx.socket_of.tolist()
+        self._sock = sock
+        self._mates = [[v for v in range(P) if sock[v] == sock[u] and v != u] for u in range(P)]
+        self._other_squads = [[t for t in range(M) if t != s] for s in range(M)]
+        frame = ctx.strand_frame
+        self._slevel = ctx.frame_level[frame].tolist()
+        lvl = ctx.frame_level
+        leaf = lvl == self.bl
+        self._leaf_end = set(ctx.frame_last_strand[leaf].tolist())
+        self._frame = frame
+        self._heads: list[int | None] = [None] * M
+        self._squad: list[tuple[int, ...]] = [()] * M
+
+    # -- topology ---------------------------------------------------------------------
+    def _topology(self) -> None:
+        ctx = self.ctx
+        for s in range(ctx.sockets):
+            self._squad[s] = ctx.cores_of_socket(s)
+            self._heads[s] = ctx.head_core(s)
+
+    def _wake_heads(self) -> None:
+        heads = [h for s, h in enumerate(self._heads) if h is not None and not self.busy[s]]
+        if heads:
+            self.ctx.wake(None, heads)
+
+    def record_fields(self) -> dict[str, Any]:
+        """``bl``, Eq. 4's inputs and terms, and how ``bl`` was chosen."""
+        return dict(self._fields)
+
+    # -- callbacks --------------------------------------------------------------------
+    def on_start(self, strand: int, now: int) -> None:
+        """Main goes to the inter-socket pool of core 0's squad (Algorithm II step 3)."""
+        if self._ws is not None:
+            return self._ws.on_start(strand, now)
+        self._topology()
+        s = self._sock[self.ctx.cores[0]]
+        self.inter.push(s, strand)
+        self.ctx.wake(None, [self._heads[s]])
+
+    def _place(self, core: int, strands: Sequence[int], kinds: Sequence[int], run_one: bool):
+        """Put released strands in their pools; returns (strand to run or -1, cost)."""
+        s = self._sock[core]
+        bl = self.bl
+        lvl = self._slevel
+        rest: list[int] = []
+        pick = -1
+        n_inter = 0
+        for x, k in zip(strands, kinds, strict=True):
+            if lvl[x] <= bl and (k == EDGE_SPAWN or lvl[x] < bl):
+                if k == EDGE_SPAWN or not run_one:
+                    # Inter-socket child (parent-first), or an inter-tier strand left
+                    # behind by a departing core: the squad's inter-socket pool.
+                    self.inter.push(s, x)
+                    n_inter += 1
+                    continue
+            if run_one and pick < 0 and k == EDGE_SPAWN:
+                pick = x  # intra-socket child: child-first
+            else:
+                rest.append(x)
+        if run_one and pick < 0 and rest:
+            pick = rest.pop(0)
+        cost = 0
+        if rest:
+            self.intra[s].push_all(core, rest)
+            self.counters["deque_pushes"] += len(rest)
+            cost += self._dq * len(rest)
+            self.ctx.wake(None, self._squad[s])
+        if n_inter:
+            self.counters["inter_pushes"] += n_inter
+            cost += self._qo * n_inter
+            self._wake_heads()
+        return pick, cost
+
+    def _leaf_done(self, strand: int, now: int) -> None:
+        f = int(self._frame[strand])
+        s = self.leaf_squad.pop(f)
+        self.busy[s] = False
+        # The squad's sleeping thieves stop spinning on intra pools now (Step 2 sends
+        # them back to Step 1): count their attempts up to here.
+        dq = self.intra[s]
+        for c in self._squad[s]:
+            dq.wake(c, now)
+        h = self._heads[s]
+        if h is not None:
+            self.ctx.wake(None, [h])
+
+    def on_finish(
+        self, core: int, strand: int, now: int, ready: Sequence[int], kinds: Sequence[int]
+    ) -> Decision:
+        """Algorithm II (a)–(c): place the released strands by tier, run one, or look for work."""
+        if self._ws is not None:
+            return self._ws.on_finish(core, strand, now, ready, kinds)
+        if strand in self._leaf_end:
+            self._leaf_done(strand, now)
+        nr = len(ready)
+        if nr == 0:
+            return self.on_idle(core, now)
+        if nr == 1 and kinds[0] != EDGE_SPAWN:
+            return run(ready[0], 0)
+        pick, cost = self._place(core, ready, kinds, True)
+        if pick < 0:
+            return self.on_idle(core, now) if cost == 0 else retry(cost)
+        return run(pick, cost)
+
+    def on_depart(
+        self, core: int, strand: int, now: int, ready: Sequence[int], kinds: Sequence[int]
+    ) -> None:
+        """Released strands stay with the job: inter-tier ones in the squad's inter pool,
+        the others in the departing core's intra pool (its squad still steals them)."""
+        if self._ws is not None:
+            return self._ws.on_depart(core, strand, now, ready, kinds)
+        if strand in self._leaf_end:
+            self._leaf_done(strand, now)
+        if ready:
+            self._place(core, ready, kinds, False)
+
+    def on_cores_changed(self, added: Sequence[int], removed: Sequence[int], now: int) -> None:
+        """Squads and heads follow the job's cores; a removed sleeper stops spinning."""
+        if self._ws is not None:
+            return self._ws.on_cores_changed(added, removed, now)
+        old = list(self._heads)
+        self._topology()
+        for c in removed:
+            self.intra[self._sock[c]].wake(c, now)
+            s = self._sock[c]
+            if old[s] == c:
+                self.inter.wake(s, now)
+
+    def _obtained(self, x: int, s: int) -> None:
+        self.counters["inter_pops"] += 1
+        if self._slevel[x] == self.bl:
+            self.busy[s] = True
+            self.leaf_squad[int(self._frame[x])] = s
+            self.counters["leaf_tasks"] += 1
+
+    def on_idle(self, core: int, now: int) -> Decision:
+        """Algorithm I for a free worker ``core``."""
+        if self._ws is not None:
+            return self._ws.on_idle(core, now)
+        s = self._sock[core]
+        dq = self.intra[s]
+        dq.wake(core, now)
+        x = dq.pop(core)  # Step 1
+        if x >= 0:
+            return run(x, self._dq)
+        if self.busy[s]:  # Step 2 -> Step 3
+            mates = self._mates[core]
+            if dq.n_items == 0 or not mates:
+                dq.sleep(core, now)
+                return WAIT
+            x = dq.attempt(mates[int(self.rng.integers(len(mates)))])  # Step 6a
+            if x >= 0:
+                return run(x, self._sa)
+            return retry(self._sa)
+        if core != self._heads[s]:  # not busy, not the head: back to Step 1
+            return WAIT
+        inter = self.inter
+        inter.wake(s, now)
+        x = inter.pop(s)  # Step 4
+        if x >= 0:
+            self._obtained(x, s)
+            return run(x, self._qo)
+        if inter.n_items == 0:  # Step 5 with nothing anywhere: sleep until a push
+            inter.sleep(s, now)
+            return WAIT
+        victims = self._other_squads[s]
+        x = inter.attempt(victims[int(self.rng.integers(len(victims)))])  # Step 6b
+        if x >= 0:
+            self._obtained(x, s)
+            return run(x, self._ro)
+        return retry(self._ro)
