@@ -50,14 +50,18 @@ class WorkStealing(Scheduler):
         self.dq = WorkerDeques(ctx.n_cores_total, ctx.costs.steal_attempt, self.counters)
         self.child_first = self.params["spawn_policy"] == "child-first"
         self._others: dict[int, list[int]] = {}
+        # Cores that left the job with strands on their deques: thieves still find them.
+        self.orphans: set[int] = set()
         self._dq = ctx.costs.deque_op
         self._sa = ctx.costs.steal_attempt
 
     def others(self, core: int) -> list[int]:
-        """The job's other cores (the victims ``core`` may choose), cached per core set."""
+        """The victims ``core`` may choose: the job's other cores, then the deques that
+        departed cores left behind (cached until either changes)."""
         o = self._others.get(core)
         if o is None:
-            o = self._others[core] = [v for v in self.ctx.cores if v != core]
+            o = [v for v in self.ctx.cores if v != core] + sorted(self.orphans)
+            self._others[core] = o
         return o
 
     def on_start(self, strand: int, now: int) -> None:
@@ -96,10 +100,13 @@ class WorkStealing(Scheduler):
             self.ctx.wake(None)
 
     def on_cores_changed(self, added: Sequence[int], removed: Sequence[int], now: int) -> None:
-        """Victim lists follow the job's cores; a removed sleeper stops spinning."""
+        """Victim lists follow the job's cores and the deques departed cores left."""
         self._others.clear()
         for c in removed:
             self.dq.wake(c, now)
+            if self.dq.deques[c]:
+                self.orphans.add(c)
+        self.orphans.difference_update(added)
 
     def on_idle(self, core: int, now: int) -> Decision:
         """Pop the own deque, else make one steal attempt on a random victim."""
@@ -114,6 +121,9 @@ class WorkStealing(Scheduler):
             return WAIT
         victim = others[int(self.rng.integers(len(others)))]
         s = dq.attempt(victim)
+        if victim in self.orphans and not dq.deques[victim]:
+            self.orphans.discard(victim)
+            self._others.clear()
         if s >= 0:
             return run(s, self._sa)
         return retry(self._sa)

@@ -11,7 +11,7 @@ from simsched.engine.check import check_invariants
 from simsched.engine.controllers import get_controller
 from simsched.machine import load_machine
 from simsched.schedulers import get_scheduler
-from simsched.schedulers.base import WAIT, Scheduler, run
+from simsched.schedulers.base import WAIT, SchedContext, Scheduler, run
 from simsched.schedulers.ws import WorkStealing
 from simsched.trace import open_trace
 from tests.engine.conftest import make_trace
@@ -156,3 +156,17 @@ def test_all_controller_runs_jobs_one_after_another(tmp_path):
     res = Replay(m, specs, seed=1).run()
     j0, j1 = res.jobs
     assert j1.start == j0.finish and j1.strand_start.min() >= j0.finish
+
+
+def test_ws_thieves_find_deques_departed_cores_left(tmp_path):
+    """A core that leaves a WS job leaves its deque; the job's thieves still steal from it
+    (otherwise its strands would wait for the core to come back)."""
+    m = load_machine("itrs-scaling-2")
+    t = open_trace(make_trace(tmp_path / "t.sst", seed=1, depth=2))
+    ctx = SchedContext(m, (0, 1), t, lambda n, cores: None)
+    ws = WorkStealing(ctx, {}, np.random.default_rng(0))
+    ws.on_depart(1, 0, 10, [5, 6], [1, 0])
+    ctx.set_cores((0,))
+    ws.on_cores_changed((), (1,), 10)
+    got = [ws.on_idle(0, 20 + i) for i in range(2)]
+    assert [g[1] for g in got] == [5, 6] and ws.orphans == set()
