@@ -229,7 +229,11 @@ class CoreDriver:
             cs[F_LAST, c] = 1
             return
         job = self.job[c]
-        r = slots.acquire(job, job.chunk_of_ref(g))
+        k = job.chunk_of_ref(g)
+        r = slots.acquire(job, k)
+        if k + 1 < len(job.chunk_first):
+            # Strands run on in serial order: the core will likely want the next chunk.
+            slots.prefetch(job, k + 1)
         if old >= 0:
             slots.release(old)
         self.row[c] = r
