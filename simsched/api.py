@@ -49,9 +49,10 @@ def _version() -> str:
 
 
 def cache_dir() -> Path:
-    """Root of simsched's on-disk caches (``$SIMSCHED_CACHE_DIR`` or ``~/.cache/simsched``)."""
-    env = os.environ.get("SIMSCHED_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "simsched"
+    """Root of simsched's on-disk caches (:func:`simsched.files.cache_dir`)."""
+    from simsched.files import cache_dir as root
+
+    return root()
 
 
 @dataclass

@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     import simsched
+    from simsched.files import atomic_output
     from simsched.plotting.figures import style
     from simsched.plotting.timeline import plot_timeline
     from simsched.trace import open_trace
@@ -167,9 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         fig.tight_layout()
         fig_path = out / "timeline.png"
-        tmp = fig_path.with_suffix(".tmp.png")
-        fig.savefig(tmp, dpi=110)
-        tmp.replace(fig_path)
+        with atomic_output(fig_path) as tmp:
+            fig.savefig(tmp, dpi=110)
         plt.close(fig)
     t.close()
     console.print(

@@ -49,5 +49,14 @@ def parse_kv(items: list[str] | None, option: str) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"{option} {item!r}: expected key=value")
+        if key.strip() in out:
+            raise ConfigError(f"{option} {key.strip()}: given twice")
         out[key.strip()] = parse_value(value.strip())
     return out
+
+
+def check_line(line: int | None, option: str = "--line") -> int | None:
+    """A cache-line size from the command line: a power of two from 4 to 65536 bytes."""
+    if line is not None and not (4 <= line <= 65536 and line & (line - 1) == 0):
+        raise ConfigError(f"{option} {line}: a line size is a power of two from 4 to 65536 bytes")
+    return line

@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from simsched.canonical import canonical_json, content_hash
 from simsched.errors import ConfigError
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
@@ -85,16 +85,6 @@ def expand_braces(text: str) -> list[str]:
     for item in items:
         out.extend(expand_braces(head + item + tail))
     return out
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: the text point ids and cache keys hash."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def content_hash(value: Any, length: int = 16) -> str:
-    """Hex SHA-256 prefix of :func:`canonical_json` of ``value``."""
-    return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:length]
 
 
 def _grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:

@@ -23,15 +23,14 @@ numbers when the column is numeric.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from simsched.errors import ConfigError
+from simsched.files import atomic_output, write_json_atomic
 
 POINTS_DIR = "points"
 ROW_FILE = "row.json"
@@ -39,22 +38,9 @@ POINT_FILE = "point.json"
 RESULTS_FILE = "results.parquet"
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temporary file in the same folder, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def atomic_write_json(path: Path, value: Any) -> None:
-    """Write ``value`` as indented JSON atomically."""
-    atomic_write_text(path, json.dumps(value, indent=1, sort_keys=False, default=str) + "\n")
+    """Write ``value`` as indented JSON atomically (keys in the order given)."""
+    write_json_atomic(path, value, sort_keys=False)
 
 
 def point_dir(out_dir: str | Path, point_id: str) -> Path:
@@ -135,14 +121,8 @@ def consolidate(out_dir: str | Path) -> Path:
     out = Path(out_dir)
     df = sort_rows(rows_to_frame(iter_rows(out)))
     target = out / RESULTS_FILE
-    out.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".results.", suffix=".parquet", dir=out)
-    os.close(fd)
-    try:
+    with atomic_output(target) as tmp:
         df.to_parquet(tmp, index=False)
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
     return target
 
 
@@ -277,15 +257,9 @@ def export_results(path: str | Path, target: str | Path, wheres: list[str] | Non
     if target.suffix not in (".csv", ".parquet"):
         raise ConfigError(f"{target}: export to a .csv or .parquet file")
     df = filter_frame(load_results(path), wheres or [])
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
-    try:
+    with atomic_output(target) as tmp:
         if target.suffix == ".csv":
             df.to_csv(tmp, index=False)
         else:
             df.to_parquet(tmp, index=False)
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
     return target

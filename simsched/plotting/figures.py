@@ -389,21 +389,37 @@ def figure_time_vs_cores(
     return fig
 
 
+def figure_format(path: str | Path) -> str:
+    """The figure format of ``path`` from its suffix (``png`` when it has none).
+
+    Raises
+    ------
+    ConfigError
+        The suffix is not a format matplotlib writes; the message lists those it does.
+    """
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    supported = sorted(FigureCanvasBase.get_supported_filetypes())
+    if fmt not in supported:
+        raise ConfigError(
+            f"{path}: unsupported figure format {fmt!r} (use one of {', '.join(supported)})"
+        )
+    return fmt
+
+
 def save(fig: Figure, path: str | Path) -> Path:
-    """Save ``fig`` atomically (temporary file, then rename) and close it."""
-    import os
-    import tempfile
+    """Save ``fig`` atomically (:func:`simsched.files.atomic_output`) and close it.
+
+    The format comes from the suffix (see :func:`figure_format`).
+    """
+    from simsched.files import atomic_output
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.stem}.", suffix=path.suffix or ".png", dir=path.parent
-    )
-    os.close(fd)
     try:
-        fig.savefig(tmp, format=(path.suffix.lstrip(".") or "png"))
-        os.replace(tmp, path)
+        fmt = figure_format(path)
+        with atomic_output(path) as tmp:
+            fig.savefig(tmp, format=fmt)
     finally:
-        Path(tmp).unlink(missing_ok=True)
         plt.close(fig)
     return path
