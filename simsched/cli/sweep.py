@@ -43,7 +43,8 @@ def run_cmd(
     spec: Annotated[Path, typer.Argument(help="sweep spec (YAML)")],
     executor: Annotated[str, typer.Option(help="local or dask")] = "local",
     workers: Annotated[
-        int, typer.Option(help="worker processes (local) or local Dask cluster size")
+        int,
+        typer.Option(min=0, help="worker processes (local; 0 = in this process) or Dask size"),
     ] = 2,
     address: Annotated[
         str | None, typer.Option(help="tcp://HOST:PORT of a running Dask scheduler")
@@ -81,7 +82,16 @@ def run_cmd(
         print(f"  failed {pid}: {msg}", file=sys.stderr)
     if len(report.failures) > 10:
         print(f"  ... and {len(report.failures) - 10} more", file=sys.stderr)
+    if report.elsewhere:
+        print(
+            f"  {report.elsewhere} point(s) were run by another `sweep run` of this sweep",
+            file=sys.stderr,
+        )
     if report.failed:
+        print(
+            f"{report.failed} point(s) failed; run again with --retry-failed to retry them",
+            file=sys.stderr,
+        )
         raise typer.Exit(1)
 
 

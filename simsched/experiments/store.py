@@ -22,7 +22,9 @@ numbers when the column is numeric.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -35,12 +37,78 @@ from simsched.files import atomic_output, write_json_atomic
 POINTS_DIR = "points"
 ROW_FILE = "row.json"
 POINT_FILE = "point.json"
+CLAIM_FILE = "claim"
 RESULTS_FILE = "results.parquet"
 
 
 def atomic_write_json(path: Path, value: Any) -> None:
     """Write ``value`` as indented JSON atomically (keys in the order given)."""
     write_json_atomic(path, value, sort_keys=False)
+
+
+class PointClaim:
+    """An exclusive claim on one point, held by this process while the point runs.
+
+    Two runners of one sweep (two ``sweep run`` commands, or cluster workers) must not
+    simulate a point twice.  The claim is an exclusive ``flock`` on ``<point>/claim``: taking
+    it is atomic, it is held exactly as long as the process runs the point, and the kernel
+    drops it when the process dies (even by SIGKILL), so a crashed runner never leaves a
+    point claimed for ever and no staleness rule is needed.
+    """
+
+    def __init__(self, out_dir: str | Path, point_id: str) -> None:
+        self.path = point_dir(out_dir, point_id) / CLAIM_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """Take the claim; ``False`` when another live process holds it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                # The holder before us may have removed the file after we opened it: a lock
+                # on that orphan would be a second claim, so only the current file counts.
+                try:
+                    current = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+                except FileNotFoundError:
+                    current = False
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            except BaseException:
+                os.close(fd)
+                raise
+            if current:
+                self._fd = fd
+                return True
+            os.close(fd)
+
+    def release(self) -> None:
+        """Give the claim up (removing the file first so the folder stays tidy)."""
+        if self._fd is None:
+            return
+        self.path.unlink(missing_ok=True)
+        os.close(self._fd)  # closing drops the lock
+        self._fd = None
+
+    def __enter__(self) -> PointClaim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def is_claimed(out_dir: str | Path, point_id: str) -> bool:
+    """True while another process holds the point's claim (it is running the point)."""
+    claim = PointClaim(out_dir, point_id)
+    if not claim.path.exists():
+        return False
+    if claim.acquire():
+        os.close(claim._fd)  # do not unlink: we never ran it; just drop the probe
+        claim._fd = None
+        return False
+    return True
 
 
 def point_dir(out_dir: str | Path, point_id: str) -> Path:
