@@ -101,12 +101,19 @@ def status_cmd(
     small: Annotated[bool, _SMALL] = False,
     set_: Annotated[list[str] | None, _SET] = None,
     json_: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    point_fn: Annotated[
+        str | None,
+        typer.Option("--point-fn", help="as for `sweep run` (its workloads are not checked)"),
+    ] = None,
 ) -> None:
-    """Count SPEC's points that are done, failed and missing (runs nothing)."""
+    """Check SPEC whole, then count its points that are done, failed and missing."""
     from simsched.cli._common import print_json
     from simsched.experiments import load_spec, sweep_status
+    from simsched.experiments.spec import check_spec
 
-    status = sweep_status(load_spec(spec, small=True if small else None, sets=set_))
+    loaded = load_spec(spec, small=True if small else None, sets=set_)
+    check_spec(loaded, generators=point_fn is None)
+    status = sweep_status(loaded)
     if json_:
         print_json(status)
         return

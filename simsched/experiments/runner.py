@@ -56,7 +56,7 @@ from rich.progress import (
 )
 
 from simsched.errors import ConfigError
-from simsched.experiments.spec import LoadedSpec, Point
+from simsched.experiments.spec import LoadedSpec, Point, check_spec
 from simsched.experiments.store import (
     POINT_FILE,
     ROW_FILE,
@@ -258,9 +258,11 @@ class _Display:
         self.progress.update(self.task, completed=done, failed=failed, running=running)
 
 
-def pending_points(loaded: LoadedSpec, retry_failed: bool = False) -> tuple[list[Point], int]:
-    """Points of a sweep still to run, and how many are finished already."""
-    points = loaded.points()
+def pending_points(
+    loaded: LoadedSpec, retry_failed: bool = False, points: list[Point] | None = None
+) -> tuple[list[Point], int]:
+    """Points of a sweep (default: all of the spec's) still to run, and how many are done."""
+    points = loaded.points() if points is None else points
     todo = []
     for p in points:
         row = read_row(loaded.out_dir, p.id)
@@ -390,8 +392,6 @@ def _connect_dask(address: str | None, workers: int) -> tuple[Any, Any]:
     from dask.distributed import Client, LocalCluster
 
     if address:
-        if not re.match(r"^(tcp|tls|inproc|ucx|ws|wss)://[^\s/]+(:\d+)?/?$", address):
-            raise ConfigError(f"--address {address!r}: expected tcp://HOST:PORT")
         print(
             f"connecting to the Dask scheduler at {address} (giving up after "
             f"{DASK_CONNECT_TIMEOUT_S} s)...",
@@ -412,7 +412,7 @@ def _connect_dask(address: str | None, workers: int) -> tuple[Any, Any]:
 
 
 # Seconds ``--address`` waits for the scheduler before it gives up.
-DASK_CONNECT_TIMEOUT_S = 10
+DASK_CONNECT_TIMEOUT_S = 30
 
 
 def _run_dask(
@@ -526,19 +526,27 @@ def run_sweep(
         raise ConfigError(f"--executor {executor!r}: use local or dask")
     if address and executor != "dask":
         raise ConfigError("--address needs --executor dask")
+    if address and not re.match(r"^(tcp|tls|ucx|ws|wss)://(\[[0-9a-fA-F:]+\]|[^\s/:\[\]]+)(:\d+)?/?$", address):
+        raise ConfigError(f"--address {address!r}: expected tcp://HOST:PORT")
+    if workers < 0:
+        raise ConfigError(f"workers={workers}: must be 0 (in this process) or more")
     t0 = time.perf_counter()
     out_dir = loaded.out_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
     if points is None:
-        todo, finished = pending_points(loaded, retry_failed)
+        all_points = check_spec(loaded, generators=point_fn is None)
+        todo, finished = pending_points(loaded, retry_failed, all_points)
     else:
         todo = list(points)
         finished = 0
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ConfigError(f"{out_dir}: the sweep's output is a file, not a folder") from None
     report = SweepReport(out_dir=out_dir, total=len(todo) + finished, skipped=finished)
     if points is None and finished:
         # Points that failed in an earlier run are still failed: say so (--retry-failed).
         todo_ids = {p.id for p in todo}
-        for p in loaded.points():
+        for p in all_points:
             row = None if p.id in todo_ids else read_row(out_dir, p.id)
             if row is not None and row.get("status") != "ok":
                 report.failed += 1

@@ -96,15 +96,26 @@ def test_record_fields_merge_with_point_columns(tmp_path):
 
 
 def test_default_point_function_failure_is_a_row(tmp_path):
-    # A trace path that does not exist: the default simulation fails before simulating.
+    # A trace file that is not a trace: the default simulation fails before simulating.
+    (tmp_path / "junk.sst").write_bytes(b"not a trace at all" * 10)
     spec = tmp_path / "s.yaml"
     spec.write_text(
-        "name: nt\nworkloads: [missing.sst]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
+        "name: nt\nworkloads: [junk.sst]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
     )
     loaded = load_spec(spec, small=False)
     report = run_sweep(loaded, workers=0, progress=False)
     assert report.failed == 1
-    assert "missing.sst does not exist" in report.failures[0][1]
+    assert "junk.sst" in report.failures[0][1]
+
+
+def test_missing_trace_is_an_error_before_any_point(tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "name: nt\nworkloads: [missing.sst]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
+    )
+    with pytest.raises(ConfigError, match="workloads.0: trace missing.sst: no such file"):
+        run_sweep(load_spec(spec, small=False), workers=0, progress=False)
+    assert not (tmp_path / "results").exists()
 
 
 def test_crashing_worker_does_not_stop_the_sweep(tmp_path, monkeypatch):
@@ -157,7 +168,9 @@ def test_cli_run_status_show_export(tmp_path, capsys):
     )
     assert code in (0, None), err
     assert "ran 6" in err
-    code, out, _ = _cli(["sweep", "status", spec, "--json"], capsys)
+    code, out, _ = _cli(
+        ["sweep", "status", spec, "--json", "--point-fn", "sweep_pointfns:fake_point"], capsys
+    )
     assert json.loads(out)["ok"] == 6
     out_dir = str(tmp_path / "results" / "fake")
     code, out, _ = _cli(
