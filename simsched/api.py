@@ -171,10 +171,21 @@ def one_core_machine(machine: Any) -> Any:
 
 
 def baseline_path(trace_digest: str, machine: Any) -> Path:
-    """File caching the one-core baseline of a trace (by digest) on a machine."""
+    """File caching the one-core baseline of a trace (by digest) on a machine.
+
+    The key is everything the baseline's makespan depends on: the trace (digest), the
+    one-core machine, and the code of the timing model
+    (:func:`simsched.identity.timing_model_identity`, which includes the version), so a
+    change to the timing model can never return a stale baseline.
+    """
+    from simsched.identity import timing_model_identity
+
     m1 = one_core_machine(machine)
     mkey = hashlib.sha256(
-        (dumps(machine_config(m1)) + f"|v{BASELINE_VERSION}").encode()
+        (
+            dumps(machine_config(m1))
+            + f"|v{BASELINE_VERSION}|code:{timing_model_identity()}"
+        ).encode()
     ).hexdigest()[:20]
     return cache_dir() / "baselines" / f"{trace_digest[:32]}-{mkey}.json"
 
@@ -196,6 +207,8 @@ def baseline_makespan(trace: Any, machine: Any, *, window: int = DEFAULT_WINDOW)
     int
         Makespan in cycles of the serial execution (strands in serial order).
     """
+    from simsched.identity import timing_model_identity
+
     t, owned = _open_trace(trace)
     try:
         m1 = one_core_machine(machine)
@@ -216,6 +229,8 @@ def baseline_makespan(trace: Any, machine: Any, *, window: int = DEFAULT_WINDOW)
                 "trace_digest": t.header.digest,
                 "machine": m1.name,
                 "version": BASELINE_VERSION,
+                "simsched_version": _version(),
+                "timing_model": timing_model_identity(),
             },
         )
         return int(res.makespan)

@@ -40,6 +40,27 @@ _COMMAND_MODULES = [
     "simsched.cli.plot",
 ]
 
+def _print_version(value: bool) -> None:
+    if value:
+        from simsched.identity import version
+
+        print(f"simsched {version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print simsched's version (from git) and exit.",
+    ),
+) -> None:
+    """Trace-driven CMP/NUMA task-scheduling simulator."""
+
+
 for _name in _COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 

@@ -389,7 +389,12 @@ def _run_local(
 
 def _connect_dask(address: str | None, workers: int) -> tuple[Any, Any]:
     """A Dask client (and the local cluster it owns, or None); errors are one line."""
-    from dask.distributed import Client, LocalCluster
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ConfigError(
+            "--executor dask needs Dask: pip install 'simsched[dask]'"
+        ) from None
 
     if address:
         print(
