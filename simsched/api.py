@@ -134,8 +134,52 @@ def _open_trace(trace: Any) -> tuple[Any, bool]:
     if isinstance(trace, Trace):
         return trace, False
     if isinstance(trace, str | os.PathLike):
-        return open_trace(trace, cache_chunks=4), True
+        try:
+            return open_trace(trace, cache_chunks=4), True
+        except FileNotFoundError:
+            raise ConfigError(f"{os.fspath(trace)}: no such trace file") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{os.fspath(trace)}: is a folder, expected a trace file") from None
+        except PermissionError:
+            raise ConfigError(f"{os.fspath(trace)}: permission denied") from None
     raise ConfigError(f"trace {trace!r}: expected a path or an open Trace")
+
+
+#: Largest seed and interleaving window accepted (numpy seeds and the engine's clock are
+#: 64-bit; a window beyond 2^40 cycles means "never interleave", which is 0's opposite).
+MAX_SEED = 2**63 - 1
+MAX_WINDOW = 2**40
+
+
+def _check_int(value: Any, name: str, lo: int, hi: int) -> int:
+    """``value`` as an int in ``[lo, hi]``, else a one-line :class:`ConfigError`."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ConfigError(f"{name}={value!r}: expected an integer")
+    if not lo <= int(value) <= hi:
+        raise ConfigError(f"{name}={value}: must be between {lo} and {hi}")
+    return int(value)
+
+
+def parse_scheduler_names(schedulers: Sequence[str] | str) -> list[str]:
+    """Scheduler names from a list or a comma-separated string: none empty, none twice.
+
+    Raises
+    ------
+    ConfigError
+        An empty name (``"ws,"``) or a name given twice (``"ws,ws"``).
+    """
+    items = schedulers.split(",") if isinstance(schedulers, str) else list(schedulers)
+    names = [str(s).strip() for s in items]
+    if not names or any(not n for n in names):
+        raise ConfigError(
+            f"schedulers {schedulers!r}: an empty name (a stray comma?); give e.g. ws,pdf"
+        )
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise ConfigError(f"schedulers {schedulers!r}: {n} is given twice")
+        seen.add(n)
+    return names
 
 
 def _machine(machine: Any, overrides: dict[str, Any] | None) -> Any:
@@ -321,6 +365,9 @@ def run(
     """
     from simsched.schedulers import get_scheduler
 
+    seed = _check_int(seed, "seed", 0, MAX_SEED)
+    if window is not None:
+        window = _check_int(window, "window", 0, MAX_WINDOW)
     t0 = time.perf_counter()
     win = DEFAULT_WINDOW if window is None else int(window)
     config: dict[str, Any] = {
@@ -446,13 +493,13 @@ def compare(
     """
     from simsched.schedulers import get_scheduler
 
-    if isinstance(schedulers, str):
-        schedulers = [s for s in schedulers.split(",") if s.strip()]
-    if not schedulers:
-        raise ConfigError("compare: no schedulers given")
-    if int(seeds) < 1:
-        raise ConfigError(f"compare: seeds={seeds} must be at least 1")
+    schedulers = parse_scheduler_names(schedulers)
+    seeds = _check_int(seeds, "compare: seeds", 1, 1_000_000)
     classes = [get_scheduler(s.strip()) for s in schedulers]
+    canonical = [c.name for c in classes]
+    for name, cls in zip(schedulers, classes, strict=True):
+        if canonical.count(cls.name) > 1:
+            raise ConfigError(f"schedulers: {name} and another alias both mean {cls.name}")
     params = dict(kw.pop("params", None) or {})
     unknown = sorted(k for k in params if not any(k in c.param_defaults for c in classes))
     if unknown:

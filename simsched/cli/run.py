@@ -18,6 +18,7 @@ import typer
 from rich.table import Table
 
 from simsched.cli._common import console, parse_kv, print_json
+from simsched.errors import ConfigError
 
 #: Metrics shown by ``compare`` and summarised over seeds in its JSON.
 SUMMARY_METRICS = (
@@ -88,6 +89,8 @@ def run_cmd(
     """Replay a trace on a machine under one scheduler and print the result record."""
     import simsched
 
+    if out is not None and out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: exists and is not a folder (--out names a folder)")
     params, overrides = _split(set_, param, [scheduler])
     res = simsched.run(
         trace,
@@ -151,8 +154,9 @@ def compare_cmd(
 ) -> None:
     """Run several schedulers on one trace and machine and compare them."""
     import simsched
+    from simsched.api import parse_scheduler_names
 
-    names = [s.strip() for s in schedulers.split(",") if s.strip()]
+    names = parse_scheduler_names(schedulers)
     params, overrides = _split(set_, param, names)
     results = simsched.compare(
         trace,

@@ -94,10 +94,13 @@ def _colour_key(ax: Any, entries: list[tuple[bool, int, Any]], color_by: str, ha
     handles = []
     coloured = [e for e in entries if not e[0]]
     noun = "socket" if color_by == "socket" else ("subtree of frame" if has_subtree else "frame")
-    for _, k, color in coloured[:8]:
-        handles.append(Patch(facecolor=color, label=f"{noun} {k}"))
-    if len(coloured) > 8:
-        handles.append(Patch(facecolor="white", label=f"... {len(coloured)} in all"))
+    if len(coloured) <= 8:
+        for _, k, color in coloured:
+            handles.append(Patch(facecolor=color, label=f"{noun} {k}"))
+    else:  # too many to name: say what a colour means and how many there are
+        what = "subtrees" if has_subtree else "frames"
+        label = f"{len(coloured)} {what}, one colour each (20 colours repeat)"
+        handles.append(Patch(facecolor=coloured[0][2], label=label))
     if any(e[0] for e in entries):
         handles.append(Patch(facecolor="0.6", label="serial / start-up (above the subtrees)"))
     ax.legend(
