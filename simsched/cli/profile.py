@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from simsched.cli._common import check_line, console, err_console, print_json
+from simsched.cli._common import check_line, console, err_console, print_json, print_table
 from simsched.errors import ConfigError
 from simsched.files import atomic_output
 
@@ -128,7 +128,7 @@ def profile_cmd(
     for s in p.sizes:
         k = str(int(s))
         table.add_row(_human(int(s)), f"{result['misses'][k]:,}", f"{result['miss_ratio'][k]:.4f}")
-    console.print(table)
+    print_table(table)
     if out is not None:
         err_console.print(f"wrote {out}")
 

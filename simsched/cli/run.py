@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
-from simsched.cli._common import console, parse_kv, print_json
+from simsched.cli._common import parse_kv, print_json, print_table
 from simsched.errors import ConfigError
 
 #: Metrics shown by ``compare`` and summarised over seeds in its JSON.
@@ -116,7 +116,7 @@ def run_cmd(
     for k in keys:
         v = rec[k]
         table.add_row(k, f"{v:.4g}" if isinstance(v, float) else f"{v:,}")
-    console.print(table)
+    print_table(table)
 
 
 def _summary(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -180,24 +180,26 @@ def compare_cmd(
     cols = ["makespan_cycles", "speedup"] + [f"{lv}_misses" for lv in levels]
     cols += ["mpki", "offchip_bytes", "steals", "idle_cycles"]
     first = results[0].record
+    # One column per scheduler, one row per metric: a comparison of a few schedulers stays
+    # within 80 columns however long the numbers are.
     table = Table(
-        "scheduler",
-        "runs",
-        *cols,
-        title=f"{first['trace_program']} on {first['machine']} ({first['cores']} cores); "
-        f"mpki = {last} misses per 1000 instructions; mean [min–max] over seeds",
+        "metric",
+        *[Column(name, justify="right") for name in groups],
+        title=f"{first['trace_program']} on {first['machine']} ({first['cores']} cores)",
+        caption=f"mpki = {last} misses per 1000 instructions; mean [min–max] over seeds",
     )
-    for name, recs in groups.items():
-        row = [name, str(len(recs))]
-        for k in cols:
+    table.add_row("runs", *[str(len(recs)) for recs in groups.values()])
+    for k in cols:
+        fmt = (lambda v: f"{v:.3g}") if k in ("speedup", "mpki") else (lambda v: f"{v:,.0f}")
+        row = [k]
+        for name in groups:
             s = summary[name][k]
-            fmt = (lambda v: f"{v:.3g}") if k in ("speedup", "mpki") else (lambda v: f"{v:,.0f}")
             cell = fmt(s["mean"])
             if s["n"] > 1:
                 cell += f" [{fmt(s['min'])}–{fmt(s['max'])}]"
             row.append(cell)
         table.add_row(*row)
-    console.print(table)
+    print_table(table)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from simsched.cli._common import print_table
 
 sweep_app = typer.Typer(help="Run sweeps of simulations from a YAML spec.", no_args_is_help=True)
 results_app = typer.Typer(help="Show and export the results of sweeps.", no_args_is_help=True)
@@ -162,8 +164,9 @@ def show_cmd(
     elif fmt == "table":
         table = Table(*[str(c) for c in df.columns])
         for row in df.itertuples(index=False):
-            table.add_row(*["" if _isna(v) else _fmt(v) for v in row])
-        Console(width=max(200, len(df.columns) * 14)).print(table)
+            # Text cells: a label such as heat[iters=2] is data, not rich markup.
+            table.add_row(*[Text("" if _isna(v) else _fmt(v)) for v in row])
+        print_table(table)
         print(f"{len(df)} rows")
     else:
         raise ConfigError(f"--format {fmt!r}: use table, csv or json")

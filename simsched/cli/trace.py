@@ -6,11 +6,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from simsched.cli._common import check_line, console, err_console, parse_kv, print_json
+from simsched.cli._common import (
+    check_line,
+    console,
+    err_console,
+    parse_kv,
+    print_json,
+    print_table,
+)
 from simsched.errors import ConfigError
 from simsched.files import atomic_output
 
@@ -31,9 +37,9 @@ def gen(
 
     if list_:
         for wname in WORKLOADS:
-            console.print(f"[bold]{escape(wname)}[/bold]")
+            console.print(wname, style="bold")
             for pname, (default, doc) in params_of(wname).items():
-                console.print(escape(f"  {pname} = {default!r}  {doc}"))
+                console.print(f"  {pname} = {default!r}  {doc}")
         return
     if not name:
         raise ConfigError(
@@ -67,7 +73,7 @@ def info(
     table = Table(title=str(trace), show_header=False)
     for k, v in s.items():
         table.add_row(k, f"{v:,.3f}" if isinstance(v, float) else str(v))
-    console.print(table)
+    print_table(table)
 
 
 @trace_app.command("validate")
