@@ -107,6 +107,11 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(getattr(exc, "exit_code", 2)) from None
     except SimschedError as exc:
         fail(str(exc))
+    except MemoryError as exc:
+        # The up-front estimate (simsched.machine.resources) covers the caches; anything
+        # else too large for this host (huge inputs, page tables) still ends in one line.
+        detail = str(exc) or "an allocation failed"
+        fail(f"not enough memory on this host: {detail} (a smaller machine or input?)")
     except OSError as exc:
         if exc.errno == errno.EPIPE:  # `simsched ... | head`: the reader has enough
             _silence_stdout()

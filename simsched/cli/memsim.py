@@ -32,9 +32,11 @@ def memsim(
 ) -> None:
     """Replay TRACE's references in serial order and print per-level cache statistics."""
     from simsched.machine import load_machine
+    from simsched.machine.resources import check_fits
     from simsched.memory.replay import replay_trace
 
     m = load_machine(machine, parse_kv(set_, "--set"))
+    check_fits(m, machine)
     res = replay_trace(m, trace, core_of_strand)
     if json_:
         print_json(res)

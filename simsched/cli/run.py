@@ -68,6 +68,14 @@ def _split(
     return params, overrides
 
 
+def _check_fits(machine: str, overrides: dict[str, Any]) -> None:
+    """Refuse up front a machine whose simulated caches do not fit in memory."""
+    from simsched.machine import load_machine
+    from simsched.machine.resources import check_fits
+
+    check_fits(load_machine(machine, overrides or None), machine)
+
+
 def _progress(flag: bool | None) -> bool:
     return sys.stderr.isatty() if flag is None else flag
 
@@ -92,6 +100,7 @@ def run_cmd(
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a folder (--out names a folder)")
     params, overrides = _split(set_, param, [scheduler])
+    _check_fits(machine, overrides)
     res = simsched.run(
         trace,
         machine,
@@ -158,6 +167,7 @@ def compare_cmd(
 
     names = parse_scheduler_names(schedulers)
     params, overrides = _split(set_, param, names)
+    _check_fits(machine, overrides)
     results = simsched.compare(
         trace,
         machine,

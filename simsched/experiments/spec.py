@@ -702,9 +702,18 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
                     gen.resolve({**base, **combo})
         except ConfigError as exc:
             raise ConfigError(f"{where}: workloads.{i}: {exc}") from None
+    from simsched.machine import Machine
+    from simsched.machine.resources import check_fits
+
     points = expand(loaded)
     if not points:
         raise ConfigError(
             f"{where}: the sweep has no points (check seeds, include and exclude)"
         )
+    seen: set[str] = set()
+    for p in points:
+        if p.machine["label"] not in seen:
+            seen.add(p.machine["label"])
+            machine = Machine.model_validate(p.machine["resolved"])
+            check_fits(machine, f"{where}: machine {p.machine['label']}")
     return points
