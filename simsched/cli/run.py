@@ -114,7 +114,9 @@ def run_cmd(
     )
     rec = res.record
     if json_:
-        print_json(rec)
+        from simsched.experiments.store import nest_fields
+
+        print_json(nest_fields(rec))
         return
     table = Table("metric", "value", title=f"{rec['scheduler']} on {rec['machine']}")
     levels = [c["name"] for c in res.mem_stats["levels"]]
@@ -183,7 +185,9 @@ def compare_cmd(
         groups.setdefault(r.record["scheduler"], []).append(r.record)
     summary = {name: _summary(recs) for name, recs in groups.items()}
     if json_:
-        print_json({"runs": [r.record for r in results], "summary": summary})
+        from simsched.experiments.store import nest_fields
+
+        print_json({"runs": [nest_fields(r.record) for r in results], "summary": summary})
         return
     last = results[0].record.get("last_level", "L2")
     levels = [c["name"] for c in results[0].mem_stats["levels"]]

@@ -160,7 +160,12 @@ def show_cmd(
     if fmt == "csv":
         print(df.to_csv(index=False), end="")
     elif fmt == "json":
-        print(df.to_json(orient="records"))
+        import json
+
+        from simsched.experiments.store import nest_fields
+
+        rows = json.loads(df.to_json(orient="records"))
+        print(json.dumps([nest_fields(r) for r in rows]))
     elif fmt == "table":
         table = Table(*[str(c) for c in df.columns])
         for row in df.itertuples(index=False):

@@ -63,6 +63,7 @@ from simsched.experiments.store import (
     PointClaim,
     atomic_write_json,
     consolidate,
+    nest_fields,
     point_dir,
     read_row,
 )
@@ -209,7 +210,7 @@ def execute_point(
                 "error": f"{type(exc).__name__}: {exc}",
                 "traceback": "".join(tb[-6:]),
             }
-        row = _merge(point.columns(), record)
+        row = nest_fields(_merge(point.columns(), record))
         row["point_wall_s"] = time.perf_counter() - t0
         atomic_write_json(pdir / ROW_FILE, row)
     return row, True

@@ -13,7 +13,8 @@ folder, then ``os.replace``), so a killed runner leaves every point either finis
 started.  ``results.parquet`` is derived: it is rebuilt from the rows after every sweep and by
 :func:`load_results`, so it can never disagree with them for long.  One row per point,
 configuration columns first (see :meth:`simsched.experiments.spec.Point.columns`), then the
-run's metrics; values that are lists or mappings are stored as JSON text.
+run's metrics.  Values that are lists or mappings (:data:`NESTED_FIELDS`) are JSON objects in
+``row.json`` and JSON text in the Parquet table.
 
 Filtering (``--where``) is a small parser, not ``eval``: ``column OP value`` with OP one of
 ``= == != < <= > >=`` and ``a|b|c`` alternatives for ``=``/``!=``; values are compared as
@@ -31,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from simsched.canonical import canonical_json
 from simsched.errors import ConfigError
 from simsched.files import atomic_output, write_json_atomic
 
@@ -44,6 +46,36 @@ RESULTS_FILE = "results.parquet"
 def atomic_write_json(path: Path, value: Any) -> None:
     """Write ``value`` as indented JSON atomically (keys in the order given)."""
     write_json_atomic(path, value, sort_keys=False)
+
+
+#: Record and point fields whose value is a list or mapping.  In JSON (``row.json``,
+#: ``--json`` output, ``results show --format json``) they are JSON objects; in a table
+#: (Parquet, CSV) they are canonical JSON text, one column each.
+NESTED_FIELDS = frozenset(
+    {
+        "params",
+        "machine_config",
+        "trace_args",
+        "dram_by_node",
+        "dram_by_socket",
+        "scheduler_counters",
+        "workload_params",
+        "machine_overrides",
+        "scheduler_params",
+    }
+)
+
+
+def nest_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with its nested fields (also ``run.<field>``) as objects, not JSON text."""
+    out = dict(record)
+    for key, value in record.items():
+        if key.removeprefix("run.") in NESTED_FIELDS and isinstance(value, str):
+            try:
+                out[key] = json.loads(value)
+            except ValueError:
+                pass  # not JSON after all (e.g. an error row's text): keep it
+    return out
 
 
 class PointClaim:
@@ -145,7 +177,7 @@ def rows_to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """
     flat = [
         {
-            k: (json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v)
+            k: (canonical_json(v) if isinstance(v, dict | list) else v)
             for k, v in r.items()
         }
         for r in rows
