@@ -62,11 +62,24 @@ def version() -> str:
 
 
 @functools.cache
+def source_identity(packages: tuple[str, ...]) -> str:
+    """Hex digest of the source of simsched's sub-``packages`` (``.py`` and ``.c`` files).
+
+    The version is not part of it: a commit that leaves these files alone keeps what was
+    cached from them.
+    """
+    h = hashlib.sha256()
+    for pkg in packages:
+        for path in sorted((PACKAGE_DIR / pkg).rglob("*")):
+            if path.suffix in (".py", ".c", ".h") and path.is_file():
+                h.update(str(path.relative_to(PACKAGE_DIR)).encode() + b"\0")
+                h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+@functools.cache
 def timing_model_identity() -> str:
     """Hex digest of the timing model's source and the version (see the module docstring)."""
-    h = hashlib.sha256(version().encode())
-    for pkg in TIMING_MODEL_PACKAGES:
-        for path in sorted((PACKAGE_DIR / pkg).rglob("*.py")):
-            h.update(str(path.relative_to(PACKAGE_DIR)).encode() + b"\0")
-            h.update(path.read_bytes())
-    return h.hexdigest()
+    return hashlib.sha256(
+        f"{version()}|{source_identity(TIMING_MODEL_PACKAGES)}".encode()
+    ).hexdigest()

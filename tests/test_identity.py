@@ -44,19 +44,32 @@ def test_version_comes_from_git_and_the_cli_prints_it(capsys):
     assert tagged or f"+g{head}" in v
 
 
-def test_editing_the_timing_model_changes_its_identity(tmp_path, monkeypatch):
-    for pkg in identity.TIMING_MODEL_PACKAGES:
+def _clear() -> None:
+    identity.source_identity.cache_clear()
+    identity.timing_model_identity.cache_clear()
+
+
+def test_editing_the_timing_model_or_a_generator_changes_the_cache_keys(tmp_path, monkeypatch):
+    from simsched.experiments.traces import TRACE_MAKING_PACKAGES, recipe_key
+
+    for pkg in {*identity.TIMING_MODEL_PACKAGES, *TRACE_MAKING_PACKAGES}:
         shutil.copytree(identity.PACKAGE_DIR / pkg, tmp_path / pkg)
     monkeypatch.setattr(identity, "PACKAGE_DIR", tmp_path)
-    identity.timing_model_identity.cache_clear()
+    recipe = {"kind": "generator", "generator": "fib", "params": {"n": 8}}
+    _clear()
     try:
-        before = identity.timing_model_identity()
-        latency = tmp_path / "memory" / "system.py"
-        latency.write_text(latency.read_text() + "\n# one cycle more somewhere\n")
-        identity.timing_model_identity.cache_clear()
-        assert identity.timing_model_identity() != before
+        model, key = identity.timing_model_identity(), recipe_key(recipe)
+        memory = tmp_path / "memory" / "system.py"
+        memory.write_text(memory.read_text() + "\n# one cycle more somewhere\n")
+        _clear()
+        assert identity.timing_model_identity() != model
+        assert recipe_key(recipe) == key  # the trace a recipe makes does not depend on it
+        fib = tmp_path / "workloads" / "fib.py"
+        fib.write_text(fib.read_text() + "\n# a different program\n")
+        _clear()
+        assert recipe_key(recipe) != key
     finally:
-        identity.timing_model_identity.cache_clear()
+        _clear()
 
 
 def test_changing_the_timing_model_invalidates_the_cached_baseline(tmp_path, monkeypatch):

@@ -207,3 +207,27 @@ def test_result_json_written_atomically_is_valid(cli, fib_trace, tmp_path):
     rec = json.loads((tmp_path / "r" / "result.json").read_text())
     assert rec["status"] == "ok" and rec["simsched_version"]
     assert not [p for p in (tmp_path / "r").iterdir() if p.name.startswith(".")]
+
+
+def test_capture_outputs_go_through_temporaries(cli, tmp_path):
+    import shutil
+
+    if shutil.which("gcc") is None:
+        pytest.skip("no gcc")
+    from tests.cli.conftest import ROOT
+
+    prog = tmp_path / "fib"
+    code, _, _ = cli("cc", "-O2", ROOT / "traces" / "programs" / "fib.c", "-o", prog)
+    assert code == 0
+    real = tmp_path / "real.sst"
+    real.write_text("old")
+    (tmp_path / "link.sst").symlink_to(real)
+    code, _, _ = cli("capture", "-o", tmp_path / "link.sst", "--raw", tmp_path / "r.zst", "--",
+                     prog, "8", "3")
+    assert code == 0 and real.stat().st_size > 100 and (tmp_path / "r.zst").stat().st_size > 0
+    if os.path.exists("/dev/full"):
+        code, _, err = cli("capture", "-o", tmp_path / "c.sst", "--raw", "/dev/full", "--",
+                           prog, "8", "3")
+        assert code == 2 and "/dev/full: cannot write" in one_line(err)
+        assert not (tmp_path / "c.sst").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
