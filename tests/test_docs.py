@@ -89,3 +89,31 @@ def test_bundled_spec_is_valid_whole(spec, small):
             pytest.skip(f"needs a trace made by its README first: {exc}")
         raise
     assert points
+
+
+@pytest.mark.slow
+def test_readme_quick_tour_runs(tmp_path):
+    """Run the README's tour for real, on a copy of the repository's inputs and a smaller n."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tarfile
+
+    with tarfile.open(tmp_path / "src.tar", "w") as tar:
+        for folder in ("experiments", "traces", "configs"):
+            tar.add(ROOT / folder, arcname=folder, filter=lambda m: None if "/results" in m.name else m)
+    with tarfile.open(tmp_path / "src.tar") as tar:
+        tar.extractall(tmp_path, filter="data")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SIMSCHED_SMALL": "1",
+           "SIMSCHED_CACHE_DIR": str(tmp_path / "cache")}
+    code = "import sys; from simsched.cli import main; main(sys.argv[1:])"
+    tour = [c for w, c in COMMANDS if w == "README.md"]
+    assert len(tour) >= 10
+    for line in tour:
+        args = shlex.split(line.replace("n=1048576", "n=8192").replace("65536", "4096"))[1:]
+        if args[0] in ("cc", "capture") and shutil.which("gcc") is None:
+            continue
+        res = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=1800)
+        assert res.returncode == 0, f"`{line}`: {res.stderr}"
