@@ -61,15 +61,10 @@ def describe_os_error(exc: OSError) -> str:
 def cache_dir(*parts: str) -> Path:
     """simsched's cache folder, optionally a sub-folder of it (not created).
 
-    ``$SIMSCHED_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/simsched``, else
-    ``~/.cache/simsched``.
+    ``$SIMSCHED_CACHE_DIR`` if set, else ``~/.cache/simsched``.
     """
     env = os.environ.get("SIMSCHED_CACHE_DIR")
-    if env:
-        root = Path(env)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = (Path(xdg) if xdg else Path.home() / ".cache") / "simsched"
+    root = Path(env) if env else Path.home() / ".cache" / "simsched"
     return root.joinpath(*parts)
 
 

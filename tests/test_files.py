@@ -137,8 +137,8 @@ def test_cache_dir_lookup(monkeypatch, tmp_path):
     monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(tmp_path / "c"))
     assert cache_dir("baselines") == tmp_path / "c" / "baselines"
     monkeypatch.delenv("SIMSCHED_CACHE_DIR")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
-    assert cache_dir() == tmp_path / "x" / "simsched"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "simsched"
 
 
 def test_read_user_text_rejects_binary_in_one_line(tmp_path):
