@@ -471,16 +471,48 @@ def _run_dask(
                 except Exception:  # the display is best effort; never fail the sweep on it
                     pass
     except BaseException:
-        with _sigint_ignored(), contextlib.suppress(Exception):
-            client.cancel(list(futures), force=True)
+        interrupted = True
+        if cluster is None:  # a shared scheduler: take our queued points off it
+            with _sigint_ignored(), contextlib.suppress(Exception):
+                client.cancel(list(futures), force=True)
         raise
+    else:
+        interrupted = False
     finally:
         with _sigint_ignored():
             with contextlib.suppress(Exception):
                 client.close(timeout=STOP_GRACE_S)
             if cluster is not None:
+                if interrupted:
+                    _stop_local_dask_workers(cluster)
                 with contextlib.suppress(Exception):
                     cluster.close(timeout=STOP_GRACE_S)
+
+
+def _stop_local_dask_workers(cluster: Any) -> None:
+    """Stop the worker processes of our local Dask cluster within :data:`STOP_GRACE_S`.
+
+    A worker busy with a point does not stop when asked, so the cluster's own close times
+    out, and then Dask's exit handler waits ten more seconds for it: after Ctrl-C the
+    processes are stopped first (SIGTERM, then SIGKILL), and the close is immediate.
+    """
+    import logging
+    import multiprocessing
+
+    # The nannies would restart the stopped workers, and log that they do: neither is wanted.
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    for nanny in getattr(cluster, "workers", {}).values():
+        with contextlib.suppress(Exception):
+            nanny.auto_restart = False
+    workers = [p for p in multiprocessing.active_children() if "Dask" in p.name]
+    for proc in workers:
+        proc.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for proc in workers:
+        proc.join(max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            proc.kill()
+            proc.join(1.0)
 
 
 def run_sweep(

@@ -315,8 +315,7 @@ def test_ctrl_c_stops_within_seconds_and_a_rerun_resumes(tmp_path, executor, tar
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert "Traceback" not in err
     assert lines[-1].startswith("simsched: error: interrupted"), err
-    if executor == "local":
-        assert len(lines) == 1, err
+    assert len(lines) == 1, err
     loaded = load_spec(spec, small=False)
     before = sweep_status(loaded)
     assert before["ok"] < 6  # stopped: the queued points did not all run
