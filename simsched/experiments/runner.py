@@ -312,15 +312,20 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
         # No public API lists a pool's processes before Python 3.14's terminate_workers().
         procs = list(getattr(pool, "_processes", {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-        deadline = time.monotonic() + STOP_GRACE_S
-        for proc in procs:
-            proc.join(max(0.0, deadline - time.monotonic()))
-            if proc.is_alive():
-                proc.kill()
-                proc.join(1.0)
+        _terminate(procs)
+
+
+def _terminate(procs: list[Any]) -> None:
+    """SIGTERM ``procs``, and SIGKILL those still alive after :data:`STOP_GRACE_S`."""
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for proc in procs:
+        proc.join(max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            proc.kill()
+            proc.join(1.0)
 
 
 def _run_local(
@@ -504,15 +509,7 @@ def _stop_local_dask_workers(cluster: Any) -> None:
     for nanny in getattr(cluster, "workers", {}).values():
         with contextlib.suppress(Exception):
             nanny.auto_restart = False
-    workers = [p for p in multiprocessing.active_children() if "Dask" in p.name]
-    for proc in workers:
-        proc.terminate()
-    deadline = time.monotonic() + STOP_GRACE_S
-    for proc in workers:
-        proc.join(max(0.0, deadline - time.monotonic()))
-        if proc.is_alive():
-            proc.kill()
-            proc.join(1.0)
+    _terminate([p for p in multiprocessing.active_children() if "Dask" in p.name])
 
 
 def run_sweep(
