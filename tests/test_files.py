@@ -148,3 +148,26 @@ def test_read_user_text_rejects_binary_in_one_line(tmp_path):
         read_user_text(p, "YAML")
     with pytest.raises(ConfigError, match="no such file"):
         read_user_text(tmp_path / "none.yaml")
+
+
+def test_full_disk_during_the_write_names_the_users_path(tmp_path):
+    import errno
+
+    target = tmp_path / "big.parquet"
+    with pytest.raises(OutputError) as info, atomic_output(target) as tmp:
+        tmp.write_bytes(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp))
+    assert str(info.value) == f"{target}: cannot write (no space left on the device)"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_read_only_file_system_is_one_error(tmp_path, monkeypatch):
+    import errno
+    import tempfile
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(tmp_path / ".x.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    with pytest.raises(OutputError, match=r"out.csv: cannot write \(read-only file system\)$"):
+        write_text_atomic(tmp_path / "out.csv", "a,b\n")
