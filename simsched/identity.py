@@ -27,6 +27,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 TIMING_MODEL_PACKAGES = ("engine", "memory", "schedulers", "trace", "machine")
 
 FALLBACK_VERSION = "0.0.0+unknown"
+#: The version counted from while the repository has no release tag (pyproject's
+#: ``fallback_version``; both must agree so a checkout and its wheel report the same).
+UNTAGGED_BASE = "0.1.0"
 
 
 def _git_version() -> str | None:
@@ -38,7 +41,7 @@ def _git_version() -> str | None:
     except ImportError:
         return None
     try:
-        return get_version(root=str(root))
+        return get_version(root=str(root), fallback_version=UNTAGGED_BASE)
     except (LookupError, OSError, subprocess.SubprocessError, ValueError):
         return None
 
