@@ -19,21 +19,31 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from simsched.canonical import canonical_json, content_hash
 from simsched.errors import ConfigError
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
 
 Scalar = str | int | float | bool
+#: A seed: a non-negative 64-bit integer (numpy's generators refuse negative ones).
+Seed = Annotated[StrictInt, Field(ge=0, le=2**63 - 1)]
 AxisName = Literal["workloads", "machines", "schedulers", "seeds"]
 AXES: tuple[str, ...] = ("workloads", "machines", "schedulers", "seeds")
 
@@ -42,8 +52,11 @@ FILTER_KEYS = ("workload", "machine", "scheduler", "seed", "cores", "sockets")
 
 _BRACE_RE = re.compile(r"\{([^{}]*)\}")
 
+#: Most names one brace pattern may expand to (a sweep of more machines is a mistake).
+MAX_BRACE_NAMES = 4096
 
-def expand_braces(text: str) -> list[str]:
+
+def expand_braces(text: str, limit: int = MAX_BRACE_NAMES) -> list[str]:
     """Expand shell-like braces: ``a-{1,2,4}`` and ``a-{2..8..2}`` (inclusive ranges).
 
     Parameters
@@ -59,7 +72,8 @@ def expand_braces(text: str) -> list[str]:
     Raises
     ------
     ConfigError
-        A range is malformed (``{1..}``, a zero step, non-integer bounds).
+        A range is malformed (``{1..}``, a zero step, non-integer bounds), or the pattern
+        gives more than ``limit`` names (checked before any is built).
     """
     match = _BRACE_RE.search(text)
     if match is None:
@@ -75,6 +89,8 @@ def expand_braces(text: str) -> list[str]:
             raise ConfigError(f"{text!r}: range must be {{a..b}} or {{a..b..step}} with step > 0")
         step = nums[2] if len(nums) == 3 else 1
         lo, hi = nums[0], nums[1]
+        if abs(hi - lo) // step + 1 > limit:
+            raise ConfigError(f"{text!r}: {{{body}}} gives more than {limit} names")
         items = [
             str(v) for v in (range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step))
         ]
@@ -83,18 +99,10 @@ def expand_braces(text: str) -> list[str]:
     head, tail = text[: match.start()], text[match.end() :]
     out: list[str] = []
     for item in items:
-        out.extend(expand_braces(head + item + tail))
+        out.extend(expand_braces(head + item + tail, max(1, limit // len(items))))
+        if len(out) > limit:
+            raise ConfigError(f"{text!r}: gives more than {limit} names")
     return out
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: the text point ids and cache keys hash."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def content_hash(value: Any, length: int = 16) -> str:
-    """Hex SHA-256 prefix of :func:`canonical_json` of ``value``."""
-    return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:length]
 
 
 def _grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -176,23 +184,25 @@ class SchedulerSpec(_Strict):
     label: str | None = None
     params: dict[str, Scalar] = Field(default_factory=dict)
     grid: dict[str, list[Scalar]] = Field(default_factory=dict)
-    seeds: list[int] | None = Field(
-        default=None, description="seeds for this scheduler only (e.g. [0] for a deterministic one)"
+    seeds: list[Seed] | None = Field(
+        default=None,
+        min_length=1,
+        description="seeds for this scheduler only (e.g. [0] for a deterministic one)",
     )
 
 
 class SeedRange(_Strict):
     """``count`` consecutive seeds from ``start``."""
 
-    count: int = Field(ge=1)
-    start: int = 0
+    count: StrictInt = Field(ge=1, le=1_000_000)
+    start: Seed = 0
 
 
 class SmallSpec(_Strict):
     """What a small run keeps (CI): only these machine labels and seeds."""
 
     machines: list[str] | None = None
-    seeds: list[int] | None = None
+    seeds: list[Seed] | None = None
 
 
 class SweepSpec(_Strict):
@@ -205,7 +215,9 @@ class SweepSpec(_Strict):
     workloads: list[WorkloadSpec] = Field(min_length=1)
     machines: list[MachineSpec] = Field(min_length=1)
     schedulers: list[SchedulerSpec] = Field(min_length=1)
-    seeds: list[int] | SeedRange = Field(default_factory=lambda: [0])
+    seeds: Annotated[list[Seed], Field(min_length=1)] | SeedRange = Field(
+        default_factory=lambda: [0]
+    )
     zip: list[list[AxisName]] = Field(default_factory=list)
     include: list[dict[str, Any]] = Field(default_factory=list)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
@@ -647,4 +659,61 @@ def expand(loaded: LoadedSpec) -> list[Point]:
             if any(_matches(r, cols) for r in spec.exclude):
                 continue
             points.append(point)
+    return points
+
+
+def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
+    """Expand a spec and check everything its points need, before any of them runs.
+
+    Every scheduler and its parameters, every generator and its parameters (when
+    ``generators``; a custom point function may interpret workloads its own way), every
+    trace file, and that the expansion is not empty.
+
+    Returns
+    -------
+    list of Point
+        The points (as :func:`expand`).
+
+    Raises
+    ------
+    ConfigError
+        The first problem, naming the spec file and the entry.
+    """
+    from simsched.schedulers import get_scheduler
+    from simsched.workloads import get as get_workload
+
+    spec = loaded.spec
+    where = str(loaded.path)
+    for i, s in enumerate(spec.schedulers):
+        try:
+            cls = get_scheduler(s.name)
+            for combo in _grid(s.grid):
+                cls.resolve_params({**s.params, **combo})
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: schedulers.{i}: {exc}") from None
+    for i, w in enumerate(spec.workloads):
+        try:
+            if w.trace is not None and not (loaded.spec_dir / w.trace).is_file():
+                raise ConfigError(f"trace {w.trace}: no such file (relative to the spec)")
+            if w.generator is not None and generators:
+                gen = get_workload(w.generator)
+                base = {**w.params, **(w.small if loaded.small else {})}
+                for combo in _grid(w.grid):
+                    gen.resolve({**base, **combo})
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: workloads.{i}: {exc}") from None
+    from simsched.machine import Machine
+    from simsched.machine.resources import check_fits
+
+    points = expand(loaded)
+    if not points:
+        raise ConfigError(
+            f"{where}: the sweep has no points (check seeds, include and exclude)"
+        )
+    seen: set[str] = set()
+    for p in points:
+        if p.machine["label"] not in seen:
+            seen.add(p.machine["label"])
+            machine = Machine.model_validate(p.machine["resolved"])
+            check_fits(machine, f"{where}: machine {p.machine['label']}")
     return points
