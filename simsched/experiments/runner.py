@@ -96,8 +96,10 @@ def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
     from simsched.experiments.traces import ensure_trace
     from simsched.machine import Machine
 
-    trace = ensure_trace(point.workload, point.trace_cache, point.spec_dir)
     machine = Machine.model_validate(point.machine["resolved"])
+    if point.workload.get("kind") == "jobs":
+        return _simulate_jobs(point, machine, run_dir)
+    trace = ensure_trace(point.workload, point.trace_cache, point.spec_dir)
     import simsched
 
     run = getattr(simsched, "run", None)
@@ -112,6 +114,29 @@ def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
         out_dir=run_dir,
     )
     return dict(result.record)
+
+
+def _simulate_jobs(point: Point, machine: Any, run_dir: Path) -> dict[str, Any]:
+    """A job-set point: every job under the point's scheduler, the record flattened for
+    the store (nested values as canonical JSON text, see NESTED_FIELDS)."""
+    import simsched
+    from simsched.canonical import canonical_json
+    from simsched.jobset import load_jobset
+
+    w = point.workload
+    js = load_jobset(
+        Path(point.spec_dir) / w["path"],
+        seed=point.seed,
+        cache_dir=point.trace_cache,
+        scheduler=point.scheduler["name"],
+        scheduler_params=dict(point.scheduler["params"]),
+    )
+    res = simsched.run_jobs(
+        js, machine, controller=w.get("controller"), quantum=w.get("quantum"), out_dir=run_dir
+    )
+    rec = dict(res.record)
+    rec["scheduler"] = point.scheduler["name"]
+    return {k: canonical_json(v) if isinstance(v, dict | list) else v for k, v in rec.items()}
 
 
 def resolve_point_function(name: str | None) -> PointFunction | None:
@@ -398,9 +423,7 @@ def _connect_dask(address: str | None, workers: int) -> tuple[Any, Any]:
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
-        raise ConfigError(
-            "--executor dask needs Dask: pip install 'simsched[dask]'"
-        ) from None
+        raise ConfigError("--executor dask needs Dask: pip install 'simsched[dask]'") from None
 
     if address:
         print(
@@ -411,7 +434,9 @@ def _connect_dask(address: str | None, workers: int) -> tuple[Any, Any]:
         try:
             return Client(address, timeout=f"{DASK_CONNECT_TIMEOUT_S}s"), None
         except (OSError, ValueError, TypeError) as exc:
-            raise ConfigError(f"--address {address}: cannot reach a Dask scheduler ({exc})") from None
+            raise ConfigError(
+                f"--address {address}: cannot reach a Dask scheduler ({exc})"
+            ) from None
     with _sigint_ignored():  # the cluster's processes start here: Ctrl-C is ours to handle
         cluster = LocalCluster(
             n_workers=max(1, workers),
@@ -561,7 +586,9 @@ def run_sweep(
         raise ConfigError(f"--executor {executor!r}: use local or dask")
     if address and executor != "dask":
         raise ConfigError("--address needs --executor dask")
-    if address and not re.match(r"^(tcp|tls|ucx|ws|wss)://(\[[0-9a-fA-F:]+\]|[^\s/:\[\]]+)(:\d+)?/?$", address):
+    if address and not re.match(
+        r"^(tcp|tls|ucx|ws|wss)://(\[[0-9a-fA-F:]+\]|[^\s/:\[\]]+)(:\d+)?/?$", address
+    ):
         raise ConfigError(f"--address {address!r}: expected tcp://HOST:PORT")
     if workers < 0:
         raise ConfigError(f"workers={workers}: must be 0 (in this process) or more")

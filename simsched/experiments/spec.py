@@ -136,12 +136,21 @@ class CaptureRecipe(_Strict):
 
 
 class WorkloadSpec(_Strict):
-    """One workload: exactly one of ``trace``, ``generator`` or ``capture``."""
+    """One workload: exactly one of ``trace``, ``generator``, ``capture`` or ``jobs``.
+
+    ``jobs`` names a job-set file (docs/jobs.md): the point replays the whole set with
+    :func:`simsched.run_jobs`, the point's scheduler as every job's scheduler (its
+    parameters for all of them), under ``controller`` with ``quantum`` (default: the job
+    set's), and the point's seed as the job set's seed.
+    """
 
     name: str | None = None
     trace: str | None = None
     generator: str | None = None
     capture: CaptureRecipe | None = None
+    jobs: str | None = None
+    controller: str | None = None
+    quantum: int | None = Field(default=None, ge=0)
     params: dict[str, Scalar] = Field(default_factory=dict)
     grid: dict[str, list[Scalar]] = Field(default_factory=dict)
     small: dict[str, Scalar] = Field(
@@ -150,14 +159,17 @@ class WorkloadSpec(_Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> WorkloadSpec:
-        given = [k for k in ("trace", "generator", "capture") if getattr(self, k) is not None]
+        kinds = ("trace", "generator", "capture", "jobs")
+        given = [k for k in kinds if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(
-                "give exactly one of trace, generator or capture"
+                "give exactly one of trace, generator, capture or jobs"
                 + (f" (got {', '.join(given)})" if given else "")
             )
         if (self.params or self.grid or self.small) and self.generator is None:
             raise ValueError("params, grid and small apply to generators only")
+        if (self.controller is not None or self.quantum is not None) and self.jobs is None:
+            raise ValueError("controller and quantum apply to job sets (jobs) only")
         return self
 
 
@@ -476,6 +488,24 @@ def _workload_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
             label = w.name or Path(w.trace).stem
             # Relative to the spec: the id does not change when the sweep folder moves.
             entries.append((label, {"kind": "trace", "path": w.trace}))
+        elif w.jobs is not None:
+            label = w.name or Path(w.jobs).stem
+            try:
+                digest = hashlib.sha256((loaded.spec_dir / w.jobs).read_bytes()).hexdigest()
+            except OSError:
+                raise ConfigError(f"{loaded.path}: {where}.jobs: cannot read {w.jobs}") from None
+            entries.append(
+                (
+                    label,
+                    {
+                        "kind": "jobs",
+                        "path": w.jobs,
+                        "controller": w.controller,
+                        "quantum": w.quantum,
+                        "digest": digest,
+                    },
+                )
+            )
         elif w.capture is not None:
             label = w.name or Path(w.capture.program[0]).name
             recipe = w.capture.model_dump()
@@ -695,6 +725,10 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
         try:
             if w.trace is not None and not (loaded.spec_dir / w.trace).is_file():
                 raise ConfigError(f"trace {w.trace}: no such file (relative to the spec)")
+            if w.jobs is not None:
+                from simsched.jobset import check_jobset
+
+                check_jobset(loaded.spec_dir / w.jobs, controller=w.controller)
             if w.generator is not None and generators:
                 gen = get_workload(w.generator)
                 base = {**w.params, **(w.small if loaded.small else {})}
@@ -707,9 +741,7 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
 
     points = expand(loaded)
     if not points:
-        raise ConfigError(
-            f"{where}: the sweep has no points (check seeds, include and exclude)"
-        )
+        raise ConfigError(f"{where}: the sweep has no points (check seeds, include and exclude)")
     seen: set[str] = set()
     for p in points:
         if p.machine["label"] not in seen:

@@ -62,6 +62,11 @@ NESTED_FIELDS = frozenset(
         "workload_params",
         "machine_overrides",
         "scheduler_params",
+        # multi-job records (simsched run --jobs)
+        "jobs",
+        "allotment",
+        "realloc_warmup",
+        "controller_params",
     }
 )
 
