@@ -27,7 +27,20 @@ import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["heat", "heat-ir", "sor", "sor-ir", "9p", "9p-ir", "6p", "6p-ir", "25p", "25p-ir", "ge", "ge-ir"]
+ORDER = [
+    "heat",
+    "heat-ir",
+    "sor",
+    "sor-ir",
+    "9p",
+    "9p-ir",
+    "6p",
+    "6p-ir",
+    "25p",
+    "25p-ir",
+    "ge",
+    "ge-ir",
+]
 SCHEDS = ["ws", "cats", "laws-nc", "laws"]
 METRICS = [
     "makespan_cycles",
@@ -72,7 +85,9 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     final: dict[tuple[str, int], list[int]] = {}
     for _, r in df[df["scheduler"] == "laws"].iterrows():
         pk = json.loads(r["packing"]) if isinstance(r["packing"], str) else []
-        final[(r["workload"], int(r["seed"]))] = [p["iteration"] for p in pk if p["move"] == "final"]
+        final[(r["workload"], int(r["seed"]))] = [
+            p["iteration"] for p in pk if p["move"] == "final"
+        ]
     g = df.groupby(["workload", "scheduler"])
     out = g[METRICS].mean()
     out["seeds"] = g["seed"].nunique()
@@ -129,7 +144,7 @@ def fig8(df: pd.DataFrame, path: Path) -> dict:
         ax.set_title(w, fontsize=9)
         ax.tick_params(labelsize=7)
         out[w] = {"moves": [p["move"] for p in pk], "levels": [p["cf_root_level"] for p in pk]}
-    for ax in axes.ravel()[len(wl):]:
+    for ax in axes.ravel()[len(wl) :]:
         ax.axis("off")
     fig.supxlabel("iteration (i: initial packing, s: smaller, l: larger)", fontsize=9)
     fig.supylabel("M cycles", fontsize=9)
@@ -150,8 +165,16 @@ def main() -> None:
     df = load(res)
     s = summary(df)
     s.round(4).to_csv(out / "summary.csv", index=False)
-    t4 = s[["workload", "scheduler", "straggler_shared_misses", "straggler_dram_local",
-            "straggler_dram_remote", "local_share"]]
+    t4 = s[
+        [
+            "workload",
+            "scheduler",
+            "straggler_shared_misses",
+            "straggler_dram_local",
+            "straggler_dram_remote",
+            "local_share",
+        ]
+    ]
     t4.round(3).to_csv(out / "table4.csv", index=False)
     print(json.dumps(fig7(s, out / "fig7.png")))
     print(json.dumps({"figure": "table4", "rows": t4.round(3).to_dict(orient="records")}))
