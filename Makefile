@@ -36,7 +36,7 @@ demo: $(STAMP)
 # source tree (experiments/*/results stays the user's), with a private cache.
 test: $(STAMP)
 	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
-	tar --exclude=results -cf - notebooks experiments | tar -xf - -C "$$scratch" && \
+	tar --exclude=results -cf - notebooks experiments traces/samples | tar -xf - -C "$$scratch" && \
 	SIMSCHED_SMALL=1 SIMSCHED_CACHE_DIR="$$scratch/cache" $(BIN)/python -m pytest -q -n 2 \
 	  --dist loadfile -c pyproject.toml --rootdir . tests "$$scratch/notebooks" --nbmake
 
