@@ -109,6 +109,12 @@ class Job:
         self.refs_done = 0
         self.start_cycle = -1
         self.finish_cycle = -1
+        # Accounting: core-cycles held (up to last_change), cycles running strands and
+        # cycles of scheduling decisions.
+        self.last_change = self.arrival
+        self.allot_cycles = 0
+        self.busy = 0
+        self.schedc = 0
         self.cores: set[int] = set()
         self.sleeping: set[int] = set()
         self.ctx = SchedContext(machine, (), trace, lambda n=None, cores=None: wake(self, n, cores))

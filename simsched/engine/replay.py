@@ -289,10 +289,6 @@ class Replay:
             self._wake,
             arrival=self.now,
         )
-        job.last_change = self.now
-        job.allot_cycles = 0
-        job.busy = 0
-        job.schedc = 0
         self.jobs[jid] = job
         if job.n == 0:
             job.start_cycle = job.finish_cycle = self.now

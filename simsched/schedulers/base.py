@@ -62,7 +62,7 @@ ints; ``steal_attempts`` and ``steals`` are expected from stealing schedulers).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -163,7 +163,7 @@ class SchedContext:
         self.set_cores(cores)
 
     # -- topology -------------------------------------------------------------------
-    def set_cores(self, cores: Sequence[int]) -> None:
+    def set_cores(self, cores: Iterable[int]) -> None:
         """Replace the job's cores (engine use; schedulers are told by
         :meth:`Scheduler.on_cores_changed`)."""
         self.cores: tuple[int, ...] = tuple(sorted(int(c) for c in cores))
