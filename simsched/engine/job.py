@@ -115,6 +115,11 @@ class Job:
         self.allot_cycles = 0
         self.busy = 0
         self.schedc = 0
+        # Private-cache misses of the job's strands, and of its cores' first references
+        # after they moved to it (the cache cost of reallocations).
+        self.pmiss = 0
+        self.warm_refs = 0
+        self.warm_misses = 0
         self.cores: set[int] = set()
         self.sleeping: set[int] = set()
         self.ctx = SchedContext(machine, (), trace, lambda n=None, cores=None: wake(self, n, cores))
