@@ -349,9 +349,7 @@ class Replay:
 
     def _record(self, now: int) -> None:
         alloc = [len(j.cores) if j is not None else 0 for j in self.jobs]
-        desire = [
-            -1 if j is None or j.desire is None else int(j.desire) for j in self.jobs
-        ]
+        desire = [-1 if j is None or j.desire is None else int(j.desire) for j in self.jobs]
         if self.series and self.series[-1][0] == now:
             self.series[-1] = (now, alloc, desire)
         else:
