@@ -252,6 +252,7 @@ class Replay:
         self.joins = 0
         self.events = 0
         self._stall = 0
+        self._quiet = -1
         self.refs_total = sum(int(s.trace.header.n_refs) for s in jobs)
         self.control = ControlPlane(self, self.specs, self.controller.quantum)
 
@@ -401,6 +402,7 @@ class Replay:
             job.strand_core[s] = c
             job.strand_start[s] = start
             self.driver.start(c, job, s, start)
+            self._quiet = -1
             self.n_running += 1
             self._stall = 0
         elif kind == RETRY:
@@ -503,7 +505,15 @@ class Replay:
         while self.left:
             t_heap = heap[0][0] if heap else INF
             limit = t_heap if t_heap < t_env else t_env
-            c = driver.advance(limit)
+            if limit == self._quiet:
+                # The window loop already returned at this limit and no strand started
+                # since: every core's next event is later (or a reference at this very
+                # cycle, which comes after the engine's own events), so it would return
+                # at once again.
+                c = -1
+            else:
+                c = driver.advance(limit)
+                self._quiet = limit if c < 0 else -1
             if c >= 0:
                 self._core_done(c, perf)
                 if progress is not None:
