@@ -176,9 +176,7 @@ def get_controller(name: str) -> type[Controller]:
         return REGISTRY[name]
     except KeyError:
         names = sorted({c.name for c in REGISTRY.values()})
-        raise ConfigError(
-            f"unknown controller {name!r} (known: {', '.join(names)})"
-        ) from None
+        raise ConfigError(f"unknown controller {name!r} (known: {', '.join(names)})") from None
 
 
 def assign_cores(

@@ -101,10 +101,12 @@ class Job:
         self.chunk_first = (
             np.asarray(trace.index["first"], dtype=np.int64).tolist() if self.n_refs else [0]
         )
-        self.strand_core = np.full(n, -1, dtype=np.int64)
-        self.strand_start = np.full(n, -1, dtype=np.int64)
-        self.strand_end = np.full(n, -1, dtype=np.int64)
-        self.cost_ns = np.zeros(n, dtype=np.int64)
+        # Strand records as lists while the replay runs (a list item costs a third of a
+        # numpy item per strand); arrays() turns them into arrays at the end.
+        self.strand_core = [-1] * n
+        self.strand_start = [-1] * n
+        self.strand_end = [-1] * n
+        self.cost_ns = [0] * n
         self.finished = 0
         self.refs_done = 0
         self.start_cycle = -1
@@ -153,6 +155,14 @@ class Job:
         self.finished += 1
         self.refs_done += self.ref_start[s + 1] - self.ref_start[s]
         return ready, kinds
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The strand records (core, start, end) as int64 arrays."""
+        return (
+            np.asarray(self.strand_core, dtype=np.int64),
+            np.asarray(self.strand_start, dtype=np.int64),
+            np.asarray(self.strand_end, dtype=np.int64),
+        )
 
     def check_runnable(self, s: int, c: int, now: int) -> None:
         """Raise if the scheduler chose a strand that is not ready or already ran."""

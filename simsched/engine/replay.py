@@ -432,7 +432,7 @@ class Replay:
         if self.warm[c] is not None:
             self._warm_check(c)
         if job.sched.wants_profile:
-            job.sched.on_profile(s, c, int(job.strand_start[s]), now, job.instr[s], pm)
+            job.sched.on_profile(s, c, job.strand_start[s], now, job.instr[s], pm)
         if job.done:
             self._job_done(job, now)
         elif self.pending[c] is not None:
@@ -582,6 +582,7 @@ class Replay:
         outs = []
         cost = []
         for j in self.jobs:
+            core, start, end = j.arrays()
             outs.append(
                 JobOutcome(
                     jid=j.jid,
@@ -589,9 +590,9 @@ class Replay:
                     arrival=j.arrival,
                     start=j.start_cycle,
                     finish=j.finish_cycle,
-                    strand_core=j.strand_core,
-                    strand_start=j.strand_start,
-                    strand_end=j.strand_end,
+                    strand_core=core,
+                    strand_start=start,
+                    strand_end=end,
                     busy_cycles=int(j.busy),
                     sched_cycles=int(j.schedc),
                     allotted_cycles=int(j.allot_cycles),
@@ -601,7 +602,7 @@ class Replay:
                     sched_fields=dict(j.sched.record_fields()),
                 )
             )
-            cost.append(j.cost_ns)
+            cost.append(np.asarray(j.cost_ns, dtype=np.int64))
         refs = self.driver.refs_per_core
         warmup = warmup_summary(self.jobs, self.joins)
         allc = np.concatenate(cost) if cost else np.zeros(0, np.int64)
