@@ -1,7 +1,10 @@
 # simsched: the two commands of the README, plus their set-up.
 #   make demo   replay the bundled mergesort trace under WS and PDF, print a comparison, draw a figure
 #   make test   run the test suite
-# Both create .venv and install simsched with its dependencies from the package registries first.
+# Both create .venv and install simsched with its dependencies from the package registries first
+# (`make setup LOCKED=1` installs the exact versions of requirements.lock instead).  On Debian
+# or Ubuntu, set-up first installs the capture backends' system packages with apt-get (it says
+# which before it does; `NO_APT=1` skips that).
 
 PY      ?= python3
 VENV    := .venv
@@ -11,14 +14,17 @@ OUT     ?= demo-out
 
 .PHONY: setup demo test bench lint clean
 
-$(STAMP): pyproject.toml
-	@missing=""; for p in valgrind libzstd-dev binutils; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing (capture backends)"; \
+$(STAMP): pyproject.toml requirements.lock
+	@missing=""; if [ -z "$(NO_APT)" ] && command -v dpkg >/dev/null; then \
+	  for p in valgrind libzstd-dev binutils; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; fi; \
+	if [ -n "$$missing" ]; then \
+	  echo "set-up: the capture backends need Debian packages:$$missing"; \
+	  echo "set-up: running: apt-get update && apt-get install -y$$missing   (NO_APT=1 skips this)"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null 2>&1 || \
-	  echo "warning: could not install$$missing; capture backends that need them will say so"; fi
+	  echo "set-up: warning: could not install$$missing; capture backends that need them will say so"; fi
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(if $(LOCKED),$(BIN)/pip install -q -r requirements.lock && $(BIN)/pip install -q --no-deps -e .,$(BIN)/pip install -q -e '.[test]')
 	@touch $(STAMP)
 
 setup: $(STAMP)
@@ -26,8 +32,13 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m simsched.demo --out $(OUT)
 
+# The notebooks run their sweeps: run them on a copy so that nothing is written into the
+# source tree (experiments/*/results stays the user's), with a private cache.
 test: $(STAMP)
-	SIMSCHED_SMALL=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile tests notebooks --nbmake
+	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
+	tar --exclude=results -cf - notebooks experiments | tar -xf - -C "$$scratch" && \
+	SIMSCHED_SMALL=1 SIMSCHED_CACHE_DIR="$$scratch/cache" $(BIN)/python -m pytest -q -n 2 \
+	  --dist loadfile -c pyproject.toml --rootdir . tests "$$scratch/notebooks" --nbmake
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b; done

@@ -48,9 +48,10 @@ def _version() -> str:
 
 
 def cache_dir() -> Path:
-    """Root of simsched's on-disk caches (``$SIMSCHED_CACHE_DIR`` or ``~/.cache/simsched``)."""
-    env = os.environ.get("SIMSCHED_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "simsched"
+    """Root of simsched's on-disk caches (:func:`simsched.files.cache_dir`)."""
+    from simsched.files import cache_dir as root
+
+    return root()
 
 
 @dataclass
@@ -132,8 +133,52 @@ def _open_trace(trace: Any) -> tuple[Any, bool]:
     if isinstance(trace, Trace):
         return trace, False
     if isinstance(trace, str | os.PathLike):
-        return open_trace(trace, cache_chunks=4), True
+        try:
+            return open_trace(trace, cache_chunks=4), True
+        except FileNotFoundError:
+            raise ConfigError(f"{os.fspath(trace)}: no such trace file") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{os.fspath(trace)}: is a folder, expected a trace file") from None
+        except PermissionError:
+            raise ConfigError(f"{os.fspath(trace)}: permission denied") from None
     raise ConfigError(f"trace {trace!r}: expected a path or an open Trace")
+
+
+#: Largest seed and interleaving window accepted (numpy seeds and the engine's clock are
+#: 64-bit; a window beyond 2^40 cycles means "never interleave", which is 0's opposite).
+MAX_SEED = 2**63 - 1
+MAX_WINDOW = 2**40
+
+
+def _check_int(value: Any, name: str, lo: int, hi: int) -> int:
+    """``value`` as an int in ``[lo, hi]``, else a one-line :class:`ConfigError`."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ConfigError(f"{name}={value!r}: expected an integer")
+    if not lo <= int(value) <= hi:
+        raise ConfigError(f"{name}={value}: must be between {lo} and {hi}")
+    return int(value)
+
+
+def parse_scheduler_names(schedulers: Sequence[str] | str) -> list[str]:
+    """Scheduler names from a list or a comma-separated string: none empty, none twice.
+
+    Raises
+    ------
+    ConfigError
+        An empty name (``"ws,"``) or a name given twice (``"ws,ws"``).
+    """
+    items = schedulers.split(",") if isinstance(schedulers, str) else list(schedulers)
+    names = [str(s).strip() for s in items]
+    if not names or any(not n for n in names):
+        raise ConfigError(
+            f"schedulers {schedulers!r}: an empty name (a stray comma?); give e.g. ws,pdf"
+        )
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise ConfigError(f"schedulers {schedulers!r}: {n} is given twice")
+        seen.add(n)
+    return names
 
 
 def _machine(machine: Any, overrides: dict[str, Any] | None) -> Any:
@@ -169,10 +214,21 @@ def one_core_machine(machine: Any) -> Any:
 
 
 def baseline_path(trace_digest: str, machine: Any) -> Path:
-    """File caching the one-core baseline of a trace (by digest) on a machine."""
+    """File caching the one-core baseline of a trace (by digest) on a machine.
+
+    The key is everything the baseline's makespan depends on: the trace (digest), the
+    one-core machine, and the code of the timing model
+    (:func:`simsched.identity.timing_model_identity`, which includes the version), so a
+    change to the timing model can never return a stale baseline.
+    """
+    from simsched.identity import timing_model_identity
+
     m1 = one_core_machine(machine)
     mkey = hashlib.sha256(
-        (dumps(machine_config(m1)) + f"|v{BASELINE_VERSION}").encode()
+        (
+            dumps(machine_config(m1))
+            + f"|v{BASELINE_VERSION}|code:{timing_model_identity()}"
+        ).encode()
     ).hexdigest()[:20]
     return cache_dir() / "baselines" / f"{trace_digest[:32]}-{mkey}.json"
 
@@ -194,6 +250,8 @@ def baseline_makespan(trace: Any, machine: Any, *, window: int = DEFAULT_WINDOW)
     int
         Makespan in cycles of the serial execution (strands in serial order).
     """
+    from simsched.identity import timing_model_identity
+
     t, owned = _open_trace(trace)
     try:
         m1 = one_core_machine(machine)
@@ -214,6 +272,8 @@ def baseline_makespan(trace: Any, machine: Any, *, window: int = DEFAULT_WINDOW)
                 "trace_digest": t.header.digest,
                 "machine": m1.name,
                 "version": BASELINE_VERSION,
+                "simsched_version": _version(),
+                "timing_model": timing_model_identity(),
             },
         )
         return int(res.makespan)
@@ -304,6 +364,9 @@ def run(
     """
     from simsched.schedulers import get_scheduler
 
+    seed = _check_int(seed, "seed", 0, MAX_SEED)
+    if window is not None:
+        window = _check_int(window, "window", 0, MAX_WINDOW)
     t0 = time.perf_counter()
     win = DEFAULT_WINDOW if window is None else int(window)
     config: dict[str, Any] = {
@@ -433,13 +496,13 @@ def compare(
     """
     from simsched.schedulers import get_scheduler
 
-    if isinstance(schedulers, str):
-        schedulers = [s for s in schedulers.split(",") if s.strip()]
-    if not schedulers:
-        raise ConfigError("compare: no schedulers given")
-    if int(seeds) < 1:
-        raise ConfigError(f"compare: seeds={seeds} must be at least 1")
+    schedulers = parse_scheduler_names(schedulers)
+    seeds = _check_int(seeds, "compare: seeds", 1, 1_000_000)
     classes = [get_scheduler(s.strip()) for s in schedulers]
+    canonical = [c.name for c in classes]
+    for name, cls in zip(schedulers, classes, strict=True):
+        if canonical.count(cls.name) > 1:
+            raise ConfigError(f"schedulers: {name} and another alias both mean {cls.name}")
     params = dict(kw.pop("params", None) or {})
     unknown = sorted(k for k in params if not any(k in c.param_defaults for c in classes))
     if unknown:

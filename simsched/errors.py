@@ -26,3 +26,7 @@ class ConfigError(SimschedError):
 
 class CaptureError(SimschedError):
     """A capture backend is missing or the captured program failed."""
+
+
+class OutputError(SimschedError):
+    """An output file cannot be written (full disk, read-only file system, permission...)."""

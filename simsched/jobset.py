@@ -152,38 +152,8 @@ def _label(group: JobGroup) -> str:
     return Path(group.trace or "trace").name.split(".")[0]
 
 
-def load_jobset(
-    source: str | os.PathLike | dict[str, Any],
-    *,
-    seed: int | None = None,
-    cache_dir: str | os.PathLike | None = None,
-) -> JobSet:
-    """Read and resolve a job-set file (or dict).
-
-    Parameters
-    ----------
-    source
-        Path of a YAML job-set file, or the same content as a dict.
-    seed
-        Overrides the file's ``seed``.
-    cache_dir
-        Folder for generated traces (default ``$SIMSCHED_CACHE_DIR/traces``).
-
-    Returns
-    -------
-    JobSet
-        The jobs in file order (copies of a group one after another).
-
-    Raises
-    ------
-    ConfigError
-        Unreadable file, schema violation (naming the field), missing trace, unknown
-        generator, scheduler or parameter.
-    """
-    from simsched.api import cache_dir as default_cache
-    from simsched.experiments.traces import ensure_trace
-    from simsched.schedulers import get_scheduler
-
+def _read_spec(source: str | os.PathLike | dict[str, Any]) -> tuple[JobSetSpec, Path, str]:
+    """The validated job-set spec, the folder relative paths start from, and its name."""
     if isinstance(source, dict):
         data, base, name = source, Path.cwd(), "job set"
     else:
@@ -208,25 +178,116 @@ def load_jobset(
         err = exc.errors()[0]
         loc = ".".join(str(x) for x in err["loc"])
         raise ConfigError(f"{name}: {loc}: {err['msg']}") from None
+    return spec, base, name
+
+
+def _check_group(
+    name: str,
+    gi: int,
+    g: JobGroup,
+    base: Path,
+    scheduler: str | None,
+    scheduler_params: dict[str, Any] | None,
+) -> tuple[str, dict[str, Any]]:
+    """The group's scheduler name and resolved parameters; its trace or generator checked."""
+    from simsched.schedulers import get_scheduler
+    from simsched.workloads import WORKLOADS
+
+    where = f"{name}: jobs.{gi}"
+    try:
+        sched = get_scheduler(scheduler or g.scheduler)
+        raw = dict(g.scheduler_params) if scheduler_params is None else dict(scheduler_params)
+        params = sched.resolve_params(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if g.trace is not None:
+        p = Path(g.trace)
+        if not (p if p.is_absolute() else base / p).is_file():
+            raise ConfigError(f"{where}.trace: {g.trace} does not exist")
+    else:
+        if g.generator not in WORKLOADS:
+            raise ConfigError(
+                f"{where}.generator: unknown workload {g.generator!r} "
+                f"(known: {', '.join(sorted(WORKLOADS))})"
+            )
+        try:
+            WORKLOADS[g.generator].resolve(dict(g.params))
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return sched.name, params
+
+
+def check_jobset(
+    source: str | os.PathLike | dict[str, Any],
+    *,
+    controller: str | None = None,
+    scheduler: str | None = None,
+) -> None:
+    """Check a job set whole without making any trace: schema, schedulers and their
+    parameters, trace files, generators and their parameters, the controller's name.
+
+    Raises
+    ------
+    ConfigError
+        The first problem, naming the file and the entry.
+    """
+    from simsched.engine.controllers import get_controller
+
+    spec, base, name = _read_spec(source)
+    for gi, g in enumerate(spec.jobs):
+        _check_group(name, gi, g, base, scheduler, None)
+    try:
+        get_controller(controller or spec.controller)
+    except ConfigError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+
+
+def load_jobset(
+    source: str | os.PathLike | dict[str, Any],
+    *,
+    seed: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    scheduler: str | None = None,
+    scheduler_params: dict[str, Any] | None = None,
+) -> JobSet:
+    """Read and resolve a job-set file (or dict).
+
+    Parameters
+    ----------
+    source
+        Path of a YAML job-set file, or the same content as a dict.
+    seed
+        Overrides the file's ``seed``.
+    cache_dir
+        Folder for generated traces (default ``$SIMSCHED_CACHE_DIR/traces``).
+    scheduler, scheduler_params
+        Override every job's scheduler and its parameters (sweeps over job schedulers).
+
+    Returns
+    -------
+    JobSet
+        The jobs in file order (copies of a group one after another).
+
+    Raises
+    ------
+    ConfigError
+        Unreadable file, schema violation (naming the field), missing trace, unknown
+        generator, scheduler or parameter.
+    """
+    from simsched.experiments.traces import ensure_trace
+    from simsched.files import cache_dir as default_cache
+
+    spec, base, name = _read_spec(source)
     s = spec.seed if seed is None else int(seed)
     if s < 0:
         raise ConfigError(f"{name}: seed {s} must be >= 0")
-    cache = Path(cache_dir) if cache_dir is not None else default_cache() / "traces"
+    cache = Path(cache_dir) if cache_dir is not None else default_cache("traces")
     jobs: list[JobEntry] = []
     for gi, g in enumerate(spec.jobs):
-        sched = get_scheduler(g.scheduler)
-        params = sched.resolve_params(dict(g.scheduler_params))
+        sched_name, params = _check_group(name, gi, g, base, scheduler, scheduler_params)
         if g.trace is not None:
             recipe: dict[str, Any] = {"kind": "trace", "path": g.trace, "label": _label(g)}
         else:
-            from simsched.workloads import WORKLOADS
-
-            if g.generator not in WORKLOADS:
-                raise ConfigError(
-                    f"{name}: jobs.{gi}.generator: unknown workload {g.generator!r} "
-                    f"(known: {', '.join(sorted(WORKLOADS))})"
-                )
-            WORKLOADS[g.generator].resolve(dict(g.params))  # a bad parameter fails here
             recipe = {"kind": "generator", "generator": g.generator, "params": dict(g.params)}
         trace = ensure_trace(recipe, cache, base)
         arrivals = _arrivals(g, np.random.default_rng([s, gi]))
@@ -236,7 +297,7 @@ def load_jobset(
                 JobEntry(
                     name=f"{label}#{k}" if g.copies > 1 else label,
                     trace=Path(trace),
-                    scheduler=sched.name,
+                    scheduler=sched_name,
                     params=params,
                     arrival=t,
                     group=gi,

@@ -1,4 +1,9 @@
-"""Helpers shared by the command modules: JSON output, key=value options, consoles."""
+"""Helpers shared by the command modules: JSON output, key=value options, consoles, tables.
+
+The consoles print text as it is (no rich markup, so a label such as ``heat[iters=2]`` or a
+path with brackets is never eaten) and never wrap a message; tables go through
+:func:`print_table`, which keeps every cell whole at any terminal width and when piped.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,30 @@ import math
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 
 from simsched.errors import ConfigError
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(markup=False, highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
+
+
+def print_table(table: Table, target: Console | None = None) -> None:
+    """Print ``table`` with every cell whole.
+
+    At a terminal, cells that do not fit wrap inside their column instead of being cut
+    (``36,6…``); piped or redirected, the table is as wide as its content needs, so a file
+    or ``grep`` sees every number on one line.
+    """
+    target = target or console
+    for col in table.columns:
+        col.overflow = "fold"
+    if target.is_terminal:
+        target.print(table)
+        return
+    wide = Console(file=target.file, width=10_000, markup=False, highlight=False)
+    need = wide.measure(table).maximum
+    Console(file=target.file, width=max(need, 40), markup=False, highlight=False).print(table)
 
 
 def _jsonable(x: Any) -> Any:
@@ -49,5 +73,14 @@ def parse_kv(items: list[str] | None, option: str) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"{option} {item!r}: expected key=value")
+        if key.strip() in out:
+            raise ConfigError(f"{option} {key.strip()}: given twice")
         out[key.strip()] = parse_value(value.strip())
     return out
+
+
+def check_line(line: int | None, option: str = "--line") -> int | None:
+    """A cache-line size from the command line: a power of two from 4 to 65536 bytes."""
+    if line is not None and not (4 <= line <= 65536 and line & (line - 1) == 0):
+        raise ConfigError(f"{option} {line}: a line size is a power of two from 4 to 65536 bytes")
+    return line

@@ -8,6 +8,7 @@ program under a backend, imports and validates the trace, and prints its counts.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +16,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from simsched.cli._common import err_console
+from simsched.files import atomic_output
 
 _PASS = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
@@ -70,7 +72,7 @@ def register(app: typer.Typer) -> None:
             raise CaptureError(
                 "simsched capture: no program (usage: simsched capture -o OUT -- PROGRAM ARGS)"
             )
-        with Progress(
+        with contextlib.ExitStack() as outputs, Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
             TextColumn("{task.fields[what]}"),
@@ -86,8 +88,17 @@ def register(app: typer.Typer) -> None:
                 else:
                     bar.update(task, description="importing", what=f"{value:,} records")
 
+            # Both files through temporaries: a failed or interrupted capture leaves neither.
+            tmp_out = outputs.enter_context(atomic_output(out))
+            tmp_raw = outputs.enter_context(atomic_output(raw)) if raw is not None else None
             res = capture(
-                argv[0], argv[1:], out, backend=backend, raw=raw, progress=progress, verbose=verbose
+                argv[0],
+                argv[1:],
+                tmp_out,
+                backend=backend,
+                raw=tmp_raw,
+                progress=progress,
+                verbose=verbose,
             )
         h = res.header
         err_console.print(

@@ -8,7 +8,7 @@ import typer
 import yaml
 from rich.table import Table
 
-from simsched.cli._common import console, parse_kv, print_json
+from simsched.cli._common import parse_kv, print_json, print_table
 
 machine_app = typer.Typer(help="List and show simulated machines.", no_args_is_help=True)
 
@@ -35,7 +35,7 @@ def list_cmd() -> None:
             caches,
             f"{m.memory.latency} cyc, 1 line/{m.memory.service_interval} cyc",
         )
-    console.print(table)
+    print_table(table)
 
 
 @machine_app.command("show")
@@ -46,19 +46,26 @@ def show(
     ] = None,
     json_: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    """Show a machine fully resolved (defaults filled in, sizes in bytes)."""
+    """Show a machine fully resolved (defaults filled in, sizes in bytes).
+
+    The YAML is a machine file (``simsched run -m`` loads it back); derived values (cores,
+    sets per cache) are comments in it and fields of the ``--json`` output.
+    """
     from simsched.machine import load_machine
 
     m = load_machine(machine, parse_kv(set_, "--set"))
     d = m.model_dump(mode="json")
-    d["cores"] = m.cores
     d["coherence"] = m.coherent
-    for c, cd in zip(m.caches, d["caches"], strict=True):
-        cd["sets"] = c.sets
     if json_:
+        d["cores"] = m.cores
+        for c, cd in zip(m.caches, d["caches"], strict=True):
+            cd["sets"] = c.sets
         print_json(d)
-    else:
-        console.print(yaml.safe_dump(d, sort_keys=False).rstrip())
+        return
+    sets = ", ".join(f"{c.name} {c.sets} sets" for c in m.caches)
+    # Plain print: a console would wrap long lines and break the YAML.
+    print(f"# {m.name}: {m.cores} cores ({m.sockets} × {m.cores_per_socket}); {sets}")
+    print(yaml.safe_dump(d, sort_keys=False, width=10_000, allow_unicode=True), end="")
 
 
 def register(app: typer.Typer) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
-from simsched.cli._common import console, parse_kv, print_json
+from simsched.cli._common import console, parse_kv, print_json, print_table
 
 
 def memsim(
@@ -32,45 +32,45 @@ def memsim(
 ) -> None:
     """Replay TRACE's references in serial order and print per-level cache statistics."""
     from simsched.machine import load_machine
+    from simsched.machine.resources import check_fits
     from simsched.memory.replay import replay_trace
 
     m = load_machine(machine, parse_kv(set_, "--set"))
+    check_fits(m, machine)
     res = replay_trace(m, trace, core_of_strand)
     if json_:
         print_json(res)
         return
     console.print(
-        f"[bold]{res['trace']}[/] on [bold]{res['machine']}[/] "
+        f"{res['trace']} on {res['machine']} "
         f"(strands on core {'s mod ' + str(m.cores) if core_of_strand == 'rr' else '0'}): "
         f"{res['refs']:,} references, {res['extra_lines']:,} extra line accesses from "
         f"straddling references, {res['cycles']:,} cycles"
     )
-    table = Table(
-        "level",
-        "scope",
-        "accesses",
-        "hits",
-        "misses",
-        "miss ratio",
-        "write-backs",
-        "invalidations",
-        "back-inval.",
+    # One column per cache level: a deep hierarchy stays readable at 80 columns.
+    levels = res["levels"]
+    table = Table("per level", *[Column(lv["name"], justify="right") for lv in levels])
+    rows = [
+        ("scope", lambda lv: lv["scope"]),
+        ("accesses", lambda lv: f"{lv['accesses']:,}"),
+        ("hits", lambda lv: f"{lv['hits']:,}"),
+        ("misses", lambda lv: f"{lv['misses']:,}"),
+        (
+            "miss ratio",
+            lambda lv: f"{lv['misses'] / lv['accesses']:.4f}" if lv["accesses"] else "0.0000",
+        ),
+        ("write-backs", lambda lv: f"{lv['writebacks']:,}"),
+        ("invalidations", lambda lv: f"{lv['invalidations']:,}"),
+        ("back-invalidations", lambda lv: f"{lv['back_invalidations']:,}"),
+    ]
+    for label, cell in rows:
+        table.add_row(label, *[cell(lv) for lv in levels])
+    print_table(table)
+    nodes = Table(
+        "node",
+        *[Column(h, justify="right") for h in ("local", "remote", "write-backs", "busy", "queue")],
+        caption="DRAM lines per memory node; busy and queue delay in cycles",
     )
-    for lvl in res["levels"]:
-        ratio = lvl["misses"] / lvl["accesses"] if lvl["accesses"] else 0.0
-        table.add_row(
-            lvl["name"],
-            lvl["scope"],
-            f"{lvl['accesses']:,}",
-            f"{lvl['hits']:,}",
-            f"{lvl['misses']:,}",
-            f"{ratio:.4f}",
-            f"{lvl['writebacks']:,}",
-            f"{lvl['invalidations']:,}",
-            f"{lvl['back_invalidations']:,}",
-        )
-    console.print(table)
-    nodes = Table("node", "local", "remote", "write-backs", "busy cycles", "queue delay")
     for i, n in enumerate(res["nodes"]):
         nodes.add_row(
             str(i),
@@ -80,7 +80,7 @@ def memsim(
             f"{n['busy_cycles']:,}",
             f"{n['queue_delay']:,}",
         )
-    console.print(nodes)
+    print_table(nodes)
     console.print(f"off-chip traffic: {res['offchip_bytes']:,} bytes")
 
 

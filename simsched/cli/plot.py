@@ -34,9 +34,13 @@ def timeline(
     """Draw per-core strand timelines of one run, coloured by subtree or socket."""
     import json
 
-    from simsched.plotting.figures import save
+    from simsched.errors import ConfigError
+    from simsched.plotting.figures import figure_format, save
     from simsched.plotting.timeline import load_timeline, plot_timeline, subtree_of_frames
 
+    if color_by not in ("subtree", "socket"):
+        raise ConfigError(f"--color-by {color_by!r}: use subtree or socket")
+    figure_format(out)
     arrays, record = load_timeline(result)
     subtree = None
     if color_by == "subtree":
@@ -44,18 +48,34 @@ def timeline(
         if tpath is None:
             folder = result if result.is_dir() else result.parent
             try:
-                cfg = json.loads((folder / "config.json").read_text())
+                cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
                 tpath = Path(cfg["trace"])
-            except (OSError, ValueError, KeyError):
+            except (OSError, ValueError, KeyError, TypeError):
                 tpath = None
-        if tpath is not None and tpath.exists():
+            if tpath is not None and not tpath.exists():
+                tpath = None
+        if tpath is not None:
             from simsched.trace import open_trace
 
             with open_trace(tpath) as t:
-                if t.header.digest == record.get("trace_digest"):
+                if t.header.digest != record.get("trace_digest"):
+                    if trace is not None:
+                        raise ConfigError(
+                            f"--trace {trace}: digest {t.header.digest[:16]}... is not the "
+                            f"run's trace ({str(record.get('trace_digest'))[:16]}...)"
+                        )
+                else:
+                    levels = t.frames.level
+                    deepest = int(levels.max()) if len(levels) else 0
+                    if level is not None and not 1 <= level <= max(deepest, 1):
+                        raise ConfigError(
+                            f"--level {level}: the trace's frames have levels 1 to {deepest}"
+                        )
                     subtree = subtree_of_frames(
-                        t.frames.parent, t.frames.level, level, len(arrays["socket_of_core"])
+                        t.frames.parent, levels, level, len(arrays["socket_of_core"])
                     )
+        elif level is not None:
+            raise ConfigError("--level needs the run's trace (--trace)")
     title = (
         f"{record.get('trace_program', '')} — {record.get('scheduler', '')} on "
         f"{record.get('machine', '')} (seed {record.get('seed', '')})"

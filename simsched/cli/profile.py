@@ -6,14 +6,16 @@ and :func:`simsched.profile.regrain_from_table`.
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from simsched.cli._common import console, err_console, print_json
+from simsched.cli._common import check_line, console, err_console, print_json, print_table
 from simsched.errors import ConfigError
+from simsched.files import atomic_output
 
 
 def _parse_sizes(text: str | None) -> list[int] | None:
@@ -72,6 +74,11 @@ def profile_cmd(
     from simsched.trace import open_trace
 
     sz = _parse_sizes(sizes)
+    check_line(line)
+    if plot is not None:
+        from simsched.plotting import figure_format
+
+        figure_format(plot)  # refuse an unknown format before the long pass
     if line is None and machine is not None:
         from simsched.machine import load_machine
 
@@ -121,7 +128,7 @@ def profile_cmd(
     for s in p.sizes:
         k = str(int(s))
         table.add_row(_human(int(s)), f"{result['misses'][k]:,}", f"{result['miss_ratio'][k]:.4f}")
-    console.print(table)
+    print_table(table)
     if out is not None:
         err_console.print(f"wrote {out}")
 
@@ -130,7 +137,8 @@ def coarsen_cmd(
     profile: Annotated[Path, typer.Argument(help="profile written by `simsched profile -o`")],
     machine: Annotated[str, typer.Option(help="machine preset name or YAML file")],
     factor: Annotated[
-        float, typer.Option("-K", "--factor", help="multiplier of Eq. 3's right-hand side")
+        float,
+        typer.Option("-K", "--factor", help="multiplier of Eq. 3's right-hand side (> 0)"),
     ] = 1.0,
     level: Annotated[
         str | None, typer.Option(help="cache level to divide (default: the outermost)")
@@ -144,6 +152,8 @@ def coarsen_cmd(
     from simsched.machine import load_machine
     from simsched.profile import Profile, cache_share, coarsen, write_table
 
+    if not (math.isfinite(factor) and 0 < factor <= 1e6):
+        raise ConfigError(f"-K {factor}: the factor is a finite number in (0, 1e6]")
     p = Profile.load(profile)
     m = load_machine(machine)
     r = coarsen(p, m, factor=factor, level=level)
@@ -186,9 +196,9 @@ def regrain_cmd(
     from simsched.trace import open_trace
 
     rows = read_table(table)
-    with open_trace(trace) as t:
+    with open_trace(trace) as t, atomic_output(out) as tmp:
         before = t.header.n_strands
-        h = regrain_from_table(t, out, rows, machine=machine)
+        h = regrain_from_table(t, tmp, rows, machine=machine)
     merged = h.params.get("merged_groups", 0)
     err_console.print(f"{out}: {before} strands -> {h.n_strands} strands ({merged} groups merged)")
 

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 
-from simsched.cli._common import console, parse_kv, print_json
+from simsched.cli._common import console, parse_kv, print_json, print_table
 from simsched.errors import ConfigError
 
 #: Metrics shown by ``compare`` and summarised over seeds in its JSON.
@@ -71,6 +70,14 @@ def _split(
     return params, overrides
 
 
+def _check_fits(machine: str, overrides: dict[str, Any]) -> None:
+    """Refuse up front a machine whose simulated caches do not fit in memory."""
+    from simsched.machine import load_machine
+    from simsched.machine.resources import check_fits
+
+    check_fits(load_machine(machine, overrides or None), machine)
+
+
 def _progress(flag: bool | None) -> bool:
     return sys.stderr.isatty() if flag is None else flag
 
@@ -109,6 +116,8 @@ def run_cmd(
     """Replay a trace under one scheduler, or a job set under a processor controller."""
     import simsched
 
+    if out is not None and out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: exists and is not a folder (--out names a folder)")
     if (trace is None) == (jobs is None):
         raise ConfigError("give exactly one of --trace and --jobs")
     if quantum_ms is not None:
@@ -126,6 +135,7 @@ def run_cmd(
     if controller is not None or quantum is not None:
         raise ConfigError("--controller and --quantum apply to --jobs runs")
     params, overrides = _split(set_, param, [scheduler])
+    _check_fits(machine, overrides)
     res = simsched.run(
         trace,
         machine,
@@ -139,7 +149,9 @@ def run_cmd(
     )
     rec = res.record
     if json_:
-        print_json(rec)
+        from simsched.experiments.store import nest_fields
+
+        print_json(nest_fields(rec))
         return
     table = Table("metric", "value", title=f"{rec['scheduler']} on {rec['machine']}")
     levels = [c["name"] for c in res.mem_stats["levels"]]
@@ -150,7 +162,7 @@ def run_cmd(
     for k in keys:
         v = rec[k]
         table.add_row(k, f"{v:.4g}" if isinstance(v, float) else f"{v:,}")
-    console.print(table)
+    print_table(table)
 
 
 def _run_jobs(
@@ -192,7 +204,7 @@ def _run_jobs(
     )
     for j in rec["jobs"]:
         table.add_row(
-            escape(j["name"]),
+            j["name"],
             j["scheduler"],
             f"{j['arrival']:,}",
             f"{j['start']:,}",
@@ -200,14 +212,13 @@ def _run_jobs(
             f"{j['response_cycles']:,}",
             f"{j['utilization']:.3f}",
         )
-    console.print(table)
+    print_table(table)
     w = rec["realloc_warmup"]
     console.print(
         f"makespan {rec['makespan_cycles']:,} cycles; mean response "
         f"{rec['mean_response_cycles']:,.0f}; utilisation {rec['utilization']:.3f}; "
         f"{rec['reallocations']} core moves; private-miss rate after a move "
-        f"{w['warm_miss_rate']:.4f} vs {w['steady_miss_rate']:.4f} steady",
-        markup=False,
+        f"{w['warm_miss_rate']:.4f} vs {w['steady_miss_rate']:.4f} steady"
     )
 
 
@@ -246,9 +257,11 @@ def compare_cmd(
 ) -> None:
     """Run several schedulers on one trace and machine and compare them."""
     import simsched
+    from simsched.api import parse_scheduler_names
 
-    names = [s.strip() for s in schedulers.split(",") if s.strip()]
+    names = parse_scheduler_names(schedulers)
     params, overrides = _split(set_, param, names)
+    _check_fits(machine, overrides)
     results = simsched.compare(
         trace,
         machine,
@@ -264,31 +277,35 @@ def compare_cmd(
         groups.setdefault(r.record["scheduler"], []).append(r.record)
     summary = {name: _summary(recs) for name, recs in groups.items()}
     if json_:
-        print_json({"runs": [r.record for r in results], "summary": summary})
+        from simsched.experiments.store import nest_fields
+
+        print_json({"runs": [nest_fields(r.record) for r in results], "summary": summary})
         return
     last = results[0].record.get("last_level", "L2")
     levels = [c["name"] for c in results[0].mem_stats["levels"]]
     cols = ["makespan_cycles", "speedup"] + [f"{lv}_misses" for lv in levels]
     cols += ["mpki", "offchip_bytes", "dram_local", "dram_remote", "steals", "idle_cycles"]
     first = results[0].record
+    # One column per scheduler, one row per metric: a comparison of a few schedulers stays
+    # within 80 columns however long the numbers are.
     table = Table(
-        "scheduler",
-        "runs",
-        *cols,
-        title=f"{first['trace_program']} on {first['machine']} ({first['cores']} cores); "
-        f"mpki = {last} misses per 1000 instructions; mean [min–max] over seeds",
+        "metric",
+        *[Column(name, justify="right") for name in groups],
+        title=f"{first['trace_program']} on {first['machine']} ({first['cores']} cores)",
+        caption=f"mpki = {last} misses per 1000 instructions; mean [min–max] over seeds",
     )
-    for name, recs in groups.items():
-        row = [name, str(len(recs))]
-        for k in cols:
+    table.add_row("runs", *[str(len(recs)) for recs in groups.values()])
+    for k in cols:
+        fmt = (lambda v: f"{v:.3g}") if k in ("speedup", "mpki") else (lambda v: f"{v:,.0f}")
+        row = [k]
+        for name in groups:
             s = summary[name][k]
-            fmt = (lambda v: f"{v:.3g}") if k in ("speedup", "mpki") else (lambda v: f"{v:,.0f}")
             cell = fmt(s["mean"])
             if s["n"] > 1:
                 cell += f" [{fmt(s['min'])}–{fmt(s['max'])}]"
             row.append(cell)
         table.add_row(*row)
-    console.print(table)
+    print_table(table)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from simsched.cli._common import print_table
 
 sweep_app = typer.Typer(help="Run sweeps of simulations from a YAML spec.", no_args_is_help=True)
 results_app = typer.Typer(help="Show and export the results of sweeps.", no_args_is_help=True)
@@ -43,7 +45,8 @@ def run_cmd(
     spec: Annotated[Path, typer.Argument(help="sweep spec (YAML)")],
     executor: Annotated[str, typer.Option(help="local or dask")] = "local",
     workers: Annotated[
-        int, typer.Option(help="worker processes (local) or local Dask cluster size")
+        int,
+        typer.Option(min=0, help="worker processes (local; 0 = in this process) or Dask size"),
     ] = 2,
     address: Annotated[
         str | None, typer.Option(help="tcp://HOST:PORT of a running Dask scheduler")
@@ -81,7 +84,16 @@ def run_cmd(
         print(f"  failed {pid}: {msg}", file=sys.stderr)
     if len(report.failures) > 10:
         print(f"  ... and {len(report.failures) - 10} more", file=sys.stderr)
+    if report.elsewhere:
+        print(
+            f"  {report.elsewhere} point(s) were run by another `sweep run` of this sweep",
+            file=sys.stderr,
+        )
     if report.failed:
+        print(
+            f"{report.failed} point(s) failed; run again with --retry-failed to retry them",
+            file=sys.stderr,
+        )
         raise typer.Exit(1)
 
 
@@ -91,12 +103,19 @@ def status_cmd(
     small: Annotated[bool, _SMALL] = False,
     set_: Annotated[list[str] | None, _SET] = None,
     json_: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    point_fn: Annotated[
+        str | None,
+        typer.Option("--point-fn", help="as for `sweep run` (its workloads are not checked)"),
+    ] = None,
 ) -> None:
-    """Count SPEC's points that are done, failed and missing (runs nothing)."""
+    """Check SPEC whole, then count its points that are done, failed and missing."""
     from simsched.cli._common import print_json
     from simsched.experiments import load_spec, sweep_status
+    from simsched.experiments.spec import check_spec
 
-    status = sweep_status(load_spec(spec, small=True if small else None, sets=set_))
+    loaded = load_spec(spec, small=True if small else None, sets=set_)
+    check_spec(loaded, generators=point_fn is None)
+    status = sweep_status(loaded)
     if json_:
         print_json(status)
         return
@@ -141,12 +160,18 @@ def show_cmd(
     if fmt == "csv":
         print(df.to_csv(index=False), end="")
     elif fmt == "json":
-        print(df.to_json(orient="records"))
+        import json
+
+        from simsched.experiments.store import nest_fields
+
+        rows = json.loads(df.to_json(orient="records"))
+        print(json.dumps([nest_fields(r) for r in rows]))
     elif fmt == "table":
         table = Table(*[str(c) for c in df.columns])
         for row in df.itertuples(index=False):
-            table.add_row(*["" if _isna(v) else _fmt(v) for v in row])
-        Console(width=max(200, len(df.columns) * 14)).print(table)
+            # Text cells: a label such as heat[iters=2] is data, not rich markup.
+            table.add_row(*[Text("" if _isna(v) else _fmt(v)) for v in row])
+        print_table(table)
         print(f"{len(df)} rows")
     else:
         raise ConfigError(f"--format {fmt!r}: use table, csv or json")

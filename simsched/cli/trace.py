@@ -9,7 +9,16 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from simsched.cli._common import console, err_console, parse_kv, print_json
+from simsched.cli._common import (
+    check_line,
+    console,
+    err_console,
+    parse_kv,
+    print_json,
+    print_table,
+)
+from simsched.errors import ConfigError
+from simsched.files import atomic_output
 
 trace_app = typer.Typer(help="Generate, import, inspect and validate traces.", no_args_is_help=True)
 
@@ -26,15 +35,22 @@ def gen(
     """Generate a synthetic workload trace."""
     from simsched.workloads import WORKLOADS, generate, params_of
 
-    if list_ or not name:
+    if list_:
         for wname in WORKLOADS:
-            console.print(f"[bold]{wname}[/bold]")
+            console.print(wname, style="bold")
             for pname, (default, doc) in params_of(wname).items():
                 console.print(f"  {pname} = {default!r}  {doc}")
         return
+    if not name:
+        raise ConfigError(
+            f"trace gen: no workload given (one of {', '.join(WORKLOADS)}; --list shows "
+            "their parameters)"
+        )
     if out is None:
-        raise typer.BadParameter("missing -o OUT", param_hint="-o")
-    h = generate(name, out, **parse_kv(param, "--param"))
+        raise ConfigError("trace gen: no output given (-o OUT.sst)")
+    params = parse_kv(param, "--param")
+    with atomic_output(out) as tmp:
+        h = generate(name, tmp, **params)
     err_console.print(
         f"{out}: {h.n_strands} strands, {h.n_frames} frames, {h.n_refs} references, "
         f"{h.n_instructions} instructions"
@@ -50,14 +66,14 @@ def info(
     """Print a trace's counts, footprint, work, span, parallelism and DAG shape."""
     from simsched.trace import summary
 
-    s = summary(trace, line=line)
+    s = summary(trace, line=check_line(line))
     if json_:
         print_json(s)
         return
     table = Table(title=str(trace), show_header=False)
     for k, v in s.items():
         table.add_row(k, _cell(k, v))
-    console.print(table)
+    print_table(table)
 
 
 def _cell(key: str, v) -> str:
@@ -99,7 +115,7 @@ def import_cmd(
     from simsched.trace import import_raw
 
     total = raw.stat().st_size
-    with Progress(
+    with atomic_output(out) as tmp, Progress(
         TextColumn("importing"),
         BarColumn(),
         TextColumn("{task.fields[recs]:,} records"),
@@ -110,7 +126,7 @@ def import_cmd(
         task = bar.add_task("import", total=None, recs=0)
         h = import_raw(
             raw,
-            out,
+            tmp,
             program=program or raw.stem,
             progress=lambda n, _b: bar.update(task, recs=n),
         )

@@ -109,6 +109,22 @@ class ChunkSlots:
     def _out(self, r: int) -> tuple[np.ndarray, ...]:
         return (self.addr[r], self.size[r], self.write[r], self.gap[r])
 
+    def _install(self, key: tuple[int, int], r: int, ch: Any) -> None:
+        self.loads += 1
+        self.first[r] = ch.start
+        self.length[r] = len(ch)
+        self.where[key] = r
+        self.key[r] = key
+
+    def _harvest(self) -> None:
+        """Move chunks the background decoder has finished into the cache (unpinned), so
+        that they count as resident and free their place in flight."""
+        for key, (r, fut) in list(self.flight.items()):
+            if fut.done() and fut.exception() is None:
+                del self.flight[key]
+                self._install(key, r, fut.result())
+                self.lru[r] = None
+
     def acquire(self, job: Any, k: int) -> int:
         """Pin and return the row holding chunk ``k`` of ``job``, decoding it if needed."""
         key = (job.jid, k)
@@ -117,15 +133,11 @@ class ChunkSlots:
             got = self.flight.pop(key, None)
             if got is not None:
                 r, fut = got
-                ch = fut.result()
+                ch = fut.result()  # a decoding error surfaces here, where it is needed
             else:
                 r = self._row_for()
                 ch = job.trace.load_chunk(k, self._out(r))
-            self.loads += 1
-            self.first[r] = ch.start
-            self.length[r] = len(ch)
-            self.where[key] = r
-            self.key[r] = key
+            self._install(key, r, ch)
         elif self.pins[r] == 0:
             del self.lru[r]
         self.pins[r] += 1
@@ -140,8 +152,12 @@ class ChunkSlots:
     def prefetch(self, job: Any, k: int) -> None:
         """Decode chunk ``k`` of ``job`` in the background unless resident or coming."""
         key = (job.jid, k)
-        if key in self.where or key in self.flight or len(self.flight) >= PREFETCH_DEPTH:
+        if key in self.where or key in self.flight:
             return
+        if len(self.flight) >= PREFETCH_DEPTH:
+            self._harvest()
+            if len(self.flight) >= PREFETCH_DEPTH:
+                return
         r = self._row_for()
         self.flight[key] = (r, self.executor.submit(job.trace.load_chunk, k, self._out(r)))
 

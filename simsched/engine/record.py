@@ -10,12 +10,12 @@ strings with sorted keys.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from simsched import files
 
 RECORD_VERSION = 1
 
@@ -158,32 +158,14 @@ def socket_fields(engine_result: Any, mem_stats: dict, machine: Any) -> dict[str
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON to ``path`` through a temporary file and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, sort_keys=True, indent=1, default=_plain)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``obj`` as JSON to ``path`` atomically (:func:`simsched.files.write_json_atomic`)."""
+    files.write_json_atomic(path, obj)
 
 
 def write_npz_atomic(path: Path, **arrays: np.ndarray) -> None:
     """Write arrays to an ``.npz`` file atomically (no pickled objects)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez_compressed(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with files.atomic_output(path) as tmp, open(tmp, "wb") as f:
+        np.savez_compressed(f, **arrays)
 
 
 def write_parquet_atomic(path: Path, records: list[dict[str, Any]]) -> None:
@@ -191,17 +173,9 @@ def write_parquet_atomic(path: Path, records: list[dict[str, Any]]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist(records)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with files.atomic_output(path) as tmp:
         pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def jobs_metrics(result: Any, mem_stats: dict, machine: Any, traces: list[Any]) -> dict[str, Any]:

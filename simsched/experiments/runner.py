@@ -29,10 +29,15 @@ Progress (done, failed, running, ETA) is drawn with rich.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import re
+import signal
+import sys
+import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -51,17 +56,22 @@ from rich.progress import (
 )
 
 from simsched.errors import ConfigError
-from simsched.experiments.spec import LoadedSpec, Point
+from simsched.experiments.spec import LoadedSpec, Point, check_spec
 from simsched.experiments.store import (
     POINT_FILE,
     ROW_FILE,
+    PointClaim,
     atomic_write_json,
     consolidate,
+    nest_fields,
     point_dir,
     read_row,
 )
 
 PointFunction = Callable[[Point, Path], dict[str, Any]]
+
+# Seconds between two looks at points another runner of the same sweep is running.
+WAIT_POLL_S = 0.5
 
 # Deaths of a worker process while a point was running before the point is marked failed.
 MAX_CRASHES = 2
@@ -86,8 +96,10 @@ def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
     from simsched.experiments.traces import ensure_trace
     from simsched.machine import Machine
 
-    trace = ensure_trace(point.workload, point.trace_cache, point.spec_dir)
     machine = Machine.model_validate(point.machine["resolved"])
+    if point.workload.get("kind") == "jobs":
+        return _simulate_jobs(point, machine, run_dir)
+    trace = ensure_trace(point.workload, point.trace_cache, point.spec_dir)
     import simsched
 
     run = getattr(simsched, "run", None)
@@ -102,6 +114,29 @@ def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
         out_dir=run_dir,
     )
     return dict(result.record)
+
+
+def _simulate_jobs(point: Point, machine: Any, run_dir: Path) -> dict[str, Any]:
+    """A job-set point: every job under the point's scheduler, the record flattened for
+    the store (nested values as canonical JSON text, see NESTED_FIELDS)."""
+    import simsched
+    from simsched.canonical import canonical_json
+    from simsched.jobset import load_jobset
+
+    w = point.workload
+    js = load_jobset(
+        Path(point.spec_dir) / w["path"],
+        seed=point.seed,
+        cache_dir=point.trace_cache,
+        scheduler=point.scheduler["name"],
+        scheduler_params=dict(point.scheduler["params"]),
+    )
+    res = simsched.run_jobs(
+        js, machine, controller=w.get("controller"), quantum=w.get("quantum"), out_dir=run_dir
+    )
+    rec = dict(res.record)
+    rec["scheduler"] = point.scheduler["name"]
+    return {k: canonical_json(v) if isinstance(v, dict | list) else v for k, v in rec.items()}
 
 
 def resolve_point_function(name: str | None) -> PointFunction | None:
@@ -168,30 +203,41 @@ def execute_point(
     Returns
     -------
     (row, ran)
-        The point's row, and whether it ran now (``False`` when it was already finished).
+        The point's row, and whether it ran now (``False`` when it was already finished);
+        ``(None, False)`` when another runner holds the point's claim (it is running it).
     """
     point = Point.from_dict(point_data)
-    old = read_row(out_dir, point.id)
-    if old is not None and not (retry_failed and old.get("status") != "ok"):
+
+    def finished() -> dict[str, Any] | None:
+        old = read_row(out_dir, point.id)
+        return None if old is None or (retry_failed and old.get("status") != "ok") else old
+
+    old = finished()
+    if old is not None:
         return old, False
-    pdir = point_dir(out_dir, point.id)
-    pdir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(pdir / POINT_FILE, point_data)
-    fn = point_fn or simulate_point
-    t0 = time.perf_counter()
-    try:
-        record = dict(fn(point, pdir))
-        record.setdefault("status", "ok")
-    except Exception as exc:  # one failing point never stops the sweep: record and go on
-        tb = traceback.format_exception(exc)
-        record = {
-            "status": "error",
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": "".join(tb[-6:]),
-        }
-    row = _merge(point.columns(), record)
-    row["point_wall_s"] = time.perf_counter() - t0
-    atomic_write_json(pdir / ROW_FILE, row)
+    with PointClaim(out_dir, point.id) as claim:
+        if not claim.acquire():
+            return None, False  # another runner is on it right now
+        old = finished()  # it may have finished while we were getting here
+        if old is not None:
+            return old, False
+        pdir = point_dir(out_dir, point.id)
+        atomic_write_json(pdir / POINT_FILE, point_data)
+        fn = point_fn or simulate_point
+        t0 = time.perf_counter()
+        try:
+            record = dict(fn(point, pdir))
+            record.setdefault("status", "ok")
+        except Exception as exc:  # one failing point never stops the sweep: record and go on
+            tb = traceback.format_exception(exc)
+            record = {
+                "status": "error",
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": "".join(tb[-6:]),
+            }
+        row = nest_fields(_merge(point.columns(), record))
+        row["point_wall_s"] = time.perf_counter() - t0
+        atomic_write_json(pdir / ROW_FILE, row)
     return row, True
 
 
@@ -206,6 +252,7 @@ class SweepReport:
     failed: int = 0
     wall_s: float = 0.0
     failures: list[tuple[str, str]] = field(default_factory=list)
+    elsewhere: int = 0  # points another runner was running when this one reached them
 
 
 class _Display:
@@ -237,9 +284,11 @@ class _Display:
         self.progress.update(self.task, completed=done, failed=failed, running=running)
 
 
-def pending_points(loaded: LoadedSpec, retry_failed: bool = False) -> tuple[list[Point], int]:
-    """Points of a sweep still to run, and how many are finished already."""
-    points = loaded.points()
+def pending_points(
+    loaded: LoadedSpec, retry_failed: bool = False, points: list[Point] | None = None
+) -> tuple[list[Point], int]:
+    """Points of a sweep (default: all of the spec's) still to run, and how many are done."""
+    points = loaded.points() if points is None else points
     todo = []
     for p in points:
         row = read_row(loaded.out_dir, p.id)
@@ -248,19 +297,75 @@ def pending_points(loaded: LoadedSpec, retry_failed: bool = False) -> tuple[list
     return todo, len(points) - len(todo)
 
 
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore Ctrl-C in this process for the block (main thread only; else a no-op).
+
+    Worker processes are started inside such a block: a child inherits the ignored signal
+    through ``exec``, so a Ctrl-C in the terminal (sent to the whole process group) reaches
+    only the runner, which stops the workers itself — no worker prints a traceback, not even
+    one still starting.  Cleanup after an interrupt runs inside one too, so a second Ctrl-C
+    cannot break it half-way (it takes at most :data:`STOP_GRACE_S`).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+# Seconds a worker gets to leave cleanly (temporary files removed) before it is killed.
+STOP_GRACE_S = 2.0
+
+
+def _worker_init() -> None:
+    """Worker set-up: Ctrl-C is the runner's business; SIGTERM unwinds (cleans temporaries)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def unwind(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, unwind)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel queued points and stop the running ones within :data:`STOP_GRACE_S`."""
+    with _sigint_ignored():
+        # No public API lists a pool's processes before Python 3.14's terminate_workers().
+        procs = list(getattr(pool, "_processes", {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        _terminate(procs)
+
+
+def _terminate(procs: list[Any]) -> None:
+    """SIGTERM ``procs``, and SIGKILL those still alive after :data:`STOP_GRACE_S`."""
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for proc in procs:
+        proc.join(max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            proc.kill()
+            proc.join(1.0)
+
+
 def _run_local(
     todo: list[Point],
     out_dir: Path,
     workers: int,
     point_fn: PointFunction | None,
     retry_failed: bool,
-    on_row: Callable[[dict[str, Any], bool], None],
+    on_row: Callable[[Point, dict[str, Any] | None, bool], None],
     on_running: Callable[[int], None],
 ) -> None:
     if workers <= 0:  # in-process: no isolation, for debugging and tiny sweeps
         for p in todo:
             on_running(1)
-            on_row(*execute_point(p.to_dict(), str(out_dir), point_fn, retry_failed))
+            on_row(p, *execute_point(p.to_dict(), str(out_dir), point_fn, retry_failed))
         return
     crashes: dict[str, int] = {}
     finished: set[str] = set()
@@ -269,11 +374,14 @@ def _run_local(
     while remaining:
         by_future = {}
         started = time.time()
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            for p in remaining:
-                by_future[
-                    pool.submit(execute_point, p.to_dict(), str(out_dir), point_fn, retry_failed)
-                ] = p
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
+        try:
+            with _sigint_ignored():  # workers start here and inherit the ignored Ctrl-C
+                for p in remaining:
+                    fut = pool.submit(
+                        execute_point, p.to_dict(), str(out_dir), point_fn, retry_failed
+                    )
+                    by_future[fut] = p
             pending = set(by_future)
             broken = False
             while pending:
@@ -286,24 +394,61 @@ def _run_local(
                         broken = True
                     else:
                         finished.add(by_future[fut].id)
-                        on_row(row, ran)
-            remaining = []
-            if broken:
-                # The pool died: every point that had not produced a row runs again in a new
-                # pool; those that were running during MAX_CRASHES deaths are recorded failed.
-                for p in by_future.values():
-                    if p.id in finished:
-                        continue
-                    # A point was running when its point.json was written by this pool.
-                    marker = point_dir(out_dir, p.id) / POINT_FILE
-                    if marker.is_file() and marker.stat().st_mtime >= started:
-                        crashes[p.id] = crashes.get(p.id, 0) + 1
-                    if crashes.get(p.id, 0) >= MAX_CRASHES:
-                        row = error_row(p, "the worker process died while running this point")
-                        atomic_write_json(point_dir(out_dir, p.id) / ROW_FILE, row)
-                        on_row(row, True)
-                    else:
-                        remaining.append(p)
+                        on_row(by_future[fut], row, ran)
+        except BaseException:
+            _stop_pool(pool)
+            raise
+        pool.shutdown(wait=True)
+        remaining = []
+        if broken:
+            # The pool died: every point that had not produced a row runs again in a new
+            # pool; those that were running during MAX_CRASHES deaths are recorded failed.
+            for p in by_future.values():
+                if p.id in finished:
+                    continue
+                # A point was running when its point.json was written by this pool.
+                marker = point_dir(out_dir, p.id) / POINT_FILE
+                if marker.is_file() and marker.stat().st_mtime >= started:
+                    crashes[p.id] = crashes.get(p.id, 0) + 1
+                if crashes.get(p.id, 0) >= MAX_CRASHES:
+                    row = error_row(p, "the worker process died while running this point")
+                    atomic_write_json(point_dir(out_dir, p.id) / ROW_FILE, row)
+                    on_row(p, row, True)
+                else:
+                    remaining.append(p)
+
+
+def _connect_dask(address: str | None, workers: int) -> tuple[Any, Any]:
+    """A Dask client (and the local cluster it owns, or None); errors are one line."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ConfigError("--executor dask needs Dask: pip install 'simsched[dask]'") from None
+
+    if address:
+        print(
+            f"connecting to the Dask scheduler at {address} (giving up after "
+            f"{DASK_CONNECT_TIMEOUT_S} s)...",
+            file=sys.stderr,
+        )
+        try:
+            return Client(address, timeout=f"{DASK_CONNECT_TIMEOUT_S}s"), None
+        except (OSError, ValueError, TypeError) as exc:
+            raise ConfigError(
+                f"--address {address}: cannot reach a Dask scheduler ({exc})"
+            ) from None
+    with _sigint_ignored():  # the cluster's processes start here: Ctrl-C is ours to handle
+        cluster = LocalCluster(
+            n_workers=max(1, workers),
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+        )
+    return Client(cluster), cluster
+
+
+# Seconds ``--address`` waits for the scheduler before it gives up.
+DASK_CONNECT_TIMEOUT_S = 30
 
 
 def _run_dask(
@@ -313,28 +458,17 @@ def _run_dask(
     address: str | None,
     point_fn: PointFunction | None,
     retry_failed: bool,
-    on_row: Callable[[dict[str, Any], bool], None],
+    on_row: Callable[[Point, dict[str, Any] | None, bool], None],
     on_running: Callable[[int], None],
 ) -> None:
-    from dask.distributed import Client, LocalCluster, as_completed
+    from concurrent.futures import CancelledError
 
-    cluster = None
-    try:
-        if address:
-            client = Client(address, timeout="30s")
-        else:
-            cluster = LocalCluster(
-                n_workers=max(1, workers),
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-            )
-            client = Client(cluster)
-    except OSError as exc:
-        raise ConfigError(f"dask: cannot reach scheduler {address or '(local)'}: {exc}") from None
+    from dask.distributed import as_completed
+
+    client, cluster = _connect_dask(address, workers)
+    futures = {}
     try:
         token = f"{time.time_ns():x}"
-        futures = {}
         for p in todo:
             fut = client.submit(
                 execute_point,
@@ -351,11 +485,14 @@ def _run_dask(
             p = futures[fut]
             try:
                 row, ran = fut.result()
+            except CancelledError:  # the cluster went away under us: stop, as for Ctrl-C
+                raise KeyboardInterrupt from None
             except Exception as exc:  # e.g. KilledWorker: the point crashed several workers
                 row, ran = error_row(p, f"{type(exc).__name__}: {exc}"), True
-            if read_row(out_dir, p.id) is None:  # workers without the shared output folder
+            if row is not None and read_row(out_dir, p.id) is None:
+                # workers without the shared output folder
                 atomic_write_json(point_dir(out_dir, p.id) / ROW_FILE, row)
-            on_row(row, ran)
+            on_row(p, row, ran)
             now = time.monotonic()
             if now - last > 1.0:
                 last = now
@@ -363,10 +500,41 @@ def _run_dask(
                     on_running(sum(len(v) for v in client.processing().values()))
                 except Exception:  # the display is best effort; never fail the sweep on it
                     pass
+    except BaseException:
+        interrupted = True
+        if cluster is None:  # a shared scheduler: take our queued points off it
+            with _sigint_ignored(), contextlib.suppress(Exception):
+                client.cancel(list(futures), force=True)
+        raise
+    else:
+        interrupted = False
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        with _sigint_ignored():
+            with contextlib.suppress(Exception):
+                client.close(timeout=STOP_GRACE_S)
+            if cluster is not None:
+                if interrupted:
+                    _stop_local_dask_workers(cluster)
+                with contextlib.suppress(Exception):
+                    cluster.close(timeout=STOP_GRACE_S)
+
+
+def _stop_local_dask_workers(cluster: Any) -> None:
+    """Stop the worker processes of our local Dask cluster within :data:`STOP_GRACE_S`.
+
+    A worker busy with a point does not stop when asked, so the cluster's own close times
+    out, and then Dask's exit handler waits ten more seconds for it: after Ctrl-C the
+    processes are stopped first (SIGTERM, then SIGKILL), and the close is immediate.
+    """
+    import logging
+    import multiprocessing
+
+    # The nannies would restart the stopped workers, and log that they do: neither is wanted.
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    for nanny in getattr(cluster, "workers", {}).values():
+        with contextlib.suppress(Exception):
+            nanny.auto_restart = False
+    _terminate([p for p in multiprocessing.active_children() if "Dask" in p.name])
 
 
 def run_sweep(
@@ -418,20 +586,42 @@ def run_sweep(
         raise ConfigError(f"--executor {executor!r}: use local or dask")
     if address and executor != "dask":
         raise ConfigError("--address needs --executor dask")
+    if address and not re.match(
+        r"^(tcp|tls|ucx|ws|wss)://(\[[0-9a-fA-F:]+\]|[^\s/:\[\]]+)(:\d+)?/?$", address
+    ):
+        raise ConfigError(f"--address {address!r}: expected tcp://HOST:PORT")
+    if workers < 0:
+        raise ConfigError(f"workers={workers}: must be 0 (in this process) or more")
     t0 = time.perf_counter()
     out_dir = loaded.out_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
     if points is None:
-        todo, finished = pending_points(loaded, retry_failed)
+        all_points = check_spec(loaded, generators=point_fn is None)
+        todo, finished = pending_points(loaded, retry_failed, all_points)
     else:
         todo = list(points)
         finished = 0
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ConfigError(f"{out_dir}: the sweep's output is a file, not a folder") from None
     report = SweepReport(out_dir=out_dir, total=len(todo) + finished, skipped=finished)
+    if points is None and finished:
+        # Points that failed in an earlier run are still failed: say so (--retry-failed).
+        todo_ids = {p.id for p in todo}
+        for p in all_points:
+            row = None if p.id in todo_ids else read_row(out_dir, p.id)
+            if row is not None and row.get("status") != "ok":
+                report.failed += 1
+                report.failures.append((p.id, str(row.get("error", ""))))
     state = {"done": finished, "running": 0}
+    elsewhere: list[Point] = []
 
     with _Display(report.total, progress and bool(todo), console) as display:
 
-        def on_row(row: dict[str, Any], ran: bool) -> None:
+        def on_row(point: Point, row: dict[str, Any] | None, ran: bool) -> None:
+            if row is None:  # another runner holds the point: wait for it below
+                elsewhere.append(point)
+                return
             state["done"] += 1
             if ran:
                 report.ran += 1
@@ -439,7 +629,7 @@ def run_sweep(
                 report.skipped += 1
             if row.get("status") != "ok":
                 report.failed += 1
-                report.failures.append((row.get("point_id", "?"), str(row.get("error", ""))))
+                report.failures.append((row.get("point_id", point.id), str(row.get("error", ""))))
             display.update(state["done"], report.failed, state["running"])
 
         def on_running(n: int) -> None:
@@ -453,6 +643,15 @@ def run_sweep(
                 _run_dask(
                     todo, out_dir, workers, address, point_fn, retry_failed, on_row, on_running
                 )
+        report.elsewhere = len(elsewhere)
+        while elsewhere:
+            # Another runner of this sweep is on these points: wait for its rows, and take
+            # over (here, in this process) any point whose runner died without a row.
+            on_running(len(elsewhere))
+            time.sleep(WAIT_POLL_S)
+            waiting, elsewhere[:] = list(elsewhere), []
+            for p in waiting:
+                on_row(p, *execute_point(p.to_dict(), str(out_dir), point_fn, False))
         on_running(0)
     consolidate(out_dir)
     report.wall_s = time.perf_counter() - t0

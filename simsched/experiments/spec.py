@@ -19,21 +19,31 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from simsched.canonical import canonical_json, content_hash
 from simsched.errors import ConfigError
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
 
 Scalar = str | int | float | bool
+#: A seed: a non-negative 64-bit integer (numpy's generators refuse negative ones).
+Seed = Annotated[StrictInt, Field(ge=0, le=2**63 - 1)]
 AxisName = Literal["workloads", "machines", "schedulers", "seeds"]
 AXES: tuple[str, ...] = ("workloads", "machines", "schedulers", "seeds")
 
@@ -42,8 +52,11 @@ FILTER_KEYS = ("workload", "machine", "scheduler", "seed", "cores", "sockets")
 
 _BRACE_RE = re.compile(r"\{([^{}]*)\}")
 
+#: Most names one brace pattern may expand to (a sweep of more machines is a mistake).
+MAX_BRACE_NAMES = 4096
 
-def expand_braces(text: str) -> list[str]:
+
+def expand_braces(text: str, limit: int = MAX_BRACE_NAMES) -> list[str]:
     """Expand shell-like braces: ``a-{1,2,4}`` and ``a-{2..8..2}`` (inclusive ranges).
 
     Parameters
@@ -59,7 +72,8 @@ def expand_braces(text: str) -> list[str]:
     Raises
     ------
     ConfigError
-        A range is malformed (``{1..}``, a zero step, non-integer bounds).
+        A range is malformed (``{1..}``, a zero step, non-integer bounds), or the pattern
+        gives more than ``limit`` names (checked before any is built).
     """
     match = _BRACE_RE.search(text)
     if match is None:
@@ -75,6 +89,8 @@ def expand_braces(text: str) -> list[str]:
             raise ConfigError(f"{text!r}: range must be {{a..b}} or {{a..b..step}} with step > 0")
         step = nums[2] if len(nums) == 3 else 1
         lo, hi = nums[0], nums[1]
+        if abs(hi - lo) // step + 1 > limit:
+            raise ConfigError(f"{text!r}: {{{body}}} gives more than {limit} names")
         items = [
             str(v) for v in (range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step))
         ]
@@ -83,18 +99,10 @@ def expand_braces(text: str) -> list[str]:
     head, tail = text[: match.start()], text[match.end() :]
     out: list[str] = []
     for item in items:
-        out.extend(expand_braces(head + item + tail))
+        out.extend(expand_braces(head + item + tail, max(1, limit // len(items))))
+        if len(out) > limit:
+            raise ConfigError(f"{text!r}: gives more than {limit} names")
     return out
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: the text point ids and cache keys hash."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def content_hash(value: Any, length: int = 16) -> str:
-    """Hex SHA-256 prefix of :func:`canonical_json` of ``value``."""
-    return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:length]
 
 
 def _grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -128,12 +136,21 @@ class CaptureRecipe(_Strict):
 
 
 class WorkloadSpec(_Strict):
-    """One workload: exactly one of ``trace``, ``generator`` or ``capture``."""
+    """One workload: exactly one of ``trace``, ``generator``, ``capture`` or ``jobs``.
+
+    ``jobs`` names a job-set file (docs/jobs.md): the point replays the whole set with
+    :func:`simsched.run_jobs`, the point's scheduler as every job's scheduler (its
+    parameters for all of them), under ``controller`` with ``quantum`` (default: the job
+    set's), and the point's seed as the job set's seed.
+    """
 
     name: str | None = None
     trace: str | None = None
     generator: str | None = None
     capture: CaptureRecipe | None = None
+    jobs: str | None = None
+    controller: str | None = None
+    quantum: int | None = Field(default=None, ge=0)
     params: dict[str, Scalar] = Field(default_factory=dict)
     grid: dict[str, list[Scalar]] = Field(default_factory=dict)
     small: dict[str, Scalar] = Field(
@@ -142,14 +159,17 @@ class WorkloadSpec(_Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> WorkloadSpec:
-        given = [k for k in ("trace", "generator", "capture") if getattr(self, k) is not None]
+        kinds = ("trace", "generator", "capture", "jobs")
+        given = [k for k in kinds if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(
-                "give exactly one of trace, generator or capture"
+                "give exactly one of trace, generator, capture or jobs"
                 + (f" (got {', '.join(given)})" if given else "")
             )
         if (self.params or self.grid or self.small) and self.generator is None:
             raise ValueError("params, grid and small apply to generators only")
+        if (self.controller is not None or self.quantum is not None) and self.jobs is None:
+            raise ValueError("controller and quantum apply to job sets (jobs) only")
         return self
 
 
@@ -176,23 +196,25 @@ class SchedulerSpec(_Strict):
     label: str | None = None
     params: dict[str, Scalar] = Field(default_factory=dict)
     grid: dict[str, list[Scalar]] = Field(default_factory=dict)
-    seeds: list[int] | None = Field(
-        default=None, description="seeds for this scheduler only (e.g. [0] for a deterministic one)"
+    seeds: list[Seed] | None = Field(
+        default=None,
+        min_length=1,
+        description="seeds for this scheduler only (e.g. [0] for a deterministic one)",
     )
 
 
 class SeedRange(_Strict):
     """``count`` consecutive seeds from ``start``."""
 
-    count: int = Field(ge=1)
-    start: int = 0
+    count: StrictInt = Field(ge=1, le=1_000_000)
+    start: Seed = 0
 
 
 class SmallSpec(_Strict):
     """What a small run keeps (CI): only these machine labels and seeds."""
 
     machines: list[str] | None = None
-    seeds: list[int] | None = None
+    seeds: list[Seed] | None = None
 
 
 class SweepSpec(_Strict):
@@ -205,7 +227,9 @@ class SweepSpec(_Strict):
     workloads: list[WorkloadSpec] = Field(min_length=1)
     machines: list[MachineSpec] = Field(min_length=1)
     schedulers: list[SchedulerSpec] = Field(min_length=1)
-    seeds: list[int] | SeedRange = Field(default_factory=lambda: [0])
+    seeds: Annotated[list[Seed], Field(min_length=1)] | SeedRange = Field(
+        default_factory=lambda: [0]
+    )
     zip: list[list[AxisName]] = Field(default_factory=list)
     include: list[dict[str, Any]] = Field(default_factory=list)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
@@ -464,6 +488,24 @@ def _workload_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
             label = w.name or Path(w.trace).stem
             # Relative to the spec: the id does not change when the sweep folder moves.
             entries.append((label, {"kind": "trace", "path": w.trace}))
+        elif w.jobs is not None:
+            label = w.name or Path(w.jobs).stem
+            try:
+                digest = hashlib.sha256((loaded.spec_dir / w.jobs).read_bytes()).hexdigest()
+            except OSError:
+                raise ConfigError(f"{loaded.path}: {where}.jobs: cannot read {w.jobs}") from None
+            entries.append(
+                (
+                    label,
+                    {
+                        "kind": "jobs",
+                        "path": w.jobs,
+                        "controller": w.controller,
+                        "quantum": w.quantum,
+                        "digest": digest,
+                    },
+                )
+            )
         elif w.capture is not None:
             label = w.name or Path(w.capture.program[0]).name
             recipe = w.capture.model_dump()
@@ -647,4 +689,63 @@ def expand(loaded: LoadedSpec) -> list[Point]:
             if any(_matches(r, cols) for r in spec.exclude):
                 continue
             points.append(point)
+    return points
+
+
+def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
+    """Expand a spec and check everything its points need, before any of them runs.
+
+    Every scheduler and its parameters, every generator and its parameters (when
+    ``generators``; a custom point function may interpret workloads its own way), every
+    trace file, and that the expansion is not empty.
+
+    Returns
+    -------
+    list of Point
+        The points (as :func:`expand`).
+
+    Raises
+    ------
+    ConfigError
+        The first problem, naming the spec file and the entry.
+    """
+    from simsched.schedulers import get_scheduler
+    from simsched.workloads import get as get_workload
+
+    spec = loaded.spec
+    where = str(loaded.path)
+    for i, s in enumerate(spec.schedulers):
+        try:
+            cls = get_scheduler(s.name)
+            for combo in _grid(s.grid):
+                cls.resolve_params({**s.params, **combo})
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: schedulers.{i}: {exc}") from None
+    for i, w in enumerate(spec.workloads):
+        try:
+            if w.trace is not None and not (loaded.spec_dir / w.trace).is_file():
+                raise ConfigError(f"trace {w.trace}: no such file (relative to the spec)")
+            if w.jobs is not None:
+                from simsched.jobset import check_jobset
+
+                check_jobset(loaded.spec_dir / w.jobs, controller=w.controller)
+            if w.generator is not None and generators:
+                gen = get_workload(w.generator)
+                base = {**w.params, **(w.small if loaded.small else {})}
+                for combo in _grid(w.grid):
+                    gen.resolve({**base, **combo})
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: workloads.{i}: {exc}") from None
+    from simsched.machine import Machine
+    from simsched.machine.resources import check_fits
+
+    points = expand(loaded)
+    if not points:
+        raise ConfigError(f"{where}: the sweep has no points (check seeds, include and exclude)")
+    seen: set[str] = set()
+    for p in points:
+        if p.machine["label"] not in seen:
+            seen.add(p.machine["label"])
+            machine = Machine.model_validate(p.machine["resolved"])
+            check_fits(machine, f"{where}: machine {p.machine['label']}")
     return points

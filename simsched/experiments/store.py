@@ -13,7 +13,8 @@ folder, then ``os.replace``), so a killed runner leaves every point either finis
 started.  ``results.parquet`` is derived: it is rebuilt from the rows after every sweep and by
 :func:`load_results`, so it can never disagree with them for long.  One row per point,
 configuration columns first (see :meth:`simsched.experiments.spec.Point.columns`), then the
-run's metrics; values that are lists or mappings are stored as JSON text.
+run's metrics.  Values that are lists or mappings (:data:`NESTED_FIELDS`) are JSON objects in
+``row.json`` and JSON text in the Parquet table.
 
 Filtering (``--where``) is a small parser, not ``eval``: ``column OP value`` with OP one of
 ``= == != < <= > >=`` and ``a|b|c`` alternatives for ``=``/``!=``; values are compared as
@@ -22,39 +23,129 @@ numbers when the column is numeric.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from simsched.canonical import canonical_json
 from simsched.errors import ConfigError
+from simsched.files import atomic_output, write_json_atomic
 
 POINTS_DIR = "points"
 ROW_FILE = "row.json"
 POINT_FILE = "point.json"
+CLAIM_FILE = "claim"
 RESULTS_FILE = "results.parquet"
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temporary file in the same folder, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def atomic_write_json(path: Path, value: Any) -> None:
-    """Write ``value`` as indented JSON atomically."""
-    atomic_write_text(path, json.dumps(value, indent=1, sort_keys=False, default=str) + "\n")
+    """Write ``value`` as indented JSON atomically (keys in the order given)."""
+    write_json_atomic(path, value, sort_keys=False)
+
+
+#: Record and point fields whose value is a list or mapping.  In JSON (``row.json``,
+#: ``--json`` output, ``results show --format json``) they are JSON objects; in a table
+#: (Parquet, CSV) they are canonical JSON text, one column each.
+NESTED_FIELDS = frozenset(
+    {
+        "params",
+        "machine_config",
+        "trace_args",
+        "dram_by_node",
+        "dram_by_socket",
+        "scheduler_counters",
+        "workload_params",
+        "machine_overrides",
+        "scheduler_params",
+        # multi-job records (simsched run --jobs)
+        "jobs",
+        "allotment",
+        "realloc_warmup",
+        "controller_params",
+    }
+)
+
+
+def nest_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with its nested fields (also ``run.<field>``) as objects, not JSON text."""
+    out = dict(record)
+    for key, value in record.items():
+        if key.removeprefix("run.") in NESTED_FIELDS and isinstance(value, str):
+            try:
+                out[key] = json.loads(value)
+            except ValueError:
+                pass  # not JSON after all (e.g. an error row's text): keep it
+    return out
+
+
+class PointClaim:
+    """An exclusive claim on one point, held by this process while the point runs.
+
+    Two runners of one sweep (two ``sweep run`` commands, or cluster workers) must not
+    simulate a point twice.  The claim is an exclusive ``flock`` on ``<point>/claim``: taking
+    it is atomic, it is held exactly as long as the process runs the point, and the kernel
+    drops it when the process dies (even by SIGKILL), so a crashed runner never leaves a
+    point claimed for ever and no staleness rule is needed.
+    """
+
+    def __init__(self, out_dir: str | Path, point_id: str) -> None:
+        self.path = point_dir(out_dir, point_id) / CLAIM_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """Take the claim; ``False`` when another live process holds it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                # The holder before us may have removed the file after we opened it: a lock
+                # on that orphan would be a second claim, so only the current file counts.
+                try:
+                    current = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+                except FileNotFoundError:
+                    current = False
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            except BaseException:
+                os.close(fd)
+                raise
+            if current:
+                self._fd = fd
+                return True
+            os.close(fd)
+
+    def release(self) -> None:
+        """Give the claim up (removing the file first so the folder stays tidy)."""
+        if self._fd is None:
+            return
+        self.path.unlink(missing_ok=True)
+        os.close(self._fd)  # closing drops the lock
+        self._fd = None
+
+    def __enter__(self) -> PointClaim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def is_claimed(out_dir: str | Path, point_id: str) -> bool:
+    """True while another process holds the point's claim (it is running the point)."""
+    claim = PointClaim(out_dir, point_id)
+    if not claim.path.exists():
+        return False
+    if claim.acquire():
+        os.close(claim._fd)  # do not unlink: we never ran it; just drop the probe
+        claim._fd = None
+        return False
+    return True
 
 
 def point_dir(out_dir: str | Path, point_id: str) -> Path:
@@ -91,7 +182,7 @@ def rows_to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """
     flat = [
         {
-            k: (json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v)
+            k: (canonical_json(v) if isinstance(v, dict | list) else v)
             for k, v in r.items()
         }
         for r in rows
@@ -135,14 +226,8 @@ def consolidate(out_dir: str | Path) -> Path:
     out = Path(out_dir)
     df = sort_rows(rows_to_frame(iter_rows(out)))
     target = out / RESULTS_FILE
-    out.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".results.", suffix=".parquet", dir=out)
-    os.close(fd)
-    try:
+    with atomic_output(target) as tmp:
         df.to_parquet(tmp, index=False)
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
     return target
 
 
@@ -277,15 +362,9 @@ def export_results(path: str | Path, target: str | Path, wheres: list[str] | Non
     if target.suffix not in (".csv", ".parquet"):
         raise ConfigError(f"{target}: export to a .csv or .parquet file")
     df = filter_frame(load_results(path), wheres or [])
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
-    try:
+    with atomic_output(target) as tmp:
         if target.suffix == ".csv":
             df.to_csv(tmp, index=False)
         else:
             df.to_parquet(tmp, index=False)
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
     return target

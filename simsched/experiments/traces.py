@@ -12,7 +12,6 @@ name and renamed, so a reader never sees half a trace.
 from __future__ import annotations
 
 import fcntl
-import os
 import shlex
 import subprocess
 import sys
@@ -20,9 +19,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import simsched
+from simsched.canonical import content_hash
 from simsched.errors import CaptureError, ConfigError
-from simsched.experiments.spec import content_hash
+from simsched.files import atomic_output
 
 # Bump when the way a recipe turns into a trace changes, so old cache entries are not reused.
 _CACHE_FORMAT = 1
@@ -36,9 +35,21 @@ SIMSCHED_CMD = [
 
 
 def recipe_key(workload: dict[str, Any]) -> str:
-    """Cache key of a generator or capture recipe (hash of its content and simsched's version)."""
+    """Cache key of a generator or capture recipe.
+
+    A hash of the recipe and of the code that turns it into a trace (the generators, the
+    trace writer and the capture backends, :func:`simsched.identity.source_identity`), so an
+    edited generator never returns a trace it made before.
+    """
+    from simsched.identity import source_identity
+
     body = {k: v for k, v in workload.items() if k != "label"}
-    return content_hash({"recipe": body, "version": simsched.__version__, "fmt": _CACHE_FORMAT})
+    code = source_identity(TRACE_MAKING_PACKAGES)
+    return content_hash({"recipe": body, "code": code, "fmt": _CACHE_FORMAT})
+
+
+#: Sub-packages whose source decides the trace a recipe makes.
+TRACE_MAKING_PACKAGES = ("workloads", "trace", "capture")
 
 
 def cached_trace_path(workload: dict[str, Any], cache_dir: str | Path) -> Path:
@@ -126,15 +137,11 @@ def ensure_trace(workload: dict[str, Any], cache_dir: str | Path, spec_dir: str 
         try:
             if target.is_file():  # made by another worker while we waited
                 return target
-            tmp = target.with_name(f".{target.stem}.{os.getpid()}.tmp.sst")
-            try:
+            with atomic_output(target) as tmp:
                 if kind == "generator":
                     _generate(workload, tmp)
                 else:
                     _capture(workload, tmp, spec_dir)
-                os.replace(tmp, target)
-            finally:
-                tmp.unlink(missing_ok=True)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return target

@@ -11,6 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from simsched.errors import ConfigError
+from simsched.files import read_user_text
 from simsched.machine.presets import PRESET_DICTS, PRESET_FILES, preset_names
 from simsched.machine.schema import Machine
 
@@ -31,12 +32,7 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
 
 def safe_load_yaml(path: Path) -> Any:
     """Read a YAML file with ``yaml.safe_load``, turning errors into :class:`ConfigError`."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    text = read_user_text(path, "YAML")
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

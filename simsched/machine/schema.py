@@ -11,7 +11,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    model_validator,
+)
 
 _UNITS = {
     "": 1,
@@ -57,7 +65,15 @@ def parse_size(value: object) -> int:
     raise ValueError(f"{value!r} is not a size (use bytes or a string such as '64KB', '20MB')")
 
 
-Size = Annotated[int, BeforeValidator(parse_size), Field(gt=0)]
+#: Largest size the model represents: 1 TB (a cache of more lines than that is a typo).
+MAX_SIZE = 1 << 40
+#: Largest latency, service interval or cost in cycles (the engine's clock is int64; this
+#: keeps sums over billions of references far from overflow).
+MAX_CYCLES = 1 << 24
+
+Size = Annotated[int, BeforeValidator(parse_size), Field(gt=0, le=MAX_SIZE)]
+# Counts and cycle numbers are exact integers: ``true`` or ``2.5`` is an error, not 1 or 2.
+Cycles = Annotated[StrictInt, Field(ge=0, le=MAX_CYCLES)]
 
 
 def _is_pow2(x: int) -> bool:
@@ -74,10 +90,10 @@ class CacheLevel(_Strict):
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", description="e.g. L1, L2, L3")
     scope: Literal["core", "socket"] = Field(description="private per core or shared per socket")
     size: Size = Field(description="capacity in bytes")
-    assoc: int = Field(gt=0, le=256, description="ways per set")
+    assoc: StrictInt = Field(gt=0, le=256, description="ways per set")
     line: Size = Field(description="line size in bytes")
-    hit_latency: int = Field(ge=0, description="cycles for a hit at this level")
-    inclusive: bool = Field(
+    hit_latency: Cycles = Field(description="cycles for a hit at this level")
+    inclusive: StrictBool = Field(
         default=False,
         description="inclusive of the levels above it: an eviction here back-invalidates them",
     )
@@ -107,12 +123,12 @@ class CacheLevel(_Strict):
 class Memory(_Strict):
     """One memory node per socket, each behind its own controller."""
 
-    latency: int = Field(ge=0, description="cycles to fetch a line from the local node")
-    remote_latency: int = Field(
-        default=0, ge=0, description="extra cycles when the line's page lives on another node"
+    latency: Cycles = Field(description="cycles to fetch a line from the local node")
+    remote_latency: Cycles = Field(
+        default=0, description="extra cycles when the line's page lives on another node"
     )
-    service_interval: int = Field(
-        ge=0, description="cycles a node's controller is busy per line transferred (bandwidth)"
+    service_interval: Cycles = Field(
+        description="cycles a node's controller is busy per line transferred (bandwidth)"
     )
     page_size: Size = Field(default=4096, description="NUMA placement granularity in bytes")
     placement: str = Field(
@@ -143,12 +159,11 @@ class Memory(_Strict):
 class Costs(_Strict):
     """Cycles charged for scheduler operations (docs/machine-model.md)."""
 
-    steal_attempt: int = Field(default=50, ge=0, description="one attempt to steal, hit or miss")
-    deque_op: int = Field(default=5, ge=0, description="push or pop on a worker's own deque")
-    queue_op: int = Field(default=20, ge=0, description="an operation on a shared ready pool")
-    remote_pool_op: int = Field(
+    steal_attempt: Cycles = Field(default=50, description="one attempt to steal, hit or miss")
+    deque_op: Cycles = Field(default=5, description="push or pop on a worker's own deque")
+    queue_op: Cycles = Field(default=20, description="an operation on a shared ready pool")
+    remote_pool_op: Cycles = Field(
         default=100,
-        ge=0,
         description="an operation on a pool homed on another socket (CAB's inter-socket "
         "pools, LAWS' free tier): the pool's lock and head cross the interconnect",
     )
@@ -159,12 +174,12 @@ class Machine(_Strict):
 
     name: str = Field(description="short identifier, used in results")
     description: str = ""
-    sockets: int = Field(default=1, gt=0, le=64)
-    cores_per_socket: int = Field(gt=0, le=256)
+    sockets: StrictInt = Field(default=1, gt=0, le=64)
+    cores_per_socket: StrictInt = Field(gt=0, le=256)
     caches: tuple[CacheLevel, ...] = Field(min_length=1, description="from the core outwards")
     memory: Memory
     costs: Costs = Costs()
-    coherence: bool | None = Field(
+    coherence: StrictBool | None = Field(
         default=None,
         description="write-invalidate coherence; default: on when the machine has >1 core",
     )

@@ -9,6 +9,7 @@ execution-time bars, the PDF paper's Figs. 2 and 3); the per-core timeline of on
 from simsched.plotting.figures import (
     aggregate,
     bar_plot,
+    figure_format,
     figure_speedup_misses,
     figure_time_vs_cores,
     line_plot,
@@ -27,6 +28,7 @@ __all__ = [
     "aggregate",
     "bar_plot",
     "figure_speedup_misses",
+    "figure_format",
     "figure_time_vs_cores",
     "line_plot",
     "mpki_by_config",

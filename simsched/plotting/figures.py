@@ -125,9 +125,9 @@ def line_plot(
     """``y`` against numeric ``x``, one line per ``hue`` value, min–max bars over seeds."""
     ax = _axes(ax)
     agg = aggregate(df, x, y, hue)
-    groups = agg.groupby(hue, sort=True) if hue else [(None, agg)]
-    for name, g in groups:
-        g = g.sort_values(x)
+    names = _natural(agg[hue]) if hue else [None]
+    for name in names:
+        g = (agg[agg[hue] == name] if hue else agg).sort_values(x)
         err = _yerr(g)
         ax.errorbar(
             g[x], g["mean"], yerr=err, marker="o", label=None if name is None else str(name)
@@ -158,7 +158,7 @@ def bar_plot(
     ax = _axes(ax)
     agg = aggregate(df, x, y, hue)
     cats = list(dict.fromkeys(_natural(agg[x])))
-    hues = sorted(agg[hue].unique(), key=str) if hue else [None]
+    hues = _natural(agg[hue]) if hue else [None]
     width = 0.8 / len(hues)
     for i, h in enumerate(hues):
         g = agg[agg[hue] == h] if hue else agg
@@ -175,10 +175,15 @@ def bar_plot(
     ax.set_xlabel(LABELS.get(x, x))
     ax.set_ylabel(LABELS.get(y, y))
     if hue:
-        ax.legend(title=hue)
+        _legend_outside(ax, hue)
     if title:
         ax.set_title(title)
     return ax
+
+
+def _legend_outside(ax: Axes, title: str) -> None:
+    """The legend to the right of the axes, where it never hides a bar or a point."""
+    ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
 def _natural(values: pd.Series) -> list[Any]:
@@ -297,7 +302,15 @@ def sweep_figure(
         kind = "line" if pd.api.types.is_numeric_dtype(data[x]) else "bar"
     if kind not in ("line", "bar"):
         raise ConfigError(f"--kind {kind!r}: use line, bar or auto")
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 3.8), squeeze=False)
+    if not pd.api.types.is_numeric_dtype(data[y]) or pd.api.types.is_bool_dtype(data[y]):
+        numeric = [c for c in data.columns if pd.api.types.is_numeric_dtype(data[c])][:8]
+        raise ConfigError(
+            f"--y {y}: not a numeric column (e.g. {', '.join(map(str, numeric))})"
+        )
+    if kind == "line" and not pd.api.types.is_numeric_dtype(data[x]):
+        raise ConfigError(f"--x {x}: a line plot needs a numeric column; use --kind bar")
+    width = 5.0 + (1.5 if hue else 0.0)  # room for the legend beside the plot
+    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), 3.8), squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=True):
         part = data if col is None else data[data[col] == panel]
         title = None if col is None else f"{col} = {panel}"
@@ -389,21 +402,37 @@ def figure_time_vs_cores(
     return fig
 
 
+def figure_format(path: str | Path) -> str:
+    """The figure format of ``path`` from its suffix (``png`` when it has none).
+
+    Raises
+    ------
+    ConfigError
+        The suffix is not a format matplotlib writes; the message lists those it does.
+    """
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    supported = sorted(FigureCanvasBase.get_supported_filetypes())
+    if fmt not in supported:
+        raise ConfigError(
+            f"{path}: unsupported figure format {fmt!r} (use one of {', '.join(supported)})"
+        )
+    return fmt
+
+
 def save(fig: Figure, path: str | Path) -> Path:
-    """Save ``fig`` atomically (temporary file, then rename) and close it."""
-    import os
-    import tempfile
+    """Save ``fig`` atomically (:func:`simsched.files.atomic_output`) and close it.
+
+    The format comes from the suffix (see :func:`figure_format`).
+    """
+    from simsched.files import atomic_output
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.stem}.", suffix=path.suffix or ".png", dir=path.parent
-    )
-    os.close(fd)
     try:
-        fig.savefig(tmp, format=(path.suffix.lstrip(".") or "png"))
-        os.replace(tmp, path)
+        fmt = figure_format(path)
+        with atomic_output(path) as tmp:
+            fig.savefig(tmp, format=fmt)
     finally:
-        Path(tmp).unlink(missing_ok=True)
         plt.close(fig)
     return path

@@ -87,6 +87,27 @@ def subtree_of_frames(
     return out
 
 
+def _colour_key(ax: Any, entries: list[tuple[bool, int, Any]], color_by: str, has_subtree: bool):
+    """A legend beside the bars: sockets, or subtrees (first 8) and the serial grey."""
+    from matplotlib.patches import Patch
+
+    handles = []
+    coloured = [e for e in entries if not e[0]]
+    noun = "socket" if color_by == "socket" else ("subtree of frame" if has_subtree else "frame")
+    if len(coloured) <= 8:
+        for _, k, color in coloured:
+            handles.append(Patch(facecolor=color, label=f"{noun} {k}"))
+    else:  # too many to name: say what a colour means and how many there are
+        what = "subtrees" if has_subtree else "frames"
+        label = f"{len(coloured)} {what}, one colour each (20 colours repeat)"
+        handles.append(Patch(facecolor=coloured[0][2], label=label))
+    if any(e[0] for e in entries):
+        handles.append(Patch(facecolor="0.6", label="serial / start-up (above the subtrees)"))
+    ax.legend(
+        handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, frameon=False
+    )
+
+
 def plot_timeline(
     arrays: dict[str, np.ndarray],
     *,
@@ -138,20 +159,28 @@ def plot_timeline(
             key = subtree[frame] if subtree is not None else frame
         cmap = plt.get_cmap("tab20")
         uniq = np.unique(key)
+        legend: list[Any] = []
         for k in uniq.tolist():
             sel = key == k
-            color = "0.6" if (color_by == "subtree" and k < 0) else cmap(int(k) % 20)
+            serial = color_by == "subtree" and k < 0
+            color = "0.6" if serial else cmap(int(k) % 20)
             for c in np.unique(core[sel]).tolist():
                 m = sel & (core == c)
                 spans = list(zip(start[m].tolist(), (end[m] - start[m]).tolist(), strict=True))
                 ax.broken_barh(spans, (c - 0.4, 0.8), facecolors=color, linewidth=0)
+            legend.append((serial, k, color))
+        _colour_key(ax, legend, color_by, subtree is not None)
         ax.set_ylim(-0.6, ncores - 0.4)
         ax.set_yticks(range(ncores))
         ax.set_yticklabels([f"{c} (s{int(sock[c])})" for c in range(ncores)], fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("cycle")
         ax.set_ylabel("core (socket)")
-        ax.set_xlim(0, max(int(end.max()) if end.size else 1, 1))
+        right = max(int(end.max()) if end.size else 1, 1)
+        if len(ax.get_shared_x_axes().get_siblings(ax)) > 1:
+            # A shared axis shows every panel whole: never cut a longer run drawn before.
+            right = max(right, ax.get_xlim()[1])
+        ax.set_xlim(0, right)
         ax.set_title(title or f"strands coloured by {color_by}")
         fig.tight_layout()
     return fig

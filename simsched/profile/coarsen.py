@@ -37,14 +37,13 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from simsched.errors import ConfigError, SimschedError
+from simsched.files import read_user_text, write_text_atomic
 from simsched.profile.groups import KIND_NAMES, ROLE_PAR, ROLE_SEQ
 from simsched.profile.lrutree import Profile
 
@@ -224,16 +223,7 @@ def write_table(rows: list[dict[str, Any]], path: str | os.PathLike) -> None:
     w.writeheader()
     for r in rows:
         w.writerow(r)
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(buf.getvalue())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, buf.getvalue())
 
 
 _INT_COLUMNS = {
@@ -263,19 +253,19 @@ def read_table(path: str | os.PathLike) -> list[dict[str, Any]]:
         If a column is missing or a value is not a number where one is expected.
     """
     name = str(path)
-    with open(path, newline="") as f:
-        r = csv.DictReader(f)
-        missing = [c for c in TABLE_COLUMNS if c not in (r.fieldnames or [])]
-        if missing:
-            raise SimschedError(f"{name}: not a parallelization table (missing {missing})")
-        rows = []
-        for i, row in enumerate(r, start=2):
-            try:
-                out: dict[str, Any] = dict(row)
-                for c in _INT_COLUMNS:
-                    out[c] = int(row[c])
-                out["factor"] = float(row["factor"])
-            except (TypeError, ValueError):
-                raise SimschedError(f"{name}: line {i}: a numeric column is not a number") from None
-            rows.append(out)
+    text = read_user_text(path, "parallelization table (CSV)")
+    r = csv.DictReader(io.StringIO(text, newline=""))
+    missing = [c for c in TABLE_COLUMNS if c not in (r.fieldnames or [])]
+    if missing:
+        raise SimschedError(f"{name}: not a parallelization table (missing {missing})")
+    rows = []
+    for i, row in enumerate(r, start=2):
+        try:
+            out: dict[str, Any] = dict(row)
+            for c in _INT_COLUMNS:
+                out[c] = int(row[c])
+            out["factor"] = float(row["factor"])
+        except (TypeError, ValueError):
+            raise SimschedError(f"{name}: line {i}: a numeric column is not a number") from None
+        rows.append(out)
     return rows

@@ -53,7 +53,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +62,7 @@ import numpy as np
 
 from simsched import __version__
 from simsched.errors import SimschedError
+from simsched.files import write_bytes_atomic
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, build_groups
 
@@ -516,15 +516,7 @@ class Profile:
         arrays.update({f"frame_{k}": v for k, v in self.frames.items()})
         buf = io.BytesIO()
         np.savez_compressed(buf, **arrays)
-        folder = path.parent if str(path.parent) else Path(".")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(buf.getvalue())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_bytes_atomic(path, buf.getvalue())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Profile:
@@ -541,8 +533,13 @@ class Profile:
                 arrays = {k: z[k] for k in z.files}
         except FileNotFoundError:
             raise
-        except Exception as exc:
-            raise ProfileFormatError(f"{name}: not a simsched profile ({exc})") from None
+        except IsADirectoryError:
+            raise
+        except Exception:
+            # numpy's own message suggests allow_pickle=True: never advise loading such data.
+            raise ProfileFormatError(
+                f"{name}: not a simsched profile (expected the .npz file of `simsched profile -o`)"
+            ) from None
         try:
             meta = json.loads(bytes(arrays["meta_json"]).decode())
             if meta.get("format") != "simsched-profile" or meta.get("version") != PROFILE_VERSION:

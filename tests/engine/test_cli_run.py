@@ -50,7 +50,7 @@ def test_run_json_and_out_dir(ms, tmp_path, capsys):
     assert code == 0
     rec = json.loads(out)
     assert rec["scheduler"] == "pdf" and rec["seed"] == 2
-    assert json.loads(rec["machine_config"])["costs"]["queue_op"] == 30
+    assert rec["machine_config"]["costs"]["queue_op"] == 30  # nested fields are objects
     assert (tmp_path / "r" / "timeline.npz").exists()
     code, out, _ = _run(
         [
@@ -118,9 +118,9 @@ def test_compare_json_deterministic(ms, capsys):
     )
     assert code == 0
     runs = json.loads(out)["runs"]
-    assert json.loads(runs[0]["params"]) == {"spawn_policy": "parent-first"}
-    assert json.loads(runs[1]["params"]) == {}
-    assert all(json.loads(r["machine_config"])["costs"]["deque_op"] == 9 for r in runs)
+    assert runs[0]["params"] == {"spawn_policy": "parent-first"}
+    assert runs[1]["params"] == {}
+    assert all(r["machine_config"]["costs"]["deque_op"] == 9 for r in runs)
 
 
 def test_user_errors_exit_2(ms, tmp_path, capsys):

@@ -96,15 +96,26 @@ def test_record_fields_merge_with_point_columns(tmp_path):
 
 
 def test_default_point_function_failure_is_a_row(tmp_path):
-    # A trace path that does not exist: the default simulation fails before simulating.
+    # A trace file that is not a trace: the default simulation fails before simulating.
+    (tmp_path / "junk.sst").write_bytes(b"not a trace at all" * 10)
     spec = tmp_path / "s.yaml"
     spec.write_text(
-        "name: nt\nworkloads: [missing.sst]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
+        "name: nt\nworkloads: [junk.sst]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
     )
     loaded = load_spec(spec, small=False)
     report = run_sweep(loaded, workers=0, progress=False)
     assert report.failed == 1
-    assert "missing.sst does not exist" in report.failures[0][1]
+    assert "junk.sst" in report.failures[0][1]
+
+
+def test_missing_trace_is_an_error_before_any_point(tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "name: nt\nworkloads: [missing.sst]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
+    )
+    with pytest.raises(ConfigError, match="workloads.0: trace missing.sst: no such file"):
+        run_sweep(load_spec(spec, small=False), workers=0, progress=False)
+    assert not (tmp_path / "results").exists()
 
 
 def test_crashing_worker_does_not_stop_the_sweep(tmp_path, monkeypatch):
@@ -157,7 +168,9 @@ def test_cli_run_status_show_export(tmp_path, capsys):
     )
     assert code in (0, None), err
     assert "ran 6" in err
-    code, out, _ = _cli(["sweep", "status", spec, "--json"], capsys)
+    code, out, _ = _cli(
+        ["sweep", "status", spec, "--json", "--point-fn", "sweep_pointfns:fake_point"], capsys
+    )
     assert json.loads(out)["ok"] == 6
     out_dir = str(tmp_path / "results" / "fake")
     code, out, _ = _cli(
@@ -189,24 +202,27 @@ def test_cli_run_status_show_export(tmp_path, capsys):
     assert code == 2 and ".csv or .parquet" in err
 
 
-def test_killed_runner_resumes_only_missing_points(tmp_path):
-    """Kill the runner (SIGKILL) mid-sweep; the re-run completes only what is missing."""
-    spec = make_spec(tmp_path, sleep=0.4)
-    log = tmp_path / "log.txt"
-    env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
-    cmd = [
+def _cli_cmd(spec: Path, *extra: str) -> list[str]:
+    return [
         sys.executable,
         "-c",
         "import sys; from simsched.cli import main; main(sys.argv[1:])",
         "sweep",
         "run",
         str(spec),
-        "--workers",
-        "0",
         "--no-progress",
         "--point-fn",
         "sweep_pointfns:fake_point",
+        *extra,
     ]
+
+
+def test_killed_runner_resumes_only_missing_points(tmp_path):
+    """Kill the runner (SIGKILL) mid-sweep; the re-run completes only what is missing."""
+    spec = make_spec(tmp_path, sleep=0.4)
+    log = tmp_path / "log.txt"
+    env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
+    cmd = _cli_cmd(spec, "--workers", "0")
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -247,3 +263,122 @@ def test_default_point_function_simulates(tmp_path):
         pdir = loaded.out_dir / "points" / pid
         assert (pdir / "config.json").is_file() and (pdir / "result.json").is_file()
     assert len(list((loaded.out_dir / "traces").glob("*.sst"))) == 1  # made once, shared
+
+
+def _wait_for(log: Path, word: str, count: int, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_text().count(word) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {count} {word!r} in {log} after {timeout} s")
+
+
+def _temporaries(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if ".tmp" in p.name]
+
+
+@pytest.mark.parametrize(
+    ("executor", "target", "presses"),
+    [
+        ("local", "runner", 1),  # SIGINT to the runner alone (used to hang for ever)
+        ("local", "group", 1),  # Ctrl-C in a terminal (used to run every queued point)
+        ("local", "group", 2),  # a second Ctrl-C (used to print three tracebacks)
+        ("dask", "group", 1),  # used to print a CancelledError traceback
+    ],
+)
+def test_ctrl_c_stops_within_seconds_and_a_rerun_resumes(tmp_path, executor, target, presses):
+    spec = make_spec(tmp_path, sleep=1.5)
+    log = tmp_path / "log.txt"
+    env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
+    cmd = _cli_cmd(spec, "--workers", "2", "--executor", executor)
+    proc = subprocess.Popen(
+        cmd, env=env, start_new_session=True, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        _wait_for(log, "start", 2)
+        t0 = time.monotonic()
+        for _ in range(presses):
+            if target == "group":
+                os.killpg(proc.pid, signal.SIGINT)
+            else:
+                os.kill(proc.pid, signal.SIGINT)
+            time.sleep(0.2)
+        _, err = proc.communicate(timeout=30)
+        stopped_after = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert stopped_after < 6.0
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert "Traceback" not in err
+    assert lines[-1].startswith("simsched: error: interrupted"), err
+    assert len(lines) == 1, err
+    loaded = load_spec(spec, small=False)
+    before = sweep_status(loaded)
+    assert before["ok"] < 6  # stopped: the queued points did not all run
+    assert _temporaries(loaded.out_dir) == []
+    log.unlink()
+    subprocess.run(_cli_cmd(spec, "--workers", "2"), env=env, check=True, timeout=120)
+    ends = [ln.split()[1] for ln in log.read_text().splitlines() if ln.startswith("end")]
+    assert len(ends) == 6 - before["ok"] and len(set(ends)) == len(ends)
+    assert sweep_status(loaded)["ok"] == 6
+
+
+def test_two_runners_of_one_sweep_run_each_point_once(tmp_path):
+    spec = make_spec(tmp_path, sleep=0.4)
+    log = tmp_path / "log.txt"
+    env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
+    procs = [
+        subprocess.Popen(
+            _cli_cmd(spec, "--workers", "1"), env=env, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    errs = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    starts = [ln.split()[1] for ln in log.read_text().splitlines() if ln.startswith("start")]
+    assert sorted(starts) == sorted(p.id for p in load_spec(spec, small=False).points())
+    assert sweep_status(load_spec(spec, small=False))["ok"] == 6
+    assert not list((tmp_path / "results").rglob("claim"))
+
+
+def test_claim_is_exclusive_and_dies_with_its_holder(tmp_path):
+    from simsched.experiments.store import PointClaim, is_claimed
+
+    a = PointClaim(tmp_path, "p1")
+    assert a.acquire() and is_claimed(tmp_path, "p1")
+    assert not PointClaim(tmp_path, "p1").acquire()
+    a.release()
+    assert not is_claimed(tmp_path, "p1")
+    # A holder killed with SIGKILL leaves the file but no claim.
+    code = (
+        "import os, sys, time; from simsched.experiments.store import PointClaim; "
+        f"c = PointClaim({str(tmp_path)!r}, 'p2'); assert c.acquire(); print('held', flush=True);"
+        " time.sleep(60)"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert is_claimed(tmp_path, "p2")
+        holder.kill()
+        holder.wait()
+        assert (tmp_path / "points" / "p2" / "claim").exists()
+        assert not is_claimed(tmp_path, "p2")
+        assert PointClaim(tmp_path, "p2").acquire()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+
+
+def test_rerun_reports_earlier_failures_and_names_the_retry_option(tmp_path, capsys):
+    spec = make_spec(tmp_path, fail=True)
+    args = ["sweep", "run", str(spec), "--workers", "0", "--no-progress"]
+    args += ["--point-fn", "sweep_pointfns:fake_point"]
+    code, _, err = _cli(args, capsys)
+    assert code == 1 and "failed 2" in err
+    code, _, err = _cli(args, capsys)
+    assert code == 1 and "ran 0" in err and "failed 2" in err
+    assert "--retry-failed" in err

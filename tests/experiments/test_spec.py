@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -191,3 +192,67 @@ CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs" / "sweeps").gl
 def test_bundled_sweep_configs_expand(path, small):
     points = load_spec(path, small=small).points()
     assert points and len({p.id for p in points}) == len(points)
+
+
+def test_brace_expansion_is_bounded_before_it_is_built():
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match="gives more than 4096 names"):
+        expand_braces("itrs-scaling-{1..100000000}")
+    with pytest.raises(ConfigError, match="more than"):
+        expand_braces("a{1..100}{1..100}")
+    assert time.perf_counter() - t0 < 1.0
+    assert len(expand_braces("m{1..64}x{1..64}")) == 4096
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("seeds=[-1]", "seeds.list[constrained-int].0: Input should be greater than or equal to 0"),
+        ("seeds=[]", "seeds.list[constrained-int]: List should have at least 1 item"),
+        ("seeds={count: 2, start: -5}", "seeds.SeedRange.start"),
+        ("schedulers.1.seeds=[true]", "schedulers.1.seeds.0: Input should be a valid integer"),
+    ],
+)
+def test_seeds_are_non_negative_integers(tmp_path, edit, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_spec(write(tmp_path, BASE), sets=[edit])
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("schedulers.0={name: nope}", "schedulers.0: "),
+        ("schedulers.0={name: ws, params: {child_first: false}}", "unknown parameter(s) child_first"),
+        ("schedulers.1.params={quantum: 3}", "schedulers.1: scheduler 'pdf': unknown parameter"),
+        ("schedulers.0={name: ws, grid: {spawn_policy: [parent-first, sideways]}}", "sideways"),
+        ("workloads.0.generator=nosuch", "workloads.0: unknown workload 'nosuch'"),
+        ("workloads.0.params={n: 4096, bogus: 1}", "workloads.0: workload mergesort: unknown"),
+        ("workloads.1.grid={n_build: [100, -3]}", "workloads.1: workload hashjoin"),
+        ("workloads.0={trace: missing.sst}", "workloads.0: trace missing.sst: no such file"),
+        ("exclude=[{scheduler: [ws, pdf]}]", "the sweep has no points"),
+    ],
+)
+def test_check_spec_reports_the_first_problem_before_any_point(tmp_path, edit, message):
+    from simsched.experiments.spec import check_spec
+
+    valid = BASE.replace("records: [100, 200]", "n_build: [100, 200]")
+    assert check_spec(load_spec(write(tmp_path, valid), small=True))
+    loaded = load_spec(write(tmp_path, valid), small=True, sets=[edit])
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_spec(loaded)
+    assert not (tmp_path / "results").exists()
+
+
+def test_sweep_run_and_status_check_the_spec_first(tmp_path, capsys):
+    from simsched.cli import main
+
+    text = BASE.replace("records: [100, 200]", "n_build: [100, 200]")
+    spec = write(tmp_path, text.replace("  - ws\n", "  - {name: ws, params: {child_first: no}}\n"))
+    for cmd in (["sweep", "status", str(spec)], ["sweep", "run", str(spec), "--workers", "0"]):
+        with pytest.raises(SystemExit) as info:
+            main(cmd)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert info.value.code == 2 and len(err) == 1 and "child_first" in err[0]
+    assert not (tmp_path / "results").exists()

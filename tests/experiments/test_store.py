@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 from hypothesis import given
@@ -79,7 +81,7 @@ def test_mixed_types_become_text_and_nested_values_json():
         ]
     )
     assert list(df["a"]) == ["1", "two"]
-    assert list(df["b"]) == ['{"x": 1}', "[1, 2]"]
+    assert list(df["b"]) == ['{"x":1}', "[1,2]"]  # canonical JSON text
     assert df["c"].dtype.kind == "f" and df["d"].dtype.kind == "f"
 
 
@@ -104,3 +106,35 @@ def test_consolidate_export_and_order(tmp_path):
     with pytest.raises(ConfigError, match="no column 'zz'"):
         select_columns(df, ["zz"])
     assert sort_rows(df.iloc[::-1]).equals(df)
+
+
+def test_nested_fields_are_objects_in_json_and_text_in_tables(tmp_path, capsys):
+    from simsched.cli import main
+    from simsched.experiments.store import NESTED_FIELDS, nest_fields
+
+    rec = {"params": '{"a":1}', "run.machine_config": '{"x":[1,2]}', "error": "{oops", "n": 3}
+    assert nest_fields(rec) == {
+        "params": {"a": 1}, "run.machine_config": {"x": [1, 2]}, "error": "{oops", "n": 3
+    }
+    assert "scheduler_counters" in NESTED_FIELDS
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "name: s\nworkloads: [{generator: fib, params: {n: 6}}]\n"
+        "machines: [itrs-scaling-1]\nschedulers: [{name: ws, params: {spawn_policy: parent-first}}]\n"
+    )
+    with pytest.raises(SystemExit) as info:
+        main(["sweep", "run", str(spec), "--workers", "0", "--no-progress"])
+    assert info.value.code in (0, None), capsys.readouterr().err
+    capsys.readouterr()
+    out = tmp_path / "results" / "s"
+    row = json.loads(next((out / "points").glob("*/row.json")).read_text())
+    assert row["scheduler_params"] == {"spawn_policy": "parent-first"}
+    assert isinstance(row["dram_by_node"], list) and isinstance(row["machine_config"], dict)
+    table = pd.read_parquet(out / "results.parquet")
+    assert table["scheduler_params"][0] == '{"spawn_policy":"parent-first"}'
+    with pytest.raises(SystemExit):
+        main(["results", "show", str(out), "--format", "json", "--columns",
+              "scheduler_params,dram_by_node"])
+    shown = json.loads(capsys.readouterr().out)
+    assert shown[0]["scheduler_params"] == {"spawn_policy": "parent-first"}
+    assert shown[0]["dram_by_node"] == row["dram_by_node"]

@@ -1,0 +1,37 @@
+"""Canonical JSON: the one text form simsched hashes and stores nested values in.
+
+Sorted keys, no spaces, numpy scalars and arrays as plain numbers and lists, paths as
+strings.  Point ids, cache keys and the nested fields of a record are all this text (or its
+hash), so two equal values always give the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import PurePath
+from typing import Any
+
+import numpy as np
+
+
+def plain(x: Any) -> Any:
+    """``json`` default: numpy values as Python numbers and lists, anything else as text."""
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, PurePath):
+        return str(x)
+    # YAML dates and similar scalars: their text is their identity in a spec.
+    return str(x)
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces (see the module docstring)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=plain)
+
+
+def content_hash(value: Any, length: int = 16) -> str:
+    """Hex SHA-256 prefix of :func:`canonical_json` of ``value``."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:length]

@@ -1,0 +1,210 @@
+"""Output files and on-disk caches: the one place simsched writes a user's file.
+
+Every file simsched writes — traces, profiles, tables, figures, records, sweep rows — goes
+through :func:`atomic_output`: the writer fills a temporary file in the target's folder and
+the file is renamed over the target only when the writer succeeded, so a reader never sees
+half a file and a failed or interrupted write leaves the old file (or none) in place.  The
+rules a user can rely on:
+
+* a **symlink** is written through (its target is replaced, the link stays);
+* a **device, FIFO or socket** (``-o /dev/null``, ``-o /dev/stdout``) is never replaced: the
+  finished content is copied into it, so a full device reports its error;
+* an **existing regular file** is replaced (``overwrite=False`` refuses with one line
+  instead), keeping its permission bits; a new file gets the user's umask (``0666 & ~umask``),
+  not the ``0600`` of a temporary file;
+* any failure (full disk, read-only file system, permission) is an :class:`OutputError` that
+  names the user's path, never the hidden temporary one.
+
+Written by hand because no maintained library covers the device and symlink cases and the
+umask (``atomicwrites`` is unmaintained and keeps ``0600``).
+
+:func:`cache_dir` is the one lookup of simsched's cache root, and :func:`read_user_text` the
+one reader of a user's text file (YAML, CSV) that turns bad bytes into a one-line error.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from simsched.canonical import plain
+from simsched.errors import ConfigError, OutputError
+
+# Errors of the file system a user can act on; anything else is reported with its text too.
+_REASONS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOTDIR: "a parent is not a folder",
+    errno.EISDIR: "is a folder",
+    errno.EFBIG: "file too large",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    """Short text of an ``OSError`` (``no space left on the device``...)."""
+    if exc.errno in _REASONS:
+        return _REASONS[exc.errno]
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def cache_dir(*parts: str) -> Path:
+    """simsched's cache folder, optionally a sub-folder of it (not created).
+
+    ``$SIMSCHED_CACHE_DIR`` if set, else ``~/.cache/simsched``.
+    """
+    env = os.environ.get("SIMSCHED_CACHE_DIR")
+    root = Path(env) if env else Path.home() / ".cache" / "simsched"
+    return root.joinpath(*parts)
+
+
+def _umask() -> int:
+    # /proc gives the umask without changing it (os.umask's set-and-restore races threads).
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def _target(user: Path) -> Path:
+    """The path actually written: symlinks (of the file and its folders) resolved."""
+    return Path(os.path.realpath(user))
+
+
+@contextmanager
+def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[Path]:
+    """Context manager yielding a temporary path to write; it becomes ``path`` on success.
+
+    Parameters
+    ----------
+    path
+        The file the user asked for.
+    overwrite
+        Replace an existing file (default); ``False`` refuses with :class:`OutputError`.
+
+    Yields
+    ------
+    Path
+        A path in the same folder with the target's suffix (so writers that choose a format
+        by suffix, such as matplotlib, do the right thing).  The writer may write it or
+        replace it; it must not keep it open after the block.
+
+    Raises
+    ------
+    OutputError
+        The target is a folder, exists and ``overwrite`` is false, or writing failed; the
+        message names ``path``.
+    """
+    user = Path(path)
+    target = _target(user)
+    try:
+        st: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise OutputError(f"{user}: is a folder, expected a file name")
+    if st is not None and not overwrite and stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{user}: exists; remove it or choose another name")
+    special = st is not None and not stat.S_ISREG(st.st_mode)
+    tmpdir = None
+    try:
+        if special:
+            # Never rename over a device or FIFO: stage privately, then copy into it.
+            tmpdir = tempfile.mkdtemp(prefix="simsched-out-")
+            tmp = Path(tmpdir) / f"out{target.suffix}"
+            tmp.touch()
+        else:
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:
+                raise OutputError(
+                    f"{user}: cannot create the folder {user.parent}: a file of that name exists"
+                ) from None
+            fd, name = tempfile.mkstemp(
+                prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent
+            )
+            os.close(fd)
+            tmp = Path(name)
+    except OSError as exc:
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})") from None
+    try:
+        yield tmp
+        if special:
+            with open(tmp, "rb") as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        else:
+            mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
+            os.chmod(tmp, mode)
+            with open(tmp, "rb+") as f:  # data on disk before the rename makes it visible
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+    except OSError as exc:
+        if exc.filename not in (None, str(tmp), str(target), os.fspath(tmp)):
+            raise  # an error of another file the writer touched: not ours to rename
+        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})") from None
+    finally:
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, overwrite: bool = True) -> Path:
+    """Write ``data`` to ``path`` through :func:`atomic_output`; returns ``path``."""
+    with atomic_output(path, overwrite=overwrite) as tmp:
+        tmp.write_bytes(data)
+    return Path(path)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, *, overwrite: bool = True) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` through :func:`atomic_output`; returns ``path``."""
+    return write_bytes_atomic(path, text.encode("utf-8"), overwrite=overwrite)
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any, *, sort_keys: bool = True) -> Path:
+    """Write ``obj`` as indented JSON (numpy values converted) through :func:`atomic_output`."""
+    text = json.dumps(obj, sort_keys=sort_keys, indent=1, default=plain) + "\n"
+    return write_text_atomic(path, text)
+
+
+def read_user_text(path: str | os.PathLike, what: str = "text") -> str:
+    """Read a user's UTF-8 text file (YAML, CSV), turning every failure into one line.
+
+    Raises
+    ------
+    ConfigError
+        Missing, unreadable, a folder, or not UTF-8 text (``what`` says what was expected).
+    """
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{p}: is a folder, expected a {what} file") from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read ({describe_os_error(exc)})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{p}: not a {what} file (byte {exc.start} is not UTF-8 text)"
+        ) from None

@@ -1,0 +1,88 @@
+"""Code identity: the version of simsched and a hash of the code a cached result depends on.
+
+The version comes from git through setuptools-scm: a release is a tag ``vX.Y.Z``, and any
+other commit is ``X.Y.(Z+1).devN+gHASH`` (``.dDATE`` appended when the tree has local
+changes).  It is read live from git when simsched runs from a checkout, so it never lags behind
+the code as the one recorded at install time would; an installed wheel uses the version
+file setuptools-scm wrote when it was built.
+
+A version says nothing about uncommitted edits, so caches of computed results are keyed by
+:func:`timing_model_identity` instead: a hash of the source of every module that decides a
+simulated cycle count (engine, memory, schedulers, trace reader, machine schema) plus the
+version.  Editing any of them gives a new identity, and results cached under the old one
+are never read again.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+#: Sub-packages whose source decides simulated timing (and so a cached baseline).
+TIMING_MODEL_PACKAGES = ("engine", "memory", "schedulers", "trace", "machine")
+
+FALLBACK_VERSION = "0.0.0+unknown"
+#: The version counted from while the repository has no release tag (pyproject's
+#: ``fallback_version``; both must agree so a checkout and its wheel report the same).
+UNTAGGED_BASE = "0.1.0"
+
+
+def _git_version() -> str | None:
+    root = PACKAGE_DIR.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        from setuptools_scm import get_version
+    except ImportError:
+        return None
+    try:
+        return get_version(root=str(root), fallback_version=UNTAGGED_BASE)
+    except (LookupError, OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+@functools.cache
+def version() -> str:
+    """simsched's version (see the module docstring for where it comes from)."""
+    live = _git_version()
+    if live:
+        return live
+    try:
+        from simsched._version import version as built  # written by setuptools-scm
+    except ImportError:
+        built = None
+    if built:
+        return str(built)
+    try:
+        return metadata.version("simsched")
+    except metadata.PackageNotFoundError:
+        return FALLBACK_VERSION
+
+
+@functools.cache
+def source_identity(packages: tuple[str, ...]) -> str:
+    """Hex digest of the source of simsched's sub-``packages`` (``.py`` and ``.c`` files).
+
+    The version is not part of it: a commit that leaves these files alone keeps what was
+    cached from them.
+    """
+    h = hashlib.sha256()
+    for pkg in packages:
+        for path in sorted((PACKAGE_DIR / pkg).rglob("*")):
+            if path.suffix in (".py", ".c", ".h") and path.is_file():
+                h.update(str(path.relative_to(PACKAGE_DIR)).encode() + b"\0")
+                h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+@functools.cache
+def timing_model_identity() -> str:
+    """Hex digest of the timing model's source and the version (see the module docstring)."""
+    return hashlib.sha256(
+        f"{version()}|{source_identity(TIMING_MODEL_PACKAGES)}".encode()
+    ).hexdigest()

@@ -1,0 +1,233 @@
+"""The issue's "cases found": each is one line on stderr, exit status 2, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from tests.cli.conftest import run_process
+
+
+def one_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("simsched: error: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.fixture
+def junk(tmp_path):
+    p = tmp_path / "m.yaml"
+    p.write_bytes(bytes(range(256)) * 4)
+    return p
+
+
+@pytest.fixture
+def png(tmp_path):
+    p = tmp_path / "pic.png"
+    p.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(128, 256)))
+    return p
+
+
+def test_binary_files_given_as_yaml_or_table(cli, junk, png, fib_trace, tmp_path):
+    for args in (
+        ["machine", "show", junk],
+        ["run", "-t", fib_trace, "-m", junk],
+        ["machine", "show", png],
+        ["sweep", "run", png],
+        ["regrain", fib_trace, "--table", png, "-o", tmp_path / "c.sst"],
+    ):
+        code, _, err = cli(*args)
+        assert code == 2
+        assert "is not UTF-8 text" in one_line(err)
+    assert not (tmp_path / "c.sst").exists()
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("caches.L2.size=1180591620717411303424", "caches.1.size: Input should be less than"),
+        ("memory.latency=1e30", "memory.latency: Input should be a valid integer"),
+        ("memory.latency=100000000000", "memory.latency: Input should be less than"),
+        ("cores_per_socket=true", "cores_per_socket: Input should be a valid integer"),
+        ("sockets=64", "sockets"),
+    ],
+)
+def test_machine_values_are_bounded_in_the_schema(cli, fib_trace, setting, message):
+    if setting == "sockets=64":  # 64 sockets of 4 cores is a valid machine: accepted
+        code, out, _ = cli("machine", "show", "itrs-scaling-4", "--set", setting)
+        assert code == 0 and "sockets: 64" in out
+        return
+    for args in (["machine", "show", "itrs-45nm-2"], ["run", "-t", fib_trace, "-m", "itrs-45nm-2"]):
+        code, _, err = cli(*args, "--set", setting)
+        assert code == 2 and message in one_line(err)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--seed", "-1"], "seed=-1: must be between 0 and"),
+        (["--window", "99999999999999999999"], "window=99999999999999999999: must be between"),
+        (["-p", "spawn_policy=parent-first", "-p", "spawn_policy=child-first"], "given twice"),
+    ],
+)
+def test_run_arguments(cli, fib_trace, args, message):
+    code, _, err = cli("run", "-t", fib_trace, "-m", "itrs-scaling-2", *args)
+    assert code == 2 and message in one_line(err)
+
+
+@pytest.mark.parametrize(
+    ("schedulers", "message"),
+    [("ws,", "an empty name"), ("ws,ws", "ws is given twice"), ("ws,cilk", "both mean ws")],
+)
+def test_compare_scheduler_list(cli, fib_trace, schedulers, message):
+    code, _, err = cli("compare", "-t", fib_trace, "-m", "itrs-scaling-2", "-s", schedulers)
+    assert code == 2 and message in one_line(err)
+
+
+def test_run_with_missing_trace_or_file_as_output_folder(cli, fib_trace, tmp_path):
+    code, _, err = cli("run", "-t", tmp_path / "missing.sst", "-m", "itrs-scaling-2")
+    assert code == 2 and "missing.sst: no such trace file" in one_line(err)
+    existing = tmp_path / "existing"
+    existing.write_text("keep me")
+    code, _, err = cli("run", "-t", fib_trace, "-m", "itrs-scaling-2", "-o", existing)
+    assert code == 2 and "exists and is not a folder" in one_line(err)
+    assert existing.read_text() == "keep me"
+
+
+def test_sweep_output_that_is_a_file(cli, tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nworkloads: [{generator: fib, params: {n: 8}}]\n"
+                    "machines: [itrs-scaling-1]\nschedulers: [ws]\n")
+    existing = tmp_path / "taken"
+    existing.write_text("keep me")
+    code, _, err = cli("sweep", "run", spec, "--workers", "0", "--set", f"out={existing}")
+    assert code == 2 and "is a file, not a folder" in one_line(err)
+    assert existing.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "-t", "TRACE", "-m", "itrs-scaling-2", "--json"],
+        ["trace", "info", "TRACE"],
+        ["machine", "list"],
+    ],
+)
+def test_full_standard_output_is_one_line(fib_trace, args):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    args = [fib_trace if a == "TRACE" else a for a in args]
+    with open("/dev/full", "w") as full:
+        res = run_process(*args, stdout=full)
+    assert res.returncode == 2
+    assert "standard output: no space left on the device" in one_line(res.stderr)
+
+
+def test_outputs_onto_devices_and_symlinks(cli, tmp_path):
+    code, _, _ = cli("trace", "gen", "fib", "-p", "n=8", "-o", "/dev/null")
+    assert code == 0 and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    if os.path.exists("/dev/full"):
+        code, _, err = cli("trace", "gen", "fib", "-p", "n=8", "-o", "/dev/full")
+        assert code == 2 and "/dev/full: cannot write (no space left" in one_line(err)
+        assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    real = tmp_path / "real.sst"
+    real.write_text("old")
+    link = tmp_path / "link.sst"
+    link.symlink_to(real)
+    code, _, _ = cli("trace", "gen", "fib", "-p", "n=8", "-o", link)
+    assert code == 0 and link.is_symlink() and real.stat().st_size > 100
+    old = os.umask(0o002)
+    try:
+        code, _, _ = cli("trace", "gen", "fib", "-p", "n=8", "-o", tmp_path / "shared.sst")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "shared.sst").stat().st_mode) == 0o664
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.sst", "real.sst", "shared.sst"]
+
+
+def test_trace_gen_without_workload_or_output(cli, tmp_path):
+    code, _, err = cli("trace", "gen", "-o", tmp_path / "x.sst")
+    assert code == 2 and "no workload given" in one_line(err)
+    code, _, err = cli("trace", "gen", "fib")
+    assert code == 2 and "no output given" in one_line(err)
+    code, out, _ = cli("trace", "gen", "--list")
+    assert code == 0 and "fib" in out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_profile_and_coarsen_options(cli, fib_trace, tmp_path):
+    code, _, err = cli("profile", fib_trace, "--line", "0")
+    assert code == 2 and "--line 0: a line size is a power of two" in one_line(err)
+    code, _, err = cli("trace", "info", fib_trace, "--line", "3")
+    assert code == 2 and "--line 3" in one_line(err)
+    code, _, err = cli("profile", fib_trace, "--plot", tmp_path / "p.xyz")
+    line = one_line(err)
+    assert code == 2 and "unsupported figure format 'xyz'" in line and "png" in line
+    prof = tmp_path / "p.npz"
+    code, _, _ = cli("profile", fib_trace, "-o", prof)
+    assert code == 0
+    code, _, err = cli("coarsen", prof, "--machine", "itrs-scaling-2", "-K", "inf")
+    assert code == 2 and "-K inf" in one_line(err)
+    code, _, err = cli("coarsen", fib_trace, "--machine", "itrs-scaling-2")
+    line = one_line(err)
+    assert code == 2 and "not a simsched profile" in line and "pickle" not in line
+
+
+def test_plot_timeline_level_and_sweep_y(cli, tmp_path):
+    from simsched.experiments.store import atomic_write_json
+
+    row = {"point_id": "a", "status": "ok", "machine": "m1", "cores": 2, "speedup": 1.5,
+           "scheduler": "ws", "seed": 0}
+    atomic_write_json(tmp_path / "sw" / "points" / "a" / "row.json", row)
+    code, _, err = cli("plot", "sweep", tmp_path / "sw", "--x", "cores", "--y", "machine",
+                       "-o", tmp_path / "f.png")
+    assert code == 2 and "--y machine: not a numeric column" in one_line(err)
+    assert not (tmp_path / "f.png").exists()
+
+
+def test_sweep_workers_and_dask_address(cli, tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nworkloads: [{generator: fib, params: {n: 8}}]\n"
+                    "machines: [itrs-scaling-1]\nschedulers: [ws]\n")
+    code, _, err = cli("sweep", "run", spec, "--workers", "-1")
+    assert code == 2
+    code, _, err = cli("sweep", "run", spec, "--executor", "dask", "--address", "notanaddress")
+    assert code == 2 and "expected tcp://HOST:PORT" in one_line(err)
+    assert not (tmp_path / "results").exists()
+
+
+def test_result_json_written_atomically_is_valid(cli, fib_trace, tmp_path):
+    code, _, _ = cli("run", "-t", fib_trace, "-m", "itrs-scaling-2", "-o", tmp_path / "r")
+    assert code == 0
+    rec = json.loads((tmp_path / "r" / "result.json").read_text())
+    assert rec["status"] == "ok" and rec["simsched_version"]
+    assert not [p for p in (tmp_path / "r").iterdir() if p.name.startswith(".")]
+
+
+def test_capture_outputs_go_through_temporaries(cli, tmp_path):
+    import shutil
+
+    if shutil.which("gcc") is None:
+        pytest.skip("no gcc")
+    from tests.cli.conftest import ROOT
+
+    prog = tmp_path / "fib"
+    code, _, _ = cli("cc", "-O2", ROOT / "traces" / "programs" / "fib.c", "-o", prog)
+    assert code == 0
+    real = tmp_path / "real.sst"
+    real.write_text("old")
+    (tmp_path / "link.sst").symlink_to(real)
+    code, _, _ = cli("capture", "-o", tmp_path / "link.sst", "--raw", tmp_path / "r.zst", "--",
+                     prog, "8", "3")
+    assert code == 0 and real.stat().st_size > 100 and (tmp_path / "r.zst").stat().st_size > 0
+    if os.path.exists("/dev/full"):
+        code, _, err = cli("capture", "-o", tmp_path / "c.sst", "--raw", "/dev/full", "--",
+                           prog, "8", "3")
+        assert code == 2 and "/dev/full: cannot write" in one_line(err)
+        assert not (tmp_path / "c.sst").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

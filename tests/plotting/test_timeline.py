@@ -1,0 +1,84 @@
+"""Timeline figures: both panels whole on a shared axis, a colour key, checked inputs."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import simsched  # noqa: E402
+from simsched.cli import main  # noqa: E402
+from simsched.plotting.timeline import plot_timeline  # noqa: E402
+from simsched.workloads import generate  # noqa: E402
+
+
+def _arrays(ends: list[int], frames: list[int]) -> dict[str, np.ndarray]:
+    n = len(ends)
+    return {
+        "core": np.arange(n) % 2,
+        "start": np.zeros(n, np.int64),
+        "end": np.asarray(ends, np.int64),
+        "frame": np.asarray(frames, np.int64),
+        "socket_of_core": np.array([0, 1]),
+    }
+
+
+def test_shared_axis_shows_the_longer_run_whole_whatever_the_order():
+    long, short = _arrays([100, 440], [0, 1]), _arrays([90, 200], [0, 1])
+    for first, second in ((long, short), (short, long)):
+        fig, axes = plt.subplots(2, 1, sharex=True)
+        plot_timeline(first, color_by="socket", ax=axes[0])
+        plot_timeline(second, color_by="socket", ax=axes[1])
+        assert axes[0].get_xlim()[1] >= 440 and axes[1].get_xlim()[1] >= 440
+        plt.close(fig)
+
+
+def test_colour_key_names_sockets_and_the_serial_bars():
+    fig = plot_timeline(_arrays([10, 20, 30], [0, 1, 2]), color_by="socket")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["socket 0", "socket 1"]
+    plt.close(fig)
+    subtree = np.array([-1, 1, 2])
+    fig = plot_timeline(_arrays([10, 20, 30], [0, 1, 2]), subtree=subtree)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == [
+        "subtree of frame 1",
+        "subtree of frame 2",
+        "serial / start-up (above the subtrees)",
+    ]
+    plt.close(fig)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tl")
+    trace = root / "fib.sst"
+    generate("fib", trace, n=12)
+    other = root / "other.sst"
+    generate("fib", other, n=11)
+    simsched.run(trace, "itrs-scaling-2", "ws", out_dir=root / "run", speedup=False)
+    return root
+
+
+def _cli(args, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    return info.value.code, capsys.readouterr().err
+
+
+def test_plot_timeline_checks_the_traces_digest_and_level(run_dir, capsys):
+    out = str(run_dir / "t.png")
+    run = str(run_dir / "run")
+    code, err = _cli(["plot", "timeline", run, "-o", out, "--trace", str(run_dir / "other.sst")], capsys)
+    assert code == 2 and "is not the run's trace" in err and len(err.strip().splitlines()) == 1
+    for level in ("999", "-3", "0"):
+        code, err = _cli(["plot", "timeline", run, "-o", out, "--level", level], capsys)
+        assert code == 2 and f"--level {level}: the trace's frames have levels 1 to" in err
+    code, err = _cli(["plot", "timeline", run, "-o", str(run_dir / "t.xyz")], capsys)
+    assert code == 2 and "unsupported figure format 'xyz'" in err and "png" in err
+    code, _ = _cli(["plot", "timeline", run, "-o", out, "--trace", str(run_dir / "fib.sst")], capsys)
+    assert code == 0 and (run_dir / "t.png").read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,119 @@
+"""What the README and docs tell a user to type, and every bundled sweep spec, still work.
+
+Every ``simsched ...`` line in a shell block of README.md and docs/*.md is parsed by the
+real command line (command names, options and their types, without running it), and every
+bundled sweep spec is loaded and checked whole (schedulers, parameters, generators, traces),
+as ``sweep run`` does before its first point.  Running them all would take hours; parsing and
+checking catches what went wrong before (an option renamed, a scheduler parameter that does
+not exist).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import typer.main
+
+from simsched.cli import app
+from simsched.experiments.spec import check_spec, load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SPECS = sorted(
+    p
+    for folder in ("configs/sweeps", "experiments")
+    for p in (ROOT / folder).rglob("*.yaml")
+    if "results" not in p.parts
+)
+_BLOCK = re.compile(r"^```(?:sh|bash|console|shell)\n(.*?)^```", re.M | re.S)
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """(where, command line) of every ``simsched`` command in a shell block of the docs."""
+    out = []
+    for doc in DOCS:
+        for block in _BLOCK.findall(doc.read_text(encoding="utf-8")):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = line.strip().removeprefix("$ ")
+                if line.startswith("simsched "):
+                    cmd = line.split(" #")[0].split(" > ")[0].split(" | ")[0]
+                    out.append((doc.name, cmd.strip()))
+    return out
+
+
+def parse(args: list[str]) -> None:
+    """Parse a command line down to its leaf command (raises the CLI's usage error)."""
+    cmd = typer.main.get_command(app)
+    ctx = cmd.make_context("simsched", list(args))
+    while hasattr(cmd, "resolve_command"):
+        rest = list(ctx._protected_args) + list(ctx.args)
+        if not rest:
+            return
+        name, cmd, rest = cmd.resolve_command(ctx, rest)
+        ctx = cmd.make_context(name, rest, parent=ctx)
+
+
+COMMANDS = documented_commands()
+
+
+def test_the_docs_have_commands():
+    assert len(COMMANDS) >= 20
+    assert len(SPECS) >= 8
+
+
+@pytest.mark.parametrize(("where", "line"), COMMANDS, ids=[c for _, c in COMMANDS])
+def test_documented_command_parses(where, line):
+    args = shlex.split(line)[1:]
+    if args[0] == "cc":  # every argument goes to gcc
+        args = args[:1]
+    try:
+        parse(args)
+    except Exception as exc:
+        pytest.fail(f"{where}: `{line}` does not parse: {exc}")
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[str(p.relative_to(ROOT)) for p in SPECS])
+@pytest.mark.parametrize("small", [True, False], ids=["small", "full"])
+def test_bundled_spec_is_valid_whole(spec, small):
+    text = spec.read_text(encoding="utf-8")
+    if "workloads:" not in text:
+        pytest.skip("not a sweep spec")
+    loaded = load_spec(spec, small=small)
+    try:
+        points = check_spec(loaded)
+    except Exception as exc:
+        if "no such file" in str(exc) and "trace" in str(exc):
+            pytest.skip(f"needs a trace made by its README first: {exc}")
+        raise
+    assert points
+
+
+@pytest.mark.slow
+def test_readme_quick_tour_runs(tmp_path):
+    """Run the README's tour for real, on a copy of the repository's inputs and a smaller n."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tarfile
+
+    with tarfile.open(tmp_path / "src.tar", "w") as tar:
+        for folder in ("experiments", "traces", "configs"):
+            tar.add(ROOT / folder, arcname=folder, filter=lambda m: None if "/results" in m.name else m)
+    with tarfile.open(tmp_path / "src.tar") as tar:
+        tar.extractall(tmp_path, filter="data")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SIMSCHED_SMALL": "1",
+           "SIMSCHED_CACHE_DIR": str(tmp_path / "cache")}
+    code = "import sys; from simsched.cli import main; main(sys.argv[1:])"
+    tour = [c for w, c in COMMANDS if w == "README.md"]
+    assert len(tour) >= 10
+    for line in tour:
+        args = shlex.split(line.replace("n=1048576", "n=8192").replace("65536", "4096"))[1:]
+        if args[0] in ("cc", "capture") and shutil.which("gcc") is None:
+            continue
+        res = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=1800)
+        assert res.returncode == 0, f"`{line}`: {res.stderr}"

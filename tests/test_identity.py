@@ -1,0 +1,91 @@
+"""Code identity: the version from git, and caches keyed by the timing model's source."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import simsched
+from simsched import identity
+from simsched.api import baseline_makespan, baseline_path
+from simsched.machine import load_machine
+from simsched.workloads import generate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_version_comes_from_git_and_the_cli_prints_it(capsys):
+    from simsched.cli import main
+
+    v = identity.version()
+    assert simsched.__version__ == v
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"simsched {v}\n"
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short=7", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        tagged = subprocess.run(
+            ["git", "-C", str(ROOT), "describe", "--exact-match", "--tags"],
+            capture_output=True,
+        ).returncode == 0
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    pytest.importorskip("setuptools_scm")
+    assert tagged or f"+g{head}" in v
+
+
+def _clear() -> None:
+    identity.source_identity.cache_clear()
+    identity.timing_model_identity.cache_clear()
+
+
+def test_editing_the_timing_model_or_a_generator_changes_the_cache_keys(tmp_path, monkeypatch):
+    from simsched.experiments.traces import TRACE_MAKING_PACKAGES, recipe_key
+
+    for pkg in {*identity.TIMING_MODEL_PACKAGES, *TRACE_MAKING_PACKAGES}:
+        shutil.copytree(identity.PACKAGE_DIR / pkg, tmp_path / pkg)
+    monkeypatch.setattr(identity, "PACKAGE_DIR", tmp_path)
+    recipe = {"kind": "generator", "generator": "fib", "params": {"n": 8}}
+    _clear()
+    try:
+        model, key = identity.timing_model_identity(), recipe_key(recipe)
+        memory = tmp_path / "memory" / "system.py"
+        memory.write_text(memory.read_text() + "\n# one cycle more somewhere\n")
+        _clear()
+        assert identity.timing_model_identity() != model
+        assert recipe_key(recipe) == key  # the trace a recipe makes does not depend on it
+        fib = tmp_path / "workloads" / "fib.py"
+        fib.write_text(fib.read_text() + "\n# a different program\n")
+        _clear()
+        assert recipe_key(recipe) != key
+    finally:
+        _clear()
+
+
+def test_changing_the_timing_model_invalidates_the_cached_baseline(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(tmp_path / "cache"))
+    trace = tmp_path / "fib.sst"
+    h = generate("fib", trace, n=10)
+    machine = load_machine("itrs-scaling-2")
+    real = baseline_makespan(trace, machine)
+    path = baseline_path(h.digest, machine)
+    cached = json.loads(path.read_text())
+    assert cached["makespan_cycles"] == real
+    assert cached["timing_model"] == identity.timing_model_identity()
+    # A cache hit returns what the file says, so a stale file would be believed ...
+    path.write_text(json.dumps({**cached, "makespan_cycles": real + 12345}))
+    assert baseline_makespan(trace, machine) == real + 12345
+    # ... but a different timing model never looks at it: new key, recomputed value.
+    monkeypatch.setattr(identity, "timing_model_identity", lambda: "an-edited-timing-model")
+    assert baseline_path(h.digest, machine) != path
+    assert baseline_makespan(trace, machine) == real
