@@ -199,8 +199,11 @@ def main() -> None:
         jobset(mix),
         "# small (CI): Fig. 9's shape, 4 jobs arriving over time\n",
     )
-    dump(HERE / "small.yaml", sweep("saws_small", "SAWS study, CI size", small, "results/small"),
-         HEADER)
+    dump(
+        HERE / "small.yaml",
+        sweep("saws_small", "SAWS study, CI size", small, "results/small"),
+        HEADER,
+    )
 
 
 if __name__ == "__main__":
