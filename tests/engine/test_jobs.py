@@ -284,3 +284,17 @@ def test_quantum_in_milliseconds(tmp_path):
     f.write_text(f"quantum_ms: -1\njobs:\n  - trace: {SAMPLES / 'fib-16-6.valgrind.sst'}\n")
     with pytest.raises(ConfigError, match="quantum_ms"):
         load_jobset(f)
+
+
+def test_saws_study_job_sets_are_valid():
+    """Every job set of experiments/saws passes the schema (without making traces)."""
+    import yaml
+
+    from simsched.jobset import JobSetSpec
+
+    study = SAMPLES.parent.parent / "experiments" / "saws"
+    files = [study / "fig4.yaml", *sorted((study / "jobsets").glob("*.yaml"))]
+    assert len(files) > 40
+    for f in files:
+        spec = JobSetSpec.model_validate(yaml.safe_load(f.read_text()))
+        assert spec.controller == "deq" and (spec.quantum > 0 or spec.quantum_ms)
