@@ -1,6 +1,6 @@
 # simsched: the two commands of the README, plus their set-up.
 #   make demo   replay the bundled mergesort trace under WS and PDF, print a comparison, draw a figure
-#   make test   run the test suite
+#   make test   check the style (ruff lint and format) and run the test suite
 # Both create .venv and install simsched with its dependencies from the package registries first
 # (`make setup LOCKED=1` installs the exact versions of requirements.lock instead).  On Debian
 # or Ubuntu, set-up first installs the capture backends' system packages with apt-get (it says
@@ -35,8 +35,10 @@ demo: $(STAMP)
 # The notebooks run their sweeps: run them on a copy so that nothing is written into the
 # source tree (experiments/*/results stays the user's), with a private cache.
 test: $(STAMP)
+	$(BIN)/ruff check simsched tests benchmarks
+	$(BIN)/ruff format --check simsched tests benchmarks
 	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
-	tar --exclude=results -cf - notebooks experiments | tar -xf - -C "$$scratch" && \
+	tar --exclude=results -cf - notebooks experiments traces/samples | tar -xf - -C "$$scratch" && \
 	SIMSCHED_SMALL=1 SIMSCHED_CACHE_DIR="$$scratch/cache" $(BIN)/python -m pytest -q -n 2 \
 	  --dist loadfile -c pyproject.toml --rootdir . tests "$$scratch/notebooks" --nbmake
 
@@ -45,6 +47,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check simsched tests benchmarks
+	$(BIN)/ruff format --check simsched tests benchmarks
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache

@@ -233,9 +233,7 @@ def main() -> None:
     machines = a.machines.split(",")
     # WS and PDF on the ITRS chips; WS and the multi-socket policies on the Opteron.
     plan = [(m, s) for m in machines for s in ("ws", "pdf")]
-    plan += [
-        (POLICY_MACHINE, s) for s in ("ws", "cab", "laws", "cats") if s in scheduler_names()
-    ]
+    plan += [(POLICY_MACHINE, s) for s in ("ws", "cab", "laws", "cats") if s in scheduler_names()]
     warm = _trace(tmp / "warm.sst", 4096, grain=512)
     for m, s in plan:  # compile or load the kernels outside the measurements
         _child(warm, m, s, "None")

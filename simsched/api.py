@@ -226,8 +226,7 @@ def baseline_path(trace_digest: str, machine: Any) -> Path:
     m1 = one_core_machine(machine)
     mkey = hashlib.sha256(
         (
-            dumps(machine_config(m1))
-            + f"|v{BASELINE_VERSION}|code:{timing_model_identity()}"
+            dumps(machine_config(m1)) + f"|v{BASELINE_VERSION}|code:{timing_model_identity()}"
         ).encode()
     ).hexdigest()[:20]
     return cache_dir() / "baselines" / f"{trace_digest[:32]}-{mkey}.json"

@@ -205,6 +205,4 @@ def read_user_text(path: str | os.PathLike, what: str = "text") -> str:
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read ({describe_os_error(exc)})") from None
     except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{p}: not a {what} file (byte {exc.start} is not UTF-8 text)"
-        ) from None
+        raise ConfigError(f"{p}: not a {what} file (byte {exc.start} is not UTF-8 text)") from None

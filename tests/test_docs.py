@@ -102,11 +102,17 @@ def test_readme_quick_tour_runs(tmp_path):
 
     with tarfile.open(tmp_path / "src.tar", "w") as tar:
         for folder in ("experiments", "traces", "configs"):
-            tar.add(ROOT / folder, arcname=folder, filter=lambda m: None if "/results" in m.name else m)
+            tar.add(
+                ROOT / folder, arcname=folder, filter=lambda m: None if "/results" in m.name else m
+            )
     with tarfile.open(tmp_path / "src.tar") as tar:
         tar.extractall(tmp_path, filter="data")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SIMSCHED_SMALL": "1",
-           "SIMSCHED_CACHE_DIR": str(tmp_path / "cache")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SIMSCHED_SMALL": "1",
+        "SIMSCHED_CACHE_DIR": str(tmp_path / "cache"),
+    }
     code = "import sys; from simsched.cli import main; main(sys.argv[1:])"
     tour = [c for w, c in COMMANDS if w == "README.md"]
     assert len(tour) >= 10
@@ -114,6 +120,12 @@ def test_readme_quick_tour_runs(tmp_path):
         args = shlex.split(line.replace("n=1048576", "n=8192").replace("65536", "4096"))[1:]
         if args[0] in ("cc", "capture") and shutil.which("gcc") is None:
             continue
-        res = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=1800)
+        res = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         assert res.returncode == 0, f"`{line}`: {res.stderr}"

@@ -34,10 +34,13 @@ def test_version_comes_from_git_and_the_cli_prints_it(capsys):
             text=True,
             check=True,
         ).stdout.strip()
-        tagged = subprocess.run(
-            ["git", "-C", str(ROOT), "describe", "--exact-match", "--tags"],
-            capture_output=True,
-        ).returncode == 0
+        tagged = (
+            subprocess.run(
+                ["git", "-C", str(ROOT), "describe", "--exact-match", "--tags"],
+                capture_output=True,
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
     pytest.importorskip("setuptools_scm")

@@ -40,6 +40,7 @@ _COMMAND_MODULES = [
     "simsched.cli.plot",
 ]
 
+
 def _print_version(value: bool) -> None:
     if value:
         from simsched.identity import version

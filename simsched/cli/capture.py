@@ -72,14 +72,17 @@ def register(app: typer.Typer) -> None:
             raise CaptureError(
                 "simsched capture: no program (usage: simsched capture -o OUT -- PROGRAM ARGS)"
             )
-        with contextlib.ExitStack() as outputs, Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TextColumn("{task.fields[what]}"),
-            TimeElapsedColumn(),
-            console=err_console,
-            transient=True,
-        ) as bar:
+        with (
+            contextlib.ExitStack() as outputs,
+            Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                TextColumn("{task.fields[what]}"),
+                TimeElapsedColumn(),
+                console=err_console,
+                transient=True,
+            ) as bar,
+        ):
             task = bar.add_task(f"running ({backend})", what="")
 
             def progress(phase: str, value: int) -> None:

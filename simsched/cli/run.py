@@ -217,8 +217,8 @@ def _run_jobs(
     console.print(
         f"makespan {rec['makespan_cycles']:,} cycles; mean response "
         f"{rec['mean_response_cycles']:,.0f}; utilisation {rec['utilization']:.3f}; "
-        f"{rec['reallocations']} core moves; private-miss rate after a move "
-        f"{w['warm_miss_rate']:.4f} vs {w['steady_miss_rate']:.4f} steady"
+        f"{rec['reallocations']} core moves; {w['extra_misses']:,.0f} extra private-cache "
+        f"misses in the first references of cores that moved ({w['joins']} moves)"
     )
 
 

@@ -115,14 +115,17 @@ def import_cmd(
     from simsched.trace import import_raw
 
     total = raw.stat().st_size
-    with atomic_output(out) as tmp, Progress(
-        TextColumn("importing"),
-        BarColumn(),
-        TextColumn("{task.fields[recs]:,} records"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    ) as bar:
+    with (
+        atomic_output(out) as tmp,
+        Progress(
+            TextColumn("importing"),
+            BarColumn(),
+            TextColumn("{task.fields[recs]:,} records"),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        ) as bar,
+    ):
         task = bar.add_task("import", total=None, recs=0)
         h = import_raw(
             raw,

@@ -109,6 +109,17 @@ class Job:
         self.refs_done = 0
         self.start_cycle = -1
         self.finish_cycle = -1
+        # Accounting: core-cycles held (up to last_change), cycles running strands and
+        # cycles of scheduling decisions.
+        self.last_change = self.arrival
+        self.allot_cycles = 0
+        self.busy = 0
+        self.schedc = 0
+        # Private-cache misses of the job's strands, and of its cores' first references
+        # after they moved to it (the cache cost of reallocations).
+        self.pmiss = 0
+        self.warm_refs = 0
+        self.warm_misses = 0
         self.cores: set[int] = set()
         self.sleeping: set[int] = set()
         self.ctx = SchedContext(machine, (), trace, lambda n=None, cores=None: wake(self, n, cores))

@@ -242,11 +242,9 @@ def jobs_metrics(result: Any, mem_stats: dict, machine: Any, traces: list[Any]) 
     out.update(memory_fields(mem_stats, makespan, out["instructions"]))
     out["private_misses"] = int(r.private_misses.sum())
     w = r.warmup
-    out["realloc_warmup"] = {
-        **{k: int(v) for k, v in w.items()},
-        "warm_miss_rate": w["warm_misses"] / w["warm_refs"] if w["warm_refs"] else 0.0,
-        "steady_miss_rate": w["steady_misses"] / w["steady_refs"] if w["steady_refs"] else 0.0,
-    }
+    out["realloc_warmup"] = {k: v for k, v in w.items() if k != "jobs"}
+    for x, wj in zip(jobs, w["jobs"], strict=True):
+        x["realloc_warmup"] = wj
     out["allotment"] = {
         "cycles": [int(t) for t, _, _ in r.series],
         "cores": [list(map(int, a)) for _, a, _ in r.series],

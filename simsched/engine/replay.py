@@ -156,9 +156,9 @@ class ReplayResult:
     reallocations
         Core moves between jobs (a core leaving one job for another or for the pool).
     warmup
-        Cache cost of reallocations: ``{"joins", "warm_refs", "warm_misses",
-        "steady_refs", "steady_misses"}`` (private-cache misses in the first
-        :data:`WARMUP_REFS` references after a core moved to a job, and elsewhere).
+        Cache cost of reallocations (:func:`warmup_summary`): per job the private-cache
+        miss rate of cores in their first :data:`WARMUP_REFS` references after they moved
+        to it, against the job's other references; ``extra_misses`` over the set.
     engine
         Engine statistics (timing-dependent).
     """
@@ -171,7 +171,7 @@ class ReplayResult:
     private_misses: np.ndarray
     series: list[tuple[int, list[int], list[int]]]
     reallocations: int
-    warmup: dict[str, int]
+    warmup: dict[str, Any]
     engine: dict[str, Any] = field(default_factory=dict)
 
 
@@ -247,10 +247,9 @@ class Replay:
         self.series: list[tuple[int, list[int], list[int]]] = []
         self.reallocations = 0
         self.served: list[set[int]] = [set() for _ in range(P)]
-        self.warm: list[tuple[int, int] | None] = [None] * P  # (refs, misses) at join
-        self.warmup = dict.fromkeys(
-            ("joins", "warm_refs", "warm_misses", "steady_refs", "steady_misses"), 0
-        )
+        # Per core after a move: (job, refs, misses) when it joined.
+        self.warm: list[tuple[Job, int, int] | None] = [None] * P
+        self.joins = 0
         self.events = 0
         self._stall = 0
         self.refs_total = sum(int(s.trace.header.n_refs) for s in jobs)
@@ -289,10 +288,6 @@ class Replay:
             self._wake,
             arrival=self.now,
         )
-        job.last_change = self.now
-        job.allot_cycles = 0
-        job.busy = 0
-        job.schedc = 0
         self.jobs[jid] = job
         if job.n == 0:
             job.start_cycle = job.finish_cycle = self.now
@@ -354,9 +349,7 @@ class Replay:
 
     def _record(self, now: int) -> None:
         alloc = [len(j.cores) if j is not None else 0 for j in self.jobs]
-        desire = [
-            -1 if j is None or j.desire is None else int(j.desire) for j in self.jobs
-        ]
+        desire = [-1 if j is None or j.desire is None else int(j.desire) for j in self.jobs]
         if self.series and self.series[-1][0] == now:
             self.series[-1] = (now, alloc, desire)
         else:
@@ -367,6 +360,8 @@ class Replay:
         job.last_change = now
 
     def _leave(self, c: int, job: Job, now: int) -> None:
+        if self.warm[c] is not None:
+            self._warm_check(c, close=True)  # moved again before the window's end
         self._account(job, now)
         job.cores.discard(c)
         job.sleeping.discard(c)
@@ -384,8 +379,8 @@ class Replay:
         moved = bool(self.served[c] - {job.jid})
         self.served[c].add(job.jid)
         if moved:
-            self.warmup["joins"] += 1
-            self.warm[c] = (self.driver.refs_of(c), int(self.pmiss[c]))
+            self.joins += 1
+            self.warm[c] = (job, self.driver.refs_of(c), int(self.pmiss[c]))
 
     def _start_job(self, job: Job, now: int) -> None:
         job.start_cycle = now
@@ -426,6 +421,7 @@ class Replay:
         self.busy[c] += d
         job.busy += d
         self.pmiss[c] += pm
+        job.pmiss += pm
         ready, kinds = job.release(s)
         if ready:
             self.driver.prefetch(job, ready)
@@ -458,12 +454,12 @@ class Replay:
             self._apply(job, c, now, job.sched.on_finish(c, s, now, ready, kinds))
         job.cost_ns[s] = perf() - t0
 
-    def _warm_check(self, c: int) -> None:
-        r0, m0 = self.warm[c]
+    def _warm_check(self, c: int, close: bool = False) -> None:
+        job, r0, m0 = self.warm[c]
         refs = self.driver.refs_of(c) - r0
-        if refs >= WARMUP_REFS:
-            self.warmup["warm_refs"] += refs
-            self.warmup["warm_misses"] += int(self.pmiss[c]) - m0
+        if refs >= WARMUP_REFS or close:
+            job.warm_refs += refs
+            job.warm_misses += int(self.pmiss[c]) - m0
             self.warm[c] = None
 
     def _job_done(self, job: Job, now: int) -> None:
@@ -597,9 +593,7 @@ class Replay:
             )
             cost.append(j.cost_ns)
         refs = self.driver.refs_per_core
-        steady_refs = int(refs.sum()) - self.warmup["warm_refs"]
-        self.warmup["steady_refs"] = steady_refs
-        self.warmup["steady_misses"] = int(self.pmiss.sum()) - self.warmup["warm_misses"]
+        warmup = warmup_summary(self.jobs, self.joins)
         allc = np.concatenate(cost) if cost else np.zeros(0, np.int64)
         engine = {
             "window": self.window,
@@ -621,9 +615,46 @@ class Replay:
             private_misses=self.pmiss,
             series=self.series,
             reallocations=self.reallocations,
-            warmup=dict(self.warmup),
+            warmup=warmup,
             engine=engine,
         )
+
+
+def warmup_summary(jobs: Sequence[Job | None], joins: int) -> dict[str, Any]:
+    """The cache cost of reallocations, per job and over the set.
+
+    For every job, the private-cache miss rate of its cores' first :data:`WARMUP_REFS`
+    references after they moved to it from another job (``warm``) against the rate of all
+    its other references (``steady``); ``extra_misses`` = warm misses minus what the
+    job's steady rate would have given over the same references, summed over jobs.
+    """
+    per_job = []
+    extra = 0.0
+    warm_refs = warm_misses = 0
+    for j in jobs:
+        if j is None:
+            continue
+        s_refs = j.n_refs - j.warm_refs
+        s_miss = j.pmiss - j.warm_misses
+        steady = s_miss / s_refs if s_refs > 0 else 0.0
+        extra += j.warm_misses - steady * j.warm_refs
+        warm_refs += j.warm_refs
+        warm_misses += j.warm_misses
+        per_job.append(
+            {
+                "warm_refs": int(j.warm_refs),
+                "warm_misses": int(j.warm_misses),
+                "warm_miss_rate": j.warm_misses / j.warm_refs if j.warm_refs else 0.0,
+                "steady_miss_rate": steady,
+            }
+        )
+    return {
+        "joins": int(joins),
+        "warm_refs": int(warm_refs),
+        "warm_misses": int(warm_misses),
+        "extra_misses": round(extra, 3),
+        "jobs": per_job,
+    }
 
 
 class Engine:

@@ -181,10 +181,7 @@ def rows_to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     table always has one type per column.
     """
     flat = [
-        {
-            k: (canonical_json(v) if isinstance(v, dict | list) else v)
-            for k, v in r.items()
-        }
+        {k: (canonical_json(v) if isinstance(v, dict | list) else v) for k, v in r.items()}
         for r in rows
     ]
     df = pd.DataFrame(flat)

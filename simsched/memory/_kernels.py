@@ -431,11 +431,7 @@ def _page_table(g: Geometry) -> str:
         "        return e & 255",
         "    h = (h + 1) & mask",
     ]
-    return (
-        "\n\n@_jit\ndef _page_node(PT, MISC, page, sock):\n"
-        + "\n".join(_ind(body, 1))
-        + "\n"
-    )
+    return "\n\n@_jit\ndef _page_node(PT, MISC, page, sock):\n" + "\n".join(_ind(body, 1)) + "\n"
 
 
 def _node_expr(g: Geometry, page: str, sock: str) -> str:
@@ -770,7 +766,7 @@ def generate_source(g: Geometry, extra_source: str = "") -> str:
         "import numpy as np\nfrom numba import njit\n",
         # No reference counting: the kernels allocate nothing, and NRT's atomic
         # increments on every array argument would cost more than a window's work.
-        '_jit = njit(cache=True, nogil=True, _nrt=False)\n'
+        "_jit = njit(cache=True, nogil=True, _nrt=False)\n"
         '_jit_inline = njit(cache=True, nogil=True, _nrt=False, inline="always")\n',
         f'"""simsched memory kernels generated for {g!r}."""\n',
     ]
@@ -806,9 +802,7 @@ def kernel_cache_dir() -> Path:
 
 def _generator_text() -> str:
     here = Path(__file__).parent
-    return "".join(
-        (here / f).read_text(encoding="utf-8") for f in ("_kernels.py", "window.py")
-    )
+    return "".join((here / f).read_text(encoding="utf-8") for f in ("_kernels.py", "window.py"))
 
 
 def load_module(g: Geometry, extra_source: str = "", extra_name: str = "") -> ModuleType:

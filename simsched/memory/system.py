@@ -257,8 +257,22 @@ class MemorySystem:
         i = 0
         while True:
             i = self.module._serve(
-                self.state, int(core), a, s, w, gp, use_gaps, t, out, i, n, _NO_BOUND, True,
-                _NO_BOUND, self.page_limit(), 0,
+                self.state,
+                int(core),
+                a,
+                s,
+                w,
+                gp,
+                use_gaps,
+                t,
+                out,
+                i,
+                n,
+                _NO_BOUND,
+                True,
+                _NO_BOUND,
+                self.page_limit(),
+                0,
             )
             misc = self.state[g.st_misc]
             t = int(misc[K.MISC_TIME])

@@ -304,9 +304,7 @@ def sweep_figure(
         raise ConfigError(f"--kind {kind!r}: use line, bar or auto")
     if not pd.api.types.is_numeric_dtype(data[y]) or pd.api.types.is_bool_dtype(data[y]):
         numeric = [c for c in data.columns if pd.api.types.is_numeric_dtype(data[c])][:8]
-        raise ConfigError(
-            f"--y {y}: not a numeric column (e.g. {', '.join(map(str, numeric))})"
-        )
+        raise ConfigError(f"--y {y}: not a numeric column (e.g. {', '.join(map(str, numeric))})")
     if kind == "line" and not pd.api.types.is_numeric_dtype(data[x]):
         raise ConfigError(f"--x {x}: a line plot needs a numeric column; use --kind bar")
     width = 5.0 + (1.5 if hue else 0.0)  # room for the legend beside the plot

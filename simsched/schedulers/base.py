@@ -62,12 +62,13 @@ ints; ``steal_attempts`` and ``steals`` are expected from stealing schedulers).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from simsched.errors import ConfigError
+from simsched.params import coerce
 
 # Edge kinds are defined once, with the trace format: spawn, continuation, join.
 from simsched.trace.format import EDGE_CONT, EDGE_JOIN, EDGE_SPAWN
@@ -162,7 +163,7 @@ class SchedContext:
         self.set_cores(cores)
 
     # -- topology -------------------------------------------------------------------
-    def set_cores(self, cores: Sequence[int]) -> None:
+    def set_cores(self, cores: Iterable[int]) -> None:
         """Replace the job's cores (engine use; schedulers are told by
         :meth:`Scheduler.on_cores_changed`)."""
         self.cores: tuple[int, ...] = tuple(sorted(int(c) for c in cores))
@@ -297,25 +298,8 @@ class Scheduler:
         out = dict(cls.param_defaults)
         for k, v in params.items():
             default = cls.param_defaults[k]
-            if isinstance(default, bool) and isinstance(v, str):
-                if v.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ConfigError(f"scheduler {cls.name!r}: {k}={v!r} is not a boolean")
-                v = v.lower() in ("true", "1", "yes")
-            elif isinstance(default, int) and not isinstance(default, bool):
-                try:
-                    v = int(v)
-                except (TypeError, ValueError):
-                    raise ConfigError(
-                        f"scheduler {cls.name!r}: {k}={v!r} is not an integer"
-                    ) from None
-            elif isinstance(default, float):
-                try:
-                    v = float(v)
-                except (TypeError, ValueError):
-                    raise ConfigError(
-                        f"scheduler {cls.name!r}: {k}={v!r} is not a number"
-                    ) from None
-            out[k] = v
+            kind = type(default) if isinstance(default, bool | int | float) else str
+            out[k] = coerce(v, kind, f"scheduler {cls.name!r}: {k}")
         cls.check_params(out)
         return out
 

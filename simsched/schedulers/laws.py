@@ -167,11 +167,19 @@ class LocalityAware(Scheduler):
         home, self.straddles = allocate(ctx.data_ranges(), self.S)
         self.home = home.tolist()
         self.frame_of = ctx.strand_frame.tolist()
+        # per-strand copies of per-frame facts, so that the per-strand path indexes once
+        self.shome = home[ctx.strand_frame].tolist()
         self.first_strand = ctx.frame_first_strand.tolist()
         self.last_strand = ctx.frame_last_strand.tolist()
         it_f = np.asarray(ctx.frame_iteration, dtype=np.int64)
         it_s = it_f[ctx.strand_frame]
         self.it_of = it_s.tolist()
+        # iteration of a frame's first strand (the only strands released by a spawn edge),
+        # -1 for other strands and for frames without a parent (never spawned)
+        first = np.zeros(ctx.n_strands, dtype=bool)
+        spawned = np.flatnonzero(np.asarray(ctx.frame_parent) >= 0)
+        first[np.asarray(ctx.frame_first_strand)[spawned]] = True
+        self.spawn_it = np.where(first, it_s, -1).tolist()
         marked = it_f[it_f >= 0]
         self.first_it = int(marked.min()) if marked.size else -1
         n_it = int(marked.max()) + 1 if marked.size else 0
@@ -186,6 +194,8 @@ class LocalityAware(Scheduler):
         self.pool_mode = True  # every core of a socket takes from its CF pool
         self.packed = False
         self.fclass: list[int] = []
+        #: class of every strand's frame (POOLED while tasks are not packed)
+        self.scls: list[int] = [POOLED] * ctx.n_strands
         self.active_last = [-1] * self.S  # last strand of the CF subtree running per socket
         self.ws: Scheduler | None = None
         self.tuner: PackingTuner | None = None
@@ -264,26 +274,20 @@ class LocalityAware(Scheduler):
         return -1
 
     # -- placement of released strands ----------------------------------------------------
-    def _may_run_free(self, core: int, f: int) -> bool:
-        """Whether ``core`` may run a strand of the CF-pool frame ``f`` itself."""
+    def _may_run_free(self, core: int, home: int) -> bool:
+        """Whether ``core`` may run a strand of a CF-pool frame allocated to socket
+        ``home`` itself."""
         if self.phase == 0:
-            return self.sock[core] == self.home[f]
+            return self.sock[core] == home
         return self.pool_mode or self.is_head[core]
-
-    def _pool_of(self, core: int, f: int) -> int:
-        """Pool of a new task ``f`` spawned on ``core`` (the allocator's socket)."""
-        if self.phase == 0 or self.NUMA:
-            return self.home[f]
-        return self.sock[core]
 
     def _place(self, core: int, ready: Sequence[int], kinds: Sequence[int]) -> tuple[int, int]:
         """Put released strands where they belong; returns (strand to run or -1, cost)."""
         cand: list[int] = []
         cost = 0
-        packed = self.packed
+        scls = self.scls
         for s, k in zip(ready, kinds, strict=True):
-            f = self.frame_of[s]
-            cls = self.fclass[f] if packed else POOLED
+            cls = scls[s]
             spawn = k == EDGE_SPAWN
             if cls == SOCKET_LOCAL or (cls == CF_ROOT and not spawn):
                 # inside a CF subtree: child-first, the first released child runs
@@ -292,11 +296,12 @@ class LocalityAware(Scheduler):
                 else:
                     cand.append(s)
             elif spawn:
-                cost += self._push_pool(core, self._pool_of(core, f), s)
-            elif self._may_run_free(core, f):
+                p = self.shome[s] if self.phase == 0 or self.NUMA else self.sock[core]
+                cost += self._push_pool(core, p, s)
+            elif self._may_run_free(core, self.shome[s]):
                 cand.append(s)
             else:
-                p = self.home[f] if self.phase == 0 else self.sock[core]
+                p = self.shome[s] if self.phase == 0 else self.sock[core]
                 cost += self._push_pool(core, p, s)
         if not cand:
             return -1, cost
@@ -311,7 +316,7 @@ class LocalityAware(Scheduler):
     def on_start(self, strand: int, now: int) -> None:
         """Main's first strand goes to the CF pool of its socket (socket 0)."""
         self._set_topology()  # the job's cores are known from now on
-        p = self.home[self.frame_of[strand]]
+        p = self.shome[strand]
         self.pools[p].append(strand)
         self._wake_pool(p)
 
@@ -332,11 +337,11 @@ class LocalityAware(Scheduler):
             self.it_left[it] = left
             if left == 0:
                 self._iteration_done(it, now)
-        for s, k in zip(ready, kinds, strict=True):
-            if k == EDGE_SPAWN:
-                i = self.it_of[s]
-                if i >= 0 and self.it_start[i] < 0:
-                    self.it_start[i] = now
+        spawn_it = self.spawn_it
+        for s in ready:
+            i = spawn_it[s]
+            if i >= 0 and self.it_start[i] < 0:
+                self.it_start[i] = now
         p = self.sock[core]
         if self.active_last[p] == strand:
             self.active_last[p] = -1
@@ -345,6 +350,14 @@ class LocalityAware(Scheduler):
                 self.ctx.wake(cores=(h,))
         if self.ws is not None:
             return self.ws.on_finish(core, strand, now, ready, kinds)
+        if not ready:
+            return self.on_idle(core, now)
+        if len(ready) == 1:
+            # the common single release inside a CF subtree: the core runs it, no cost
+            s = ready[0]
+            cls = self.scls[s]
+            if cls == SOCKET_LOCAL or (cls == CF_ROOT and kinds[0] != EDGE_SPAWN):
+                return run(s, 0)
         s, cost = self._place(core, ready, kinds)
         if s >= 0:
             return run(s, cost)
@@ -397,8 +410,7 @@ class LocalityAware(Scheduler):
             self.ws.on_depart(core, strand, now, ready, kinds)
             return
         for s in ready:
-            f = self.frame_of[s]
-            self._push_pool(core, self.home[f] if self.phase == 0 else self.sock[core], s)
+            self._push_pool(core, self.shome[s] if self.phase == 0 else self.sock[core], s)
 
     def on_cores_changed(self, added: Sequence[int], removed: Sequence[int], now: int) -> None:
         """Head cores and peers follow the job's cores; a removed core's deque moves to
@@ -518,10 +530,13 @@ class LocalityAware(Scheduler):
                 inside[i] = True
                 if tcls[i] != CF_ROOT:
                     tcls[i] = SOCKET_LOCAL
-        self.fclass = np.where(self.tmpl >= 0, tcls[np.maximum(self.tmpl, 0)], FREE).tolist()
+        fclass = np.where(self.tmpl >= 0, tcls[np.maximum(self.tmpl, 0)], FREE)
+        self.fclass = fclass.tolist()
+        self.scls = fclass[self.ctx.strand_frame].tolist()
 
     def _unpack(self, why: str) -> None:
         self.packed = False
+        self.scls = [POOLED] * self.ctx.n_strands
         self.pool_mode = True
         self.tuner = None
         self.mode = why

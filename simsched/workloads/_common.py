@@ -29,8 +29,6 @@ Helpers
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from simsched.errors import ConfigError
+from simsched.params import coerce
 
 #: glibc's default ``M_MMAP_THRESHOLD``: requests at least this large are ``mmap``-ed
 MMAP_THRESHOLD = 128 * 1024
@@ -244,64 +243,8 @@ class Param:
         return d
 
 
-_POW = re.compile(r"^\s*(\d+)\s*(?:\^|\*\*)\s*(\d+)\s*$")
-_SHIFT = re.compile(r"^\s*(\d+)\s*<<\s*(\d+)\s*$")
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-
-
-def _parse_int(text: str) -> int:
-    t = text.strip().replace("_", "")
-    m = _POW.match(t)
-    if m:
-        base, exp = int(m.group(1)), int(m.group(2))
-        if exp > 64:
-            raise ValueError(text)
-        return base**exp
-    m = _SHIFT.match(t)
-    if m:
-        if int(m.group(2)) > 64:
-            raise ValueError(text)
-        return int(m.group(1)) << int(m.group(2))
-    return int(t, 0)
-
-
 def _convert(workload: str, p: Param, value: Any) -> Any:
-    where = f"workload {workload}: parameter {p.name}"
-    if p.kind is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int | np.integer) and value in (0, 1):
-            return bool(value)
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
-        raise ConfigError(f"{where}: expected true or false, got {value!r}")
-    if p.kind is int:
-        if isinstance(value, bool):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
-        if isinstance(value, int | np.integer):
-            return int(value)
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            try:
-                return _parse_int(value)
-            except ValueError:
-                pass
-        raise ConfigError(
-            f"{where}: expected an integer (e.g. 1048576, 2^20, 1<<20), got {value!r}"
-        )
-    if p.kind is float:
-        if isinstance(value, bool):
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{where}: expected a number, got {value!r}") from None
-        if not math.isfinite(x):
-            raise ConfigError(f"{where}: expected a finite number, got {value!r}")
-        return x
-    raise TypeError(f"unsupported parameter kind {p.kind}")  # a bug in a generator's table
+    return coerce(value, p.kind, f"workload {workload}: parameter {p.name}")
 
 
 def resolve_params(

@@ -266,8 +266,11 @@ def test_opencilk_split_of_heat_has_the_references_of_the_marker_version(cache, 
     m = capture(str(marker), ["32", "2", "4"], tmp_path / "m.sst")
     c = capture(str(exe), ["32", "2", "4"], tmp_path / "c.sst")
     _, spawns, syncs = _split_model(32, 4, "opencilk")
-    assert c.header.n_frames == 1 + 2 * spawns  # two iterations of the loop
-    assert c.header.n_strands == 1 + 2 * (2 * spawns + syncs)
+    # Two iterations; each spawns one sweep frame whose cilk_for spawns ``spawns`` more.
+    assert c.header.n_frames == 1 + 2 * (1 + spawns)
+    # Per iteration: main's continuation and post-sync strands, and the sweep frame's
+    # first strand plus the strands its loop splitting makes.
+    assert c.header.n_strands == 1 + 2 * (3 + 2 * spawns + syncs)
     assert m.header.n_frames != c.header.n_frames
     assert data_refs(m.out, marker) == data_refs(c.out, exe)
 

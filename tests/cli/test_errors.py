@@ -101,8 +101,10 @@ def test_run_with_missing_trace_or_file_as_output_folder(cli, fib_trace, tmp_pat
 
 def test_sweep_output_that_is_a_file(cli, tmp_path):
     spec = tmp_path / "s.yaml"
-    spec.write_text("name: s\nworkloads: [{generator: fib, params: {n: 8}}]\n"
-                    "machines: [itrs-scaling-1]\nschedulers: [ws]\n")
+    spec.write_text(
+        "name: s\nworkloads: [{generator: fib, params: {n: 8}}]\n"
+        "machines: [itrs-scaling-1]\nschedulers: [ws]\n"
+    )
     existing = tmp_path / "taken"
     existing.write_text("keep me")
     code, _, err = cli("sweep", "run", spec, "--workers", "0", "--set", f"out={existing}")
@@ -181,19 +183,29 @@ def test_profile_and_coarsen_options(cli, fib_trace, tmp_path):
 def test_plot_timeline_level_and_sweep_y(cli, tmp_path):
     from simsched.experiments.store import atomic_write_json
 
-    row = {"point_id": "a", "status": "ok", "machine": "m1", "cores": 2, "speedup": 1.5,
-           "scheduler": "ws", "seed": 0}
+    row = {
+        "point_id": "a",
+        "status": "ok",
+        "machine": "m1",
+        "cores": 2,
+        "speedup": 1.5,
+        "scheduler": "ws",
+        "seed": 0,
+    }
     atomic_write_json(tmp_path / "sw" / "points" / "a" / "row.json", row)
-    code, _, err = cli("plot", "sweep", tmp_path / "sw", "--x", "cores", "--y", "machine",
-                       "-o", tmp_path / "f.png")
+    code, _, err = cli(
+        "plot", "sweep", tmp_path / "sw", "--x", "cores", "--y", "machine", "-o", tmp_path / "f.png"
+    )
     assert code == 2 and "--y machine: not a numeric column" in one_line(err)
     assert not (tmp_path / "f.png").exists()
 
 
 def test_sweep_workers_and_dask_address(cli, tmp_path):
     spec = tmp_path / "s.yaml"
-    spec.write_text("name: s\nworkloads: [{generator: fib, params: {n: 8}}]\n"
-                    "machines: [itrs-scaling-1]\nschedulers: [ws]\n")
+    spec.write_text(
+        "name: s\nworkloads: [{generator: fib, params: {n: 8}}]\n"
+        "machines: [itrs-scaling-1]\nschedulers: [ws]\n"
+    )
     code, _, err = cli("sweep", "run", spec, "--workers", "-1")
     assert code == 2
     code, _, err = cli("sweep", "run", spec, "--executor", "dask", "--address", "notanaddress")
@@ -222,12 +234,14 @@ def test_capture_outputs_go_through_temporaries(cli, tmp_path):
     real = tmp_path / "real.sst"
     real.write_text("old")
     (tmp_path / "link.sst").symlink_to(real)
-    code, _, _ = cli("capture", "-o", tmp_path / "link.sst", "--raw", tmp_path / "r.zst", "--",
-                     prog, "8", "3")
+    code, _, _ = cli(
+        "capture", "-o", tmp_path / "link.sst", "--raw", tmp_path / "r.zst", "--", prog, "8", "3"
+    )
     assert code == 0 and real.stat().st_size > 100 and (tmp_path / "r.zst").stat().st_size > 0
     if os.path.exists("/dev/full"):
-        code, _, err = cli("capture", "-o", tmp_path / "c.sst", "--raw", "/dev/full", "--",
-                           prog, "8", "3")
+        code, _, err = cli(
+            "capture", "-o", tmp_path / "c.sst", "--raw", "/dev/full", "--", prog, "8", "3"
+        )
         assert code == 2 and "/dev/full: cannot write" in one_line(err)
         assert not (tmp_path / "c.sst").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

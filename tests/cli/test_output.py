@@ -59,8 +59,14 @@ def test_results_show_prints_labels_as_data(cli, tmp_path, where, request):
     buf = request.getfixturevalue("terminal80") if where == "terminal" else None
     labels = ["heat[iters=2]", "heat[iters=16]", "[bold]x[/bold]"]
     for i, label in enumerate(labels):
-        row = {"point_id": f"p{i}", "workload": label, "machine": "itrs-scaling-32",
-               "status": "ok", "makespan_cycles": 123456789012 + i, "speedup": 12.5}
+        row = {
+            "point_id": f"p{i}",
+            "workload": label,
+            "machine": "itrs-scaling-32",
+            "status": "ok",
+            "makespan_cycles": 123456789012 + i,
+            "speedup": 12.5,
+        }
         atomic_write_json(tmp_path / "points" / f"p{i}" / "row.json", row)
     code, out, _ = cli("results", "show", tmp_path)
     text = buf.getvalue() if buf else out

@@ -24,7 +24,14 @@ CASES = [
     ("mergesort-16384-1024.valgrind.sst", "itrs-scaling-4", "pdf", {}, 0, None),
     ("mergesort-16384-1024.valgrind.sst", "opteron-8380-4x4", "ws", {}, 2, None),
     ("mergesort-16384-1024.valgrind.sst", "opteron-8380-4x4", "pdf", {}, 0, 0),
-    ("heat-128-4-8.valgrind.sst", "opteron-8380-4x4", "ws", {"spawn_policy": "parent-first"}, 0, None),
+    (
+        "heat-128-4-8.valgrind.sst",
+        "opteron-8380-4x4",
+        "ws",
+        {"spawn_policy": "parent-first"},
+        0,
+        None,
+    ),
     ("heat-128-4-8.valgrind.sst", "itrs-scaling-1", "pdf", {}, 0, None),
     ("fib-16-6.valgrind.sst", "sunfire-x4600-8x4", "ws", {}, 3, None),
 ]
@@ -75,9 +82,7 @@ def run_case(case: tuple):
     import simsched
 
     trace, machine, sched, params, seed, window = case
-    return simsched.run(
-        SAMPLES / trace, machine, sched, params, seed, window=window, speedup=False
-    )
+    return simsched.run(SAMPLES / trace, machine, sched, params, seed, window=window, speedup=False)
 
 
 if __name__ == "__main__":

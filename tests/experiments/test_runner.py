@@ -292,9 +292,7 @@ def test_ctrl_c_stops_within_seconds_and_a_rerun_resumes(tmp_path, executor, tar
     log = tmp_path / "log.txt"
     env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
     cmd = _cli_cmd(spec, "--workers", "2", "--executor", executor)
-    proc = subprocess.Popen(
-        cmd, env=env, start_new_session=True, stderr=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(log, "start", 2)
         t0 = time.monotonic()

@@ -224,7 +224,10 @@ def test_seeds_are_non_negative_integers(tmp_path, edit, message):
     ("edit", "message"),
     [
         ("schedulers.0={name: nope}", "schedulers.0: "),
-        ("schedulers.0={name: ws, params: {child_first: false}}", "unknown parameter(s) child_first"),
+        (
+            "schedulers.0={name: ws, params: {child_first: false}}",
+            "unknown parameter(s) child_first",
+        ),
         ("schedulers.1.params={quantum: 3}", "schedulers.1: scheduler 'pdf': unknown parameter"),
         ("schedulers.0={name: ws, grid: {spawn_policy: [parent-first, sideways]}}", "sideways"),
         ("workloads.0.generator=nosuch", "workloads.0: unknown workload 'nosuch'"),

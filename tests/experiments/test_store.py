@@ -114,7 +114,10 @@ def test_nested_fields_are_objects_in_json_and_text_in_tables(tmp_path, capsys):
 
     rec = {"params": '{"a":1}', "run.machine_config": '{"x":[1,2]}', "error": "{oops", "n": 3}
     assert nest_fields(rec) == {
-        "params": {"a": 1}, "run.machine_config": {"x": [1, 2]}, "error": "{oops", "n": 3
+        "params": {"a": 1},
+        "run.machine_config": {"x": [1, 2]},
+        "error": "{oops",
+        "n": 3,
     }
     assert "scheduler_counters" in NESTED_FIELDS
     spec = tmp_path / "s.yaml"
@@ -133,8 +136,17 @@ def test_nested_fields_are_objects_in_json_and_text_in_tables(tmp_path, capsys):
     table = pd.read_parquet(out / "results.parquet")
     assert table["scheduler_params"][0] == '{"spawn_policy":"parent-first"}'
     with pytest.raises(SystemExit):
-        main(["results", "show", str(out), "--format", "json", "--columns",
-              "scheduler_params,dram_by_node"])
+        main(
+            [
+                "results",
+                "show",
+                str(out),
+                "--format",
+                "json",
+                "--columns",
+                "scheduler_params,dram_by_node",
+            ]
+        )
     shown = json.loads(capsys.readouterr().out)
     assert shown[0]["scheduler_params"] == {"spawn_policy": "parent-first"}
     assert shown[0]["dram_by_node"] == row["dram_by_node"]

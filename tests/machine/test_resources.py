@@ -37,8 +37,15 @@ def test_cli_and_sweep_check_before_running(monkeypatch, capsys, tmp_path):
     )
     for args in (
         ["sweep", "run", str(spec), "--workers", "0"],
-        ["run", "-t", str(tmp_path / "x.sst"), "-m", "itrs-scaling-4", "--set",
-         "caches.L2.size=32GB"],
+        [
+            "run",
+            "-t",
+            str(tmp_path / "x.sst"),
+            "-m",
+            "itrs-scaling-4",
+            "--set",
+            "caches.L2.size=32GB",
+        ],
     ):
         with pytest.raises(SystemExit) as info:
             main(args)

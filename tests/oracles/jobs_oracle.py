@@ -145,7 +145,9 @@ class OracleJobs:
 
         def reallocate(t):
             targets = self.ctl.allot(t, active)
-            want = assign_cores({j.jid: frozenset(j.cores) for j in active}, targets, self.socket_of)
+            want = assign_cores(
+                {j.jid: frozenset(j.cores) for j in active}, targets, self.socket_of
+            )
             dest_of = [-1] * P
             for jid, cs in want.items():
                 for c in cs:

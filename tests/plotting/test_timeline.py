@@ -73,12 +73,16 @@ def _cli(args, capsys):
 def test_plot_timeline_checks_the_traces_digest_and_level(run_dir, capsys):
     out = str(run_dir / "t.png")
     run = str(run_dir / "run")
-    code, err = _cli(["plot", "timeline", run, "-o", out, "--trace", str(run_dir / "other.sst")], capsys)
+    code, err = _cli(
+        ["plot", "timeline", run, "-o", out, "--trace", str(run_dir / "other.sst")], capsys
+    )
     assert code == 2 and "is not the run's trace" in err and len(err.strip().splitlines()) == 1
     for level in ("999", "-3", "0"):
         code, err = _cli(["plot", "timeline", run, "-o", out, "--level", level], capsys)
         assert code == 2 and f"--level {level}: the trace's frames have levels 1 to" in err
     code, err = _cli(["plot", "timeline", run, "-o", str(run_dir / "t.xyz")], capsys)
     assert code == 2 and "unsupported figure format 'xyz'" in err and "png" in err
-    code, _ = _cli(["plot", "timeline", run, "-o", out, "--trace", str(run_dir / "fib.sst")], capsys)
+    code, _ = _cli(
+        ["plot", "timeline", run, "-o", out, "--trace", str(run_dir / "fib.sst")], capsys
+    )
     assert code == 0 and (run_dir / "t.png").read_bytes()[:4] == b"\x89PNG"

@@ -61,7 +61,7 @@ def tree_trace(path, depth: int = 3, b: int = 2):
 def _replay(trace, machine, sched, params, seed, window=0):
     mem = MemorySystem(machine)
     cls = get_scheduler(sched)
-    res = Engine(trace, machine, cls, params, seed, mem, window=window, buffer_refs=64).run()
+    res = Engine(trace, machine, cls, params, seed, mem, window=window).run()
     return res, mem.stats()
 
 

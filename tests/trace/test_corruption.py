@@ -80,4 +80,4 @@ def test_cli_missing_file(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["trace", "info", str(tmp_path / "nope.sst")])
     assert exc.value.code == 2
-    assert "no such file" in capsys.readouterr().err
+    assert "no such file" in capsys.readouterr().err.lower()

@@ -6,7 +6,8 @@
  *                                   iterations, default 4; GRAIN rows per
  *                                   leaf task, default 16)
  *
- * Each iteration is one cilk_for over the rows with `#pragma cilk grainsize`.
+ * Each iteration spawns one sweep, a cilk_for over the rows with `#pragma cilk
+ * grainsize`, and syncs (main level 0, the sweep level 1, as in CAB Sec. II).
  * Built with `simsched cc --cilk-for-split binary` its DAG is the one of
  * ../stencil2d.c (whose ss_pfor spawns both halves of a range); by default the
  * loop is split as OpenCilk splits it.  SS_ITER marks the iterations, as in
@@ -31,6 +32,14 @@ static void row(grid_t *g, long i)
                                                      4.0 * AT(g->src, i, j));
 }
 
+static void sweep(grid_t *g, long grain)
+{
+    long n = g->n;
+#pragma cilk grainsize grain
+    cilk_for (long i = 1; i <= n; i++)
+        row(g, i);
+}
+
 int main(int argc, char **argv)
 {
     long n = ss_arg(argc, argv, 1, 256);
@@ -48,9 +57,8 @@ int main(int argc, char **argv)
     SS_ROI_BEGIN();
     for (long t = 0; t < steps; t++) {
         SS_ITER(t);
-#pragma cilk grainsize grain
-        cilk_for (long i = 1; i <= n; i++)
-            row(g, i);
+        cilk_spawn sweep(g, grain);
+        cilk_sync;
         double *tmp = g->src;
         g->src = g->dst;
         g->dst = tmp;
