@@ -95,7 +95,18 @@ class JobSetSpec(_Strict):
     controller: str = Field(default="equi", description="processor controller")
     controller_params: dict[str, Any] = Field(default_factory=dict)
     quantum: int = Field(default=0, ge=0, description="controller quantum in cycles")
+    quantum_ms: float | None = Field(
+        default=None, gt=0, le=1e6, description="controller quantum in ms (machine clock_ghz)"
+    )
     jobs: list[JobGroup] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one_quantum(self) -> JobSetSpec:
+        if self.quantum and self.quantum_ms is not None:
+            raise ValueError("give quantum (cycles) or quantum_ms, not both")
+        if self.quantum_ms is not None and "quantum_ms" in self.controller_params:
+            raise ValueError("quantum_ms is given twice (also in controller_params)")
+        return self
 
 
 @dataclass
@@ -292,11 +303,15 @@ def load_jobset(
                     group=gi,
                 )
             )
+    cparams = dict(spec.controller_params)
+    if spec.quantum_ms is not None:
+        # Cycles need the machine's clock: the controller converts (quantum_cycles).
+        cparams["quantum_ms"] = spec.quantum_ms
     return JobSet(
         jobs=jobs,
         seed=s,
         controller=spec.controller,
-        controller_params=dict(spec.controller_params),
+        controller_params=cparams,
         quantum=spec.quantum,
         source=name,
     )

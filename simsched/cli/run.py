@@ -91,10 +91,16 @@ def run_cmd(
     ] = None,
     controller: Annotated[
         str | None,
-        typer.Option("--controller", help="processor controller for --jobs (all, static, equi)"),
+        typer.Option(
+            "--controller", help="processor controller for --jobs (all, static, equi, deq)"
+        ),
     ] = None,
     quantum: Annotated[
         int | None, typer.Option("--quantum", help="controller quantum in cycles (--jobs)")
+    ] = None,
+    quantum_ms: Annotated[
+        float | None,
+        typer.Option("--quantum-ms", help="controller quantum in ms at the machine's clock_ghz"),
     ] = None,
     scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="ws, pdf, ...")] = "ws",
     set_: SetOpt = None,
@@ -114,6 +120,13 @@ def run_cmd(
         raise ConfigError(f"--out {out}: exists and is not a folder (--out names a folder)")
     if (trace is None) == (jobs is None):
         raise ConfigError("give exactly one of --trace and --jobs")
+    if quantum_ms is not None:
+        if quantum is not None or jobs is None:
+            raise ConfigError("--quantum-ms applies to --jobs runs, instead of --quantum")
+        from simsched.engine.controllers import quantum_cycles
+        from simsched.machine import load_machine
+
+        quantum = quantum_cycles(load_machine(machine, parse_kv(set_, "--set") or None), quantum_ms)
     if jobs is not None:
         _run_jobs(
             jobs, machine, controller, quantum, set_, param, seed, json_, out, window, progress

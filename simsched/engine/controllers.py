@@ -11,11 +11,23 @@ core that is running a strand only when the strand ends.
 * ``static`` — a fixed partition: job ``i`` of the job set always holds the same block
   of cores (``shares`` cores each, or an equal split of the machine);
 * ``equi`` — EQUI: the active jobs share the cores equally (the remainder goes to the
-  earliest arrivals), changed only at arrivals and completions.
+  earliest arrivals), changed only at arrivals and completions;
+* ``deq`` — DEQ, dynamic equipartitioning under the jobs' desires ([SAWS12] §4.3,
+  Algorithm 1): no job gets more than it desires, the others share what is left equally.
 
-DEQ (dynamic equi-partitioning from desires, [SAWS12] Algorithm 1) joins them with the
-SAWS schedulers.  ``REGISTRY`` maps names and aliases to classes; outside packages add
-controllers through the ``simsched.controllers`` entry-point group.
+EQUI and DEQ are the pure functions of :mod:`simsched.engine.allot` (one implementation,
+rounding documented there).  DEQ needs desires, hence a quantum: a job that has not yet
+ended a quantum desires its scheduler's ``initial_desire`` (1 for SAWS and A-Steal,
+[SAWS12] §3.2), and a job whose scheduler reports no desire (WS, WS-EQUI) is taken to
+desire the whole machine, so that DEQ gives it an equal share as EQUI would.
+
+**Quantum in milliseconds.**  Every controller accepts the parameter ``quantum_ms``
+(the job set's ``quantum_ms`` field puts it there): the quantum becomes
+``round(quantum_ms * clock_ghz * 1e6)`` cycles of the machine's clock
+(:func:`quantum_cycles`); a quantum given in cycles (``--quantum``) takes precedence.
+
+``REGISTRY`` maps names and aliases to classes; outside packages add controllers through
+the ``simsched.controllers`` entry-point group.
 """
 
 from __future__ import annotations
@@ -24,7 +36,42 @@ from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
+from simsched.engine.allot import deq_allot, equi_allot
 from simsched.errors import ConfigError
+
+
+def quantum_cycles(machine: Any, quantum_ms: float) -> int:
+    """A quantum of ``quantum_ms`` milliseconds in cycles of ``machine``'s clock.
+
+    Parameters
+    ----------
+    machine
+        The machine; it must give ``clock_ghz``.
+    quantum_ms
+        Quantum length in milliseconds, > 0.
+
+    Returns
+    -------
+    int
+        ``round(quantum_ms * clock_ghz * 1e6)``, at least 1.
+
+    Raises
+    ------
+    ConfigError
+        The machine has no clock rate, or ``quantum_ms`` is not a positive number.
+    """
+    try:
+        ms = float(quantum_ms)
+    except (TypeError, ValueError):
+        raise ConfigError(f"quantum_ms={quantum_ms!r} is not a number") from None
+    if not ms > 0 or ms == float("inf"):
+        raise ConfigError(f"quantum_ms={quantum_ms!r} must be a positive number")
+    ghz = getattr(machine, "clock_ghz", None)
+    if ghz is None:
+        raise ConfigError(
+            f"machine {machine.name!r} gives no clock_ghz: give the quantum in cycles"
+        )
+    return max(1, round(ms * float(ghz) * 1e6))
 
 
 class Controller:
@@ -51,7 +98,9 @@ class Controller:
     def __init__(
         self, machine: Any, n_jobs: int, params: Mapping[str, Any] | None = None, quantum: int = 0
     ) -> None:
-        unknown = sorted(set(params or {}) - set(self.param_defaults))
+        params = dict(params or {})
+        ms = params.pop("quantum_ms", None)
+        unknown = sorted(set(params) - set(self.param_defaults))
         if unknown:
             raise ConfigError(
                 f"controller {self.name!r}: unknown parameter(s) {', '.join(unknown)} "
@@ -62,8 +111,12 @@ class Controller:
         self.machine = machine
         self.P = machine.cores
         self.n_jobs = n_jobs
-        self.params = {**self.param_defaults, **dict(params or {})}
+        self.params = {**self.param_defaults, **params}
         self.quantum = int(quantum)
+        if ms is not None:
+            self.params["quantum_ms"] = ms
+            if self.quantum == 0:
+                self.quantum = quantum_cycles(machine, ms)
 
     def allot(self, now: int, jobs: Sequence[Any]) -> dict[int, int | tuple[int, ...]]:
         """Cores for each active job: a count, or an explicit tuple of cores.
@@ -82,15 +135,6 @@ class Controller:
             ``{jid: count or cores}``; jobs left out get no core.
         """
         raise NotImplementedError
-
-
-def equal_shares(n_jobs: int, P: int) -> list[int]:
-    """``P`` cores split as equally as possible among ``n_jobs`` (earlier jobs get the
-    remainder; with more jobs than cores the first ``P`` get one each)."""
-    if n_jobs <= 0:
-        return []
-    base, extra = divmod(P, n_jobs)
-    return [base + (1 if i < extra else 0) for i in range(n_jobs)]
 
 
 class AllCores(Controller):
@@ -113,7 +157,7 @@ class Static(Controller):
         super().__init__(machine, n_jobs, params, quantum)
         shares = self.params["shares"]
         if shares is None:
-            shares = equal_shares(n_jobs, self.P)
+            shares = equi_allot(n_jobs, self.P).tolist()
         elif isinstance(shares, str):
             try:
                 shares = [int(x) for x in shares.split(",") if x.strip()]
@@ -144,7 +188,42 @@ class Equi(Controller):
     aliases: ClassVar[tuple[str, ...]] = ("equipartition",)
 
     def allot(self, now, jobs):
-        return {j.jid: k for j, k in zip(jobs, equal_shares(len(jobs), self.P), strict=True)}
+        shares = equi_allot(len(jobs), self.P).tolist()
+        return {j.jid: k for j, k in zip(jobs, shares, strict=True)}
+
+
+class Deq(Controller):
+    """Dynamic equipartitioning under the jobs' desires (``deq``, [SAWS12] Algorithm 1).
+
+    Needs a quantum (in cycles, or ``quantum_ms``): desires change only at its
+    boundaries.  Which desire each job has is in the module docstring.
+    """
+
+    name: ClassVar[str] = "deq"
+    aliases: ClassVar[tuple[str, ...]] = ("dynamic-equipartition",)
+    uses_desire: ClassVar[bool] = True
+
+    def __init__(self, machine, n_jobs, params=None, quantum=0):
+        super().__init__(machine, n_jobs, params, quantum)
+        if self.quantum <= 0:
+            raise ConfigError(
+                "controller 'deq' needs a quantum: give quantum (cycles) or quantum_ms"
+            )
+
+    def desire(self, job: Any) -> int:
+        """The desire DEQ uses for ``job`` (see the module docstring)."""
+        if job.desire is not None:
+            return int(job.desire)
+        first = getattr(job.sched, "initial_desire", None)
+        if first is None:
+            return self.P
+        # The record's allotment series then shows the desire DEQ used.
+        job.desire = int(first)
+        return int(first)
+
+    def allot(self, now, jobs):
+        shares = deq_allot([self.desire(j) for j in jobs], self.P).tolist()
+        return {j.jid: k for j, k in zip(jobs, shares, strict=True)}
 
 
 REGISTRY: dict[str, type[Controller]] = {}
@@ -159,7 +238,7 @@ def register(cls: type[Controller]) -> type[Controller]:
     return cls
 
 
-for _cls in (AllCores, Static, Equi):
+for _cls in (AllCores, Static, Equi, Deq):
     register(_cls)
 
 _plugins_loaded = False

@@ -183,6 +183,12 @@ class Machine(_Strict):
         default=None,
         description="write-invalidate coherence; default: on when the machine has >1 core",
     )
+    clock_ghz: float | None = Field(
+        default=None,
+        gt=0,
+        le=100,
+        description="core clock in GHz: converts milliseconds to cycles (quantum_ms)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Machine:

@@ -273,6 +273,9 @@ class Scheduler:
     wants_profile: ClassVar[bool] = False
     #: Cycles between :meth:`on_quantum` calls of a job on its own (0 = never).
     quantum: ClassVar[int] = 0
+    #: Processor desire before the first quantum ends (None: the policy reports none;
+    #: SAWS and A-Steal start at 1, [SAWS12] §3.2).  Read by desire-based controllers.
+    initial_desire: ClassVar[int | None] = None
     param_defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, ctx: SchedContext, params: dict[str, Any], rng: np.random.Generator):

@@ -84,17 +84,30 @@ class WorkerDeques:
         self.counters[self._k_steals] += 1
         return dq.popleft()
 
+    def mug(self, core: int, victim: int) -> int:
+        """``core`` (own deque empty) claims ``victim``'s whole deque ([SAWS12] §2.3,
+        mugging a deque a departed core left); returns the strands moved."""
+        mine, theirs = self.deques[core], self.deques[victim]
+        if mine:
+            raise RuntimeError(f"core {core} mugs deque {victim} with its own deque non-empty")
+        self.deques[core], self.deques[victim] = theirs, mine
+        return len(theirs)
+
     def sleep(self, core: int, now: int) -> None:
         """``core`` goes to sleep at ``now`` as a thief with nothing to steal."""
         self.sleep_since[core] = now
 
-    def wake(self, core: int, now: int) -> None:
-        """Account the attempts ``core`` would have made spinning since it slept."""
+    def wake(self, core: int, now: int) -> int:
+        """Account the attempts ``core`` would have made spinning since it slept;
+        returns how many were added."""
         since = self.sleep_since[core]
+        added = 0
         if since >= 0:
             if self.steal_attempt > 0:
-                self.counters[self._k_attempts] += (now - since) // self.steal_attempt
+                added = (now - since) // self.steal_attempt
+                self.counters[self._k_attempts] += added
             self.sleep_since[core] = -1
+        return added
 
     def __len__(self) -> int:
         return self.n_items

@@ -11,12 +11,15 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 
 from simsched.errors import ConfigError
+from simsched.schedulers.asteal import AdaptiveSteal
 from simsched.schedulers.base import Scheduler
 from simsched.schedulers.cab import CacheAwareBiTier
 from simsched.schedulers.cats import CacheAwareTaskStealing
 from simsched.schedulers.laws import LocalityAware, LocalityAwareNC
 from simsched.schedulers.pdf import ParallelDepthFirst
+from simsched.schedulers.saws import StableAdaptiveWorkStealing
 from simsched.schedulers.ws import WorkStealing
+from simsched.schedulers.ws_equi import AdaptiveWorkStealing
 
 ENTRY_POINT_GROUP = "simsched.schedulers"
 
@@ -97,3 +100,6 @@ register(LocalityAware)
 register(LocalityAwareNC)
 register(CacheAwareTaskStealing)
 register(CacheAwareBiTier)
+register(AdaptiveWorkStealing)
+register(StableAdaptiveWorkStealing)
+register(AdaptiveSteal)

@@ -188,3 +188,113 @@ def test_cli_jobs_acceptance(tmp_path):
     assert fib_arrivals == sorted(fib_arrivals) and len(set(fib_arrivals)) == 4
     bad = subprocess.run(cmd[:3] + ["run", "--machine", "x"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+# -- DEQ with the adaptive work stealers ([SAWS12]) -----------------------------------------
+
+
+def test_fast_engine_equals_job_set_oracle_under_deq(tmp_path):
+    """SAWS, A-Steal and WS-EQUI under DEQ with a short quantum: the fast engine and the
+    oracle agree strand by strand, counter by counter, desire by desire."""
+    m = load_machine(TWO_BY_TWO)
+    specs = _specs(tmp_path, [0, 150, 1201], ["saws", "asteal", "ws-equi"])
+    ctl = get_controller("deq")(m, len(specs), {}, 311)
+    fast = Replay(m, specs, controller=ctl, seed=5, window=0, memory=MemorySystem(m)).run()
+    ctl2 = get_controller("deq")(m, len(specs), {}, 311)
+    ora = OracleJobs(m, specs, ctl2, 5, MemoryOracle(m)).run()
+    for f, o, spec in zip(fast.jobs, ora, specs, strict=True):
+        check_invariants(spec.trace, f)
+        np.testing.assert_array_equal(f.strand_core, o["strand_core"])
+        np.testing.assert_array_equal(f.strand_start, o["strand_start"])
+        np.testing.assert_array_equal(f.strand_end, o["strand_end"])
+        assert f.counters == o["counters"]
+    assert fast.jobs[0].counters["quanta"] > 3
+    assert any(d[0] > 1 for _, _, d in fast.series)  # SAWS asked for more than 1 core
+
+
+class _Recording:
+    """Wraps a controller and keeps every decision with the desires it was made on."""
+
+    def __init__(self, ctl):
+        self.ctl, self.quantum, self.log = ctl, ctl.quantum, []
+
+    def allot(self, now, jobs):
+        out = self.ctl.allot(now, jobs)
+        self.log.append(({j.jid: self.ctl.desire(j) for j in jobs}, dict(out)))
+        return out
+
+
+def test_deq_invariants_in_a_replay(tmp_path):
+    """Allotment <= desire, allotments sum to <= P, and no core ever runs two jobs'
+    strands at once, for six adaptive jobs arriving over time on four cores."""
+    m = load_machine(TWO_BY_TWO)
+    arrivals = [0, 0, 300, 900, 1500, 2200]
+    scheds = ["saws", "asteal", "ws-equi", "saws", "asteal", "saws"]
+    specs = _specs(tmp_path, arrivals, scheds, seeds=(1, 2, 3, 4, 5, 6))
+    rec = _Recording(get_controller("deq")(m, len(specs), {}, 257))
+    res = Replay(m, specs, controller=rec, seed=3, window=0, memory=MemorySystem(m)).run()
+    assert len(rec.log) > 10
+    for desires, alloc in rec.log:
+        assert all(alloc[j] <= desires[j] for j in alloc)
+        assert sum(alloc.values()) <= m.cores
+    for _, cores, _ in res.series:
+        assert sum(cores) <= m.cores
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for o in res.jobs:
+        for c, a, b in zip(o.strand_core, o.strand_start, o.strand_end, strict=True):
+            spans.setdefault(int(c), []).append((int(a), int(b)))
+    for c, iv in spans.items():
+        iv.sort()
+        assert all(iv[k][1] <= iv[k + 1][0] for k in range(len(iv) - 1)), c
+
+
+def test_deq_needs_a_quantum_and_starts_at_the_initial_desire():
+    from types import SimpleNamespace as NS
+
+    m = load_machine(TWO_BY_TWO)
+    with pytest.raises(ConfigError, match="needs a quantum"):
+        get_controller("deq")(m, 2, {}, 0)
+    ctl = get_controller("deq")(m, 3, {}, 100)
+    saws, ws = get_scheduler("saws"), get_scheduler("ws-equi")
+    jobs = [NS(jid=0, desire=None, sched=saws), NS(jid=1, desire=None, sched=ws)]
+    # SAWS starts at 1; a job without feedback desires the machine and gets the rest
+    assert ctl.allot(0, jobs) == {0: 1, 1: 3}
+    assert jobs[0].desire == 1 and jobs[1].desire is None
+
+
+def test_quantum_in_milliseconds(tmp_path):
+    from simsched.engine.controllers import quantum_cycles
+
+    m = load_machine("sunfire-x4600-8x4")
+    assert m.clock_ghz == 2.7 and quantum_cycles(m, 10) == 27_000_000
+    with pytest.raises(ConfigError, match="no clock_ghz"):
+        quantum_cycles(load_machine(TWO_BY_TWO), 1)
+    f = tmp_path / "q.yaml"
+    f.write_text(f"quantum_ms: 0.5\njobs:\n  - trace: {SAMPLES / 'fib-16-6.valgrind.sst'}\n")
+    js = load_jobset(f)
+    ctl = get_controller("deq")(m, 1, js.controller_params, js.quantum)
+    assert ctl.quantum == 1_350_000 and ctl.params["quantum_ms"] == 0.5
+    # a quantum in cycles given on top (--quantum) wins
+    assert get_controller("deq")(m, 1, js.controller_params, 777).quantum == 777
+    f.write_text(
+        f"quantum: 5\nquantum_ms: 1\njobs:\n  - trace: {SAMPLES / 'fib-16-6.valgrind.sst'}\n"
+    )
+    with pytest.raises(ConfigError, match="not both"):
+        load_jobset(f)
+    f.write_text(f"quantum_ms: -1\njobs:\n  - trace: {SAMPLES / 'fib-16-6.valgrind.sst'}\n")
+    with pytest.raises(ConfigError, match="quantum_ms"):
+        load_jobset(f)
+
+
+def test_saws_study_job_sets_are_valid():
+    """Every job set of experiments/saws passes the schema (without making traces)."""
+    import yaml
+
+    from simsched.jobset import JobSetSpec
+
+    study = SAMPLES.parent.parent / "experiments" / "saws"
+    files = [study / "fig4.yaml", *sorted((study / "jobsets").glob("*.yaml"))]
+    assert len(files) > 40
+    for f in files:
+        spec = JobSetSpec.model_validate(yaml.safe_load(f.read_text()))
+        assert spec.controller == "deq" and (spec.quantum > 0 or spec.quantum_ms)

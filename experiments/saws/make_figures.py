@@ -1,0 +1,174 @@
+"""Redraw [SAWS12] Figs. 4, 7, 8 and 9 from the SAWS study and print the paper's comparisons.
+
+    python experiments/saws/make_figures.py [--small] [-o FIGDIR]
+
+Fig. 4 is replayed here (``fig4.yaml``, two seconds); Figs. 7-9 are read from the sweeps'
+result stores (``results/fig7``, ``fig8``, ``fig9``; with ``--small``, ``results/small``,
+whose two workloads have Fig. 8's and Fig. 9's shapes).  Prints one JSON line per figure:
+Fig. 4's desire sequences, and for Figs. 8-9 SAWS's improvement over A-Steal and WS-EQUI
+in mean response time, utilisation and makespan (``(other - saws) / other`` for times,
+``(saws - other) / other`` for utilisation, averaged over the x-axis points and seeds),
+per machine (caches on, caches off) — the numbers [SAWS12] §5.2 quotes for Fig. 9.
+The notebook ``notebooks/saws.ipynb`` uses these functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+MS_EQ = 5_000  # cycles per ms-equivalent (make_jobsets.py)
+METRICS = {
+    "makespan_cycles": "makespan (cycles)",
+    "mean_response_cycles": "mean response time (cycles)",
+    "utilization": "utilisation",
+}
+ORDER = ["saws", "asteal", "ws-equi"]
+
+
+def fig4(machine: str = "sunfire-x4600-8x4") -> dict[str, Any]:
+    """Replay ``fig4.yaml`` under DEQ; the multi-job record (SAWS job 0, A-Steal job 1)."""
+    import simsched
+
+    return simsched.run_jobs(HERE / "fig4.yaml", machine, controller="deq").record
+
+
+def fig4_summary(rec: dict[str, Any]) -> dict[str, Any]:
+    """Desire per quantum of both jobs and how SAWS settles (Fig. 4)."""
+    out: dict[str, Any] = {"figure": "fig4", "N": 10}
+    for j in rec["jobs"]:
+        d = [round(x, 3) for x in j["quantum_desires"]]
+        out[j["name"]] = {"desires": d, "response_cycles": j["response_cycles"]}
+    return out
+
+
+def load(study: str) -> pd.DataFrame:
+    """Successful rows of ``results/<study>`` with the x-axis columns parsed from names."""
+    from simsched.experiments import load_results
+
+    df = load_results(HERE / "results" / study)
+    df = df[df["status"] == "ok"].copy()
+    df["sched"] = df["scheduler_name"]
+    parsed = df["workload"].map(_parse)
+    for key in ("program", "copies", "quantum_ms", "lam"):
+        df[key] = parsed.map(lambda p, k=key: p.get(k))
+    return df
+
+
+def _parse(name: str) -> dict[str, Any]:
+    if m := re.fullmatch(r"(\w+)-q(\d+)ms", name):
+        return {"program": m[1], "quantum_ms": int(m[2])}
+    if m := re.fullmatch(r"lambda-(\d+)(?:_(\d+))?", name):
+        return {"program": "mix", "lam": int(m[1]) / int(m[2] or 1)}
+    if m := re.fullmatch(r"(\w+)-(\d+)", name):
+        return {"program": m[1], "copies": int(m[2])}
+    return {"program": name}
+
+
+def curves(df: pd.DataFrame, x: str, metric: str) -> pd.DataFrame:
+    """Mean of ``metric`` over seeds per machine, program, scheduler and ``x``."""
+    keys = ["machine", "program", "sched", x]
+    return df.groupby(keys, sort=True)[metric].mean().reset_index()
+
+
+def draw(df: pd.DataFrame, x: str, metrics: list[str], *, logx: bool = False):
+    """One row per metric, one column per (machine, program); a line per scheduler."""
+    import matplotlib.pyplot as plt
+
+    from simsched.plotting import style
+
+    cols = sorted({(m, p) for m, p in zip(df["machine"], df["program"], strict=True)})
+    with style():
+        fig, axes = plt.subplots(
+            len(metrics), len(cols), figsize=(3.2 * len(cols), 2.6 * len(metrics)),
+            squeeze=False,
+        )  # fmt: skip
+        for i, metric in enumerate(metrics):
+            c = curves(df, x, metric)
+            for k, (mach, prog) in enumerate(cols):
+                ax = axes[i, k]
+                for s in ORDER:
+                    g = c[(c["machine"] == mach) & (c["program"] == prog) & (c["sched"] == s)]
+                    if not g.empty:
+                        ax.plot(g[x], g[metric], marker="o", label=s)
+                if logx:
+                    ax.set_xscale("log")
+                if i == 0:
+                    ax.set_title(f"{prog}, {mach}")
+                if k == 0:
+                    ax.set_ylabel(METRICS[metric])
+                if i == len(metrics) - 1:
+                    ax.set_xlabel(x)
+        axes[0, 0].legend()
+        fig.tight_layout()
+    return fig
+
+
+def improvements(df: pd.DataFrame, x: str, figure: str) -> list[dict[str, Any]]:
+    """SAWS over A-Steal and WS-EQUI per machine (and program), as [SAWS12] §5.2 quotes."""
+    rows = []
+    for (mach, prog), part in df.groupby(["machine", "program"], sort=True):
+        mean = part.groupby(["sched", x])[list(METRICS)].mean()
+        row: dict[str, Any] = {"figure": figure, "machine": mach, "program": prog}
+        for other in ("asteal", "ws-equi"):
+            if "saws" not in mean.index or other not in mean.index:
+                continue
+            s, o = mean.loc["saws"], mean.loc[other]
+            pts = s.index.intersection(o.index)
+            s, o = s.loc[pts], o.loc[pts]
+            row[f"vs_{other}"] = {
+                "response_pct": round(100 * ((o.mean_response_cycles - s.mean_response_cycles)
+                                              / o.mean_response_cycles).mean(), 2),
+                "utilization_pct": round(
+                    100 * ((s.utilization - o.utilization) / o.utilization).mean(), 2
+                ),
+                "makespan_pct": round(
+                    100 * ((o.makespan_cycles - s.makespan_cycles) / o.makespan_cycles).mean(), 2
+                ),
+                "points": len(pts),
+            }  # fmt: skip
+        rows.append(row)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--small", action="store_true", help="read results/small")
+    ap.add_argument("-o", "--out", type=Path, default=HERE / "figures")
+    args = ap.parse_args()
+    from simsched.plotting import save
+    from simsched.plotting.allotment import plot_allotment
+
+    rec = fig4()
+    save(plot_allotment(rec, title="[SAWS12] Fig. 4: N = 10 under DEQ"), args.out / "fig4.png")
+    print(json.dumps(fig4_summary(rec)))
+    plan = (
+        [("small", "copies", "small")]
+        if args.small
+        else [("fig7", "quantum_ms", "fig7"), ("fig8", "copies", "fig8"), ("fig9", "lam", "fig9")]
+    )
+    for study, x, figure in plan:
+        if not (HERE / "results" / study / "points").is_dir():
+            continue
+        df = load(study)
+        if figure == "small":
+            df["copies"] = df["copies"].fillna(0)
+        metrics = ["makespan_cycles"] if figure == "fig7" else list(METRICS)
+        save(draw(df, x, metrics, logx=figure in ("fig7", "fig9")), args.out / f"{figure}.png")
+        if figure == "fig7":
+            c = curves(df, x, "makespan_cycles")
+            print(json.dumps({"figure": "fig7", "makespan": c.to_dict(orient="records")}))
+            continue
+        by = df if figure != "fig9" else df.assign(program="mix")
+        for row in improvements(by, x, figure):
+            print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()

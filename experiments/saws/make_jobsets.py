@@ -1,0 +1,210 @@
+"""Write the SAWS study's job sets and sweep specs ([SAWS12] §5, Figs. 7-9).
+
+    python experiments/saws/make_jobsets.py
+
+Deterministic: the same script writes the same files (Fig. 9's programs and arrivals come
+from a seeded generator).  Everything is scaled the same way (README.md):
+
+* Table 1 programs: captured samples (CK, FFT, LU, Heat, Strassen) and the ``fib``
+  generator (Fib), each far smaller than the paper's inputs;
+* time: one "ms-equivalent" is ``MS_EQ`` cycles (5 000, so the paper's 10 ms quantum is
+  50 000 cycles, 1/540 of 10 ms at 2.7 GHz), keeping the quantum a similar fraction of a
+  job's run;
+* Fig. 9's arrival rate ``lambda`` is in jobs per ``TAU`` cycles, ``TAU`` = 1/16 of the
+  mean makespan of a Table 1 program alone on the machine under WS (measured, README),
+  so that lambda = 1/16 spaces arrivals by about one job's run and lambda = 1 releases
+  all 16 jobs within about one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+HERE = Path(__file__).resolve().parent
+JOBSETS = HERE / "jobsets"
+SAMPLES = "../../../traces/samples"
+
+#: Table 1 ([SAWS12] §5), scaled: a job-set group without scheduler and arrival.
+PROGRAMS: dict[str, dict] = {
+    "ck": {"trace": f"{SAMPLES}/ck-5-2-2.valgrind.sst"},
+    "fib": {"generator": "fib", "params": {"n": 24, "cutoff": 8}},
+    "fft": {"trace": f"{SAMPLES}/fft-8192-512.valgrind.sst"},
+    "lu": {"trace": f"{SAMPLES}/lu-128-16.valgrind.sst"},
+    "heat": {"trace": f"{SAMPLES}/heat-128-4-8.valgrind.sst"},
+    "strassen": {"trace": f"{SAMPLES}/strassen-128-32.valgrind.sst"},
+}
+#: Makespan (cycles) of each program alone on sunfire-x4600-8x4 under WS (README).
+ALONE = {
+    "ck": 2_273_905,
+    "fib": 5_054_547,
+    "fft": 25_056_573,
+    "lu": 2_286_102,
+    "heat": 577_047,
+    "strassen": 8_022_724,
+}
+MS_EQ = 5_000
+QUANTUM = 10 * MS_EQ
+TAU = round(sum(ALONE.values()) / len(ALONE) / 16)
+LAMBDAS = {"1_16": 1 / 16, "1_8": 1 / 8, "1_4": 1 / 4, "1_2": 1 / 2, "1": 1.0}
+COPIES = (2, 4, 6, 8, 10, 12)
+QUANTA_MS = (1, 2, 5, 10, 20, 50)
+
+MACHINES = [
+    {"name": "sunfire-x4600-8x4", "label": "caches"},
+    {
+        # every reference costs one cycle per line: no cache, memory or NUMA effect
+        "name": "sunfire-x4600-8x4",
+        "label": "nocache",
+        "overrides": {
+            "caches.L1.hit_latency": 1,
+            "caches.L2.hit_latency": 1,
+            "caches.L3.hit_latency": 1,
+            "memory.latency": 1,
+            "memory.remote_latency": 0,
+            "memory.service_interval": 0,
+        },
+    },
+]
+SCHEDULERS = [
+    {"name": "saws", "params": {"beta": 2.0}},
+    {"name": "asteal", "params": {"rho": 2.0, "delta": 0.8}},
+    "ws-equi",
+]
+
+
+def dump(path: Path, data: dict, header: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    path.write_text(header + body, encoding="utf-8")
+
+
+def jobset(groups: list[dict], seed: int = 0) -> dict:
+    return {"seed": seed, "controller": "deq", "quantum": QUANTUM, "jobs": groups}
+
+
+def fig8_sets() -> list[str]:
+    names = []
+    for prog, g in PROGRAMS.items():
+        for k in COPIES:
+            name = f"fig8-{prog}-{k}"
+            dump(
+                JOBSETS / f"{name}.yaml",
+                jobset([{"name": prog, **g, "scheduler": "saws", "copies": k}]),
+                f"# [SAWS12] Fig. 8: {k} copies of {prog} released at once (make_jobsets.py)\n",
+            )
+            names.append(name)
+    return names
+
+
+def fig9_sets(seed: int = 9) -> list[str]:
+    rng = np.random.default_rng(seed)
+    progs = [list(PROGRAMS)[i] for i in rng.integers(len(PROGRAMS), size=16)]
+    unit_gaps = rng.exponential(1.0, size=16)
+    names = []
+    for tag, lam in LAMBDAS.items():
+        # one Poisson process of rate lam per TAU; the first job arrives at 0
+        t = np.concatenate([[0.0], np.cumsum(unit_gaps[1:])]) * TAU / lam
+        groups = [
+            {"name": f"{p}-{i}", **PROGRAMS[p], "scheduler": "saws", "arrival": int(a)}
+            for i, (p, a) in enumerate(zip(progs, t, strict=True))
+        ]
+        name = f"fig9-lambda-{tag}"
+        dump(
+            JOBSETS / f"{name}.yaml",
+            jobset(groups),
+            f"# [SAWS12] Fig. 9: 16 jobs drawn from Table 1, Poisson arrivals, lambda = "
+            f"{lam:g} per {TAU} cycles (make_jobsets.py, seed {seed})\n",
+        )
+        names.append(name)
+    return names
+
+
+def fig7_sets() -> list[str]:
+    names = []
+    for prog in ("strassen", "lu"):
+        name = f"fig7-{prog}"
+        dump(
+            JOBSETS / f"{name}.yaml",
+            jobset([{"name": prog, **PROGRAMS[prog], "scheduler": "saws"}]),
+            f"# [SAWS12] Fig. 7: {prog} alone; the sweep varies the quantum\n",
+        )
+        names.append(name)
+    return names
+
+
+def sweep(name: str, description: str, workloads: list[dict], out: str, seeds=(0,)) -> dict:
+    return {
+        "name": name,
+        "description": description,
+        "out": out,
+        "trace_cache": "results/traces",
+        "workloads": workloads,
+        "machines": MACHINES,
+        "schedulers": SCHEDULERS,
+        "seeds": list(seeds),
+    }
+
+
+HEADER = (
+    "# SAWS study ([SAWS12] §5) on sunfire-x4600-8x4, caches on and off; written by\n"
+    "# make_jobsets.py.  Every point replays a job set under DEQ with every job under the\n"
+    "# point's scheduler (WS-EQUI reports no desire: DEQ gives it EQUI's equal shares).\n"
+)
+
+
+def main() -> None:
+    f7, f8, f9 = fig7_sets(), fig8_sets(), fig9_sets()
+    wl7 = [
+        {"name": f"{n[5:]}-q{q}ms", "jobs": f"jobsets/{n}.yaml", "quantum": q * MS_EQ}
+        for n in f7
+        for q in QUANTA_MS
+    ]
+    dump(
+        HERE / "fig7.yaml",
+        sweep("saws_fig7", "quantum 1-50 ms-equivalent, one job", wl7, "results/fig7"),
+        HEADER,
+    )
+    wl8 = [{"name": n[5:], "jobs": f"jobsets/{n}.yaml"} for n in f8]
+    dump(
+        HERE / "fig8.yaml",
+        sweep("saws_fig8", "batched: 2-12 copies of one program", wl8, "results/fig8"),
+        HEADER,
+    )
+    wl9 = [{"name": n[5:], "jobs": f"jobsets/{n}.yaml"} for n in f9]
+    dump(
+        HERE / "fig9.yaml",
+        sweep(
+            "saws_fig9", "16 random Table 1 jobs, Poisson arrivals", wl9, "results/fig9", (0, 1, 2)
+        ),
+        HEADER,
+    )
+    small = [
+        {"name": "heat-2", "jobs": "jobsets/small-heat-2.yaml"},
+        {"name": "mix-4", "jobs": "jobsets/small-mix-4.yaml"},
+    ]
+    dump(
+        JOBSETS / "small-heat-2.yaml",
+        jobset([{"name": "heat", **PROGRAMS["heat"], "scheduler": "saws", "copies": 2}]),
+        "# small (CI): Fig. 8's shape, 2 copies of heat\n",
+    )
+    mix = [
+        {"name": p, **PROGRAMS[p], "scheduler": "saws", "arrival": a}
+        for p, a in (("heat", 0), ("ck", 150_000), ("lu", 400_000), ("heat", 700_000))
+    ]
+    dump(
+        JOBSETS / "small-mix-4.yaml",
+        jobset(mix),
+        "# small (CI): Fig. 9's shape, 4 jobs arriving over time\n",
+    )
+    dump(
+        HERE / "small.yaml",
+        sweep("saws_small", "SAWS study, CI size", small, "results/small"),
+        HEADER,
+    )
+
+
+if __name__ == "__main__":
+    main()

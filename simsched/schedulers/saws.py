@@ -1,0 +1,63 @@
+"""SAWS: stable adaptive work stealing, desire by [SAWS12] §3.1, Eq. 1.
+
+Design
+------
+The worker loop, mugging, worker states and the observation of each quantum are the
+adaptive runtime's (:class:`~simsched.schedulers.ws_equi.AdaptiveWorkStealing`); SAWS
+only answers the desire for the next quantum,
+
+    d(q+1) = (1/L) int (sum_j X_j(t) + beta sum_j Q_j(t)) dt,
+
+from the busy processors and the queued strands of its active deques (muggable ones
+included), computed with :func:`simsched.schedulers.desire.saws_desire` in one of two
+ways (``measure``): ``exact`` from the integrals the simulator observes, or ``sampled``
+by the approximations of [SAWS12] §4.2 (``u(q)`` from purely unsuccessful steal
+attempts, the queue length from the victims' deque lengths and the end-of-quantum
+sample, weighted by ``alpha``).  The first quantum's desire is 1 ([SAWS12] §3.2); the
+controller is told ``ceil(d)`` cores (:func:`~simsched.schedulers.desire.desire_request`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from simsched.errors import ConfigError
+from simsched.schedulers.desire import saws_desire
+from simsched.schedulers.ws_equi import AdaptiveWorkStealing
+
+#: How a quantum is observed: the integrals of Eq. 1, or the samples of §4.2.
+MEASURES = ("exact", "sampled")
+
+
+def check_measure(name: str, params: dict[str, Any]) -> None:
+    """``measure`` must be exact or sampled (shared by SAWS and A-Steal)."""
+    if params["measure"] not in MEASURES:
+        raise ConfigError(
+            f"scheduler {name!r}: measure={params['measure']!r} is not exact or sampled"
+        )
+
+
+class StableAdaptiveWorkStealing(AdaptiveWorkStealing):
+    """SAWS ([SAWS12] §3.1): desire from busy processors and deque lengths (``saws``)."""
+
+    name: ClassVar[str] = "saws"
+    aliases: ClassVar[tuple[str, ...]] = ()
+    initial_desire: ClassVar[int | None] = 1
+    param_defaults: ClassVar[dict[str, Any]] = {
+        "spawn_policy": "child-first",
+        "beta": 2.0,
+        "measure": "exact",
+    }
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        """``beta >= 1`` (Eq. 1) and ``measure`` exact or sampled."""
+        super().check_params(params)
+        check_measure(cls.name, params)
+        if not params["beta"] >= 1:
+            raise ConfigError(f"scheduler 'saws': beta={params['beta']!r} must be >= 1 (Eq. 1)")
+
+    def next_desire(self, exact, sampled, allotment):
+        """Eq. 1 on the quantum just ended."""
+        obs = exact if self.params["measure"] == "exact" else sampled
+        return saws_desire(obs, self.params["beta"])
