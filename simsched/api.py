@@ -622,7 +622,7 @@ def run_jobs(
                 "sockets": m.sockets,
                 "controller": ctl.name,
                 "controller_params": dict(ctl.params),
-                "quantum": q,
+                "quantum": ctl.quantum,
                 "seed": js.seed,
                 "jobset": js.source,
             }

@@ -82,6 +82,7 @@ def test_jobs_never_share_a_line(tmp_path):
 @pytest.mark.parametrize("case", CASES[:3], ids=[case_id(c) for c in CASES[:3]])
 def test_single_job_through_job_sets_matches_golden(tmp_path, case):
     import simsched
+
     trace, machine, sched, params, seed, window = case
     js = {
         "seed": seed,
