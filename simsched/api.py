@@ -122,7 +122,11 @@ class RunResult:
             "start": r.strand_start,
             "end": r.strand_end,
             "frame": self.frames if self.frames is not None else np.full_like(r.strand_core, -1),
-            "socket_of_core": self.sockets_of_core,
+            "socket_of_core": (
+                self.sockets_of_core
+                if self.sockets_of_core is not None
+                else np.zeros(0, dtype=np.int64)
+            ),
             "makespan": np.array([r.makespan], dtype=np.int64),
         }
 
@@ -297,14 +301,14 @@ class _Progress:
             transient=True,
         )
         self.label = label
-        self.task = None
+        self.task: Any = None
 
     def __enter__(self) -> _Progress:
         self.p.__enter__()
         self.task = self.p.add_task(self.label, total=1)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.p.__exit__(*exc)
 
     def __call__(self, done: int, total: int) -> None:

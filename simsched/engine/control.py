@@ -12,7 +12,7 @@ global time order (at equal times, control events first).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from itertools import groupby
 from typing import Any
 
@@ -47,7 +47,7 @@ class ControlPlane:
             self.periodic = 1
             self.env.process(self._quanta(int(quantum)))
 
-    def _arrivals(self) -> Iterator[Any]:
+    def _arrivals(self) -> Generator[simpy.Event, Any, None]:
         for t, jids in self._groups:
             if t > self.env.now:
                 yield self.env.timeout(t - self.env.now)
@@ -58,7 +58,7 @@ class ControlPlane:
                 self.arrivals_left -= 1
             self.replay.reallocate(now, record=True)
 
-    def _quanta(self, q: int) -> Iterator[Any]:
+    def _quanta(self, q: int) -> Generator[simpy.Event, Any, None]:
         while True:
             yield self.env.timeout(q)
             self.replay.quantum_boundary(int(self.env.now))

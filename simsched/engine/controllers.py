@@ -290,11 +290,12 @@ def assign_cores(
     for j in targets:
         out.setdefault(j, set())
     explicit = {j: set(v) for j, v in targets.items() if isinstance(v, tuple)}
+    counts = {j: v for j, v in targets.items() if isinstance(v, int)}
     for j in out:
         if j in explicit:
             out[j] = set(explicit[j])
             continue
-        want = int(targets.get(j, 0))
+        want = counts.get(j, 0)
         have = out[j]
         if len(have) > want:
             per = _per_socket(have, socket_of)
@@ -305,7 +306,7 @@ def assign_cores(
     for j in sorted(out):
         if j in explicit:
             continue
-        want = int(targets.get(j, 0))
+        want = counts.get(j, 0)
         have = out[j]
         while len(have) < want:
             free = [c for c in range(P) if c not in taken]

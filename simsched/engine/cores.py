@@ -102,7 +102,9 @@ class ChunkSlots:
         if self.free:
             return self.free.pop()
         r, _ = self.lru.popitem(last=False)
-        del self.where[self.key[r]]
+        key = self.key[r]
+        assert key is not None, "an LRU row holds a chunk"
+        del self.where[key]
         self.key[r] = None
         return r
 

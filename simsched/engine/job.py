@@ -20,6 +20,7 @@ Job 0 of a single-job run uses the addresses of the trace unchanged.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -124,7 +125,11 @@ class Job:
         self.warm_misses = 0
         self.cores: set[int] = set()
         self.sleeping: set[int] = set()
-        self.ctx = SchedContext(machine, (), trace, lambda n=None, cores=None: wake(self, n, cores))
+
+        def wake_job(n: int | None = None, cores: Sequence[int] | None = None) -> None:
+            wake(self, n, cores)
+
+        self.ctx = SchedContext(machine, (), trace, wake_job)
         self.ctx.job = jid
         self.sched = scheduler(self.ctx, params, rng)
         # Desire reported by the scheduler at quantum boundaries (None: not reported).

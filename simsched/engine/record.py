@@ -165,7 +165,7 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 def write_npz_atomic(path: Path, **arrays: np.ndarray) -> None:
     """Write arrays to an ``.npz`` file atomically (no pickled objects)."""
     with files.atomic_output(path) as tmp, open(tmp, "wb") as f:
-        np.savez_compressed(f, **arrays)
+        np.savez_compressed(f, allow_pickle=False, **arrays)
 
 
 def write_parquet_atomic(path: Path, records: list[dict[str, Any]]) -> None:

@@ -256,6 +256,12 @@ class Replay:
         self.refs_total = sum(int(s.trace.header.n_refs) for s in jobs)
         self.control = ControlPlane(self, self.specs, self.controller.quantum)
 
+    def _job(self, jid: int) -> Job:
+        """Job ``jid``, which has arrived."""
+        job = self.jobs[jid]
+        assert job is not None, f"job {jid} has not arrived"
+        return job
+
     # -- services for schedulers ------------------------------------------------------
     def _wake(self, job: Job, n: int | None, cores: Sequence[int] | None) -> None:
         sl = job.sleeping
@@ -331,13 +337,13 @@ class Replay:
             if dest == src:
                 continue
             if src >= 0:
-                self._leave(c, self.jobs[src], now)
+                self._leave(c, self._job(src), now)
                 removed.setdefault(src, []).append(c)
             if dest >= 0:
-                self._join(c, self.jobs[dest], now)
+                self._join(c, self._job(dest), now)
                 added.setdefault(dest, []).append(c)
         for jid in sorted(set(added) | set(removed)):
-            job = self.jobs[jid]
+            job = self._job(jid)
             if job.start_cycle < 0:
                 self._start_job(job, now)
                 continue
@@ -413,6 +419,7 @@ class Replay:
     def _core_done(self, c: int, perf: Callable[[], int]) -> None:
         t0 = perf()
         job = self.run_job[c]
+        assert job is not None, f"core {c} finished no strand"
         now, pm = self.driver.finish(c)
         s = self.cur[c]
         self.cur[c] = -1
@@ -435,15 +442,14 @@ class Replay:
             job.sched.on_profile(s, c, job.strand_start[s], now, job.instr[s], pm)
         if job.done:
             self._job_done(job, now)
-        elif self.pending[c] is not None:
-            dest = self.pending[c]
+        elif (dest := self.pending[c]) is not None:
             self.pending[c] = None
             self._leave(c, job, now)
             job.ctx.set_cores(job.cores)
             job.sched.on_depart(c, s, now, ready, kinds)
             job.sched.on_cores_changed((), (c,), now)
-            if dest >= 0 and self.jobs[dest] is not None and not self.jobs[dest].done:
-                dj = self.jobs[dest]
+            dj = self.jobs[dest] if dest >= 0 else None
+            if dj is not None and not dj.done:
                 self._join(c, dj, now)
                 if dj.start_cycle < 0:
                     self._start_job(dj, now)
@@ -457,7 +463,9 @@ class Replay:
         job.cost_ns[s] = perf() - t0
 
     def _warm_check(self, c: int, close: bool = False) -> None:
-        job, r0, m0 = self.warm[c]
+        got = self.warm[c]
+        assert got is not None
+        job, r0, m0 = got
         refs = self.driver.refs_of(c) - r0
         if refs >= WARMUP_REFS or close:
             job.warm_refs += refs
@@ -541,10 +549,10 @@ class Replay:
                 if g != self.gen[a]:
                     continue
                 self.timer_live[a] = False
-                job = self.jobs[self.owner[a]]
+                job = self._job(self.owner[a])
                 self._apply(job, a, t, job.sched.on_idle(a, t))
             else:
-                job = self.jobs[a]
+                job = self._job(a)
                 if job.done:
                     continue
                 job.desire = job.sched.on_quantum(t)
@@ -581,7 +589,8 @@ class Replay:
     def _result(self, wall: float) -> ReplayResult:
         outs = []
         cost = []
-        for j in self.jobs:
+        for jid in range(len(self.jobs)):
+            j = self._job(jid)
             core, start, end = j.arrays()
             outs.append(
                 JobOutcome(

@@ -41,6 +41,8 @@ kernels leave in MISC (invalid references).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -244,7 +246,7 @@ class MemorySystem:
         s = self._column(sizes, n, np.uint8, "sizes")
         w = self._column(writes, n, np.bool_, "writes")
         use_gaps = gaps is not None
-        gp = self._column(gaps, n, np.uint32, "gaps") if use_gaps else np.zeros(1, np.uint32)
+        gp = np.zeros(1, np.uint32) if gaps is None else self._column(gaps, n, np.uint32, "gaps")
         if out is None:
             out = np.empty(n, np.int64)
         else:
@@ -395,12 +397,14 @@ class MemorySystem:
             )
         cores = []
         for core in range(g.cores):
-            d = dict(zip(K.CORE_FIELDS, map(int, cs[core, : K.CORE_LEVEL0]), strict=True))
+            d: dict[str, Any] = dict(
+                zip(K.CORE_FIELDS, map(int, cs[core, : K.CORE_LEVEL0]), strict=True)
+            )
             per = {}
             for k, c in enumerate(m.caches):
                 if g.private[k]:
                     row = lv[k, core]
-                    vals = (row[K.LVL_ACCESSES], row[K.LVL_HITS], row[K.LVL_MISSES])
+                    vals: Any = (row[K.LVL_ACCESSES], row[K.LVL_HITS], row[K.LVL_MISSES])
                 else:
                     vals = cs[core, K.CORE_LEVEL0 + 3 * k : K.CORE_LEVEL0 + 3 * k + 3]
                 per[c.name] = dict(zip(("accesses", "hits", "misses"), map(int, vals), strict=True))
@@ -409,7 +413,7 @@ class MemorySystem:
         sockets = []
         for s in range(g.sockets):
             mine = cores[s * g.cores_per_socket : (s + 1) * g.cores_per_socket]
-            d = {f: sum(c[f] for c in mine) for f in K.CORE_FIELDS}
+            d = {f: sum(x[f] for x in mine) for f in K.CORE_FIELDS}
             d["levels"] = {
                 c.name: {
                     f: sum(x["levels"][c.name][f] for x in mine)
