@@ -134,7 +134,7 @@ class SchedContext:
         machine: Any,
         cores: Sequence[int],
         trace: Any,
-        wake: Callable[[int | None], None],
+        wake: Callable[[int | None, Sequence[int] | None], None],
         job: int = 0,
     ) -> None:
         self.machine = machine
@@ -270,7 +270,9 @@ class Scheduler:
     name: ClassVar[str] = ""
     aliases: ClassVar[tuple[str, ...]] = ()
     randomized: ClassVar[bool] = False
-    wants_profile: ClassVar[bool] = False
+    #: Whether the engine calls :meth:`on_profile` after every strand (a scheduler may
+    #: turn it off during the run, e.g. after profiling its first iteration).
+    wants_profile: bool = False
     #: Cycles between :meth:`on_quantum` calls of a job on its own (0 = never).
     quantum: ClassVar[int] = 0
     #: Processor desire before the first quantum ends (None: the policy reports none;

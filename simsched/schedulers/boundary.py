@@ -251,8 +251,13 @@ def choose_boundary_level(
     M = check_int("sockets M", M, 1)
     Sc = check_int("shared cache Sc", Sc, 1)
     Sd = check_int("data size Sd", Sd, 1)
-    base = {"branching": B, "sockets": M, "shared_cache": Sc, "data_bytes": Sd}
-    zero = {"level_sockets": None, "level_cache": None, "leaf_tasks": 0, "leaf_bytes": float(Sd)}
+    base: dict[str, Any] = {"branching": B, "sockets": M, "shared_cache": Sc, "data_bytes": Sd}
+    zero: dict[str, Any] = {
+        "level_sockets": None,
+        "level_cache": None,
+        "leaf_tasks": 0,
+        "leaf_bytes": float(Sd),
+    }
     if M == 1:  # Algorithm II step 2: one squad, every task intra-socket
         return BoundaryChoice(0, "single-socket", **base, **zero)
     if miss_intensity is not None and is_cpu_bound(miss_intensity, threshold):

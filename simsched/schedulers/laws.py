@@ -125,7 +125,7 @@ class LocalityAware(Scheduler):
 
     name: ClassVar[str] = "laws"
     randomized: ClassVar[bool] = True
-    wants_profile: ClassVar[bool] = True
+    wants_profile: bool = True
     param_defaults: ClassVar[dict[str, Any]] = {
         "cpu_check": True,
         "cpu_threshold": CPU_BOUND_MISS_INTENSITY,
