@@ -315,6 +315,15 @@ class _Progress:
         self.p.update(self.task, completed=done, total=max(total, 1))
 
 
+def _run(runner: Any, label: str, progress: bool) -> Any:
+    """``runner.run()`` (an Engine or a Replay), with a progress bar when asked."""
+    if not progress:
+        return runner.run()
+    with _Progress(label) as bar:
+        runner.progress = bar
+        return runner.run()
+
+
 def run(
     trace: Any,
     machine: Any,
@@ -416,12 +425,7 @@ def run(
             write_json_atomic(out / "config.json", config)
         mem = _memory(m)
         eng = Engine(t, m, cls, resolved_params, int(seed), mem, window=win)
-        if progress:
-            with _Progress(f"{cls.name} on {m.name}") as bar:
-                eng.progress = bar
-                res = eng.run()
-        else:
-            res = eng.run()
+        res = _run(eng, f"{cls.name} on {m.name}", progress)
         stats = mem.stats()
         rec = dict(base)
         rec["status"] = "ok"
@@ -648,17 +652,15 @@ def run_jobs(
         if out is not None:
             write_json_atomic(out / "config.json", config)
         specs = []
+        opened: dict[Path, Any] = {}  # copies of a program share one open trace
         for j in js.jobs:
-            t = open_trace(j.trace, cache_chunks=2)
+            t = opened.get(j.trace)
+            if t is None:
+                t = opened[j.trace] = open_trace(j.trace, cache_chunks=2)
             traces.append(t)
             specs.append(JobSpec(t, get_scheduler(j.scheduler), j.params, j.arrival, j.name))
         rep = Replay(m, specs, controller=ctl, seed=js.seed, window=win, memory=_memory(m))
-        if progress:
-            with _Progress(f"{len(specs)} jobs on {m.name}") as bar:
-                rep.progress = bar
-                res = rep.run()
-        else:
-            res = rep.run()
+        res = _run(rep, f"{len(specs)} jobs on {m.name}", progress)
         stats = rep.memory.stats()
         rec = {**base, "status": "ok", "error": ""}
         rec.update(jobs_metrics(res, stats, m, traces))
@@ -674,5 +676,5 @@ def run_jobs(
             _write_error(out, base, exc, t0)
         raise
     finally:
-        for t in traces:
+        for t in set(traces):
             t.close()

@@ -15,21 +15,32 @@ from typing import Any
 import numpy as np
 
 
-def plain(x: Any) -> Any:
-    """``json`` default: numpy values as Python numbers and lists, anything else as text."""
+def plain_strict(x: Any) -> Any:
+    """``json`` default: numpy values as Python numbers and lists, paths as text; anything
+    else is a ``TypeError`` (a result record holds nothing else)."""
     if isinstance(x, np.generic):
         return x.item()
     if isinstance(x, np.ndarray):
         return x.tolist()
     if isinstance(x, PurePath):
         return str(x)
-    # YAML dates and similar scalars: their text is their identity in a spec.
-    return str(x)
+    raise TypeError(f"{type(x).__name__} is not JSON serialisable")
 
 
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces (see the module docstring)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=plain)
+def plain(x: Any) -> Any:
+    """``json`` default: as :func:`plain_strict`, and anything else as text."""
+    try:
+        return plain_strict(x)
+    except TypeError:
+        # YAML dates and similar scalars: their text is their identity in a spec.
+        return str(x)
+
+
+def canonical_json(value: Any, *, strict: bool = False) -> str:
+    """JSON with sorted keys and no spaces (see the module docstring); ``strict``: values
+    that are not JSON, numpy or paths are a ``TypeError`` instead of their text."""
+    default = plain_strict if strict else plain
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=default)
 
 
 def content_hash(value: Any, length: int = 16) -> str:

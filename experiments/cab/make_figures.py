@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from simsched.experiments import load_ok_results, study_results
 from simsched.schedulers.boundary import choose_boundary_level
 
 HERE = Path(__file__).resolve().parent
@@ -35,16 +36,10 @@ METRICS = ["makespan_cycles", "L2_misses", "L3_misses"]
 
 def default_results() -> Path:
     """results/medium if it holds points, else results/small."""
-    med = HERE / "results" / "medium"
-    return med if (med / "points").is_dir() else HERE / "results" / "small"
+    return study_results(HERE, "medium")
 
 
-def load(results: Path | str) -> pd.DataFrame:
-    """The sweep's successful rows."""
-    from simsched.experiments import load_results
-
-    df = load_results(results)
-    return df[df["status"] == "ok"].copy()
+load = load_ok_results
 
 
 def means(df: pd.DataFrame) -> pd.DataFrame:

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simsched.experiments import load_ok_results, study_results
+
 HERE = Path(__file__).resolve().parent
 ORDER = [
     "heat",
@@ -56,16 +58,10 @@ METRICS = [
 
 def default_results() -> Path:
     """results/medium if it holds points, else results/small."""
-    med = HERE / "results" / "medium"
-    return med if (med / "points").is_dir() else HERE / "results" / "small"
+    return study_results(HERE, "medium")
 
 
-def load(results: Path | str) -> pd.DataFrame:
-    """The sweep's successful rows."""
-    from simsched.experiments import load_results
-
-    df = load_results(results)
-    return df[df["status"] == "ok"].copy()
+load = load_ok_results
 
 
 def _steady(rows: pd.DataFrame, final: dict[tuple[str, int], list[int]]) -> float:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from simsched.experiments import load_results
+from simsched.experiments import load_results, study_results
 from simsched.experiments.analysis import ratio_ranges, scheduler_ratios
 from simsched.plotting import (
     figure_speedup_misses,
@@ -30,8 +30,8 @@ WORKLOADS = ["mergesort", "hashjoin", "fib"]
 
 
 def default_results() -> Path:
-    full = HERE / "results" / "full"
-    return full if (full / "points").is_dir() else HERE / "results" / "small"
+    """results/full if it holds points, else results/small."""
+    return study_results(HERE, "full")
 
 
 def main() -> None:

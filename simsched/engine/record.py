@@ -9,30 +9,20 @@ strings with sorted keys.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from simsched import files
+from simsched.canonical import canonical_json
 
 RECORD_VERSION = 1
 
 
 def dumps(obj: Any) -> str:
     """Canonical JSON (sorted keys, no spaces) used for the nested fields of a record."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_plain)
-
-
-def _plain(x: Any) -> Any:
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, Path):
-        return str(x)
-    raise TypeError(f"{type(x).__name__} is not JSON serialisable")
+    return canonical_json(obj, strict=True)
 
 
 def memory_fields(mem_stats: dict, makespan: int, instructions: int) -> dict[str, Any]:

@@ -103,7 +103,7 @@ class JobSpec:
     scheduler
         Scheduler class.
     params
-        Resolved scheduler parameters.
+        Scheduler parameters (the scheduler resolves and checks them).
     arrival
         Arrival cycle.
     name
@@ -715,7 +715,8 @@ class Engine:
     ) -> None:
         self.trace = trace
         self.machine = machine
-        spec = JobSpec(trace, scheduler, scheduler.resolve_params(params), 0, "job0")
+        # The scheduler resolves and checks its parameters when the job is created.
+        spec = JobSpec(trace, scheduler, dict(params or {}), 0, "job0")
         self.replay = Replay(
             machine,
             [spec],

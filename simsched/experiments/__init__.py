@@ -19,7 +19,13 @@ from simsched.experiments.runner import (
     sweep_status,
 )
 from simsched.experiments.spec import LoadedSpec, Point, SweepSpec, expand, load_spec
-from simsched.experiments.store import export_results, filter_frame, load_results
+from simsched.experiments.store import (
+    export_results,
+    filter_frame,
+    load_ok_results,
+    load_results,
+    study_results,
+)
 
 __all__ = [
     "LoadedSpec",
@@ -30,9 +36,11 @@ __all__ = [
     "expand",
     "export_results",
     "filter_frame",
+    "load_ok_results",
     "load_results",
     "load_spec",
     "run_sweep",
     "simulate_point",
+    "study_results",
     "sweep_status",
 ]

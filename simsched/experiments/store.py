@@ -365,3 +365,16 @@ def export_results(path: str | Path, target: str | Path, wheres: list[str] | Non
         else:
             df.to_parquet(tmp, index=False)
     return target
+
+
+def load_ok_results(path: str | Path) -> pd.DataFrame:
+    """The successful rows of a results store (a copy, for the figure scripts)."""
+    df = load_results(path)
+    return df[df["status"] == "ok"].copy()
+
+
+def study_results(study: str | Path, preferred: str) -> Path:
+    """``STUDY/results/PREFERRED`` if that sweep has run, else ``STUDY/results/small``
+    (what a study's figure script and notebook read by default)."""
+    base = Path(study) / "results"
+    return base / preferred if (base / preferred / "points").is_dir() else base / "small"
