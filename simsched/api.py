@@ -463,7 +463,12 @@ def run(
 def _write_error(out: Path, base: dict[str, Any], exc: BaseException, t0: float) -> None:
     """Write the record of a failed run (``status: error``, the message) to ``out``."""
     rec = {**base, "status": "error"}
-    msg = str(exc) if isinstance(exc, SimschedError) else f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, KeyboardInterrupt):
+        msg = "interrupted (Ctrl-C)"
+    elif isinstance(exc, SimschedError):
+        msg = str(exc)
+    else:
+        msg = f"{type(exc).__name__}: {exc}"
     rec["error"] = msg or type(exc).__name__
     if not isinstance(exc, SimschedError | KeyboardInterrupt):
         rec["traceback"] = traceback.format_exc(limit=8)
