@@ -29,10 +29,11 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from simsched.files import write_bytes_atomic
 
 MAGIC = b"SSBB0001"
 _FUNC = re.compile(r"^([0-9a-f]+) <(.+)>:$")
@@ -140,10 +141,5 @@ def write_block_table(binary: str | os.PathLike) -> Path | None:
     table = np.zeros(max(counts) + 1, np.uint8)
     table[np.fromiter(counts.keys(), np.int64)] = np.fromiter(counts.values(), np.int64)
     dest = binary.with_name(binary.name + ".ssbb")
-    fd, tmp = tempfile.mkstemp(prefix=dest.name + ".", dir=dest.parent)
-    with os.fdopen(fd, "wb") as f:
-        f.write(MAGIC)
-        f.write(np.uint64(table.shape[0]).tobytes())
-        f.write(table.tobytes())
-    os.replace(tmp, dest)
+    write_bytes_atomic(dest, MAGIC + np.uint64(table.shape[0]).tobytes() + table.tobytes())
     return dest

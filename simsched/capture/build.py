@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from simsched.errors import CaptureError
+from simsched.files import cache_dir
 
 ZSTD_INSTALL = "apt-get install -y libzstd-dev"
 GCC_INSTALL = "apt-get install -y gcc"
@@ -89,12 +90,6 @@ def source_dir() -> Path:
             "set SIMSCHED_CAPTURE_SRC to the capture/ folder of a simsched checkout"
         )
     return d
-
-
-def cache_dir() -> Path:
-    """Return the build cache folder (``$SIMSCHED_CACHE_DIR``, default ``~/.cache/simsched``)."""
-    env = os.environ.get("SIMSCHED_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "simsched"
 
 
 def compiler() -> str:

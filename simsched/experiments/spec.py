@@ -584,9 +584,15 @@ def _scheduler_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any], li
 
 
 def _matches(rule: dict[str, Any], cols: dict[str, Any]) -> bool:
+    """Whether a point's columns match an include / exclude rule.
+
+    A value matches a column equal to it, or a grid label it is the entry name of
+    (``heat`` matches ``heat[nx=130]``), so a rule can name a whole grid at once.
+    """
     for key, want in rule.items():
-        wanted = want if isinstance(want, list) else [want]
-        if cols[key] not in wanted and str(cols[key]) not in [str(w) for w in wanted]:
+        wanted = {str(w) for w in (want if isinstance(want, list) else [want])}
+        value = str(cols[key])
+        if value not in wanted and value.split("[", 1)[0] not in wanted:
             return False
     return True
 

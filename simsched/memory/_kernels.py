@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import sys
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from types import ModuleType
 
+from simsched.files import cache_dir, write_text_atomic
 from simsched.machine import Machine
 from simsched.memory.window import driver_source
 from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
@@ -793,11 +793,8 @@ def generate_source(g: Geometry, extra_source: str = "") -> str:
 
 
 def kernel_cache_dir() -> Path:
-    """Folder of generated kernel modules: ``$SIMSCHED_CACHE_DIR/kernels`` or
-    ``~/.cache/simsched/kernels``."""
-    root = os.environ.get("SIMSCHED_CACHE_DIR")
-    base = Path(root) if root else Path.home() / ".cache" / "simsched"
-    return base / "kernels"
+    """Folder of generated kernel modules: ``kernels`` in :func:`simsched.files.cache_dir`."""
+    return cache_dir("kernels")
 
 
 def _generator_text() -> str:
@@ -844,9 +841,7 @@ def load_module(g: Geometry, extra_source: str = "", extra_name: str = "") -> Mo
     path = folder / f"{name}.py"
     if not path.exists():
         src = generate_source(g, extra_source)
-        tmp = folder / f".{name}.{os.getpid()}.tmp"
-        tmp.write_text(src, encoding="utf-8")
-        os.replace(tmp, path)
+        write_text_atomic(path, src)
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

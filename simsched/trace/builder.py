@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ import numpy as np
 
 from simsched import __version__
 from simsched.errors import TraceBuildError
+from simsched.files import atomic_output
 from simsched.trace import format as fmt
 
 
@@ -56,13 +56,19 @@ def _key_hash(key: tuple[int, ...]) -> int:
     return int.from_bytes(h.digest(), "little")
 
 
+class _Aborted(Exception):
+    """Raised into the output block to discard an unfinished trace."""
+
+
 class TraceBuilder:
     """Write a trace from a program's serial execution.
 
     Parameters
     ----------
     path
-        Output file (``.sst``).  Written to a temporary file beside it and renamed on close.
+        Output file (``.sst``), written through :func:`simsched.files.atomic_output`: a
+        temporary file beside it, renamed on close (a symlink is written through, a device
+        written into).
     program, args
         What was traced, for the header.
     backend
@@ -116,10 +122,16 @@ class TraceBuilder:
         self._roi_mode = bool(roi)
         self._in_roi = not roi
         self._cctx = fmt.compressor()
-        folder = self.path.parent if str(self.path.parent) else Path(".")
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=folder)
-        self._tmp = Path(tmp)
-        self._f = os.fdopen(fd, "wb")
+        # The file is the staging file of simsched.files.atomic_output: renamed over the
+        # user's path (or copied into a device) by close(), removed by abort().
+        self._output = atomic_output(self.path)
+        self._staged = True
+        self._tmp = self._output.__enter__()
+        try:
+            self._f = open(self._tmp, "wb")  # noqa: SIM115 - closed by close() / abort()
+        except OSError:
+            self._discard()
+            raise
         self._f.write(b"\0" * fmt.HEADER_SIZE)
         self._hash = hashlib.blake2b(digest_size=32)
         self._pos = fmt.HEADER_SIZE
@@ -505,11 +517,10 @@ class TraceBuilder:
         )
         self._f.seek(0)
         self._f.write(header)
-        self._f.flush()
-        os.fsync(self._f.fileno())
         self._f.close()
         self._pool.shutdown()
-        os.replace(self._tmp, self.path)
+        self._staged = False
+        self._output.__exit__(None, None, None)  # fsync, then rename into place
         return fmt.TraceHeader(
             version=fmt.VERSION,
             backend=self._meta["backend"],
@@ -535,7 +546,13 @@ class TraceBuilder:
         try:
             self._f.close()
         finally:
-            self._tmp.unlink(missing_ok=True)
+            self._discard()
+
+    def _discard(self) -> None:
+        if self._staged:
+            self._staged = False
+            # Leaving the atomic_output block by an exception removes the staging file.
+            self._output.__exit__(_Aborted, _Aborted(), None)
 
     def __enter__(self) -> TraceBuilder:
         return self

@@ -259,3 +259,25 @@ def test_sweep_run_and_status_check_the_spec_first(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert info.value.code == 2 and len(err) == 1 and "child_first" in err[0]
     assert not (tmp_path / "results").exists()
+
+
+def test_filter_by_grid_entry_name(tmp_path):
+    text = """
+    name: g
+    workloads:
+      - {name: fib, generator: fib, grid: {n: [10, 12]}}
+      - {name: other, generator: fib, params: {n: 8}}
+    machines: [itrs-scaling-1, itrs-scaling-2]
+    schedulers: [ws]
+    exclude:
+      - {workload: fib, machine: itrs-scaling-2}
+      - {workload: "other[n=8]"}
+    """
+    points = load_spec(write(tmp_path, text), small=False).points()
+    labels = sorted((p.workload["label"], p.machine["label"]) for p in points)
+    assert labels == [
+        ("fib[n=10]", "itrs-scaling-1"),
+        ("fib[n=12]", "itrs-scaling-1"),
+        ("other", "itrs-scaling-1"),
+        ("other", "itrs-scaling-2"),
+    ]

@@ -235,3 +235,26 @@ def test_random_programs_give_valid_dags(tmp_path_factory, ops):
     assert validate(t)["ok"]
     assert t.header.n_frames == 1 + ops.count("spawn")
     assert int(t.pred_count[0]) == 0 and np.all(t.pred_count[1:] >= 1)
+
+
+def test_builder_output_follows_the_file_rules(tmp_path):
+    """A symlink is written through, a new file gets the umask's mode, nothing is left over."""
+    import os
+    import stat
+
+    real = tmp_path / "real.sst"
+    real.write_bytes(b"old")
+    link = tmp_path / "link.sst"
+    link.symlink_to(real)
+    with TraceBuilder(link) as b:
+        _tree(b, 1, 2, 0)
+    assert link.is_symlink() and validate(str(link))["ok"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.sst", "real.sst"]
+
+    old = os.umask(0o027)
+    try:
+        with TraceBuilder(tmp_path / "new.sst") as b:
+            _tree(b, 1, 2, 0)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.sst").stat().st_mode) == 0o640
