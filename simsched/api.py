@@ -31,6 +31,7 @@ from simsched.engine.record import (
     RECORD_VERSION,
     dumps,
     metrics,
+    nest_fields,
     write_json_atomic,
     write_npz_atomic,
     write_parquet_atomic,
@@ -449,7 +450,7 @@ def run(
         )
         if out is not None:
             write_npz_atomic(out / "timeline.npz", **result.timeline_arrays())
-            write_json_atomic(out / "result.json", rec)
+            _write_record(out, rec)
         return result
     except BaseException as exc:
         if out is not None:
@@ -458,6 +459,11 @@ def run(
     finally:
         if owned and t is not None:
             t.close()
+
+
+def _write_record(out: Path, rec: dict[str, Any]) -> None:
+    """``result.json``: the record with its nested fields as JSON objects (docs/results.md)."""
+    write_json_atomic(out / "result.json", nest_fields(rec))
 
 
 def _write_error(out: Path, base: dict[str, Any], exc: BaseException, t0: float) -> None:
@@ -474,9 +480,9 @@ def _write_error(out: Path, base: dict[str, Any], exc: BaseException, t0: float)
         rec["traceback"] = traceback.format_exc(limit=8)
     rec["wall_s"] = time.perf_counter() - t0
     try:
-        write_json_atomic(out / "result.json", rec)
-    except OSError:
-        pass
+        _write_record(out, rec)
+    except SimschedError:
+        pass  # the run's own error is the one to report
 
 
 def compare(
@@ -674,7 +680,7 @@ def run_jobs(
             jr["trace"] = str(j.trace)
         rec["wall_s"] = time.perf_counter() - t0
         if out is not None:
-            write_json_atomic(out / "result.json", rec)
+            _write_record(out, rec)
         return JobsResult(record=rec, replay=res, mem_stats=stats)
     except BaseException as exc:
         if out is not None:

@@ -9,6 +9,7 @@ strings with sorted keys.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,51 @@ from simsched import files
 from simsched.canonical import canonical_json
 
 RECORD_VERSION = 1
+
+
+#: Record and point fields whose value is a list or mapping.  In JSON (``row.json``,
+#: ``--json`` output, ``results show --format json``) they are JSON objects; in a table
+#: (Parquet, CSV) they are canonical JSON text, one column each.
+NESTED_FIELDS = frozenset(
+    {
+        "params",
+        "machine_config",
+        "trace_args",
+        "dram_by_node",
+        "dram_by_socket",
+        "scheduler_counters",
+        "workload_params",
+        "machine_overrides",
+        "scheduler_params",
+        # per-socket answers ([LAWS15] Table IV)
+        "shared_misses_by_socket",
+        "busy_by_socket",
+        "finish_by_socket",
+        # scheduler fields (Scheduler.record_fields)
+        "iteration_cycles",
+        "packing",
+        "worker_cycles",
+        "quantum_desires",
+        "quantum_utilization",
+        # multi-job records (simsched run --jobs)
+        "jobs",
+        "allotment",
+        "realloc_warmup",
+        "controller_params",
+    }
+)
+
+
+def nest_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with its nested fields (also ``run.<field>``) as objects, not JSON text."""
+    out = dict(record)
+    for key, value in record.items():
+        if key.removeprefix("run.") in NESTED_FIELDS and isinstance(value, str):
+            try:
+                out[key] = json.loads(value)
+            except ValueError:
+                pass  # not JSON after all (e.g. an error row's text): keep it
+    return out
 
 
 def dumps(obj: Any) -> str:

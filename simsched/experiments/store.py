@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from simsched.canonical import canonical_json
+from simsched.engine.record import NESTED_FIELDS, nest_fields
 from simsched.errors import ConfigError
 from simsched.files import atomic_output, write_json_atomic
 
@@ -46,41 +47,6 @@ RESULTS_FILE = "results.parquet"
 def atomic_write_json(path: Path, value: Any) -> None:
     """Write ``value`` as indented JSON atomically (keys in the order given)."""
     write_json_atomic(path, value, sort_keys=False)
-
-
-#: Record and point fields whose value is a list or mapping.  In JSON (``row.json``,
-#: ``--json`` output, ``results show --format json``) they are JSON objects; in a table
-#: (Parquet, CSV) they are canonical JSON text, one column each.
-NESTED_FIELDS = frozenset(
-    {
-        "params",
-        "machine_config",
-        "trace_args",
-        "dram_by_node",
-        "dram_by_socket",
-        "scheduler_counters",
-        "workload_params",
-        "machine_overrides",
-        "scheduler_params",
-        # multi-job records (simsched run --jobs)
-        "jobs",
-        "allotment",
-        "realloc_warmup",
-        "controller_params",
-    }
-)
-
-
-def nest_fields(record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` with its nested fields (also ``run.<field>``) as objects, not JSON text."""
-    out = dict(record)
-    for key, value in record.items():
-        if key.removeprefix("run.") in NESTED_FIELDS and isinstance(value, str):
-            try:
-                out[key] = json.loads(value)
-            except ValueError:
-                pass  # not JSON after all (e.g. an error row's text): keep it
-    return out
 
 
 class PointClaim:
