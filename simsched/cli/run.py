@@ -149,7 +149,7 @@ def run_cmd(
     )
     rec = res.record
     if json_:
-        from simsched.experiments.store import nest_fields
+        from simsched.engine.record import nest_fields
 
         print_json(nest_fields(rec))
         return
@@ -277,7 +277,7 @@ def compare_cmd(
         groups.setdefault(r.record["scheduler"], []).append(r.record)
     summary = {name: _summary(recs) for name, recs in groups.items()}
     if json_:
-        from simsched.experiments.store import nest_fields
+        from simsched.engine.record import nest_fields
 
         print_json({"runs": [nest_fields(r.record) for r in results], "summary": summary})
         return

@@ -162,7 +162,7 @@ def show_cmd(
     elif fmt == "json":
         import json
 
-        from simsched.experiments.store import nest_fields
+        from simsched.engine.record import nest_fields
 
         rows = json.loads(df.to_json(orient="records"))
         print(json.dumps([nest_fields(r) for r in rows]))

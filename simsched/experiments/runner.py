@@ -55,6 +55,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from simsched.engine.record import nest_fields
 from simsched.errors import ConfigError
 from simsched.experiments.spec import LoadedSpec, Point, check_spec
 from simsched.experiments.store import (
@@ -63,7 +64,6 @@ from simsched.experiments.store import (
     PointClaim,
     atomic_write_json,
     consolidate,
-    nest_fields,
     point_dir,
     read_row,
 )

@@ -13,8 +13,9 @@ folder, then ``os.replace``), so a killed runner leaves every point either finis
 started.  ``results.parquet`` is derived: it is rebuilt from the rows after every sweep and by
 :func:`load_results`, so it can never disagree with them for long.  One row per point,
 configuration columns first (see :meth:`simsched.experiments.spec.Point.columns`), then the
-run's metrics.  Values that are lists or mappings (:data:`NESTED_FIELDS`) are JSON objects in
-``row.json`` and JSON text in the Parquet table.
+run's metrics.  Values that are lists or mappings
+(:data:`simsched.engine.record.NESTED_FIELDS`) are JSON objects in ``row.json`` and JSON text
+in the Parquet table.
 
 Filtering (``--where``) is a small parser, not ``eval``: ``column OP value`` with OP one of
 ``= == != < <= > >=`` and ``a|b|c`` alternatives for ``=``/``!=``; values are compared as
@@ -33,7 +34,6 @@ from typing import Any
 import pandas as pd
 
 from simsched.canonical import canonical_json
-from simsched.engine.record import NESTED_FIELDS, nest_fields
 from simsched.errors import ConfigError
 from simsched.files import atomic_output, write_json_atomic
 

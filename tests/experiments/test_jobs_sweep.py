@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from simsched.engine.record import nest_fields
 from simsched.errors import ConfigError
 from simsched.experiments import load_results, load_spec, run_sweep
 from simsched.experiments.spec import check_spec
-from simsched.experiments.store import nest_fields
 
 SAMPLES = Path(__file__).resolve().parents[2] / "traces" / "samples"
 

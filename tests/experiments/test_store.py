@@ -110,7 +110,7 @@ def test_consolidate_export_and_order(tmp_path):
 
 def test_nested_fields_are_objects_in_json_and_text_in_tables(tmp_path, capsys):
     from simsched.cli import main
-    from simsched.experiments.store import NESTED_FIELDS, nest_fields
+    from simsched.engine.record import NESTED_FIELDS, nest_fields
 
     rec = {"params": '{"a":1}', "run.machine_config": '{"x":[1,2]}', "error": "{oops", "n": 3}
     assert nest_fields(rec) == {
