@@ -49,8 +49,9 @@ PARAMS = (
         "irregular",
         bool,
         False,
-        "split into 2-4 unequal children as ss_pfor_ir does (GE-ir of [LAWS15])",
+        "split into 2-4 children by position as ss_pfor_ir does (GE-ir of [LAWS15])",
     ),
+    stencil.UNEVEN,
     Param("init", bool, True, "emit main's loop that writes A (first touch)"),
 )
 
@@ -109,6 +110,7 @@ def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:
         ``leaves``: per step, the row ranges of its leaf tasks in serial order.
     """
     n, cutoff, irregular = params["n"], params["cutoff"], params["irregular"]
+    uneven = params["uneven"]
     a = heap.regions["A"].base
     if params["init"]:
         first_touch(b, [a], n * n, ELEM, (GAP_INIT,))
@@ -123,7 +125,7 @@ def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:
             return
         if irregular:
             b.instr(stencil.CALL_IR)
-        for c0, c1 in stencil.split(lo, hi, cutoff, irregular):
+        for c0, c1 in stencil.split(lo, hi, cutoff, irregular, uneven):
             b.spawn()
             pfor(k, c0, c1)
             b.ret()

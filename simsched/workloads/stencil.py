@@ -13,7 +13,15 @@ elision)::
             if hi - lo <= cutoff: update rows lo..hi-1 (old -> new)
             regular: m = lo + (hi - lo)/2; spawn pfor(lo, m); spawn pfor(m, hi); sync
             irregular (ss_pfor_ir): k = 2 + (lo / cutoff) % 3 children (at most hi - lo),
-                child j gets (hi - lo)(j + 1)/(k(k + 1)/2) rows; spawn each; sync
+                child j gets rows [lo + n j / k, lo + n (j + 1) / k) (n = hi - lo);
+                spawn each; sync
+            irregular, uneven=true (no C program): child j gets n (j + 1)/(k(k + 1)/2) rows
+
+An irregular node's branching degree depends on where it is, the regular one's does not:
+that is what makes a DAG irregular in [LAWS15] §6.1.  It still divides its rows evenly among
+its children, the assumption LAWS' allocator rests on ([LAWS15] §3.2, Eq. 1).  ``uneven``
+breaks that assumption on purpose (children's shares grow as 1, 2, ..., k), a stress case
+for Eq. 1 that the paper does not run.
 
 The grid is ``nx x ny`` (2-D) or ``nx x ny x nz`` (3-D) doubles *including* a boundary of
 ``radius`` cells on every side (1 for heat, SOR, 9P and 6P; 4 for 25P), read but never
@@ -160,6 +168,16 @@ KINDS: dict[str, Kind] = {
 VARIANTS = tuple(KINDS)
 
 
+#: Shared with GE: unequal children of an irregular node (docstring above).
+UNEVEN = Param(
+    "uneven",
+    bool,
+    False,
+    "with irregular: children get shares 1, 2, ..., k instead of even ones, breaking the"
+    " even-split assumption of [LAWS15] §3.2 / Eq. 1 (a stress case, no C program)",
+)
+
+
 def params_for(variant: str) -> tuple[Param, ...]:
     """The parameter table of one stencil program."""
     k = KINDS[variant]
@@ -199,8 +217,10 @@ def params_for(variant: str) -> tuple[Param, ...]:
             "irregular",
             bool,
             False,
-            "split into 2-4 unequal children as ss_pfor_ir does (the -ir programs of [LAWS15])",
+            "split into 2-4 children by position as ss_pfor_ir does (the -ir programs of"
+            " [LAWS15] §6.1)",
         ),
+        UNEVEN,
         Param("init", bool, True, "emit main's loop that writes the grids (first touch)"),
     ]
     return tuple(out)
@@ -229,10 +249,16 @@ def finish_params(params: dict[str, Any]) -> dict[str, Any]:
     return dict(params)
 
 
-def split_ir(lo: int, hi: int, grain: int) -> list[tuple[int, int]]:
-    """The children of ``ss_pfor_ir(lo, hi, grain)`` above the cut-off (``ssprog.h``)."""
+def split_ir(lo: int, hi: int, grain: int, uneven: bool = False) -> list[tuple[int, int]]:
+    """The children of ``ss_pfor_ir(lo, hi, grain)`` above the cut-off (``ssprog.h``).
+
+    ``k = 2 + (lo / grain) % 3`` children (at most ``hi - lo``), with even shares, or with
+    shares proportional to ``1, 2, ..., k`` when ``uneven``.
+    """
     n = hi - lo
     k = min(2 + (lo // grain) % 3, n)
+    if not uneven:
+        return [(lo + n * j // k, lo + n * (j + 1) // k) for j in range(k)]
     weights = k * (k + 1) // 2
     out = []
     start = lo
@@ -245,10 +271,12 @@ def split_ir(lo: int, hi: int, grain: int) -> list[tuple[int, int]]:
     return out
 
 
-def split(lo: int, hi: int, grain: int, irregular: bool) -> list[tuple[int, int]]:
+def split(
+    lo: int, hi: int, grain: int, irregular: bool, uneven: bool = False
+) -> list[tuple[int, int]]:
     """Children of a ``pfor`` node over ``[lo, hi)`` above the cut-off."""
     if irregular:
-        return split_ir(lo, hi, grain)
+        return split_ir(lo, hi, grain, uneven)
     m = lo + (hi - lo) // 2
     return [(lo, m), (m, hi)]
 
@@ -314,6 +342,7 @@ def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:
     kind = KINDS[params["kind"]]
     shape = _shape(params)
     cutoff, irregular, R = params["cutoff"], params["irregular"], kind.radius
+    uneven = params["uneven"]
     grids = [heap.regions[n].base for n in ("A", "B") if n in heap.regions]
     if params["init"]:
         first_touch(b, grids, shape[0] * shape[1] * shape[2], ELEM, GAP_INIT)
@@ -330,7 +359,7 @@ def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:
             return
         if irregular:
             b.instr(CALL_IR)
-        for c0, c1 in split(lo, hi, cutoff, irregular):
+        for c0, c1 in split(lo, hi, cutoff, irregular, uneven):
             b.spawn()
             pfor(c0, c1, old, new, colour, first)
             b.ret()

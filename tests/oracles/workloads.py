@@ -273,8 +273,9 @@ def fib(b, p, heap):
 # -- stencils (simsched/workloads/stencil.py) -----------------------------------------------------
 
 
-def _pfor(b, lo, hi, cutoff, irregular, leaf, call, call_ir):
-    """ss_pfor / ss_pfor_ir of ssprog.h, written out again from the C source."""
+def _pfor(b, lo, hi, cutoff, irregular, leaf, call, call_ir, uneven=False):
+    """ss_pfor / ss_pfor_ir of ssprog.h, written out again from the C source; ``uneven``:
+    child j of k gets a share (j + 1) / (k (k + 1) / 2) instead of 1 / k."""
     b.instr(call)
     n = hi - lo
     if n <= cutoff:
@@ -285,18 +286,21 @@ def _pfor(b, lo, hi, cutoff, irregular, leaf, call, call_ir):
     else:
         b.instr(call_ir)
         k = min(2 + (lo // cutoff) % 3, n)
-        parts, start = [], lo
-        for j in range(k):
-            end = hi if j == k - 1 else start + n * (j + 1) // (k * (k + 1) // 2)
-            if end <= start:
-                end = start + 1
-            end = min(end, hi)
-            if end > start:
-                parts.append((start, end))
-            start = end
+        if not uneven:
+            parts = [(lo + n * j // k, lo + n * (j + 1) // k) for j in range(k)]
+        else:
+            parts, start = [], lo
+            for j in range(k):
+                end = hi if j == k - 1 else start + n * (j + 1) // (k * (k + 1) // 2)
+                if end <= start:
+                    end = start + 1
+                end = min(end, hi)
+                if end > start:
+                    parts.append((start, end))
+                start = end
     for c0, c1 in parts:
         b.spawn()
-        _pfor(b, c0, c1, cutoff, irregular, leaf, call, call_ir)
+        _pfor(b, c0, c1, cutoff, irregular, leaf, call, call_ir, uneven)
         b.ret()
     b.sync()
 
@@ -341,7 +345,17 @@ def stencil(b, p, heap):
                     for j in range(j0, ny - 1, kind.sweeps):
                         update(old, new, i, j, 0)
 
-        _pfor(b, 0, nx - 2 * R, p["cutoff"], p["irregular"], leaf, st_mod.CALL_HEAT, st_mod.CALL_IR)
+        _pfor(
+            b,
+            0,
+            nx - 2 * R,
+            p["cutoff"],
+            p["irregular"],
+            leaf,
+            st_mod.CALL_HEAT,
+            st_mod.CALL_IR,
+            p["uneven"],
+        )
 
     for it in range(p["iters"]):
         b.iteration(it)
@@ -385,7 +399,17 @@ def ge(b, p, heap):
                     A[i, j] -= f * A[k, j]
 
         b.spawn()
-        _pfor(b, 0, n - 1 - k, p["cutoff"], p["irregular"], leaf, st_mod.CALL_HEAT, st_mod.CALL_IR)
+        _pfor(
+            b,
+            0,
+            n - 1 - k,
+            p["cutoff"],
+            p["irregular"],
+            leaf,
+            st_mod.CALL_HEAT,
+            st_mod.CALL_IR,
+            p["uneven"],
+        )
         b.ret()
         b.sync()
     return {"matrix": A}

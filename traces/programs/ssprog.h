@@ -6,7 +6,7 @@
  *   `grain` iterations call body(lo, hi, ctx).
  * ss_pfor_ir(...): the same loop with uneven branching (the irregular
  *   variants of LAWS Sec. 6.1): a node splits its range into 2, 3 or 4
- *   children (chosen from the range's position) of unequal sizes.
+ *   children (chosen from the range's position), each an even share.
  * ss_arg(argc, argv, i, default): integer argument i, or the default.
  */
 #ifndef SSPROG_H
@@ -38,21 +38,12 @@ __attribute__((unused)) static void ss_pfor_ir(long lo, long hi, long grain, ss_
         body(lo, hi, ctx);
         return;
     }
-    /* 2, 3 or 4 children; child j gets a share proportional to j + 1. */
+    /* 2, 3 or 4 children by position, each an even share of the rows ([LAWS15] 3.2). */
     long k = 2 + (lo / (grain > 0 ? grain : 1)) % 3;
     if (k > n)
         k = n;
-    long weights = k * (k + 1) / 2, start = lo;
-    for (long j = 0; j < k; j++) {
-        long end = j == k - 1 ? hi : start + n * (j + 1) / weights;
-        if (end <= start)
-            end = start + 1;
-        if (end > hi)
-            end = hi;
-        if (end > start)
-            SS_SPAWN(ss_pfor_ir(start, end, grain, body, ctx));
-        start = end;
-    }
+    for (long j = 0; j < k; j++)
+        SS_SPAWN(ss_pfor_ir(lo + n * j / k, lo + n * (j + 1) / k, grain, body, ctx));
     SS_SYNC();
 }
 
