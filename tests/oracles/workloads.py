@@ -305,6 +305,12 @@ def _pfor(b, lo, hi, cutoff, irregular, leaf, call, call_ir, uneven=False):
     b.sync()
 
 
+def _pfor_over(b, p, rows, leaf):
+    """The program's parallel loop over ``rows`` rows with ``p``'s cut-off and split."""
+    calls = (st_mod.CALL_HEAT, st_mod.CALL_IR)
+    _pfor(b, 0, rows, p["cutoff"], p["irregular"], leaf, *calls, p["uneven"])
+
+
 def stencil(b, p, heap):
     """The stencil ``p["kind"]`` of ``simsched.workloads.stencil``, point by point on a grid."""
     kind = st_mod.KINDS[p["kind"]]
@@ -345,17 +351,7 @@ def stencil(b, p, heap):
                     for j in range(j0, ny - 1, kind.sweeps):
                         update(old, new, i, j, 0)
 
-        _pfor(
-            b,
-            0,
-            nx - 2 * R,
-            p["cutoff"],
-            p["irregular"],
-            leaf,
-            st_mod.CALL_HEAT,
-            st_mod.CALL_IR,
-            p["uneven"],
-        )
+        _pfor_over(b, p, nx - 2 * R, leaf)
 
     for it in range(p["iters"]):
         b.iteration(it)
@@ -399,17 +395,7 @@ def ge(b, p, heap):
                     A[i, j] -= f * A[k, j]
 
         b.spawn()
-        _pfor(
-            b,
-            0,
-            n - 1 - k,
-            p["cutoff"],
-            p["irregular"],
-            leaf,
-            st_mod.CALL_HEAT,
-            st_mod.CALL_IR,
-            p["uneven"],
-        )
+        _pfor_over(b, p, n - 1 - k, leaf)
         b.ret()
         b.sync()
     return {"matrix": A}
