@@ -187,9 +187,13 @@ def parse_scheduler_names(schedulers: Sequence[str] | str) -> list[str]:
 
 
 def _machine(machine: Any, overrides: dict[str, Any] | None) -> Any:
+    """The machine, refused up front if its simulated caches cannot fit in this host."""
     from simsched.machine import load_machine
+    from simsched.machine.resources import check_fits
 
-    return load_machine(machine, overrides)
+    m = load_machine(machine, overrides)
+    check_fits(m, machine if isinstance(machine, str) else None)
+    return m
 
 
 def _memory(machine: Any) -> Any:
@@ -528,6 +532,7 @@ def compare(
             f"compare: parameter(s) {', '.join(unknown)} belong to none of the schedulers "
             f"{', '.join(c.name for c in classes)}"
         )
+    _machine(machine, kw.get("overrides"))  # a machine that cannot run fails before the trace
     t, owned = _open_trace(trace)
     try:
         out: list[RunResult] = []

@@ -1,17 +1,27 @@
-"""Redraw [LAWS15] §6.2-6.3's Fig. 7, Table IV and Fig. 8 from a laws sweep; print the numbers.
+"""Redraw [LAWS15] §6's figures from the laws sweeps; print the numbers.
 
-    python experiments/laws/make_figures.py [RESULTS] [-o FIGDIR]
+    python experiments/laws/make_figures.py [RESULTS ...] [-o FIGDIR]
 
-RESULTS is the sweep's output folder (default: results/medium beside this file if it has
-points, else results/small).  Writes ``fig7.png`` (time normalised to WS per program and
-scheduler), ``table4.csv`` (the straggler socket's shared-cache misses and local / remote
-DRAM lines, and the whole machine's local share), ``fig8.png`` (per-iteration time under
-LAWS, seed 0, with the packing moves of Algorithm 1), ``summary.csv`` (one row per program
-and scheduler: means over seeds, normalised time, steady-state iteration time) and prints
-one JSON line per figure.
+Each RESULTS is a sweep's output folder (default: every one of results/medium,
+results/medium_intel, results/uneven, results/scaling and results/cpu that has points, or
+results/small when none has).  What is drawn depends on the sweep:
+
+* ``laws_scaling`` (scaling.yaml): ``fig9_10.png`` (time against the input size x, Figs. 9
+  and 10) and ``fig11_12.png`` (the straggler socket's shared-cache misses and local DRAM
+  accesses against x, Figs. 11 and 12);
+* ``laws_cpu`` (cpu.yaml): ``fig13.png`` (CPU-bound programs, time normalised to WS per
+  machine) and what LAWS' CPU-bound rule decided;
+* any other (medium, medium_intel, uneven, small, full): ``fig7.png`` (time normalised to WS
+  per program and scheduler), ``table4.csv`` (the straggler socket's shared-cache misses and
+  local / remote DRAM lines, and the whole machine's local share), ``fig8.png`` (per-iteration
+  time under LAWS, seed 0, with the packing moves of Algorithm 1), ``summary.csv`` (one row
+  per program and scheduler: means over seeds, normalised time, steady-state iteration time).
+
+Figures go to ``figures/<results folder name>/`` (or FIGDIR); one JSON line per figure.
 
 Definitions: *normalised time* is a scheduler's mean makespan over WS's (Fig. 7); *gain*
-is WS's over the scheduler's minus one (the paper's "faster than Cilk"); the *steady*
+is WS's over the scheduler's minus one (the paper's "faster than Cilk"); *reduction* is one
+minus the normalised time (the paper's "reduces ... execution time"); the *steady*
 iteration time is the mean of the iterations LAWS ran under its final packing (Algorithm 1
 done), and the mean of the same iterations for CATS and LAWS-NC (WS's records carry no
 iteration times).  Means are over seeds.
@@ -44,6 +54,7 @@ ORDER = [
     "ge-ir",
 ]
 SCHEDS = ["ws", "cats", "laws-nc", "laws"]
+STUDIES = ["medium", "medium_intel", "uneven", "scaling", "cpu"]
 METRICS = [
     "makespan_cycles",
     "L3_misses",
@@ -56,9 +67,10 @@ METRICS = [
 ]
 
 
-def default_results() -> Path:
-    """results/medium if it holds points, else results/small."""
-    return study_results(HERE, "medium")
+def default_results() -> list[Path]:
+    """Every study in STUDIES that has run, else results/small."""
+    found = [HERE / "results" / n for n in STUDIES if (HERE / "results" / n / "points").is_dir()]
+    return found or [study_results(HERE, "medium")]
 
 
 load = load_ok_results
@@ -86,6 +98,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
         ]
     g = df.groupby(["workload", "scheduler"])
     out = g[METRICS].mean()
+    out["machine"] = g["machine"].first()
     out["seeds"] = g["seed"].nunique()
     out = out.reset_index()
     ws = out[out["scheduler"] == "ws"].set_index("workload")["makespan_cycles"]
@@ -99,6 +112,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
         for w, s in zip(out["workload"], out["scheduler"], strict=True)
     ]
     key = {w: i for i, w in enumerate(ORDER)}
+    key.update({f"{w}u": i for i, w in enumerate(ORDER)})  # uneven.yaml's heat-iru ...
     out["_o"] = out["workload"].map(lambda w: key.get(w, 99)) * 10 + out["scheduler"].map(
         lambda s: SCHEDS.index(s) if s in SCHEDS else 9
     )
@@ -109,12 +123,13 @@ def fig7(s: pd.DataFrame, path: Path) -> dict:
     import matplotlib.pyplot as plt
 
     t = s.pivot(index="workload", columns="scheduler", values="norm_time")
-    t = t.reindex([w for w in ORDER if w in t.index])[[c for c in SCHEDS if c in t.columns]]
+    t = t.reindex(sorted(t.index, key=_order))[[c for c in SCHEDS if c in t.columns]]
     ax = t.plot.bar(figsize=(9, 3.2), width=0.8)
     ax.axhline(1.0, color="k", lw=0.6)
     ax.set_ylabel("time / WS")
     ax.set_xlabel("")
-    ax.set_title("Fig. 7 (simsched): opteron-8380-4x4, caches and row lengths / 64")
+    machines = ", ".join(sorted(set(s["machine"]))) if "machine" in s else ""
+    ax.set_title(f"Fig. 7 (simsched): {machines}, caches and row lengths / 64")
     ax.legend(ncol=4, fontsize=8)
     plt.tight_layout()
     plt.savefig(path, dpi=80)
@@ -126,7 +141,7 @@ def fig8(df: pd.DataFrame, path: Path) -> dict:
     import matplotlib.pyplot as plt
 
     laws = df[(df["scheduler"] == "laws") & (df["seed"] == df["seed"].min())]
-    wl = [w for w in ORDER if w in set(laws["workload"])]
+    wl = sorted(set(laws["workload"]), key=_order)
     fig, axes = plt.subplots(3, 4, figsize=(11, 6.5), squeeze=False)
     out = {}
     for ax, w in zip(axes.ravel(), wl, strict=False):
@@ -150,15 +165,109 @@ def fig8(df: pd.DataFrame, path: Path) -> dict:
     return {"figure": "fig8", "laws_seed0": out}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results", nargs="?", type=Path, default=None)
-    ap.add_argument("-o", "--out", type=Path, default=None)
-    a = ap.parse_args()
-    res = a.results or default_results()
-    out = a.out or HERE / "figures" / res.name
-    out.mkdir(parents=True, exist_ok=True)
-    df = load(res)
+def _order(w: str) -> int:
+    base = w.removesuffix("u") if w.endswith("-iru") else w
+    return ORDER.index(base) if base in ORDER else len(ORDER)
+
+
+def _x(label: str) -> int:
+    """The input size x of a scaling point: the interior rows of ``prog[nx=N]``."""
+    return int(label.split("nx=")[1].rstrip("]")) - 2
+
+
+SCALING = [("heat-ir", "AMD"), ("6p", "AMD"), ("sor-ir", "Intel"), ("9p", "Intel")]
+
+
+def scaling(df: pd.DataFrame, out: Path) -> list[dict]:
+    """Figs. 9-12: time, straggler shared-cache misses and local DRAM accesses against x."""
+    import matplotlib.pyplot as plt
+
+    df = df.assign(program=df["workload"].str.split("[").str[0], x=df["workload"].map(_x))
+    cols = ["makespan_cycles", "straggler_shared_misses", "straggler_dram_local"]
+    m = df.groupby(["program", "x", "scheduler"])[cols].mean().reset_index()
+    progs = [(p, srv) for p, srv in SCALING if p in set(m["program"])]
+    fig, axes = plt.subplots(1, len(progs), figsize=(3 * len(progs), 2.8), squeeze=False)
+    fig2, axes2 = plt.subplots(2, len(progs), figsize=(3 * len(progs), 5), squeeze=False)
+    res = []
+    for k, (prog, srv) in enumerate(progs):
+        sub = m[m["program"] == prog]
+        for sched in [s for s in SCHEDS if s in set(sub["scheduler"])]:
+            r = sub[sub["scheduler"] == sched].sort_values("x")
+            axes[0, k].plot(r["x"], r["makespan_cycles"] / 1e6, marker="o", label=sched)
+            axes2[0, k].plot(r["x"], r["straggler_shared_misses"] / 1e3, marker="o", label=sched)
+            axes2[1, k].plot(r["x"], r["straggler_dram_local"] / 1e3, marker="o", label=sched)
+        for ax, ylab in (
+            (axes[0, k], "M cycles"),
+            (axes2[0, k], "k L3 misses"),
+            (axes2[1, k], "k local DRAM"),
+        ):
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"{prog} ({srv})", fontsize=9)
+            ax.set_ylabel(ylab, fontsize=8)
+            ax.tick_params(labelsize=7)
+        piv = sub.pivot(index="x", columns="scheduler", values=cols[0])
+        strag = sub.pivot(index="x", columns="scheduler", values=cols[1])
+        local = sub.pivot(index="x", columns="scheduler", values=cols[2])
+        row = {"program": prog, "server": srv, "x": [int(v) for v in piv.index]}
+        for sched in ("cats", "laws"):
+            if sched in piv:
+                row[f"{sched}_reduction_vs_ws"] = [round(1 - v, 3) for v in piv[sched] / piv["ws"]]
+        if "laws" in strag:
+            row["laws_l3_miss_change"] = [round(v - 1, 3) for v in strag["laws"] / strag["ws"]]
+            row["laws_local_change"] = [round(v - 1, 3) for v in local["laws"] / local["ws"]]
+        res.append(row)
+    axes[0, 0].legend(fontsize=7)
+    axes2[0, 0].legend(fontsize=7)
+    fig.supxlabel("x (rows)", fontsize=9)
+    fig2.supxlabel("x (rows)", fontsize=9)
+    fig.suptitle("Figs. 9-10 (simsched): time against input size", fontsize=10)
+    fig2.suptitle("Figs. 11-12 (simsched): straggler socket", fontsize=10)
+    fig.tight_layout()
+    fig2.tight_layout()
+    fig.savefig(out / "fig9_10.png", dpi=80)
+    fig2.savefig(out / "fig11_12.png", dpi=80)
+    plt.close(fig)
+    plt.close(fig2)
+    return [{"figure": "fig9-12", "rows": res}]
+
+
+def cpu_bound(df: pd.DataFrame, out: Path) -> list[dict]:
+    """Fig. 13: CPU-bound programs, time over WS's per machine; LAWS' CPU-bound decision."""
+    import matplotlib.pyplot as plt
+
+    m = df.groupby(["machine", "workload", "scheduler"])["makespan_cycles"].mean()
+    norm = m / m.xs("ws", level="scheduler").reindex(m.index.droplevel("scheduler")).values
+    t = norm.unstack("scheduler")[[s for s in SCHEDS if s in norm.index.get_level_values(2)]]
+    machines = list(dict.fromkeys(t.index.get_level_values(0)))
+    fig, axes = plt.subplots(1, len(machines), figsize=(5 * len(machines), 3), squeeze=False)
+    for ax, mach in zip(axes[0], machines, strict=True):
+        t.loc[mach].plot.bar(ax=ax, width=0.8, legend=False)
+        ax.axhline(1.0, color="k", lw=0.6)
+        ax.set_title(mach, fontsize=9)
+        ax.set_xlabel("")
+        ax.set_ylabel("time / WS")
+    axes[0, -1].legend(fontsize=7, loc="lower right")
+    fig.suptitle("Fig. 13 (simsched): CPU-bound programs", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out / "fig13.png", dpi=80)
+    plt.close(fig)
+    modes = (
+        df[df["scheduler"] == "laws"].groupby(["machine", "workload"])["packing_mode"].first()
+        if "packing_mode" in df
+        else pd.Series(dtype=str)
+    )
+    return [
+        {
+            "figure": "fig13",
+            "norm_time": {f"{a}/{b}": r.round(4).to_dict() for (a, b), r in t.iterrows()},
+            "laws_overhead_max": round(float(t["laws"].max() - 1), 4) if "laws" in t else None,
+            "laws_mode": {f"{a}/{b}": v for (a, b), v in modes.items()},
+        }
+    ]
+
+
+def memory_bound(df: pd.DataFrame, out: Path) -> list[dict]:
+    """Fig. 7, Table IV and Fig. 8 of one sweep."""
     s = summary(df)
     s.round(4).to_csv(out / "summary.csv", index=False)
     t4 = s[
@@ -172,9 +281,26 @@ def main() -> None:
         ]
     ]
     t4.round(3).to_csv(out / "table4.csv", index=False)
-    print(json.dumps(fig7(s, out / "fig7.png")))
-    print(json.dumps({"figure": "table4", "rows": t4.round(3).to_dict(orient="records")}))
-    print(json.dumps(fig8(df, out / "fig8.png")))
+    return [
+        fig7(s, out / "fig7.png"),
+        {"figure": "table4", "rows": t4.round(3).to_dict(orient="records")},
+        fig8(df, out / "fig8.png"),
+    ]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", nargs="*", type=Path)
+    ap.add_argument("-o", "--out", type=Path, default=None)
+    a = ap.parse_args()
+    for res in a.results or default_results():
+        out = a.out or HERE / "figures" / res.name
+        out.mkdir(parents=True, exist_ok=True)
+        df = load(res)
+        sweep = str(df["sweep"].iloc[0]) if "sweep" in df and len(df) else ""
+        draw = {"laws_scaling": scaling, "laws_cpu": cpu_bound}.get(sweep, memory_bound)
+        for line in draw(df, out):
+            print(json.dumps({"results": res.name, **line}))
 
 
 if __name__ == "__main__":

@@ -70,14 +70,6 @@ def _split(
     return params, overrides
 
 
-def _check_fits(machine: str, overrides: dict[str, Any]) -> None:
-    """Refuse up front a machine whose simulated caches do not fit in memory."""
-    from simsched.machine import load_machine
-    from simsched.machine.resources import check_fits
-
-    check_fits(load_machine(machine, overrides or None), machine)
-
-
 def _progress(flag: bool | None) -> bool:
     return sys.stderr.isatty() if flag is None else flag
 
@@ -135,7 +127,6 @@ def run_cmd(
     if controller is not None or quantum is not None:
         raise ConfigError("--controller and --quantum apply to --jobs runs")
     params, overrides = _split(set_, param, [scheduler])
-    _check_fits(machine, overrides)
     res = simsched.run(
         trace,
         machine,
@@ -261,7 +252,6 @@ def compare_cmd(
 
     names = parse_scheduler_names(schedulers)
     params, overrides = _split(set_, param, names)
-    _check_fits(machine, overrides)
     results = simsched.compare(
         trace,
         machine,

@@ -189,6 +189,25 @@ def params_of(name: str) -> dict[str, ParamDoc]:
     return out
 
 
+def _check_memory(w: Workload, p: dict[str, Any], heap: Heap) -> None:
+    """Refuse in one line a generator run that needs more memory than this host has.
+
+    A generator that keeps its program's data (mergesort sorts real keys) declares
+    ``GEN_MEMORY_PER_HEAP_BYTE``; the others hold only addresses of a leaf at a time.
+    """
+    from simsched.machine.resources import available_bytes
+
+    factor = getattr(w.module, "GEN_MEMORY_PER_HEAP_BYTE", 0.0)
+    need = factor * sum(r.nbytes for r in heap.regions.values())
+    have = available_bytes()
+    if need and have is not None and need > have:
+        shown = ", ".join(f"{k}={v}" for k, v in p.items() if k != "kind")
+        raise ConfigError(
+            f"{w.name} ({shown}): generating it needs about {need / 2**30:,.1f} GB of memory, "
+            f"this host has {have / 2**30:,.1f} GB available (a smaller input?)"
+        )
+
+
 def generate(name: str, path: str | os.PathLike, **params: Any):
     """Generate the trace of workload ``name`` into ``path``.
 
@@ -210,13 +229,15 @@ def generate(name: str, path: str | os.PathLike, **params: Any):
     Raises
     ------
     ConfigError
-        For an unknown workload or a bad parameter (nothing is written).
+        For an unknown workload, a bad parameter or an input too large for this host
+        (nothing is written).
     """
     from simsched.trace import TraceBuilder
 
     w = get(name)
     p = w.resolve(params)
     heap = w.layout(p)
+    _check_memory(w, p, heap)
     args = [f"{k}={v}" for k, v in p.items()]
     meta = {"workload": name, **p, "regions": heap.as_json()}
     b = TraceBuilder(

@@ -52,3 +52,19 @@ def test_cli_and_sweep_check_before_running(monkeypatch, capsys, tmp_path):
         err = capsys.readouterr().err.strip()
         assert info.value.code == 2 and "needs about 2.0 GB" in err and "\n" not in err
     assert not (tmp_path / "results").exists()
+
+
+def test_api_run_checks_before_reading_the_trace(monkeypatch, tmp_path):
+    import simsched
+
+    monkeypatch.setattr(resources, "available_bytes", lambda: 2**30)
+    for call in (
+        lambda: simsched.run(
+            tmp_path / "x.sst", "itrs-scaling-4", "ws", overrides={"caches.L2.size": "32GB"}
+        ),
+        lambda: simsched.compare(
+            tmp_path / "x.sst", "itrs-scaling-4", ["ws"], overrides={"caches.L2.size": "32GB"}
+        ),
+    ):
+        with pytest.raises(ConfigError, match="needs about 2.0 GB"):
+            call()

@@ -101,3 +101,13 @@ def test_calling_a_workload_returns_its_run():
     assert run.params["merge_grain"] == 10
     assert set(run.heap.regions) == {"A", "tmp"}
     assert np.array_equal(run.result["output"], np.sort(run.result["input"]))
+
+
+def test_generate_refuses_an_input_too_large_for_the_host(tmp_path, monkeypatch):
+    from simsched.machine import resources
+
+    monkeypatch.setattr(resources, "available_bytes", lambda: 2**30)
+    out = tmp_path / "m.sst"
+    with pytest.raises(ConfigError, match=r"^mergesort \(n=268435456, .*needs about 7\.0 GB"):
+        generate("mergesort", out, n=2**28)
+    assert not out.exists()
