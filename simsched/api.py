@@ -48,6 +48,12 @@ def _version() -> str:
     return simsched.__version__
 
 
+def _code_identity() -> str:
+    from simsched.identity import results_identity
+
+    return results_identity()
+
+
 def cache_dir() -> Path:
     """Root of simsched's on-disk caches (:func:`simsched.files.cache_dir`)."""
     from simsched.files import cache_dir as root
@@ -402,6 +408,7 @@ def run(
         "seed": int(seed),
         "window": win,
         "simsched_version": _version(),
+        "code_identity": _code_identity(),
     }
     out = Path(out_dir) if out_dir is not None else None
     t = None
@@ -626,6 +633,7 @@ def run_jobs(
         "kind": "jobs",
         "window": win,
         "simsched_version": _version(),
+        "code_identity": _code_identity(),
     }
     traces: list[Any] = []
     try:

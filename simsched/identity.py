@@ -11,6 +11,12 @@ A version says nothing about uncommitted edits, so caches of computed results ar
 simulated cycle count (engine, memory, schedulers, trace reader, machine schema) plus the
 version.  Editing any of them gives a new identity, and results cached under the old one
 are never read again.
+
+Every result record carries :func:`results_identity`, a short hash of all the source a
+record depends on (the timing model, the trace generators and capture, the API that
+assembles the record) without the version, so a sweep can tell which of its finished points
+were simulated by code other than the one now running (``simsched sweep status``,
+``sweep run --rerun-stale``).
 """
 
 from __future__ import annotations
@@ -25,6 +31,15 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 #: Sub-packages whose source decides simulated timing (and so a cached baseline).
 TIMING_MODEL_PACKAGES = ("engine", "memory", "schedulers", "trace", "machine")
+#: Everything a result record depends on (sub-packages and top-level modules).
+RESULT_SOURCES = (
+    *TIMING_MODEL_PACKAGES,
+    "workloads",
+    "capture",
+    "api.py",
+    "jobset.py",
+    "params.py",
+)
 
 FALLBACK_VERSION = "0.0.0+unknown"
 #: The version counted from while the repository has no release tag (pyproject's
@@ -66,14 +81,16 @@ def version() -> str:
 
 @functools.cache
 def source_identity(packages: tuple[str, ...]) -> str:
-    """Hex digest of the source of simsched's sub-``packages`` (``.py`` and ``.c`` files).
+    """Hex digest of the source of simsched's sub-``packages`` (``.py``, ``.c`` and ``.h``
+    files; an entry naming a file, such as ``api.py``, is that file).
 
     The version is not part of it: a commit that leaves these files alone keeps what was
     cached from them.
     """
     h = hashlib.sha256()
     for pkg in packages:
-        for path in sorted((PACKAGE_DIR / pkg).rglob("*")):
+        root = PACKAGE_DIR / pkg
+        for path in [root] if root.is_file() else sorted(root.rglob("*")):
             if path.suffix in (".py", ".c", ".h") and path.is_file():
                 h.update(str(path.relative_to(PACKAGE_DIR)).encode() + b"\0")
                 h.update(path.read_bytes())
@@ -86,3 +103,8 @@ def timing_model_identity() -> str:
     return hashlib.sha256(
         f"{version()}|{source_identity(TIMING_MODEL_PACKAGES)}".encode()
     ).hexdigest()
+
+
+def results_identity() -> str:
+    """16 hex digits naming the source every result record depends on (no version)."""
+    return source_identity(RESULT_SOURCES)[:16]

@@ -54,6 +54,10 @@ def run_cmd(
     small: Annotated[bool, _SMALL] = False,
     set_: Annotated[list[str] | None, _SET] = None,
     retry_failed: Annotated[bool, typer.Option(help="rerun points that failed")] = False,
+    rerun_stale: Annotated[
+        bool,
+        typer.Option(help="rerun finished points that other simsched code simulated"),
+    ] = False,
     progress: Annotated[bool, typer.Option(help="draw a progress bar")] = True,
     point_fn: Annotated[
         str | None,
@@ -72,6 +76,7 @@ def run_cmd(
         workers=workers,
         address=address,
         retry_failed=retry_failed,
+        rerun_stale=rerun_stale,
         progress=progress,
     )
     print(
@@ -87,6 +92,12 @@ def run_cmd(
     if report.elsewhere:
         print(
             f"  {report.elsewhere} point(s) were run by another `sweep run` of this sweep",
+            file=sys.stderr,
+        )
+    if report.stale:
+        print(
+            f"  {report.stale} finished point(s) were simulated by other simsched code "
+            "(changed since); --rerun-stale runs them again",
             file=sys.stderr,
         )
     if report.failed:
@@ -122,6 +133,11 @@ def status_cmd(
     print(
         f"{status['sweep']}: {status['total']} points: {status['ok']} done, "
         f"{status['failed']} failed, {status['missing']} missing"
+        + (
+            f"; {status['stale']} done by other simsched code (sweep run --rerun-stale)"
+            if status["stale"]
+            else ""
+        )
         + (
             f"; {status['orphans']} rows of points no longer in the spec"
             if status["orphans"]

@@ -181,11 +181,34 @@ def error_row(point: Point, message: str, wall_s: float = 0.0) -> dict[str, Any]
     return {**point.columns(), "status": "error", "error": message, "point_wall_s": wall_s}
 
 
+def is_stale(row: dict[str, Any]) -> bool:
+    """Whether a finished row was simulated by source other than the running code's: its
+    ``code_identity`` differs from :func:`simsched.identity.results_identity`.  A row
+    without one (a custom point function's, or simsched before 0.1.1) is not known to be
+    stale and counts as current."""
+    from simsched.identity import results_identity
+
+    ident = row.get("code_identity")
+    return ident is not None and ident != results_identity()
+
+
+def is_finished(
+    row: dict[str, Any] | None, retry_failed: bool = False, rerun_stale: bool = False
+) -> bool:
+    """Whether a point with this row (None: no row) is done and is not to be run again."""
+    if row is None:
+        return False
+    if row.get("status") != "ok":
+        return not retry_failed
+    return not (rerun_stale and is_stale(row))
+
+
 def execute_point(
     point_data: dict[str, Any],
     out_dir: str,
     point_fn: PointFunction | None = None,
     retry_failed: bool = False,
+    rerun_stale: bool = False,
 ) -> tuple[dict[str, Any], bool]:
     """Run one point unless it has finished; see the module docstring for the steps.
 
@@ -199,6 +222,8 @@ def execute_point(
         Runs the simulation and returns the record; default :func:`simulate_point`.
     retry_failed
         Run again a point whose row says it failed.
+    rerun_stale
+        Run again a point whose row was made by other simsched code (:func:`is_stale`).
 
     Returns
     -------
@@ -210,7 +235,7 @@ def execute_point(
 
     def finished() -> dict[str, Any] | None:
         old = read_row(out_dir, point.id)
-        return None if old is None or (retry_failed and old.get("status") != "ok") else old
+        return old if is_finished(old, retry_failed, rerun_stale) else None
 
     old = finished()
     if old is not None:
@@ -253,6 +278,7 @@ class SweepReport:
     wall_s: float = 0.0
     failures: list[tuple[str, str]] = field(default_factory=list)
     elsewhere: int = 0  # points another runner was running when this one reached them
+    stale: int = 0  # finished points kept although other simsched code simulated them
 
 
 class _Display:
@@ -285,15 +311,18 @@ class _Display:
 
 
 def pending_points(
-    loaded: LoadedSpec, retry_failed: bool = False, points: list[Point] | None = None
+    loaded: LoadedSpec,
+    retry_failed: bool = False,
+    points: list[Point] | None = None,
+    rerun_stale: bool = False,
 ) -> tuple[list[Point], int]:
     """Points of a sweep (default: all of the spec's) still to run, and how many are done."""
     points = loaded.points() if points is None else points
-    todo = []
-    for p in points:
-        row = read_row(loaded.out_dir, p.id)
-        if row is None or (retry_failed and row.get("status") != "ok"):
-            todo.append(p)
+    todo = [
+        p
+        for p in points
+        if not is_finished(read_row(loaded.out_dir, p.id), retry_failed, rerun_stale)
+    ]
     return todo, len(points) - len(todo)
 
 
@@ -358,14 +387,14 @@ def _run_local(
     out_dir: Path,
     workers: int,
     point_fn: PointFunction | None,
-    retry_failed: bool,
+    redo: tuple[bool, bool],
     on_row: Callable[[Point, dict[str, Any] | None, bool], None],
     on_running: Callable[[int], None],
 ) -> None:
     if workers <= 0:  # in-process: no isolation, for debugging and tiny sweeps
         for p in todo:
             on_running(1)
-            on_row(p, *execute_point(p.to_dict(), str(out_dir), point_fn, retry_failed))
+            on_row(p, *execute_point(p.to_dict(), str(out_dir), point_fn, *redo))
         return
     crashes: dict[str, int] = {}
     finished: set[str] = set()
@@ -378,9 +407,7 @@ def _run_local(
         try:
             with _sigint_ignored():  # workers start here and inherit the ignored Ctrl-C
                 for p in remaining:
-                    fut = pool.submit(
-                        execute_point, p.to_dict(), str(out_dir), point_fn, retry_failed
-                    )
+                    fut = pool.submit(execute_point, p.to_dict(), str(out_dir), point_fn, *redo)
                     by_future[fut] = p
             pending = set(by_future)
             broken = False
@@ -457,7 +484,7 @@ def _run_dask(
     workers: int,
     address: str | None,
     point_fn: PointFunction | None,
-    retry_failed: bool,
+    redo: tuple[bool, bool],
     on_row: Callable[[Point, dict[str, Any] | None, bool], None],
     on_running: Callable[[int], None],
 ) -> None:
@@ -475,7 +502,7 @@ def _run_dask(
                 p.to_dict(),
                 str(out_dir),
                 point_fn,
-                retry_failed,
+                *redo,
                 key=f"simsched-point-{p.id}-{token}",
                 pure=False,
             )
@@ -545,6 +572,7 @@ def run_sweep(
     address: str | None = None,
     point_fn: PointFunction | None = None,
     retry_failed: bool = False,
+    rerun_stale: bool = False,
     progress: bool = True,
     console: Console | None = None,
     points: Iterable[Point] | None = None,
@@ -566,6 +594,9 @@ def run_sweep(
         Function that runs one point (default :func:`simulate_point`); must be picklable.
     retry_failed
         Also rerun points whose row records an error.
+    rerun_stale
+        Also rerun finished points simulated by other simsched code (:func:`is_stale`);
+        without it they are kept and counted in :attr:`SweepReport.stale`.
     progress
         Draw a progress bar on stderr.
     console
@@ -596,7 +627,7 @@ def run_sweep(
     out_dir = loaded.out_dir
     if points is None:
         all_points = check_spec(loaded, generators=point_fn is None)
-        todo, finished = pending_points(loaded, retry_failed, all_points)
+        todo, finished = pending_points(loaded, retry_failed, all_points, rerun_stale)
     else:
         todo = list(points)
         finished = 0
@@ -605,6 +636,7 @@ def run_sweep(
     except FileExistsError:
         raise ConfigError(f"{out_dir}: the sweep's output is a file, not a folder") from None
     report = SweepReport(out_dir=out_dir, total=len(todo) + finished, skipped=finished)
+    redo = (retry_failed, rerun_stale)
     if points is None and finished:
         # Points that failed in an earlier run are still failed: say so (--retry-failed).
         todo_ids = {p.id for p in todo}
@@ -613,6 +645,8 @@ def run_sweep(
             if row is not None and row.get("status") != "ok":
                 report.failed += 1
                 report.failures.append((p.id, str(row.get("error", ""))))
+            elif row is not None and is_stale(row):
+                report.stale += 1
     state = {"done": finished, "running": 0}
     elsewhere: list[Point] = []
 
@@ -638,11 +672,9 @@ def run_sweep(
 
         if todo:
             if executor == "local":
-                _run_local(todo, out_dir, workers, point_fn, retry_failed, on_row, on_running)
+                _run_local(todo, out_dir, workers, point_fn, redo, on_row, on_running)
             else:
-                _run_dask(
-                    todo, out_dir, workers, address, point_fn, retry_failed, on_row, on_running
-                )
+                _run_dask(todo, out_dir, workers, address, point_fn, redo, on_row, on_running)
         report.elsewhere = len(elsewhere)
         while elsewhere:
             # Another runner of this sweep is on these points: wait for its rows, and take
@@ -659,10 +691,11 @@ def run_sweep(
 
 
 def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:
-    """Counts of a sweep's points: total, ok, failed, missing, and rows of points no longer
-    in the spec (``orphans``).  Reads only the output folder; runs nothing."""
+    """Counts of a sweep's points: total, ok, failed, missing, ok ones simulated by other
+    simsched code (``stale``, :func:`is_stale`) and rows of points no longer in the spec
+    (``orphans``).  Reads only the output folder; runs nothing."""
     points = loaded.points()
-    ok = failed = 0
+    ok = failed = stale = 0
     ids = set()
     for p in points:
         ids.add(p.id)
@@ -671,6 +704,7 @@ def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:
             continue
         if row.get("status") == "ok":
             ok += 1
+            stale += is_stale(row)
         else:
             failed += 1
     root = loaded.out_dir / "points"
@@ -684,5 +718,6 @@ def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:
         "ok": ok,
         "failed": failed,
         "missing": len(points) - ok - failed,
+        "stale": stale,
         "orphans": orphans,
     }

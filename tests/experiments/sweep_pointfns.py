@@ -48,6 +48,13 @@ def fake_point(point, run_dir: Path) -> dict[str, Any]:
     return record
 
 
+def identity_point(point, run_dir: Path) -> dict[str, Any]:
+    """fake_point's record with the running code's identity, as simsched.run records it."""
+    from simsched import identity
+
+    return {**fake_point(point, run_dir), "code_identity": identity.results_identity()}
+
+
 def busy_point(point, run_dir: Path) -> dict[str, Any]:
     """Burn CPU for ``work`` million loop iterations (equal points for speed-up checks)."""
     n = int(point.workload.get("params", {}).get("work", 1)) * 1_000_000

@@ -59,6 +59,7 @@ def test_in_process_run_writes_rows_and_skips_on_rerun(tmp_path):
         "ok": 6,
         "failed": 0,
         "missing": 0,
+        "stale": 0,
         "orphans": 0,
     }
 
@@ -380,3 +381,20 @@ def test_rerun_reports_earlier_failures_and_names_the_retry_option(tmp_path, cap
     code, _, err = _cli(args, capsys)
     assert code == 1 and "ran 0" in err and "failed 2" in err
     assert "--retry-failed" in err
+
+
+def test_points_of_other_code_are_counted_and_rerun_on_request(tmp_path, monkeypatch):
+    import simsched.identity
+
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    fn = sweep_pointfns.identity_point
+    assert run_sweep(loaded, workers=0, point_fn=fn, progress=False).ran == 6
+    assert sweep_status(loaded)["stale"] == 0
+    monkeypatch.setattr(simsched.identity, "results_identity", lambda: "0123456789abcdef")
+    assert sweep_status(loaded)["stale"] == 6
+    kept = run_sweep(loaded, workers=0, point_fn=fn, progress=False)
+    assert (kept.ran, kept.skipped, kept.stale) == (0, 6, 6)
+    redo = run_sweep(loaded, workers=0, point_fn=fn, progress=False, rerun_stale=True)
+    assert (redo.ran, redo.stale) == (6, 0)
+    assert sweep_status(loaded)["stale"] == 0
+    assert set(load_results(loaded.out_dir)["code_identity"]) == {"0123456789abcdef"}
