@@ -19,6 +19,10 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from simsched.api import RunResult
 
 DEMO_TRACE = "mergesort-131072-512.synthetic.sst"
 MACHINE = "itrs-scaling-16"
@@ -93,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         f"machine: {MACHINE} (PDF paper Table 2) with the L2 scaled to "
         f"{OVERRIDES['caches.L2.size']}"
     )
-    runs = {"ws": [], "pdf": []}
+    runs: dict[str, list[RunResult]] = {"ws": [], "pdf": []}
     t0 = time.perf_counter()
     for sched, seeds in (("ws", range(WS_SEEDS)), ("pdf", range(1))):
         for seed in seeds:

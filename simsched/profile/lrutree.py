@@ -226,7 +226,8 @@ class LruTree:
         self._acc = np.zeros(ns, np.int64)
         self._cold = np.zeros(ns, np.int64)
         coo = 1 << 12
-        self._coo = [
+        # COO histogram columns: strand, level, bucket, count
+        self._coo: list[np.ndarray] = [
             np.zeros(coo, np.int64),
             np.zeros(coo, np.int16),
             np.zeros(coo, np.int16),
@@ -515,7 +516,7 @@ class Profile:
         arrays.update(self.groups.as_arrays())
         arrays.update({f"frame_{k}": v for k, v in self.frames.items()})
         buf = io.BytesIO()
-        np.savez_compressed(buf, **arrays)
+        np.savez_compressed(buf, allow_pickle=False, **arrays)
         write_bytes_atomic(path, buf.getvalue())
 
     @classmethod

@@ -19,6 +19,7 @@ children, cheap even for millions of frames.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from simsched.trace.builder import _key_hash
 from simsched.trace.reader import Trace, open_trace
 
 
-def _as_trace(trace: Trace | str) -> tuple[Trace, bool]:
+def _as_trace(trace: Trace | str | os.PathLike) -> tuple[Trace, bool]:
     if isinstance(trace, Trace):
         return trace, False
     return open_trace(trace), True
@@ -50,7 +51,7 @@ def _add_strand_gaps(out: np.ndarray, rs: np.ndarray, start: int, gap: np.ndarra
     out[lo:hi] += cg[cut[1:]] - cg[cut[:-1]]
 
 
-def validate(trace: Trace | str) -> dict[str, Any]:
+def validate(trace: Trace | str | os.PathLike) -> dict[str, Any]:
     """Fully validate a trace: digest, every chunk, DAG structure, counts.
 
     Returns
@@ -195,7 +196,7 @@ def dag_shape(t: Trace) -> dict[str, Any]:
     }
 
 
-def summary(trace: Trace | str, *, line: int | None = None) -> dict[str, Any]:
+def summary(trace: Trace | str | os.PathLike, *, line: int | None = None) -> dict[str, Any]:
     """What ``simsched trace info`` prints: counts, footprint, work, span, parallelism, shape.
 
     The keys of :func:`dag_shape` are included; ``footprint_bytes`` is the footprint in

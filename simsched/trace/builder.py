@@ -109,7 +109,7 @@ class TraceBuilder:
         if chunk_refs <= 0:
             raise ValueError("chunk_refs must be positive")
         self.path = Path(path)
-        self._meta = {
+        self._meta: fmt.TraceMeta = {
             "backend": backend,
             "program": program,
             "args": [str(a) for a in args],
@@ -364,7 +364,7 @@ class TraceBuilder:
         if a.dtype != np.uint64:
             a = a.astype(np.uint64)  # every address is below 2**48 now
         if sz.ndim == 0 and wr.ndim == 0:
-            sw = np.uint8(int(sz) | (0x80 if bool(wr) else 0))
+            sw = np.asarray(int(sz) | (0x80 if bool(wr) else 0), np.uint8)  # 0-d: broadcast
         else:
             sw = np.broadcast_to(sz.astype(np.uint8) | (wr.astype(np.uint8) << 7), (n,))
         g = np.asarray(gaps)
@@ -468,7 +468,7 @@ class TraceBuilder:
         kind = np.asarray(self._e_kind, np.uint8)
         order = np.lexsort((dst, src))
         instr = np.asarray(self._s_instr, np.int64)
-        tables = {
+        tables: dict[str, np.ndarray] = {
             "strand_frame": np.asarray(self._s_frame, np.int64),
             "strand_ref_start": np.asarray(self._s_ref_start, np.int64),
             "strand_instr": instr,
