@@ -22,7 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from simsched.api import RunResult
+    from simsched.trace import Trace
 
 DEMO_TRACE = "mergesort-131072-512.synthetic.sst"
 MACHINE = "itrs-scaling-16"
@@ -44,7 +47,7 @@ def _trace_path() -> Path:
     return out
 
 
-def _subtrees(t, groups: int):
+def _subtrees(t: Trace, groups: int) -> np.ndarray:
     """Colour key: the shallowest level at which no subtree holds more than 2/groups of the work."""
     import numpy as np
 

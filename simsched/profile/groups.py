@@ -32,12 +32,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from simsched.errors import TraceFormatError
 from simsched.profile import _kernels as K
 from simsched.trace import EDGE_JOIN
+
+if TYPE_CHECKING:
+    from simsched.trace import Trace
 
 KIND_FRAME = 0
 KIND_PHASE = 1
@@ -183,7 +187,18 @@ class _Builder:
         self.kids: list[list[int]] = []
         self.leaf_of = np.full(n_strands, -1, np.int64)
 
-    def node(self, start, stop, parent, kind, role, frame, phase, clo, chi) -> int:
+    def node(
+        self,
+        start: int,
+        stop: int,
+        parent: int,
+        kind: int,
+        role: int,
+        frame: int,
+        phase: int,
+        clo: int,
+        chi: int,
+    ) -> int:
         g = len(self.start)
         self.start.append(start)
         self.stop.append(stop)
@@ -201,7 +216,7 @@ class _Builder:
         return g
 
 
-def build_groups(trace) -> GroupTree:
+def build_groups(trace: Trace) -> GroupTree:
     """Build the task-group tree of an open trace from its tables.
 
     Parameters

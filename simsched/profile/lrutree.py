@@ -56,7 +56,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,6 +65,9 @@ from simsched.errors import SimschedError
 from simsched.files import write_bytes_atomic
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, build_groups
+
+if TYPE_CHECKING:
+    from simsched.trace import Trace
 
 PROFILE_VERSION = 1
 DEFAULT_SIZES: tuple[int, ...] = tuple(16 * 1024 << i for i in range(13))  # 16 KB .. 64 MB
@@ -598,7 +601,7 @@ def from_histograms(
 
 
 def profile_trace(
-    trace,
+    trace: Trace | str | os.PathLike,
     *,
     sizes: Sequence[int] | None = None,
     line: int | None = None,
@@ -621,10 +624,9 @@ def profile_trace(
     -------
     Profile
     """
-    from simsched.trace import open_trace
+    from simsched.trace.reader import as_trace
 
-    owned = not hasattr(trace, "iter_chunks")
-    t = open_trace(trace) if owned else trace
+    t, owned = as_trace(trace)
     try:
         h = t.header
         line = int(line or h.line_size_hint or 64)

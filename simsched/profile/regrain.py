@@ -124,28 +124,27 @@ def regrain(
     s = 0
     try:
         for ev in events(trace):
-            kind = ev[0]
-            if kind == "strand":
+            if ev[0] == "strand":
                 s = ev[1]
-            elif kind == "refs":
+            elif ev[0] == "refs":
                 c = ev[1]
                 builder.refs(c.addr, c.size, c.write, c.gap)
-            elif kind == "instr":
+            elif ev[0] == "instr":
                 builder.instr(ev[1])
-            elif kind == "iteration":
+            elif ev[0] == "iteration":
                 continue  # re-emitted below for the spawns that are kept
             else:
                 # the marker precedes the next strand, which tells whether it is kept
                 nxt = s + 1
                 if mask[nxt]:
                     continue
-                if kind == "spawn":
+                if ev[0] == "spawn":
                     f = int(sframe[nxt])
                     if first[f] == nxt and fiter[f] != iteration:
                         iteration = int(fiter[f])
                         builder.iteration(iteration)
                     builder.spawn()
-                elif kind == "ret":
+                elif ev[0] == "ret":
                     builder.ret()
                 else:
                     builder.sync()
@@ -156,12 +155,12 @@ def regrain(
 
 
 def regrain_from_table(
-    trace,
+    trace: Trace,
     out: str | os.PathLike,
     rows: Sequence[dict[str, Any]],
     *,
     machine: str | None = None,
-):
+) -> TraceHeader:
     """Regrain ``trace`` with the groups a parallelization table chose.
 
     Parameters

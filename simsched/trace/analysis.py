@@ -27,13 +27,7 @@ import numpy as np
 from simsched.errors import TraceFormatError
 from simsched.trace import _kernels
 from simsched.trace.builder import _key_hash
-from simsched.trace.reader import Trace, open_trace
-
-
-def _as_trace(trace: Trace | str | os.PathLike) -> tuple[Trace, bool]:
-    if isinstance(trace, Trace):
-        return trace, False
-    return open_trace(trace), True
+from simsched.trace.reader import Trace, as_trace
 
 
 def span(t: Trace) -> int:
@@ -64,7 +58,7 @@ def validate(trace: Trace | str | os.PathLike) -> dict[str, Any]:
     TraceFormatError
         On the first problem found, naming the file and where.
     """
-    t, owned = _as_trace(trace)  # opening checks the structure (simsched.trace.structure)
+    t, owned = as_trace(trace)  # opening checks the structure (simsched.trace.structure)
     try:
         digest = t.read_all_bytes_digest()
         if digest != t.header.digest:
@@ -202,7 +196,7 @@ def summary(trace: Trace | str | os.PathLike, *, line: int | None = None) -> dic
     The keys of :func:`dag_shape` are included; ``footprint_bytes`` is the footprint in
     distinct lines times the line size.
     """
-    t, owned = _as_trace(trace)
+    t, owned = as_trace(trace)
     try:
         h = t.header
         ln = line or h.line_size_hint

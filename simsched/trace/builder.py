@@ -19,9 +19,11 @@ import hashlib
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from simsched import __version__
 from simsched.errors import TraceBuildError
@@ -336,7 +338,9 @@ class TraceBuilder:
         self._fill = k + 1
         self._cur_instr += g + 1
 
-    def refs(self, addrs, sizes, writes, gaps=0) -> None:
+    def refs(
+        self, addrs: ArrayLike, sizes: ArrayLike, writes: ArrayLike, gaps: ArrayLike = 0
+    ) -> None:
         """Record references in bulk; each argument is an array or a scalar (broadcast).
 
         Scalar sizes, write flags and gaps are written as scalars, so a call costs little
@@ -557,7 +561,12 @@ class TraceBuilder:
     def __enter__(self) -> TraceBuilder:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if exc_type is None:
             self.close()
         elif not self._closed:
