@@ -19,6 +19,13 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from simsched.api import RunResult
+    from simsched.trace import Trace
 
 DEMO_TRACE = "mergesort-131072-512.synthetic.sst"
 MACHINE = "itrs-scaling-16"
@@ -40,7 +47,7 @@ def _trace_path() -> Path:
     return out
 
 
-def _subtrees(t, groups: int):
+def _subtrees(t: Trace, groups: int) -> np.ndarray:
     """Colour key: the shallowest level at which no subtree holds more than 2/groups of the work."""
     import numpy as np
 
@@ -93,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         f"machine: {MACHINE} (PDF paper Table 2) with the L2 scaled to "
         f"{OVERRIDES['caches.L2.size']}"
     )
-    runs = {"ws": [], "pdf": []}
+    runs: dict[str, list[RunResult]] = {"ws": [], "pdf": []}
     t0 = time.perf_counter()
     for sched, seeds in (("ws", range(WS_SEEDS)), ("pdf", range(1))):
         for seed in seeds:

@@ -67,6 +67,7 @@ def version() -> str:
     live = _git_version()
     if live:
         return live
+    built: str | None
     try:
         from simsched._version import version as built  # written by setuptools-scm
     except ImportError:

@@ -243,7 +243,8 @@ class _Rewriter:
         self.problems: list[tuple[int, str]] = []
         self.pragmas: dict[int, tuple[int, bytes]] = {}  # row -> (offset, grain expression)
         self.used_pragmas: set[int] = set()
-        self.spawns_in: dict[int, list[int]] = {}  # function start -> spawn offsets
+        # function start -> (its definition, the spawn offsets in it)
+        self.spawns_in: dict[int, tuple[Node, list[int]]] = {}
         self.loop_id = 0
         self.offsets: list[int] = []  # of every keyword token, in order
         self.kinds: dict[int, str] = {}  # offset -> construct
@@ -252,6 +253,21 @@ class _Rewriter:
     # -- helpers ---------------------------------------------------------------------------
     def text(self, node: Node) -> bytes:
         return self.src[node.start_byte : node.end_byte]
+
+    def field(self, node: Node, name: str) -> Node:
+        """A child the C grammar requires (an absent one means a parse it cannot rewrite)."""
+        child = node.child_by_field_name(name)
+        if child is None:
+            raise CaptureError(
+                f"{self.u.where(node.start_byte)}: cannot rewrite a {node.type} without its {name}"
+            )
+        return child
+
+    def parent(self, node: Node) -> Node:
+        """The parent of a node below the root (every node a construct is rewritten from)."""
+        if node.parent is None:
+            raise CaptureError(f"{self.u.where(node.start_byte)}: {node.type} outside a unit")
+        return node.parent
 
     def fail(self, offset: int, construct: str, why: str, token: bytes | None = None) -> None:
         if token is None:
@@ -314,8 +330,8 @@ class _Rewriter:
                 self.fail(s, "#pragma cilk grainsize", "not followed by a cilk_for")
             else:
                 self.replace((s, s + len(self.u.line(row))), b"")
-        for start, offsets in self.spawns_in.items():
-            self._implicit_syncs(root.descendant_for_byte_range(start, start + 1), offsets)
+        for fn, offsets in self.spawns_in.values():
+            self._implicit_syncs(fn, offsets)
         if self.problems:
             raise CaptureError(min(self.problems)[1])
         return self._apply()
@@ -355,20 +371,20 @@ class _Rewriter:
         if call is None or call.type != "call_expression":
             self.fail(offset, SPAWN, "spawn of a non-call expression (only calls can be spawned)")
             return
-        self.spawns_in.setdefault(fn.start_byte, []).append(offset)
+        self.spawns_in.setdefault(fn.start_byte, (fn, []))[1].append(offset)
         c = _flat(self.text(call))
-        ctx = unary.parent
+        ctx = self.parent(unary)
         begin, end = b"__ss_cilk_spawn(); ", b" __ss_cilk_spawn_end();"
         if ctx.type == "expression_statement":
             self.replace(ctx, b"{ " + begin + c + b";" + end + b" }")
         elif (
             ctx.type == "assignment_expression"
-            and self.text(ctx.child_by_field_name("operator")) == b"="
+            and self.text(self.field(ctx, "operator")) == b"="
             and ctx.child_by_field_name("right") == unary
-            and ctx.parent.type == "expression_statement"
+            and self.parent(ctx).type == "expression_statement"
         ):
-            lhs = _flat(self.text(ctx.child_by_field_name("left")))
-            self.replace(ctx.parent, b"{ " + begin + lhs + b" = " + c + b";" + end + b" }")
+            lhs = _flat(self.text(self.field(ctx, "left")))
+            self.replace(self.parent(ctx), b"{ " + begin + lhs + b" = " + c + b";" + end + b" }")
         elif ctx.type == "init_declarator" and ctx.child_by_field_name("value") == unary:
             self._spawn_declaration(ctx, c, begin, end, unary)
         else:
@@ -379,7 +395,7 @@ class _Rewriter:
     def _spawn_declaration(
         self, init: Node, call: bytes, begin: bytes, end: bytes, unary: Node
     ) -> None:
-        decl = init.parent
+        decl = self.parent(init)
         name = init.child_by_field_name("declarator")
         while name is not None and name.type == "pointer_declarator":
             name = name.child_by_field_name("declarator")
@@ -397,7 +413,7 @@ class _Rewriter:
         ):
             # T x; spawn; x = f(...); spawn end -- the store belongs to the child, as in Cilk
             head = _flat(self.src[decl.start_byte : init.start_byte])
-            declarator = _flat(self.text(init.child_by_field_name("declarator")))
+            declarator = _flat(self.text(self.field(init, "declarator")))
             var = self.text(name)
             self.replace(decl, head + declarator + b"; " + begin + var + b" = " + call + b";" + end)
         else:
@@ -490,8 +506,8 @@ class _Rewriter:
         if cond is None or cond.type != "binary_expression":
             self.fail(offset, FOR, "the condition must compare the loop variable with a bound")
             return None
-        left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-        op = self.text(cond.child_by_field_name("operator"))
+        left, right = self.field(cond, "left"), self.field(cond, "right")
+        op = self.text(self.field(cond, "operator"))
         if op not in _CMP_FLIP or var not in (self.text(left), self.text(right)):
             self.fail(
                 offset, FOR, "the condition must compare the loop variable with <, <=, >, >= or !="
@@ -501,12 +517,12 @@ class _Rewriter:
             left, right, op = right, left, _CMP_FLIP[op]
         step, up = b"1", None
         if upd is not None and upd.type == "update_expression":
-            if self.text(upd.child_by_field_name("argument")) == var:
-                up = self.text(upd.child_by_field_name("operator")) == b"++"
+            if self.text(self.field(upd, "argument")) == var:
+                up = self.text(self.field(upd, "operator")) == b"++"
         elif upd is not None and upd.type == "assignment_expression":
-            aop = self.text(upd.child_by_field_name("operator"))
-            if self.text(upd.child_by_field_name("left")) == var and aop in (b"+=", b"-="):
-                up, step = aop == b"+=", _flat(self.text(upd.child_by_field_name("right")))
+            aop = self.text(self.field(upd, "operator"))
+            if self.text(self.field(upd, "left")) == var and aop in (b"+=", b"-="):
+                up, step = aop == b"+=", _flat(self.text(self.field(upd, "right")))
         if up is None:
             self.fail(offset, FOR, "the increment must be i++, ++i, i--, --i, i += s or i -= s")
             return None
@@ -540,9 +556,7 @@ class _Rewriter:
 
     # -- implicit syncs ---------------------------------------------------------------------
     def _implicit_syncs(self, fn: Node, spawns: list[int]) -> None:
-        while fn is not None and fn.type != "function_definition":
-            fn = fn.parent
-        body = fn.child_by_field_name("body")
+        body = self.field(fn, "body")
         rtype = self._return_type(fn)
         first = min(spawns)
         has_goto = False
@@ -594,12 +608,17 @@ class _Rewriter:
 
     def _return_type(self, fn: Node) -> bytes | None:
         """The declared return type's text, or None when it cannot be written as a prefix."""
-        top = fn.child_by_field_name("declarator")
-        decl = top
+        top = self.field(fn, "declarator")
+        decl: Node | None = top
         while decl is not None and decl.type == "pointer_declarator":
             decl = decl.child_by_field_name("declarator")
         inner = None if decl is None else decl.child_by_field_name("declarator")
-        if decl is None or decl.type != "function_declarator" or inner.type != "identifier":
+        if (
+            decl is None
+            or decl.type != "function_declarator"
+            or inner is None
+            or inner.type != "identifier"
+        ):
             return None  # e.g. a function returning a function pointer
         parts = []
         for c in fn.named_children:

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import zstandard
 
@@ -36,6 +37,9 @@ from simsched.capture.bbtable import write_block_table
 from simsched.capture.cilk import CilkOptions
 from simsched.capture.cilkcc import rewrite_command
 from simsched.errors import CaptureError
+
+if TYPE_CHECKING:
+    from simsched.trace import TraceHeader
 
 BACKENDS = ("gcc", "valgrind", "pin")
 GCC_IDENT = b"simsched-gcc-runtime-v1"
@@ -57,7 +61,7 @@ Progress = Callable[[str, int], None]
 class CaptureResult:
     """What a capture produced: the trace header plus figures of the run."""
 
-    header: object
+    header: TraceHeader
     backend: str
     out: Path
     run_seconds: float

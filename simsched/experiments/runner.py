@@ -43,6 +43,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Literal
 
 from rich.console import Console
@@ -209,7 +210,7 @@ def execute_point(
     point_fn: PointFunction | None = None,
     retry_failed: bool = False,
     rerun_stale: bool = False,
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[dict[str, Any] | None, bool]:
     """Run one point unless it has finished; see the module docstring for the steps.
 
     Parameters
@@ -303,8 +304,13 @@ class _Display:
         self.progress.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.progress.__exit__(*exc)
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.progress.__exit__(exc_type, exc, tb)
 
     def update(self, done: int, failed: int, running: int) -> None:
         self.progress.update(self.task, completed=done, failed=failed, running=running)

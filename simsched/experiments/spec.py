@@ -242,7 +242,7 @@ class SweepSpec(_Strict):
         # generator name or a trace path for workloads.
         if not isinstance(value, list):
             return value
-        out = []
+        out: list[object] = []
         for item in value:
             if isinstance(item, str):
                 if info.field_name == "machines":
@@ -541,7 +541,11 @@ def _workload_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
 def _machine_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
     entries: list[tuple[str, dict[str, Any]]] = []
     for i, m in enumerate(loaded.spec.machines):
-        source = m.name if m.name is not None else str((loaded.spec_dir / m.file).resolve())
+        if m.file is not None:
+            source = str((loaded.spec_dir / m.file).resolve())
+        else:
+            assert m.name is not None  # exactly one of the two (MachineSpec._one_source)
+            source = m.name
         base_label = m.label or m.name or Path(m.file or "").stem
         combos = _grid(m.grid)
         for combo in combos:

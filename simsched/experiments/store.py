@@ -87,11 +87,12 @@ class PointClaim:
                 return True
             os.close(fd)
 
-    def release(self) -> None:
-        """Give the claim up (removing the file first so the folder stays tidy)."""
+    def release(self, *, remove: bool = True) -> None:
+        """Give the claim up (removing the file first, unless ``remove`` is false)."""
         if self._fd is None:
             return
-        self.path.unlink(missing_ok=True)
+        if remove:
+            self.path.unlink(missing_ok=True)
         os.close(self._fd)  # closing drops the lock
         self._fd = None
 
@@ -108,8 +109,7 @@ def is_claimed(out_dir: str | Path, point_id: str) -> bool:
     if not claim.path.exists():
         return False
     if claim.acquire():
-        os.close(claim._fd)  # do not unlink: we never ran it; just drop the probe
-        claim._fd = None
+        claim.release(remove=False)  # we never ran it: just drop the probe
         return False
     return True
 

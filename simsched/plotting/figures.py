@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
@@ -419,7 +420,7 @@ def figure_format(path: str | Path) -> str:
     return fmt
 
 
-def save(fig: Figure, path: str | Path) -> Path:
+def save(fig: Figure, path: str | os.PathLike) -> Path:
     """Save ``fig`` atomically (:func:`simsched.files.atomic_output`) and close it.
 
     The format comes from the suffix (see :func:`figure_format`).

@@ -38,7 +38,7 @@ import csv
 import io
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +46,9 @@ from simsched.errors import ConfigError, SimschedError
 from simsched.files import read_user_text, write_text_atomic
 from simsched.profile.groups import KIND_NAMES, ROLE_PAR, ROLE_SEQ
 from simsched.profile.lrutree import Profile
+
+if TYPE_CHECKING:
+    from simsched.machine import Machine
 
 TABLE_COLUMNS = (
     "machine",
@@ -80,7 +83,7 @@ class CacheShare:
     cores: int
 
 
-def cache_share(machine, level: str | None = None) -> CacheShare:
+def cache_share(machine: Machine, level: str | None = None) -> CacheShare:
     """The cache level Eq. (3) uses: the outermost one, or the one named ``level``.
 
     Parameters
@@ -129,7 +132,7 @@ class CoarsenResult:
 
 def coarsen(
     profile: Profile,
-    machine,
+    machine: Machine,
     *,
     factor: float = 1.0,
     level: str | None = None,

@@ -29,13 +29,19 @@ per-group sums run bottom-up in one reverse sweep.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from simsched.errors import TraceFormatError
 from simsched.profile import _kernels as K
 from simsched.trace import EDGE_JOIN
+
+if TYPE_CHECKING:
+    from simsched.trace import Trace
 
 KIND_FRAME = 0
 KIND_PHASE = 1
@@ -181,7 +187,18 @@ class _Builder:
         self.kids: list[list[int]] = []
         self.leaf_of = np.full(n_strands, -1, np.int64)
 
-    def node(self, start, stop, parent, kind, role, frame, phase, clo, chi) -> int:
+    def node(
+        self,
+        start: int,
+        stop: int,
+        parent: int,
+        kind: int,
+        role: int,
+        frame: int,
+        phase: int,
+        clo: int,
+        chi: int,
+    ) -> int:
         g = len(self.start)
         self.start.append(start)
         self.stop.append(stop)
@@ -199,7 +216,7 @@ class _Builder:
         return g
 
 
-def build_groups(trace) -> GroupTree:
+def build_groups(trace: Trace) -> GroupTree:
     """Build the task-group tree of an open trace from its tables.
 
     Parameters
@@ -283,8 +300,8 @@ def build_groups_from_tables(
         b.leaf_of[s] = g
         return g
 
-    # explicit work stack: (callable, args) — deep recursions stay off the Python stack
-    stack: list[tuple] = []
+    # explicit work stack of pending calls — deep recursions stay off the Python stack
+    stack: list[Callable[[], None]] = []
 
     def frame_node(f: int, parent: int, role: int) -> None:
         lo, hi = int(first[f]), int(last[f])
@@ -300,62 +317,66 @@ def build_groups_from_tables(
                 phases.append([])
             phases[-1].append(it)
         if len(phases) == 1:
-            stack.append((phase_content, (phases[0], g, f, -1)))
+            stack.append(partial(phase_content, phases[0], g, f, -1))
             return
-        todo = []
+        todo: list[Callable[[], None]] = []
         for p, ph in enumerate(phases):
             if len(ph) == 1 and ph[0][1] < 0:
-                todo.append((leaf_task, (ph[0][0], g, ROLE_SEQ, f, p)))
+                todo.append(partial(leaf_task, ph[0][0], g, ROLE_SEQ, f, p))
             else:
-                todo.append((phase_node, (ph, g, f, p)))
+                todo.append(partial(phase_node, ph, g, f, p))
         stack.extend(reversed(todo))
 
-    def leaf_task(s, parent, role, f, phase) -> None:
+    def leaf_task(s: int, parent: int, role: int, f: int, phase: int) -> None:
         leaf(s, parent, role, f, phase)
 
     def span(it: tuple[int, int]) -> tuple[int, int]:
         return (it[0], it[0]) if it[1] < 0 else (int(first[it[1]]), int(last[it[1]]))
 
-    def phase_node(items, parent: int, f: int, p: int) -> None:
+    def phase_node(items: list[tuple[int, int]], parent: int, f: int, p: int) -> None:
         lo, hi = span(items[0])[0], span(items[-1])[1]
         cs = [c for _, c in items if c >= 0]
         clo = int(frame_spawn_index[cs[0]]) if cs else -1
         chi = int(frame_spawn_index[cs[-1]]) if cs else -1
         g = b.node(lo, hi, parent, KIND_PHASE, ROLE_SEQ, f, p, clo, chi)
-        stack.append((phase_content, (items, g, f, p)))
+        stack.append(partial(phase_content, items, g, f, p))
 
-    def phase_content(items, g: int, f: int, p: int) -> None:
+    def phase_content(items: list[tuple[int, int]], g: int, f: int, p: int) -> None:
         """Children of a phase (or of a one-phase frame): glue strands and the split tree."""
         pos = [i for i, (_, c) in enumerate(items) if c >= 0]
-        todo = []
+        todo: list[Callable[[], None]] = []
         if not pos:
             for s, _ in items:
-                todo.append((leaf_task, (s, g, ROLE_GLUE, f, p)))
+                todo.append(partial(leaf_task, s, g, ROLE_GLUE, f, p))
         elif len(pos) == 1:
             for it in items:
                 if it[1] >= 0:
-                    todo.append((frame_node, (it[1], g, ROLE_PAR)))
+                    todo.append(partial(frame_node, it[1], g, ROLE_PAR))
                 else:
-                    todo.append((leaf_task, (it[0], g, ROLE_GLUE, f, p)))
+                    todo.append(partial(leaf_task, it[0], g, ROLE_GLUE, f, p))
         else:
             for i in range(pos[0]):
-                todo.append((leaf_task, (items[i][0], g, ROLE_GLUE, f, p)))
+                todo.append(partial(leaf_task, items[i][0], g, ROLE_GLUE, f, p))
             todo.extend(halves(items, pos, g, f, p))
             for i in range(pos[-1] + 1, len(items)):
-                todo.append((leaf_task, (items[i][0], g, ROLE_GLUE, f, p)))
+                todo.append(partial(leaf_task, items[i][0], g, ROLE_GLUE, f, p))
         stack.extend(reversed(todo))
 
-    def halves(items, pos: list[int], g: int, f: int, p: int) -> list[tuple]:
+    def halves(
+        items: list[tuple[int, int]], pos: list[int], g: int, f: int, p: int
+    ) -> list[Callable[[], None]]:
         """Split children ``pos`` (indices into items) into ⌈K/2⌉ and ⌊K/2⌋ (§6.1)."""
         k = len(pos)
         m = (k + 1) // 2
-        todo = [(sub_split, (items, pos[:m], g, f, p))]
+        todo: list[Callable[[], None]] = [partial(sub_split, items, pos[:m], g, f, p)]
         for i in range(pos[m - 1] + 1, pos[m]):
-            todo.append((leaf_task, (items[i][0], g, ROLE_GLUE, f, p)))
-        todo.append((sub_split, (items, pos[m:], g, f, p)))
+            todo.append(partial(leaf_task, items[i][0], g, ROLE_GLUE, f, p))
+        todo.append(partial(sub_split, items, pos[m:], g, f, p))
         return todo
 
-    def sub_split(items, pos: list[int], parent: int, f: int, p: int) -> None:
+    def sub_split(
+        items: list[tuple[int, int]], pos: list[int], parent: int, f: int, p: int
+    ) -> None:
         if len(pos) == 1:
             frame_node(items[pos[0]][1], parent, ROLE_PAR)
             return
@@ -375,8 +396,7 @@ def build_groups_from_tables(
 
     frame_node(0, -1, ROLE_ROOT)
     while stack:
-        fn, args = stack.pop()
-        fn(*args)
+        stack.pop()()
 
     ng = len(b.start)
     child_off = np.zeros(ng + 1, np.int64)

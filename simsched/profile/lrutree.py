@@ -56,7 +56,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,6 +65,9 @@ from simsched.errors import SimschedError
 from simsched.files import write_bytes_atomic
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, build_groups
+
+if TYPE_CHECKING:
+    from simsched.trace import Trace
 
 PROFILE_VERSION = 1
 DEFAULT_SIZES: tuple[int, ...] = tuple(16 * 1024 << i for i in range(13))  # 16 KB .. 64 MB
@@ -226,7 +229,8 @@ class LruTree:
         self._acc = np.zeros(ns, np.int64)
         self._cold = np.zeros(ns, np.int64)
         coo = 1 << 12
-        self._coo = [
+        # COO histogram columns: strand, level, bucket, count
+        self._coo: list[np.ndarray] = [
             np.zeros(coo, np.int64),
             np.zeros(coo, np.int16),
             np.zeros(coo, np.int16),
@@ -515,7 +519,7 @@ class Profile:
         arrays.update(self.groups.as_arrays())
         arrays.update({f"frame_{k}": v for k, v in self.frames.items()})
         buf = io.BytesIO()
-        np.savez_compressed(buf, **arrays)
+        np.savez_compressed(buf, allow_pickle=False, **arrays)
         write_bytes_atomic(path, buf.getvalue())
 
     @classmethod
@@ -597,7 +601,7 @@ def from_histograms(
 
 
 def profile_trace(
-    trace,
+    trace: Trace | str | os.PathLike,
     *,
     sizes: Sequence[int] | None = None,
     line: int | None = None,
@@ -620,10 +624,9 @@ def profile_trace(
     -------
     Profile
     """
-    from simsched.trace import open_trace
+    from simsched.trace.reader import as_trace
 
-    owned = not hasattr(trace, "iter_chunks")
-    t = open_trace(trace) if owned else trace
+    t, owned = as_trace(trace)
     try:
         h = t.header
         line = int(line or h.line_size_hint or 64)

@@ -10,13 +10,17 @@ simsched's packaged matplotlib style and saved atomically.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from simsched.profile.lrutree import Profile
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def profile_figure(p: Profile):
+
+def profile_figure(p: Profile) -> Figure:
     """Draw the two panels of a profile.
 
     Parameters

@@ -29,12 +29,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from simsched.errors import SimschedError
 from simsched.profile.groups import build_groups
+
+if TYPE_CHECKING:
+    from simsched.trace import Trace, TraceHeader
 
 
 def merge_mask(n_strands: int, ranges: Sequence[tuple[int, int]]) -> np.ndarray:
@@ -65,12 +68,12 @@ def merge_mask(n_strands: int, ranges: Sequence[tuple[int, int]]) -> np.ndarray:
 
 
 def regrain(
-    trace,
+    trace: Trace,
     out: str | os.PathLike,
     ranges: Sequence[tuple[int, int]],
     *,
     params: dict[str, Any] | None = None,
-):
+) -> TraceHeader:
     """Write a copy of ``trace`` in which each strand range in ``ranges`` is one strand.
 
     Parameters
@@ -108,7 +111,7 @@ def regrain(
     p.update(params or {})
     p["regrained_from"] = h.digest
     p["merged_groups"] = len(ranges)
-    b = TraceBuilder(
+    builder = TraceBuilder(
         out,
         program=h.program,
         args=list(h.args),
@@ -121,44 +124,43 @@ def regrain(
     s = 0
     try:
         for ev in events(trace):
-            kind = ev[0]
-            if kind == "strand":
+            if ev[0] == "strand":
                 s = ev[1]
-            elif kind == "refs":
+            elif ev[0] == "refs":
                 c = ev[1]
-                b.refs(c.addr, c.size, c.write, c.gap)
-            elif kind == "instr":
-                b.instr(ev[1])
-            elif kind == "iteration":
+                builder.refs(c.addr, c.size, c.write, c.gap)
+            elif ev[0] == "instr":
+                builder.instr(ev[1])
+            elif ev[0] == "iteration":
                 continue  # re-emitted below for the spawns that are kept
             else:
                 # the marker precedes the next strand, which tells whether it is kept
                 nxt = s + 1
                 if mask[nxt]:
                     continue
-                if kind == "spawn":
+                if ev[0] == "spawn":
                     f = int(sframe[nxt])
                     if first[f] == nxt and fiter[f] != iteration:
                         iteration = int(fiter[f])
-                        b.iteration(iteration)
-                    b.spawn()
-                elif kind == "ret":
-                    b.ret()
+                        builder.iteration(iteration)
+                    builder.spawn()
+                elif ev[0] == "ret":
+                    builder.ret()
                 else:
-                    b.sync()
-        return b.close()
+                    builder.sync()
+        return builder.close()
     except BaseException:
-        b.abort()
+        builder.abort()
         raise
 
 
 def regrain_from_table(
-    trace,
+    trace: Trace,
     out: str | os.PathLike,
     rows: Sequence[dict[str, Any]],
     *,
     machine: str | None = None,
-):
+) -> TraceHeader:
     """Regrain ``trace`` with the groups a parallelization table chose.
 
     Parameters

@@ -22,12 +22,16 @@ This module is also the timing baseline of ``benchmarks/bench_profile.py``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from simsched.errors import SimschedError
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, build_groups
+
+if TYPE_CHECKING:
+    from simsched.trace import Trace
 
 
 class _FullyAssociative:
@@ -108,7 +112,7 @@ class _SetAssociative:
         self.t += len(lines)
 
 
-def _model(caps: np.ndarray, assoc: int | None):
+def _model(caps: np.ndarray, assoc: int | None) -> _FullyAssociative | _SetAssociative:
     if len(caps) == 0 or (caps < 1).any():
         raise SimschedError("cache capacities must be at least one line")
     if len(caps) > 64:
@@ -162,7 +166,7 @@ def replay_groups(
 
 
 def setassoc_misses(
-    trace,
+    trace: Trace,
     *,
     sizes: Sequence[int],
     line: int,

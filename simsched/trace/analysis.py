@@ -19,6 +19,7 @@ children, cheap even for millions of frames.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -26,13 +27,7 @@ import numpy as np
 from simsched.errors import TraceFormatError
 from simsched.trace import _kernels
 from simsched.trace.builder import _key_hash
-from simsched.trace.reader import Trace, open_trace
-
-
-def _as_trace(trace: Trace | str) -> tuple[Trace, bool]:
-    if isinstance(trace, Trace):
-        return trace, False
-    return open_trace(trace), True
+from simsched.trace.reader import Trace, as_trace
 
 
 def span(t: Trace) -> int:
@@ -50,7 +45,7 @@ def _add_strand_gaps(out: np.ndarray, rs: np.ndarray, start: int, gap: np.ndarra
     out[lo:hi] += cg[cut[1:]] - cg[cut[:-1]]
 
 
-def validate(trace: Trace | str) -> dict[str, Any]:
+def validate(trace: Trace | str | os.PathLike) -> dict[str, Any]:
     """Fully validate a trace: digest, every chunk, DAG structure, counts.
 
     Returns
@@ -63,7 +58,7 @@ def validate(trace: Trace | str) -> dict[str, Any]:
     TraceFormatError
         On the first problem found, naming the file and where.
     """
-    t, owned = _as_trace(trace)  # opening checks the structure (simsched.trace.structure)
+    t, owned = as_trace(trace)  # opening checks the structure (simsched.trace.structure)
     try:
         digest = t.read_all_bytes_digest()
         if digest != t.header.digest:
@@ -195,13 +190,13 @@ def dag_shape(t: Trace) -> dict[str, Any]:
     }
 
 
-def summary(trace: Trace | str, *, line: int | None = None) -> dict[str, Any]:
+def summary(trace: Trace | str | os.PathLike, *, line: int | None = None) -> dict[str, Any]:
     """What ``simsched trace info`` prints: counts, footprint, work, span, parallelism, shape.
 
     The keys of :func:`dag_shape` are included; ``footprint_bytes`` is the footprint in
     distinct lines times the line size.
     """
-    t, owned = _as_trace(trace)
+    t, owned = as_trace(trace)
     try:
         h = t.header
         ln = line or h.line_size_hint

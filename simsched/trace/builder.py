@@ -19,9 +19,11 @@ import hashlib
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from simsched import __version__
 from simsched.errors import TraceBuildError
@@ -109,7 +111,7 @@ class TraceBuilder:
         if chunk_refs <= 0:
             raise ValueError("chunk_refs must be positive")
         self.path = Path(path)
-        self._meta = {
+        self._meta: fmt.TraceMeta = {
             "backend": backend,
             "program": program,
             "args": [str(a) for a in args],
@@ -336,7 +338,9 @@ class TraceBuilder:
         self._fill = k + 1
         self._cur_instr += g + 1
 
-    def refs(self, addrs, sizes, writes, gaps=0) -> None:
+    def refs(
+        self, addrs: ArrayLike, sizes: ArrayLike, writes: ArrayLike, gaps: ArrayLike = 0
+    ) -> None:
         """Record references in bulk; each argument is an array or a scalar (broadcast).
 
         Scalar sizes, write flags and gaps are written as scalars, so a call costs little
@@ -364,7 +368,7 @@ class TraceBuilder:
         if a.dtype != np.uint64:
             a = a.astype(np.uint64)  # every address is below 2**48 now
         if sz.ndim == 0 and wr.ndim == 0:
-            sw = np.uint8(int(sz) | (0x80 if bool(wr) else 0))
+            sw = np.asarray(int(sz) | (0x80 if bool(wr) else 0), np.uint8)  # 0-d: broadcast
         else:
             sw = np.broadcast_to(sz.astype(np.uint8) | (wr.astype(np.uint8) << 7), (n,))
         g = np.asarray(gaps)
@@ -468,7 +472,7 @@ class TraceBuilder:
         kind = np.asarray(self._e_kind, np.uint8)
         order = np.lexsort((dst, src))
         instr = np.asarray(self._s_instr, np.int64)
-        tables = {
+        tables: dict[str, np.ndarray] = {
             "strand_frame": np.asarray(self._s_frame, np.int64),
             "strand_ref_start": np.asarray(self._s_ref_start, np.int64),
             "strand_instr": instr,
@@ -557,7 +561,12 @@ class TraceBuilder:
     def __enter__(self) -> TraceBuilder:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if exc_type is None:
             self.close()
         elif not self._closed:

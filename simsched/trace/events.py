@@ -11,11 +11,22 @@ transformations such as regraining (``simsched.profile.regrain``).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Literal
 
 from simsched.trace.builder import TraceBuilder
 from simsched.trace.format import RefChunk
 from simsched.trace.reader import Trace
+
+#: one builder call: its name, then its argument if it takes one
+Event = (
+    tuple[Literal["spawn"]]
+    | tuple[Literal["ret"]]
+    | tuple[Literal["sync"]]
+    | tuple[Literal["iteration"], int]
+    | tuple[Literal["strand"], int]
+    | tuple[Literal["refs"], RefChunk]
+    | tuple[Literal["instr"], int]
+)
 
 
 class _RefStream:
@@ -39,7 +50,7 @@ class _RefStream:
         return parts
 
 
-def events(t: Trace) -> Iterator[tuple[Any, ...]]:
+def events(t: Trace) -> Iterator[Event]:
     """Yield the builder calls that reproduce ``t``, in order.
 
     Items are ``("spawn",)``, ``("ret",)``, ``("sync",)``, ``("iteration", i)``,
@@ -80,17 +91,16 @@ def events(t: Trace) -> Iterator[tuple[Any, ...]]:
 def copy(t: Trace, b: TraceBuilder) -> None:
     """Replay every event of ``t`` into builder ``b`` (which the caller then closes)."""
     for ev in events(t):
-        kind = ev[0]
-        if kind == "refs":
+        if ev[0] == "refs":
             c = ev[1]
             b.refs(c.addr, c.size, c.write, c.gap)
-        elif kind == "instr":
+        elif ev[0] == "instr":
             b.instr(ev[1])
-        elif kind == "spawn":
+        elif ev[0] == "spawn":
             b.spawn()
-        elif kind == "ret":
+        elif ev[0] == "ret":
             b.ret()
-        elif kind == "sync":
+        elif ev[0] == "sync":
             b.sync()
-        elif kind == "iteration":
+        elif ev[0] == "iteration":
             b.iteration(ev[1])

@@ -22,7 +22,7 @@ import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import zstandard
@@ -148,6 +148,23 @@ TABLES: dict[str, tuple[str, str]] = {
     "edge_dst": ("<i8", "edges"),
     "edge_kind": ("u1", "edges"),
 }
+
+
+class TraceMeta(TypedDict):
+    """The meta section as :class:`~simsched.trace.TraceBuilder` writes it.
+
+    A reader checks a stored one field by field (``structure.META_FIELDS``): traces by other
+    writers may leave fields out.
+    """
+
+    backend: str
+    program: str
+    args: list[str]
+    gaps_exact: bool
+    line_size_hint: int
+    params: dict[str, Any]
+    roi: bool
+    writer: str
 
 
 @dataclass(frozen=True)
@@ -332,7 +349,7 @@ def encode_chunk(
     wg = 1 if gmax < (1 << 8) else 2 if gmax < (1 << 16) else 4
     payload = np.empty(n * (wa + 1 + wg), dtype=np.uint8)
     _kernels._encode(addr, sizew, gap, wa, wg, payload)
-    return cctx.compress(payload), wa, wg
+    return cctx.compress(payload.data), wa, wg
 
 
 @dataclass(frozen=True)

@@ -73,8 +73,11 @@ FLAG_GAPS_EXACT = 1
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _BLOCK = 1 << 18  # records per block (4 MB)
 
+# A raw stream is read as it is stored: plain, or through a zstd decompressor.
+_Stream = io.BufferedReader | zstandard.ZstdDecompressionReader
 
-def _open_stream(path: Path) -> io.BufferedIOBase:
+
+def _open_stream(path: Path) -> _Stream:
     f = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
     head = f.read(4)
     f.seek(0)
@@ -83,7 +86,7 @@ def _open_stream(path: Path) -> io.BufferedIOBase:
     return f
 
 
-def _read(f: io.BufferedIOBase, size: int, path: Path, where: int) -> bytes:
+def _read(f: _Stream, size: int, path: Path, where: int) -> bytes:
     """Read up to ``size`` bytes (fewer only at the end of the stream)."""
     out = b""
     try:
@@ -115,9 +118,7 @@ def _stream_version(head: bytes, path: Path) -> int:
     return int(h["b"])
 
 
-def _iter_v1(
-    f: io.BufferedIOBase, head: bytes, path: Path, block: int
-) -> Iterator[tuple[int, np.ndarray]]:
+def _iter_v1(f: _Stream, head: bytes, path: Path, block: int) -> Iterator[tuple[int, np.ndarray]]:
     first = 0
     while True:
         buf = head + _read(f, block * 16 - len(head), path, first)
@@ -134,9 +135,7 @@ def _iter_v1(
         first += recs.shape[0]
 
 
-def _iter_v2_bodies(
-    f: io.BufferedIOBase, path: Path
-) -> Iterator[tuple[int, np.void, np.ndarray, bytes]]:
+def _iter_v2_bodies(f: _Stream, path: Path) -> Iterator[tuple[int, np.void, np.ndarray, bytes]]:
     """Yield ``(index of the block's first record, block header, plane shifts, body)``."""
     first = 1  # record 0 is the stream header
     while True:
@@ -208,9 +207,7 @@ def _decode_v2(
         )
 
 
-def _iter_v2(
-    f: io.BufferedIOBase, head: bytes, path: Path, block: int
-) -> Iterator[tuple[int, np.ndarray]]:
+def _iter_v2(f: _Stream, head: bytes, path: Path, block: int) -> Iterator[tuple[int, np.ndarray]]:
     last = np.zeros(BLOCK_SLOTS, np.uint64)  # the address predictors, carried across blocks
     first = 0
     pending: list[tuple[int, np.void, np.ndarray, bytes]] = []
@@ -387,8 +384,7 @@ def import_raw(
             special = np.flatnonzero((kind != REC_REF) | (csz == 0) | (csz > fmt.MAX_REF_SIZE))
             special = special[special >= start]
             prev = start
-            for i in special:
-                i = int(i)
+            for i in map(int, special):
                 if i > prev:
                     run = recs[prev:i]
                     b.refs(run["a"], run["c"], (run["flags"] & FLAG_WRITE) != 0, run["b"])

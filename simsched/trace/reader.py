@@ -292,7 +292,7 @@ class Trace:
     def __enter__(self) -> Trace:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -326,6 +326,16 @@ def open_trace(path: str | os.PathLike, *, cache_chunks: int = 8) -> Trace:
         The file does not exist.
     """
     return Trace(path, cache_chunks=cache_chunks)
+
+
+def as_trace(trace: Trace | str | os.PathLike) -> tuple[Trace, bool]:
+    """An open trace, and whether this call opened it (then the caller closes it).
+
+    For functions that take either an open :class:`Trace` or the path of one.
+    """
+    if isinstance(trace, Trace):
+        return trace, False
+    return open_trace(trace), True
 
 
 #: an alias matching the public API name of docs/architecture.md §4.1
