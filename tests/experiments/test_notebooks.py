@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from simsched.experiments import load_spec
+from simsched.experiments.spec import Point
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -34,3 +35,18 @@ def test_study_specs_expand(name):
         machines = {c["machine"] for c in cols}
         assert {f"itrs-scaling-{n}" for n in (1, 2, 4, 8, 16, 32)} <= machines
         assert {f"itrs-45nm-{n}" for n in (1, 2, *range(4, 27, 2))} <= machines
+
+
+def test_laws_scaling_spec_pairs_programs_with_servers():
+    """Figs. 9-12: Heat-ir and 6P on the AMD server, SOR-ir and 9P on the Intel one."""
+    loaded = load_spec(ROOT / "experiments" / "laws" / "scaling.yaml", small=False)
+    pairs = {
+        (c["workload"].split("[")[0], c["machine"]) for c in map(Point.columns, loaded.points())
+    }
+    assert pairs == {
+        ("heat-ir", "opteron-1/64"),
+        ("6p", "opteron-1/64"),
+        ("sor-ir", "xeon-1/64"),
+        ("9p", "xeon-1/64"),
+    }
+    assert len(loaded.points()) == 4 * 5 * 3 * 3
