@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,11 @@ from simsched.engine.record import (
 )
 from simsched.engine.replay import DEFAULT_WINDOW, Engine, EngineResult
 from simsched.errors import ConfigError, SimschedError
+
+if TYPE_CHECKING:
+    from simsched.machine import Machine
+    from simsched.memory import MemorySystem
+    from simsched.trace import Trace
 
 BASELINE_VERSION = 1
 
@@ -138,7 +143,7 @@ class RunResult:
         }
 
 
-def _open_trace(trace: Any) -> tuple[Any, bool]:
+def _open_trace(trace: str | os.PathLike | Trace) -> tuple[Trace, bool]:
     from simsched.trace import Trace, open_trace
 
     if isinstance(trace, Trace):
@@ -192,7 +197,7 @@ def parse_scheduler_names(schedulers: Sequence[str] | str) -> list[str]:
     return names
 
 
-def _machine(machine: Any, overrides: dict[str, Any] | None) -> Any:
+def _machine(machine: str | Path | dict | Machine, overrides: dict[str, Any] | None) -> Machine:
     """The machine, refused up front if its simulated caches cannot fit in this host."""
     from simsched.machine import load_machine
     from simsched.machine.resources import check_fits
@@ -202,18 +207,18 @@ def _machine(machine: Any, overrides: dict[str, Any] | None) -> Any:
     return m
 
 
-def _memory(machine: Any) -> Any:
+def _memory(machine: Machine) -> MemorySystem:
     from simsched.memory import MemorySystem
 
     return MemorySystem(machine)
 
 
-def machine_config(machine: Any) -> dict[str, Any]:
+def machine_config(machine: Machine) -> dict[str, Any]:
     """The resolved machine as a plain dict (JSON-able)."""
     return json.loads(machine.model_dump_json())
 
 
-def one_core_machine(machine: Any) -> Any:
+def one_core_machine(machine: Machine) -> Machine:
     """The one-core version of ``machine``: same caches and memory, no scheduling costs."""
     from simsched.machine import Machine
 
@@ -228,7 +233,7 @@ def one_core_machine(machine: Any) -> Any:
     return Machine.model_validate(d)
 
 
-def baseline_path(trace_digest: str, machine: Any) -> Path:
+def baseline_path(trace_digest: str, machine: Machine) -> Path:
     """File caching the one-core baseline of a trace (by digest) on a machine.
 
     The key is everything the baseline's makespan depends on: the trace (digest), the
@@ -247,7 +252,9 @@ def baseline_path(trace_digest: str, machine: Any) -> Path:
     return cache_dir() / "baselines" / f"{trace_digest[:32]}-{mkey}.json"
 
 
-def baseline_makespan(trace: Any, machine: Any, *, window: int = DEFAULT_WINDOW) -> int:
+def baseline_makespan(
+    trace: str | os.PathLike | Trace, machine: Machine, *, window: int = DEFAULT_WINDOW
+) -> int:
     """Makespan of ``trace`` on the one-core version of ``machine``, cached on disk.
 
     Parameters

@@ -10,12 +10,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from simsched.engine.replay import EngineResult
+    from simsched.trace import Trace
 
-def check_invariants(trace: Any, result: Any, mem_stats: dict | None = None) -> None:
+
+def check_invariants(trace: Trace, result: EngineResult, mem_stats: dict | None = None) -> None:
     """Raise ``AssertionError`` naming the first invariant a replay violates.
 
     Parameters

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import simpy
+
+if TYPE_CHECKING:
+    from simsched.engine.replay import JobSpec, Replay
 
 
 class ControlPlane:
@@ -33,7 +36,7 @@ class ControlPlane:
         The controller's quantum in cycles (0: no quantum process).
     """
 
-    def __init__(self, replay: Any, specs: Sequence[Any], quantum: int) -> None:
+    def __init__(self, replay: Replay, specs: Sequence[JobSpec], quantum: int) -> None:
         self.replay = replay
         self.env = simpy.Environment(initial_time=0)
         order = sorted(range(len(specs)), key=lambda j: (int(specs[j].arrival), j))

@@ -34,13 +34,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from simsched.engine.allot import deq_allot, equi_allot
 from simsched.errors import ConfigError
 
+if TYPE_CHECKING:
+    from simsched.engine.job import Job
+    from simsched.machine import Machine
 
-def quantum_cycles(machine: Any, quantum_ms: float) -> int:
+
+def quantum_cycles(machine: Machine, quantum_ms: float) -> int:
     """A quantum of ``quantum_ms`` milliseconds in cycles of ``machine``'s clock.
 
     Parameters
@@ -210,7 +214,7 @@ class Deq(Controller):
                 "controller 'deq' needs a quantum: give quantum (cycles) or quantum_ms"
             )
 
-    def desire(self, job: Any) -> int:
+    def desire(self, job: Job) -> int:
         """The desire DEQ uses for ``job`` (see the module docstring)."""
         if job.desire is not None:
             return int(job.desire)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -51,6 +51,10 @@ from simsched.memory.window import (
     S_RUN,
 )
 
+if TYPE_CHECKING:
+    from simsched.engine.job import Job
+    from simsched.machine import Machine
+
 #: Chunks decoded ahead at most at once.
 PREFETCH_DEPTH = 4
 #: A core is handed at most this many references at a time; the window loop returns for
@@ -60,7 +64,7 @@ PREFETCH_DEPTH = 4
 SEGMENT_REFS = 1 << 14
 
 
-def private_threshold(machine: Any) -> int:
+def private_threshold(machine: Machine) -> int:
     """Largest hit latency of the per-core levels: a longer reference missed them all."""
     lat = [c.hit_latency for c in machine.caches if c.scope == "core"]
     return int(max(lat)) if lat else -1
@@ -127,7 +131,7 @@ class ChunkSlots:
                 self._install(key, r, fut.result())
                 self.lru[r] = None
 
-    def acquire(self, job: Any, k: int) -> int:
+    def acquire(self, job: Job, k: int) -> int:
         """Pin and return the row holding chunk ``k`` of ``job``, decoding it if needed."""
         key = (job.jid, k)
         r = self.where.get(key)
@@ -151,7 +155,7 @@ class ChunkSlots:
         if self.pins[r] == 0:
             self.lru[r] = None
 
-    def prefetch(self, job: Any, k: int) -> None:
+    def prefetch(self, job: Job, k: int) -> None:
         """Decode chunk ``k`` of ``job`` in the background unless resident or coming."""
         key = (job.jid, k)
         if key in self.where or key in self.flight:
@@ -209,7 +213,7 @@ class CoreDriver:
         self.kernel_ns = 0
 
     # -- strands ----------------------------------------------------------------------
-    def start(self, c: int, job: Any, s: int, at: int) -> None:
+    def start(self, c: int, job: Job, s: int, at: int) -> None:
         """Start strand ``s`` of ``job`` on core ``c`` at cycle ``at``."""
         cs = self.cs
         cs[F_CLOCK, c] = at
@@ -227,7 +231,7 @@ class CoreDriver:
         cs[F_STATE, c] = S_IDLE
         return int(cs[F_CLOCK, c]), int(cs[F_PMISS, c])
 
-    def prefetch(self, job: Any, strands: list[int]) -> None:
+    def prefetch(self, job: Job, strands: list[int]) -> None:
         """Decode ahead the chunks holding the first references of ``strands``."""
         rs = job.ref_start
         for s in strands:

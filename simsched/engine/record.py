@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from simsched import files
 from simsched.canonical import canonical_json
+
+if TYPE_CHECKING:  # the record module is imported by the engine: types only
+    from simsched.engine.replay import EngineResult, ReplayResult
+    from simsched.machine import Machine
+    from simsched.trace import Trace, TraceHeader
 
 RECORD_VERSION = 1
 
@@ -99,7 +104,9 @@ def memory_fields(mem_stats: dict, makespan: int, instructions: int) -> dict[str
     return out
 
 
-def metrics(engine_result: Any, mem_stats: dict, machine: Any, header: Any) -> dict[str, Any]:
+def metrics(
+    engine_result: EngineResult, mem_stats: dict, machine: Machine, header: TraceHeader
+) -> dict[str, Any]:
     """Metrics of one replay as flat record fields (see docs/results.md).
 
     Parameters
@@ -138,7 +145,7 @@ def metrics(engine_result: Any, mem_stats: dict, machine: Any, header: Any) -> d
     return out
 
 
-def socket_fields(engine_result: Any, mem_stats: dict, machine: Any) -> dict[str, Any]:
+def socket_fields(engine_result: EngineResult, mem_stats: dict, machine: Machine) -> dict[str, Any]:
     """Per-socket answers and the straggler socket ([LAWS15] §6.2, Table IV).
 
     The straggler socket is the one whose cores spent the most cycles running strands:
@@ -214,7 +221,9 @@ def write_parquet_atomic(path: Path, records: list[dict[str, Any]]) -> None:
         pq.write_table(table, tmp)
 
 
-def jobs_metrics(result: Any, mem_stats: dict, machine: Any, traces: list[Any]) -> dict[str, Any]:
+def jobs_metrics(
+    result: ReplayResult, mem_stats: dict, machine: Machine, traces: list[Trace]
+) -> dict[str, Any]:
     """Metrics of a multi-job replay (docs/results.md, "Multi-job records").
 
     Parameters
