@@ -20,6 +20,29 @@ from simsched.files import atomic_output
 
 _PASS = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
+CC_HELP = """\
+Usage: simsched cc [OPTIONS] [GCC ARGUMENTS]...
+
+Compile and link a fork/join C program for capture (docs/capture.md). Every argument that
+is not one of the options below goes to the compiler (gcc, or $SIMSCHED_CC). C sources that
+use Cilk keywords (cilk_spawn, cilk_sync, cilk_for, cilk_scope) are rewritten into
+simsched's markers first; the exit status is the compiler's.
+
+Options:
+  --backend gcc|valgrind|pin      capture backend to build for [default: gcc]
+  --cilk-for-grain N              iterations per cilk_for leaf [default: OpenCilk's
+                                  min(2048, n / (8 P)), at least 1]
+  --cilk-workers P                the P of that rule [default: 1]
+  --cilk-for-split opencilk|binary
+                                  how cilk_for splits its range [default: opencilk]
+  --show-rewrite FILE             print FILE as rewritten for capture and exit
+  --gcc-help                      show the compiler's own help
+  -h, --help                      show this message and exit
+
+Example:
+  simsched cc -O2 -o fib fib.c && simsched capture -o fib.sst -- ./fib 20
+"""
+
 
 def register(app: typer.Typer) -> None:
     """Add the ``cc`` and ``capture`` commands to ``app``."""
@@ -36,7 +59,13 @@ def register(app: typer.Typer) -> None:
         from simsched.capture import compile_program, run
         from simsched.capture.cilkcc import parse_cc_options, show_rewrite
 
-        opts, rest = parse_cc_options(list(ctx.args))
+        args = list(ctx.args)
+        if "--help" in args or "-h" in args:
+            typer.echo(CC_HELP, nl=False)
+            raise typer.Exit(0)
+        # gcc's own help, on request: the user asked the compiler, not simsched
+        args = ["--help" if a == "--gcc-help" else a for a in args]
+        opts, rest = parse_cc_options(args)
         if opts.show is not None:
             with tempfile.TemporaryDirectory(prefix="simsched-cc-") as work:
                 cmd = run.cc_command([*rest, "-c"], opts.backend)

@@ -106,6 +106,26 @@ def test_show_rewrite_prints_the_source_lines_rewritten(capsys):
     assert out[: len(lines) - 1] == [_expected_line(line) for line in lines[:-1]]
 
 
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_cc_help_describes_simsched_cc(flag, capsys):
+    from simsched.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["cc", "-O2", flag])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Usage: simsched cc [OPTIONS] [GCC ARGUMENTS]")
+    for opt in (
+        "--backend",
+        "--cilk-for-grain",
+        "--cilk-workers",
+        "--cilk-for-split",
+        "--show-rewrite",
+        "--gcc-help",
+    ):
+        assert opt in out
+
+
 def _expected_line(line: str) -> str:
     """fib.c's lines as --show-rewrite shows them (comments are gone after preprocessing)."""
     if line.lstrip().startswith(("/*", "*")):
