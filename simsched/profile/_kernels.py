@@ -341,7 +341,7 @@ def _expand_lines(addr, size, shift):
     """Line addresses touched by each reference, a straddling reference giving several."""
     n = addr.shape[0]
     ush = np.uint64(shift)
-    total = 0
+    total = np.int64(0)
     for i in range(n):
         l0 = addr[i] >> ush
         l1 = (addr[i] + np.uint64(size[i]) - np.uint64(1)) >> ush
@@ -410,7 +410,7 @@ def _sa_step(lines, t0, gen, nsets, assoc, set_off, way_off, tags, stamp, sgen, 
                     break
                 if tx == EMPTY:
                     if oldest >= 0:
-                        oldest = -1
+                        oldest = np.int64(-1)
                         victim = x
                 elif stamp[base + x] < oldest:
                     oldest = stamp[base + x]
