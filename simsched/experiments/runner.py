@@ -321,15 +321,19 @@ def pending_points(
     retry_failed: bool = False,
     points: list[Point] | None = None,
     rerun_stale: bool = False,
-) -> tuple[list[Point], int]:
-    """Points of a sweep (default: all of the spec's) still to run, and how many are done."""
+) -> tuple[list[Point], list[tuple[Point, dict[str, Any]]]]:
+    """Points of a sweep (default: all of the spec's) still to run, and the finished ones
+    with their rows (each row read once)."""
     points = loaded.points() if points is None else points
-    todo = [
-        p
-        for p in points
-        if not is_finished(read_row(loaded.out_dir, p.id), retry_failed, rerun_stale)
-    ]
-    return todo, len(points) - len(todo)
+    todo: list[Point] = []
+    done: list[tuple[Point, dict[str, Any]]] = []
+    for p in points:
+        row = read_row(loaded.out_dir, p.id)
+        if row is not None and is_finished(row, retry_failed, rerun_stale):
+            done.append((p, row))
+        else:
+            todo.append(p)
+    return todo, done
 
 
 @contextlib.contextmanager
@@ -631,28 +635,26 @@ def run_sweep(
         raise ConfigError(f"workers={workers}: must be 0 (in this process) or more")
     t0 = time.perf_counter()
     out_dir = loaded.out_dir
+    done: list[tuple[Point, dict[str, Any]]] = []
     if points is None:
-        all_points = check_spec(loaded, generators=point_fn is None)
-        todo, finished = pending_points(loaded, retry_failed, all_points, rerun_stale)
+        checked = check_spec(loaded, generators=point_fn is None)
+        todo, done = pending_points(loaded, retry_failed, checked, rerun_stale)
     else:
         todo = list(points)
-        finished = 0
+    finished = len(done)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
         raise ConfigError(f"{out_dir}: the sweep's output is a file, not a folder") from None
     report = SweepReport(out_dir=out_dir, total=len(todo) + finished, skipped=finished)
     redo = (retry_failed, rerun_stale)
-    if points is None and finished:
+    for p, row in done:
         # Points that failed in an earlier run are still failed: say so (--retry-failed).
-        todo_ids = {p.id for p in todo}
-        for p in all_points:
-            row = None if p.id in todo_ids else read_row(out_dir, p.id)
-            if row is not None and row.get("status") != "ok":
-                report.failed += 1
-                report.failures.append((p.id, str(row.get("error", ""))))
-            elif row is not None and is_stale(row):
-                report.stale += 1
+        if row.get("status") != "ok":
+            report.failed += 1
+            report.failures.append((p.id, str(row.get("error", ""))))
+        elif is_stale(row):
+            report.stale += 1
     state = {"done": finished, "running": 0}
     elsewhere: list[Point] = []
 
