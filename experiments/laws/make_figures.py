@@ -7,10 +7,10 @@ results/medium_intel, results/uneven, results/scaling and results/cpu that has p
 results/small when none has).  What is drawn depends on the sweep:
 
 * ``laws_scaling`` (scaling.yaml): ``fig9_10.png`` (time against the input size x, Figs. 9
-  and 10) and ``fig11_12.png`` (the straggler socket's shared-cache misses and local DRAM
-  accesses against x, Figs. 11 and 12);
-* ``laws_cpu`` (cpu.yaml): ``fig13.png`` (CPU-bound programs, time normalised to WS per
-  machine) and what LAWS' CPU-bound rule decided;
+  and 10), ``fig11_12.png`` (the straggler socket's shared-cache misses and local DRAM
+  accesses against x, Figs. 11 and 12) and ``scaling.csv`` (their means over seeds);
+* ``laws_cpu`` (cpu.yaml): ``fig13.png`` and ``fig13.csv`` (CPU-bound programs, time
+  normalised to WS per machine, and WS's utilisation) and what LAWS' CPU-bound rule decided;
 * any other (medium, medium_intel, uneven, small, full): ``fig7.png`` (time normalised to WS
   per program and scheduler), ``table4.csv`` (the straggler socket's shared-cache misses and
   local / remote DRAM lines, and the whole machine's local share), ``fig8.png`` (per-iteration
@@ -185,6 +185,7 @@ def scaling(df: pd.DataFrame, out: Path) -> list[dict]:
     df = df.assign(program=df["workload"].str.split("[").str[0], x=df["workload"].map(_x))
     cols = ["makespan_cycles", "straggler_shared_misses", "straggler_dram_local"]
     m = df.groupby(["program", "x", "scheduler"])[cols].mean().reset_index()
+    m.round(1).to_csv(out / "scaling.csv", index=False)
     progs = [(p, srv) for p, srv in SCALING if p in set(m["program"])]
     fig, axes = plt.subplots(1, len(progs), figsize=(3 * len(progs), 2.8), squeeze=False)
     fig2, axes2 = plt.subplots(2, len(progs), figsize=(3 * len(progs), 5), squeeze=False)
@@ -238,6 +239,8 @@ def cpu_bound(df: pd.DataFrame, out: Path) -> list[dict]:
     m = df.groupby(["machine", "workload", "scheduler"])["makespan_cycles"].mean()
     norm = m / m.xs("ws", level="scheduler").reindex(m.index.droplevel("scheduler")).values
     t = norm.unstack("scheduler")[[s for s in SCHEDS if s in norm.index.get_level_values(2)]]
+    util = df[df["scheduler"] == "ws"].groupby(["machine", "workload"])["utilization"].mean()
+    t.assign(ws_utilization=util).round(4).to_csv(out / "fig13.csv")
     machines = list(dict.fromkeys(t.index.get_level_values(0)))
     fig, axes = plt.subplots(1, len(machines), figsize=(5 * len(machines), 3), squeeze=False)
     for ax, mach in zip(axes[0], machines, strict=True):
