@@ -9,7 +9,7 @@ command).  A point's id is a hash of that resolved content, so it survives reord
 spec, adding axes values and moving the sweep folder, and it is what the runner uses to skip
 finished points.
 
-The schema is pydantic with ``extra="forbid"``; YAML is read with ``yaml.safe_load``; every
+The schema is pydantic with ``extra="forbid"``; YAML is read safely (:func:`simsched.files.read_yaml`: a duplicate key is an error); every
 error is a :class:`~simsched.errors.ConfigError` naming the spec file and the field.  Design
 notes and the full syntax are in ``docs/sweeps.md``.
 """
@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -39,6 +38,7 @@ from pydantic import (
 
 from simsched.canonical import canonical_json, content_hash
 from simsched.errors import ConfigError
+from simsched.files import parse_yaml
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
 
@@ -130,6 +130,15 @@ def _fmt_params(params: dict[str, Any]) -> str:
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("grid", mode="after", check_fields=False)
+    @classmethod
+    def _no_empty_axis(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        # An empty axis would make the product empty: the entry would vanish silently.
+        for key, values in grid.items():
+            if not values:
+                raise ValueError(f"axis {key!r} has no values (give at least one)")
+        return grid
 
 
 class CaptureRecipe(_Strict):
@@ -392,14 +401,16 @@ class LoadedSpec:
     def out_dir(self) -> Path:
         """Output folder of the sweep (absolute)."""
         out = self.spec.out or f"results/{self.spec.name}"
-        return (self.spec_dir / out).resolve()
+        # Absolute but not resolved: a symlink in the path stays one (a dangling link must
+        # not become folders at its target, see simsched.files.make_output_dir).
+        return Path(os.path.abspath(self.spec_dir / out))
 
     @property
     def trace_cache(self) -> Path:
         """Trace cache folder (absolute); default ``<out>/traces``."""
         if self.spec.trace_cache is None:
             return self.out_dir / "traces"
-        return (self.spec_dir / self.spec.trace_cache).resolve()
+        return Path(os.path.abspath(self.spec_dir / self.spec.trace_cache))
 
     def points(self) -> list[Point]:
         """Expand the sweep (see :func:`expand`)."""
@@ -414,9 +425,9 @@ def parse_set(item: str) -> tuple[list[str], Any]:
     if not key.strip():
         raise ConfigError(f"--set {item!r}: empty key")
     try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError:
-        raise ConfigError(f"--set {item!r}: value is not valid YAML") from None
+        value = parse_yaml(raw, f"--set {item!r}")
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (the value is read as YAML)") from None
     return key.strip().split("."), value
 
 

@@ -333,3 +333,35 @@ def test_sweep_size_limit_is_exact(tmp_path):
     # small runs count what they keep: the small seed list, not the million
     small = BIG + "small: {seeds: [3]}\n"
     assert check_size(load_spec(write(tmp_path, small), small=True)) == 10
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("workloads.1.grid={records: []}", "workloads.1.grid: axis 'records' has no values"),
+        ("machines.0={name: itrs-scaling-1, grid: {cores: []}}", "machines.0.grid: axis 'cores'"),
+        ("schedulers.0={name: ws, grid: {steal: []}}", "schedulers.0.grid: axis 'steal'"),
+    ],
+)
+def test_empty_grid_axis_is_refused(tmp_path, edit, message):
+    """``grid: {grain: []}`` used to drop the workload silently (12 -> 6 points)."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_spec(write(tmp_path, BASE), sets=[edit])
+
+
+def test_dangling_symlink_out_creates_nothing_at_its_target(tmp_path):
+    from simsched.errors import OutputError
+    from simsched.experiments import run_sweep
+
+    spec = write(
+        tmp_path,
+        "name: l\nworkloads: [fib]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\nout: dl\n",
+    )
+    (tmp_path / "dl").symlink_to(tmp_path / "elsewhere" / "deep")
+    loaded = load_spec(spec, small=True)
+    assert loaded.out_dir == tmp_path / "dl"
+    with pytest.raises(
+        OutputError, match="dl is a symbolic link to .*elsewhere/deep, which does not"
+    ):
+        run_sweep(loaded, workers=0, progress=False)
+    assert not (tmp_path / "elsewhere").exists()
