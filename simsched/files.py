@@ -159,9 +159,10 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
         message names ``path``.
     """
     user = Path(path)
-    target = _target(user)
     try:
-        st: os.stat_result | None = os.stat(target)
+        # The user's path, not the resolved one: /dev/stdout on a pipe is a link to
+        # /proc/self/fd/1, whose resolved name ("pipe:[...]") does not exist.
+        st: os.stat_result | None = os.stat(user)
     except FileNotFoundError:
         st = None
     except OSError as exc:
@@ -171,6 +172,7 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
     if st is not None and not overwrite and stat.S_ISREG(st.st_mode):
         raise OutputError(f"{user}: exists; remove it or choose another name")
     special = st is not None and not stat.S_ISREG(st.st_mode)
+    target = user if special else _target(user)
     if not special and not target.parent.is_dir():
         # The folders are made along the user's path (make_output_dir refuses a dangling
         # link there); a link *as the file* whose target's folder is missing is refused too.
@@ -220,6 +222,20 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
             shutil.rmtree(tmpdir, ignore_errors=True)
         else:
             tmp.unlink(missing_ok=True)
+
+
+def is_stream(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a stream rather than a file of its own: a device, FIFO or socket
+    (which :func:`atomic_output` writes into rather than replaces) or a ``/dev/`` name such
+    as ``/dev/stdout``, even when that is redirected to a file.  A command writing its
+    output there prints nothing else on stdout."""
+    if Path(path).as_posix().startswith("/dev/"):
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, overwrite: bool = True) -> Path:

@@ -36,7 +36,7 @@ import pandas as pd
 
 from simsched.canonical import canonical_json
 from simsched.errors import ConfigError, OutputError
-from simsched.files import atomic_output, write_json_atomic
+from simsched.files import atomic_output, is_stream, write_json_atomic
 
 POINTS_DIR = "points"
 ROW_FILE = "row.json"
@@ -398,17 +398,24 @@ def select_columns(df: pd.DataFrame, columns: list[str] | None) -> pd.DataFrame:
 def export_results(path: str | Path, target: str | Path, wheres: list[str] | None = None) -> Path:
     """Write a sweep's results to ``target`` (``.csv`` or ``.parquet``) atomically.
 
+    A device, FIFO or ``/dev/...`` name without one of those suffixes (``/dev/stdout``)
+    receives CSV.
+
     Raises
     ------
     ConfigError
         The target has another suffix, or the source is not a sweep.
     """
     target = Path(target)
-    if target.suffix not in (".csv", ".parquet"):
-        raise ConfigError(f"{target}: export to a .csv or .parquet file")
+    fmt = target.suffix
+    if fmt not in (".csv", ".parquet"):
+        # -o /dev/stdout (a pipe, a terminal, or redirected to a file) or a FIFO: text.
+        if not is_stream(target):
+            raise ConfigError(f"{target}: export to a .csv or .parquet file")
+        fmt = ".csv"
     df = filter_frame(load_results(path), wheres or [])
     with atomic_output(target) as tmp:
-        if target.suffix == ".csv":
+        if fmt == ".csv":
             df.to_csv(tmp, index=False)
         else:
             df.to_parquet(tmp, index=False)
