@@ -79,6 +79,22 @@ def _silence_stdout() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+def _stdout_was_closed() -> bool:
+    """Whether click met a closed stdout (EPIPE) inside a command and exits 1 for it.
+
+    click answers a broken pipe inside a command with a silent ``exit(1)`` after wrapping
+    the standard streams; ``simsched ... | head`` is a normal way to read output, so the
+    wrappers are taken off and :func:`main` exits 0 quietly, as for a pipe closed later.
+    """
+    # By name: typer vendors its own copy of click, so the class has two homes.
+    if type(sys.stdout).__name__ != "PacifyFlushWrapper":
+        return False
+    sys.stdout = getattr(sys.stdout, "wrapped", sys.__stdout__)
+    if type(sys.stderr).__name__ == "PacifyFlushWrapper":
+        sys.stderr = getattr(sys.stderr, "wrapped", sys.__stderr__)
+    return True
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``simsched`` console script.
 
@@ -90,6 +106,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         try:
             status = app(args=argv, standalone_mode=False)
+        except SystemExit:
+            if _stdout_was_closed():
+                raise BrokenPipeError(errno.EPIPE, "Broken pipe") from None
+            raise
         finally:
             sys.stdout.flush()
         if status == 130:  # typer's answer to KeyboardInterrupt
