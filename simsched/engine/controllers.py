@@ -3,8 +3,9 @@
 A controller is a policy, like a scheduler: it is asked, at every arrival and completion
 of a job and at the boundaries of its quantum (when it has one), how many cores each
 active job gets — or exactly which cores.  The engine owns the cores: it turns counts
-into core sets that move as few cores as possible (:func:`assign_cores`) and moves a
-core that is running a strand only when the strand ends.
+into core sets that move as few cores as possible (:func:`assign_cores`), takes idle
+cores away before busy ones, and moves a core that is running a strand only when the
+strand ends.
 
 * ``all`` — one job at a time on every core, in arrival order (a single-job run is one
   job under ``all``);
@@ -32,7 +33,7 @@ the ``simsched.controllers`` entry-point group.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -266,12 +267,15 @@ def assign_cores(
     current: Mapping[int, frozenset[int] | set[int]],
     targets: Mapping[int, int | tuple[int, ...]],
     socket_of: Sequence[int],
+    busy: Collection[int] = (),
 ) -> dict[int, set[int]]:
     """Concrete core sets for the target allotments, moving as few cores as possible.
 
-    A job above its count gives up cores first from the sockets where it holds fewest
-    (keeping each job on few sockets, so that it keeps sharing its caches), highest core
-    first; a job below its count takes free cores from the sockets where it already holds
+    A job above its count gives up its idle cores before its ``busy`` ones (a core
+    running a strand leaves only when the strand ends, so giving up an idle core is what
+    brings the job down to its count now); among equals, first from the sockets where it
+    holds fewest (keeping each job on few sockets, so that it keeps sharing its caches),
+    highest core first.  A job below its count takes free cores from the sockets where it already holds
     most, then from the sockets with most free cores, lowest core first.  Jobs are served
     in ``jid`` order; everything is deterministic.
 
@@ -283,6 +287,8 @@ def assign_cores(
         Count or explicit cores per job (jobs missing from it get none).
     socket_of
         Socket of every core.
+    busy
+        Cores running a strand now.
 
     Returns
     -------
@@ -303,7 +309,7 @@ def assign_cores(
         have = out[j]
         if len(have) > want:
             per = _per_socket(have, socket_of)
-            order = sorted(have, key=lambda c: (per[socket_of[c]], -c))
+            order = sorted(have, key=lambda c: (c in busy, per[socket_of[c]], -c))
             for c in order[: len(have) - want]:
                 have.discard(c)
     taken = set().union(*out.values()) if out else set()

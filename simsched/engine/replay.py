@@ -152,7 +152,9 @@ class ReplayResult:
         Per core, over all jobs.
     series
         Allotment series: one entry per quantum boundary or reallocation,
-        ``(cycle, [cores per job], [desire per job or -1])``.
+        ``(cycle, [cores per job], [desire per job or -1], [leaving cores per job])``;
+        a finished job's desire is 0, ``leaving`` counts the cores a job holds only until
+        the strand they run ends.
     reallocations
         Core moves between jobs (a core leaving one job for another or for the pool).
     warmup
@@ -169,7 +171,7 @@ class ReplayResult:
     sched_cycles: np.ndarray
     refs_per_core: np.ndarray
     private_misses: np.ndarray
-    series: list[tuple[int, list[int], list[int]]]
+    series: list[tuple[int, list[int], list[int], list[int]]]
     reallocations: int
     warmup: dict[str, Any]
     engine: dict[str, Any] = field(default_factory=dict)
@@ -244,7 +246,7 @@ class Replay:
         self.busy = np.zeros(P, dtype=np.int64)
         self.schedc = np.zeros(P, dtype=np.int64)
         self.pmiss = np.zeros(P, dtype=np.int64)
-        self.series: list[tuple[int, list[int], list[int]]] = []
+        self.series: list[tuple[int, list[int], list[int], list[int]]] = []
         self.reallocations = 0
         self.served: list[set[int]] = [set() for _ in range(P)]
         # Per core after a move: (job, refs, misses) when it joined.
@@ -320,7 +322,8 @@ class Replay:
         self.now = now
         targets = self.controller.allot(now, self.active)
         current = {j.jid: frozenset(j.cores) for j in self.active}
-        want = assign_cores(current, targets, self.socket_of)
+        busy = {c for c in range(self.P) if self.run_job[c] is not None}
+        want = assign_cores(current, targets, self.socket_of, busy)
         new_owner = [-1] * self.P
         for jid, cores in want.items():
             for c in cores:
@@ -356,11 +359,27 @@ class Replay:
 
     def _record(self, now: int) -> None:
         alloc = [len(j.cores) if j is not None else 0 for j in self.jobs]
-        desire = [-1 if j is None or j.desire is None else int(j.desire) for j in self.jobs]
+        # A finished job desires nothing; a job that has not arrived or reported: -1.
+        desire = [
+            -1
+            if j is None
+            else 0
+            if j.finish_cycle >= 0
+            else -1
+            if j.desire is None
+            else int(j.desire)
+            for j in self.jobs
+        ]
+        # Cores a job holds only until the strand they run ends (taken away at a boundary).
+        leaving = [0] * len(self.jobs)
+        for c in range(self.P):
+            if self.pending[c] is not None and self.owner[c] >= 0:
+                leaving[self.owner[c]] += 1
+        entry = (now, alloc, desire, leaving)
         if self.series and self.series[-1][0] == now:
-            self.series[-1] = (now, alloc, desire)
+            self.series[-1] = entry
         else:
-            self.series.append((now, alloc, desire))
+            self.series.append(entry)
 
     def _account(self, job: Job, now: int) -> None:
         job.allot_cycles += len(job.cores) * (now - job.last_change)

@@ -75,8 +75,12 @@ def plot_allotment(rec: dict[str, Any], *, title: str | None = None) -> Figure:
             for k, name in enumerate(names):
                 y = np.append(cores[:, k], cores[-1, k])
                 (line,) = ax.step(tt, y, where="post", label=name, linewidth=1.6)
-                if np.any(desire[:, k] >= 0):
-                    d = np.where(desire[:, k] >= 0, desire[:, k], np.nan)
+                # The dashed line stops where the job ends (older records kept the last
+                # desire of a finished job).
+                finish = rec["jobs"][k].get("finish", -1)
+                live = (desire[:, k] >= 0) & ((t < finish) if finish >= 0 else True)
+                if np.any(live):
+                    d = np.where(live, desire[:, k], np.nan)
                     ax.step(
                         tt,
                         np.append(d, d[-1]),

@@ -144,7 +144,7 @@ def test_cores_change_between_jobs_under_equi(tmp_path):
     for (c1, _s1, e1), (c2, s2, _e2) in zip(spans, spans[1:], strict=False):
         assert c1 != c2 or s2 >= e1
     # Allotments never exceed the machine.
-    assert all(sum(alloc) <= m.cores for _, alloc, _ in res.series)
+    assert all(sum(alloc) <= m.cores for _, alloc, *_ in res.series)
     assert res.jobs[1].start >= 2000 and res.jobs[1].arrival == 2000
 
 
