@@ -45,6 +45,34 @@ if TYPE_CHECKING:
     from simsched.machine import Machine
 
 
+#: Shortest quantum accepted, in cycles (controllers' and job schedulers' own): one steal
+#: attempt of the preset machines.  A shorter quantum sees no whole steal attempt, so
+#: the desire of SAWS and A-Steal ([SAWS12] §3) has nothing to measure, and the run
+#: would record one allotment entry every few cycles (``--quantum 1`` ran for minutes
+#: with its memory growing).
+MIN_QUANTUM = 100
+
+
+def check_quantum(quantum: int, what: str) -> int:
+    """``quantum`` (cycles) when it is 0 (none) or at least :data:`MIN_QUANTUM`.
+
+    Raises
+    ------
+    ConfigError
+        ``quantum`` is negative or between 1 and ``MIN_QUANTUM - 1``.
+    """
+    q = int(quantum)
+    if q < 0:
+        raise ConfigError(f"{what}: quantum {q} must be >= 0 cycles")
+    if 0 < q < MIN_QUANTUM:
+        raise ConfigError(
+            f"{what}: quantum {q} cycles is below the floor of {MIN_QUANTUM} "
+            "(min_quantum: one steal attempt; a quantum this short measures nothing and "
+            "records one allotment entry every few cycles)"
+        )
+    return q
+
+
 def quantum_cycles(machine: Machine, quantum_ms: float) -> int:
     """A quantum of ``quantum_ms`` milliseconds in cycles of ``machine``'s clock.
 
@@ -111,8 +139,7 @@ class Controller:
                 f"controller {self.name!r}: unknown parameter(s) {', '.join(unknown)} "
                 f"(known: {', '.join(sorted(self.param_defaults)) or 'none'})"
             )
-        if int(quantum) < 0:
-            raise ConfigError(f"controller {self.name!r}: quantum {quantum} must be >= 0 cycles")
+        check_quantum(quantum, f"controller {self.name!r}")
         self.machine = machine
         self.P = machine.cores
         self.n_jobs = n_jobs
@@ -121,7 +148,9 @@ class Controller:
         if ms is not None:
             self.params["quantum_ms"] = ms
             if self.quantum == 0:
-                self.quantum = quantum_cycles(machine, ms)
+                self.quantum = check_quantum(
+                    quantum_cycles(machine, ms), f"controller {self.name!r}: quantum_ms={ms}"
+                )
 
     def allot(self, now: int, jobs: Sequence[Any]) -> dict[int, int | tuple[int, ...]]:
         """Cores for each active job: a count, or an explicit tuple of cores.
@@ -175,6 +204,14 @@ class Static(Controller):
             raise ConfigError(
                 f"controller 'static': shares {shares} must give each of the {n_jobs} jobs "
                 f"a non-negative number of cores, {self.P} in all at most"
+            )
+        if 0 in shares:
+            # A job without a core never runs: the replay could only end in a deadlock.
+            zero = [j for j, x in enumerate(shares) if x == 0]
+            raise ConfigError(
+                f"controller 'static': shares {shares} give job(s) "
+                f"{', '.join(map(str, zero))} no core, so they would never run"
+                + (f" (the {self.P} cores split among {n_jobs} jobs)" if n_jobs > self.P else "")
             )
         self.blocks: list[tuple[int, ...]] = []
         first = 0

@@ -36,10 +36,15 @@ from typing import Any
 import numpy as np
 
 from simsched.engine.control import ControlPlane
-from simsched.engine.controllers import Controller, assign_cores, get_controller
+from simsched.engine.controllers import (
+    Controller,
+    assign_cores,
+    check_quantum,
+    get_controller,
+)
 from simsched.engine.cores import CoreDriver
 from simsched.engine.job import MAX_JOBS, Job
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, DeadlockError
 from simsched.memory.window import INF
 from simsched.schedulers.base import RETRY, RUN, Scheduler
 
@@ -215,6 +220,8 @@ class Replay:
             raise ConfigError("a replay needs at least one job")
         if len(jobs) > MAX_JOBS:
             raise ConfigError(f"{len(jobs)} jobs: at most {MAX_JOBS} per run")
+        for s in jobs:
+            check_quantum(getattr(s.scheduler, "quantum", 0), f"scheduler {s.scheduler.name!r}")
         self.machine = machine
         self.specs = list(jobs)
         self.P = P = machine.cores
@@ -599,11 +606,18 @@ class Replay:
             self._deadlock(f"only periodic events remain at cycle {t}")
 
     def _deadlock(self, why: str) -> None:
+        def cores(j: Job) -> str:
+            return f"cores {_ranges(sorted(j.cores))}" if j.cores else "no core"
+
         left = [
-            f"{j.name} ({j.n - j.finished} strands left, scheduler {j.sched.name!r})"
+            f"{j.name} ({j.n - j.finished} strands left, scheduler {j.sched.name!r}, {cores(j)})"
             for j in self.active
         ]
-        raise RuntimeError(f"deadlock: {why}; jobs not finished: {', '.join(left)}")
+        free = [c for c in range(self.P) if self.owner[c] < 0]
+        raise DeadlockError(
+            f"deadlock at cycle {self.now}: {why}; jobs not finished: {'; '.join(left)}; "
+            f"free cores: {_ranges(free) if free else 'none'}"
+        )
 
     def _result(self, wall: float) -> ReplayResult:
         outs = []
@@ -657,6 +671,17 @@ class Replay:
             warmup=warmup,
             engine=engine,
         )
+
+
+def _ranges(cores: Sequence[int]) -> str:
+    """Sorted core numbers as ``0-3,8,10-11``."""
+    out: list[str] = []
+    for c in cores:
+        if out and c == int(out[-1].split("-")[-1]) + 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{c}"
+        else:
+            out.append(str(c))
+    return ",".join(out)
 
 
 def warmup_summary(jobs: Sequence[Job | None], joins: int) -> dict[str, Any]:
