@@ -603,7 +603,7 @@ class Replay:
             return
         self._stall += 1
         if self._stall > 2 * max(periodic, 1) + 2:
-            self._deadlock(f"only periodic events remain at cycle {t}")
+            self._deadlock("only periodic events remain")
 
     def _deadlock(self, why: str) -> None:
         def cores(j: Job) -> str:

@@ -9,6 +9,7 @@ import pytest
 from simsched.engine import JobSpec, Replay
 from simsched.engine.check import check_invariants
 from simsched.engine.controllers import get_controller
+from simsched.errors import DeadlockError
 from simsched.machine import load_machine
 from simsched.schedulers import get_scheduler
 from simsched.schedulers.base import WAIT, SchedContext, Scheduler, run
@@ -93,7 +94,11 @@ class Stuck(OneQueue):
 
 
 def test_deadlock_detected_with_only_periodic_events(tmp_path):
-    with pytest.raises(RuntimeError, match="deadlock: only periodic events remain"):
+    with pytest.raises(
+        DeadlockError,
+        match=r"deadlock at cycle \d+: only periodic events remain; jobs not finished: "
+        r"job0 \(\d+ strands left, scheduler 'test-stuck', cores 0-3\); free cores: none$",
+    ):
         _replay(tmp_path, Stuck)
 
 
@@ -101,7 +106,7 @@ def test_deadlock_detected_without_events(tmp_path):
     class NoQuantum(Stuck):
         quantum = 0
 
-    with pytest.raises(RuntimeError, match="deadlock: no core running"):
+    with pytest.raises(DeadlockError, match=r"deadlock at cycle \d+: no core running"):
         _replay(tmp_path, NoQuantum)
 
 
