@@ -374,7 +374,8 @@ def run(
     out_dir
         When given, ``config.json`` (resolved config), ``result.json`` (record) and
         ``timeline.npz`` are written there atomically; a failed run still writes
-        ``result.json`` with ``"status": "error"`` and the message, then raises.
+        ``result.json`` with ``"status": "error"`` (``"interrupted"`` after Ctrl-C) and
+        the message, then raises.
     progress
         Show a progress bar on stderr.
     window
@@ -485,8 +486,9 @@ def _write_record(out: Path, rec: dict[str, Any]) -> None:
 
 
 def _write_error(out: Path, base: dict[str, Any], exc: BaseException, t0: float) -> None:
-    """Write the record of a failed run (``status: error``, the message) to ``out``."""
-    rec = {**base, "status": "error"}
+    """Write the record of a failed run (``status: error``, the message) or of one
+    stopped by Ctrl-C (``status: interrupted``) to ``out``."""
+    rec = {**base, "status": "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"}
     if isinstance(exc, KeyboardInterrupt):
         msg = "interrupted (Ctrl-C)"
     elif isinstance(exc, SimschedError):

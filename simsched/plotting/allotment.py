@@ -33,6 +33,13 @@ def load_jobs_record(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{p}: no such result file") from None
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: not a result record ({exc})") from None
+    if isinstance(rec, dict) and rec.get("kind") == "jobs" and rec.get("status") != "ok":
+        if rec.get("status") == "interrupted":
+            raise ConfigError(
+                f"{p}: the multi-job run was interrupted (Ctrl-C) before it ended: "
+                "no allotment was recorded (run it again to draw one)"
+            )
+        raise ConfigError(f"{p}: the multi-job run failed ({rec.get('error') or '?'})")
     if not isinstance(rec, dict) or rec.get("kind") != "jobs" or "allotment" not in rec:
         raise ConfigError(f"{p}: not the record of a multi-job run (simsched run --jobs)")
     return rec

@@ -166,3 +166,25 @@ def test_deadlock_is_one_line_naming_jobs_and_cores(fib_trace):
     assert "fib0 (" in msg and "fib1 (" in msg and "no core" in msg
     assert "free cores: 0-3" in msg
     assert np.all(rep.busy == 0)
+
+
+def test_ctrl_c_during_run_jobs_records_interrupted(cli, fib_trace, tmp_path, monkeypatch):
+    """Ctrl-C during ``run --jobs --out D``: status ``interrupted`` (not error), exit 130,
+    no promise of resuming, no temporary files; ``plot allotment D`` says what happened."""
+    import json
+
+    import simsched.engine
+
+    def ctrl_c(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(simsched.engine.Replay, "run", ctrl_c)
+    out = tmp_path / "D"
+    code, _, err = cli("run", "--jobs", _jobset(tmp_path, fib_trace, ""), "-m", MACHINE, "-o", out)
+    assert code == 130 and err == "simsched: error: interrupted (Ctrl-C)\n"
+    rec = json.loads((out / "result.json").read_text())
+    assert rec["status"] == "interrupted" and rec["kind"] == "jobs"
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "result.json"]
+    code, _, err = cli("plot", "allotment", out, "-o", tmp_path / "a.png")
+    assert code == 2 and "interrupted (Ctrl-C) before it ended" in err
+    assert err.count("\n") == 1
