@@ -33,5 +33,10 @@ class CaptureError(SimschedError):
     """A capture backend is missing or the captured program failed."""
 
 
+class DeadlockError(SimschedError):
+    """A replay reached a state from which no job can progress (e.g. a job that holds no
+    core and never will); the message names the cycle, the jobs left and their cores."""
+
+
 class OutputError(SimschedError):
     """An output file cannot be written (full disk, read-only file system, permission...)."""

@@ -134,6 +134,27 @@ def make_output_dir(path: str | os.PathLike) -> Path:
     return p
 
 
+def _hold_sigint() -> bool:
+    """Block SIGINT in this (main) thread; returns whether it was blocked here."""
+    import signal
+    import threading
+
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
+        threading.main_thread()
+    ):
+        return False
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    return signal.SIGINT not in old
+
+
+def _release_sigint(held: bool) -> None:
+    """Unblock SIGINT if :func:`_hold_sigint` blocked it (a pending Ctrl-C then raises)."""
+    if held:
+        import signal
+
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 @contextmanager
 def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[Path]:
     """Context manager yielding a temporary path to write; it becomes ``path`` on success.
@@ -186,6 +207,9 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
                 f"{user}: is a symbolic link to {os.readlink(user)}, whose folder does not exist"
             )
     tmpdir = None
+    # Ctrl-C is held back from creating the temporary file until the block that removes
+    # it is entered, so that an interrupt never leaves a ``.NAME.*.tmp`` file behind.
+    held = _hold_sigint()
     try:
         if special:
             # Never rename over a device or FIFO: stage privately, then copy into it.
@@ -201,8 +225,13 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
     except OSError as exc:
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
+        _release_sigint(held)
         raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})") from None
+    except BaseException:
+        _release_sigint(held)
+        raise
     try:
+        _release_sigint(held)
         yield tmp
         if special:
             with open(tmp, "rb") as src, open(target, "wb") as dst:

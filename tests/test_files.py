@@ -102,6 +102,27 @@ def test_interrupted_writer_leaves_no_temporary(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_ctrl_c_while_the_temporary_is_made_leaves_none(tmp_path, monkeypatch):
+    """A Ctrl-C that arrives while the temporary file is being created (it left
+    ``.result.json.*.tmp.json`` files) is held back until the block that removes it."""
+    import signal
+    import tempfile
+
+    real = tempfile.mkstemp
+
+    def mkstemp_then_ctrl_c(*args, **kw):
+        made = real(*args, **kw)
+        os.kill(os.getpid(), signal.SIGINT)
+        return made
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        write_text_atomic(tmp_path / "result.json", "{}")
+    assert list(tmp_path.iterdir()) == []
+    # Ctrl-C is delivered again afterwards, not left blocked
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+
+
 def test_temporary_keeps_the_suffix_for_format_sniffing_writers(tmp_path):
     with atomic_output(tmp_path / "fig.svg") as tmp:
         assert tmp.suffix == ".svg" and tmp.parent == tmp_path

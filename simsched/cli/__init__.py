@@ -102,7 +102,13 @@ def main(argv: list[str] | None = None) -> None:
     cannot be read or written) ends in one line on stderr and exit status 2; Ctrl-C ends in
     one line and status 130.
     """
-    interrupted = "interrupted; finished work is kept, run the command again to resume"
+    args = sys.argv[1:] if argv is None else list(argv)
+    # Only sweeps resume (their finished points are kept); elsewhere say no more.
+    interrupted = (
+        "interrupted; finished points are kept, run the command again to resume"
+        if args[:2] == ["sweep", "run"]
+        else "interrupted (Ctrl-C)"
+    )
     try:
         try:
             status = app(args=argv, standalone_mode=False)

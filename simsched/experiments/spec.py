@@ -41,10 +41,11 @@ from simsched.errors import ConfigError
 from simsched.files import parse_yaml
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
+from simsched.params import MAX_SEED
 
 Scalar = str | int | float | bool
 #: A seed: a non-negative 64-bit integer (numpy's generators refuse negative ones).
-Seed = Annotated[StrictInt, Field(ge=0, le=2**63 - 1)]
+Seed = Annotated[StrictInt, Field(ge=0, le=MAX_SEED)]
 AxisName = Literal["workloads", "machines", "schedulers", "seeds"]
 AXES: tuple[str, ...] = ("workloads", "machines", "schedulers", "seeds")
 
