@@ -9,6 +9,7 @@ schedulers run with several seeds, the spread (min–max) over seeds.
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -154,6 +155,8 @@ def run_cmd(
         v = rec[k]
         table.add_row(k, f"{v:.4g}" if isinstance(v, float) else f"{v:,}")
     print_table(table)
+    for w in json.loads(rec.get("warnings", "[]")):
+        print(f"warning: {w['message']}", file=sys.stderr)
 
 
 def _run_jobs(
@@ -294,7 +297,17 @@ def compare_cmd(
     if json_:
         from simsched.engine.record import nest_fields
 
-        print_json({"runs": [nest_fields(r.record) for r in results], "summary": summary})
+        notes = [
+            {**n.as_dict(), "level": n.level, "schedulers": list(n.schedulers)}
+            for n in results.notes
+        ]
+        print_json(
+            {
+                "runs": [nest_fields(r.record) for r in results],
+                "summary": summary,
+                "notes": notes,
+            }
+        )
         return
     last = results[0].record.get("last_level", "L2")
     levels = [c["name"] for c in results[0].mem_stats["levels"]]
@@ -321,6 +334,15 @@ def compare_cmd(
             row.append(cell)
         table.add_row(*row)
     print_table(table)
+    print_notes(results.notes)
+
+
+def print_notes(notes: list[Any]) -> None:
+    """The notes under a comparison table, one line each (simsched.comparison)."""
+    if notes:
+        console.print("notes:", highlight=False)
+    for n in notes:
+        console.print(f"  - {n.text}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
