@@ -242,8 +242,9 @@ def plot_sweep(
 
 
 def register_plot(plot_app: typer.Typer) -> None:
-    """Add ``sweep`` to the ``simsched plot`` group."""
-    plot_app.command("sweep")(plot_sweep)
+    """Add ``sweep`` to the ``simsched plot`` group (once, however many applications are built)."""
+    if all(c.callback is not plot_sweep for c in plot_app.registered_commands):
+        plot_app.command("sweep")(plot_sweep)
 
 
 def register(app: typer.Typer) -> None:

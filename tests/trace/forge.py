@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from simsched.trace import format as fmt
+from tests.conftest import private_cache as shared_kernels_cache
 
 
 @dataclass
@@ -162,7 +163,7 @@ def reseal_bytes(data: bytes) -> bytes:
 
 @pytest.fixture(scope="module")
 def private_cache(tmp_path_factory):
-    """A private SIMSCHED_CACHE_DIR for a test module (kernels and baselines)."""
+    """A private SIMSCHED_CACHE_DIR for a test module (baselines; kernels shared)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SIMSCHED_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        mp.setenv("SIMSCHED_CACHE_DIR", str(shared_kernels_cache(tmp_path_factory.mktemp("cache"))))
         yield
