@@ -91,6 +91,12 @@ def register(app: typer.Typer) -> None:
         verbose: Annotated[
             bool, typer.Option("--verbose", "-v", help="show the program's output")
         ] = False,
+        aslr: Annotated[
+            bool,
+            typer.Option(
+                "--aslr", help="keep address-space randomisation (default: off, reproducible)"
+            ),
+        ] = False,
     ) -> None:
         """Run PROGRAM ARGS (after --) under a capture backend and write a trace."""
         from simsched.capture import capture
@@ -131,6 +137,7 @@ def register(app: typer.Typer) -> None:
                 raw=tmp_raw,
                 progress=progress,
                 verbose=verbose,
+                aslr=aslr,
             )
         h = res.header
         err_console.print(
