@@ -40,6 +40,8 @@ class _Frame:
         "nspawn",
         "children",
         "key",
+        "fresh",
+        "called",
     )
 
     def __init__(self, fid: int, strand: int, key: tuple[int, ...]):
@@ -50,6 +52,8 @@ class _Frame:
         self.nspawn = 0  # spawns so far (since the last iteration mark, for an iteration root)
         self.children: list[int] = []  # frames spawned since then (branching is patched later)
         self.key = key
+        self.fresh = False  # just spawned: nothing has happened in the frame yet
+        self.called = False  # opened by call(): its return joins the caller at once
 
 
 def _key_hash(key: tuple[int, ...]) -> int:
@@ -168,6 +172,9 @@ class TraceBuilder:
         self._cur_instr = 0
         self._closed = False
         self._stack: list[_Frame] = []
+        # One entry per open call(): True if it opened a frame, False if it was merged
+        # into the frame its spawn had just opened.
+        self._calls: list[bool] = []
         root = self._new_frame(parent=-1, spawn_index=0, level=0, key=())
         self._stack.append(_Frame(root, self._new_strand(root), ()))
 
@@ -219,6 +226,11 @@ class TraceBuilder:
         return len(self._stack)
 
     @property
+    def open_calls(self) -> int:
+        """Cilk calls (:meth:`call`) not yet returned."""
+        return len(self._calls)
+
+    @property
     def n_strands(self) -> int:
         """Strands started so far."""
         return len(self._s_frame)
@@ -226,7 +238,12 @@ class TraceBuilder:
     def spawn(self) -> None:
         """The current frame spawns a child; what follows runs in the child until :meth:`ret`."""
         self._check_open()
+        self._open_child()
+        self._stack[-1].fresh = True
+
+    def _open_child(self) -> None:
         parent = self._stack[-1]
+        parent.fresh = False
         s = parent.strand
         self._end_strand(s)
         i = parent.nspawn
@@ -259,22 +276,69 @@ class TraceBuilder:
     def sync(self) -> None:
         """Wait for every child the current frame has spawned since its last sync."""
         self._check_open()
+        self._stack[-1].fresh = False
         self._sync(self._stack[-1])
+
+    def call(self) -> None:
+        """A Cilk function begins: it runs in a frame of its own until :meth:`call_ret`.
+
+        Cilk gives every invocation of a function that spawns its own frame, whether it
+        was spawned or called (the cactus stack).  Right after :meth:`spawn` the frame
+        the spawn opened is that frame, so the call is merged into it; otherwise a child
+        frame opens whose return the caller waits for at once (a join edge into the
+        caller's next strand), while the caller's own spawned children stay outstanding.
+        """
+        self._check_open()
+        top = self._stack[-1]
+        if top.fresh:
+            top.fresh = False
+            self._calls.append(False)
+            return
+        self._open_child()
+        self._stack[-1].called = True
+        self._calls.append(True)
+
+    def call_ret(self) -> None:
+        """The Cilk function begun by the matching :meth:`call` returns (syncing implicitly)."""
+        self._check_open()
+        if not self._calls:
+            raise TraceBuildError(f"{self.path}: return from a Cilk call without a matching call")
+        if not self._calls.pop():
+            fr = self._stack[-1]
+            fr.fresh = False
+            self._sync(fr)
+            return
+        if not self._stack[-1].called:
+            raise TraceBuildError(
+                f"{self.path}: a Cilk call returns while a frame it spawned is still open"
+            )
+        self._close_child(called=True)
 
     def ret(self) -> None:
         """Return from the current (spawned) frame to its parent, syncing implicitly."""
         self._check_open()
         if len(self._stack) == 1:
             raise TraceBuildError(f"{self.path}: return without a matching spawn")
+        if self._stack[-1].called:
+            raise TraceBuildError(
+                f"{self.path}: a spawned call returns while a Cilk function it called is open"
+            )
+        self._close_child(called=False)
+
+    def _close_child(self, called: bool) -> None:
         fr = self._stack.pop()
         self._sync(fr)
         self._end_strand(fr.strand)
         self._f_last[fr.fid] = fr.strand
         self._patch_branching(fr)
         parent = self._stack[-1]
+        parent.fresh = False
         cont = self._new_strand(parent.fid)
         self._edge(parent.spawn_strand, cont, fmt.EDGE_CONT)
-        parent.joins.append(fr.strand)
+        if called:
+            self._edge(fr.strand, cont, fmt.EDGE_JOIN)  # the caller waits for the call
+        else:
+            parent.joins.append(fr.strand)
         parent.strand = cont
 
     def iteration(self, i: int) -> None:
@@ -285,6 +349,7 @@ class TraceBuilder:
         """
         self._check_open()
         fr = self._stack[-1]
+        fr.fresh = False
         self._patch_branching(fr)
         fr.nspawn = 0
         fr.key = ()

@@ -66,6 +66,7 @@ BLOCK_WIDE_GAP = 0xFF
 
 REC_HEADER, REC_REF, REC_RANGE, REC_GAP, REC_MARKER = 0, 1, 2, 3, 4
 M_SPAWN, M_SPAWN_END, M_SYNC, M_ITER, M_ROI_BEGIN, M_ROI_END, M_END = 1, 2, 3, 4, 5, 6, 7
+M_CALL, M_CALL_END = 8, 9  # a Cilk function's own frame (simsched_cilk.h)
 BACKENDS = {0: "unknown", 1: "gcc", 2: "valgrind", 3: "pin", 4: "test"}
 FLAG_WRITE = 1
 FLAG_GAPS_EXACT = 1
@@ -399,6 +400,10 @@ def import_raw(
                         b.ret()
                     elif m == M_SYNC:
                         b.sync()
+                    elif m == M_CALL:
+                        b.call()
+                    elif m == M_CALL_END:
+                        b.call_ret()
                     elif m == M_ITER:
                         b.iteration(int(r["a"]))
                     elif m == M_ROI_BEGIN:
@@ -440,7 +445,12 @@ def import_raw(
                 f"{name}: the stream ends without an END marker (the program crashed, or the "
                 "capture was cut short)"
             )
-        if b.depth != 1:
+        if b.depth != 1 or b.open_calls:
+            if b.open_calls:
+                raise TraceFormatError(
+                    f"{name}: {b.open_calls} Cilk call(s) without a matching CALL_END at the "
+                    "end (a longjmp or exit out of a Cilk function?)"
+                )
             raise TraceFormatError(
                 f"{name}: {b.depth - 1} spawn(s) without a matching SPAWN_END at the end"
             )
