@@ -38,6 +38,7 @@ from simsched.capture.bbtable import write_block_table
 from simsched.capture.cilk import CilkOptions
 from simsched.capture.cilkcc import rewrite_command
 from simsched.errors import CaptureError
+from simsched.trace.raw import ITERATION_MODES
 
 if TYPE_CHECKING:
     from simsched.trace import TraceHeader
@@ -410,6 +411,7 @@ def capture(
     progress: Progress | None = None,
     verbose: bool = False,
     aslr: bool = False,
+    iterations: str = "auto",
 ) -> CaptureResult:
     """Capture one run of a program into a validated trace.
 
@@ -434,6 +436,10 @@ def capture(
         Keep address-space layout randomisation.  By default the program runs with
         ``ADDR_NO_RANDOMIZE`` (personality(2)), so the same program and arguments give
         the same addresses and the same trace.
+    iterations
+        ``auto`` (the program's ``SS_ITER`` markers, or if it has none the iterations
+        found from the DAG), ``markers`` or ``none``: see
+        :func:`simsched.trace.import_raw`.
 
     Returns
     -------
@@ -451,6 +457,10 @@ def capture(
 
     if backend not in BACKENDS:
         raise CaptureError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if iterations not in ITERATION_MODES:
+        raise CaptureError(
+            f"unknown --iterations {iterations!r}; choose one of {', '.join(ITERATION_MODES)}"
+        )
     prog = _resolve_program(program)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -461,7 +471,9 @@ def capture(
         t1 = time.perf_counter()
         raw_bytes = raw_path.stat().st_size
         cb = None if progress is None else (lambda done, _b: progress("import", done))
-        header = import_raw(raw_path, out, program=prog.name, args=list(args), progress=cb)
+        header = import_raw(
+            raw_path, out, program=prog.name, args=list(args), progress=cb, iterations=iterations
+        )
         if header.n_frames == 1 and not header.roi and count_markers(raw_path) == 0:
             out.unlink(missing_ok=True)
             raise CaptureError(

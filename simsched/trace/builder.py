@@ -168,6 +168,8 @@ class TraceBuilder:
         self._e_dst: list[int] = []
         self._e_kind: list[int] = []
         self._iteration = -1
+        self._marked = False  # iteration() was called
+        self.found_iterations = 0  # iterations close() found without marks
         self._pending_gap = 0
         self._cur_instr = 0
         self._closed = False
@@ -224,6 +226,11 @@ class TraceBuilder:
     def depth(self) -> int:
         """Number of frames open (1 in main)."""
         return len(self._stack)
+
+    @property
+    def recording(self) -> bool:
+        """Whether references are kept now (inside the region of interest)."""
+        return self._in_roi
 
     @property
     def open_calls(self) -> int:
@@ -348,6 +355,7 @@ class TraceBuilder:
         task has the same key in every iteration (LAWS §3.3).
         """
         self._check_open()
+        self._marked = True
         fr = self._stack[-1]
         fr.fresh = False
         self._patch_branching(fr)
@@ -494,8 +502,18 @@ class TraceBuilder:
         self._fill = 0
         self._drain(keep=2)
 
-    def close(self) -> fmt.TraceHeader:
+    def close(
+        self, *, strand_ranges: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> fmt.TraceHeader:
         """End main (implicit sync), write the tables, index and header, and rename into place.
+
+        Parameters
+        ----------
+        strand_ranges
+            Every strand's lowest and highest referenced address.  When given and no
+            :meth:`iteration` was marked, the iterations are found from the DAG
+            (:func:`simsched.trace.iterations.find_iterations`) and marked as
+            :meth:`iteration` marks before each one's first frame would have.
 
         Returns
         -------
@@ -514,6 +532,8 @@ class TraceBuilder:
             self._end_strand(root.strand)
             self._f_last[root.fid] = root.strand
             self._patch_branching(root)
+            if strand_ranges is not None and not self._marked:
+                self._find_iterations(*strand_ranges)
             self._flush()
             self._drain(keep=0)
             self._closed = True
@@ -521,6 +541,49 @@ class TraceBuilder:
         except BaseException:
             self.abort()
             raise
+
+    def _find_iterations(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        from simsched.trace.iterations import find_iterations
+
+        ns = len(self._s_frame)
+        if lo.shape[0] < ns:  # strands without references at the end
+            pad = ns - lo.shape[0]
+            lo = np.concatenate([lo, np.full(pad, np.iinfo(np.int64).max, np.int64)])
+            hi = np.concatenate([hi, np.full(pad, -1, np.int64)])
+        rs = np.asarray([*self._s_ref_start, self._nrefs + self._fill], np.int64)
+        starts = find_iterations(
+            self._f_parent, self._f_level, self._f_first, self._f_last,
+            self._e_src, self._e_dst, self._e_kind, rs, lo[:ns], hi[:ns],
+        )  # fmt: skip
+        if starts:
+            self.relabel_iterations(starts)
+
+    def relabel_iterations(self, starts: list[int]) -> None:
+        """Mark iterations after the fact: iteration ``t`` starts at main's child ``starts[t]``.
+
+        The frames from ``starts[t]`` up to the next start get iteration ``t``, and main's
+        children and their position keys are renumbered from 0 in every iteration, as if
+        :meth:`iteration` had been called before each start was spawned.  Called by
+        :meth:`close` once main has synced.
+        """
+        nf = len(self._f_parent)
+        bounds = [*starts, nf]
+        first_kid = [f for f in range(1, starts[0]) if self._f_parent[f] == 0]
+        for f in first_kid:
+            self._f_branching[f] = len(first_kid)
+        for t in range(len(starts)):
+            f0, f1 = bounds[t], bounds[t + 1]
+            base = self._f_spawn_index[f0]
+            kids = [f for f in range(f0, f1) if self._f_parent[f] == 0]
+            for f in range(f0, f1):
+                self._f_iter[f] = t
+                k = self._f_keys[f]
+                self._f_keys[f] = (k[0] - base, *k[1:])
+            for f in kids:
+                self._f_spawn_index[f] -= base
+                self._f_branching[f] = len(kids)
+        self.found_iterations = len(starts)
+        self._meta["params"] = {**self._meta["params"], "iterations_found": len(starts)}
 
     def _finish(self) -> fmt.TraceHeader:
         n_strands = len(self._s_frame)

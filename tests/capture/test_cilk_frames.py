@@ -68,3 +68,26 @@ def test_jacobi_frame_tree_depth_follows_the_halving(cache, bindir, tmp_path):
     res = capture(str(exe), ["62", "3", "4"], tmp_path / "j.sst")
     with open_trace(res.out) as t:
         assert int(t.frames.level.max()) == 1 + 4
+
+
+def test_time_steps_of_an_unmarked_program_are_found_as_iterations(cache, bindir, tmp_path):
+    exe = _build(bindir, "jacobi", "-DCALL_LAST_CHILD")
+    res = capture(str(exe), ["62", "5", "4"], tmp_path / "j.sst")
+    assert res.header.params["iterations_found"] == 5
+    with open_trace(res.out) as t:
+        it = t.frames.iteration
+        assert sorted(set(it.tolist())) == [-1, 0, 1, 2, 3, 4]
+        assert np.bincount(it[it >= 0]).tolist() == [int((it == 0).sum())] * 5
+    off = capture(str(exe), ["62", "5", "4"], tmp_path / "m.sst", iterations="markers")
+    with open_trace(off.out) as t:
+        assert int(t.frames.iteration.max()) == -1
+
+
+def test_iterations_none_drops_the_marks(cache, bindir, tmp_path):
+    exe = _build(bindir, "heat", "-DCALL_LAST_CHILD")  # heat marks its steps with SS_ITER
+    marked = capture(str(exe), ["30", "3", "8"], tmp_path / "h.sst")
+    none = capture(str(exe), ["30", "3", "8"], tmp_path / "n.sst", iterations="none")
+    assert "iterations_found" not in marked.header.params
+    with open_trace(marked.out) as a, open_trace(none.out) as b:
+        assert int(a.frames.iteration.max()) == 2
+        assert int(b.frames.iteration.max()) == -1

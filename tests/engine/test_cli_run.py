@@ -130,3 +130,15 @@ def test_user_errors_exit_2(ms, tmp_path, capsys):
     assert code == 2 and "unknown parameter" in err
     code, _, err = _run(["plot", "timeline", str(tmp_path), "-o", str(tmp_path / "x.png")], capsys)
     assert code == 2 and "result.json" in err
+
+
+def test_run_says_what_laws_does_on_a_trace_without_iterations(ms, tmp_path, capsys):
+    # the mergesort generator marks no iterations
+    for sched, says in (("laws", True), ("cats", True), ("ws", False)):
+        argv = ["run", "--trace", str(ms), "--machine", "itrs-scaling-4", "--scheduler", sched]
+        code, _, err = _run([*argv, "--json"], capsys)
+        assert code == 0
+        lines = [ln for ln in err.splitlines() if "has no iterations" in ln]
+        assert len(lines) == (1 if says else 0)
+        if says:
+            assert f"so {sched} runs its first-iteration policy for the whole run" in lines[0]
