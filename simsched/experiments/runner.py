@@ -481,6 +481,9 @@ def _connect_dask(address: str | None, workers: int) -> tuple[Any, Any]:
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
+            # No dashboard; the scheduler's HTTP routes on a free local port, not 8787 (taken
+            # by another cluster, that prints a warning into the sweep's output).
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
         )
     return Client(cluster), cluster
 
