@@ -189,18 +189,18 @@ def params_of(name: str) -> dict[str, ParamDoc]:
     return out
 
 
-def _check_memory(w: Workload, p: dict[str, Any], heap: Heap) -> None:
+def _check_memory(w: Workload, p: dict[str, Any]) -> None:
     """Refuse in one line a generator run that needs more memory than this host has.
 
-    A generator that keeps its program's data (mergesort sorts real keys) declares
-    ``GEN_MEMORY_PER_HEAP_BYTE``; the others hold only addresses of a leaf at a time.
+    Every generator declares ``memory(params)``, the bytes it needs as a function of its
+    parameters (its DAG, its largest batch of references, its own data); this runs before
+    the layout, which some generators compute from their data.
     """
     from simsched.machine.resources import available_bytes
 
-    factor = getattr(w.module, "GEN_MEMORY_PER_HEAP_BYTE", 0.0)
-    need = factor * sum(r.nbytes for r in heap.regions.values())
+    need = float(w.module.memory(p))
     have = available_bytes()
-    if need and have is not None and need > have:
+    if have is not None and need > have:
         shown = ", ".join(f"{k}={v}" for k, v in p.items() if k != "kind")
         raise ConfigError(
             f"{w.name} ({shown}): generating it needs about {need / 2**30:,.1f} GB of memory, "
@@ -236,8 +236,8 @@ def generate(name: str, path: str | os.PathLike, **params: Any):
 
     w = get(name)
     p = w.resolve(params)
+    _check_memory(w, p)
     heap = w.layout(p)
-    _check_memory(w, p, heap)
     args = [f"{k}={v}" for k, v in p.items()]
     meta = {"workload": name, **p, "regions": heap.as_json()}
     b = TraceBuilder(

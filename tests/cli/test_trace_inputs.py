@@ -31,3 +31,14 @@ def test_run_refuses_a_trace_whose_digest_does_not_match(cli, fib_trace, tmp_pat
         assert one_line(err).endswith(
             f"{bad}: content digest mismatch (file changed after it was written)"
         )
+
+
+def test_trace_gen_refuses_fib_40_naming_the_estimate(cli, tmp_path, monkeypatch):
+    from simsched.machine import resources
+
+    monkeypatch.setattr(resources, "available_bytes", lambda: 64 * 2**30)
+    out = tmp_path / "fib.sst"
+    code, _, err = cli("trace", "gen", "fib", "--param", "n=40", "-o", out)
+    assert code == 2
+    assert "fib (n=40, cutoff=2): generating it needs about 616.9 GB of memory" in one_line(err)
+    assert not out.exists()
