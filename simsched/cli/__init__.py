@@ -38,6 +38,7 @@ _COMMAND_MODULES = [
     "simsched.cli.profile",
     "simsched.cli.run",
     "simsched.cli.plot",
+    "simsched.cli.export",
 ]
 
 

@@ -41,6 +41,7 @@ kernels leave in MISC (invalid references).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -153,6 +154,36 @@ class MemorySystem:
         if self._first_touch:
             used = int(self.state[self.geometry.st_misc][K.MISC_PAGES])
             self._grow(used + self.pages_per_ref + 1)
+
+    def core_counter_reader(self) -> Callable[[int], tuple[int, int, int]]:
+        """A reader of one core's running counters, cheap enough to call per strand.
+
+        Returns
+        -------
+        callable
+            ``read(core) -> (last-level misses, local DRAM lines, remote DRAM lines)``,
+            the totals of ``core``'s references so far (the figures of :meth:`stats`
+            under ``cores[core]``).  The difference of two reads around a strand is that
+            strand's share, since a core serves only its own strand's references.
+        """
+        g = self.geometry
+        k = g.levels - 1
+        ncs = g.ncs
+        local = K.CORE_FIELDS.index("mem_local")
+        remote = K.CORE_FIELDS.index("mem_remote")
+        if g.private[k]:
+            where, base, step = g.st_lvl, k * g.max_instances * K.NST + K.LVL_MISSES, K.NST
+        else:
+            where, base, step = g.st_core, K.CORE_LEVEL0 + 3 * k + 2, ncs
+        st_core = g.st_core
+
+        def read(core: int) -> tuple[int, int, int]:
+            state = self.state  # re-read: growth replaces the tuple
+            cs = state[st_core]
+            c = core * ncs
+            return state[where].item(base + core * step), cs.item(c + local), cs.item(c + remote)
+
+        return read
 
     @property
     def run_cores(self):
