@@ -38,6 +38,7 @@ from simsched.engine.record import (
 )
 from simsched.engine.replay import DEFAULT_WINDOW, Engine, EngineResult
 from simsched.errors import ConfigError, SimschedError
+from simsched.params import MAX_SEED, check_seed
 
 if TYPE_CHECKING:
     from simsched.machine import Machine
@@ -162,9 +163,8 @@ def _open_trace(trace: str | os.PathLike | Trace) -> tuple[Trace, bool]:
     raise ConfigError(f"trace {trace!r}: expected a path or an open Trace")
 
 
-#: Largest seed and interleaving window accepted (numpy seeds and the engine's clock are
-#: 64-bit; a window beyond 2^40 cycles means "never interleave", which is 0's opposite).
-MAX_SEED = 2**63 - 1
+#: Largest interleaving window accepted (the engine's clock is 64-bit; a window beyond
+#: 2^40 cycles means "never interleave", which is 0's opposite).  Seeds: MAX_SEED.
 MAX_WINDOW = 2**40
 
 
@@ -376,7 +376,8 @@ def run(
     out_dir
         When given, ``config.json`` (resolved config), ``result.json`` (record) and
         ``timeline.npz`` are written there atomically; a failed run still writes
-        ``result.json`` with ``"status": "error"`` and the message, then raises.
+        ``result.json`` with ``"status": "error"`` (``"interrupted"`` after Ctrl-C) and
+        the message, then raises.
     progress
         Show a progress bar on stderr.
     window
@@ -495,8 +496,9 @@ def _write_record(out: Path, rec: dict[str, Any]) -> None:
 
 
 def _write_error(out: Path, base: dict[str, Any], exc: BaseException, t0: float) -> None:
-    """Write the record of a failed run (``status: error``, the message) to ``out``."""
-    rec = {**base, "status": "error"}
+    """Write the record of a failed run (``status: error``, the message) or of one
+    stopped by Ctrl-C (``status: interrupted``) to ``out``."""
+    rec = {**base, "status": "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"}
     if isinstance(exc, KeyboardInterrupt):
         msg = "interrupted (Ctrl-C)"
     elif isinstance(exc, SimschedError):
@@ -674,7 +676,7 @@ def run_jobs(
             raise ConfigError(f"window {win}: must be >= 0 cycles")
         js = jobs if isinstance(jobs, JobSet) else load_jobset(jobs, seed=seed)
         if seed is not None:
-            js.seed = int(seed)
+            js.seed = check_seed(seed)
         m = _machine(machine, overrides)
         cname = controller or js.controller
         cparams = js.controller_params if controller_params is None else controller_params

@@ -211,12 +211,37 @@ def _run_jobs(
             f"{j['utilization']:.3f}",
         )
     print_table(table)
+    console.print(jobs_summary(rec))
+
+
+def jobs_summary(rec: dict[str, Any]) -> str:
+    """The sentences under a job set's table: totals, then the cache cost of core moves.
+
+    Two different counts are named apart: ``reallocations`` (cores the controller took
+    from a running job) and ``realloc_warmup.joins`` (cores that joined a job after
+    serving another, including cores freed by a finished job); a negative
+    ``extra_misses`` is said as fewer misses, not printed as a negative cost.
+    """
+    from simsched.engine.replay import WARMUP_REFS
+
     w = rec["realloc_warmup"]
-    console.print(
+    text = (
         f"makespan {rec['makespan_cycles']:,} cycles; mean response "
         f"{rec['mean_response_cycles']:,.0f}; utilisation {rec['utilization']:.3f}; "
-        f"{rec['reallocations']} core moves; {w['extra_misses']:,.0f} extra private-cache "
-        f"misses in the first references of cores that moved ({w['joins']} moves)"
+        f"{rec['reallocations']:,} cores taken from a running job."
+    )
+    if not w["joins"]:
+        return text
+    extra = float(w["extra_misses"])
+    if extra > 0:
+        cost = f"{extra:,.0f} private-cache misses more than"
+    else:
+        cost = f"{-extra:,.0f} private-cache misses fewer than"
+    tail = "" if extra > 0 else " (no warm-up cost shows)"
+    return (
+        f"{text}\nCores joined a job after serving another {w['joins']:,} times; in their "
+        f"first {WARMUP_REFS:,} references there they had {cost} their jobs' miss rates "
+        f"over their other references predict{tail}."
     )
 
 
