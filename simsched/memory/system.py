@@ -176,12 +176,17 @@ class MemorySystem:
         else:
             where, base, step = g.st_core, K.CORE_LEVEL0 + 3 * k + 2, ncs
         st_core = g.st_core
+        # Bound item readers of the current state (per strand, attribute lookups count).
+        seen = self.state
+        level_item, core_item = seen[where].item, seen[st_core].item
 
         def read(core: int) -> tuple[int, int, int]:
-            state = self.state  # re-read: growth replaces the tuple
-            cs = state[st_core]
+            nonlocal seen, level_item, core_item
+            if self.state is not seen:  # growth replaced the tuple: bind to the new arrays
+                seen = self.state
+                level_item, core_item = seen[where].item, seen[st_core].item
             c = core * ncs
-            return state[where].item(base + core * step), cs.item(c + local), cs.item(c + remote)
+            return level_item(base + core * step), core_item(c + local), core_item(c + remote)
 
         return read
 
