@@ -126,7 +126,8 @@ class RunResult:
         return Path(path)
 
     def timeline_arrays(self) -> dict[str, np.ndarray]:
-        """Arrays stored in ``timeline.npz``: per strand core, start, end, frame, level."""
+        """Arrays stored in ``timeline.npz``: per strand core, start, end, frame and the
+        memory counters (:data:`simsched.engine.replay.STRAND_MEM_FIELDS`)."""
         r = self.engine_result
         if r is None:
             return {}
@@ -141,6 +142,7 @@ class RunResult:
                 else np.zeros(0, dtype=np.int64)
             ),
             "makespan": np.array([r.makespan], dtype=np.int64),
+            **r.strand_mem,
         }
 
 
@@ -653,7 +655,7 @@ def run_jobs(
     """
     from simsched.engine import JobSpec, Replay
     from simsched.engine.controllers import get_controller
-    from simsched.engine.record import jobs_metrics
+    from simsched.engine.record import jobs_metrics, jobs_timeline_arrays
     from simsched.jobset import JobSet, load_jobset
     from simsched.schedulers import get_scheduler
     from simsched.trace import open_trace
@@ -726,6 +728,7 @@ def run_jobs(
             jr["trace"] = str(j.trace)
         rec["wall_s"] = time.perf_counter() - t0
         if out is not None:
+            write_npz_atomic(out / "timeline.npz", **jobs_timeline_arrays(res, traces, m))
             _write_record(out, rec)
         return JobsResult(record=rec, replay=res, mem_stats=stats)
     except BaseException as exc:

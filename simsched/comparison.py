@@ -26,12 +26,24 @@ The causes:
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any, Literal
 
 from simsched.schedulers import get_scheduler
 
-__all__ = ["Note", "compare_notes", "footprint_bytes", "run_notes"]
+__all__ = [
+    "Note",
+    "Ratio",
+    "baseline_ratios",
+    "compare_notes",
+    "footprint_bytes",
+    "paired_ratio",
+    "run_notes",
+    "t_quantile",
+]
 
 #: Last-level misses of the runs within this factor of each other count as "the same"
 #: for the compulsory-misses note.
@@ -224,4 +236,154 @@ def compare_notes(records: list[dict[str, Any]], trace: Any, machine: Any) -> li
                 names = (*old.schedulers, name)
                 text = key[1].replace("{}", ", ".join(names), 1)
                 out[seen[key]] = Note(old.code, text, old.level, names)
+    return out
+
+
+# ------------------------------------------------------------------ baseline ratios
+
+#: The test behind ``compare --baseline``, as printed under the table.
+RATIO_TEST = "paired t interval on the log-ratios, seeds paired"
+
+
+def _t_two_sided(t: float, df: int) -> float:
+    """``P(|T| <= t)`` for Student's t with ``df`` degrees of freedom (exact finite series,
+    Abramowitz & Stegun 26.7.3–4)."""
+    theta = math.atan(t / math.sqrt(df))
+    s, c = math.sin(theta), math.cos(theta)
+    c2 = c * c
+    if df % 2:
+        term, acc = c, c if df > 1 else 0.0
+        for k in range(1, (df - 3) // 2 + 1):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            acc += term
+        return 2.0 / math.pi * (theta + s * acc)
+    term, acc = 1.0, 1.0
+    for k in range(1, (df - 2) // 2 + 1):
+        term *= c2 * (2 * k - 1) / (2 * k)
+        acc += term
+    return s * acc
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile (``p`` > 0.5) of Student's t with ``df`` >= 1 degrees of freedom.
+
+    Exact series inverted by bisection up to 400 degrees of freedom; beyond, the
+    Cornish–Fisher expansion around the normal quantile (error below 1e-7 there).
+    """
+    if not 0.5 < p < 1 or df < 1:
+        raise ValueError(f"t_quantile: need 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
+    if df > 400:
+        z = NormalDist().inv_cdf(p)
+        g1 = (z**3 + z) / 4
+        g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+        g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+        return z + g1 / df + g2 / df**2 + g3 / df**3
+    target = 2 * p - 1
+    lo, hi = 0.0, 1.0
+    while _t_two_sided(hi, df) < target:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if _t_two_sided(mid, df) < target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * hi:
+            break
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """One metric of one scheduler as a ratio to the baseline.
+
+    Attributes
+    ----------
+    ratio
+        Geometric mean over the paired seeds of ``value / baseline value``.
+    lo, hi
+        95 % confidence interval of the ratio (paired t on the log-ratios); equal to
+        ``ratio`` when ``n`` is 1 or every pair has the same ratio.
+    n
+        Pairs (seeds).
+    """
+
+    ratio: float
+    lo: float
+    hi: float
+    n: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        """Plain dict for JSON."""
+        return {"ratio": self.ratio, "lo": self.lo, "hi": self.hi, "n": self.n}
+
+
+def paired_ratio(values: list[float], base: list[float], level: float = 0.95) -> Ratio | None:
+    """Ratio of paired samples with its confidence interval; None if a value is <= 0.
+
+    Parameters
+    ----------
+    values, base
+        The scheduler's and the baseline's values, one pair per seed.
+    level
+        Confidence level of the two-sided interval.
+    """
+    if len(values) != len(base) or not values:
+        raise ValueError("paired_ratio: need as many values as baseline values, at least one")
+    if any(v <= 0 for v in values) or any(b <= 0 for b in base):
+        return None  # a ratio to or of zero has no logarithm
+    d = [math.log(v / b) for v, b in zip(values, base, strict=True)]
+    n = len(d)
+    mean = statistics.fmean(d)
+    if n == 1:
+        r = math.exp(mean)
+        return Ratio(r, r, r, 1)
+    half = t_quantile(0.5 + level / 2, n - 1) * statistics.stdev(d) / math.sqrt(n)
+    return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n)
+
+
+def baseline_ratios(
+    records: list[dict[str, Any]], baseline: str, metrics: list[str]
+) -> dict[str, dict[str, Ratio | None]]:
+    """Every scheduler's metrics as ratios to ``baseline``'s, paired by seed.
+
+    A deterministic scheduler (run once) is paired with every seed of the other side: its
+    one value is what it gives under any seed.
+
+    Parameters
+    ----------
+    records
+        The comparison's records (``scheduler``, ``seed`` and the metrics).
+    baseline
+        Canonical name of the baseline scheduler (one of the records').
+    metrics
+        Record fields to compare.
+
+    Returns
+    -------
+    dict
+        ``{scheduler: {metric: Ratio or None}}`` for every scheduler but the baseline;
+        None where a value is zero (no ratio).
+    """
+    by: dict[str, dict[int, dict[str, Any]]] = {}
+    for r in records:
+        by.setdefault(str(r["scheduler"]), {})[int(r["seed"])] = r
+    if baseline not in by:
+        raise ValueError(f"baseline {baseline!r} is not among the records' schedulers")
+    base = by[baseline]
+    out: dict[str, dict[str, Ratio | None]] = {}
+    for name, runs in by.items():
+        if name == baseline:
+            continue
+        if len(runs) == 1 or len(base) == 1:
+            seeds = sorted(base if len(runs) == 1 else runs)
+        else:
+            seeds = sorted(set(runs) & set(base))
+        pick = lambda d, s: d[s] if len(d) > 1 else next(iter(d.values()))  # noqa: E731
+        out[name] = {
+            k: paired_ratio(
+                [float(pick(runs, s)[k]) for s in seeds], [float(pick(base, s)[k]) for s in seeds]
+            )
+            for k in metrics
+        }
     return out

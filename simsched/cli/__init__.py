@@ -31,6 +31,7 @@ _COMMAND_MODULES = [
     "simsched.cli.profile",
     "simsched.cli.run",
     "simsched.cli.plot",
+    "simsched.cli.export",
 ]
 # The first word of a command line and the modules that register it: a command imports only
 # its own module (and what that needs), so `simsched machine list` never loads the
@@ -49,6 +50,7 @@ COMMAND_HOMES: dict[str, tuple[str, ...]] = {
     "run": ("simsched.cli.run",),
     "compare": ("simsched.cli.run",),
     "plot": ("simsched.cli.sweep", "simsched.cli.plot"),
+    "export": ("simsched.cli.export",),
 }
 
 

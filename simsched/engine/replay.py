@@ -59,6 +59,11 @@ EV_TIMER = 1
 #: reallocation is the misses in them against the core's steady state).
 WARMUP_REFS = 10_000
 
+#: Per-strand memory counters the engine records (``timeline.npz`` keeps them): misses in
+#: every per-core level, misses in the last level, DRAM lines fetched from the core's own
+#: node and from another node.
+STRAND_MEM_FIELDS = ("private_misses", "llc_misses", "dram_local", "dram_remote")
+
 
 @dataclass
 class EngineResult:
@@ -95,6 +100,8 @@ class EngineResult:
     counters: dict[str, int]
     engine: dict[str, Any] = field(default_factory=dict)
     sched_fields: dict[str, Any] = field(default_factory=dict)
+    #: Per strand memory counters (:data:`STRAND_MEM_FIELDS`).
+    strand_mem: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -141,6 +148,9 @@ class JobOutcome:
     refs: int
     counters: dict[str, int]
     sched_fields: dict[str, Any] = field(default_factory=dict)
+    #: Per strand (arrays by :data:`STRAND_MEM_FIELDS`): private-cache misses,
+    #: last-level misses, local and remote DRAM lines its references fetched.
+    strand_mem: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -253,6 +263,10 @@ class Replay:
         self.busy = np.zeros(P, dtype=np.int64)
         self.schedc = np.zeros(P, dtype=np.int64)
         self.pmiss = np.zeros(P, dtype=np.int64)
+        # Per core, its memory counters when its last strand ended (= when the next one
+        # starts: an idle core serves no references).
+        self.read_mem = self.memory.core_counter_reader()
+        self.mem0 = [self.read_mem(c) for c in range(P)]
         self.series: list[tuple[int, list[int], list[int], list[int]]] = []
         self.reallocations = 0
         self.served: list[set[int]] = [set() for _ in range(P)]
@@ -457,6 +471,12 @@ class Replay:
         job.busy += d
         self.pmiss[c] += pm
         job.pmiss += pm
+        # The strand's memory counters: the core served only this strand's references
+        # since its previous strand ended (one read per strand).
+        now_mem = self.read_mem(c)
+        llc0, loc0, rem0 = self.mem0[c]
+        self.mem0[c] = now_mem
+        job.strand_mem[s] = (pm, now_mem[0] - llc0, now_mem[1] - loc0, now_mem[2] - rem0)
         ready, kinds = job.release(s)
         if ready:
             self.driver.prefetch(job, ready)
@@ -642,6 +662,7 @@ class Replay:
                     refs=int(j.n_refs),
                     counters=dict(j.sched.counters),
                     sched_fields=dict(j.sched.record_fields()),
+                    strand_mem=j.mem_arrays(STRAND_MEM_FIELDS),
                 )
             )
             cost.append(np.asarray(j.cost_ns, dtype=np.int64))
@@ -803,4 +824,5 @@ def single_result(r: ReplayResult, jid: int) -> EngineResult:
         counters=j.counters,
         engine=r.engine,
         sched_fields=j.sched_fields,
+        strand_mem=j.strand_mem,
     )

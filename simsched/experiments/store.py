@@ -35,6 +35,7 @@ from typing import Any
 import pandas as pd
 
 from simsched.canonical import canonical_json
+from simsched.engine.record import nest_fields
 from simsched.errors import ConfigError, OutputError
 from simsched.files import atomic_output, is_stream, write_json_atomic
 
@@ -127,6 +128,52 @@ def read_row(out_dir: str | Path, point_id: str) -> dict[str, Any] | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def merge_row(columns: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """Point columns first; a record field with the same name and another value is kept as
+    ``run.<name>`` (e.g. the engine's JSON of the machine beside the machine's label)."""
+    row = dict(columns)
+    for key, value in record.items():
+        if key in columns:
+            if value != columns[key]:
+                row[f"run.{key}"] = value
+        else:
+            row[key] = value
+    return row
+
+
+def write_row(
+    out_dir: str | Path,
+    point_id: str,
+    columns: dict[str, Any],
+    record: dict[str, Any],
+    wall_s: float,
+) -> dict[str, Any]:
+    """Write a point's ``row.json`` (atomically) from its columns and its run's record.
+
+    Parameters
+    ----------
+    out_dir
+        The store's folder.
+    point_id
+        The point (``<out>/points/<point_id>``).
+    columns
+        The point's configuration columns (:meth:`simsched.experiments.spec.Point.columns`).
+    record
+        The run's flat record (or an error record).
+    wall_s
+        Seconds the point took, stored as ``point_wall_s``.
+
+    Returns
+    -------
+    dict
+        The row as written (nested fields as JSON objects).
+    """
+    row = nest_fields(merge_row(columns, record))
+    row["point_wall_s"] = wall_s
+    atomic_write_json(point_dir(out_dir, point_id) / ROW_FILE, row)
+    return row
 
 
 def iter_rows(out_dir: str | Path) -> list[dict[str, Any]]:
