@@ -366,17 +366,7 @@ class Replay:
 
     def _record(self, now: int) -> None:
         alloc = [len(j.cores) if j is not None else 0 for j in self.jobs]
-        # A finished job desires nothing; a job that has not arrived or reported: -1.
-        desire = [
-            -1
-            if j is None
-            else 0
-            if j.finish_cycle >= 0
-            else -1
-            if j.desire is None
-            else int(j.desire)
-            for j in self.jobs
-        ]
+        desire = [_recorded_desire(j) for j in self.jobs]
         # Cores a job holds only until the strand they run ends (taken away at a boundary).
         leaving = [0] * len(self.jobs)
         for c in range(self.P):
@@ -671,6 +661,16 @@ class Replay:
             warmup=warmup,
             engine=engine,
         )
+
+
+def _recorded_desire(job: Job | None) -> int:
+    """A job's desire in the allotment series: 0 once finished (it desires nothing),
+    -1 before it arrives or while its scheduler reports none."""
+    if job is None:
+        return -1
+    if job.finish_cycle >= 0:
+        return 0
+    return -1 if job.desire is None else int(job.desire)
 
 
 def _ranges(cores: Sequence[int]) -> str:
