@@ -310,6 +310,8 @@ class Replay:
             self.left -= 1
             return
         self.active.append(job)
+        # The class was checked up front; an instance may have set its own quantum.
+        check_quantum(job.sched.quantum, f"scheduler {job.sched.name!r}")
         if job.sched.quantum > 0 and self.controller.quantum == 0:
             self._push_quantum(self.now + job.sched.quantum, jid)
 
