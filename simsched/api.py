@@ -451,6 +451,7 @@ def run(
         rec["status"] = "ok"
         rec["error"] = ""
         rec.update(metrics(res, stats, m, h))
+        rec["warnings"] = dumps(_warnings(rec, t, m))
         if speedup:
             b = baseline_makespan(t, m)
             rec["baseline_makespan_cycles"] = b
@@ -480,6 +481,13 @@ def run(
             t.close()
 
 
+def _warnings(rec: dict[str, Any], trace: Trace, machine: Machine) -> list[dict[str, str]]:
+    """The run's warnings for its record (:func:`simsched.comparison.run_notes`)."""
+    from simsched.comparison import run_notes
+
+    return [n.as_dict() for n in run_notes(rec, trace, machine) if n.level == "warning"]
+
+
 def _write_record(out: Path, rec: dict[str, Any]) -> None:
     """``result.json``: the record with its nested fields as JSON objects (docs/results.md)."""
     write_json_atomic(out / "result.json", nest_fields(rec))
@@ -505,13 +513,27 @@ def _write_error(out: Path, base: dict[str, Any], exc: BaseException, t0: float)
         pass  # the run's own error is the one to report
 
 
+class Comparison(list[RunResult]):
+    """The runs of :func:`compare` (a list of :class:`RunResult`) and their notes.
+
+    Attributes
+    ----------
+    notes
+        What the table alone would not explain (:func:`simsched.comparison.compare_notes`).
+    """
+
+    def __init__(self, results: Sequence[RunResult] = (), notes: Sequence[Any] = ()) -> None:
+        super().__init__(results)
+        self.notes = list(notes)
+
+
 def compare(
     trace: Any,
     machine: Any,
     schedulers: Sequence[str] | str,
     seeds: int = 1,
     **kw: Any,
-) -> list[RunResult]:
+) -> Comparison:
     """Run several schedulers on the same trace and machine.
 
     Parameters
@@ -529,9 +551,11 @@ def compare(
 
     Returns
     -------
-    list of RunResult
-        In the order of ``schedulers``, then seed.
+    Comparison
+        The runs in the order of ``schedulers``, then seed, with ``notes``: one line per
+        outcome the numbers alone do not explain (docs/results.md, "Notes").
     """
+    from simsched.comparison import compare_notes
     from simsched.schedulers import get_scheduler
 
     schedulers = parse_scheduler_names(schedulers)
@@ -548,7 +572,7 @@ def compare(
             f"compare: parameter(s) {', '.join(unknown)} belong to none of the schedulers "
             f"{', '.join(c.name for c in classes)}"
         )
-    _machine(machine, kw.get("overrides"))  # a machine that cannot run fails before the trace
+    m = _machine(machine, kw.get("overrides"))  # a machine that cannot run fails first
     t, owned = _open_trace(trace)
     try:
         out: list[RunResult] = []
@@ -556,7 +580,7 @@ def compare(
             mine = {k: v for k, v in params.items() if k in cls.param_defaults}
             for seed in range(int(seeds) if cls.randomized else 1):
                 out.append(run(t, machine, name.strip(), mine, seed=seed, **kw))
-        return out
+        return Comparison(out, compare_notes([r.record for r in out], t, m))
     finally:
         if owned:
             t.close()

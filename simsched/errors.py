@@ -20,6 +20,11 @@ class TraceBuildError(SimschedError):
     """A program's markers do not form a well-formed fork/join DAG."""
 
 
+class IterationMarkError(TraceBuildError, ValueError):
+    """An iteration mark breaks the rule of docs/trace-format.md (made in main, with
+    increasing numbers in ``0..2**63-1``)."""
+
+
 class ConfigError(SimschedError):
     """A machine, run or sweep configuration is invalid."""
 

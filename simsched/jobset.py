@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from simsched.errors import ConfigError
+from simsched.files import parse_yaml
 from simsched.params import MAX_SEED, check_seed
 
 Scalar = int | float | str | bool
@@ -179,10 +179,7 @@ def _read_spec(source: str | os.PathLike | dict[str, Any]) -> tuple[JobSetSpec, 
             raise ConfigError(f"{path}: no such job-set file") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: cannot read job set ({exc})") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML ({exc})".replace("\n", " ")) from None
+        data = parse_yaml(text, str(path))
         base = path.parent
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: a job set is a mapping with a 'jobs' list")

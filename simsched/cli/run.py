@@ -9,6 +9,7 @@ schedulers run with several seeds, the spread (min–max) over seeds.
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Column, Table
 
-from simsched.cli._common import console, parse_kv, print_json, print_table
+from simsched.cli._common import console, err_console, parse_kv, print_json, print_table
 from simsched.errors import ConfigError
 
 #: Metrics shown by ``compare`` and summarised over seeds in its JSON.
@@ -139,6 +140,9 @@ def run_cmd(
         window=window,
     )
     rec = res.record
+    note = no_iterations_note(trace, scheduler) if trace is not None else ""
+    if note:
+        err_console.print(note)  # stderr: --json output stays one object
     if json_:
         from simsched.engine.record import nest_fields
 
@@ -154,6 +158,50 @@ def run_cmd(
         v = rec[k]
         table.add_row(k, f"{v:.4g}" if isinstance(v, float) else f"{v:,}")
     print_table(table)
+    for w in json.loads(rec.get("warnings", "[]")):
+        print(f"warning: {w['message']}", file=sys.stderr)
+
+
+# What an iteration-learning policy does on a trace without iterations ([LAWS15] §3.4, §4).
+_NO_ITERATIONS = {
+    "laws": "runs its first-iteration policy for the whole run (allocator placement, no "
+    "packing, no cross-socket stealing)",
+    "laws-nc": "runs its first-iteration policy for the whole run (allocator placement, no "
+    "cross-socket stealing)",
+    "cats": "runs its first-iteration policy for the whole run (no packing, no cross-socket "
+    "stealing)",
+}
+
+
+def no_iterations_note(trace: Path, scheduler: str) -> str:
+    """One line saying what ``scheduler`` does on ``trace`` if it has no iterations, else "".
+
+    Parameters
+    ----------
+    trace
+        The trace that was run.
+    scheduler
+        The scheduler's name (``name:param=...`` forms are reduced to the name).
+
+    Returns
+    -------
+    str
+        The note for LAWS, LAWS-NC and CATS on a trace whose frames carry no iteration;
+        an empty string otherwise.
+    """
+    name = scheduler.split(":", 1)[0].strip().lower()
+    what = _NO_ITERATIONS.get(name)
+    if what is None:
+        return ""
+    from simsched.trace import open_trace
+
+    with open_trace(trace) as t:
+        if t.header.n_frames and int(t.frames.iteration.max()) >= 0:
+            return ""
+    return (
+        f"note: {trace} has no iterations, so {name} {what}; mark them with SS_ITER or "
+        "recapture with --iterations auto"
+    )
 
 
 def _run_jobs(
@@ -294,7 +342,17 @@ def compare_cmd(
     if json_:
         from simsched.engine.record import nest_fields
 
-        print_json({"runs": [nest_fields(r.record) for r in results], "summary": summary})
+        notes = [
+            {**n.as_dict(), "level": n.level, "schedulers": list(n.schedulers)}
+            for n in results.notes
+        ]
+        print_json(
+            {
+                "runs": [nest_fields(r.record) for r in results],
+                "summary": summary,
+                "notes": notes,
+            }
+        )
         return
     last = results[0].record.get("last_level", "L2")
     levels = [c["name"] for c in results[0].mem_stats["levels"]]
@@ -321,6 +379,15 @@ def compare_cmd(
             row.append(cell)
         table.add_row(*row)
     print_table(table)
+    print_notes(results.notes)
+
+
+def print_notes(notes: list[Any]) -> None:
+    """The notes under a comparison table, one line each (simsched.comparison)."""
+    if notes:
+        console.print("notes:", highlight=False)
+    for n in notes:
+        console.print(f"  - {n.text}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -55,6 +55,8 @@ NESTED_FIELDS = frozenset(
         "allotment",
         "realloc_warmup",
         "controller_params",
+        # what a comparison would otherwise hide (simsched.comparison)
+        "warnings",
     }
 )
 

@@ -16,6 +16,7 @@ under a temporary name and renamed into place only when complete.
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -26,7 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from simsched import __version__
-from simsched.errors import TraceBuildError
+from simsched.errors import IterationMarkError, TraceBuildError
 from simsched.files import atomic_output
 from simsched.trace import format as fmt
 
@@ -40,6 +41,8 @@ class _Frame:
         "nspawn",
         "children",
         "key",
+        "fresh",
+        "called",
     )
 
     def __init__(self, fid: int, strand: int, key: tuple[int, ...]):
@@ -50,6 +53,8 @@ class _Frame:
         self.nspawn = 0  # spawns so far (since the last iteration mark, for an iteration root)
         self.children: list[int] = []  # frames spawned since then (branching is patched later)
         self.key = key
+        self.fresh = False  # just spawned: nothing has happened in the frame yet
+        self.called = False  # opened by call(): its return joins the caller at once
 
 
 def _key_hash(key: tuple[int, ...]) -> int:
@@ -164,10 +169,15 @@ class TraceBuilder:
         self._e_dst: list[int] = []
         self._e_kind: list[int] = []
         self._iteration = -1
+        self._marked = False  # iteration() was called
+        self.found_iterations = 0  # iterations close() found without marks
         self._pending_gap = 0
         self._cur_instr = 0
         self._closed = False
         self._stack: list[_Frame] = []
+        # One entry per open call(): True if it opened a frame, False if it was merged
+        # into the frame its spawn had just opened.
+        self._calls: list[bool] = []
         root = self._new_frame(parent=-1, spawn_index=0, level=0, key=())
         self._stack.append(_Frame(root, self._new_strand(root), ()))
 
@@ -219,6 +229,16 @@ class TraceBuilder:
         return len(self._stack)
 
     @property
+    def recording(self) -> bool:
+        """Whether references are kept now (inside the region of interest)."""
+        return self._in_roi
+
+    @property
+    def open_calls(self) -> int:
+        """Cilk calls (:meth:`call`) not yet returned."""
+        return len(self._calls)
+
+    @property
     def n_strands(self) -> int:
         """Strands started so far."""
         return len(self._s_frame)
@@ -226,7 +246,12 @@ class TraceBuilder:
     def spawn(self) -> None:
         """The current frame spawns a child; what follows runs in the child until :meth:`ret`."""
         self._check_open()
+        self._open_child()
+        self._stack[-1].fresh = True
+
+    def _open_child(self) -> None:
         parent = self._stack[-1]
+        parent.fresh = False
         s = parent.strand
         self._end_strand(s)
         i = parent.nspawn
@@ -259,36 +284,110 @@ class TraceBuilder:
     def sync(self) -> None:
         """Wait for every child the current frame has spawned since its last sync."""
         self._check_open()
+        self._stack[-1].fresh = False
         self._sync(self._stack[-1])
+
+    def call(self) -> None:
+        """A Cilk function begins: it runs in a frame of its own until :meth:`call_ret`.
+
+        Cilk gives every invocation of a function that spawns its own frame, whether it
+        was spawned or called (the cactus stack).  Right after :meth:`spawn` the frame
+        the spawn opened is that frame, so the call is merged into it; otherwise a child
+        frame opens whose return the caller waits for at once (a join edge into the
+        caller's next strand), while the caller's own spawned children stay outstanding.
+        """
+        self._check_open()
+        top = self._stack[-1]
+        if top.fresh:
+            top.fresh = False
+            self._calls.append(False)
+            return
+        self._open_child()
+        self._stack[-1].called = True
+        self._calls.append(True)
+
+    def call_ret(self) -> None:
+        """The Cilk function begun by the matching :meth:`call` returns (syncing implicitly)."""
+        self._check_open()
+        if not self._calls:
+            raise TraceBuildError(f"{self.path}: return from a Cilk call without a matching call")
+        if not self._calls.pop():
+            fr = self._stack[-1]
+            fr.fresh = False
+            self._sync(fr)
+            return
+        if not self._stack[-1].called:
+            raise TraceBuildError(
+                f"{self.path}: a Cilk call returns while a frame it spawned is still open"
+            )
+        self._close_child(called=True)
 
     def ret(self) -> None:
         """Return from the current (spawned) frame to its parent, syncing implicitly."""
         self._check_open()
         if len(self._stack) == 1:
             raise TraceBuildError(f"{self.path}: return without a matching spawn")
+        if self._stack[-1].called:
+            raise TraceBuildError(
+                f"{self.path}: a spawned call returns while a Cilk function it called is open"
+            )
+        self._close_child(called=False)
+
+    def _close_child(self, called: bool) -> None:
         fr = self._stack.pop()
         self._sync(fr)
         self._end_strand(fr.strand)
         self._f_last[fr.fid] = fr.strand
         self._patch_branching(fr)
         parent = self._stack[-1]
+        parent.fresh = False
         cont = self._new_strand(parent.fid)
         self._edge(parent.spawn_strand, cont, fmt.EDGE_CONT)
-        parent.joins.append(fr.strand)
+        if called:
+            self._edge(fr.strand, cont, fmt.EDGE_JOIN)  # the caller waits for the call
+        else:
+            parent.joins.append(fr.strand)
         parent.strand = cont
 
     def iteration(self, i: int) -> None:
         """Mark the start of iteration ``i``: frames spawned from now on carry it.
 
-        Position keys of the frames spawned below the current frame restart, so the same
-        task has the same key in every iteration (LAWS §3.3).
+        Position keys of main's children restart, so the same task has the same key in
+        every iteration (LAWS §3.3).  The rule (docs/trace-format.md, "Iterations"): marks
+        are made in main, with increasing numbers in ``0..2**63-1``.
+
+        Raises
+        ------
+        IterationMarkError
+            ``i`` is not an integer, is out of range or not above the previous mark, or
+            the mark is made inside a spawned frame.
         """
         self._check_open()
+        try:
+            n = operator.index(i)
+        except TypeError:
+            raise IterationMarkError(
+                f"{self.path}: iteration mark {i!r} is not an integer"
+            ) from None
+        if len(self._stack) != 1:
+            raise IterationMarkError(
+                f"{self.path}: iteration mark {n} inside a spawned frame (depth "
+                f"{len(self._stack) - 1}): iterations are marked in main"
+            )
+        if not 0 <= n <= fmt.MAX_ITERATION:
+            raise IterationMarkError(f"{self.path}: iteration mark {n} is outside 0..2^63-1")
+        if n <= self._iteration:
+            raise IterationMarkError(
+                f"{self.path}: iteration mark {n} after iteration {self._iteration}: "
+                "iteration numbers must increase"
+            )
+        self._marked = True
         fr = self._stack[-1]
+        fr.fresh = False
         self._patch_branching(fr)
         fr.nspawn = 0
         fr.key = ()
-        self._iteration = int(i)
+        self._iteration = n
 
     def roi_begin(self) -> None:
         """Start keeping references (region of interest)."""
@@ -305,12 +404,29 @@ class TraceBuilder:
         self._in_roi = False
 
     # -- references --------------------------------------------------------------------
+    def _integer(self, what: str, v: Any) -> int:
+        try:
+            return operator.index(v)
+        except TypeError:
+            raise TraceBuildError(f"{self.path}: {what} {v!r} is not an integer") from None
+
+    def _closed_or_outside_roi(self) -> bool:
+        """Whether references are dropped (outside the ROI); raise once the builder is closed.
+
+        ``close`` and ``abort`` leave the ROI, so an open builder in the ROI pays nothing.
+        """
+        self._check_open()
+        return True
+
     def instr(self, n: int) -> None:
         """Account ``n`` non-memory instructions in the current strand."""
+        self._check_open()
+        if type(n) is not int:
+            n = self._integer("instruction count", n)
         if n < 0:
             raise TraceBuildError(f"{self.path}: negative instruction count {n}")
         if self._in_roi:
-            self._pending_gap += int(n)
+            self._pending_gap += n
 
     def ref(self, addr: int, size: int, is_write: bool, gap: int = 0) -> None:
         """Record one reference of ``size`` bytes at ``addr``, after ``gap`` other instructions.
@@ -320,9 +436,11 @@ class TraceBuilder:
         TraceFormatError
             The reference breaks the rule of :func:`simsched.trace.format.check_refs`.
         """
-        if not self._in_roi:
+        if not self._in_roi and self._closed_or_outside_roi():
             return
         fmt.check_ref(addr, size, self._where)
+        if type(gap) is not int:
+            gap = self._integer("instruction gap", gap)
         if gap < 0:
             raise TraceBuildError(f"{self.path}: negative instruction gap {gap}")
         g = gap + self._pending_gap
@@ -354,7 +472,7 @@ class TraceBuilder:
         TraceBuildError
             A negative gap, or a gap that does not fit 32 bits.
         """
-        if not self._in_roi:
+        if not self._in_roi and self._closed_or_outside_roi():
             return
         a = np.asarray(addrs)
         if a.ndim == 0:
@@ -372,6 +490,8 @@ class TraceBuilder:
         else:
             sw = np.broadcast_to(sz.astype(np.uint8) | (wr.astype(np.uint8) << 7), (n,))
         g = np.asarray(gaps)
+        if g.dtype.kind not in "iu":
+            g = self._integer_gaps(g)
         if g.ndim == 0:
             gmin = gmax = int(g)
             gsum = gmin * n
@@ -403,6 +523,23 @@ class TraceBuilder:
             self._fill = hi
             pos += k
 
+    def _integer_gaps(self, g: np.ndarray) -> np.ndarray:
+        """Gaps given as floats (whole and finite) or Python integers, as int64 or objects."""
+        if g.dtype.kind == "f":
+            bad = ~np.isfinite(g) | (g != np.floor(g))
+            if np.any(bad):
+                v = float(g.flat[int(np.flatnonzero(np.atleast_1d(bad))[0])])
+                raise TraceBuildError(f"{self.path}: instruction gap {v!r} is not an integer")
+            # clipped so that out-of-range values fail the 32-bit test below, not the cast
+            return np.clip(g, -1, 1 << 32).astype(np.int64)
+        if g.dtype.kind == "b":
+            raise TraceBuildError(f"{self.path}: instruction gaps are booleans, not integers")
+        if g.dtype.kind == "O":
+            for v in g.flat:
+                self._integer("instruction gap", v)
+            return g
+        raise TraceBuildError(f"{self.path}: instruction gaps of type {g.dtype} are not integers")
+
     # -- output ------------------------------------------------------------------------
     def _write(self, data: bytes) -> int:
         off = self._pos
@@ -429,8 +566,18 @@ class TraceBuilder:
         self._fill = 0
         self._drain(keep=2)
 
-    def close(self) -> fmt.TraceHeader:
+    def close(
+        self, *, strand_ranges: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> fmt.TraceHeader:
         """End main (implicit sync), write the tables, index and header, and rename into place.
+
+        Parameters
+        ----------
+        strand_ranges
+            Every strand's lowest and highest referenced address.  When given and no
+            :meth:`iteration` was marked, the iterations are found from the DAG
+            (:func:`simsched.trace.iterations.find_iterations`) and marked as
+            :meth:`iteration` marks before each one's first frame would have.
 
         Returns
         -------
@@ -449,13 +596,59 @@ class TraceBuilder:
             self._end_strand(root.strand)
             self._f_last[root.fid] = root.strand
             self._patch_branching(root)
+            if strand_ranges is not None and not self._marked:
+                self._find_iterations(*strand_ranges)
             self._flush()
             self._drain(keep=0)
             self._closed = True
+            self._in_roi = False  # later references reach _check_open (see ref)
             return self._finish()
         except BaseException:
             self.abort()
             raise
+
+    def _find_iterations(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        from simsched.trace.iterations import find_iterations
+
+        ns = len(self._s_frame)
+        if lo.shape[0] < ns:  # strands without references at the end
+            pad = ns - lo.shape[0]
+            lo = np.concatenate([lo, np.full(pad, np.iinfo(np.int64).max, np.int64)])
+            hi = np.concatenate([hi, np.full(pad, -1, np.int64)])
+        rs = np.asarray([*self._s_ref_start, self._nrefs + self._fill], np.int64)
+        starts = find_iterations(
+            self._f_parent, self._f_level, self._f_first, self._f_last,
+            self._e_src, self._e_dst, self._e_kind, rs, lo[:ns], hi[:ns],
+        )  # fmt: skip
+        if starts:
+            self.relabel_iterations(starts)
+
+    def relabel_iterations(self, starts: list[int]) -> None:
+        """Mark iterations after the fact: iteration ``t`` starts at main's child ``starts[t]``.
+
+        The frames from ``starts[t]`` up to the next start get iteration ``t``, and main's
+        children and their position keys are renumbered from 0 in every iteration, as if
+        :meth:`iteration` had been called before each start was spawned.  Called by
+        :meth:`close` once main has synced.
+        """
+        nf = len(self._f_parent)
+        bounds = [*starts, nf]
+        first_kid = [f for f in range(1, starts[0]) if self._f_parent[f] == 0]
+        for f in first_kid:
+            self._f_branching[f] = len(first_kid)
+        for t in range(len(starts)):
+            f0, f1 = bounds[t], bounds[t + 1]
+            base = self._f_spawn_index[f0]
+            kids = [f for f in range(f0, f1) if self._f_parent[f] == 0]
+            for f in range(f0, f1):
+                self._f_iter[f] = t
+                k = self._f_keys[f]
+                self._f_keys[f] = (k[0] - base, *k[1:])
+            for f in kids:
+                self._f_spawn_index[f] -= base
+                self._f_branching[f] = len(kids)
+        self.found_iterations = len(starts)
+        self._meta["params"] = {**self._meta["params"], "iterations_found": len(starts)}
 
     def _finish(self) -> fmt.TraceHeader:
         n_strands = len(self._s_frame)
@@ -546,6 +739,7 @@ class TraceBuilder:
     def abort(self) -> None:
         """Discard the partial output (called on errors)."""
         self._closed = True
+        self._in_roi = False
         self._pool.shutdown(wait=True, cancel_futures=True)
         try:
             self._f.close()
