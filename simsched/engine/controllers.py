@@ -26,6 +26,7 @@ desire the whole machine, so that DEQ gives it an equal share as EQUI would.
 (the job set's ``quantum_ms`` field puts it there): the quantum becomes
 ``round(quantum_ms * clock_ghz * 1e6)`` cycles of the machine's clock
 (:func:`quantum_cycles`); a quantum given in cycles (``--quantum``) takes precedence.
+Either way a quantum below :data:`MIN_QUANTUM` cycles is refused (:func:`check_quantum`).
 
 ``REGISTRY`` maps names and aliases to classes; outside packages add controllers through
 the ``simsched.controllers`` entry-point group.

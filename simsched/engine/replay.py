@@ -324,6 +324,8 @@ class Replay:
             self.left -= 1
             return
         self.active.append(job)
+        # The class was checked up front; an instance may have set its own quantum.
+        check_quantum(job.sched.quantum, f"scheduler {job.sched.name!r}")
         if job.sched.quantum > 0 and self.controller.quantum == 0:
             self._push_quantum(self.now + job.sched.quantum, jid)
 
@@ -380,17 +382,7 @@ class Replay:
 
     def _record(self, now: int) -> None:
         alloc = [len(j.cores) if j is not None else 0 for j in self.jobs]
-        # A finished job desires nothing; a job that has not arrived or reported: -1.
-        desire = [
-            -1
-            if j is None
-            else 0
-            if j.finish_cycle >= 0
-            else -1
-            if j.desire is None
-            else int(j.desire)
-            for j in self.jobs
-        ]
+        desire = [_recorded_desire(j) for j in self.jobs]
         # Cores a job holds only until the strand they run ends (taken away at a boundary).
         leaving = [0] * len(self.jobs)
         for c in range(self.P):
@@ -692,6 +684,16 @@ class Replay:
             warmup=warmup,
             engine=engine,
         )
+
+
+def _recorded_desire(job: Job | None) -> int:
+    """A job's desire in the allotment series: 0 once finished (it desires nothing),
+    -1 before it arrives or while its scheduler reports none."""
+    if job is None:
+        return -1
+    if job.finish_cycle >= 0:
+        return 0
+    return -1 if job.desire is None else int(job.desire)
 
 
 def _ranges(cores: Sequence[int]) -> str:

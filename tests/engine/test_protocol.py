@@ -175,3 +175,16 @@ def test_ws_thieves_find_deques_departed_cores_left(tmp_path):
     ws.on_cores_changed((), (1,), 10)
     got = [ws.on_idle(0, 20 + i) for i in range(2)]
     assert [g[1] for g in got] == [5, 6] and ws.orphans == set()
+
+
+def test_scheduler_quantum_below_the_floor_is_refused(tmp_path):
+    """A job scheduler's own quantum has the controllers' floor (min_quantum)."""
+    from simsched.engine.controllers import MIN_QUANTUM
+    from simsched.errors import ConfigError
+
+    class Hasty(Stuck):
+        name = "test-hasty"
+        quantum = MIN_QUANTUM - 1
+
+    with pytest.raises(ConfigError, match="scheduler 'test-hasty': quantum 99 cycles is below"):
+        _replay(tmp_path, Hasty)
