@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import os
 import re
 import subprocess
@@ -125,9 +126,10 @@ def version() -> str:
     live = _git_version()
     if live:
         return live
-    built: str | None
+    # setuptools-scm writes simsched/_version.py at install time; it is absent in a bare
+    # checkout, so it is looked up by name rather than imported statically.
     try:
-        from simsched._version import version as built  # written by setuptools-scm
+        built = getattr(importlib.import_module("simsched._version"), "version", None)
     except ImportError:
         built = None
     if built:

@@ -121,6 +121,22 @@ def _silence_stdout() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+def _stdout_was_closed() -> bool:
+    """Whether click met a closed stdout (EPIPE) inside a command and exits 1 for it.
+
+    click answers a broken pipe inside a command with a silent ``exit(1)`` after wrapping
+    the standard streams; ``simsched ... | head`` is a normal way to read output, so the
+    wrappers are taken off and :func:`main` exits 0 quietly, as for a pipe closed later.
+    """
+    # By name: typer vendors its own copy of click, so the class has two homes.
+    if type(sys.stdout).__name__ != "PacifyFlushWrapper":
+        return False
+    sys.stdout = getattr(sys.stdout, "wrapped", sys.__stdout__)
+    if type(sys.stderr).__name__ == "PacifyFlushWrapper":
+        sys.stderr = getattr(sys.stderr, "wrapped", sys.__stderr__)
+    return True
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``simsched`` console script.
 
@@ -128,8 +144,13 @@ def main(argv: list[str] | None = None) -> None:
     cannot be read or written) ends in one line on stderr and exit status 2; Ctrl-C ends in
     one line and status 130.
     """
-    interrupted = "interrupted; finished work is kept, run the command again to resume"
     args = sys.argv[1:] if argv is None else list(argv)
+    # Only sweeps resume (their finished points are kept); elsewhere say no more.
+    interrupted = (
+        "interrupted; finished points are kept, run the command again to resume"
+        if args[:2] == ["sweep", "run"]
+        else "interrupted (Ctrl-C)"
+    )
     if args == ["--version"]:
         # The most common quick question needs neither typer nor any command module.
         from simsched.identity import version
@@ -143,6 +164,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         try:
             status = build_app(command)(args=args, standalone_mode=False)
+        except SystemExit:
+            if _stdout_was_closed():
+                raise BrokenPipeError(errno.EPIPE, "Broken pipe") from None
+            raise
         finally:
             sys.stdout.flush()
         if status == 130:  # typer's answer to KeyboardInterrupt

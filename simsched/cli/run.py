@@ -9,6 +9,7 @@ schedulers run with several seeds, the spread (min–max) over seeds.
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -154,6 +155,8 @@ def run_cmd(
         v = rec[k]
         table.add_row(k, f"{v:.4g}" if isinstance(v, float) else f"{v:,}")
     print_table(table)
+    for w in json.loads(rec.get("warnings", "[]")):
+        print(f"warning: {w['message']}", file=sys.stderr)
 
 
 def _run_jobs(
@@ -204,12 +207,37 @@ def _run_jobs(
             f"{j['utilization']:.3f}",
         )
     print_table(table)
+    console.print(jobs_summary(rec))
+
+
+def jobs_summary(rec: dict[str, Any]) -> str:
+    """The sentences under a job set's table: totals, then the cache cost of core moves.
+
+    Two different counts are named apart: ``reallocations`` (cores the controller took
+    from a running job) and ``realloc_warmup.joins`` (cores that joined a job after
+    serving another, including cores freed by a finished job); a negative
+    ``extra_misses`` is said as fewer misses, not printed as a negative cost.
+    """
+    from simsched.engine.replay import WARMUP_REFS
+
     w = rec["realloc_warmup"]
-    console.print(
+    text = (
         f"makespan {rec['makespan_cycles']:,} cycles; mean response "
         f"{rec['mean_response_cycles']:,.0f}; utilisation {rec['utilization']:.3f}; "
-        f"{rec['reallocations']} core moves; {w['extra_misses']:,.0f} extra private-cache "
-        f"misses in the first references of cores that moved ({w['joins']} moves)"
+        f"{rec['reallocations']:,} cores taken from a running job."
+    )
+    if not w["joins"]:
+        return text
+    extra = float(w["extra_misses"])
+    if extra > 0:
+        cost = f"{extra:,.0f} private-cache misses more than"
+    else:
+        cost = f"{-extra:,.0f} private-cache misses fewer than"
+    tail = "" if extra > 0 else " (no warm-up cost shows)"
+    return (
+        f"{text}\nCores joined a job after serving another {w['joins']:,} times; in their "
+        f"first {WARMUP_REFS:,} references there they had {cost} their jobs' miss rates "
+        f"over their other references predict{tail}."
     )
 
 
@@ -269,7 +297,17 @@ def compare_cmd(
     if json_:
         from simsched.engine.record import nest_fields
 
-        print_json({"runs": [nest_fields(r.record) for r in results], "summary": summary})
+        notes = [
+            {**n.as_dict(), "level": n.level, "schedulers": list(n.schedulers)}
+            for n in results.notes
+        ]
+        print_json(
+            {
+                "runs": [nest_fields(r.record) for r in results],
+                "summary": summary,
+                "notes": notes,
+            }
+        )
         return
     last = results[0].record.get("last_level", "L2")
     levels = [c["name"] for c in results[0].mem_stats["levels"]]
@@ -296,6 +334,15 @@ def compare_cmd(
             row.append(cell)
         table.add_row(*row)
     print_table(table)
+    print_notes(results.notes)
+
+
+def print_notes(notes: list[Any]) -> None:
+    """The notes under a comparison table, one line each (simsched.comparison)."""
+    if notes:
+        console.print("notes:", highlight=False)
+    for n in notes:
+        console.print(f"  - {n.text}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -211,11 +211,13 @@ def export_cmd(
         list[str] | None, typer.Option("--where", help="filter COLUMN OP VALUE, repeatable")
     ] = None,
 ) -> None:
-    """Write a sweep's results to a CSV or Parquet file."""
+    """Write a sweep's results to a CSV or Parquet file (CSV to -o /dev/stdout)."""
     from simsched.experiments import export_results
+    from simsched.files import is_stream
 
     target = export_results(path, out, where)
-    print(target)
+    if not is_stream(target):  # -o /dev/stdout: the table is the output
+        print(target)
 
 
 def plot_sweep(

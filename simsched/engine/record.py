@@ -55,6 +55,8 @@ NESTED_FIELDS = frozenset(
         "allotment",
         "realloc_warmup",
         "controller_params",
+        # what a comparison would otherwise hide (simsched.comparison)
+        "warnings",
     }
 )
 
@@ -291,9 +293,10 @@ def jobs_metrics(
     for x, wj in zip(jobs, w["jobs"], strict=True):
         x["realloc_warmup"] = wj
     out["allotment"] = {
-        "cycles": [int(t) for t, _, _ in r.series],
-        "cores": [list(map(int, a)) for _, a, _ in r.series],
-        "desire": [list(map(int, d)) for _, _, d in r.series],
+        "cycles": [int(e[0]) for e in r.series],
+        "cores": [list(map(int, e[1])) for e in r.series],
+        "desire": [list(map(int, e[2])) for e in r.series],
+        "leaving": [list(map(int, e[3])) for e in r.series],
     }
     out["jobs"] = jobs
     return out

@@ -36,10 +36,15 @@ from typing import Any
 import numpy as np
 
 from simsched.engine.control import ControlPlane
-from simsched.engine.controllers import Controller, assign_cores, get_controller
+from simsched.engine.controllers import (
+    Controller,
+    assign_cores,
+    check_quantum,
+    get_controller,
+)
 from simsched.engine.cores import CoreDriver
 from simsched.engine.job import MAX_JOBS, Job
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, DeadlockError
 from simsched.memory.window import INF
 from simsched.schedulers.base import RETRY, RUN, Scheduler
 
@@ -152,7 +157,9 @@ class ReplayResult:
         Per core, over all jobs.
     series
         Allotment series: one entry per quantum boundary or reallocation,
-        ``(cycle, [cores per job], [desire per job or -1])``.
+        ``(cycle, [cores per job], [desire per job or -1], [leaving cores per job])``;
+        a finished job's desire is 0, ``leaving`` counts the cores a job holds only until
+        the strand they run ends.
     reallocations
         Core moves between jobs (a core leaving one job for another or for the pool).
     warmup
@@ -169,7 +176,7 @@ class ReplayResult:
     sched_cycles: np.ndarray
     refs_per_core: np.ndarray
     private_misses: np.ndarray
-    series: list[tuple[int, list[int], list[int]]]
+    series: list[tuple[int, list[int], list[int], list[int]]]
     reallocations: int
     warmup: dict[str, Any]
     engine: dict[str, Any] = field(default_factory=dict)
@@ -213,6 +220,8 @@ class Replay:
             raise ConfigError("a replay needs at least one job")
         if len(jobs) > MAX_JOBS:
             raise ConfigError(f"{len(jobs)} jobs: at most {MAX_JOBS} per run")
+        for s in jobs:
+            check_quantum(getattr(s.scheduler, "quantum", 0), f"scheduler {s.scheduler.name!r}")
         self.machine = machine
         self.specs = list(jobs)
         self.P = P = machine.cores
@@ -244,7 +253,7 @@ class Replay:
         self.busy = np.zeros(P, dtype=np.int64)
         self.schedc = np.zeros(P, dtype=np.int64)
         self.pmiss = np.zeros(P, dtype=np.int64)
-        self.series: list[tuple[int, list[int], list[int]]] = []
+        self.series: list[tuple[int, list[int], list[int], list[int]]] = []
         self.reallocations = 0
         self.served: list[set[int]] = [set() for _ in range(P)]
         # Per core after a move: (job, refs, misses) when it joined.
@@ -320,7 +329,8 @@ class Replay:
         self.now = now
         targets = self.controller.allot(now, self.active)
         current = {j.jid: frozenset(j.cores) for j in self.active}
-        want = assign_cores(current, targets, self.socket_of)
+        busy = {c for c in range(self.P) if self.run_job[c] is not None}
+        want = assign_cores(current, targets, self.socket_of, busy)
         new_owner = [-1] * self.P
         for jid, cores in want.items():
             for c in cores:
@@ -356,11 +366,27 @@ class Replay:
 
     def _record(self, now: int) -> None:
         alloc = [len(j.cores) if j is not None else 0 for j in self.jobs]
-        desire = [-1 if j is None or j.desire is None else int(j.desire) for j in self.jobs]
+        # A finished job desires nothing; a job that has not arrived or reported: -1.
+        desire = [
+            -1
+            if j is None
+            else 0
+            if j.finish_cycle >= 0
+            else -1
+            if j.desire is None
+            else int(j.desire)
+            for j in self.jobs
+        ]
+        # Cores a job holds only until the strand they run ends (taken away at a boundary).
+        leaving = [0] * len(self.jobs)
+        for c in range(self.P):
+            if self.pending[c] is not None and self.owner[c] >= 0:
+                leaving[self.owner[c]] += 1
+        entry = (now, alloc, desire, leaving)
         if self.series and self.series[-1][0] == now:
-            self.series[-1] = (now, alloc, desire)
+            self.series[-1] = entry
         else:
-            self.series.append((now, alloc, desire))
+            self.series.append(entry)
 
     def _account(self, job: Job, now: int) -> None:
         job.allot_cycles += len(job.cores) * (now - job.last_change)
@@ -577,14 +603,21 @@ class Replay:
             return
         self._stall += 1
         if self._stall > 2 * max(periodic, 1) + 2:
-            self._deadlock(f"only periodic events remain at cycle {t}")
+            self._deadlock("only periodic events remain")
 
     def _deadlock(self, why: str) -> None:
+        def cores(j: Job) -> str:
+            return f"cores {_ranges(sorted(j.cores))}" if j.cores else "no core"
+
         left = [
-            f"{j.name} ({j.n - j.finished} strands left, scheduler {j.sched.name!r})"
+            f"{j.name} ({j.n - j.finished} strands left, scheduler {j.sched.name!r}, {cores(j)})"
             for j in self.active
         ]
-        raise RuntimeError(f"deadlock: {why}; jobs not finished: {', '.join(left)}")
+        free = [c for c in range(self.P) if self.owner[c] < 0]
+        raise DeadlockError(
+            f"deadlock at cycle {self.now}: {why}; jobs not finished: {'; '.join(left)}; "
+            f"free cores: {_ranges(free) if free else 'none'}"
+        )
 
     def _result(self, wall: float) -> ReplayResult:
         outs = []
@@ -638,6 +671,17 @@ class Replay:
             warmup=warmup,
             engine=engine,
         )
+
+
+def _ranges(cores: Sequence[int]) -> str:
+    """Sorted core numbers as ``0-3,8,10-11``."""
+    out: list[str] = []
+    for c in cores:
+        if out and c == int(out[-1].split("-")[-1]) + 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{c}"
+        else:
+            out.append(str(c))
+    return ",".join(out)
 
 
 def warmup_summary(jobs: Sequence[Job | None], joins: int) -> dict[str, Any]:

@@ -68,6 +68,7 @@ from simsched.experiments.store import (
     point_dir,
     read_row,
 )
+from simsched.files import make_output_dir
 
 PointFunction = Callable[[Point, Path], dict[str, Any]]
 
@@ -642,10 +643,7 @@ def run_sweep(
     else:
         todo = list(points)
     finished = len(done)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise ConfigError(f"{out_dir}: the sweep's output is a file, not a folder") from None
+    make_output_dir(out_dir)
     report = SweepReport(out_dir=out_dir, total=len(todo) + finished, skipped=finished)
     redo = (retry_failed, rerun_stale)
     for p, row in done:

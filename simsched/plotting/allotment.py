@@ -33,6 +33,13 @@ def load_jobs_record(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{p}: no such result file") from None
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: not a result record ({exc})") from None
+    if isinstance(rec, dict) and rec.get("kind") == "jobs" and rec.get("status") != "ok":
+        if rec.get("status") == "interrupted":
+            raise ConfigError(
+                f"{p}: the multi-job run was interrupted (Ctrl-C) before it ended: "
+                "no allotment was recorded (run it again to draw one)"
+            )
+        raise ConfigError(f"{p}: the multi-job run failed ({rec.get('error') or '?'})")
     if not isinstance(rec, dict) or rec.get("kind") != "jobs" or "allotment" not in rec:
         raise ConfigError(f"{p}: not the record of a multi-job run (simsched run --jobs)")
     return rec
@@ -94,8 +101,12 @@ def plot_allotment(rec: dict[str, Any], *, title: str | None = None) -> Figure:
             for k, name in enumerate(names):
                 y = np.append(cores[:, k], cores[-1, k])
                 (line,) = ax.step(tt, y, where="post", label=name, linewidth=1.6)
-                if np.any(desire[:, k] >= 0):
-                    d = np.where(desire[:, k] >= 0, desire[:, k], np.nan)
+                # The dashed line stops where the job ends (older records kept the last
+                # desire of a finished job).
+                finish = rec["jobs"][k].get("finish", -1)
+                live = (desire[:, k] >= 0) & ((t < finish) if finish >= 0 else True)
+                if np.any(live):
+                    d = np.where(live, desire[:, k], np.nan)
                     ax.step(
                         tt,
                         np.append(d, d[-1]),

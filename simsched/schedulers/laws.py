@@ -124,6 +124,12 @@ class LocalityAware(Scheduler):
     """LAWS ([LAWS15] §3–4): allocator, adaptive DAG packer, triple-level stealing."""
 
     name: ClassVar[str] = "laws"
+    numa_aware: ClassVar[bool] = True
+    without_iterations: ClassVar[str | None] = (
+        "the whole run is its first iteration ([LAWS15] §3.4): tasks spawned parent-first "
+        "into their socket's pool, none crossing sockets, never packed; expect it slower "
+        "than WS"
+    )
     randomized: ClassVar[bool] = True
     wants_profile: bool = True
     param_defaults: ClassVar[dict[str, Any]] = {

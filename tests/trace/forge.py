@@ -9,6 +9,7 @@ refuse them is the reader's own checking of what the file says.
 from __future__ import annotations
 
 import hashlib
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,6 +129,23 @@ def with_reference(src: str | Path, dst: str | Path, i: int, addr: int, size: in
     sw[j] = (sw[j] & 0x80) | size
     encode(parts, k, a, sw, g)
     return seal(parts, dst)
+
+
+def assert_refused(src: str | Path, damage, message: str, out: Path) -> Path:
+    """Damage a copy of trace ``src`` (``damage(parts)``), seal it as ``out`` and check that
+    opening it, and validating it, raises ``TraceFormatError`` "``out``: ..." matching
+    the regular expression ``message``."""
+    from simsched.errors import TraceFormatError
+    from simsched.trace import open_trace, validate
+
+    parts = read(src)
+    damage(parts)
+    bad = seal(parts, out)
+    with pytest.raises(TraceFormatError, match=f"^{re.escape(str(bad))}: (.*)?({message})"):
+        open_trace(bad)
+    with pytest.raises(TraceFormatError):
+        validate(bad)
+    return bad
 
 
 def reseal_bytes(data: bytes) -> bytes:
