@@ -18,7 +18,14 @@ from typing import Annotated, Any
 import typer
 from rich.table import Column, Table
 
-from simsched.cli._common import console, parse_kv, print_json, print_table
+from simsched.cli._common import (
+    ProgressOpt,
+    console,
+    parse_kv,
+    print_json,
+    print_table,
+    want_progress,
+)
 from simsched.errors import ConfigError
 
 #: Metrics shown by ``compare`` and summarised over seeds in its JSON.
@@ -46,10 +53,6 @@ ParamOpt = Annotated[
 WindowOpt = Annotated[
     int | None, typer.Option("--window", help="interleaving window in cycles (0 = strict)")
 ]
-ProgressOpt = Annotated[
-    bool | None,
-    typer.Option("--progress/--no-progress", help="progress bar (default: when stderr is a tty)"),
-]
 
 
 def _split(
@@ -69,10 +72,6 @@ def _split(
         else:
             overrides[k] = v
     return params, overrides
-
-
-def _progress(flag: bool | None) -> bool:
-    return sys.stderr.isatty() if flag is None else flag
 
 
 def run_cmd(
@@ -136,7 +135,7 @@ def run_cmd(
         seed,
         overrides=overrides or None,
         out_dir=out,
-        progress=_progress(progress),
+        progress=want_progress(progress),
         window=window,
     )
     rec = res.record
@@ -179,7 +178,7 @@ def _run_jobs(
         overrides=overrides or None,
         window=window,
         out_dir=out,
-        progress=_progress(progress),
+        progress=want_progress(progress),
     )
     rec = res.record
     if json_:
@@ -288,7 +287,7 @@ def compare_cmd(
         params=params or None,
         overrides=overrides or None,
         window=window,
-        progress=_progress(progress),
+        progress=want_progress(progress),
     )
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in results:
