@@ -56,6 +56,25 @@ static inline __attribute__((always_inline, unused)) void __ss_cilk_sync(void)
     simsched_marker((int)SS_M_SYNC, 0);
 }
 
+/* Every invocation of a Cilk function, spawned or called, has a frame of its
+ * own (the cactus stack).  The rewriter opens it at the top of the body with
+ *   __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave)))
+ *       = __ss_cilk_enter();
+ * so that the frame closes on every way out of the body, after the returned
+ * value is computed and after the implicit sync.  The importer merges the
+ * CALL marker of a spawned call into the frame the spawn opened. */
+typedef char __ss_cilk_frame_t;
+static inline __attribute__((always_inline, unused)) __ss_cilk_frame_t __ss_cilk_enter(void)
+{
+    simsched_marker((int)SS_M_CALL, 0);
+    return 0;
+}
+static inline __attribute__((always_inline, unused)) void __ss_cilk_leave(__ss_cilk_frame_t *f)
+{
+    (void)f;
+    simsched_marker((int)SS_M_CALL_END, 0);
+}
+
 typedef struct {
     unsigned long long lo[SS_CILK_MAX_DEPTH], hi[SS_CILK_MAX_DEPTH];
     unsigned char kids[SS_CILK_MAX_DEPTH]; /* halves the level's frame has spawned */

@@ -88,6 +88,8 @@
 #define SS_M_ROI_BEGIN 5u /* keep references from here ...              */
 #define SS_M_ROI_END   6u /* ... to here                                  */
 #define SS_M_END       7u /* the program finished; nothing follows       */
+#define SS_M_CALL      8u /* a Cilk function begins (its own frame)      */
+#define SS_M_CALL_END  9u /* ... and returns, after its implicit sync    */
 
 /* backend ids (the c field of the header record) */
 #define SS_BACKEND_UNKNOWN  0u

@@ -246,6 +246,8 @@ class _Rewriter:
         # function start -> (its definition, the spawn offsets in it)
         self.spawns_in: dict[int, tuple[Node, list[int]]] = {}
         self.loop_id = 0
+        # function start -> definition, for every function that spawns, loops or scopes
+        self.cilk_fns: dict[int, Node] = {}
         self.offsets: list[int] = []  # of every keyword token, in order
         self.kinds: dict[int, str] = {}  # offset -> construct
         self.tokens: dict[int, bytes] = {}  # offset -> spelling
@@ -324,6 +326,8 @@ class _Rewriter:
             if fn is None:
                 self.fail(offset, kind, "used outside a function body", tok)
                 continue
+            if kind != SYNC:
+                self.cilk_fns.setdefault(fn.start_byte, fn)
             handlers[kind](offset, tok, node, fn)
         for row, (s, _) in self.pragmas.items():
             if row not in self.used_pragmas:
@@ -332,6 +336,8 @@ class _Rewriter:
                 self.replace((s, s + len(self.u.line(row))), b"")
         for fn, offsets in self.spawns_in.values():
             self._implicit_syncs(fn, offsets)
+        for fn in self.cilk_fns.values():
+            self._own_frame(fn)
         if self.problems:
             raise CaptureError(min(self.problems)[1])
         return self._apply()
@@ -586,6 +592,25 @@ class _Rewriter:
         stmts = [c for c in body.named_children if c.type != "comment"]
         if not stmts or (stmts[-1].type != "return_statement" and not self._is_sync(stmts[-1])):
             self.insert(body.end_byte - 1, b"__ss_cilk_sync(); ", order=-1)
+
+    def _own_frame(self, fn: Node) -> None:
+        """Give every invocation of ``fn`` its own frame, closed on every way out.
+
+        ``main`` is left alone: its frame is the trace's root frame.
+        """
+        decl: Node | None = self.field(fn, "declarator")
+        while decl is not None and decl.type != "function_declarator":
+            decl = decl.child_by_field_name("declarator")
+        inner = None if decl is None else decl.child_by_field_name("declarator")
+        if inner is not None and self.text(inner) == b"main":
+            return
+        body = self.field(fn, "body")
+        self.insert(
+            body.start_byte + 1,
+            b" __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave)))"
+            b" = __ss_cilk_enter();",
+            order=1 << 40,
+        )
 
     def _is_sync(self, stmt: Node) -> bool:
         return (

@@ -17,6 +17,7 @@ trace is written next to where it goes and a failed capture leaves nothing behin
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 import re
@@ -37,6 +38,7 @@ from simsched.capture.bbtable import write_block_table
 from simsched.capture.cilk import CilkOptions
 from simsched.capture.cilkcc import rewrite_command
 from simsched.errors import CaptureError
+from simsched.trace.raw import ITERATION_MODES
 
 if TYPE_CHECKING:
     from simsched.trace import TraceHeader
@@ -51,6 +53,47 @@ PIN_INSTALL = (
 # The block operations whose calls from the program become range records.
 _WRAPPED = ("memcpy", "memmove", "memset", "__memcpy_chk", "__memmove_chk", "__memset_chk")
 _NO_LINK = {"-c", "-S", "-E", "-M", "-MM", "-fsyntax-only"}
+
+# personality(2) flag that turns off address-space layout randomisation for the process
+# and what it executes (<sys/personality.h>); 0xFFFFFFFF queries the current persona.
+ADDR_NO_RANDOMIZE = 0x0040000
+_PER_QUERY = 0xFFFFFFFF
+
+
+def _no_aslr() -> None:
+    """``preexec_fn``: run the child (and what it executes) without ASLR.
+
+    Called in the forked child before ``exec``; a failing ``personality`` (a kernel
+    or seccomp policy that forbids it) leaves the layout randomised rather than failing
+    the capture, and :func:`aslr_disabled` lets the caller say so.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    cur = libc.personality(_PER_QUERY)
+    if cur != -1:
+        libc.personality(cur | ADDR_NO_RANDOMIZE)
+
+
+def aslr_disabled() -> bool:
+    """Return whether this system lets a process turn off its own ASLR.
+
+    Returns
+    -------
+    bool
+        True when a child started with :func:`_no_aslr` runs with ``ADDR_NO_RANDOMIZE``
+        (checked by reading ``/proc/self/personality`` in such a child).
+    """
+    try:
+        out = subprocess.run(
+            ["cat", "/proc/self/personality"],
+            preexec_fn=_no_aslr,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return bool(int(out.strip(), 16) & ADDR_NO_RANDOMIZE)
+    except (OSError, ValueError, subprocess.CalledProcessError):
+        return False
+
 
 Progress = Callable[[str, int], None]
 """``progress(phase, value)``: phase ``"run"`` with raw bytes written so far, then
@@ -259,6 +302,7 @@ def _run_backend(
     work: Path,
     progress: Progress | None,
     verbose: bool,
+    aslr: bool = False,
 ) -> tuple[Path, dict[str, int]]:
     """Run the program under ``backend``; return the raw stream's path and tool figures."""
     raw = work / "raw.zst"
@@ -297,7 +341,9 @@ def _run_backend(
     with open(out_log, "wb") as so:
         sink = None if verbose else so
         try:
-            proc = subprocess.Popen(cmd, env=env, stdout=sink, stderr=sink)
+            proc = subprocess.Popen(
+                cmd, env=env, stdout=sink, stderr=sink, preexec_fn=None if aslr else _no_aslr
+            )
         except OSError as exc:
             if fifo:
                 fifo.finish()
@@ -364,6 +410,8 @@ def capture(
     raw: str | os.PathLike | None = None,
     progress: Progress | None = None,
     verbose: bool = False,
+    aslr: bool = False,
+    iterations: str = "auto",
 ) -> CaptureResult:
     """Capture one run of a program into a validated trace.
 
@@ -384,6 +432,14 @@ def capture(
         Optional ``progress(phase, value)`` callback (see :data:`Progress`).
     verbose
         Let the program's output through instead of keeping it for error messages.
+    aslr
+        Keep address-space layout randomisation.  By default the program runs with
+        ``ADDR_NO_RANDOMIZE`` (personality(2)), so the same program and arguments give
+        the same addresses and the same trace.
+    iterations
+        ``auto`` (the program's ``SS_ITER`` markers, or if it has none the iterations
+        found from the DAG), ``markers`` or ``none``: see
+        :func:`simsched.trace.import_raw`.
 
     Returns
     -------
@@ -401,17 +457,23 @@ def capture(
 
     if backend not in BACKENDS:
         raise CaptureError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if iterations not in ITERATION_MODES:
+        raise CaptureError(
+            f"unknown --iterations {iterations!r}; choose one of {', '.join(ITERATION_MODES)}"
+        )
     prog = _resolve_program(program)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".simsched-capture-", dir=out.parent) as d:
         work = Path(d)
         t0 = time.perf_counter()
-        raw_path, stats = _run_backend(backend, prog, args, work, progress, verbose)
+        raw_path, stats = _run_backend(backend, prog, args, work, progress, verbose, aslr)
         t1 = time.perf_counter()
         raw_bytes = raw_path.stat().st_size
         cb = None if progress is None else (lambda done, _b: progress("import", done))
-        header = import_raw(raw_path, out, program=prog.name, args=list(args), progress=cb)
+        header = import_raw(
+            raw_path, out, program=prog.name, args=list(args), progress=cb, iterations=iterations
+        )
         if header.n_frames == 1 and not header.roi and count_markers(raw_path) == 0:
             out.unlink(missing_ok=True)
             raise CaptureError(

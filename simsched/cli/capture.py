@@ -91,6 +91,19 @@ def register(app: typer.Typer) -> None:
         verbose: Annotated[
             bool, typer.Option("--verbose", "-v", help="show the program's output")
         ] = False,
+        aslr: Annotated[
+            bool,
+            typer.Option(
+                "--aslr", help="keep address-space randomisation (default: off, reproducible)"
+            ),
+        ] = False,
+        iterations: Annotated[
+            str,
+            typer.Option(
+                "--iterations",
+                help="auto (SS_ITER markers, else found from the DAG) | markers | none",
+            ),
+        ] = "auto",
     ) -> None:
         """Run PROGRAM ARGS (after --) under a capture backend and write a trace."""
         from simsched.capture import capture
@@ -131,6 +144,8 @@ def register(app: typer.Typer) -> None:
                 raw=tmp_raw,
                 progress=progress,
                 verbose=verbose,
+                aslr=aslr,
+                iterations=iterations,
             )
         h = res.header
         err_console.print(
@@ -139,3 +154,9 @@ def register(app: typer.Typer) -> None:
             f"run {res.run_seconds:.2f} s, import {res.import_seconds:.2f} s, "
             f"raw {res.raw_bytes / 1e6:,.1f} MB"
         )
+        found = h.params.get("iterations_found")
+        if found:
+            err_console.print(
+                f"{out}: {found} iterations found without SS_ITER markers "
+                "(repeated phases of main; --iterations markers turns this off)"
+            )

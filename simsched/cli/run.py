@@ -21,6 +21,7 @@ from rich.table import Column, Table
 from simsched.cli._common import (
     ProgressOpt,
     console,
+    err_console,
     parse_kv,
     print_json,
     print_table,
@@ -139,6 +140,9 @@ def run_cmd(
         window=window,
     )
     rec = res.record
+    note = no_iterations_note(trace, scheduler) if trace is not None else ""
+    if note:
+        err_console.print(note)  # stderr: --json output stays one object
     if json_:
         from simsched.engine.record import nest_fields
 
@@ -156,6 +160,48 @@ def run_cmd(
     print_table(table)
     for w in json.loads(rec.get("warnings", "[]")):
         print(f"warning: {w['message']}", file=sys.stderr)
+
+
+# What an iteration-learning policy does on a trace without iterations ([LAWS15] §3.4, §4).
+_NO_ITERATIONS = {
+    "laws": "runs its first-iteration policy for the whole run (allocator placement, no "
+    "packing, no cross-socket stealing)",
+    "laws-nc": "runs its first-iteration policy for the whole run (allocator placement, no "
+    "cross-socket stealing)",
+    "cats": "runs its first-iteration policy for the whole run (no packing, no cross-socket "
+    "stealing)",
+}
+
+
+def no_iterations_note(trace: Path, scheduler: str) -> str:
+    """One line saying what ``scheduler`` does on ``trace`` if it has no iterations, else "".
+
+    Parameters
+    ----------
+    trace
+        The trace that was run.
+    scheduler
+        The scheduler's name (``name:param=...`` forms are reduced to the name).
+
+    Returns
+    -------
+    str
+        The note for LAWS, LAWS-NC and CATS on a trace whose frames carry no iteration;
+        an empty string otherwise.
+    """
+    name = scheduler.split(":", 1)[0].strip().lower()
+    what = _NO_ITERATIONS.get(name)
+    if what is None:
+        return ""
+    from simsched.trace import open_trace
+
+    with open_trace(trace) as t:
+        if t.header.n_frames and int(t.frames.iteration.max()) >= 0:
+            return ""
+    return (
+        f"note: {trace} has no iterations, so {name} {what}; mark them with SS_ITER or "
+        "recapture with --iterations auto"
+    )
 
 
 def _run_jobs(

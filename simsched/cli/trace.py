@@ -115,14 +115,27 @@ def import_cmd(
     raw: Annotated[Path, typer.Argument(help="raw capture stream (plain or .zst)")],
     out: Annotated[Path, typer.Option("-o", "--out", help="output trace (.sst)")],
     program: Annotated[str, typer.Option(help="program name for the header")] = "",
+    iterations: Annotated[
+        str,
+        typer.Option(
+            "--iterations", help="auto (SS_ITER markers, else found from the DAG) | markers | none"
+        ),
+    ] = "auto",
     progress: ProgressOpt = None,
 ) -> None:
     """Convert a raw capture stream into a trace."""
+    from simsched.errors import ConfigError
+    from simsched.trace.raw import ITERATION_MODES
+
+    if iterations not in ITERATION_MODES:
+        raise ConfigError(
+            f"unknown --iterations {iterations!r}; choose one of {', '.join(ITERATION_MODES)}"
+        )
     from simsched.trace import import_raw
 
     total = raw.stat().st_size
     with atomic_output(out) as tmp, _reporter(progress, f"importing {raw.name}", "records") as bar:
-        h = import_raw(raw, tmp, program=program or raw.stem, progress=bar)
+        h = import_raw(raw, tmp, program=program or raw.stem, progress=bar, iterations=iterations)
     err_console.print(
         f"{out}: {h.n_strands} strands, {h.n_refs} references, {h.n_instructions} instructions "
         f"(from {total:,} raw bytes)"

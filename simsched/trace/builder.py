@@ -42,6 +42,8 @@ class _Frame:
         "nspawn",
         "children",
         "key",
+        "fresh",
+        "called",
     )
 
     def __init__(self, fid: int, strand: int, key: tuple[int, ...]):
@@ -52,6 +54,8 @@ class _Frame:
         self.nspawn = 0  # spawns so far (since the last iteration mark, for an iteration root)
         self.children: list[int] = []  # frames spawned since then (branching is patched later)
         self.key = key
+        self.fresh = False  # just spawned: nothing has happened in the frame yet
+        self.called = False  # opened by call(): its return joins the caller at once
 
 
 def _key_hash(key: tuple[int, ...]) -> int:
@@ -171,10 +175,15 @@ class TraceBuilder:
         self._e_dst: list[int] = []
         self._e_kind: list[int] = []
         self._iteration = -1
+        self._marked = False  # iteration() was called
+        self.found_iterations = 0  # iterations close() found without marks
         self._pending_gap = 0
         self._cur_instr = 0
         self._closed = False
         self._stack: list[_Frame] = []
+        # One entry per open call(): True if it opened a frame, False if it was merged
+        # into the frame its spawn had just opened.
+        self._calls: list[bool] = []
         root = self._new_frame(parent=-1, spawn_index=0, level=0, key=())
         self._stack.append(_Frame(root, self._new_strand(root), ()))
 
@@ -226,6 +235,16 @@ class TraceBuilder:
         return len(self._stack)
 
     @property
+    def recording(self) -> bool:
+        """Whether references are kept now (inside the region of interest)."""
+        return self._in_roi
+
+    @property
+    def open_calls(self) -> int:
+        """Cilk calls (:meth:`call`) not yet returned."""
+        return len(self._calls)
+
+    @property
     def n_strands(self) -> int:
         """Strands started so far."""
         return len(self._s_frame)
@@ -233,7 +252,12 @@ class TraceBuilder:
     def spawn(self) -> None:
         """The current frame spawns a child; what follows runs in the child until :meth:`ret`."""
         self._check_open()
+        self._open_child()
+        self._stack[-1].fresh = True
+
+    def _open_child(self) -> None:
         parent = self._stack[-1]
+        parent.fresh = False
         s = parent.strand
         self._end_strand(s)
         i = parent.nspawn
@@ -266,22 +290,69 @@ class TraceBuilder:
     def sync(self) -> None:
         """Wait for every child the current frame has spawned since its last sync."""
         self._check_open()
+        self._stack[-1].fresh = False
         self._sync(self._stack[-1])
+
+    def call(self) -> None:
+        """A Cilk function begins: it runs in a frame of its own until :meth:`call_ret`.
+
+        Cilk gives every invocation of a function that spawns its own frame, whether it
+        was spawned or called (the cactus stack).  Right after :meth:`spawn` the frame
+        the spawn opened is that frame, so the call is merged into it; otherwise a child
+        frame opens whose return the caller waits for at once (a join edge into the
+        caller's next strand), while the caller's own spawned children stay outstanding.
+        """
+        self._check_open()
+        top = self._stack[-1]
+        if top.fresh:
+            top.fresh = False
+            self._calls.append(False)
+            return
+        self._open_child()
+        self._stack[-1].called = True
+        self._calls.append(True)
+
+    def call_ret(self) -> None:
+        """The Cilk function begun by the matching :meth:`call` returns (syncing implicitly)."""
+        self._check_open()
+        if not self._calls:
+            raise TraceBuildError(f"{self.path}: return from a Cilk call without a matching call")
+        if not self._calls.pop():
+            fr = self._stack[-1]
+            fr.fresh = False
+            self._sync(fr)
+            return
+        if not self._stack[-1].called:
+            raise TraceBuildError(
+                f"{self.path}: a Cilk call returns while a frame it spawned is still open"
+            )
+        self._close_child(called=True)
 
     def ret(self) -> None:
         """Return from the current (spawned) frame to its parent, syncing implicitly."""
         self._check_open()
         if len(self._stack) == 1:
             raise TraceBuildError(f"{self.path}: return without a matching spawn")
+        if self._stack[-1].called:
+            raise TraceBuildError(
+                f"{self.path}: a spawned call returns while a Cilk function it called is open"
+            )
+        self._close_child(called=False)
+
+    def _close_child(self, called: bool) -> None:
         fr = self._stack.pop()
         self._sync(fr)
         self._end_strand(fr.strand)
         self._f_last[fr.fid] = fr.strand
         self._patch_branching(fr)
         parent = self._stack[-1]
+        parent.fresh = False
         cont = self._new_strand(parent.fid)
         self._edge(parent.spawn_strand, cont, fmt.EDGE_CONT)
-        parent.joins.append(fr.strand)
+        if called:
+            self._edge(fr.strand, cont, fmt.EDGE_JOIN)  # the caller waits for the call
+        else:
+            parent.joins.append(fr.strand)
         parent.strand = cont
 
     def iteration(self, i: int) -> None:
@@ -316,7 +387,9 @@ class TraceBuilder:
                 f"{self.path}: iteration mark {n} after iteration {self._iteration}: "
                 "iteration numbers must increase"
             )
+        self._marked = True
         fr = self._stack[-1]
+        fr.fresh = False
         self._patch_branching(fr)
         fr.nspawn = 0
         fr.key = ()
@@ -501,8 +574,18 @@ class TraceBuilder:
         if self._progress is not None:
             self._progress(self._nrefs, None)
 
-    def close(self) -> fmt.TraceHeader:
+    def close(
+        self, *, strand_ranges: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> fmt.TraceHeader:
         """End main (implicit sync), write the tables, index and header, and rename into place.
+
+        Parameters
+        ----------
+        strand_ranges
+            Every strand's lowest and highest referenced address.  When given and no
+            :meth:`iteration` was marked, the iterations are found from the DAG
+            (:func:`simsched.trace.iterations.find_iterations`) and marked as
+            :meth:`iteration` marks before each one's first frame would have.
 
         Returns
         -------
@@ -521,6 +604,8 @@ class TraceBuilder:
             self._end_strand(root.strand)
             self._f_last[root.fid] = root.strand
             self._patch_branching(root)
+            if strand_ranges is not None and not self._marked:
+                self._find_iterations(*strand_ranges)
             self._flush()
             self._drain(keep=0)
             self._closed = True
@@ -529,6 +614,49 @@ class TraceBuilder:
         except BaseException:
             self.abort()
             raise
+
+    def _find_iterations(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        from simsched.trace.iterations import find_iterations
+
+        ns = len(self._s_frame)
+        if lo.shape[0] < ns:  # strands without references at the end
+            pad = ns - lo.shape[0]
+            lo = np.concatenate([lo, np.full(pad, np.iinfo(np.int64).max, np.int64)])
+            hi = np.concatenate([hi, np.full(pad, -1, np.int64)])
+        rs = np.asarray([*self._s_ref_start, self._nrefs + self._fill], np.int64)
+        starts = find_iterations(
+            self._f_parent, self._f_level, self._f_first, self._f_last,
+            self._e_src, self._e_dst, self._e_kind, rs, lo[:ns], hi[:ns],
+        )  # fmt: skip
+        if starts:
+            self.relabel_iterations(starts)
+
+    def relabel_iterations(self, starts: list[int]) -> None:
+        """Mark iterations after the fact: iteration ``t`` starts at main's child ``starts[t]``.
+
+        The frames from ``starts[t]`` up to the next start get iteration ``t``, and main's
+        children and their position keys are renumbered from 0 in every iteration, as if
+        :meth:`iteration` had been called before each start was spawned.  Called by
+        :meth:`close` once main has synced.
+        """
+        nf = len(self._f_parent)
+        bounds = [*starts, nf]
+        first_kid = [f for f in range(1, starts[0]) if self._f_parent[f] == 0]
+        for f in first_kid:
+            self._f_branching[f] = len(first_kid)
+        for t in range(len(starts)):
+            f0, f1 = bounds[t], bounds[t + 1]
+            base = self._f_spawn_index[f0]
+            kids = [f for f in range(f0, f1) if self._f_parent[f] == 0]
+            for f in range(f0, f1):
+                self._f_iter[f] = t
+                k = self._f_keys[f]
+                self._f_keys[f] = (k[0] - base, *k[1:])
+            for f in kids:
+                self._f_spawn_index[f] -= base
+                self._f_branching[f] = len(kids)
+        self.found_iterations = len(starts)
+        self._meta["params"] = {**self._meta["params"], "iterations_found": len(starts)}
 
     def _finish(self) -> fmt.TraceHeader:
         n_strands = len(self._s_frame)

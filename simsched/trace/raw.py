@@ -66,6 +66,7 @@ BLOCK_WIDE_GAP = 0xFF
 
 REC_HEADER, REC_REF, REC_RANGE, REC_GAP, REC_MARKER = 0, 1, 2, 3, 4
 M_SPAWN, M_SPAWN_END, M_SYNC, M_ITER, M_ROI_BEGIN, M_ROI_END, M_END = 1, 2, 3, 4, 5, 6, 7
+M_CALL, M_CALL_END = 8, 9  # a Cilk function's own frame (simsched_cilk.h)
 BACKENDS = {0: "unknown", 1: "gcc", 2: "valgrind", 3: "pin", 4: "test"}
 FLAG_WRITE = 1
 FLAG_GAPS_EXACT = 1
@@ -319,6 +320,31 @@ def _check_region(recs: np.ndarray, start: int, first: int, name: str) -> None:
     )
 
 
+ITERATION_MODES = ("auto", "markers", "none")
+
+
+_NO_REF = np.iinfo(np.int64).max  # the lowest address of a strand without references
+
+
+class _StrandRanges:
+    """The lowest and highest address each strand references (for finding iterations)."""
+
+    def __init__(self) -> None:
+        self.lo = np.full(1024, _NO_REF, np.int64)
+        self.hi = np.full(1024, -1, np.int64)
+
+    def add(self, b: TraceBuilder, lo: int, hi: int) -> None:
+        s = b.n_strands - 1  # serial execution: the current strand is the newest one
+        if s >= self.lo.shape[0]:
+            n = max(2 * self.lo.shape[0], s + 1)
+            self.lo = np.concatenate([self.lo, np.full(n - self.lo.shape[0], _NO_REF)])
+            self.hi = np.concatenate([self.hi, np.full(n - self.hi.shape[0], -1)])
+        if lo < self.lo[s]:
+            self.lo[s] = lo
+        if hi > self.hi[s]:
+            self.hi[s] = hi
+
+
 def import_raw(
     raw_path: str | os.PathLike,
     out_path: str | os.PathLike,
@@ -327,6 +353,7 @@ def import_raw(
     args: list[str] | tuple[str, ...] = (),
     progress: Callable[[int, int], None] | None = None,
     line_size_hint: int = 64,
+    iterations: str = "auto",
 ) -> fmt.TraceHeader:
     """Convert a raw capture stream into a trace, streaming.
 
@@ -342,6 +369,11 @@ def import_raw(
         Called as ``progress(records_done, bytes_read_so_far)`` after each block.
     line_size_hint
         Stored in the header.
+    iterations
+        ``"markers"``: iterations are where ``SS_ITER`` says; ``"none"``: ``SS_ITER``
+        markers are ignored (no iterations); ``"auto"`` (default): the markers if the
+        stream has any, otherwise the iterations found from the DAG
+        (:mod:`simsched.trace.iterations`).
 
     Returns
     -------
@@ -355,6 +387,11 @@ def import_raw(
     """
     raw_path = Path(raw_path)
     name = str(raw_path)
+    if iterations not in ITERATION_MODES:
+        raise ValueError(
+            f"iterations must be one of {', '.join(ITERATION_MODES)}, not {iterations!r}"
+        )
+    ranges = _StrandRanges() if iterations == "auto" else None
     if not raw_path.exists():
         raise TraceFormatError(f"{name}: no such raw stream")
     roi = _has_roi(raw_path)
@@ -388,6 +425,9 @@ def import_raw(
                 if i > prev:
                     run = recs[prev:i]
                     b.refs(run["a"], run["c"], (run["flags"] & FLAG_WRITE) != 0, run["b"])
+                    if ranges is not None and b.recording:
+                        a = run["a"]
+                        ranges.add(b, int(a.min()), int(a.max()))
                 pos = first + i
                 r = recs[i]
                 k = int(r["kind"])
@@ -399,8 +439,13 @@ def import_raw(
                         b.ret()
                     elif m == M_SYNC:
                         b.sync()
+                    elif m == M_CALL:
+                        b.call()
+                    elif m == M_CALL_END:
+                        b.call_ret()
                     elif m == M_ITER:
-                        b.iteration(int(r["a"]))
+                        if iterations != "none":
+                            b.iteration(int(r["a"]))
                     elif m == M_ROI_BEGIN:
                         b.roi_begin()
                     elif m == M_ROI_END:
@@ -423,6 +468,8 @@ def import_raw(
                         if k == REC_REF:
                             gaps[0] = int(r["b"])
                         b.refs(starts, sizes, bool(int(r["flags"]) & FLAG_WRITE), gaps)
+                        if ranges is not None and b.recording:
+                            ranges.add(b, int(r["a"]), int(r["a"]) + length - 1)
                 elif k == REC_HEADER:
                     raise TraceFormatError(f"{name}: record {pos}: a second header record")
                 else:
@@ -431,6 +478,8 @@ def import_raw(
             if prev < recs.shape[0]:
                 run = recs[prev:]
                 b.refs(run["a"], run["c"], (run["flags"] & FLAG_WRITE) != 0, run["b"])
+                if ranges is not None and b.recording:
+                    ranges.add(b, int(run["a"].min()), int(run["a"].max()))
             if progress is not None:
                 progress(first + recs.shape[0], 0)
         if b is None:
@@ -440,11 +489,18 @@ def import_raw(
                 f"{name}: the stream ends without an END marker (the program crashed, or the "
                 "capture was cut short)"
             )
-        if b.depth != 1:
+        if b.depth != 1 or b.open_calls:
+            if b.open_calls:
+                raise TraceFormatError(
+                    f"{name}: {b.open_calls} Cilk call(s) without a matching CALL_END at the "
+                    "end (a longjmp or exit out of a Cilk function?)"
+                )
             raise TraceFormatError(
                 f"{name}: {b.depth - 1} spawn(s) without a matching SPAWN_END at the end"
             )
-        return b.close()
+        if ranges is None:
+            return b.close()
+        return b.close(strand_ranges=(ranges.lo, ranges.hi))
     except SimschedError as exc:
         if b is not None and not b._closed:
             b.abort()

@@ -385,7 +385,8 @@ def _check_targets(name: str, tabs: dict[str, np.ndarray], n_join_in: np.ndarray
     last strand, and the parent's next strand (the continuation, right after it) has a
     continuation edge from the spawning strand; a post-sync strand t follows strand t-1 of
     its own frame, has a continuation edge from it and at least one join edge in; and a
-    child is joined to the parent's first post-sync strand after the child returned.
+    child is joined to the parent's first post-sync strand after the child returned, or,
+    for a called Cilk function's frame, to the continuation right after it.
     """
     src, dst, kind = tabs["edge_src"], tabs["edge_dst"], tabs["edge_kind"]
     sf, parent = tabs["strand_frame"], tabs["frame_parent"]
@@ -434,7 +435,10 @@ def _check_targets(name: str, tabs: dict[str, np.ndarray], n_join_in: np.ndarray
     k = nxt[rank[last[child] + 1]]
     want = np.where(k < ns, order[np.minimum(k, ns - 1)], -1)
     want = np.where(sf[np.maximum(want, 0)] == parent[child], want, -1)
-    j = _first(want != dst[joins])
+    # A called Cilk function's frame (its own frame, waited for at once) is joined into
+    # the caller's continuation, the strand right after the child's subtree.
+    called = dst[joins] == last[child] + 1
+    j = _first((want != dst[joins]) & ~called)
     if j is not None:
         e, c = int(joins[j]), int(child[j])
         at_sync = (

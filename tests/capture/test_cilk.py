@@ -24,71 +24,71 @@ OPTIONS = {
 ACCEPTED = {
     "spawn_stmt": (
         "void g(void) {\n  cilk_spawn f(1);\n}\n",
-        "void g(void) {\n  { __ss_cilk_spawn(); f(1); __ss_cilk_spawn_end(); }\n__ss_cilk_sync(); }\n",
+        "void g(void) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { __ss_cilk_spawn(); f(1); __ss_cilk_spawn_end(); }\n__ss_cilk_sync(); }\n",
     ),
     "spawn_assign": (
         "long g(void) {\n  long x;\n  x = cilk_spawn f(a[(1)], h(2, (3)));\n  cilk_sync;\n  return x;\n}\n",
-        "long g(void) {\n  long x;\n  { __ss_cilk_spawn(); x = f(a[(1)], h(2, (3))); __ss_cilk_spawn_end(); }\n  __ss_cilk_sync();\n  return x;\n}\n",
+        "long g(void) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  long x;\n  { __ss_cilk_spawn(); x = f(a[(1)], h(2, (3))); __ss_cilk_spawn_end(); }\n  __ss_cilk_sync();\n  return x;\n}\n",
     ),
     "spawn_decl": (
         "long g(void) {\n  long x = cilk_spawn f(1);\n  cilk_sync;\n  return x;\n}\n",
-        "long g(void) {\n  long x; __ss_cilk_spawn(); x = f(1); __ss_cilk_spawn_end();\n  __ss_cilk_sync();\n  return x;\n}\n",
+        "long g(void) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  long x; __ss_cilk_spawn(); x = f(1); __ss_cilk_spawn_end();\n  __ss_cilk_sync();\n  return x;\n}\n",
     ),
     "spawn_decl_ptr": (
         "char *g(void) {\n  char *p = cilk_spawn h(1);\n  return p;\n}\n",
-        "char *g(void) {\n  char *p; __ss_cilk_spawn(); p = h(1); __ss_cilk_spawn_end();\n  { char * __ss_ret = (p); __ss_cilk_sync(); return __ss_ret; }\n}\n",
+        "char *g(void) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  char *p; __ss_cilk_spawn(); p = h(1); __ss_cilk_spawn_end();\n  { char * __ss_ret = (p); __ss_cilk_sync(); return __ss_ret; }\n}\n",
     ),
     "spawn_decl_const": (
         "long g(void) {\n  const long x = cilk_spawn f(1), y = 2;\n  cilk_sync;\n  return x + y;\n}\n",
-        "long g(void) {\n  const long x = ({ __ss_cilk_spawn(); __auto_type __ss_sv = (f(1)); __ss_cilk_spawn_end(); __ss_sv; }), y = 2;\n  __ss_cilk_sync();\n  return x + y;\n}\n",
+        "long g(void) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  const long x = ({ __ss_cilk_spawn(); __auto_type __ss_sv = (f(1)); __ss_cilk_spawn_end(); __ss_sv; }), y = 2;\n  __ss_cilk_sync();\n  return x + y;\n}\n",
     ),
     "spellings": (
         "void g(void) {\n  _Cilk_spawn f(1);\n  _Cilk_sync;\n  _Cilk_scope { _Cilk_spawn f(2); }\n  _Cilk_for (int i = 0; i < 4; i++) f(i);\n}\n",
-        "void g(void) {\n  { __ss_cilk_spawn(); f(1); __ss_cilk_spawn_end(); }\n  __ss_cilk_sync();\n  { { { __ss_cilk_spawn(); f(2); __ss_cilk_spawn_end(); } } __ss_cilk_sync(); }\n  { int i = 0; __typeof__(i) __ss_lim0 = (4); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? ((unsigned long long)(__ss_lim0 - __ss_v00) + __ss_st0 - 1) / __ss_st0 : 0ull), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do f(i); while (0); } }\n__ss_cilk_sync(); }\n",
+        "void g(void) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { __ss_cilk_spawn(); f(1); __ss_cilk_spawn_end(); }\n  __ss_cilk_sync();\n  { { { __ss_cilk_spawn(); f(2); __ss_cilk_spawn_end(); } } __ss_cilk_sync(); }\n  { int i = 0; __typeof__(i) __ss_lim0 = (4); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? ((unsigned long long)(__ss_lim0 - __ss_v00) + __ss_st0 - 1) / __ss_st0 : 0ull), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do f(i); while (0); } }\n__ss_cilk_sync(); }\n",
     ),
     "string": (
         'void g(void) {\n  puts("cilk_spawn f(1);");\n  cilk_spawn f(1);\n}\n',
-        'void g(void) {\n  puts("cilk_spawn f(1);");\n  { __ss_cilk_spawn(); f(1); __ss_cilk_spawn_end(); }\n__ss_cilk_sync(); }\n',
+        'void g(void) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  puts("cilk_spawn f(1);");\n  { __ss_cilk_spawn(); f(1); __ss_cilk_spawn_end(); }\n__ss_cilk_sync(); }\n',
     ),
     "scope": (
         "void g(void) {\n  cilk_scope {\n    cilk_spawn f(1);\n    f(2);\n  }\n  f(3);\n}\n",
-        "void g(void) {\n  { {\n    { __ss_cilk_spawn(); f(1); __ss_cilk_spawn_end(); }\n    f(2);\n  } __ss_cilk_sync(); }\n  f(3);\n__ss_cilk_sync(); }\n",
+        "void g(void) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { {\n    { __ss_cilk_spawn(); f(1); __ss_cilk_spawn_end(); }\n    f(2);\n  } __ss_cilk_sync(); }\n  f(3);\n__ss_cilk_sync(); }\n",
     ),
     "for_lt": (
         "void g(int n) {\n  cilk_for (int i = 0; i < n; i++)\n    a[i] = i;\n}\n",
-        "void g(int n) {\n  { int i = 0; __typeof__(i) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? ((unsigned long long)(__ss_lim0 - __ss_v00) + __ss_st0 - 1) / __ss_st0 : 0ull), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do \na[i] = i; while (0); } }\n}\n",
+        "void g(int n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { int i = 0; __typeof__(i) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? ((unsigned long long)(__ss_lim0 - __ss_v00) + __ss_st0 - 1) / __ss_st0 : 0ull), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do \na[i] = i; while (0); } }\n}\n",
     ),
     "for_pragma": (
         "void g(long n, long k) {\n#pragma cilk grainsize k\n  cilk_for (long i = 1; i <= n; ++i) {\n    a[i] = i;\n  }\n}\n",
-        "void g(long n, long k) {\n\n  { long i = 1; __typeof__(i) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 <= __ss_lim0 ? (unsigned long long)(__ss_lim0 - __ss_v00) / __ss_st0 + 1 : 0ull), (long long)(k), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do {\n    a[i] = i;\n  } while (0); } }\n}\n",
+        "void g(long n, long k) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n\n  { long i = 1; __typeof__(i) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 <= __ss_lim0 ? (unsigned long long)(__ss_lim0 - __ss_v00) / __ss_st0 + 1 : 0ull), (long long)(k), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do {\n    a[i] = i;\n  } while (0); } }\n}\n",
     ),
     "for_down": (
         "void g(unsigned n) {\n  cilk_for (unsigned i = n; i > 0; i -= 2) a[i] = 0;\n}\n",
-        "void g(unsigned n) {\n  { unsigned i = n; __typeof__(i) __ss_lim0 = (0); unsigned long long __ss_st0 = (unsigned long long)(2); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 > __ss_lim0 ? ((unsigned long long)(__ss_v00 - __ss_lim0) + __ss_st0 - 1) / __ss_st0 : 0ull), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 - __ss_i0 * __ss_st0; do a[i] = 0; while (0); } }\n}\n",
+        "void g(unsigned n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { unsigned i = n; __typeof__(i) __ss_lim0 = (0); unsigned long long __ss_st0 = (unsigned long long)(2); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 > __ss_lim0 ? ((unsigned long long)(__ss_v00 - __ss_lim0) + __ss_st0 - 1) / __ss_st0 : 0ull), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 - __ss_i0 * __ss_st0; do a[i] = 0; while (0); } }\n}\n",
     ),
     "for_ptr": (
         "void g(double *b, double *e) {\n  cilk_for (double *p = b; e != p; p++) *p = 0;\n}\n",
-        "void g(double *b, double *e) {\n  { double *p = b; __typeof__(p) __ss_lim0 = (e); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(p) __ss_v00 = p; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, ((unsigned long long)(__ss_lim0 - __ss_v00) / __ss_st0), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { p = __ss_v00 + __ss_i0 * __ss_st0; do *p = 0; while (0); } }\n}\n",
+        "void g(double *b, double *e) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { double *p = b; __typeof__(p) __ss_lim0 = (e); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(p) __ss_v00 = p; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, ((unsigned long long)(__ss_lim0 - __ss_v00) / __ss_st0), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { p = __ss_v00 + __ss_i0 * __ss_st0; do *p = 0; while (0); } }\n}\n",
     ),
     "for_nested": (
         "void g(int n) {\n  cilk_for (int i = 0; i < n; i++) {\n    cilk_spawn f(i);\n    f(-i);\n  }\n}\n",
-        "void g(int n) {\n  { int i = 0; __typeof__(i) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? ((unsigned long long)(__ss_lim0 - __ss_v00) + __ss_st0 - 1) / __ss_st0 : 0ull), (long long)(0), 1, 0, 1); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do {\n    { __ss_cilk_spawn(); f(i); __ss_cilk_spawn_end(); }\n    f(-i);\n  } while (0); __ss_cilk_sync(); } }\n__ss_cilk_sync(); }\n",
+        "void g(int n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { int i = 0; __typeof__(i) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? ((unsigned long long)(__ss_lim0 - __ss_v00) + __ss_st0 - 1) / __ss_st0 : 0ull), (long long)(0), 1, 0, 1); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do {\n    { __ss_cilk_spawn(); f(i); __ss_cilk_spawn_end(); }\n    f(-i);\n  } while (0); __ss_cilk_sync(); } }\n__ss_cilk_sync(); }\n",
     ),
     "ret_void": (
         "void g(int n) {\n  if (n < 2) return;\n  cilk_spawn f(n);\n  if (n > 9) return;\n  f(n);\n}\n",
-        "void g(int n) {\n  if (n < 2) return;\n  { __ss_cilk_spawn(); f(n); __ss_cilk_spawn_end(); }\n  if (n > 9) { __ss_cilk_sync(); return; }\n  f(n);\n__ss_cilk_sync(); }\n",
+        "void g(int n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  if (n < 2) return;\n  { __ss_cilk_spawn(); f(n); __ss_cilk_spawn_end(); }\n  if (n > 9) { __ss_cilk_sync(); return; }\n  f(n);\n__ss_cilk_sync(); }\n",
     ),
     "ret_loop": (
         "int g(int n) {\n  while (n > 0) {\n    if (n == 3) return n;\n    cilk_spawn f(n--);\n  }\n  return 0;\n}\n",
-        "int g(int n) {\n  while (n > 0) {\n    if (n == 3) { int __ss_ret = (n); __ss_cilk_sync(); return __ss_ret; }\n    { __ss_cilk_spawn(); f(n--); __ss_cilk_spawn_end(); }\n  }\n  { int __ss_ret = (0); __ss_cilk_sync(); return __ss_ret; }\n}\n",
+        "int g(int n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  while (n > 0) {\n    if (n == 3) { int __ss_ret = (n); __ss_cilk_sync(); return __ss_ret; }\n    { __ss_cilk_spawn(); f(n--); __ss_cilk_spawn_end(); }\n  }\n  { int __ss_ret = (0); __ss_cilk_sync(); return __ss_ret; }\n}\n",
     ),
     "opts_binary": (
         "void g(int n) {\n  cilk_for (int i = 0; i < n; i++)\n    a[i] = i;\n}\n",
-        "void g(int n) {\n  { int i = 0; __typeof__(i) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? ((unsigned long long)(__ss_lim0 - __ss_v00) + __ss_st0 - 1) / __ss_st0 : 0ull), (long long)(64), 16, 1, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do \na[i] = i; while (0); } }\n}\n",
+        "void g(int n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { int i = 0; __typeof__(i) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? ((unsigned long long)(__ss_lim0 - __ss_v00) + __ss_st0 - 1) / __ss_st0 : 0ull), (long long)(64), 16, 1, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do \na[i] = i; while (0); } }\n}\n",
     ),
     "pragma_beats_option": (
         "void g(long n, long k) {\n#pragma cilk grainsize k\n  cilk_for (long i = 1; i <= n; ++i) {\n    a[i] = i;\n  }\n}\n",
-        "void g(long n, long k) {\n\n  { long i = 1; __typeof__(i) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 <= __ss_lim0 ? (unsigned long long)(__ss_lim0 - __ss_v00) / __ss_st0 + 1 : 0ull), (long long)(k), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do {\n    a[i] = i;\n  } while (0); } }\n}\n",
+        "void g(long n, long k) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n\n  { long i = 1; __typeof__(i) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 <= __ss_lim0 ? (unsigned long long)(__ss_lim0 - __ss_v00) / __ss_st0 + 1 : 0ull), (long long)(k), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do {\n    a[i] = i;\n  } while (0); } }\n}\n",
     ),
 }
 

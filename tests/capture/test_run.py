@@ -149,3 +149,35 @@ def test_cli_cc_and_capture(cache, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["capture", "-o", str(tmp_path / "g.sst"), "--", str(prog), "x"])
     assert e.value.code == 2
+
+
+def _digest(path: Path) -> str:
+    with open_trace(path) as t:
+        return str(t.header.digest)
+
+
+def test_captures_are_reproducible_without_aslr(cache, bindir, tmp_path):
+    # queens copies its board (a struct/range copy on the stack) at every level: with ASLR
+    # the stack moves, range pieces split differently at 64-byte lines and the counts move.
+    prog = compile_gcc(cache, bindir, "queens.c", "queens_gcc", "-O2")
+    a = capture(str(prog), ["7", "3"], tmp_path / "a.sst")
+    b = capture(str(prog), ["7", "3"], tmp_path / "b.sst")
+    assert a.header.n_refs == b.header.n_refs
+    assert _digest(a.out) == _digest(b.out)
+
+
+@pytest.mark.skipif(
+    not Path("/proc/sys/kernel/randomize_va_space").exists()
+    or Path("/proc/sys/kernel/randomize_va_space").read_text().strip() == "0",
+    reason="ASLR is off on this system",
+)
+def test_aslr_option_keeps_randomisation(cache, bindir, tmp_path):
+    from simsched.capture.run import aslr_disabled
+
+    assert aslr_disabled()
+    prog = compile_gcc(cache, bindir, "queens.c", "queens_gcc", "-O2")
+    digests = {
+        _digest(capture(str(prog), ["7", "3"], tmp_path / f"r{i}.sst", aslr=True).out)
+        for i in range(3)
+    }
+    assert len(digests) > 1  # three randomised layouts all equal is vanishingly unlikely

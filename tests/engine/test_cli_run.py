@@ -152,3 +152,15 @@ def test_jobs_summary_names_each_count_once_and_no_negative_cost():
     assert "812 private-cache misses more than" in jobs_summary(rec)
     rec["realloc_warmup"] = {"joins": 0, "extra_misses": 0.0}
     assert jobs_summary(rec).count("\n") == 0
+
+
+def test_run_says_what_laws_does_on_a_trace_without_iterations(ms, tmp_path, capsys):
+    # the mergesort generator marks no iterations
+    for sched, says in (("laws", True), ("cats", True), ("ws", False)):
+        argv = ["run", "--trace", str(ms), "--machine", "itrs-scaling-4", "--scheduler", sched]
+        code, _, err = _run([*argv, "--json"], capsys)
+        assert code == 0
+        lines = [ln for ln in err.splitlines() if "has no iterations" in ln]
+        assert len(lines) == (1 if says else 0)
+        if says:
+            assert f"so {sched} runs its first-iteration policy for the whole run" in lines[0]

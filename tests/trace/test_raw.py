@@ -122,6 +122,44 @@ def test_ranges_split_at_piece_boundaries(tmp_path):
     assert c.gap.tolist() == [0, 0, 0, 0, 7, 0, 0, 0]
 
 
+def _cilk(tmp_path, markers):
+    recs = [header()]
+    for i, m in enumerate(markers):
+        recs.append(rec(R.REC_REF, 0x1000 + 64 * i, 1, 8))
+        recs.append(rec(R.REC_MARKER, c=m))
+    recs.append(rec(R.REC_MARKER, c=R.M_END))
+    out = tmp_path / "c.sst"
+    R.import_raw(write(tmp_path / "c.raw", recs), out)
+    validate(out)
+    return open_trace(out)
+
+
+def test_cilk_call_of_a_spawned_function_is_merged_into_the_spawned_frame(tmp_path):
+    # spawn f; f: CALL ... CALL_END; SPAWN_END; sync -- the same DAG as without CALL
+    with _cilk(tmp_path, [R.M_SPAWN, R.M_CALL, R.M_CALL_END, R.M_SPAWN_END, R.M_SYNC]) as t:
+        assert t.header.n_frames == 2
+        assert t.frames.parent.tolist() == [-1, 0]
+        assert t.strands.frame.tolist() == [0, 1, 0, 0]
+        joins = t.edges.kind == R.fmt.EDGE_JOIN
+        assert t.edges.src[joins].tolist() == [1] and t.edges.dst[joins].tolist() == [3]
+
+
+def test_called_cilk_function_has_its_own_frame_joined_at_once(tmp_path):
+    # spawn g; call f (its own frame, a sibling of g); sync: the caller waits for f right
+    # after it returns (join into the next strand) and for g at the sync
+    marks = [R.M_SPAWN, R.M_SPAWN_END, R.M_CALL, R.M_SPAWN, R.M_SPAWN_END, R.M_CALL_END]
+    with _cilk(tmp_path, [*marks, R.M_SYNC]) as t:
+        assert t.frames.parent.tolist() == [-1, 0, 0, 2]
+        assert t.frames.branching.tolist()[1:] == [2, 2, 1]
+        assert t.frames.level.tolist() == [0, 1, 1, 2]
+        joins = t.edges.kind == R.fmt.EDGE_JOIN
+        pairs = list(zip(t.edges.src[joins].tolist(), t.edges.dst[joins].tolist(), strict=True))
+        f = t.frames
+        called_last = int(f.last_strand[2])
+        assert (called_last, called_last + 1) in pairs  # f joins the caller's next strand
+        assert (int(f.last_strand[1]), t.header.n_strands - 1) in pairs  # g at the sync
+
+
 def test_roi_markers_filter(tmp_path):
     recs = [
         header(),
@@ -143,6 +181,17 @@ def test_roi_markers_filter(tmp_path):
         ([header(), rec(R.REC_REF, 1, 0, 8)], "without an END marker"),
         ([header(), rec(R.REC_MARKER, c=R.M_SPAWN_END), rec(R.REC_MARKER, c=R.M_END)], "record 1"),
         ([header(), rec(R.REC_MARKER, c=R.M_SPAWN), rec(R.REC_MARKER, c=R.M_END)], "SPAWN_END"),
+        ([header(), rec(R.REC_MARKER, c=R.M_CALL), rec(R.REC_MARKER, c=R.M_END)], "CALL_END"),
+        (
+            [header(), rec(R.REC_MARKER, c=R.M_CALL_END), rec(R.REC_MARKER, c=R.M_END)],
+            "record 1: .*without a matching call",
+        ),
+        (  # a spawned call returns while a Cilk function it called is still open
+            [header()]
+            + [rec(R.REC_MARKER, c=m) for m in (R.M_SPAWN, R.M_CALL, R.M_CALL, R.M_SPAWN_END)]
+            + [rec(R.REC_MARKER, c=R.M_END)],
+            "record 4: .*is open",
+        ),
         ([header(), rec(9), rec(R.REC_MARKER, c=R.M_END)], "unknown record kind 9"),
         ([header(), rec(R.REC_MARKER, c=42), rec(R.REC_MARKER, c=R.M_END)], "unknown marker 42"),
         ([header(), rec(R.REC_MARKER, c=R.M_END), rec(R.REC_REF, 1, 0, 8)], "after the END"),

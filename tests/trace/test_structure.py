@@ -113,9 +113,9 @@ def _retarget(src, dst, kind, new_src=None, new_dst=None):
 
 TARGETS = {
     # the reported case: a join to another strand of the right parent
-    "join to the continuation": (
-        _retarget(1, 5, 2, new_dst=2),
-        "join edge .* \\(1 -> 2\\) joins frame 1 at the wrong strand of its parent frame 0: "
+    "join to a strand before the sync": (
+        _retarget(1, 5, 2, new_dst=4),
+        "join edge .* \\(1 -> 4\\) joins frame 1 at the wrong strand of its parent frame 0: "
         "its first sync after the child returned is strand 5",
     ),
     "join to a later sync": (
@@ -137,3 +137,11 @@ TARGETS = {
 def test_edges_to_the_wrong_strand_are_refused(tmp_path, two_syncs, case):
     damage, message = TARGETS[case]
     forge.assert_refused(two_syncs, damage, message, tmp_path / "bad.sst")
+
+
+def test_join_into_the_continuation_is_a_called_frame(tmp_path, two_syncs):
+    """A child joined right after its subtree is how a called Cilk function's frame is
+    written (the caller waits for it at once): a valid DAG, not a damaged one."""
+    parts = forge.read(two_syncs)
+    _retarget(1, 5, 2, new_dst=2)(parts)
+    assert validate(forge.seal(parts, tmp_path / "called.sst"))["ok"]

@@ -11,8 +11,12 @@
  * The only simsched-specific lines are the region-of-interest markers of
  * simsched.h (a build with plain gcc and <cilk/cilk.h> from simsched's
  * capture/ folder is the native serial elision).
+ * Built with -DCALL_LAST_CHILD the last child of each step is called, not
+ * spawned (last_child.h); the frame tree is the same.
  */
 #include <cilk/cilk.h>
+
+#include "last_child.h"
 
 #include "../ssprog.h"
 
@@ -26,7 +30,7 @@ static long fib(long n)
     if (n < grain)
         return fib_serial(n);
     long a = cilk_spawn fib(n - 1);
-    long b = cilk_spawn fib(n - 2);
+    long b = last_child fib(n - 2);
     cilk_sync;
     return a + b;
 }
@@ -38,7 +42,7 @@ int main(int argc, char **argv)
     if (grain < 2)
         grain = 2;
     SS_ROI_BEGIN();
-    result = cilk_spawn fib(n);
+    result = last_child fib(n);
     cilk_sync;
     SS_ROI_END();
     printf("fib(%ld) = %ld\n", n, result);

@@ -12,8 +12,12 @@
  * ../stencil2d.c (whose ss_pfor spawns both halves of a range); by default the
  * loop is split as OpenCilk splits it.  SS_ITER marks the iterations, as in
  * ../stencil2d.c.
+ * Built with -DCALL_LAST_CHILD the last child of each step is called, not
+ * spawned (last_child.h); the frame tree is the same.
  */
 #include <cilk/cilk.h>
+
+#include "last_child.h"
 
 #include "../ssprog.h"
 
@@ -57,7 +61,7 @@ int main(int argc, char **argv)
     SS_ROI_BEGIN();
     for (long t = 0; t < steps; t++) {
         SS_ITER(t);
-        cilk_spawn sweep(g, grain);
+        last_child sweep(g, grain);
         cilk_sync;
         double *tmp = g->src;
         g->src = g->dst;

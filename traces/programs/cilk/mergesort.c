@@ -11,11 +11,15 @@
  * the two halves as two spawned tasks.  Only the sort is the region of
  * interest (simsched.h's markers); the input fill and the final check are
  * left out.
+ * Built with -DCALL_LAST_CHILD the last child of each step is called, not
+ * spawned (last_child.h); the frame tree is the same.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <cilk/cilk.h>
+
+#include "last_child.h"
 
 #include "simsched.h"
 
@@ -64,7 +68,7 @@ static void merge_par(const int *a, long na, const int *b, long nb, int *out)
     long ma = na / 2;
     long mb = lower_bound(b, nb, a[ma]);
     cilk_spawn merge_par(a, ma, b, mb, out);
-    cilk_spawn merge_par(a + ma, na - ma, b + mb, nb - mb, out + ma + mb);
+    last_child merge_par(a + ma, na - ma, b + mb, nb - mb, out + ma + mb);
     cilk_sync;
 }
 
@@ -105,7 +109,7 @@ static void sort_par(int *src, int *dst, long n, int to_dst)
     }
     long h = n / 2;
     cilk_spawn sort_par(src, dst, h, !to_dst);
-    cilk_spawn sort_par(src + h, dst + h, n - h, !to_dst);
+    last_child sort_par(src + h, dst + h, n - h, !to_dst);
     cilk_sync;
     if (to_dst)
         merge_par(src, h, src + h, n - h, dst);

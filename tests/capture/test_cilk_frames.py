@@ -1,0 +1,93 @@
+"""Cilk frame semantics: every invocation of a Cilk function has a frame of its own.
+
+The textbook form of a divide-and-conquer step calls its last child
+(``cilk_spawn f(lo, mid); f(mid, hi); cilk_sync;``); the spawn-everything form spawns it.
+A Cilk runtime gives both the same frame tree (cactus stack), and so must a capture:
+the same frames, parents, levels and branching degrees.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simsched.capture import capture, compile_program
+from simsched.trace import open_trace, validate
+from simsched.trace.format import EDGE_JOIN
+
+from .conftest import PROGRAMS, needs_gcc
+
+pytestmark = needs_gcc
+
+# program, arguments, the flag that gives the spawn-everything form, the called form's flag
+FORMS = {
+    "fib": (["14", "4"], "-DSPAWN_ALL_CHILDREN", "-DCALL_LAST_CHILD"),
+    "mergesort": (["4096", "256"], "-DSPAWN_ALL_CHILDREN", "-DCALL_LAST_CHILD"),
+    "jacobi": (["62", "3", "4"], "-DSPAWN_ALL_CHILDREN", "-DCALL_LAST_CHILD"),
+}
+
+
+def _build(bindir, name: str, flag: str):
+    exe = bindir / f"frames-{name}{flag}"
+    if not exe.exists():
+        src = PROGRAMS / "cilk" / f"{name}.c"
+        assert compile_program(["-O2", flag, str(src), "-o", str(exe), "-lm"]) == 0
+    return exe
+
+
+@pytest.mark.parametrize("name", sorted(FORMS))
+def test_called_last_child_gives_the_spawn_everything_frame_tree(cache, bindir, tmp_path, name):
+    args, spawn_flag, call_flag = FORMS[name]
+    s = capture(str(_build(bindir, name, spawn_flag)), args, tmp_path / "s.sst")
+    c = capture(str(_build(bindir, name, call_flag)), args, tmp_path / "c.sst")
+    validate(c.out)
+    with open_trace(s.out) as ts, open_trace(c.out) as tc:
+        assert ts.header.n_frames > 20
+        assert ts.header.n_frames == tc.header.n_frames
+        for col in ("parent", "level", "branching", "spawn_index"):
+            np.testing.assert_array_equal(getattr(ts.frames, col), getattr(tc.frames, col))
+        kids = np.bincount(tc.frames.parent[1:], minlength=tc.header.n_frames)
+        if name != "mergesort":  # (sort_par also calls merge_par: three children)
+            # main starts one fib, or calls one sweep per time step; below, a binary
+            # recursion: every frame that has children has two
+            assert kids[0] == (3 if name == "jacobi" else 1)
+            assert set(kids[1:][kids[1:] > 0].tolist()) == {2}
+
+        # a called child is joined at once: its parent's very next strand waits for it
+        def at_once(t):
+            join = t.edges.kind == EDGE_JOIN
+            return int((t.edges.dst[join] == t.edges.src[join] + 1).sum())
+
+        assert at_once(tc) > at_once(ts)
+
+
+def test_jacobi_frame_tree_depth_follows_the_halving(cache, bindir, tmp_path):
+    # 62 rows halved down to at most 4: 62 -> 31 -> 15/16 -> 7/8 -> 3/4: 4 levels of
+    # splitting below each step's frame, which sits below main
+    exe = _build(bindir, "jacobi", "-DCALL_LAST_CHILD")
+    res = capture(str(exe), ["62", "3", "4"], tmp_path / "j.sst")
+    with open_trace(res.out) as t:
+        assert int(t.frames.level.max()) == 1 + 4
+
+
+def test_time_steps_of_an_unmarked_program_are_found_as_iterations(cache, bindir, tmp_path):
+    exe = _build(bindir, "jacobi", "-DCALL_LAST_CHILD")
+    res = capture(str(exe), ["62", "5", "4"], tmp_path / "j.sst")
+    assert res.header.params["iterations_found"] == 5
+    with open_trace(res.out) as t:
+        it = t.frames.iteration
+        assert sorted(set(it.tolist())) == [-1, 0, 1, 2, 3, 4]
+        assert np.bincount(it[it >= 0]).tolist() == [int((it == 0).sum())] * 5
+    off = capture(str(exe), ["62", "5", "4"], tmp_path / "m.sst", iterations="markers")
+    with open_trace(off.out) as t:
+        assert int(t.frames.iteration.max()) == -1
+
+
+def test_iterations_none_drops_the_marks(cache, bindir, tmp_path):
+    exe = _build(bindir, "heat", "-DCALL_LAST_CHILD")  # heat marks its steps with SS_ITER
+    marked = capture(str(exe), ["30", "3", "8"], tmp_path / "h.sst")
+    none = capture(str(exe), ["30", "3", "8"], tmp_path / "n.sst", iterations="none")
+    assert "iterations_found" not in marked.header.params
+    with open_trace(marked.out) as a, open_trace(none.out) as b:
+        assert int(a.frames.iteration.max()) == 2
+        assert int(b.frames.iteration.max()) == -1
