@@ -20,7 +20,18 @@ from simsched import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 # Imported only by the commands that simulate, analyse or draw.
-HEAVY = ("numpy", "numba", "pandas", "pyarrow", "matplotlib", "rich", "typer", "setuptools_scm")
+HEAVY = (
+    "numpy",
+    "numba",
+    "pandas",
+    "pyarrow",
+    "matplotlib",
+    "rich",
+    "typer",
+    "setuptools_scm",
+    "yaml",
+    "pydantic",
+)
 
 
 def _modules_after(*args: str, env: dict[str, str] | None = None) -> set[str]:
