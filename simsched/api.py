@@ -305,41 +305,14 @@ def baseline_makespan(
             t.close()
 
 
-class _Progress:
-    """A rich progress bar (on stderr) driven by the engine's callback."""
-
-    def __init__(self, label: str) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.p = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.percentage:>5.1f}%"),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self.label = label
-        self.task: Any = None
-
-    def __enter__(self) -> _Progress:
-        self.p.__enter__()
-        self.task = self.p.add_task(self.label, total=1)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.p.__exit__(*exc)
-
-    def __call__(self, done: int, total: int) -> None:
-        self.p.update(self.task, completed=done, total=max(total, 1))
-
-
 def _run(runner: Any, label: str, progress: bool) -> Any:
-    """``runner.run()`` (an Engine or a Replay), with a progress bar when asked."""
+    """``runner.run()`` (an Engine or a Replay), reporting its progress on stderr when asked
+    (a bar at a terminal, plain periodic lines elsewhere: :mod:`simsched.progress`)."""
     if not progress:
         return runner.run()
-    with _Progress(label) as bar:
+    from simsched.progress import Progress
+
+    with Progress(f"simulating {label}") as bar:
         runner.progress = bar
         return runner.run()
 
@@ -379,7 +352,7 @@ def run(
         ``result.json`` with ``"status": "error"`` (``"interrupted"`` after Ctrl-C) and
         the message, then raises.
     progress
-        Show a progress bar on stderr.
+        Report progress on stderr (a bar at a terminal, else a plain line every 10 s).
     window
         Interleaving window in cycles (default :data:`DEFAULT_WINDOW`; 0 = strict).
     speedup
@@ -646,7 +619,7 @@ def run_jobs(
         When given, ``config.json`` and ``result.json`` are written there atomically (also
         when the run fails, with ``"status": "error"``).
     progress
-        Show a progress bar on stderr.
+        Report progress on stderr (a bar at a terminal, else a plain line every 10 s).
 
     Returns
     -------

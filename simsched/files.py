@@ -28,6 +28,7 @@ one way an output folder is created.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import shutil
@@ -37,8 +38,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from simsched.canonical import plain
 from simsched.errors import ConfigError, OutputError
@@ -306,33 +305,40 @@ def read_user_text(path: str | os.PathLike, what: str = "text") -> str:
         raise ConfigError(f"{p}: not a {what} file (byte {exc.start} is not UTF-8 text)") from None
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a mapping giving one key twice.
+@functools.cache
+def _strict_loader() -> type:
+    # Built on first use: PyYAML is imported only by the commands that read YAML.
+    import yaml
 
-    PyYAML keeps the last value of a repeated key, so a spec or machine file with two
-    ``seeds:`` (or two ``size:`` in a cache) silently runs something else than it reads.
-    Keys brought in by a merge (``<<: *base``) may be overridden, as YAML intends.
-    """
+    class _StrictLoader(yaml.SafeLoader):
+        """``yaml.SafeLoader`` that refuses a mapping giving one key twice.
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:  # type: ignore[override]
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:  # an unhashable key: the base class reports it
-                continue
-            if duplicate:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    f"duplicate key {key!r}",
-                    key_node.start_mark,
-                )
-        return super().construct_mapping(node, deep=deep)
+        PyYAML keeps the last value of a repeated key, so a spec or machine file with two
+        ``seeds:`` (or two ``size:`` in a cache) silently runs something else than it reads.
+        Keys brought in by a merge (``<<: *base``) may be overridden, as YAML intends.
+        """
+
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:  # type: ignore[override]
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base class reports it
+                    continue
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"duplicate key {key!r}",
+                        key_node.start_mark,
+                    )
+            return super().construct_mapping(node, deep=deep)
+
+    return _StrictLoader
 
 
 def parse_yaml(text: str, source: str) -> Any:
@@ -350,8 +356,10 @@ def parse_yaml(text: str, source: str) -> Any:
     ConfigError
         Not valid YAML, or a key given twice: one line with the position.
     """
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""

@@ -10,8 +10,10 @@ from __future__ import annotations
 import errno
 import json
 import math
-from typing import Any
+import sys
+from typing import Annotated, Any
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
@@ -29,6 +31,22 @@ class _Console(Console):
 
 console = _Console(markup=False, highlight=False, soft_wrap=True)
 err_console = _Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
+
+
+#: ``--progress/--no-progress`` of the long-running commands.
+ProgressOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--progress/--no-progress",
+        help="report progress on stderr: a bar at a terminal, else a line every 10 s "
+        "(default: only at a terminal)",
+    ),
+]
+
+
+def want_progress(flag: bool | None) -> bool:
+    """Whether to report progress: as asked, else only when stderr is a terminal."""
+    return sys.stderr.isatty() if flag is None else flag
 
 
 def print_table(table: Table, target: Console | None = None) -> None:

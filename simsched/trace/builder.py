@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import operator
 import os
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -91,6 +92,9 @@ class TraceBuilder:
         when false (the default) every reference is kept and ROI marks are errors.
     chunk_refs
         References per chunk.
+    progress
+        Called as ``progress(references_written, None)`` after each chunk (the total is not
+        known while the program runs).
 
     Examples
     --------
@@ -112,6 +116,7 @@ class TraceBuilder:
         params: dict[str, Any] | None = None,
         roi: bool = False,
         chunk_refs: int = fmt.CHUNK_REFS,
+        progress: Callable[[int, int | None], None] | None = None,
     ):
         if chunk_refs <= 0:
             raise ValueError("chunk_refs must be positive")
@@ -152,6 +157,7 @@ class TraceBuilder:
         self._gap = np.empty(self._cap, np.uint32)
         self._fill = 0
         self._nrefs = 0  # references committed before the buffer
+        self._progress = progress
         # tables
         self._s_frame: list[int] = []
         self._s_ref_start: list[int] = []
@@ -565,6 +571,8 @@ class TraceBuilder:
         self._nrefs += n
         self._fill = 0
         self._drain(keep=2)
+        if self._progress is not None:
+            self._progress(self._nrefs, None)
 
     def close(
         self, *, strand_ranges: tuple[np.ndarray, np.ndarray] | None = None
