@@ -40,6 +40,9 @@ from simsched.engine.replay import DEFAULT_WINDOW, Engine, EngineResult
 from simsched.errors import ConfigError, SimschedError
 from simsched.params import MAX_SEED, check_seed
 
+# Defined with the machine model; kept importable from here.
+from simsched.machine.loader import machine_config, one_core_machine  # noqa: F401
+
 if TYPE_CHECKING:
     from simsched.machine import Machine
     from simsched.memory import MemorySystem
@@ -213,26 +216,6 @@ def _memory(machine: Machine) -> MemorySystem:
     from simsched.memory import MemorySystem
 
     return MemorySystem(machine)
-
-
-def machine_config(machine: Machine) -> dict[str, Any]:
-    """The resolved machine as a plain dict (JSON-able)."""
-    return json.loads(machine.model_dump_json())
-
-
-def one_core_machine(machine: Machine) -> Machine:
-    """The one-core version of ``machine``: same caches and memory, no scheduling costs."""
-    from simsched.machine import Machine
-
-    d = machine_config(machine)
-    d["name"] = f"{machine.name}-1core"
-    d["sockets"] = 1
-    d["cores_per_socket"] = 1
-    d["costs"] = dict.fromkeys(d["costs"], 0)
-    if str(d["memory"].get("placement", "")).startswith("node:"):
-        d["memory"]["placement"] = "node:0"
-    d["coherence"] = machine.coherent
-    return Machine.model_validate(d)
 
 
 def baseline_path(trace_digest: str, machine: Machine) -> Path:

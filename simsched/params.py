@@ -5,12 +5,15 @@ type (a generator's parameter table; a scheduler's ``param_defaults``).  Values 
 Python values, YAML scalars or command-line strings (``--param n=2^20``, ``--set
 spawn_policy=parent-first``); :func:`coerce` turns each into the declared type or raises a
 :class:`~simsched.errors.ConfigError` naming the parameter, so that every kind of plug-in
-accepts and refuses the same spellings.
+accepts and refuses the same spellings.  :func:`check_int` and :func:`check_ints` are the
+validators of counts that the policies' pure functions (schedulers) and the engine's
+allotment functions share; they live here, below both layers.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import re
 from typing import Any
 
@@ -111,3 +114,63 @@ def coerce(value: Any, kind: type, where: str) -> Any:
     if kind is str:
         return value
     raise TypeError(f"unsupported parameter kind {kind}")  # a bug in a parameter table
+
+
+def check_int(name: str, value: Any, minimum: int = 0) -> int:
+    """``value`` as an int, or a :class:`ConfigError` naming ``name``.
+
+    Shared by the scheduler modules (boundary, packing, desire) and the engine's
+    allotment functions.
+
+    Parameters
+    ----------
+    name
+        What the value is, for the error message.
+    value
+        An integer (Python or numpy; not a bool, not a float).
+    minimum
+        Smallest value accepted.
+
+    Returns
+    -------
+    int
+    """
+    if isinstance(value, bool):
+        raise ConfigError(f"{name}={value!r} is not an integer")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise ConfigError(f"{name}={value!r} is not an integer") from None
+    if v < minimum:
+        raise ConfigError(f"{name}={v} must be at least {minimum}")
+    return int(v)
+
+
+def check_ints(name: str, values: Any, minimum: int = 0) -> np.ndarray:
+    """``values`` as an int64 array of whole numbers ``>= minimum``, or a :class:`ConfigError`.
+
+    Floats are accepted when every one is a whole number (counts read from JSON or
+    computed in floating point).
+
+    Parameters
+    ----------
+    name
+        What the values are, for the error message.
+    values
+        Array-like of numbers.
+    minimum
+        Smallest value accepted.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, same shape.
+    """
+    x = np.asarray(values)
+    if x.size and x.dtype.kind not in "iu":
+        if x.dtype.kind != "f" or not np.all(np.isfinite(x)) or np.any(x != np.round(x)):
+            raise ConfigError(f"{name} must be whole numbers")
+    x = x.astype(np.int64)
+    if np.any(x < minimum):
+        raise ConfigError(f"{name} must be at least {minimum}")
+    return x

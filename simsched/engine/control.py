@@ -28,8 +28,8 @@ class ControlPlane:
     Parameters
     ----------
     replay
-        The :class:`~simsched.engine.replay.Replay` (``admit``, ``reallocate`` and
-        ``quantum_boundary`` are called on it).
+        The :class:`~simsched.engine.replay.Replay` (``arrive`` and ``quantum_boundary``
+        are called on it; the control plane writes none of its state).
     specs
         The jobs, each with an ``arrival`` cycle.
     quantum
@@ -54,12 +54,8 @@ class ControlPlane:
         for t, jids in self._groups:
             if t > self.env.now:
                 yield self.env.timeout(t - self.env.now)
-            now = int(self.env.now)
-            self.replay.now = now
-            for j in jids:
-                self.replay.admit(j)
-                self.arrivals_left -= 1
-            self.replay.reallocate(now, record=True)
+            self.arrivals_left -= len(jids)
+            self.replay.arrive(int(self.env.now), jids)
 
     def _quanta(self, q: int) -> Generator[simpy.Event, Any, None]:
         while True:

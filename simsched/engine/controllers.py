@@ -22,6 +22,11 @@ ended a quantum desires its scheduler's ``initial_desire`` (1 for SAWS and A-Ste
 [SAWS12] §3.2), and a job whose scheduler reports no desire (WS, WS-EQUI) is taken to
 desire the whole machine, so that DEQ gives it an equal share as EQUI would.
 
+**What a controller sees.**  Each active job as a :class:`JobView`: a frozen copy of its
+number, arrival, cores and desire, made by the engine for the call.  A controller cannot
+change the engine's jobs; the initial desire is put into the job (and so into the
+record's allotment series) by the engine, for controllers that use desires.
+
 **Quantum in milliseconds.**  Every controller accepts the parameter ``quantum_ms``
 (the job set's ``quantum_ms`` field puts it there): the quantum becomes
 ``round(quantum_ms * clock_ghz * 1e6)`` cycles of the machine's clock
@@ -35,6 +40,7 @@ the ``simsched.controllers`` entry-point group.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -42,7 +48,6 @@ from simsched.engine.allot import deq_allot, equi_allot
 from simsched.errors import ConfigError
 
 if TYPE_CHECKING:
-    from simsched.engine.job import Job
     from simsched.machine import Machine
 
 
@@ -108,6 +113,29 @@ def quantum_cycles(machine: Machine, quantum_ms: float) -> int:
     return max(1, round(ms * float(ghz) * 1e6))
 
 
+@dataclass(frozen=True)
+class JobView:
+    """What a processor controller may know of one active job (read-only).
+
+    Attributes
+    ----------
+    jid
+        Job number (index in the job set).
+    arrival
+        Arrival cycle.
+    cores
+        Cores the job holds now.
+    desire
+        Its last reported desire, or its scheduler's initial desire before its first
+        quantum ends when the controller uses desires; None: the job reports none.
+    """
+
+    jid: int
+    arrival: int
+    cores: frozenset[int]
+    desire: int | None
+
+
 class Controller:
     """Base class of processor controllers.
 
@@ -161,8 +189,8 @@ class Controller:
         now
             Current cycle.
         jobs
-            The active jobs (arrived, not finished), in arrival order; each has ``jid``,
-            ``arrival``, ``cores`` (current set) and ``desire`` (last reported or None).
+            The active jobs (arrived, not finished), in arrival order, as
+            :class:`JobView` s (``jid``, ``arrival``, ``cores``, ``desire``).
 
         Returns
         -------
@@ -253,16 +281,9 @@ class Deq(Controller):
                 "controller 'deq' needs a quantum: give quantum (cycles) or quantum_ms"
             )
 
-    def desire(self, job: Job) -> int:
-        """The desire DEQ uses for ``job`` (see the module docstring)."""
-        if job.desire is not None:
-            return int(job.desire)
-        first = getattr(job.sched, "initial_desire", None)
-        if first is None:
-            return self.P
-        # The record's allotment series then shows the desire DEQ used.
-        job.desire = int(first)
-        return int(first)
+    def desire(self, job: JobView) -> int:
+        """The desire DEQ uses for ``job``: its own, or the whole machine when it has none."""
+        return self.P if job.desire is None else int(job.desire)
 
     def allot(self, now, jobs):
         shares = deq_allot([self.desire(j) for j in jobs], self.P).tolist()

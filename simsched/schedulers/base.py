@@ -63,7 +63,7 @@ ints; ``steal_attempts`` and ``steals`` are expected from stealing schedulers).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -87,6 +87,7 @@ __all__ = [
     "SLEEP",
     "WAIT",
     "Decision",
+    "Facts",
     "SchedContext",
     "Scheduler",
     "retry",
@@ -109,6 +110,38 @@ def retry(cost: int) -> Decision:
     return (RETRY, -1, max(int(cost), 1))
 
 
+class Facts(Protocol):
+    """Whole-program measurements the engine makes for a scheduler (``ctx.facts``).
+
+    A scheduler names the ones it needs in :meth:`Scheduler.wanted_facts`; the engine
+    computes them before its event loop (:class:`simsched.engine.facts.TraceFacts`).
+    """
+
+    def footprint_bytes(self) -> int:
+        """The trace's data footprint in bytes."""
+        ...
+
+    def one_core_miss_intensity(self) -> dict[str, Any]:
+        """``misses``, ``instructions`` and ``intensity`` of a serial one-core replay."""
+        ...
+
+
+class _NoFacts:
+    """``ctx.facts`` of a context built without the engine: every fact is refused."""
+
+    def _refuse(self) -> Any:
+        raise ConfigError(
+            "this scheduler context has no facts service: build it with "
+            "facts=simsched.engine.facts.TraceFacts(trace, machine)"
+        )
+
+    def footprint_bytes(self) -> int:
+        return int(self._refuse())
+
+    def one_core_miss_intensity(self) -> dict[str, Any]:
+        return dict(self._refuse())
+
+
 class SchedContext:
     """What a scheduler may know about the machine, the job and its DAG.
 
@@ -127,6 +160,9 @@ class SchedContext:
         :meth:`Scheduler.on_idle` now.
     job
         Job number (0 for single-job runs).
+    facts
+        The engine's measurements of the job's trace (:class:`Facts`; those the scheduler
+        class names in :meth:`Scheduler.wanted_facts` are ready before it is built).
     """
 
     def __init__(
@@ -136,9 +172,11 @@ class SchedContext:
         trace: Any,
         wake: Callable[[int | None, Sequence[int] | None], None],
         job: int = 0,
+        facts: Facts | None = None,
     ) -> None:
         self.machine = machine
         self.job = job
+        self.facts: Facts = facts if facts is not None else _NoFacts()
         self.costs = machine.costs
         self.n_cores_total = machine.cores
         self.sockets = machine.sockets
@@ -317,6 +355,15 @@ class Scheduler:
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
         """Validate resolved parameters (raise :class:`ConfigError`); default accepts all."""
+
+    @classmethod
+    def wanted_facts(cls, params: dict[str, Any], trace: Any, machine: Any) -> tuple[str, ...]:
+        """Names of the :class:`Facts` this policy will read from ``ctx.facts``.
+
+        Called by the engine with the resolved parameters before its event loop, so the
+        measurements are made there and not when the job arrives.  Default: none.
+        """
+        return ()
 
     # -- callbacks ----------------------------------------------------------------------
     def on_start(self, strand: int, now: int) -> None:

@@ -75,11 +75,10 @@ from simsched.errors import ConfigError
 from simsched.schedulers.base import EDGE_SPAWN, WAIT, Decision, Scheduler, retry, run
 from simsched.schedulers.boundary import (
     CPU_BOUND_MISS_INTENSITY,
+    BranchingDegree,
     choose_boundary_level,
     measure_branching,
-    one_core_miss_intensity,
     shared_cache_bytes,
-    trace_footprint_bytes,
 )
 from simsched.schedulers.deques import WorkerDeques
 from simsched.schedulers.ws import WorkStealing
@@ -104,13 +103,34 @@ def _parse_bl(value: Any) -> str | int:
     return bl
 
 
+def _branching(frames: Any) -> BranchingDegree | None:
+    """``B`` measured from a frame table, or None when no frame below main spawns."""
+    try:
+        return measure_branching(frames.branching, frames.level, frames.parent)
+    except ConfigError:
+        return None
+
+
+def _measurements(
+    params: dict[str, Any], br: BranchingDegree | None, sockets: int
+) -> tuple[str, ...]:
+    """The engine facts :func:`resolve_boundary` reads for these parameters and this DAG."""
+    if br is None or br.B < 2:
+        return ()  # no recursion to cut: BL = 0 (auto) and no Eq. 4 to compare (given)
+    out: tuple[str, ...] = () if int(params["data_bytes"]) > 0 else ("footprint_bytes",)
+    if params["bl"] == "auto" and params["cpu_bound"] == "auto" and sockets > 1:
+        out += ("one_core_miss_intensity",)
+    return out
+
+
 def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """CAB's boundary level for a run and the record of how it was chosen.
 
     Parameters
     ----------
     ctx
-        The job's :class:`~simsched.schedulers.base.SchedContext` (machine, trace, frames).
+        The job's :class:`~simsched.schedulers.base.SchedContext` (machine, trace, frames;
+        the footprint and the one-core miss intensity come from ``ctx.facts``).
     params
         Resolved ``cab`` parameters.
 
@@ -125,10 +145,7 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
     m = ctx.machine
     fields: dict[str, Any] = {}
     bl_param = params["bl"]
-    try:
-        br = measure_branching(ctx.frame_branching, ctx.frame_level, ctx.frame_parent)
-    except ConfigError:
-        br = None
+    br = _branching(ctx.trace.frames)
     data = int(params["data_bytes"])
     fields["bl_data_source"] = "given" if data > 0 else "footprint"
     if br is not None:
@@ -143,11 +160,11 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
             if br is not None:
                 fields["bl_branching"] = br.B
             return 0, fields
-        sd = data if data > 0 else trace_footprint_bytes(ctx.trace)
+        sd = data if data > 0 else ctx.facts.footprint_bytes()
         mode = params["cpu_bound"]
         intensity = None
         if mode == "auto" and m.sockets > 1:
-            intensity = float(one_core_miss_intensity(ctx.trace, m)["intensity"])
+            intensity = float(ctx.facts.one_core_miss_intensity()["intensity"])
         elif mode == "yes":
             intensity = 0.0
         choice = choose_boundary_level(
@@ -166,7 +183,7 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
     bl = int(bl_param)
     fields.update({"bl": bl, "bl_source": "given", "bl_reason": "given"})
     if br is not None and br.B >= 2:
-        sd = data if data > 0 else trace_footprint_bytes(ctx.trace)
+        sd = data if data > 0 else ctx.facts.footprint_bytes()
         eq4 = choose_boundary_level(br.B, m.sockets, shared_cache_bytes(m), max(sd, 1))
         rec = eq4.as_record()
         rec.pop("bl_reason")
@@ -213,6 +230,12 @@ class CacheAwareBiTier(Scheduler):
             raise ConfigError(
                 f"scheduler 'cab': cpu_threshold={params['cpu_threshold']!r} must be > 0"
             )
+
+    @classmethod
+    def wanted_facts(cls, params: dict[str, Any], trace: Any, machine: Any) -> tuple[str, ...]:
+        """The footprint when ``data_bytes`` is 0 and Eq. 4 applies; the one-core miss
+        intensity when ``bl`` and ``cpu_bound`` are ``auto`` on several sockets."""
+        return _measurements(params, _branching(trace.frames), machine.sockets)
 
     def __init__(self, ctx, params, rng):
         super().__init__(ctx, params, rng)
