@@ -38,10 +38,10 @@ from simsched.engine.record import (
 )
 from simsched.engine.replay import DEFAULT_WINDOW, Engine, EngineResult
 from simsched.errors import ConfigError, SimschedError
-from simsched.params import MAX_SEED, check_seed
 
 # Defined with the machine model; kept importable from here.
 from simsched.machine.loader import machine_config, one_core_machine  # noqa: F401
+from simsched.params import MAX_SEED, check_seed
 
 if TYPE_CHECKING:
     from simsched.machine import Machine

@@ -68,7 +68,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from simsched.errors import ConfigError
-from simsched.params import coerce
+from simsched.params import Param, ParamSchema
 
 # Edge kinds are defined once, with the trace format: spawn, continuation, join.
 from simsched.trace.format import EDGE_CONT, EDGE_JOIN, EDGE_SPAWN
@@ -79,6 +79,8 @@ RETRY = 1
 SLEEP = 2
 
 __all__ = [
+    "Param",
+    "ParamSchema",
     "EDGE_CONT",
     "EDGE_JOIN",
     "EDGE_SPAWN",
@@ -293,8 +295,10 @@ class Scheduler:
     Subclasses set ``name`` (registry key), optionally ``aliases``, ``randomized`` (the
     policy uses its random generator, so comparisons average over seeds), ``numa_aware``
     (it places tasks by the memory node of their data) and
-    ``param_defaults`` (accepted parameters with defaults; unknown parameters are a
-    :class:`ConfigError`).
+    ``params_schema`` (a :class:`~simsched.params.ParamSchema`: the accepted parameters
+    with their types, defaults, bounds and documentation; unknown parameters are a
+    :class:`ConfigError`).  ``param_defaults`` is derived from it (a plug-in that sets
+    only ``param_defaults`` gets a schema of those names and types).
 
     Parameters
     ----------
@@ -325,7 +329,17 @@ class Scheduler:
     #: Processor desire before the first quantum ends (None: the policy reports none;
     #: SAWS and A-Steal start at 1, [SAWS12] §3.2).  Read by desire-based controllers.
     initial_desire: ClassVar[int | None] = None
+    #: The parameters, declared once (see the class docstring).
+    params_schema: ClassVar[ParamSchema] = ParamSchema()
+    #: ``{name: default}`` of :attr:`params_schema`.
     param_defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "params_schema" in cls.__dict__:
+            cls.param_defaults = cls.params_schema.defaults()
+        elif "param_defaults" in cls.__dict__:
+            cls.params_schema = ParamSchema.from_defaults(cls.param_defaults)
 
     def __init__(self, ctx: SchedContext, params: dict[str, Any], rng: np.random.Generator):
         self.ctx = ctx
@@ -335,26 +349,15 @@ class Scheduler:
 
     @classmethod
     def resolve_params(cls, params: dict[str, Any] | None) -> dict[str, Any]:
-        """Defaults updated with ``params``; unknown names or wrong types are errors."""
-        params = dict(params or {})
-        unknown = sorted(set(params) - set(cls.param_defaults))
-        if unknown:
-            known = ", ".join(sorted(cls.param_defaults)) or "none"
-            raise ConfigError(
-                f"scheduler {cls.name!r}: unknown parameter(s) {', '.join(unknown)} "
-                f"(known: {known})"
-            )
-        out = dict(cls.param_defaults)
-        for k, v in params.items():
-            default = cls.param_defaults[k]
-            kind = type(default) if isinstance(default, bool | int | float) else str
-            out[k] = coerce(v, kind, f"scheduler {cls.name!r}: {k}")
+        """Defaults updated with ``params``, resolved by :attr:`params_schema`; unknown
+        names, wrong types and values out of bounds are errors."""
+        out = cls.params_schema.resolve(f"scheduler {cls.name!r}", params)
         cls.check_params(out)
         return out
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
-        """Validate resolved parameters (raise :class:`ConfigError`); default accepts all."""
+        """Checks across parameters, after the schema's (raise :class:`ConfigError`)."""
 
     @classmethod
     def wanted_facts(cls, params: dict[str, Any], trace: Any, machine: Any) -> tuple[str, ...]:
