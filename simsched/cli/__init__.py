@@ -52,6 +52,7 @@ COMMAND_HOMES: dict[str, tuple[str, ...]] = {
     "compare": ("simsched.cli.run",),
     "plot": ("simsched.cli.sweep", "simsched.cli.plot"),
     "export": ("simsched.cli.export",),
+    "schedulers": ("simsched.cli.policies",),
 }
 
 
