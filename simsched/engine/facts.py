@@ -40,9 +40,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from simsched.engine.record import dumps, write_json_atomic
+from simsched.canonical import canonical_json
 from simsched.errors import ConfigError
-from simsched.files import cache_dir
+from simsched.files import cache_dir, write_json_atomic
 from simsched.machine.loader import machine_config, one_core_machine
 
 #: Version of the cached measurements (bump when their definition changes).
@@ -108,7 +108,7 @@ def one_core_miss_intensity(trace: Any, machine: Any) -> dict[str, Any]:
     cfg.pop("costs", None)  # scheduling costs do not change a serial replay's misses
     cfg.pop("name", None)
     cfg.pop("description", None)
-    mkey = hashlib.sha256(dumps(cfg).encode()).hexdigest()[:20]
+    mkey = hashlib.sha256(canonical_json(cfg, strict=True).encode()).hexdigest()[:20]
     path = cache_dir("cab", f"intensity-{trace.header.digest[:32]}-{mkey}.json")
 
     def compute() -> dict[str, Any]:
