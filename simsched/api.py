@@ -736,6 +736,7 @@ def run_jobs(
         rec.update(jobs_metrics(res, stats, m, traces))
         for jr, j in zip(rec["jobs"], js.jobs, strict=True):
             jr["scheduler"] = j.scheduler
+            jr["params"] = dict(j.params)  # resolved, as a single run records them
             jr["trace"] = str(j.trace)
         rec["wall_s"] = time.perf_counter() - t0
         if out is not None:

@@ -181,6 +181,7 @@ def test_run_records_what_run_jobs_of_one_job_records(ms_trace):
     assert a["steal_attempts"] == job["steal_attempts"] and a["steals"] == job["steals"]
     for key in ("window", "seed", "machine", "cores", "sockets", "code_identity"):
         assert a[key] == b[key], key
+    assert json.loads(a["params"]) == job["params"] == {"spawn_policy": "child-first"}
     np.testing.assert_array_equal(one.engine_result.strand_end, many.replay.jobs[0].strand_end)
     with pytest.raises(ConfigError, match="quantum=2.5: expected an integer"):
         simsched.run_jobs(jobs, "itrs-scaling-4", quantum=2.5)
