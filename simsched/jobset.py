@@ -301,8 +301,9 @@ def load_jobset(
         Unreadable file, schema violation (naming the field), missing trace, unknown
         generator, scheduler or parameter.
     """
-    from simsched.experiments.traces import ensure_trace
     from simsched.files import cache_dir as default_cache
+    from simsched.trace.recipes import ensure_trace
+    from simsched.workloads import generate
 
     spec, base, name = _read_spec(source)
     s = spec.seed if seed is None else check_seed(seed)
@@ -314,7 +315,7 @@ def load_jobset(
             recipe: dict[str, Any] = {"kind": "trace", "path": g.trace, "label": _label(g)}
         else:
             recipe = {"kind": "generator", "generator": g.generator, "params": dict(g.params)}
-        trace = ensure_trace(recipe, cache, base)
+        trace = ensure_trace(recipe, cache, base, generate=generate)
         arrivals = _arrivals(g, np.random.default_rng([s, gi]), f"{name}: jobs.{gi}")
         label = _label(g)
         for k, t in enumerate(arrivals):

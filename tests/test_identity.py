@@ -54,7 +54,7 @@ def _clear() -> None:
 
 
 def test_editing_the_timing_model_or_a_generator_changes_the_cache_keys(tmp_path, monkeypatch):
-    from simsched.experiments.traces import TRACE_MAKING_PACKAGES, recipe_key
+    from simsched.trace.recipes import TRACE_MAKING_PACKAGES, recipe_key
 
     for pkg in {*identity.TIMING_MODEL_PACKAGES, *TRACE_MAKING_PACKAGES}:
         shutil.copytree(identity.PACKAGE_DIR / pkg, tmp_path / pkg)

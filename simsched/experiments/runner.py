@@ -95,13 +95,14 @@ def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
     dict
         The run's flat result record.
     """
-    from simsched.experiments.traces import ensure_trace
     from simsched.machine import Machine
+    from simsched.trace.recipes import ensure_trace
+    from simsched.workloads import generate
 
     machine = Machine.model_validate(point.machine["resolved"])
     if point.workload.get("kind") == "jobs":
         return _simulate_jobs(point, machine, run_dir)
-    trace = ensure_trace(point.workload, point.trace_cache, point.spec_dir)
+    trace = ensure_trace(point.workload, point.trace_cache, point.spec_dir, generate=generate)
     import simsched
 
     run = getattr(simsched, "run", None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +136,21 @@ def load_machine(
         return Machine.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(source, exc)) from None
+
+
+def machine_config(machine: Machine) -> dict[str, Any]:
+    """The resolved machine as a plain dict (JSON-able)."""
+    return json.loads(machine.model_dump_json())
+
+
+def one_core_machine(machine: Machine) -> Machine:
+    """The one-core version of ``machine``: same caches and memory, no scheduling costs."""
+    d = machine_config(machine)
+    d["name"] = f"{machine.name}-1core"
+    d["sockets"] = 1
+    d["cores_per_socket"] = 1
+    d["costs"] = dict.fromkeys(d["costs"], 0)
+    if str(d["memory"].get("placement", "")).startswith("node:"):
+        d["memory"]["placement"] = "node:0"
+    d["coherence"] = machine.coherent
+    return Machine.model_validate(d)

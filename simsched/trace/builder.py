@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from simsched import __version__
 from simsched.errors import IterationMarkError, TraceBuildError
 from simsched.files import atomic_output
+from simsched.identity import version
 from simsched.trace import format as fmt
 
 
@@ -129,7 +129,7 @@ class TraceBuilder:
             "line_size_hint": int(line_size_hint),
             "params": params or {},
             "roi": bool(roi),
-            "writer": f"simsched {__version__}",
+            "writer": f"simsched {version()}",
         }
         self._roi_mode = bool(roi)
         self._in_roi = not roi
