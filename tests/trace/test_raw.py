@@ -419,7 +419,9 @@ def test_range_expansion_kernel_matches_record_by_record_expansion():
     assert (sizew >> 7).tolist() == want[2]
     assert gap.tolist() == want[3]
     assert int(trailing) == want[4]
-    assert lo == min(want[0]) and hi == max(a + s - 1 for a, s in zip(want[0], want[1], strict=True))
+    assert lo == min(want[0]) and hi == max(
+        a + s - 1 for a, s in zip(want[0], want[1], strict=True)
+    )
 
 
 def test_a_gap_that_does_not_fit_32_bits_names_its_record(tmp_path):
