@@ -33,15 +33,21 @@ demo: $(STAMP)
 	$(BIN)/python -m simsched.demo --out $(OUT)
 
 # The notebooks run their sweeps: run them on a copy so that nothing is written into the
-# source tree (experiments/*/results stays the user's), with a private cache.
+# source tree (experiments/*/results stays the user's).  The whole run shares one cache
+# (compiled kernels, baselines), private to it unless TEST_CACHE names a folder to keep
+# between runs (`make test TEST_CACHE=~/.cache/simsched-test`: everything in it is keyed
+# by the source that made it, so a kept cache is never stale).  Coverage of simsched is
+# measured and its total printed last.
 test: $(STAMP)
 	$(BIN)/ruff check simsched tests benchmarks
 	$(BIN)/ruff format --check simsched tests benchmarks
 	$(BIN)/mypy
 	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
 	tar --exclude=results -cf - notebooks experiments traces/samples | tar -xf - -C "$$scratch" && \
-	SIMSCHED_SMALL=1 SIMSCHED_CACHE_DIR="$$scratch/cache" $(BIN)/python -m pytest -q -n 2 \
-	  --dist loadfile -c pyproject.toml --rootdir . tests "$$scratch/notebooks" --nbmake
+	SIMSCHED_SMALL=1 SIMSCHED_CACHE_DIR="$(or $(TEST_CACHE),$$scratch/cache)" COVERAGE_FILE="$$scratch/.coverage" \
+	  $(BIN)/python -m pytest -q -n 2 --dist loadfile -c pyproject.toml --rootdir . \
+	  --cov=simsched --cov-report= tests "$$scratch/notebooks" --nbmake && \
+	COVERAGE_FILE="$$scratch/.coverage" $(BIN)/coverage report --format=total | sed 's/^/coverage of simsched: /; s/$$/ % of lines/'
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b; done

@@ -38,6 +38,7 @@ from simsched.engine.record import (
 )
 from simsched.engine.replay import DEFAULT_WINDOW, Engine, EngineResult
 from simsched.errors import ConfigError, SimschedError
+from simsched.params import MAX_SEED, check_seed
 
 if TYPE_CHECKING:
     from simsched.machine import Machine
@@ -125,7 +126,8 @@ class RunResult:
         return Path(path)
 
     def timeline_arrays(self) -> dict[str, np.ndarray]:
-        """Arrays stored in ``timeline.npz``: per strand core, start, end, frame, level."""
+        """Arrays stored in ``timeline.npz``: per strand core, start, end, frame and the
+        memory counters (:data:`simsched.engine.replay.STRAND_MEM_FIELDS`)."""
         r = self.engine_result
         if r is None:
             return {}
@@ -140,6 +142,7 @@ class RunResult:
                 else np.zeros(0, dtype=np.int64)
             ),
             "makespan": np.array([r.makespan], dtype=np.int64),
+            **r.strand_mem,
         }
 
 
@@ -160,9 +163,8 @@ def _open_trace(trace: str | os.PathLike | Trace) -> tuple[Trace, bool]:
     raise ConfigError(f"trace {trace!r}: expected a path or an open Trace")
 
 
-#: Largest seed and interleaving window accepted (numpy seeds and the engine's clock are
-#: 64-bit; a window beyond 2^40 cycles means "never interleave", which is 0's opposite).
-MAX_SEED = 2**63 - 1
+#: Largest interleaving window accepted (the engine's clock is 64-bit; a window beyond
+#: 2^40 cycles means "never interleave", which is 0's opposite).  Seeds: MAX_SEED.
 MAX_WINDOW = 2**40
 
 
@@ -303,41 +305,14 @@ def baseline_makespan(
             t.close()
 
 
-class _Progress:
-    """A rich progress bar (on stderr) driven by the engine's callback."""
-
-    def __init__(self, label: str) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.p = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.percentage:>5.1f}%"),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self.label = label
-        self.task: Any = None
-
-    def __enter__(self) -> _Progress:
-        self.p.__enter__()
-        self.task = self.p.add_task(self.label, total=1)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.p.__exit__(*exc)
-
-    def __call__(self, done: int, total: int) -> None:
-        self.p.update(self.task, completed=done, total=max(total, 1))
-
-
 def _run(runner: Any, label: str, progress: bool) -> Any:
-    """``runner.run()`` (an Engine or a Replay), with a progress bar when asked."""
+    """``runner.run()`` (an Engine or a Replay), reporting its progress on stderr when asked
+    (a bar at a terminal, plain periodic lines elsewhere: :mod:`simsched.progress`)."""
     if not progress:
         return runner.run()
-    with _Progress(label) as bar:
+    from simsched.progress import Progress
+
+    with Progress(f"simulating {label}") as bar:
         runner.progress = bar
         return runner.run()
 
@@ -374,9 +349,10 @@ def run(
     out_dir
         When given, ``config.json`` (resolved config), ``result.json`` (record) and
         ``timeline.npz`` are written there atomically; a failed run still writes
-        ``result.json`` with ``"status": "error"`` and the message, then raises.
+        ``result.json`` with ``"status": "error"`` (``"interrupted"`` after Ctrl-C) and
+        the message, then raises.
     progress
-        Show a progress bar on stderr.
+        Report progress on stderr (a bar at a terminal, else a plain line every 10 s).
     window
         Interleaving window in cycles (default :data:`DEFAULT_WINDOW`; 0 = strict).
     speedup
@@ -450,6 +426,7 @@ def run(
         rec["status"] = "ok"
         rec["error"] = ""
         rec.update(metrics(res, stats, m, h))
+        rec["warnings"] = dumps(_warnings(rec, t, m))
         if speedup:
             b = baseline_makespan(t, m)
             rec["baseline_makespan_cycles"] = b
@@ -479,14 +456,22 @@ def run(
             t.close()
 
 
+def _warnings(rec: dict[str, Any], trace: Trace, machine: Machine) -> list[dict[str, str]]:
+    """The run's warnings for its record (:func:`simsched.comparison.run_notes`)."""
+    from simsched.comparison import run_notes
+
+    return [n.as_dict() for n in run_notes(rec, trace, machine) if n.level == "warning"]
+
+
 def _write_record(out: Path, rec: dict[str, Any]) -> None:
     """``result.json``: the record with its nested fields as JSON objects (docs/results.md)."""
     write_json_atomic(out / "result.json", nest_fields(rec))
 
 
 def _write_error(out: Path, base: dict[str, Any], exc: BaseException, t0: float) -> None:
-    """Write the record of a failed run (``status: error``, the message) to ``out``."""
-    rec = {**base, "status": "error"}
+    """Write the record of a failed run (``status: error``, the message) or of one
+    stopped by Ctrl-C (``status: interrupted``) to ``out``."""
+    rec = {**base, "status": "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"}
     if isinstance(exc, KeyboardInterrupt):
         msg = "interrupted (Ctrl-C)"
     elif isinstance(exc, SimschedError):
@@ -503,13 +488,27 @@ def _write_error(out: Path, base: dict[str, Any], exc: BaseException, t0: float)
         pass  # the run's own error is the one to report
 
 
+class Comparison(list[RunResult]):
+    """The runs of :func:`compare` (a list of :class:`RunResult`) and their notes.
+
+    Attributes
+    ----------
+    notes
+        What the table alone would not explain (:func:`simsched.comparison.compare_notes`).
+    """
+
+    def __init__(self, results: Sequence[RunResult] = (), notes: Sequence[Any] = ()) -> None:
+        super().__init__(results)
+        self.notes = list(notes)
+
+
 def compare(
     trace: Any,
     machine: Any,
     schedulers: Sequence[str] | str,
     seeds: int = 1,
     **kw: Any,
-) -> list[RunResult]:
+) -> Comparison:
     """Run several schedulers on the same trace and machine.
 
     Parameters
@@ -527,9 +526,11 @@ def compare(
 
     Returns
     -------
-    list of RunResult
-        In the order of ``schedulers``, then seed.
+    Comparison
+        The runs in the order of ``schedulers``, then seed, with ``notes``: one line per
+        outcome the numbers alone do not explain (docs/results.md, "Notes").
     """
+    from simsched.comparison import compare_notes
     from simsched.schedulers import get_scheduler
 
     schedulers = parse_scheduler_names(schedulers)
@@ -546,7 +547,7 @@ def compare(
             f"compare: parameter(s) {', '.join(unknown)} belong to none of the schedulers "
             f"{', '.join(c.name for c in classes)}"
         )
-    _machine(machine, kw.get("overrides"))  # a machine that cannot run fails before the trace
+    m = _machine(machine, kw.get("overrides"))  # a machine that cannot run fails first
     t, owned = _open_trace(trace)
     try:
         out: list[RunResult] = []
@@ -554,7 +555,7 @@ def compare(
             mine = {k: v for k, v in params.items() if k in cls.param_defaults}
             for seed in range(int(seeds) if cls.randomized else 1):
                 out.append(run(t, machine, name.strip(), mine, seed=seed, **kw))
-        return out
+        return Comparison(out, compare_notes([r.record for r in out], t, m))
     finally:
         if owned:
             t.close()
@@ -618,7 +619,7 @@ def run_jobs(
         When given, ``config.json`` and ``result.json`` are written there atomically (also
         when the run fails, with ``"status": "error"``).
     progress
-        Show a progress bar on stderr.
+        Report progress on stderr (a bar at a terminal, else a plain line every 10 s).
 
     Returns
     -------
@@ -627,7 +628,7 @@ def run_jobs(
     """
     from simsched.engine import JobSpec, Replay
     from simsched.engine.controllers import get_controller
-    from simsched.engine.record import jobs_metrics
+    from simsched.engine.record import jobs_metrics, jobs_timeline_arrays
     from simsched.jobset import JobSet, load_jobset
     from simsched.schedulers import get_scheduler
     from simsched.trace import open_trace
@@ -648,7 +649,7 @@ def run_jobs(
             raise ConfigError(f"window {win}: must be >= 0 cycles")
         js = jobs if isinstance(jobs, JobSet) else load_jobset(jobs, seed=seed)
         if seed is not None:
-            js.seed = int(seed)
+            js.seed = check_seed(seed)
         m = _machine(machine, overrides)
         cname = controller or js.controller
         cparams = js.controller_params if controller_params is None else controller_params
@@ -700,6 +701,7 @@ def run_jobs(
             jr["trace"] = str(j.trace)
         rec["wall_s"] = time.perf_counter() - t0
         if out is not None:
+            write_npz_atomic(out / "timeline.npz", **jobs_timeline_arrays(res, traces, m))
             _write_record(out, rec)
         return JobsResult(record=rec, replay=res, mem_stats=stats)
     except BaseException as exc:

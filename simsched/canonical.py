@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import PurePath
 from typing import Any
-
-import numpy as np
 
 
 def plain_strict(x: Any) -> Any:
     """``json`` default: numpy values as Python numbers and lists, paths as text; anything
     else is a ``TypeError`` (a result record holds nothing else)."""
-    if isinstance(x, np.generic):
+    # A numpy value exists only once numpy has been imported: looking it up instead of
+    # importing it keeps commands that never touch numpy (``--version``) from loading it.
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(x, np.generic):
         return x.item()
-    if isinstance(x, np.ndarray):
+    if np is not None and isinstance(x, np.ndarray):
         return x.tolist()
     if isinstance(x, PurePath):
         return str(x)

@@ -20,12 +20,22 @@ class TraceBuildError(SimschedError):
     """A program's markers do not form a well-formed fork/join DAG."""
 
 
+class IterationMarkError(TraceBuildError, ValueError):
+    """An iteration mark breaks the rule of docs/trace-format.md (made in main, with
+    increasing numbers in ``0..2**63-1``)."""
+
+
 class ConfigError(SimschedError):
     """A machine, run or sweep configuration is invalid."""
 
 
 class CaptureError(SimschedError):
     """A capture backend is missing or the captured program failed."""
+
+
+class DeadlockError(SimschedError):
+    """A replay reached a state from which no job can progress (e.g. a job that holds no
+    core and never will); the message names the cycle, the jobs left and their cores."""
 
 
 class OutputError(SimschedError):

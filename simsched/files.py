@@ -18,13 +18,17 @@ rules a user can rely on:
 Written by hand because no maintained library covers the device and symlink cases and the
 umask (``atomicwrites`` is unmaintained and keeps ``0600``).
 
-:func:`cache_dir` is the one lookup of simsched's cache root, and :func:`read_user_text` the
-one reader of a user's text file (YAML, CSV) that turns bad bytes into a one-line error.
+:func:`cache_dir` is the one lookup of simsched's cache root, :func:`read_user_text` the
+one reader of a user's text file (YAML, CSV) that turns bad bytes into a one-line error,
+:func:`parse_yaml` / :func:`read_yaml` the one YAML reader (safe, and a key given twice in
+a mapping is an error rather than silently the last one), and :func:`make_output_dir` the
+one way an output folder is created.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import shutil
@@ -87,6 +91,69 @@ def _target(user: Path) -> Path:
     return Path(os.path.realpath(user))
 
 
+def _blocking_component(path: Path) -> str:
+    """Why ``path`` cannot be a folder: the first part of it that exists and is not one."""
+    for part in (*reversed(path.parents), path):
+        if os.path.isdir(part):
+            continue
+        if os.path.islink(part):
+            link = os.readlink(part)
+            if not os.path.exists(part):
+                return f"{part} is a symbolic link to {link}, which does not exist"
+            return f"{part} is a symbolic link to {link}, which is not a folder"
+        if os.path.lexists(part):
+            return f"{part} is a file, not a folder"
+        break
+    return "it exists and is not a folder"
+
+
+def make_output_dir(path: str | os.PathLike) -> Path:
+    """Create the output folder ``path`` and its parents (nothing if it exists); returns it.
+
+    The one way simsched creates a folder for a user's output.  Folders are made along the
+    path as the user wrote it, never along a resolved one: a symbolic link to a folder is
+    followed, but a *dangling* link (to a target that does not exist) is an error rather
+    than a reason to create folders wherever it points.
+
+    Raises
+    ------
+    OutputError
+        A part of the path is a file or a dangling link, or the folder cannot be created
+        (read-only file system, permission); the message names ``path``.
+    """
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, FileNotFoundError, NotADirectoryError):
+        # A part is a file, or a dangling link (mkdir does not follow one: it reports the
+        # link as existing, or the folder beneath it as missing).
+        raise OutputError(f"{p}: cannot create the folder: {_blocking_component(p)}") from None
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot create the folder ({describe_os_error(exc)})") from None
+    return p
+
+
+def _hold_sigint() -> bool:
+    """Block SIGINT in this (main) thread; returns whether it was blocked here."""
+    import signal
+    import threading
+
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
+        threading.main_thread()
+    ):
+        return False
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    return signal.SIGINT not in old
+
+
+def _release_sigint(held: bool) -> None:
+    """Unblock SIGINT if :func:`_hold_sigint` blocked it (a pending Ctrl-C then raises)."""
+    if held:
+        import signal
+
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 @contextmanager
 def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[Path]:
     """Context manager yielding a temporary path to write; it becomes ``path`` on success.
@@ -112,9 +179,10 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
         message names ``path``.
     """
     user = Path(path)
-    target = _target(user)
     try:
-        st: os.stat_result | None = os.stat(target)
+        # The user's path, not the resolved one: /dev/stdout on a pipe is a link to
+        # /proc/self/fd/1, whose resolved name ("pipe:[...]") does not exist.
+        st: os.stat_result | None = os.stat(user)
     except FileNotFoundError:
         st = None
     except OSError as exc:
@@ -124,7 +192,23 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
     if st is not None and not overwrite and stat.S_ISREG(st.st_mode):
         raise OutputError(f"{user}: exists; remove it or choose another name")
     special = st is not None and not stat.S_ISREG(st.st_mode)
+    target = user if special else _target(user)
+    if not special and not target.parent.is_dir():
+        # The folders are made along the user's path (make_output_dir refuses a dangling
+        # link there); a link *as the file* whose target's folder is missing is refused too.
+        try:
+            make_output_dir(user.parent)
+        except OutputError as exc:
+            raise OutputError(f"{user}: {str(exc).partition(': ')[2]}") from None
+        target = _target(user)
+        if not target.parent.is_dir():
+            raise OutputError(
+                f"{user}: is a symbolic link to {os.readlink(user)}, whose folder does not exist"
+            )
     tmpdir = None
+    # Ctrl-C is held back from creating the temporary file until the block that removes
+    # it is entered, so that an interrupt never leaves a ``.NAME.*.tmp`` file behind.
+    held = _hold_sigint()
     try:
         if special:
             # Never rename over a device or FIFO: stage privately, then copy into it.
@@ -132,12 +216,6 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
             tmp = Path(tmpdir) / f"out{target.suffix}"
             tmp.touch()
         else:
-            try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-            except FileExistsError:
-                raise OutputError(
-                    f"{user}: cannot create the folder {user.parent}: a file of that name exists"
-                ) from None
             fd, name = tempfile.mkstemp(
                 prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent
             )
@@ -146,8 +224,13 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
     except OSError as exc:
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
+        _release_sigint(held)
         raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})") from None
+    except BaseException:
+        _release_sigint(held)
+        raise
     try:
+        _release_sigint(held)
         yield tmp
         if special:
             with open(tmp, "rb") as src, open(target, "wb") as dst:
@@ -167,6 +250,20 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
             shutil.rmtree(tmpdir, ignore_errors=True)
         else:
             tmp.unlink(missing_ok=True)
+
+
+def is_stream(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a stream rather than a file of its own: a device, FIFO or socket
+    (which :func:`atomic_output` writes into rather than replaces) or a ``/dev/`` name such
+    as ``/dev/stdout``, even when that is redirected to a file.  A command writing its
+    output there prints nothing else on stdout."""
+    if Path(path).as_posix().startswith("/dev/"):
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, overwrite: bool = True) -> Path:
@@ -206,3 +303,70 @@ def read_user_text(path: str | os.PathLike, what: str = "text") -> str:
         raise ConfigError(f"{p}: cannot read ({describe_os_error(exc)})") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{p}: not a {what} file (byte {exc.start} is not UTF-8 text)") from None
+
+
+@functools.cache
+def _strict_loader() -> type:
+    # Built on first use: PyYAML is imported only by the commands that read YAML.
+    import yaml
+
+    class _StrictLoader(yaml.SafeLoader):
+        """``yaml.SafeLoader`` that refuses a mapping giving one key twice.
+
+        PyYAML keeps the last value of a repeated key, so a spec or machine file with two
+        ``seeds:`` (or two ``size:`` in a cache) silently runs something else than it reads.
+        Keys brought in by a merge (``<<: *base``) may be overridden, as YAML intends.
+        """
+
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:  # type: ignore[override]
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base class reports it
+                    continue
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"duplicate key {key!r}",
+                        key_node.start_mark,
+                    )
+            return super().construct_mapping(node, deep=deep)
+
+    return _StrictLoader
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """Parse YAML text safely (no object tags), refusing duplicate mapping keys.
+
+    Parameters
+    ----------
+    text
+        The YAML document.
+    source
+        What to name in an error (a file name, ``--set seeds=...``).
+
+    Raises
+    ------
+    ConfigError
+        Not valid YAML, or a key given twice: one line with the position.
+    """
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{source}: invalid YAML{at}: {problem}") from None
+
+
+def read_yaml(path: str | os.PathLike) -> Any:
+    """Read a user's YAML file with :func:`parse_yaml` (one-line errors, naming ``path``)."""
+    return parse_yaml(read_user_text(path, "YAML"), str(path))

@@ -4,7 +4,10 @@ The version comes from git through setuptools-scm: a release is a tag ``vX.Y.Z``
 other commit is ``X.Y.(Z+1).devN+gHASH`` (``.dDATE`` appended when the tree has local
 changes).  It is read live from git when simsched runs from a checkout, so it never lags behind
 the code as the one recorded at install time would; an installed wheel uses the version
-file setuptools-scm wrote when it was built.
+file setuptools-scm wrote when it was built.  In a checkout the common cases (no tag yet, or
+a plain ``vX.Y.Z`` release tag) are computed from ``git describe`` directly, because
+importing setuptools-scm costs more than the rest of ``simsched --version``; any other tag
+is left to setuptools-scm, and a test checks that both agree.
 
 A version says nothing about uncommitted edits, so caches of computed results are keyed by
 :func:`timing_model_identity` instead: a hash of the source of every module that decides a
@@ -23,8 +26,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
+import os
+import re
 import subprocess
-from importlib import metadata
+import time
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -47,10 +53,63 @@ FALLBACK_VERSION = "0.0.0+unknown"
 UNTAGGED_BASE = "0.1.0"
 
 
+_RELEASE_TAG = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+_DESCRIBE = re.compile(r"(?P<tag>.+)-(?P<distance>\d+)-g(?P<node>[0-9a-f]+)")
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def describe_version(root: Path) -> str | None:
+    """The version setuptools-scm gives the checkout at ``root`` (its default
+    ``guess-next-dev`` and ``node-and-date`` schemes), from ``git`` alone.
+
+    Covers a checkout without tags (counted from :data:`UNTAGGED_BASE`) and one whose
+    nearest tag is a plain release ``vX.Y.Z``; returns ``None`` for anything else (a
+    pre-release tag, a dirty tagged commit, no git), which setuptools-scm then answers.
+    """
+    out = _git(root, "describe", "--dirty", "--tags", "--long", "--abbrev=40", "--match", "*[0-9]*")
+    if out is None:  # no tag: every commit counts
+        node = _git(root, "rev-parse", "--verify", "--quiet", "HEAD")
+        count = _git(root, "rev-list", "--count", "HEAD")
+        status = _git(root, "status", "--porcelain", "--untracked-files=no")
+        if not node or count is None or status is None:
+            return None
+        tag, distance, dirty = UNTAGGED_BASE, int(count), bool(status)
+    else:
+        dirty = out.endswith("-dirty")
+        m = _DESCRIBE.fullmatch(out.removesuffix("-dirty"))
+        if m is None:
+            return None
+        tag, distance, node = m["tag"], int(m["distance"]), m["node"]
+        if distance == 0 and dirty:
+            return None
+    release = _RELEASE_TAG.fullmatch(tag)
+    if release is None:
+        return None
+    major, minor, patch = (int(g) for g in release.groups())
+    if distance == 0 and not dirty:
+        return f"{major}.{minor}.{patch}"
+    # setuptools-scm dates a dirty tree by SOURCE_DATE_EPOCH when set, else today (UTC).
+    when = time.gmtime(int(os.environ.get("SOURCE_DATE_EPOCH") or time.time()))
+    local = f"g{node[:9]}" + (time.strftime(".d%Y%m%d", when) if dirty else "")
+    return f"{major}.{minor}.{patch + 1}.dev{distance}+{local}"
+
+
 def _git_version() -> str | None:
     root = PACKAGE_DIR.parent
     if not (root / ".git").exists():
         return None
+    fast = describe_version(root)
+    if fast is not None:
+        return fast
     try:
         from setuptools_scm import get_version
     except ImportError:
@@ -67,13 +126,16 @@ def version() -> str:
     live = _git_version()
     if live:
         return live
-    built: str | None
+    # setuptools-scm writes simsched/_version.py at install time; it is absent in a bare
+    # checkout, so it is looked up by name rather than imported statically.
     try:
-        from simsched._version import version as built  # written by setuptools-scm
+        built = getattr(importlib.import_module("simsched._version"), "version", None)
     except ImportError:
         built = None
     if built:
         return str(built)
+    from importlib import metadata  # slow to import: only for a wheel without a version file
+
     try:
         return metadata.version("simsched")
     except metadata.PackageNotFoundError:

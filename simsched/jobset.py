@@ -33,12 +33,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from simsched.errors import ConfigError
+from simsched.files import parse_yaml
+from simsched.params import MAX_SEED, check_seed
 
 Scalar = int | float | str | bool
+
+#: Latest arrival cycle (and largest Poisson mean) a job set may give: far beyond any
+#: replay (2^60 cycles are 13 years at 2.7 GHz) and far below the engine's "never"
+#: (2^62), so that every job arrives at a cycle the event loop can reach.
+MAX_ARRIVAL = 2**60
 
 
 class _Strict(BaseModel):
@@ -48,8 +54,8 @@ class _Strict(BaseModel):
 class PoissonArrivals(_Strict):
     """Arrivals of a group's copies by a Poisson process."""
 
-    mean: float = Field(gt=0, description="mean cycles between arrivals (1/lambda)")
-    start: int = Field(default=0, ge=0, description="cycle the process starts at")
+    mean: float = Field(gt=0, le=MAX_ARRIVAL, description="mean cycles between arrivals (1/lambda)")
+    start: int = Field(default=0, ge=0, le=MAX_ARRIVAL, description="cycle the process starts at")
 
 
 class PoissonSpec(_Strict):
@@ -76,22 +82,24 @@ class JobGroup(_Strict):
             raise ValueError("give exactly one of trace or generator")
         if self.params and self.generator is None:
             raise ValueError("params apply to generators only")
-        if isinstance(self.arrival, int) and self.arrival < 0:
-            raise ValueError(f"arrival {self.arrival}: must be >= 0")
+        if isinstance(self.arrival, int) and not 0 <= self.arrival <= MAX_ARRIVAL:
+            raise ValueError(f"arrival {self.arrival}: must be between 0 and 2^60 cycles")
         if isinstance(self.arrival, list):
             if len(self.arrival) != self.copies:
                 raise ValueError(
                     f"arrival lists {len(self.arrival)} cycles for {self.copies} copies"
                 )
-            if any(t < 0 for t in self.arrival):
-                raise ValueError("arrival cycles must be >= 0")
+            if any(not 0 <= t <= MAX_ARRIVAL for t in self.arrival):
+                raise ValueError("arrival cycles must be between 0 and 2^60")
         return self
 
 
 class JobSetSpec(_Strict):
     """A job-set file."""
 
-    seed: int = Field(default=0, ge=0, description="seeds the arrivals and job schedulers")
+    seed: int = Field(
+        default=0, ge=0, le=MAX_SEED, description="seeds the arrivals and job schedulers"
+    )
     controller: str = Field(default="equi", description="processor controller")
     controller_params: dict[str, Any] = Field(default_factory=dict)
     quantum: int = Field(default=0, ge=0, description="controller quantum in cycles")
@@ -133,7 +141,7 @@ class JobSet:
     source: str = ""
 
 
-def _arrivals(group: JobGroup, rng: np.random.Generator) -> list[int]:
+def _arrivals(group: JobGroup, rng: np.random.Generator, where: str) -> list[int]:
     a = group.arrival
     if isinstance(a, int):
         return [a] * group.copies
@@ -141,6 +149,12 @@ def _arrivals(group: JobGroup, rng: np.random.Generator) -> list[int]:
         return [int(x) for x in a]
     p = a.poisson
     gaps = rng.exponential(p.mean, size=group.copies)
+    last = p.start + float(np.sum(gaps))
+    if last > MAX_ARRIVAL:
+        raise ConfigError(
+            f"{where}.arrival: the Poisson process (mean {p.mean:g}, start {p.start}) "
+            f"draws arrivals up to {last:.3g} cycles, beyond 2^60"
+        )
     return [int(p.start + x) for x in np.floor(np.cumsum(gaps))]
 
 
@@ -165,20 +179,33 @@ def _read_spec(source: str | os.PathLike | dict[str, Any]) -> tuple[JobSetSpec, 
             raise ConfigError(f"{path}: no such job-set file") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: cannot read job set ({exc})") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML ({exc})".replace("\n", " ")) from None
+        data = parse_yaml(text, str(path))
         base = path.parent
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: a job set is a mapping with a 'jobs' list")
     try:
         spec = JobSetSpec.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
+        err = _most_specific(exc.errors())
+        loc = ".".join(str(x) for x in err["loc"] if x not in _UNION_TAGS)
         raise ConfigError(f"{name}: {loc}: {err['msg']}") from None
     return spec, base, name
+
+
+# pydantic names the branch of ``arrival`` (int | list[int] | PoissonSpec) it tried.
+_UNION_TAGS = ("int", "list[int]", "PoissonSpec")
+
+
+def _most_specific(errors: list[Any]) -> Any:
+    """The first error, or — when it only says a branch of ``arrival`` had another type
+    (a Poisson mapping is not an int) — the deepest error of the same field: the one of
+    the branch the input's type matched."""
+    err = errors[0]
+    if len(err["loc"]) < 2 or err["loc"][-1] not in _UNION_TAGS:
+        return err
+    parent = tuple(err["loc"][:-1])
+    same = [e for e in errors if tuple(e["loc"][: len(parent)]) == parent]
+    return max(same, key=lambda e: len(e["loc"]))
 
 
 def _check_group(
@@ -278,9 +305,7 @@ def load_jobset(
     from simsched.files import cache_dir as default_cache
 
     spec, base, name = _read_spec(source)
-    s = spec.seed if seed is None else int(seed)
-    if s < 0:
-        raise ConfigError(f"{name}: seed {s} must be >= 0")
+    s = spec.seed if seed is None else check_seed(seed)
     cache = Path(cache_dir) if cache_dir is not None else default_cache("traces")
     jobs: list[JobEntry] = []
     for gi, g in enumerate(spec.jobs):
@@ -290,7 +315,7 @@ def load_jobset(
         else:
             recipe = {"kind": "generator", "generator": g.generator, "params": dict(g.params)}
         trace = ensure_trace(recipe, cache, base)
-        arrivals = _arrivals(g, np.random.default_rng([s, gi]))
+        arrivals = _arrivals(g, np.random.default_rng([s, gi]), f"{name}: jobs.{gi}")
         label = _label(g)
         for k, t in enumerate(arrivals):
             jobs.append(

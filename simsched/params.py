@@ -18,6 +18,20 @@ import numpy as np
 
 from simsched.errors import ConfigError
 
+#: Largest seed accepted anywhere (run, sweeps, job sets): numpy's generators take
+#: non-negative seeds and records keep them as signed 64-bit integers.
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(value: Any, name: str = "seed") -> int:
+    """``value`` as a seed in ``[0, MAX_SEED]``, else a one-line :class:`ConfigError`."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ConfigError(f"{name}={value!r}: expected an integer")
+    if not 0 <= int(value) <= MAX_SEED:
+        raise ConfigError(f"{name}={value}: must be between 0 and {MAX_SEED} (2^63 - 1)")
+    return int(value)
+
+
 _POW = re.compile(r"^\s*(\d+)\s*(?:\^|\*\*)\s*(\d+)\s*$")
 _SHIFT = re.compile(r"^\s*(\d+)\s*<<\s*(\d+)\s*$")
 TRUE = frozenset({"1", "true", "yes", "on"})

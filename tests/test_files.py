@@ -12,6 +12,8 @@ from simsched.errors import ConfigError, OutputError
 from simsched.files import (
     atomic_output,
     cache_dir,
+    make_output_dir,
+    parse_yaml,
     read_user_text,
     write_json_atomic,
     write_text_atomic,
@@ -100,6 +102,27 @@ def test_interrupted_writer_leaves_no_temporary(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_ctrl_c_while_the_temporary_is_made_leaves_none(tmp_path, monkeypatch):
+    """A Ctrl-C that arrives while the temporary file is being created (it left
+    ``.result.json.*.tmp.json`` files) is held back until the block that removes it."""
+    import signal
+    import tempfile
+
+    real = tempfile.mkstemp
+
+    def mkstemp_then_ctrl_c(*args, **kw):
+        made = real(*args, **kw)
+        os.kill(os.getpid(), signal.SIGINT)
+        return made
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        write_text_atomic(tmp_path / "result.json", "{}")
+    assert list(tmp_path.iterdir()) == []
+    # Ctrl-C is delivered again afterwards, not left blocked
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+
+
 def test_temporary_keeps_the_suffix_for_format_sniffing_writers(tmp_path):
     with atomic_output(tmp_path / "fig.svg") as tmp:
         assert tmp.suffix == ".svg" and tmp.parent == tmp_path
@@ -171,3 +194,84 @@ def test_read_only_file_system_is_one_error(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "mkstemp", read_only)
     with pytest.raises(OutputError, match=r"out.csv: cannot write \(read-only file system\)$"):
         write_text_atomic(tmp_path / "out.csv", "a,b\n")
+
+
+def test_yaml_refuses_duplicate_keys_at_any_depth():
+    assert parse_yaml("a: 1\nb: {c: 2}\n", "x.yaml") == {"a": 1, "b": {"c": 2}}
+    with pytest.raises(
+        ConfigError, match=r"^x.yaml: invalid YAML at line 2, column 1: duplicate key 'a'$"
+    ):
+        parse_yaml("a: 1\na: 2\n", "x.yaml")
+    with pytest.raises(ConfigError, match="line 1, column 11: duplicate key 'c'"):
+        parse_yaml("b: {c: 2, c: 3}\n", "x.yaml")
+    with pytest.raises(ConfigError, match="duplicate key 1"):
+        parse_yaml("- {1: a, 1: b}\n", "x.yaml")
+    # a merge key may be overridden, as YAML intends; object tags stay refused
+    assert parse_yaml("base: &b {x: 1, y: 2}\nuse: {<<: *b, x: 3}\n", "m")["use"] == {
+        "x": 3,
+        "y": 2,
+    }
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        parse_yaml("!!python/object/apply:os.system [true]\n", "evil.yaml")
+
+
+def test_every_yaml_reader_refuses_duplicate_keys(tmp_path):
+    """Sweep specs, --set values and job sets all read YAML through parse_yaml."""
+    from simsched.experiments import load_spec
+    from simsched.jobset import load_jobset
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nworkloads: [fib]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n")
+    assert load_spec(spec).spec.name == "s"
+    spec2 = tmp_path / "s2.yaml"
+    spec2.write_text(spec.read_text() + "seeds: [0]\nseeds: [1, 2]\n")
+    with pytest.raises(
+        ConfigError, match=r"s2.yaml: invalid YAML at line 6.*duplicate key 'seeds'"
+    ):
+        load_spec(spec2)
+    with pytest.raises(ConfigError, match=r"--set .*duplicate key 'count'"):
+        load_spec(spec, sets=["seeds={count: 1, count: 2}"])
+    jobs = tmp_path / "j.yaml"
+    jobs.write_text("jobs:\n  - {generator: fib, params: {n: 8}}\njobs: []\n")
+    with pytest.raises(ConfigError, match=r"j.yaml: invalid YAML at line 3.*duplicate key 'jobs'"):
+        load_jobset(jobs)
+
+
+def test_output_folder_is_made_along_the_users_path(tmp_path):
+    assert make_output_dir(tmp_path / "a" / "b").is_dir()
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    make_output_dir(tmp_path / "link" / "sub")  # a link to a folder is followed
+    assert (real / "sub").is_dir()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputError, match=f"{tmp_path / 'file'} is a file, not a folder"):
+        make_output_dir(tmp_path / "file" / "sub")
+
+
+@pytest.mark.parametrize("depth", ["", "sub"])
+def test_dangling_symlink_creates_no_folders_at_its_target(tmp_path, depth):
+    """A dangling link as the output folder (or inside it) is refused, not followed."""
+    (tmp_path / "dl").symlink_to(tmp_path / "target" / "a" / "b")
+    out = tmp_path / "dl" / depth if depth else tmp_path / "dl"
+    with pytest.raises(
+        OutputError, match="is a symbolic link to .*target/a/b, which does not exist"
+    ):
+        make_output_dir(out)
+    with pytest.raises(
+        OutputError, match=f"^{out / 'r.json'}: cannot create the folder: .*does not exist"
+    ):
+        write_text_atomic(out / "r.json", "{}")
+    assert not (tmp_path / "target").exists()
+
+
+def test_dangling_symlink_as_the_file_creates_no_folders(tmp_path):
+    (tmp_path / "fig.png").symlink_to(tmp_path / "nowhere" / "x.png")
+    with pytest.raises(
+        OutputError, match="fig.png: is a symbolic link to .*nowhere/x.png, whose folder"
+    ):
+        write_text_atomic(tmp_path / "fig.png", "x")
+    assert not (tmp_path / "nowhere").exists()
+    (tmp_path / "nowhere").mkdir()  # once the folder exists, the link is written through
+    write_text_atomic(tmp_path / "fig.png", "x")
+    assert (tmp_path / "nowhere" / "x.png").read_text() == "x"

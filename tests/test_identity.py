@@ -14,6 +14,7 @@ from simsched import identity
 from simsched.api import baseline_makespan, baseline_path
 from simsched.machine import load_machine
 from simsched.workloads import generate
+from tests.conftest import private_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,7 +77,7 @@ def test_editing_the_timing_model_or_a_generator_changes_the_cache_keys(tmp_path
 
 
 def test_changing_the_timing_model_invalidates_the_cached_baseline(tmp_path, monkeypatch):
-    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(private_cache(tmp_path / "cache")))
     trace = tmp_path / "fib.sst"
     h = generate("fib", trace, n=10)
     machine = load_machine("itrs-scaling-2")
@@ -92,3 +93,56 @@ def test_changing_the_timing_model_invalidates_the_cached_baseline(tmp_path, mon
     monkeypatch.setattr(identity, "timing_model_identity", lambda: "an-edited-timing-model")
     assert baseline_path(h.digest, machine) != path
     assert baseline_makespan(trace, machine) == real
+
+
+def _scm(root: Path) -> str:
+    setuptools_scm = pytest.importorskip("setuptools_scm")
+    return setuptools_scm.get_version(root=str(root), fallback_version=identity.UNTAGGED_BASE)
+
+
+def _commit(repo: Path, n: int) -> None:
+    (repo / "f.txt").write_text(f"{n}\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "add", "f.txt"], check=True, capture_output=True)
+    subprocess.run([*git, "commit", "-q", "-m", f"c{n}"], check=True, capture_output=True)
+
+
+def test_the_fast_version_from_git_agrees_with_setuptools_scm(tmp_path, monkeypatch):
+    # `simsched --version` computes the version without importing setuptools-scm (too slow
+    # for a quick command); in every case it covers, it must give setuptools-scm's answer.
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    _commit(repo, 0)
+    _commit(repo, 1)
+    seen = []
+    for step in ("untagged", "untagged-dirty", "tagged", "after-tag", "after-tag-dirty"):
+        if step == "tagged":
+            (repo / "f.txt").write_text("1\n")
+            subprocess.run(["git", "-C", str(repo), "tag", "v1.2.3"], check=True)
+        elif step == "after-tag":
+            _commit(repo, 2)
+            _commit(repo, 3)
+        elif step.endswith("dirty"):
+            (repo / "f.txt").write_text("edited\n")
+        fast = identity.describe_version(repo)
+        assert fast == _scm(repo), step
+        seen.append(fast)
+    assert seen[2] == "1.2.3" and seen[3].startswith("1.2.4.dev2+g")
+    assert seen[1].endswith(".d20231114") and seen[4].endswith(".d20231114")
+    # A tag setuptools-scm interprets (a pre-release) is left to it.
+    subprocess.run(["git", "-C", str(repo), "tag", "v2.0.0rc1"], check=True)
+    assert identity.describe_version(repo) is None
+
+
+def test_the_checkout_version_is_setuptools_scm_s():
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    identity.version.cache_clear()
+    try:
+        assert identity.version() == _scm(ROOT)
+    finally:
+        identity.version.cache_clear()

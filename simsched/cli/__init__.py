@@ -9,24 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import importlib
 import os
 import sys
-from typing import NoReturn
-
-import typer
-from typer import TyperException
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from simsched.errors import SimschedError
 from simsched.files import describe_os_error
 
-app = typer.Typer(
-    name="simsched",
-    help="Trace-driven CMP/NUMA task-scheduling simulator.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+if TYPE_CHECKING:
+    import typer
 
 # One line per command module; the order is the order of --help.
 _COMMAND_MODULES = [
@@ -38,32 +31,83 @@ _COMMAND_MODULES = [
     "simsched.cli.profile",
     "simsched.cli.run",
     "simsched.cli.plot",
+    "simsched.cli.export",
 ]
+# The first word of a command line and the modules that register it: a command imports only
+# its own module (and what that needs), so `simsched machine list` never loads the
+# simulator.  tests/cli/test_startup.py checks this map against what the modules register.
+COMMAND_HOMES: dict[str, tuple[str, ...]] = {
+    "trace": ("simsched.cli.trace",),
+    "machine": ("simsched.cli.machine",),
+    "memsim": ("simsched.cli.memsim",),
+    "cc": ("simsched.cli.capture",),
+    "capture": ("simsched.cli.capture",),
+    "sweep": ("simsched.cli.sweep",),
+    "results": ("simsched.cli.sweep",),
+    "profile": ("simsched.cli.profile",),
+    "coarsen": ("simsched.cli.profile",),
+    "regrain": ("simsched.cli.profile",),
+    "run": ("simsched.cli.run",),
+    "compare": ("simsched.cli.run",),
+    "plot": ("simsched.cli.sweep", "simsched.cli.plot"),
+    "export": ("simsched.cli.export",),
+}
 
 
 def _print_version(value: bool) -> None:
     if value:
+        import typer
+
         from simsched.identity import version
 
         print(f"simsched {version()}")
         raise typer.Exit()
 
 
-@app.callback()
-def _options(
-    version: bool = typer.Option(
-        False,
-        "--version",
-        callback=_print_version,
-        is_eager=True,
-        help="Print simsched's version (from git) and exit.",
-    ),
-) -> None:
-    """Trace-driven CMP/NUMA task-scheduling simulator."""
+def build_app(command: str | None = None) -> typer.Typer:
+    """The ``simsched`` typer application: every command, or only those ``command`` (the
+    first word of a command line) needs when it is a known one."""
+    return _build(COMMAND_HOMES.get(command or "", ()))
 
 
-for _name in _COMMAND_MODULES:
-    importlib.import_module(_name).register(app)
+@functools.cache
+def _build(homes: tuple[str, ...]) -> typer.Typer:
+    # One application per set of modules: main() runs many times in one process (tests).
+    import typer
+
+    app = typer.Typer(
+        name="simsched",
+        help="Trace-driven CMP/NUMA task-scheduling simulator.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    @app.callback()
+    def _options(
+        version: bool = typer.Option(
+            False,
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print simsched's version (from git) and exit.",
+        ),
+    ) -> None:
+        """Trace-driven CMP/NUMA task-scheduling simulator."""
+
+    for name in _COMMAND_MODULES:
+        if not homes or name in homes:
+            importlib.import_module(name).register(app)
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    # `simsched.cli.app`: the whole application (documentation tests walk its commands).
+    if name == "app":
+        app = build_app()
+        globals()["app"] = app
+        return app
+    raise AttributeError(f"module 'simsched.cli' has no attribute {name!r}")
 
 
 def fail(message: str, status: int = 2) -> NoReturn:
@@ -79,6 +123,22 @@ def _silence_stdout() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+def _stdout_was_closed() -> bool:
+    """Whether click met a closed stdout (EPIPE) inside a command and exits 1 for it.
+
+    click answers a broken pipe inside a command with a silent ``exit(1)`` after wrapping
+    the standard streams; ``simsched ... | head`` is a normal way to read output, so the
+    wrappers are taken off and :func:`main` exits 0 quietly, as for a pipe closed later.
+    """
+    # By name: typer vendors its own copy of click, so the class has two homes.
+    if type(sys.stdout).__name__ != "PacifyFlushWrapper":
+        return False
+    sys.stdout = getattr(sys.stdout, "wrapped", sys.__stdout__)
+    if type(sys.stderr).__name__ == "PacifyFlushWrapper":
+        sys.stderr = getattr(sys.stderr, "wrapped", sys.__stderr__)
+    return True
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``simsched`` console script.
 
@@ -86,10 +146,30 @@ def main(argv: list[str] | None = None) -> None:
     cannot be read or written) ends in one line on stderr and exit status 2; Ctrl-C ends in
     one line and status 130.
     """
-    interrupted = "interrupted; finished work is kept, run the command again to resume"
+    args = sys.argv[1:] if argv is None else list(argv)
+    # Only sweeps resume (their finished points are kept); elsewhere say no more.
+    interrupted = (
+        "interrupted; finished points are kept, run the command again to resume"
+        if args[:2] == ["sweep", "run"]
+        else "interrupted (Ctrl-C)"
+    )
+    if args == ["--version"]:
+        # The most common quick question needs neither typer nor any command module.
+        from simsched.identity import version
+
+        print(f"simsched {version()}")
+        raise SystemExit(0)
+    import typer
+    from typer import TyperException
+
+    command = next((a for a in args if not a.startswith("-")), None)
     try:
         try:
-            status = app(args=argv, standalone_mode=False)
+            status = build_app(command)(args=args, standalone_mode=False)
+        except SystemExit:
+            if _stdout_was_closed():
+                raise BrokenPipeError(errno.EPIPE, "Broken pipe") from None
+            raise
         finally:
             sys.stdout.flush()
         if status == 130:  # typer's answer to KeyboardInterrupt

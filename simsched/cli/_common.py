@@ -7,17 +7,46 @@ path with brackets is never eaten) and never wrap a message; tables go through
 
 from __future__ import annotations
 
+import errno
 import json
 import math
-from typing import Any
+import sys
+from typing import Annotated, Any
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
 from simsched.errors import ConfigError
 
-console = Console(markup=False, highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
+
+class _Console(Console):
+    """A rich console that reports a closed pipe as ``BrokenPipeError``: rich's own answer
+    is a silent ``exit(1)``, while ``simsched ... | head`` is a normal way to read output
+    (:func:`simsched.cli.main` ends it quietly with status 0)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
+console = _Console(markup=False, highlight=False, soft_wrap=True)
+err_console = _Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
+
+
+#: ``--progress/--no-progress`` of the long-running commands.
+ProgressOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--progress/--no-progress",
+        help="report progress on stderr: a bar at a terminal, else a line every 10 s "
+        "(default: only at a terminal)",
+    ),
+]
+
+
+def want_progress(flag: bool | None) -> bool:
+    """Whether to report progress: as asked, else only when stderr is a terminal."""
+    return sys.stderr.isatty() if flag is None else flag
 
 
 def print_table(table: Table, target: Console | None = None) -> None:
@@ -33,9 +62,9 @@ def print_table(table: Table, target: Console | None = None) -> None:
     if target.is_terminal:
         target.print(table)
         return
-    wide = Console(file=target.file, width=10_000, markup=False, highlight=False)
+    wide = _Console(file=target.file, width=10_000, markup=False, highlight=False)
     need = wide.measure(table).maximum
-    Console(file=target.file, width=max(need, 40), markup=False, highlight=False).print(table)
+    _Console(file=target.file, width=max(need, 40), markup=False, highlight=False).print(table)
 
 
 def _jsonable(x: Any) -> Any:

@@ -3,12 +3,17 @@
 Thin layers over :func:`simsched.run` and :func:`simsched.compare`.  ``--set key=value``
 sets a scheduler parameter when a chosen scheduler has a parameter of that name, and
 otherwise overrides a machine field (dotted, as ``simsched machine show --set``);
-``--param`` always means a scheduler parameter.  ``compare`` prints one row per scheduler with the mean and, for randomised
-schedulers run with several seeds, the spread (min–max) over seeds.
+``--param`` always means a scheduler parameter.  ``compare`` prints one column per
+scheduler with the mean and, for randomised schedulers run with several seeds, the spread
+(min–max) over seeds; with ``--baseline`` the other schedulers' columns are ratios to the
+baseline with a 95 % confidence interval (:func:`simsched.comparison.baseline_ratios`);
+the notes under the table come from :func:`simsched.comparison.compare_notes`;
+``--out`` saves the runs as a results store (:mod:`simsched.experiments.compared`).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -17,7 +22,15 @@ from typing import Annotated, Any
 import typer
 from rich.table import Column, Table
 
-from simsched.cli._common import console, err_console, parse_kv, print_json, print_table
+from simsched.cli._common import (
+    ProgressOpt,
+    console,
+    err_console,
+    parse_kv,
+    print_json,
+    print_table,
+    want_progress,
+)
 from simsched.errors import ConfigError
 
 #: Metrics shown by ``compare`` and summarised over seeds in its JSON.
@@ -45,10 +58,6 @@ ParamOpt = Annotated[
 WindowOpt = Annotated[
     int | None, typer.Option("--window", help="interleaving window in cycles (0 = strict)")
 ]
-ProgressOpt = Annotated[
-    bool | None,
-    typer.Option("--progress/--no-progress", help="progress bar (default: when stderr is a tty)"),
-]
 
 
 def _split(
@@ -68,10 +77,6 @@ def _split(
         else:
             overrides[k] = v
     return params, overrides
-
-
-def _progress(flag: bool | None) -> bool:
-    return sys.stderr.isatty() if flag is None else flag
 
 
 def run_cmd(
@@ -135,7 +140,7 @@ def run_cmd(
         seed,
         overrides=overrides or None,
         out_dir=out,
-        progress=_progress(progress),
+        progress=want_progress(progress),
         window=window,
     )
     rec = res.record
@@ -157,6 +162,8 @@ def run_cmd(
         v = rec[k]
         table.add_row(k, f"{v:.4g}" if isinstance(v, float) else f"{v:,}")
     print_table(table)
+    for w in json.loads(rec.get("warnings", "[]")):
+        print(f"warning: {w['message']}", file=sys.stderr)
 
 
 # What an iteration-learning policy does on a trace without iterations ([LAWS15] §3.4, §4).
@@ -221,7 +228,7 @@ def _run_jobs(
         overrides=overrides or None,
         window=window,
         out_dir=out,
-        progress=_progress(progress),
+        progress=want_progress(progress),
     )
     rec = res.record
     if json_:
@@ -249,12 +256,37 @@ def _run_jobs(
             f"{j['utilization']:.3f}",
         )
     print_table(table)
+    console.print(jobs_summary(rec))
+
+
+def jobs_summary(rec: dict[str, Any]) -> str:
+    """The sentences under a job set's table: totals, then the cache cost of core moves.
+
+    Two different counts are named apart: ``reallocations`` (cores the controller took
+    from a running job) and ``realloc_warmup.joins`` (cores that joined a job after
+    serving another, including cores freed by a finished job); a negative
+    ``extra_misses`` is said as fewer misses, not printed as a negative cost.
+    """
+    from simsched.engine.replay import WARMUP_REFS
+
     w = rec["realloc_warmup"]
-    console.print(
+    text = (
         f"makespan {rec['makespan_cycles']:,} cycles; mean response "
         f"{rec['mean_response_cycles']:,.0f}; utilisation {rec['utilization']:.3f}; "
-        f"{rec['reallocations']} core moves; {w['extra_misses']:,.0f} extra private-cache "
-        f"misses in the first references of cores that moved ({w['joins']} moves)"
+        f"{rec['reallocations']:,} cores taken from a running job."
+    )
+    if not w["joins"]:
+        return text
+    extra = float(w["extra_misses"])
+    if extra > 0:
+        cost = f"{extra:,.0f} private-cache misses more than"
+    else:
+        cost = f"{-extra:,.0f} private-cache misses fewer than"
+    tail = "" if extra > 0 else " (no warm-up cost shows)"
+    return (
+        f"{text}\nCores joined a job after serving another {w['joins']:,} times; in their "
+        f"first {WARMUP_REFS:,} references there they had {cost} their jobs' miss rates "
+        f"over their other references predict{tail}."
     )
 
 
@@ -283,19 +315,41 @@ def compare_cmd(
         str, typer.Option("--schedulers", "-s", help="comma-separated scheduler names")
     ] = "ws,pdf",
     seeds: Annotated[int, typer.Option("--seeds", help="seeds per randomised scheduler")] = 1,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            help="print every metric as a ratio to this scheduler's, with a 95 % confidence "
+            "interval over seeds (paired t on log-ratios); added to -s if missing",
+        ),
+    ] = None,
     set_: SetOpt = None,
     param: ParamOpt = None,
     json_: Annotated[
         bool, typer.Option("--json", help="print records and summary as JSON")
     ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="save the runs as a results store (results show, plot sweep)"
+        ),
+    ] = None,
     window: WindowOpt = None,
     progress: ProgressOpt = None,
 ) -> None:
     """Run several schedulers on one trace and machine and compare them."""
     import simsched
     from simsched.api import parse_scheduler_names
+    from simsched.schedulers import get_scheduler
 
+    if out is not None and out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: exists and is not a folder (--out names a folder)")
     names = parse_scheduler_names(schedulers)
+    base = None
+    if baseline is not None:
+        base = get_scheduler(baseline.strip()).name
+        if base not in {get_scheduler(n).name for n in names}:
+            names = [base, *names]
     params, overrides = _split(set_, param, names)
     results = simsched.compare(
         trace,
@@ -305,42 +359,99 @@ def compare_cmd(
         params=params or None,
         overrides=overrides or None,
         window=window,
-        progress=_progress(progress),
+        progress=want_progress(progress),
     )
+    if out is not None:
+        from simsched.experiments.compared import save_comparison
+
+        save_comparison(out, results, trace, machine, overrides or None)
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in results:
         groups.setdefault(r.record["scheduler"], []).append(r.record)
     summary = {name: _summary(recs) for name, recs in groups.items()}
-    if json_:
-        from simsched.engine.record import nest_fields
-
-        print_json({"runs": [nest_fields(r.record) for r in results], "summary": summary})
-        return
     last = results[0].record.get("last_level", "L2")
     levels = [c["name"] for c in results[0].mem_stats["levels"]]
     cols = ["makespan_cycles", "speedup"] + [f"{lv}_misses" for lv in levels]
     cols += ["mpki", "offchip_bytes", "dram_local", "dram_remote", "steals", "idle_cycles"]
-    first = results[0].record
-    # One column per scheduler, one row per metric: a comparison of a few schedulers stays
-    # within 80 columns however long the numbers are.
+    ratios = None
+    if base is not None:
+        from simsched.comparison import baseline_ratios
+
+        ratios = baseline_ratios([r.record for r in results], base, cols)
+    if json_:
+        from simsched.comparison import RATIO_TEST
+        from simsched.engine.record import nest_fields
+
+        doc: dict[str, Any] = {"runs": [nest_fields(r.record) for r in results]}
+        doc["summary"] = summary
+        doc["notes"] = [
+            {**n.as_dict(), "level": n.level, "schedulers": list(n.schedulers)}
+            for n in results.notes
+        ]
+        if ratios is not None:
+            doc["baseline"] = {
+                "scheduler": base,
+                "test": RATIO_TEST,
+                "ratios": {
+                    name: {k: (v.as_dict() if v else None) for k, v in per.items()}
+                    for name, per in ratios.items()
+                },
+            }
+        print_json(doc)
+        return
+    print_table(_compare_table(results[0].record, groups, summary, cols, last, base, ratios))
+    print_notes(results.notes)
+
+
+def _compare_table(first, groups, summary, cols, last, base, ratios) -> Table:
+    """One column per scheduler, one row per metric: a comparison of a few schedulers
+    stays within 80 columns however long the numbers are."""
+    from simsched.comparison import RATIO_TEST
+
+    caption = f"mpki = {last} misses per 1000 instructions; mean [min–max] over seeds"
+    if base is not None:
+        caption = (
+            f"mpki = {last} misses per 1000 instructions; {base}: mean [min–max] over "
+            f"seeds; others: ratio to {base} (geometric mean) [95 % CI: {RATIO_TEST}]"
+        )
     table = Table(
         "metric",
         *[Column(name, justify="right") for name in groups],
         title=f"{first['trace_program']} on {first['machine']} ({first['cores']} cores)",
-        caption=f"mpki = {last} misses per 1000 instructions; mean [min–max] over seeds",
+        caption=caption,
     )
     table.add_row("runs", *[str(len(recs)) for recs in groups.values()])
     for k in cols:
         fmt = (lambda v: f"{v:.3g}") if k in ("speedup", "mpki") else (lambda v: f"{v:,.0f}")
         row = [k]
         for name in groups:
+            if ratios is not None and name != base:
+                row.append(_ratio_cell(ratios[name][k]))
+                continue
             s = summary[name][k]
             cell = fmt(s["mean"])
             if s["n"] > 1:
                 cell += f" [{fmt(s['min'])}–{fmt(s['max'])}]"
             row.append(cell)
         table.add_row(*row)
-    print_table(table)
+    return table
+
+
+def _ratio_cell(r: Any) -> str:
+    """``0.912x [0.871–0.955]`` (no interval from one pair; ``n/a`` for a zero value)."""
+    if r is None:
+        return "n/a"
+    if r.n == 1:
+        return f"{r.ratio:.3f}x"
+    return f"{r.ratio:.3f}x [{r.lo:.3f}–{r.hi:.3f}]"
+
+
+def print_notes(notes: list[Any]) -> None:
+    """The notes under a comparison table, one line each (simsched.comparison)."""
+    if notes:
+        console.print("notes:", highlight=False)
+    for n in notes:
+        console.print(f"  - {n.text}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -211,11 +211,13 @@ def export_cmd(
         list[str] | None, typer.Option("--where", help="filter COLUMN OP VALUE, repeatable")
     ] = None,
 ) -> None:
-    """Write a sweep's results to a CSV or Parquet file."""
+    """Write a sweep's results to a CSV or Parquet file (CSV to -o /dev/stdout)."""
     from simsched.experiments import export_results
+    from simsched.files import is_stream
 
     target = export_results(path, out, where)
-    print(target)
+    if not is_stream(target):  # -o /dev/stdout: the table is the output
+        print(target)
 
 
 def plot_sweep(
@@ -240,8 +242,9 @@ def plot_sweep(
 
 
 def register_plot(plot_app: typer.Typer) -> None:
-    """Add ``sweep`` to the ``simsched plot`` group."""
-    plot_app.command("sweep")(plot_sweep)
+    """Add ``sweep`` to the ``simsched plot`` group (once, however many applications are built)."""
+    if all(c.callback is not plot_sweep for c in plot_app.registered_commands):
+        plot_app.command("sweep")(plot_sweep)
 
 
 def register(app: typer.Typer) -> None:

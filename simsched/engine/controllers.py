@@ -3,8 +3,9 @@
 A controller is a policy, like a scheduler: it is asked, at every arrival and completion
 of a job and at the boundaries of its quantum (when it has one), how many cores each
 active job gets — or exactly which cores.  The engine owns the cores: it turns counts
-into core sets that move as few cores as possible (:func:`assign_cores`) and moves a
-core that is running a strand only when the strand ends.
+into core sets that move as few cores as possible (:func:`assign_cores`), takes idle
+cores away before busy ones, and moves a core that is running a strand only when the
+strand ends.
 
 * ``all`` — one job at a time on every core, in arrival order (a single-job run is one
   job under ``all``);
@@ -25,6 +26,7 @@ desire the whole machine, so that DEQ gives it an equal share as EQUI would.
 (the job set's ``quantum_ms`` field puts it there): the quantum becomes
 ``round(quantum_ms * clock_ghz * 1e6)`` cycles of the machine's clock
 (:func:`quantum_cycles`); a quantum given in cycles (``--quantum``) takes precedence.
+Either way a quantum below :data:`MIN_QUANTUM` cycles is refused (:func:`check_quantum`).
 
 ``REGISTRY`` maps names and aliases to classes; outside packages add controllers through
 the ``simsched.controllers`` entry-point group.
@@ -32,7 +34,7 @@ the ``simsched.controllers`` entry-point group.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -42,6 +44,34 @@ from simsched.errors import ConfigError
 if TYPE_CHECKING:
     from simsched.engine.job import Job
     from simsched.machine import Machine
+
+
+#: Shortest quantum accepted, in cycles (controllers' and job schedulers' own): one steal
+#: attempt of the preset machines.  A shorter quantum sees no whole steal attempt, so
+#: the desire of SAWS and A-Steal ([SAWS12] §3) has nothing to measure, and the run
+#: would record one allotment entry every few cycles (``--quantum 1`` ran for minutes
+#: with its memory growing).
+MIN_QUANTUM = 100
+
+
+def check_quantum(quantum: int, what: str) -> int:
+    """``quantum`` (cycles) when it is 0 (none) or at least :data:`MIN_QUANTUM`.
+
+    Raises
+    ------
+    ConfigError
+        ``quantum`` is negative or between 1 and ``MIN_QUANTUM - 1``.
+    """
+    q = int(quantum)
+    if q < 0:
+        raise ConfigError(f"{what}: quantum {q} must be >= 0 cycles")
+    if 0 < q < MIN_QUANTUM:
+        raise ConfigError(
+            f"{what}: quantum {q} cycles is below the floor of {MIN_QUANTUM} "
+            "(min_quantum: one steal attempt; a quantum this short measures nothing and "
+            "records one allotment entry every few cycles)"
+        )
+    return q
 
 
 def quantum_cycles(machine: Machine, quantum_ms: float) -> int:
@@ -110,8 +140,7 @@ class Controller:
                 f"controller {self.name!r}: unknown parameter(s) {', '.join(unknown)} "
                 f"(known: {', '.join(sorted(self.param_defaults)) or 'none'})"
             )
-        if int(quantum) < 0:
-            raise ConfigError(f"controller {self.name!r}: quantum {quantum} must be >= 0 cycles")
+        check_quantum(quantum, f"controller {self.name!r}")
         self.machine = machine
         self.P = machine.cores
         self.n_jobs = n_jobs
@@ -120,7 +149,9 @@ class Controller:
         if ms is not None:
             self.params["quantum_ms"] = ms
             if self.quantum == 0:
-                self.quantum = quantum_cycles(machine, ms)
+                self.quantum = check_quantum(
+                    quantum_cycles(machine, ms), f"controller {self.name!r}: quantum_ms={ms}"
+                )
 
     def allot(self, now: int, jobs: Sequence[Any]) -> dict[int, int | tuple[int, ...]]:
         """Cores for each active job: a count, or an explicit tuple of cores.
@@ -174,6 +205,14 @@ class Static(Controller):
             raise ConfigError(
                 f"controller 'static': shares {shares} must give each of the {n_jobs} jobs "
                 f"a non-negative number of cores, {self.P} in all at most"
+            )
+        if 0 in shares:
+            # A job without a core never runs: the replay could only end in a deadlock.
+            zero = [j for j, x in enumerate(shares) if x == 0]
+            raise ConfigError(
+                f"controller 'static': shares {shares} give job(s) "
+                f"{', '.join(map(str, zero))} no core, so they would never run"
+                + (f" (the {self.P} cores split among {n_jobs} jobs)" if n_jobs > self.P else "")
             )
         self.blocks: list[tuple[int, ...]] = []
         first = 0
@@ -266,12 +305,15 @@ def assign_cores(
     current: Mapping[int, frozenset[int] | set[int]],
     targets: Mapping[int, int | tuple[int, ...]],
     socket_of: Sequence[int],
+    busy: Collection[int] = (),
 ) -> dict[int, set[int]]:
     """Concrete core sets for the target allotments, moving as few cores as possible.
 
-    A job above its count gives up cores first from the sockets where it holds fewest
-    (keeping each job on few sockets, so that it keeps sharing its caches), highest core
-    first; a job below its count takes free cores from the sockets where it already holds
+    A job above its count gives up its idle cores before its ``busy`` ones (a core
+    running a strand leaves only when the strand ends, so giving up an idle core is what
+    brings the job down to its count now); among equals, first from the sockets where it
+    holds fewest (keeping each job on few sockets, so that it keeps sharing its caches),
+    highest core first.  A job below its count takes free cores from the sockets where it already holds
     most, then from the sockets with most free cores, lowest core first.  Jobs are served
     in ``jid`` order; everything is deterministic.
 
@@ -283,6 +325,8 @@ def assign_cores(
         Count or explicit cores per job (jobs missing from it get none).
     socket_of
         Socket of every core.
+    busy
+        Cores running a strand now.
 
     Returns
     -------
@@ -303,7 +347,7 @@ def assign_cores(
         have = out[j]
         if len(have) > want:
             per = _per_socket(have, socket_of)
-            order = sorted(have, key=lambda c: (per[socket_of[c]], -c))
+            order = sorted(have, key=lambda c: (c in busy, per[socket_of[c]], -c))
             for c in order[: len(have) - want]:
                 have.discard(c)
     taken = set().union(*out.values()) if out else set()

@@ -108,6 +108,8 @@ class Job:
         self.strand_start = [-1] * n
         self.strand_end = [-1] * n
         self.cost_ns = [0] * n
+        # Per strand: (private misses, last-level misses, local DRAM, remote DRAM).
+        self.strand_mem: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)] * n
         self.finished = 0
         self.refs_done = 0
         self.start_cycle = -1
@@ -168,6 +170,11 @@ class Job:
             np.asarray(self.strand_start, dtype=np.int64),
             np.asarray(self.strand_end, dtype=np.int64),
         )
+
+    def mem_arrays(self, names: Sequence[str]) -> dict[str, np.ndarray]:
+        """The per-strand memory counters as int64 arrays, one per name (in order)."""
+        table = np.asarray(self.strand_mem, dtype=np.int64).reshape(self.n, len(names))
+        return {name: table[:, i].copy() for i, name in enumerate(names)}
 
     def check_runnable(self, s: int, c: int, now: int) -> None:
         """Raise if the scheduler chose a strand that is not ready or already ran."""

@@ -55,6 +55,8 @@ NESTED_FIELDS = frozenset(
         "allotment",
         "realloc_warmup",
         "controller_params",
+        # what a comparison would otherwise hide (simsched.comparison)
+        "warnings",
     }
 )
 
@@ -291,9 +293,45 @@ def jobs_metrics(
     for x, wj in zip(jobs, w["jobs"], strict=True):
         x["realloc_warmup"] = wj
     out["allotment"] = {
-        "cycles": [int(t) for t, _, _ in r.series],
-        "cores": [list(map(int, a)) for _, a, _ in r.series],
-        "desire": [list(map(int, d)) for _, _, d in r.series],
+        "cycles": [int(e[0]) for e in r.series],
+        "cores": [list(map(int, e[1])) for e in r.series],
+        "desire": [list(map(int, e[2])) for e in r.series],
+        "leaving": [list(map(int, e[3])) for e in r.series],
     }
     out["jobs"] = jobs
+    return out
+
+
+def jobs_timeline_arrays(
+    result: ReplayResult, traces: list[Trace], machine: Machine
+) -> dict[str, np.ndarray]:
+    """``timeline.npz`` of a multi-job run: every job's strands, one row each.
+
+    Returns
+    -------
+    dict
+        Per strand (jobs one after the other) ``job``, ``strand`` (its number in its
+        job's trace), ``core``, ``start``, ``end``, ``frame`` and the memory counters of
+        :data:`simsched.engine.replay.STRAND_MEM_FIELDS`; ``socket_of_core`` and
+        ``makespan`` as in a single run's.
+    """
+    parts: dict[str, list[np.ndarray]] = {}
+    for j, t in zip(result.jobs, traces, strict=True):
+        n = len(j.strand_core)
+        cols = {
+            "job": np.full(n, j.jid, dtype=np.int64),
+            "strand": np.arange(n, dtype=np.int64),
+            "core": j.strand_core,
+            "start": j.strand_start,
+            "end": j.strand_end,
+            "frame": np.asarray(t.strands.frame, dtype=np.int64),
+            **j.strand_mem,
+        }
+        for k, v in cols.items():
+            parts.setdefault(k, []).append(np.asarray(v, dtype=np.int64))
+    out = {k: np.concatenate(v) for k, v in parts.items()}
+    out["socket_of_core"] = np.array(
+        [machine.socket_of(c) for c in range(machine.cores)], dtype=np.int64
+    )
+    out["makespan"] = np.array([result.makespan], dtype=np.int64)
     return out

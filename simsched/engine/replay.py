@@ -36,10 +36,15 @@ from typing import Any
 import numpy as np
 
 from simsched.engine.control import ControlPlane
-from simsched.engine.controllers import Controller, assign_cores, get_controller
+from simsched.engine.controllers import (
+    Controller,
+    assign_cores,
+    check_quantum,
+    get_controller,
+)
 from simsched.engine.cores import CoreDriver
 from simsched.engine.job import MAX_JOBS, Job
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, DeadlockError
 from simsched.memory.window import INF
 from simsched.schedulers.base import RETRY, RUN, Scheduler
 
@@ -53,6 +58,11 @@ EV_TIMER = 1
 #: References after a core joins a job that count as its warm-up (the cache cost of a
 #: reallocation is the misses in them against the core's steady state).
 WARMUP_REFS = 10_000
+
+#: Per-strand memory counters the engine records (``timeline.npz`` keeps them): misses in
+#: every per-core level, misses in the last level, DRAM lines fetched from the core's own
+#: node and from another node.
+STRAND_MEM_FIELDS = ("private_misses", "llc_misses", "dram_local", "dram_remote")
 
 
 @dataclass
@@ -90,6 +100,8 @@ class EngineResult:
     counters: dict[str, int]
     engine: dict[str, Any] = field(default_factory=dict)
     sched_fields: dict[str, Any] = field(default_factory=dict)
+    #: Per strand memory counters (:data:`STRAND_MEM_FIELDS`).
+    strand_mem: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -136,6 +148,9 @@ class JobOutcome:
     refs: int
     counters: dict[str, int]
     sched_fields: dict[str, Any] = field(default_factory=dict)
+    #: Per strand (arrays by :data:`STRAND_MEM_FIELDS`): private-cache misses,
+    #: last-level misses, local and remote DRAM lines its references fetched.
+    strand_mem: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -152,7 +167,9 @@ class ReplayResult:
         Per core, over all jobs.
     series
         Allotment series: one entry per quantum boundary or reallocation,
-        ``(cycle, [cores per job], [desire per job or -1])``.
+        ``(cycle, [cores per job], [desire per job or -1], [leaving cores per job])``;
+        a finished job's desire is 0, ``leaving`` counts the cores a job holds only until
+        the strand they run ends.
     reallocations
         Core moves between jobs (a core leaving one job for another or for the pool).
     warmup
@@ -169,7 +186,7 @@ class ReplayResult:
     sched_cycles: np.ndarray
     refs_per_core: np.ndarray
     private_misses: np.ndarray
-    series: list[tuple[int, list[int], list[int]]]
+    series: list[tuple[int, list[int], list[int], list[int]]]
     reallocations: int
     warmup: dict[str, Any]
     engine: dict[str, Any] = field(default_factory=dict)
@@ -213,6 +230,8 @@ class Replay:
             raise ConfigError("a replay needs at least one job")
         if len(jobs) > MAX_JOBS:
             raise ConfigError(f"{len(jobs)} jobs: at most {MAX_JOBS} per run")
+        for s in jobs:
+            check_quantum(getattr(s.scheduler, "quantum", 0), f"scheduler {s.scheduler.name!r}")
         self.machine = machine
         self.specs = list(jobs)
         self.P = P = machine.cores
@@ -244,7 +263,11 @@ class Replay:
         self.busy = np.zeros(P, dtype=np.int64)
         self.schedc = np.zeros(P, dtype=np.int64)
         self.pmiss = np.zeros(P, dtype=np.int64)
-        self.series: list[tuple[int, list[int], list[int]]] = []
+        # Per core, its memory counters when its last strand ended (= when the next one
+        # starts: an idle core serves no references).
+        self.read_mem = self.memory.core_counter_reader()
+        self.mem0 = [self.read_mem(c) for c in range(P)]
+        self.series: list[tuple[int, list[int], list[int], list[int]]] = []
         self.reallocations = 0
         self.served: list[set[int]] = [set() for _ in range(P)]
         # Per core after a move: (job, refs, misses) when it joined.
@@ -301,6 +324,8 @@ class Replay:
             self.left -= 1
             return
         self.active.append(job)
+        # The class was checked up front; an instance may have set its own quantum.
+        check_quantum(job.sched.quantum, f"scheduler {job.sched.name!r}")
         if job.sched.quantum > 0 and self.controller.quantum == 0:
             self._push_quantum(self.now + job.sched.quantum, jid)
 
@@ -320,7 +345,8 @@ class Replay:
         self.now = now
         targets = self.controller.allot(now, self.active)
         current = {j.jid: frozenset(j.cores) for j in self.active}
-        want = assign_cores(current, targets, self.socket_of)
+        busy = {c for c in range(self.P) if self.run_job[c] is not None}
+        want = assign_cores(current, targets, self.socket_of, busy)
         new_owner = [-1] * self.P
         for jid, cores in want.items():
             for c in cores:
@@ -356,11 +382,17 @@ class Replay:
 
     def _record(self, now: int) -> None:
         alloc = [len(j.cores) if j is not None else 0 for j in self.jobs]
-        desire = [-1 if j is None or j.desire is None else int(j.desire) for j in self.jobs]
+        desire = [_recorded_desire(j) for j in self.jobs]
+        # Cores a job holds only until the strand they run ends (taken away at a boundary).
+        leaving = [0] * len(self.jobs)
+        for c in range(self.P):
+            if self.pending[c] is not None and self.owner[c] >= 0:
+                leaving[self.owner[c]] += 1
+        entry = (now, alloc, desire, leaving)
         if self.series and self.series[-1][0] == now:
-            self.series[-1] = (now, alloc, desire)
+            self.series[-1] = entry
         else:
-            self.series.append((now, alloc, desire))
+            self.series.append(entry)
 
     def _account(self, job: Job, now: int) -> None:
         job.allot_cycles += len(job.cores) * (now - job.last_change)
@@ -431,6 +463,12 @@ class Replay:
         job.busy += d
         self.pmiss[c] += pm
         job.pmiss += pm
+        # The strand's memory counters: the core served only this strand's references
+        # since its previous strand ended (one read per strand).
+        now_mem = self.read_mem(c)
+        llc0, loc0, rem0 = self.mem0[c]
+        self.mem0[c] = now_mem
+        job.strand_mem[s] = (pm, now_mem[0] - llc0, now_mem[1] - loc0, now_mem[2] - rem0)
         ready, kinds = job.release(s)
         if ready:
             self.driver.prefetch(job, ready)
@@ -577,14 +615,21 @@ class Replay:
             return
         self._stall += 1
         if self._stall > 2 * max(periodic, 1) + 2:
-            self._deadlock(f"only periodic events remain at cycle {t}")
+            self._deadlock("only periodic events remain")
 
     def _deadlock(self, why: str) -> None:
+        def cores(j: Job) -> str:
+            return f"cores {_ranges(sorted(j.cores))}" if j.cores else "no core"
+
         left = [
-            f"{j.name} ({j.n - j.finished} strands left, scheduler {j.sched.name!r})"
+            f"{j.name} ({j.n - j.finished} strands left, scheduler {j.sched.name!r}, {cores(j)})"
             for j in self.active
         ]
-        raise RuntimeError(f"deadlock: {why}; jobs not finished: {', '.join(left)}")
+        free = [c for c in range(self.P) if self.owner[c] < 0]
+        raise DeadlockError(
+            f"deadlock at cycle {self.now}: {why}; jobs not finished: {'; '.join(left)}; "
+            f"free cores: {_ranges(free) if free else 'none'}"
+        )
 
     def _result(self, wall: float) -> ReplayResult:
         outs = []
@@ -609,6 +654,7 @@ class Replay:
                     refs=int(j.n_refs),
                     counters=dict(j.sched.counters),
                     sched_fields=dict(j.sched.record_fields()),
+                    strand_mem=j.mem_arrays(STRAND_MEM_FIELDS),
                 )
             )
             cost.append(np.asarray(j.cost_ns, dtype=np.int64))
@@ -638,6 +684,27 @@ class Replay:
             warmup=warmup,
             engine=engine,
         )
+
+
+def _recorded_desire(job: Job | None) -> int:
+    """A job's desire in the allotment series: 0 once finished (it desires nothing),
+    -1 before it arrives or while its scheduler reports none."""
+    if job is None:
+        return -1
+    if job.finish_cycle >= 0:
+        return 0
+    return -1 if job.desire is None else int(job.desire)
+
+
+def _ranges(cores: Sequence[int]) -> str:
+    """Sorted core numbers as ``0-3,8,10-11``."""
+    out: list[str] = []
+    for c in cores:
+        if out and c == int(out[-1].split("-")[-1]) + 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{c}"
+        else:
+            out.append(str(c))
+    return ",".join(out)
 
 
 def warmup_summary(jobs: Sequence[Job | None], joins: int) -> dict[str, Any]:
@@ -759,4 +826,5 @@ def single_result(r: ReplayResult, jid: int) -> EngineResult:
         counters=j.counters,
         engine=r.engine,
         sched_fields=j.sched_fields,
+        strand_mem=j.strand_mem,
     )

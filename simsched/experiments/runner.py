@@ -56,7 +56,6 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from simsched.engine.record import nest_fields
 from simsched.errors import ConfigError
 from simsched.experiments.spec import LoadedSpec, Point, check_spec
 from simsched.experiments.store import (
@@ -67,7 +66,9 @@ from simsched.experiments.store import (
     consolidate,
     point_dir,
     read_row,
+    write_row,
 )
+from simsched.files import make_output_dir
 
 PointFunction = Callable[[Point, Path], dict[str, Any]]
 
@@ -164,19 +165,6 @@ def resolve_point_function(name: str | None) -> PointFunction | None:
     return fn
 
 
-def _merge(columns: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
-    """Point columns first; a record field with the same name and another value is kept as
-    ``run.<name>`` (e.g. the engine's JSON of the machine beside the machine's label)."""
-    row = dict(columns)
-    for key, value in record.items():
-        if key in columns:
-            if value != columns[key]:
-                row[f"run.{key}"] = value
-        else:
-            row[key] = value
-    return row
-
-
 def error_row(point: Point, message: str, wall_s: float = 0.0) -> dict[str, Any]:
     """The row of a point that failed before or outside its point function."""
     return {**point.columns(), "status": "error", "error": message, "point_wall_s": wall_s}
@@ -261,9 +249,7 @@ def execute_point(
                 "error": f"{type(exc).__name__}: {exc}",
                 "traceback": "".join(tb[-6:]),
             }
-        row = nest_fields(_merge(point.columns(), record))
-        row["point_wall_s"] = time.perf_counter() - t0
-        atomic_write_json(pdir / ROW_FILE, row)
+        row = write_row(out_dir, point.id, point.columns(), record, time.perf_counter() - t0)
     return row, True
 
 
@@ -480,6 +466,9 @@ def _connect_dask(address: str | None, workers: int) -> tuple[Any, Any]:
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
+            # No dashboard; the scheduler's HTTP routes on a free local port, not 8787 (taken
+            # by another cluster, that prints a warning into the sweep's output).
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
         )
     return Client(cluster), cluster
 
@@ -642,10 +631,7 @@ def run_sweep(
     else:
         todo = list(points)
     finished = len(done)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise ConfigError(f"{out_dir}: the sweep's output is a file, not a folder") from None
+    make_output_dir(out_dir)
     report = SweepReport(out_dir=out_dir, total=len(todo) + finished, skipped=finished)
     redo = (retry_failed, rerun_stale)
     for p, row in done:

@@ -9,7 +9,7 @@ command).  A point's id is a hash of that resolved content, so it survives reord
 spec, adding axes values and moving the sweep folder, and it is what the runner uses to skip
 finished points.
 
-The schema is pydantic with ``extra="forbid"``; YAML is read with ``yaml.safe_load``; every
+The schema is pydantic with ``extra="forbid"``; YAML is read safely (:func:`simsched.files.read_yaml`: a duplicate key is an error); every
 error is a :class:`~simsched.errors.ConfigError` naming the spec file and the field.  Design
 notes and the full syntax are in ``docs/sweeps.md``.
 """
@@ -19,13 +19,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
+import math
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -38,12 +38,14 @@ from pydantic import (
 
 from simsched.canonical import canonical_json, content_hash
 from simsched.errors import ConfigError
+from simsched.files import parse_yaml
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
+from simsched.params import MAX_SEED
 
 Scalar = str | int | float | bool
 #: A seed: a non-negative 64-bit integer (numpy's generators refuse negative ones).
-Seed = Annotated[StrictInt, Field(ge=0, le=2**63 - 1)]
+Seed = Annotated[StrictInt, Field(ge=0, le=MAX_SEED)]
 AxisName = Literal["workloads", "machines", "schedulers", "seeds"]
 AXES: tuple[str, ...] = ("workloads", "machines", "schedulers", "seeds")
 
@@ -54,6 +56,11 @@ _BRACE_RE = re.compile(r"\{([^{}]*)\}")
 
 #: Most names one brace pattern may expand to (a sweep of more machines is a mistake).
 MAX_BRACE_NAMES = 4096
+
+#: Most points a sweep may expand to, counted before filters (each axis is capped on its
+#: own, their product is checked here before anything is built: 10 grid values × a million
+#: seeds would take minutes and gigabytes just to list).
+MAX_POINTS = 100_000
 
 
 def expand_braces(text: str, limit: int = MAX_BRACE_NAMES) -> list[str]:
@@ -113,12 +120,26 @@ def _grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())]
 
 
+def _grid_size(grid: dict[str, list[Any]]) -> int:
+    """Number of combinations of a grid, without building them."""
+    return math.prod(len(v) for v in grid.values())
+
+
 def _fmt_params(params: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in params.items())
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("grid", mode="after", check_fields=False)
+    @classmethod
+    def _no_empty_axis(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        # An empty axis would make the product empty: the entry would vanish silently.
+        for key, values in grid.items():
+            if not values:
+                raise ValueError(f"axis {key!r} has no values (give at least one)")
+        return grid
 
 
 class CaptureRecipe(_Strict):
@@ -381,14 +402,16 @@ class LoadedSpec:
     def out_dir(self) -> Path:
         """Output folder of the sweep (absolute)."""
         out = self.spec.out or f"results/{self.spec.name}"
-        return (self.spec_dir / out).resolve()
+        # Absolute but not resolved: a symlink in the path stays one (a dangling link must
+        # not become folders at its target, see simsched.files.make_output_dir).
+        return Path(os.path.abspath(self.spec_dir / out))
 
     @property
     def trace_cache(self) -> Path:
         """Trace cache folder (absolute); default ``<out>/traces``."""
         if self.spec.trace_cache is None:
             return self.out_dir / "traces"
-        return (self.spec_dir / self.spec.trace_cache).resolve()
+        return Path(os.path.abspath(self.spec_dir / self.spec.trace_cache))
 
     def points(self) -> list[Point]:
         """Expand the sweep (see :func:`expand`)."""
@@ -403,9 +426,9 @@ def parse_set(item: str) -> tuple[list[str], Any]:
     if not key.strip():
         raise ConfigError(f"--set {item!r}: empty key")
     try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError:
-        raise ConfigError(f"--set {item!r}: value is not valid YAML") from None
+        value = parse_yaml(raw, f"--set {item!r}")
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (the value is read as YAML)") from None
     return key.strip().split("."), value
 
 
@@ -601,6 +624,72 @@ def _matches(rule: dict[str, Any], cols: dict[str, Any]) -> bool:
     return True
 
 
+def _seed_values(loaded: LoadedSpec) -> list[int] | range:
+    """The sweep's seed axis (a range is not materialised, so counting it is free)."""
+    spec = loaded.spec
+    seeds: list[int] | range = (
+        range(spec.seeds.start, spec.seeds.start + spec.seeds.count)
+        if isinstance(spec.seeds, SeedRange)
+        else list(spec.seeds)
+    )
+    if loaded.small and spec.small.seeds is not None:
+        keep = set(spec.small.seeds)
+        # A range ascends: its members among ``keep``, sorted, are in the axis's order.
+        chosen = (
+            sorted(s for s in keep if s in seeds)
+            if isinstance(seeds, range)
+            else [s for s in seeds if s in keep]
+        )
+        seeds = chosen or [seeds[0]]
+    return seeds
+
+
+def axis_sizes(loaded: LoadedSpec) -> dict[str, int]:
+    """Length of each axis, counted from the spec without expanding anything.
+
+    ``seeds`` is the longest seed list a scheduler runs (its own seeds or the sweep's), so
+    the product of the sizes bounds the number of points before ``include``/``exclude``.
+    """
+    spec = loaded.spec
+    workloads = 0
+    for w in spec.workloads:
+        grid = {k: v for k, v in w.grid.items() if not (loaded.small and k in w.small)}
+        workloads += _grid_size(grid) if w.generator is not None else 1
+    machines = sum(_grid_size(m.grid) for m in spec.machines)
+    schedulers = sum(_grid_size(s.grid) for s in spec.schedulers)
+    seeds = max([len(_seed_values(loaded))] + [len(s.seeds or ()) for s in spec.schedulers])
+    return {"workloads": workloads, "machines": machines, "schedulers": schedulers, "seeds": seeds}
+
+
+def check_size(loaded: LoadedSpec, limit: int = MAX_POINTS) -> int:
+    """Refuse a spec whose axes multiply to more than ``limit`` points, before expanding.
+
+    Zipped axes count once (they advance together).  Returns the product.
+
+    Raises
+    ------
+    ConfigError
+        The product is above ``limit``; the message names it and its factors.
+    """
+    sizes = axis_sizes(loaded)
+    factors: list[tuple[str, int]] = []
+    zipped = {a for g in loaded.spec.zip for a in g}
+    for axis in AXES:
+        group = next((g for g in loaded.spec.zip if g[0] == axis), None)
+        if group is not None:
+            factors.append(("+".join(group), max(sizes[a] for a in group)))
+        elif axis not in zipped:
+            factors.append((axis, sizes[axis]))
+    total = math.prod(n for _, n in factors)
+    if total > limit:
+        detail = " × ".join(f"{name} {n:,}" for name, n in factors)
+        raise ConfigError(
+            f"{loaded.path}: the sweep has {total:,} points ({detail}), more than the "
+            f"{limit:,} a sweep may have; narrow an axis or split the sweep"
+        )
+    return total
+
+
 def expand(loaded: LoadedSpec) -> list[Point]:
     """Expand a loaded spec into its points, in a deterministic order.
 
@@ -613,17 +702,13 @@ def expand(loaded: LoadedSpec) -> list[Point]:
     Raises
     ------
     ConfigError
-        A machine does not load, a zipped group has axes of different lengths, or two
-        entries resolve to the same point.
+        The axes multiply to more than :data:`MAX_POINTS` (:func:`check_size`), a machine
+        does not load, a zipped group has axes of different lengths, or two entries resolve
+        to the same point.
     """
+    check_size(loaded)
     spec = loaded.spec
-    seeds_all = (
-        list(range(spec.seeds.start, spec.seeds.start + spec.seeds.count))
-        if isinstance(spec.seeds, SeedRange)
-        else list(spec.seeds)
-    )
-    if loaded.small and spec.small.seeds is not None:
-        seeds_all = [s for s in seeds_all if s in spec.small.seeds] or seeds_all[:1]
+    seeds_all = list(_seed_values(loaded))
     axes: dict[str, list[Any]] = {
         "workloads": _workload_entries(loaded),
         "machines": _machine_entries(loaded),
@@ -705,8 +790,8 @@ def expand(loaded: LoadedSpec) -> list[Point]:
 def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
     """Expand a spec and check everything its points need, before any of them runs.
 
-    Every scheduler and its parameters, every generator and its parameters (when
-    ``generators``; a custom point function may interpret workloads its own way), every
+    The size of the sweep (:func:`check_size`), every scheduler and its parameters, every
+    generator and its parameters (when ``generators``; a custom point function may interpret workloads its own way), every
     trace file, and that the expansion is not empty.
 
     Returns
@@ -722,6 +807,7 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
     from simsched.schedulers import get_scheduler
     from simsched.workloads import get as get_workload
 
+    check_size(loaded)  # before any grid below is built
     spec = loaded.spec
     where = str(loaded.path)
     for i, s in enumerate(spec.schedulers):

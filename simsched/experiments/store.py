@@ -11,7 +11,8 @@ Layout of a sweep's output folder::
 ``row.json`` is the source of truth and is written atomically (temporary file in the same
 folder, then ``os.replace``), so a killed runner leaves every point either finished or not
 started.  ``results.parquet`` is derived: it is rebuilt from the rows after every sweep and by
-:func:`load_results`, so it can never disagree with them for long.  One row per point,
+:func:`load_results` when it is stale (it records a fingerprint of the rows it holds), so it
+can never disagree with them for long; reading a read-only folder builds the table in memory.  One row per point,
 configuration columns first (see :meth:`simsched.experiments.spec.Point.columns`), then the
 run's metrics.  Values that are lists or mappings
 (:data:`simsched.engine.record.NESTED_FIELDS`) are JSON objects in ``row.json`` and JSON text
@@ -34,8 +35,9 @@ from typing import Any
 import pandas as pd
 
 from simsched.canonical import canonical_json
-from simsched.errors import ConfigError
-from simsched.files import atomic_output, write_json_atomic
+from simsched.engine.record import nest_fields
+from simsched.errors import ConfigError, OutputError
+from simsched.files import atomic_output, is_stream, write_json_atomic
 
 POINTS_DIR = "points"
 ROW_FILE = "row.json"
@@ -128,6 +130,52 @@ def read_row(out_dir: str | Path, point_id: str) -> dict[str, Any] | None:
         return None
 
 
+def merge_row(columns: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """Point columns first; a record field with the same name and another value is kept as
+    ``run.<name>`` (e.g. the engine's JSON of the machine beside the machine's label)."""
+    row = dict(columns)
+    for key, value in record.items():
+        if key in columns:
+            if value != columns[key]:
+                row[f"run.{key}"] = value
+        else:
+            row[key] = value
+    return row
+
+
+def write_row(
+    out_dir: str | Path,
+    point_id: str,
+    columns: dict[str, Any],
+    record: dict[str, Any],
+    wall_s: float,
+) -> dict[str, Any]:
+    """Write a point's ``row.json`` (atomically) from its columns and its run's record.
+
+    Parameters
+    ----------
+    out_dir
+        The store's folder.
+    point_id
+        The point (``<out>/points/<point_id>``).
+    columns
+        The point's configuration columns (:meth:`simsched.experiments.spec.Point.columns`).
+    record
+        The run's flat record (or an error record).
+    wall_s
+        Seconds the point took, stored as ``point_wall_s``.
+
+    Returns
+    -------
+    dict
+        The row as written (nested fields as JSON objects).
+    """
+    row = nest_fields(merge_row(columns, record))
+    row["point_wall_s"] = wall_s
+    atomic_write_json(point_dir(out_dir, point_id) / ROW_FILE, row)
+    return row
+
+
 def iter_rows(out_dir: str | Path) -> list[dict[str, Any]]:
     """Every finished row under ``out_dir/points``, ordered by point id."""
     root = Path(out_dir) / POINTS_DIR
@@ -184,14 +232,93 @@ def sort_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df.iloc[order].reset_index(drop=True)
 
 
-def consolidate(out_dir: str | Path) -> Path:
-    """Rebuild ``<out>/results.parquet`` from the rows; returns its path."""
-    out = Path(out_dir)
+# Key of the Parquet file's metadata holding the fingerprint of the rows it was built from.
+_ROWS_KEY = b"simsched.rows"
+
+
+def rows_fingerprint(out_dir: str | Path) -> str:
+    """Hash of which rows exist and their versions (point id, size, mtime of ``row.json``).
+
+    Taken *before* the rows are read, so a row that changes while a table is being built
+    makes the table's fingerprint differ from the next one: it is never mistaken for
+    current.
+    """
+    import hashlib
+
+    h = hashlib.sha256()
+    root = Path(out_dir) / POINTS_DIR
+    if root.is_dir():
+        for sub in sorted(root.iterdir()):
+            try:
+                st = os.stat(sub / ROW_FILE)
+            except OSError:
+                continue
+            h.update(f"{sub.name} {st.st_size} {st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _table_fingerprint(path: Path) -> str | None:
+    """The rows fingerprint stored in a results table (None: none, or unreadable)."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (OSError, ValueError):
+        return None
+    value = meta.get(_ROWS_KEY)
+    return value.decode() if value is not None else None
+
+
+def _rows_table(out: Path) -> tuple[Any, str]:
+    """The rows as a pyarrow table carrying their fingerprint, and the fingerprint."""
+    import pyarrow as pa
+
+    fingerprint = rows_fingerprint(out)
     df = sort_rows(rows_to_frame(iter_rows(out)))
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    meta = {**(table.schema.metadata or {}), _ROWS_KEY: fingerprint.encode()}
+    return table.replace_schema_metadata(meta), fingerprint
+
+
+def consolidate(out_dir: str | Path) -> Path:
+    """Rebuild ``<out>/results.parquet`` from the rows; returns its path.
+
+    The table records a fingerprint of the rows it holds (:func:`rows_fingerprint`), so
+    :func:`load_results` can tell a current table from a stale one without rebuilding it.
+    """
+    import pyarrow.parquet as pq
+
+    out = Path(out_dir)
+    table, _ = _rows_table(out)
     target = out / RESULTS_FILE
     with atomic_output(target) as tmp:
-        df.to_parquet(tmp, index=False)
+        pq.write_table(table, tmp)
     return target
+
+
+def _current_rows(out: Path) -> pd.DataFrame:
+    """The rows of a sweep folder as its table holds them, writing nothing unless needed.
+
+    A table whose fingerprint matches the rows is read as it is.  A stale one (or none) is
+    rebuilt; when the folder cannot be written (read-only file system, full disk,
+    permission) the table is built in memory instead: reading results never needs to write.
+    """
+    import io
+
+    import pyarrow.parquet as pq
+
+    target = out / RESULTS_FILE
+    stored = _table_fingerprint(target) if target.is_file() else None
+    if stored is not None and stored == rows_fingerprint(out):
+        return pd.read_parquet(target)
+    try:
+        return pd.read_parquet(consolidate(out))
+    except OutputError:
+        table, _ = _rows_table(out)
+        buf = io.BytesIO()  # through Parquet, so the column types are those of the file
+        pq.write_table(table, buf)
+        buf.seek(0)
+        return pd.read_parquet(buf)
 
 
 def load_results(path: str | Path, *, refresh: bool = True) -> pd.DataFrame:
@@ -202,8 +329,10 @@ def load_results(path: str | Path, *, refresh: bool = True) -> pd.DataFrame:
     path
         A sweep output folder, or a Parquet/CSV file exported from one.
     refresh
-        For a folder, rebuild ``results.parquet`` from the rows first (cheap; makes a
+        For a folder, bring ``results.parquet`` up to date with the rows first (makes a
         sweep that is still running or was killed visible up to its last finished point).
+        A current table is read as it is; a stale one is rebuilt, or, when the folder
+        cannot be written, the rows are read in memory (nothing is written).
 
     Returns
     -------
@@ -218,7 +347,7 @@ def load_results(path: str | Path, *, refresh: bool = True) -> pd.DataFrame:
     p = Path(path)
     if p.is_dir():
         if (p / POINTS_DIR).is_dir() and refresh:
-            return pd.read_parquet(consolidate(p))
+            return _current_rows(p)
         if (p / RESULTS_FILE).is_file():
             return pd.read_parquet(p / RESULTS_FILE)
         raise ConfigError(f"{p}: not a sweep output folder (no {POINTS_DIR}/ or {RESULTS_FILE})")
@@ -316,17 +445,24 @@ def select_columns(df: pd.DataFrame, columns: list[str] | None) -> pd.DataFrame:
 def export_results(path: str | Path, target: str | Path, wheres: list[str] | None = None) -> Path:
     """Write a sweep's results to ``target`` (``.csv`` or ``.parquet``) atomically.
 
+    A device, FIFO or ``/dev/...`` name without one of those suffixes (``/dev/stdout``)
+    receives CSV.
+
     Raises
     ------
     ConfigError
         The target has another suffix, or the source is not a sweep.
     """
     target = Path(target)
-    if target.suffix not in (".csv", ".parquet"):
-        raise ConfigError(f"{target}: export to a .csv or .parquet file")
+    fmt = target.suffix
+    if fmt not in (".csv", ".parquet"):
+        # -o /dev/stdout (a pipe, a terminal, or redirected to a file) or a FIFO: text.
+        if not is_stream(target):
+            raise ConfigError(f"{target}: export to a .csv or .parquet file")
+        fmt = ".csv"
     df = filter_frame(load_results(path), wheres or [])
     with atomic_output(target) as tmp:
-        if target.suffix == ".csv":
+        if fmt == ".csv":
             df.to_csv(tmp, index=False)
         else:
             df.to_parquet(tmp, index=False)

@@ -21,7 +21,7 @@ from typing import Any
 
 from simsched.canonical import content_hash
 from simsched.errors import CaptureError, ConfigError
-from simsched.files import atomic_output
+from simsched.files import atomic_output, make_output_dir
 
 # Bump when the way a recipe turns into a trace changes, so old cache entries are not reused.
 _CACHE_FORMAT = 1
@@ -131,7 +131,7 @@ def ensure_trace(workload: dict[str, Any], cache_dir: str | Path, spec_dir: str 
     target = cached_trace_path(workload, cache_dir)
     if target.is_file():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_output_dir(target.parent)
     with open(target.with_suffix(".lock"), "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:

@@ -7,11 +7,10 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from simsched.errors import ConfigError
-from simsched.files import read_user_text
+from simsched.files import parse_yaml, read_yaml
 from simsched.machine.presets import PRESET_DICTS, PRESET_FILES, preset_names
 from simsched.machine.schema import Machine
 
@@ -31,15 +30,8 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
 
 
 def safe_load_yaml(path: Path) -> Any:
-    """Read a YAML file with ``yaml.safe_load``, turning errors into :class:`ConfigError`."""
-    text = read_user_text(path, "YAML")
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"{path}: invalid YAML{at}: {problem}") from None
+    """Read a YAML file safely, refusing duplicate keys (:func:`simsched.files.read_yaml`)."""
+    return read_yaml(path)
 
 
 def _raw_machine(spec: str | Path | dict) -> tuple[str, dict]:
@@ -49,7 +41,7 @@ def _raw_machine(spec: str | Path | dict) -> tuple[str, dict]:
     if key in PRESET_DICTS:
         return key, copy.deepcopy(PRESET_DICTS[key])
     if key in PRESET_FILES:
-        return key, yaml.safe_load(PRESET_FILES[key])
+        return key, parse_yaml(PRESET_FILES[key], f"preset {key}")
     path = Path(key)
     if path.suffix in (".yaml", ".yml") or path.exists():
         data = safe_load_yaml(path)

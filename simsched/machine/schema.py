@@ -17,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    StrictFloat,
     StrictInt,
     model_validator,
 )
@@ -183,7 +184,8 @@ class Machine(_Strict):
         default=None,
         description="write-invalidate coherence; default: on when the machine has >1 core",
     )
-    clock_ghz: float | None = Field(
+    # Strict: ``clock_ghz: true`` is an error, not 1.0 GHz (an integer such as 2 is fine).
+    clock_ghz: StrictFloat | None = Field(
         default=None,
         gt=0,
         le=100,

@@ -41,6 +41,7 @@ kernels leave in MISC (invalid references).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -153,6 +154,41 @@ class MemorySystem:
         if self._first_touch:
             used = int(self.state[self.geometry.st_misc][K.MISC_PAGES])
             self._grow(used + self.pages_per_ref + 1)
+
+    def core_counter_reader(self) -> Callable[[int], tuple[int, int, int]]:
+        """A reader of one core's running counters, cheap enough to call per strand.
+
+        Returns
+        -------
+        callable
+            ``read(core) -> (last-level misses, local DRAM lines, remote DRAM lines)``,
+            the totals of ``core``'s references so far (the figures of :meth:`stats`
+            under ``cores[core]``).  The difference of two reads around a strand is that
+            strand's share, since a core serves only its own strand's references.
+        """
+        g = self.geometry
+        k = g.levels - 1
+        ncs = g.ncs
+        local = K.CORE_FIELDS.index("mem_local")
+        remote = K.CORE_FIELDS.index("mem_remote")
+        if g.private[k]:
+            where, base, step = g.st_lvl, k * g.max_instances * K.NST + K.LVL_MISSES, K.NST
+        else:
+            where, base, step = g.st_core, K.CORE_LEVEL0 + 3 * k + 2, ncs
+        st_core = g.st_core
+        # Bound item readers of the current state (per strand, attribute lookups count).
+        seen = self.state
+        level_item, core_item = seen[where].item, seen[st_core].item
+
+        def read(core: int) -> tuple[int, int, int]:
+            nonlocal seen, level_item, core_item
+            if self.state is not seen:  # growth replaced the tuple: bind to the new arrays
+                seen = self.state
+                level_item, core_item = seen[where].item, seen[st_core].item
+            c = core * ncs
+            return level_item(base + core * step), core_item(c + local), core_item(c + remote)
+
+        return read
 
     @property
     def run_cores(self):

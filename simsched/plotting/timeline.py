@@ -49,6 +49,8 @@ def load_timeline(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, An
         record = json.loads(rec_path.read_text())
     except ValueError as exc:
         raise ConfigError(f"{rec_path}: not JSON ({exc})") from None
+    if record.get("status") == "interrupted":
+        raise ConfigError(f"{rec_path}: the run was interrupted (Ctrl-C): no timeline to draw")
     if record.get("status") != "ok":
         raise ConfigError(f"{rec_path}: the run failed ({record.get('error', '?')})")
     try:

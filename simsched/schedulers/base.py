@@ -253,7 +253,8 @@ class Scheduler:
     """Base class of scheduling policies; every callback has a no-op default.
 
     Subclasses set ``name`` (registry key), optionally ``aliases``, ``randomized`` (the
-    policy uses its random generator, so comparisons average over seeds) and
+    policy uses its random generator, so comparisons average over seeds), ``numa_aware``
+    (it places tasks by the memory node of their data) and
     ``param_defaults`` (accepted parameters with defaults; unknown parameters are a
     :class:`ConfigError`).
 
@@ -270,6 +271,14 @@ class Scheduler:
     name: ClassVar[str] = ""
     aliases: ClassVar[tuple[str, ...]] = ()
     randomized: ClassVar[bool] = False
+    #: The policy places tasks by socket according to where their data lives in NUMA
+    #: memory: its advantage needs several sockets and data spread over their nodes
+    #: (``simsched compare`` says so when a run has neither, simsched.comparison).
+    numa_aware: ClassVar[bool] = False
+    #: For a policy that learns from the first iteration of an iterative program: what it
+    #: does on a trace without iteration marks (completes "the trace has no iteration
+    #: marks, so ..."); None for policies that do not look at iterations.
+    without_iterations: ClassVar[str | None] = None
     #: Whether the engine calls :meth:`on_profile` after every strand (a scheduler may
     #: turn it off during the run, e.g. after profiling its first iteration).
     wants_profile: bool = False

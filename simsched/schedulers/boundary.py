@@ -178,8 +178,9 @@ class BoundaryChoice:
     branching, sockets, shared_cache, data_bytes
         ``B``, ``M``, ``Sc`` and ``Sd`` of Eq. 4.
     level_sockets, level_cache
-        The two terms of Eq. 4, ``ceil(log_B M + 1)`` and ``ceil(log_B(Sd/Sc) + 1)``
-        (``None`` when ``BL`` was fixed by the single-socket or CPU-bound rule).
+        The two terms of Eq. 4, ``ceil(log_B M + 1)`` and ``ceil(log_B(Sd/Sc) + 1)``,
+        the latter at least 1 (data that fits in one shared cache fits at the root's
+        level); ``None`` when ``BL`` was fixed by the single-socket or CPU-bound rule.
     leaf_tasks
         ``B**(BL-1)``, leaf inter-socket tasks the model predicts (0 when ``BL = 0``).
     leaf_bytes
@@ -270,7 +271,10 @@ def choose_boundary_level(
             threshold=float(threshold),
         )
     lv_s = _ceil_log(M, 1, B) + 1  # Eq. 1 / Eq. 3 first line
-    lv_c = _ceil_log(Sd, Sc, B) + 1  # Eq. 2 / Eq. 3 second line
+    # Eq. 2 / Eq. 3 second line.  Levels count from 1 (the root task): data that fits
+    # in one shared cache already fits at level 1, so the cache term is at least 1 (the
+    # bare formula gives 0, -1, ... for data B, B**2, ... times smaller than the cache).
+    lv_c = max(_ceil_log(Sd, Sc, B) + 1, 1)
     bl = max(lv_s, lv_c)  # Eq. 4
     reason = "both" if lv_s == lv_c else ("sockets" if lv_s > lv_c else "cache")
     leaves = B ** (bl - 1)

@@ -159,6 +159,14 @@ class SocketDeques(WorkerDeques):
             self.socket_items[self.socket_of[victim]] -= 1
         return s
 
+    def mug(self, core: int, victim: int) -> int:
+        """``core`` claims ``victim``'s whole deque; the strands move to ``core``'s
+        socket in :attr:`socket_items` too."""
+        k = super().mug(core, victim)
+        self.socket_items[self.socket_of[victim]] -= k
+        self.socket_items[self.socket_of[core]] += k
+        return k
+
     def take_all(self, core: int) -> list[int]:
         """Empty ``core``'s deque (bottom first), e.g. when the core leaves the job."""
         dq = self.deques[core]

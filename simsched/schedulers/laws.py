@@ -124,6 +124,12 @@ class LocalityAware(Scheduler):
     """LAWS ([LAWS15] §3–4): allocator, adaptive DAG packer, triple-level stealing."""
 
     name: ClassVar[str] = "laws"
+    numa_aware: ClassVar[bool] = True
+    without_iterations: ClassVar[str | None] = (
+        "the whole run is its first iteration ([LAWS15] §3.4): tasks spawned parent-first "
+        "into their socket's pool, none crossing sockets, never packed; expect it slower "
+        "than WS"
+    )
     randomized: ClassVar[bool] = True
     wants_profile: bool = True
     param_defaults: ClassVar[dict[str, Any]] = {
@@ -171,7 +177,15 @@ class LocalityAware(Scheduler):
         self.shome = home[ctx.strand_frame].tolist()
         self.first_strand = ctx.frame_first_strand.tolist()
         self.last_strand = ctx.frame_last_strand.tolist()
-        it_f = np.asarray(ctx.frame_iteration, dtype=np.int64)
+        # Iterations renumbered densely (0, 1, ... in trace order): per-iteration lists are
+        # as long as the number of iterations, whatever numbers the marks carry (a mark of
+        # 2**40 would otherwise ask for terabytes).  ``it_label`` maps back for the record.
+        it_trace = np.asarray(ctx.frame_iteration, dtype=np.int64)
+        marked_f = it_trace >= 0
+        self.it_label, dense = np.unique(it_trace[marked_f], return_inverse=True)
+        it_f = np.full(it_trace.shape[0], -1, dtype=np.int64)
+        it_f[marked_f] = dense
+        self.it_dense = it_f
         it_s = it_f[ctx.strand_frame]
         self.it_of = it_s.tolist()
         # iteration of a frame's first strand (the only strands released by a spawn edge),
@@ -180,9 +194,10 @@ class LocalityAware(Scheduler):
         spawned = np.flatnonzero(np.asarray(ctx.frame_parent) >= 0)
         first[np.asarray(ctx.frame_first_strand)[spawned]] = True
         self.spawn_it = np.where(first, it_s, -1).tolist()
-        marked = it_f[it_f >= 0]
-        self.first_it = int(marked.min()) if marked.size else -1
-        n_it = int(marked.max()) + 1 if marked.size else 0
+        n_it = int(self.it_label.size)
+        #: the first iteration: dense number (0, or -1 without marks) and trace number
+        self.first_d = 0 if n_it else -1
+        self.first_it = int(self.it_label[0]) if n_it else -1
         self.it_strands = np.bincount(it_s[it_s >= 0], minlength=n_it)
         self.it_left = self.it_strands.tolist()
         self.it_start = [-1] * n_it
@@ -431,34 +446,35 @@ class LocalityAware(Scheduler):
         t = now - self.it_start[it]
         self.it_cycles[it] = t
         self._log(it)
-        if it == self.first_it and self.phase == 0:
+        if it == self.first_d and self.phase == 0:
             self._end_first_iteration()
-        elif self.packed and it > self.first_it:
+        elif self.packed and it > self.first_d:
             if self._dag_changed(it):
-                self._unpack(f"DAG changed at iteration {it}: allocator only")
+                self._unpack(f"DAG changed at iteration {int(self.it_label[it])}: allocator only")
             elif self.tuner is not None and not self.tuner.done:
                 self._apply(self.tuner.record(t))
                 self.move = self.tuner.move
 
     def _log(self, it: int) -> None:
-        """Record the packing iteration ``it`` ran under."""
+        """Record the packing iteration ``it`` (dense number) ran under."""
+        label = int(self.it_label[it])
         if self.packed:
             move = self.move
-            self.roots_by_iteration[it] = self.frames0[self.roots]
+            self.roots_by_iteration[label] = self.frames0[self.roots]
             lv = self.ctx.frame_level[self.frames0[self.roots]]
             n, level = int(self.roots.size), float(lv.mean())
         else:
             move = "profile" if self.phase == 0 else ("ws" if self.ws else "none")
             n, level = 0, 0.0
         self.packing_log.append(
-            {"iteration": it, "move": move, "cf_roots": n, "cf_root_level": level}
+            {"iteration": label, "move": move, "cf_roots": n, "cf_root_level": level}
         )
 
     def _end_first_iteration(self) -> None:
         ctx = self.ctx
         self.phase = 1
         self.wants_profile = False  # the engine stops calling on_profile
-        self.frames0, lp = iteration_tree(ctx.frame_parent, ctx.frame_iteration, self.first_it)
+        self.frames0, lp = iteration_tree(ctx.frame_parent, self.it_dense, self.first_d)
         n_frames = len(ctx.frame_parent)
         misses = task_misses(ctx.strand_frame, self.smiss, n_frames)[self.frames0]
         if self.params["cpu_check"]:
@@ -505,8 +521,8 @@ class LocalityAware(Scheduler):
         sk = keys0[order]
         keys = np.asarray(ctx.frame_key_hash)
         pos = np.minimum(np.searchsorted(sk, keys), max(sk.size - 1, 0))
-        it = np.asarray(ctx.frame_iteration)
-        hit = (sk.size > 0) & (sk[pos] == keys) & (it >= self.first_it)
+        it = self.it_dense
+        hit = (sk.size > 0) & (sk[pos] == keys) & (it >= self.first_d)
         self.tmpl = np.where(hit, order[pos], -1)
         n_it = len(self.it_cycles)
         itm = np.where(it >= 0, it, n_it)

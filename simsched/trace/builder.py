@@ -16,7 +16,9 @@ under a temporary name and renamed into place only when complete.
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -26,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from simsched import __version__
-from simsched.errors import TraceBuildError
+from simsched.errors import IterationMarkError, TraceBuildError
 from simsched.files import atomic_output
 from simsched.trace import format as fmt
 
@@ -90,6 +92,9 @@ class TraceBuilder:
         when false (the default) every reference is kept and ROI marks are errors.
     chunk_refs
         References per chunk.
+    progress
+        Called as ``progress(references_written, None)`` after each chunk (the total is not
+        known while the program runs).
 
     Examples
     --------
@@ -111,6 +116,7 @@ class TraceBuilder:
         params: dict[str, Any] | None = None,
         roi: bool = False,
         chunk_refs: int = fmt.CHUNK_REFS,
+        progress: Callable[[int, int | None], None] | None = None,
     ):
         if chunk_refs <= 0:
             raise ValueError("chunk_refs must be positive")
@@ -151,6 +157,7 @@ class TraceBuilder:
         self._gap = np.empty(self._cap, np.uint32)
         self._fill = 0
         self._nrefs = 0  # references committed before the buffer
+        self._progress = progress
         # tables
         self._s_frame: list[int] = []
         self._s_ref_start: list[int] = []
@@ -351,17 +358,42 @@ class TraceBuilder:
     def iteration(self, i: int) -> None:
         """Mark the start of iteration ``i``: frames spawned from now on carry it.
 
-        Position keys of the frames spawned below the current frame restart, so the same
-        task has the same key in every iteration (LAWS §3.3).
+        Position keys of main's children restart, so the same task has the same key in
+        every iteration (LAWS §3.3).  The rule (docs/trace-format.md, "Iterations"): marks
+        are made in main, with increasing numbers in ``0..2**63-1``.
+
+        Raises
+        ------
+        IterationMarkError
+            ``i`` is not an integer, is out of range or not above the previous mark, or
+            the mark is made inside a spawned frame.
         """
         self._check_open()
+        try:
+            n = operator.index(i)
+        except TypeError:
+            raise IterationMarkError(
+                f"{self.path}: iteration mark {i!r} is not an integer"
+            ) from None
+        if len(self._stack) != 1:
+            raise IterationMarkError(
+                f"{self.path}: iteration mark {n} inside a spawned frame (depth "
+                f"{len(self._stack) - 1}): iterations are marked in main"
+            )
+        if not 0 <= n <= fmt.MAX_ITERATION:
+            raise IterationMarkError(f"{self.path}: iteration mark {n} is outside 0..2^63-1")
+        if n <= self._iteration:
+            raise IterationMarkError(
+                f"{self.path}: iteration mark {n} after iteration {self._iteration}: "
+                "iteration numbers must increase"
+            )
         self._marked = True
         fr = self._stack[-1]
         fr.fresh = False
         self._patch_branching(fr)
         fr.nspawn = 0
         fr.key = ()
-        self._iteration = int(i)
+        self._iteration = n
 
     def roi_begin(self) -> None:
         """Start keeping references (region of interest)."""
@@ -378,12 +410,29 @@ class TraceBuilder:
         self._in_roi = False
 
     # -- references --------------------------------------------------------------------
+    def _integer(self, what: str, v: Any) -> int:
+        try:
+            return operator.index(v)
+        except TypeError:
+            raise TraceBuildError(f"{self.path}: {what} {v!r} is not an integer") from None
+
+    def _closed_or_outside_roi(self) -> bool:
+        """Whether references are dropped (outside the ROI); raise once the builder is closed.
+
+        ``close`` and ``abort`` leave the ROI, so an open builder in the ROI pays nothing.
+        """
+        self._check_open()
+        return True
+
     def instr(self, n: int) -> None:
         """Account ``n`` non-memory instructions in the current strand."""
+        self._check_open()
+        if type(n) is not int:
+            n = self._integer("instruction count", n)
         if n < 0:
             raise TraceBuildError(f"{self.path}: negative instruction count {n}")
         if self._in_roi:
-            self._pending_gap += int(n)
+            self._pending_gap += n
 
     def ref(self, addr: int, size: int, is_write: bool, gap: int = 0) -> None:
         """Record one reference of ``size`` bytes at ``addr``, after ``gap`` other instructions.
@@ -393,9 +442,11 @@ class TraceBuilder:
         TraceFormatError
             The reference breaks the rule of :func:`simsched.trace.format.check_refs`.
         """
-        if not self._in_roi:
+        if not self._in_roi and self._closed_or_outside_roi():
             return
         fmt.check_ref(addr, size, self._where)
+        if type(gap) is not int:
+            gap = self._integer("instruction gap", gap)
         if gap < 0:
             raise TraceBuildError(f"{self.path}: negative instruction gap {gap}")
         g = gap + self._pending_gap
@@ -427,7 +478,7 @@ class TraceBuilder:
         TraceBuildError
             A negative gap, or a gap that does not fit 32 bits.
         """
-        if not self._in_roi:
+        if not self._in_roi and self._closed_or_outside_roi():
             return
         a = np.asarray(addrs)
         if a.ndim == 0:
@@ -445,6 +496,8 @@ class TraceBuilder:
         else:
             sw = np.broadcast_to(sz.astype(np.uint8) | (wr.astype(np.uint8) << 7), (n,))
         g = np.asarray(gaps)
+        if g.dtype.kind not in "iu":
+            g = self._integer_gaps(g)
         if g.ndim == 0:
             gmin = gmax = int(g)
             gsum = gmin * n
@@ -512,6 +565,23 @@ class TraceBuilder:
             self._fill = hi
             pos += k
 
+    def _integer_gaps(self, g: np.ndarray) -> np.ndarray:
+        """Gaps given as floats (whole and finite) or Python integers, as int64 or objects."""
+        if g.dtype.kind == "f":
+            bad = ~np.isfinite(g) | (g != np.floor(g))
+            if np.any(bad):
+                v = float(g.flat[int(np.flatnonzero(np.atleast_1d(bad))[0])])
+                raise TraceBuildError(f"{self.path}: instruction gap {v!r} is not an integer")
+            # clipped so that out-of-range values fail the 32-bit test below, not the cast
+            return np.clip(g, -1, 1 << 32).astype(np.int64)
+        if g.dtype.kind == "b":
+            raise TraceBuildError(f"{self.path}: instruction gaps are booleans, not integers")
+        if g.dtype.kind == "O":
+            for v in g.flat:
+                self._integer("instruction gap", v)
+            return g
+        raise TraceBuildError(f"{self.path}: instruction gaps of type {g.dtype} are not integers")
+
     # -- output ------------------------------------------------------------------------
     def _write(self, data: bytes) -> int:
         off = self._pos
@@ -537,6 +607,8 @@ class TraceBuilder:
         self._nrefs += n
         self._fill = 0
         self._drain(keep=2)
+        if self._progress is not None:
+            self._progress(self._nrefs, None)
 
     def close(
         self, *, strand_ranges: tuple[np.ndarray, np.ndarray] | None = None
@@ -573,6 +645,7 @@ class TraceBuilder:
             self._flush()
             self._drain(keep=0)
             self._closed = True
+            self._in_roi = False  # later references reach _check_open (see ref)
             return self._finish()
         except BaseException:
             self.abort()
@@ -710,6 +783,7 @@ class TraceBuilder:
     def abort(self) -> None:
         """Discard the partial output (called on errors)."""
         self._closed = True
+        self._in_roi = False
         self._pool.shutdown(wait=True, cancel_futures=True)
         try:
             self._f.close()

@@ -37,6 +37,8 @@ HEADER_SIZE = HEADER.size
 assert HEADER_SIZE == 160
 
 FLAG_GAPS_EXACT = 1
+#: every flag bit this version defines; a reader refuses a header with any other bit set
+FLAGS = FLAG_GAPS_EXACT
 
 EDGE_SPAWN = 0
 EDGE_CONT = 1
@@ -50,6 +52,8 @@ MAX_REF_SIZE = 127
 #: every byte a reference touches lies below 2**ADDRESS_BITS
 ADDRESS_BITS = _kernels.ADDRESS_BITS
 ADDRESS_LIMIT = 1 << ADDRESS_BITS
+#: largest iteration number (``frame_iteration`` is int64; -1 means "before the first mark")
+MAX_ITERATION = (1 << 63) - 1
 
 _FAULTS = {
     _kernels.REF_BAD_SIZE: "its size is not in 1..{max_size}",
@@ -225,6 +229,13 @@ def unpack_header(raw: bytes, source: str) -> dict[str, Any]:
     zeroed = raw[:16] + b"\0\0\0\0" + raw[20:HEADER_SIZE]
     if zlib.crc32(zeroed) != crc or hsize != HEADER_SIZE:
         raise TraceFormatError(f"{source}: header is corrupt (CRC mismatch in bytes 0-159)")
+    if flags & ~FLAGS:
+        raise TraceFormatError(
+            f"{source}: unknown flag bits {flags & ~FLAGS:#x} in the header (this simsched "
+            f"defines {FLAGS:#x})"
+        )
+    if any(raw[20:24]) or any(raw[152:HEADER_SIZE]):
+        raise TraceFormatError(f"{source}: reserved header bytes (20-23, 152-159) are not zero")
     counts = rest[:6]
     sections = rest[6:12]
     digest = rest[12]

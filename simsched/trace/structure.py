@@ -11,7 +11,8 @@ together they are what :class:`simsched.trace.TraceBuilder` guarantees:
 
 * the file is laid out as the builder writes it: chunks from byte 160 on, one after the
   other in index order, then the meta, tables and index sections, and nothing after them;
-* the meta section has the documented fields with their JSON types;
+* the header has no unknown flag bits and zero reserved bytes, the index rows zero padding;
+* the meta section has only the documented fields, with their JSON types;
 * tables have the header's lengths; reference ranges and instruction counts add up;
 * frames form a tree rooted at frame 0 (every parent has a smaller number, so there is no
   cycle), levels follow it, each frame's strands lie between its first and last strand,
@@ -45,6 +46,7 @@ META_FIELDS: dict[str, type] = {
     "line_size_hint": int,
     "params": dict,
     "roi": bool,
+    "writer": str,
 }
 #: largest cache line size a trace may suggest
 MAX_LINE = 1 << 20
@@ -88,6 +90,9 @@ def check_layout(name: str, h: dict[str, Any], index: np.ndarray, file_size: int
             f"{name}: {file_size - i_off - i_len} bytes after the index section (junk "
             "appended to the file, or it is not the trace its header describes)"
         )
+    k = _first(index["pad"] != 0)
+    if k is not None:
+        raise TraceFormatError(f"{name}: chunk {k}: the index row's padding is not zero")
     bad_w = _first(~np.isin(index["wa"], (4, 8)) | ~np.isin(index["wg"], (1, 2, 4)))
     if bad_w is not None:
         raise TraceFormatError(f"{name}: chunk {bad_w}: invalid column widths in the index")
@@ -107,6 +112,12 @@ def check_meta(name: str, meta: Any) -> None:
     """The meta section is a JSON object with the documented fields and types."""
     if not isinstance(meta, dict):
         raise TraceFormatError(f"{name}: meta section is not a JSON object")
+    unknown = sorted(set(meta) - set(META_FIELDS))
+    if unknown:
+        raise TraceFormatError(
+            f"{name}: unknown meta field(s) {', '.join(map(repr, unknown))} (known: "
+            f"{', '.join(META_FIELDS)})"
+        )
     for key, typ in META_FIELDS.items():
         if key in meta and (
             not isinstance(meta[key], typ) or (typ is int and isinstance(meta[key], bool))
@@ -199,22 +210,91 @@ def _check_frames(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> 
         raise TraceFormatError(
             f"{name}: strand {s} lies outside its frame {int(sf[s])}'s first and last strand"
         )
+    if tabs["frame_branching"][0] != 0 or tabs["frame_spawn_index"][0] != 0:
+        raise TraceFormatError(
+            f"{name}: frame 0 (main) has branching {int(tabs['frame_branching'][0])} and "
+            f"spawn index {int(tabs['frame_spawn_index'][0])}: main is nobody's child (0, 0)"
+        )
     _check_siblings(name, parent, tabs["frame_spawn_index"], tabs["frame_branching"])
-    f = _first(tabs["frame_iteration"] < -1)
-    if f is not None:
-        raise TraceFormatError(f"{name}: frame {f} has iteration {int(tabs['frame_iteration'][f])}")
+    _check_iterations(name, parent, tabs["frame_spawn_index"], tabs["frame_iteration"])
     ko, kv = tabs["frame_key_offsets"], tabs["frame_key_values"]
     if ko[0] != 0 or ko[-1] != kv.shape[0] or np.any(ko[1:] < ko[:-1]) or np.any(kv < 0):
         raise TraceFormatError(f"{name}: position keys do not match their offsets")
-    # A spawned frame's key ends with its spawn index; main's key is empty.
+    # A spawned frame's key is its parent's plus its spawn index (main's children: just
+    # the spawn index); main's key is empty.  Lengths and last values here, the full
+    # prefixes in validate (check_keys).
     klen = ko[1:] - ko[:-1]
-    f = _first((klen != 0) if nf == 1 else np.concatenate([[klen[0] != 0], klen[1:] == 0]))
+    want = np.where(parent > 0, klen[np.maximum(parent, 0)] + 1, np.where(ids == 0, 0, 1))
+    f = _first(klen != want)
     if f is None and nf > 1:
         f = _first(np.concatenate([[False], kv[ko[2:] - 1] != tabs["frame_spawn_index"][1:]]))
     if f is not None:
         raise TraceFormatError(
-            f"{name}: frame {f}: its position key does not end with its spawn index"
+            f"{name}: frame {f}: its position key is not its parent's key (none for main's "
+            "children) followed by its spawn index"
         )
+
+
+def _check_iterations(name: str, parent: np.ndarray, si: np.ndarray, it: np.ndarray) -> None:
+    """Iteration marks are made in main, with increasing numbers (docs/trace-format.md).
+
+    So main is in no iteration (-1); a frame below a child of main has its parent's
+    iteration; main's children, in spawn order, start a new spawning group (spawn index
+    0) exactly where a mark raised the iteration number, and keep it otherwise.
+    """
+    if it[0] != -1:
+        raise TraceFormatError(
+            f"{name}: frame 0 (main) has iteration {int(it[0])}: main is in no iteration (-1)"
+        )
+    f = _first(it < -1)
+    if f is not None:
+        raise TraceFormatError(f"{name}: frame {f} has iteration {int(it[f])}")
+    p = np.maximum(parent, 0)
+    f = _first((parent > 0) & (it != it[p]))
+    if f is not None:
+        raise TraceFormatError(
+            f"{name}: frame {f} has iteration {int(it[f])}, its parent frame {int(p[f])} "
+            f"iteration {int(it[p[f]])}: only main's children start an iteration"
+        )
+    kids = np.flatnonzero(parent == 0)
+    a, b = kids[:-1], kids[1:]
+    k = _first(np.where(si[b] == 0, it[b] <= it[a], it[b] != it[a]))
+    if k is not None:
+        fa, fb = int(a[k]), int(b[k])
+        if si[fb] == 0:
+            why = "iteration numbers must increase from one mark to the next"
+        else:
+            why = "main's spawn indices restart at every iteration mark, and only there"
+        raise TraceFormatError(
+            f"{name}: frame {fb} (spawn {int(si[fb])} of main) has iteration {int(it[fb])} "
+            f"after frame {fa} of iteration {int(it[fa])}: {why}"
+        )
+
+
+def check_keys(name: str, parent: np.ndarray, ko: np.ndarray, kv: np.ndarray) -> None:
+    """Each spawned frame's position key starts with its parent's (below main's children).
+
+    Together with the checks on open (lengths, last values, spawn groups, iterations)
+    this makes the position key the path of spawn indices from main, and (iteration,
+    key) unique.  O(total key length), in blocks of frames.
+    """
+    kids = np.flatnonzero(parent > 0)
+    for lo in range(0, kids.shape[0], 1 << 16):
+        f = kids[lo : lo + (1 << 16)]
+        p = parent[f]
+        n = ko[p + 1] - ko[p]
+        total = int(n.sum())
+        if total == 0:
+            continue
+        within = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
+        bad = kv[np.repeat(ko[f], n) + within] != kv[np.repeat(ko[p], n) + within]
+        j = _first(bad)
+        if j is not None:
+            g = int(np.repeat(f, n)[j])
+            raise TraceFormatError(
+                f"{name}: frame {g}: its position key does not start with its parent frame "
+                f"{int(parent[g])}'s key"
+            )
 
 
 def _check_siblings(name: str, parent: np.ndarray, si: np.ndarray, br: np.ndarray) -> None:
@@ -294,6 +374,82 @@ def _check_edges(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> N
     f = _first(joined != (np.arange(h["n_frames"]) > 0))
     if f is not None:
         raise TraceFormatError(f"{name}: frame {f} is joined {int(joined[f])} times")
+    _check_targets(name, tabs, n_join_in)
+
+
+def _check_targets(name: str, tabs: dict[str, np.ndarray], n_join_in: np.ndarray) -> None:
+    """Every edge ends at the one strand serial elision gives it, not just in the right frame.
+
+    The parent's strand is always the newest when it spawns or syncs, so: a spawn edge goes
+    from strand t-1 to a frame's first strand t; a spawned frame's subtree ends with its
+    last strand, and the parent's next strand (the continuation, right after it) has a
+    continuation edge from the spawning strand; a post-sync strand t follows strand t-1 of
+    its own frame, has a continuation edge from it and at least one join edge in; and a
+    child is joined to the parent's first post-sync strand after the child returned, or,
+    for a called Cilk function's frame, to the continuation right after it.
+    """
+    src, dst, kind = tabs["edge_src"], tabs["edge_dst"], tabs["edge_kind"]
+    sf, parent = tabs["strand_frame"], tabs["frame_parent"]
+    first, last = tabs["frame_first_strand"], tabs["frame_last_strand"]
+    ns = sf.shape[0]
+    e = _first((kind == fmt.EDGE_SPAWN) & (dst != src + 1))
+    if e is not None:
+        raise TraceFormatError(
+            f"{name}: spawn edge {e} ({int(src[e])} -> {int(dst[e])}) does not come from the "
+            "strand right before the child's first strand"
+        )
+    after = last[1:] + 1
+    f = _first((after >= ns) | (sf[np.minimum(after, ns - 1)] != parent[1:]))
+    if f is not None:
+        raise TraceFormatError(
+            f"{name}: frame {f + 1} ends at strand {int(last[f + 1])}, which is not followed "
+            f"by a strand of its parent frame {int(parent[f + 1])} (its continuation)"
+        )
+    cont = kind == fmt.EDGE_CONT
+    before = sf[np.maximum(dst - 1, 0)]  # edges go forward, so dst >= 1
+    ok = np.where(
+        before == sf[dst],
+        src == dst - 1,  # post-sync strand
+        (parent[before] == sf[dst]) & (last[before] == dst - 1) & (src == first[before] - 1),
+    )
+    e = _first(cont & ~ok)
+    if e is not None:
+        raise TraceFormatError(
+            f"{name}: continuation edge {e} ({int(src[e])} -> {int(dst[e])}) does not come "
+            "from the frame's strand before the sync or the spawn it continues"
+        )
+    post = np.zeros(ns, np.bool_)
+    post[1:] = sf[1:] == sf[:-1]
+    s = _first(post & (n_join_in == 0))
+    if s is not None:
+        raise TraceFormatError(f"{name}: strand {s} follows a sync that joins no child")
+    # The next post-sync strand of the same frame at or after each strand, through the
+    # strands sorted by (frame, strand).
+    order = np.argsort(sf, kind="stable")
+    rank = np.empty(ns, np.int64)
+    rank[order] = np.arange(ns)
+    at = np.where(post[order], np.arange(ns), ns)
+    nxt = np.minimum.accumulate(at[::-1])[::-1]
+    joins = np.flatnonzero(kind == fmt.EDGE_JOIN)
+    child = sf[src[joins]]
+    k = nxt[rank[last[child] + 1]]
+    want = np.where(k < ns, order[np.minimum(k, ns - 1)], -1)
+    want = np.where(sf[np.maximum(want, 0)] == parent[child], want, -1)
+    # A called Cilk function's frame (its own frame, waited for at once) is joined into
+    # the caller's continuation, the strand right after the child's subtree.
+    called = dst[joins] == last[child] + 1
+    j = _first((want != dst[joins]) & ~called)
+    if j is not None:
+        e, c = int(joins[j]), int(child[j])
+        at_sync = (
+            f"its first sync after the child returned is strand {int(want[j])}"
+            if want[j] >= 0
+            else "no sync follows the child's return"
+        )
+        raise TraceFormatError(
+            f"{name}: join edge {e} ({int(src[e])} -> {int(dst[e])}) joins frame {c} at the "
+            f"wrong strand of its parent frame {int(parent[c])}: {at_sync}"
+        )
 
 
 def check_tables(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> None:

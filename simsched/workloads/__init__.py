@@ -29,7 +29,7 @@ model and the parameters of every generator are described in ``docs/workloads.md
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -189,18 +189,18 @@ def params_of(name: str) -> dict[str, ParamDoc]:
     return out
 
 
-def _check_memory(w: Workload, p: dict[str, Any], heap: Heap) -> None:
+def _check_memory(w: Workload, p: dict[str, Any]) -> None:
     """Refuse in one line a generator run that needs more memory than this host has.
 
-    A generator that keeps its program's data (mergesort sorts real keys) declares
-    ``GEN_MEMORY_PER_HEAP_BYTE``; the others hold only addresses of a leaf at a time.
+    Every generator declares ``memory(params)``, the bytes it needs as a function of its
+    parameters (its DAG, its largest batch of references, its own data); this runs before
+    the layout, which some generators compute from their data.
     """
     from simsched.machine.resources import available_bytes
 
-    factor = getattr(w.module, "GEN_MEMORY_PER_HEAP_BYTE", 0.0)
-    need = factor * sum(r.nbytes for r in heap.regions.values())
+    need = float(w.module.memory(p))
     have = available_bytes()
-    if need and have is not None and need > have:
+    if have is not None and need > have:
         shown = ", ".join(f"{k}={v}" for k, v in p.items() if k != "kind")
         raise ConfigError(
             f"{w.name} ({shown}): generating it needs about {need / 2**30:,.1f} GB of memory, "
@@ -208,7 +208,13 @@ def _check_memory(w: Workload, p: dict[str, Any], heap: Heap) -> None:
         )
 
 
-def generate(name: str, path: str | os.PathLike, **params: Any):
+def generate(
+    name: str,
+    path: str | os.PathLike,
+    *,
+    progress: Callable[[int, int | None], None] | None = None,
+    **params: Any,
+):
     """Generate the trace of workload ``name`` into ``path``.
 
     Parameters
@@ -217,6 +223,8 @@ def generate(name: str, path: str | os.PathLike, **params: Any):
         Generator name (see :data:`WORKLOADS`).
     path
         Output trace (``.sst``), written atomically.
+    progress
+        Called as ``progress(references_written, None)`` as the trace grows.
     **params
         Generator parameters; Python values or strings such as ``"2^20"`` or ``"true"``.
 
@@ -236,8 +244,8 @@ def generate(name: str, path: str | os.PathLike, **params: Any):
 
     w = get(name)
     p = w.resolve(params)
+    _check_memory(w, p)
     heap = w.layout(p)
-    _check_memory(w, p, heap)
     args = [f"{k}={v}" for k, v in p.items()]
     meta = {"workload": name, **p, "regions": heap.as_json()}
     b = TraceBuilder(
@@ -248,6 +256,7 @@ def generate(name: str, path: str | os.PathLike, **params: Any):
         gaps_exact=False,
         line_size_hint=64,
         params=meta,
+        progress=progress,
     )
     try:
         w.module.emit(b, p, heap)

@@ -312,3 +312,31 @@ def seed_param(help_extra: str = "") -> Param:
 def rng(seed: int, stream: int) -> np.random.Generator:
     """An independent generator for one purpose (``stream``) of one seeded run."""
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), int(stream)])))
+
+
+# -- generator memory, declared by every generator for the up-front check -----------------------
+
+#: generator memory whatever the trace: the builder's chunk buffers and the compressor
+#: (measured 70 MB peak for small traces)
+GEN_MEMORY_BASE = 64 << 20
+#: generator memory per frame of the trace: the builder's tables with the strands and edges
+#: a frame brings (measured 1,830 bytes per frame for fib, whose position keys are deepest)
+GEN_MEMORY_PER_FRAME = 2000
+#: generator memory per reference of the largest batch emitted at once: addresses,
+#: size/write bytes, gaps and their temporaries (measured 29 bytes with datapar, 48 with heat)
+GEN_MEMORY_PER_REF = 64
+
+
+def pfor_frames(items: int, cutoff: int) -> int:
+    """Frames of a parallel loop over ``items`` split 2-4 ways down to ``cutoff`` or fewer.
+
+    An upper estimate: at most about ``2 * items / cutoff`` leaves, at most as many inner
+    nodes, and the root.
+    """
+    return 4 * -(-max(items, 0) // max(cutoff, 1)) + 2
+
+
+def gen_memory(frames: int, batch_refs: int = 0, data: float = 0.0) -> float:
+    """Bytes a generator needs: its trace's ``frames``, the largest batch of references it
+    emits at once, and its own ``data`` (e.g. mergesort's keys)."""
+    return GEN_MEMORY_BASE + GEN_MEMORY_PER_FRAME * frames + GEN_MEMORY_PER_REF * batch_refs + data

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from simsched.workloads._common import Heap, Param, first_touch
+from simsched.workloads._common import Heap, Param, first_touch, gen_memory
 
 NAME = "datapar"
 SUMMARY = "a parent spawning n equal children at once ([SAWS12] Fig. 3)"
@@ -58,6 +58,13 @@ def layout(params: dict[str, Any]) -> Heap:
 def finish_params(params: dict[str, Any]) -> dict[str, Any]:
     """No derived parameters."""
     return dict(params)
+
+
+def memory(params: dict[str, Any]) -> float:
+    """Bytes generating needs (the up-front check): a child's references are emitted at
+    once (a read and a write per element and sweep, and the first touch)."""
+    n, elems, reps = params["n"], params["elems"], params["reps"]
+    return gen_memory(n + 1, batch_refs=elems * (2 * reps + 1))
 
 
 def child_refs(base: int, elems: int, reps: int):

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from simsched.workloads._common import STACK_TOP, Heap, Param, Region
+from simsched.workloads._common import STACK_TOP, Heap, Param, Region, gen_memory
 
 NAME = "fib"
 SUMMARY = "recursive Fibonacci: CPU-bound, only stack references"
@@ -131,6 +131,24 @@ def layout(params: dict[str, Any]) -> Heap:
 def finish_params(params: dict[str, Any]) -> dict[str, Any]:
     """No derived parameters."""
     return dict(params)
+
+
+def frames(n: int, cutoff: int) -> int:
+    """Frames of the trace: main plus ``F(n)``, ``F(m) = 1`` below the cut-off and
+    ``1 + F(m-1) + F(m-2)`` from it on (fib(50) with cut-off 2: 4.0e10 frames)."""
+    f = [1] * (n + 1)
+    for m in range(cutoff, n + 1):
+        f[m] = 1 + f[m - 1] + f[m - 2]
+    return 1 + f[n]
+
+
+def memory(params: dict[str, Any]) -> float:
+    """Bytes generating needs (the up-front check): the DAG, and the patterns of serial
+    subtrees (at most 6 references per call of the largest, all sizes below it cached:
+    about 2.6 times its calls)."""
+    n, cutoff = params["n"], params["cutoff"]
+    calls = frames(min(n, cutoff - 1), 2) - 1  # calls of the largest serial subtree
+    return gen_memory(frames(n, cutoff), batch_refs=16 * calls)
 
 
 def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from simsched.workloads import stencil
-from simsched.workloads._common import Heap, Param, first_touch
+from simsched.workloads._common import Heap, Param, first_touch, gen_memory, pfor_frames
 
 NAME = "ge"
 SUMMARY = "Gaussian elimination, rows below the pivot in parallel, one iteration per pivot"
@@ -71,6 +71,14 @@ def layout(params: dict[str, Any]) -> Heap:
     heap = Heap()
     heap.malloc("A", params["n"] ** 2 * ELEM)
     return heap
+
+
+def memory(params: dict[str, Any]) -> float:
+    """Bytes generating needs (the up-front check): one parallel loop over the rows below
+    the pivot per step, a leaf's references (3 per element of its rows) at once."""
+    n, cutoff, steps = params["n"], params["cutoff"], params.get("steps") or params["n"] - 1
+    frames = 1 + steps * (pfor_frames(n - 1, cutoff) + 1)
+    return gen_memory(frames, batch_refs=3 * min(cutoff, n) * n)
 
 
 def finish_params(params: dict[str, Any]) -> dict[str, Any]:

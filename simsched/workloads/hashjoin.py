@@ -57,9 +57,14 @@ from simsched.workloads._common import (
     Param,
     concat_ranges,
     exclusive_cumsum,
+    gen_memory,
     rng,
     seed_param,
 )
+
+#: generator memory per probe record: its key, hash, sort order and sorted copies (measured
+#: 43 bytes at n_build = 2^22, matches = 2)
+GEN_MEMORY_PER_PROBE = 48
 
 NAME = "hashjoin"
 SUMMARY = "join phase of a partitioned hash join, parallel probe (PDF paper §4.2)"
@@ -152,6 +157,16 @@ def finish_params(params: dict[str, Any]) -> dict[str, Any]:
     if P & (P - 1):
         raise ConfigError(f"workload hashjoin: parameter subparts: must be a power of two, got {P}")
     return out
+
+
+def memory(params: dict[str, Any]) -> float:
+    """Bytes generating needs (the up-front check): the keys of both sides and their
+    partitioning (:class:`_Data`, built before anything is written), and the DAG: a join
+    task per sub-partition and a probe task per ``grain`` probe records."""
+    nb, P = params["n_build"], params["subparts"]
+    probes = nb * params["matches"]
+    frames = 1 + 2 * P + -(-probes // params["grain"])
+    return gen_memory(frames, data=GEN_MEMORY_PER_PROBE * probes + 16 * nb)
 
 
 class _Data:

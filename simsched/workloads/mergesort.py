@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from simsched.workloads import _kernels as _k
-from simsched.workloads._common import Heap, Param, rng, seed_param
+from simsched.workloads._common import Heap, Param, gen_memory, pfor_frames, rng, seed_param
 
 NAME = "mergesort"
 SUMMARY = "parallel mergesort with parallel merge on random keys (PDF paper §4.2)"
@@ -134,6 +134,18 @@ def layout(params: dict[str, Any]) -> Heap:
     heap.malloc("A", nbytes)
     heap.malloc("tmp", nbytes)
     return heap
+
+
+def memory(params: dict[str, Any]) -> float:
+    """Bytes generating needs (the up-front check): the keys and buffers
+    (:data:`GEN_MEMORY_PER_HEAP_BYTE`), the sort tree and the merge tasks of every level."""
+    n, grain = params["n"], params["grain"]
+    mg = params.get("merge_grain") or grain
+    sort = pfor_frames(n, grain)
+    levels = max(1, (-(-n // grain)).bit_length())
+    merges = levels * -(-n // mg) + sort  # per level about n / merge_grain, and one per node
+    heap = sum(r.nbytes for r in layout(params).regions.values())
+    return gen_memory(sort + merges, data=GEN_MEMORY_PER_HEAP_BYTE * heap)
 
 
 def finish_params(params: dict[str, Any]) -> dict[str, Any]:

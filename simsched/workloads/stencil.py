@@ -54,7 +54,14 @@ from typing import Any
 
 import numpy as np
 
-from simsched.workloads._common import Heap, Param, concat_ranges, first_touch
+from simsched.workloads._common import (
+    Heap,
+    Param,
+    concat_ranges,
+    first_touch,
+    gen_memory,
+    pfor_frames,
+)
 
 NAME = "stencil"
 SUMMARY = "iterative stencils heat, sor, 9p (2-D), 6p, 25p (3-D); regular or irregular branching"
@@ -231,6 +238,20 @@ PARAMS = params_for("heat")
 
 def _shape(p: dict[str, Any]) -> tuple[int, int, int]:
     return p["nx"], p["ny"], p.get("nz", 1)
+
+
+def memory(params: dict[str, Any]) -> float:
+    """Bytes generating needs (the up-front check): one parallel loop over the interior
+    per sweep of every iteration, a leaf's references (a load per point of the stencil
+    and a store, per grid point of its rows) at once."""
+    k = KINDS[params["kind"]]
+    nx, ny, nz = _shape(params)
+    interior = nx - 2 * k.radius
+    frames = 1 + params["iters"] * k.sweeps * (pfor_frames(interior, params["cutoff"]) + 1)
+    if params.get("irregular") and params.get("uneven"):
+        frames *= 3  # shares 1..4 of 10: leaves down to a tenth of the cut-off
+    leaf = min(params["cutoff"], interior) * ny * nz * (len(k.loads) + 1)
+    return gen_memory(frames, batch_refs=leaf)
 
 
 def layout(params: dict[str, Any]) -> Heap:

@@ -91,3 +91,81 @@ def test_machine_show_is_valid_yaml_that_loads_back(cli, tmp_path):
     path.write_text(out)
     code, again, _ = cli("machine", "show", path)
     assert code == 0 and again == out
+
+
+def _closed_reader(*args: str) -> tuple[int, str]:
+    """Run ``simsched ARGS`` with stdout a pipe whose reader has already gone (``| head``
+    that has read enough): (exit status, stderr)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.cli.conftest import ROOT
+
+    read, write = os.pipe()
+    os.close(read)  # closed before the command writes: its first write meets EPIPE
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = "import sys; from simsched.cli import main; main(sys.argv[1:])"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *map(str, args)],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    return proc.returncode, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "-t", "TRACE", "-m", "itrs-45nm-2", "--json"],  # print(): click's exit(1)
+        ["trace", "info", "TRACE"],  # a rich table: rich's exit(1)
+    ],
+    ids=["json", "table"],
+)
+def test_closed_stdout_exits_0_quietly(fib_trace, args):
+    """``run --json | head -c 10`` used to exit 1 with no message."""
+    code, err = _closed_reader(*[str(fib_trace) if a == "TRACE" else a for a in args])
+    assert (code, err) == (0, "")
+
+
+def test_dev_stdout_on_a_pipe(fib_trace, tmp_path):
+    """``-o /dev/stdout`` on a pipe: /dev/stdout resolves to a name that does not exist
+    ('pipe:[...]'); the output is written into the pipe."""
+    import os
+    import subprocess
+    import sys
+
+    from simsched.trace import open_trace
+    from tests.cli.conftest import ROOT, run_process
+
+    code = "import sys; from simsched.cli import main; main(sys.argv[1:])"
+    args = ["trace", "gen", "fib", "--param", "n=8", "-o", "/dev/stdout"]
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (tmp_path / "t.sst").write_bytes(proc.stdout)
+    with open_trace(tmp_path / "t.sst") as t:  # the whole trace came through the pipe
+        assert t.header.n_strands > 0
+    sweep = tmp_path / "sweep"
+    for i in range(2):
+        atomic_write_json(
+            sweep / "points" / f"p{i}" / "row.json",
+            {"point_id": f"p{i}", "workload": "w", "status": "ok", "v": i},
+        )
+    proc = run_process("results", "export", sweep, "-o", "/dev/stdout")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["point_id,workload,status,v", "p0,w,ok,0", "p1,w,ok,1"]
+    with open(tmp_path / "redirected", "w") as fh:  # /dev/stdout redirected to a file
+        proc = run_process("results", "export", sweep, "-o", "/dev/stdout", stdout=fh)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "redirected").read_text().splitlines()[0] == "point_id,workload,status,v"

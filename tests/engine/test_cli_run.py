@@ -132,6 +132,28 @@ def test_user_errors_exit_2(ms, tmp_path, capsys):
     assert code == 2 and "result.json" in err
 
 
+def test_jobs_summary_names_each_count_once_and_no_negative_cost():
+    """One count per kind of move, and fewer warm-up misses said as fewer (it printed
+    "19 core moves; -2,412 extra private-cache misses ... (74 moves)")."""
+    from simsched.cli.run import jobs_summary
+
+    rec = {
+        "makespan_cycles": 1000,
+        "mean_response_cycles": 500.0,
+        "utilization": 0.5,
+        "reallocations": 19,
+        "realloc_warmup": {"joins": 74, "extra_misses": -2412.4},
+    }
+    text = jobs_summary(rec)
+    assert "-2" not in text and "−" not in text and "moves" not in text
+    assert "19 cores taken" in text and "74 times" in text
+    assert "2,412 private-cache misses fewer" in text and "no warm-up cost" in text
+    rec["realloc_warmup"] = {"joins": 3, "extra_misses": 812.0}
+    assert "812 private-cache misses more than" in jobs_summary(rec)
+    rec["realloc_warmup"] = {"joins": 0, "extra_misses": 0.0}
+    assert jobs_summary(rec).count("\n") == 0
+
+
 def test_run_says_what_laws_does_on_a_trace_without_iterations(ms, tmp_path, capsys):
     # the mergesort generator marks no iterations
     for sched, says in (("laws", True), ("cats", True), ("ws", False)):

@@ -210,7 +210,7 @@ def test_fast_engine_equals_job_set_oracle_under_deq(tmp_path):
         np.testing.assert_array_equal(f.strand_end, o["strand_end"])
         assert f.counters == o["counters"]
     assert fast.jobs[0].counters["quanta"] > 3
-    assert any(d[0] > 1 for _, _, d in fast.series)  # SAWS asked for more than 1 core
+    assert any(d[0] > 1 for _, _, d, _ in fast.series)  # SAWS asked for more than 1 core
 
 
 class _Recording:
@@ -238,7 +238,7 @@ def test_deq_invariants_in_a_replay(tmp_path):
     for desires, alloc in rec.log:
         assert all(alloc[j] <= desires[j] for j in alloc)
         assert sum(alloc.values()) <= m.cores
-    for _, cores, _ in res.series:
+    for _, cores, *_ in res.series:
         assert sum(cores) <= m.cores
     spans: dict[int, list[tuple[int, int]]] = {}
     for o in res.jobs:
@@ -299,3 +299,46 @@ def test_saws_study_job_sets_are_valid():
     for f in files:
         spec = JobSetSpec.model_validate(yaml.safe_load(f.read_text()))
         assert spec.controller == "deq" and (spec.quantum > 0 or spec.quantum_ms)
+
+
+def test_assign_cores_gives_up_idle_cores_first():
+    """A job above its count gives up its idle cores now, not the highest-numbered ones
+    (busy cores would only leave when their strands end)."""
+    sock = [0, 0, 1, 1]
+    out = assign_cores({0: frozenset({0, 1, 2, 3})}, {0: 2}, sock, busy={2, 3})
+    assert out[0] == {2, 3}
+    # only when too few cores are idle does it give up busy ones
+    out = assign_cores({0: frozenset({0, 1, 2, 3})}, {0: 1}, sock, busy={1, 2, 3})
+    assert 0 not in out[0] and len(out[0]) == 1
+
+
+def test_deq_holds_no_core_above_desire_but_leaving_ones():
+    """[SAWS12] Fig. 4 program under DEQ: at every entry of the allotment record a job's
+    cores minus its ``leaving`` cores (still finishing a strand) are at most its desire,
+    and a finished job desires 0 from its finish on."""
+    import simsched
+
+    datapar = {"generator": "datapar", "params": {"n": 10, "elems": 1024, "reps": 64}}
+    js = {
+        "seed": 1,
+        "controller": "deq",
+        "quantum": 50_000,
+        "jobs": [
+            {"name": "saws", **datapar, "scheduler": "saws"},
+            {"name": "asteal", **datapar, "scheduler": "asteal"},
+        ],
+    }
+    rec = simsched.run_jobs(js, "sunfire-x4600-8x4").record
+    a = rec["allotment"]
+    above = 0
+    for t, cores, desire, leaving in zip(
+        a["cycles"], a["cores"], a["desire"], a["leaving"], strict=True
+    ):
+        for k, job in enumerate(rec["jobs"]):
+            if t >= job["finish"]:
+                assert desire[k] == 0 and cores[k] == 0
+            elif desire[k] >= 0:
+                assert cores[k] - leaving[k] <= desire[k], (t, k)
+                above += cores[k] > desire[k]
+    # cores above desire are rare: those running a strand at a boundary
+    assert above <= len(a["cycles"]) // 4

@@ -9,6 +9,7 @@ import pytest
 from simsched.engine import JobSpec, Replay
 from simsched.engine.check import check_invariants
 from simsched.engine.controllers import get_controller
+from simsched.errors import DeadlockError
 from simsched.machine import load_machine
 from simsched.schedulers import get_scheduler
 from simsched.schedulers.base import WAIT, SchedContext, Scheduler, run
@@ -93,7 +94,11 @@ class Stuck(OneQueue):
 
 
 def test_deadlock_detected_with_only_periodic_events(tmp_path):
-    with pytest.raises(RuntimeError, match="deadlock: only periodic events remain"):
+    with pytest.raises(
+        DeadlockError,
+        match=r"deadlock at cycle \d+: only periodic events remain; jobs not finished: "
+        r"job0 \(\d+ strands left, scheduler 'test-stuck', cores 0-3\); free cores: none$",
+    ):
         _replay(tmp_path, Stuck)
 
 
@@ -101,7 +106,7 @@ def test_deadlock_detected_without_events(tmp_path):
     class NoQuantum(Stuck):
         quantum = 0
 
-    with pytest.raises(RuntimeError, match="deadlock: no core running"):
+    with pytest.raises(DeadlockError, match=r"deadlock at cycle \d+: no core running"):
         _replay(tmp_path, NoQuantum)
 
 
@@ -144,7 +149,7 @@ def test_cores_change_between_jobs_under_equi(tmp_path):
     for (c1, _s1, e1), (c2, s2, _e2) in zip(spans, spans[1:], strict=False):
         assert c1 != c2 or s2 >= e1
     # Allotments never exceed the machine.
-    assert all(sum(alloc) <= m.cores for _, alloc, _ in res.series)
+    assert all(sum(alloc) <= m.cores for _, alloc, *_ in res.series)
     assert res.jobs[1].start >= 2000 and res.jobs[1].arrival == 2000
 
 
@@ -170,3 +175,16 @@ def test_ws_thieves_find_deques_departed_cores_left(tmp_path):
     ws.on_cores_changed((), (1,), 10)
     got = [ws.on_idle(0, 20 + i) for i in range(2)]
     assert [g[1] for g in got] == [5, 6] and ws.orphans == set()
+
+
+def test_scheduler_quantum_below_the_floor_is_refused(tmp_path):
+    """A job scheduler's own quantum has the controllers' floor (min_quantum)."""
+    from simsched.engine.controllers import MIN_QUANTUM
+    from simsched.errors import ConfigError
+
+    class Hasty(Stuck):
+        name = "test-hasty"
+        quantum = MIN_QUANTUM - 1
+
+    with pytest.raises(ConfigError, match="scheduler 'test-hasty': quantum 99 cycles is below"):
+        _replay(tmp_path, Hasty)

@@ -281,3 +281,87 @@ def test_filter_by_grid_entry_name(tmp_path):
         ("other", "itrs-scaling-1"),
         ("other", "itrs-scaling-2"),
     ]
+
+
+BIG = """
+name: big
+workloads:
+  - {generator: fib, grid: {n: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}}
+machines: [itrs-scaling-1]
+schedulers: [ws]
+seeds: {count: 1000000}
+"""
+
+
+def test_sweep_size_is_refused_before_expanding(tmp_path, capsys):
+    """10 grid values × a million seeds: refused at once, naming the product and factors."""
+    import time
+
+    from simsched.cli import main
+    from simsched.experiments.spec import MAX_POINTS, check_size
+
+    path = write(tmp_path, BIG)
+    t0 = time.perf_counter()
+    message = (
+        "the sweep has 10,000,000 points (workloads 10 × machines 1 × schedulers 1 × "
+        f"seeds 1,000,000), more than the {MAX_POINTS:,} a sweep may have"
+    )
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_spec(path, small=False).points()
+    with pytest.raises(SystemExit) as info:
+        main(["sweep", "status", str(path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert info.value.code == 2 and len(err) == 1 and message in err[0]
+    assert time.perf_counter() - t0 < 5.0  # the expansion itself took minutes
+    # the product counts zipped axes once and a scheduler's own seeds as its seed axis
+    zipped = BIG.replace("seeds: {count: 1000000}", "seeds: {count: 10}\nzip: [[workloads, seeds]]")
+    assert check_size(load_spec(write(tmp_path, zipped), small=False)) == 10
+    own = BIG.replace("schedulers: [ws]", "schedulers: [{name: pdf, seeds: [0, 1, 2]}]")
+    own = own.replace("{count: 1000000}", "[0]")
+    assert check_size(load_spec(write(tmp_path, own), small=False)) == 30
+    assert len(load_spec(write(tmp_path, own), small=False).points()) == 30
+
+
+def test_sweep_size_limit_is_exact(tmp_path):
+    from simsched.experiments.spec import check_size
+
+    at = BIG.replace("{count: 1000000}", "{count: 10000}")
+    assert check_size(load_spec(write(tmp_path, at), small=False)) == 100_000
+    over = BIG.replace("{count: 1000000}", "{count: 10001}")
+    with pytest.raises(ConfigError, match="100,010 points"):
+        check_size(load_spec(write(tmp_path, over), small=False))
+    # small runs count what they keep: the small seed list, not the million
+    small = BIG + "small: {seeds: [3]}\n"
+    assert check_size(load_spec(write(tmp_path, small), small=True)) == 10
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("workloads.1.grid={records: []}", "workloads.1.grid: axis 'records' has no values"),
+        ("machines.0={name: itrs-scaling-1, grid: {cores: []}}", "machines.0.grid: axis 'cores'"),
+        ("schedulers.0={name: ws, grid: {steal: []}}", "schedulers.0.grid: axis 'steal'"),
+    ],
+)
+def test_empty_grid_axis_is_refused(tmp_path, edit, message):
+    """``grid: {grain: []}`` used to drop the workload silently (12 -> 6 points)."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_spec(write(tmp_path, BASE), sets=[edit])
+
+
+def test_dangling_symlink_out_creates_nothing_at_its_target(tmp_path):
+    from simsched.errors import OutputError
+    from simsched.experiments import run_sweep
+
+    spec = write(
+        tmp_path,
+        "name: l\nworkloads: [fib]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\nout: dl\n",
+    )
+    (tmp_path / "dl").symlink_to(tmp_path / "elsewhere" / "deep")
+    loaded = load_spec(spec, small=True)
+    assert loaded.out_dir == tmp_path / "dl"
+    with pytest.raises(
+        OutputError, match="dl is a symbolic link to .*elsewhere/deep, which does not"
+    ):
+        run_sweep(loaded, workers=0, progress=False)
+    assert not (tmp_path / "elsewhere").exists()

@@ -150,3 +150,97 @@ def test_nested_fields_are_objects_in_json_and_text_in_tables(tmp_path, capsys):
     shown = json.loads(capsys.readouterr().out)
     assert shown[0]["scheduler_params"] == {"spawn_policy": "parent-first"}
     assert shown[0]["dram_by_node"] == row["dram_by_node"]
+
+
+def _rows(folder, ids) -> None:
+    for i in ids:
+        atomic_write_json(
+            point_dir(folder, f"id{i}") / "row.json",
+            {"point_id": f"id{i}", "workload": "ms", "machine": f"m{i}", "status": "ok", "v": i},
+        )
+
+
+@pytest.fixture
+def read_only(monkeypatch):
+    """Make every write under the folders added to the returned set fail as on a read-only
+    file system (root ignores permission bits, so chmod cannot stand in for it)."""
+    import errno
+    import tempfile
+    from pathlib import Path
+
+    real = tempfile.mkstemp
+    folders: set = set()
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if dir is not None and any(Path(dir).is_relative_to(f) for f in folders):
+            raise OSError(errno.EROFS, "Read-only file system", str(dir))
+        return real(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    return folders
+
+
+def test_current_table_is_read_without_writing(tmp_path, read_only):
+    _rows(tmp_path, range(3))
+    consolidate(tmp_path)
+    before = (tmp_path / "results.parquet").stat().st_mtime_ns
+    read_only.add(tmp_path)
+    df = load_results(tmp_path)
+    assert list(df["v"]) == [0, 1, 2]
+    assert (tmp_path / "results.parquet").stat().st_mtime_ns == before
+
+
+def test_stale_table_in_a_read_only_folder_is_built_in_memory(tmp_path, read_only):
+    """Used to fail: 'results.parquet: cannot write (read-only file system)'."""
+    _rows(tmp_path, range(2))
+    consolidate(tmp_path)
+    _rows(tmp_path, [2])  # a point finished after the table was built: it is stale
+    read_only.add(tmp_path)
+    df = load_results(tmp_path)
+    assert list(df["v"]) == [0, 1, 2]
+    old = pd.read_parquet(tmp_path / "results.parquet")
+    assert len(old) == 2  # nothing was written
+    read_only.clear()
+    rebuilt = load_results(tmp_path)  # writable again: rebuilt, and equal to the in-memory one
+    assert len(pd.read_parquet(tmp_path / "results.parquet")) == 3
+    pd.testing.assert_frame_equal(df, rebuilt)
+
+
+def test_a_changed_row_makes_the_table_stale(tmp_path):
+    _rows(tmp_path, range(2))
+    consolidate(tmp_path)
+    row = point_dir(tmp_path, "id1") / "row.json"
+    data = json.loads(row.read_text())
+    atomic_write_json(row, {**data, "v": 99})  # e.g. --retry-failed rewrote it
+    assert list(load_results(tmp_path)["v"]) == [0, 99]
+    # a table from before fingerprints (no metadata) counts as stale and is rebuilt
+    pd.read_parquet(tmp_path / "results.parquet").to_parquet(tmp_path / "results.parquet")
+    _rows(tmp_path, [5])
+    assert list(load_results(tmp_path)["v"]) == [0, 99, 5]
+
+
+@pytest.mark.parametrize("stale", [False, True])
+def test_results_commands_read_a_read_only_folder(tmp_path, read_only, capsys, stale):
+    from simsched.cli import main
+
+    sweep = tmp_path / "sweep"
+    _rows(sweep, range(3))
+    consolidate(sweep)
+    if stale:
+        _rows(sweep, [3])
+    read_only.add(sweep)
+
+    def run(*args: str) -> None:
+        with pytest.raises(SystemExit) as info:
+            main(list(args))
+        assert info.value.code == 0
+
+    run("results", "show", str(sweep), "--format", "csv", "--columns", "point_id,v")
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        f"id{i},{i}" for i in range(4 if stale else 3)
+    ]
+    run("results", "export", str(sweep), "-o", str(tmp_path / "out.csv"))
+    assert len(pd.read_csv(tmp_path / "out.csv")) == (4 if stale else 3)
+    run("plot", "sweep", str(sweep), "--x", "v", "--y", "v", "-o", str(tmp_path / "f.png"))
+    assert (tmp_path / "f.png").stat().st_size > 0
+    assert sorted(p.name for p in sweep.iterdir()) == ["points", "results.parquet"]

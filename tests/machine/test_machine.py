@@ -102,3 +102,22 @@ def test_cli_unknown_machine_exit_2(capsys):
         main(["machine", "show", "itrs-scaling-17"])
     assert exc.value.code == 2
     assert "did you mean" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", [True, False, "2.5"])
+def test_clock_ghz_is_a_number_not_a_bool(value):
+    """``clock_ghz: true`` used to become 1.0 GHz."""
+    with pytest.raises(ConfigError, match="clock_ghz: Input should be a valid number"):
+        load_machine("itrs-scaling-1", {"clock_ghz": value})
+    assert load_machine("itrs-scaling-1", {"clock_ghz": 2}).clock_ghz == 2.0
+
+
+def test_duplicate_key_in_a_machine_file_is_an_error(tmp_path):
+    p = tmp_path / "m.yaml"
+    p.write_text(
+        "name: x\ncores_per_socket: 4\ncores_per_socket: 8\ncaches:\n"
+        "  - {name: L1, scope: core, size: 16KB, assoc: 4, line: 64, hit_latency: 1}\n"
+        "memory: {latency: 50, service_interval: 5}\n"
+    )
+    with pytest.raises(ConfigError, match=r"line 3, column 1: duplicate key 'cores_per_socket'"):
+        load_machine(p)

@@ -2,7 +2,7 @@
 
 The engine may use only: ``MemorySystem(machine)``, ``.state``, ``.run_cores`` (signature
 :data:`simsched.memory.window.DRIVER_SIGNATURE`), ``.page_limit()``, ``.grow()``,
-``.stats()`` and the names of :mod:`simsched.memory.window`.  Every caller of the batch
+``.stats()``, ``.core_counter_reader()`` and the names of :mod:`simsched.memory.window`.  Every caller of the batch
 loop ``_serve`` checks the status it leaves in MISC.
 """
 

@@ -111,6 +111,31 @@ def test_first_touch_and_remote_latency():
     assert s["cores"][0]["mem_remote"] == 1 and s["pages_mapped"] == 2
 
 
+@pytest.mark.parametrize("scope", ["socket", "core"])
+def test_core_counter_reader_matches_stats_through_page_table_growth(scope):
+    m = machine(
+        [
+            {"size": 1024, "assoc": 2, "line": 64},
+            {"name": "L2", "scope": scope, "size": 4096, "assoc": 4, "line": 64},
+        ],
+        sockets=2,
+        cores_per_socket=2,
+        remote_latency=60,
+    )
+    ms = MemorySystem(m)
+    read = ms.core_counter_reader()
+    rng = np.random.default_rng(5)
+    state0 = ms.state
+    for step in range(4):
+        for core in range(4):
+            addrs = rng.integers(0, 1 << 30, size=300).astype(np.uint64) * 64
+            ms.access_batch(core, addrs, np.full(300, 8), np.zeros(300, bool), step * 1000)
+            cs = ms.stats()["cores"][core]
+            want = (cs["levels"]["L2"]["misses"], cs["mem_local"], cs["mem_remote"])
+            assert read(core) == want
+    assert ms.state is not state0  # the page table grew: the reader followed the new state
+
+
 @pytest.mark.parametrize(
     ("placement", "nodes"), [("interleave", [0, 1, 2, 0]), ("node:2", [2, 2, 2, 2])]
 )

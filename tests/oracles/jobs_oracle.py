@@ -146,7 +146,10 @@ class OracleJobs:
         def reallocate(t):
             targets = self.ctl.allot(t, active)
             want = assign_cores(
-                {j.jid: frozenset(j.cores) for j in active}, targets, self.socket_of
+                {j.jid: frozenset(j.cores) for j in active},
+                targets,
+                self.socket_of,
+                {c for c in range(P) if state[c] != "idle"},
             )
             dest_of = [-1] * P
             for jid, cs in want.items():

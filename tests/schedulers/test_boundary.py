@@ -63,10 +63,12 @@ def test_hand_worked(B, M, Sc, Sd, bl, reason):
     assert c.leaf_tasks == B ** (bl - 1)
 
 
-def test_cache_term_below_one():
-    # Sd/Sc = 1/10 with B = 4: the smallest k with 4**k >= 0.1 is -1, so the term is 0
-    c = choose_boundary_level(4, 2, 10, 1)
-    assert c.level_cache == 0 and c.level_sockets == 2
+@pytest.mark.parametrize("Sc,Sd", [(10, 1), (100, 1), (1 << 30, 64), (64, 64)])
+def test_cache_term_is_at_least_one(Sc, Sd):
+    # Data that fits in one shared cache fits at the root's level: the bare formula gives
+    # 0 for Sd/Sc = 1/10 and -2 for 1/100 with B = 4; the term is 1, the level of the root.
+    c = choose_boundary_level(4, 2, Sc, Sd)
+    assert c.level_cache == 1 and c.level_sockets == 2 and c.bl == 2
 
 
 def test_single_socket_is_zero():

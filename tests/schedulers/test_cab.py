@@ -20,6 +20,7 @@ from simsched.schedulers.boundary import trace_footprint_bytes
 from simsched.schedulers.cab import CacheAwareBiTier
 from simsched.trace import TraceBuilder, open_trace
 from simsched.workloads import generate
+from tests.conftest import private_cache
 from tests.engine.conftest import make_trace
 from tests.engine.machines import ONE_BY_THREE, TWO_BY_TWO
 from tests.engine.test_cli_run import _run
@@ -32,7 +33,8 @@ TWO_BY_FOUR = {**TWO_BY_TWO, "name": "test-2x4", "cores_per_socket": 4}
 
 @pytest.fixture(autouse=True)
 def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(tmp_path / "cache"))
+    # CAB's own caches (footprints, miss intensities) per test; the kernels shared.
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(private_cache(tmp_path / "cache")))
 
 
 def tree_trace(path, depth: int = 3, b: int = 2):

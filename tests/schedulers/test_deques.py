@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simsched.schedulers.deques import WorkerDeques
+from simsched.schedulers.deques import SocketDeques, WorkerDeques
 
 
 def test_lifo_for_the_owner_fifo_for_thieves():
@@ -18,6 +18,48 @@ def test_lifo_for_the_owner_fifo_for_thieves():
     assert dq.attempt(0) == -1
     assert counters == {"steal_attempts": 2, "steals": 1}
     assert dq.pop(2) == -1 and len(dq) == 1
+
+
+def test_socket_counts_follow_a_mugged_deque():
+    """Mugging moves the strands to the mugger's socket: the per-socket counts stay the
+    sums of the deques (they went to [-1, 1] before)."""
+    dq = SocketDeques(4, 10, {}, socket_of=[0, 0, 1, 1])
+    dq.push_all(1, [7, 8])
+    assert dq.socket_items == [2, 0]
+    assert dq.mug(2, 1) == 2
+    assert dq.socket_items == [0, 2]
+    assert dq.pop(2) == 8 and dq.attempt(2) == 7
+    assert dq.socket_items == [0, 0] and len(dq) == 0
+
+
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["push", "pop", "steal", "mug", "take"]),
+            st.integers(0, 3),
+            st.integers(0, 3),
+        ),
+        max_size=40,
+    )
+)
+def test_socket_counts_are_the_sums_of_the_deques(ops):
+    socket_of = [0, 0, 1, 1]
+    dq = SocketDeques(4, 10, {}, socket_of=socket_of)
+    for k, (op, c, v) in enumerate(ops):
+        if op == "push":
+            dq.push(c, k)
+        elif op == "pop":
+            dq.pop(c)
+        elif op == "steal":
+            dq.attempt(v)
+        elif op == "mug" and not dq.deques[c]:
+            dq.mug(c, v)
+        elif op == "take":
+            dq.take_all(c)
+        sums = [0, 0]
+        for core, d in enumerate(dq.deques):
+            sums[socket_of[core]] += len(d)
+        assert dq.socket_items == sums and len(dq) == sum(sums)
 
 
 @given(

@@ -243,3 +243,35 @@ def test_fast_engine_equals_oracle_on_iterative_traces(small_traces, sched, name
     np.testing.assert_array_equal(res.private_misses, ora["private_misses"])
     assert res.counters == ora["counters"]
     assert stats["nodes"] == mem.stats()["nodes"]
+
+
+@pytest.mark.parametrize("sched", ["laws", "cats"])
+def test_sparse_iteration_numbers_are_renumbered(small_traces, tmp_path, sched):
+    # marks 0, 5, 2**40, 2**40 + 1 used to size per-iteration lists by the largest number
+    # (terabytes); the run is now the one of marks 0, 1, 2, 3, with the trace's numbers kept
+    from simsched.trace import TraceBuilder
+    from simsched.trace.events import events
+
+    labels = [0, 5, 2**40, 2**40 + 1]
+    sparse = tmp_path / "sparse.sst"
+    with open_trace(small_traces["heat"]) as t, TraceBuilder(sparse) as b:
+        for ev in events(t):
+            if ev[0] == "iteration":
+                b.iteration(labels[ev[1]])
+            elif ev[0] == "refs":
+                b.refs(ev[1].addr, ev[1].size, ev[1].write, ev[1].gap)
+            elif ev[0] == "instr":
+                b.instr(ev[1])
+            elif ev[0] != "strand":
+                getattr(b, ev[0])()
+    machine = load_machine(TWO_BY_TWO)
+    with open_trace(small_traces["heat"]) as t0, open_trace(sparse) as t1:
+        res0, _, s0 = _replay(t0, machine, sched)
+        res1, _, s1 = _replay(t1, machine, sched)
+    assert res1.makespan == res0.makespan
+    assert np.array_equal(res1.strand_core, res0.strand_core)
+    f0, f1 = s0.record_fields(), s1.record_fields()
+    assert f1["iteration_cycles"] == f0["iteration_cycles"] and len(s1.it_cycles) == 4
+    assert [e["iteration"] for e in f1["packing"]] == labels
+    assert sorted(s1.roots_by_iteration) == [k for k in labels if k in s1.roots_by_iteration]
+    assert s1.first_it == 0 and f1["packing_mode"] == f0["packing_mode"]

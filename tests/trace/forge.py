@@ -9,6 +9,7 @@ refuse them is the reader's own checking of what the file says.
 from __future__ import annotations
 
 import hashlib
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from simsched.trace import format as fmt
+from tests.conftest import private_cache as shared_kernels_cache
 
 
 @dataclass
@@ -129,6 +131,23 @@ def with_reference(src: str | Path, dst: str | Path, i: int, addr: int, size: in
     return seal(parts, dst)
 
 
+def assert_refused(src: str | Path, damage, message: str, out: Path) -> Path:
+    """Damage a copy of trace ``src`` (``damage(parts)``), seal it as ``out`` and check that
+    opening it, and validating it, raises ``TraceFormatError`` "``out``: ..." matching
+    the regular expression ``message``."""
+    from simsched.errors import TraceFormatError
+    from simsched.trace import open_trace, validate
+
+    parts = read(src)
+    damage(parts)
+    bad = seal(parts, out)
+    with pytest.raises(TraceFormatError, match=f"^{re.escape(str(bad))}: (.*)?({message})"):
+        open_trace(bad)
+    with pytest.raises(TraceFormatError):
+        validate(bad)
+    return bad
+
+
 def reseal_bytes(data: bytes) -> bytes:
     """Give a damaged file a valid header CRC and content digest again (its counts and
     section table as they are), so only the checks behind the digest can refuse it."""
@@ -144,7 +163,7 @@ def reseal_bytes(data: bytes) -> bytes:
 
 @pytest.fixture(scope="module")
 def private_cache(tmp_path_factory):
-    """A private SIMSCHED_CACHE_DIR for a test module (kernels and baselines)."""
+    """A private SIMSCHED_CACHE_DIR for a test module (baselines; kernels shared)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SIMSCHED_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        mp.setenv("SIMSCHED_CACHE_DIR", str(shared_kernels_cache(tmp_path_factory.mktemp("cache"))))
         yield

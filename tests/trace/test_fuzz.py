@@ -3,7 +3,7 @@
 Every case damages one good trace, either structurally (tables, index, meta, references or
 header counts rewritten, then sealed again so every checksum and the digest are valid:
 cyclic frame parents, out-of-range strand or frame indices, unknown edge kinds, dropped or
-added edges, ...) or byte by byte (bit flips, truncation, overwritten or inserted bytes,
+added edges, damaged iteration marks, edges moved to another strand of the right frame, ...) or byte by byte (bit flips, truncation, overwritten or inserted bytes,
 junk appended, with or without a fresh digest).  Through the command line, each case must
 either end in one line on stderr and exit status 2, or be a valid trace: then ``validate``
 passes, ``run`` passes, and the replay satisfies the engine's invariants.  ``validate``
@@ -22,6 +22,7 @@ import simsched
 from simsched.cli import main
 from simsched.engine.check import check_invariants
 from simsched.trace import TraceBuilder, open_trace
+from simsched.trace import format as fmt
 from tests.trace import forge
 from tests.trace.forge import (
     Parts,
@@ -232,7 +233,52 @@ def m_trailer(parts: Parts, rng) -> str:
     return f"{len(parts.trailer)} bytes appended (digest valid)"
 
 
+def m_iteration(parts: Parts, rng) -> str:
+    """Damage the iteration marks (docs/trace-format.md, "Iterations")."""
+    it = parts.tables["frame_iteration"]
+    marked = np.flatnonzero(it >= 0)
+    what = int(rng.integers(5))
+    if what == 0:
+        it[marked] = it[marked].max() - it[marked]
+        return "iteration numbers reversed"
+    if what == 1:
+        it[0] = int(rng.choice([0, 1, 1 << 40]))
+        return f"main's iteration = {int(it[0])}"
+    if what == 2:
+        f = int(rng.integers(1, it.shape[0]))
+        it[f] = int(rng.choice([-1, 0, 1, 2, int(it[f]) + 1, 1 << 40]))
+        return f"frame {f} iteration = {int(it[f])}"
+    if what == 3:
+        it[it == it.max()] = max(0, int(it.max()) - 1)  # iteration(k) twice
+        return "last iteration repeats the one before"
+    big = int(rng.choice([1 << 40, (1 << 63) - 1]))
+    it[it == it.max()] = big  # still increasing: a valid trace
+    return f"last iteration renumbered {big}"
+
+
+def m_edge_target(parts: Parts, rng) -> str:
+    """Move one edge to another strand of the frame it names (the frames stay right)."""
+    t = parts.tables
+    sf = t["strand_frame"]
+    e = int(rng.integers(t["edge_src"].shape[0]))
+    src, dst, kind = int(t["edge_src"][e]), int(t["edge_dst"][e]), int(t["edge_kind"][e])
+    if kind == 2 or rng.random() < 0.3:  # a join (or any edge) to another strand of dst's frame
+        cands = np.flatnonzero((sf == sf[dst]) & (np.arange(sf.shape[0]) > src))
+        cands = cands[cands != dst]
+        new_src, new_dst = src, int(rng.choice(cands)) if cands.size else dst
+    else:  # a spawn or continuation from another strand of src's frame
+        cands = np.flatnonzero((sf == sf[src]) & (np.arange(sf.shape[0]) < dst))
+        cands = cands[cands != src]
+        new_src, new_dst = int(rng.choice(cands)) if cands.size else src, dst
+    t["edge_src"][e], t["edge_dst"][e] = new_src, new_dst
+    order = np.argsort(t["edge_src"], kind="stable")
+    _edges(parts, lambda a: a[order])
+    return f"{fmt.EDGE_KINDS.get(kind, kind)} edge {src} -> {dst} moved to {new_src} -> {new_dst}"
+
+
 STRUCTURAL = [
+    m_iteration,
+    m_edge_target,
     m_set,
     m_set,
     m_set,

@@ -1,91 +1,155 @@
-"""Finding iterations without markers (simsched.trace.iterations, via TraceBuilder.close)."""
+"""The iteration rule: marks are made in main, with increasing numbers (docs/trace-format.md).
+
+Damaged iteration marks used to pass ``trace validate`` and change LAWS's makespan; now the
+builder refuses to write them and opening a trace refuses them.
+"""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import pytest
 
-from simsched.trace import open_trace, validate
-from simsched.trace.builder import TraceBuilder
+from simsched.errors import IterationMarkError, TraceBuildError, TraceFormatError
+from simsched.trace import TraceBuilder, open_trace, validate
+from tests.trace import forge
 
 
-def _loop(path, steps, *, ranges=True, mark=False, odd_last=False):
-    """main: a serial loop whose every step spawns a two-way split over one array."""
-    b = TraceBuilder(path, program="loop")
-    lo: list[int] = []
-    hi: list[int] = []
-
-    def ref(addr):
-        b.ref(addr, 8, False)
-        s = b.n_strands - 1
-        while len(lo) <= s:
-            lo.append(1 << 62)
-            hi.append(-1)
-        lo[s], hi[s] = min(lo[s], addr), max(hi[s], addr)
-
-    ref(0x100)  # serial set-up in main
-    for t in range(steps):
-        if mark:
-            b.iteration(t)
-        b.spawn()  # the step: its own frame (as a called Cilk function would be)
-        for half in range(2):
+def _tree(b: TraceBuilder, depth: int) -> None:
+    b.ref(0x1000 + 64 * depth, 8, False, 1)
+    if depth:
+        for _ in range(2):
             b.spawn()
-            for i in range(4):
-                ref(0x10000 + 0x1000 * half + 8 * i)
+            _tree(b, depth - 1)
             b.ret()
         b.sync()
-        b.ret()
-        b.sync()
-        ref(0x200)  # the loop's own serial work (a pointer swap)
-    if odd_last:
-        b.spawn()
-        ref(0x900000)
-        b.ret()
-        b.sync()
-    n = b.n_strands
-    arr = (np.asarray(lo + [1 << 62] * (n - len(lo))), np.asarray(hi + [-1] * (n - len(hi))))
-    h = b.close(strand_ranges=arr if ranges else None)
-    validate(path)
-    return h
 
 
-def test_repeated_steps_of_main_become_iterations(tmp_path):
-    h = _loop(tmp_path / "a.sst", 5)
-    assert h.params["iterations_found"] == 5
-    with open_trace(tmp_path / "a.sst") as t:
-        f = t.frames
-        assert f.iteration.tolist() == [-1] + [i for i in range(5) for _ in range(3)]
-        steps = np.flatnonzero(f.parent == 0)
-        assert f.spawn_index[steps].tolist() == [0] * 5
-        assert f.branching[steps].tolist() == [1] * 5
-        # the same task has the same position key in every iteration
-        assert len(set(f.key_hash[steps].tolist())) == 1
-        kids = np.flatnonzero(f.parent == steps[3])
-        assert (
-            f.key_hash[kids].tolist() == f.key_hash[np.flatnonzero(f.parent == steps[0])].tolist()
-        )
+@pytest.fixture(scope="module")
+def iterated(tmp_path_factory):
+    """Main marks iterations 0, 1, 2 and spawns two trees of depth 2 in each."""
+    p = tmp_path_factory.mktemp("it") / "iterated.sst"
+    with TraceBuilder(p, chunk_refs=16) as b:
+        for it in range(3):
+            b.iteration(it)
+            for _ in range(2):
+                b.spawn()
+                _tree(b, 2)
+                b.ret()
+            b.sync()
+    return p
 
 
-def test_found_iterations_equal_marked_ones(tmp_path):
-    _loop(tmp_path / "found.sst", 4)
-    _loop(tmp_path / "marked.sst", 4, ranges=False, mark=True)
-    with open_trace(tmp_path / "found.sst") as a, open_trace(tmp_path / "marked.sst") as m:
-        for col in ("parent", "iteration", "spawn_index", "branching", "level", "key_hash"):
-            np.testing.assert_array_equal(getattr(a.frames, col), getattr(m.frames, col))
+def _main_children(parts):
+    return np.flatnonzero(parts.tables["frame_parent"] == 0)
 
 
-def test_no_repetition_no_iterations(tmp_path):
-    h = _loop(tmp_path / "one.sst", 1)
-    assert "iterations_found" not in h.params
-    with open_trace(tmp_path / "one.sst") as t:
-        assert int(t.frames.iteration.max()) == -1
+def _reverse(parts):
+    it = parts.tables["frame_iteration"]
+    it[it >= 0] = 2 - it[it >= 0]
 
 
-def test_marks_win_and_a_trailing_phase_joins_the_last_iteration(tmp_path):
-    h = _loop(tmp_path / "m.sst", 3, mark=True)
-    assert "iterations_found" not in h.params  # marked: nothing to find
-    _loop(tmp_path / "tail.sst", 3, odd_last=True)
-    with open_trace(tmp_path / "tail.sst") as t:
-        # as if SS_ITER(t) preceded each step: the different phase after the loop belongs
-        # to the last iteration, as it would with markers
-        assert int(t.frames.iteration.max()) == 2
-        assert int(t.frames.iteration[-1]) == 2
+def _main_marked(parts):
+    parts.tables["frame_iteration"][0] = 0
+
+
+def _deep_mismarked(parts):
+    it, parent = parts.tables["frame_iteration"], parts.tables["frame_parent"]
+    f = int(np.flatnonzero(parent > 0)[0])
+    it[f] = it[f] + 1
+
+
+def _child_mismarked(parts):
+    # the second child of main in iteration 0 claims iteration 1, with its subtree
+    it, parent = parts.tables["frame_iteration"], parts.tables["frame_parent"]
+    c = int(_main_children(parts)[1])
+    it[c] = 1
+    sub = np.zeros(it.shape[0], bool)
+    sub[c] = True
+    for f in range(c + 1, it.shape[0]):
+        sub[f] = sub[parent[f]]
+    it[sub] = 1
+
+
+def _repeated(parts):
+    # what iteration(1) twice wrote: iterations 0, 1, 1 and duplicate position keys
+    it = parts.tables["frame_iteration"]
+    it[it == 2] = 1
+
+
+CASES = {
+    "reversed numbers": (_reverse, "iteration numbers must increase"),
+    "mark on main": (_main_marked, "frame 0 \\(main\\) has iteration 0"),
+    "frame below main mis-marked": (_deep_mismarked, "only main's children start an iteration"),
+    "child of main mis-marked": (_child_mismarked, "restart at every iteration mark"),
+    "iteration repeated": (_repeated, "iteration numbers must increase"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_damaged_iteration_marks_are_refused(tmp_path, iterated, case):
+    damage, message = CASES[case]
+    forge.assert_refused(iterated, damage, message, tmp_path / "bad.sst")
+
+
+def test_the_undamaged_trace_is_valid(iterated):
+    assert validate(iterated)["ok"]
+    with open_trace(iterated) as t:
+        assert sorted(set(t.frames.iteration.tolist())) == [-1, 0, 1, 2]
+
+
+def test_validate_checks_whole_position_keys(tmp_path, iterated):
+    # a grandchild's key keeps its length and last value but not its parent's prefix
+    parts = forge.read(iterated)
+    t = parts.tables
+    f = int(np.flatnonzero(t["frame_level"] == 2)[0])
+    t["frame_key_values"][t["frame_key_offsets"][f]] += 1
+    bad = forge.seal(parts, tmp_path / "bad.sst")
+    with pytest.raises(TraceFormatError, match=f"frame {f}: its position key does not start"):
+        validate(bad)
+
+
+def _twice(b):
+    b.iteration(1)
+    b.iteration(1)
+
+
+def _inside(b):
+    b.spawn()
+    b.iteration(0)
+
+
+@pytest.mark.parametrize(
+    "action, message",
+    [
+        (_twice, "iteration mark 1 after iteration 1: iteration numbers must increase"),
+        (lambda b: (b.iteration(3), b.iteration(2)), "iteration mark 2 after iteration 3"),
+        (_inside, "iteration mark 0 inside a spawned frame \\(depth 1\\)"),
+        (lambda b: b.iteration(-1), "iteration mark -1 is outside 0..2\\^63-1"),
+        (lambda b: b.iteration(2**70), "iteration mark 1180591620717411303424 is outside"),
+        (lambda b: b.iteration(1.5), "iteration mark 1.5 is not an integer"),
+        (lambda b: b.iteration(float("nan")), "iteration mark nan is not an integer"),
+    ],
+)
+def test_builder_refuses_bad_iteration_marks(tmp_path, action, message):
+    p = tmp_path / "bad.sst"
+    with pytest.raises(IterationMarkError, match=f"^{re.escape(str(p))}: {message}"):
+        with TraceBuilder(p) as b:
+            action(b)
+    assert issubclass(IterationMarkError, ValueError)
+    assert issubclass(IterationMarkError, TraceBuildError)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_builder_accepts_sparse_increasing_marks(tmp_path):
+    p = tmp_path / "sparse.sst"
+    with TraceBuilder(p) as b:
+        for it in (0, 5, 2**40):
+            b.iteration(it)
+            b.spawn()
+            b.ref(64, 8, False)
+            b.ret()
+    assert validate(p)["ok"]
+    with open_trace(p) as t:
+        assert t.frames.iteration.tolist() == [-1, 0, 5, 2**40]

@@ -196,6 +196,26 @@ def test_roi_markers_filter(tmp_path):
         ([header(), rec(R.REC_MARKER, c=42), rec(R.REC_MARKER, c=R.M_END)], "unknown marker 42"),
         ([header(), rec(R.REC_MARKER, c=R.M_END), rec(R.REC_REF, 1, 0, 8)], "after the END"),
         ([rec(R.REC_HEADER, R.RAW_MAGIC, 7)], "version 7"),
+        # the iteration rule: in main, increasing numbers
+        (
+            [
+                header(),
+                rec(R.REC_MARKER, c=R.M_ITER, a=2),
+                rec(R.REC_MARKER, c=R.M_ITER, a=1),
+                rec(R.REC_MARKER, c=R.M_END),
+            ],
+            "near record 2: .*iteration mark 1 after iteration 2",
+        ),
+        (
+            [
+                header(),
+                rec(R.REC_MARKER, c=R.M_SPAWN),
+                rec(R.REC_MARKER, c=R.M_ITER, a=0),
+                rec(R.REC_MARKER, c=R.M_SPAWN_END),
+                rec(R.REC_MARKER, c=R.M_END),
+            ],
+            "near record 2: .*iteration mark 0 inside a spawned frame",
+        ),
         # the reference rule, naming the record
         (
             [header(), rec(R.REC_REF, 1 << 48, 0, 8), rec(R.REC_MARKER, c=R.M_END)],

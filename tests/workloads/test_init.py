@@ -108,6 +108,47 @@ def test_generate_refuses_an_input_too_large_for_the_host(tmp_path, monkeypatch)
 
     monkeypatch.setattr(resources, "available_bytes", lambda: 2**30)
     out = tmp_path / "m.sst"
-    with pytest.raises(ConfigError, match=r"^mergesort \(n=268435456, .*needs about 7\.0 GB"):
+    with pytest.raises(ConfigError, match=r"^mergesort \(n=268435456, .*needs about 13\.4 GB"):
         generate("mergesort", out, n=2**28)
     assert not out.exists()
+
+
+def test_every_generator_declares_its_memory():
+    for name, w in WORKLOADS.items():
+        need = w.module.memory(w.resolve({}))
+        assert 50 * 2**20 < need < 2**30, name  # defaults: well under a gigabyte
+
+
+def test_fib_40_is_refused_up_front(tmp_path, monkeypatch):
+    # fib(40) has 3.3e8 frames: hundreds of GB of builder tables, refused before any work
+    from simsched.machine import resources
+
+    monkeypatch.setattr(resources, "available_bytes", lambda: 64 * 2**30)
+    out = tmp_path / "f.sst"
+    with pytest.raises(ConfigError, match=r"^fib \(n=40, cutoff=2\): .*needs about 616\.9 GB"):
+        generate("fib", out, n=40)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "name, params",
+    [
+        ("fib", {"n": 20}),
+        ("datapar", {"n": 2, "elems": 1 << 18}),
+        ("hashjoin", {"n_build": 1 << 18}),
+        ("mergesort", {"n": 1 << 14, "grain": 32}),
+    ],
+)
+def test_declared_memory_covers_the_peak(tmp_path, name, params):
+    import tracemalloc
+
+    generate(name, tmp_path / "warm.sst", **params)  # imports and caches first
+    w = WORKLOADS[name]
+    tracemalloc.start()
+    try:
+        generate(name, tmp_path / "t.sst", **params)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    need = w.module.memory(w.resolve(params))
+    assert peak <= need < 4 * peak + 2**27, (peak, need)

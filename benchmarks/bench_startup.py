@@ -1,0 +1,68 @@
+"""Start-up benchmark: the CPU time of ``simsched --version`` and ``simsched machine list``.
+
+Prints one JSON line.  Target (issue 25): each command costs at most 0.15 CPU-s (user +
+system of the child process and anything it waits for, such as ``git``), so asking for the
+version or the machine presets never pays for numpy, numba, pandas or the simulator.  CPU
+time is the figure to compare, being much less sensitive to other load on a shared machine
+than wall time; the best of ``--repeat`` runs is reported, with the load average at the
+start so a reader can judge the wall figures.
+
+    python benchmarks/bench_startup.py [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+COMMANDS = {"version": ["--version"], "machine_list": ["machine", "list"]}
+TARGET_CPU_S = 0.15
+# The console script's own code: the same as running the installed `simsched`, without
+# depending on which `simsched` is first on PATH.
+ENTRY = "import sys; from simsched.cli import main; main(sys.argv[1:])"
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def measure(args: list[str]) -> tuple[float, float]:
+    """Run ``simsched ARGS`` once; return its (CPU, wall) seconds."""
+    c0, t0 = _cpu(), time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", ENTRY, *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    return _cpu() - c0, time.perf_counter() - t0
+
+
+def main() -> None:
+    """Run the benchmark and print its JSON line."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5, help="runs per command (best of)")
+    a = ap.parse_args()
+    out: dict[str, object] = {
+        "benchmark": "startup",
+        "loadavg_1m": os.getloadavg()[0],
+        "target_cpu_s": TARGET_CPU_S,
+    }
+    measure(["--version"])  # warm the file cache and the byte-code files
+    for key, args in COMMANDS.items():
+        runs = [measure(args) for _ in range(a.repeat)]
+        cpu = min(c for c, _ in runs)
+        out[f"{key}_cpu_s"] = round(cpu, 3)
+        out[f"{key}_wall_s"] = round(min(w for _, w in runs), 3)
+        out[f"{key}_ok"] = cpu <= TARGET_CPU_S
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

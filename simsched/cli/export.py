@@ -1,0 +1,46 @@
+"""``simsched export timeline``: a run's timeline for Perfetto (:mod:`simsched.export`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+export_app = typer.Typer(help="Export results to other tools' formats.", no_args_is_help=True)
+
+
+@export_app.command("timeline")
+def timeline(
+    result: Annotated[
+        Path,
+        typer.Argument(help="result folder (run --out, run --jobs --out, a compare --out point)"),
+    ],
+    out: Annotated[Path, typer.Option("-o", "--out", help="output file (.json)")],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", help="perfetto or chrome (both: trace-event JSON, opens in either)"
+        ),
+    ] = "perfetto",
+    trace: Annotated[
+        Path | None,
+        typer.Option("--trace", help="the run's trace (default: the one its config names)"),
+    ] = None,
+) -> None:
+    """Write a run's timeline as trace-event JSON: cores by socket, strands, steals, counters."""
+    from simsched.export import export_timeline
+
+    doc = export_timeline(result, out, fmt, trace)
+    other = doc["otherData"]
+    slices = sum(1 for e in doc["traceEvents"] if e["ph"] == "X")
+    print(
+        f"{out}: {slices:,} strands, {other['flows']:,} steal/migration flows; open in ui.perfetto.dev"
+    )
+    if other["traces_found"].startswith("none"):
+        print("note: the run's trace was not found: no subtree names or flows (give --trace)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``export`` group to the main app."""
+    app.add_typer(export_app, name="export")

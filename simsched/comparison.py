@@ -1,0 +1,389 @@
+"""What a comparison of schedulers needs explained: the notes under ``simsched compare``.
+
+A table of makespans and misses says *what* happened; some of the most common outcomes
+have a cause the table cannot show.  :func:`run_notes` finds those of one run (from its
+record, the trace and the machine), :func:`compare_notes` those of a whole comparison
+(one line per cause, the schedulers it concerns named once).  ``simsched run`` and
+``simsched compare`` print them; the record of every run keeps its warnings in the field
+``warnings`` (docs/results.md).
+
+The causes:
+
+* ``compulsory-misses``: every scheduler took the same last-level misses (within 2 %)
+  and the trace's footprint fits one last-level cache: they are cold misses, which no
+  schedule can reduce;
+* ``one-socket``: a NUMA-aware policy (:attr:`Scheduler.numa_aware`) on a machine with
+  one socket, where it has no nodes to place data and tasks on;
+* ``no-iterations``: a policy that learns from its first iteration
+  (:attr:`Scheduler.without_iterations`) on a trace without iteration marks;
+* ``data-one-node``: a NUMA-aware policy on a multi-socket machine whose memory traffic
+  all went to one node: the data was first-touched there (e.g. by a serial
+  initialisation, the heat generator's ``init=true``), so no placement can make it local;
+* ``cab-bl``: CAB's boundary level and why ([CAB11] §III-B Eq. 4); ``bl = 0`` makes every
+  task intra-socket, i.e. CAB is WS.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any, Literal
+
+from simsched.schedulers import get_scheduler
+
+__all__ = [
+    "Note",
+    "Ratio",
+    "baseline_ratios",
+    "compare_notes",
+    "footprint_bytes",
+    "paired_ratio",
+    "run_notes",
+    "t_quantile",
+]
+
+#: Last-level misses of the runs within this factor of each other count as "the same"
+#: for the compulsory-misses note.
+SAME_MISSES = 1.02
+
+
+@dataclass(frozen=True)
+class Note:
+    """One explanation of an outcome.
+
+    Attributes
+    ----------
+    code
+        Stable name of the cause (``compulsory-misses``, ``one-socket``,
+        ``no-iterations``, ``data-one-node``, ``cab-bl``).
+    text
+        One line for a person.
+    level
+        ``warning`` (the comparison does not show what the policy is for; kept in the
+        record's ``warnings``) or ``info`` (context, printed only).
+    schedulers
+        The schedulers concerned (empty: the whole comparison).
+    """
+
+    code: str
+    text: str
+    level: Literal["warning", "info"] = "warning"
+    schedulers: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, str]:
+        """``{"code", "message"}``, the form kept in a record's ``warnings``."""
+        return {"code": self.code, "message": self.text}
+
+
+def _mb(n: float) -> str:
+    return f"{n / 2**20:.3g} MB" if n >= 2**20 else f"{n / 2**10:.3g} KB"
+
+
+def has_iterations(trace: Any) -> bool:
+    """Whether any frame of ``trace`` carries an iteration mark."""
+    return bool((trace.frames.iteration >= 0).any())
+
+
+def _nodes_used(record: dict[str, Any]) -> list[int]:
+    """Memory nodes that served at least one line fetch in a run."""
+    raw = record.get("dram_by_node", "[]")
+    nodes = json.loads(raw) if isinstance(raw, str) else raw
+    return [i for i, nd in enumerate(nodes) if int(nd["local"]) + int(nd["remote"]) > 0]
+
+
+_BL_REASONS = {
+    "given": "given as a parameter",
+    "single-socket": "one socket: a single squad (Algorithm II step 2)",
+    "cpu-bound": "the program is CPU-bound ([CAB11] §V-D)",
+    "no-recursion": "main spawns only leaves: no tier to cut",
+    "no-division": "the recursion does not divide its data (branching 1)",
+    "sockets": "Eq. 4's socket term decides",
+    "cache": "Eq. 4's cache term decides (data / shared cache)",
+    "both": "Eq. 4's two terms agree",
+}
+
+
+def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
+    """The notes of one finished run.
+
+    Parameters
+    ----------
+    record
+        The run's flat result record (``scheduler``, ``dram_by_node``, CAB's ``bl``...).
+    trace
+        The open trace it replayed.
+    machine
+        The resolved machine.
+
+    Returns
+    -------
+    list of Note
+        Per-run causes (all but ``compulsory-misses``, which needs the footprint).
+    """
+    cls = get_scheduler(str(record["scheduler"]))
+    name = cls.name
+    notes: list[Note] = []
+    if cls.numa_aware and machine.sockets == 1:
+        notes.append(
+            Note(
+                "one-socket",
+                f"{name}: NUMA-aware, but {machine.name} has one socket: with one memory "
+                "node there is nothing to place, so the run shows only the policy's costs",
+                schedulers=(name,),
+            )
+        )
+    if cls.without_iterations and not has_iterations(trace):
+        notes.append(
+            Note(
+                "no-iterations",
+                f"{name}: the trace has no iteration marks, so {cls.without_iterations}",
+                schedulers=(name,),
+            )
+        )
+    if cls.numa_aware and machine.sockets > 1:
+        used = _nodes_used(record)
+        if len(used) == 1:
+            notes.append(
+                Note(
+                    "data-one-node",
+                    f"{name}: every DRAM access went to node {used[0]} (the data was "
+                    "first-touched there, e.g. by a serial initialisation such as the "
+                    "heat generator's init=true), so no placement can make it local; "
+                    "generate with init=false or use placement: interleave",
+                    schedulers=(name,),
+                )
+            )
+    if "bl" in record and "bl_reason" in record:
+        bl = int(record["bl"])
+        why = _BL_REASONS.get(str(record["bl_reason"]), str(record["bl_reason"]))
+        if bl == 0:
+            text = f"{name}: BL = 0 ({why}): every task is intra-socket, so {name} is WS"
+        else:
+            text = f"{name}: boundary level BL = {bl} ({why})"
+        notes.append(
+            Note("cab-bl", text, level="warning" if bl == 0 else "info", schedulers=(name,))
+        )
+    return notes
+
+
+def footprint_bytes(trace: Any) -> int:
+    """The trace's footprint in bytes (distinct lines × line-size hint), cached per digest."""
+    from simsched.schedulers.boundary import trace_footprint_bytes
+
+    return int(trace_footprint_bytes(trace))
+
+
+def compulsory_note(records: list[dict[str, Any]], trace: Any, machine: Any) -> Note | None:
+    """``compulsory-misses`` when the footprint fits one last-level cache, else None."""
+    last = machine.caches[-1]
+    misses = sorted({int(r.get(f"{last.name}_misses", 0)) for r in records})
+    # Only when the schedules do not differ: with shared data written by several sockets,
+    # coherence misses make a fitting footprint miss more, and differently per schedule.
+    if not misses or misses[-1] > SAME_MISSES * misses[0]:
+        return None
+    fp = footprint_bytes(trace)
+    if fp > last.size:
+        return None
+    seen = f"{misses[0]:,}" if len(misses) == 1 else f"{misses[0]:,}–{misses[-1]:,}"
+    once = "once" if machine.sockets == 1 or last.scope == "core" else "once per socket"
+    return Note(
+        "compulsory-misses",
+        f"{last.name} misses ({seen}) are compulsory: the trace's footprint "
+        f"({_mb(fp)}) fits one {last.name} ({_mb(last.size)}), so every line is fetched "
+        f"{once} under any schedule; use a larger input or a smaller "
+        f"{last.name} (--set caches.{last.name}.size=...) to compare "
+        "cache behaviour",
+    )
+
+
+def compare_notes(records: list[dict[str, Any]], trace: Any, machine: Any) -> list[Note]:
+    """The notes under a comparison: one per cause, per-run notes merged over seeds.
+
+    Parameters
+    ----------
+    records
+        The comparison's successful run records.
+    trace
+        The open trace.
+    machine
+        The resolved machine.
+
+    Returns
+    -------
+    list of Note
+        ``compulsory-misses`` first, then the per-run causes in order of first
+        appearance; a cause shared by several schedulers with the same text (after the
+        scheduler's name) is one note naming them all.
+    """
+    out: list[Note] = []
+    note = compulsory_note(records, trace, machine)
+    if note is not None:
+        out.append(note)
+    seen: dict[tuple[str, str], int] = {}
+    for rec in records:
+        for n in run_notes(rec, trace, machine):
+            name = n.schedulers[0] if n.schedulers else ""
+            key = (n.code, n.text.replace(name, "{}", 1) if name else n.text)
+            if key not in seen:
+                seen[key] = len(out)
+                out.append(n)
+                continue
+            old = out[seen[key]]
+            if name and name not in old.schedulers:
+                names = (*old.schedulers, name)
+                text = key[1].replace("{}", ", ".join(names), 1)
+                out[seen[key]] = Note(old.code, text, old.level, names)
+    return out
+
+
+# ------------------------------------------------------------------ baseline ratios
+
+#: The test behind ``compare --baseline``, as printed under the table.
+RATIO_TEST = "paired t interval on the log-ratios, seeds paired"
+
+
+def _t_two_sided(t: float, df: int) -> float:
+    """``P(|T| <= t)`` for Student's t with ``df`` degrees of freedom (exact finite series,
+    Abramowitz & Stegun 26.7.3–4)."""
+    theta = math.atan(t / math.sqrt(df))
+    s, c = math.sin(theta), math.cos(theta)
+    c2 = c * c
+    if df % 2:
+        term, acc = c, c if df > 1 else 0.0
+        for k in range(1, (df - 3) // 2 + 1):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            acc += term
+        return 2.0 / math.pi * (theta + s * acc)
+    term, acc = 1.0, 1.0
+    for k in range(1, (df - 2) // 2 + 1):
+        term *= c2 * (2 * k - 1) / (2 * k)
+        acc += term
+    return s * acc
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile (``p`` > 0.5) of Student's t with ``df`` >= 1 degrees of freedom.
+
+    Exact series inverted by bisection up to 400 degrees of freedom; beyond, the
+    Cornish–Fisher expansion around the normal quantile (error below 1e-7 there).
+    """
+    if not 0.5 < p < 1 or df < 1:
+        raise ValueError(f"t_quantile: need 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
+    if df > 400:
+        z = NormalDist().inv_cdf(p)
+        g1 = (z**3 + z) / 4
+        g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+        g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+        return z + g1 / df + g2 / df**2 + g3 / df**3
+    target = 2 * p - 1
+    lo, hi = 0.0, 1.0
+    while _t_two_sided(hi, df) < target:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if _t_two_sided(mid, df) < target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * hi:
+            break
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """One metric of one scheduler as a ratio to the baseline.
+
+    Attributes
+    ----------
+    ratio
+        Geometric mean over the paired seeds of ``value / baseline value``.
+    lo, hi
+        95 % confidence interval of the ratio (paired t on the log-ratios); equal to
+        ``ratio`` when ``n`` is 1 or every pair has the same ratio.
+    n
+        Pairs (seeds).
+    """
+
+    ratio: float
+    lo: float
+    hi: float
+    n: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        """Plain dict for JSON."""
+        return {"ratio": self.ratio, "lo": self.lo, "hi": self.hi, "n": self.n}
+
+
+def paired_ratio(values: list[float], base: list[float], level: float = 0.95) -> Ratio | None:
+    """Ratio of paired samples with its confidence interval; None if a value is <= 0.
+
+    Parameters
+    ----------
+    values, base
+        The scheduler's and the baseline's values, one pair per seed.
+    level
+        Confidence level of the two-sided interval.
+    """
+    if len(values) != len(base) or not values:
+        raise ValueError("paired_ratio: need as many values as baseline values, at least one")
+    if any(v <= 0 for v in values) or any(b <= 0 for b in base):
+        return None  # a ratio to or of zero has no logarithm
+    d = [math.log(v / b) for v, b in zip(values, base, strict=True)]
+    n = len(d)
+    mean = statistics.fmean(d)
+    if n == 1:
+        r = math.exp(mean)
+        return Ratio(r, r, r, 1)
+    half = t_quantile(0.5 + level / 2, n - 1) * statistics.stdev(d) / math.sqrt(n)
+    return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n)
+
+
+def baseline_ratios(
+    records: list[dict[str, Any]], baseline: str, metrics: list[str]
+) -> dict[str, dict[str, Ratio | None]]:
+    """Every scheduler's metrics as ratios to ``baseline``'s, paired by seed.
+
+    A deterministic scheduler (run once) is paired with every seed of the other side: its
+    one value is what it gives under any seed.
+
+    Parameters
+    ----------
+    records
+        The comparison's records (``scheduler``, ``seed`` and the metrics).
+    baseline
+        Canonical name of the baseline scheduler (one of the records').
+    metrics
+        Record fields to compare.
+
+    Returns
+    -------
+    dict
+        ``{scheduler: {metric: Ratio or None}}`` for every scheduler but the baseline;
+        None where a value is zero (no ratio).
+    """
+    by: dict[str, dict[int, dict[str, Any]]] = {}
+    for r in records:
+        by.setdefault(str(r["scheduler"]), {})[int(r["seed"])] = r
+    if baseline not in by:
+        raise ValueError(f"baseline {baseline!r} is not among the records' schedulers")
+    base = by[baseline]
+    out: dict[str, dict[str, Ratio | None]] = {}
+    for name, runs in by.items():
+        if name == baseline:
+            continue
+        if len(runs) == 1 or len(base) == 1:
+            seeds = sorted(base if len(runs) == 1 else runs)
+        else:
+            seeds = sorted(set(runs) & set(base))
+        pick = lambda d, s: d[s] if len(d) > 1 else next(iter(d.values()))  # noqa: E731
+        out[name] = {
+            k: paired_ratio(
+                [float(pick(runs, s)[k]) for s in seeds], [float(pick(base, s)[k]) for s in seeds]
+            )
+            for k in metrics
+        }
+    return out

@@ -1,0 +1,119 @@
+"""A comparison's runs saved as a results store (``simsched compare --out DIR``).
+
+Each run of :func:`simsched.compare` becomes one point of the store's layout
+(:mod:`simsched.experiments.store`): ``DIR/points/<id>/point.json``, ``row.json``,
+``result.json`` and ``timeline.npz``, and ``DIR/results.parquet`` over them all, so
+``simsched results show DIR``, ``simsched plot sweep DIR`` and
+:func:`~simsched.experiments.load_results` read a comparison as they read a sweep.  The
+point id hashes what determines the run (trace digest and path, resolved machine,
+scheduler, parameters, seed), so saving the same comparison again replaces its points.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from simsched.canonical import content_hash
+from simsched.engine.record import nest_fields, write_json_atomic, write_npz_atomic
+from simsched.errors import ConfigError
+from simsched.experiments.spec import Point
+from simsched.experiments.store import POINT_FILE, consolidate, point_dir, write_row
+
+#: The ``sweep`` column of a saved comparison.
+SWEEP_NAME = "compare"
+
+
+def comparison_point(
+    record: dict[str, Any],
+    trace_path: str | os.PathLike,
+    machine: Any,
+    overrides: dict[str, Any] | None,
+    out_dir: Path,
+) -> Point:
+    """The store point of one compared run.
+
+    Parameters
+    ----------
+    record
+        The run's flat record.
+    trace_path
+        The trace the comparison replayed.
+    machine
+        The machine as given to ``compare`` (a preset name or file is kept as the source).
+    overrides
+        Dotted machine overrides given to ``compare``.
+    out_dir
+        The store's folder.
+    """
+    resolved = json.loads(record["machine_config"])
+    params = json.loads(record["params"])
+    path = str(Path(trace_path).resolve())
+    workload = {"kind": "trace", "path": path, "digest": record["trace_digest"]}
+    scheduler = {"name": record["scheduler"], "params": params}
+    pid = content_hash(
+        {"workload": workload, "machine": resolved, "scheduler": scheduler, "seed": record["seed"]}
+    )
+    source = os.fspath(machine) if isinstance(machine, str | os.PathLike) else record["machine"]
+    return Point(
+        id=pid,
+        sweep=SWEEP_NAME,
+        workload={"label": Path(trace_path).stem, **workload},
+        machine={
+            "label": record["machine"],
+            "source": source,
+            "overrides": dict(overrides or {}),
+            "resolved": resolved,
+        },
+        scheduler={"label": record["scheduler"], **scheduler},
+        seed=int(record["seed"]),
+        trace_cache=str(out_dir / "traces"),
+        spec_dir=str(out_dir),
+    )
+
+
+def save_comparison(
+    out_dir: str | os.PathLike,
+    results: Sequence[Any],
+    trace: Any,
+    machine: Any,
+    overrides: dict[str, Any] | None = None,
+) -> Path:
+    """Write the runs of a comparison as a results store; returns ``results.parquet``.
+
+    Parameters
+    ----------
+    out_dir
+        The store's folder (created; points of an earlier save are kept or replaced).
+    results
+        The :class:`simsched.api.RunResult` of every run (``simsched.compare``'s answer).
+    trace
+        The trace path (or open trace) the runs replayed.
+    machine
+        The machine as given to ``compare``.
+    overrides
+        Dotted machine overrides given to ``compare``.
+
+    Raises
+    ------
+    ConfigError
+        ``out_dir`` exists and is not a folder.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: exists and is not a folder (--out names a folder)")
+    trace_path = trace.path if hasattr(trace, "header") else trace
+    for res in results:
+        rec = res.record
+        point = comparison_point(rec, trace_path, machine, overrides, out)
+        pdir = point_dir(out, point.id)
+        write_json_atomic(pdir / POINT_FILE, point.to_dict())
+        write_json_atomic(pdir / "result.json", nest_fields(rec))
+        arrays = res.timeline_arrays()
+        if arrays:
+            write_npz_atomic(pdir / "timeline.npz", **arrays)
+        write_row(out, point.id, point.columns(), rec, float(rec.get("wall_s", 0.0)))
+    return consolidate(out)

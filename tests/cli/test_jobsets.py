@@ -1,0 +1,190 @@
+"""Job sets that cannot run are refused up front: one line naming the input, exit status 2.
+
+Arrivals and Poisson means beyond 2^60 cycles, zero static shares, quanta below the
+floor, seeds beyond 2^63 - 1 (they used to end in a 49-line deadlock traceback or run
+for minutes); a deadlock that does happen is one line naming the jobs and their cores.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simsched.engine import JobSpec, Replay
+from simsched.engine.controllers import MIN_QUANTUM, Controller
+from simsched.errors import DeadlockError
+from simsched.machine import load_machine
+from simsched.memory import MemorySystem
+from simsched.schedulers import get_scheduler
+from simsched.trace import open_trace
+from tests.engine.machines import TWO_BY_TWO
+
+MACHINE = "sunfire-x4600-8x4"
+
+
+def _jobset(tmp_path, fib_trace, body: str, head: str = "seed: 1\n") -> str:
+    path = tmp_path / "j.yaml"
+    path.write_text(f"{head}jobs:\n  - trace: {fib_trace}\n{body}")
+    return str(path)
+
+
+def _refused(cli, *args) -> str:
+    code, out, err = cli("run", *args)
+    assert code == 2, (code, out, err)
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ("    arrival: 10000000000000000000\n", "arrival 10000000000000000000"),
+        ("    arrival: 1180591620717411303424\n", "2^60"),
+        ("    arrival: {poisson: {mean: 1.0e+19}}\n", "arrival.poisson.mean"),
+        ("    arrival: {poisson: {mean: 1, start: 1180591620717411303424}}\n", "poisson.start"),
+        ("    copies: 64\n    arrival: {poisson: {mean: 1.0e+18}}\n", "beyond 2^60"),
+        ("    copies: 2\n    arrival: [0, 1180591620717411303424]\n", "2^60"),
+        ("    arrival: -1\n", "arrival -1"),
+        ("    arrival: {poisson: {mean: 0}}\n", "poisson.mean"),
+    ],
+)
+def test_arrivals_out_of_range(cli, fib_trace, tmp_path, body, message):
+    err = _refused(cli, "--jobs", _jobset(tmp_path, fib_trace, body), "-m", MACHINE)
+    assert message in err
+
+
+@pytest.mark.parametrize(
+    "shares,message",
+    [("[0, 0, 2, 2]", "job(s) 0, 1 no core"), ("[2, 0, 2, 2]", "job(s) 1 no core")],
+)
+def test_zero_static_shares(cli, fib_trace, tmp_path, shares, message):
+    head = f"seed: 1\ncontroller: static\ncontroller_params: {{shares: {shares}}}\n"
+    err = _refused(
+        cli, "--jobs", _jobset(tmp_path, fib_trace, "    copies: 4\n", head), "-m", MACHINE
+    )
+    assert message in err
+
+
+def test_static_split_of_more_jobs_than_cores(cli, fib_trace, tmp_path):
+    head = "seed: 1\ncontroller: static\n"
+    js = _jobset(tmp_path, fib_trace, "    copies: 33\n", head)
+    err = _refused(cli, "--jobs", js, "-m", MACHINE)
+    assert "no core" in err and "32 cores split among 33 jobs" in err
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--controller", "deq", "--quantum", "1"], "below the floor of 100"),
+        (["--controller", "equi", "--quantum", str(MIN_QUANTUM - 1)], "min_quantum"),
+        (["--controller", "deq", "--quantum-ms", "0.00001"], "quantum 27 cycles"),
+        (["--seed", str(2**63)], "2^63 - 1"),
+    ],
+)
+def test_quanta_and_seeds_on_the_command_line(cli, fib_trace, tmp_path, args, message):
+    err = _refused(cli, "--jobs", _jobset(tmp_path, fib_trace, ""), "-m", MACHINE, *args)
+    assert message in err
+
+
+@pytest.mark.parametrize(
+    "head,message",
+    [
+        ("seed: 18446744073709551616\n", "seed"),
+        ("seed: 9223372036854775808\n", "seed"),
+        ("seed: 1\ncontroller: deq\nquantum: 7\n", "below the floor"),
+        ("seed: 1\ncontroller: deq\nquantum_ms: 0.00000001\n", "below the floor"),
+    ],
+)
+def test_seeds_and_quanta_in_the_file(cli, fib_trace, tmp_path, head, message):
+    err = _refused(cli, "--jobs", _jobset(tmp_path, fib_trace, "", head), "-m", MACHINE)
+    assert message in err
+
+
+_BIG = st.integers(2**60 + 1, 2**80)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    case=st.one_of(
+        st.tuples(st.just("arrival"), _BIG),
+        st.tuples(st.just("arrival"), st.integers(-(2**70), -1)),
+        st.tuples(st.just("mean"), st.floats(1.2e18, 1e300)),
+        st.tuples(st.just("mean"), st.floats(-1e300, 0)),
+        st.tuples(st.just("start"), _BIG),
+        st.tuples(st.just("shares"), st.integers(0, 3)),
+        st.tuples(st.just("quantum"), st.integers(1, MIN_QUANTUM - 1)),
+        st.tuples(st.just("seed"), st.integers(2**63, 2**70)),
+        st.tuples(st.just("cli-seed"), st.integers(2**63, 2**70)),
+    )
+)
+def test_fuzzed_job_sets_are_one_line_and_exit_2(cli, fib_trace, tmp_path_factory, case):
+    tmp_path = tmp_path_factory.mktemp("fuzz")
+    kind, v = case
+    head, body, extra = "seed: 1\n", "    copies: 4\n", []
+    if kind == "arrival":
+        body += f"    arrival: {v}\n"
+    elif kind == "mean":
+        body += f"    arrival: {{poisson: {{mean: {v!r}}}}}\n"
+    elif kind == "start":
+        body += f"    arrival: {{poisson: {{mean: 10, start: {v}}}}}\n"
+    elif kind == "shares":
+        shares = [2, 2, 2, 2]
+        shares[v] = 0
+        head += f"controller: static\ncontroller_params: {{shares: {shares}}}\n"
+    elif kind == "quantum":
+        head += f"controller: deq\nquantum: {v}\n"
+    elif kind == "seed":
+        head = f"seed: {v}\n"
+    else:
+        extra = ["--seed", str(v)]
+    _refused(cli, "--jobs", _jobset(tmp_path, fib_trace, body, head), "-m", MACHINE, *extra)
+
+
+class _Nothing(Controller):
+    """Gives no job a core: the replay can only deadlock."""
+
+    name = "nothing"
+
+    def allot(self, now, jobs):
+        return {}
+
+
+def test_deadlock_is_one_line_naming_jobs_and_cores(fib_trace):
+    m = load_machine(TWO_BY_TWO)
+    ws = get_scheduler("ws")
+    tr = open_trace(fib_trace)
+    specs = [JobSpec(tr, ws, ws.resolve_params({}), 0, f"fib{k}") for k in range(2)]
+    rep = Replay(m, specs, controller=_Nothing(m, 2), memory=MemorySystem(m))
+    with pytest.raises(DeadlockError) as info:
+        rep.run()
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith("deadlock at cycle 0")
+    assert "fib0 (" in msg and "fib1 (" in msg and "no core" in msg
+    assert "free cores: 0-3" in msg
+    assert np.all(rep.busy == 0)
+
+
+def test_ctrl_c_during_run_jobs_records_interrupted(cli, fib_trace, tmp_path, monkeypatch):
+    """Ctrl-C during ``run --jobs --out D``: status ``interrupted`` (not error), exit 130,
+    no promise of resuming, no temporary files; ``plot allotment D`` says what happened."""
+    import json
+
+    import simsched.engine
+
+    def ctrl_c(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(simsched.engine.Replay, "run", ctrl_c)
+    out = tmp_path / "D"
+    code, _, err = cli("run", "--jobs", _jobset(tmp_path, fib_trace, ""), "-m", MACHINE, "-o", out)
+    assert code == 130 and err == "simsched: error: interrupted (Ctrl-C)\n"
+    rec = json.loads((out / "result.json").read_text())
+    assert rec["status"] == "interrupted" and rec["kind"] == "jobs"
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "result.json"]
+    code, _, err = cli("plot", "allotment", out, "-o", tmp_path / "a.png")
+    assert code == 2 and "interrupted (Ctrl-C) before it ended" in err
+    assert err.count("\n") == 1

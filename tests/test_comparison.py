@@ -1,0 +1,212 @@
+"""simsched.comparison: the notes that explain a comparison (and the record's warnings)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import simsched
+from simsched.comparison import Note, compare_notes, run_notes
+from simsched.machine import load_machine
+from simsched.schedulers import REGISTRY, get_scheduler
+from simsched.trace import open_trace
+from simsched.workloads import generate
+from tests.engine.machines import ONE_BY_THREE, TWO_BY_TWO
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cmp")
+    heat = dict(nx=64, ny=64, iters=2, cutoff=8)
+    generate("heat", d / "heat-init.sst", **heat)
+    generate("heat", d / "heat-noinit.sst", init=False, **heat)
+    generate("mergesort", d / "ms.sst", n=4096, grain=256)
+    return d
+
+
+def _codes(notes):
+    return [n.code for n in notes]
+
+
+def test_policies_declare_numa_awareness_and_iterations():
+    aware = sorted({c.name for c in REGISTRY.values() if c.numa_aware})
+    assert aware == ["cats", "laws", "laws-nc"]
+    assert get_scheduler("laws").without_iterations
+    assert get_scheduler("ws").without_iterations is None
+
+
+def test_heat_init_on_one_node_warns_laws_not_ws(traces):
+    """Issue 24 item 15: heat's init=true first-touches every page on node 0."""
+    warned = simsched.run(traces / "heat-init.sst", TWO_BY_TWO, "laws", speedup=False)
+    ws = simsched.run(traces / "heat-init.sst", TWO_BY_TWO, "ws", speedup=False)
+    spread = simsched.run(traces / "heat-noinit.sst", TWO_BY_TWO, "laws", speedup=False)
+    codes = [w["code"] for w in json.loads(warned.record["warnings"])]
+    assert codes == ["data-one-node"]
+    assert "node 0" in json.loads(warned.record["warnings"])[0]["message"]
+    assert json.loads(ws.record["warnings"]) == []
+    assert json.loads(spread.record["warnings"]) == []
+
+
+def test_one_socket_and_no_iterations_and_cab_bl(traces):
+    m = load_machine(ONE_BY_THREE)
+    with open_trace(traces / "ms.sst") as t:
+        recs = [simsched.run(t, m, s, speedup=False).record for s in ("ws", "laws", "cats", "cab")]
+        notes = compare_notes(recs, t, m)
+        per_run = run_notes(recs[1], t, m)
+    assert _codes(per_run) == ["one-socket", "no-iterations"]
+    by = {n.code: n for n in notes}
+    # one line per cause, naming every scheduler it concerns
+    assert _codes(notes).count("one-socket") == 1
+    assert by["one-socket"].schedulers == ("laws", "cats")
+    assert by["one-socket"].text.startswith("laws, cats: NUMA-aware")
+    assert "first iteration" in by["no-iterations"].text
+    assert by["cab-bl"].level == "warning" and "cab is WS" in by["cab-bl"].text
+    assert "single squad" in by["cab-bl"].text
+    # the record keeps the warnings (not the info notes)
+    assert [w["code"] for w in json.loads(recs[3]["warnings"])] == ["cab-bl"]
+
+
+def test_compulsory_misses_note_only_when_footprint_fits(traces):
+    big = {**ONE_BY_THREE, "name": "big-l2"}
+    big["caches"] = [dict(c) for c in ONE_BY_THREE["caches"]]
+    big["caches"][1]["size"] = 1 << 20
+    res = simsched.compare(traces / "ms.sst", big, "ws,pdf", speedup=False)
+    comp = [n for n in res.notes if n.code == "compulsory-misses"]
+    assert len(comp) == 1 and "fits one L2" in comp[0].text
+    small = simsched.compare(traces / "ms.sst", ONE_BY_THREE, "ws,pdf", speedup=False)
+    assert "compulsory-misses" not in _codes(small.notes)
+
+
+def test_note_as_dict():
+    assert Note("x", "y").as_dict() == {"code": "x", "message": "y"}
+
+
+def test_cli_compare_prints_notes_and_run_prints_warnings(traces, tmp_path, capsys):
+    from simsched.cli import main
+    from simsched.machine import Machine
+
+    path = tmp_path / "m.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(Machine.model_validate(ONE_BY_THREE).model_dump(mode="json")))
+    with pytest.raises(SystemExit):
+        main(["compare", "-t", str(traces / "ms.sst"), "-m", str(path), "-s", "ws,laws"])
+    out = capsys.readouterr().out
+    assert "notes:" in out and "laws: NUMA-aware" in out
+    with pytest.raises(SystemExit):
+        main(["run", "-t", str(traces / "heat-init.sst"), "-m", str(path), "-s", "laws"])
+    err = capsys.readouterr().err
+    assert "warning: laws: NUMA-aware" in err
+
+
+# ------------------------------------------------------------------ baseline ratios
+
+
+@pytest.mark.parametrize(
+    ("df", "expected"),
+    [(1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (29, 2.0452), (1000, 1.9623)],
+)
+def test_t_quantile_matches_tables(df, expected):
+    from simsched.comparison import t_quantile
+
+    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-4)
+
+
+def test_paired_ratio_interval():
+    import math
+    import statistics
+
+    from simsched.comparison import paired_ratio, t_quantile
+
+    vals, base = [90.0, 110.0, 95.0], [100.0, 100.0, 100.0]
+    r = paired_ratio(vals, base)
+    d = [math.log(v / b) for v, b in zip(vals, base, strict=True)]
+    half = t_quantile(0.975, 2) * statistics.stdev(d) / math.sqrt(3)
+    assert r.ratio == pytest.approx(math.exp(statistics.fmean(d)))
+    assert (r.lo, r.hi) == pytest.approx(
+        (math.exp(statistics.fmean(d) - half), math.exp(statistics.fmean(d) + half))
+    )
+    assert r.lo < r.ratio < r.hi and r.n == 3
+    one = paired_ratio([50.0], [100.0])
+    assert (one.ratio, one.lo, one.hi, one.n) == (0.5, 0.5, 0.5, 1)
+    assert paired_ratio([0.0, 1.0], [1.0, 1.0]) is None
+
+
+def test_baseline_ratios_pair_by_seed_and_broadcast_deterministic():
+    from simsched.comparison import baseline_ratios
+
+    recs = [
+        {"scheduler": "ws", "seed": 0, "m": 100},
+        {"scheduler": "ws", "seed": 1, "m": 200},
+        {"scheduler": "laws", "seed": 1, "m": 100},  # paired with ws seed 1, not seed 0
+        {"scheduler": "laws", "seed": 0, "m": 50},
+        {"scheduler": "pdf", "seed": 0, "m": 100},  # deterministic: against every ws seed
+    ]
+    out = baseline_ratios(recs, "ws", ["m"])
+    assert out["laws"]["m"].ratio == pytest.approx(0.5) and out["laws"]["m"].n == 2
+    assert out["laws"]["m"].lo == pytest.approx(0.5)  # identical pairs: no spread
+    assert out["pdf"]["m"].n == 2
+    assert out["pdf"]["m"].ratio == pytest.approx((100 / 100 * 100 / 200) ** 0.5)
+    assert "ws" not in out
+
+
+def test_cli_compare_baseline_and_out_store(traces, tmp_path, capsys):
+    from simsched.cli import main
+    from simsched.experiments import load_results
+
+    store = tmp_path / "store"
+    args = ["compare", "-t", str(traces / "ms.sst"), "-m", "itrs-scaling-4", "-s", "pdf"]
+    args += ["--baseline", "ws", "--seeds", "3", "--out", str(store)]
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    out = capsys.readouterr().out
+    assert info.value.code in (0, None)
+    norm = " ".join(out.split())  # the caption wraps at the table's width
+    assert "ratio to ws (geometric mean) [95 % CI: paired t interval on the log-ratios" in norm
+    row = next(line for line in out.splitlines() if line.startswith("│ makespan_cycles"))
+    assert "x [" in row  # pdf against the 3 ws seeds: a ratio with an interval
+    df = load_results(store)
+    assert sorted(df["scheduler"]) == ["pdf", "ws", "ws", "ws"]
+    assert set(df["sweep"]) == {"compare"} and (df["status"] == "ok").all()
+    assert {"makespan_cycles", "warnings", "workload", "seed"} <= set(df.columns)
+    assert (store / "results.parquet").is_file()
+    with pytest.raises(SystemExit) as info:
+        main(["results", "show", str(store), "--columns", "scheduler,seed,makespan_cycles"])
+    assert info.value.code in (0, None) and "pdf" in capsys.readouterr().out
+    fig = tmp_path / "fig.png"
+    with pytest.raises(SystemExit) as info:
+        main(
+            [
+                "plot",
+                "sweep",
+                str(store),
+                "--x",
+                "scheduler",
+                "--y",
+                "makespan_cycles",
+                "-o",
+                str(fig),
+            ]
+        )
+    assert info.value.code in (0, None) and fig.stat().st_size > 0
+    capsys.readouterr()
+    # the same comparison saved again replaces its points
+    with pytest.raises(SystemExit):
+        main([*args, "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert len(load_results(store)) == 4
+    ratio = doc["baseline"]["ratios"]["pdf"]["makespan_cycles"]
+    assert doc["baseline"]["scheduler"] == "ws" and ratio["n"] == 3
+    assert ratio["lo"] <= ratio["ratio"] <= ratio["hi"]
+
+
+def test_cli_compare_bad_baseline(traces, capsys):
+    from simsched.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(
+            ["compare", "-t", str(traces / "ms.sst"), "-m", "itrs-scaling-4", "--baseline", "nope"]
+        )
+    assert info.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1

@@ -1,0 +1,91 @@
+"""Finding iterations without markers (simsched.trace.iterations, via TraceBuilder.close)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simsched.trace import open_trace, validate
+from simsched.trace.builder import TraceBuilder
+
+
+def _loop(path, steps, *, ranges=True, mark=False, odd_last=False):
+    """main: a serial loop whose every step spawns a two-way split over one array."""
+    b = TraceBuilder(path, program="loop")
+    lo: list[int] = []
+    hi: list[int] = []
+
+    def ref(addr):
+        b.ref(addr, 8, False)
+        s = b.n_strands - 1
+        while len(lo) <= s:
+            lo.append(1 << 62)
+            hi.append(-1)
+        lo[s], hi[s] = min(lo[s], addr), max(hi[s], addr)
+
+    ref(0x100)  # serial set-up in main
+    for t in range(steps):
+        if mark:
+            b.iteration(t)
+        b.spawn()  # the step: its own frame (as a called Cilk function would be)
+        for half in range(2):
+            b.spawn()
+            for i in range(4):
+                ref(0x10000 + 0x1000 * half + 8 * i)
+            b.ret()
+        b.sync()
+        b.ret()
+        b.sync()
+        ref(0x200)  # the loop's own serial work (a pointer swap)
+    if odd_last:
+        b.spawn()
+        ref(0x900000)
+        b.ret()
+        b.sync()
+    n = b.n_strands
+    arr = (np.asarray(lo + [1 << 62] * (n - len(lo))), np.asarray(hi + [-1] * (n - len(hi))))
+    h = b.close(strand_ranges=arr if ranges else None)
+    validate(path)
+    return h
+
+
+def test_repeated_steps_of_main_become_iterations(tmp_path):
+    h = _loop(tmp_path / "a.sst", 5)
+    assert h.params["iterations_found"] == 5
+    with open_trace(tmp_path / "a.sst") as t:
+        f = t.frames
+        assert f.iteration.tolist() == [-1] + [i for i in range(5) for _ in range(3)]
+        steps = np.flatnonzero(f.parent == 0)
+        assert f.spawn_index[steps].tolist() == [0] * 5
+        assert f.branching[steps].tolist() == [1] * 5
+        # the same task has the same position key in every iteration
+        assert len(set(f.key_hash[steps].tolist())) == 1
+        kids = np.flatnonzero(f.parent == steps[3])
+        assert (
+            f.key_hash[kids].tolist() == f.key_hash[np.flatnonzero(f.parent == steps[0])].tolist()
+        )
+
+
+def test_found_iterations_equal_marked_ones(tmp_path):
+    _loop(tmp_path / "found.sst", 4)
+    _loop(tmp_path / "marked.sst", 4, ranges=False, mark=True)
+    with open_trace(tmp_path / "found.sst") as a, open_trace(tmp_path / "marked.sst") as m:
+        for col in ("parent", "iteration", "spawn_index", "branching", "level", "key_hash"):
+            np.testing.assert_array_equal(getattr(a.frames, col), getattr(m.frames, col))
+
+
+def test_no_repetition_no_iterations(tmp_path):
+    h = _loop(tmp_path / "one.sst", 1)
+    assert "iterations_found" not in h.params
+    with open_trace(tmp_path / "one.sst") as t:
+        assert int(t.frames.iteration.max()) == -1
+
+
+def test_marks_win_and_a_trailing_phase_joins_the_last_iteration(tmp_path):
+    h = _loop(tmp_path / "m.sst", 3, mark=True)
+    assert "iterations_found" not in h.params  # marked: nothing to find
+    _loop(tmp_path / "tail.sst", 3, odd_last=True)
+    with open_trace(tmp_path / "tail.sst") as t:
+        # as if SS_ITER(t) preceded each step: the different phase after the loop belongs
+        # to the last iteration, as it would with markers
+        assert int(t.frames.iteration.max()) == 2
+        assert int(t.frames.iteration[-1]) == 2
