@@ -515,6 +515,42 @@ class TraceBuilder:
         if gmax >= 1 << 32:
             raise TraceBuildError(f"{self.path}: instruction gap does not fit 32 bits")
         self._cur_instr += n + gsum
+        self._append(a, sw, g)
+
+    def refs_checked(self, addrs: np.ndarray, sizew: np.ndarray, gaps: np.ndarray) -> None:
+        """Record references that already passed the reference rule, in chunk encoding.
+
+        The importer's kernel (:mod:`simsched.trace._raw_kernels`) applies the rule of
+        :func:`simsched.trace.format.check_refs` and the gap limit while it expands the raw
+        records, so this skips both checks.
+
+        Parameters
+        ----------
+        addrs
+            ``uint64`` addresses.
+        sizew
+            ``uint8``: size in the low 7 bits, write flag in bit 7.
+        gaps
+            ``uint32`` instruction gaps (may be modified: the pending gap of :meth:`instr`
+            is added to the first).
+        """
+        if not self._in_roi:
+            return
+        n = addrs.shape[0]
+        if n == 0:
+            return
+        if self._pending_gap:
+            g0 = int(gaps[0]) + self._pending_gap
+            if g0 >= 1 << 32:
+                raise TraceBuildError(f"{self.path}: instruction gap does not fit 32 bits")
+            gaps[0] = g0
+            self._pending_gap = 0
+        self._cur_instr += n + int(gaps.sum(dtype=np.int64))
+        self._append(addrs, sizew, gaps)
+
+    def _append(self, a: np.ndarray, sw: np.ndarray, g: np.ndarray) -> None:
+        """Copy references into the chunk buffer (``sw`` and ``g`` may be 0-d: broadcast)."""
+        n = a.shape[0]
         scalar_sw = sw.ndim == 0
         scalar_g = g.ndim == 0
         pos = 0
