@@ -129,7 +129,9 @@ def make_output_dir(path: str | os.PathLike) -> Path:
         # link as existing, or the folder beneath it as missing).
         raise OutputError(f"{p}: cannot create the folder: {_blocking_component(p)}") from None
     except OSError as exc:
-        raise OutputError(f"{p}: cannot create the folder ({describe_os_error(exc)})") from None
+        raise OutputError(
+            f"{p}: cannot create the folder ({describe_os_error(exc)})", exc.errno
+        ) from None
     return p
 
 
@@ -186,7 +188,7 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
     except FileNotFoundError:
         st = None
     except OSError as exc:
-        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})") from None
+        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})", exc.errno) from None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{user}: is a folder, expected a file name")
     if st is not None and not overwrite and stat.S_ISREG(st.st_mode):
@@ -199,7 +201,7 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
         try:
             make_output_dir(user.parent)
         except OutputError as exc:
-            raise OutputError(f"{user}: {str(exc).partition(': ')[2]}") from None
+            raise OutputError(f"{user}: {str(exc).partition(': ')[2]}", exc.errno) from None
         target = _target(user)
         if not target.parent.is_dir():
             raise OutputError(
@@ -225,7 +227,7 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
         _release_sigint(held)
-        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})") from None
+        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})", exc.errno) from None
     except BaseException:
         _release_sigint(held)
         raise
@@ -244,7 +246,7 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
     except OSError as exc:
         if exc.filename not in (None, str(tmp), str(target), os.fspath(tmp)):
             raise  # an error of another file the writer touched: not ours to rename
-        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})") from None
+        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})", exc.errno) from None
     finally:
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)

@@ -8,7 +8,8 @@ the resolved machine, never trace data), the sweep's output folder and a *point 
 2. writes ``point.json`` (the resolved point) atomically;
 3. calls the point function, which runs the simulation and returns its result record — any
    exception becomes a row with ``status="error"`` and the error text instead, so one failing
-   point never stops the sweep;
+   point never stops the sweep — except a full disk (``ENOSPC``, ``EDQUOT``), the host's
+   fault: then no row is written and the point stays pending (:data:`INTERRUPTED`);
 4. writes ``row.json`` (point columns + record) atomically and returns it.
 
 The point function is injected (default :func:`simulate_point`, which makes the trace from the
@@ -30,6 +31,7 @@ Progress (done, failed, running, ETA) is drawn with rich.
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import re
 import signal
@@ -165,6 +167,26 @@ def resolve_point_function(name: str | None) -> PointFunction | None:
     return fn
 
 
+#: Status of a point that could not finish for want of disk space: no row is written, so
+#: the point stays pending and the next ``sweep run`` runs it (no ``--retry-failed``).
+INTERRUPTED = "interrupted"
+
+_OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def out_of_space(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from or during) is a full disk or an
+    exhausted quota: a fault of the host, not of the point."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if getattr(cur, "errno", None) in _OUT_OF_SPACE:
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 def error_row(point: Point, message: str, wall_s: float = 0.0) -> dict[str, Any]:
     """The row of a point that failed before or outside its point function."""
     return {**point.columns(), "status": "error", "error": message, "point_wall_s": wall_s}
@@ -219,6 +241,7 @@ def execute_point(
     (row, ran)
         The point's row, and whether it ran now (``False`` when it was already finished);
         ``(None, False)`` when another runner holds the point's claim (it is running it).
+        A row with ``status`` :data:`INTERRUPTED` was not written (the disk was full).
     """
     point = Point.from_dict(point_data)
 
@@ -243,6 +266,11 @@ def execute_point(
             record = dict(fn(point, pdir))
             record.setdefault("status", "ok")
         except Exception as exc:  # one failing point never stops the sweep: record and go on
+            if out_of_space(exc):
+                # The host's fault, not the point's: write no row (there may be no room for
+                # one anyway), so the point stays pending and reruns once there is space.
+                row = {**point.columns(), "status": INTERRUPTED, "error": str(exc)}
+                return row, True
             tb = traceback.format_exception(exc)
             record = {
                 "status": "error",
@@ -264,6 +292,7 @@ class SweepReport:
     failed: int = 0
     wall_s: float = 0.0
     failures: list[tuple[str, str]] = field(default_factory=list)
+    interrupted: list[tuple[str, str]] = field(default_factory=list)  # left pending (disk full)
     elsewhere: int = 0  # points another runner was running when this one reached them
     stale: int = 0  # finished points kept although other simsched code simulated them
 
@@ -515,7 +544,11 @@ def _run_dask(
                 raise KeyboardInterrupt from None
             except Exception as exc:  # e.g. KilledWorker: the point crashed several workers
                 row, ran = error_row(p, f"{type(exc).__name__}: {exc}"), True
-            if row is not None and read_row(out_dir, p.id) is None:
+            if (
+                row is not None
+                and row.get("status") != INTERRUPTED
+                and read_row(out_dir, p.id) is None
+            ):
                 # workers without the shared output folder
                 atomic_write_json(point_dir(out_dir, p.id) / ROW_FILE, row)
             on_row(p, row, ran)
@@ -649,6 +682,10 @@ def run_sweep(
         def on_row(point: Point, row: dict[str, Any] | None, ran: bool) -> None:
             if row is None:  # another runner holds the point: wait for it below
                 elsewhere.append(point)
+                return
+            if row.get("status") == INTERRUPTED:  # not done: it runs again next time
+                report.interrupted.append((point.id, str(row.get("error", ""))))
+                display.update(state["done"], report.failed, state["running"])
                 return
             state["done"] += 1
             if ran:

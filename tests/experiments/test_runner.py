@@ -400,3 +400,39 @@ def test_points_of_other_code_are_counted_and_rerun_on_request(tmp_path, monkeyp
     assert (redo.ran, redo.stale) == (6, 0)
     assert sweep_status(loaded)["stale"] == 0
     assert set(load_results(loaded.out_dir)["code_identity"]) == {"0123456789abcdef"}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_full_disk_leaves_the_point_pending_not_failed(tmp_path, monkeypatch, capsys, workers):
+    """A full disk used to record the point as failed (it needed --retry-failed)."""
+    flag = tmp_path / "disk-is-full"
+    flag.touch()
+    monkeypatch.setenv("SIMSCHED_TEST_FULL", str(flag))
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    fn = sweep_pointfns.full_disk_point
+    report = run_sweep(loaded, workers=workers, point_fn=fn, progress=False)
+    # seed 1 of ws on both machines met the full disk: not failed, not done, no row
+    assert (report.ran, report.failed, len(report.interrupted)) == (4, 0, 2)
+    assert all("no space left on the device" in msg for _, msg in report.interrupted)
+    status = sweep_status(loaded)
+    assert (status["ok"], status["failed"], status["missing"]) == (4, 0, 2)
+    for pid, _ in report.interrupted:
+        assert not (loaded.out_dir / "points" / pid / "row.json").exists()
+    flag.unlink()  # space freed: a plain rerun (no --retry-failed) finishes them
+    again = run_sweep(loaded, workers=workers, point_fn=fn, progress=False)
+    assert (again.ran, again.skipped, again.failed, again.interrupted) == (2, 4, 0, [])
+    assert sweep_status(loaded)["ok"] == 6
+
+
+def test_full_disk_cli_message(tmp_path, monkeypatch, capsys):
+    flag = tmp_path / "disk-is-full"
+    flag.touch()
+    monkeypatch.setenv("SIMSCHED_TEST_FULL", str(flag))
+    spec = make_spec(tmp_path)
+    args = ["sweep", "run", str(spec), "--workers", "0", "--no-progress"]
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--point-fn", "sweep_pointfns:full_disk_point"])
+    err = capsys.readouterr().err
+    assert info.value.code == 1
+    assert "2 point(s) could not finish for want of disk space" in err
+    assert "free space and run the command again" in err and "--retry-failed" not in err
