@@ -13,7 +13,9 @@ rules a user can rely on:
   instead), keeping its permission bits; a new file gets the user's umask (``0666 & ~umask``),
   not the ``0600`` of a temporary file;
 * any failure (full disk, read-only file system, permission) is an :class:`OutputError` that
-  names the user's path, never the hidden temporary one.
+  names the user's path, never the hidden temporary one;
+* the temporary file is removed on any exception, Ctrl-C included: interrupts are held back
+  while it is created and while it is removed, so no ``.name.*.tmp`` file is left behind.
 
 Written by hand because no maintained library covers the device and symlink cases and the
 umask (``atomicwrites`` is unmaintained and keeps ``0600``).
@@ -32,8 +34,10 @@ import functools
 import json
 import os
 import shutil
+import signal
 import stat
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -135,25 +139,41 @@ def make_output_dir(path: str | os.PathLike) -> Path:
     return p
 
 
-def _hold_sigint() -> bool:
-    """Block SIGINT in this (main) thread; returns whether it was blocked here."""
-    import signal
-    import threading
-
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
-        threading.main_thread()
-    ):
-        return False
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    return signal.SIGINT not in old
+# Signals that interrupt a write (Ctrl-C; SIGTERM, which sweep workers turn into an
+# interrupt): held back while a temporary file is created or removed.
+_DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def _release_sigint(held: bool) -> None:
-    """Unblock SIGINT if :func:`_hold_sigint` blocked it (a pending Ctrl-C then raises)."""
-    if held:
-        import signal
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM back for the block, then act on any that arrived.
 
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    Python runs signal handlers between bytecodes, so an interrupt can land between two
+    steps that must go together (a temporary created and its cleanup armed; a cleanup
+    begun and finished).  Only the main thread runs handlers, so elsewhere this does
+    nothing; a signal whose handler Python did not install is left alone.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    old: dict[int, Any] = {}
+    for sig in _DEFERRED_SIGNALS:
+        handler = signal.getsignal(sig)
+        if handler is None or handler == signal.SIG_IGN:
+            continue
+        old[sig] = signal.signal(sig, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for num, previous in old.items():
+            signal.signal(num, previous)
+        for num in dict.fromkeys(caught):  # delivered now, once each, as they would have been
+            previous = old[num]
+            if callable(previous):
+                previous(num, None)
+            elif previous == signal.SIG_DFL:
+                os.kill(os.getpid(), num)
 
 
 @contextmanager
@@ -207,32 +227,28 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
             raise OutputError(
                 f"{user}: is a symbolic link to {os.readlink(user)}, whose folder does not exist"
             )
-    tmpdir = None
-    # Ctrl-C is held back from creating the temporary file until the block that removes
-    # it is entered, so that an interrupt never leaves a ``.NAME.*.tmp`` file behind.
-    held = _hold_sigint()
+    tmpdir: str | None = None
+    tmp: Path | None = None
     try:
-        if special:
-            # Never rename over a device or FIFO: stage privately, then copy into it.
-            tmpdir = tempfile.mkdtemp(prefix="simsched-out-")
-            tmp = Path(tmpdir) / f"out{target.suffix}"
-            tmp.touch()
-        else:
-            fd, name = tempfile.mkstemp(
-                prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent
-            )
-            os.close(fd)
-            tmp = Path(name)
-    except OSError as exc:
-        if tmpdir:
-            shutil.rmtree(tmpdir, ignore_errors=True)
-        _release_sigint(held)
-        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})", exc.errno) from None
-    except BaseException:
-        _release_sigint(held)
-        raise
-    try:
-        _release_sigint(held)
+        try:
+            # A Ctrl-C between creating the temporary and the cleanup below taking charge of
+            # it would leave it behind: it is held back until ``tmp`` is known.
+            with _signals_deferred():
+                if special:
+                    # Never rename over a device or FIFO: stage privately, then copy into it.
+                    tmpdir = tempfile.mkdtemp(prefix="simsched-out-")
+                    tmp = Path(tmpdir) / f"out{target.suffix}"
+                    tmp.touch()
+                else:
+                    fd, name = tempfile.mkstemp(
+                        prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent
+                    )
+                    tmp = Path(name)
+                    os.close(fd)
+        except OSError as exc:
+            raise OutputError(
+                f"{user}: cannot write ({describe_os_error(exc)})", exc.errno
+            ) from None
         yield tmp
         if special:
             with open(tmp, "rb") as src, open(target, "wb") as dst:
@@ -244,14 +260,15 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
                 os.fsync(f.fileno())
             os.replace(tmp, target)
     except OSError as exc:
-        if exc.filename not in (None, str(tmp), str(target), os.fspath(tmp)):
+        if exc.filename not in (None, str(tmp), str(target), os.fspath(tmp or "")):
             raise  # an error of another file the writer touched: not ours to rename
         raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})", exc.errno) from None
     finally:
-        if tmpdir:
-            shutil.rmtree(tmpdir, ignore_errors=True)
-        else:
-            tmp.unlink(missing_ok=True)
+        with _signals_deferred():  # a second Ctrl-C must not cut the cleanup short
+            if tmpdir:
+                shutil.rmtree(tmpdir, ignore_errors=True)
+            elif tmp is not None:
+                tmp.unlink(missing_ok=True)
 
 
 def is_stream(path: str | os.PathLike) -> bool:

@@ -275,3 +275,69 @@ def test_dangling_symlink_as_the_file_creates_no_folders(tmp_path):
     (tmp_path / "nowhere").mkdir()  # once the folder exists, the link is written through
     write_text_atomic(tmp_path / "fig.png", "x")
     assert (tmp_path / "nowhere" / "x.png").read_text() == "x"
+
+
+def _interrupt_self() -> None:
+    import signal
+
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_ctrl_c_right_after_the_temporary_is_created_leaves_nothing(tmp_path, monkeypatch):
+    """Ctrl-C used to leave ``.result.json.*.tmp.json`` files: an interrupt landing between
+    creating the temporary and arming its cleanup."""
+    import tempfile
+
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, **kwargs):
+        made = real(*args, **kwargs)
+        _interrupt_self()  # Ctrl-C arrives the moment the file exists
+        return made
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    (tmp_path / "result.json").write_text("old")
+    with pytest.raises(KeyboardInterrupt):
+        write_json_atomic(tmp_path / "result.json", {"status": "error"})
+    assert _leftovers(tmp_path) == [] and (tmp_path / "result.json").read_text() == "old"
+
+
+def test_second_ctrl_c_during_the_cleanup_leaves_nothing(tmp_path, monkeypatch):
+    real = os.unlink
+
+    def unlink(path, *args, **kwargs):
+        _interrupt_self()  # a second Ctrl-C while the first one's cleanup runs
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    with pytest.raises(KeyboardInterrupt), atomic_output(tmp_path / "result.json") as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("the first interrupt")
+    monkeypatch.undo()
+    assert _leftovers(tmp_path) == []
+
+
+def test_sigterm_in_a_worker_is_deferred_the_same_way(tmp_path, monkeypatch):
+    """Sweep workers turn SIGTERM into KeyboardInterrupt: the same rule holds."""
+    import signal
+    import tempfile
+
+    def unwind(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, unwind)
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, **kwargs):
+        made = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return made
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            write_text_atomic(tmp_path / "row.json", "{}")
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
