@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import importlib
+import os
 import re
 import signal
 import sys
@@ -375,14 +376,63 @@ def _sigint_ignored() -> Iterator[None]:
 STOP_GRACE_S = 2.0
 
 
+# Seconds between two looks of a worker at whether the runner that started it still lives.
+PARENT_POLL_S = 0.5
+
+
+class _RunnerGone(SystemExit):
+    """Raised in a worker whose runner died: unwinds the point (claim released, temporary
+    files removed) and ends the process quietly."""
+
+
+def _watch_runner(runner_pid: int) -> None:
+    """Thread of a worker: when the runner dies (even by SIGKILL), end this process.
+
+    Without it a worker outlives a killed runner: every worker holds the write end of the
+    pool's call queue too, so its read never sees end-of-file; it finishes the queued
+    points and then waits under PID 1 for ever.  The worker is re-parented when its runner
+    dies, so its parent pid changes.  SIGTERM first (the point unwinds cleanly); the process
+    ends regardless :data:`STOP_GRACE_S` later, e.g. when it is deep in compiled code.
+    """
+    while os.getppid() == runner_pid:
+        time.sleep(PARENT_POLL_S)
+    _RUNNER_GONE.set()
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(STOP_GRACE_S)
+    os._exit(1)
+
+
+_RUNNER_GONE = threading.Event()
+
+
 def _worker_init() -> None:
-    """Worker set-up: Ctrl-C is the runner's business; SIGTERM unwinds (cleans temporaries)."""
+    """Worker set-up: Ctrl-C is the runner's business; SIGTERM unwinds (cleans temporaries);
+    the worker ends when its runner dies (:func:`_watch_runner`)."""
+    import multiprocessing
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def unwind(signum: int, frame: object) -> None:
+        if _RUNNER_GONE.is_set():
+            raise _RunnerGone(1)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, unwind)
+    parent = multiprocessing.parent_process()
+    runner_pid = parent.pid if parent is not None and parent.pid else os.getppid()
+    threading.Thread(target=_watch_runner, args=(runner_pid,), daemon=True).start()
+
+
+def _pool_execute_point(*args: Any) -> tuple[dict[str, Any] | None, bool]:
+    """:func:`execute_point` in a pool worker: none starts once the runner is gone, and a
+    point cut short by the runner's death ends the worker (the pool would otherwise catch
+    the exit and hand it the next queued point)."""
+    if _RUNNER_GONE.is_set():
+        os._exit(1)
+    try:
+        return execute_point(*args)
+    except _RunnerGone:
+        os._exit(1)
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
@@ -432,7 +482,9 @@ def _run_local(
         try:
             with _sigint_ignored():  # workers start here and inherit the ignored Ctrl-C
                 for p in remaining:
-                    fut = pool.submit(execute_point, p.to_dict(), str(out_dir), point_fn, *redo)
+                    fut = pool.submit(
+                        _pool_execute_point, p.to_dict(), str(out_dir), point_fn, *redo
+                    )
                     by_future[fut] = p
             pending = set(by_future)
             broken = False

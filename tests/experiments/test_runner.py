@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -436,3 +437,50 @@ def test_full_disk_cli_message(tmp_path, monkeypatch, capsys):
     assert info.value.code == 1
     assert "2 point(s) could not finish for want of disk space" in err
     assert "free space and run the command again" in err and "--retry-failed" not in err
+
+
+def _gone(pid: int) -> bool:
+    """Whether a process has exited (a zombie nobody reaped counts as exited)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("executor", ["local", "dask"])
+def test_workers_exit_when_the_runner_is_killed(tmp_path, executor):
+    """kill -9 of the runner used to leave its workers running the queued points and then
+    idling under PID 1 for ever."""
+    import psutil
+
+    spec = make_spec(tmp_path, sleep=20)  # every point outlasts the test
+    log = tmp_path / "log.txt"
+    env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
+    proc = subprocess.Popen(
+        _cli_cmd(spec, "--workers", "2", "--executor", executor),
+        env=env,
+        start_new_session=True,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for(log, "start", 2)
+        workers = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+        assert workers
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        t0 = time.monotonic()
+        while not all(_gone(pid) for pid in workers) and time.monotonic() - t0 < 15:
+            time.sleep(0.1)
+        left = [pid for pid in workers if not _gone(pid)]
+        exited_after = time.monotonic() - t0
+    finally:
+        for child in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+    assert left == [] and exited_after < 5.0
+    # the points they were running stay pending (no row), and no point started afterwards
+    loaded = load_spec(spec, small=False)
+    assert sweep_status(loaded)["ok"] == 0
+    assert log.read_text().count("start") == 2
+    assert _temporaries(loaded.out_dir) == []
