@@ -33,6 +33,7 @@ import errno
 import functools
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -360,6 +361,58 @@ def _strict_loader() -> type:
     return _StrictLoader
 
 
+#: Most values a YAML document may stand for once its aliases are expanded.  Anchors and
+#: aliases are shared, not copied, so ten lines of aliases of aliases ("a billion laughs")
+#: parse at once and then cost minutes in whatever walks the values.
+MAX_YAML_VALUES = 1_000_000
+
+
+#: Deepest nesting of flow collections (``[[[...]]]``) a YAML document may have: PyYAML's
+#: scanner takes time quadratic in it (seconds at 1000), and no configuration needs more.
+MAX_YAML_DEPTH = 64
+
+_QUOTED_OR_COMMENT = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"\\]|\\.)*\"|(?:^|(?<=\s))#[^\n]*")
+
+
+def _flow_depth(text: str) -> int:
+    """Deepest nesting of ``[`` and ``{`` outside quoted strings and comments."""
+    if text.count("[") + text.count("{") <= MAX_YAML_DEPTH:
+        return 0  # cannot be deeper than that: skip the scan
+    depth = deepest = 0
+    for ch in _QUOTED_OR_COMMENT.sub("", text):
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def _expanded_size(root: Any) -> int:
+    """Number of values the YAML node ``root`` stands for with every alias expanded
+    (shared nodes are counted once per use; a node inside itself counts once)."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in sizes and not done:
+            continue
+        children: list[Any] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        if done:
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in children)
+            continue
+        sizes[id(node)] = 1  # in progress: a node inside itself counts once
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+    return sizes[id(root)]
+
+
 def parse_yaml(text: str, source: str) -> Any:
     """Parse YAML text safely (no object tags), refusing duplicate mapping keys.
 
@@ -373,17 +426,35 @@ def parse_yaml(text: str, source: str) -> Any:
     Raises
     ------
     ConfigError
-        Not valid YAML, or a key given twice: one line with the position.
+        Not valid YAML, a key given twice, nesting too deep to parse, or aliases expanding
+        to more than :data:`MAX_YAML_VALUES` values: one line with the position.
     """
+    if _flow_depth(text) > MAX_YAML_DEPTH:
+        raise ConfigError(
+            f"{source}: invalid YAML: collections nested more than {MAX_YAML_DEPTH} deep"
+        )
     import yaml
 
+    loader = _strict_loader()(text)
     try:
-        return yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node) > MAX_YAML_VALUES:
+            raise ConfigError(
+                f"{source}: the YAML stands for more than {MAX_YAML_VALUES:,} values once "
+                "its aliases are expanded (aliases of aliases?)"
+            )
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{source}: invalid YAML{at}: {problem}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: invalid YAML: nested too deeply") from None
+    finally:
+        loader.dispose()
 
 
 def read_yaml(path: str | os.PathLike) -> Any:

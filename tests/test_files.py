@@ -341,3 +341,22 @@ def test_sigterm_in_a_worker_is_deferred_the_same_way(tmp_path, monkeypatch):
         signal.signal(signal.SIGTERM, old)
     assert list(tmp_path.iterdir()) == []
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_yaml_alias_bomb_and_deep_nesting_are_refused_at_once():
+    import time
+
+    bomb = ["a0: &a0 [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]"]
+    for i in range(1, 9):
+        bomb.append(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]")
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match="more than 1,000,000 values once its aliases"):
+        parse_yaml("\n".join(bomb), "bomb.yaml")
+    with pytest.raises(ConfigError, match="nested more than 64 deep"):
+        parse_yaml("d: " + "[" * 3000 + "]" * 3000, "deep.yaml")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        parse_yaml("d:\n" + "".join(" " * i + "- \n" for i in range(1, 800)), "deep.yaml")
+    assert time.perf_counter() - t0 < 3.0
+    # a few aliases, brackets inside strings and comments: fine
+    assert parse_yaml("a: &x [1, 2]\nb: *x\nc: '[[[['  # {{{{\n", "ok.yaml")["b"] == [1, 2]
+    assert parse_yaml("d: " + "[" * 64 + "]" * 64, "ok.yaml") is not None
