@@ -179,12 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     import simsched
-    from simsched.files import atomic_output
+    from simsched.files import atomic_output, make_output_dir
     from simsched.trace import open_trace
 
     console = Console(width=120)
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    make_output_dir(out)
     trace = _trace_path()
     t = open_trace(trace)
     h = t.header

@@ -38,6 +38,7 @@ from simsched.capture.bbtable import write_block_table
 from simsched.capture.cilk import CilkOptions
 from simsched.capture.cilkcc import rewrite_command
 from simsched.errors import CaptureError
+from simsched.files import make_output_dir
 from simsched.trace.raw import ITERATION_MODES
 
 if TYPE_CHECKING:
@@ -465,7 +466,7 @@ def capture(
         )
     prog = _resolve_program(program)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_output_dir(out.parent)
     with tempfile.TemporaryDirectory(prefix=".simsched-capture-", dir=out.parent) as d:
         work = Path(d)
         t0 = time.perf_counter()

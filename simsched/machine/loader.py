@@ -44,7 +44,11 @@ def _raw_machine(spec: str | Path | dict) -> tuple[str, dict]:
     if key in PRESET_FILES:
         return key, parse_yaml(PRESET_FILES[key], f"preset {key}")
     path = Path(key)
-    if path.suffix in (".yaml", ".yml") or path.exists():
+    try:
+        exists = path.exists()
+    except OSError:  # a name too long for a path (ENAMETOOLONG) is no file either
+        exists = False
+    if path.suffix in (".yaml", ".yml") or exists:
         data = safe_load_yaml(path)
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping of machine fields at the top level")
