@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -50,9 +50,26 @@ MAX_ARRIVAL = 2**60
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: the fields that are numbers (pydantic would take YAML's true/false as 1/0)
+    _NUMBERS: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name in cls._NUMBERS:
+                v = data.get(name)
+                if isinstance(v, bool) or (
+                    isinstance(v, list) and any(isinstance(x, bool) for x in v)
+                ):
+                    raise ValueError(f"{name}: a number is needed, not {str(v).lower()}")
+        return data
+
 
 class PoissonArrivals(_Strict):
     """Arrivals of a group's copies by a Poisson process."""
+
+    _NUMBERS = ("mean", "start")
 
     mean: float = Field(gt=0, le=MAX_ARRIVAL, description="mean cycles between arrivals (1/lambda)")
     start: int = Field(default=0, ge=0, le=MAX_ARRIVAL, description="cycle the process starts at")
@@ -64,6 +81,8 @@ class PoissonSpec(_Strict):
 
 class JobGroup(_Strict):
     """Copies of one program: exactly one of ``trace`` or ``generator``."""
+
+    _NUMBERS = ("copies", "arrival")
 
     name: str | None = Field(default=None, description="label (default: file or generator)")
     trace: str | None = None
@@ -96,6 +115,8 @@ class JobGroup(_Strict):
 
 class JobSetSpec(_Strict):
     """A job-set file."""
+
+    _NUMBERS = ("seed", "quantum", "quantum_ms")
 
     seed: int = Field(
         default=0, ge=0, le=MAX_SEED, description="seeds the arrivals and job schedulers"
