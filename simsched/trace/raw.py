@@ -67,6 +67,7 @@ BLOCK_WIDE_GAP = 0xFF
 REC_HEADER, REC_REF, REC_RANGE, REC_GAP, REC_MARKER = 0, 1, 2, 3, 4
 M_SPAWN, M_SPAWN_END, M_SYNC, M_ITER, M_ROI_BEGIN, M_ROI_END, M_END = 1, 2, 3, 4, 5, 6, 7
 M_CALL, M_CALL_END = 8, 9  # a Cilk function's own frame (simsched_cilk.h)
+M_STACK = 10  # the captured thread's stack region: bytes a .. a + b - 1
 BACKENDS = {0: "unknown", 1: "gcc", 2: "valgrind", 3: "pin", 4: "test"}
 FLAG_WRITE = 1
 FLAG_GAPS_EXACT = 1
@@ -356,6 +357,23 @@ def _expand(
         ranges.add(b, int(lo), int(hi))
 
 
+def _stack(b: TraceBuilder, r: np.void, name: str, pos: int) -> None:
+    """Record the stack region a STACK marker names (one per stream, or repeated alike)."""
+    lo, size = int(r["a"]), int(r["b"])
+    if size == 0 or lo + size > fmt.ADDRESS_LIMIT:
+        raise TraceFormatError(
+            f"{name}: record {pos}: the stack region {lo:#x} + {size} bytes is empty or "
+            f"not below 2^{fmt.ADDRESS_BITS}"
+        )
+    old = b.stack
+    if old is not None and old != (lo, lo + size):
+        raise TraceFormatError(
+            f"{name}: record {pos}: a second, different stack region {lo:#x}-{lo + size:#x} "
+            f"(the first was {old[0]:#x}-{old[1]:#x}; one thread is captured)"
+        )
+    b.set_stack(lo, lo + size)
+
+
 def import_raw(
     raw_path: str | os.PathLike,
     out_path: str | os.PathLike,
@@ -451,6 +469,8 @@ def import_raw(
                         b.call()
                     elif m == M_CALL_END:
                         b.call_ret()
+                    elif m == M_STACK:
+                        _stack(b, r, name, pos)
                     elif m == M_ITER:
                         if iterations != "none":
                             b.iteration(int(r["a"]))
