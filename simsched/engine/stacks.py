@@ -1,0 +1,101 @@
+"""Per-core stacks: the replay gives every core its own copy of the captured stack region.
+
+A trace captured from one thread names that thread's stack region (``TraceHeader.stack``,
+bytes ``lo .. hi-1``).  A Cilk runtime gives each worker a stack of its own, so the
+replay does not let every core touch the serial run's stack lines: core ``c`` sees each
+stack reference ``a`` at ``a + c * step``, the same offset in a region of its own.
+``step`` is the region's size rounded up to a power of two, so every copy keeps the
+serial addresses' offsets within lines, pages and cache sets, and core 0's copy *is* the
+serial region (a one-core replay is unchanged).  The copies go above the serial stack
+(below it when there is no room under ``2**ADDRESS_BITS``); a capture's data never lie
+just above its stack on the platforms simsched captures on (docs/capture.md,
+"Per-worker stacks").
+
+The remapping is done on the decoded reference rows the cores read
+(:class:`simsched.engine.cores.ChunkSlots`): a chunk a core reads is held once per stack
+copy that needs it; the cache kernels never see the difference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simsched.errors import ConfigError
+from simsched.trace.format import ADDRESS_LIMIT
+
+
+@dataclass(frozen=True)
+class StackLayout:
+    """Where each core's copy of a trace's stack region lies.
+
+    Attributes
+    ----------
+    lo, hi
+        The serial run's stack region (bytes ``lo .. hi-1``).
+    step
+        Signed distance between the copies of consecutive cores (a power of two at least
+        ``hi - lo``, negative when the copies go below the region).
+    """
+
+    lo: int
+    hi: int
+    step: int
+
+    def shift(self, core: int) -> int:
+        """Distance from the serial region to core ``core``'s copy."""
+        return core * self.step
+
+    def remap(self, addr: np.ndarray, src: int, dst: int) -> None:
+        """Move the stack references of ``addr`` from core ``src``'s copy to ``dst``'s, in place.
+
+        ``addr`` holds decoded addresses (uint64) whose stack references lie in core
+        ``src``'s copy of the region (``src = 0``: the trace's own addresses).
+        """
+        if src == dst or addr.shape[0] == 0:
+            return
+        lo = np.uint64(self.lo + self.shift(src))
+        size = np.uint64(self.hi - self.lo)
+        # One unsigned comparison: addresses below lo wrap to huge values.
+        mask = (addr - lo) < size
+        delta = self.shift(dst) - self.shift(src)
+        if delta >= 0:
+            addr[mask] += np.uint64(delta)
+        else:
+            addr[mask] -= np.uint64(-delta)
+
+
+def stack_layout(stack: tuple[int, int] | None, cores: int) -> StackLayout | None:
+    """The per-core stack copies of a trace with stack region ``stack`` on ``cores`` cores.
+
+    Parameters
+    ----------
+    stack
+        ``(lo, hi)`` from the trace header, or None (the trace names no stack: its
+        references are replayed as captured).
+    cores
+        Cores of the machine.
+
+    Returns
+    -------
+    StackLayout or None
+        None when there is no stack region or only one core.
+
+    Raises
+    ------
+    ConfigError
+        The copies fit neither above nor below the region under ``2**ADDRESS_BITS``.
+    """
+    if stack is None or cores <= 1:
+        return None
+    lo, hi = stack
+    step = 1 << max(int(hi - lo - 1).bit_length(), 12)
+    if hi + (cores - 1) * step <= ADDRESS_LIMIT:
+        return StackLayout(lo, hi, step)
+    if lo - (cores - 1) * step >= 0:
+        return StackLayout(lo, hi, -step)
+    raise ConfigError(
+        f"the trace's stack region {lo:#x}-{hi:#x} ({hi - lo} bytes) cannot be copied for {cores} "
+        "cores inside the address space"
+    )
