@@ -394,13 +394,14 @@ def count_markers(raw: str | os.PathLike) -> int:
     Returns
     -------
     int
-        Number of SPAWN, SPAWN_END, SYNC, ITER and ROI markers.
+        Number of the program's markers (the backend's END and STACK markers left out).
     """
-    from simsched.trace.raw import M_END, REC_MARKER, iter_raw_blocks
+    from simsched.trace.raw import M_END, M_STACK, REC_MARKER, iter_raw_blocks
 
     n = 0
     for _, recs in iter_raw_blocks(raw):
-        n += int(((recs["kind"] == REC_MARKER) & (recs["c"] != M_END)).sum())
+        mine = (recs["kind"] == REC_MARKER) & (recs["c"] != M_END) & (recs["c"] != M_STACK)
+        n += int(mine.sum())
     return n
 
 

@@ -61,7 +61,11 @@ def test_gcc_capture_of_mergesort_is_a_valid_trace(cache, bindir, tmp_path):
     assert recs[-1]["kind"] == 4 and int(recs[-1]["c"]) == 7  # END marker
     markers = recs[recs["kind"] == 4]["c"]
     assert int((markers == 1).sum()) == int((markers == 2).sum()) == h.n_frames - 1
-    assert count_markers(raw) == markers.shape[0] - 1
+    # the program's markers: all but the END and the runtime's STACK marker
+    assert int((markers == 10).sum()) == 1 and int(recs[1]["c"]) == 10
+    assert count_markers(raw) == markers.shape[0] - 2
+    lo, hi = h.stack
+    assert hi - lo >= 1 << 16 and lo <= int(recs[1]["a"]) < hi
 
 
 @needs_valgrind
