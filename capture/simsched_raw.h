@@ -28,6 +28,8 @@
  *     record carries instructions with no reference after them (before a
  *     marker, or when a count would overflow 32 bits).
  * (**) SS_M_STACK: its b is the size of the stack region starting at a.
+ *      SS_M_SPAWN: b may be the stack depth at the marker (the stack top less
+ *      the stack pointer, in bytes; 0: not known).
  *
  * Version 2 (SS_RAW_VERSION_BLOCKS; the gcc runtime): after the header record,
  * a sequence of blocks, each standing for n <= SS_BLOCK_MAX_RECS records of

@@ -65,6 +65,7 @@ static ULong ss_last = 0;     /* ss_insns when the last record was written */
 static ULong ss_refs = 0;
 static ULong ss_markers = 0;
 static Bool ss_stack_done = False; /* the SS_M_STACK marker is written */
+static Addr ss_stack_hi = 0;        /* one past the stack's highest byte (0: unknown) */
 static Bool ss_child = False; /* in a forked child: record nothing */
 
 /* ---- output ------------------------------------------------------------- */
@@ -349,6 +350,7 @@ static void ss_put_stack(ThreadId tid)
         return;
     if (size > 0xffffffffUL)
         size = 0xffffffffUL;
+    ss_stack_hi = hi;
     ss_put((ULong)(hi - size), (UInt)size, SS_M_STACK, SS_REC_MARKER, 0);
 }
 
@@ -357,9 +359,15 @@ static Bool ss_client_request(ThreadId tid, UWord *args, UWord *ret)
     if (!VG_IS_TOOL_USERREQ('S', 'S', args[0]))
         return False;
     if (args[0] == VG_USERREQ_TOOL_BASE('S', 'S') + 1) {
+        Addr sp = VG_(get_SP)(tid);
+        UInt depth = 0;
         ss_put_gap();
         ss_put_stack(tid);
-        ss_put((ULong)args[2], 0, (UShort)args[1], SS_REC_MARKER, 0);
+        /* A SPAWN says how deep the stack is (lets simsched tell a spawned
+         * function's references to its ancestors' stack objects). */
+        if (args[1] == SS_M_SPAWN && ss_stack_hi > sp && ss_stack_hi - sp < 0xffffffffUL)
+            depth = (UInt)(ss_stack_hi - sp);
+        ss_put((ULong)args[2], depth, (UShort)args[1], SS_REC_MARKER, 0);
         ss_markers++;
         *ret = 0;
         return True;

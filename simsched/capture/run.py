@@ -475,8 +475,15 @@ def capture(
         t1 = time.perf_counter()
         raw_bytes = raw_path.stat().st_size
         cb = None if progress is None else (lambda done, _b: progress("import", done))
+        stack_warnings: list[str] = []
         header = import_raw(
-            raw_path, out, program=prog.name, args=list(args), progress=cb, iterations=iterations
+            raw_path,
+            out,
+            program=prog.name,
+            args=list(args),
+            progress=cb,
+            iterations=iterations,
+            warn=stack_warnings.append,
         )
         if header.n_frames == 1 and not header.roi and count_markers(raw_path) == 0:
             out.unlink(missing_ok=True)
@@ -489,7 +496,14 @@ def capture(
         if raw is not None:
             shutil.move(str(raw_path), str(raw))
     return CaptureResult(
-        header, backend, out, t1 - t0, t2 - t1, raw_bytes, stats, _warnings(prog, stats)
+        header,
+        backend,
+        out,
+        t1 - t0,
+        t2 - t1,
+        raw_bytes,
+        stats,
+        _warnings(prog, stats) + stack_warnings,
     )
 
 

@@ -204,3 +204,24 @@ def test_capture_of_the_programs_own_code_gives_no_library_warning(cache, bindir
     n, out = res.tool_stats["samples"], res.tool_stats["uninstrumented_samples"]
     assert n >= 10 and out <= 0.05 * n  # (41 samples, 1 outside, when this was written)
     assert res.warnings == []
+
+
+@needs_valgrind
+def test_valgrind_capture_names_the_stack_and_warns_of_a_shared_stack_object(cache, tmp_path):
+    """The valgrind tool names the stack region, so replays give every core its own
+    stack; spawned halves filling main's local array through a pointer get one warning."""
+
+    src = Path(__file__).parent / "data" / "stack_shared.c"
+    prog = tmp_path / "stack_shared"
+    assert compile_program(["-O0", str(src), "-o", str(prog)], backend="valgrind") == 0
+    res = capture(str(prog), [], tmp_path / "s.sst", backend="valgrind")
+    lo, hi = res.header.stack
+    assert hi - lo >= 1 << 20
+    said = [w for w in res.warnings if "stack object of an enclosing frame" in w]
+    assert len(said) == 1 and said[0].startswith("stack_shared: 62 reference(s)")
+    # fib shares nothing through pointers: no warning
+    fib = tmp_path / "fib"
+    src = Path(__file__).parents[2] / "traces" / "programs" / "cilk" / "fib.c"
+    assert compile_program(["-O0", str(src), "-o", str(fib)], backend="valgrind") == 0
+    res = capture(str(fib), ["12"], tmp_path / "f.sst", backend="valgrind")
+    assert res.header.stack is not None and res.warnings == []

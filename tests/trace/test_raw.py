@@ -484,3 +484,42 @@ def test_stack_marker_names_the_stack_region(tmp_path):
     # without the marker the trace names no stack, and prints as before
     h = R.import_raw(write(tmp_path / "n.raw", [recs[0], recs[1], recs[-1]]), tmp_path / "n.sst")
     assert h.stack is None and "stack" not in h.as_dict()
+
+
+def _spawned_body(ref_addr):
+    """main spawns a Cilk function (its CALL/CALL_END inside the spawn), 4 KiB deep."""
+    return [
+        header(),
+        rec(R.REC_MARKER, 0x7F0000, 0x10000, R.M_STACK),
+        rec(R.REC_REF, 0x7FFF00, 1, 8, 1),  # main's local
+        rec(R.REC_MARKER, 0, 0x1000, R.M_SPAWN),
+        rec(R.REC_REF, 0x7FFF00, 1, 8),  # the argument load: the spawning code's own
+        rec(R.REC_MARKER, c=R.M_CALL),
+        rec(R.REC_REF, 0x7FEF80, 1, 8, 1),  # the function's own frame
+        rec(R.REC_REF, ref_addr, 1, 8, 1),
+        rec(R.REC_MARKER, c=R.M_CALL_END),
+        rec(R.REC_REF, 0x7FFF08, 1, 8, 1),  # the store of its value
+        rec(R.REC_MARKER, c=R.M_SPAWN_END),
+        rec(R.REC_MARKER, c=R.M_SYNC),
+        rec(R.REC_MARKER, c=R.M_END),
+    ]
+
+
+def test_a_spawned_body_using_an_ancestors_stack_object_is_reported(tmp_path):
+    said: list[str] = []
+    R.import_raw(
+        write(tmp_path / "a.raw", _spawned_body(0x7FFF00)), tmp_path / "a.sst", warn=said.append
+    )
+    assert len(said) == 1
+    assert re.search(
+        r"a\.raw: 1 reference\(s\) in the body of a spawned Cilk function reach a stack object "
+        r"of an enclosing frame through a pointer \(the first near record 6: address "
+        r"0x7fff00, 256 bytes below the stack top\)",
+        said[0],
+    )
+    # its own frame only (the argument load and the value's store are the spawner's)
+    said.clear()
+    R.import_raw(
+        write(tmp_path / "b.raw", _spawned_body(0x7FEF90)), tmp_path / "b.sst", warn=said.append
+    )
+    assert said == []
