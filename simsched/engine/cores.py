@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simsched.engine.stacks import copy_segment
 from simsched.errors import TraceFormatError
 from simsched.memory import MemorySystem
 from simsched.memory.window import (
@@ -287,12 +288,11 @@ class CoreDriver:
             # This core's own stack: copy the segment to the core's stretch and remap it.
             pr, at = slots.private(c)
             n = stop - g
-            lo, hi = g - first, stop - first
-            slots.addr[pr, at : at + n] = slots.addr[r, lo:hi]
-            slots.size[pr, at : at + n] = slots.size[r, lo:hi]
-            slots.write[pr, at : at + n] = slots.write[r, lo:hi]
-            slots.gap[pr, at : at + n] = slots.gap[r, lo:hi]
-            job.stacks.remap(slots.addr[pr, at : at + n], 0, c)
+            st = job.stacks
+            copy_segment(
+                slots.addr_i64, slots.size, slots.write, slots.gap,
+                r, g - first, pr, at, n, st.lo, st.hi, st.shift(c),
+            )  # fmt: skip
             slots.release(r)
             self.row[c] = -1
             cs[F_SLOT, c] = pr

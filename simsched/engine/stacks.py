@@ -11,16 +11,18 @@ serial region (a one-core replay is unchanged).  The copies go above the serial 
 just above its stack on the platforms simsched captures on (docs/capture.md,
 "Per-worker stacks").
 
-The remapping is done on the decoded reference rows the cores read
-(:class:`simsched.engine.cores.ChunkSlots`): a chunk a core reads is held once per stack
-copy that needs it; the cache kernels never see the difference.
+The remapping is done as the core driver hands a core its next segment of references
+(:class:`simsched.engine.cores.CoreDriver`): for a core other than 0 the segment is
+copied from the shared decoded chunk into the core's private stretch of the slot arrays
+by :func:`copy_segment`, stack references moved; the cache kernels never see the
+difference.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from numba import njit
 
 from simsched.errors import ConfigError
 from simsched.trace.format import ADDRESS_LIMIT
@@ -47,23 +49,20 @@ class StackLayout:
         """Distance from the serial region to core ``core``'s copy."""
         return core * self.step
 
-    def remap(self, addr: np.ndarray, src: int, dst: int) -> None:
-        """Move the stack references of ``addr`` from core ``src``'s copy to ``dst``'s, in place.
 
-        ``addr`` holds decoded addresses (uint64) whose stack references lie in core
-        ``src``'s copy of the region (``src = 0``: the trace's own addresses).
-        """
-        if src == dst or addr.shape[0] == 0:
-            return
-        lo = np.uint64(self.lo + self.shift(src))
-        size = np.uint64(self.hi - self.lo)
-        # One unsigned comparison: addresses below lo wrap to huge values.
-        mask = (addr - lo) < size
-        delta = self.shift(dst) - self.shift(src)
-        if delta >= 0:
-            addr[mask] += np.uint64(delta)
-        else:
-            addr[mask] -= np.uint64(-delta)
+@njit(cache=True, nogil=True)
+def copy_segment(addr, size, write, gap, r, i, pr, at, n, lo, hi, shift):  # pragma: no cover
+    """Copy references ``i .. i+n-1`` of slot row ``r`` to positions ``at ..`` of row ``pr``,
+    adding ``shift`` to the addresses in ``[lo, hi)`` (``addr``: the int64 view; addresses
+    are below 2**48).  One call per segment: a core with short strands starts many."""
+    for k in range(n):
+        a = addr[r, i + k]
+        if lo <= a < hi:
+            a += shift
+        addr[pr, at + k] = a
+        size[pr, at + k] = size[r, i + k]
+        write[pr, at + k] = write[r, i + k]
+        gap[pr, at + k] = gap[r, i + k]
 
 
 def stack_layout(stack: tuple[int, int] | None, cores: int) -> StackLayout | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simsched.engine.stacks import StackLayout, stack_layout
+from simsched.engine.stacks import StackLayout, copy_segment, stack_layout
 from simsched.errors import ConfigError
 from simsched.trace.format import ADDRESS_LIMIT
 
@@ -15,25 +15,48 @@ def test_no_copies_without_a_region_or_with_one_core():
     assert stack_layout((4096, 8192), 1) is None
 
 
+def _rows(addrs):
+    n = len(addrs)
+    a = np.zeros((2, n), np.int64)
+    a[0] = addrs
+    size = np.zeros((2, n), np.uint8)
+    size[0] = np.arange(n) + 1
+    write = np.zeros((2, n), np.bool_)
+    write[0, ::2] = True
+    gap = np.zeros((2, n), np.uint32)
+    gap[0] = np.arange(n) * 3
+    return a, size, write, gap
+
+
+def _copy(lay, addrs, core):
+    a, size, write, gap = _rows(addrs)
+    n = len(addrs)
+    copy_segment(a, size, write, gap, 0, 1, 1, 0, n - 1, lay.lo, lay.hi, lay.shift(core))
+    assert size[1, : n - 1].tolist() == size[0, 1:].tolist()
+    assert write[1, : n - 1].tolist() == write[0, 1:].tolist()
+    assert gap[1, : n - 1].tolist() == gap[0, 1:].tolist()
+    return a[1, : n - 1].tolist()
+
+
 def test_copies_sit_a_power_of_two_apart_above_the_region():
     lay = stack_layout((0x7FF000, 0x800000 + 100), 4)  # 4196 bytes -> 8 KiB apart
     assert lay == StackLayout(0x7FF000, 0x800064, 8192)
-    addr = np.array([0x7FEFFF, 0x7FF000, 0x800063, 0x800064, 0x10], np.uint64)
-    lay.remap(addr, 0, 3)
-    assert addr.tolist() == [0x7FEFFF, 0x7FF000 + 3 * 8192, 0x800063 + 3 * 8192, 0x800064, 0x10]
-    lay.remap(addr, 3, 1)  # from one core's copy to another's
-    assert addr.tolist() == [0x7FEFFF, 0x7FF000 + 8192, 0x800063 + 8192, 0x800064, 0x10]
-    lay.remap(addr, 1, 0)
-    assert addr.tolist() == [0x7FEFFF, 0x7FF000, 0x800063, 0x800064, 0x10]
+    addrs = [0, 0x7FEFFF, 0x7FF000, 0x800063, 0x800064, 0x10]
+    assert _copy(lay, addrs, 3) == [
+        0x7FEFFF,
+        0x7FF000 + 3 * 8192,
+        0x800063 + 3 * 8192,
+        0x800064,
+        0x10,
+    ]
+    assert _copy(lay, addrs, 0) == addrs[1:]
 
 
 def test_copies_go_below_when_there_is_no_room_above():
     top = ADDRESS_LIMIT - 4096
     lay = stack_layout((top - (1 << 20), top), 8)
     assert lay is not None and lay.step == -(1 << 20)
-    addr = np.array([top - 8], np.uint64)
-    lay.remap(addr, 0, 7)
-    assert int(addr[0]) == top - 8 - 7 * (1 << 20)
+    assert _copy(lay, [0, top - 8], 7) == [top - 8 - 7 * (1 << 20)]
 
 
 def test_a_region_that_cannot_be_copied_is_refused():
