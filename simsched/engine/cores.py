@@ -19,7 +19,7 @@ needs a chunk in flight waits for it.  A job's address space is applied by the l
 
 **Per-core stacks.**  A trace that names its stack region is replayed with every core's
 stack references moved to that core's own copy of the region
-(:mod:`simsched.engine.stacks`).  The shared rows keep the trace's addresses; a core
+(:mod:`simsched.memory.stacks`).  The shared rows keep the trace's addresses; a core
 running such a job reads each segment of its strand (at most :data:`SEGMENT_REFS`
 references) from a private stretch of the slot arrays, copied from the shared row and
 remapped when the segment starts.  Core 0's copy is the trace's own region, so a one-core
@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.engine.stacks import copy_segment
 from simsched.errors import TraceFormatError
 from simsched.memory import MemorySystem
+from simsched.memory.stacks import copy_segment
 from simsched.memory.window import (
     CODE_MUL,
     F_CLOCK,

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from simsched.engine.stacks import stack_layout
+from simsched.memory.stacks import stack_layout
 from simsched.schedulers.base import SchedContext, Scheduler
 from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
 

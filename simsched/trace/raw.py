@@ -344,7 +344,7 @@ class _StackGuard:
     :attr:`SLACK` bytes above it, made in the function's body (between its own CALL and
     CALL_END markers, so not the argument loads or the store of its value, which the
     spawning code makes), reaches a stack object of an enclosing frame through a pointer.
-    The replay gives each core its own stack (:mod:`simsched.engine.stacks`), so such
+    The replay gives each core its own stack (:mod:`simsched.memory.stacks`), so such
     sharing is not modelled: the importer reports it.
     """
 

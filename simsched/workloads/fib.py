@@ -24,7 +24,7 @@ addresses of the serial run's stack (:data:`~simsched.workloads._common.STACK_TO
 ``main`` frame, then 32 bytes per call level), and the trace names the stack region (the
 top :data:`~simsched.workloads._common.STACK_SIZE` bytes below ``STACK_TOP``), so that a
 multi-core replay gives every core a stack of its own, as a Cilk runtime gives every
-worker (:mod:`simsched.engine.stacks`).  References of serial subtrees come from
+worker (:mod:`simsched.memory.stacks`).  References of serial subtrees come from
 patterns built once per ``n`` and shifted by the subtree's stack depth.
 """
 

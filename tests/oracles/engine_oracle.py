@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from simsched.engine.facts import TraceFacts
-from simsched.engine.stacks import stack_layout
+from simsched.memory.stacks import stack_layout
 from simsched.schedulers.base import RETRY, RUN, SchedContext
 
 

@@ -11,7 +11,9 @@ serial region (a one-core replay is unchanged).  The copies go above the serial 
 just above its stack on the platforms simsched captures on (docs/capture.md,
 "Per-worker stacks").
 
-The remapping is done as the core driver hands a core its next segment of references
+``simsched memsim --core-of-strand rr`` moves the references of the strands it places on
+other cores the same way (:meth:`StackLayout.moved`).  In the replay engine the remapping
+is done as the core driver hands a core its next segment of references
 (:class:`simsched.engine.cores.CoreDriver`): for a core other than 0 the segment is
 copied from the shared decoded chunk into the core's private stretch of the slot arrays
 by :func:`copy_segment`, stack references moved; the cache kernels never see the
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from numba import njit
 
 from simsched.errors import ConfigError
@@ -48,6 +51,14 @@ class StackLayout:
     def shift(self, core: int) -> int:
         """Distance from the serial region to core ``core``'s copy."""
         return core * self.step
+
+    def moved(self, addr: np.ndarray, core: int) -> np.ndarray:
+        """The addresses (uint64) as core ``core`` issues them: stack references moved to
+        its copy (a new array; ``addr`` itself when nothing moves)."""
+        if core == 0 or addr.shape[0] == 0:
+            return addr
+        a = addr.view(np.int64)
+        return np.where((a >= self.lo) & (a < self.hi), a + self.shift(core), a).view(np.uint64)
 
 
 @njit(cache=True, nogil=True)

@@ -1,12 +1,12 @@
-"""Per-core stack copies (simsched.engine.stacks)."""
+"""Per-core stack copies (simsched.memory.stacks)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from simsched.engine.stacks import StackLayout, copy_segment, stack_layout
 from simsched.errors import ConfigError
+from simsched.memory.stacks import StackLayout, copy_segment, stack_layout
 from simsched.trace.format import ADDRESS_LIMIT
 
 
@@ -62,3 +62,38 @@ def test_copies_go_below_when_there_is_no_room_above():
 def test_a_region_that_cannot_be_copied_is_refused():
     with pytest.raises(ConfigError, match="cannot be copied for 4 cores"):
         stack_layout((0, ADDRESS_LIMIT // 2 + 1), 4)
+
+
+def test_moved_gives_the_addresses_a_core_issues():
+    lay = stack_layout((0x7FF000, 0x800000), 4)
+    addr = np.array([0x10, 0x7FF008, 0x7FFFF8, 0x800000], np.uint64)
+    assert lay.moved(addr, 0) is addr
+    assert lay.moved(addr, 2).tolist() == [0x10, 0x7FF008 + 2 * 4096, 0x7FFFF8 + 2 * 4096, 0x800000]
+    assert addr.tolist() == [0x10, 0x7FF008, 0x7FFFF8, 0x800000]  # left as it was
+
+
+def test_memsim_round_robin_gives_every_core_its_own_stack(tmp_path):
+    """memsim --core-of-strand rr places strands on cores like `run` does its stacks: fib
+    (only stack references) then invalidates almost nothing; one core is unchanged."""
+    from simsched.machine import load_machine
+    from simsched.memory.replay import replay_trace
+    from simsched.trace.builder import TraceBuilder
+    from simsched.workloads import generate
+
+    path = tmp_path / "fib.sst"
+    generate("fib", path, n=12, cutoff=2)
+    m = load_machine("sunfire-x4600-8x4")
+    rr = replay_trace(m, path, "rr")
+    assert rr["levels"][0]["invalidations"] <= 0.02 * rr["refs"]
+    one = replay_trace(m, path, "0")
+    # the same program without a named stack: every core on the serial stack
+    orig = TraceBuilder.set_stack
+    try:
+        TraceBuilder.set_stack = lambda self, lo, hi: None  # type: ignore[method-assign]
+        generate("fib", tmp_path / "plain.sst", n=12, cutoff=2)
+    finally:
+        TraceBuilder.set_stack = orig  # type: ignore[method-assign]
+    shared = replay_trace(m, tmp_path / "plain.sst", "rr")
+    assert shared["levels"][0]["invalidations"] > 0.3 * shared["refs"]
+    plain_one = replay_trace(m, tmp_path / "plain.sst", "0")
+    assert one["levels"] == plain_one["levels"] and one["cycles"] == plain_one["cycles"]
