@@ -21,12 +21,15 @@
  *   SS_REC_REF      address              gap (*)             size in bytes    bit0: write
  *   SS_REC_RANGE    start address        length in bytes     0                bit0: write
  *   SS_REC_GAP      0                    instructions (*)    0                0
- *   SS_REC_MARKER   argument             0                   marker (SS_M_*)  0
+ *   SS_REC_MARKER   argument             0 (**)              marker (SS_M_*)  0
  *
  * (*) gap: non-memory instructions executed since the previous REF/RANGE/GAP
  *     record, not counting the instruction that makes this reference.  A GAP
  *     record carries instructions with no reference after them (before a
  *     marker, or when a count would overflow 32 bits).
+ * (**) SS_M_STACK: its b is the size of the stack region starting at a.
+ *      SS_M_SPAWN: b may be the stack depth at the marker (the stack top less
+ *      the stack pointer, in bytes; 0: not known).
  *
  * Version 2 (SS_RAW_VERSION_BLOCKS; the gcc runtime): after the header record,
  * a sequence of blocks, each standing for n <= SS_BLOCK_MAX_RECS records of
@@ -90,6 +93,7 @@
 #define SS_M_END       7u /* the program finished; nothing follows       */
 #define SS_M_CALL      8u /* a Cilk function begins (its own frame)      */
 #define SS_M_CALL_END  9u /* ... and returns, after its implicit sync    */
+#define SS_M_STACK    10u /* the thread's stack is bytes a .. a + b - 1  */
 
 /* backend ids (the c field of the header record) */
 #define SS_BACKEND_UNKNOWN  0u

@@ -27,6 +27,10 @@
  *   simsched_marker() itself are left out of the stream (found by function
  *   name at translation time); they still count in the run's total, which the
  *   tool prints at exit so that it can be compared with lackey's count.
+ *   Stack.  The first client request (before its marker) and the end of the
+ *   run, if no request came, write an SS_M_STACK marker naming the main
+ *   thread's stack region (valgrind's client stack: its highest byte and its
+ *   size), so that simsched can give every simulated core a stack of its own.
  *   Output.  Records are buffered and written to --raw-out=FILE (usually a
  *   FIFO that simsched compresses).  The header record says the gaps are
  *   exact.
@@ -41,6 +45,7 @@
 #include "pub_tool_libcproc.h"
 #include "pub_tool_machine.h"
 #include "pub_tool_options.h"
+#include "pub_tool_threadstate.h"
 #include "pub_tool_tooliface.h"
 #include "pub_tool_vki.h"
 
@@ -59,6 +64,8 @@ static ULong ss_excluded = 0; /* instructions executed inside the marker functio
 static ULong ss_last = 0;     /* ss_insns when the last record was written */
 static ULong ss_refs = 0;
 static ULong ss_markers = 0;
+static Bool ss_stack_done = False; /* the SS_M_STACK marker is written */
+static Addr ss_stack_hi = 0;        /* one past the stack's highest byte (0: unknown) */
 static Bool ss_child = False; /* in a forked child: record nothing */
 
 /* ---- output ------------------------------------------------------------- */
@@ -329,14 +336,38 @@ static IRSB *ss_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
 
 /* ---- client requests, options, start and end ---------------------------- */
 
+/* Name the stack region of thread tid (once): bytes lo .. lo + size - 1. */
+static void ss_put_stack(ThreadId tid)
+{
+    Addr hi;
+    SizeT size;
+    if (ss_stack_done)
+        return;
+    ss_stack_done = True;
+    hi = VG_(thread_get_stack_max)(tid) + 1;
+    size = VG_(thread_get_stack_size)(tid);
+    if (size == 0 || size > hi)
+        return;
+    if (size > 0xffffffffUL)
+        size = 0xffffffffUL;
+    ss_stack_hi = hi;
+    ss_put((ULong)(hi - size), (UInt)size, SS_M_STACK, SS_REC_MARKER, 0);
+}
+
 static Bool ss_client_request(ThreadId tid, UWord *args, UWord *ret)
 {
-    (void)tid;
     if (!VG_IS_TOOL_USERREQ('S', 'S', args[0]))
         return False;
     if (args[0] == VG_USERREQ_TOOL_BASE('S', 'S') + 1) {
+        Addr sp = VG_(get_SP)(tid);
+        UInt depth = 0;
         ss_put_gap();
-        ss_put((ULong)args[2], 0, (UShort)args[1], SS_REC_MARKER, 0);
+        ss_put_stack(tid);
+        /* A SPAWN says how deep the stack is (lets simsched tell a spawned
+         * function's references to its ancestors' stack objects). */
+        if (args[1] == SS_M_SPAWN && ss_stack_hi > sp && ss_stack_hi - sp < 0xffffffffUL)
+            depth = (UInt)(ss_stack_hi - sp);
+        ss_put((ULong)args[2], depth, (UShort)args[1], SS_REC_MARKER, 0);
         ss_markers++;
         *ret = 0;
         return True;
@@ -391,6 +422,7 @@ static void ss_fini(Int exitcode)
     if (ss_child)
         return;
     ss_put_gap();
+    ss_put_stack(VG_(get_running_tid)()); /* no client request came */
     ss_put(0, 0, SS_M_END, SS_REC_MARKER, 0);
     ss_flush();
     VG_(close)(ss_fd);

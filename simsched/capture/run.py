@@ -394,13 +394,14 @@ def count_markers(raw: str | os.PathLike) -> int:
     Returns
     -------
     int
-        Number of SPAWN, SPAWN_END, SYNC, ITER and ROI markers.
+        Number of the program's markers (the backend's END and STACK markers left out).
     """
-    from simsched.trace.raw import M_END, REC_MARKER, iter_raw_blocks
+    from simsched.trace.raw import M_END, M_STACK, REC_MARKER, iter_raw_blocks
 
     n = 0
     for _, recs in iter_raw_blocks(raw):
-        n += int(((recs["kind"] == REC_MARKER) & (recs["c"] != M_END)).sum())
+        mine = (recs["kind"] == REC_MARKER) & (recs["c"] != M_END) & (recs["c"] != M_STACK)
+        n += int(mine.sum())
     return n
 
 
@@ -474,8 +475,15 @@ def capture(
         t1 = time.perf_counter()
         raw_bytes = raw_path.stat().st_size
         cb = None if progress is None else (lambda done, _b: progress("import", done))
+        stack_warnings: list[str] = []
         header = import_raw(
-            raw_path, out, program=prog.name, args=list(args), progress=cb, iterations=iterations
+            raw_path,
+            out,
+            program=prog.name,
+            args=list(args),
+            progress=cb,
+            iterations=iterations,
+            warn=stack_warnings.append,
         )
         if header.n_frames == 1 and not header.roi and count_markers(raw_path) == 0:
             out.unlink(missing_ok=True)
@@ -488,7 +496,14 @@ def capture(
         if raw is not None:
             shutil.move(str(raw_path), str(raw))
     return CaptureResult(
-        header, backend, out, t1 - t0, t2 - t1, raw_bytes, stats, _warnings(prog, stats)
+        header,
+        backend,
+        out,
+        t1 - t0,
+        t2 - t1,
+        raw_bytes,
+        stats,
+        _warnings(prog, stats) + stack_warnings,
     )
 
 

@@ -134,8 +134,18 @@ def import_cmd(
     from simsched.trace import import_raw
 
     total = raw.stat().st_size
+    warnings: list[str] = []
     with atomic_output(out) as tmp, _reporter(progress, f"importing {raw.name}", "records") as bar:
-        h = import_raw(raw, tmp, program=program or raw.stem, progress=bar, iterations=iterations)
+        h = import_raw(
+            raw,
+            tmp,
+            program=program or raw.stem,
+            progress=bar,
+            iterations=iterations,
+            warn=warnings.append,
+        )
+    for w in warnings:
+        err_console.print(f"warning: {w}")
     err_console.print(
         f"{out}: {h.n_strands} strands, {h.n_refs} references, {h.n_instructions} instructions "
         f"(from {total:,} raw bytes)"

@@ -16,6 +16,14 @@ are decoded ahead into free rows by a background thread (reading, decompression 
 decoding release the GIL) while the cores run; results never depend on it, a core that
 needs a chunk in flight waits for it.  A job's address space is applied by the loop
 (``F_OFF``), so rows hold the trace's own addresses.
+
+**Per-core stacks.**  A trace that names its stack region is replayed with every core's
+stack references moved to that core's own copy of the region
+(:mod:`simsched.memory.stacks`).  The shared rows keep the trace's addresses; a core
+running such a job reads each segment of its strand (at most :data:`SEGMENT_REFS`
+references) from a private stretch of the slot arrays, copied from the shared row and
+remapped when the segment starts.  Core 0's copy is the trace's own region, so a one-core
+replay reads exactly what it read before.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import numpy as np
 
 from simsched.errors import TraceFormatError
 from simsched.memory import MemorySystem
+from simsched.memory.stacks import copy_segment
 from simsched.memory.window import (
     CODE_MUL,
     F_CLOCK,
@@ -80,10 +89,19 @@ class ChunkSlots:
         a free row always exists).
     width
         Row length: the longest chunk of any job's trace.
+    private
+        Cores that get a private stretch of :attr:`seg` references (:meth:`private`),
+        in extra rows after the shared ones.
     """
 
-    def __init__(self, rows: int, width: int) -> None:
+    def __init__(self, rows: int, width: int, private: int = 0) -> None:
         w = max(int(width), 1)
+        #: length of a core's private stretch (a segment never exceeds a chunk)
+        self.seg = min(SEGMENT_REFS, w)
+        per_row = w // self.seg
+        self.shared = rows
+        self.per_row = per_row
+        rows += -(-int(private) // per_row)
         self.addr = np.zeros((rows, w), np.uint64)
         self.addr_i64 = self.addr.view(np.int64)
         self.size = np.zeros((rows, w), np.uint8)
@@ -97,7 +115,7 @@ class ChunkSlots:
         # Rows that hold a chunk and are not pinned, least recently used first; and rows
         # that hold nothing.
         self.lru: OrderedDict[int, None] = OrderedDict()
-        self.free = list(range(rows - 1, -1, -1))
+        self.free = list(range(self.shared - 1, -1, -1))
         self.flight: dict[tuple[int, int], tuple[int, Future]] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simsched-decode")
         self.loads = 0
@@ -148,6 +166,11 @@ class ChunkSlots:
             del self.lru[r]
         self.pins[r] += 1
         return r
+
+    def private(self, c: int) -> tuple[int, int]:
+        """Core ``c``'s private stretch: (row, offset of its first position)."""
+        q, k = divmod(c, self.per_row)
+        return self.shared + q, k * self.seg
 
     def release(self, r: int) -> None:
         """Unpin row ``r`` (it stays cached)."""
@@ -201,7 +224,7 @@ class CoreDriver:
         self.P = P
         self.cs = np.zeros((NF, P), dtype=np.int64)
         self.heap = np.zeros(P, dtype=np.int64)
-        self.slots = ChunkSlots(P + PREFETCH_DEPTH + 2, chunk_width)
+        self.slots = ChunkSlots(P + PREFETCH_DEPTH + 2, chunk_width, private=P)
         self.window = np.int64(window)
         self.pthresh = np.int64(private_threshold(machine))
         self.plimit = np.int64(self.memory.page_limit())
@@ -209,6 +232,7 @@ class CoreDriver:
         self.job: list[Any] = [None] * P
         self.gend = [0] * P  # global index past the last reference of each core's strand
         self.row = [-1] * P  # slot row each core has pinned
+        self.seg_end = [0] * P  # global index past the last reference of each core's segment
         self.kernel_calls = 0
         self.kernel_ns = 0
 
@@ -257,11 +281,27 @@ class CoreDriver:
         self.row[c] = r
         first = slots.first[r]
         end = first + slots.length[r]
+        stop = min(e, end, g + SEGMENT_REFS)
+        self.seg_end[c] = stop
+        cs[F_LAST, c] = 1 if stop == e else 0
+        if job.stacks is not None and c > 0:
+            # This core's own stack: copy the segment to the core's stretch and remap it.
+            pr, at = slots.private(c)
+            n = stop - g
+            st = job.stacks
+            copy_segment(
+                slots.addr_i64, slots.size, slots.write, slots.gap,
+                r, g - first, pr, at, n, st.lo, st.hi, st.shift(c),
+            )  # fmt: skip
+            slots.release(r)
+            self.row[c] = -1
+            cs[F_SLOT, c] = pr
+            cs[F_POS, c] = at
+            cs[F_LEN, c] = at + n
+            return
         cs[F_SLOT, c] = r
         cs[F_POS, c] = g - first
-        stop = min(e, end, g + SEGMENT_REFS)
         cs[F_LEN, c] = stop - first
-        cs[F_LAST, c] = 1 if stop == e else 0
 
     # -- the window loop ----------------------------------------------------------------
     def advance(self, limit: int) -> int:
@@ -299,7 +339,7 @@ class CoreDriver:
             if kind == R_DONE:
                 return c
             if kind == R_REFILL:
-                self._map(c, self.slots.first[int(cs[F_SLOT, c])] + int(cs[F_LEN, c]))
+                self._map(c, self.seg_end[c])
                 cs[F_STATE, c] = S_RUN
                 continue
             if kind == R_GROW:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from simsched.memory.stacks import stack_layout
 from simsched.schedulers.base import SchedContext, Scheduler
 from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
 
@@ -89,6 +90,8 @@ class Job:
         self.arrival = int(arrival)
         self.addr_offset = addr_offset(jid)
         h = trace.header
+        # Every core's own copy of the captured stack (None: references as captured).
+        self.stacks = stack_layout(getattr(h, "stack", None), int(machine.cores))
         n = int(h.n_strands)
         self.n = n
         self.n_refs = int(h.n_refs)

@@ -6,7 +6,9 @@ completed, and a strand's tail instructions (those after its last reference) del
 next reference by as many cycles.  With ``core_of_strand="0"`` every strand runs on core
 0; with ``"rr"`` strand ``s`` runs on core ``s mod cores`` (still one after the other),
 which makes the strands share (and invalidate) caches the way a round-robin placement
-would, without any scheduler.  References are streamed chunk by chunk, so memory stays
+would, without any scheduler; a trace that names its stack region has each core's stack
+references moved to that core's own copy, as in ``simsched run``
+(:mod:`simsched.memory.stacks`).  References are streamed chunk by chunk, so memory stays
 bounded by the chunk size and the model.
 """
 
@@ -18,6 +20,7 @@ import numpy as np
 
 from simsched.errors import ConfigError
 from simsched.machine import Machine
+from simsched.memory.stacks import stack_layout
 from simsched.memory.system import MemorySystem
 
 
@@ -66,6 +69,7 @@ def replay_trace(machine: Machine, trace: str | os.PathLike, core_of_strand: str
         n_in = np.diff(starts)
         gap_sum = np.zeros(n_strands, np.int64)
         n_refs = int(t.header.n_refs)
+        stacks = stack_layout(t.header.stack, cores) if core_of_strand == "rr" else None
         # A strand's tail delays the first reference after it: fold it into that gap.
         tail_at = starts[1:]
         now = 0
@@ -97,9 +101,10 @@ def replay_trace(machine: Machine, trace: str | os.PathLike, core_of_strand: str
                 hi = min(int(starts[s + 1]) - c.start, n)
                 if hi <= lo:
                     continue
+                addr = c.addr[lo:hi]
                 ms.access_batch(
                     s % cores,
-                    c.addr[lo:hi],
+                    addr if stacks is None else stacks.moved(addr, s % cores),
                     c.size[lo:hi],
                     c.write[lo:hi],
                     now,

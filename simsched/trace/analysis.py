@@ -225,6 +225,7 @@ def summary(
             "args": list(h.args),
             "backend": h.backend,
             "gaps_exact": h.gaps_exact,
+            **({"stack": [f"{h.stack[0]:#x}", f"{h.stack[1]:#x}"]} if h.stack else {}),
             "params": h.params,
             "strands": h.n_strands,
             "frames": h.n_frames,

@@ -115,6 +115,7 @@ class TraceBuilder:
         line_size_hint: int = 64,
         params: dict[str, Any] | None = None,
         roi: bool = False,
+        stack: tuple[int, int] | None = None,
         chunk_refs: int = fmt.CHUNK_REFS,
         progress: Callable[[int, int | None], None] | None = None,
     ):
@@ -131,6 +132,8 @@ class TraceBuilder:
             "roi": bool(roi),
             "writer": f"simsched {version()}",
         }
+        if stack is not None:
+            self.set_stack(*stack)
         self._roi_mode = bool(roi)
         self._in_roi = not roi
         self._cctx = fmt.compressor()
@@ -750,6 +753,8 @@ class TraceBuilder:
             int(instr.sum()),
         )
         flags = fmt.FLAG_GAPS_EXACT if self._meta["gaps_exact"] else 0
+        if "stack" in self._meta:
+            flags |= fmt.FLAG_STACK
         header = fmt.pack_header(
             flags=flags,
             counts=counts,
@@ -778,7 +783,33 @@ class TraceBuilder:
             digest=digest.hex(),
             params=self._meta["params"],
             roi=self._meta["roi"],
+            stack=tuple(self._meta["stack"]) if "stack" in self._meta else None,  # type: ignore[arg-type]
         )
+
+    @property
+    def stack(self) -> tuple[int, int] | None:
+        """The stack region named so far (:meth:`set_stack`), or None."""
+        st = self._meta.get("stack")
+        return None if st is None else (st[0], st[1])
+
+    def set_stack(self, lo: int, hi: int) -> None:
+        """Name the captured thread's stack region: bytes ``lo`` to ``hi - 1``.
+
+        References inside it are the thread's stack frames; a multi-core replay gives
+        every core its own copy of the region at the same offsets (docs/capture.md,
+        "Per-worker stacks").
+
+        Raises
+        ------
+        ValueError
+            Unless ``0 <= lo < hi <= 2**ADDRESS_BITS``.
+        """
+        lo, hi = int(lo), int(hi)
+        if not 0 <= lo < hi <= fmt.ADDRESS_LIMIT:
+            raise ValueError(
+                f"stack region {lo:#x}-{hi:#x} is not 0 <= lo < hi <= 2^{fmt.ADDRESS_BITS}"
+            )
+        self._meta["stack"] = [lo, hi]
 
     def abort(self) -> None:
         """Discard the partial output (called on errors)."""

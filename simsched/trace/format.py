@@ -22,7 +22,7 @@ import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 import zstandard
@@ -37,8 +37,11 @@ HEADER_SIZE = HEADER.size
 assert HEADER_SIZE == 160
 
 FLAG_GAPS_EXACT = 1
+#: the meta section names the captured thread's stack region (``"stack": [lo, hi]``): the
+#: replay gives each core its own copy of it (docs/capture.md, "Per-worker stacks")
+FLAG_STACK = 2
 #: every flag bit this version defines; a reader refuses a header with any other bit set
-FLAGS = FLAG_GAPS_EXACT
+FLAGS = FLAG_GAPS_EXACT | FLAG_STACK
 
 EDGE_SPAWN = 0
 EDGE_CONT = 1
@@ -169,6 +172,7 @@ class TraceMeta(TypedDict):
     params: dict[str, Any]
     roi: bool
     writer: str
+    stack: NotRequired[list[int]]
 
 
 @dataclass(frozen=True)
@@ -190,11 +194,17 @@ class TraceHeader:
     digest: str
     params: dict[str, Any] = field(default_factory=dict)
     roi: bool = False
+    #: the captured thread's stack region ``(lo, hi)`` (bytes ``lo..hi-1``), or None
+    stack: tuple[int, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able view."""
         d = dict(self.__dict__)
         d["args"] = list(self.args)
+        if self.stack is None:
+            del d["stack"]  # traces without a stack region print as before
+        else:
+            d["stack"] = list(self.stack)
         return d
 
 

@@ -67,6 +67,7 @@ BLOCK_WIDE_GAP = 0xFF
 REC_HEADER, REC_REF, REC_RANGE, REC_GAP, REC_MARKER = 0, 1, 2, 3, 4
 M_SPAWN, M_SPAWN_END, M_SYNC, M_ITER, M_ROI_BEGIN, M_ROI_END, M_END = 1, 2, 3, 4, 5, 6, 7
 M_CALL, M_CALL_END = 8, 9  # a Cilk function's own frame (simsched_cilk.h)
+M_STACK = 10  # the captured thread's stack region: bytes a .. a + b - 1
 BACKENDS = {0: "unknown", 1: "gcc", 2: "valgrind", 3: "pin", 4: "test"}
 FLAG_WRITE = 1
 FLAG_GAPS_EXACT = 1
@@ -335,8 +336,72 @@ class _StrandRanges:
             self.hi[s] = hi
 
 
+class _StackGuard:
+    """Finds references of a spawned Cilk function's body to its ancestors' stack objects.
+
+    A SPAWN marker may carry the stack depth at the spawn (the valgrind tool writes it):
+    the spawned function's frame lies below that stack pointer, so a reference at least
+    :attr:`SLACK` bytes above it, made in the function's body (between its own CALL and
+    CALL_END markers, so not the argument loads or the store of its value, which the
+    spawning code makes), reaches a stack object of an enclosing frame through a pointer.
+    The replay gives each core its own stack (:mod:`simsched.memory.stacks`), so such
+    sharing is not modelled: the importer reports it.
+    """
+
+    #: bytes above the spawn's stack pointer still taken as the spawned frame's own (the
+    #: marker function's frame, the return address and saved registers of the call)
+    SLACK = 256
+
+    def __init__(self) -> None:
+        self.spawns: list[list[int]] = []  # per open spawn: [lowest ancestor byte or -1, calls]
+        self.count = 0
+        self.first: tuple[int, int, int] | None = None  # (record, address, bytes below top)
+
+    def spawn(self, b: TraceBuilder, depth: int) -> None:
+        st = b.stack
+        self.spawns.append([st[1] - depth + self.SLACK if st and depth else -1, 0])
+
+    def spawn_end(self) -> None:
+        if self.spawns:
+            self.spawns.pop()
+
+    def call(self, delta: int) -> None:
+        if self.spawns:
+            self.spawns[-1][1] = max(self.spawns[-1][1] + delta, 0)
+
+    def check(self, b: TraceBuilder, addr: np.ndarray, record: int) -> None:
+        if not self.spawns or self.spawns[-1][0] < 0 or self.spawns[-1][1] == 0 or not b.recording:
+            return
+        st = b.stack
+        assert st is not None, "a depth is only kept with a stack region"
+        hit = (addr >= np.uint64(self.spawns[-1][0])) & (addr < np.uint64(st[1]))
+        n = int(np.count_nonzero(hit))
+        if n:
+            if self.first is None:
+                a = int(addr[int(np.argmax(hit))])
+                self.first = (record, a, st[1] - a)
+            self.count += n
+
+    def message(self, name: str) -> str | None:
+        if self.first is None:
+            return None
+        rec, a, below = self.first
+        return (
+            f"{name}: {self.count} reference(s) in the body of a spawned Cilk function reach "
+            f"a stack object of an enclosing frame through a pointer (the first near record "
+            f"{rec}: address {a:#x}, {below} bytes below the stack top); the replay gives "
+            "each core its own stack, so this sharing between workers is not modelled "
+            "(docs/capture.md, per-worker stacks)"
+        )
+
+
 def _expand(
-    b: TraceBuilder, seg: np.ndarray, first: int, name: str, ranges: _StrandRanges | None
+    b: TraceBuilder,
+    seg: np.ndarray,
+    first: int,
+    name: str,
+    ranges: _StrandRanges | None,
+    guard: _StackGuard | None = None,
 ) -> None:
     """Record a run of REF, RANGE and GAP records (record ``first`` onwards) in one go."""
     words = np.ascontiguousarray(seg).view("<u8").reshape(-1, 2)
@@ -349,11 +414,30 @@ def _expand(
         raise TraceFormatError(
             f"{name}: record {first + int(idx)}: instruction gap does not fit 32 bits"
         )
+    if guard is not None:
+        guard.check(b, addr, first)
     b.refs_checked(addr, sizew, gap)
     if trailing:
         b.instr(int(trailing))
     if ranges is not None and hi >= 0 and b.recording:
         ranges.add(b, int(lo), int(hi))
+
+
+def _stack(b: TraceBuilder, r: np.void, name: str, pos: int) -> None:
+    """Record the stack region a STACK marker names (one per stream, or repeated alike)."""
+    lo, size = int(r["a"]), int(r["b"])
+    if size == 0 or lo + size > fmt.ADDRESS_LIMIT:
+        raise TraceFormatError(
+            f"{name}: record {pos}: the stack region {lo:#x} + {size} bytes is empty or "
+            f"not below 2^{fmt.ADDRESS_BITS}"
+        )
+    old = b.stack
+    if old is not None and old != (lo, lo + size):
+        raise TraceFormatError(
+            f"{name}: record {pos}: a second, different stack region {lo:#x}-{lo + size:#x} "
+            f"(the first was {old[0]:#x}-{old[1]:#x}; one thread is captured)"
+        )
+    b.set_stack(lo, lo + size)
 
 
 def import_raw(
@@ -365,6 +449,7 @@ def import_raw(
     progress: Callable[[int, int], None] | None = None,
     line_size_hint: int = 64,
     iterations: str = "auto",
+    warn: Callable[[str], None] | None = None,
 ) -> fmt.TraceHeader:
     """Convert a raw capture stream into a trace, streaming.
 
@@ -385,6 +470,9 @@ def import_raw(
         markers are ignored (no iterations); ``"auto"`` (default): the markers if the
         stream has any, otherwise the iterations found from the DAG
         (:mod:`simsched.trace.iterations`).
+    warn
+        Called with one line for what the trace cannot model (a spawned Cilk function
+        using a stack object of an enclosing frame through a pointer).
 
     Returns
     -------
@@ -406,6 +494,7 @@ def import_raw(
     if not raw_path.exists():
         raise TraceFormatError(f"{name}: no such raw stream")
     roi = _has_roi(raw_path)
+    guard = _StackGuard()
     b: TraceBuilder | None = None
     ended = False
     pos = 0
@@ -435,7 +524,7 @@ def import_raw(
             for i in map(int, special):
                 if i > prev:
                     pos = first + prev
-                    _expand(b, recs[prev:i], pos, name, ranges)
+                    _expand(b, recs[prev:i], pos, name, ranges, guard)
                 pos = first + i
                 r = recs[i]
                 k = int(r["kind"])
@@ -443,14 +532,20 @@ def import_raw(
                     m = int(r["c"])
                     if m == M_SPAWN:
                         b.spawn()
+                        guard.spawn(b, int(r["b"]))
                     elif m == M_SPAWN_END:
                         b.ret()
+                        guard.spawn_end()
                     elif m == M_SYNC:
                         b.sync()
                     elif m == M_CALL:
                         b.call()
+                        guard.call(1)
                     elif m == M_CALL_END:
                         b.call_ret()
+                        guard.call(-1)
+                    elif m == M_STACK:
+                        _stack(b, r, name, pos)
                     elif m == M_ITER:
                         if iterations != "none":
                             b.iteration(int(r["a"]))
@@ -473,7 +568,7 @@ def import_raw(
                 prev = i + 1
             if prev < recs.shape[0]:
                 pos = first + prev
-                _expand(b, recs[prev:], pos, name, ranges)
+                _expand(b, recs[prev:], pos, name, ranges, guard)
             if progress is not None:
                 progress(first + recs.shape[0], 0)
         if b is None:
@@ -492,6 +587,9 @@ def import_raw(
             raise TraceFormatError(
                 f"{name}: {b.depth - 1} spawn(s) without a matching SPAWN_END at the end"
             )
+        msg = guard.message(program or name)
+        if msg is not None and warn is not None:
+            warn(msg)
         if ranges is None:
             return b.close()
         return b.close(strand_ranges=(ranges.lo, ranges.hi))

@@ -177,6 +177,7 @@ class Trace:
             digest=h["digest"].hex(),
             params=dict(meta.get("params", {})),
             roi=bool(meta.get("roi", False)),
+            stack=(int(meta["stack"][0]), int(meta["stack"][1])) if "stack" in meta else None,
         )
         self.strands = StrandTable(
             tabs["strand_frame"],

@@ -47,6 +47,7 @@ META_FIELDS: dict[str, type] = {
     "params": dict,
     "roi": bool,
     "writer": str,
+    "stack": list,
 }
 #: largest cache line size a trace may suggest
 MAX_LINE = 1 << 20
@@ -127,6 +128,16 @@ def check_meta(name: str, meta: Any) -> None:
             )
     if not all(isinstance(a, str) for a in meta.get("args", [])):
         raise TraceFormatError(f"{name}: meta field 'args' is not a list of strings")
+    stack = meta.get("stack")
+    if stack is not None and not (
+        len(stack) == 2
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in stack)
+        and 0 <= stack[0] < stack[1] <= fmt.ADDRESS_LIMIT
+    ):
+        raise TraceFormatError(
+            f"{name}: meta field 'stack' is {stack!r}, not [lo, hi] with "
+            f"0 <= lo < hi <= 2^{fmt.ADDRESS_BITS}"
+        )
     line = meta.get("line_size_hint", 64)
     if not 0 < line <= MAX_LINE or line & (line - 1):
         raise TraceFormatError(
@@ -483,4 +494,10 @@ def check(
     """
     check_layout(name, h, index, file_size)
     check_meta(name, meta)
+    if bool(h["flags"] & fmt.FLAG_STACK) != ("stack" in meta):
+        raise TraceFormatError(
+            f"{name}: the header's stack flag and the meta field 'stack' disagree "
+            f"(flag {'set' if h['flags'] & fmt.FLAG_STACK else 'clear'}, field "
+            f"{'present' if 'stack' in meta else 'absent'})"
+        )
     check_tables(name, h, tabs)

@@ -50,6 +50,8 @@ BRK_BASE = 0x0000_5555_5555_9000
 MMAP_TOP = 0x0000_7FFF_F7C0_0000
 #: top of the main thread's stack (ASLR disabled), 16-byte aligned
 STACK_TOP = 0x0000_7FFF_FFFF_E000
+#: size of the main thread's stack region (Linux's default ``RLIMIT_STACK``, 8 MiB)
+STACK_SIZE = 8 << 20
 
 
 def _align_up(x: int, a: int) -> int:

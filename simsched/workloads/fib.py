@@ -21,7 +21,10 @@ The only data are stack references, as ``gcc -O2`` code for x86-64 makes them: a
 the return address, a recursive frame saves ``rbp`` and ``rbx`` and keeps ``x`` in a 32-byte
 frame; the leaf case (``n < 2``) touches only its return address.  Frames sit at the
 addresses of the serial run's stack (:data:`~simsched.workloads._common.STACK_TOP`, a 64-byte
-``main`` frame, then 32 bytes per call level).  References of serial subtrees come from
+``main`` frame, then 32 bytes per call level), and the trace names the stack region (the
+top :data:`~simsched.workloads._common.STACK_SIZE` bytes below ``STACK_TOP``), so that a
+multi-core replay gives every core a stack of its own, as a Cilk runtime gives every
+worker (:mod:`simsched.memory.stacks`).  References of serial subtrees come from
 patterns built once per ``n`` and shifted by the subtree's stack depth.
 """
 
@@ -32,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from simsched.workloads._common import STACK_TOP, Heap, Param, Region, gen_memory
+from simsched.workloads._common import STACK_SIZE, STACK_TOP, Heap, Param, Region, gen_memory
 
 NAME = "fib"
 SUMMARY = "recursive Fibonacci: CPU-bound, only stack references"
@@ -199,6 +202,7 @@ def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:
         refs(depth, EXIT)
         return x + y
 
+    b.set_stack(STACK_TOP - STACK_SIZE, STACK_TOP)
     b.spawn()
     value = task(n, 1)
     b.ret()

@@ -61,7 +61,11 @@ def test_gcc_capture_of_mergesort_is_a_valid_trace(cache, bindir, tmp_path):
     assert recs[-1]["kind"] == 4 and int(recs[-1]["c"]) == 7  # END marker
     markers = recs[recs["kind"] == 4]["c"]
     assert int((markers == 1).sum()) == int((markers == 2).sum()) == h.n_frames - 1
-    assert count_markers(raw) == markers.shape[0] - 1
+    # the program's markers: all but the END and the runtime's STACK marker
+    assert int((markers == 10).sum()) == 1 and int(recs[1]["c"]) == 10
+    assert count_markers(raw) == markers.shape[0] - 2
+    lo, hi = h.stack
+    assert hi - lo >= 1 << 16 and lo <= int(recs[1]["a"]) < hi
 
 
 @needs_valgrind
@@ -200,3 +204,24 @@ def test_capture_of_the_programs_own_code_gives_no_library_warning(cache, bindir
     n, out = res.tool_stats["samples"], res.tool_stats["uninstrumented_samples"]
     assert n >= 10 and out <= 0.05 * n  # (41 samples, 1 outside, when this was written)
     assert res.warnings == []
+
+
+@needs_valgrind
+def test_valgrind_capture_names_the_stack_and_warns_of_a_shared_stack_object(cache, tmp_path):
+    """The valgrind tool names the stack region, so replays give every core its own
+    stack; spawned halves filling main's local array through a pointer get one warning."""
+
+    src = Path(__file__).parent / "data" / "stack_shared.c"
+    prog = tmp_path / "stack_shared"
+    assert compile_program(["-O0", str(src), "-o", str(prog)], backend="valgrind") == 0
+    res = capture(str(prog), [], tmp_path / "s.sst", backend="valgrind")
+    lo, hi = res.header.stack
+    assert hi - lo >= 1 << 20
+    said = [w for w in res.warnings if "stack object of an enclosing frame" in w]
+    assert len(said) == 1 and said[0].startswith("stack_shared: 62 reference(s)")
+    # fib shares nothing through pointers: no warning
+    fib = tmp_path / "fib"
+    src = Path(__file__).parents[2] / "traces" / "programs" / "cilk" / "fib.c"
+    assert compile_program(["-O0", str(src), "-o", str(fib)], backend="valgrind") == 0
+    res = capture(str(fib), ["12"], tmp_path / "f.sst", backend="valgrind")
+    assert res.header.stack is not None and res.warnings == []

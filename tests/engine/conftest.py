@@ -50,9 +50,12 @@ def make_trace(
     max_refs: int = 30,
     space: int = 4096,
     chunk_refs: int = 97,
+    stack: tuple[int, int] | None = None,
 ) -> Path:
     """Write a small random fork/join trace and return its path (small chunks, so that
-    strands cross chunk boundaries and the engine moves cores from chunk to chunk)."""
+    strands cross chunk boundaries and the engine moves cores from chunk to chunk).
+
+    ``stack``: the stack region the trace names (addresses lie below ``8 * space``)."""
     rng = np.random.default_rng(seed)
     with TraceBuilder(
         path,
@@ -62,6 +65,7 @@ def make_trace(
         gaps_exact=True,
         line_size_hint=64,
         chunk_refs=chunk_refs,
+        stack=stack,
     ) as b:
         random_program(b, rng, depth, max_children, max_refs, space)
     return path

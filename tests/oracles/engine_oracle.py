@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from simsched.engine.facts import TraceFacts
+from simsched.memory.stacks import stack_layout
 from simsched.schedulers.base import RETRY, RUN, SchedContext
 
 
@@ -71,6 +72,7 @@ class OracleEngine:
                 )
             )
         tail = [int(x) for x in tr.strands.tail]
+        stacks = stack_layout(tr.header.stack, self.P)
         preds_left = [0] * n
         succs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
         for a, b, k in zip(
@@ -131,6 +133,8 @@ class OracleEngine:
             t, _, tb, what, c = min(cands)
             if what == "ref":
                 addr, size, write, gap = refs[strand[c]][pos[c]]
+                if stacks is not None and stacks.lo <= addr < stacks.hi:
+                    addr += c * stacks.step  # core c's own copy of the stack
                 lat = self.memory.access(c, addr, size, write, t)
                 if lat > self.pthresh:
                     pmiss[c] += 1

@@ -31,7 +31,11 @@ class Recorder:
         self.events: list[str] = []  # "spawn", "ret", "sync", "iter:<i>"
         self.strands: list[dict] = []
         self._open = [False]  # per open frame: children not yet synced
+        self.stack: tuple[int, int] | None = None
         self._new()
+
+    def set_stack(self, lo, hi):
+        self.stack = (int(lo), int(hi))
 
     def _new(self):
         self.strands.append({"addr": [], "size": [], "write": [], "gap": [], "tail": 0})
@@ -228,6 +232,9 @@ def mergesort(b, p, heap):
 def fib(b, p, heap):
     """The fib program of ``simsched.workloads.fib``, call by call."""
     n, cutoff = p["n"], p["cutoff"]
+
+    # the main thread's stack: the top 8 MiB below the stack top
+    b.set_stack(fib_mod.STACK_TOP - (8 << 20), fib_mod.STACK_TOP)
 
     def refs(depth, table):
         for slot, w, g in table:

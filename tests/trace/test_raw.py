@@ -32,7 +32,7 @@ def test_python_mirror_matches_c_header():
     assert d["SS_RANGE_PIECE"] == R.RANGE_PIECE
     for name in ("HEADER", "REF", "RANGE", "GAP", "MARKER"):
         assert d[f"SS_REC_{name}"] == getattr(R, f"REC_{name}")
-    for name in ("SPAWN", "SPAWN_END", "SYNC", "ITER", "ROI_BEGIN", "ROI_END", "END"):
+    for name in ("SPAWN", "SPAWN_END", "SYNC", "ITER", "ROI_BEGIN", "ROI_END", "END", "STACK"):
         assert d[f"SS_M_{name}"] == getattr(R, f"M_{name}")
     # field order and widths of struct ss_raw_rec
     body = re.search(r"typedef struct ss_raw_rec \{(.*?)\}", HEADER.read_text(), re.S).group(1)
@@ -194,6 +194,16 @@ def test_roi_markers_filter(tmp_path):
         ),
         ([header(), rec(9), rec(R.REC_MARKER, c=R.M_END)], "unknown record kind 9"),
         ([header(), rec(R.REC_MARKER, c=42), rec(R.REC_MARKER, c=R.M_END)], "unknown marker 42"),
+        (
+            [header(), rec(R.REC_MARKER, 0x1000, 0, R.M_STACK), rec(R.REC_MARKER, c=R.M_END)],
+            "record 1: the stack region 0x1000 \\+ 0 bytes is empty",
+        ),
+        (
+            [header()]
+            + [rec(R.REC_MARKER, a, 4096, R.M_STACK) for a in (0x1000, 0x3000)]
+            + [rec(R.REC_MARKER, c=R.M_END)],
+            "record 2: a second, different stack region 0x3000-0x4000",
+        ),
         ([header(), rec(R.REC_MARKER, c=R.M_END), rec(R.REC_REF, 1, 0, 8)], "after the END"),
         ([rec(R.REC_HEADER, R.RAW_MAGIC, 7)], "version 7"),
         # the iteration rule: in main, increasing numbers
@@ -454,3 +464,62 @@ def test_a_gap_that_does_not_fit_32_bits_names_its_record(tmp_path):
     ]
     with pytest.raises(TraceFormatError, match="record 3: instruction gap does not fit 32 bits"):
         R.import_raw(write(tmp_path / "g.raw", recs), tmp_path / "g.sst")
+
+
+def test_stack_marker_names_the_stack_region(tmp_path):
+    """A STACK marker (the valgrind tool writes one) puts the region in the trace."""
+    recs = [
+        header(),
+        rec(R.REC_REF, 0x7FF000, 3, 8),
+        rec(R.REC_MARKER, 0x7F0000, 0x10000, R.M_STACK),
+        rec(R.REC_MARKER, 0x7F0000, 0x10000, R.M_STACK),  # repeated alike: fine
+        rec(R.REC_MARKER, c=R.M_END),
+    ]
+    h = R.import_raw(write(tmp_path / "st.raw", recs), tmp_path / "st.sst")
+    assert h.stack == (0x7F0000, 0x800000)
+    with open_trace(tmp_path / "st.sst") as t:
+        assert t.header.stack == (0x7F0000, 0x800000)
+        assert t.header.as_dict()["stack"] == [0x7F0000, 0x800000]
+    validate(tmp_path / "st.sst")
+    # without the marker the trace names no stack, and prints as before
+    h = R.import_raw(write(tmp_path / "n.raw", [recs[0], recs[1], recs[-1]]), tmp_path / "n.sst")
+    assert h.stack is None and "stack" not in h.as_dict()
+
+
+def _spawned_body(ref_addr):
+    """main spawns a Cilk function (its CALL/CALL_END inside the spawn), 4 KiB deep."""
+    return [
+        header(),
+        rec(R.REC_MARKER, 0x7F0000, 0x10000, R.M_STACK),
+        rec(R.REC_REF, 0x7FFF00, 1, 8, 1),  # main's local
+        rec(R.REC_MARKER, 0, 0x1000, R.M_SPAWN),
+        rec(R.REC_REF, 0x7FFF00, 1, 8),  # the argument load: the spawning code's own
+        rec(R.REC_MARKER, c=R.M_CALL),
+        rec(R.REC_REF, 0x7FEF80, 1, 8, 1),  # the function's own frame
+        rec(R.REC_REF, ref_addr, 1, 8, 1),
+        rec(R.REC_MARKER, c=R.M_CALL_END),
+        rec(R.REC_REF, 0x7FFF08, 1, 8, 1),  # the store of its value
+        rec(R.REC_MARKER, c=R.M_SPAWN_END),
+        rec(R.REC_MARKER, c=R.M_SYNC),
+        rec(R.REC_MARKER, c=R.M_END),
+    ]
+
+
+def test_a_spawned_body_using_an_ancestors_stack_object_is_reported(tmp_path):
+    said: list[str] = []
+    R.import_raw(
+        write(tmp_path / "a.raw", _spawned_body(0x7FFF00)), tmp_path / "a.sst", warn=said.append
+    )
+    assert len(said) == 1
+    assert re.search(
+        r"a\.raw: 1 reference\(s\) in the body of a spawned Cilk function reach a stack object "
+        r"of an enclosing frame through a pointer \(the first near record 6: address "
+        r"0x7fff00, 256 bytes below the stack top\)",
+        said[0],
+    )
+    # its own frame only (the argument load and the value's store are the spawner's)
+    said.clear()
+    R.import_raw(
+        write(tmp_path / "b.raw", _spawned_body(0x7FEF90)), tmp_path / "b.sst", warn=said.append
+    )
+    assert said == []

@@ -56,7 +56,19 @@ def _main_branching(parts):
 SEALED = {
     "unknown flag bits": (
         _flags,
-        "unknown flag bits 0x10 in the header \\(this simsched defines 0x1\\)",
+        "unknown flag bits 0x10 in the header \\(this simsched defines 0x3\\)",
+    ),
+    "stack flag without a region": (
+        lambda parts: setattr(parts, "flags", parts.flags | fmt.FLAG_STACK),
+        "the header's stack flag and the meta field 'stack' disagree \\(flag set, field absent\\)",
+    ),
+    "stack region without the flag": (
+        _meta("stack", [4096, 8192]),
+        "stack flag and the meta field 'stack' disagree \\(flag clear, field present\\)",
+    ),
+    "stack region backwards": (
+        _meta("stack", [8192, 4096]),
+        "meta field 'stack' is \\[8192, 4096\\], not \\[lo, hi\\]",
     ),
     "index padding": (_pad, "chunk 1: the index row's padding is not zero"),
     "writer not a string": (_meta("writer", 5), "meta field 'writer' is int, expected str"),
