@@ -90,6 +90,7 @@ PLACE_FIRST_TOUCH, PLACE_INTERLEAVE, PLACE_FIXED = range(3)
 #: 2**FILTER_REGION_SHIFT bytes (at least the largest line).
 FILTER_BITS = 14
 FILTER_REGION_SHIFT = 12
+FILTER_MIN_BITS = 8
 _GOLDEN = 0x9E3779B97F4A7C15
 #: De Bruijn multiplier of the lowest-set-bit index (``_DEBRUIJN`` in generated modules).
 _DEBRUIJN_MUL = 0x03F79D71B4CB0A89
@@ -182,8 +183,15 @@ class Geometry:
 
     @property
     def filter_bits(self) -> int:
-        """log2 of the coherence filter's buckets; 0 = no filter (no coherence)."""
-        return FILTER_BITS if self.coherent else 0
+        """log2 of the coherence filter's buckets; 0 = no filter (no coherence).
+
+        Fewer buckets for many holders: the filter stays within about
+        ``2**FILTER_BITS * 16`` entries (2 MB), so its hot part stays in the host's cache
+        (at 256 cores a full-size filter is 34 MB and every fill would miss in it)."""
+        if not self.coherent:
+            return 0
+        over = max(0, (self.filter_stride - 1).bit_length() - 4)
+        return max(FILTER_MIN_BITS, FILTER_BITS - over)
 
     @property
     def entities(self) -> int:
@@ -362,15 +370,21 @@ def _f_add(g: Geometry, k: int, inst: str, line: str, delta: int) -> list[str]:
     """Count a line entering (+1) or leaving (-1) instance ``inst`` of level k."""
     if not g.filter_bits:
         return []
-    # Branch-free mask update: the bit follows whether the counter is non-zero.
-    bit = "(np.int64(FC[n_]{}) << (e_ & 63))"
-    upd = f"|= {bit.format(' > 0')}" if delta > 0 else f"&= ~{bit.format(' == 0')}"
+    # The bit changes only when the counter leaves or reaches zero, rarely: a predicted
+    # branch is cheaper than rewriting the mask word on every fill and eviction.
+    one = "np.int64(1) << (e_ & 63)"
+    word = f"FC[fb_ + {_mword(g, 'e_')}]"
+    upd = (
+        ["if FC[n_] == 1:", f"    {word} |= {one}"]
+        if delta > 0
+        else ["if FC[n_] == 0:", f"    {word} &= ~({one})"]
+    )
     return [
         f"fb_ = {_fbase(g, k, line)}",
         f"e_ = {_entity(g, k, inst)}",
         f"n_ = fb_ + {g.mask_words} + e_",
         f"FC[n_] += {delta}",
-        f"FC[fb_ + {_mword(g, 'e_')}] {upd}",
+        *upd,
     ]
 
 
@@ -436,22 +450,27 @@ def _coherence(g: Geometry) -> str:
             f"        c = base + _DEBRUIJN[np.int64((np.uint64(low) * np.uint64({_DEBRUIJN_MUL}))"
             f" >> np.uint64(58))] - {elo}",
         ]
-        inner = [
-            f"b = {_base(g, k, 'c', f'a{k}')}",
-            *_s_find(g, k, f"T{k}", "b", f"a{k}"),
-            "if p >= 0:",
-            *_ind(_s_remove(g, k, f"T{k}", "b", "p"), 1),
-            f"    LS[{_lvl_idx(g, k, 'c', LVL_INVALIDATIONS)}] += 1",
-            *_ind(_f_add(g, k, "c", f"a{k}", -1), 1),
-        ]
-        if g.inclusive[k] and k > 0:
-            inner.append(f"    _binv{k}({_tlist(g, k)}, LS, FC, c, a{k})")
-        body += _ind(inner, 2)
+        body += _ind(_coherence_inner(g, k), 2)
     return (
         f"\n\n@_jit\ndef _coherence({_tlist(g)}, LS, FC, core, a0):\n"
         + "\n".join(_ind(body, 1))
         + "\n"
     )
+
+
+def _coherence_inner(g: Geometry, k: int) -> list[str]:
+    """Remove line a{k} from instance ``c`` of level k if it holds it."""
+    inner = [
+        f"b = {_base(g, k, 'c', f'a{k}')}",
+        *_s_find(g, k, f"T{k}", "b", f"a{k}"),
+        "if p >= 0:",
+        *_ind(_s_remove(g, k, f"T{k}", "b", "p"), 1),
+        f"    LS[{_lvl_idx(g, k, 'c', LVL_INVALIDATIONS)}] += 1",
+        *_ind(_f_add(g, k, "c", f"a{k}", -1), 1),
+    ]
+    if g.inclusive[k] and k > 0:
+        inner.append(f"    _binv{k}({_tlist(g, k)}, LS, FC, c, a{k})")
+    return inner
 
 
 def _page_table(g: Geometry) -> str:
