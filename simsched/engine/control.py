@@ -59,6 +59,14 @@ class ControlPlane:
             self.periodic = 1
             self.env.process(self._quanta(int(quantum)))
 
+    def release(self) -> None:
+        """Drop the environment and the link to the replay (the run is over): both are
+        in reference cycles that would otherwise wait for the cyclic collector."""
+        # SimPy binds its event classes to the environment instance (a self-cycle) and
+        # keeps the suspended processes, whose frames hold this object.
+        self.env.__dict__.clear()
+        del self.replay
+
     def _arrivals(self) -> Generator[simpy.Event, Any, None]:
         for t, jids in self._groups:
             if t > self.env.now:

@@ -44,6 +44,10 @@ def addr_offset(job: int) -> int:
     return (job << JOB_SHIFT) + (colour << 12)
 
 
+def _woken_after_run(n: int | None = None, cores: Sequence[int] | None = None) -> None:
+    raise RuntimeError("a scheduler woke cores after its run ended")
+
+
 class Job:
     """One trace under one scheduler on a set of cores.
 
@@ -141,6 +145,11 @@ class Job:
         self.sched = scheduler(self.ctx, params, rng)
         # Desire reported by the scheduler at quantum boundaries (None: not reported).
         self.desire: int | None = None
+
+    def detach(self) -> None:
+        """Cut the scheduler's wake callback (the run is over): it points at this job and
+        at the replay, a reference cycle through the job's own context."""
+        self.ctx._wake = _woken_after_run
 
     @property
     def done(self) -> bool:

@@ -631,7 +631,22 @@ class Replay:
             progress(self.refs_total, self.refs_total)
         self.driver.slots.close()
         self.control_ns = ctl_ns
-        return self._result(time.perf_counter() - t_wall)
+        try:
+            return self._result(time.perf_counter() - t_wall)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        """Break the reference cycles among the engine's objects once the result is built,
+        so a finished run's memory (model state, chunk buffers) is freed by reference
+        counting when the caller drops it, not at the next cyclic collection: the control
+        plane and the jobs' wake callbacks point back at the replay, and SimPy's
+        environment holds bound methods of itself and the generator frames of its
+        processes.  The memory model and the records stay readable."""
+        self.control.release()
+        for job in self.jobs:
+            if job is not None:
+                job.detach()
 
     def _peek(self) -> int:
         t = self.control.env.peek()

@@ -44,7 +44,7 @@ from simsched.memory.window import driver_source
 from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
 
 #: Version of the generated code layout; part of every module hash.
-TEMPLATE_VERSION = 2
+TEMPLATE_VERSION = 3
 
 # Per level-instance statistics (flat array ``st[ST_LVL]``, index (k*MAXI + i)*NST + s).
 LVL_ACCESSES, LVL_HITS, LVL_MISSES, LVL_WRITEBACKS, LVL_INVALIDATIONS, LVL_BACK_INV = range(6)
@@ -90,7 +90,13 @@ PLACE_FIRST_TOUCH, PLACE_INTERLEAVE, PLACE_FIXED = range(3)
 #: 2**FILTER_REGION_SHIFT bytes (at least the largest line).
 FILTER_BITS = 14
 FILTER_REGION_SHIFT = 12
+FILTER_MIN_BITS = 8
 _GOLDEN = 0x9E3779B97F4A7C15
+#: De Bruijn multiplier of the lowest-set-bit index (``_DEBRUIJN`` in generated modules).
+_DEBRUIJN_MUL = 0x03F79D71B4CB0A89
+_DEBRUIJN_TABLE = tuple(
+    sorted(range(64), key=lambda i: (((1 << i) * _DEBRUIJN_MUL) & (2**64 - 1)) >> 58)
+)
 
 #: Addresses the model accepts are below 2**ADDRESS_BITS: traces hold virtual addresses
 #: of ``VIRTUAL_BITS`` (the trace format's rule), and the engine places each job's
@@ -177,13 +183,30 @@ class Geometry:
 
     @property
     def filter_bits(self) -> int:
-        """log2 of the coherence filter's buckets; 0 = no filter (no coherence)."""
-        return FILTER_BITS if self.coherent else 0
+        """log2 of the coherence filter's buckets; 0 = no filter (no coherence).
+
+        Fewer buckets for many holders: the filter stays within about
+        ``2**FILTER_BITS * 16`` entries (2 MB), so its hot part stays in the host's cache
+        (at 256 cores a full-size filter is 34 MB and every fill would miss in it)."""
+        if not self.coherent:
+            return 0
+        over = max(0, (self.filter_stride - 1).bit_length() - 4)
+        return max(FILTER_MIN_BITS, FILTER_BITS - over)
 
     @property
     def entities(self) -> int:
         """Holders the coherence filter counts for: cores, then sockets."""
         return self.cores + self.sockets
+
+    @property
+    def mask_words(self) -> int:
+        """64-bit words of a filter bucket's sharer mask (one bit per entity)."""
+        return (self.entities + 63) // 64
+
+    @property
+    def filter_stride(self) -> int:
+        """int64 entries per filter bucket: the sharer mask, then one counter per entity."""
+        return self.mask_words + self.entities
 
     @property
     def region_shift(self) -> int:
@@ -320,17 +343,23 @@ def _unpack(g: Geometry) -> str:
 
 
 def _fbase(g: Geometry, k: int, line: str) -> str:
-    """First counter of the filter bucket of level-k line ``line``.
+    """First entry of the filter bucket of level-k line ``line``.
 
-    The filter counts, per *entity* (core ``c``: its private levels; socket ``s``, entity
-    ``cores + s``: its shared levels), the lines it holds by address *region*
-    (``2**region_shift`` bytes, whole lines of every level); bucket = Fibonacci hash of
-    the region.  A bucket is ``cores + sockets`` counters plus their total, side by side.
-    Regions keep the counters few and hot in the host cache and other cores' private
-    regions at zero, so a write rarely has anything to search."""
+    The filter (a directory by address region) counts, per *entity* (core ``c``: its
+    private levels; socket ``s``, entity ``cores + s``: its shared levels), the lines it
+    holds by address *region* (``2**region_shift`` bytes, whole lines of every level);
+    bucket = Fibonacci hash of the region.  A bucket is a sharer mask of ``mask_words``
+    64-bit words (bit ``e``: entity ``e``'s counter is non-zero), then the ``cores +
+    sockets`` counters.  A write reads the mask only and visits its set bits, so its cost
+    grows with the sharers, not with the cores."""
     region = f"(({line}) >> {g.region_shift - g.shifts[k]})"
     h = f"np.int64((np.uint64{region} * np.uint64({_GOLDEN})) >> np.uint64({64 - g.filter_bits}))"
-    return f"{h} * {g.entities + 1}"
+    return f"{h} * {g.filter_stride}"
+
+
+def _mword(g: Geometry, e: str) -> str:
+    """Offset in a bucket of the mask word holding entity ``e``'s bit."""
+    return "0" if g.mask_words == 1 else f"(({e}) >> 6)"
 
 
 def _entity(g: Geometry, k: int, inst: str) -> str:
@@ -341,10 +370,21 @@ def _f_add(g: Geometry, k: int, inst: str, line: str, delta: int) -> list[str]:
     """Count a line entering (+1) or leaving (-1) instance ``inst`` of level k."""
     if not g.filter_bits:
         return []
+    # The bit changes only when the counter leaves or reaches zero, rarely: a predicted
+    # branch is cheaper than rewriting the mask word on every fill and eviction.
+    one = "np.int64(1) << (e_ & 63)"
+    word = f"FC[fb_ + {_mword(g, 'e_')}]"
+    upd = (
+        ["if FC[n_] == 1:", f"    {word} |= {one}"]
+        if delta > 0
+        else ["if FC[n_] == 0:", f"    {word} &= ~({one})"]
+    )
     return [
         f"fb_ = {_fbase(g, k, line)}",
-        f"FC[fb_ + {_entity(g, k, inst)}] += {delta}",
-        f"FC[fb_ + {g.entities}] += {delta}",
+        f"e_ = {_entity(g, k, inst)}",
+        f"n_ = fb_ + {g.mask_words} + e_",
+        f"FC[n_] += {delta}",
+        *upd,
     ]
 
 
@@ -379,35 +419,58 @@ def _binv(g: Geometry, k: int) -> str:
 
 def _coherence(g: Geometry) -> str:
     """Write-invalidate: remove line ``a0`` (at each level's granularity) from every cache
-    that is not on ``core``'s path, top level first.  A core whose filter counter for the
-    line is zero holds no line with that hash in its private levels and is skipped."""
+    that is not on ``core``'s path, top level first.  Only the entities whose bit is set
+    in the filter bucket's sharer mask are visited, lowest first (the order a scan over
+    all of them would take); the others hold no line of the region.  A level's mask words
+    are read when the level starts: invalidating one instance changes only its own bit
+    at that level (an inclusive shared level's back-invalidation clears core bits, which
+    belong to other levels)."""
     body = [f"sock = core // {g.cores_per_socket}", f"fb = {_fbase(g, 0, 'a0')}"]
     for k in range(g.levels):
         body.append(f"a{k} = a0 >> {g.shifts[k] - g.shifts[0]}")
         if g.private[k]:
-            body += [f"for c in range({g.cores}):", "    if c == core or FC[fb + c] == 0:"]
+            elo, ehi, own = 0, g.cores, "core"
         else:
-            body += [
-                f"for c in range({g.sockets}):",
-                f"    if c == sock or FC[fb + {g.cores} + c] == 0:",
-            ]
-        body.append("        continue")
-        inner = [
-            f"b = {_base(g, k, 'c', f'a{k}')}",
-            *_s_find(g, k, f"T{k}", "b", f"a{k}"),
-            "if p >= 0:",
-            *_ind(_s_remove(g, k, f"T{k}", "b", "p"), 1),
-            f"    LS[{_lvl_idx(g, k, 'c', LVL_INVALIDATIONS)}] += 1",
-            *_ind(_f_add(g, k, "c", f"a{k}", -1), 1),
+            elo, ehi, own = g.cores, g.entities, f"{g.cores} + sock"
+        body += [
+            f"own = {own}",
+            f"for wi in range({elo >> 6}, {((ehi - 1) >> 6) + 1}):",
+            "    m = FC[fb + wi]",
+            "    base = wi * 64",
+            # Keep the bits of this level's entities, elo <= base + bit < ehi.
+            f"    if base < {elo}:",
+            f"        m &= -(np.int64(1) << ({elo} - base))",
+            f"    if {ehi} - base < 64:",
+            f"        m &= (np.int64(1) << ({ehi} - base)) - 1",
+            "    if (own >> 6) == wi:",
+            "        m &= ~(np.int64(1) << (own & 63))",
+            "    while m != 0:",
+            "        low = m & -m",
+            "        m ^= low",
+            f"        c = base + _DEBRUIJN[np.int64((np.uint64(low) * np.uint64({_DEBRUIJN_MUL}))"
+            f" >> np.uint64(58))] - {elo}",
         ]
-        if g.inclusive[k] and k > 0:
-            inner.append(f"    _binv{k}({_tlist(g, k)}, LS, FC, c, a{k})")
-        body += _ind(inner, 1)
+        body += _ind(_coherence_inner(g, k), 2)
     return (
         f"\n\n@_jit\ndef _coherence({_tlist(g)}, LS, FC, core, a0):\n"
         + "\n".join(_ind(body, 1))
         + "\n"
     )
+
+
+def _coherence_inner(g: Geometry, k: int) -> list[str]:
+    """Remove line a{k} from instance ``c`` of level k if it holds it."""
+    inner = [
+        f"b = {_base(g, k, 'c', f'a{k}')}",
+        *_s_find(g, k, f"T{k}", "b", f"a{k}"),
+        "if p >= 0:",
+        *_ind(_s_remove(g, k, f"T{k}", "b", "p"), 1),
+        f"    LS[{_lvl_idx(g, k, 'c', LVL_INVALIDATIONS)}] += 1",
+        *_ind(_f_add(g, k, "c", f"a{k}", -1), 1),
+    ]
+    if g.inclusive[k] and k > 0:
+        inner.append(f"    _binv{k}({_tlist(g, k)}, LS, FC, c, a{k})")
+    return inner
 
 
 def _page_table(g: Geometry) -> str:
@@ -650,10 +713,29 @@ def _g_line(g: Geometry) -> list[str]:
         body += [
             "if w:",
             f"    fb = {_fbase(g, 0, 'a0')}",
-            f"    if FC[fb + {g.entities}] - FC[fb + core] - FC[fb + {g.cores} + sock] > 0:",
+            *_ind(_others(g), 1),
+            "    if others != 0:",
             f"        _coherence({_tlist(g)}, LS, FC, core, a0)",
         ]
     return body
+
+
+def _others(g: Geometry) -> list[str]:
+    """``others`` != 0 iff the sharer mask at ``fb`` names an entity other than the
+    writer's core and socket (their lines are on the writer's path)."""
+    se = f"{g.cores} + sock"
+    if g.mask_words == 1:
+        return [f"others = FC[fb] & ~((np.int64(1) << core) | (np.int64(1) << ({se})))"]
+    return [
+        "others = 0",
+        f"for wi in range({g.mask_words}):",
+        "    m = FC[fb + wi]",
+        "    if (core >> 6) == wi:",
+        "        m &= ~(np.int64(1) << (core & 63))",
+        f"    if (({se}) >> 6) == wi:",
+        f"        m &= ~(np.int64(1) << (({se}) & 63))",
+        "    others |= m",
+    ]
 
 
 def _g_prologue(g: Geometry) -> list[str]:
@@ -774,6 +856,7 @@ def generate_source(g: Geometry, extra_source: str = "") -> str:
         if g.inclusive[k]:
             parts.append(_binv(g, k))
     if g.coherent:
+        parts.append(f"_DEBRUIJN = np.array({list(_DEBRUIJN_TABLE)}, dtype=np.int64)\n")
         parts.append(_coherence(g))
     parts.append(_page_table(g))
     parts.append(_entry(g))

@@ -17,9 +17,10 @@ arrays ``state`` passed as the first argument ``st`` of every kernel:
                         busy_cycles, queue_delay, writeback_queue_delay
 ``st[L+3]``             each node controller's next free cycle
 ``st[L+4]``             first-touch page table (open addressing, ``page << 8 | node``)
-``st[L+5]``             coherence filter: per bucket (hash of a 4 KB address region), the
-                        lines each core's private levels and each socket's shared levels
-                        hold, then their total
+``st[L+5]``             coherence filter: per bucket (hash of a 4 KB address region), a
+                        sharer mask (one bit per core, then per socket; 64 per word), then
+                        the lines each core's private levels and each socket's shared
+                        levels hold
 ``st[L+6]``             TIMING: hit latency of every level, memory latency, remote
                         penalty, service interval (run-time values: a machine that differs
                         only in these shares the compiled module of its geometry)
@@ -125,8 +126,9 @@ class MemorySystem:
         arrays.append(np.zeros(g.sockets, np.int64))
         cap = _MIN_PT if g.placement == K.PLACE_FIRST_TOUCH else 1
         arrays.append(np.full(cap, -1, np.int64))
-        # Coherence filter: per bucket, lines held by each core and socket, and the total.
-        n_fc = (1 << g.filter_bits) * (g.entities + 1) if g.filter_bits else 1
+        # Coherence filter: per bucket, the sharer mask, then the lines held by each core
+        # and socket.
+        n_fc = (1 << g.filter_bits) * g.filter_stride if g.filter_bits else 1
         arrays.append(np.zeros(n_fc, np.int64))
         arrays.append(timing_of(self.machine))
         misc = np.zeros(K.NMISC, np.int64)

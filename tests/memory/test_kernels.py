@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from simsched.memory import _kernels as K
 from tests.memory._streams import machine
 
@@ -73,3 +75,17 @@ def test_module_cache_reuses_files(tmp_path, monkeypatch):
     )
     assert out.stdout.strip() == str(files[0])
     assert files[0].stat().st_mtime_ns == stamp
+
+
+@pytest.mark.parametrize("cores", [4, 32, 256])
+def test_coherence_directory_stays_small_at_many_cores(cores):
+    """The directory's buckets shrink as holders grow: at most about 2 MB at any core
+    count (a full-size one is 34 MB at 256 cores), its mask one bit per holder."""
+    from simsched.machine import load_machine
+    from simsched.memory._kernels import geometry_of
+
+    g = geometry_of(load_machine("itrs-scaling-32", {"cores_per_socket": cores}))
+    assert g.mask_words == -(-(cores + 1) // 64)
+    size = (1 << g.filter_bits) * g.filter_stride * 8
+    assert size <= 2.2 * 2**20 or g.filter_bits == 8
+    assert g.filter_bits == 14 if cores <= 8 else g.filter_bits < 14

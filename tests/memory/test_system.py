@@ -408,3 +408,42 @@ def test_scalar_sizes_are_validated():
     with pytest.raises(ValueError, match="gaps"):
         ms.access_batch(0, np.zeros(2, np.uint64), 8, False, 0, gaps=np.array([1, -1]))
     assert ms.access_batch(0, np.zeros(2, np.uint64), 300 - 292, True, 0).tolist() == [100, 1]
+
+
+@pytest.mark.parametrize(
+    ("sockets", "cores_per_socket", "inclusive"), [(3, 45, True), (1, 200, False)]
+)
+def test_coherence_directory_on_many_cores_agrees_with_oracle(sockets, cores_per_socket, inclusive):
+    """More holders than one 64-bit mask word: sharer bits in every word, the own bit at
+    bit 63 and across word boundaries, socket bits sharing a word with core bits."""
+    m = machine(
+        [
+            {"size": 256, "assoc": 2, "line": 32},
+            {"size": 512, "assoc": 4, "line": 64},
+            {"scope": "socket", "size": 2048, "assoc": 4, "line": 64, "inclusive": inclusive},
+        ],
+        sockets=sockets,
+        cores_per_socket=cores_per_socket,
+        page_size=256,
+    )
+    assert m.cores + m.sockets > 128
+    ms = MemorySystem(m)
+    orc = MemoryOracle(m)
+    rng = np.random.default_rng(cores_per_socket)
+    edge = [0, 1, 62, 63, 64, 65, 126, 127, 128, 129, m.cores - 1]
+    t = 0
+    for r in range(600):
+        core = edge[r % len(edge)] if r % 2 else int(rng.integers(0, m.cores))
+        n = int(rng.integers(1, 24))
+        # A few hundred bytes shared by everyone: many sharers per line.
+        a = rng.integers(0, 768, n).astype(np.uint64)
+        s = rng.choice([1, 4, 8], n).astype(np.uint8)
+        w = rng.random(n) < 0.4
+        compare(ms, orc, core, a, s, w, t, None)
+        t = ms.last_time
+    stats = ms.stats()
+    assert stats == orc.stats()
+    assert sum(lv["invalidations"] for lv in stats["levels"]) > 1000
+    for k in range(len(m.caches)):
+        for i in range(len(orc.sets[k])):
+            assert ms.contents(k, i) == orc.contents(k, i)
