@@ -10,8 +10,9 @@ from __future__ import annotations
 import errno
 import json
 import math
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
@@ -26,6 +27,13 @@ class _Console(Console):
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
+
+#: Options shared by the commands that take one machine (``memsim``, ``calibrate``).
+MachineOpt = Annotated[str, typer.Option("--machine", "-m", help="preset name or YAML file")]
+MachineSetOpt = Annotated[
+    list[str] | None, typer.Option("--set", help="override a machine field: key=value")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
 
 console = _Console(markup=False, highlight=False, soft_wrap=True)
 err_console = _Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
