@@ -217,7 +217,7 @@ def _memory(machine: Machine) -> MemorySystem:
 
 def machine_config(machine: Machine) -> dict[str, Any]:
     """The resolved machine as a plain dict (JSON-able)."""
-    return json.loads(machine.model_dump_json())
+    return machine.as_dict()
 
 
 def one_core_machine(machine: Machine) -> Machine:

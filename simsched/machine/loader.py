@@ -126,7 +126,7 @@ def load_machine(
     if isinstance(spec, Machine):
         if not overrides:
             return spec
-        source, data = "machine", spec.model_dump(mode="json")
+        source, data = "machine", spec.as_dict()
     else:
         source, data = _raw_machine(spec)
     if overrides:

@@ -6,7 +6,8 @@
   one 8-byte load per line, each issued when the previous one completed (every line is a
   compulsory miss, so the mean latency is the memory latency the core sees); to the local
   node and to every remote node (the pages are placed there by first touch from a core
-  of that node, which reads one line per page beforehand);
+  of that node, which reads one line per page beforehand), and on a machine with socket
+  links the mean per hop distance from socket 0;
 * **STREAM-like kernels** (copy ``b[i] = a[i]``, triad ``a[i] = b[i] + s * c[i]``) with
   16-byte (SSE2) loads and stores and no other instructions between them, on one core,
   on every core of socket 0, and on every core of the machine; each core works on its own
@@ -32,6 +33,7 @@ import numpy as np
 from simsched.errors import ConfigError
 from simsched.machine import Machine
 from simsched.machine.published import PUBLISHED
+from simsched.machine.topology import routes
 from simsched.memory import window as W
 from simsched.memory.system import MemorySystem
 
@@ -225,8 +227,14 @@ def calibrate(machine: Machine) -> dict[str, Any]:
     cps = m.cores_per_socket
     sim: dict[str, float] = {"latency_local_ns": _chase_ns(m, 0)}
     if m.sockets > 1:
-        remote = [_chase_ns(m, n) for n in range(1, m.sockets)]
-        sim["latency_remote_ns"] = sum(remote) / len(remote)
+        remote = {n: _chase_ns(m, n) for n in range(1, m.sockets)}
+        sim["latency_remote_ns"] = sum(remote.values()) / len(remote)
+        r = routes(m)
+        if r is not None:
+            # One row per hop distance from socket 0 (mean over the nodes that far).
+            for h in sorted(set(r.hops[0]) - {0}):
+                far = [remote[n] for n in remote if r.hops[0][n] == h]
+                sim[f"latency_{h}hop_ns"] = sum(far) / len(far)
     socket0 = list(range(cps))
     everyone = list(range(m.cores))
     for label, cores in (("core", [0]), ("socket", socket0), ("machine", everyone)):
