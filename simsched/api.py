@@ -228,6 +228,7 @@ def one_core_machine(machine: Machine) -> Machine:
     d["name"] = f"{machine.name}-1core"
     d["sockets"] = 1
     d["cores_per_socket"] = 1
+    d.pop("links", None)  # one socket: nothing to link
     d["costs"] = dict.fromkeys(d["costs"], 0)
     if str(d["memory"].get("placement", "")).startswith("node:"):
         d["memory"]["placement"] = "node:0"
