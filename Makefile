@@ -1,6 +1,7 @@
 # simsched: the two commands of the README, plus their set-up.
 #   make demo   replay the bundled mergesort trace under WS and PDF, print a comparison, draw a figure
-#   make test   check the style (ruff lint and format) and the types (mypy), run the tests
+#   make test   check the style (ruff lint and format), the types (mypy) and the layering
+#               (lint-imports, docs/architecture.md §3), run the tests
 # Both create .venv and install simsched with its dependencies from the package registries first
 # (`make setup LOCKED=1` installs the exact versions of requirements.lock instead).  On Debian
 # or Ubuntu, set-up first installs the capture backends' system packages with apt-get (it says
@@ -42,6 +43,7 @@ test: $(STAMP)
 	$(BIN)/ruff check simsched tests benchmarks
 	$(BIN)/ruff format --check simsched tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
 	tar --exclude=results -cf - notebooks experiments traces/samples | tar -xf - -C "$$scratch" && \
 	SIMSCHED_SMALL=1 SIMSCHED_CACHE_DIR="$(or $(TEST_CACHE),$$scratch/cache)" COVERAGE_FILE="$$scratch/.coverage" \

@@ -38,7 +38,10 @@ from simsched.engine.record import (
 )
 from simsched.engine.replay import DEFAULT_WINDOW, Engine, EngineResult
 from simsched.errors import ConfigError, SimschedError
-from simsched.params import MAX_SEED, check_seed
+
+# Defined with the machine model; kept importable from here.
+from simsched.machine.loader import machine_config, one_core_machine  # noqa: F401
+from simsched.params import check_seed
 
 if TYPE_CHECKING:
     from simsched.machine import Machine
@@ -215,27 +218,6 @@ def _memory(machine: Machine) -> MemorySystem:
     return MemorySystem(machine)
 
 
-def machine_config(machine: Machine) -> dict[str, Any]:
-    """The resolved machine as a plain dict (JSON-able)."""
-    return machine.as_dict()
-
-
-def one_core_machine(machine: Machine) -> Machine:
-    """The one-core version of ``machine``: same caches and memory, no scheduling costs."""
-    from simsched.machine import Machine
-
-    d = machine_config(machine)
-    d["name"] = f"{machine.name}-1core"
-    d["sockets"] = 1
-    d["cores_per_socket"] = 1
-    d.pop("links", None)  # one socket: nothing to link
-    d["costs"] = dict.fromkeys(d["costs"], 0)
-    if str(d["memory"].get("placement", "")).startswith("node:"):
-        d["memory"]["placement"] = "node:0"
-    d["coherence"] = machine.coherent
-    return Machine.model_validate(d)
-
-
 def baseline_path(trace_digest: str, machine: Machine) -> Path:
     """File caching the one-core baseline of a trace (by digest) on a machine.
 
@@ -306,43 +288,43 @@ def baseline_makespan(
             t.close()
 
 
-class _Progress:
-    """A rich progress bar (on stderr) driven by the engine's callback."""
-
-    def __init__(self, label: str) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.p = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.percentage:>5.1f}%"),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self.label = label
-        self.task: Any = None
-
-    def __enter__(self) -> _Progress:
-        self.p.__enter__()
-        self.task = self.p.add_task(self.label, total=1)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.p.__exit__(*exc)
-
-    def __call__(self, done: int, total: int) -> None:
-        self.p.update(self.task, completed=done, total=max(total, 1))
-
-
 def _run(runner: Any, label: str, progress: bool) -> Any:
-    """``runner.run()`` (an Engine or a Replay), with a progress bar when asked."""
+    """``runner.run()`` (an Engine or a Replay), reporting its progress on stderr when asked
+    (a bar at a terminal, plain periodic lines elsewhere: :mod:`simsched.progress`)."""
     if not progress:
         return runner.run()
-    with _Progress(label) as bar:
+    from simsched.progress import Progress
+
+    with Progress(f"simulating {label}") as bar:
         runner.progress = bar
         return runner.run()
+
+
+def _options(seed: Any, window: Any) -> tuple[int | None, int]:
+    """The seed (None: not given) and the window of a replay, refused the same way by
+    :func:`run` and :func:`run_jobs` (one line naming the value)."""
+    s = None if seed is None else check_seed(seed)
+    win = DEFAULT_WINDOW if window is None else _check_int(window, "window", 0, MAX_WINDOW)
+    return s, win
+
+
+def _replay(
+    m: Machine,
+    specs: list[Any],
+    controller: Any,
+    seed: int,
+    window: int,
+    progress: bool,
+    label: str,
+) -> tuple[Any, dict[str, Any]]:
+    """The one replay pipeline: ``specs`` (:class:`~simsched.engine.JobSpec`) on ``m``
+    under ``controller``; returns the :class:`~simsched.engine.ReplayResult` and the
+    memory statistics.  :func:`run` is this with one job under ``all``."""
+    from simsched.engine import Replay
+
+    rep = Replay(m, specs, controller=controller, seed=seed, window=window, memory=_memory(m))
+    res = _run(rep, label, progress)
+    return res, rep.memory.stats()
 
 
 def run(
@@ -380,7 +362,7 @@ def run(
         ``result.json`` with ``"status": "error"`` (``"interrupted"`` after Ctrl-C) and
         the message, then raises.
     progress
-        Show a progress bar on stderr.
+        Report progress on stderr (a bar at a terminal, else a plain line every 10 s).
     window
         Interleaving window in cycles (default :data:`DEFAULT_WINDOW`; 0 = strict).
     speedup
@@ -396,13 +378,14 @@ def run(
     SimschedError
         For bad inputs (unknown scheduler or parameter, bad machine, bad trace).
     """
+    from simsched.engine import JobSpec
+    from simsched.engine.controllers import get_controller
+    from simsched.engine.replay import single_result
     from simsched.schedulers import get_scheduler
 
-    seed = _check_int(seed, "seed", 0, MAX_SEED)
-    if window is not None:
-        window = _check_int(window, "window", 0, MAX_WINDOW)
+    given_seed, win = _options(seed, window)
+    seed = int(given_seed or 0)
     t0 = time.perf_counter()
-    win = DEFAULT_WINDOW if window is None else int(window)
     config: dict[str, Any] = {
         "trace": str(trace) if not hasattr(trace, "header") else str(trace.path),
         "machine": machine if isinstance(machine, str) else None,
@@ -425,8 +408,6 @@ def run(
     t = None
     owned = False
     try:
-        if win < 0:
-            raise ConfigError(f"window {win}: must be >= 0 cycles")
         cls = get_scheduler(scheduler)
         resolved_params = cls.resolve_params(params)
         m = _machine(machine, overrides)
@@ -446,10 +427,12 @@ def run(
         base["trace_args"] = dumps(list(h.args))
         if out is not None:
             write_json_atomic(out / "config.json", config)
-        mem = _memory(m)
-        eng = Engine(t, m, cls, resolved_params, int(seed), mem, window=win)
-        res = _run(eng, f"{cls.name} on {m.name}", progress)
-        stats = mem.stats()
+        # A one-job set under ``all``: the pipeline of run_jobs, the single-run record.
+        one = [JobSpec(t, cls, resolved_params, 0, "job0")]
+        replayed, stats = _replay(
+            m, one, get_controller("all")(m, 1), seed, win, progress, f"{cls.name} on {m.name}"
+        )
+        res = single_result(replayed, 0)
         rec = dict(base)
         rec["status"] = "ok"
         rec["error"] = ""
@@ -647,22 +630,24 @@ def run_jobs(
         When given, ``config.json`` and ``result.json`` are written there atomically (also
         when the run fails, with ``"status": "error"``).
     progress
-        Show a progress bar on stderr.
+        Report progress on stderr (a bar at a terminal, else a plain line every 10 s).
 
     Returns
     -------
     JobsResult
         ``record`` holds the multi-job result record.
     """
-    from simsched.engine import JobSpec, Replay
+    from simsched.engine import JobSpec
     from simsched.engine.controllers import get_controller
     from simsched.engine.record import jobs_metrics, jobs_timeline_arrays
     from simsched.jobset import JobSet, load_jobset
     from simsched.schedulers import get_scheduler
     from simsched.trace import open_trace
 
+    seed, win = _options(seed, window)
+    if quantum is not None:
+        quantum = _check_int(quantum, "quantum", 0, MAX_WINDOW)
     t0 = time.perf_counter()
-    win = DEFAULT_WINDOW if window is None else int(window)
     out = Path(out_dir) if out_dir is not None else None
     base: dict[str, Any] = {
         "record_version": RECORD_VERSION,
@@ -673,11 +658,9 @@ def run_jobs(
     }
     traces: list[Any] = []
     try:
-        if win < 0:
-            raise ConfigError(f"window {win}: must be >= 0 cycles")
         js = jobs if isinstance(jobs, JobSet) else load_jobset(jobs, seed=seed)
         if seed is not None:
-            js.seed = check_seed(seed)
+            js.seed = seed
         m = _machine(machine, overrides)
         cname = controller or js.controller
         cparams = js.controller_params if controller_params is None else controller_params
@@ -719,13 +702,14 @@ def run_jobs(
                 t = opened[j.trace] = open_trace(j.trace, cache_chunks=2)
             traces.append(t)
             specs.append(JobSpec(t, get_scheduler(j.scheduler), j.params, j.arrival, j.name))
-        rep = Replay(m, specs, controller=ctl, seed=js.seed, window=win, memory=_memory(m))
-        res = _run(rep, f"{len(specs)} jobs on {m.name}", progress)
-        stats = rep.memory.stats()
+        res, stats = _replay(
+            m, specs, ctl, js.seed, win, progress, f"{len(specs)} jobs on {m.name}"
+        )
         rec = {**base, "status": "ok", "error": ""}
         rec.update(jobs_metrics(res, stats, m, traces))
         for jr, j in zip(rec["jobs"], js.jobs, strict=True):
             jr["scheduler"] = j.scheduler
+            jr["params"] = dict(j.params)  # resolved, as a single run records them
             jr["trace"] = str(j.trace)
         rec["wall_s"] = time.perf_counter() - t0
         if out is not None:

@@ -171,7 +171,7 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
 
 def footprint_bytes(trace: Any) -> int:
     """The trace's footprint in bytes (distinct lines × line-size hint), cached per digest."""
-    from simsched.schedulers.boundary import trace_footprint_bytes
+    from simsched.engine.facts import trace_footprint_bytes
 
     return int(trace_footprint_bytes(trace))
 

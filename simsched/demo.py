@@ -19,10 +19,11 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
+    from matplotlib.figure import Figure
 
     from simsched.api import RunResult
     from simsched.trace import Trace
@@ -65,6 +66,104 @@ def _subtrees(t: Trace, groups: int) -> np.ndarray:
     return sub
 
 
+def parallel_start(arrays: dict[str, np.ndarray], subtree: np.ndarray) -> int:
+    """First cycle of the parallel region: the start of the first strand that belongs to a
+    subtree (everything before it is the program's serial start-up)."""
+    import numpy as np
+
+    inside = subtree[np.asarray(arrays["frame"])] >= 0
+    return int(np.asarray(arrays["start"])[inside].min()) if inside.any() else 0
+
+
+def demo_figure(t: Trace, runs: dict[str, list[RunResult]]) -> Figure:
+    """The demo's figure: the parallel region of WS's first seed and of PDF, strands by core
+    coloured by subtree, above a bar panel of L2 misses (WS: mean and range over its seeds).
+
+    The x axis starts where the parallel region does: mergesort's serial start-up (making
+    the input) is the same under both schedulers and would otherwise take much of the width.
+    """
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import StrMethodFormatter
+
+    from simsched.plotting.figures import style
+    from simsched.plotting.timeline import plot_timeline
+
+    subtree = _subtrees(t, groups=16)
+    ws, pdf = runs["ws"], runs["pdf"]
+    shown = (("ws", ws[0]), ("pdf", pdf[0]))
+    arrays = {name: r.timeline_arrays() for name, r in shown}
+    left = min(parallel_start(a, subtree) for a in arrays.values())
+    right = max(int(r.record["makespan_cycles"]) for _, r in shown)
+    with style():
+        fig = Figure(figsize=(11, 9.5))
+        grid = fig.add_gridspec(3, 1, height_ratios=[3, 3, 1.3])
+        top = fig.add_subplot(grid[0])
+        axes = (top, fig.add_subplot(grid[1], sharex=top))
+        for ax, (name, r) in zip(axes, shown, strict=True):
+            rec = r.record
+            which = (
+                f"seed {rec['seed']}, one of the {len(ws)} seeds the table averages"
+                if name == "ws"
+                else "deterministic: one run"
+            )
+            plot_timeline(
+                arrays[name],
+                subtree=subtree,
+                ax=ax,
+                title=(
+                    f"{name.upper()} ({which}): {rec['makespan_cycles']:,} cycles, "
+                    f"{rec['L2_misses']:,} L2 misses"
+                ),
+            )
+        top.set_xlim(left - (right - left) * 0.01, right)
+        top.set_xlabel("")
+        for ax in axes:  # whole cycle numbers: an offset ("1e6") would collide with the label
+            ax.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+        serial = 100 * left / ws[0].record["makespan_cycles"]
+        axes[1].set_xlabel(
+            f"cycle (from {left:,}; the serial start-up before it, {serial:.0f} % of the WS "
+            "run, is the same under both and not drawn)"
+        )
+        _miss_bars(fig.add_subplot(grid[2]), ws, pdf)
+        fig.suptitle(
+            f"{t.header.program} n=131072 on {MACHINE}, L2 {OVERRIDES['caches.L2.size']}: "
+            "the parallel region, strands by core, coloured by subtree"
+        )
+        fig.tight_layout()
+    return fig
+
+
+def _miss_bars(ax: Any, ws: list[RunResult], pdf: list[RunResult]) -> None:
+    """Horizontal bars of L2 misses: WS's mean with its range over seeds, and PDF's."""
+    w = [int(r.record["L2_misses"]) for r in ws]
+    p = [int(r.record["L2_misses"]) for r in pdf]
+    mean_w, mean_p = statistics.fmean(w), statistics.fmean(p)
+    ax.barh(
+        [1, 0],
+        [mean_w, mean_p],
+        xerr=[[mean_w - min(w), mean_p - min(p)], [max(w) - mean_w, max(p) - mean_p]],
+        color=["tab:blue", "tab:orange"],
+        height=0.6,
+        capsize=3,
+    )
+    ax.set_yticks([1, 0], [f"WS (mean of {len(w)} seeds, range)", "PDF"])
+    ax.set_xlabel("L2 misses")
+    ax.set_xlim(0, max(max(w), max(p)) * 1.25)
+    change = 100 * (mean_p / mean_w - 1)
+    ax.annotate(
+        f"{mean_p:,.0f}  ({change:+.0f} % vs WS)",
+        (mean_p, 0),
+        xytext=(6, 0),
+        textcoords="offset points",
+        va="center",
+        fontsize=9,
+    )
+    ax.annotate(
+        f"{mean_w:,.0f}", (max(w), 1), xytext=(6, 0), textcoords="offset points", va="center"
+    )
+    ax.set_title("L2 misses: the difference the schedules make", fontsize="medium")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; returns the exit status."""
     ap = argparse.ArgumentParser(
@@ -76,19 +175,16 @@ def main(argv: list[str] | None = None) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from rich.console import Console
     from rich.table import Table
 
     import simsched
-    from simsched.files import atomic_output
-    from simsched.plotting.figures import style
-    from simsched.plotting.timeline import plot_timeline
+    from simsched.files import atomic_output, make_output_dir
     from simsched.trace import open_trace
 
     console = Console(width=120)
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    make_output_dir(out)
     trace = _trace_path()
     t = open_trace(trace)
     h = t.header
@@ -161,31 +257,10 @@ def main(argv: list[str] | None = None) -> int:
         f"(the PDF paper reports 1.03-1.19x and 13-41 % fewer L2 misses for mergesort)"
     )
 
-    subtree = _subtrees(t, groups=16)
-    with style():
-        fig, axes = plt.subplots(2, 1, figsize=(11, 7.5), sharex=True)
-        for ax, (name, r) in zip(
-            axes, (("ws", runs["ws"][0]), ("pdf", runs["pdf"][0])), strict=True
-        ):
-            rec = r.record
-            plot_timeline(
-                r.timeline_arrays(),
-                subtree=subtree,
-                ax=ax,
-                title=(
-                    f"{name.upper()}: {rec['makespan_cycles']:,} cycles, "
-                    f"{rec['L2_misses']:,} L2 misses"
-                ),
-            )
-        fig.suptitle(
-            f"{h.program} n=131072 on {MACHINE}, L2 {OVERRIDES['caches.L2.size']}: "
-            "strands by core, coloured by subtree"
-        )
-        fig.tight_layout()
-        fig_path = out / "timeline.png"
-        with atomic_output(fig_path) as tmp:
-            fig.savefig(tmp, dpi=110)
-        plt.close(fig)
+    fig = demo_figure(t, runs)
+    fig_path = out / "timeline.png"
+    with atomic_output(fig_path) as tmp:
+        fig.savefig(tmp, dpi=110)
     t.close()
     console.print(
         f"wrote {fig_path} and run records under {out}/ ({time.perf_counter() - t0:.0f} s)"

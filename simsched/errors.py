@@ -39,4 +39,16 @@ class DeadlockError(SimschedError):
 
 
 class OutputError(SimschedError):
-    """An output file cannot be written (full disk, read-only file system, permission...)."""
+    """An output file cannot be written (full disk, read-only file system, permission...).
+
+    ``errno`` is the operating system's error number when one caused it (``ENOSPC`` for a
+    full disk), else ``None``: a sweep leaves a point pending rather than failed when its
+    disk was full.
+    """
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+    def __reduce__(self) -> tuple:  # keep errno across processes (sweep workers)
+        return (type(self), (str(self), self.errno))

@@ -13,7 +13,9 @@ rules a user can rely on:
   instead), keeping its permission bits; a new file gets the user's umask (``0666 & ~umask``),
   not the ``0600`` of a temporary file;
 * any failure (full disk, read-only file system, permission) is an :class:`OutputError` that
-  names the user's path, never the hidden temporary one.
+  names the user's path, never the hidden temporary one;
+* the temporary file is removed on any exception, Ctrl-C included: interrupts are held back
+  while it is created and while it is removed, so no ``.name.*.tmp`` file is left behind.
 
 Written by hand because no maintained library covers the device and symlink cases and the
 umask (``atomicwrites`` is unmaintained and keeps ``0600``).
@@ -28,17 +30,19 @@ one way an output folder is created.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
+import re
 import shutil
+import signal
 import stat
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from simsched.canonical import plain
 from simsched.errors import ConfigError, OutputError
@@ -130,29 +134,47 @@ def make_output_dir(path: str | os.PathLike) -> Path:
         # link as existing, or the folder beneath it as missing).
         raise OutputError(f"{p}: cannot create the folder: {_blocking_component(p)}") from None
     except OSError as exc:
-        raise OutputError(f"{p}: cannot create the folder ({describe_os_error(exc)})") from None
+        raise OutputError(
+            f"{p}: cannot create the folder ({describe_os_error(exc)})", exc.errno
+        ) from None
     return p
 
 
-def _hold_sigint() -> bool:
-    """Block SIGINT in this (main) thread; returns whether it was blocked here."""
-    import signal
-    import threading
-
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
-        threading.main_thread()
-    ):
-        return False
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    return signal.SIGINT not in old
+# Signals that interrupt a write (Ctrl-C; SIGTERM, which sweep workers turn into an
+# interrupt): held back while a temporary file is created or removed.
+_DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def _release_sigint(held: bool) -> None:
-    """Unblock SIGINT if :func:`_hold_sigint` blocked it (a pending Ctrl-C then raises)."""
-    if held:
-        import signal
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM back for the block, then act on any that arrived.
 
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    Python runs signal handlers between bytecodes, so an interrupt can land between two
+    steps that must go together (a temporary created and its cleanup armed; a cleanup
+    begun and finished).  Only the main thread runs handlers, so elsewhere this does
+    nothing; a signal whose handler Python did not install is left alone.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    old: dict[int, Any] = {}
+    for sig in _DEFERRED_SIGNALS:
+        handler = signal.getsignal(sig)
+        if handler is None or handler == signal.SIG_IGN:
+            continue
+        old[sig] = signal.signal(sig, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for num, previous in old.items():
+            signal.signal(num, previous)
+        for num in dict.fromkeys(caught):  # delivered now, once each, as they would have been
+            previous = old[num]
+            if callable(previous):
+                previous(num, None)
+            elif previous == signal.SIG_DFL:
+                os.kill(os.getpid(), num)
 
 
 @contextmanager
@@ -187,7 +209,7 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
     except FileNotFoundError:
         st = None
     except OSError as exc:
-        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})") from None
+        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})", exc.errno) from None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{user}: is a folder, expected a file name")
     if st is not None and not overwrite and stat.S_ISREG(st.st_mode):
@@ -200,38 +222,34 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
         try:
             make_output_dir(user.parent)
         except OutputError as exc:
-            raise OutputError(f"{user}: {str(exc).partition(': ')[2]}") from None
+            raise OutputError(f"{user}: {str(exc).partition(': ')[2]}", exc.errno) from None
         target = _target(user)
         if not target.parent.is_dir():
             raise OutputError(
                 f"{user}: is a symbolic link to {os.readlink(user)}, whose folder does not exist"
             )
-    tmpdir = None
-    # Ctrl-C is held back from creating the temporary file until the block that removes
-    # it is entered, so that an interrupt never leaves a ``.NAME.*.tmp`` file behind.
-    held = _hold_sigint()
+    tmpdir: str | None = None
+    tmp: Path | None = None
     try:
-        if special:
-            # Never rename over a device or FIFO: stage privately, then copy into it.
-            tmpdir = tempfile.mkdtemp(prefix="simsched-out-")
-            tmp = Path(tmpdir) / f"out{target.suffix}"
-            tmp.touch()
-        else:
-            fd, name = tempfile.mkstemp(
-                prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent
-            )
-            os.close(fd)
-            tmp = Path(name)
-    except OSError as exc:
-        if tmpdir:
-            shutil.rmtree(tmpdir, ignore_errors=True)
-        _release_sigint(held)
-        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})") from None
-    except BaseException:
-        _release_sigint(held)
-        raise
-    try:
-        _release_sigint(held)
+        try:
+            # A Ctrl-C between creating the temporary and the cleanup below taking charge of
+            # it would leave it behind: it is held back until ``tmp`` is known.
+            with _signals_deferred():
+                if special:
+                    # Never rename over a device or FIFO: stage privately, then copy into it.
+                    tmpdir = tempfile.mkdtemp(prefix="simsched-out-")
+                    tmp = Path(tmpdir) / f"out{target.suffix}"
+                    tmp.touch()
+                else:
+                    fd, name = tempfile.mkstemp(
+                        prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent
+                    )
+                    tmp = Path(name)
+                    os.close(fd)
+        except OSError as exc:
+            raise OutputError(
+                f"{user}: cannot write ({describe_os_error(exc)})", exc.errno
+            ) from None
         yield tmp
         if special:
             with open(tmp, "rb") as src, open(target, "wb") as dst:
@@ -243,14 +261,15 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
                 os.fsync(f.fileno())
             os.replace(tmp, target)
     except OSError as exc:
-        if exc.filename not in (None, str(tmp), str(target), os.fspath(tmp)):
+        if exc.filename not in (None, str(tmp), str(target), os.fspath(tmp or "")):
             raise  # an error of another file the writer touched: not ours to rename
-        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})") from None
+        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})", exc.errno) from None
     finally:
-        if tmpdir:
-            shutil.rmtree(tmpdir, ignore_errors=True)
-        else:
-            tmp.unlink(missing_ok=True)
+        with _signals_deferred():  # a second Ctrl-C must not cut the cleanup short
+            if tmpdir:
+                shutil.rmtree(tmpdir, ignore_errors=True)
+            elif tmp is not None:
+                tmp.unlink(missing_ok=True)
 
 
 def is_stream(path: str | os.PathLike) -> bool:
@@ -306,33 +325,92 @@ def read_user_text(path: str | os.PathLike, what: str = "text") -> str:
         raise ConfigError(f"{p}: not a {what} file (byte {exc.start} is not UTF-8 text)") from None
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a mapping giving one key twice.
+@functools.cache
+def _strict_loader() -> type:
+    # Built on first use: PyYAML is imported only by the commands that read YAML.
+    import yaml
 
-    PyYAML keeps the last value of a repeated key, so a spec or machine file with two
-    ``seeds:`` (or two ``size:`` in a cache) silently runs something else than it reads.
-    Keys brought in by a merge (``<<: *base``) may be overridden, as YAML intends.
-    """
+    class _StrictLoader(yaml.SafeLoader):
+        """``yaml.SafeLoader`` that refuses a mapping giving one key twice.
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:  # type: ignore[override]
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:  # an unhashable key: the base class reports it
-                continue
-            if duplicate:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    f"duplicate key {key!r}",
-                    key_node.start_mark,
-                )
-        return super().construct_mapping(node, deep=deep)
+        PyYAML keeps the last value of a repeated key, so a spec or machine file with two
+        ``seeds:`` (or two ``size:`` in a cache) silently runs something else than it reads.
+        Keys brought in by a merge (``<<: *base``) may be overridden, as YAML intends.
+        """
+
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:  # type: ignore[override]
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base class reports it
+                    continue
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"duplicate key {key!r}",
+                        key_node.start_mark,
+                    )
+            return super().construct_mapping(node, deep=deep)
+
+    return _StrictLoader
+
+
+#: Most values a YAML document may stand for once its aliases are expanded.  Anchors and
+#: aliases are shared, not copied, so ten lines of aliases of aliases ("a billion laughs")
+#: parse at once and then cost minutes in whatever walks the values.
+MAX_YAML_VALUES = 1_000_000
+
+
+#: Deepest nesting of flow collections (``[[[...]]]``) a YAML document may have: PyYAML's
+#: scanner takes time quadratic in it (seconds at 1000), and no configuration needs more.
+MAX_YAML_DEPTH = 64
+
+_QUOTED_OR_COMMENT = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"\\]|\\.)*\"|(?:^|(?<=\s))#[^\n]*")
+
+
+def _flow_depth(text: str) -> int:
+    """Deepest nesting of ``[`` and ``{`` outside quoted strings and comments."""
+    if text.count("[") + text.count("{") <= MAX_YAML_DEPTH:
+        return 0  # cannot be deeper than that: skip the scan
+    depth = deepest = 0
+    for ch in _QUOTED_OR_COMMENT.sub("", text):
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def _expanded_size(root: Any) -> int:
+    """Number of values the YAML node ``root`` stands for with every alias expanded
+    (shared nodes are counted once per use; a node inside itself counts once)."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in sizes and not done:
+            continue
+        children: list[Any] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        if done:
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in children)
+            continue
+        sizes[id(node)] = 1  # in progress: a node inside itself counts once
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+    return sizes[id(root)]
 
 
 def parse_yaml(text: str, source: str) -> Any:
@@ -348,15 +426,35 @@ def parse_yaml(text: str, source: str) -> Any:
     Raises
     ------
     ConfigError
-        Not valid YAML, or a key given twice: one line with the position.
+        Not valid YAML, a key given twice, nesting too deep to parse, or aliases expanding
+        to more than :data:`MAX_YAML_VALUES` values: one line with the position.
     """
+    if _flow_depth(text) > MAX_YAML_DEPTH:
+        raise ConfigError(
+            f"{source}: invalid YAML: collections nested more than {MAX_YAML_DEPTH} deep"
+        )
+    import yaml
+
+    loader = _strict_loader()(text)
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node) > MAX_YAML_VALUES:
+            raise ConfigError(
+                f"{source}: the YAML stands for more than {MAX_YAML_VALUES:,} values once "
+                "its aliases are expanded (aliases of aliases?)"
+            )
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{source}: invalid YAML{at}: {problem}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: invalid YAML: nested too deeply") from None
+    finally:
+        loader.dispose()
 
 
 def read_yaml(path: str | os.PathLike) -> Any:

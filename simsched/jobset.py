@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -50,9 +50,26 @@ MAX_ARRIVAL = 2**60
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: the fields that are numbers (pydantic would take YAML's true/false as 1/0)
+    _NUMBERS: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name in cls._NUMBERS:
+                v = data.get(name)
+                if isinstance(v, bool) or (
+                    isinstance(v, list) and any(isinstance(x, bool) for x in v)
+                ):
+                    raise ValueError(f"{name}: a number is needed, not {str(v).lower()}")
+        return data
+
 
 class PoissonArrivals(_Strict):
     """Arrivals of a group's copies by a Poisson process."""
+
+    _NUMBERS = ("mean", "start")
 
     mean: float = Field(gt=0, le=MAX_ARRIVAL, description="mean cycles between arrivals (1/lambda)")
     start: int = Field(default=0, ge=0, le=MAX_ARRIVAL, description="cycle the process starts at")
@@ -64,6 +81,8 @@ class PoissonSpec(_Strict):
 
 class JobGroup(_Strict):
     """Copies of one program: exactly one of ``trace`` or ``generator``."""
+
+    _NUMBERS = ("copies", "arrival")
 
     name: str | None = Field(default=None, description="label (default: file or generator)")
     trace: str | None = None
@@ -96,6 +115,8 @@ class JobGroup(_Strict):
 
 class JobSetSpec(_Strict):
     """A job-set file."""
+
+    _NUMBERS = ("seed", "quantum", "quantum_ms")
 
     seed: int = Field(
         default=0, ge=0, le=MAX_SEED, description="seeds the arrivals and job schedulers"
@@ -301,8 +322,9 @@ def load_jobset(
         Unreadable file, schema violation (naming the field), missing trace, unknown
         generator, scheduler or parameter.
     """
-    from simsched.experiments.traces import ensure_trace
     from simsched.files import cache_dir as default_cache
+    from simsched.trace.recipes import ensure_trace
+    from simsched.workloads import generate
 
     spec, base, name = _read_spec(source)
     s = spec.seed if seed is None else check_seed(seed)
@@ -314,7 +336,7 @@ def load_jobset(
             recipe: dict[str, Any] = {"kind": "trace", "path": g.trace, "label": _label(g)}
         else:
             recipe = {"kind": "generator", "generator": g.generator, "params": dict(g.params)}
-        trace = ensure_trace(recipe, cache, base)
+        trace = ensure_trace(recipe, cache, base, generate=generate)
         arrivals = _arrivals(g, np.random.default_rng([s, gi]), f"{name}: jobs.{gi}")
         label = _label(g)
         for k, t in enumerate(arrivals):

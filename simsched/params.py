@@ -5,13 +5,21 @@ type (a generator's parameter table; a scheduler's ``param_defaults``).  Values 
 Python values, YAML scalars or command-line strings (``--param n=2^20``, ``--set
 spawn_policy=parent-first``); :func:`coerce` turns each into the declared type or raises a
 :class:`~simsched.errors.ConfigError` naming the parameter, so that every kind of plug-in
-accepts and refuses the same spellings.
+accepts and refuses the same spellings.  A policy declares its parameters once, as a
+:class:`ParamSchema` of :class:`Param` s (type from the default, bounds or choices, one
+line of documentation): the schema resolves and checks what a user gives and documents
+itself (``simsched schedulers --params``, docs/schedulers.md).  :func:`check_int` and :func:`check_ints` are the
+validators of counts that the policies' pure functions (schedulers) and the engine's
+allotment functions share; they live here, below both layers.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -111,3 +119,228 @@ def coerce(value: Any, kind: type, where: str) -> Any:
     if kind is str:
         return value
     raise TypeError(f"unsupported parameter kind {kind}")  # a bug in a parameter table
+
+
+def check_int(name: str, value: Any, minimum: int = 0) -> int:
+    """``value`` as an int, or a :class:`ConfigError` naming ``name``.
+
+    Shared by the scheduler modules (boundary, packing, desire) and the engine's
+    allotment functions.
+
+    Parameters
+    ----------
+    name
+        What the value is, for the error message.
+    value
+        An integer (Python or numpy; not a bool, not a float).
+    minimum
+        Smallest value accepted.
+
+    Returns
+    -------
+    int
+    """
+    if isinstance(value, bool):
+        raise ConfigError(f"{name}={value!r} is not an integer")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise ConfigError(f"{name}={value!r} is not an integer") from None
+    if v < minimum:
+        raise ConfigError(f"{name}={v} must be at least {minimum}")
+    return int(v)
+
+
+def check_ints(name: str, values: Any, minimum: int = 0) -> np.ndarray:
+    """``values`` as an int64 array of whole numbers ``>= minimum``, or a :class:`ConfigError`.
+
+    Floats are accepted when every one is a whole number (counts read from JSON or
+    computed in floating point).
+
+    Parameters
+    ----------
+    name
+        What the values are, for the error message.
+    values
+        Array-like of numbers.
+    minimum
+        Smallest value accepted.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, same shape.
+    """
+    x = np.asarray(values)
+    if x.size and x.dtype.kind not in "iu":
+        if x.dtype.kind != "f" or not np.all(np.isfinite(x)) or np.any(x != np.round(x)):
+            raise ConfigError(f"{name} must be whole numbers")
+    x = x.astype(np.int64)
+    if np.any(x < minimum):
+        raise ConfigError(f"{name} must be at least {minimum}")
+    return x
+
+
+# -- declared parameters of policies -------------------------------------------------------
+def _phrase(words: Sequence[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter of a scheduler or processor controller.
+
+    The type is the default's (bool, int, float or str); values are read by :func:`coerce`
+    and then checked against the bounds or choices declared here.
+
+    Attributes
+    ----------
+    default
+        Value when the parameter is not given.
+    doc
+        One line for ``simsched schedulers --params`` and docs/schedulers.md (cite the
+        paper's equation where the parameter comes from one).
+    choices
+        For a string parameter: the values accepted (compared lower-case).
+    synonyms
+        Further spellings of a choice (``{"yes": ("true", "1", "on")}``).
+    gt, ge, le
+        Bounds of a number (``> gt``, ``>= ge``, ``<= le``).
+    parse
+        For a value of more than one kind (CAB's ``bl``: ``auto`` or a level):
+        ``parse(value, where)`` returns it resolved or raises :class:`ConfigError`;
+        ``kind_name`` then names its type in the documentation.
+    kind_name
+        Type shown in the documentation (default: the default's type, or the choices).
+    """
+
+    default: Any
+    doc: str
+    choices: tuple[str, ...] = ()
+    synonyms: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    gt: float | None = None
+    ge: float | None = None
+    le: float | None = None
+    parse: Callable[[Any, str], Any] | None = None
+    kind_name: str = ""
+
+    @property
+    def kind(self) -> type:
+        """The declared type: that of the default (``str`` when it is None)."""
+        d = self.default
+        return type(d) if isinstance(d, bool | int | float) else str
+
+    def type_text(self) -> str:
+        """The type as the documentation shows it."""
+        if self.kind_name:
+            return self.kind_name
+        if self.choices:
+            return " | ".join(self.choices)
+        bounds = [
+            f"> {self.gt:g}" if self.gt is not None else "",
+            f">= {self.ge:g}" if self.ge is not None else "",
+            f"<= {self.le:g}" if self.le is not None else "",
+        ]
+        rng = ", ".join(b for b in bounds if b)
+        return self.kind.__name__ + (f" ({rng})" if rng else "")
+
+    def check(self, value: Any, where: str, name: str) -> Any:
+        """``value`` coerced and checked; a :class:`ConfigError` names ``where`` and ``name``."""
+        if self.parse is not None:
+            return self.parse(value, f"{where}: {name}")
+        v = coerce(value, self.kind, f"{where}: {name}")
+        if self.choices:
+            s = str(v).strip().lower()
+            for choice in self.choices:
+                if s == choice or s in self.synonyms.get(choice, ()):
+                    return choice
+            raise ConfigError(f"{where}: {name}={value!r} is not {_phrase(self.choices)}")
+        if self.gt is not None and not v > self.gt:
+            raise ConfigError(f"{where}: {name}={v!r} must be > {self.gt:g}")
+        if self.ge is not None and not v >= self.ge:
+            raise ConfigError(f"{where}: {name}={v!r} must be >= {self.ge:g}")
+        if self.le is not None and not v <= self.le:
+            raise ConfigError(f"{where}: {name}={v!r} must be <= {self.le:g}")
+        return v
+
+
+class ParamSchema:
+    """The parameters a policy accepts, declared once: names, types, defaults, bounds, docs.
+
+    Parameters
+    ----------
+    **params
+        One :class:`Param` per parameter name, in the order the documentation lists them.
+    """
+
+    def __init__(self, **params: Param) -> None:
+        self.params: dict[str, Param] = dict(params)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.params)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.params
+
+    def __len__(self) -> int:
+        return len(self.params)
+
+    def __getitem__(self, name: str) -> Param:
+        return self.params[name]
+
+    def extend(self, **params: Param) -> ParamSchema:
+        """This schema with parameters added or redeclared (a subclass's schema)."""
+        return ParamSchema(**{**self.params, **params})
+
+    @classmethod
+    def from_defaults(cls, defaults: Mapping[str, Any]) -> ParamSchema:
+        """A schema from a plain ``{name: default}`` table (plug-ins written before schemas)."""
+        return cls(**{k: Param(v, "") for k, v in defaults.items()})
+
+    def defaults(self) -> dict[str, Any]:
+        """``{name: default}``."""
+        return {k: p.default for k, p in self.params.items()}
+
+    def resolve(self, where: str, values: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Defaults updated with ``values``, each coerced and checked.
+
+        Parameters
+        ----------
+        where
+            The owner, for messages (``"scheduler 'ws'"``).
+        values
+            Parameters as given (Python values, YAML scalars or strings).
+
+        Raises
+        ------
+        ConfigError
+            An unknown name (the known ones are listed) or a value that does not fit.
+        """
+        values = dict(values or {})
+        unknown = sorted(set(values) - set(self.params))
+        if unknown:
+            known = ", ".join(sorted(self.params)) or "none"
+            raise ConfigError(
+                f"{where}: unknown parameter(s) {', '.join(unknown)} (known: {known})"
+            )
+        out = self.defaults()
+        for k, v in values.items():
+            out[k] = self.params[k].check(v, where, k)
+        return out
+
+    def rows(self) -> list[tuple[str, str, str, str]]:
+        """``(name, type, default, doc)`` per parameter, for tables."""
+        return [(k, p.type_text(), repr(p.default), p.doc) for k, p in self.params.items()]
+
+    def markdown(self) -> str:
+        """The parameters as a Markdown table (docs/schedulers.md embeds these)."""
+        if not self.params:
+            return "No parameters.\n"
+        lines = ["| parameter | type | default | meaning |", "|---|---|---|---|"]
+        for name, p in self.params.items():
+            kind = p.type_text().replace("|", "\\|")  # a | inside a cell ends the cell
+            d = p.default
+            default = d if isinstance(d, str) else repr(d)
+            lines.append(f"| `{name}` | {kind} | `{default}` | {p.doc} |")
+        return "\n".join(lines) + "\n"

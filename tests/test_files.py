@@ -275,3 +275,88 @@ def test_dangling_symlink_as_the_file_creates_no_folders(tmp_path):
     (tmp_path / "nowhere").mkdir()  # once the folder exists, the link is written through
     write_text_atomic(tmp_path / "fig.png", "x")
     assert (tmp_path / "nowhere" / "x.png").read_text() == "x"
+
+
+def _interrupt_self() -> None:
+    import signal
+
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_ctrl_c_right_after_the_temporary_is_created_leaves_nothing(tmp_path, monkeypatch):
+    """Ctrl-C used to leave ``.result.json.*.tmp.json`` files: an interrupt landing between
+    creating the temporary and arming its cleanup."""
+    import tempfile
+
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, **kwargs):
+        made = real(*args, **kwargs)
+        _interrupt_self()  # Ctrl-C arrives the moment the file exists
+        return made
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    (tmp_path / "result.json").write_text("old")
+    with pytest.raises(KeyboardInterrupt):
+        write_json_atomic(tmp_path / "result.json", {"status": "error"})
+    assert _leftovers(tmp_path) == [] and (tmp_path / "result.json").read_text() == "old"
+
+
+def test_second_ctrl_c_during_the_cleanup_leaves_nothing(tmp_path, monkeypatch):
+    real = os.unlink
+
+    def unlink(path, *args, **kwargs):
+        _interrupt_self()  # a second Ctrl-C while the first one's cleanup runs
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    with pytest.raises(KeyboardInterrupt), atomic_output(tmp_path / "result.json") as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("the first interrupt")
+    monkeypatch.undo()
+    assert _leftovers(tmp_path) == []
+
+
+def test_sigterm_in_a_worker_is_deferred_the_same_way(tmp_path, monkeypatch):
+    """Sweep workers turn SIGTERM into KeyboardInterrupt: the same rule holds."""
+    import signal
+    import tempfile
+
+    def unwind(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, unwind)
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, **kwargs):
+        made = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return made
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            write_text_atomic(tmp_path / "row.json", "{}")
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_yaml_alias_bomb_and_deep_nesting_are_refused_at_once():
+    import time
+
+    bomb = ["a0: &a0 [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]"]
+    for i in range(1, 9):
+        bomb.append(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]")
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match="more than 1,000,000 values once its aliases"):
+        parse_yaml("\n".join(bomb), "bomb.yaml")
+    with pytest.raises(ConfigError, match="nested more than 64 deep"):
+        parse_yaml("d: " + "[" * 3000 + "]" * 3000, "deep.yaml")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        parse_yaml("d:\n" + "".join(" " * i + "- \n" for i in range(1, 800)), "deep.yaml")
+    assert time.perf_counter() - t0 < 3.0
+    # a few aliases, brackets inside strings and comments: fine
+    assert parse_yaml("a: &x [1, 2]\nb: *x\nc: '[[[['  # {{{{\n", "ok.yaml")["b"] == [1, 2]
+    assert parse_yaml("d: " + "[" * 64 + "]" * 64, "ok.yaml") is not None

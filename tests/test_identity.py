@@ -14,6 +14,7 @@ from simsched import identity
 from simsched.api import baseline_makespan, baseline_path
 from simsched.machine import load_machine
 from simsched.workloads import generate
+from tests.conftest import private_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,7 +54,7 @@ def _clear() -> None:
 
 
 def test_editing_the_timing_model_or_a_generator_changes_the_cache_keys(tmp_path, monkeypatch):
-    from simsched.experiments.traces import TRACE_MAKING_PACKAGES, recipe_key
+    from simsched.trace.recipes import TRACE_MAKING_PACKAGES, recipe_key
 
     for pkg in {*identity.TIMING_MODEL_PACKAGES, *TRACE_MAKING_PACKAGES}:
         shutil.copytree(identity.PACKAGE_DIR / pkg, tmp_path / pkg)
@@ -76,7 +77,7 @@ def test_editing_the_timing_model_or_a_generator_changes_the_cache_keys(tmp_path
 
 
 def test_changing_the_timing_model_invalidates_the_cached_baseline(tmp_path, monkeypatch):
-    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(private_cache(tmp_path / "cache")))
     trace = tmp_path / "fib.sst"
     h = generate("fib", trace, n=10)
     machine = load_machine("itrs-scaling-2")

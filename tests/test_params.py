@@ -44,3 +44,77 @@ def test_schedulers_and_workloads_refuse_the_same_spellings():
     with pytest.raises(ConfigError, match=f"scheduler 'cab': {ints[0]}: expected an integer"):
         cls.resolve_params({ints[0]: 2.5})
     assert cls.resolve_params({ints[0]: "2^3"})[ints[0]] == 8
+
+
+# -- declared parameters -------------------------------------------------------------------
+def test_schema_resolves_checks_and_names_the_owner():
+    from simsched.params import Param, ParamSchema
+
+    schema = ParamSchema(
+        n=Param(4, "count", ge=1),
+        mode=Param("a", "mode", choices=("a", "b"), synonyms={"b": ("bee",)}),
+        x=Param(0.5, "fraction", gt=0, le=1),
+    )
+    assert schema.resolve("thing 't'", {"n": "2^3", "mode": "BEE"}) == {
+        "n": 8,
+        "mode": "b",
+        "x": 0.5,
+    }
+    for bad, msg in [
+        ({"n": 0}, "thing 't': n=0 must be >= 1"),
+        ({"mode": "c"}, "thing 't': mode='c' is not a or b"),
+        ({"x": 1.5}, "thing 't': x=1.5 must be <= 1"),
+        ({"x": 0}, "thing 't': x=0.0 must be > 0"),
+        ({"y": 1}, r"thing 't': unknown parameter\(s\) y \(known: mode, n, x\)"),
+    ]:
+        with pytest.raises(ConfigError, match=msg):
+            schema.resolve("thing 't'", bad)
+
+
+def test_every_policy_declares_documented_parameters_once():
+    """Each parameter of each scheduler and controller has a type and a line of docs, and
+    the schema refuses values its policy used to refuse by hand."""
+    from simsched.engine.controllers import REGISTRY
+
+    for cls in [get_scheduler(n) for n in ("ws", "cab", "laws", "cats", "saws", "asteal")]:
+        assert cls.param_defaults == cls.params_schema.defaults()
+        assert all(doc for _, _, _, doc in cls.params_schema.rows()), cls.name
+    for cls in set(REGISTRY.values()):
+        assert all(doc for _, _, _, doc in cls.params_schema.rows()), cls.name
+    for name, params, msg in [
+        ("saws", {"beta": 0.5}, "beta=0.5 must be >= 1"),
+        ("asteal", {"rho": 1}, "rho=1.0 must be > 1"),
+        ("asteal", {"delta": 1.5}, "delta=1.5 must be <= 1"),
+        ("saws", {"measure": "guess"}, "measure='guess' is not exact or sampled"),
+        ("laws", {"cpu_threshold": -1}, "cpu_threshold=-1.0 must be > 0"),
+        ("cab", {"cpu_bound": "maybe"}, "cpu_bound='maybe' is not auto, yes or no"),
+    ]:
+        with pytest.raises(ConfigError, match=f"scheduler '{name}': {msg}"):
+            get_scheduler(name).resolve_params(params)
+    assert get_scheduler("cab").resolve_params({"cpu_bound": True})["cpu_bound"] == "yes"
+
+
+def test_a_plugin_with_a_plain_defaults_table_still_works():
+    from simsched.schedulers.base import Scheduler
+
+    class Old(Scheduler):
+        name = "old"
+        param_defaults = {"k": 3}
+
+    assert Old.resolve_params({"k": "5"}) == {"k": 5}
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        Old.resolve_params({"j": 1})
+
+
+def test_controller_parameters_come_from_their_schema():
+    from simsched.engine.controllers import get_controller
+    from simsched.machine import load_machine
+
+    m = load_machine("opteron-8380-4x4")
+    static = get_controller("static")
+    assert static(m, 2, {"shares": "4, 12"}).params["shares"] == [4, 12]
+    assert static(m, 2, {"shares": [8, 8]}).blocks[1] == tuple(range(8, 16))
+    with pytest.raises(ConfigError, match="controller 'static': shares='a,b' is not a list"):
+        static(m, 2, {"shares": "a,b"})
+    with pytest.raises(ConfigError, match=r"controller 'equi': unknown parameter\(s\) shares"):
+        get_controller("equi")(m, 2, {"shares": [1, 1]})

@@ -50,7 +50,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "simsched_raw.h"
@@ -98,6 +102,81 @@ static uint64_t ss_bb_insns = SS_DEFAULT_BB_INSNS * 16; /* sixteenths per block 
 static const uint8_t *ss_bb_tab; /* per-block counts (PROGRAM.ssbb), or NULL */
 static uint64_t ss_bb_len;
 extern char __executable_start[]; /* the linker's: where the program is loaded */
+extern char etext[];              /* ... and where its code ends */
+
+/* ---- how much of the run is uninstrumented code ------------------------
+ * Library code (libm's sin, the C library's printf or qsort, ...) is not
+ * instrumented, so its loads and stores are missing from the trace.  While
+ * recording, a profiling timer samples the main thread's program counter
+ * every SS_SAMPLE_US of CPU time: a sample in the program's own code (or in
+ * this runtime, or in a wrapped memcpy, whose ranges are recorded) counts as
+ * instrumented, one anywhere else as uninstrumented.  The counts go to
+ * $SIMSCHED_STATS_OUT at exit, and `simsched capture` warns when the
+ * uninstrumented share is large. */
+#define SS_SAMPLE_US 1000
+static volatile sig_atomic_t ss_in_rt; /* in a wrapper or writing the stream */
+static volatile uint64_t ss_samples, ss_samples_out;
+static pid_t ss_main_tid;
+static char ss_stats_path[4096];
+
+extern void *__real_memset(void *, int, size_t);
+
+static void ss_on_sample(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)si;
+    if ((pid_t)syscall(SYS_gettid) != ss_main_tid)
+        return; /* e.g. zstd's compression thread */
+    uintptr_t pc = 0;
+#if defined(__x86_64__)
+    pc = (uintptr_t)((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    pc = (uintptr_t)((ucontext_t *)ctx)->uc_mcontext.pc;
+#else
+    (void)ctx;
+    return;
+#endif
+    ss_samples++;
+    if (!ss_in_rt && (pc < (uintptr_t)__executable_start || pc >= (uintptr_t)etext))
+        ss_samples_out++;
+}
+
+static void ss_start_sampling(void)
+{
+    const char *path = getenv("SIMSCHED_STATS_OUT");
+    if (!path || !*path || strlen(path) >= sizeof ss_stats_path)
+        return;
+    strcpy(ss_stats_path, path);
+    unsetenv("SIMSCHED_STATS_OUT");
+    ss_main_tid = (pid_t)syscall(SYS_gettid);
+    struct sigaction sa;
+    __real_memset(&sa, 0, sizeof sa); /* (memset itself would be recorded: --wrap) */
+    sa.sa_sigaction = ss_on_sample;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGPROF, &sa, NULL) != 0)
+        return;
+    struct itimerval it = {{0, SS_SAMPLE_US}, {0, SS_SAMPLE_US}};
+    setitimer(ITIMER_PROF, &it, NULL);
+}
+
+static void ss_stop_sampling(void)
+{
+    if (!ss_stats_path[0])
+        return;
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_PROF, &off, NULL);
+    int fd = open(ss_stats_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ss_stats_path[0] = 0;
+    if (fd < 0)
+        return;
+    char line[128];
+    int n = snprintf(line, sizeof line, "simsched: samples: %llu\nsimsched: uninstrumented samples: %llu\n",
+                     (unsigned long long)ss_samples, (unsigned long long)ss_samples_out);
+    if (n > 0 && write(fd, line, (size_t)n) < 0)
+        (void)0;
+    close(fd);
+}
 static int ss_active;       /* 1 while recording */
 static int ss_initialised;
 static int ss_fd = -1;
@@ -162,7 +241,19 @@ static void ss_compress(const void *data, size_t len, int end)
 #endif
 
 /* Append bytes to the output (compressed or plain); end: finish the stream. */
+static void ss_out_(const void *data, size_t len, int end);
+
+/* Writing the stream (compressing it, a write system call) is the runtime's own work:
+ * the sampler leaves it out. */
 static void ss_out(const void *data, size_t len, int end)
+{
+    sig_atomic_t was = ss_in_rt;
+    ss_in_rt = 1;
+    ss_out_(data, len, end);
+    ss_in_rt = was;
+}
+
+static void ss_out_(const void *data, size_t len, int end)
 {
     if (ss_fd < 0)
         return;
@@ -314,6 +405,7 @@ static void ss_finish(void)
 {
     if (!ss_active)
         return;
+    ss_stop_sampling();
     ss_emit_gap();
     ss_raw_rec *r = ss_slot();
     r->a = 0;
@@ -414,6 +506,7 @@ static void ss_init(void)
     ss_raw_rec h = {SS_RAW_MAGIC, SS_RAW_VERSION_BLOCKS, SS_BACKEND_GCC, SS_REC_HEADER, 0};
     ss_out(&h, sizeof h, 0); /* flags 0: gaps are estimated */
     atexit(ss_finish);
+    ss_start_sampling();
 }
 
 __attribute__((constructor(101))) static void ss_ctor(void) { ss_init(); }
@@ -551,20 +644,29 @@ SS_API void *__wrap_memcpy(void *d, const void *s, size_t n)
 {
     ss_range(s, n, 0);
     ss_range(d, n, 1);
-    return __real_memcpy(d, s, n);
+    ss_in_rt = 1; /* the copy itself is recorded as ranges */
+    void *r = __real_memcpy(d, s, n);
+    ss_in_rt = 0;
+    return r;
 }
 
 SS_API void *__wrap_memmove(void *d, const void *s, size_t n)
 {
     ss_range(s, n, 0);
     ss_range(d, n, 1);
-    return __real_memmove(d, s, n);
+    ss_in_rt = 1; /* the copy itself is recorded as ranges */
+    void *r = __real_memmove(d, s, n);
+    ss_in_rt = 0;
+    return r;
 }
 
 SS_API void *__wrap_memset(void *d, int c, size_t n)
 {
     ss_range(d, n, 1);
-    return __real_memset(d, c, n);
+    ss_in_rt = 1; /* the copy itself is recorded as ranges */
+    void *r = __real_memset(d, c, n);
+    ss_in_rt = 0;
+    return r;
 }
 
 SS_API void *__wrap___memcpy_chk(void *d, const void *s, size_t n, size_t dlen)

@@ -38,6 +38,7 @@ from simsched.capture.bbtable import write_block_table
 from simsched.capture.cilk import CilkOptions
 from simsched.capture.cilkcc import rewrite_command
 from simsched.errors import CaptureError
+from simsched.files import make_output_dir
 from simsched.trace.raw import ITERATION_MODES
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ class CaptureResult:
     import_seconds: float
     raw_bytes: int
     tool_stats: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def cc_command(args: Sequence[str], backend: str = "gcc") -> list[str]:
@@ -319,6 +321,7 @@ def _run_backend(
         if not zstd:
             raw = work / "raw"  # runtime without compression: libzstd-dev was missing
         env["SIMSCHED_RAW_OUT"] = str(raw)
+        env["SIMSCHED_STATS_OUT"] = str(log)  # the runtime's samples of uninstrumented code
         cmd = [str(prog), *args]
     elif backend == "valgrind":
         if _has_gcc_runtime(prog):
@@ -463,7 +466,7 @@ def capture(
         )
     prog = _resolve_program(program)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_output_dir(out.parent)
     with tempfile.TemporaryDirectory(prefix=".simsched-capture-", dir=out.parent) as d:
         work = Path(d)
         t0 = time.perf_counter()
@@ -484,4 +487,23 @@ def capture(
         t2 = time.perf_counter()
         if raw is not None:
             shutil.move(str(raw_path), str(raw))
-    return CaptureResult(header, backend, out, t1 - t0, t2 - t1, raw_bytes, stats)
+    return CaptureResult(
+        header, backend, out, t1 - t0, t2 - t1, raw_bytes, stats, _warnings(prog, stats)
+    )
+
+
+UNINSTRUMENTED_WARN = 0.05
+"""Warn when more than this share of the gcc backend's samples fell in uninstrumented code."""
+MIN_SAMPLES = 10  # below this (about 0.1 s of CPU time) the share says nothing
+
+
+def _warnings(prog: Path, stats: dict[str, int]) -> list[str]:
+    """What the capture should tell the user about the trace's gaps."""
+    n, out = stats.get("samples", 0), stats.get("uninstrumented_samples", 0)
+    if n < MIN_SAMPLES or out <= UNINSTRUMENTED_WARN * n:
+        return []
+    return [
+        f"{prog.name}: {100 * out / n:.0f} % of the run's CPU time ({out} of {n} samples) was "
+        "in uninstrumented code (libraries such as libm or the C library), whose memory "
+        "references the gcc backend does not record; --backend valgrind records them"
+    ]

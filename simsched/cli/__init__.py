@@ -33,6 +33,7 @@ _COMMAND_MODULES = [
     "simsched.cli.run",
     "simsched.cli.plot",
     "simsched.cli.export",
+    "simsched.cli.policies",
 ]
 # The first word of a command line and the modules that register it: a command imports only
 # its own module (and what that needs), so `simsched machine list` never loads the
@@ -53,6 +54,7 @@ COMMAND_HOMES: dict[str, tuple[str, ...]] = {
     "compare": ("simsched.cli.run",),
     "plot": ("simsched.cli.sweep", "simsched.cli.plot"),
     "export": ("simsched.cli.export",),
+    "schedulers": ("simsched.cli.policies",),
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import math
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -37,6 +38,22 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
 
 console = _Console(markup=False, highlight=False, soft_wrap=True)
 err_console = _Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
+
+
+#: ``--progress/--no-progress`` of the long-running commands.
+ProgressOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--progress/--no-progress",
+        help="report progress on stderr: a bar at a terminal, else a line every 10 s "
+        "(default: only at a terminal)",
+    ),
+]
+
+
+def want_progress(flag: bool | None) -> bool:
+    """Whether to report progress: as asked, else only when stderr is a terminal."""
+    return sys.stderr.isatty() if flag is None else flag
 
 
 def print_table(table: Table, target: Console | None = None) -> None:

@@ -154,6 +154,8 @@ def register(app: typer.Typer) -> None:
             f"run {res.run_seconds:.2f} s, import {res.import_seconds:.2f} s, "
             f"raw {res.raw_bytes / 1e6:,.1f} MB"
         )
+        for w in res.warnings:
+            err_console.print(f"warning: {w}")
         found = h.params.get("iterations_found")
         if found:
             err_console.print(

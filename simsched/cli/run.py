@@ -22,7 +22,15 @@ from typing import Annotated, Any
 import typer
 from rich.table import Column, Table
 
-from simsched.cli._common import console, err_console, parse_kv, print_json, print_table
+from simsched.cli._common import (
+    ProgressOpt,
+    console,
+    err_console,
+    parse_kv,
+    print_json,
+    print_table,
+    want_progress,
+)
 from simsched.errors import ConfigError
 
 #: Metrics shown by ``compare`` and summarised over seeds in its JSON.
@@ -50,10 +58,6 @@ ParamOpt = Annotated[
 WindowOpt = Annotated[
     int | None, typer.Option("--window", help="interleaving window in cycles (0 = strict)")
 ]
-ProgressOpt = Annotated[
-    bool | None,
-    typer.Option("--progress/--no-progress", help="progress bar (default: when stderr is a tty)"),
-]
 
 
 def _split(
@@ -73,10 +77,6 @@ def _split(
         else:
             overrides[k] = v
     return params, overrides
-
-
-def _progress(flag: bool | None) -> bool:
-    return sys.stderr.isatty() if flag is None else flag
 
 
 def run_cmd(
@@ -140,7 +140,7 @@ def run_cmd(
         seed,
         overrides=overrides or None,
         out_dir=out,
-        progress=_progress(progress),
+        progress=want_progress(progress),
         window=window,
     )
     rec = res.record
@@ -228,7 +228,7 @@ def _run_jobs(
         overrides=overrides or None,
         window=window,
         out_dir=out,
-        progress=_progress(progress),
+        progress=want_progress(progress),
     )
     rec = res.record
     if json_:
@@ -359,7 +359,7 @@ def compare_cmd(
         params=params or None,
         overrides=overrides or None,
         window=window,
-        progress=_progress(progress),
+        progress=want_progress(progress),
     )
     if out is not None:
         from simsched.experiments.compared import save_comparison

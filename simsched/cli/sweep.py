@@ -100,11 +100,19 @@ def run_cmd(
             "(changed since); --rerun-stale runs them again",
             file=sys.stderr,
         )
+    if report.interrupted:
+        pid, msg = report.interrupted[0]
+        print(
+            f"{len(report.interrupted)} point(s) could not finish for want of disk space "
+            f"({pid}: {msg}); they stay pending: free space and run the command again",
+            file=sys.stderr,
+        )
     if report.failed:
         print(
             f"{report.failed} point(s) failed; run again with --retry-failed to retry them",
             file=sys.stderr,
         )
+    if report.failed or report.interrupted:
         raise typer.Exit(1)
 
 

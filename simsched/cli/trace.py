@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from simsched.cli._common import (
+    ProgressOpt,
     check_line,
     console,
     err_console,
     parse_kv,
     print_json,
     print_table,
+    want_progress,
 )
 from simsched.errors import ConfigError
 from simsched.files import atomic_output
@@ -31,6 +33,7 @@ def gen(
     ] = None,
     out: Annotated[Path | None, typer.Option("-o", "--out", help="output trace (.sst)")] = None,
     list_: Annotated[bool, typer.Option("--list", help="list workloads and parameters")] = False,
+    progress: ProgressOpt = None,
 ) -> None:
     """Generate a synthetic workload trace."""
     from simsched.workloads import WORKLOADS, generate, params_of
@@ -49,8 +52,8 @@ def gen(
     if out is None:
         raise ConfigError("trace gen: no output given (-o OUT.sst)")
     params = parse_kv(param, "--param")
-    with atomic_output(out) as tmp:
-        h = generate(name, tmp, **params)
+    with atomic_output(out) as tmp, _reporter(progress, f"generating {name}", "references") as bar:
+        h = generate(name, tmp, progress=bar, **params)
     err_console.print(
         f"{out}: {h.n_strands} strands, {h.n_frames} frames, {h.n_refs} references, "
         f"{h.n_instructions} instructions"
@@ -62,11 +65,13 @@ def info(
     trace: Annotated[Path, typer.Argument(help="trace file (.sst)")],
     json_: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     line: Annotated[int | None, typer.Option(help="line size for the footprint")] = None,
+    progress: ProgressOpt = None,
 ) -> None:
     """Print a trace's counts, footprint, work, span, parallelism and DAG shape."""
     from simsched.trace import summary
 
-    s = summary(trace, line=check_line(line))
+    with _reporter(progress, f"{trace.name}: footprint", "references") as bar:
+        s = summary(trace, line=check_line(line), progress=bar)
     if json_:
         print_json(s)
         return
@@ -116,6 +121,7 @@ def import_cmd(
             "--iterations", help="auto (SS_ITER markers, else found from the DAG) | markers | none"
         ),
     ] = "auto",
+    progress: ProgressOpt = None,
 ) -> None:
     """Convert a raw capture stream into a trace."""
     from simsched.errors import ConfigError
@@ -128,29 +134,21 @@ def import_cmd(
     from simsched.trace import import_raw
 
     total = raw.stat().st_size
-    with (
-        atomic_output(out) as tmp,
-        Progress(
-            TextColumn("importing"),
-            BarColumn(),
-            TextColumn("{task.fields[recs]:,} records"),
-            TimeElapsedColumn(),
-            console=err_console,
-            transient=True,
-        ) as bar,
-    ):
-        task = bar.add_task("import", total=None, recs=0)
-        h = import_raw(
-            raw,
-            tmp,
-            program=program or raw.stem,
-            progress=lambda n, _b: bar.update(task, recs=n),
-            iterations=iterations,
-        )
+    with atomic_output(out) as tmp, _reporter(progress, f"importing {raw.name}", "records") as bar:
+        h = import_raw(raw, tmp, program=program or raw.stem, progress=bar, iterations=iterations)
     err_console.print(
         f"{out}: {h.n_strands} strands, {h.n_refs} references, {h.n_instructions} instructions "
         f"(from {total:,} raw bytes)"
     )
+
+
+def _reporter(flag: bool | None, label: str, unit: str) -> Any:
+    """A progress reporter for a long step (a callback), or a no-op when not asked for."""
+    if not want_progress(flag):
+        return contextlib.nullcontext(None)
+    from simsched.progress import Progress
+
+    return Progress(label, unit=unit)
 
 
 def register(app: typer.Typer) -> None:

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from simsched.errors import ConfigError
-from simsched.schedulers.boundary import check_int, check_ints
+from simsched.params import check_int, check_ints
 
 
 def _equal_split(n: int, cores: int) -> np.ndarray:

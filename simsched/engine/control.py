@@ -14,12 +14,21 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from itertools import groupby
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import simpy
 
-if TYPE_CHECKING:
-    from simsched.engine.replay import JobSpec, Replay
+
+class Driven(Protocol):
+    """What the control plane calls on the replay (and nothing else of it)."""
+
+    def arrive(self, now: int, jids: Sequence[int]) -> None:
+        """Jobs ``jids`` arrive at ``now``."""
+        ...
+
+    def quantum_boundary(self, now: int) -> None:
+        """The controller's quantum ended at ``now``."""
+        ...
 
 
 class ControlPlane:
@@ -28,15 +37,15 @@ class ControlPlane:
     Parameters
     ----------
     replay
-        The :class:`~simsched.engine.replay.Replay` (``admit``, ``reallocate`` and
-        ``quantum_boundary`` are called on it).
+        The :class:`~simsched.engine.replay.Replay` (``arrive`` and ``quantum_boundary``
+        are called on it; the control plane writes none of its state).
     specs
-        The jobs, each with an ``arrival`` cycle.
+        The jobs (:class:`~simsched.engine.replay.JobSpec`), each with an ``arrival`` cycle.
     quantum
         The controller's quantum in cycles (0: no quantum process).
     """
 
-    def __init__(self, replay: Replay, specs: Sequence[JobSpec], quantum: int) -> None:
+    def __init__(self, replay: Driven, specs: Sequence[Any], quantum: int) -> None:
         self.replay = replay
         self.env = simpy.Environment(initial_time=0)
         order = sorted(range(len(specs)), key=lambda j: (int(specs[j].arrival), j))
@@ -54,12 +63,8 @@ class ControlPlane:
         for t, jids in self._groups:
             if t > self.env.now:
                 yield self.env.timeout(t - self.env.now)
-            now = int(self.env.now)
-            self.replay.now = now
-            for j in jids:
-                self.replay.admit(j)
-                self.arrivals_left -= 1
-            self.replay.reallocate(now, record=True)
+            self.arrivals_left -= len(jids)
+            self.replay.arrive(int(self.env.now), jids)
 
     def _quanta(self, q: int) -> Generator[simpy.Event, Any, None]:
         while True:

@@ -22,6 +22,11 @@ ended a quantum desires its scheduler's ``initial_desire`` (1 for SAWS and A-Ste
 [SAWS12] §3.2), and a job whose scheduler reports no desire (WS, WS-EQUI) is taken to
 desire the whole machine, so that DEQ gives it an equal share as EQUI would.
 
+**What a controller sees.**  Each active job as a :class:`JobView`: a frozen copy of its
+number, arrival, cores and desire, made by the engine for the call.  A controller cannot
+change the engine's jobs; the initial desire is put into the job (and so into the
+record's allotment series) by the engine, for controllers that use desires.
+
 **Quantum in milliseconds.**  Every controller accepts the parameter ``quantum_ms``
 (the job set's ``quantum_ms`` field puts it there): the quantum becomes
 ``round(quantum_ms * clock_ghz * 1e6)`` cycles of the machine's clock
@@ -35,14 +40,15 @@ the ``simsched.controllers`` entry-point group.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from simsched.engine.allot import deq_allot, equi_allot
 from simsched.errors import ConfigError
+from simsched.params import Param, ParamSchema, coerce
 
 if TYPE_CHECKING:
-    from simsched.engine.job import Job
     from simsched.machine import Machine
 
 
@@ -108,6 +114,29 @@ def quantum_cycles(machine: Machine, quantum_ms: float) -> int:
     return max(1, round(ms * float(ghz) * 1e6))
 
 
+@dataclass(frozen=True)
+class JobView:
+    """What a processor controller may know of one active job (read-only).
+
+    Attributes
+    ----------
+    jid
+        Job number (index in the job set).
+    arrival
+        Arrival cycle.
+    cores
+        Cores the job holds now.
+    desire
+        Its last reported desire, or its scheduler's initial desire before its first
+        quantum ends when the controller uses desires; None: the job reports none.
+    """
+
+    jid: int
+    arrival: int
+    cores: frozenset[int]
+    desire: int | None
+
+
 class Controller:
     """Base class of processor controllers.
 
@@ -118,33 +147,39 @@ class Controller:
     n_jobs
         Number of jobs in the job set.
     params
-        Controller parameters (checked against ``param_defaults``).
+        Controller parameters, resolved by :attr:`params_schema` (every controller also
+        accepts ``quantum_ms``, see the module docstring).
     quantum
         Cycles between reallocations (0: only at arrivals and completions).
     """
 
     name: ClassVar[str] = ""
     aliases: ClassVar[tuple[str, ...]] = ()
+    #: The parameters, declared once (:class:`~simsched.params.ParamSchema`).
+    params_schema: ClassVar[ParamSchema] = ParamSchema()
+    #: ``{name: default}`` of :attr:`params_schema`.
     param_defaults: ClassVar[dict[str, Any]] = {}
     #: Whether the controller uses the jobs' desires (then quanta ask schedulers for them).
     uses_desire: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "params_schema" in cls.__dict__:
+            cls.param_defaults = cls.params_schema.defaults()
+        elif "param_defaults" in cls.__dict__:  # a plug-in with a plain table
+            cls.params_schema = ParamSchema.from_defaults(cls.param_defaults)
 
     def __init__(
         self, machine: Any, n_jobs: int, params: Mapping[str, Any] | None = None, quantum: int = 0
     ) -> None:
         params = dict(params or {})
         ms = params.pop("quantum_ms", None)
-        unknown = sorted(set(params) - set(self.param_defaults))
-        if unknown:
-            raise ConfigError(
-                f"controller {self.name!r}: unknown parameter(s) {', '.join(unknown)} "
-                f"(known: {', '.join(sorted(self.param_defaults)) or 'none'})"
-            )
+        resolved = self.params_schema.resolve(f"controller {self.name!r}", params)
         check_quantum(quantum, f"controller {self.name!r}")
         self.machine = machine
         self.P = machine.cores
         self.n_jobs = n_jobs
-        self.params = {**self.param_defaults, **params}
+        self.params = resolved
         self.quantum = int(quantum)
         if ms is not None:
             self.params["quantum_ms"] = ms
@@ -161,8 +196,8 @@ class Controller:
         now
             Current cycle.
         jobs
-            The active jobs (arrived, not finished), in arrival order; each has ``jid``,
-            ``arrival``, ``cores`` (current set) and ``desire`` (last reported or None).
+            The active jobs (arrived, not finished), in arrival order, as
+            :class:`JobView` s (``jid``, ``arrival``, ``cores``, ``desire``).
 
         Returns
         -------
@@ -182,25 +217,36 @@ class AllCores(Controller):
         return {jobs[0].jid: self.P} if jobs else {}
 
 
+def _parse_shares(value: Any, where: str) -> list[int] | None:
+    """``shares``: a list of integers or a comma-separated string of them (or None)."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else value
+    try:
+        return [coerce(x, int, where) for x in items if not isinstance(x, str) or x.strip()]
+    except (ConfigError, TypeError):
+        raise ConfigError(f"{where}={value!r} is not a list of integers") from None
+
+
 class Static(Controller):
     """A fixed partition of the cores by job index (``static``)."""
 
     name: ClassVar[str] = "static"
-    param_defaults: ClassVar[dict[str, Any]] = {"shares": None}
+    params_schema: ClassVar[ParamSchema] = ParamSchema(
+        shares=Param(
+            None,
+            "cores of each job, in job-set order (a list, or comma-separated); "
+            "default: an equal split",
+            parse=_parse_shares,
+            kind_name="list of int",
+        ),
+    )
 
     def __init__(self, machine, n_jobs, params=None, quantum=0):
         super().__init__(machine, n_jobs, params, quantum)
         shares = self.params["shares"]
         if shares is None:
             shares = equi_allot(n_jobs, self.P).tolist()
-        elif isinstance(shares, str):
-            try:
-                shares = [int(x) for x in shares.split(",") if x.strip()]
-            except ValueError:
-                raise ConfigError(
-                    f"controller 'static': shares={shares!r} is not a list of integers"
-                ) from None
-        shares = [int(x) for x in shares]
         if len(shares) != n_jobs or any(x < 0 for x in shares) or sum(shares) > self.P:
             raise ConfigError(
                 f"controller 'static': shares {shares} must give each of the {n_jobs} jobs "
@@ -253,16 +299,9 @@ class Deq(Controller):
                 "controller 'deq' needs a quantum: give quantum (cycles) or quantum_ms"
             )
 
-    def desire(self, job: Job) -> int:
-        """The desire DEQ uses for ``job`` (see the module docstring)."""
-        if job.desire is not None:
-            return int(job.desire)
-        first = getattr(job.sched, "initial_desire", None)
-        if first is None:
-            return self.P
-        # The record's allotment series then shows the desire DEQ used.
-        job.desire = int(first)
-        return int(first)
+    def desire(self, job: JobView) -> int:
+        """The desire DEQ uses for ``job``: its own, or the whole machine when it has none."""
+        return self.P if job.desire is None else int(job.desire)
 
     def allot(self, now, jobs):
         shares = deq_allot([self.desire(j) for j in jobs], self.P).tolist()

@@ -66,6 +66,8 @@ class Job:
         Engine callback ``wake(job, n, cores)``.
     arrival
         Arrival cycle.
+    facts
+        The engine's measurements of the trace for the scheduler (``ctx.facts``).
     """
 
     def __init__(
@@ -79,6 +81,7 @@ class Job:
         rng: np.random.Generator,
         wake: Any,
         arrival: int = 0,
+        facts: Any = None,
     ) -> None:
         self.jid = jid
         self.name = name
@@ -131,8 +134,7 @@ class Job:
         def wake_job(n: int | None = None, cores: Sequence[int] | None = None) -> None:
             wake(self, n, cores)
 
-        self.ctx = SchedContext(machine, (), trace, wake_job)
-        self.ctx.job = jid
+        self.ctx = SchedContext(machine, (), trace, wake_job, job=jid, facts=facts)
         self.sched = scheduler(self.ctx, params, rng)
         # Desire reported by the scheduler at quantum boundaries (None: not reported).
         self.desire: int | None = None

@@ -38,11 +38,13 @@ import numpy as np
 from simsched.engine.control import ControlPlane
 from simsched.engine.controllers import (
     Controller,
+    JobView,
     assign_cores,
     check_quantum,
     get_controller,
 )
 from simsched.engine.cores import CoreDriver
+from simsched.engine.facts import TraceFacts
 from simsched.engine.job import MAX_JOBS, Job
 from simsched.errors import ConfigError, DeadlockError
 from simsched.memory.window import INF
@@ -277,6 +279,13 @@ class Replay:
         self._stall = 0
         self._quiet = -1
         self.refs_total = sum(int(s.trace.header.n_refs) for s in jobs)
+        # Whole-program measurements the schedulers want, made now rather than when a job
+        # arrives (docs/architecture.md §4.3), so none is counted as control time.
+        self.facts = [TraceFacts(s.trace, machine) for s in self.specs]
+        for f, s in zip(self.facts, self.specs, strict=True):
+            f.prepare(
+                s.scheduler.wanted_facts(s.scheduler.resolve_params(s.params), s.trace, machine)
+            )
         self.control = ControlPlane(self, self.specs, self.controller.quantum)
 
     def _job(self, jid: int) -> Job:
@@ -303,8 +312,15 @@ class Replay:
         self.timer_live[c] = True
 
     # -- control plane ------------------------------------------------------------------
+    def arrive(self, now: int, jids: Sequence[int]) -> None:
+        """Jobs ``jids`` arrive at ``now``: admit them and reallocate (the control plane)."""
+        self.now = now
+        for j in jids:
+            self.admit(j)
+        self.reallocate(now, record=True)
+
     def admit(self, jid: int) -> None:
-        """Job ``jid`` arrives now (called by the control plane)."""
+        """Job ``jid`` arrives now."""
         spec = self.specs[jid]
         rng = np.random.default_rng(self.seed if jid == 0 else [self.seed, jid])
         job = Job(
@@ -317,6 +333,7 @@ class Replay:
             rng,
             self._wake,
             arrival=self.now,
+            facts=self.facts[jid],
         )
         self.jobs[jid] = job
         if job.n == 0:
@@ -343,7 +360,7 @@ class Replay:
     def reallocate(self, now: int, record: bool = False) -> None:
         """Ask the controller for allotments and move cores accordingly."""
         self.now = now
-        targets = self.controller.allot(now, self.active)
+        targets = self.controller.allot(now, self._views())
         current = {j.jid: frozenset(j.cores) for j in self.active}
         busy = {c for c in range(self.P) if self.run_job[c] is not None}
         want = assign_cores(current, targets, self.socket_of, busy)
@@ -379,6 +396,20 @@ class Replay:
                 self._timer(now, c)
         if record or added or removed:
             self._record(now)
+
+    def _views(self) -> list[JobView]:
+        """The active jobs as the controller sees them (read-only copies).
+
+        A controller that uses desires sees a job that has not reported one yet desiring
+        its scheduler's ``initial_desire``; it is kept in the job so that the record's
+        allotment series shows the desire the controller used.
+        """
+        if self.controller.uses_desire:
+            for job in self.active:
+                first = job.sched.initial_desire
+                if job.desire is None and first is not None:
+                    job.desire = int(first)
+        return [JobView(j.jid, j.arrival, frozenset(j.cores), j.desire) for j in self.active]
 
     def _record(self, now: int) -> None:
         alloc = [len(j.cores) if j is not None else 0 for j in self.jobs]

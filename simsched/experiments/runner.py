@@ -8,7 +8,8 @@ the resolved machine, never trace data), the sweep's output folder and a *point 
 2. writes ``point.json`` (the resolved point) atomically;
 3. calls the point function, which runs the simulation and returns its result record — any
    exception becomes a row with ``status="error"`` and the error text instead, so one failing
-   point never stops the sweep;
+   point never stops the sweep — except a full disk (``ENOSPC``, ``EDQUOT``), the host's
+   fault: then no row is written and the point stays pending (:data:`INTERRUPTED`);
 4. writes ``row.json`` (point columns + record) atomically and returns it.
 
 The point function is injected (default :func:`simulate_point`, which makes the trace from the
@@ -30,7 +31,9 @@ Progress (done, failed, running, ETA) is drawn with rich.
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
+import os
 import re
 import signal
 import sys
@@ -95,13 +98,14 @@ def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
     dict
         The run's flat result record.
     """
-    from simsched.experiments.traces import ensure_trace
     from simsched.machine import Machine
+    from simsched.trace.recipes import ensure_trace
+    from simsched.workloads import generate
 
     machine = Machine.model_validate(point.machine["resolved"])
     if point.workload.get("kind") == "jobs":
         return _simulate_jobs(point, machine, run_dir)
-    trace = ensure_trace(point.workload, point.trace_cache, point.spec_dir)
+    trace = ensure_trace(point.workload, point.trace_cache, point.spec_dir, generate=generate)
     import simsched
 
     run = getattr(simsched, "run", None)
@@ -165,6 +169,26 @@ def resolve_point_function(name: str | None) -> PointFunction | None:
     return fn
 
 
+#: Status of a point that could not finish for want of disk space: no row is written, so
+#: the point stays pending and the next ``sweep run`` runs it (no ``--retry-failed``).
+INTERRUPTED = "interrupted"
+
+_OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def out_of_space(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from or during) is a full disk or an
+    exhausted quota: a fault of the host, not of the point."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if getattr(cur, "errno", None) in _OUT_OF_SPACE:
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 def error_row(point: Point, message: str, wall_s: float = 0.0) -> dict[str, Any]:
     """The row of a point that failed before or outside its point function."""
     return {**point.columns(), "status": "error", "error": message, "point_wall_s": wall_s}
@@ -219,6 +243,7 @@ def execute_point(
     (row, ran)
         The point's row, and whether it ran now (``False`` when it was already finished);
         ``(None, False)`` when another runner holds the point's claim (it is running it).
+        A row with ``status`` :data:`INTERRUPTED` was not written (the disk was full).
     """
     point = Point.from_dict(point_data)
 
@@ -243,6 +268,11 @@ def execute_point(
             record = dict(fn(point, pdir))
             record.setdefault("status", "ok")
         except Exception as exc:  # one failing point never stops the sweep: record and go on
+            if out_of_space(exc):
+                # The host's fault, not the point's: write no row (there may be no room for
+                # one anyway), so the point stays pending and reruns once there is space.
+                row = {**point.columns(), "status": INTERRUPTED, "error": str(exc)}
+                return row, True
             tb = traceback.format_exception(exc)
             record = {
                 "status": "error",
@@ -264,6 +294,7 @@ class SweepReport:
     failed: int = 0
     wall_s: float = 0.0
     failures: list[tuple[str, str]] = field(default_factory=list)
+    interrupted: list[tuple[str, str]] = field(default_factory=list)  # left pending (disk full)
     elsewhere: int = 0  # points another runner was running when this one reached them
     stale: int = 0  # finished points kept although other simsched code simulated them
 
@@ -346,14 +377,63 @@ def _sigint_ignored() -> Iterator[None]:
 STOP_GRACE_S = 2.0
 
 
+# Seconds between two looks of a worker at whether the runner that started it still lives.
+PARENT_POLL_S = 0.5
+
+
+class _RunnerGone(SystemExit):
+    """Raised in a worker whose runner died: unwinds the point (claim released, temporary
+    files removed) and ends the process quietly."""
+
+
+def _watch_runner(runner_pid: int) -> None:
+    """Thread of a worker: when the runner dies (even by SIGKILL), end this process.
+
+    Without it a worker outlives a killed runner: every worker holds the write end of the
+    pool's call queue too, so its read never sees end-of-file; it finishes the queued
+    points and then waits under PID 1 for ever.  The worker is re-parented when its runner
+    dies, so its parent pid changes.  SIGTERM first (the point unwinds cleanly); the process
+    ends regardless :data:`STOP_GRACE_S` later, e.g. when it is deep in compiled code.
+    """
+    while os.getppid() == runner_pid:
+        time.sleep(PARENT_POLL_S)
+    _RUNNER_GONE.set()
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(STOP_GRACE_S)
+    os._exit(1)
+
+
+_RUNNER_GONE = threading.Event()
+
+
 def _worker_init() -> None:
-    """Worker set-up: Ctrl-C is the runner's business; SIGTERM unwinds (cleans temporaries)."""
+    """Worker set-up: Ctrl-C is the runner's business; SIGTERM unwinds (cleans temporaries);
+    the worker ends when its runner dies (:func:`_watch_runner`)."""
+    import multiprocessing
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def unwind(signum: int, frame: object) -> None:
+        if _RUNNER_GONE.is_set():
+            raise _RunnerGone(1)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, unwind)
+    parent = multiprocessing.parent_process()
+    runner_pid = parent.pid if parent is not None and parent.pid else os.getppid()
+    threading.Thread(target=_watch_runner, args=(runner_pid,), daemon=True).start()
+
+
+def _pool_execute_point(*args: Any) -> tuple[dict[str, Any] | None, bool]:
+    """:func:`execute_point` in a pool worker: none starts once the runner is gone, and a
+    point cut short by the runner's death ends the worker (the pool would otherwise catch
+    the exit and hand it the next queued point)."""
+    if _RUNNER_GONE.is_set():
+        os._exit(1)
+    try:
+        return execute_point(*args)
+    except _RunnerGone:
+        os._exit(1)
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
@@ -403,7 +483,9 @@ def _run_local(
         try:
             with _sigint_ignored():  # workers start here and inherit the ignored Ctrl-C
                 for p in remaining:
-                    fut = pool.submit(execute_point, p.to_dict(), str(out_dir), point_fn, *redo)
+                    fut = pool.submit(
+                        _pool_execute_point, p.to_dict(), str(out_dir), point_fn, *redo
+                    )
                     by_future[fut] = p
             pending = set(by_future)
             broken = False
@@ -515,7 +597,11 @@ def _run_dask(
                 raise KeyboardInterrupt from None
             except Exception as exc:  # e.g. KilledWorker: the point crashed several workers
                 row, ran = error_row(p, f"{type(exc).__name__}: {exc}"), True
-            if row is not None and read_row(out_dir, p.id) is None:
+            if (
+                row is not None
+                and row.get("status") != INTERRUPTED
+                and read_row(out_dir, p.id) is None
+            ):
                 # workers without the shared output folder
                 atomic_write_json(point_dir(out_dir, p.id) / ROW_FILE, row)
             on_row(p, row, ran)
@@ -649,6 +735,10 @@ def run_sweep(
         def on_row(point: Point, row: dict[str, Any] | None, ran: bool) -> None:
             if row is None:  # another runner holds the point: wait for it below
                 elsewhere.append(point)
+                return
+            if row.get("status") == INTERRUPTED:  # not done: it runs again next time
+                report.interrupted.append((point.id, str(row.get("error", ""))))
+                display.update(state["done"], report.failed, state["running"])
                 return
             state["done"] += 1
             if ran:

@@ -283,10 +283,15 @@ class SweepSpec(_Strict):
     @field_validator("include", "exclude")
     @classmethod
     def _filter_keys(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        scalar = (str, int, float, bool)
         for rule in value:
             bad = sorted(set(rule) - set(FILTER_KEYS))
             if bad:
                 raise ValueError(f"unknown filter key {bad[0]!r}; use {', '.join(FILTER_KEYS)}")
+            for key, want in rule.items():
+                items = want if isinstance(want, list) else [want]
+                if not all(isinstance(w, scalar) for w in items):
+                    raise ValueError(f"{key}: a value or a list of values (not nested)")
         return value
 
     @model_validator(mode="after")
@@ -819,7 +824,8 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
             raise ConfigError(f"{where}: schedulers.{i}: {exc}") from None
     for i, w in enumerate(spec.workloads):
         try:
-            if w.trace is not None and not (loaded.spec_dir / w.trace).is_file():
+            if w.trace is not None and not os.path.isfile(loaded.spec_dir / w.trace):
+                # (os.path.isfile, unlike Path.is_file, is False for a name too long)
                 raise ConfigError(f"trace {w.trace}: no such file (relative to the spec)")
             if w.jobs is not None:
                 from simsched.jobset import check_jobset

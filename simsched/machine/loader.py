@@ -43,7 +43,11 @@ def _raw_machine(spec: str | Path | dict) -> tuple[str, dict]:
     if key in PRESET_FILES:
         return key, parse_yaml(PRESET_FILES[key], f"preset {key}")
     path = Path(key)
-    if path.suffix in (".yaml", ".yml") or path.exists():
+    try:
+        exists = path.exists()
+    except OSError:  # a name too long for a path (ENAMETOOLONG) is no file either
+        exists = False
+    if path.suffix in (".yaml", ".yml") or exists:
         data = safe_load_yaml(path)
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping of machine fields at the top level")
@@ -135,3 +139,22 @@ def load_machine(
         return Machine.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(source, exc)) from None
+
+
+def machine_config(machine: Machine) -> dict[str, Any]:
+    """The resolved machine as a plain dict (JSON-able)."""
+    return machine.as_dict()
+
+
+def one_core_machine(machine: Machine) -> Machine:
+    """The one-core version of ``machine``: same caches and memory, no scheduling costs."""
+    d = machine_config(machine)
+    d["name"] = f"{machine.name}-1core"
+    d["sockets"] = 1
+    d["cores_per_socket"] = 1
+    d.pop("links", None)  # one socket: nothing to link
+    d["costs"] = dict.fromkeys(d["costs"], 0)
+    if str(d["memory"].get("placement", "")).startswith("node:"):
+        d["memory"]["placement"] = "node:0"
+    d["coherence"] = machine.coherent
+    return Machine.model_validate(d)

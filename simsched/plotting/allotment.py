@@ -45,15 +45,34 @@ def load_jobs_record(path: str | Path) -> dict[str, Any]:
     return rec
 
 
+def default_title(rec: dict[str, Any], clipped_above: int | None = None) -> str:
+    """The figure's title: jobs, job scheduler(s), machine and controller, and a second line
+    when desires above the axis (``clipped_above`` cores) are cut off."""
+    jobs = rec.get("jobs", [])
+    schedulers = sorted({str(j.get("scheduler", "")) for j in jobs if j.get("scheduler")})
+    under = f" under {'/'.join(schedulers)}" if schedulers else ""
+    head = (
+        f"{len(jobs)} jobs{under} on {rec.get('machine', '')}, "
+        f"controller {rec.get('controller', '')}"
+    )
+    if clipped_above is None:
+        return head
+    return f"{head}\n(desires above {clipped_above} cores are cut off at the top of the axis)"
+
+
 def plot_allotment(rec: dict[str, Any], *, title: str | None = None) -> Figure:
     """Step plot of every job's allotment (solid) and desire (dashed) over time.
+
+    The y axis ends at the machine's cores; a desire above them (a job may ask for more
+    cores than exist) is cut off there, and the default title says so.
 
     Parameters
     ----------
     rec
         A multi-job result record.
     title
-        Figure title (default: jobs, machine and controller).
+        Figure title (default: :func:`default_title`: jobs, job schedulers, machine,
+        controller, and whether desires are cut off).
 
     Returns
     -------
@@ -99,11 +118,13 @@ def plot_allotment(rec: dict[str, Any], *, title: str | None = None) -> Figure:
                     )
         ax.set_xlabel("cycle")
         ax.set_ylabel("cores")
-        ax.set_ylim(bottom=0, top=rec.get("cores", None) and rec["cores"] + 0.5)
+        machine_cores = int(rec.get("cores") or 0)
+        ax.set_ylim(bottom=0, top=machine_cores + 0.5 if machine_cores else None)
         ax.set_xlim(0, end or None)
+        clipped = bool(machine_cores and has_desire and np.max(desire) > machine_cores + 0.5)
         ax.set_title(
-            title
-            or f"{len(names)} jobs on {rec.get('machine', '')} under {rec.get('controller', '')}"
+            title or default_title(rec, machine_cores if clipped else None),
+            fontsize="medium",
         )
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
         fig.tight_layout()

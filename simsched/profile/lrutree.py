@@ -60,9 +60,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched import __version__
 from simsched.errors import SimschedError
 from simsched.files import write_bytes_atomic
+from simsched.identity import version
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, build_groups
 
@@ -645,7 +645,7 @@ def profile_trace(
         meta = {
             "format": "simsched-profile",
             "version": PROFILE_VERSION,
-            "simsched": __version__,
+            "simsched": version(),
             "trace": Path(str(t.path)).name,
             "digest": h.digest,
             "program": h.program,

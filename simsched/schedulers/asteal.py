@@ -20,11 +20,11 @@ has taken effect; with whole cores, ``a >= d`` exactly when the controller grant
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from simsched.errors import ConfigError
+from simsched.params import Param, ParamSchema
 from simsched.schedulers.desire import ASteal
-from simsched.schedulers.saws import check_measure
+from simsched.schedulers.saws import MEASURE
 from simsched.schedulers.ws_equi import AdaptiveWorkStealing
 
 
@@ -34,22 +34,13 @@ class AdaptiveSteal(AdaptiveWorkStealing):
     name: ClassVar[str] = "asteal"
     aliases: ClassVar[tuple[str, ...]] = ("a-steal",)
     initial_desire: ClassVar[int | None] = 1
-    param_defaults: ClassVar[dict[str, Any]] = {
-        "spawn_policy": "child-first",
-        "rho": 2.0,
-        "delta": 0.8,
-        "measure": "exact",
-    }
-
-    @classmethod
-    def check_params(cls, params: dict[str, Any]) -> None:
-        """``rho > 1``, ``0 < delta <= 1`` and ``measure`` exact or sampled."""
-        super().check_params(params)
-        check_measure(cls.name, params)
-        try:
-            ASteal(rho=params["rho"], delta=params["delta"])
-        except ConfigError as exc:
-            raise ConfigError(f"scheduler 'asteal': {exc}") from None
+    params_schema: ClassVar[ParamSchema] = AdaptiveWorkStealing.params_schema.extend(
+        rho=Param(2.0, "responsiveness: the factor d(q) grows or shrinks by", gt=1),
+        delta=Param(
+            0.8, "utilization threshold: a quantum with u(q) >= delta is efficient", gt=0, le=1
+        ),
+        measure=MEASURE,
+    )
 
     def __init__(self, ctx, params, rng):
         super().__init__(ctx, params, rng)

@@ -63,12 +63,12 @@ ints; ``steal_attempts`` and ``steals`` are expected from stealing schedulers).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from simsched.errors import ConfigError
-from simsched.params import coerce
+from simsched.params import Param, ParamSchema
 
 # Edge kinds are defined once, with the trace format: spawn, continuation, join.
 from simsched.trace.format import EDGE_CONT, EDGE_JOIN, EDGE_SPAWN
@@ -79,6 +79,8 @@ RETRY = 1
 SLEEP = 2
 
 __all__ = [
+    "Param",
+    "ParamSchema",
     "EDGE_CONT",
     "EDGE_JOIN",
     "EDGE_SPAWN",
@@ -87,6 +89,7 @@ __all__ = [
     "SLEEP",
     "WAIT",
     "Decision",
+    "Facts",
     "SchedContext",
     "Scheduler",
     "retry",
@@ -109,6 +112,38 @@ def retry(cost: int) -> Decision:
     return (RETRY, -1, max(int(cost), 1))
 
 
+class Facts(Protocol):
+    """Whole-program measurements the engine makes for a scheduler (``ctx.facts``).
+
+    A scheduler names the ones it needs in :meth:`Scheduler.wanted_facts`; the engine
+    computes them before its event loop (:class:`simsched.engine.facts.TraceFacts`).
+    """
+
+    def footprint_bytes(self) -> int:
+        """The trace's data footprint in bytes."""
+        ...
+
+    def one_core_miss_intensity(self) -> dict[str, Any]:
+        """``misses``, ``instructions`` and ``intensity`` of a serial one-core replay."""
+        ...
+
+
+class _NoFacts:
+    """``ctx.facts`` of a context built without the engine: every fact is refused."""
+
+    def _refuse(self) -> Any:
+        raise ConfigError(
+            "this scheduler context has no facts service: build it with "
+            "facts=simsched.engine.facts.TraceFacts(trace, machine)"
+        )
+
+    def footprint_bytes(self) -> int:
+        return int(self._refuse())
+
+    def one_core_miss_intensity(self) -> dict[str, Any]:
+        return dict(self._refuse())
+
+
 class SchedContext:
     """What a scheduler may know about the machine, the job and its DAG.
 
@@ -127,6 +162,9 @@ class SchedContext:
         :meth:`Scheduler.on_idle` now.
     job
         Job number (0 for single-job runs).
+    facts
+        The engine's measurements of the job's trace (:class:`Facts`; those the scheduler
+        class names in :meth:`Scheduler.wanted_facts` are ready before it is built).
     """
 
     def __init__(
@@ -136,9 +174,11 @@ class SchedContext:
         trace: Any,
         wake: Callable[[int | None, Sequence[int] | None], None],
         job: int = 0,
+        facts: Facts | None = None,
     ) -> None:
         self.machine = machine
         self.job = job
+        self.facts: Facts = facts if facts is not None else _NoFacts()
         self.costs = machine.costs
         self.n_cores_total = machine.cores
         self.sockets = machine.sockets
@@ -255,8 +295,10 @@ class Scheduler:
     Subclasses set ``name`` (registry key), optionally ``aliases``, ``randomized`` (the
     policy uses its random generator, so comparisons average over seeds), ``numa_aware``
     (it places tasks by the memory node of their data) and
-    ``param_defaults`` (accepted parameters with defaults; unknown parameters are a
-    :class:`ConfigError`).
+    ``params_schema`` (a :class:`~simsched.params.ParamSchema`: the accepted parameters
+    with their types, defaults, bounds and documentation; unknown parameters are a
+    :class:`ConfigError`).  ``param_defaults`` is derived from it (a plug-in that sets
+    only ``param_defaults`` gets a schema of those names and types).
 
     Parameters
     ----------
@@ -287,7 +329,17 @@ class Scheduler:
     #: Processor desire before the first quantum ends (None: the policy reports none;
     #: SAWS and A-Steal start at 1, [SAWS12] §3.2).  Read by desire-based controllers.
     initial_desire: ClassVar[int | None] = None
+    #: The parameters, declared once (see the class docstring).
+    params_schema: ClassVar[ParamSchema] = ParamSchema()
+    #: ``{name: default}`` of :attr:`params_schema`.
     param_defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "params_schema" in cls.__dict__:
+            cls.param_defaults = cls.params_schema.defaults()
+        elif "param_defaults" in cls.__dict__:
+            cls.params_schema = ParamSchema.from_defaults(cls.param_defaults)
 
     def __init__(self, ctx: SchedContext, params: dict[str, Any], rng: np.random.Generator):
         self.ctx = ctx
@@ -297,26 +349,24 @@ class Scheduler:
 
     @classmethod
     def resolve_params(cls, params: dict[str, Any] | None) -> dict[str, Any]:
-        """Defaults updated with ``params``; unknown names or wrong types are errors."""
-        params = dict(params or {})
-        unknown = sorted(set(params) - set(cls.param_defaults))
-        if unknown:
-            known = ", ".join(sorted(cls.param_defaults)) or "none"
-            raise ConfigError(
-                f"scheduler {cls.name!r}: unknown parameter(s) {', '.join(unknown)} "
-                f"(known: {known})"
-            )
-        out = dict(cls.param_defaults)
-        for k, v in params.items():
-            default = cls.param_defaults[k]
-            kind = type(default) if isinstance(default, bool | int | float) else str
-            out[k] = coerce(v, kind, f"scheduler {cls.name!r}: {k}")
+        """Defaults updated with ``params``, resolved by :attr:`params_schema`; unknown
+        names, wrong types and values out of bounds are errors."""
+        out = cls.params_schema.resolve(f"scheduler {cls.name!r}", params)
         cls.check_params(out)
         return out
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
-        """Validate resolved parameters (raise :class:`ConfigError`); default accepts all."""
+        """Checks across parameters, after the schema's (raise :class:`ConfigError`)."""
+
+    @classmethod
+    def wanted_facts(cls, params: dict[str, Any], trace: Any, machine: Any) -> tuple[str, ...]:
+        """Names of the :class:`Facts` this policy will read from ``ctx.facts``.
+
+        Called by the engine with the resolved parameters before its event loop, so the
+        measurements are made there and not when the job arrives.  Default: none.
+        """
+        return ()
 
     # -- callbacks ----------------------------------------------------------------------
     def on_start(self, strand: int, now: int) -> None:

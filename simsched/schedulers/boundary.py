@@ -78,7 +78,6 @@ so a program whose data barely exceeds the private caches sits near the line); f
 
 from __future__ import annotations
 
-import operator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -86,68 +85,12 @@ import numpy as np
 
 from simsched.errors import ConfigError
 
+# The validators moved to simsched.params; imported here for existing callers.
+from simsched.params import check_int, check_ints  # noqa: F401
+
 #: Private-cache misses per instruction below which a program is CPU-bound ([LAWS15] §6.6
 #: names the measure, not the value; the value is simsched's, see the module docstring).
 CPU_BOUND_MISS_INTENSITY = 1e-3
-
-
-def check_int(name: str, value: Any, minimum: int = 0) -> int:
-    """``value`` as an int, or a :class:`ConfigError` naming ``name``.
-
-    Shared by the boundary, packing, desire and allotment modules.
-
-    Parameters
-    ----------
-    name
-        What the value is, for the error message.
-    value
-        An integer (Python or numpy; not a bool, not a float).
-    minimum
-        Smallest value accepted.
-
-    Returns
-    -------
-    int
-    """
-    if isinstance(value, bool):
-        raise ConfigError(f"{name}={value!r} is not an integer")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise ConfigError(f"{name}={value!r} is not an integer") from None
-    if v < minimum:
-        raise ConfigError(f"{name}={v} must be at least {minimum}")
-    return int(v)
-
-
-def check_ints(name: str, values: Any, minimum: int = 0) -> np.ndarray:
-    """``values`` as an int64 array of whole numbers ``>= minimum``, or a :class:`ConfigError`.
-
-    Floats are accepted when every one is a whole number (counts read from JSON or
-    computed in floating point).
-
-    Parameters
-    ----------
-    name
-        What the values are, for the error message.
-    values
-        Array-like of numbers.
-    minimum
-        Smallest value accepted.
-
-    Returns
-    -------
-    numpy.ndarray
-        int64, same shape.
-    """
-    x = np.asarray(values)
-    if x.size and x.dtype.kind not in "iu":
-        if x.dtype.kind != "f" or not np.all(np.isfinite(x)) or np.any(x != np.round(x)):
-            raise ConfigError(f"{name} must be whole numbers")
-    x = x.astype(np.int64)
-    if np.any(x < minimum):
-        raise ConfigError(f"{name} must be at least {minimum}")
-    return x
 
 
 def _ceil_log(num: int, den: int, base: int) -> int:
@@ -506,11 +449,7 @@ def measure_branching(branching: Any, level: Any, parent: Any) -> BranchingDegre
     )
 
 
-# -- Eq. 4's inputs measured from a trace and a machine, cached on disk -------------------
-#: Version of the cached measurements below (bump when their definition changes).
-MEASURE_VERSION = 1
-
-
+# -- Eq. 4's machine input ------------------------------------------------------------
 def shared_cache_bytes(machine: Any) -> int:
     """``Sc`` of Eq. 4: the size of one socket's last shared cache level.
 
@@ -529,91 +468,3 @@ def shared_cache_bytes(machine: Any) -> int:
     """
     shared = [c for c in machine.caches if c.scope == "socket"]
     return int((shared or list(machine.caches))[-1].size)
-
-
-def _cached_json(path: Any, compute: Any) -> dict[str, Any]:
-    """``compute()`` once per cache file: read ``path`` if it holds a dict, else write it."""
-    import json
-
-    from simsched.engine.record import write_json_atomic
-
-    try:
-        data = json.loads(path.read_text())
-        if isinstance(data, dict) and data.get("version") == MEASURE_VERSION:
-            return data
-    except (OSError, ValueError):
-        pass
-    data = {**compute(), "version": MEASURE_VERSION}
-    write_json_atomic(path, data)
-    return data
-
-
-def trace_footprint_bytes(trace: Any) -> int:
-    """``Sd`` of Eq. 4 by default: the trace's data footprint, cached per trace digest.
-
-    The footprint is the number of distinct lines (of the trace's line-size hint) the
-    references touch, times the line size — what ``simsched trace info`` prints as
-    ``footprint_bytes``.  It takes one pass over the references, so it is computed once per
-    trace and kept in ``$SIMSCHED_CACHE_DIR/cab/footprint-<digest>.json``.
-
-    Parameters
-    ----------
-    trace
-        An open :class:`simsched.trace.Trace`.
-
-    Returns
-    -------
-    int
-        Bytes.
-    """
-    from simsched.api import cache_dir
-    from simsched.trace.analysis import summary
-
-    path = cache_dir() / "cab" / f"footprint-{trace.header.digest[:32]}.json"
-    data = _cached_json(path, lambda: {"footprint_bytes": int(summary(trace)["footprint_bytes"])})
-    return int(data["footprint_bytes"])
-
-
-def one_core_miss_intensity(trace: Any, machine: Any) -> dict[str, Any]:
-    """Miss intensity of a one-core run of ``trace`` on ``machine``, cached on disk.
-
-    The references are served in serial order on the one-core version of ``machine``
-    (:func:`simsched.api.one_core_machine`: same caches and memory) by
-    :func:`simsched.memory.replay.replay_trace`; the misses are those of the last private
-    (``core``-scope) level, the private-cache misses :meth:`Scheduler.on_profile` reports.
-    Kept in ``$SIMSCHED_CACHE_DIR/cab/intensity-<digest>-<machine key>.json``.
-
-    Parameters
-    ----------
-    trace
-        An open :class:`simsched.trace.Trace` (read again by path).
-    machine
-        The machine of the run.
-
-    Returns
-    -------
-    dict
-        ``misses``, ``instructions`` and ``intensity`` (misses per instruction).
-    """
-    import hashlib
-
-    from simsched.api import cache_dir, machine_config, one_core_machine
-    from simsched.engine.record import dumps
-    from simsched.memory.replay import replay_trace
-
-    m1 = one_core_machine(machine)
-    cfg = machine_config(m1)
-    cfg.pop("costs", None)  # scheduling costs do not change a serial replay's misses
-    cfg.pop("name", None)
-    cfg.pop("description", None)
-    mkey = hashlib.sha256(dumps(cfg).encode()).hexdigest()[:20]
-    path = cache_dir() / "cab" / f"intensity-{trace.header.digest[:32]}-{mkey}.json"
-
-    def compute() -> dict[str, Any]:
-        st = replay_trace(m1, trace.path)
-        private = [lv for lv in st["levels"] if lv["scope"] == "core"]
-        misses = int(private[-1]["misses"]) if private else int(st["refs"])
-        instr = max(int(trace.header.n_instructions), 1)
-        return {"misses": misses, "instructions": instr, "intensity": misses / instr}
-
-    return _cached_json(path, compute)

@@ -72,36 +72,60 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from simsched.errors import ConfigError
-from simsched.schedulers.base import EDGE_SPAWN, WAIT, Decision, Scheduler, retry, run
+from simsched.schedulers.base import (
+    EDGE_SPAWN,
+    WAIT,
+    Decision,
+    Param,
+    ParamSchema,
+    Scheduler,
+    retry,
+    run,
+)
 from simsched.schedulers.boundary import (
     CPU_BOUND_MISS_INTENSITY,
+    BranchingDegree,
     choose_boundary_level,
     measure_branching,
-    one_core_miss_intensity,
     shared_cache_bytes,
-    trace_footprint_bytes,
 )
 from simsched.schedulers.deques import WorkerDeques
-from simsched.schedulers.ws import WorkStealing
-
-_YES = ("yes", "true", "1", "on")
-_NO = ("no", "false", "0", "off")
+from simsched.schedulers.ws import ws_fallback
 
 
-def _parse_bl(value: Any) -> str | int:
+def _parse_bl(value: Any, where: str) -> str | int:
+    """``bl``: ``auto`` or a level >= 0 (``where`` names it in messages)."""
     if isinstance(value, str) and value.strip().lower() == "auto":
         return "auto"
     if isinstance(value, bool) or isinstance(value, float):
-        raise ConfigError(f"scheduler 'cab': bl={value!r} is not an integer level or auto")
+        raise ConfigError(f"{where}={value!r} is not an integer level or auto")
     try:
         bl = int(str(value).strip()) if isinstance(value, str) else int(value)
     except (TypeError, ValueError):
-        raise ConfigError(
-            f"scheduler 'cab': bl={value!r} is not an integer level or auto"
-        ) from None
+        raise ConfigError(f"{where}={value!r} is not an integer level or auto") from None
     if bl < 0:
-        raise ConfigError(f"scheduler 'cab': bl={bl} must be a level >= 0 or auto")
+        raise ConfigError(f"{where}={bl} must be a level >= 0 or auto")
     return bl
+
+
+def _branching(frames: Any) -> BranchingDegree | None:
+    """``B`` measured from a frame table, or None when no frame below main spawns."""
+    try:
+        return measure_branching(frames.branching, frames.level, frames.parent)
+    except ConfigError:
+        return None
+
+
+def _measurements(
+    params: dict[str, Any], br: BranchingDegree | None, sockets: int
+) -> tuple[str, ...]:
+    """The engine facts :func:`resolve_boundary` reads for these parameters and this DAG."""
+    if br is None or br.B < 2:
+        return ()  # no recursion to cut: BL = 0 (auto) and no Eq. 4 to compare (given)
+    out: tuple[str, ...] = () if int(params["data_bytes"]) > 0 else ("footprint_bytes",)
+    if params["bl"] == "auto" and params["cpu_bound"] == "auto" and sockets > 1:
+        out += ("one_core_miss_intensity",)
+    return out
 
 
 def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -110,7 +134,8 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
     Parameters
     ----------
     ctx
-        The job's :class:`~simsched.schedulers.base.SchedContext` (machine, trace, frames).
+        The job's :class:`~simsched.schedulers.base.SchedContext` (machine, trace, frames;
+        the footprint and the one-core miss intensity come from ``ctx.facts``).
     params
         Resolved ``cab`` parameters.
 
@@ -125,10 +150,7 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
     m = ctx.machine
     fields: dict[str, Any] = {}
     bl_param = params["bl"]
-    try:
-        br = measure_branching(ctx.frame_branching, ctx.frame_level, ctx.frame_parent)
-    except ConfigError:
-        br = None
+    br = _branching(ctx.trace.frames)
     data = int(params["data_bytes"])
     fields["bl_data_source"] = "given" if data > 0 else "footprint"
     if br is not None:
@@ -143,11 +165,11 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
             if br is not None:
                 fields["bl_branching"] = br.B
             return 0, fields
-        sd = data if data > 0 else trace_footprint_bytes(ctx.trace)
+        sd = data if data > 0 else ctx.facts.footprint_bytes()
         mode = params["cpu_bound"]
         intensity = None
         if mode == "auto" and m.sockets > 1:
-            intensity = float(one_core_miss_intensity(ctx.trace, m)["intensity"])
+            intensity = float(ctx.facts.one_core_miss_intensity()["intensity"])
         elif mode == "yes":
             intensity = 0.0
         choice = choose_boundary_level(
@@ -166,7 +188,7 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
     bl = int(bl_param)
     fields.update({"bl": bl, "bl_source": "given", "bl_reason": "given"})
     if br is not None and br.B >= 2:
-        sd = data if data > 0 else trace_footprint_bytes(ctx.trace)
+        sd = data if data > 0 else ctx.facts.footprint_bytes()
         eq4 = choose_boundary_level(br.B, m.sockets, shared_cache_bytes(m), max(sd, 1))
         rec = eq4.as_record()
         rec.pop("bl_reason")
@@ -182,37 +204,34 @@ class CacheAwareBiTier(Scheduler):
     name: ClassVar[str] = "cab"
     aliases: ClassVar[tuple[str, ...]] = ("cache-aware-bi-tier",)
     randomized: ClassVar[bool] = True
-    param_defaults: ClassVar[dict[str, Any]] = {
-        "bl": "auto",
-        "data_bytes": 0,
-        "cpu_bound": "auto",
-        "cpu_threshold": CPU_BOUND_MISS_INTENSITY,
-    }
+    params_schema: ClassVar[ParamSchema] = ParamSchema(
+        bl=Param(
+            "auto",
+            "boundary level: auto (Eq. 4, with Algorithm II's and §V-D's zeros) or a "
+            "level >= 0 (0: every task intra-socket, i.e. WS)",
+            parse=_parse_bl,
+            kind_name="auto | int (>= 0)",
+        ),
+        data_bytes=Param(0, "Sd of Eq. 4 in bytes; 0: the trace's data footprint", ge=0),
+        cpu_bound=Param(
+            "auto",
+            "CPU-bound rule (§IV-D, §V-D): auto measures the one-core miss intensity; "
+            "yes sets BL = 0; no skips the rule",
+            choices=("auto", "yes", "no"),
+            synonyms={"yes": ("true", "1", "on"), "no": ("false", "0", "off")},
+        ),
+        cpu_threshold=Param(
+            CPU_BOUND_MISS_INTENSITY,
+            "private-cache misses per instruction below which a program is CPU-bound",
+            gt=0,
+        ),
+    )
 
     @classmethod
-    def check_params(cls, params: dict[str, Any]) -> None:
-        """``bl``: ``auto`` or a level >= 0; ``data_bytes`` >= 0 (0: the trace's footprint);
-        ``cpu_bound``: ``auto``, ``yes`` or ``no``; ``cpu_threshold`` > 0."""
-        params["bl"] = _parse_bl(params["bl"])
-        if params["data_bytes"] < 0:
-            raise ConfigError(
-                f"scheduler 'cab': data_bytes={params['data_bytes']} must be >= 0 "
-                "(0: the trace's footprint)"
-            )
-        cb = params["cpu_bound"]
-        cbs = str(cb).strip().lower()
-        if cbs in _YES:
-            params["cpu_bound"] = "yes"
-        elif cbs in _NO:
-            params["cpu_bound"] = "no"
-        elif cbs == "auto":
-            params["cpu_bound"] = "auto"
-        else:
-            raise ConfigError(f"scheduler 'cab': cpu_bound={cb!r} is not auto, yes or no")
-        if not params["cpu_threshold"] > 0:
-            raise ConfigError(
-                f"scheduler 'cab': cpu_threshold={params['cpu_threshold']!r} must be > 0"
-            )
+    def wanted_facts(cls, params: dict[str, Any], trace: Any, machine: Any) -> tuple[str, ...]:
+        """The footprint when ``data_bytes`` is 0 and Eq. 4 applies; the one-core miss
+        intensity when ``bl`` and ``cpu_bound`` are ``auto`` on several sockets."""
+        return _measurements(params, _branching(trace.frames), machine.sockets)
 
     def __init__(self, ctx, params, rng):
         super().__init__(ctx, params, rng)
@@ -220,11 +239,9 @@ class CacheAwareBiTier(Scheduler):
         if ctx.sockets == 1 and self.bl:  # Algorithm II step 2, also for a given bl
             self.bl = 0
             self._fields.update({"bl": 0, "bl_reason": "single-socket"})
-        self._ws: WorkStealing | None = None
         if self.bl == 0:
             # Algorithm II: with BL = 0 every task is intra-socket and CAB is MIT Cilk.
-            self._ws = WorkStealing(ctx, {}, rng)
-            self.counters = self._ws.counters
+            ws_fallback(self, forward=True)
             return
         P, M = ctx.n_cores_total, ctx.sockets
         self.counters = {
@@ -281,8 +298,6 @@ class CacheAwareBiTier(Scheduler):
     # -- callbacks --------------------------------------------------------------------
     def on_start(self, strand: int, now: int) -> None:
         """Main goes to the inter-socket pool of core 0's squad (Algorithm II step 3)."""
-        if self._ws is not None:
-            return self._ws.on_start(strand, now)
         self._topology()
         s = self._sock[self.ctx.cores[0]]
         self.inter.push(s, strand)
@@ -339,8 +354,6 @@ class CacheAwareBiTier(Scheduler):
         self, core: int, strand: int, now: int, ready: Sequence[int], kinds: Sequence[int]
     ) -> Decision:
         """Algorithm II (a)–(c): place the released strands by tier, run one, or look for work."""
-        if self._ws is not None:
-            return self._ws.on_finish(core, strand, now, ready, kinds)
         if strand in self._leaf_end:
             self._leaf_done(strand, now)
         nr = len(ready)
@@ -358,8 +371,6 @@ class CacheAwareBiTier(Scheduler):
     ) -> None:
         """Released strands stay with the job: inter-tier ones in the squad's inter pool,
         the others in the departing core's intra pool (its squad still steals them)."""
-        if self._ws is not None:
-            return self._ws.on_depart(core, strand, now, ready, kinds)
         if strand in self._leaf_end:
             self._leaf_done(strand, now)
         if ready:
@@ -367,8 +378,6 @@ class CacheAwareBiTier(Scheduler):
 
     def on_cores_changed(self, added: Sequence[int], removed: Sequence[int], now: int) -> None:
         """Squads and heads follow the job's cores; a removed sleeper stops spinning."""
-        if self._ws is not None:
-            return self._ws.on_cores_changed(added, removed, now)
         old = list(self._heads)
         self._topology()
         for c in removed:
@@ -386,8 +395,6 @@ class CacheAwareBiTier(Scheduler):
 
     def on_idle(self, core: int, now: int) -> Decision:
         """Algorithm I for a free worker ``core``."""
-        if self._ws is not None:
-            return self._ws.on_idle(core, now)
         s = self._sock[core]
         dq = self.intra[s]
         dq.wake(core, now)

@@ -28,8 +28,9 @@ simsched's reading of the CATS paper.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from simsched.params import Param, ParamSchema
 from simsched.schedulers.laws import LocalityAware
 
 
@@ -37,10 +38,13 @@ class CacheAwareTaskStealing(LocalityAware):
     """CATS as in [LAWS15] §6.1: packing once, no NUMA awareness after iteration one."""
 
     name: ClassVar[str] = "cats"
-    param_defaults: ClassVar[dict[str, Any]] = {
-        **LocalityAware.param_defaults,
-        "cpu_check": False,
-    }
+    params_schema: ClassVar[ParamSchema] = LocalityAware.params_schema.extend(
+        cpu_check=Param(
+            False,
+            "schedule a CPU-bound program by work stealing after the first iteration "
+            "(LAWS §6.5; off: CATS has no such rule)",
+        ),
+    )
     PACK: ClassVar[bool] = True
     TUNE: ClassVar[bool] = False
     NUMA: ClassVar[bool] = False

@@ -57,7 +57,7 @@ import math
 from dataclasses import dataclass, field
 
 from simsched.errors import ConfigError
-from simsched.schedulers.boundary import check_int
+from simsched.params import check_int
 
 #: Relative tolerance of :func:`desire_request` (floating-point error of the integrals).
 REQUEST_TOLERANCE = 1e-9

@@ -71,7 +71,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from simsched.errors import ConfigError
-from simsched.schedulers.base import EDGE_SPAWN, WAIT, Decision, Scheduler, retry, run
+from simsched.schedulers.base import (
+    EDGE_SPAWN,
+    WAIT,
+    Decision,
+    Param,
+    ParamSchema,
+    Scheduler,
+    retry,
+    run,
+)
 from simsched.schedulers.boundary import CPU_BOUND_MISS_INTENSITY
 from simsched.schedulers.deques import SocketDeques
 from simsched.schedulers.packing import (
@@ -85,6 +94,7 @@ from simsched.schedulers.packing import (
     sosc,
     task_misses,
 )
+from simsched.schedulers.ws import ws_fallback
 
 # Frame class while tasks are not packed: every task is a CF-pool task.
 POOLED = -1
@@ -132,23 +142,23 @@ class LocalityAware(Scheduler):
     )
     randomized: ClassVar[bool] = True
     wants_profile: bool = True
-    param_defaults: ClassVar[dict[str, Any]] = {
-        "cpu_check": True,
-        "cpu_threshold": CPU_BOUND_MISS_INTENSITY,
-    }
+    params_schema: ClassVar[ParamSchema] = ParamSchema(
+        cpu_check=Param(
+            True,
+            "after the first iteration, schedule a CPU-bound program by work stealing (§6.5)",
+        ),
+        cpu_threshold=Param(
+            CPU_BOUND_MISS_INTENSITY,
+            "misses per instruction below which a task is CPU-bound (§6.6's measure)",
+            gt=0,
+        ),
+    )
     #: Pack the DAG into CF subtrees after the first iteration.
     PACK: ClassVar[bool] = True
     #: Tune the packing across iterations (Algorithm 1); else it is fixed once.
     TUNE: ClassVar[bool] = True
     #: After the first iteration, push a task to its data's socket (else: the spawner's).
     NUMA: ClassVar[bool] = True
-
-    @classmethod
-    def check_params(cls, params: dict[str, Any]) -> None:
-        """``cpu_threshold`` must be a positive number."""
-        t = params["cpu_threshold"]
-        if not np.isfinite(t) or t <= 0:
-            raise ConfigError(f"scheduler {cls.name!r}: cpu_threshold={t!r} must be > 0")
 
     def __init__(self, ctx, params, rng):
         super().__init__(ctx, params, rng)
@@ -559,11 +569,7 @@ class LocalityAware(Scheduler):
 
     def _to_ws(self, share: float) -> None:
         """§6.5: a CPU-bound program is scheduled by traditional work stealing."""
-        from simsched.schedulers.ws import WorkStealing
-
-        ws = WorkStealing(self.ctx, {}, self.rng)
-        ws.counters = self.counters
-        ws.dq = self.dq
+        ws = ws_fallback(self, deques=self.dq)
         for p, pool in enumerate(self.pools):
             h = self.ctx.head_core(p)
             if pool and h is not None:

@@ -70,10 +70,9 @@ from typing import Any
 import numpy as np
 
 from simsched.errors import ConfigError
+from simsched.params import check_int, check_ints
 from simsched.schedulers.boundary import (
     CPU_BOUND_MISS_INTENSITY,
-    check_int,
-    check_ints,
     frame_arrays,
     miss_intensity,
 )

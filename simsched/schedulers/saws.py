@@ -19,9 +19,9 @@ controller is told ``ceil(d)`` cores (:func:`~simsched.schedulers.desire.desire_
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from simsched.errors import ConfigError
+from simsched.params import Param, ParamSchema
 from simsched.schedulers.desire import saws_desire
 from simsched.schedulers.ws_equi import AdaptiveWorkStealing
 
@@ -29,12 +29,13 @@ from simsched.schedulers.ws_equi import AdaptiveWorkStealing
 MEASURES = ("exact", "sampled")
 
 
-def check_measure(name: str, params: dict[str, Any]) -> None:
-    """``measure`` must be exact or sampled (shared by SAWS and A-Steal)."""
-    if params["measure"] not in MEASURES:
-        raise ConfigError(
-            f"scheduler {name!r}: measure={params['measure']!r} is not exact or sampled"
-        )
+#: ``measure``, shared by SAWS and A-Steal.
+MEASURE = Param(
+    "exact",
+    "how a quantum is observed: exact (the simulator's integrals) or sampled (the "
+    "approximations of §4.2)",
+    choices=MEASURES,
+)
 
 
 class StableAdaptiveWorkStealing(AdaptiveWorkStealing):
@@ -43,19 +44,10 @@ class StableAdaptiveWorkStealing(AdaptiveWorkStealing):
     name: ClassVar[str] = "saws"
     aliases: ClassVar[tuple[str, ...]] = ()
     initial_desire: ClassVar[int | None] = 1
-    param_defaults: ClassVar[dict[str, Any]] = {
-        "spawn_policy": "child-first",
-        "beta": 2.0,
-        "measure": "exact",
-    }
-
-    @classmethod
-    def check_params(cls, params: dict[str, Any]) -> None:
-        """``beta >= 1`` (Eq. 1) and ``measure`` exact or sampled."""
-        super().check_params(params)
-        check_measure(cls.name, params)
-        if not params["beta"] >= 1:
-            raise ConfigError(f"scheduler 'saws': beta={params['beta']!r} must be >= 1 (Eq. 1)")
+    params_schema: ClassVar[ParamSchema] = AdaptiveWorkStealing.params_schema.extend(
+        beta=Param(2.0, "weight of the queued strands in Eq. 1's desire", ge=1),
+        measure=MEASURE,
+    )
 
     def next_desire(self, exact, sampled, allotment):
         """Eq. 1 on the quantum just ended."""

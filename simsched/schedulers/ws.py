@@ -15,6 +15,12 @@ attempt by attempt); the attempts it would have made meanwhile are added to
 ``steal_attempts`` (:mod:`simsched.schedulers.deques`) so that the counter means what it
 means on a real machine.  A core that leaves the job leaves its deque behind for the
 job's thieves.
+
+**Falling back to WS.**  Two policies schedule a program as plain work stealing when
+their paper says so — CAB with ``BL = 0`` ([CAB11] Algorithm II step 2, §V-D) and
+LAWS/CATS on a CPU-bound program ([LAWS15] §6.5).  Both do it through
+:func:`ws_fallback`, one WS instance that shares the policy's counters and, when given,
+its deques.
 """
 
 from __future__ import annotations
@@ -22,8 +28,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from simsched.errors import ConfigError
-from simsched.schedulers.base import EDGE_SPAWN, WAIT, Decision, Scheduler, retry, run
+from simsched.schedulers.base import (
+    EDGE_SPAWN,
+    WAIT,
+    Decision,
+    Param,
+    ParamSchema,
+    Scheduler,
+    retry,
+    run,
+)
 from simsched.schedulers.deques import WorkerDeques
 
 
@@ -33,21 +47,34 @@ class WorkStealing(Scheduler):
     name: ClassVar[str] = "ws"
     aliases: ClassVar[tuple[str, ...]] = ("work-stealing", "cilk")
     randomized: ClassVar[bool] = True
-    param_defaults: ClassVar[dict[str, Any]] = {"spawn_policy": "child-first"}
+    params_schema: ClassVar[ParamSchema] = ParamSchema(
+        spawn_policy=Param(
+            "child-first",
+            "at a spawn, run the child and push the continuation (child-first, Cilk's "
+            "work-first) or the reverse (parent-first, help-first)",
+            choices=("child-first", "parent-first"),
+        ),
+    )
 
-    @classmethod
-    def check_params(cls, params: dict[str, Any]) -> None:
-        """``spawn_policy`` must be child-first or parent-first."""
-        if params["spawn_policy"] not in ("child-first", "parent-first"):
-            raise ConfigError(
-                f"scheduler 'ws': spawn_policy={params['spawn_policy']!r} is not "
-                "child-first or parent-first"
-            )
-
-    def __init__(self, ctx, params, rng):
+    def __init__(
+        self,
+        ctx: Any,
+        params: dict[str, Any],
+        rng: Any,
+        *,
+        counters: dict[str, int] | None = None,
+        deques: WorkerDeques | None = None,
+    ) -> None:
         super().__init__(ctx, params, rng)
-        self.counters = {"steal_attempts": 0, "steals": 0, "deque_pushes": 0}
-        self.dq = WorkerDeques(ctx.n_cores_total, ctx.costs.steal_attempt, self.counters)
+        # A policy falling back to WS hands in its counters and deques (ws_fallback).
+        self.counters = counters if counters is not None else {}
+        for k in ("steal_attempts", "steals", "deque_pushes"):
+            self.counters.setdefault(k, 0)
+        self.dq = (
+            deques
+            if deques is not None
+            else WorkerDeques(ctx.n_cores_total, ctx.costs.steal_attempt, self.counters)
+        )
         self.child_first = self.params["spawn_policy"] == "child-first"
         self._others: dict[int, list[int]] = {}
         # Cores that left the job with strands on their deques: thieves still find them.
@@ -127,3 +154,40 @@ class WorkStealing(Scheduler):
         if s >= 0:
             return run(s, self._sa)
         return retry(self._sa)
+
+
+#: The callbacks :func:`ws_fallback` hands over to WS when asked to forward them.
+FORWARDED = ("on_start", "on_finish", "on_idle", "on_depart", "on_cores_changed")
+
+
+def ws_fallback(
+    owner: Scheduler, *, deques: WorkerDeques | None = None, forward: bool = False
+) -> WorkStealing:
+    """Plain work stealing for ``owner``'s job, from now on (child-first, WS's defaults).
+
+    Parameters
+    ----------
+    owner
+        The policy falling back; WS uses its context and random generator.
+    deques
+        ``owner``'s own per-worker deques, when it has some (strands already queued stay
+        where WS's thieves find them); WS then counts into ``owner.counters``.  Without
+        them ``owner`` takes WS's counters.
+    forward
+        Replace ``owner``'s :data:`FORWARDED` callbacks by WS's on the instance, so the
+        engine calls WS directly (a policy that falls back before its first strand);
+        otherwise ``owner`` calls the returned WS itself.
+
+    Returns
+    -------
+    WorkStealing
+    """
+    if deques is not None:
+        ws = WorkStealing(owner.ctx, {}, owner.rng, counters=owner.counters, deques=deques)
+    else:
+        ws = WorkStealing(owner.ctx, {}, owner.rng)
+        owner.counters = ws.counters
+    if forward:
+        for name in FORWARDED:
+            setattr(owner, name, getattr(ws, name))
+    return ws

@@ -20,6 +20,7 @@ children, cheap even for millions of frames.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -103,14 +104,18 @@ def validate(trace: Trace | str | os.PathLike) -> dict[str, Any]:
             t.close()
 
 
-def _scan(t: Trace, line: int) -> tuple[int, int]:
+def _scan(
+    t: Trace, line: int, progress: Callable[[int, int | None], None] | None = None
+) -> tuple[int, int]:
     """One pass over the references: (distinct lines of ``line`` bytes, writes).
 
-    A straddling reference counts both lines.
+    A straddling reference counts both lines.  ``progress(references_done, references)``
+    is called after each chunk.
     """
     shift = np.uint64(int(line).bit_length() - 1)
     seen: list[np.ndarray] = []
     writes = 0
+    done = 0
     for c in t.iter_chunks():
         lo = c.addr >> shift
         hi = (c.addr + c.size.astype(np.uint64) - np.uint64(1)) >> shift
@@ -118,6 +123,9 @@ def _scan(t: Trace, line: int) -> tuple[int, int]:
         if len(seen) > 8:
             seen = [np.unique(np.concatenate(seen))]
         writes += int(np.count_nonzero(c.write))
+        done += len(c.addr)
+        if progress is not None:
+            progress(done, int(t.header.n_refs))
     lines = int(np.unique(np.concatenate(seen)).shape[0]) if seen else 0
     return lines, writes
 
@@ -191,11 +199,17 @@ def dag_shape(t: Trace) -> dict[str, Any]:
     }
 
 
-def summary(trace: Trace | str | os.PathLike, *, line: int | None = None) -> dict[str, Any]:
+def summary(
+    trace: Trace | str | os.PathLike,
+    *,
+    line: int | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
+) -> dict[str, Any]:
     """What ``simsched trace info`` prints: counts, footprint, work, span, parallelism, shape.
 
     The keys of :func:`dag_shape` are included; ``footprint_bytes`` is the footprint in
-    distinct lines times the line size.
+    distinct lines times the line size.  The footprint reads every reference (the long
+    part); ``progress(references_done, references)`` reports it.
     """
     t, owned = as_trace(trace)
     try:
@@ -203,7 +217,7 @@ def summary(trace: Trace | str | os.PathLike, *, line: int | None = None) -> dic
         ln = line or h.line_size_hint
         work = int(h.n_instructions)
         sp = span(t)
-        lines, writes = _scan(t, ln)
+        lines, writes = _scan(t, ln, progress)
         shape = dag_shape(t)
         return {
             "file": str(t.path),

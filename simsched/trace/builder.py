@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import operator
 import os
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -26,9 +27,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from simsched import __version__
 from simsched.errors import IterationMarkError, TraceBuildError
 from simsched.files import atomic_output
+from simsched.identity import version
 from simsched.trace import format as fmt
 
 
@@ -91,6 +92,9 @@ class TraceBuilder:
         when false (the default) every reference is kept and ROI marks are errors.
     chunk_refs
         References per chunk.
+    progress
+        Called as ``progress(references_written, None)`` after each chunk (the total is not
+        known while the program runs).
 
     Examples
     --------
@@ -112,6 +116,7 @@ class TraceBuilder:
         params: dict[str, Any] | None = None,
         roi: bool = False,
         chunk_refs: int = fmt.CHUNK_REFS,
+        progress: Callable[[int, int | None], None] | None = None,
     ):
         if chunk_refs <= 0:
             raise ValueError("chunk_refs must be positive")
@@ -124,7 +129,7 @@ class TraceBuilder:
             "line_size_hint": int(line_size_hint),
             "params": params or {},
             "roi": bool(roi),
-            "writer": f"simsched {__version__}",
+            "writer": f"simsched {version()}",
         }
         self._roi_mode = bool(roi)
         self._in_roi = not roi
@@ -152,6 +157,7 @@ class TraceBuilder:
         self._gap = np.empty(self._cap, np.uint32)
         self._fill = 0
         self._nrefs = 0  # references committed before the buffer
+        self._progress = progress
         # tables
         self._s_frame: list[int] = []
         self._s_ref_start: list[int] = []
@@ -509,6 +515,42 @@ class TraceBuilder:
         if gmax >= 1 << 32:
             raise TraceBuildError(f"{self.path}: instruction gap does not fit 32 bits")
         self._cur_instr += n + gsum
+        self._append(a, sw, g)
+
+    def refs_checked(self, addrs: np.ndarray, sizew: np.ndarray, gaps: np.ndarray) -> None:
+        """Record references that already passed the reference rule, in chunk encoding.
+
+        The importer's kernel (:mod:`simsched.trace._raw_kernels`) applies the rule of
+        :func:`simsched.trace.format.check_refs` and the gap limit while it expands the raw
+        records, so this skips both checks.
+
+        Parameters
+        ----------
+        addrs
+            ``uint64`` addresses.
+        sizew
+            ``uint8``: size in the low 7 bits, write flag in bit 7.
+        gaps
+            ``uint32`` instruction gaps (may be modified: the pending gap of :meth:`instr`
+            is added to the first).
+        """
+        if not self._in_roi:
+            return
+        n = addrs.shape[0]
+        if n == 0:
+            return
+        if self._pending_gap:
+            g0 = int(gaps[0]) + self._pending_gap
+            if g0 >= 1 << 32:
+                raise TraceBuildError(f"{self.path}: instruction gap does not fit 32 bits")
+            gaps[0] = g0
+            self._pending_gap = 0
+        self._cur_instr += n + int(gaps.sum(dtype=np.int64))
+        self._append(addrs, sizew, gaps)
+
+    def _append(self, a: np.ndarray, sw: np.ndarray, g: np.ndarray) -> None:
+        """Copy references into the chunk buffer (``sw`` and ``g`` may be 0-d: broadcast)."""
+        n = a.shape[0]
         scalar_sw = sw.ndim == 0
         scalar_g = g.ndim == 0
         pos = 0
@@ -565,6 +607,8 @@ class TraceBuilder:
         self._nrefs += n
         self._fill = 0
         self._drain(keep=2)
+        if self._progress is not None:
+            self._progress(self._nrefs, None)
 
     def close(
         self, *, strand_ranges: tuple[np.ndarray, np.ndarray] | None = None

@@ -290,16 +290,6 @@ def _has_roi(path: Path) -> bool:
     return False
 
 
-def _range_pieces(start: int, length: int) -> tuple[np.ndarray, np.ndarray]:
-    """Split ``[start, start+length)`` at RANGE_PIECE-aligned boundaries."""
-    end = start + length
-    first_b = (start // RANGE_PIECE + 1) * RANGE_PIECE
-    bounds = np.arange(first_b, end, RANGE_PIECE, dtype=np.uint64)
-    starts = np.concatenate([np.array([start], np.uint64), bounds])
-    ends = np.concatenate([bounds, np.array([end], np.uint64)])
-    return starts, (ends - starts).astype(np.uint8)
-
-
 def _check_region(recs: np.ndarray, start: int, first: int, name: str) -> None:
     """Apply the reference rule to the REF and non-empty RANGE records of a block.
 
@@ -343,6 +333,27 @@ class _StrandRanges:
             self.lo[s] = lo
         if hi > self.hi[s]:
             self.hi[s] = hi
+
+
+def _expand(
+    b: TraceBuilder, seg: np.ndarray, first: int, name: str, ranges: _StrandRanges | None
+) -> None:
+    """Record a run of REF, RANGE and GAP records (record ``first`` onwards) in one go."""
+    words = np.ascontiguousarray(seg).view("<u8").reshape(-1, 2)
+    st, idx, addr, sizew, gap, trailing, lo, hi = _rk.expand_records(
+        words, fmt.MAX_REF_SIZE, RANGE_PIECE
+    )
+    if st == _rk.EXPAND_BAD_REF:
+        _check_region(seg, int(idx), first, name)  # raises, naming the record and the rule
+    if st != _rk.EXPAND_OK:
+        raise TraceFormatError(
+            f"{name}: record {first + int(idx)}: instruction gap does not fit 32 bits"
+        )
+    b.refs_checked(addr, sizew, gap)
+    if trailing:
+        b.instr(int(trailing))
+    if ranges is not None and hi >= 0 and b.recording:
+        ranges.add(b, int(lo), int(hi))
 
 
 def import_raw(
@@ -416,18 +427,15 @@ def import_raw(
             if ended:
                 raise TraceFormatError(f"{name}: records after the END marker at record {first}")
             kind = recs["kind"]
-            csz = recs["c"]
-            _check_region(recs, start, first, name)
-            special = np.flatnonzero((kind != REC_REF) | (csz == 0) | (csz > fmt.MAX_REF_SIZE))
+            # Markers (and records that are errors) are handled one by one; the runs of
+            # REF, RANGE and GAP records between them are expanded by one kernel call.
+            special = np.flatnonzero((kind == REC_HEADER) | (kind >= REC_MARKER))
             special = special[special >= start]
             prev = start
             for i in map(int, special):
                 if i > prev:
-                    run = recs[prev:i]
-                    b.refs(run["a"], run["c"], (run["flags"] & FLAG_WRITE) != 0, run["b"])
-                    if ranges is not None and b.recording:
-                        a = run["a"]
-                        ranges.add(b, int(a.min()), int(a.max()))
+                    pos = first + prev
+                    _expand(b, recs[prev:i], pos, name, ranges)
                 pos = first + i
                 r = recs[i]
                 k = int(r["kind"])
@@ -458,28 +466,14 @@ def import_raw(
                             )
                     else:
                         raise TraceFormatError(f"{name}: record {pos}: unknown marker {m}")
-                elif k == REC_GAP:
-                    b.instr(int(r["b"]))
-                elif k in (REC_REF, REC_RANGE):
-                    length = int(r["b"]) if k == REC_RANGE else int(r["c"])
-                    if length:  # (an empty RANGE is nothing; an empty REF failed the rule)
-                        starts, sizes = _range_pieces(int(r["a"]), length)
-                        gaps = np.zeros(starts.shape[0], np.uint32)
-                        if k == REC_REF:
-                            gaps[0] = int(r["b"])
-                        b.refs(starts, sizes, bool(int(r["flags"]) & FLAG_WRITE), gaps)
-                        if ranges is not None and b.recording:
-                            ranges.add(b, int(r["a"]), int(r["a"]) + length - 1)
                 elif k == REC_HEADER:
                     raise TraceFormatError(f"{name}: record {pos}: a second header record")
                 else:
                     raise TraceFormatError(f"{name}: record {pos}: unknown record kind {k}")
                 prev = i + 1
             if prev < recs.shape[0]:
-                run = recs[prev:]
-                b.refs(run["a"], run["c"], (run["flags"] & FLAG_WRITE) != 0, run["b"])
-                if ranges is not None and b.recording:
-                    ranges.add(b, int(run["a"].min()), int(run["a"].max()))
+                pos = first + prev
+                _expand(b, recs[prev:], pos, name, ranges)
             if progress is not None:
                 progress(first + recs.shape[0], 0)
         if b is None:

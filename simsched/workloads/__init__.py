@@ -29,7 +29,7 @@ model and the parameters of every generator are described in ``docs/workloads.md
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -208,7 +208,13 @@ def _check_memory(w: Workload, p: dict[str, Any]) -> None:
         )
 
 
-def generate(name: str, path: str | os.PathLike, **params: Any):
+def generate(
+    name: str,
+    path: str | os.PathLike,
+    *,
+    progress: Callable[[int, int | None], None] | None = None,
+    **params: Any,
+):
     """Generate the trace of workload ``name`` into ``path``.
 
     Parameters
@@ -217,6 +223,8 @@ def generate(name: str, path: str | os.PathLike, **params: Any):
         Generator name (see :data:`WORKLOADS`).
     path
         Output trace (``.sst``), written atomically.
+    progress
+        Called as ``progress(references_written, None)`` as the trace grows.
     **params
         Generator parameters; Python values or strings such as ``"2^20"`` or ``"true"``.
 
@@ -248,6 +256,7 @@ def generate(name: str, path: str | os.PathLike, **params: Any):
         gaps_exact=False,
         line_size_hint=64,
         params=meta,
+        progress=progress,
     )
     try:
         w.module.emit(b, p, heap)

@@ -12,6 +12,7 @@ import pytest
 
 from simsched.capture import build, compile_program
 from simsched.trace import open_trace
+from tests.conftest import private_cache
 
 PROGRAMS = Path(__file__).resolve().parents[2] / "traces" / "programs"
 
@@ -23,8 +24,8 @@ needs_valgrind = pytest.mark.skipif(
 
 @pytest.fixture(scope="session")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A private SIMSCHED_CACHE_DIR for the whole session."""
-    d = tmp_path_factory.mktemp("simsched-cache")
+    """A private SIMSCHED_CACHE_DIR for the whole session (the compiled kernels shared)."""
+    d = private_cache(tmp_path_factory.mktemp("simsched-cache"))
     mp = pytest.MonkeyPatch()
     mp.setenv("SIMSCHED_CACHE_DIR", str(d))
     yield d

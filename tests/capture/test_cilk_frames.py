@@ -48,9 +48,9 @@ def test_called_last_child_gives_the_spawn_everything_frame_tree(cache, bindir, 
             np.testing.assert_array_equal(getattr(ts.frames, col), getattr(tc.frames, col))
         kids = np.bincount(tc.frames.parent[1:], minlength=tc.header.n_frames)
         if name != "mergesort":  # (sort_par also calls merge_par: three children)
-            # main starts one fib, or calls one sweep per time step; below, a binary
+            # main starts one fib, or calls the fill and one sweep per time step; below, a binary
             # recursion: every frame that has children has two
-            assert kids[0] == (3 if name == "jacobi" else 1)
+            assert kids[0] == (1 + 3 if name == "jacobi" else 1)  # jacobi: fill, 3 steps
             assert set(kids[1:][kids[1:] > 0].tolist()) == {2}
 
         # a called child is joined at once: its parent's very next strand waits for it

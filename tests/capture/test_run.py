@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simsched.capture import build, capture, count_markers
+from simsched.capture import build, capture, compile_program, count_markers
 from simsched.errors import CaptureError
 from simsched.trace import open_trace
 
@@ -181,3 +181,22 @@ def test_aslr_option_keeps_randomisation(cache, bindir, tmp_path):
         for i in range(3)
     }
     assert len(digests) > 1  # three randomised layouts all equal is vanishingly unlikely
+
+
+def test_capture_warns_when_the_run_is_mostly_uninstrumented_library_code(cache, tmp_path):
+    src = Path(__file__).parent / "data" / "libm_heavy.c"
+    exe = tmp_path / "libm_heavy"
+    assert compile_program(["-O2", str(src), "-o", str(exe), "-lm"]) == 0
+    res = capture(str(exe), ["3000000"], tmp_path / "l.sst")
+    n, out = res.tool_stats["samples"], res.tool_stats["uninstrumented_samples"]
+    assert n >= 10 and out > 0.5 * n  # sin and exp run in libm
+    assert len(res.warnings) == 1
+    assert "uninstrumented code" in res.warnings[0] and "--backend valgrind" in res.warnings[0]
+
+
+def test_capture_of_the_programs_own_code_gives_no_library_warning(cache, bindir, tmp_path):
+    prog = compile_gcc(cache, bindir, "mergesort.c", "ms_gcc", "-O2")
+    res = capture(str(prog), ["262144", "2048"], tmp_path / "m.sst")
+    n, out = res.tool_stats["samples"], res.tool_stats["uninstrumented_samples"]
+    assert n >= 10 and out <= 0.05 * n  # (41 samples, 1 outside, when this was written)
+    assert res.warnings == []

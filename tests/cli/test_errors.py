@@ -245,3 +245,18 @@ def test_capture_outputs_go_through_temporaries(cli, tmp_path):
         assert code == 2 and "/dev/full: cannot write" in one_line(err)
         assert not (tmp_path / "c.sst").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("what", ["run-out", "trace-file"])
+def test_dangling_symlink_output_creates_no_folders(cli, fib_trace, tmp_path, what):
+    """A dangling symlink as the output used to create folders at its target."""
+    link = tmp_path / ("dl" if what == "run-out" else "t.sst")
+    link.symlink_to(tmp_path / "target" / "a" / ("b" if what == "run-out" else "t.sst"))
+    if what == "run-out":
+        args = ["run", "-t", fib_trace, "-m", "itrs-45nm-2", "--out", link]
+    else:
+        args = ["trace", "gen", "fib", "--param", "n=8", "-o", link]
+    code, _, err = cli(*args)
+    assert code == 2
+    assert "is a symbolic link to " in one_line(err) and "does not exist" in err
+    assert not (tmp_path / "target").exists()

@@ -102,6 +102,22 @@ def test_seeds_and_quanta_in_the_file(cli, fib_trace, tmp_path, head, message):
     assert message in err
 
 
+@pytest.mark.parametrize(
+    "head,body,message",
+    [
+        ("seed: true\n", "", "seed"),
+        ("seed: 1\ncontroller: deq\nquantum_ms: true\n", "", "quantum_ms"),
+        ("seed: 1\n", "    copies: true\n", "copies"),
+        ("seed: 1\n", "    arrival: true\n", "arrival"),
+        ("seed: 1\n", "    arrival: {poisson: {mean: true}}\n", "mean"),
+    ],
+)
+def test_true_is_not_a_number(cli, fib_trace, tmp_path, head, body, message):
+    """YAML's true counted as 1 (one copy, cycle 1, seed 1) before."""
+    err = _refused(cli, "--jobs", _jobset(tmp_path, fib_trace, body, head), "-m", MACHINE)
+    assert message in err and "a number is needed" in err
+
+
 _BIG = st.integers(2**60 + 1, 2**80)
 
 

@@ -20,10 +20,21 @@ from simsched import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 # Imported only by the commands that simulate, analyse or draw.
-HEAVY = ("numpy", "numba", "pandas", "pyarrow", "matplotlib", "rich", "typer", "setuptools_scm")
+HEAVY = (
+    "numpy",
+    "numba",
+    "pandas",
+    "pyarrow",
+    "matplotlib",
+    "rich",
+    "typer",
+    "setuptools_scm",
+    "yaml",
+    "pydantic",
+)
 
 
-def _modules_after(*args: str) -> set[str]:
+def _modules_after(*args: str, env: dict[str, str] | None = None) -> set[str]:
     code = (
         "import json, sys\n"
         "from simsched.cli import main\n"
@@ -37,7 +48,7 @@ def _modules_after(*args: str) -> set[str]:
         [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         timeout=120,
         check=True,
     )
@@ -70,8 +81,8 @@ def test_python_importtime_of_version_shows_no_numpy():
     assert not {"numpy", "typer", "rich"} & imported
 
 
-def test_machine_list_loads_its_own_module_but_not_the_simulator():
-    loaded = _modules_after("machine", "list")
+def test_machine_list_loads_its_own_module_but_not_the_simulator(tmp_path):
+    loaded = _modules_after("machine", "list", env={"SIMSCHED_CACHE_DIR": str(tmp_path)})
     assert "simsched.cli.machine" in loaded
     assert not _top(loaded) & {"numpy", "numba", "pandas", "pyarrow", "matplotlib"}
     others = {m for m in loaded if m.startswith("simsched.cli.")} - {
@@ -111,3 +122,24 @@ def test_apps_are_built_once_and_plot_sweep_is_registered_once():
 
     names = [c.name for c in plot_app.registered_commands]
     assert names.count("sweep") == 1
+
+
+def test_machine_list_rows_are_cached_and_a_bad_cache_is_recomputed(tmp_path, monkeypatch):
+    from simsched.cli import machine
+
+    env = {"SIMSCHED_CACHE_DIR": str(tmp_path)}
+    first = _modules_after("machine", "list", env=env)
+    assert "simsched.machine.schema" in first  # the presets were loaded and validated
+    again = _modules_after("machine", "list", env=env)
+    assert "simsched.machine.schema" not in again  # read from the cache
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(tmp_path))
+    (cached,) = (tmp_path / "machine-list").glob("*.json")
+    rows = machine.preset_rows()
+    assert rows == json.loads(cached.read_text())
+    assert [r[0] for r in rows][:2] == ["itrs-scaling-1", "itrs-scaling-2"]
+    cached.write_text('{"not": "rows"}')
+    assert machine.preset_rows() == rows
+    assert json.loads(cached.read_text()) == rows
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(tmp_path / "f"))
+    (tmp_path / "f").write_text("a file, not a folder")
+    assert machine.preset_rows() == rows  # an unwritable cache only costs the time

@@ -144,3 +144,44 @@ def test_every_json_text_field_is_declared_nested(ms_trace):
         for key, value in rec.items():
             if isinstance(value, str) and value.startswith(("[", "{")):
                 assert key in NESTED_FIELDS, f"{name}: {key}"
+
+
+# -- one pipeline: run is run_jobs of a one-job set -----------------------------------------
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"window": 2**41}, "window=2199023255552: must be between 0 and 1099511627776"),
+        ({"window": 2.7}, "window=2.7: expected an integer"),
+        ({"window": -1}, "window=-1: must be between 0"),
+        ({"window": True}, "window=True: expected an integer"),
+        ({"seed": -1}, "seed=-1: must be between 0"),
+        ({"seed": 2.5}, "seed=2.5: expected an integer"),
+    ],
+)
+def test_run_and_run_jobs_refuse_the_same_options_the_same_way(ms_trace, tmp_path, kwargs, message):
+    """Before, run(window=2**41) raised while run_jobs accepted it, and run_jobs(window=2.7)
+    recorded 2; now both refuse with the same line, before writing anything."""
+    jobs = {"jobs": [{"trace": str(ms_trace)}], "controller": "all"}
+    with pytest.raises(ConfigError, match=f"^{message}"):
+        simsched.run(ms_trace, "itrs-scaling-2", "ws", **kwargs)
+    with pytest.raises(ConfigError, match=f"^{message}"):
+        simsched.run_jobs(jobs, "itrs-scaling-2", out_dir=tmp_path / "o", **kwargs)
+    assert not (tmp_path / "o").exists()
+
+
+def test_run_records_what_run_jobs_of_one_job_records(ms_trace):
+    """The same replay: one job under 'all' with the same seed and window gives the same
+    strands, cycles and counters in both records."""
+    one = simsched.run(ms_trace, "itrs-scaling-4", "ws", seed=3, window=50, speedup=False)
+    jobs = {"jobs": [{"trace": str(ms_trace), "scheduler": "ws"}], "controller": "all"}
+    many = simsched.run_jobs(jobs, "itrs-scaling-4", seed=3, window=50)
+    a, b = one.record, many.record
+    job = b["jobs"][0]
+    assert a["makespan_cycles"] == b["makespan_cycles"] == job["finish"]
+    assert a["steal_attempts"] == job["steal_attempts"] and a["steals"] == job["steals"]
+    for key in ("window", "seed", "machine", "cores", "sockets", "code_identity"):
+        assert a[key] == b[key], key
+    assert json.loads(a["params"]) == job["params"] == {"spawn_policy": "child-first"}
+    np.testing.assert_array_equal(one.engine_result.strand_end, many.replay.jobs[0].strand_end)
+    with pytest.raises(ConfigError, match="quantum=2.5: expected an integer"):
+        simsched.run_jobs(jobs, "itrs-scaling-4", quantum=2.5)

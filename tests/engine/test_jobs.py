@@ -218,6 +218,7 @@ class _Recording:
 
     def __init__(self, ctl):
         self.ctl, self.quantum, self.log = ctl, ctl.quantum, []
+        self.uses_desire = ctl.uses_desire
 
     def allot(self, now, jobs):
         out = self.ctl.allot(now, jobs)
@@ -249,18 +250,25 @@ def test_deq_invariants_in_a_replay(tmp_path):
         assert all(iv[k][1] <= iv[k + 1][0] for k in range(len(iv) - 1)), c
 
 
-def test_deq_needs_a_quantum_and_starts_at_the_initial_desire():
-    from types import SimpleNamespace as NS
+def test_deq_needs_a_quantum_and_starts_at_the_initial_desire(tmp_path):
+    import dataclasses
 
     m = load_machine(TWO_BY_TWO)
     with pytest.raises(ConfigError, match="needs a quantum"):
         get_controller("deq")(m, 2, {}, 0)
-    ctl = get_controller("deq")(m, 3, {}, 100)
-    saws, ws = get_scheduler("saws"), get_scheduler("ws-equi")
-    jobs = [NS(jid=0, desire=None, sched=saws), NS(jid=1, desire=None, sched=ws)]
+    ctl = get_controller("deq")(m, 2, {}, 100)
+    specs = _specs(tmp_path, [0, 0], ["saws", "ws-equi"])
+    rp = Replay(m, specs, controller=ctl, seed=0, window=0, memory=MemorySystem(m))
+    rp.admit(0)
+    rp.admit(1)
+    views = rp._views()
     # SAWS starts at 1; a job without feedback desires the machine and gets the rest
-    assert ctl.allot(0, jobs) == {0: 1, 1: 3}
-    assert jobs[0].desire == 1 and jobs[1].desire is None
+    assert [v.desire for v in views] == [1, None]
+    assert ctl.allot(0, views) == {0: 1, 1: 3}
+    # the engine, not the controller, keeps the initial desire (the series shows it)
+    assert rp.jobs[0].desire == 1 and rp.jobs[1].desire is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        views[0].desire = 4  # the controller's view is read-only
 
 
 def test_quantum_in_milliseconds(tmp_path):

@@ -62,3 +62,24 @@ def busy_point(point, run_dir: Path) -> dict[str, Any]:
     for i in range(n):
         acc ^= i
     return {"status": "ok", "acc": acc, "wall_s": 0.0}
+
+
+def full_disk_point(point, run_dir: Path) -> dict[str, Any]:
+    """fake_point, but odd seeds meet a full disk while there is a file ``$SIMSCHED_TEST_FULL``."""
+    import errno
+
+    flag = os.environ.get("SIMSCHED_TEST_FULL")
+    if flag and os.path.exists(flag) and point.seed % 2 == 1:
+        from simsched.files import write_text_atomic
+
+        def full(*args: Any, **kwargs: Any) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device", str(run_dir / "x"))
+
+        import tempfile
+
+        real, tempfile.mkstemp = tempfile.mkstemp, full  # this write meets the full disk
+        try:
+            write_text_atomic(run_dir / "result.json", "{}")
+        finally:
+            tempfile.mkstemp = real
+    return fake_point(point, run_dir)

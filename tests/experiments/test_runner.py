@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -312,7 +313,9 @@ def test_ctrl_c_stops_within_seconds_and_a_rerun_resumes(tmp_path, executor, tar
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert proc.returncode == 130, err
-    assert stopped_after < 6.0
+    # Seconds on an idle host; a loaded one (shared CI machines) stretches process and
+    # cluster teardown in proportion.  That the queued points did not all run is checked below.
+    assert stopped_after < 6.0 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert "Traceback" not in err
     assert lines[-1].startswith("simsched: error: interrupted"), err
@@ -400,3 +403,86 @@ def test_points_of_other_code_are_counted_and_rerun_on_request(tmp_path, monkeyp
     assert (redo.ran, redo.stale) == (6, 0)
     assert sweep_status(loaded)["stale"] == 0
     assert set(load_results(loaded.out_dir)["code_identity"]) == {"0123456789abcdef"}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_full_disk_leaves_the_point_pending_not_failed(tmp_path, monkeypatch, capsys, workers):
+    """A full disk used to record the point as failed (it needed --retry-failed)."""
+    flag = tmp_path / "disk-is-full"
+    flag.touch()
+    monkeypatch.setenv("SIMSCHED_TEST_FULL", str(flag))
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    fn = sweep_pointfns.full_disk_point
+    report = run_sweep(loaded, workers=workers, point_fn=fn, progress=False)
+    # seed 1 of ws on both machines met the full disk: not failed, not done, no row
+    assert (report.ran, report.failed, len(report.interrupted)) == (4, 0, 2)
+    assert all("no space left on the device" in msg for _, msg in report.interrupted)
+    status = sweep_status(loaded)
+    assert (status["ok"], status["failed"], status["missing"]) == (4, 0, 2)
+    for pid, _ in report.interrupted:
+        assert not (loaded.out_dir / "points" / pid / "row.json").exists()
+    flag.unlink()  # space freed: a plain rerun (no --retry-failed) finishes them
+    again = run_sweep(loaded, workers=workers, point_fn=fn, progress=False)
+    assert (again.ran, again.skipped, again.failed, again.interrupted) == (2, 4, 0, [])
+    assert sweep_status(loaded)["ok"] == 6
+
+
+def test_full_disk_cli_message(tmp_path, monkeypatch, capsys):
+    flag = tmp_path / "disk-is-full"
+    flag.touch()
+    monkeypatch.setenv("SIMSCHED_TEST_FULL", str(flag))
+    spec = make_spec(tmp_path)
+    args = ["sweep", "run", str(spec), "--workers", "0", "--no-progress"]
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--point-fn", "sweep_pointfns:full_disk_point"])
+    err = capsys.readouterr().err
+    assert info.value.code == 1
+    assert "2 point(s) could not finish for want of disk space" in err
+    assert "free space and run the command again" in err and "--retry-failed" not in err
+
+
+def _gone(pid: int) -> bool:
+    """Whether a process has exited (a zombie nobody reaped counts as exited)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("executor", ["local", "dask"])
+def test_workers_exit_when_the_runner_is_killed(tmp_path, executor):
+    """kill -9 of the runner used to leave its workers running the queued points and then
+    idling under PID 1 for ever."""
+    import psutil
+
+    spec = make_spec(tmp_path, sleep=20)  # every point outlasts the test
+    log = tmp_path / "log.txt"
+    env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
+    proc = subprocess.Popen(
+        _cli_cmd(spec, "--workers", "2", "--executor", executor),
+        env=env,
+        start_new_session=True,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for(log, "start", 2)
+        workers = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+        assert workers
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        t0 = time.monotonic()
+        while not all(_gone(pid) for pid in workers) and time.monotonic() - t0 < 15:
+            time.sleep(0.1)
+        left = [pid for pid in workers if not _gone(pid)]
+        exited_after = time.monotonic() - t0
+    finally:
+        for child in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+    assert left == [] and exited_after < 5.0
+    # the points they were running stay pending (no row), and no point started afterwards
+    loaded = load_spec(spec, small=False)
+    assert sweep_status(loaded)["ok"] == 0
+    assert log.read_text().count("start") == 2
+    assert _temporaries(loaded.out_dir) == []

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from simsched.engine.facts import TraceFacts
 from simsched.schedulers.base import RETRY, RUN, SchedContext
 
 
@@ -36,7 +37,9 @@ class OracleEngine:
         self.timers: list[tuple[int, int, int]] = []  # (time, seq, core)
         self.seq = 0
         self.sleeping = set(range(self.P))
-        self.ctx = SchedContext(machine, range(self.P), trace, self.wake)
+        self.ctx = SchedContext(
+            machine, range(self.P), trace, self.wake, facts=TraceFacts(trace, machine)
+        )
         self.sched = scheduler_cls(self.ctx, params or {}, np.random.default_rng(seed))
         lat = [c.hit_latency for c in machine.caches if c.scope == "core"]
         self.pthresh = max(lat) if lat else -1

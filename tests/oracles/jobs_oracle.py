@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from simsched.engine.controllers import assign_cores
+from simsched.engine.facts import TraceFacts
 from simsched.engine.job import addr_offset
 from simsched.schedulers.base import RETRY, RUN, SchedContext
 
@@ -59,8 +60,14 @@ class _Job:
         self.started = -1
         self.finish = -1
         self.desire = None
-        self.ctx = SchedContext(machine, (), tr, lambda n=None, cores=None: wake(self, n, cores))
-        self.ctx.job = jid
+        self.ctx = SchedContext(
+            machine,
+            (),
+            tr,
+            lambda n=None, cores=None: wake(self, n, cores),
+            job=jid,
+            facts=TraceFacts(tr, machine),
+        )
         rng = np.random.default_rng(seed if jid == 0 else [seed, jid])
         self.sched = spec.scheduler(self.ctx, spec.params, rng)
 
@@ -144,6 +151,10 @@ class OracleJobs:
             job.sched.on_start(0, t)
 
         def reallocate(t):
+            if self.ctl.uses_desire:  # before its first quantum a job desires its initial desire
+                for j in active:
+                    if j.desire is None and j.sched.initial_desire is not None:
+                        j.desire = int(j.sched.initial_desire)
             targets = self.ctl.allot(t, active)
             want = assign_cores(
                 {j.jid: frozenset(j.cores) for j in active},

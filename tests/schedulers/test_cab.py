@@ -10,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsched.engine.check import check_invariants
+from simsched.engine.facts import TraceFacts, trace_footprint_bytes
 from simsched.engine.replay import Engine
 from simsched.errors import ConfigError
 from simsched.machine import load_machine
 from simsched.memory import MemorySystem
 from simsched.schedulers import get_scheduler
 from simsched.schedulers.base import EDGE_CONT, EDGE_SPAWN, RETRY, RUN, SLEEP, SchedContext
-from simsched.schedulers.boundary import trace_footprint_bytes
 from simsched.schedulers.cab import CacheAwareBiTier
 from simsched.trace import TraceBuilder, open_trace
 from simsched.workloads import generate
@@ -118,7 +118,11 @@ class _Ctx:
     def __new__(cls, machine, trace):
         calls = []
         ctx = SchedContext(
-            machine, range(machine.cores), trace, lambda n, cores: calls.append(cores)
+            machine,
+            range(machine.cores),
+            trace,
+            lambda n, cores: calls.append(cores),
+            facts=TraceFacts(trace, machine),
         )
         ctx.calls = calls
         return ctx

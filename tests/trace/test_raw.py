@@ -389,3 +389,68 @@ def test_v2_malformed_blocks(tmp_path):
     _corrupt(tmp_path, bad, "wide gaps")
     _corrupt(tmp_path, good[:-3], "truncated")
     _corrupt(tmp_path, good[:30], "partial block header")
+
+
+def _expand_reference(recs):
+    """Record by record, what the importer's kernel must produce (pieces at 64-byte lines)."""
+    addr, size, write, gap = [], [], [], []
+    pending = 0
+    for r in recs:
+        k, a, b, c, w = int(r["kind"]), int(r["a"]), int(r["b"]), int(r["c"]), int(r["flags"]) & 1
+        if k == R.REC_GAP:
+            pending += b
+            continue
+        length, g = (c, pending + b) if k == R.REC_REF else (b, pending)
+        if length == 0:
+            continue
+        pending = 0
+        if k == R.REC_REF and length <= 127:
+            addr.append(a), size.append(length), write.append(w), gap.append(g)
+            continue
+        p, first = a, True
+        while p < a + length:
+            q = min((p // 64 + 1) * 64, a + length)
+            addr.append(p), size.append(q - p), write.append(w), gap.append(g if first else 0)
+            p, first = q, False
+    return addr, size, write, gap, pending
+
+
+def test_range_expansion_kernel_matches_record_by_record_expansion():
+    from simsched.trace import _raw_kernels as rk
+
+    rng = np.random.default_rng(7)
+    n = 3000
+    recs = np.zeros(n, R.RAW_DTYPE)
+    kind = rng.choice([R.REC_REF, R.REC_RANGE, R.REC_GAP], n, p=[0.5, 0.35, 0.15])
+    recs["kind"] = kind
+    recs["a"] = rng.integers(0, 1 << 40, n)
+    recs["flags"] = rng.integers(0, 2, n)
+    is_ref = kind == R.REC_REF
+    recs["c"] = np.where(is_ref, rng.choice([1, 2, 4, 8, 16, 127, 128, 300], n), 0)
+    recs["b"] = np.where(
+        is_ref, rng.integers(0, 50, n), np.where(kind == R.REC_RANGE, rng.integers(0, 700, n), 9)
+    )
+    words = recs.view("<u8").reshape(-1, 2)
+    st, idx, addr, sizew, gap, trailing, lo, hi = rk.expand_records(words, 127, 64)
+    assert st == rk.EXPAND_OK and idx == -1
+    want = _expand_reference(recs)
+    assert addr.tolist() == want[0]
+    assert (sizew & 0x7F).tolist() == want[1]
+    assert (sizew >> 7).tolist() == want[2]
+    assert gap.tolist() == want[3]
+    assert int(trailing) == want[4]
+    assert lo == min(want[0]) and hi == max(
+        a + s - 1 for a, s in zip(want[0], want[1], strict=True)
+    )
+
+
+def test_a_gap_that_does_not_fit_32_bits_names_its_record(tmp_path):
+    recs = [
+        header(),
+        rec(R.REC_GAP, b=(1 << 32) - 1),
+        rec(R.REC_GAP, b=5),
+        rec(R.REC_REF, 64, 0, 8),
+        rec(R.REC_MARKER, c=R.M_END),
+    ]
+    with pytest.raises(TraceFormatError, match="record 3: instruction gap does not fit 32 bits"):
+        R.import_raw(write(tmp_path / "g.raw", recs), tmp_path / "g.sst")

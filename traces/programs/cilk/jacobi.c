@@ -9,7 +9,8 @@
  *                                     STEPS time steps, default 4; GRAIN
  *                                     rows per leaf, default 16)
  *
- * The grids take 2 (N + 2)^2 doubles: 16.8 MB for N = 1024.  Every time step
+ * The grids take 2 (N + 2)^2 doubles: 16.8 MB for N = 1024, filled in parallel
+ * (first touch) by the same divide and conquer as the sweeps.  Every time step
  * is a call of a Cilk function from the serial loop, so it is a frame of its
  * own under main, and simsched finds the steps as iterations.
  */
@@ -36,6 +37,23 @@ static void rows(long lo, long hi)
             AT(dst, i, j) = AT(src, i, j) + 0.1 * (AT(src, i - 1, j) + AT(src, i + 1, j) +
                                                    AT(src, i, j - 1) + AT(src, i, j + 1) -
                                                    4.0 * AT(src, i, j));
+}
+
+/* Rows [lo, hi) of both grids get their initial values, in parallel and split as the
+ * sweeps split them, so that on a NUMA machine each part of the grids is first touched
+ * (and placed) where the sweeps will work on it. */
+static void fill(long lo, long hi)
+{
+    if (hi - lo <= grain) {
+        for (long i = lo; i < hi; i++)
+            for (long j = 0; j < n + 2; j++)
+                AT(src, i, j) = AT(dst, i, j) = (double)((i * (n + 2) + j) % 1000) / 10.0;
+        return;
+    }
+    long mid = lo + (hi - lo) / 2;
+    cilk_spawn fill(lo, mid);
+    upper_half fill(mid, hi);
+    cilk_sync;
 }
 
 static void sweep(long lo, long hi)
@@ -66,8 +84,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "jacobi: out of memory\n");
         return 1;
     }
-    for (size_t c = 0; c < cells; c++)
-        src[c] = dst[c] = (double)(c % 1000) / 10.0;
+    fill(0, n + 2);
     for (long t = 0; t < steps; t++) {
         sweep(1, n + 1);
         double *tmp = src;

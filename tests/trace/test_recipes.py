@@ -9,8 +9,15 @@ from multiprocessing import get_context
 import pytest
 
 from simsched.errors import CaptureError, ConfigError
-from simsched.experiments.traces import cached_trace_path, ensure_trace, recipe_key
 from simsched.trace import open_trace
+from simsched.trace.recipes import cached_trace_path, recipe_key
+from simsched.trace.recipes import ensure_trace as ensure_with
+from simsched.workloads import generate
+
+
+def ensure_trace(workload, cache_dir, spec_dir):
+    return ensure_with(workload, cache_dir, spec_dir, generate=generate)
+
 
 FIB = {"label": "fib", "kind": "generator", "generator": "fib", "params": {"n": 8, "cutoff": 2}}
 
@@ -70,3 +77,20 @@ def test_bad_generator_parameter_is_an_error(tmp_path):
         ensure_trace(bad, tmp_path / "c", tmp_path)
     assert not [p for p in (tmp_path / "c").iterdir() if p.suffix == ".sst"]
     assert os.path.isdir(tmp_path / "c")
+
+
+def test_the_caller_supplies_the_generator(tmp_path):
+    """The trace layer runs the generator it is given (it imports no workload), and the
+    sweep layer's ensure_trace supplies simsched's own."""
+    from simsched.experiments.traces import ensure_trace as sweep_ensure
+
+    calls = []
+
+    def fake(name, out, **params):
+        calls.append((name, params))
+        generate(name, out, **params)
+
+    path = ensure_with(FIB, tmp_path / "c", tmp_path, generate=fake)
+    assert calls == [("fib", {"n": 8, "cutoff": 2})]
+    assert sweep_ensure(FIB, tmp_path / "c", tmp_path) == path  # cached: same key, same file
+    assert len(calls) == 1

@@ -1,0 +1,105 @@
+"""Progress of a long step on stderr: a live bar at a terminal, plain lines elsewhere.
+
+A bar redrawn in place means nothing in a log file or a pipe, so when stderr is not a
+terminal the same progress is written as one plain line every ``interval`` seconds
+(``simulating ws on itrs-scaling-16: 42.0 % (31 s)``) and a last line when the step ends.
+Whether to report at all is the caller's choice (the CLI's ``--progress`` / ``--no-progress``,
+by default only at a terminal); how is decided here.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import IO, Any
+
+#: Seconds between two plain progress lines.
+LINE_INTERVAL_S = 10.0
+
+
+class Progress:
+    """Report the progress of one step; use as a context manager and call :meth:`update`.
+
+    Parameters
+    ----------
+    label
+        What is in progress (``"generating mergesort"``).
+    unit
+        What is counted when the total is unknown (``"references"``).
+    stream
+        Where to report (default ``sys.stderr``).
+    interval
+        Seconds between plain lines (default :data:`LINE_INTERVAL_S`).
+    """
+
+    def __init__(
+        self,
+        label: str,
+        *,
+        unit: str = "",
+        stream: IO[str] | None = None,
+        interval: float = LINE_INTERVAL_S,
+    ) -> None:
+        self.label = label
+        self.unit = unit
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval = interval
+        self.done = 0
+        self.total: int | None = None
+        self._bar: Any = None
+        self._task: Any = None
+        self._t0 = 0.0
+        self._last = 0.0
+
+    def __enter__(self) -> Progress:
+        self._t0 = self._last = time.monotonic()
+        isatty = getattr(self.stream, "isatty", None)
+        if isatty is not None and isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bar
+
+            self._bar = Bar(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[text]}"),
+                TimeElapsedColumn(),
+                console=Console(file=self.stream),
+                transient=True,
+            )
+            self._bar.__enter__()
+            self._task = self._bar.add_task(self.label, total=None, text="")
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(exc_type, *exc)
+            return
+        if exc_type is None:
+            self._line(f"done, {self._amount()}")
+
+    def _amount(self) -> str:
+        if self.total:
+            return f"{100 * self.done / self.total:.1f} %"
+        return f"{self.done:,} {self.unit}".rstrip()
+
+    def _line(self, text: str) -> None:
+        elapsed = time.monotonic() - self._t0
+        print(f"{self.label}: {text} ({elapsed:.0f} s)", file=self.stream, flush=True)
+
+    def update(self, done: int, total: int | None = None) -> None:
+        """``done`` units finished (of ``total``, when known: ``None`` or 0 is unknown)."""
+        self.done = int(done)
+        if total:
+            self.total = int(total)
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.done, total=self.total, text=self._amount())
+            return
+        now = time.monotonic()
+        if now - self._last >= self.interval:
+            self._last = now
+            self._line(self._amount())
+
+    def __call__(self, done: int, total: int | None = None) -> None:
+        # The engine and the readers take a plain ``progress(done, total)`` callback.
+        self.update(done, total)

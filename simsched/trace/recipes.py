@@ -1,0 +1,159 @@
+"""Traces on demand: a workload recipe becomes a trace file, made once and cached.
+
+A point carries a *recipe*, never trace data: a path (used as is), a generator with its
+parameters, or a capture command.  Generated and captured traces live in a cache folder under
+a name derived from the content hash of the recipe, so every worker that shares the folder
+makes each trace at most once, and workers that do not share it rebuild the same bytes (the
+generators are deterministic).  Concurrent workers on one host or on a shared file system are
+serialised by an ``fcntl`` lock on ``<trace>.lock``; the trace itself is written to a temporary
+name and renamed, so a reader never sees half a trace.
+
+The trace layer does not know the generators (they sit above it, on
+:class:`~simsched.trace.TraceBuilder`): :func:`ensure_trace` is handed the function that
+runs one (``simsched.workloads.generate``) by its caller.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from simsched.canonical import content_hash
+from simsched.errors import CaptureError, ConfigError
+from simsched.files import atomic_output, make_output_dir
+
+# Bump when the way a recipe turns into a trace changes, so old cache entries are not reused.
+_CACHE_FORMAT = 1
+
+# How a subprocess runs the simsched CLI without relying on the console script being on PATH.
+SIMSCHED_CMD = [
+    sys.executable,
+    "-c",
+    "import sys; from simsched.cli import main; sys.argv[0] = 'simsched'; main(sys.argv[1:])",
+]
+
+
+def recipe_key(workload: dict[str, Any]) -> str:
+    """Cache key of a generator or capture recipe.
+
+    A hash of the recipe and of the code that turns it into a trace (the generators, the
+    trace writer and the capture backends, :func:`simsched.identity.source_identity`), so an
+    edited generator never returns a trace it made before.
+    """
+    from simsched.identity import source_identity
+
+    body = {k: v for k, v in workload.items() if k != "label"}
+    code = source_identity(TRACE_MAKING_PACKAGES)
+    return content_hash({"recipe": body, "code": code, "fmt": _CACHE_FORMAT})
+
+
+#: Sub-packages whose source decides the trace a recipe makes.
+TRACE_MAKING_PACKAGES = ("workloads", "trace", "capture")
+
+
+def cached_trace_path(workload: dict[str, Any], cache_dir: str | Path) -> Path:
+    """Where the trace of a generator or capture recipe lives in ``cache_dir``."""
+    stem = workload.get("generator") or "capture"
+    return Path(cache_dir) / f"{stem}-{recipe_key(workload)}.sst"
+
+
+def _command(argv: list[str], workdir: Path) -> list[str]:
+    argv = [a.replace("{workdir}", str(workdir)) for a in argv]
+    if argv and argv[0] == "simsched":
+        return SIMSCHED_CMD + argv[1:]
+    return argv
+
+
+def _capture(workload: dict[str, Any], out: Path, spec_dir: Path) -> None:
+    recipe = workload["recipe"]
+    with tempfile.TemporaryDirectory(prefix="simsched-capture-") as tmp:
+        workdir = Path(tmp)
+        steps = []
+        if recipe.get("build"):
+            steps.append(_command(recipe["build"], workdir))
+        steps.append(
+            SIMSCHED_CMD
+            + ["capture", "--backend", recipe["backend"], "-o", str(out), "--"]
+            + _command(recipe["program"], workdir)
+        )
+        for argv in steps:
+            proc = subprocess.run(argv, cwd=spec_dir, capture_output=True, text=True)
+            if proc.returncode != 0:
+                shown = shlex.join(argv[3:] if argv[:3] == SIMSCHED_CMD else argv)
+                last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
+                raise CaptureError(f"capture recipe: `{shown}` exited {proc.returncode}: {last[0]}")
+
+
+#: How a generator recipe becomes a trace: ``generate(name, out, **params)``.
+Generate = Callable[..., Any]
+
+
+def ensure_trace(
+    workload: dict[str, Any],
+    cache_dir: str | Path,
+    spec_dir: str | Path,
+    *,
+    generate: Generate,
+) -> Path:
+    """Return the trace file of a workload recipe, making and caching it if needed.
+
+    Parameters
+    ----------
+    workload
+        A point's workload: ``{"kind": "trace", "path"}``, ``{"kind": "generator",
+        "generator", "params"}`` or ``{"kind": "capture", "recipe", "source_digests"}``.
+    cache_dir
+        Folder for generated and captured traces (created if missing).
+    spec_dir
+        Folder relative paths in the recipe are relative to.
+    generate
+        Runs a generator recipe: ``generate(name, out, **params)``
+        (:func:`simsched.workloads.generate`).
+
+    Returns
+    -------
+    Path
+        An existing trace file.
+
+    Raises
+    ------
+    ConfigError
+        A trace path does not exist, or the recipe kind is unknown.
+    CaptureError
+        A capture or build command failed.
+    """
+    kind = workload.get("kind")
+    spec_dir = Path(spec_dir)
+    if kind == "trace":
+        path = Path(workload["path"])
+        path = path if path.is_absolute() else spec_dir / path
+        if not path.is_file():
+            raise ConfigError(
+                f"workload {workload.get('label', path)}: trace {path} does not exist"
+            )
+        return path
+    if kind not in ("generator", "capture"):
+        raise ConfigError(f"workload {workload.get('label')}: unknown kind {kind!r}")
+    target = cached_trace_path(workload, cache_dir)
+    if target.is_file():
+        return target
+    make_output_dir(target.parent)
+    with open(target.with_suffix(".lock"), "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if target.is_file():  # made by another worker while we waited
+                return target
+            with atomic_output(target) as tmp:
+                if kind == "generator":
+                    generate(workload["generator"], tmp, **workload["params"])
+                else:
+                    _capture(workload, tmp, spec_dir)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return target

@@ -1,0 +1,82 @@
+"""Progress reports: plain periodic lines when stderr is not a terminal (issue 25, item 4)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from simsched.cli import main
+from simsched.progress import Progress
+from simsched.workloads import generate
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_lines_on_a_non_terminal_with_percentages_or_counts():
+    out = io.StringIO()
+    with Progress("scanning", unit="references", stream=out, interval=0) as p:
+        p(5, 20)
+        p(20, 20)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("scanning: 25.0 % (")
+    assert lines[-1].startswith("scanning: done, 100.0 % (")
+    out = io.StringIO()
+    with Progress("generating", unit="references", stream=out, interval=0) as p:
+        p(1234, None)
+        p(5678, 0)  # 0: total unknown
+    assert out.getvalue().splitlines() == [
+        "generating: 1,234 references (0 s)",
+        "generating: 5,678 references (0 s)",
+        "generating: done, 5,678 references (0 s)",
+    ]
+
+
+def test_lines_are_at_most_one_per_interval_and_a_failed_step_has_no_done_line():
+    out = io.StringIO()
+    with pytest.raises(RuntimeError), Progress("x", stream=out, interval=3600) as p:
+        for i in range(100):
+            p(i, 100)
+        raise RuntimeError
+    assert out.getvalue() == ""
+
+
+def test_a_terminal_gets_a_bar_that_leaves_no_lines():
+    out = _Tty()
+    with Progress("x", stream=out, interval=0) as p:
+        p(1, 2)
+    assert "x: done" not in out.getvalue()
+
+
+def _stderr_of(capsys, *args: str) -> str:
+    with pytest.raises(SystemExit) as info:
+        main([*args])
+    assert info.value.code in (0, None)
+    return capsys.readouterr().err
+
+
+def test_progress_flag_is_honoured_when_stderr_is_not_a_terminal(tmp_path, capsys):
+    # Under pytest stderr is captured, not a terminal: the case of a redirected run.
+    sst = tmp_path / "fib.sst"
+    err = _stderr_of(capsys, "trace", "gen", "fib", "-p", "n=10", "-o", str(sst), "--progress")
+    assert "generating fib: done, " in err and " references (" in err
+    err = _stderr_of(capsys, "trace", "info", str(sst), "--progress")
+    assert "fib.sst: footprint: done, 100.0 %" in err
+    err = _stderr_of(capsys, "run", "-t", str(sst), "-m", "itrs-scaling-2", "--progress")
+    assert "simulating ws on itrs-scaling-2: done, " in err
+    # Without the flag, a non-terminal gets no progress at all.
+    assert "done" not in _stderr_of(capsys, "trace", "info", str(sst))
+
+
+def test_generate_and_summary_report_through_their_callbacks(tmp_path):
+    from simsched.trace import summary
+
+    seen: list[tuple[int, int | None]] = []
+    h = generate("fib", tmp_path / "f.sst", n=12, progress=lambda d, t: seen.append((d, t)))
+    assert seen and seen[-1][0] <= h.n_refs and all(t is None for _, t in seen)
+    seen.clear()
+    summary(tmp_path / "f.sst", progress=lambda d, t: seen.append((d, t)))
+    assert seen[-1] == (h.n_refs, h.n_refs)
