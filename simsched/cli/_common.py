@@ -29,6 +29,13 @@ class _Console(Console):
         raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
 
+#: Options shared by the commands that take one machine (``memsim``, ``calibrate``).
+MachineOpt = Annotated[str, typer.Option("--machine", "-m", help="preset name or YAML file")]
+MachineSetOpt = Annotated[
+    list[str] | None, typer.Option("--set", help="override a machine field: key=value")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
+
 console = _Console(markup=False, highlight=False, soft_wrap=True)
 err_console = _Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
 

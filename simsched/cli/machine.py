@@ -89,12 +89,16 @@ def show(
     import yaml
 
     from simsched.machine import load_machine
+    from simsched.machine.topology import routes
 
     m = load_machine(machine, parse_kv(set_, "--set"))
-    d = m.model_dump(mode="json")
+    d = m.as_dict()
     d["coherence"] = m.coherent
+    r = routes(m)
     if json_:
         d["cores"] = m.cores
+        if r is not None:
+            d["hops"] = r.hops
         for c, cd in zip(m.caches, d["caches"], strict=True):
             cd["sets"] = c.sets
         print_json(d)
@@ -102,6 +106,10 @@ def show(
     sets = ", ".join(f"{c.name} {c.sets} sets" for c in m.caches)
     # Plain print: a console would wrap long lines and break the YAML.
     print(f"# {m.name}: {m.cores} cores ({m.sockets} × {m.cores_per_socket}); {sets}")
+    if r is not None:
+        print("# hops between sockets (row: from, column: to):")
+        for row in r.hops:
+            print("#   " + " ".join(str(h) for h in row))
     print(yaml.safe_dump(d, sort_keys=False, width=10_000, allow_unicode=True), end="")
 
 

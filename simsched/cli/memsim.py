@@ -12,11 +12,19 @@ from typing import Annotated
 import typer
 from rich.table import Column, Table
 
-from simsched.cli._common import console, parse_kv, print_json, print_table
+from simsched.cli._common import (
+    JsonOpt,
+    MachineOpt,
+    MachineSetOpt,
+    console,
+    parse_kv,
+    print_json,
+    print_table,
+)
 
 
 def memsim(
-    machine: Annotated[str, typer.Option("--machine", "-m", help="preset name or YAML file")],
+    machine: MachineOpt,
     trace: Annotated[Path, typer.Option("--trace", "-t", help="trace file (.sst)")],
     core_of_strand: Annotated[
         str,
@@ -25,10 +33,8 @@ def memsim(
             help="0: every strand on core 0; rr: strand s on core s mod cores",
         ),
     ] = "0",
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="override a machine field: key=value")
-    ] = None,
-    json_: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    set_: MachineSetOpt = None,
+    json_: JsonOpt = False,
 ) -> None:
     """Replay TRACE's references in serial order and print per-level cache statistics."""
     from simsched.machine import load_machine

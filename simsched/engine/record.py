@@ -36,6 +36,7 @@ NESTED_FIELDS = frozenset(
         "trace_args",
         "dram_by_node",
         "dram_by_socket",
+        "link_traffic",
         "scheduler_counters",
         "workload_params",
         "machine_overrides",
@@ -99,6 +100,20 @@ def memory_fields(mem_stats: dict, makespan: int, instructions: int) -> dict[str
     out["dram_by_node"] = dumps(
         [{k: int(nd[k]) for k in ("local", "remote", "writebacks", "busy_cycles")} for nd in nodes]
     )
+    if "links" in mem_stats:
+        # Only machines with socket links have the field: records without stay as they were.
+        out["link_traffic"] = dumps(
+            [
+                {
+                    "from": ln["from"],
+                    "to": ln["to"],
+                    "lines": ln["lines"],
+                    "utilization": ln["busy_cycles"] / makespan if makespan else 0.0,
+                    "queue_delay": ln["queue_delay"],
+                }
+                for ln in mem_stats["links"]
+            ]
+        )
     sockets = mem_stats.get("sockets", [])
     out["dram_by_socket"] = dumps(
         [{"local": int(s["mem_local"]), "remote": int(s["mem_remote"])} for s in sockets]

@@ -592,7 +592,7 @@ def _machine_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
                     {
                         "source": m.name or m.file,
                         "overrides": overrides,
-                        "resolved": machine.model_dump(mode="json"),
+                        "resolved": machine.as_dict(),
                     },
                 )
             )

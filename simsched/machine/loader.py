@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +130,7 @@ def load_machine(
     if isinstance(spec, Machine):
         if not overrides:
             return spec
-        source, data = "machine", spec.model_dump(mode="json")
+        source, data = "machine", spec.as_dict()
     else:
         source, data = _raw_machine(spec)
     if overrides:
@@ -144,7 +143,7 @@ def load_machine(
 
 def machine_config(machine: Machine) -> dict[str, Any]:
     """The resolved machine as a plain dict (JSON-able)."""
-    return json.loads(machine.model_dump_json())
+    return machine.as_dict()
 
 
 def one_core_machine(machine: Machine) -> Machine:
@@ -153,6 +152,7 @@ def one_core_machine(machine: Machine) -> Machine:
     d["name"] = f"{machine.name}-1core"
     d["sockets"] = 1
     d["cores_per_socket"] = 1
+    d.pop("links", None)  # one socket: nothing to link
     d["costs"] = dict.fromkeys(d["costs"], 0)
     if str(d["memory"].get("placement", "")).startswith("node:"):
         d["memory"]["placement"] = "node:0"

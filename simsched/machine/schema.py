@@ -170,6 +170,19 @@ class Costs(_Strict):
     )
 
 
+class Link(_Strict):
+    """A point-to-point link between two sockets (HyperTransport, QPI), full duplex."""
+
+    a: StrictInt = Field(ge=0, description="socket at one end")
+    b: StrictInt = Field(ge=0, description="socket at the other end")
+    bandwidth: StrictFloat | StrictInt = Field(
+        gt=0, le=10_000, description="GB/s in each direction (needs clock_ghz)"
+    )
+    latency: Cycles = Field(
+        default=0, description="cycles a remote access pays for crossing this link"
+    )
+
+
 class Machine(_Strict):
     """A simulated multi-socket chip multiprocessor."""
 
@@ -192,8 +205,14 @@ class Machine(_Strict):
         description="core clock in GHz: converts milliseconds to cycles (quantum_ms)",
     )
 
+    links: tuple[Link, ...] | None = Field(
+        default=None,
+        description="socket-to-socket links; remote accesses take shortest routes over them",
+    )
+
     @model_validator(mode="after")
     def _check(self) -> Machine:
+        self._check_links()
         names = [c.name for c in self.caches]
         if len(set(names)) != len(names):
             raise ValueError(f"caches: level names {names} are not unique")
@@ -217,6 +236,46 @@ class Machine(_Strict):
                 f"{self.sockets} socket(s))"
             )
         return self
+
+    def _check_links(self) -> None:
+        if self.links is None:
+            return
+        if self.clock_ghz is None:
+            raise ValueError("links: need clock_ghz to turn link bandwidth into cycles per line")
+        seen: set[tuple[int, int]] = set()
+        adj: dict[int, set[int]] = {s: set() for s in range(self.sockets)}
+        for i, ln in enumerate(self.links):
+            for end in ("a", "b"):
+                if getattr(ln, end) >= self.sockets:
+                    raise ValueError(
+                        f"links.{i}.{end}: socket {getattr(ln, end)} does not exist (the "
+                        f"machine has {self.sockets} socket(s))"
+                    )
+            if ln.a == ln.b:
+                raise ValueError(f"links.{i}: joins socket {ln.a} to itself")
+            pair = (min(ln.a, ln.b), max(ln.a, ln.b))
+            if pair in seen:
+                raise ValueError(f"links.{i}: sockets {pair[0]} and {pair[1]} are linked twice")
+            seen.add(pair)
+            adj[ln.a].add(ln.b)
+            adj[ln.b].add(ln.a)
+        reached, todo = {0}, [0]
+        while todo:
+            for t in adj[todo.pop()]:
+                if t not in reached:
+                    reached.add(t)
+                    todo.append(t)
+        cut = sorted(set(range(self.sockets)) - reached)
+        if cut:
+            raise ValueError(f"links: socket {cut[0]} is unreachable from socket 0")
+
+    def as_dict(self) -> dict:
+        """The machine as JSON-able data; ``links`` only when given, so machines without
+        links dump (and hash, and record) exactly as before links existed."""
+        d = self.model_dump(mode="json")
+        if d["links"] is None:
+            del d["links"]
+        return d
 
     @property
     def cores(self) -> int:

@@ -40,6 +40,7 @@ from types import ModuleType
 
 from simsched.files import cache_dir, write_text_atomic
 from simsched.machine import Machine
+from simsched.machine.topology import routes
 from simsched.memory.window import driver_source
 from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
 
@@ -121,6 +122,10 @@ class Geometry:
     placement: int
     fixed_node: int
     coherent: bool
+    #: Directed socket links (0: none, remote accesses cost ``remote_latency`` only) and
+    #: the most links a route crosses (:mod:`simsched.machine.topology`).
+    links: int = 0
+    hops: int = 0
 
     @property
     def levels(self) -> int:
@@ -182,6 +187,22 @@ class Geometry:
         return self.levels + 7
 
     @property
+    def tim_routes(self) -> int:
+        """TIMING offset of the route table: ``hops`` directed links (or -1) per (from,
+        to) socket pair; then the routes' latencies, then each link's cycles per line."""
+        return self.levels + 3
+
+    @property
+    def tim_route_latency(self) -> int:
+        """TIMING offset of the routes' latencies, one per (from, to) socket pair."""
+        return self.tim_routes + self.sockets * self.sockets * self.hops
+
+    @property
+    def tim_link_interval(self) -> int:
+        """TIMING offset of the directed links' cycles per line."""
+        return self.tim_route_latency + self.sockets * self.sockets
+
+    @property
     def filter_bits(self) -> int:
         """log2 of the coherence filter's buckets; 0 = no filter (no coherence).
 
@@ -238,7 +259,11 @@ def geometry_of(machine: Machine) -> Geometry:
         code = PLACE_INTERLEAVE
     else:
         code = PLACE_FIXED
+    r = routes(machine)
+    links = 0 if r is None else len(r.interval)
     return Geometry(
+        links=links,
+        hops=max(max(row) for row in r.hops) if r is not None and links else 0,
         cores=machine.cores,
         cores_per_socket=machine.cores_per_socket,
         sockets=machine.sockets,
@@ -556,6 +581,29 @@ def _g_controller(g: Geometry, after_fetch: bool = False) -> list[str]:
     ]
 
 
+def _g_links(g: Geometry, src: str, dst: str, t: str) -> list[str]:
+    """Reserve, in order, the directed links from socket ``src`` to ``dst`` from time
+    ``t`` on, like controllers; ``tq`` = when the last one starts.  Link ``d``'s next
+    free time is ``CTRL[sockets + d]``; its statistics ``NS[sockets * NNS + 2 d]``
+    (transfers) and ``+ 1`` (queueing delay)."""
+    S, H = g.sockets, g.hops
+    return [
+        f"rb = ({src} * {S} + {dst}) * {H}",
+        f"tq = {t}",
+        f"for h in range({H}):",
+        f"    lk = TIM[{g.tim_routes} + rb + h]",
+        "    if lk < 0:",
+        "        break",
+        f"    s1 = CTRL[{S} + lk]",
+        "    if s1 < tq:",
+        "        s1 = tq",
+        f"    CTRL[{S} + lk] = s1 + TIM[{g.tim_link_interval} + lk]",
+        f"    NS[{S * NNS} + 2 * lk] += 1",
+        f"    NS[{S * NNS} + 2 * lk + 1] += s1 - tq",
+        "    tq = s1",
+    ]
+
+
 def _g_mem_fetch(g: Geometry) -> list[str]:
     """Fetch line a{L-1} from its node at time ``tl``; sets ``dl``."""
     return [
@@ -571,7 +619,16 @@ def _g_mem_fetch(g: Geometry) -> list[str]:
         "else:",
         "    " + _node_inc(g, NODE_REMOTE, "1"),
         "    " + _core_inc(CORE_MEM_REMOTE, "1"),
-        "    dl = RMLAT + wt",
+        *(
+            # The line travels from its node to the socket over the route's links.
+            [
+                *_ind(_g_links(g, "nd", "sock", "t0"), 1),
+                f"    dl = RMLAT + TIM[{g.tim_route_latency} + nd * {g.sockets} + sock] + wt"
+                " + (tq - t0)",
+            ]
+            if g.links
+            else ["    dl = RMLAT + wt"]
+        ),
     ]
 
 
@@ -582,6 +639,7 @@ def _g_mem_wb(g: Geometry, line: str, after_fetch: bool = False) -> list[str]:
         *_g_controller(g, after_fetch),
         _node_inc(g, NODE_WRITEBACKS, "1"),
         _node_inc(g, NODE_WB_QUEUE_DELAY, "t0 - tl"),
+        *(["if nd != sock:", *_ind(_g_links(g, "sock", "nd", "tl"), 1)] if g.links else []),
     ]
 
 
@@ -591,7 +649,7 @@ def _g_victim(g: Geometry, k: int, v: str, after_fetch: bool = False) -> list[st
     out += _ind(_f_add(g, k, f"ix{k}", f"{v} >> 1", -1), 1)
     if g.inclusive[k] and k > 0:
         out.append(f"    {v}d |= _binv{k}({_tlist(g, k)}, LS, FC, ix{k}, {v} >> 1)")
-    if k == g.levels - 1 and after_fetch and _local_node(g):
+    if k == g.levels - 1 and after_fetch and _local_node(g) and not g.links:
         # Branch-free write-back to the fixed node right after the fetch: whether a
         # victim is dirty is unpredictable, a mispredicted branch costs more than this.
         return [

@@ -49,6 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simsched.machine import Machine
+from simsched.machine.topology import link_name, routes
 from simsched.memory import _kernels as K
 from simsched.memory import window as W
 
@@ -67,6 +68,16 @@ def timing_of(machine: Machine) -> np.ndarray:
     vals[L + K.TIM_MEM] = m.latency
     vals[L + K.TIM_REMOTE] = m.remote_latency
     vals[L + K.TIM_SERVICE] = m.service_interval
+    r = routes(machine)
+    if r is not None and r.interval:
+        # Route table (directed links, -1 padded to the longest route), route latencies
+        # and link intervals: the layout of Geometry.tim_routes.
+        hops = max(max(row) for row in r.hops)
+        for row in r.path:
+            for p in row:
+                vals += p + [-1] * (hops - len(p))
+        vals += [x for row in r.latency for x in row]
+        vals += r.interval
     return np.array(vals, dtype=np.int64)
 
 
@@ -122,8 +133,9 @@ class MemorySystem:
             arrays.append(np.full(g.instances(k) * g.sets[k] * g.ways[k], -1, np.int64))
         arrays.append(np.zeros(g.levels * g.max_instances * K.NST, np.int64))
         arrays.append(np.zeros(g.cores * g.ncs, np.int64))
-        arrays.append(np.zeros(g.sockets * K.NNS, np.int64))
-        arrays.append(np.zeros(g.sockets, np.int64))
+        # Nodes, then two counters per directed link; controllers, then links.
+        arrays.append(np.zeros(g.sockets * K.NNS + 2 * g.links, np.int64))
+        arrays.append(np.zeros(g.sockets + g.links, np.int64))
         cap = _MIN_PT if g.placement == K.PLACE_FIRST_TOUCH else 1
         arrays.append(np.full(cap, -1, np.int64))
         # Coherence filter: per bucket, the sharer mask, then the lines held by each core
@@ -424,7 +436,7 @@ class MemorySystem:
         L = g.levels
         lv = self.state[g.st_lvl].reshape(L, g.max_instances, K.NST)
         cs = self.state[g.st_core].reshape(g.cores, g.ncs)
-        ns = self.state[g.st_node].reshape(g.sockets, K.NNS)
+        ns = self.state[g.st_node][: g.sockets * K.NNS].reshape(g.sockets, K.NNS)
         levels = []
         for k, c in enumerate(m.caches):
             ni = g.instances(k)
@@ -468,7 +480,7 @@ class MemorySystem:
             )
         lines = sum(n["local"] + n["remote"] + n["writebacks"] for n in nodes)
         pages = int(self.state[g.st_misc][K.MISC_PAGES]) if self._first_touch else 0
-        return {
+        out = {
             "levels": levels,
             "cores": cores,
             "sockets": sockets,
@@ -476,3 +488,21 @@ class MemorySystem:
             "offchip_bytes": lines * m.caches[-1].line,
             "pages_mapped": pages,
         }
+        if g.links:
+            out["links"] = self._link_stats()
+        return out
+
+    def _link_stats(self) -> list[dict]:
+        """Per directed link: its ends, lines carried, busy and queueing cycles."""
+        g = self.geometry
+        r = routes(self.machine)
+        assert r is not None
+        ls = self.state[g.st_node][g.sockets * K.NNS :].reshape(g.links, 2)
+        out = []
+        for d in range(g.links):
+            a, b = link_name(self.machine, d)
+            n, q = int(ls[d, 0]), int(ls[d, 1])
+            out.append(
+                {"from": a, "to": b, "lines": n, "busy_cycles": n * r.interval[d], "queue_delay": q}
+            )
+        return out

@@ -1,0 +1,57 @@
+"""``simsched calibrate``: microbenchmarks on a machine's memory model beside published
+figures (a thin layer over :func:`simsched.memory.calibrate.calibrate`)."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Column, Table
+
+from simsched.cli._common import (
+    JsonOpt,
+    MachineOpt,
+    MachineSetOpt,
+    parse_kv,
+    print_json,
+    print_table,
+)
+
+
+def calibrate(
+    machine: MachineOpt,
+    set_: MachineSetOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Measure latency and STREAM bandwidth on the model and print the published figures."""
+    from simsched.machine import load_machine
+    from simsched.memory.calibrate import calibrate as run_calibration
+
+    m = load_machine(machine, parse_kv(set_, "--set"))
+    res = run_calibration(m)
+    if json_:
+        print_json(res)
+        return
+    table = Table(
+        "metric",
+        Column("unit"),
+        Column("simulated", justify="right"),
+        Column("published", justify="right"),
+        Column("sim/pub", justify="right"),
+        "source",
+        caption=f"{res['machine']}: the memory model's microbenchmarks (docs/machine-model.md §10)",
+    )
+    for r in res["rows"]:
+        pub = r["published"]
+        table.add_row(
+            r["metric"],
+            r["unit"],
+            f"{r['simulated']:.2f}",
+            "—" if pub is None else f"{pub:.2f}",
+            "—" if pub is None else f"{r['simulated'] / pub:.2f}",
+            r["source"],
+        )
+    print_table(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``calibrate`` command to ``app``."""
+    app.command("calibrate")(calibrate)

@@ -1,0 +1,111 @@
+"""Socket links: validation, shortest routes and the hop matrix."""
+
+from __future__ import annotations
+
+import pytest
+
+from simsched.cli import main
+from simsched.errors import ConfigError
+from simsched.machine import load_machine
+from simsched.machine.topology import link_name, routes
+
+
+def four(links):
+    return {
+        "name": "four",
+        "sockets": 4,
+        "cores_per_socket": 1,
+        "clock_ghz": 2.0,
+        "caches": [
+            {"name": "L1", "scope": "core", "size": 1024, "assoc": 2, "line": 64, "hit_latency": 2}
+        ],
+        "memory": {"latency": 100, "service_interval": 10},
+        "links": links,
+    }
+
+
+CHAIN = [
+    {"a": 0, "b": 1, "bandwidth": 8, "latency": 20},
+    {"a": 1, "b": 2, "bandwidth": 8, "latency": 30},
+    {"a": 2, "b": 3, "bandwidth": 4.0, "latency": 40},
+]
+
+
+def test_chain_routes_by_hand():
+    r = routes(load_machine(four(CHAIN)))
+    assert r is not None
+    assert r.hops == [[0, 1, 2, 3], [1, 0, 1, 2], [2, 1, 0, 1], [3, 2, 1, 0]]
+    assert r.latency[0][3] == r.latency[3][0] == 90
+    assert r.path[0][3] == [0, 2, 4]  # a -> b directions
+    assert r.path[3][0] == [5, 3, 1]
+    # 64 B at 2 GHz: 8 GB/s = 16 cycles per line, 4 GB/s = 32.
+    assert r.interval == [16, 16, 16, 16, 32, 32]
+    m = load_machine(four(CHAIN))
+    assert link_name(m, 5) == (3, 2)
+
+
+def test_shortest_path_takes_the_diagonal():
+    ring = [{"a": i, "b": (i + 1) % 4, "bandwidth": 4} for i in range(4)]
+    r = routes(load_machine(four(ring)))
+    assert r is not None and r.hops[0][2] == 2
+    r = routes(load_machine(four([*ring, {"a": 0, "b": 2, "bandwidth": 4}])))
+    assert r is not None and r.hops[0][2] == 1 and r.hops[1][3] == 2
+
+
+def test_presets_wiring():
+    r = routes(load_machine("opteron-8380-4x4"))
+    assert r is not None and r.hops[0][3] == 2 and r.latency[0][3] == 200
+    r = routes(load_machine("xeon-x7560-4x8"))
+    assert r is not None and all(h <= 1 for row in r.hops for h in row)
+    assert r.interval == [11] * 12  # 64 B x 2.27 GHz / 12.8 GB/s = 11.35 cycles
+
+
+def test_no_links_no_routes():
+    m = load_machine("sunfire-x4600-8x4")
+    assert m.links is None and routes(m) is None
+    assert "links" not in m.as_dict()
+
+
+@pytest.mark.parametrize(
+    ("links", "needle"),
+    [
+        (
+            [{"a": 0, "b": 1, "bandwidth": 4}, {"a": 2, "b": 3, "bandwidth": 4}],
+            "links: socket 2 is unreachable from socket 0",
+        ),
+        ([*CHAIN[:2], {"a": 2, "b": 3, "bandwidth": 0}], "links.2.bandwidth"),
+        ([*CHAIN, {"a": 3, "b": 4, "bandwidth": 4}], "links.3.b: socket 4 does not exist"),
+        ([*CHAIN, {"a": 1, "b": 1, "bandwidth": 4}], "links.3: joins socket 1 to itself"),
+        ([*CHAIN, {"a": 1, "b": 0, "bandwidth": 4}], "links.3: sockets 0 and 1 are linked twice"),
+        ([{**CHAIN[0], "speed": 3}, *CHAIN[1:]], "links.0.speed"),
+    ],
+)
+def test_bad_links_name_the_field(links, needle):
+    with pytest.raises(ConfigError) as info:
+        load_machine(four(links))
+    msg = str(info.value)
+    assert needle in msg and "\n" not in msg
+
+
+def test_links_need_a_clock():
+    d = four(CHAIN)
+    del d["clock_ghz"]
+    with pytest.raises(ConfigError, match="links: need clock_ghz"):
+        load_machine(d)
+
+
+def test_machine_show_prints_hops(tmp_path, capsys):
+    import yaml
+
+    p = tmp_path / "m.yaml"
+    p.write_text(yaml.safe_dump(four(CHAIN)))
+    with pytest.raises(SystemExit) as info:
+        main(["machine", "show", str(p)])
+    assert info.value.code in (0, None)
+    out = capsys.readouterr().out
+    assert "#   0 1 2 3\n#   1 0 1 2\n" in out
+    with pytest.raises(SystemExit):
+        main(["machine", "show", str(p), "--json"])
+    import json
+
+    assert json.loads(capsys.readouterr().out)["hops"][0] == [0, 1, 2, 3]

@@ -1,0 +1,104 @@
+"""``simsched calibrate``: hand-worked figures on small machines, and the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simsched.cli import main
+from simsched.machine import load_machine
+from simsched.memory.calibrate import _bandwidth, calibrate
+
+
+def small(**memory) -> object:
+    """Two sockets x 4 cores, one 1 KB L1 (hit 2 cycles), 1 GHz."""
+    return load_machine(
+        {
+            "name": "small-2x4",
+            "sockets": 2,
+            "cores_per_socket": 4,
+            "clock_ghz": 1.0,
+            "caches": [
+                {
+                    "name": "L1",
+                    "scope": "core",
+                    "size": 1024,
+                    "assoc": 2,
+                    "line": 64,
+                    "hit_latency": 2,
+                },
+            ],
+            "memory": {"latency": 100, "remote_latency": 60, "service_interval": 10, **memory},
+        }
+    )
+
+
+def rows(res: dict) -> dict[str, dict]:
+    return {r["metric"]: r for r in res["rows"]}
+
+
+def test_pointer_chase_is_the_memory_latency():
+    r = rows(calibrate(small()))
+    # Every line is a compulsory miss: latency, plus the remote penalty on node 1.
+    assert r["latency_local_ns"]["simulated"] == 100.0
+    assert r["latency_remote_ns"]["simulated"] == 160.0
+
+
+def test_one_core_triad_by_hand():
+    # Per 8 elements (192 STREAM bytes): three line misses of 100 cycles and nine 16-byte
+    # hits of 2 cycles; write-backs occupy the idle controller without delaying the core.
+    bw = _bandwidth(small(), "triad", [0], None)
+    assert bw == pytest.approx(192 / (3 * 100 + 9 * 2))
+
+
+def test_saturated_controller_bounds_a_socket():
+    # Four cores on one node whose controller takes 200 cycles per line: every 4 line
+    # transfers (3 fetches, 1 write-back) carry 192 STREAM bytes, so at most 48 B / 200 cyc.
+    m = small(service_interval=200)
+    bw = _bandwidth(m, "triad", [0, 1, 2, 3], None)
+    assert bw == pytest.approx(48 / 200, rel=0.05)
+    # Two sockets have two controllers.
+    assert _bandwidth(m, "triad", list(range(8)), None) == pytest.approx(2 * bw, rel=0.02)
+
+
+def test_remote_read_pays_the_remote_latency():
+    m = small()
+    local = _bandwidth(m, "read", [0], None)
+    remote = _bandwidth(m, "read", [0], 1)
+    # Per line: 8 bytes x 8 elements over one miss and three 16-byte hits.
+    assert local == pytest.approx(64 / (100 + 3 * 2))
+    assert remote == pytest.approx(64 / (160 + 3 * 2))
+
+
+def test_deterministic():
+    assert calibrate(small()) == calibrate(small())
+
+
+def test_cli_json_rows_have_sources(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["calibrate", "--machine", "opteron-8380-4x4", "--json"])
+    assert info.value.code in (0, None)
+    res = json.loads(capsys.readouterr().out)
+    assert res["machine"] == "opteron-8380-4x4"
+    r = rows(res)
+    for metric in (
+        "latency_local_ns",
+        "latency_remote_ns",
+        "bandwidth_core_GBps",
+        "bandwidth_socket_GBps",
+        "bandwidth_machine_GBps",
+    ):
+        assert set(r[metric]) == {"metric", "unit", "simulated", "published", "source"}
+        assert r[metric]["source"]
+    assert r["bandwidth_socket_GBps"]["published"] == 12.8
+    # The model's local latency is the preset's 200 cycles at 2.5 GHz.
+    assert r["latency_local_ns"]["simulated"] == 80.0
+
+
+def test_cli_machine_without_clock(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["calibrate", "--machine", "itrs-scaling-4"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "clock_ghz" in err

@@ -1,0 +1,101 @@
+"""Remote transfers over socket links: hand-worked latencies, queueing and statistics."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simsched.machine import load_machine
+from simsched.memory.system import MemorySystem
+
+
+def chain(**memory):
+    """Four one-core sockets in a chain 0-1-2-3; 1 GHz, 2 GB/s links = 32 cycles/line."""
+    return load_machine(
+        {
+            "name": "chain",
+            "sockets": 4,
+            "cores_per_socket": 1,
+            "clock_ghz": 1.0,
+            "caches": [
+                {
+                    "name": "L1",
+                    "scope": "core",
+                    "size": 128,
+                    "assoc": 2,
+                    "line": 64,
+                    "hit_latency": 2,
+                }
+            ],
+            "memory": {
+                "latency": 100,
+                "remote_latency": 10,
+                "service_interval": 10,
+                "placement": "node:3",
+                **memory,
+            },
+            "links": [{"a": i, "b": i + 1, "bandwidth": 2.0, "latency": 20} for i in range(3)],
+        }
+    )
+
+
+def test_remote_latency_adds_the_route():
+    ms = MemorySystem(chain())
+    lat = ms.access_batch(0, np.array([0, 4096], np.int64), 8, False, 0)
+    # latency + remote_latency + three links of 20; the second fetch finds them free.
+    assert lat.tolist() == [170, 170]
+    links = ms.stats()["links"]
+    back = {(ln["from"], ln["to"]): ln for ln in links}
+    assert [back[(3, 2)]["lines"], back[(2, 1)]["lines"], back[(1, 0)]["lines"]] == [2, 2, 2]
+    assert back[(0, 1)]["lines"] == 0
+    assert back[(3, 2)]["busy_cycles"] == 64
+    # The socket of the node: no link at all.
+    ms = MemorySystem(chain())
+    assert ms.access_batch(3, np.array([0], np.int64), 8, False, 0).tolist() == [100]
+    assert sum(ln["lines"] for ln in ms.stats()["links"]) == 0
+
+
+def test_two_fetches_queue_on_a_shared_link():
+    ms = MemorySystem(chain())
+    a = ms.access(0, 0, 8, False, 0)  # controller 0-10, links 3->2, 2->1, 1->0 busy 0-32
+    b = ms.access(1, 4096, 8, False, 0)  # controller waits to 10, link 3->2 to 32
+    assert a == 170
+    # 100 + 10 + two links of 20 + controller wait 10 + link wait 22.
+    assert b == 182
+    back = {(ln["from"], ln["to"]): ln for ln in ms.stats()["links"]}
+    assert back[(3, 2)]["queue_delay"] == 22 and back[(2, 1)]["queue_delay"] == 0
+
+
+def test_writebacks_cross_the_links_towards_the_node():
+    ms = MemorySystem(chain())
+    # Two ways of one set: the third written line evicts the first, dirty.
+    ms.access_batch(0, np.array([0, 64, 128], np.int64), 8, True, 0)
+    st = ms.stats()
+    assert st["nodes"][3]["writebacks"] == 1
+    fwd = {(ln["from"], ln["to"]): ln["lines"] for ln in st["links"]}
+    assert fwd[(0, 1)] == fwd[(1, 2)] == fwd[(2, 3)] == 1
+
+
+def test_without_links_nothing_changes():
+    d = chain().as_dict()
+    del d["links"]
+    ms = MemorySystem(load_machine(d))
+    assert ms.access_batch(0, np.array([0], np.int64), 8, False, 0).tolist() == [110]
+    assert "links" not in ms.stats()
+
+
+def test_record_has_link_traffic_only_with_links():
+    import json
+
+    from simsched.engine.record import memory_fields
+
+    ms = MemorySystem(chain())
+    ms.access_batch(0, np.array([0], np.int64), 8, False, 0)
+    rec = memory_fields(ms.stats(), makespan=170, instructions=1)
+    traffic = {(x["from"], x["to"]): x for x in json.loads(rec["link_traffic"])}
+    assert traffic[(3, 2)]["lines"] == 1
+    assert traffic[(3, 2)]["utilization"] == 32 / 170
+    d = chain().as_dict()
+    del d["links"]
+    ms = MemorySystem(load_machine(d))
+    ms.access_batch(0, np.array([0], np.int64), 8, False, 0)
+    assert "link_traffic" not in memory_fields(ms.stats(), makespan=110, instructions=1)
