@@ -25,8 +25,9 @@ identifier statement.  Byte offsets do not move, so each construct is rewritten 
 its syntax node: a spawn's operand must be a call and its context one of the three
 accepted forms, a ``cilk_for``'s header must have the canonical shape, and so on.
 Anything the markers cannot express (reducers, a spawn of a non-call, a spawn inside
-an expression, ``break``/``return`` in a ``cilk_for`` body) is a one-line
-:class:`~simsched.errors.CaptureError` naming ``file:line:column`` and the construct.
+an expression, ``break``/``return`` in a ``cilk_for`` body, ``setjmp``/``longjmp`` in a
+Cilk function) is a one-line :class:`~simsched.errors.CaptureError` naming
+``file:line:column`` and the construct.
 
 **The mapping** (see ``docs/capture.md``):
 
@@ -338,6 +339,7 @@ class _Rewriter:
             self._implicit_syncs(fn, offsets)
         for fn in self.cilk_fns.values():
             self._own_frame(fn)
+            self._nonlocal_jumps(fn)
         if self.problems:
             raise CaptureError(min(self.problems)[1])
         return self._apply()
@@ -598,11 +600,7 @@ class _Rewriter:
 
         ``main`` is left alone: its frame is the trace's root frame.
         """
-        decl: Node | None = self.field(fn, "declarator")
-        while decl is not None and decl.type != "function_declarator":
-            decl = decl.child_by_field_name("declarator")
-        inner = None if decl is None else decl.child_by_field_name("declarator")
-        if inner is not None and self.text(inner) == b"main":
+        if self._name(fn) == b"main":
             return
         body = self.field(fn, "body")
         self.insert(
@@ -611,6 +609,43 @@ class _Rewriter:
             b" = __ss_cilk_enter();",
             order=1 << 40,
         )
+
+    def _name(self, fn: Node) -> bytes | None:
+        """A function definition's name (None for a declarator the grammar hides it in)."""
+        decl: Node | None = self.field(fn, "declarator")
+        while decl is not None and decl.type != "function_declarator":
+            decl = decl.child_by_field_name("declarator")
+        inner = None if decl is None else decl.child_by_field_name("declarator")
+        return None if inner is None else self.text(inner)
+
+    def _nonlocal_jumps(self, fn: Node) -> None:
+        """Reject ``setjmp``/``longjmp`` in a Cilk function.
+
+        A ``longjmp`` skips the CALL_END and SPAWN_END markers of the frames it leaves (a
+        ``cleanup`` handler does not run), and a ``setjmp`` in a Cilk function is the
+        landing place of a jump out of its spawned calls: either way the marker stream
+        no longer describes the frames that ran.  Jumps from plain functions are found
+        at import, from the unbalanced markers (:mod:`simsched.trace.raw`).
+        """
+        stack = [self.field(fn, "body")]
+        while stack:
+            n = stack.pop()
+            stack.extend(n.named_children)
+            if n.type != "call_expression":
+                continue
+            callee = self.field(n, "function")
+            construct = _NONLOCAL.get(self.text(callee))
+            if construct is None:
+                continue
+            name = (self._name(fn) or b"?").decode()
+            self.fail(
+                callee.start_byte,
+                construct,
+                f"a non-local jump in the Cilk function {name}() skips the ends of the "
+                "frames it leaves, so the DAG cannot be captured (use return values or "
+                "flags instead)",
+                construct.encode(),
+            )
 
     def _is_sync(self, stmt: Node) -> bool:
         return (
@@ -658,6 +693,18 @@ class _Rewriter:
             parts.append(_flat(self.text(c)))
         stars = _flat(self.src[top.start_byte : decl.start_byte]).strip()
         return b" ".join(parts) + (b" " + stars if stars else b"")
+
+
+# setjmp/longjmp and their spellings after glibc's macros (the rewriter sees the
+# preprocessed unit), named as the program writes them
+_NONLOCAL = {
+    **dict.fromkeys((b"setjmp", b"_setjmp", b"__setjmp", b"sigsetjmp", b"__sigsetjmp"), "setjmp"),
+    **dict.fromkeys(
+        (b"longjmp", b"_longjmp", b"siglongjmp", b"__longjmp_chk", b"____longjmp_chk"), "longjmp"
+    ),
+    b"__builtin_setjmp": "__builtin_setjmp",
+    b"__builtin_longjmp": "__builtin_longjmp",
+}
 
 
 def rewrite(source: bytes, name: str, options: CilkOptions | None = None) -> bytes:

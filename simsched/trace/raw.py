@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import zstandard
 
-from simsched.errors import SimschedError, TraceFormatError
+from simsched.errors import SimschedError, TraceBuildError, TraceFormatError
 from simsched.trace import _raw_kernels as _rk
 from simsched.trace import format as fmt
 from simsched.trace.builder import TraceBuilder
@@ -423,6 +423,27 @@ def _expand(
         ranges.add(b, int(lo), int(hi))
 
 
+#: what an unbalanced frame in a marker stream most likely means, for its error message
+NONLOCAL_EXIT = (
+    ": a non-local exit left a Cilk frame without running its end (longjmp out of a "
+    "spawned call or a Cilk function, or exit() inside one); simsched cannot capture "
+    "such a DAG (docs/capture.md, capturing Cilk programs)"
+)
+
+
+def _frame_end(b: TraceBuilder, end: Callable[[], None], name: str, pos: int) -> None:
+    """Close a frame at a SPAWN_END or CALL_END marker; a mismatch names the likely cause.
+
+    A frame whose end markers were skipped (a ``longjmp`` over them) surfaces as the
+    next end marker closing the wrong kind of frame.
+    """
+    try:
+        end()
+    except TraceBuildError as exc:
+        why = str(exc).removeprefix(f"{b.path}: ")
+        raise TraceFormatError(f"{name}: record {pos}: {why}{NONLOCAL_EXIT}") from None
+
+
 def _stack(b: TraceBuilder, r: np.void, name: str, pos: int) -> None:
     """Record the stack region a STACK marker names (one per stream, or repeated alike)."""
     lo, size = int(r["a"]), int(r["b"])
@@ -534,7 +555,7 @@ def import_raw(
                         b.spawn()
                         guard.spawn(b, int(r["b"]))
                     elif m == M_SPAWN_END:
-                        b.ret()
+                        _frame_end(b, b.ret, program or name, pos)
                         guard.spawn_end()
                     elif m == M_SYNC:
                         b.sync()
@@ -542,7 +563,7 @@ def import_raw(
                         b.call()
                         guard.call(1)
                     elif m == M_CALL_END:
-                        b.call_ret()
+                        _frame_end(b, b.call_ret, program or name, pos)
                         guard.call(-1)
                     elif m == M_STACK:
                         _stack(b, r, name, pos)
@@ -579,13 +600,13 @@ def import_raw(
                 "capture was cut short)"
             )
         if b.depth != 1 or b.open_calls:
-            if b.open_calls:
-                raise TraceFormatError(
-                    f"{name}: {b.open_calls} Cilk call(s) without a matching CALL_END at the "
-                    "end (a longjmp or exit out of a Cilk function?)"
-                )
+            what = (
+                f"{b.open_calls} Cilk call(s) without a matching CALL_END"
+                if b.open_calls
+                else f"{b.depth - 1} spawn(s) without a matching SPAWN_END"
+            )
             raise TraceFormatError(
-                f"{name}: {b.depth - 1} spawn(s) without a matching SPAWN_END at the end"
+                f"{program or name}: {what} at the end of the run{NONLOCAL_EXIT}"
             )
         msg = guard.message(program or name)
         if msg is not None and warn is not None:

@@ -8,10 +8,13 @@ the same frames, parents, levels and branching degrees.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from simsched.capture import capture, compile_program
+from simsched.errors import CaptureError, TraceFormatError
 from simsched.trace import open_trace, validate
 from simsched.trace.format import EDGE_JOIN
 
@@ -91,3 +94,46 @@ def test_iterations_none_drops_the_marks(cache, bindir, tmp_path):
     with open_trace(marked.out) as a, open_trace(none.out) as b:
         assert int(a.frames.iteration.max()) == 2
         assert int(b.frames.iteration.max()) == -1
+
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _build_data(bindir, source: str, *flags: str):
+    exe = bindir / (source.removesuffix(".c") + "".join(flags))
+    if not exe.exists():
+        assert compile_program(["-O1", *flags, str(DATA / source), "-o", str(exe)]) == 0
+    return exe
+
+
+def test_recursion_through_a_function_pointer_gives_the_direct_frame_tree(cache, bindir, tmp_path):
+    # the frame is opened by the callee's own body, so a call or spawn through a pointer
+    # opens it as a call by name does
+    direct = capture(str(_build_data(bindir, "fnptr_fib.c", "-DDIRECT")), ["10"], tmp_path / "d")
+    ptr = capture(str(_build_data(bindir, "fnptr_fib.c")), ["10"], tmp_path / "p")
+    assert ptr.warnings == direct.warnings
+    with open_trace(direct.out) as td, open_trace(ptr.out) as tp:
+        assert td.header.n_frames == tp.header.n_frames == 178  # fib(10): 177 calls with n >= 2
+        for col in ("parent", "level", "branching", "spawn_index"):
+            np.testing.assert_array_equal(getattr(td.frames, col), getattr(tp.frames, col))
+        assert td.header.n_strands == tp.header.n_strands
+
+
+def test_setjmp_in_a_cilk_function_is_refused_at_compile_time(bindir):
+    with pytest.raises(CaptureError) as e:
+        _build_data(bindir, "longjmp_spawned.c", "-DIN_CILK")
+    msg = str(e.value)
+    assert msg.startswith(f"{DATA / 'longjmp_spawned.c'}:15:9: setjmp: a non-local jump in ")
+    assert "the Cilk function work()" in msg and "\n" not in msg
+
+
+def test_longjmp_out_of_a_spawned_call_is_a_one_line_capture_error(cache, bindir, tmp_path):
+    # leaf() is no Cilk function, so the rewriter lets it be; its longjmp to main leaves
+    # work()'s frame and a spawn open, which the import reports, naming the program
+    exe = _build_data(bindir, "longjmp_spawned.c")
+    with pytest.raises(TraceFormatError) as e:
+        capture(str(exe), [], tmp_path / "j.sst")
+    msg = str(e.value)
+    assert msg.startswith(f"{exe.name}: 1 Cilk call(s) without a matching CALL_END at the end")
+    assert "longjmp out of a spawned call" in msg and "\n" not in msg
+    assert not (tmp_path / "j.sst").exists()

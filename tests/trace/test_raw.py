@@ -180,8 +180,14 @@ def test_roi_markers_filter(tmp_path):
         ([rec(R.REC_REF, 1, 0, 8)], "bad header"),
         ([header(), rec(R.REC_REF, 1, 0, 8)], "without an END marker"),
         ([header(), rec(R.REC_MARKER, c=R.M_SPAWN_END), rec(R.REC_MARKER, c=R.M_END)], "record 1"),
-        ([header(), rec(R.REC_MARKER, c=R.M_SPAWN), rec(R.REC_MARKER, c=R.M_END)], "SPAWN_END"),
-        ([header(), rec(R.REC_MARKER, c=R.M_CALL), rec(R.REC_MARKER, c=R.M_END)], "CALL_END"),
+        (
+            [header(), rec(R.REC_MARKER, c=R.M_SPAWN), rec(R.REC_MARKER, c=R.M_END)],
+            "SPAWN_END at the end of the run: a non-local exit",
+        ),
+        (
+            [header(), rec(R.REC_MARKER, c=R.M_CALL), rec(R.REC_MARKER, c=R.M_END)],
+            "CALL_END at .* \\(longjmp out of a spawned call",
+        ),
         (
             [header(), rec(R.REC_MARKER, c=R.M_CALL_END), rec(R.REC_MARKER, c=R.M_END)],
             "record 1: .*without a matching call",
@@ -190,7 +196,7 @@ def test_roi_markers_filter(tmp_path):
             [header()]
             + [rec(R.REC_MARKER, c=m) for m in (R.M_SPAWN, R.M_CALL, R.M_CALL, R.M_SPAWN_END)]
             + [rec(R.REC_MARKER, c=R.M_END)],
-            "record 4: .*is open",
+            "record 4: .*is open: a non-local exit",
         ),
         ([header(), rec(9), rec(R.REC_MARKER, c=R.M_END)], "unknown record kind 9"),
         ([header(), rec(R.REC_MARKER, c=42), rec(R.REC_MARKER, c=R.M_END)], "unknown marker 42"),
