@@ -127,10 +127,14 @@ def test_setjmp_in_a_cilk_function_is_refused_at_compile_time(bindir):
     assert "the Cilk function work()" in msg and "\n" not in msg
 
 
-def test_longjmp_out_of_a_spawned_call_is_a_one_line_capture_error(cache, bindir, tmp_path):
+@pytest.mark.parametrize("source", ["longjmp_spawned.c", "exit_in_cilk.c"])
+def test_a_non_local_exit_from_a_cilk_frame_is_a_one_line_capture_error(
+    cache, bindir, tmp_path, source
+):
     # leaf() is no Cilk function, so the rewriter lets it be; its longjmp to main leaves
-    # work()'s frame and a spawn open, which the import reports, naming the program
-    exe = _build_data(bindir, "longjmp_spawned.c")
+    # work()'s frame and a spawn open (as exit() inside work() does), which the import
+    # reports, naming the program
+    exe = _build_data(bindir, source)
     with pytest.raises(TraceFormatError) as e:
         capture(str(exe), [], tmp_path / "j.sst")
     msg = str(e.value)
