@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
@@ -16,6 +17,12 @@ settings.register_profile(
     max_examples=int(os.environ.get("SIMSCHED_HYPOTHESIS_EXAMPLES", "60")),
 )
 settings.load_profile("simsched")
+
+# A test run started in the background of a non-interactive shell inherits SIGINT ignored,
+# and so would every simsched process the Ctrl-C tests start (an ignored signal stays
+# ignored across exec).  A user's terminal never does that: restore the default here.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def private_cache(root: Path) -> Path:

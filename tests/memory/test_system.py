@@ -291,7 +291,7 @@ def compare(ms: MemorySystem, orc: MemoryOracle, core, a, s, w, t, g) -> None:
 # first time, then loaded from the on-disk cache): few machines (derandomized, so the
 # same ones every run and their kernels stay cached), many streams on each.
 @settings(
-    max_examples=12,
+    max_examples=6,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
