@@ -123,7 +123,9 @@ def test_dask_cluster_survives_a_killed_worker(tmp_path):
             ln.split()[1] for ln in log.read_text().splitlines() if ln.startswith("end ")
         )
         ids = {p.id for p in loaded.points()}
-        assert set(ends) == ids and set(ends.values()) == {1}, ends
+        # A point the killed worker had finished but not yet reported is run again (its
+        # result died with the worker): at most one point, twice.
+        assert set(ends) == ids and sum(ends.values()) <= len(ids) + 1, ends
 
         dask_rows = load_results(loaded.out_dir)
         local = load_spec(spec, small=False, sets=[f"out={tmp_path / 'local'}"])
