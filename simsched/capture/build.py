@@ -31,6 +31,10 @@ from pathlib import Path
 from simsched.errors import CaptureError
 from simsched.files import cache_dir
 
+#: capture backends, in the order the docs present them (defined here, the lowest capture
+#: module, because both the compiler wrapper and the runner check a backend name)
+BACKENDS = ("gcc", "valgrind", "pin")
+
 ZSTD_INSTALL = "apt-get install -y libzstd-dev"
 GCC_INSTALL = "apt-get install -y gcc"
 VALGRIND_INSTALL = "apt-get install -y valgrind"

@@ -108,10 +108,8 @@ def parse_cc_options(args: Sequence[str]) -> tuple[CcOptions, list[str]]:
             rest.append(a)
         i += 1
     backend = found.get("backend", "gcc")
-    from simsched.capture.run import BACKENDS
-
-    if backend not in BACKENDS:
-        raise CaptureError(f"--backend {backend}: choose one of {', '.join(BACKENDS)}")
+    if backend not in build.BACKENDS:
+        raise CaptureError(f"--backend {backend}: choose one of {', '.join(build.BACKENDS)}")
     cilk = CilkOptions(
         grain=_positive("--cilk-for-grain", found["grain"]) if "grain" in found else None,
         workers=_positive("--cilk-workers", found.get("workers", "1")),

@@ -44,7 +44,7 @@ from simsched.trace.raw import ITERATION_MODES
 if TYPE_CHECKING:
     from simsched.trace import TraceHeader
 
-BACKENDS = ("gcc", "valgrind", "pin")
+BACKENDS = build.BACKENDS
 GCC_IDENT = b"simsched-gcc-runtime-v1"
 PIN_INSTALL = (
     "Pin is not packaged: download a Pin 3.x kit from Intel, unpack it and set PIN_ROOT "
