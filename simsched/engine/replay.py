@@ -276,6 +276,7 @@ class Replay:
         self.warm: list[tuple[Job, int, int] | None] = [None] * P
         self.joins = 0
         self.events = 0
+        self._cpu0 = 0.0
         self._stall = 0
         self._quiet = -1
         self.refs_total = sum(int(s.trace.header.n_refs) for s in jobs)
@@ -565,6 +566,7 @@ class Replay:
     def run(self) -> ReplayResult:
         """Replay every job to its end; returns the :class:`ReplayResult`."""
         t_wall = time.perf_counter()
+        self._cpu0 = time.thread_time()
         perf = time.perf_counter_ns
         heap = self._heap
         env = self.control.env
@@ -713,6 +715,8 @@ class Replay:
             "kernel_calls": self.driver.kernel_calls,
             "kernel_s": self.driver.kernel_ns / 1e9,
             "wall_s": wall,
+            # CPU time of the thread running the loop (the decoder thread is not in it)
+            "cpu_s": time.thread_time() - self._cpu0,
             "median_strand_ns": float(np.median(allc)) if allc.size else 0.0,
             "chunk_loads": self.driver.slots.loads,
             # Time the engine waited for chunks being decoded (in flight or not yet begun).
