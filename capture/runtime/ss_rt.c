@@ -461,6 +461,8 @@ static void ss_atfork_child(void)
  * simulated core a stack of its own.  Only locals whose address is taken
  * reach the stream: the compiler's spills, saved registers and return
  * addresses are not instrumented. */
+static uintptr_t ss_stack_hi = 0; /* one past the main stack's highest byte (0: unknown) */
+
 static void ss_put_stack(void)
 {
     pthread_attr_t attr;
@@ -470,6 +472,7 @@ static void ss_put_stack(void)
         return;
     if (pthread_attr_getstack(&attr, &lo, &size) == 0 && size > 0) {
         uintptr_t hi = (uintptr_t)lo + size;
+        ss_stack_hi = hi;
         if (size > 0xffffffffu) /* the record's b is 32 bits: keep the top */
             size = 0xffffffffu;
         ss_raw_rec *r = ss_slot();
@@ -548,9 +551,16 @@ SS_API __attribute__((noinline)) void simsched_marker(int kind, long arg)
     if (!ss_active)
         return;
     ss_emit_gap();
+    /* A SPAWN says how deep the stack is (the stack top less this frame's
+     * address), as the valgrind tool's does: it lets the import tell a spawned
+     * function's references to its ancestors' stack objects. */
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    uint32_t depth = 0;
+    if (kind == SS_M_SPAWN && ss_stack_hi > sp && ss_stack_hi - sp < 0xffffffffu)
+        depth = (uint32_t)(ss_stack_hi - sp);
     ss_raw_rec *r = ss_slot();
     r->a = (uint64_t)arg;
-    r->b = 0;
+    r->b = depth;
     r->c = (uint16_t)kind;
     r->kind = SS_REC_MARKER;
     r->flags = 0;

@@ -225,3 +225,23 @@ def test_valgrind_capture_names_the_stack_and_warns_of_a_shared_stack_object(cac
     assert compile_program(["-O0", str(src), "-o", str(fib)], backend="valgrind") == 0
     res = capture(str(fib), ["12"], tmp_path / "f.sst", backend="valgrind")
     assert res.header.stack is not None and res.warnings == []
+
+
+@needs_gcc
+def test_gcc_capture_warns_of_a_shared_stack_object(cache, tmp_path):
+    """The gcc runtime writes the stack depth into SPAWN markers too: spawned halves
+    filling main's local array through a pointer get the warning, fib none."""
+    src = Path(__file__).parent / "data" / "stack_shared.c"
+    prog = tmp_path / "stack_shared"
+    assert compile_program(["-O0", str(src), "-o", str(prog)]) == 0
+    res = capture(str(prog), [], tmp_path / "s.sst")
+    assert res.header.stack is not None
+    said = [w for w in res.warnings if "stack object of an enclosing frame" in w]
+    assert len(said) == 1 and said[0].startswith("stack_shared: "), res.warnings
+    n = int(re.match(r"stack_shared: (\d+) reference", said[0]).group(1))
+    assert 32 <= n <= 64  # the leaves' stores into v, but those within the slack
+    fib = tmp_path / "fib"
+    src = Path(__file__).parents[2] / "traces" / "programs" / "cilk" / "fib.c"
+    assert compile_program(["-O0", str(src), "-o", str(fib)]) == 0
+    res = capture(str(fib), ["12"], tmp_path / "f.sst")
+    assert not [w for w in res.warnings if "enclosing frame" in w]
