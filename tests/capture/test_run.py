@@ -245,3 +245,23 @@ def test_gcc_capture_warns_of_a_shared_stack_object(cache, tmp_path):
     assert compile_program(["-O0", str(src), "-o", str(fib)]) == 0
     res = capture(str(fib), ["12"], tmp_path / "f.sst")
     assert not [w for w in res.warnings if "enclosing frame" in w]
+
+
+@needs_gcc
+def test_gcc_capture_records_the_c_librarys_string_functions(cache, tmp_path):
+    """strcpy's stores (and the string functions' loads) are recorded as ranges: the
+    program's own stores write each 64-byte string once, strcpy a copy of each."""
+    src = Path(__file__).parent / "data" / "strings.c"
+    prog = tmp_path / "strings"
+    assert compile_program(["-O2", str(src), "-o", str(prog)]) == 0
+    n = 512
+    res = capture(str(prog), [str(n)], tmp_path / "s.sst")
+    written = read = 0
+    with open_trace(res.out) as t:
+        for c in t.iter_chunks():
+            size = c.size.astype(np.int64)
+            written += int(size[c.write].sum())
+            read += int(size[~c.write].sum())
+    assert 2 * 64 * n <= written <= 2 * 64 * n + 4096
+    # strlen and strcpy read whole strings (strchr, strcmp and memcmp stop early)
+    assert read >= 2 * 64 * n
