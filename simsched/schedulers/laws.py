@@ -434,8 +434,10 @@ class LocalityAware(Scheduler):
             if s >= 0:
                 self.counters["pool_takes"] += 1
                 return run(s, self._qo)
-        if head and self.active_last[p] < 0 and not self._roots_pending(p):
-            victims = [q for q in range(self.S) if q != p] if self.phase else self.orphans
+        if head and self.active_last[p] < 0:
+            # a socket without cores has no head of its own: its pool is always stolen from
+            roam = self.phase and not self._roots_pending(p)
+            victims = [q for q in range(self.S) if q != p] if roam else self.orphans
             if any(self.pools[q] for q in victims):
                 self.counters["pool_steal_attempts"] += 1
                 q = victims[int(self.rng.integers(len(victims)))]
