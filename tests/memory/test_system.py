@@ -315,6 +315,23 @@ def test_preset_machine_invariants():
     check_invariants(ms.stats(), m)
 
 
+@pytest.mark.slow
+def test_opteron_exclusive_l2_agrees_with_oracle():
+    # The Opteron preset's L2 is exclusive (a victim cache of L1).  The oracle has no
+    # socket links, so they are left out (a geometry of its own: compiles, slow).
+    spec = load_machine("opteron-8380-4x4").as_dict()
+    m = load_machine({k: v for k, v in spec.items() if k != "links"})
+    assert m.level("L2").exclusive
+    ms = MemorySystem(m)
+    orc = MemoryOracle(m)
+    rng = np.random.default_rng(3)
+    for core in range(m.cores):
+        a, s, w, g = random_stream(rng, 2000, STREAM_KINDS[core % len(STREAM_KINDS)])
+        compare(ms, orc, core, a, s, w, 0, g)
+    assert ms.stats() == orc.stats()
+    check_invariants(ms.stats(), m)
+
+
 # ---------------------------------------------------------------- oracle agreement
 
 
