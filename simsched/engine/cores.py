@@ -28,14 +28,15 @@ replay reads exactly what it read before.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from simsched.errors import TraceFormatError
+from simsched.errors import ConfigError, TraceFormatError
 from simsched.memory import MemorySystem
 from simsched.memory.stacks import copy_segment
 from simsched.memory.window import (
@@ -71,6 +72,70 @@ PREFETCH_DEPTH = 4
 #: of this size into per-core buffers, and windowed replays keep its interleaving
 #: exactly (tests/engine/test_golden.py); the cost is one return per 16 K references.
 SEGMENT_REFS = 1 << 14
+#: Bytes of chunk buffers a run may plan (shared rows plus the cores' private stretches).
+#: Below it every core reads its chunk's row in place (one row per core, as in the first
+#: engine); above it the shared rows are capped and every core reads through its private
+#: stretch, so the buffers stop growing with the cores (see :func:`buffer_plan`).
+BUFFER_BUDGET = 1 << 30
+#: Bytes per buffered reference: address (8), size (1), write flag (1), gap (4).
+REF_BYTES = 14
+
+
+class BufferPlan(NamedTuple):
+    """How a run's chunk buffers are laid out (:func:`buffer_plan`).
+
+    Attributes
+    ----------
+    rows
+        Shared rows, one decoded chunk each.
+    copy
+        True: every core reads its segments from its private stretch (copied from a
+        shared row, which is unpinned at once); False: cores read shared rows in place.
+    nbytes
+        Bytes the buffers take when every row and stretch is in use.
+    """
+
+    rows: int
+    copy: bool
+    nbytes: int
+
+
+def buffer_plan(cores: int, width: int, budget: int | None = None) -> BufferPlan:
+    """The chunk buffers of a run on ``cores`` cores whose longest chunk is ``width``.
+
+    Reading in place pins one row per running core, so the rows are the cores plus
+    :data:`PREFETCH_DEPTH` plus two; their bytes grow with the cores.  When those bytes
+    exceed ``budget`` (default :data:`BUFFER_BUDGET`), the shared rows are as many as the
+    budget leaves after the private stretches (at least :data:`PREFETCH_DEPTH` plus two,
+    so that a row to decode into always exists) and every core copies each segment
+    (at most :data:`SEGMENT_REFS` references) to its own stretch: the references a core
+    reads are the same, only where they sit differs, so results are identical.
+
+    Parameters
+    ----------
+    cores
+        Cores of the machine (each has a private stretch).
+    width
+        References in the longest chunk of any job's trace.
+    budget
+        Bytes the plan aims to stay under.
+
+    Returns
+    -------
+    BufferPlan
+        The rows, the reading mode and the bytes planned (which exceed ``budget`` only
+        when the minimum rows and the stretches alone do).
+    """
+    budget = BUFFER_BUDGET if budget is None else int(budget)
+    w = max(int(width), 1)
+    row = w * REF_BYTES
+    seg = min(SEGMENT_REFS, w)
+    stretches = -(-int(cores) // (w // seg)) * row
+    rows = int(cores) + PREFETCH_DEPTH + 2
+    if rows * row + stretches <= budget:
+        return BufferPlan(rows, False, rows * row + stretches)
+    rows = max(PREFETCH_DEPTH + 2, (budget - stretches) // row)
+    return BufferPlan(rows, True, rows * row + stretches)
 
 
 def private_threshold(machine: Machine) -> int:
@@ -79,14 +144,47 @@ def private_threshold(machine: Machine) -> int:
     return int(max(lat)) if lat else -1
 
 
+def available_memory() -> int | None:
+    """Bytes of memory the host can give a new allocation (Linux ``MemAvailable``, else
+    free physical pages), or None when the host does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_buffers(plan: BufferPlan, cores: int, width: int) -> None:
+    """Refuse, before anything is allocated, a run whose buffers the host cannot hold.
+
+    Raises
+    ------
+    ConfigError
+        One line naming the cores, the bytes needed and the bytes available.
+    """
+    have = available_memory()
+    if have is not None and plan.nbytes > have:
+        raise ConfigError(
+            f"machine: {cores} cores need {plan.nbytes / 2**30:.2f} GiB of trace buffers "
+            f"({plan.rows} chunk rows of {width * REF_BYTES / 2**20:.1f} MiB and {cores} "
+            f"per-core stretches); the host has {have / 2**30:.2f} GiB available"
+        )
+
+
 class ChunkSlots:
     """Decoded trace chunks in the rows of four 2-D arrays, an LRU cache by (job, chunk).
 
     Parameters
     ----------
     rows
-        Number of rows (at least the cores plus :data:`PREFETCH_DEPTH` plus one, so that
-        a free row always exists).
+        Number of shared rows (at least :data:`PREFETCH_DEPTH` plus two, so that a row
+        to decode into always exists; see :func:`buffer_plan`).
     width
         Row length: the longest chunk of any job's trace.
     private
@@ -208,6 +306,8 @@ class CoreDriver:
         The longest trace chunk of any job (the length of a slot row).
     memory
         A :class:`MemorySystem` of ``machine`` to use (default: a new one).
+    plan
+        The buffers' layout (default: :func:`buffer_plan` of the machine's cores).
     """
 
     def __init__(
@@ -217,6 +317,7 @@ class CoreDriver:
         window: int,
         chunk_width: int,
         memory: MemorySystem | None = None,
+        plan: BufferPlan | None = None,
     ) -> None:
         self.machine = machine
         self.memory = memory if memory is not None else MemorySystem(machine)
@@ -224,7 +325,8 @@ class CoreDriver:
         self.P = P
         self.cs = np.zeros((NF, P), dtype=np.int64)
         self.heap = np.zeros(P, dtype=np.int64)
-        self.slots = ChunkSlots(P + PREFETCH_DEPTH + 2, chunk_width, private=P)
+        self.plan = plan if plan is not None else buffer_plan(P, chunk_width)
+        self.slots = ChunkSlots(self.plan.rows, chunk_width, private=P)
         self.window = np.int64(window)
         self.pthresh = np.int64(private_threshold(machine))
         self.plimit = np.int64(self.memory.page_limit())
@@ -284,14 +386,16 @@ class CoreDriver:
         stop = min(e, end, g + SEGMENT_REFS)
         self.seg_end[c] = stop
         cs[F_LAST, c] = 1 if stop == e else 0
-        if job.stacks is not None and c > 0:
-            # This core's own stack: copy the segment to the core's stretch and remap it.
+        st = job.stacks
+        if (st is not None and c > 0) or self.plan.copy:
+            # This core's own stack, or too many cores for a row each: copy the segment to
+            # the core's stretch (remapping its stack) and let the shared row go.
             pr, at = slots.private(c)
             n = stop - g
-            st = job.stacks
+            lo, hi, shift = (st.lo, st.hi, st.shift(c)) if st is not None and c > 0 else (0, 0, 0)
             copy_segment(
                 slots.addr_i64, slots.size, slots.write, slots.gap,
-                r, g - first, pr, at, n, st.lo, st.hi, st.shift(c),
+                r, g - first, pr, at, n, lo, hi, shift,
             )  # fmt: skip
             slots.release(r)
             self.row[c] = -1

@@ -43,7 +43,7 @@ from simsched.engine.controllers import (
     check_quantum,
     get_controller,
 )
-from simsched.engine.cores import CoreDriver
+from simsched.engine.cores import CoreDriver, buffer_plan, check_buffers
 from simsched.engine.facts import TraceFacts
 from simsched.engine.job import MAX_JOBS, Job
 from simsched.errors import ConfigError, DeadlockError
@@ -243,7 +243,11 @@ class Replay:
         width = max(
             (int(np.max(s.trace.index["n"])) for s in jobs if s.trace.header.n_refs), default=1
         )
-        self.driver = CoreDriver(machine, window=window, chunk_width=width, memory=memory)
+        plan = buffer_plan(P, width)
+        check_buffers(plan, P, width)
+        self.driver = CoreDriver(
+            machine, window=window, chunk_width=width, memory=memory, plan=plan
+        )
         self.memory = self.driver.memory
         self.progress = progress
         self.socket_of = [machine.socket_of(c) for c in range(P)]

@@ -1,8 +1,9 @@
-"""Machine presets: the ITRS-projected CMPs of the PDF paper and three real servers.
+"""Machine presets: the ITRS-projected CMPs of the PDF paper and four real servers.
 
 The ITRS configurations are tables in the paper, so they are tables here
-([PDF07] Tables 1-3); the servers are commented YAML files in
-``presets/`` beside this module.  Every value carries its source.
+([PDF07] Tables 1-3), plus three many-core chips extrapolated from Table 2 by the rule
+its 16- and 32-core columns follow (:data:`ITRS_SCALING_EXTRAPOLATED`); the servers are
+commented YAML files in ``presets/`` beside this module.  Every value carries its source.
 """
 
 from __future__ import annotations
@@ -29,6 +30,20 @@ ITRS_SCALING: dict[int, tuple[int, int, int, int]] = {
     8: (65, 8, 16, 13),
     16: (45, 20, 20, 19),
     32: (32, 40, 20, 23),
+}
+
+# Many-core chips extrapolated from Table 2 ([PDF07] section 4.1: fixed 150 mm^2 for cores
+# and L2, area factors per ITRS node).  One ITRS node (0.7x linear, half the area of a core
+# and of a MB of SRAM) per doubling of cores keeps the area split, so cores and L2 double
+# together -- exactly Table 2's step from 16 cores / 20 MB at 45 nm to 32 / 40 MB at 32 nm.
+# The L2 is 2 MB banks (9-cycle access) on a 2-D mesh whose round trip to the furthest
+# bank grows with the square root of the banks: hit = 9 + sqrt(5 * MB) cycles gives
+# Table 2's 19 (20 MB) and 23 (40 MB).  Associativity stays at Table 2's 20; Table 1's
+# memory (300 cycles, one line per 30) is common to every configuration, as in the paper.
+# cores: (technology nm, L2 MB, associativity, L2 hit cycles)
+ITRS_SCALING_EXTRAPOLATED: dict[int, tuple[int, int, int, int]] = {
+    p: (nm, mb, 20, round(9 + (5 * mb) ** 0.5))
+    for p, nm, mb in ((64, 22, 80), (128, 16, 160), (256, 11, 320))
 }
 
 # Table 3: single technology (45 nm) configurations.
@@ -79,11 +94,14 @@ def _itrs(name: str, desc: str, cores: int, l2_mb: int, assoc: int, hit: int) ->
 
 def _builtin() -> dict[str, dict]:
     out: dict[str, dict] = {}
-    for p, (nm, mb, assoc, hit) in ITRS_SCALING.items():
+    scaling = [(t, "(PDF paper Tables 1, 2)") for t in ITRS_SCALING.items()] + [
+        (t, "extrapolated by PDF paper Table 2's rule: one node and twice the L2 per doubling")
+        for t in ITRS_SCALING_EXTRAPOLATED.items()
+    ]
+    for (p, (nm, mb, assoc, hit)), source in scaling:
         out[f"itrs-scaling-{p}"] = _itrs(
             f"itrs-scaling-{p}",
-            f"ITRS scaling technology, {p} core(s) at {nm} nm, {mb} MB shared L2 "
-            "(PDF paper Tables 1, 2)",
+            f"ITRS scaling technology, {p} core(s) at {nm} nm, {mb} MB shared L2 {source}",
             p,
             mb,
             assoc,

@@ -30,6 +30,10 @@ _SUN_X4600 = (
     "Sun Fire X4600/X4600 M2 Server Architecture white paper (2007): dual-channel "
     "DDR2-667 per CPU, 85.6 GB/s aggregate with 8 CPUs (peak)"
 )
+_ARK_8380 = (
+    "Intel ARK, Xeon Platinum 8380: 8 channels of DDR4-3200 per socket, "
+    "8 x 25.6 = 204.8 GB/s (peak)"
+)
 _ANAND_X7560 = "AnandTech, 'Xeon 7500 / Dell R810' review (2010)"
 
 #: Published figures per preset name; presets not listed have none.
@@ -90,6 +94,20 @@ PUBLISHED: dict[str, tuple[Published, ...]] = {
             "GB/s",
             12.8,
             "Intel QPI at 6.4 GT/s: 12.8 GB/s each way per link (peak)",
+        ),
+    ),
+    "xeon-8380-2x40": (
+        Published("latency_local_ns", "ns", None, "no Intel figure found"),
+        Published("latency_remote_ns", "ns", None, "no Intel figure found"),
+        Published("bandwidth_core_GBps", "GB/s", None, "no Intel figure found"),
+        Published("bandwidth_socket_GBps", "GB/s", 204.8, _ARK_8380),
+        Published("bandwidth_machine_GBps", "GB/s", 409.6, _ARK_8380 + ", x 2 sockets"),
+        Published(
+            "bandwidth_socket_remote_GBps",
+            "GB/s",
+            67.2,
+            "Intel ARK, Xeon Platinum 8380: 3 UPI links at 11.2 GT/s, 2 bytes per transfer "
+            "= 22.4 GB/s each way per link (peak)",
         ),
     ),
 }

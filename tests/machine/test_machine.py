@@ -9,7 +9,7 @@ import pytest
 from simsched.cli import main
 from simsched.errors import ConfigError
 from simsched.machine import load_machine, parse_size, preset_names
-from simsched.machine.presets import ITRS_45NM, ITRS_SCALING
+from simsched.machine.presets import ITRS_45NM, ITRS_SCALING, ITRS_SCALING_EXTRAPOLATED
 
 BASE = {
     "name": "m",
@@ -56,6 +56,20 @@ def test_itrs_tables_match_the_paper():
     assert (l1.size, l1.line, l1.assoc, l1.hit_latency) == (64 * 1024, 128, 4, 1)
     assert (m.memory.latency, m.memory.service_interval) == (300, 30)
     assert load_machine("itrs-45nm-26").caches[1].size == 2**20
+
+
+def test_extrapolated_itrs_chips_follow_table_2s_rule():
+    # The rule reproduces the paper's own 16- and 32-core columns ...
+    for p in (16, 32):
+        mb, hit = ITRS_SCALING[p][1], ITRS_SCALING[p][3]
+        assert round(9 + (5 * mb) ** 0.5) == hit
+    # ... and doubles the cores and the L2 per node beyond them.
+    assert sorted(ITRS_SCALING_EXTRAPOLATED) == [64, 128, 256]
+    for p, (_, mb, assoc, hit) in ITRS_SCALING_EXTRAPOLATED.items():
+        m = load_machine(f"itrs-scaling-{p}")
+        l1, l2 = m.caches
+        assert (m.cores, l2.size, l2.assoc, l2.hit_latency) == (p, mb * 2**20, assoc, hit)
+        assert mb == 40 * p // 32 and l1.size == 64 * 1024
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,68 @@
+"""Chunk buffers: bounded independent of the cores, same results when cores copy their
+segments, and a run the host cannot hold refused before it starts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simsched.engine import cores
+from simsched.engine.cores import BUFFER_BUDGET, PREFETCH_DEPTH, REF_BYTES, buffer_plan
+from simsched.engine.replay import Engine
+from simsched.errors import ConfigError
+from simsched.machine import load_machine
+from simsched.memory import MemorySystem
+from simsched.schedulers import get_scheduler
+from simsched.trace import open_trace
+from tests.engine.conftest import make_trace
+from tests.engine.machines import TWO_BY_TWO
+from tests.oracles.engine_oracle import OracleEngine
+from tests.oracles.memory_oracle import MemoryOracle
+
+#: A chunk as long as the trace writer's default (about 1 M references, 14 MB a row).
+WIDTH = 1 << 20
+
+
+def test_few_cores_read_in_place():
+    plan = buffer_plan(4, WIDTH)
+    assert not plan.copy and plan.rows == 4 + PREFETCH_DEPTH + 2
+
+
+@pytest.mark.parametrize("P", [16, 64, 128, 256, 1024, 4096])
+def test_buffers_stay_under_the_budget_at_any_core_count(P):
+    plan = buffer_plan(P, WIDTH)
+    assert plan.nbytes <= BUFFER_BUDGET
+    # cores copy their segments exactly when a row per core would not fit
+    assert plan.copy == ((P + PREFETCH_DEPTH + 2) * WIDTH * REF_BYTES > BUFFER_BUDGET)
+    assert plan.copy == (P > 64)
+
+
+@pytest.mark.parametrize("stack", [None, (16384, 32768)], ids=["plain", "stacks"])
+@pytest.mark.parametrize("sched", ["ws", "pdf"])
+def test_copied_segments_equal_the_oracle(tmp_path, monkeypatch, sched, stack):
+    """With a budget that leaves only the minimum rows, every core copies its segments
+    (chunks are decoded, evicted and decoded again), and the replay is the oracle's."""
+    monkeypatch.setattr(cores, "BUFFER_BUDGET", 1)
+    assert buffer_plan(4, 37) == (PREFETCH_DEPTH + 2, True, (PREFETCH_DEPTH + 2 + 4) * 37 * 14)
+    machine = load_machine(TWO_BY_TWO)
+    path = make_trace(tmp_path / "t.sst", seed=5, depth=5, max_refs=60, chunk_refs=37, stack=stack)
+    trace = open_trace(path)
+    cls = get_scheduler(sched)
+    mem = MemorySystem(machine)
+    res = Engine(trace, machine, cls, {}, 3, mem, window=0).run()
+    oracle_mem = MemoryOracle(machine)
+    ora = OracleEngine(trace, machine, cls, {}, 3, oracle_mem).run()
+    np.testing.assert_array_equal(res.strand_core, ora["strand_core"])
+    np.testing.assert_array_equal(res.strand_end, ora["strand_end"])
+    np.testing.assert_array_equal(res.private_misses, ora["private_misses"])
+    for a, b in zip(mem.stats()["levels"], oracle_mem.stats()["levels"], strict=True):
+        for f in ("accesses", "hits", "misses", "writebacks", "invalidations"):
+            assert a[f] == b[f], (a["name"], f)
+
+
+def test_buffers_the_host_cannot_hold_are_refused_up_front(tmp_path, monkeypatch):
+    monkeypatch.setattr(cores, "available_memory", lambda: 1000)
+    trace = open_trace(make_trace(tmp_path / "t.sst", seed=1))
+    machine = load_machine(TWO_BY_TWO)
+    with pytest.raises(ConfigError, match=r"^machine: 4 cores need .* GiB of trace buffers"):
+        Engine(trace, machine, get_scheduler("ws"), {}, 0, MemorySystem(machine))
