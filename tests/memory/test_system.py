@@ -470,7 +470,14 @@ refs_strategy = st.lists(
 )
 
 
-@pytest.mark.parametrize("name", sorted(FIXED_MACHINES))
+@pytest.mark.parametrize(
+    "name",
+    [
+        # A geometry of its own (compiles ~15 s): with the slow checks.
+        pytest.param(n, marks=pytest.mark.slow) if n == "numa-exclusive" else n
+        for n in sorted(FIXED_MACHINES)
+    ],
+)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(refs=refs_strategy)
 def test_agrees_with_oracle_on_shrinkable_streams(name, refs):
