@@ -20,12 +20,22 @@ the share of its wall time in the control plane.
 Options:
   --small            n = 2^17 (about 6 M references) for a quick check
   --n N              number of keys
-  --big              also replay a mergesort of >= 500 M references under WS on
-                     itrs-scaling-32 and report its peak RSS (target: <= 1 GB)
+  --big              also replay a mergesort of >= 500 M references (2^16-reference
+                     chunks) under WS on itrs-scaling-256 and report its peak RSS
+                     (target: <= 1 GB)
+  --cores P,P        core counts of the scaling table (default 4,...,256; empty: none):
+                     WS and PDF on itrs-scaling-P, kernel ns per reference, Python us
+                     per strand, events per strand, decode wait, refs per CPU second
   --accuracy         also measure the interleaving window's error against the strict
                      replay (window 0, exact) on small mergesort and hashjoin traces
   --machines M,M     machines (default itrs-scaling-16,itrs-scaling-32)
   --one ARGS         (internal) run one replay and print its JSON
+
+Every replay also reports its main-thread CPU time (``main_cpu_s``, the engine; the
+background decoder is the rest of ``cpu_s``), the load average, and refs per main-thread
+CPU second; ``cpu_ratio_to_memory_only`` compares that with the memory model's refs per
+CPU second alone (targets: WS >= 0.7, PDF >= 0.85 at 16 and 32 cores; WS >= 20 M refs
+per CPU second at 256 cores).
 
 Targets (Engine v2): >= 30 M refs/s end to end at 16 cores and >= 25 M at 32, i.e.
 >= 0.35x the memory model alone; median engine cost per strand <= 5 us; peak memory
@@ -44,6 +54,10 @@ import tempfile
 import time
 from pathlib import Path
 
+#: Targets in CPU terms: the engine's refs per main-thread CPU second over the memory
+#: model's refs per CPU second alone, at 16 and 32 cores (issue 22, item 7).
+CPU_RATIO = {"ws": 0.7, "pdf": 0.85}
+
 #: Machine of the multi-socket policies' rows (CAB, LAWS, CATS beside WS).
 POLICY_MACHINE = "opteron-8380-4x4"
 
@@ -61,8 +75,11 @@ def one(trace: str, machine: str, sched: str, window: int | None) -> dict:
     import simsched
 
     t0 = time.perf_counter()
+    c0 = time.thread_time()
+    p0 = time.process_time()
     r = simsched.run(trace, machine, sched, seed=0, window=window, speedup=False)
     wall = time.perf_counter() - t0
+    main_cpu = time.thread_time() - c0
     e = r.engine
     rec = r.record
     return {
@@ -72,9 +89,23 @@ def one(trace: str, machine: str, sched: str, window: int | None) -> dict:
         "strands": rec["strands"],
         "engine_s": round(e["wall_s"], 3),
         "total_s": round(wall, 3),
+        # the whole call on the main thread (start-up included); cpu_s adds the decoder
+        "main_cpu_s": round(main_cpu, 3),
+        "cpu_s": round(time.process_time() - p0, 3),
+        # the engine's loop alone (no start-up: trace, machine, cached kernels)
+        "engine_cpu_s": round(e["cpu_s"], 3),
+        "refs_per_cpu_s": round(rec["refs"] / e["cpu_s"]),
+        "load_avg_1min": round(os.getloadavg()[0], 2),
         "refs_per_s": round(rec["refs"] / e["wall_s"]),
         "median_strand_us": round(e["median_strand_ns"] / 1000, 2),
         "kernel_share": round(e["kernel_s"] / e["wall_s"], 3),
+        "kernel_ns_per_ref": round(e["kernel_s"] * 1e9 / max(rec["refs"], 1), 2),
+        # the engine's Python time (wall time outside the window loop and decoding waits)
+        "python_us_per_strand": round(
+            (e["wall_s"] - e["kernel_s"] - e["decode_wait_s"]) * 1e6 / max(rec["strands"], 1), 2
+        ),
+        "events_per_strand": round(e["events"] / max(rec["strands"], 1), 2),
+        "decode_wait_share": round(e["decode_wait_s"] / e["wall_s"], 4),
         "control_share": round(e["control_s"] / e["wall_s"], 5),
         "chunk_loads": e["chunk_loads"],
         "makespan_cycles": rec["makespan_cycles"],
@@ -125,16 +156,23 @@ def memory_only(trace: str, machine: str) -> dict:
     mem = MemorySystem(m)
     n = 0
     dt = 0.0
+    cpu = 0.0
     with open_trace(trace) as t:
         for c in t.iter_chunks():
             a = time.perf_counter()
+            b = time.thread_time()
             for k in range(0, len(c), 4096):
                 sl = slice(k, k + 4096)
                 core = (n // 4096) % m.cores
                 mem.access_batch(core, c.addr[sl], c.size[sl], c.write[sl], 0, c.gap[sl])
                 n += len(c.addr[sl])
+            cpu += time.thread_time() - b
             dt += time.perf_counter() - a
-    return {"machine": machine, "memory_only_refs_per_s": round(n / dt)}
+    return {
+        "machine": machine,
+        "memory_only_refs_per_s": round(n / dt),
+        "memory_only_refs_per_cpu_s": round(n / cpu),
+    }
 
 
 def accuracy(tmp: Path) -> dict:
@@ -171,9 +209,47 @@ def accuracy(tmp: Path) -> dict:
     return out
 
 
+#: Core counts of the scaling table (itrs-scaling-P: the paper's chips up to 32 cores,
+#: the extrapolated ones beyond; docs/machine-model.md §10.1).
+TABLE_CORES = (4, 8, 16, 32, 64, 128, 256)
+
+
+def core_table(trace: Path, warm: Path, cores: list[int]) -> list[dict]:
+    """WS and PDF on itrs-scaling-P for every P in ``cores``: the cost per reference in the
+    window loop and per strand in Python, as the cores grow (one process per replay)."""
+    rows = []
+    for p in cores:
+        for s in ("ws", "pdf"):
+            m = f"itrs-scaling-{p}"
+            _child(warm, m, s, "None")
+            r = _child(trace, m, s, "None")
+            rows.append(
+                {
+                    "cores": p,
+                    "scheduler": s,
+                    **{
+                        k: r[k]
+                        for k in (
+                            "kernel_ns_per_ref",
+                            "python_us_per_strand",
+                            "events_per_strand",
+                            "decode_wait_share",
+                            "refs_per_cpu_s",
+                            "engine_cpu_s",
+                            "engine_s",
+                            "chunk_loads",
+                            "peak_rss_mb",
+                        )
+                    },
+                }
+            )
+    return rows
+
+
 def _met(result: dict) -> dict:
     runs = {(r["machine"], r["scheduler"]): r for r in result["runs"]}
     mem = {m["machine"]: m["memory_only_refs_per_s"] for m in result["memory_only"]}
+    mem_cpu = {m["machine"]: m["memory_only_refs_per_cpu_s"] for m in result["memory_only"]}
     met = {}
     for m, target in (("itrs-scaling-16", 30e6), ("itrs-scaling-32", 25e6)):
         for s in ("ws", "pdf"):
@@ -181,8 +257,11 @@ def _met(result: dict) -> dict:
             if r is None:
                 continue
             r["ratio_to_memory_only"] = round(r["refs_per_s"] / mem[m], 3)
+            # CPU terms: the engine's main thread against the memory model's own CPU time
+            r["cpu_ratio_to_memory_only"] = round(r["refs_per_cpu_s"] / mem_cpu[m], 3)
             met[f"{m}/{s}/refs_per_s"] = r["refs_per_s"] >= target
             met[f"{m}/{s}/ratio"] = r["ratio_to_memory_only"] >= 0.35
+            met[f"{m}/{s}/cpu_ratio"] = r["cpu_ratio_to_memory_only"] >= CPU_RATIO[s]
             met[f"{m}/{s}/median_strand_us"] = r["median_strand_us"] <= 5
             met[f"{m}/{s}/control_share"] = r["control_share"] <= 0.10
     ws = runs.get((POLICY_MACHINE, "ws"))
@@ -193,6 +272,9 @@ def _met(result: dict) -> dict:
             met[f"{s}/strand_cost_vs_ws"] = r["strand_cost_vs_ws"] <= limit
     if "big" in result:
         met["big/peak_rss_mb"] = result["big"]["peak_rss_mb"] <= 1024
+    for r in result.get("cores_table", []):
+        if r["cores"] == 256 and r["scheduler"] == "ws":
+            met["256/ws/refs_per_cpu_s"] = r["refs_per_cpu_s"] >= 20e6
     return met
 
 
@@ -203,6 +285,11 @@ def main() -> None:
     ap.add_argument("--big", action="store_true")
     ap.add_argument("--accuracy", action="store_true")
     ap.add_argument("--machines", default="itrs-scaling-16,itrs-scaling-32")
+    ap.add_argument(
+        "--cores",
+        default=",".join(map(str, TABLE_CORES)),
+        help="core counts of the scaling table (empty: no table)",
+    )
     ap.add_argument("--tmp", default=None, help="folder for generated traces (kept)")
     ap.add_argument("--one", nargs="+", default=None)
     a = ap.parse_args()
@@ -261,10 +348,14 @@ def main() -> None:
             "laws_strand_cost_vs_ws": 1.5,
         },
     }
+    if a.cores:
+        result["cores_table"] = core_table(trace, warm, [int(c) for c in a.cores.split(",")])
     if a.big:
-        nn = 1 << 23  # about 577 M references
-        big = _trace(tmp / f"ms-{nn}.sst", nn)
-        result["big"] = _child(big, "itrs-scaling-32", "ws", "None")
+        nn = 1 << 23  # 594 M references
+        # 2^16-reference chunks: a row per core fits the buffer budget in place at 256
+        # cores (with 2^20 the cores copy segments and re-decode evicted chunks)
+        big = _trace(tmp / f"ms-{nn}-c16.sst", nn, chunk_refs=1 << 16)
+        result["big"] = _child(big, "itrs-scaling-256", "ws", "None")
     if a.accuracy:
         result["window_accuracy"] = accuracy(tmp)
     result["met"] = _met(result)

@@ -332,7 +332,9 @@ def _replay(
     under ``controller``; returns the :class:`~simsched.engine.ReplayResult` and the
     memory statistics.  :func:`run` is this with one job under ``all``."""
     from simsched.engine import Replay
+    from simsched.engine.replay import plan_buffers
 
+    plan_buffers(m, specs)  # refuse buffers that cannot fit before the model compiles
     rep = Replay(m, specs, controller=controller, seed=seed, window=window, memory=_memory(m))
     res = _run(rep, label, progress)
     return res, rep.memory.stats()

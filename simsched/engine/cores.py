@@ -76,7 +76,7 @@ SEGMENT_REFS = 1 << 14
 #: Below it every core reads its chunk's row in place (one row per core, as in the first
 #: engine); above it the shared rows are capped and every core reads through its private
 #: stretch, so the buffers stop growing with the cores (see :func:`buffer_plan`).
-BUFFER_BUDGET = 1 << 30
+BUFFER_BUDGET = 640 << 20
 #: Bytes per buffered reference: address (8), size (1), write flag (1), gap (4).
 REF_BYTES = 14
 
@@ -161,19 +161,24 @@ def available_memory() -> int | None:
 
 
 def check_buffers(plan: BufferPlan, cores: int, width: int) -> None:
-    """Refuse, before anything is allocated, a run whose buffers the host cannot hold.
+    """Refuse, before anything is allocated, a run whose buffers exceed the budget
+    (:data:`BUFFER_BUDGET`: the minimum rows and the cores' private stretches alone do)
+    or the host's available memory.
 
     Raises
     ------
     ConfigError
-        One line naming the cores, the bytes needed and the bytes available.
+        One line naming the cores, the bytes needed and the limit.
     """
     have = available_memory()
-    if have is not None and plan.nbytes > have:
+    limit, what = BUFFER_BUDGET, "the buffer budget"
+    if have is not None and have < limit:
+        limit, what = have, "the host's available memory"
+    if plan.nbytes > limit:
         raise ConfigError(
-            f"machine: {cores} cores need {plan.nbytes / 2**30:.2f} GiB of trace buffers "
+            f"machine: {cores} cores need {plan.nbytes / 2**20:,.0f} MiB of trace buffers "
             f"({plan.rows} chunk rows of {width * REF_BYTES / 2**20:.1f} MiB and {cores} "
-            f"per-core stretches); the host has {have / 2**30:.2f} GiB available"
+            f"per-core stretches), more than {what} ({limit / 2**20:,.0f} MiB)"
         )
 
 
@@ -217,6 +222,8 @@ class ChunkSlots:
         self.flight: dict[tuple[int, int], tuple[int, Future]] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simsched-decode")
         self.loads = 0
+        #: nanoseconds the engine waited for decoding (a chunk in flight or decoded in place)
+        self.wait_ns = 0
 
     def _row_for(self) -> int:
         if self.free:
@@ -252,6 +259,7 @@ class ChunkSlots:
         key = (job.jid, k)
         r = self.where.get(key)
         if r is None:
+            t0 = time.perf_counter_ns()
             got = self.flight.pop(key, None)
             if got is not None:
                 r, fut = got
@@ -259,6 +267,7 @@ class ChunkSlots:
             else:
                 r = self._row_for()
                 ch = job.trace.load_chunk(k, self._out(r))
+            self.wait_ns += time.perf_counter_ns() - t0
             self._install(key, r, ch)
         elif self.pins[r] == 0:
             del self.lru[r]

@@ -43,7 +43,7 @@ from simsched.engine.controllers import (
     check_quantum,
     get_controller,
 )
-from simsched.engine.cores import CoreDriver, buffer_plan, check_buffers
+from simsched.engine.cores import BufferPlan, CoreDriver, buffer_plan, check_buffers
 from simsched.engine.facts import TraceFacts
 from simsched.engine.job import MAX_JOBS, Job
 from simsched.errors import ConfigError, DeadlockError
@@ -240,11 +240,7 @@ class Replay:
         self.window = int(window)
         self.seed = int(seed)
         self.controller = controller or get_controller("all")(machine, len(jobs))
-        width = max(
-            (int(np.max(s.trace.index["n"])) for s in jobs if s.trace.header.n_refs), default=1
-        )
-        plan = buffer_plan(P, width)
-        check_buffers(plan, P, width)
+        plan, width = plan_buffers(machine, jobs)
         self.driver = CoreDriver(
             machine, window=window, chunk_width=width, memory=memory, plan=plan
         )
@@ -280,6 +276,7 @@ class Replay:
         self.warm: list[tuple[Job, int, int] | None] = [None] * P
         self.joins = 0
         self.events = 0
+        self._cpu0 = 0.0
         self._stall = 0
         self._quiet = -1
         self.refs_total = sum(int(s.trace.header.n_refs) for s in jobs)
@@ -569,6 +566,7 @@ class Replay:
     def run(self) -> ReplayResult:
         """Replay every job to its end; returns the :class:`ReplayResult`."""
         t_wall = time.perf_counter()
+        self._cpu0 = time.thread_time()
         perf = time.perf_counter_ns
         heap = self._heap
         env = self.control.env
@@ -717,8 +715,12 @@ class Replay:
             "kernel_calls": self.driver.kernel_calls,
             "kernel_s": self.driver.kernel_ns / 1e9,
             "wall_s": wall,
+            # CPU time of the thread running the loop (the decoder thread is not in it)
+            "cpu_s": time.thread_time() - self._cpu0,
             "median_strand_ns": float(np.median(allc)) if allc.size else 0.0,
             "chunk_loads": self.driver.slots.loads,
+            # Time the engine waited for chunks being decoded (in flight or not yet begun).
+            "decode_wait_s": self.driver.slots.wait_ns / 1e9,
             # Time in the control plane (arrivals, controller quanta, reallocations).
             "control_s": self.control_ns / 1e9,
         }
@@ -734,6 +736,17 @@ class Replay:
             warmup=warmup,
             engine=engine,
         )
+
+
+def plan_buffers(machine: Any, jobs: Sequence[JobSpec]) -> tuple[BufferPlan, int]:
+    """The chunk buffers a replay of ``jobs`` on ``machine`` will use, and the longest
+    chunk; refuses (:class:`ConfigError`, one line) buffers that cannot fit, so that a
+    caller can check before it builds anything (the memory model compiles per geometry).
+    """
+    width = max((int(np.max(s.trace.index["n"])) for s in jobs if s.trace.header.n_refs), default=1)
+    plan = buffer_plan(machine.cores, width)
+    check_buffers(plan, machine.cores, width)
+    return plan, width
 
 
 def _recorded_desire(job: Job | None) -> int:

@@ -35,6 +35,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from simsched.errors import ConfigError
+from simsched.trace.format import CHUNK_REFS
 from simsched.workloads import datapar, fib, ge, hashjoin, mergesort, stencil
 from simsched.workloads._common import Heap, Param, resolve_params
 
@@ -208,6 +209,20 @@ def _check_memory(w: Workload, p: dict[str, Any]) -> None:
         )
 
 
+#: The trace layout option every generator takes beside its own parameters: references
+#: per chunk (the trace format's default, 2^20, unless given).  A replay decodes whole
+#: chunks into rows of 14 bytes a reference, so a many-core replay of a trace with smaller
+#: chunks keeps a row per core in place (docs/engine.md §5).
+CHUNK_PARAM = Param(
+    "chunk_refs",
+    int,
+    CHUNK_REFS,
+    "references per trace chunk (a power of two)",
+    1 << 12,
+    CHUNK_REFS,
+)
+
+
 def generate(
     name: str,
     path: str | os.PathLike,
@@ -226,7 +241,8 @@ def generate(
     progress
         Called as ``progress(references_written, None)`` as the trace grows.
     **params
-        Generator parameters; Python values or strings such as ``"2^20"`` or ``"true"``.
+        Generator parameters; Python values or strings such as ``"2^20"`` or ``"true"``;
+        also ``chunk_refs`` (:data:`CHUNK_PARAM`).
 
     Returns
     -------
@@ -243,6 +259,12 @@ def generate(
     from simsched.trace import TraceBuilder
 
     w = get(name)
+    layout = {k: params.pop(k) for k in [CHUNK_PARAM.name] if k in params}
+    chunk_refs = resolve_params(name, (CHUNK_PARAM,), layout)[CHUNK_PARAM.name]
+    if chunk_refs & (chunk_refs - 1):
+        raise ConfigError(
+            f"workload {name}: parameter chunk_refs: {chunk_refs} is not a power of two"
+        )
     p = w.resolve(params)
     _check_memory(w, p)
     heap = w.layout(p)
@@ -257,6 +279,7 @@ def generate(
         line_size_hint=64,
         params=meta,
         progress=progress,
+        chunk_refs=chunk_refs,
     )
     try:
         w.module.emit(b, p, heap)

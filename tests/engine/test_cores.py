@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from simsched.cli import main
 from simsched.engine import cores
 from simsched.engine.cores import BUFFER_BUDGET, PREFETCH_DEPTH, REF_BYTES, buffer_plan
 from simsched.engine.replay import Engine
@@ -14,6 +15,7 @@ from simsched.machine import load_machine
 from simsched.memory import MemorySystem
 from simsched.schedulers import get_scheduler
 from simsched.trace import open_trace
+from simsched.workloads import generate
 from tests.engine.conftest import make_trace
 from tests.engine.machines import TWO_BY_TWO
 from tests.oracles.engine_oracle import OracleEngine
@@ -28,22 +30,24 @@ def test_few_cores_read_in_place():
     assert not plan.copy and plan.rows == 4 + PREFETCH_DEPTH + 2
 
 
-@pytest.mark.parametrize("P", [16, 64, 128, 256, 1024, 4096])
+@pytest.mark.parametrize("P", [16, 32, 64, 256, 1024])
 def test_buffers_stay_under_the_budget_at_any_core_count(P):
     plan = buffer_plan(P, WIDTH)
     assert plan.nbytes <= BUFFER_BUDGET
     # cores copy their segments exactly when a row per core would not fit
     assert plan.copy == ((P + PREFETCH_DEPTH + 2) * WIDTH * REF_BYTES > BUFFER_BUDGET)
-    assert plan.copy == (P > 64)
+    assert plan.copy == (P > 38)
 
 
 @pytest.mark.parametrize("stack", [None, (16384, 32768)], ids=["plain", "stacks"])
 @pytest.mark.parametrize("sched", ["ws", "pdf"])
 def test_copied_segments_equal_the_oracle(tmp_path, monkeypatch, sched, stack):
-    """With a budget that leaves only the minimum rows, every core copies its segments
+    """With a budget that leaves only a few rows, every core copies its segments
     (chunks are decoded, evicted and decoded again), and the replay is the oracle's."""
-    monkeypatch.setattr(cores, "BUFFER_BUDGET", 1)
-    assert buffer_plan(4, 37) == (PREFETCH_DEPTH + 2, True, (PREFETCH_DEPTH + 2 + 4) * 37 * 14)
+    # 37-reference chunks: 518 bytes a row, four stretches of one row; in place would
+    # need 14 rows, the budget leaves 7
+    monkeypatch.setattr(cores, "BUFFER_BUDGET", 6000)
+    assert buffer_plan(4, 37) == (7, True, 11 * 37 * REF_BYTES)
     machine = load_machine(TWO_BY_TWO)
     path = make_trace(tmp_path / "t.sst", seed=5, depth=5, max_refs=60, chunk_refs=37, stack=stack)
     trace = open_trace(path)
@@ -64,5 +68,19 @@ def test_buffers_the_host_cannot_hold_are_refused_up_front(tmp_path, monkeypatch
     monkeypatch.setattr(cores, "available_memory", lambda: 1000)
     trace = open_trace(make_trace(tmp_path / "t.sst", seed=1))
     machine = load_machine(TWO_BY_TWO)
-    with pytest.raises(ConfigError, match=r"^machine: 4 cores need .* GiB of trace buffers"):
+    with pytest.raises(ConfigError, match=r"^machine: 4 cores need .* the host's available"):
         Engine(trace, machine, get_scheduler("ws"), {}, 0, MemorySystem(machine))
+
+
+def test_4096_cores_are_refused_with_the_memory_they_need(tmp_path, capsys):
+    """Each core's private stretch (one segment, 224 KiB) is the part that still grows
+    with the cores: 4096 of them exceed the budget, whatever the host, and the run says so
+    before the memory model is built."""
+    path = tmp_path / "ms.sst"
+    generate("mergesort", path, n=1 << 15)  # one chunk of 2^20 references
+    argv = ["run", "-t", str(path), "-m", "itrs-scaling-16", "-s", "ws"]
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--set", "cores_per_socket=256", "--set", "sockets=16"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1
+    assert err.startswith("simsched: error: machine: 4096 cores need 980 MiB of trace buffers")

@@ -152,3 +152,18 @@ def test_declared_memory_covers_the_peak(tmp_path, name, params):
         tracemalloc.stop()
     need = w.module.memory(w.resolve(params))
     assert peak <= need < 4 * peak + 2**27, (peak, need)
+
+
+def test_chunk_refs_sets_the_trace_chunks_and_nothing_else(tmp_path):
+    a = generate("mergesort", tmp_path / "a.sst", n=1 << 12)
+    b = generate("mergesort", tmp_path / "b.sst", n=1 << 12, chunk_refs="2^12")
+    assert (a.n_refs, a.n_strands, a.params) == (b.n_refs, b.n_strands, b.params)
+    with open_trace(tmp_path / "a.sst") as ta, open_trace(tmp_path / "b.sst") as tb:
+        assert int(tb.index["n"].max()) == 1 << 12 < int(ta.index["n"].max())
+        assert int(tb.index["n"].sum()) == int(ta.index["n"].sum())
+
+
+@pytest.mark.parametrize("bad", ["100", "6000", "2^21"])
+def test_bad_chunk_refs_is_refused(tmp_path, bad):
+    with pytest.raises(ConfigError, match="chunk_refs"):
+        generate("mergesort", tmp_path / "a.sst", n=1 << 12, chunk_refs=bad)
