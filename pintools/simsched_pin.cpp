@@ -22,10 +22,18 @@
  *   - simsched_marker(kind, arg) is found by name in every image; a call at
  *     its entry writes the pending instructions as a GAP record and the
  *     marker.  Its own instructions and references are left out.
+ *   - The first marker (or the end of a run without markers) is preceded by
+ *     an SS_M_STACK marker naming the main thread's stack region, as the
+ *     valgrind tool does: the top of the "[stack]" mapping of /proc/self/maps
+ *     (Pin runs in the program's process) and the RLIMIT_STACK soft limit
+ *     below it.  Every SPAWN marker carries the stack depth at the call (the
+ *     top less the stack pointer), which the importer uses to tell a spawned
+ *     function's references to its ancestors' stack objects.
  */
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <sys/resource.h>
 
 #include "pin.H"
 #include "simsched_raw.h"
@@ -89,10 +97,51 @@ static VOID PIN_FAST_ANALYSIS_CALL RecordRef(ADDRINT ea, UINT32 size, UINT32 wri
     put((UINT64)ea, (UINT32)gap, (UINT16)size, SS_REC_REF, (UINT8)write);
 }
 
-static VOID Marker(ADDRINT kind, ADDRINT arg)
+static BOOL stack_done = FALSE;
+static UINT64 stack_hi = 0; /* one past the stack's highest byte (0: unknown) */
+
+/* Name the main thread's stack region (once): the "[stack]" mapping's top and
+ * the RLIMIT_STACK soft limit below it (8 MiB by default), as the gcc runtime
+ * and the valgrind tool do. */
+static void put_stack()
+{
+    if (stack_done)
+        return;
+    stack_done = TRUE;
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (!maps)
+        return;
+    char line[512];
+    unsigned long lo = 0, hi = 0;
+    while (fgets(line, sizeof line, maps)) {
+        if (strstr(line, "[stack]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+            break;
+        hi = 0;
+    }
+    fclose(maps);
+    if (hi == 0)
+        return;
+    UINT64 size = (UINT64)(hi - lo);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (UINT64)rl.rlim_cur > size)
+        size = (UINT64)rl.rlim_cur;
+    if (size > hi)
+        size = hi;
+    if (size > 0xffffffffULL) /* the record's b is 32 bits: keep the top */
+        size = 0xffffffffULL;
+    stack_hi = hi;
+    put((UINT64)hi - size, (UINT32)size, SS_M_STACK, SS_REC_MARKER, 0);
+}
+
+static VOID Marker(ADDRINT kind, ADDRINT arg, ADDRINT sp)
 {
     put_gap();
-    put((UINT64)arg, 0, (UINT16)kind, SS_REC_MARKER, 0);
+    put_stack();
+    UINT32 depth = 0;
+    if (kind == SS_M_SPAWN && stack_hi > sp && stack_hi - sp < 0xffffffffULL)
+        depth = (UINT32)(stack_hi - sp);
+    put((UINT64)arg, depth, (UINT16)kind, SS_REC_MARKER, 0);
 }
 
 /* ---- instrumentation ----------------------------------------------------- */
@@ -146,13 +195,14 @@ static VOID Image(IMG img, VOID *v)
     marker_hi = marker_lo + RTN_Size(rtn);
     RTN_Open(rtn);
     RTN_InsertCall(rtn, IPOINT_BEFORE, (AFUNPTR)Marker, IARG_FUNCARG_ENTRYPOINT_VALUE, 0,
-                   IARG_FUNCARG_ENTRYPOINT_VALUE, 1, IARG_END);
+                   IARG_FUNCARG_ENTRYPOINT_VALUE, 1, IARG_REG_VALUE, REG_STACK_PTR, IARG_END);
     RTN_Close(rtn);
 }
 
 static VOID Fini(INT32 code, VOID *v)
 {
     put_gap();
+    put_stack(); /* no marker came */
     put(0, 0, SS_M_END, SS_REC_MARKER, 0);
     flush_buf();
     fclose(out);

@@ -166,6 +166,17 @@ def _open_trace(trace: str | os.PathLike | Trace) -> tuple[Trace, bool]:
     raise ConfigError(f"trace {trace!r}: expected a path or an open Trace")
 
 
+def _with_iterations(t: Trace, mode: str | None) -> Trace:
+    """``t`` with its iterations relabelled as ``--iterations mode`` says (None: as is)."""
+    from simsched.trace.iterations import ITERATION_MODES, with_iterations
+
+    if mode is not None and mode not in ITERATION_MODES:
+        raise ConfigError(
+            f"iterations: unknown mode {mode!r}; choose one of {', '.join(ITERATION_MODES)}"
+        )
+    return with_iterations(t, mode)
+
+
 #: Largest interleaving window accepted (the engine's clock is 64-bit; a window beyond
 #: 2^40 cycles means "never interleave", which is 0's opposite).  Seeds: MAX_SEED.
 MAX_WINDOW = 2**40
@@ -341,6 +352,7 @@ def run(
     progress: bool = False,
     window: int | None = None,
     speedup: bool = True,
+    iterations: str | None = None,
 ) -> RunResult:
     """Replay a trace on a machine under a scheduler and return the result.
 
@@ -369,6 +381,10 @@ def run(
         Interleaving window in cycles (default :data:`DEFAULT_WINDOW`; 0 = strict).
     speedup
         Compute ``speedup`` against the one-core baseline (cached on disk).
+    iterations
+        ``"auto"``, ``"markers"`` or ``"none"``: replay the trace with its iterations
+        relabelled as an import with that ``--iterations`` mode would have marked them
+        (:func:`simsched.trace.iterations.with_iterations`); None: as the trace has them.
 
     Returns
     -------
@@ -396,6 +412,7 @@ def run(
         "params": dict(params or {}),
         "seed": int(seed),
         "window": win,
+        "iterations": iterations,
     }
     base: dict[str, Any] = {
         "record_version": RECORD_VERSION,
@@ -423,10 +440,12 @@ def run(
         config["scheduler"] = cls.name
         config["params"] = resolved_params
         t, owned = _open_trace(trace)
+        t = _with_iterations(t, iterations)
         h = t.header
         base["trace_digest"] = h.digest
         base["trace_program"] = h.program
         base["trace_args"] = dumps(list(h.args))
+        base["trace_iterations"] = int(np.unique(t.frames.iteration[t.frames.iteration >= 0]).size)
         if out is not None:
             write_json_atomic(out / "config.json", config)
         # A one-job set under ``all``: the pipeline of run_jobs, the single-run record.
@@ -563,6 +582,7 @@ def compare(
     m = _machine(machine, kw.get("overrides"))  # a machine that cannot run fails first
     t, owned = _open_trace(trace)
     try:
+        t = _with_iterations(t, kw.pop("iterations", None))
         out: list[RunResult] = []
         for name, cls in zip(schedulers, classes, strict=True):
             mine = {k: v for k, v in params.items() if k in cls.param_defaults}

@@ -12,7 +12,7 @@
  *   __tsan_readN/writeN        one SS_REC_REF record (address, size, write)
  *   __tsan_read/write_range    SS_REC_RANGE records (struct copies)
  *   memcpy/memmove/memset...   SS_REC_RANGE records; the program's calls are
- *                              redirected here by `-Wl,--wrap=memcpy` etc.
+ *   strlen/strcmp/strcpy...    redirected here by `-Wl,--wrap=memcpy` etc.
  *                              (only calls from the program's own objects;
  *                              the C library's internal copies are not seen)
  *   simsched_marker()          SS_REC_MARKER records (overrides the weak
@@ -120,6 +120,13 @@ static pid_t ss_main_tid;
 static char ss_stats_path[4096];
 
 extern void *__real_memset(void *, int, size_t);
+/* The runtime's own string calls go to the real functions (--wrap redirects
+ * every object's calls, this one's too, and the wrappers would record them). */
+extern size_t __real_strlen(const char *);
+extern char *__real_strcpy(char *, const char *);
+extern char *__real_strncpy(char *, const char *, size_t);
+extern int __real_strcmp(const char *, const char *);
+extern int __real_strncmp(const char *, const char *, size_t);
 
 static void ss_on_sample(int sig, siginfo_t *si, void *ctx)
 {
@@ -144,9 +151,9 @@ static void ss_on_sample(int sig, siginfo_t *si, void *ctx)
 static void ss_start_sampling(void)
 {
     const char *path = getenv("SIMSCHED_STATS_OUT");
-    if (!path || !*path || strlen(path) >= sizeof ss_stats_path)
+    if (!path || !*path || __real_strlen(path) >= sizeof ss_stats_path)
         return;
-    strcpy(ss_stats_path, path);
+    __real_strcpy(ss_stats_path, path);
     unsetenv("SIMSCHED_STATS_OUT");
     ss_main_tid = (pid_t)syscall(SYS_gettid);
     struct sigaction sa;
@@ -434,7 +441,7 @@ static void ss_load_bb_table(void)
     char head[16];
     uint64_t len = 0;
     if (read(fd, head, 16) == 16 && __real_memcpy(&len, head + 8, 8) &&
-        strncmp(head, "SSBB0001", 8) == 0 && len > 0) {
+        __real_strncmp(head, "SSBB0001", 8) == 0 && len > 0) {
         void *m = mmap(NULL, (size_t)(len + 16), PROT_READ, MAP_PRIVATE, fd, 0);
         if (m != MAP_FAILED) {
             ss_bb_tab = (const uint8_t *)m + 16;
@@ -461,6 +468,8 @@ static void ss_atfork_child(void)
  * simulated core a stack of its own.  Only locals whose address is taken
  * reach the stream: the compiler's spills, saved registers and return
  * addresses are not instrumented. */
+static uintptr_t ss_stack_hi = 0; /* one past the main stack's highest byte (0: unknown) */
+
 static void ss_put_stack(void)
 {
     pthread_attr_t attr;
@@ -470,6 +479,7 @@ static void ss_put_stack(void)
         return;
     if (pthread_attr_getstack(&attr, &lo, &size) == 0 && size > 0) {
         uintptr_t hi = (uintptr_t)lo + size;
+        ss_stack_hi = hi;
         if (size > 0xffffffffu) /* the record's b is 32 bits: keep the top */
             size = 0xffffffffu;
         ss_raw_rec *r = ss_slot();
@@ -492,7 +502,7 @@ static void ss_init(void)
         return;
     /* Programs this one runs must not record into (and truncate) the same file. */
     static char out[4096];
-    strncpy(out, env, sizeof out - 1);
+    __real_strncpy(out, env, sizeof out - 1);
     unsetenv("SIMSCHED_RAW_OUT");
     pthread_atfork(NULL, NULL, ss_atfork_child);
     const char *bb = getenv("SIMSCHED_BB_INSNS");
@@ -504,8 +514,8 @@ static void ss_init(void)
         ss_die(out);
         return;
     }
-    size_t olen = strlen(out);
-    if (olen > 4 && strcmp(out + olen - 4, ".zst") == 0) {
+    size_t olen = __real_strlen(out);
+    if (olen > 4 && __real_strcmp(out + olen - 4, ".zst") == 0) {
 #ifndef SS_NO_ZSTD
         const char *lvl = getenv("SIMSCHED_ZSTD_LEVEL");
         ss_zctx = ZSTD_createCCtx();
@@ -548,9 +558,16 @@ SS_API __attribute__((noinline)) void simsched_marker(int kind, long arg)
     if (!ss_active)
         return;
     ss_emit_gap();
+    /* A SPAWN says how deep the stack is (the stack top less this frame's
+     * address), as the valgrind tool's does: it lets the import tell a spawned
+     * function's references to its ancestors' stack objects. */
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    uint32_t depth = 0;
+    if (kind == SS_M_SPAWN && ss_stack_hi > sp && ss_stack_hi - sp < 0xffffffffu)
+        depth = (uint32_t)(ss_stack_hi - sp);
     ss_raw_rec *r = ss_slot();
     r->a = (uint64_t)arg;
-    r->b = 0;
+    r->b = depth;
     r->c = (uint16_t)kind;
     r->kind = SS_REC_MARKER;
     r->flags = 0;
@@ -715,4 +732,131 @@ SS_API void *__wrap___memset_chk(void *d, int c, size_t n, size_t dlen)
     if (n > dlen)
         abort();
     return __wrap_memset(d, c, n);
+}
+
+/* Call a C library function as part of a wrapper: its samples count as
+ * instrumented (the wrapper records its references). */
+#define SS_CALL(f, ...)                                                                          \
+    ({                                                                                           \
+        ss_in_rt = 1;                                                                            \
+        __typeof__(f(__VA_ARGS__)) ss_r_ = f(__VA_ARGS__);                                       \
+        ss_in_rt = 0;                                                                            \
+        ss_r_;                                                                                   \
+    })
+
+/* String and comparison functions: the bytes the C semantics make them read
+ * (up to and including the terminating NUL, or to the first difference) and
+ * write.  The C library reads whole aligned words around them, which only
+ * matters within a cache line. */
+
+static size_t ss_cmp_len(const unsigned char *a, const unsigned char *b, size_t n, int str)
+{
+    size_t k = 0;
+    while (k < n && a[k] == b[k] && !(str && a[k] == 0))
+        k++;
+    return k < n ? k + 1 : n;
+}
+
+SS_API size_t __wrap_strlen(const char *s)
+{
+    size_t n = SS_CALL(__real_strlen, s);
+    ss_range(s, n + 1, 0);
+    return n;
+}
+
+extern size_t __real_strnlen(const char *, size_t);
+SS_API size_t __wrap_strnlen(const char *s, size_t max)
+{
+    size_t n = SS_CALL(__real_strnlen, s, max);
+    ss_range(s, n < max ? n + 1 : max, 0);
+    return n;
+}
+
+SS_API int __wrap_strcmp(const char *a, const char *b)
+{
+    size_t k = ss_cmp_len((const unsigned char *)a, (const unsigned char *)b, SIZE_MAX, 1);
+    ss_range(a, k, 0);
+    ss_range(b, k, 0);
+    return SS_CALL(__real_strcmp, a, b);
+}
+
+SS_API int __wrap_strncmp(const char *a, const char *b, size_t n)
+{
+    size_t k = ss_cmp_len((const unsigned char *)a, (const unsigned char *)b, n, 1);
+    ss_range(a, k, 0);
+    ss_range(b, k, 0);
+    return SS_CALL(__real_strncmp, a, b, n);
+}
+
+extern int __real_memcmp(const void *, const void *, size_t);
+SS_API int __wrap_memcmp(const void *a, const void *b, size_t n)
+{
+    size_t k = ss_cmp_len(a, b, n, 0);
+    ss_range(a, k, 0);
+    ss_range(b, k, 0);
+    return SS_CALL(__real_memcmp, a, b, n);
+}
+
+SS_API char *__wrap_strcpy(char *d, const char *s)
+{
+    size_t n = SS_CALL(__real_strlen, s) + 1;
+    ss_range(s, n, 0);
+    ss_range(d, n, 1);
+    SS_CALL(__real_memcpy, d, s, n);
+    return d;
+}
+
+SS_API char *__wrap_strncpy(char *d, const char *s, size_t n)
+{
+    size_t k = SS_CALL(__real_strnlen, s, n);
+    ss_range(s, k < n ? k + 1 : n, 0);
+    ss_range(d, n, 1); /* strncpy pads the rest of d with NULs */
+    return SS_CALL(__real_strncpy, d, s, n);
+}
+
+extern char *__real_strcat(char *, const char *);
+SS_API char *__wrap_strcat(char *d, const char *s)
+{
+    size_t dn = SS_CALL(__real_strlen, d), n = SS_CALL(__real_strlen, s) + 1;
+    ss_range(d, dn + 1, 0);
+    ss_range(s, n, 0);
+    ss_range(d + dn, n, 1);
+    return SS_CALL(__real_strcat, d, s);
+}
+
+extern char *__real_strchr(const char *, int);
+SS_API char *__wrap_strchr(const char *s, int c)
+{
+    char *r = SS_CALL(__real_strchr, s, c);
+    ss_range(s, r ? (size_t)(r - s) + 1 : SS_CALL(__real_strlen, s) + 1, 0);
+    return r;
+}
+
+extern void *__real_memchr(const void *, int, size_t);
+SS_API void *__wrap_memchr(const void *s, int c, size_t n)
+{
+    void *r = SS_CALL(__real_memchr, s, c, n);
+    ss_range(s, r ? (size_t)((const char *)r - (const char *)s) + 1 : n, 0);
+    return r;
+}
+
+SS_API char *__wrap___strcpy_chk(char *d, const char *s, size_t dlen)
+{
+    if (SS_CALL(__real_strlen, s) + 1 > dlen)
+        abort(); /* what the fortified function does on overflow */
+    return __wrap_strcpy(d, s);
+}
+
+SS_API char *__wrap___strncpy_chk(char *d, const char *s, size_t n, size_t dlen)
+{
+    if (n > dlen)
+        abort();
+    return __wrap_strncpy(d, s, n);
+}
+
+SS_API char *__wrap___strcat_chk(char *d, const char *s, size_t dlen)
+{
+    if (SS_CALL(__real_strlen, d) + SS_CALL(__real_strlen, s) + 1 > dlen)
+        abort();
+    return __wrap_strcat(d, s);
 }

@@ -52,7 +52,11 @@ PIN_INSTALL = (
 )
 
 # The block operations whose calls from the program become range records.
-_WRAPPED = ("memcpy", "memmove", "memset", "__memcpy_chk", "__memmove_chk", "__memset_chk")
+_WRAPPED = (
+    "memcpy", "memmove", "memset", "__memcpy_chk", "__memmove_chk", "__memset_chk",
+    "strlen", "strnlen", "strcmp", "strncmp", "memcmp", "strcpy", "strncpy", "strcat",
+    "strchr", "memchr", "__strcpy_chk", "__strncpy_chk", "__strcat_chk",
+)  # fmt: skip
 _NO_LINK = {"-c", "-S", "-E", "-M", "-MM", "-fsyntax-only"}
 
 # personality(2) flag that turns off address-space layout randomisation for the process

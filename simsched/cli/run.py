@@ -55,6 +55,14 @@ SetOpt = Annotated[
 ParamOpt = Annotated[
     list[str] | None, typer.Option("--param", "-p", help="scheduler parameter key=value")
 ]
+IterationsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--iterations",
+        help="relabel the trace's iterations: auto (its own, else found from the DAG) | "
+        "markers (SS_ITER marks only) | none [default: as the trace has them]",
+    ),
+]
 WindowOpt = Annotated[
     int | None, typer.Option("--window", help="interleaving window in cycles (0 = strict)")
 ]
@@ -108,6 +116,7 @@ def run_cmd(
         Path | None, typer.Option("--out", "-o", help="folder for config, result and timeline")
     ] = None,
     window: WindowOpt = None,
+    iterations: IterationsOpt = None,
     progress: ProgressOpt = None,
 ) -> None:
     """Replay a trace under one scheduler, or a job set under a processor controller."""
@@ -131,6 +140,7 @@ def run_cmd(
         return
     if controller is not None or quantum is not None:
         raise ConfigError("--controller and --quantum apply to --jobs runs")
+    _check_iterations(iterations)
     params, overrides = _split(set_, param, [scheduler])
     res = simsched.run(
         trace,
@@ -142,9 +152,10 @@ def run_cmd(
         out_dir=out,
         progress=want_progress(progress),
         window=window,
+        iterations=iterations,
     )
     rec = res.record
-    note = no_iterations_note(trace, scheduler) if trace is not None else ""
+    note = no_iterations_note(trace, scheduler, rec["trace_iterations"]) if trace else ""
     if note:
         err_console.print(note)  # stderr: --json output stays one object
     if json_:
@@ -177,7 +188,16 @@ _NO_ITERATIONS = {
 }
 
 
-def no_iterations_note(trace: Path, scheduler: str) -> str:
+def _check_iterations(mode: str | None) -> None:
+    from simsched.trace.iterations import ITERATION_MODES
+
+    if mode is not None and mode not in ITERATION_MODES:
+        raise ConfigError(
+            f"unknown --iterations {mode!r}; choose one of {', '.join(ITERATION_MODES)}"
+        )
+
+
+def no_iterations_note(trace: Path, scheduler: str, n_iterations: int) -> str:
     """One line saying what ``scheduler`` does on ``trace`` if it has no iterations, else "".
 
     Parameters
@@ -186,6 +206,8 @@ def no_iterations_note(trace: Path, scheduler: str) -> str:
         The trace that was run.
     scheduler
         The scheduler's name (``name:param=...`` forms are reduced to the name).
+    n_iterations
+        The iterations the replay saw (the record's ``trace_iterations``).
 
     Returns
     -------
@@ -195,13 +217,8 @@ def no_iterations_note(trace: Path, scheduler: str) -> str:
     """
     name = scheduler.split(":", 1)[0].strip().lower()
     what = _NO_ITERATIONS.get(name)
-    if what is None:
+    if what is None or n_iterations:
         return ""
-    from simsched.trace import open_trace
-
-    with open_trace(trace) as t:
-        if t.header.n_frames and int(t.frames.iteration.max()) >= 0:
-            return ""
     return (
         f"note: {trace} has no iterations, so {name} {what}; mark them with SS_ITER or "
         "recapture with --iterations auto"
@@ -335,6 +352,7 @@ def compare_cmd(
         ),
     ] = None,
     window: WindowOpt = None,
+    iterations: IterationsOpt = None,
     progress: ProgressOpt = None,
 ) -> None:
     """Run several schedulers on one trace and machine and compare them."""
@@ -351,6 +369,7 @@ def compare_cmd(
         if base not in {get_scheduler(n).name for n in names}:
             names = [base, *names]
     params, overrides = _split(set_, param, names)
+    _check_iterations(iterations)
     results = simsched.compare(
         trace,
         machine,
@@ -359,6 +378,7 @@ def compare_cmd(
         params=params or None,
         overrides=overrides or None,
         window=window,
+        iterations=iterations,
         progress=want_progress(progress),
     )
     if out is not None:

@@ -94,10 +94,42 @@ class CacheLevel(_Strict):
     assoc: StrictInt = Field(gt=0, le=256, description="ways per set")
     line: Size = Field(description="line size in bytes")
     hit_latency: Cycles = Field(description="cycles for a hit at this level")
-    inclusive: StrictBool = Field(
-        default=False,
-        description="inclusive of the levels above it: an eviction here back-invalidates them",
+    inclusion: Literal["non-inclusive", "inclusive", "exclusive"] = Field(
+        default="non-inclusive",
+        description=(
+            "inclusive: holds every line of the levels above, an eviction here "
+            "back-invalidates them; exclusive: a victim level, filled only by the "
+            "evictions of the level above, a hit moves the line up and out of it; "
+            "non-inclusive: filled by demand fills, no back-invalidation"
+        ),
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_inclusive(cls, data: object) -> object:
+        # ``inclusive: true|false`` (machine files before ``inclusion``) stays accepted.
+        if not isinstance(data, dict) or "inclusive" not in data:
+            return data
+        if "inclusion" in data:
+            raise ValueError(
+                "inclusive: give inclusion (inclusive | non-inclusive | exclusive) only"
+            )
+        flag = data["inclusive"]
+        if not isinstance(flag, bool):
+            raise ValueError(f"inclusive: {flag!r} is not true or false (or use inclusion)")
+        out = {k: v for k, v in data.items() if k != "inclusive"}
+        out["inclusion"] = "inclusive" if flag else "non-inclusive"
+        return out
+
+    @property
+    def inclusive(self) -> bool:
+        """Whether the level is inclusive of the levels above it."""
+        return self.inclusion == "inclusive"
+
+    @property
+    def exclusive(self) -> bool:
+        """Whether the level is an exclusive (victim) level of the level above it."""
+        return self.inclusion == "exclusive"
 
     @model_validator(mode="after")
     def _geometry(self) -> CacheLevel:
@@ -228,6 +260,16 @@ class Machine(_Strict):
                 raise ValueError(
                     f"caches.{i} ({c.name}): line {c.line} is smaller than the level above "
                     f"({self.caches[i - 1].line})"
+                )
+            if c.exclusive and i == 0:
+                raise ValueError(
+                    f"caches.{i}.inclusion ({c.name}): the first level cannot be exclusive "
+                    "(it has no level above to take victims from)"
+                )
+            if c.exclusive and c.line != self.caches[i - 1].line:
+                raise ValueError(
+                    f"caches.{i}.inclusion ({c.name}): an exclusive level needs the line of the "
+                    f"level above ({self.caches[i - 1].line}), not {c.line}"
                 )
         node = self.memory.fixed_node
         if node is not None and node >= self.sockets:

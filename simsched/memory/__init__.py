@@ -2,9 +2,9 @@
 
 :class:`MemorySystem` models a :class:`simsched.machine.Machine`'s caches (any number of
 levels, per core or per socket, set-associative true LRU, write-back, write-allocate,
-optionally inclusive with back-invalidation, write-invalidate coherence) and its NUMA
-memory (page placement, local/remote latency, one controller per node serving one line
-per service interval).  The hot path is Numba code generated per cache geometry
+inclusive with back-invalidation, non-inclusive or exclusive (victim) levels,
+write-invalidate coherence) and its NUMA memory (page placement, local/remote latency,
+one controller per node serving one line per service interval).  The hot path is Numba code generated per cache geometry
 (:mod:`simsched.memory._kernels`).  Semantics: ``docs/machine-model.md``.
 """
 

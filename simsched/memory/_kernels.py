@@ -16,6 +16,11 @@ compile time of a new geometry, small.  The generated module (see
     demand fill, write-back arrival, back-invalidation of the levels above, and coherence
     invalidation at level ``k``;
 
+an *exclusive* (victim) level ``k`` is never demand-filled: every victim of level ``k-1``,
+clean or dirty, arrives there like a write-back carrying its dirty bit
+(:func:`_g_victim_down`), and a demand hit there removes the line and hands its dirty bit
+to the level-0 fill (:func:`_g_take`), so the line lives above it only;
+
 and the entry points ``_serve(...)`` (references of one core up to a time bound, looping
 inside Numba with the core's statistics in registers), ``run_cores`` (the multi-core window
 loop of :mod:`simsched.memory.window`) and ``_page_node`` (NUMA placement).
@@ -118,6 +123,8 @@ class Geometry:
     shifts: tuple[int, ...]
     private: tuple[bool, ...]
     inclusive: tuple[bool, ...]
+    #: Exclusive (victim) levels: filled by the victims of the level above only.
+    exclusive: tuple[bool, ...]
     page_shift: int
     placement: int
     fixed_node: int
@@ -272,6 +279,7 @@ def geometry_of(machine: Machine) -> Geometry:
         shifts=tuple(c.line.bit_length() - 1 for c in machine.caches),
         private=tuple(c.scope == "core" for c in machine.caches),
         inclusive=tuple(bool(c.inclusive) for c in machine.caches),
+        exclusive=tuple(bool(c.exclusive) for c in machine.caches),
         page_shift=machine.memory.page_size.bit_length() - 1,
         placement=code,
         fixed_node=fixed if fixed is not None else 0,
@@ -660,6 +668,8 @@ def _g_victim(g: Geometry, k: int, v: str, after_fetch: bool = False) -> list[st
             f"    nwb += {v}d",
             f"    nwbqd += {v}d * (t0 - tl)",
         ]
+    if k + 1 < g.levels and g.exclusive[k + 1]:
+        return out + _ind(_g_victim_down(g, k, v), 1)
     out += [f"    if {v}d:", f"        wbs{k} += 1"]
     if k + 1 < g.levels:
         out.append(f"        x{k + 1} = ({v} >> 1) >> {g.shifts[k + 1] - g.shifts[k]}")
@@ -669,17 +679,40 @@ def _g_victim(g: Geometry, k: int, v: str, after_fetch: bool = False) -> list[st
     return out
 
 
-def _g_wb(g: Geometry, m: int) -> list[str]:
-    """A dirty line x{m} arrives at level m: mark it dirty and MRU, or allocate it."""
+def _g_wb(g: Geometry, m: int, d: str = "1") -> list[str]:
+    """Line x{m} arrives at level m with dirty bit ``d`` (a write-back: "1"; a victim
+    entering an exclusive level: its own bit): OR in ``d`` and move it to MRU, or
+    allocate it."""
     return [
         f"c{m} = {_base(g, m, f'ix{m}', f'x{m}')}",
         *_s_find(g, m, f"T{m}", f"c{m}", f"x{m}"),
         "if p >= 0:",
-        *_ind(_s_touch(g, m, f"T{m}", f"c{m}", "p", "1"), 1),
+        *_ind(_s_touch(g, m, f"T{m}", f"c{m}", "p", d), 1),
         "else:",
-        *_ind(_s_insert(g, m, f"T{m}", f"c{m}", f"x{m}", "1", f"u{m}"), 1),
+        *_ind(_s_insert(g, m, f"T{m}", f"c{m}", f"x{m}", d, f"u{m}"), 1),
         *_ind(_f_add(g, m, f"ix{m}", f"x{m}", 1), 1),
         *_ind(_g_victim(g, m, f"u{m}"), 1),
+    ]
+
+
+def _g_victim_down(g: Geometry, k: int, v: str) -> list[str]:
+    """Victim ``v`` of level k (dirty bit ``{v}d``) enters exclusive level k+1, clean or
+    dirty (the line sizes are equal); only a dirty one counts as a write-back."""
+    return [
+        f"if {v}d:",
+        f"    wbs{k} += 1",
+        f"x{k + 1} = {v} >> 1",
+        *_g_wb(g, k + 1, f"{v}d"),
+    ]
+
+
+def _g_take(g: Geometry, k: int) -> list[str]:
+    """Demand hit at exclusive level k (way ``p`` of set b{k}): the line leaves the level
+    and moves up; its dirty bit goes to the level-0 fill (``xd``)."""
+    return [
+        *_s_remove(g, k, f"T{k}", f"b{k}", "p"),
+        "xd = v_ & 1",
+        *_f_add(g, k, f"ix{k}", f"a{k}", -1),
     ]
 
 
@@ -737,6 +770,8 @@ def _g_line(g: Geometry) -> list[str]:
     """One access of level-0 line ``a0`` at time ``tl`` by ``core``; sets ``dl``."""
     L = g.levels
     body = [f"a{k} = a0 >> {g.shifts[k] - g.shifts[0]}" for k in range(1, L)]
+    if any(g.exclusive):
+        body.append("xd = 0")
 
     def probe(k: int) -> list[str]:
         out = [
@@ -745,7 +780,10 @@ def _g_line(g: Geometry) -> list[str]:
         ]
         out += [*_s_find(g, k, f"T{k}", f"b{k}", f"a{k}"), "if p >= 0:"]
         hit = _g_count(k, LVL_HITS)
-        hit += _s_touch(g, k, f"T{k}", f"b{k}", "p", "w" if k == 0 else "0")
+        if g.exclusive[k]:
+            hit += _g_take(g, k)
+        else:
+            hit += _s_touch(g, k, f"T{k}", f"b{k}", "p", "w" if k == 0 else "0")
         hit += [f"dl = H{k}", f"served = {k}"]
         out += _ind(hit, 1)
         out.append("else:")
@@ -759,8 +797,9 @@ def _g_line(g: Geometry) -> list[str]:
             # level that served it); each fill evicts and writes back its victim after
             # the fetch.
             for j in range(L - 1, 0, -1):
-                miss += [f"if served > {j}:", *_ind(_g_fill(g, j, "0"), 1)]
-            miss += _g_fill(g, 0, "w")
+                if not g.exclusive[j]:
+                    miss += [f"if served > {j}:", *_ind(_g_fill(g, j, "0"), 1)]
+            miss += _g_fill(g, 0, "w | xd" if any(g.exclusive) else "w")
         out += _ind(miss, 1)
         return out
 

@@ -39,8 +39,10 @@ above the CF roots is spawned parent-first into the CF pool of its socket; a soc
 task is spawned child-first, its parent's continuation pushed on the core's own deque.
 A free core (1) pops its own deque, (2) steals from a random core of its socket, (3) if
 it is the head core and no CF subtree is running on its socket, takes the newest entry of
-its socket's CF pool, (4) if that pool is empty, steals the oldest entry of the CF pool
-of a randomly chosen other socket.  Only head cores run the free tier (§5.2.1), and a
+its socket's CF pool, (4) if that pool is empty and every CF root allocated to its
+socket in the current iteration has started ("after all the tasks in the CF task pool of
+ρ are completed"), steals the oldest entry of the CF pool of a randomly chosen other
+socket.  Only head cores run the free tier (§5.2.1), and a
 socket runs one CF subtree at a time: a head core does not start a CF root while another
 is unfinished on its socket (free-tier entries it may still take).
 
@@ -222,6 +224,9 @@ class LocalityAware(Scheduler):
         #: class of every strand's frame (POOLED while tasks are not packed)
         self.scls: list[int] = [POOLED] * ctx.n_strands
         self.active_last = [-1] * self.S  # last strand of the CF subtree running per socket
+        #: CF roots allocated to each socket not yet started, per iteration (packed only)
+        self.roots_left = [[0] * self.S for _ in range(n_it)]
+        self.cur_it = -1  # the newest iteration started
         self.ws: Scheduler | None = None
         self.tuner: PackingTuner | None = None
         self.move = "profile"
@@ -294,9 +299,24 @@ class LocalityAware(Scheduler):
                     continue
                 self.active_last[mine] = self.last_strand[self.frame_of[s]]
                 self.counters["cf_subtrees"] += 1
+                it = self.it_of[s]
+                if it >= 0:
+                    self.roots_left[it][self.shome[s]] -= 1
             del pool[j]
             return s
         return -1
+
+    def _roots_pending(self, p: int) -> bool:
+        """Whether socket ``p`` has CF roots of the current iteration still to start.
+
+        [LAWS15] §3.4: the head core steals from other sockets' CF pools "after all the
+        tasks in the CF task pool of ρ are completed".  At the start of an iteration the
+        pool is empty only because the tasks above the CF roots have not pushed them yet;
+        a head core stealing then takes another socket's CF root before that socket can
+        (every socket idle at once: a permutation of the subtrees, all data remote).
+        """
+        it = self.cur_it
+        return self.NUMA and self.packed and it >= 0 and self.roots_left[it][p] > 0
 
     # -- placement of released strands ----------------------------------------------------
     def _may_run_free(self, core: int, home: int) -> bool:
@@ -367,6 +387,7 @@ class LocalityAware(Scheduler):
             i = spawn_it[s]
             if i >= 0 and self.it_start[i] < 0:
                 self.it_start[i] = now
+                self.cur_it = max(self.cur_it, i)
         p = self.sock[core]
         if self.active_last[p] == strand:
             self.active_last[p] = -1
@@ -414,7 +435,9 @@ class LocalityAware(Scheduler):
                 self.counters["pool_takes"] += 1
                 return run(s, self._qo)
         if head and self.active_last[p] < 0:
-            victims = [q for q in range(self.S) if q != p] if self.phase else self.orphans
+            # a socket without cores has no head of its own: its pool is always stolen from
+            roam = self.phase and not self._roots_pending(p)
+            victims = [q for q in range(self.S) if q != p] if roam else self.orphans
             if any(self.pools[q] for q in victims):
                 self.counters["pool_steal_attempts"] += 1
                 q = victims[int(self.rng.integers(len(victims)))]
@@ -559,6 +582,14 @@ class LocalityAware(Scheduler):
         fclass = np.where(self.tmpl >= 0, tcls[np.maximum(self.tmpl, 0)], FREE)
         self.fclass = fclass.tolist()
         self.scls = fclass[self.ctx.strand_frame].tolist()
+        # iterations not started yet: their CF roots per home socket (a running one keeps
+        # its count, and so the roots it has already started)
+        n_it = len(self.roots_left)
+        root = (fclass == CF_ROOT) & (self.it_dense > self.cur_it)
+        per = np.zeros((n_it, self.S), dtype=np.int64)
+        np.add.at(per, (self.it_dense[root], np.asarray(self.home)[root]), 1)
+        for i in range(self.cur_it + 1, n_it):
+            self.roots_left[i] = per[i].tolist()
 
     def _unpack(self, why: str) -> None:
         self.packed = False

@@ -678,22 +678,12 @@ class TraceBuilder:
         :meth:`iteration` had been called before each start was spawned.  Called by
         :meth:`close` once main has synced.
         """
-        nf = len(self._f_parent)
-        bounds = [*starts, nf]
-        first_kid = [f for f in range(1, starts[0]) if self._f_parent[f] == 0]
-        for f in first_kid:
-            self._f_branching[f] = len(first_kid)
-        for t in range(len(starts)):
-            f0, f1 = bounds[t], bounds[t + 1]
-            base = self._f_spawn_index[f0]
-            kids = [f for f in range(f0, f1) if self._f_parent[f] == 0]
-            for f in range(f0, f1):
-                self._f_iter[f] = t
-                k = self._f_keys[f]
-                self._f_keys[f] = (k[0] - base, *k[1:])
-            for f in kids:
-                self._f_spawn_index[f] -= base
-                self._f_branching[f] = len(kids)
+        from simsched.trace.iterations import relabel
+
+        relabel(
+            self._f_parent, self._f_spawn_index, self._f_branching, self._f_iter,
+            self._f_keys, starts,
+        )  # fmt: skip
         self.found_iterations = len(starts)
         self._meta["params"] = {**self._meta["params"], "iterations_found": len(starts)}
 

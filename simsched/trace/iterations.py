@@ -22,15 +22,26 @@ interior of the other, so the address ranges of consecutive steps differ by a bo
 row at either end and overlap almost entirely: the steps match.  A step whose work depends on the data (an adaptive refinement, a convergence test
 inside the step) changes its reference count and is not taken for a repetition; mark such
 programs with ``SS_ITER``.
+
+:func:`with_iterations` applies a mode (``auto``, ``markers``, ``none``; the
+``--iterations`` option of ``run`` and ``compare``) to an open trace in memory: the frame
+table is relabelled by :func:`relabel` -- the same function the builder uses when it marks
+found iterations -- so a replay sees exactly the tables an import with that mode writes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+import dataclasses
+from collections.abc import MutableSequence, Sequence
 
 import numpy as np
 
 from simsched.trace import format as fmt
+from simsched.trace.reader import Trace
+
+#: the values of ``--iterations`` (capture, import, run, compare)
+ITERATION_MODES = ("auto", "markers", "none")
 
 MAX_PERIOD = 8
 """The longest block of phases (one iteration) looked for."""
@@ -148,3 +159,130 @@ def find_iterations(
         return []
     p, s, reps = -best[1], -best[2], best[3]
     return [groups[s + t * p][0] for t in range(reps)]
+
+
+def relabel(
+    parent: Sequence[int],
+    spawn_index: MutableSequence[int],
+    branching: MutableSequence[int],
+    iteration: MutableSequence[int],
+    keys: MutableSequence[tuple[int, ...]],
+    starts: Sequence[int],
+) -> None:
+    """Renumber main's children as if ``SS_ITER`` marks stood before each of ``starts``.
+
+    Iteration ``t`` is the frames from main's child ``starts[t]`` up to the next start
+    (frames are numbered depth first, so a child's subtree is contiguous); the children
+    before the first start, or all of them when ``starts`` is empty, carry no iteration.
+    In each group main's children are numbered from 0 (spawn index and first key
+    element of their whole subtree) and their branching is the group's size -- what the
+    builder writes for marks made while the program ran, whatever marks the tables held
+    before (so an empty ``starts`` removes them).  The arguments are modified in place.
+    """
+    nf = len(parent)
+    kids = [f for f in range(1, nf) if parent[f] == 0]
+    group = np.searchsorted(np.asarray(starts, np.int64), np.asarray(kids, np.int64), "right") - 1
+    sizes = np.bincount(group + 1, minlength=len(starts) + 1)
+    ends = [*kids[1:], nf]
+    pos = -1
+    for k, (f, end) in enumerate(zip(kids, ends, strict=True)):
+        t = int(group[k])
+        pos = 0 if k == 0 or t != int(group[k - 1]) else pos + 1
+        spawn_index[f] = pos
+        branching[f] = int(sizes[t + 1])
+        for g in range(f, end):
+            iteration[g] = t
+            keys[g] = (pos, *keys[g][1:])
+
+
+def strand_ranges(t: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Every strand's lowest and highest referenced byte (``lo > hi``: no references)."""
+    ns = t.header.n_strands
+    lo = np.full(ns, np.iinfo(np.int64).max, np.int64)
+    hi = np.full(ns, -1, np.int64)
+    rs = np.asarray(t.strands.ref_start, np.int64)
+    for c in t.iter_chunks():
+        n = len(c)
+        if n == 0:
+            continue
+        s0 = int(np.searchsorted(rs, c.start, "right")) - 1
+        s1 = int(np.searchsorted(rs, c.start + n - 1, "right")) - 1
+        cuts = np.clip(rs[s0 : s1 + 1] - c.start, 0, None)
+        a = c.addr.astype(np.int64)
+        e = a + c.size.astype(np.int64) - 1
+        # a strand without references has an empty segment: reduceat gives it a stray value
+        empty = rs[s0 + 1 : s1 + 2] - np.maximum(rs[s0 : s1 + 1], c.start) <= 0
+        seg_lo = np.where(empty, lo[s0 : s1 + 1], np.minimum.reduceat(a, cuts))
+        seg_hi = np.where(empty, hi[s0 : s1 + 1], np.maximum.reduceat(e, cuts))
+        lo[s0 : s1 + 1] = np.minimum(lo[s0 : s1 + 1], seg_lo)
+        hi[s0 : s1 + 1] = np.maximum(hi[s0 : s1 + 1], seg_hi)
+    return lo, hi
+
+
+def with_iterations(t: Trace, mode: str | None) -> Trace:
+    """``t`` with its iterations as ``mode`` says (a view sharing ``t``'s file, or ``t``).
+
+    Parameters
+    ----------
+    t
+        An open trace.
+    mode
+        ``None``: as the trace has them.  ``"none"``: no iterations.  ``"markers"``: only
+        marked ones (iterations the importer found without markers are removed).
+        ``"auto"``: the trace's iterations, or if it has none the ones found from its DAG
+        (:func:`find_iterations`; this reads every reference once).
+
+    Returns
+    -------
+    Trace
+        ``t`` itself when nothing changes, else a shallow copy with a relabelled frame
+        table (closing either closes the file).
+    """
+    if mode is None:
+        return t
+    if mode not in ITERATION_MODES:
+        raise ValueError(f"iterations must be one of {', '.join(ITERATION_MODES)}, not {mode!r}")
+    fr = t.frames
+    has = bool((np.asarray(fr.iteration) >= 0).any())
+    found = "iterations_found" in t.header.params
+    starts: list[int] = []
+    if mode == "auto":
+        if has:
+            return t
+        lo, hi = strand_ranges(t)
+        starts = find_iterations(
+            fr.parent, fr.level, fr.first_strand, fr.last_strand,
+            t.edges.src, t.edges.dst, t.edges.kind, t.strands.ref_start, lo, hi,
+        )  # fmt: skip
+        if not starts:
+            return t
+    elif not has or (mode == "markers" and not found):
+        return t
+    params = {k: v for k, v in t.header.params.items() if k != "iterations_found"}
+    if starts:
+        params["iterations_found"] = len(starts)
+    return _relabelled(t, starts, params)
+
+
+def _relabelled(t: Trace, starts: list[int], params: dict) -> Trace:
+    from simsched.trace.builder import _key_hash
+
+    fr = t.frames
+    offs = np.asarray(fr.key_offsets, np.int64)
+    vals = np.asarray(fr.key_values).tolist()
+    keys = [tuple(vals[offs[f] : offs[f + 1]]) for f in range(len(fr))]
+    spawn_index = np.asarray(fr.spawn_index, np.int64).tolist()
+    branching = np.asarray(fr.branching, np.int64).tolist()
+    iteration = np.asarray(fr.iteration, np.int64).tolist()
+    relabel(np.asarray(fr.parent).tolist(), spawn_index, branching, iteration, keys, starts)
+    new = copy.copy(t)
+    new.header = dataclasses.replace(t.header, params=params)
+    new.frames = dataclasses.replace(
+        fr,
+        spawn_index=np.asarray(spawn_index, np.int64),
+        branching=np.asarray(branching, np.int64),
+        iteration=np.asarray(iteration, np.int64),
+        key_hash=np.fromiter((_key_hash(k) for k in keys), np.uint64, count=len(keys)),
+        key_values=np.fromiter((v for k in keys for v in k), np.int32, count=int(offs[-1])),
+    )
+    return new

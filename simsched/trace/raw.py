@@ -37,6 +37,7 @@ from simsched.errors import SimschedError, TraceBuildError, TraceFormatError
 from simsched.trace import _raw_kernels as _rk
 from simsched.trace import format as fmt
 from simsched.trace.builder import TraceBuilder
+from simsched.trace.iterations import ITERATION_MODES
 
 RAW_DTYPE = np.dtype([("a", "<u8"), ("b", "<u4"), ("c", "<u2"), ("kind", "u1"), ("flags", "u1")])
 assert RAW_DTYPE.itemsize == 16
@@ -309,9 +310,6 @@ def _check_region(recs: np.ndarray, start: int, first: int, name: str) -> None:
         lambda i: f"{name}: record {first + start + int(pos[i])}",
         max_size=(1 << 32) - 1,
     )
-
-
-ITERATION_MODES = ("auto", "markers", "none")
 
 
 _NO_REF = np.iinfo(np.int64).max  # the lowest address of a strand without references

@@ -225,3 +225,43 @@ def test_valgrind_capture_names_the_stack_and_warns_of_a_shared_stack_object(cac
     assert compile_program(["-O0", str(src), "-o", str(fib)], backend="valgrind") == 0
     res = capture(str(fib), ["12"], tmp_path / "f.sst", backend="valgrind")
     assert res.header.stack is not None and res.warnings == []
+
+
+@needs_gcc
+def test_gcc_capture_warns_of_a_shared_stack_object(cache, tmp_path):
+    """The gcc runtime writes the stack depth into SPAWN markers too: spawned halves
+    filling main's local array through a pointer get the warning, fib none."""
+    src = Path(__file__).parent / "data" / "stack_shared.c"
+    prog = tmp_path / "stack_shared"
+    assert compile_program(["-O0", str(src), "-o", str(prog)]) == 0
+    res = capture(str(prog), [], tmp_path / "s.sst")
+    assert res.header.stack is not None
+    said = [w for w in res.warnings if "stack object of an enclosing frame" in w]
+    assert len(said) == 1 and said[0].startswith("stack_shared: "), res.warnings
+    n = int(re.match(r"stack_shared: (\d+) reference", said[0]).group(1))
+    assert 32 <= n <= 64  # the leaves' stores into v, but those within the slack
+    fib = tmp_path / "fib"
+    src = Path(__file__).parents[2] / "traces" / "programs" / "cilk" / "fib.c"
+    assert compile_program(["-O0", str(src), "-o", str(fib)]) == 0
+    res = capture(str(fib), ["12"], tmp_path / "f.sst")
+    assert not [w for w in res.warnings if "enclosing frame" in w]
+
+
+@needs_gcc
+def test_gcc_capture_records_the_c_librarys_string_functions(cache, tmp_path):
+    """strcpy's stores (and the string functions' loads) are recorded as ranges: the
+    program's own stores write each 64-byte string once, strcpy a copy of each."""
+    src = Path(__file__).parent / "data" / "strings.c"
+    prog = tmp_path / "strings"
+    assert compile_program(["-O2", str(src), "-o", str(prog)]) == 0
+    n = 512
+    res = capture(str(prog), [str(n)], tmp_path / "s.sst")
+    written = read = 0
+    with open_trace(res.out) as t:
+        for c in t.iter_chunks():
+            size = c.size.astype(np.int64)
+            written += int(size[c.write].sum())
+            read += int(size[~c.write].sum())
+    assert 2 * 64 * n <= written <= 2 * 64 * n + 4096
+    # strlen and strcpy read whole strings (strchr, strcmp and memcmp stop early)
+    assert read >= 2 * 64 * n

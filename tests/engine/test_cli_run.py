@@ -164,3 +164,25 @@ def test_run_says_what_laws_does_on_a_trace_without_iterations(ms, tmp_path, cap
         assert len(lines) == (1 if says else 0)
         if says:
             assert f"so {sched} runs its first-iteration policy for the whole run" in lines[0]
+
+
+def test_run_and_compare_relabel_iterations(tmp_path, capsys):
+    """``--iterations none`` drops a trace's marks (LAWS then says so); auto keeps them."""
+    heat = tmp_path / "heat.sst"
+    generate("heat", heat, nx=10, ny=10, iters=3, cutoff=2, init=False)
+    base = ["run", "--trace", str(heat), "--machine", "itrs-scaling-4", "-s", "laws", "--json"]
+    for mode, n in ((None, 3), ("auto", 3), ("markers", 3), ("none", 0)):
+        argv = base if mode is None else [*base, "--iterations", mode]
+        code, out, err = _run(argv, capsys)
+        assert code == 0
+        assert json.loads(out)["trace_iterations"] == n
+        assert ("has no iterations" in err) == (n == 0)
+    code, out, _ = _run(
+        ["compare", "-t", str(heat), "-m", "itrs-scaling-4", "-s", "ws,laws", "--iterations",
+         "none", "--json"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0
+    assert "no-iterations" in [n["code"] for n in json.loads(out)["notes"]]
+    code, _, err = _run([*base, "--iterations", "some"], capsys)
+    assert code == 2 and "unknown --iterations 'some'" in err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from simsched.cli import main
@@ -17,6 +19,17 @@ BASE = {
     ],
     "memory": {"latency": 100, "service_interval": 10},
 }
+
+_L2 = {"name": "L2", "scope": "core", "size": "256KB", "assoc": 8, "line": 64, "hit_latency": 9}
+
+
+def test_inclusion_and_the_older_inclusive_flag():
+    caches = [BASE["caches"][0], {**_L2, "inclusive": True}]
+    assert load_machine({**BASE, "caches": caches}).caches[1].inclusion == "inclusive"
+    caches = [BASE["caches"][0], {**_L2, "inclusive": False}]
+    assert load_machine({**BASE, "caches": caches}).caches[1].inclusion == "non-inclusive"
+    m = load_machine({**BASE, "caches": [BASE["caches"][0], {**_L2, "inclusion": "exclusive"}]})
+    assert m.caches[1].exclusive and not m.caches[1].inclusive
 
 
 @pytest.mark.parametrize("name", preset_names())
@@ -71,10 +84,24 @@ def test_extrapolated_itrs_chips_follow_table_2s_rule():
         ({"memory": {**BASE["memory"], "placement": "random"}}, "placement"),
         ({"cores_per_socket": 0}, "cores_per_socket"),
         ({"caches": [{**BASE["caches"][0], "size": "lots"}]}, "caches.0.size"),
+        ({"caches": [{**BASE["caches"][0], "inclusion": "mostly"}]}, "caches.0.inclusion"),
+        (
+            {"caches": [{**BASE["caches"][0], "inclusion": "exclusive"}]},
+            "caches.0.inclusion (L1): the first level cannot be exclusive",
+        ),
+        (
+            {"caches": [BASE["caches"][0], {**_L2, "line": 128, "inclusion": "exclusive"}]},
+            "caches.1.inclusion (L2): an exclusive level needs the line of the level above (64)",
+        ),
+        (
+            {"caches": [{**BASE["caches"][0], "inclusive": True, "inclusion": "inclusive"}]},
+            "caches.0: inclusive: give inclusion",
+        ),
+        ({"caches": [{**BASE["caches"][0], "inclusive": 1}]}, "caches.0: inclusive: 1 is not"),
     ],
 )
 def test_errors_name_the_field(patch, field):
-    with pytest.raises(ConfigError, match=field.replace(".", r"\.").replace("(", r"\(")):
+    with pytest.raises(ConfigError, match=re.escape(field)):
         load_machine({**BASE, **patch})
 
 

@@ -46,7 +46,7 @@ def machine(
 @st.composite
 def machine_specs(draw) -> dict:
     """Random small machines: 1-4 levels, 1-16 ways, 1-64 sets, 1-4 sockets, every
-    placement, coherence and inclusion on or off, line sizes growing downwards."""
+    placement, coherence on or off, every inclusion, line sizes growing downwards."""
     levels = draw(st.integers(1, 4))
     sockets = draw(st.integers(1, 4))
     cps = draw(st.integers(1, 2))
@@ -54,8 +54,12 @@ def machine_specs(draw) -> dict:
     line = 2 ** draw(st.integers(4, 6))
     caches = []
     for k in range(levels):
-        if k:
-            line *= 2 ** draw(st.integers(0, 1))
+        grow = 2 ** draw(st.integers(0, 1)) if k else 1
+        line *= grow
+        inclusion = draw(st.sampled_from(["non-inclusive", "inclusive", "exclusive"]))
+        if inclusion == "exclusive" and (k == 0 or grow > 1):
+            # An exclusive level takes the victims of the level above: same line size.
+            inclusion = "non-inclusive"
         ways = draw(st.integers(1, 16))
         sets = 2 ** draw(st.integers(0, 6))
         caches.append(
@@ -66,7 +70,7 @@ def machine_specs(draw) -> dict:
                 "assoc": ways,
                 "line": line,
                 "hit_latency": draw(st.integers(0, 30)),
-                "inclusive": draw(st.booleans()),
+                "inclusion": inclusion,
             }
         )
     placement = draw(

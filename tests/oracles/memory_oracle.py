@@ -14,6 +14,10 @@ step by step and independently of the generated Numba kernels:
   above it (their dirtiness joins the victim), a dirty victim is written back to the next
   level (which marks it dirty and MRU, or allocates it and handles its own victim) or to
   memory;
+* an exclusive (victim) level is never filled by a demand miss: every victim of the level
+  above, clean or dirty, arrives there as a write-back carrying its own dirty bit (only a
+  dirty one counts as a write-back of the level above); a demand hit there removes the
+  line, whose dirtiness goes to the level-0 copy;
 * a write marks the level-0 copy dirty; with coherence it then removes the line from
   every cache not on the writer's path (other cores' private levels, other sockets'
   shared levels), top level first; an inclusive level losing a line back-invalidates the
@@ -144,6 +148,11 @@ class MemoryOracle:
         line, dirty = victim
         if self.levels[k].inclusive and k > 0:
             dirty |= self._back_invalidate(k, inst, line)
+        if k + 1 < self.L and self.levels[k + 1].exclusive:
+            if dirty:
+                self.lvl[k][inst]["writebacks"] += 1
+            self._wb_arrive(k + 1, core, line, now, dirty)
+            return
         if not dirty:
             return
         self.lvl[k][inst]["writebacks"] += 1
@@ -163,14 +172,14 @@ class MemoryOracle:
         victim = self._insert(k, inst, line, dirty)
         self._victim(k, core, inst, victim, now)
 
-    def _wb_arrive(self, k: int, core: int, line: int, now: int) -> None:
+    def _wb_arrive(self, k: int, core: int, line: int, now: int, dirty: bool = True) -> None:
         inst = self._inst(k, core)
         s = self._set(k, inst, line)
         if line in s:
-            s[line] = True
+            s[line] = s[line] or dirty
             s.move_to_end(line)
             return
-        victim = self._insert(k, inst, line, True)
+        victim = self._insert(k, inst, line, dirty)
         self._victim(k, core, inst, victim, now)
 
     def _coherence(self, core: int, a0: int) -> None:
@@ -192,6 +201,7 @@ class MemoryOracle:
     def _access_line(self, core: int, a0: int, write: bool, now: int) -> int:
         served = self.L
         lat = None
+        taken_dirty = False
         for k in range(self.L):
             line = self._line_at(k, a0)
             inst = self._inst(k, core)
@@ -201,7 +211,10 @@ class MemoryOracle:
             if line in s:
                 self.lvl[k][inst]["hits"] += 1
                 self.core_lvl[core][k]["hits"] += 1
-                s.move_to_end(line)
+                if self.levels[k].exclusive:
+                    taken_dirty = s.pop(line)
+                else:
+                    s.move_to_end(line)
                 if k == 0 and write:
                     s[line] = True
                 lat = self.levels[k].hit_latency
@@ -212,7 +225,9 @@ class MemoryOracle:
         if lat is None:
             lat = self._mem_fetch(core, self._line_at(self.L - 1, a0), now)
         for k in range(served - 1, -1, -1):
-            self._fill(k, core, self._line_at(k, a0), write and k == 0, now)
+            if not self.levels[k].exclusive:
+                dirty = k == 0 and (write or taken_dirty)
+                self._fill(k, core, self._line_at(k, a0), dirty, now)
         if write and self.m.coherent:
             self._coherence(core, a0)
         return lat

@@ -275,3 +275,34 @@ def test_sparse_iteration_numbers_are_renumbered(small_traces, tmp_path, sched):
     assert [e["iteration"] for e in f1["packing"]] == labels
     assert sorted(s1.roots_by_iteration) == [k for k in labels if k in s1.roots_by_iteration]
     assert s1.first_it == 0 and f1["packing_mode"] == f0["packing_mode"]
+
+
+def test_a_head_core_steals_another_sockets_cf_root_only_when_its_own_are_started(
+    small_traces,
+):
+    """[LAWS15] §3.4: cross-socket stealing only "after all the tasks in the CF task pool
+    of ρ are completed".  Idle heads at an iteration's start used to take CF roots before
+    the tasks above them pushed those home (heat on 4 sockets, seeds 1 and 2: 6 and 5 of 16
+    CF roots ran on another socket and the makespan almost doubled)."""
+    trace = open_trace(small_traces["heat"])
+    machine = load_machine("opteron-8380-4x4")
+    it = np.asarray(trace.frames.iteration)
+    keys = np.asarray(trace.frames.key_hash)
+    first = np.asarray(trace.frames.first_strand)
+    for seed in (1, 2):
+        res, _, s = _replay(trace, machine, "laws", seed=seed, window=100)
+        ran = np.asarray(s.sock)[res.strand_core]
+        start = np.asarray(res.strand_start)
+        home = np.asarray(s.home)
+        away = 0
+        for k, tmpl in s.roots_by_iteration.items():
+            fk = np.flatnonzero(it == k)
+            by_key = dict(zip(keys[fk].tolist(), fk.tolist(), strict=True))
+            roots = np.array([by_key[int(keys[r])] for r in tmpl])
+            for r in roots:
+                q = ran[first[r]]
+                if q != home[r]:
+                    away += 1
+                    own = roots[home[roots] == q]
+                    assert (start[first[own]] <= start[first[r]]).all()
+        assert away == 0

@@ -89,3 +89,40 @@ def test_marks_win_and_a_trailing_phase_joins_the_last_iteration(tmp_path):
         # to the last iteration, as it would with markers
         assert int(t.frames.iteration.max()) == 2
         assert int(t.frames.iteration[-1]) == 2
+
+
+def _tables(t):
+    f = t.frames
+    return {
+        k: getattr(f, k).tolist()
+        for k in ("spawn_index", "branching", "iteration", "key_hash", "key_offsets", "key_values")
+    }
+
+
+def test_with_iterations_gives_the_tables_an_import_with_that_mode_writes(tmp_path):
+    """A replay's ``--iterations`` relabelling equals marking (or not) when the trace was built."""
+    from simsched.trace.iterations import strand_ranges, with_iterations
+
+    _loop(tmp_path / "found.sst", 4)
+    _loop(tmp_path / "marked.sst", 4, mark=True)
+    _loop(tmp_path / "plain.sst", 4, ranges=False)
+    with (
+        open_trace(tmp_path / "found.sst") as found,
+        open_trace(tmp_path / "marked.sst") as marked,
+        open_trace(tmp_path / "plain.sst") as plain,
+    ):
+        assert _tables(found) == _tables(marked) != _tables(plain)
+        # auto on a trace without iterations finds them from its references
+        lo, hi = strand_ranges(plain)
+        assert lo[0] == 0x100 and hi[0] == 0x107 and lo[1] > hi[1]  # main's set-up; a fork
+        auto = with_iterations(plain, "auto")
+        assert _tables(auto) == _tables(found)
+        assert auto.header.params["iterations_found"] == 4
+        assert "iterations_found" not in plain.header.params  # the original is untouched
+        # none removes marked and found iterations alike; markers only found ones
+        assert _tables(with_iterations(marked, "none")) == _tables(plain)
+        assert _tables(with_iterations(found, "none")) == _tables(plain)
+        assert _tables(with_iterations(found, "markers")) == _tables(plain)
+        assert with_iterations(marked, "markers") is marked
+        assert with_iterations(found, "auto") is found
+        assert with_iterations(plain, None) is plain
