@@ -18,6 +18,7 @@ trace is written next to where it goes and a failed capture leaves nothing behin
 from __future__ import annotations
 
 import ctypes
+import math
 import mmap
 import os
 import re
@@ -512,14 +513,34 @@ def capture(
 
 
 UNINSTRUMENTED_WARN = 0.05
-"""Warn when more than this share of the gcc backend's samples fell in uninstrumented code."""
+"""Warn when the share of the gcc backend's samples in uninstrumented code is significantly
+(one-sided binomial test at :data:`WARN_SIGNIFICANCE`) above this."""
 MIN_SAMPLES = 10  # below this (about 0.1 s of CPU time) the share says nothing
+WARN_SIGNIFICANCE = 0.05
+
+
+def _significantly_above(out: int, n: int, share: float) -> bool:
+    """Whether ``out`` of ``n`` samples is unlikely (p < WARN_SIGNIFICANCE) at ``share``.
+
+    The samples are a timer's: a program that spends 5 % of its time in libraries shows 0
+    to 5 of 41 samples there by chance, so a bare ``out > 0.05 n`` warns at random.
+    """
+    if out <= share * n:
+        return False
+    lq, lp = math.log(share), math.log1p(-share)
+
+    def log_pmf(k: int) -> float:  # in logs: comb(n, k) overflows floats for long runs
+        return (
+            math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lq + (n - k) * lp
+        )
+
+    return sum(math.exp(log_pmf(k)) for k in range(out, n + 1)) < WARN_SIGNIFICANCE
 
 
 def _warnings(prog: Path, stats: dict[str, int]) -> list[str]:
     """What the capture should tell the user about the trace's gaps."""
     n, out = stats.get("samples", 0), stats.get("uninstrumented_samples", 0)
-    if n < MIN_SAMPLES or out <= UNINSTRUMENTED_WARN * n:
+    if n < MIN_SAMPLES or not _significantly_above(out, n, UNINSTRUMENTED_WARN):
         return []
     return [
         f"{prog.name}: {100 * out / n:.0f} % of the run's CPU time ({out} of {n} samples) was "

@@ -265,3 +265,15 @@ def test_gcc_capture_records_the_c_librarys_string_functions(cache, tmp_path):
     assert 2 * 64 * n <= written <= 2 * 64 * n + 4096
     # strlen and strcpy read whole strings (strchr, strcmp and memcmp stop early)
     assert read >= 2 * 64 * n
+
+
+def test_library_warning_needs_a_share_significantly_above_five_percent():
+    from simsched.capture.run import _warnings
+
+    prog = Path("prog")
+    # 41 timer samples of a program with 5 % library time show up to 5 there by chance
+    assert _warnings(prog, {"samples": 41, "uninstrumented_samples": 5}) == []
+    said = _warnings(prog, {"samples": 41, "uninstrumented_samples": 15})
+    assert len(said) == 1 and said[0].startswith("prog: 37 % of the run's CPU time (15 of 41")
+    assert _warnings(prog, {"samples": 9, "uninstrumented_samples": 9}) == []  # too few
+    assert _warnings(prog, {"samples": 100_000, "uninstrumented_samples": 5_400}) != []
