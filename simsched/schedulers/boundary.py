@@ -130,6 +130,12 @@ class BoundaryChoice:
         ``Sd / B**(BL-1)``, data per leaf inter-socket task (``Sd`` when ``BL = 0``).
     miss_intensity, threshold
         The measured miss intensity and the CPU-bound threshold, when the rule was applied.
+    eq4
+        What Eq. 4 alone gives (before the cap of the third constraint).
+    depth, level_intra
+        The DAG's depth (deepest frame level) and the deepest ``BL`` that still leaves every
+        leaf inter-socket task ``B**(depth - BL) >= N/M`` frames below it, one per worker of
+        its squad (§III-B's third constraint); ``None`` when no depth was given.
     """
 
     bl: int
@@ -144,6 +150,9 @@ class BoundaryChoice:
     leaf_bytes: float
     miss_intensity: float | None = None
     threshold: float | None = None
+    eq4: int | None = None
+    depth: int | None = None
+    level_intra: int | None = None
 
     def as_record(self) -> dict[str, Any]:
         """Flat dict for a result record (keys prefixed ``bl_``, ``bl`` itself unprefixed)."""
@@ -161,6 +170,8 @@ def choose_boundary_level(
     *,
     miss_intensity: float | None = None,
     threshold: float = CPU_BOUND_MISS_INTENSITY,
+    depth: int | None = None,
+    cores_per_socket: int = 1,
 ) -> BoundaryChoice:
     """CAB's boundary level by [CAB11] §III-B Eq. 4, with Algorithm II's and §V-D's zeros.
 
@@ -180,6 +191,18 @@ def choose_boundary_level(
         CPU-bound and ``BL = 0`` ([CAB11] §V-D, see :func:`is_cpu_bound`).
     threshold
         CPU-bound threshold in misses per instruction.
+    depth
+        The DAG's depth (its deepest frame's level, main is 0).  When given, ``BL`` is
+        capped by §III-B's third constraint ("a leaf inter-socket task should be large
+        enough to enable a squad to have sufficient intra-socket tasks"), read as: the
+        subtree of a leaf inter-socket task holds at least one frame per worker of the
+        squad, ``B**(depth - BL) >= cores_per_socket``.  Eq. 4 only approximates this
+        constraint by taking the smallest ``BL`` of Eq. 3, which for data much larger than
+        the shared cache puts ``BL`` at or below the leaves.  If the cap leaves fewer
+        leaf inter-socket tasks than sockets (Eq. 1), the DAG is too shallow for two
+        tiers and ``BL = 0`` (reason ``"too-shallow"``).
+    cores_per_socket
+        ``N/M``, workers per squad (used with ``depth``).
 
     Returns
     -------
@@ -218,9 +241,16 @@ def choose_boundary_level(
     # in one shared cache already fits at level 1, so the cache term is at least 1 (the
     # bare formula gives 0, -1, ... for data B, B**2, ... times smaller than the cache).
     lv_c = max(_ceil_log(Sd, Sc, B) + 1, 1)
-    bl = max(lv_s, lv_c)  # Eq. 4
+    eq4 = bl = max(lv_s, lv_c)  # Eq. 4
     reason = "both" if lv_s == lv_c else ("sockets" if lv_s > lv_c else "cache")
-    leaves = B ** (bl - 1)
+    level_intra = None
+    if depth is not None:
+        depth = check_int("DAG depth", depth, 0)
+        cores = check_int("cores per socket", cores_per_socket, 1)
+        level_intra = depth - _ceil_log(cores, 1, B)  # B**(depth - BL) >= cores
+        if bl > level_intra:
+            bl, reason = (level_intra, "intra-tasks") if level_intra >= lv_s else (0, "too-shallow")
+    leaves = B ** (bl - 1) if bl > 0 else 0
     return BoundaryChoice(
         bl,
         reason,
@@ -228,9 +258,12 @@ def choose_boundary_level(
         level_sockets=lv_s,
         level_cache=lv_c,
         leaf_tasks=leaves,
-        leaf_bytes=Sd / leaves,
+        leaf_bytes=Sd / leaves if leaves else float(Sd),
         miss_intensity=None if miss_intensity is None else float(miss_intensity),
         threshold=None if miss_intensity is None else float(threshold),
+        eq4=eq4,
+        depth=depth,
+        level_intra=level_intra,
     )
 
 

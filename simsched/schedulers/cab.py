@@ -71,6 +71,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import numpy as np
+
 from simsched.errors import ConfigError
 from simsched.schedulers.base import (
     EDGE_SPAWN,
@@ -116,6 +118,12 @@ def _branching(frames: Any) -> BranchingDegree | None:
         return None
 
 
+def _depth(frames: Any) -> int:
+    """The DAG's depth: the deepest frame's level (main is 0)."""
+    level = np.asarray(frames.level)
+    return int(level.max()) if level.size else 0
+
+
 def _measurements(
     params: dict[str, Any], br: BranchingDegree | None, sockets: int
 ) -> tuple[str, ...]:
@@ -145,7 +153,8 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
         ``(BL, fields)``; ``fields`` holds ``bl``, ``bl_source`` (``given`` or ``auto``),
         Eq. 4's inputs and terms (``bl_branching``, ``bl_sockets``, ``bl_shared_cache``,
         ``bl_data_bytes``, ``bl_level_sockets``, ``bl_level_cache``, ...), ``bl_reason``
-        and, for a given ``bl``, ``bl_eq4`` (what Eq. 4 would have chosen).
+        and ``bl_eq4`` (what Eq. 4 alone chooses), ``bl_depth`` and ``bl_level_intra`` (the
+        third constraint's cap); for a given ``bl`` also ``bl_auto`` (what ``auto`` runs).
     """
     m = ctx.machine
     fields: dict[str, Any] = {}
@@ -179,6 +188,8 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
             max(sd, 1),
             miss_intensity=intensity,
             threshold=float(params["cpu_threshold"]),
+            depth=_depth(ctx.trace.frames),
+            cores_per_socket=m.cores_per_socket,
         )
         fields.update(choice.as_record())
         fields["bl_cpu_bound"] = mode
@@ -189,12 +200,19 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
     fields.update({"bl": bl, "bl_source": "given", "bl_reason": "given"})
     if br is not None and br.B >= 2:
         sd = data if data > 0 else ctx.facts.footprint_bytes()
-        eq4 = choose_boundary_level(br.B, m.sockets, shared_cache_bytes(m), max(sd, 1))
-        rec = eq4.as_record()
+        auto = choose_boundary_level(
+            br.B,
+            m.sockets,
+            shared_cache_bytes(m),
+            max(sd, 1),
+            depth=_depth(ctx.trace.frames),
+            cores_per_socket=m.cores_per_socket,
+        )
+        rec = auto.as_record()  # bl_eq4: Eq. 4 alone; bl_auto: what auto would run
         rec.pop("bl_reason")
         fields.update(rec)
         fields["bl"] = bl
-        fields["bl_eq4"] = eq4.bl
+        fields["bl_auto"] = auto.bl
     return bl, fields
 
 

@@ -269,3 +269,19 @@ def test_frame_arrays_rejects_malformed_parents(parent):
 def test_frame_arrays_rejects_column_of_other_length():
     with pytest.raises(ConfigError, match="level"):
         measure_branching([0, 1, 2], [0, 1], [-1, 0, 1])
+
+
+def test_third_constraint_caps_bl_by_the_dags_depth():
+    # [CAB11] §III-B: B = 2, 4 sockets, 6 MB shared cache, 200 MB of data
+    big = dict(B=2, M=4, Sc=6 << 20, Sd=200 << 20)
+    assert choose_boundary_level(**big).bl == 7  # Eq. 4 alone (no depth given)
+    c = choose_boundary_level(**big, depth=8, cores_per_socket=8)
+    assert (c.bl, c.reason, c.eq4, c.level_intra) == (5, "intra-tasks", 7, 5)
+    assert c.leaf_tasks == 16 and c.leaf_bytes == (200 << 20) / 16
+    deep = choose_boundary_level(**big, depth=12, cores_per_socket=8)
+    assert (deep.bl, deep.reason) == (7, "cache")  # deep enough: Eq. 4 stands
+    # too shallow for both tiers: fewer leaf tasks than sockets would remain
+    flat = choose_boundary_level(**big, depth=5, cores_per_socket=8)
+    assert (flat.bl, flat.reason, flat.leaf_tasks, flat.level_intra) == (0, "too-shallow", 0, 2)
+    with pytest.raises(ConfigError, match="DAG depth"):
+        choose_boundary_level(**big, depth=-1)

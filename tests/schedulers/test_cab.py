@@ -257,6 +257,12 @@ def test_cli_record_shows_bl_and_bad_bl_is_one_line(heat, capsys):
     for bad in ("bl=-1", "bl=x"):
         code, out, err = _run([*base, "--set", bad, "--json"], capsys)
         assert code == 2 and "bl=" in err and len(err.strip().splitlines()) == 1
+    # 200 MiB of data: Eq. 4 alone puts BL at level 7, below the DAG's leaves (depth 5);
+    # the third constraint keeps 2**(5 - BL) >= 4 frames per leaf for the squad's 4 workers
+    code, out, _ = _run([*base, "--set", "data_bytes=209715200", "--json"], capsys)
+    rec = json.loads(out)
+    assert code == 0 and rec["bl_eq4"] == 7 and rec["bl_depth"] == 5
+    assert rec["bl"] == rec["bl_level_intra"] == 3 and rec["bl_reason"] == "intra-tasks"
 
 
 def test_cpu_bound_program_gets_bl_zero(tmp_path):
