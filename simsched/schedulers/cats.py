@@ -20,7 +20,13 @@ So ``cats`` is :class:`~simsched.schedulers.laws.LocalityAware` with:
   across sockets at random — the bi-tier stealing of [CAB11] §III with subtrees as the
   inter-socket tasks;
 * no CPU-bound test (the seeds give it to LAWS only, §6.5–6.6); ``cpu_check=true``
-  enables it.
+  enables it;
+* where its packing does not apply (no subtree fits the shared cache, the DAG changes
+  between iterations, as in GE) CATS schedules the rest of the run by work stealing —
+  CATS is CAB's bi-tier stealing over packed subtrees, and without subtrees CAB's rule is
+  plain task stealing ([CAB11] Algorithm II step 2).  Frames of a packed run that the
+  packing's template does not cover still go to the spawner's CF pool (head cores steal
+  them): a per-task fallback is not built (docs/schedulers.md, CATS).
 
 docs/schedulers.md lists which of these details come from the seeds and which are
 simsched's reading of the CATS paper.
@@ -48,3 +54,4 @@ class CacheAwareTaskStealing(LocalityAware):
     PACK: ClassVar[bool] = True
     TUNE: ClassVar[bool] = False
     NUMA: ClassVar[bool] = False
+    FALLBACK_WS: ClassVar[bool] = True

@@ -161,6 +161,9 @@ class LocalityAware(Scheduler):
     TUNE: ClassVar[bool] = True
     #: After the first iteration, push a task to its data's socket (else: the spawner's).
     NUMA: ClassVar[bool] = True
+    #: Where the packing does not apply (nothing fits, the DAG changed), schedule the rest
+    #: by work stealing (else: the allocator alone, as LAWS-NC).
+    FALLBACK_WS: ClassVar[bool] = False
 
     def __init__(self, ctx, params, rng):
         super().__init__(ctx, params, rng)
@@ -515,7 +518,8 @@ class LocalityAware(Scheduler):
             if instr.any():
                 v = laws_cpu_bound(misses, instr, self.params["cpu_threshold"])
                 if v.cpu_bound:
-                    self._to_ws(v.share)
+                    # §6.5: a CPU-bound program is scheduled by traditional work stealing
+                    self._to_ws(f"CPU-bound ({v.share:.0%} of tasks below the miss intensity): ws")
                     return
         if not self.PACK:
             self.mode = "allocator only"
@@ -523,7 +527,7 @@ class LocalityAware(Scheduler):
         shared = [c for c in ctx.machine.caches if c.scope != "core"]
         private = [c for c in ctx.machine.caches if c.scope == "core"]
         if not shared or not private:
-            self.mode = "no shared or private cache: allocator only"
+            self._no_packing("no shared or private cache")
             return
         line = private[-1].line
         s = sosc(lp, np.asarray(ctx.frame_level)[self.frames0], misses, line)
@@ -535,7 +539,7 @@ class LocalityAware(Scheduler):
             tparent = np.where((lp >= 0) & st[np.maximum(lp, 0)], -1, lp)
         roots = cf_roots(s, lp, shared[0].size)
         if roots.size == 0:
-            self.mode = "no subtree fits the shared cache: allocator only"
+            self._no_packing("no subtree fits the shared cache")
             return
         self.tparent = lp
         self._map_template()
@@ -597,9 +601,18 @@ class LocalityAware(Scheduler):
         self.pool_mode = True
         self.tuner = None
         self.mode = why
+        if self.FALLBACK_WS:
+            self._to_ws(why.replace("allocator only", "ws"))
 
-    def _to_ws(self, share: float) -> None:
-        """§6.5: a CPU-bound program is scheduled by traditional work stealing."""
+    def _no_packing(self, why: str) -> None:
+        """The packing does not apply: allocator only (LAWS), or work stealing (CATS)."""
+        if self.FALLBACK_WS:
+            self._to_ws(f"{why}: ws")
+        else:
+            self.mode = f"{why}: allocator only"
+
+    def _to_ws(self, mode: str) -> None:
+        """Schedule the rest of the run by traditional work stealing (``mode`` says why)."""
         ws = ws_fallback(self, deques=self.dq)
         for p, pool in enumerate(self.pools):
             h = self.ctx.head_core(p)
@@ -607,7 +620,7 @@ class LocalityAware(Scheduler):
                 self.dq.push_all(h, pool)
                 pool.clear()
         self.ws = ws
-        self.mode = f"CPU-bound ({share:.0%} of tasks below the miss intensity): ws"
+        self.mode = mode
 
     def record_fields(self) -> dict[str, Any]:
         """``iteration_cycles``, ``packing`` (per iteration) and ``packing_mode``."""

@@ -201,6 +201,10 @@ def test_ge_dag_change_stops_packing(small_traces):
     k = changed[0]
     assert res.sched_fields["packing_mode"] == f"DAG changed at iteration {k}: allocator only"
     assert {p["move"] for p in res.sched_fields["packing"][k + 1 :]} == {"none"}
+    # CATS: where its packing stops applying, work stealing runs the rest
+    res, _, _ = _replay(trace, load_machine(TWO_BY_TWO), "cats")
+    assert res.sched_fields["packing_mode"] == f"DAG changed at iteration {k}: ws"
+    assert {p["move"] for p in res.sched_fields["packing"][k + 1 :]} == {"ws"}
 
 
 def test_cpu_bound_program_falls_back_to_ws(small_traces):
