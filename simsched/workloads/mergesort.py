@@ -10,10 +10,17 @@ The modelled C program (serial elision, as captured)::
              h = n/2
              spawn psort(lo, h, d+1); spawn psort(lo+h, n-h, d+1); sync
              pmerge(src[lo:lo+h], src[lo+h:lo+n] -> dst[lo:lo+n])   # src/dst by d's parity
-    pmerge:  k = min(ceil(n / merge_grain), h)
+    pmerge (recursive_merge=false):
+             k = min(ceil(n / merge_grain), h)
              for c in 1..k-1: p_c = c*h/k; q_c = lower_bound(Y, X[p_c])   # binary search
              for c < k: spawn merge(X[p_{c-1}:p_c], Y[q_{c-1}:q_c] -> dst[p_{c-1}+q_{c-1}:])
              sync                                                 # (k == 1: one serial merge)
+    cilkmerge(X, Y -> out) (recursive_merge=true; a Cilk function with its own frame)
+             if |X| < |Y|: swap X, Y
+             if |X| + |Y| <= merge_grain or |X| < 2: merge(X, Y -> out); return
+             m = |X|/2; q = lower_bound(Y, X[m])                  # binary search
+             spawn cilkmerge(X[:m], Y[:q] -> out); spawn cilkmerge(X[m:], Y[q:] -> out[m+q:])
+             sync
     msort(lo, n, d): serial top-down mergesort with the same halving and ping-pong:
              if n == 1: copy the key into dst if dst is tmp; return
              msort(lo, h, d+1); msort(lo+h, n-h, d+1); merge(src halves -> dst)
@@ -79,6 +86,14 @@ PARAMS = (
         minimum=1,
     ),
     Param("elem_size", int, 4, "bytes per key (4: uint32, 8: uint64)", choices=(4, 8)),
+    Param(
+        "recursive_merge",
+        bool,
+        False,
+        "parallel merge as cilksort's cilkmerge (halve the longer run, binary-search the"
+        " other, recurse on both parts down to merge_grain keys) instead of the flat k-way"
+        " split of [PDF07] §4.2",
+    ),
     seed_param(),
     Param("init", bool, True, "emit main's loop that writes the random input into A"),
 )
@@ -209,6 +224,7 @@ class _Generator:
         self.merge_grain = p["merge_grain"]
         self.es = p["elem_size"]
         self.init = p["init"]
+        self.recursive = bool(p.get("recursive_merge", False))
         self.keys = input_keys(self.n, self.es, p["seed"])
         self.mem = (self.keys.copy(), np.zeros_like(self.keys))  # A, tmp
         self.base = (heap.regions["A"].base, heap.regions["tmp"].base)
@@ -247,7 +263,12 @@ class _Generator:
         self.psort(lo + h, n - h, d + 1)
         b.ret()
         b.sync()
-        self.pmerge(lo, h, n - h, d)
+        if self.recursive:
+            b.call()
+            self.cilkmerge(d, lo, lo + h, lo + h, lo + n, lo)
+            b.call_ret()
+        else:
+            self.pmerge(lo, h, n - h, d)
 
     # -- serial leaves ------------------------------------------------------------------
     def leaf_refs(self, lo: int):
@@ -285,23 +306,45 @@ class _Generator:
         }
 
     # -- parallel merge -----------------------------------------------------------------
+    def _search(self, d: int, xlo: int, ylo: int, m: int, p: np.ndarray) -> np.ndarray:
+        """Emit the binary searches of ``S[xlo + p[c]]`` in ``S[ylo:ylo+m]``; their results."""
+        src, sbase = self.mem[(d + 1) & 1], self.base[(d + 1) & 1]
+        q = np.empty(p.size, np.int64)
+        cap = p.size * (2 + int(m).bit_length())
+        addr = np.empty(cap, np.uint64)
+        gap = np.empty(cap, np.uint32)
+        write = np.empty(cap, np.bool_)
+        used = _k.split_search(src, xlo, ylo, m, p, sbase, self.es, self.C, addr, gap, write, q)
+        self.b.refs(addr[:used], self.es, write[:used], gap[:used])
+        return q
+
+    def cilkmerge(self, d: int, xs: int, xe: int, ys: int, ye: int, os_: int) -> None:
+        """cilksort's recursive merge of ``X = src[xs:xe]`` and ``Y = src[ys:ye]``."""
+        b = self.b
+        if xe - xs < ye - ys:
+            xs, xe, ys, ye = ys, ye, xs, xe
+        nx, ny = xe - xs, ye - ys
+        if nx + ny <= self.merge_grain or nx < 2:
+            one = [np.array([v], np.int64) for v in (xs, xe, ys, ye, os_)]
+            self._merge_group(d, one[0], one[1], one[2], one[3], one[4])
+            return
+        mid = nx // 2
+        q = int(self._search(d, xs, ys, ny, np.array([mid], np.int64))[0])
+        b.spawn()
+        self.cilkmerge(d, xs, xs + mid, ys, ys + q, os_)
+        b.ret()
+        b.spawn()
+        self.cilkmerge(d, xs + mid, xe, ys + q, ye, os_ + mid + q)
+        b.ret()
+        b.sync()
+
     def pmerge(self, lo: int, h: int, m: int, d: int) -> None:
         b = self.b
         n = h + m
-        dst, src = self.mem[d & 1], self.mem[(d + 1) & 1]
-        dbase, sbase = self.base[d & 1], self.base[(d + 1) & 1]
         k = min(-(-n // self.merge_grain), h)
         if k > 1:
             p = (np.arange(1, k, dtype=np.int64) * h) // k
-            q = np.empty(k - 1, np.int64)
-            cap = (k - 1) * (2 + int(m).bit_length())
-            addr = np.empty(cap, np.uint64)
-            gap = np.empty(cap, np.uint32)
-            write = np.empty(cap, np.bool_)
-            used = _k.split_search(
-                src, lo, lo + h, m, p, sbase, self.es, self.C, addr, gap, write, q
-            )
-            b.refs(addr[:used], self.es, write[:used], gap[:used])
+            q = self._search(d, lo, lo + h, m, p)
             pl = np.concatenate([[0], p, [h]]).astype(np.int64)
             ql = np.concatenate([[0], q, [m]]).astype(np.int64)
         else:
@@ -310,6 +353,16 @@ class _Generator:
         ls, le = lo + pl[:-1], lo + pl[1:]
         rs, re_ = lo + h + ql[:-1], lo + h + ql[1:]
         os_ = lo + pl[:-1] + ql[:-1]
+        self._merge_group(d, ls, le, rs, re_, os_, spawn=k > 1)
+        b.sync()
+
+    def _merge_group(self, d, ls, le, rs, re_, os_, spawn: bool = False) -> None:
+        """Emit the serial merges of chunk pairs ``(ls:le, rs:re_) -> os_``, each spawned
+        (``spawn``) or in the current strand."""
+        b = self.b
+        dst, src = self.mem[d & 1], self.mem[(d + 1) & 1]
+        dbase, sbase = self.base[d & 1], self.base[(d + 1) & 1]
+        k = len(ls)
         size = (le - ls) + (re_ - rs)
         c = 0
         while c < k:
@@ -339,13 +392,12 @@ class _Generator:
             )
             for t in range(e - c):
                 a, z = int(off[t]), int(off[t + 1])
-                if k > 1:
+                if spawn:
                     b.spawn()
                 b.refs(addr[a:z], self.es, write[a:z], gap[a:z])
-                if k > 1:
+                if spawn:
                     b.ret()
             c = e
-        b.sync()
 
 
 def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:

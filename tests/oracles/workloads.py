@@ -59,12 +59,21 @@ class Recorder:
             self._open[-1] = False
             self._new()
 
-    def ret(self):
-        assert len(self._open) > 1, "ret without spawn"
+    def call(self):  # a called Cilk function: a frame of its own, waited for at once
+        self._end()
+        self.events.append("call")
+        self._open.append(False)
+        self._new()
+
+    def call_ret(self):
+        self.ret("call_ret")
+
+    def ret(self, event="ret"):
+        assert len(self._open) > 1, f"{event} without a frame to close"
         self.sync()
         self._end()
         self._open.pop()
-        self.events.append("ret")
+        self.events.append(event)
         self._new()
 
     def iteration(self, i):
@@ -167,6 +176,35 @@ def mergesort(b, p, heap):
         msort(lo + h, m - h, d + 1)
         merge(src, dst, lo, lo + h, lo + h, lo + m, lo)
 
+    def search(src, xi, ylo, m):
+        x = mem[src][xi]
+        ref(src, xi, False, ms.GAP_SPLIT)
+        a, z = 0, m
+        while a < z:
+            mid = (a + z) // 2
+            ref(src, ylo + mid, False, ms.GAP_PROBE)
+            if mem[src][ylo + mid] < x:
+                a = mid + 1
+            else:
+                z = mid
+        return a
+
+    def cilkmerge(src, dst, xs, xe, ys, ye, o):
+        if xe - xs < ye - ys:
+            xs, xe, ys, ye = ys, ye, xs, xe
+        if (xe - xs) + (ye - ys) <= mg or xe - xs < 2:
+            merge(src, dst, xs, xe, ys, ye, o)
+            return
+        mid = (xe - xs) // 2
+        q = search(src, xs + mid, ys, ye - ys)
+        b.spawn()
+        cilkmerge(src, dst, xs, xs + mid, ys, ys + q, o)
+        b.ret()
+        b.spawn()
+        cilkmerge(src, dst, xs + mid, xe, ys + q, ye, o + mid + q)
+        b.ret()
+        b.sync()
+
     def psort(lo, m, d):
         b.instr(ms.CALL_PSORT)
         if m <= grain:
@@ -181,6 +219,11 @@ def mergesort(b, p, heap):
         b.ret()
         b.sync()
         dst, src = d & 1, 1 - (d & 1)
+        if p.get("recursive_merge", False):
+            b.call()
+            cilkmerge(src, dst, lo, lo + h, lo + h, lo + m, lo)
+            b.call_ret()
+            return
         k = min(-(-m // mg), h)
         if k == 1:
             merge(src, dst, lo, lo + h, lo + h, lo + m, lo)

@@ -24,6 +24,10 @@ CASES = [
     dict(n=300, grain=300),
     dict(n=1000, grain=50, merge_grain=1, init=False),
     dict(n=64, grain=1, merge_grain=2),
+    dict(n=37, grain=4, merge_grain=5, recursive_merge=True),
+    dict(n=257, grain=16, merge_grain=24, elem_size=8, seed=3, recursive_merge=True),
+    dict(n=1000, grain=50, merge_grain=1, init=False, recursive_merge=True),
+    dict(n=2, grain=1, recursive_merge=True),
 ]
 
 
@@ -45,6 +49,8 @@ def test_fast_path_equals_oracle(params):
 )
 def test_fast_path_equals_oracle_random(n, grain, merge_grain, seed):
     params = dict(n=n, grain=grain, merge_grain=merge_grain, seed=seed, init=False)
+    if seed % 2:
+        params["recursive_merge"] = True
     fast, out, _, _ = record("mergesort", ms.emit, **params)
     slow, _, _, _ = record("mergesort", oracle.mergesort, **params)
     assert_same_stream(fast, slow)
@@ -141,3 +147,23 @@ def test_default_grain_equals_oracle():
     fast, _, _, _ = record("mergesort", ms.emit, **params)
     slow, _, _, _ = record("mergesort", oracle.mergesort, **params)
     assert_same_stream(fast, slow)
+
+
+def test_recursive_merge_has_cilksorts_frame_tree(tmp_path):
+    # cilkmerge halves the longer run until merge_grain keys: every merge frame that
+    # divides has exactly two children, and the merge recursion goes below psort's leaves
+    from simsched.trace import open_trace
+    from simsched.workloads import generate
+
+    generate(
+        "mergesort", tmp_path / "r.sst", n=4096, grain=256, merge_grain=64, recursive_merge=True
+    )
+    generate("mergesort", tmp_path / "f.sst", n=4096, grain=256, merge_grain=64)
+    with open_trace(tmp_path / "r.sst") as r, open_trace(tmp_path / "f.sst") as f:
+        rp, fp = np.asarray(r.frames.parent), np.asarray(f.frames.parent)
+        rkids = np.bincount(rp[rp >= 0], minlength=rp.size)
+        fkids = np.bincount(fp[fp >= 0], minlength=fp.size)
+        # a psort frame: its two halves and the merge it calls; a merge frame: two halves
+        assert rkids.max() == 3
+        assert fkids.max() == 2 + 64  # the flat merge's 64 chunks join psort's two halves
+        assert np.asarray(r.frames.level).max() > np.asarray(f.frames.level).max()
