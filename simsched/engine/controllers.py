@@ -33,6 +33,12 @@ record's allotment series) by the engine, for controllers that use desires.
 (:func:`quantum_cycles`); a quantum given in cycles (``--quantum``) takes precedence.
 Either way a quantum below :data:`MIN_QUANTUM` cycles is refused (:func:`check_quantum`).
 
+**Placement.**  Every controller also accepts ``placement``: ``sockets`` (default) lets
+:func:`assign_cores` keep each job on few sockets; ``any`` ignores sockets — a job gives up
+its highest-numbered cores (idle ones first) and takes the lowest-numbered free ones — as
+[SAWS12]'s runtime allots processors without regard to sockets (§5: its controller counts
+processors only).
+
 ``REGISTRY`` maps names and aliases to classes; outside packages add controllers through
 the ``simsched.controllers`` entry-point group.
 """
@@ -58,6 +64,10 @@ if TYPE_CHECKING:
 #: would record one allotment entry every few cycles (``--quantum 1`` ran for minutes
 #: with its memory growing).
 MIN_QUANTUM = 100
+
+
+#: values of every controller's ``placement`` parameter (module docstring)
+PLACEMENTS = ("sockets", "any")
 
 
 def check_quantum(quantum: int, what: str) -> int:
@@ -174,12 +184,22 @@ class Controller:
     ) -> None:
         params = dict(params or {})
         ms = params.pop("quantum_ms", None)
+        placement = params.pop("placement", "sockets")
+        if placement not in PLACEMENTS:
+            raise ConfigError(
+                f"controller {self.name!r}: placement={placement!r}: choose one of "
+                f"{', '.join(PLACEMENTS)}"
+            )
         resolved = self.params_schema.resolve(f"controller {self.name!r}", params)
         check_quantum(quantum, f"controller {self.name!r}")
         self.machine = machine
         self.P = machine.cores
         self.n_jobs = n_jobs
         self.params = resolved
+        #: ``sockets``: keep each job on few sockets; ``any``: ignore sockets
+        self.placement = placement
+        if placement != "sockets":
+            self.params["placement"] = placement
         self.quantum = int(quantum)
         if ms is not None:
             self.params["quantum_ms"] = ms

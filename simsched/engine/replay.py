@@ -247,6 +247,7 @@ class Replay:
         self.memory = self.driver.memory
         self.progress = progress
         self.socket_of = [machine.socket_of(c) for c in range(P)]
+        self.no_sockets = [0] * P  # placement=any: one socket for assign_cores
         self.jobs: list[Job | None] = [None] * len(jobs)
         self.active: list[Job] = []
         self.left = len(jobs)
@@ -364,7 +365,9 @@ class Replay:
         targets = self.controller.allot(now, self._views())
         current = {j.jid: frozenset(j.cores) for j in self.active}
         busy = {c for c in range(self.P) if self.run_job[c] is not None}
-        want = assign_cores(current, targets, self.socket_of, busy)
+        by_socket = getattr(self.controller, "placement", "sockets") == "sockets"
+        sockets = self.socket_of if by_socket else self.no_sockets
+        want = assign_cores(current, targets, sockets, busy)
         new_owner = [-1] * self.P
         for jid, cores in want.items():
             for c in cores:

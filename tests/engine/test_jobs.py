@@ -194,14 +194,15 @@ def test_cli_jobs_acceptance(tmp_path):
 # -- DEQ with the adaptive work stealers ([SAWS12]) -----------------------------------------
 
 
-def test_fast_engine_equals_job_set_oracle_under_deq(tmp_path):
+@pytest.mark.parametrize("placement", ["sockets", "any"])
+def test_fast_engine_equals_job_set_oracle_under_deq(tmp_path, placement):
     """SAWS, A-Steal and WS-EQUI under DEQ with a short quantum: the fast engine and the
     oracle agree strand by strand, counter by counter, desire by desire."""
     m = load_machine(TWO_BY_TWO)
     specs = _specs(tmp_path, [0, 150, 1201], ["saws", "asteal", "ws-equi"])
-    ctl = get_controller("deq")(m, len(specs), {}, 311)
+    ctl = get_controller("deq")(m, len(specs), {"placement": placement}, 311)
     fast = Replay(m, specs, controller=ctl, seed=5, window=0, memory=MemorySystem(m)).run()
-    ctl2 = get_controller("deq")(m, len(specs), {}, 311)
+    ctl2 = get_controller("deq")(m, len(specs), {"placement": placement}, 311)
     ora = OracleJobs(m, specs, ctl2, 5, MemoryOracle(m)).run()
     for f, o, spec in zip(fast.jobs, ora, specs, strict=True):
         check_invariants(spec.trace, f)
@@ -350,3 +351,16 @@ def test_deq_holds_no_core_above_desire_but_leaving_ones():
                 above += cores[k] > desire[k]
     # cores above desire are rare: those running a strand at a boundary
     assert above <= len(a["cycles"]) // 4
+
+
+def test_placement_any_ignores_sockets():
+    """placement=any: a job grows into the lowest free core whatever its socket (sockets:
+    into its own socket first); the engine's use is checked against the job-set oracle
+    above; a bad value is one error naming the field."""
+    socket_of = [0, 0, 1, 1]
+    assert assign_cores({0: frozenset({2})}, {0: 2}, socket_of, set()) == {0: frozenset({2, 3})}
+    assert assign_cores({0: frozenset({2})}, {0: 2}, [0] * 4, set()) == {0: frozenset({0, 2})}
+    m = load_machine(TWO_BY_TWO)
+    assert get_controller("deq")(m, 2, {"placement": "any"}, 311).placement == "any"
+    with pytest.raises(ConfigError, match="placement='near'"):
+        get_controller("equi")(m, 2, {"placement": "near"})

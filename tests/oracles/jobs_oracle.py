@@ -156,10 +156,11 @@ class OracleJobs:
                     if j.desire is None and j.sched.initial_desire is not None:
                         j.desire = int(j.sched.initial_desire)
             targets = self.ctl.allot(t, active)
+            by_socket = getattr(self.ctl, "placement", "sockets") == "sockets"
             want = assign_cores(
                 {j.jid: frozenset(j.cores) for j in active},
                 targets,
-                self.socket_of,
+                self.socket_of if by_socket else [0] * P,
                 {c for c in range(P) if state[c] != "idle"},
             )
             dest_of = [-1] * P
