@@ -27,7 +27,7 @@ import numpy as np
 
 from simsched.errors import TraceFormatError
 from simsched.trace import _kernels, structure
-from simsched.trace.builder import _key_hash
+from simsched.trace.format import key_hash
 from simsched.trace.reader import Trace, as_trace
 
 
@@ -87,7 +87,7 @@ def validate(trace: Trace | str | os.PathLike) -> dict[str, Any]:
         fr = t.frames
         structure.check_keys(str(t.path), fr.parent, fr.key_offsets, fr.key_values)
         for f in range(len(fr)):
-            if _key_hash(fr.key(f)) != int(fr.key_hash[f]):
+            if key_hash(fr.key(f)) != int(fr.key_hash[f]):
                 raise TraceFormatError(f"{t.path}: frame {f}: position key hash mismatch")
         return {
             "ok": True,

@@ -58,12 +58,6 @@ class _Frame:
         self.called = False  # opened by call(): its return joins the caller at once
 
 
-def _key_hash(key: tuple[int, ...]) -> int:
-    h = hashlib.blake2b(digest_size=8)
-    h.update(np.asarray(key, dtype="<i4").tobytes())
-    return int.from_bytes(h.digest(), "little")
-
-
 class _Aborted(Exception):
     """Raised into the output block to discard an unfinished trace."""
 
@@ -715,7 +709,7 @@ class TraceBuilder:
             "frame_first_strand": np.asarray(self._f_first, np.int64),
             "frame_last_strand": np.asarray(self._f_last, np.int64),
             "frame_key_hash": np.fromiter(
-                (_key_hash(k) for k in self._f_keys), np.uint64, count=len(self._f_keys)
+                (fmt.key_hash(k) for k in self._f_keys), np.uint64, count=len(self._f_keys)
             ),
             "frame_key_offsets": key_off,
             "frame_key_values": key_vals,

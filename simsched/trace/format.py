@@ -16,6 +16,7 @@ JSON: the reader never unpickles anything.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 import threading
@@ -63,6 +64,17 @@ _FAULTS = {
     _kernels.REF_BAD_ADDRESS: f"its address is not below 2^{ADDRESS_BITS}",
     _kernels.REF_WRAPS: f"it runs past 2^{ADDRESS_BITS}",
 }
+
+
+def key_hash(key: tuple[int, ...]) -> int:
+    """A frame's position key (child indices from main) as the table's ``key_hash``.
+
+    BLAKE2b-64 of the key as little-endian int32s: the builder writes it and iteration
+    relabelling recomputes it, so it is defined here once.
+    """
+    h = hashlib.blake2b(digest_size=8)
+    h.update(np.asarray(key, dtype="<i4").tobytes())
+    return int.from_bytes(h.digest(), "little")
 
 
 def _fail_ref(where: str, addr: int, size: int, fault: int, max_size: int) -> None:

@@ -265,8 +265,6 @@ def with_iterations(t: Trace, mode: str | None) -> Trace:
 
 
 def _relabelled(t: Trace, starts: list[int], params: dict) -> Trace:
-    from simsched.trace.builder import _key_hash
-
     fr = t.frames
     offs = np.asarray(fr.key_offsets, np.int64)
     vals = np.asarray(fr.key_values).tolist()
@@ -282,7 +280,7 @@ def _relabelled(t: Trace, starts: list[int], params: dict) -> Trace:
         spawn_index=np.asarray(spawn_index, np.int64),
         branching=np.asarray(branching, np.int64),
         iteration=np.asarray(iteration, np.int64),
-        key_hash=np.fromiter((_key_hash(k) for k in keys), np.uint64, count=len(keys)),
+        key_hash=np.fromiter((fmt.key_hash(k) for k in keys), np.uint64, count=len(keys)),
         key_values=np.fromiter((v for k in keys for v in k), np.int32, count=int(offs[-1])),
     )
     return new
