@@ -140,7 +140,6 @@ def run_cmd(
         return
     if controller is not None or quantum is not None:
         raise ConfigError("--controller and --quantum apply to --jobs runs")
-    _check_iterations(iterations)
     params, overrides = _split(set_, param, [scheduler])
     res = simsched.run(
         trace,
@@ -186,15 +185,6 @@ _NO_ITERATIONS = {
     "cats": "runs its first-iteration policy for the whole run (no packing, no cross-socket "
     "stealing)",
 }
-
-
-def _check_iterations(mode: str | None) -> None:
-    from simsched.trace.iterations import ITERATION_MODES
-
-    if mode is not None and mode not in ITERATION_MODES:
-        raise ConfigError(
-            f"unknown --iterations {mode!r}; choose one of {', '.join(ITERATION_MODES)}"
-        )
 
 
 def no_iterations_note(trace: Path, scheduler: str, n_iterations: int) -> str:
@@ -369,7 +359,6 @@ def compare_cmd(
         if base not in {get_scheduler(n).name for n in names}:
             names = [base, *names]
     params, overrides = _split(set_, param, names)
-    _check_iterations(iterations)
     results = simsched.compare(
         trace,
         machine,

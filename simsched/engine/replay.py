@@ -247,7 +247,9 @@ class Replay:
         self.memory = self.driver.memory
         self.progress = progress
         self.socket_of = [machine.socket_of(c) for c in range(P)]
-        self.no_sockets = [0] * P  # placement=any: one socket for assign_cores
+        # the sockets assign_cores keeps jobs on: none (all one) under placement=any
+        by_socket = getattr(self.controller, "placement", "sockets") == "sockets"
+        self.alloc_socket_of = self.socket_of if by_socket else [0] * P
         self.jobs: list[Job | None] = [None] * len(jobs)
         self.active: list[Job] = []
         self.left = len(jobs)
@@ -365,9 +367,7 @@ class Replay:
         targets = self.controller.allot(now, self._views())
         current = {j.jid: frozenset(j.cores) for j in self.active}
         busy = {c for c in range(self.P) if self.run_job[c] is not None}
-        by_socket = getattr(self.controller, "placement", "sockets") == "sockets"
-        sockets = self.socket_of if by_socket else self.no_sockets
-        want = assign_cores(current, targets, sockets, busy)
+        want = assign_cores(current, targets, self.alloc_socket_of, busy)
         new_owner = [-1] * self.P
         for jid, cores in want.items():
             for c in cores:

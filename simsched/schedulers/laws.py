@@ -486,7 +486,7 @@ class LocalityAware(Scheduler):
             self._end_first_iteration()
         elif self.packed and it > self.first_d:
             if self._dag_changed(it):
-                self._unpack(f"DAG changed at iteration {int(self.it_label[it])}: allocator only")
+                self._unpack(f"DAG changed at iteration {int(self.it_label[it])}")
             elif self.tuner is not None and not self.tuner.done:
                 self._apply(self.tuner.record(t))
                 self.move = self.tuner.move
@@ -600,9 +600,7 @@ class LocalityAware(Scheduler):
         self.scls = [POOLED] * self.ctx.n_strands
         self.pool_mode = True
         self.tuner = None
-        self.mode = why
-        if self.FALLBACK_WS:
-            self._to_ws(why.replace("allocator only", "ws"))
+        self._no_packing(why)
 
     def _no_packing(self, why: str) -> None:
         """The packing does not apply: allocator only (LAWS), or work stealing (CATS)."""

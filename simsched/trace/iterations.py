@@ -37,6 +37,7 @@ from collections.abc import MutableSequence, Sequence
 
 import numpy as np
 
+from simsched.errors import ConfigError
 from simsched.trace import format as fmt
 from simsched.trace.reader import Trace
 
@@ -241,7 +242,9 @@ def with_iterations(t: Trace, mode: str | None) -> Trace:
     if mode is None:
         return t
     if mode not in ITERATION_MODES:
-        raise ValueError(f"iterations must be one of {', '.join(ITERATION_MODES)}, not {mode!r}")
+        raise ConfigError(
+            f"unknown --iterations {mode!r}; choose one of {', '.join(ITERATION_MODES)}"
+        )
     fr = t.frames
     has = bool((np.asarray(fr.iteration) >= 0).any())
     found = "iterations_found" in t.header.params
