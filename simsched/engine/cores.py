@@ -210,6 +210,7 @@ class ChunkSlots:
         self.size = np.zeros((rows, w), np.uint8)
         self.write = np.zeros((rows, w), np.bool_)
         self.gap = np.zeros((rows, w), np.uint32)
+        self.dep = np.zeros((rows, w), np.bool_)
         self.first = [0] * rows  # global index of the row's first reference
         self.length = [0] * rows
         self.pins = [0] * rows
@@ -236,7 +237,7 @@ class ChunkSlots:
         return r
 
     def _out(self, r: int) -> tuple[np.ndarray, ...]:
-        return (self.addr[r], self.size[r], self.write[r], self.gap[r])
+        return (self.addr[r], self.size[r], self.write[r], self.gap[r], self.dep[r])
 
     def _install(self, key: tuple[int, int], r: int, ch: Any) -> None:
         self.loads += 1
@@ -403,7 +404,7 @@ class CoreDriver:
             n = stop - g
             lo, hi, shift = (st.lo, st.hi, st.shift(c)) if st is not None and c > 0 else (0, 0, 0)
             copy_segment(
-                slots.addr_i64, slots.size, slots.write, slots.gap,
+                slots.addr_i64, slots.size, slots.write, slots.gap, slots.dep,
                 r, g - first, pr, at, n, lo, hi, shift,
             )  # fmt: skip
             slots.release(r)
@@ -440,6 +441,7 @@ class CoreDriver:
                 sl.addr_i64,
                 sl.size,
                 sl.write,
+                sl.dep,
                 sl.gap,
                 lim,
                 self.window,

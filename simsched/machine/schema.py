@@ -202,6 +202,62 @@ class Costs(_Strict):
     )
 
 
+class Core(_Strict):
+    """How a core overlaps its cache misses (docs/machine-model.md §6.1).
+
+    ``blocking`` (the default, and the model of every machine without a ``core`` key): a
+    reference issues when the previous one has completed.  ``out-of-order``: a reference
+    that misses the first level leaves up to ``mshrs`` misses in flight while later
+    independent references within ``rob`` instructions issue, as interval simulation
+    models an out-of-order core.
+    """
+
+    model: Literal["blocking", "out-of-order"] = Field(
+        default="blocking", description="blocking (one miss at a time) or out-of-order"
+    )
+    mshrs: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="first-level misses a core may have in flight (miss status holding "
+        "registers / fill buffers); out-of-order only",
+    )
+    rob: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="reorder-buffer entries: how many instructions past an outstanding miss "
+        "a core may run before it waits for it; out-of-order only",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: object) -> object:
+        # ``core: blocking`` is the whole section of a blocking core.
+        if isinstance(data, str):
+            return {"model": data}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> Core:
+        if self.model == "out-of-order":
+            missing = [k for k in ("mshrs", "rob") if getattr(self, k) is None]
+            if missing:
+                raise ValueError(f"an out-of-order core needs {' and '.join(missing)}")
+        else:
+            given = [k for k in ("mshrs", "rob") if getattr(self, k) is not None]
+            if given:
+                raise ValueError(
+                    f"{' and '.join(given)} apply to model: out-of-order, not to a blocking core"
+                )
+        return self
+
+    @property
+    def blocking(self) -> bool:
+        """Whether the core waits for every reference."""
+        return self.model == "blocking"
+
+
 class Link(_Strict):
     """A point-to-point link between two sockets (HyperTransport, QPI), full duplex."""
 
@@ -240,6 +296,10 @@ class Machine(_Strict):
     links: tuple[Link, ...] | None = Field(
         default=None,
         description="socket-to-socket links; remote accesses take shortest routes over them",
+    )
+    core: Core | None = Field(
+        default=None,
+        description="how a core overlaps its misses; default (and None): blocking",
     )
 
     @model_validator(mode="after")
@@ -312,12 +372,20 @@ class Machine(_Strict):
             raise ValueError(f"links: socket {cut[0]} is unreachable from socket 0")
 
     def as_dict(self) -> dict:
-        """The machine as JSON-able data; ``links`` only when given, so machines without
-        links dump (and hash, and record) exactly as before links existed."""
+        """The machine as JSON-able data; ``links`` and ``core`` only when given (and the
+        core not blocking), so machines without them dump (and hash, and record) exactly as
+        before they existed."""
         d = self.model_dump(mode="json")
         if d["links"] is None:
             del d["links"]
+        if self.core is None or self.core.blocking:
+            del d["core"]
         return d
+
+    @property
+    def out_of_order(self) -> Core | None:
+        """The core section when cores are out-of-order, else None (blocking)."""
+        return None if self.core is None or self.core.blocking else self.core
 
     @property
     def cores(self) -> int:

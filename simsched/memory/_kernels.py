@@ -50,7 +50,7 @@ from simsched.memory.window import driver_source
 from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
 
 #: Version of the generated code layout; part of every module hash.
-TEMPLATE_VERSION = 3
+TEMPLATE_VERSION = 4
 
 # Per level-instance statistics (flat array ``st[ST_LVL]``, index (k*MAXI + i)*NST + s).
 LVL_ACCESSES, LVL_HITS, LVL_MISSES, LVL_WRITEBACKS, LVL_INVALIDATIONS, LVL_BACK_INV = range(6)
@@ -90,6 +90,11 @@ NMISC = 5
 TIM_MEM, TIM_REMOTE, TIM_SERVICE = range(3)  # offsets after the L hit latencies
 
 PLACE_FIRST_TOUCH, PLACE_INTERLEAVE, PLACE_FIXED = range(3)
+
+# Per core fields of the misses-in-flight array ``st[ST_OOO]`` (out-of-order cores): the
+# number in flight, the ring slot of the oldest, the core's instruction count; the ring
+# starts at OOO_RING.
+OOO_COUNT, OOO_HEAD, OOO_INSTR, OOO_RING = range(4)
 
 #: Coherence filter: 2**FILTER_BITS buckets of counters of the lines each core's private
 #: levels and each socket's shared levels hold, by address region of
@@ -133,6 +138,10 @@ class Geometry:
     #: the most links a route crosses (:mod:`simsched.machine.topology`).
     links: int = 0
     hops: int = 0
+    #: Out-of-order cores (docs/machine-model.md §6.1): first-level misses in flight per
+    #: core and reorder-buffer entries; 0 and 0 for blocking cores.
+    mshrs: int = 0
+    rob: int = 0
 
     @property
     def levels(self) -> int:
@@ -189,9 +198,21 @@ class Geometry:
         return self.levels + 6
 
     @property
+    def st_ooo(self) -> int:
+        """Index of the out-of-order cores' misses in flight (:attr:`ooo_stride` per core)."""
+        return self.levels + 7
+
+    @property
     def st_misc(self) -> int:
         """Index of the MISC array (always the last array of the state)."""
-        return self.levels + 7
+        return self.levels + 8
+
+    @property
+    def ooo_stride(self) -> int:
+        """int64 entries per core of the misses-in-flight array: count, oldest slot,
+        instructions issued, then ``mshrs`` completion times and ``mshrs`` instruction
+        numbers (a ring, oldest first)."""
+        return OOO_RING + 2 * self.mshrs
 
     @property
     def tim_routes(self) -> int:
@@ -284,6 +305,8 @@ def geometry_of(machine: Machine) -> Geometry:
         placement=code,
         fixed_node=fixed if fixed is not None else 0,
         coherent=machine.coherent,
+        mshrs=0 if (ooo := machine.out_of_order) is None else int(ooo.mshrs or 0),
+        rob=0 if ooo is None else int(ooo.rob or 0),
     )
 
 
@@ -372,7 +395,7 @@ def _tlist(g: Geometry, n: int | None = None) -> str:
 
 
 def _unpack(g: Geometry) -> str:
-    return f"{_tlist(g)}, LS, CS, NS, CTRL, PT, FC, TIM, MISC = st"
+    return f"{_tlist(g)}, LS, CS, NS, CTRL, PT, FC, TIM, OO, MISC = st"
 
 
 def _fbase(g: Geometry, k: int, line: str) -> str:
@@ -849,7 +872,67 @@ def _g_prologue(g: Geometry) -> list[str]:
     ]
 
 
+def _ooo_retire(g: Geometry) -> list[str]:
+    """Retire the oldest miss in flight: the issue time ``now`` waits for it.  Nothing is
+    committed: ``k`` counts the retired misses, ``j`` is the slot of the next one."""
+    return [
+        "if OO[ob + j] > now:",
+        "    now = OO[ob + j]",
+        "k += 1",
+        "j += 1",
+        f"if j == {g.mshrs}:",
+        "    j = 0",
+    ]
+
+
+def _ooo_issue(g: Geometry) -> list[str]:
+    """Issue time ``now`` of reference ``i`` on an out-of-order core (docs/machine-model.md
+    §6.1): after its gap, and after the misses it must wait for — those more than ``rob``
+    instructions older (the reorder buffer is full), all of them when its address depends
+    on a load (``deps[i]``), and the oldest when every MSHR is busy."""
+    M, R = g.mshrs, g.rob
+    return [
+        "gi = np.int64(gaps[i]) if use_gaps else np.int64(0)",
+        "now = t + gi",
+        "ins1 = ins + gi + 1",
+        "k = 0",
+        "j = head",
+        f"while k < cnt and OO[ob + {M} + j] <= ins1 - {R}:",
+        *_ind(_ooo_retire(g), 1),
+        "if deps[i]:",
+        "    while k < cnt:",
+        *_ind(_ooo_retire(g), 2),
+        f"if cnt - k == {M}:",
+        *_ind(_ooo_retire(g), 1),
+    ]
+
+
+def _drain(g: Geometry) -> str:
+    """``_drain(st, core)``: when the last miss in flight of ``core`` completes (0: none);
+    empties its MSHRs.  A strand ends when its misses have completed."""
+    if not g.mshrs:
+        return "\n\n@_jit\ndef _drain(st, core):\n    return np.int64(0)\n"
+    body = [
+        f"OO = st[{g.st_ooo}]",
+        f"oc = core * {g.ooo_stride}",
+        f"ob = oc + {OOO_RING}",
+        f"head = OO[oc + {OOO_HEAD}]",
+        "d = np.int64(0)",
+        f"for k in range(OO[oc + {OOO_COUNT}]):",
+        "    j = head + k",
+        f"    if j >= {g.mshrs}:",
+        f"        j -= {g.mshrs}",
+        "    if OO[ob + j] > d:",
+        "        d = OO[ob + j]",
+        f"OO[oc + {OOO_COUNT}] = 0",
+        "return d",
+    ]
+    return "\n\n@_jit\ndef _drain(st, core):\n" + "\n".join(_ind(body, 1)) + "\n"
+
+
 def _entry(g: Geometry) -> str:
+    ooo = g.mshrs > 0
+    M = g.mshrs
     serve = [
         '"""Serve references i0..n-1 of one core in order, statistics kept in registers.',
         "",
@@ -858,13 +941,26 @@ def _entry(g: Geometry) -> str:
         "reference whose issue time passes ``bound`` (at ``bound`` itself it stops unless",
         "``tie_wins`` or nothing was served yet), or when the page table reaches",
         "``page_limit`` entries.  Returns the index of the first",
-        "reference not served; MISC holds the completion time of the last one served, the",
+        "reference not served; MISC holds the completion time of the last one served (on",
+        "an out-of-order core, docs/machine-model.md §6.1: its issue time plus the first",
+        "level's latency; ``deps`` marks references that wait for every miss in flight), the",
         "number whose latency exceeded ``pthresh`` and a status (1: invalid references, which",
         "get latency 0 and change nothing, were skipped).  Latencies go to ``out`` when it",
         "is not empty.",
         '"""',
         *_g_prologue(g),
         *_g_locals(g),
+        *(
+            [
+                f"oc = core * {g.ooo_stride}",
+                f"ob = oc + {OOO_RING}",
+                f"cnt = OO[oc + {OOO_COUNT}]",
+                f"head = OO[oc + {OOO_HEAD}]",
+                f"ins = OO[oc + {OOO_INSTR}]",
+            ]
+            if ooo
+            else []
+        ),
         f"MISC[{MISC_STATUS}] = 0",
         "rec = out.shape[0] > 0",
         "pm = 0",
@@ -888,12 +984,29 @@ def _entry(g: Geometry) -> str:
         "        if rec:",
         "            out[i] = 0",
         "        continue",
-        "    now = t + np.int64(gaps[i]) if use_gaps else t",
+        *(
+            _ind(_ooo_issue(g), 1)
+            if ooo
+            else ["    now = t + np.int64(gaps[i]) if use_gaps else t"]
+        ),
         # The time bound: shared levels and controllers must see every core's references
         # within the engine's window of global time order.
         "    if now > bound or (now == bound and not tie_wins and i > i0):",
+        *(
+            # A stall is committed (the waited-for misses retire, the clock moves to the
+            # issue time less the gap), so that the core's next key is its issue time.
+            [
+                "        if now > t + gi:",
+                "            head = j",
+                "            cnt -= k",
+                "            t = now - gi",
+            ]
+            if ooo
+            else []
+        ),
         "        stop = i",
         "        break",
+        *(["    head = j", "    cnt -= k", "    ins = ins1"] if ooo else []),
         "    w = 1 if writes[i] else 0",
         f"    first = addr >> {g.shifts[0]}",
         f"    last = (addr + size - 1) >> {g.shifts[0]}",
@@ -911,15 +1024,41 @@ def _entry(g: Geometry) -> str:
         "        pm += 1",
         "    if rec:",
         "        out[i] = lat",
-        "    t = now + lat",
+        *(
+            [
+                # A first-level miss stays in flight; the core goes on after the
+                # first level's latency, as after a hit.
+                "    if lat > H0:",
+                "        j = head + cnt",
+                f"        if j >= {M}:",
+                f"            j -= {M}",
+                "        OO[ob + j] = now + lat",
+                f"        OO[ob + {M} + j] = ins1",
+                "        cnt += 1",
+                "        t = now + H0",
+                "    else:",
+                "        t = now + lat",
+            ]
+            if ooo
+            else ["    t = now + lat"]
+        ),
         *_g_flush(g),
+        *(
+            [
+                f"OO[oc + {OOO_COUNT}] = cnt",
+                f"OO[oc + {OOO_HEAD}] = head",
+                f"OO[oc + {OOO_INSTR}] = ins",
+            ]
+            if ooo
+            else []
+        ),
         f"MISC[{MISC_TIME}] = t",
         f"MISC[{MISC_PMISS}] = pm",
         "return stop",
     ]
     src = "\n\n@_jit\n"
     src += (
-        "def _serve(st, core, addrs, sizes, writes, gaps, use_gaps, t, out, i0, n, bound,"
+        "def _serve(st, core, addrs, sizes, writes, deps, gaps, use_gaps, t, out, i0, n, bound,"
         " tie_wins, pthresh, page_limit, off):\n"
     )
     src += "\n".join(_ind(serve, 1)) + "\n"
@@ -957,13 +1096,14 @@ def generate_source(g: Geometry, extra_source: str = "") -> str:
         parts.append(_coherence(g))
     parts.append(_page_table(g))
     parts.append(_entry(g))
+    parts.append(_drain(g))
     misc = {
         "MISC_PAGES": MISC_PAGES,
         "MISC_TIME": MISC_TIME,
         "MISC_STATUS": MISC_STATUS,
         "MISC_PMISS": MISC_PMISS,
     }
-    parts.append(driver_source(g.st_misc, g.placement == PLACE_FIRST_TOUCH, misc))
+    parts.append(driver_source(g.st_misc, g.placement == PLACE_FIRST_TOUCH, misc, ooo=g.mshrs > 0))
     if extra_source:
         parts.append("\n\n# ---- extra source\n" + extra_source.rstrip() + "\n")
     return "\n".join(parts)

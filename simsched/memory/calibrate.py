@@ -3,7 +3,8 @@
 ``simsched calibrate`` runs, on a fresh :class:`MemorySystem` per benchmark:
 
 * a **pointer chase**: one core reads :data:`CHASE_LINES` distinct lines in a random order,
-  one 8-byte load per line, each issued when the previous one completed (every line is a
+  one 8-byte load per line, each issued when the previous one completed (each is marked
+  dependent, so an out-of-order core cannot overlap them) (every line is a
   compulsory miss, so the mean latency is the memory latency the core sees); to the local
   node and to every remote node (the pages are placed there by first touch from a core
   of that node, which reads one line per page beforehand), and on a machine with socket
@@ -97,6 +98,7 @@ def _run(ms: MemorySystem, streams: dict[int, Stream], warm: int, start: int):
             addr,
             size,
             write,
+            np.zeros_like(write),
             gap,
             np.int64(W.INF),
             np.int64(WINDOW),
@@ -193,7 +195,9 @@ def _chase_ns(machine: Machine, node: int) -> float:
         page = machine.memory.page_size
         pages = np.unique(addrs // page) * page
         ms.access_batch(node * machine.cores_per_socket, pages + line // 2, 8, False, 0)
-    lat = ms.access_batch(0, addrs, 8, False, ms.last_time if node else 0)
+    # Each load's address comes from the previous one: an out-of-order core cannot
+    # overlap them.
+    lat = ms.access_batch(0, addrs, 8, False, ms.last_time if node else 0, deps=True)
     assert machine.clock_ghz is not None
     return float(lat.mean()) / machine.clock_ghz
 

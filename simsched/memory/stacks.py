@@ -62,7 +62,7 @@ class StackLayout:
 
 
 @njit(cache=True, nogil=True)
-def copy_segment(addr, size, write, gap, r, i, pr, at, n, lo, hi, shift):  # pragma: no cover
+def copy_segment(addr, size, write, gap, dep, r, i, pr, at, n, lo, hi, shift):  # pragma: no cover
     """Copy references ``i .. i+n-1`` of slot row ``r`` to positions ``at ..`` of row ``pr``,
     adding ``shift`` to the addresses in ``[lo, hi)`` (``addr``: the int64 view; addresses
     are below 2**48).  One call per segment: a core with short strands starts many."""
@@ -74,6 +74,7 @@ def copy_segment(addr, size, write, gap, r, i, pr, at, n, lo, hi, shift):  # pra
         size[pr, at + k] = size[r, i + k]
         write[pr, at + k] = write[r, i + k]
         gap[pr, at + k] = gap[r, i + k]
+        dep[pr, at + k] = dep[r, i + k]
 
 
 def stack_layout(stack: tuple[int, int] | None, cores: int) -> StackLayout | None:

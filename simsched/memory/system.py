@@ -24,7 +24,10 @@ arrays ``state`` passed as the first argument ``st`` of every kernel:
 ``st[L+6]``             TIMING: hit latency of every level, memory latency, remote
                         penalty, service interval (run-time values: a machine that differs
                         only in these shares the compiled module of its geometry)
-``st[L+7]``             MISC (last): pages mapped, page-table hash shift, end time, status
+``st[L+7]``             out-of-order cores' misses in flight, per core: count, oldest ring
+                        slot, instructions issued, then ``mshrs`` completion times and
+                        ``mshrs`` instruction numbers (one unused entry for blocking cores)
+``st[L+8]``             MISC (last): pages mapped, page-table hash shift, end time, status
                         and private-cache misses of the last ``_serve`` call
 =====================  ==================================================================
 
@@ -118,6 +121,7 @@ class MemorySystem:
             np.zeros((P, 1), np.int64),
             np.zeros((P, 1), np.uint8),
             np.zeros((P, 1), np.bool_),
+            np.zeros((P, 1), np.bool_),
             np.zeros((P, 1), np.uint32),
             np.int64(0),
             np.int64(0),
@@ -143,6 +147,7 @@ class MemorySystem:
         n_fc = (1 << g.filter_bits) * g.filter_stride if g.filter_bits else 1
         arrays.append(np.zeros(n_fc, np.int64))
         arrays.append(timing_of(self.machine))
+        arrays.append(np.zeros(max(g.cores * g.ooo_stride if g.mshrs else 0, 1), np.int64))
         misc = np.zeros(K.NMISC, np.int64)
         misc[K.MISC_PT_SHIFT] = _pt_shift(max(cap, _MIN_PT))
         arrays.append(misc)
@@ -250,6 +255,7 @@ class MemorySystem:
         start_time: int,
         gaps: npt.ArrayLike | None = None,
         out: np.ndarray | None = None,
+        deps: npt.ArrayLike | None = None,
     ) -> np.ndarray:
         """Serve references in order on one core and return their latencies.
 
@@ -275,6 +281,9 @@ class MemorySystem:
         out
             Optional int64 buffer of at least ``len(addrs)`` entries to receive the
             latencies (saves an allocation per batch).
+        deps
+            Flags of references whose address depends on an earlier load (default none);
+            only out-of-order cores read them (docs/machine-model.md §6.1).
 
         Returns
         -------
@@ -295,6 +304,7 @@ class MemorySystem:
         n = a.shape[0]
         s = self._column(sizes, n, np.uint8, "sizes")
         w = self._column(writes, n, np.bool_, "writes")
+        d = self._column(False if deps is None else deps, n, np.bool_, "deps")
         use_gaps = gaps is not None
         gp = np.zeros(1, np.uint32) if gaps is None else self._column(gaps, n, np.uint32, "gaps")
         if out is None:
@@ -314,6 +324,7 @@ class MemorySystem:
                 a,
                 s,
                 w,
+                d,
                 gp,
                 use_gaps,
                 t,
@@ -339,6 +350,9 @@ class MemorySystem:
             if i >= n:
                 break
             self._grow(int(misc[K.MISC_PAGES]) + 1)
+        if g.mshrs:
+            # The batch ends when its last miss in flight completes.
+            t = max(t, int(self.module._drain(self.state, int(core))))
         self.last_time = t
         return out
 

@@ -10,8 +10,9 @@ machine through their reference buffers in approximately global time order and r
 at the next *event*:
 
 * Per-core state is one int64 array ``cs`` of shape ``(NF, cores)``, fields ``F_*``.
-  References are read in place from the rows of four 2-D arrays (``saddr``, ``ssize``,
-  ``swrite``, ``sgap``: one row per decoded trace chunk, the engine's chunk slots): a
+  References are read in place from the rows of five 2-D arrays (``saddr``, ``ssize``,
+  ``swrite``, ``sdep``, ``sgap``: one row per decoded trace chunk, the engine's chunk
+  slots): a
   core reads row ``F_SLOT`` from ``F_POS`` to ``F_LEN`` and adds ``F_OFF`` to every
   address.  The engine sets these when it starts a strand or when the core reaches the
   end of a chunk before the end of its strand (``R_REFILL``); nothing is copied.
@@ -72,7 +73,7 @@ INF = 1 << 62
 
 #: Signature of the generated entry point (pinned by tests/memory/test_contract.py).
 DRIVER_SIGNATURE = (
-    "run_cores(st, cs, heap, saddr, ssize, swrite, sgap, limit, window, pthresh, page_limit)"
+    "run_cores(st, cs, heap, saddr, ssize, swrite, sdep, sgap, limit, window, pthresh, page_limit)"
 )
 
 DRIVER_TEMPLATE = """
@@ -91,7 +92,7 @@ def _before(cs, a, b):
 
 
 @_jit_inline
-def _settle(cs, sgap, c):
+def _settle(st, cs, sgap, c):
     # Key of running core c: its next reference's issue time (rank 2), or, past the end
     # of its strand, its finishing time (rank 0).  False: the buffer needs a refill.
     p = cs[{F_POS}, c]
@@ -101,6 +102,11 @@ def _settle(cs, sgap, c):
         return True
     if cs[{F_LAST}, c] == 1:
         cs[{F_CLOCK}, c] += cs[{F_TAIL}, c]
+        if {OOO}:
+            # The strand ends when its last miss in flight completes.
+            d = _drain(st, c)
+            if d > cs[{F_CLOCK}, c]:
+                cs[{F_CLOCK}, c] = d
         cs[{F_STATE}, c] = {S_DONE}
         cs[{F_KEY}, c] = cs[{F_CLOCK}, c]
         cs[{F_RANK}, c] = 0
@@ -128,7 +134,7 @@ def _sift_down(cs, heap, nh, j):
 
 
 @_jit
-def run_cores(st, cs, heap, saddr, ssize, swrite, sgap, limit, window, pthresh, page_limit):
+def run_cores(st, cs, heap, saddr, ssize, swrite, sdep, sgap, limit, window, pthresh, page_limit):
     MISC = st[{ST_MISC}]
     ncores = cs.shape[1]
     nolat = heap[:0]
@@ -137,7 +143,7 @@ def run_cores(st, cs, heap, saddr, ssize, swrite, sgap, limit, window, pthresh, 
     for c in range(ncores):
         s = cs[{F_STATE}, c]
         if s == {S_RUN}:
-            if not _settle(cs, sgap, c):
+            if not _settle(st, cs, sgap, c):
                 return {R_REFILL} * {CODE_MUL} + c
         elif s == {S_DONE}:
             cs[{F_KEY}, c] = cs[{F_CLOCK}, c]
@@ -185,7 +191,8 @@ def run_cores(st, cs, heap, saddr, ssize, swrite, sgap, limit, window, pthresh, 
         n = cs[{F_LEN}, c]
         r = cs[{F_SLOT}, c]
         i = _serve(
-            st, c, saddr[r], ssize[r], swrite[r], sgap[r], True, cs[{F_CLOCK}, c], nolat, p, n,
+            st, c, saddr[r], ssize[r], swrite[r], sdep[r], sgap[r], True, cs[{F_CLOCK}, c], nolat,
+            p, n,
             k2 + window, r2 == 2 and c < c2, pthresh, page_limit, cs[{F_OFF}, c],
         )
         cs[{F_REFS}, c] += i - p
@@ -194,13 +201,13 @@ def run_cores(st, cs, heap, saddr, ssize, swrite, sgap, limit, window, pthresh, 
         cs[{F_CLOCK}, c] = MISC[{MISC_TIME}]
         if MISC[{MISC_STATUS}] != 0:
             return {R_INVALID} * {CODE_MUL} + c
-        if not _settle(cs, sgap, c):
+        if not _settle(st, cs, sgap, c):
             return {R_REFILL} * {CODE_MUL} + c
         _sift_down(cs, heap, nh, 0)
 """
 
 
-def driver_source(st_misc: int, first_touch: bool, misc: dict[str, int]) -> str:
+def driver_source(st_misc: int, first_touch: bool, misc: dict[str, int], ooo: bool = False) -> str:
     """Source of ``run_cores`` for a module whose MISC array is ``st[st_misc]``.
 
     Parameters
@@ -212,6 +219,9 @@ def driver_source(st_misc: int, first_touch: bool, misc: dict[str, int]) -> str:
     misc
         The MISC field indices (``MISC_PAGES``, ``MISC_TIME``, ``MISC_STATUS``,
         ``MISC_PMISS``) of the generator.
+    ooo
+        Whether cores are out-of-order (a strand then ends when its misses in flight have
+        completed: the module's ``_drain``).
 
     Returns
     -------
@@ -220,5 +230,9 @@ def driver_source(st_misc: int, first_touch: bool, misc: dict[str, int]) -> str:
     """
     names = {k: v for k, v in globals().items() if k.isupper() and isinstance(v, int)}
     return DRIVER_TEMPLATE.format(
-        ST_MISC=st_misc, FIRST_TOUCH="True" if first_touch else "False", **names, **misc
+        ST_MISC=st_misc,
+        FIRST_TOUCH="True" if first_touch else "False",
+        OOO="True" if ooo else "False",
+        **names,
+        **misc,
     )

@@ -128,7 +128,7 @@ def regrain(
                 s = ev[1]
             elif ev[0] == "refs":
                 c = ev[1]
-                builder.refs(c.addr, c.size, c.write, c.gap)
+                builder.refs(c.addr, c.size, c.write, c.gap, c.dep)
             elif ev[0] == "instr":
                 builder.instr(ev[1])
             elif ev[0] == "iteration":

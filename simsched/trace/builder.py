@@ -146,12 +146,15 @@ class TraceBuilder:
         self._pos = fmt.HEADER_SIZE
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sst-compress")
         self._pending: list[tuple[Future, int, int]] = []
-        self._index: list[tuple[int, int, int, int, int, int]] = []
+        self._index: list[tuple[int, int, int, int, int, int, int]] = []
         # chunk buffer
         self._cap = int(chunk_refs)
         self._addr = np.empty(self._cap, np.uint64)
         self._sizew = np.empty(self._cap, np.uint8)
         self._gap = np.empty(self._cap, np.uint32)
+        self._dep = np.zeros(self._cap, np.bool_)
+        #: whether the chunk being filled has a dependent reference (else no column is kept)
+        self._any_dep = False
         self._fill = 0
         self._nrefs = 0  # references committed before the buffer
         self._progress = progress
@@ -431,8 +434,12 @@ class TraceBuilder:
         if self._in_roi:
             self._pending_gap += n
 
-    def ref(self, addr: int, size: int, is_write: bool, gap: int = 0) -> None:
+    def ref(self, addr: int, size: int, is_write: bool, gap: int = 0, dep: bool = False) -> None:
         """Record one reference of ``size`` bytes at ``addr``, after ``gap`` other instructions.
+
+        ``dep``: the reference's address depends on an earlier load (a pointer chase), so
+        an out-of-order core cannot issue it before the loads in flight complete
+        (docs/machine-model.md §6.1).
 
         Raises
         ------
@@ -456,13 +463,23 @@ class TraceBuilder:
         self._addr[k] = addr
         self._sizew[k] = size | (0x80 if is_write else 0)
         self._gap[k] = g
+        self._dep[k] = dep
+        self._any_dep |= bool(dep)
         self._fill = k + 1
         self._cur_instr += g + 1
 
     def refs(
-        self, addrs: ArrayLike, sizes: ArrayLike, writes: ArrayLike, gaps: ArrayLike = 0
+        self,
+        addrs: ArrayLike,
+        sizes: ArrayLike,
+        writes: ArrayLike,
+        gaps: ArrayLike = 0,
+        deps: ArrayLike = False,
     ) -> None:
         """Record references in bulk; each argument is an array or a scalar (broadcast).
+
+        ``deps`` marks references whose address depends on an earlier load (see
+        :meth:`ref`); references are independent by default.
 
         Scalar sizes, write flags and gaps are written as scalars, so a call costs little
         more than copying the addresses.
@@ -512,7 +529,10 @@ class TraceBuilder:
         if gmax >= 1 << 32:
             raise TraceBuildError(f"{self.path}: instruction gap does not fit 32 bits")
         self._cur_instr += n + gsum
-        self._append(a, sw, g)
+        d = np.asarray(deps, dtype=bool)
+        if d.ndim and d.shape != (n,):
+            raise TraceBuildError(f"{self.path}: {d.shape[0]} dependence flags for {n} references")
+        self._append(a, sw, g, d if d.ndim == 0 or d.any() else np.asarray(False))
 
     def refs_checked(self, addrs: np.ndarray, sizew: np.ndarray, gaps: np.ndarray) -> None:
         """Record references that already passed the reference rule, in chunk encoding.
@@ -545,11 +565,17 @@ class TraceBuilder:
         self._cur_instr += n + int(gaps.sum(dtype=np.int64))
         self._append(addrs, sizew, gaps)
 
-    def _append(self, a: np.ndarray, sw: np.ndarray, g: np.ndarray) -> None:
-        """Copy references into the chunk buffer (``sw`` and ``g`` may be 0-d: broadcast)."""
+    def _append(
+        self, a: np.ndarray, sw: np.ndarray, g: np.ndarray, d: np.ndarray | None = None
+    ) -> None:
+        """Copy references into the chunk buffer (``sw``, ``g`` and ``d`` may be 0-d:
+        broadcast; ``d`` None: independent)."""
         n = a.shape[0]
         scalar_sw = sw.ndim == 0
         scalar_g = g.ndim == 0
+        if d is None:
+            d = np.asarray(False)
+        scalar_d = d.ndim == 0
         pos = 0
         while pos < n:
             if self._fill == self._cap:
@@ -559,6 +585,9 @@ class TraceBuilder:
             self._addr[lo:hi] = a[pos : pos + k]
             self._sizew[lo:hi] = sw if scalar_sw else sw[pos : pos + k]
             self._gap[lo:hi] = g if scalar_g else g[pos : pos + k]
+            self._dep[lo:hi] = d if scalar_d else d[pos : pos + k]
+            if not self._any_dep and bool(d.any() if scalar_d else d[pos : pos + k].any()):
+                self._any_dep = True
             self._fill = hi
             pos += k
 
@@ -590,15 +619,17 @@ class TraceBuilder:
     def _drain(self, keep: int) -> None:
         while len(self._pending) > keep:
             fut, first, n = self._pending.pop(0)
-            frame, wa, wg = fut.result()
+            frame, wa, wg, wd = fut.result()
             off = self._write(frame)
-            self._index.append((off, len(frame), first, n, wa, wg))
+            self._index.append((off, len(frame), first, n, wa, wg, wd))
 
     def _flush(self) -> None:
         n = self._fill
         if n == 0:
             return
-        args = (self._addr[:n].copy(), self._sizew[:n].copy(), self._gap[:n].copy())
+        dep = self._dep[:n].copy() if self._any_dep else None
+        args = (self._addr[:n].copy(), self._sizew[:n].copy(), self._gap[:n].copy(), dep)
+        self._any_dep = False
         fut = self._pool.submit(fmt.encode_chunk, *args, self._cctx)
         self._pending.append((fut, self._nrefs, n))
         self._nrefs += n
@@ -722,7 +753,7 @@ class TraceBuilder:
         tab_off = self._write(fmt.encode_tables(tables, self._cctx))
         tab_len = self._pos - tab_off
         index = np.array(
-            [(o, ln, first, n, wa, wg, 0) for (o, ln, first, n, wa, wg) in self._index],
+            [(o, ln, first, n, wa, wg, wd, 0) for (o, ln, first, n, wa, wg, wd) in self._index],
             dtype=fmt.INDEX_DTYPE,
         )
         idx_off = self._write(self._cctx.compress(index.tobytes()))

@@ -93,7 +93,7 @@ def copy(t: Trace, b: TraceBuilder) -> None:
     for ev in events(t):
         if ev[0] == "refs":
             c = ev[1]
-            b.refs(c.addr, c.size, c.write, c.gap)
+            b.refs(c.addr, c.size, c.write, c.gap, c.dep)
         elif ev[0] == "instr":
             b.instr(ev[1])
         elif ev[0] == "spawn":

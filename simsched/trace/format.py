@@ -1,4 +1,4 @@
-"""Trace format v1 (``.sst``): layout, header and codecs, shared by the writer and the reader.
+"""Trace format v2 (``.sst``): layout, header and codecs, shared by the writer and the reader.
 
 File layout (all integers little-endian; the full specification is ``docs/trace-format.md``)::
 
@@ -32,7 +32,10 @@ from simsched.errors import TraceFormatError
 from simsched.trace import _kernels
 
 MAGIC = b"SIMSCHT\x00"
-VERSION = 1
+VERSION = 2
+#: versions this reader accepts: a v1 file is a v2 file whose chunks have no dependence
+#: column (its index rows' ``wd`` byte, padding in v1, is zero)
+READ_VERSIONS = (1, 2)
 HEADER = struct.Struct("<8sHHII4x6Q6Q32s8x")
 HEADER_SIZE = HEADER.size
 assert HEADER_SIZE == 160
@@ -143,7 +146,8 @@ INDEX_DTYPE = np.dtype(
         ("n", "<u4"),  # references in it
         ("wa", "u1"),  # bytes per address delta (4 or 8)
         ("wg", "u1"),  # bytes per gap (1, 2 or 4)
-        ("pad", "<u2"),
+        ("wd", "u1"),  # dependence column: 0 none (every reference independent), 1 a bitmap
+        ("pad", "u1"),
     ]
 )
 
@@ -244,9 +248,10 @@ def unpack_header(raw: bytes, source: str) -> dict[str, Any]:
     magic, version, hsize, flags, crc, *rest = HEADER.unpack(raw[:HEADER_SIZE])
     if magic != MAGIC:
         raise TraceFormatError(f"{source}: not a simsched trace (bad magic {magic!r})")
-    if version != VERSION:
+    if version not in READ_VERSIONS:
         raise TraceFormatError(
-            f"{source}: trace format version {version}; this simsched reads version {VERSION}"
+            f"{source}: trace format version {version}; this simsched reads versions "
+            f"{', '.join(map(str, READ_VERSIONS))}"
         )
     zeroed = raw[:16] + b"\0\0\0\0" + raw[20:HEADER_SIZE]
     if zlib.crc32(zeroed) != crc or hsize != HEADER_SIZE:
@@ -262,6 +267,7 @@ def unpack_header(raw: bytes, source: str) -> dict[str, Any]:
     sections = rest[6:12]
     digest = rest[12]
     return {
+        "version": version,
         "flags": flags,
         "n_strands": counts[0],
         "n_frames": counts[1],
@@ -373,16 +379,29 @@ def decode_tables(buf: bytes, what: str) -> dict[str, np.ndarray]:
 
 
 def encode_chunk(
-    addr: np.ndarray, sizew: np.ndarray, gap: np.ndarray, cctx: zstandard.ZstdCompressor
-) -> tuple[bytes, int, int]:
-    """Encode and compress one chunk; returns (frame, address width, gap width)."""
+    addr: np.ndarray,
+    sizew: np.ndarray,
+    gap: np.ndarray,
+    dep: np.ndarray | None,
+    cctx: zstandard.ZstdCompressor,
+) -> tuple[bytes, int, int, int]:
+    """Encode and compress one chunk; returns (frame, address width, gap width, dependence
+    width).  ``dep`` (bool, or None) marks references whose address depends on an earlier
+    load; a chunk with none stores no dependence column (width 0)."""
     n = addr.shape[0]
     wa = 4 if _kernels._max_zigzag(addr, np.uint64(0)) < (1 << 32) else 8
     gmax = int(gap.max()) if n else 0
     wg = 1 if gmax < (1 << 8) else 2 if gmax < (1 << 16) else 4
-    payload = np.empty(n * (wa + 1 + wg), dtype=np.uint8)
+    wd = 1 if dep is not None and bool(dep.any()) else 0
+    payload = np.empty(n * (wa + 1 + wg) + wd * _dep_bytes(n), dtype=np.uint8)
     _kernels._encode(addr, sizew, gap, wa, wg, payload)
-    return cctx.compress(payload.data), wa, wg
+    if wd:
+        payload[n * (wa + 1 + wg) :] = np.packbits(dep, bitorder="little")
+    return cctx.compress(payload.data), wa, wg, wd
+
+
+def _dep_bytes(n: int) -> int:
+    return (n + 7) >> 3
 
 
 @dataclass(frozen=True)
@@ -394,6 +413,7 @@ class RefChunk:
     size: np.ndarray  # uint8
     write: np.ndarray  # bool
     gap: np.ndarray  # uint32
+    dep: np.ndarray  # bool: the address depends on an earlier load (docs/trace-format.md)
 
     def __len__(self) -> int:
         return int(self.addr.shape[0])
@@ -401,7 +421,12 @@ class RefChunk:
     def slice(self, lo: int, hi: int) -> RefChunk:
         """References ``[lo, hi)`` in chunk-local positions (views, no copy)."""
         return RefChunk(
-            self.start + lo, self.addr[lo:hi], self.size[lo:hi], self.write[lo:hi], self.gap[lo:hi]
+            self.start + lo,
+            self.addr[lo:hi],
+            self.size[lo:hi],
+            self.write[lo:hi],
+            self.gap[lo:hi],
+            self.dep[lo:hi],
         )
 
     @staticmethod
@@ -415,6 +440,7 @@ class RefChunk:
             np.concatenate([p.size for p in parts]) if parts else np.empty(0, np.uint8),
             np.concatenate([p.write for p in parts]) if parts else np.empty(0, np.bool_),
             np.concatenate([p.gap for p in parts]) if parts else np.empty(0, np.uint32),
+            np.concatenate([p.dep for p in parts]) if parts else np.empty(0, np.bool_),
         )
 
 
@@ -423,21 +449,28 @@ def decode_chunk(
 ) -> RefChunk:
     """Decompress and decode one chunk described by its index row.
 
-    ``out``: four arrays (uint64 addresses, uint8 sizes, bool writes, uint32 gaps) of at
-    least the chunk's length to decode into; the chunk's columns are then views of them.
+    ``out``: five arrays (uint64 addresses, uint8 sizes, bool writes, uint32 gaps, bool
+    dependences) of at least the chunk's length to decode into; the chunk's columns are
+    then views of them.
     """
-    n, wa, wg = int(row["n"]), int(row["wa"]), int(row["wg"])
-    if wa not in (4, 8) or wg not in (1, 2, 4):
-        raise TraceFormatError(f"{what}: invalid column widths {wa}/{wg} in the index")
-    buf = np.frombuffer(decompress(frame, what, n * (wa + 1 + wg)), dtype=np.uint8)
+    n, wa, wg, wd = int(row["n"]), int(row["wa"]), int(row["wg"]), int(row["wd"])
+    if wa not in (4, 8) or wg not in (1, 2, 4) or wd not in (0, 1):
+        raise TraceFormatError(f"{what}: invalid column widths {wa}/{wg}/{wd} in the index")
+    body = n * (wa + 1 + wg)
+    buf = np.frombuffer(decompress(frame, what, body + wd * _dep_bytes(n)), dtype=np.uint8)
     if out is None:
         addr = np.empty(n, np.uint64)
         size = np.empty(n, np.uint8)
         write = np.empty(n, np.bool_)
         gap = np.empty(n, np.uint32)
+        dep = np.empty(n, np.bool_)
     else:
-        addr, size, write, gap = (x[:n] for x in out)
+        addr, size, write, gap, dep = (x[:n] for x in out)
     _kernels._decode(buf, n, wa, wg, addr, size, write, gap)
+    if wd:
+        dep[:] = np.unpackbits(buf[body:], count=n, bitorder="little").view(np.bool_)
+    else:
+        dep[:] = False
     first = int(row["first"])
     check_refs(addr, size, lambda i: f"{what}, reference {i} (reference {first + i} of the trace)")
-    return RefChunk(first, addr, size, write, gap)
+    return RefChunk(first, addr, size, write, gap, dep)

@@ -162,7 +162,7 @@ class Trace:
         structure.check(self._name, h, meta, tabs, self.index, self._size)
         self._verify_digest(st, h["digest"])
         self.header = TraceHeader(
-            version=fmt.VERSION,
+            version=int(h["version"]),
             backend=str(meta.get("backend", "")),
             program=str(meta.get("program", "")),
             args=tuple(meta.get("args", [])),
@@ -306,6 +306,7 @@ class Trace:
                 np.empty(0, np.uint8),
                 np.empty(0, np.bool_),
                 np.empty(0, np.uint32),
+                np.empty(0, np.bool_),
             )
         k0 = int(np.searchsorted(self._chunk_first, start, side="right")) - 1
         k1 = int(np.searchsorted(self._chunk_first, stop - 1, side="right")) - 1

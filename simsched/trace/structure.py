@@ -94,7 +94,11 @@ def check_layout(name: str, h: dict[str, Any], index: np.ndarray, file_size: int
     k = _first(index["pad"] != 0)
     if k is not None:
         raise TraceFormatError(f"{name}: chunk {k}: the index row's padding is not zero")
-    bad_w = _first(~np.isin(index["wa"], (4, 8)) | ~np.isin(index["wg"], (1, 2, 4)))
+    bad_w = _first(
+        ~np.isin(index["wa"], (4, 8))
+        | ~np.isin(index["wg"], (1, 2, 4))
+        | ~np.isin(index["wd"], (0, 1) if h["version"] >= 2 else (0,))
+    )
     if bad_w is not None:
         raise TraceFormatError(f"{name}: chunk {bad_w}: invalid column widths in the index")
     first = index["first"].astype(np.int64)

@@ -81,6 +81,7 @@ def test_invalid_reference_is_reported_by_both_entry_points():
         buf,
         np.full((P, 4), 8, np.uint8),
         np.zeros((P, 4), np.bool_),
+        np.zeros((P, 4), np.bool_),
         np.zeros((P, 4), np.uint32),
         np.int64(W.INF),
         np.int64(0),

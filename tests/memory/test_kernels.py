@@ -40,7 +40,7 @@ def test_source_is_specialised_and_deterministic():
     assert src == K.generate_source(g)
     # Geometry appears as literals: set masks and way counts.
     assert "& 15" in src and "range(4)" in src
-    assert "def _serve(st, core, addrs, sizes, writes, gaps, use_gaps, t, out, i0, n," in src
+    assert "def _serve(st, core, addrs, sizes, writes, deps, gaps, use_gaps, t, out, i0, n," in src
     assert "def _binv1(" in src and "def _coherence(" in src and "def _page_node(" in src
     compile(src, "<generated>", "exec")
     plain = K.generate_source(K.geometry_of(machine([{"size": 2048, "assoc": 2, "line": 64}])))

@@ -31,7 +31,9 @@ def _rows(addrs):
 def _copy(lay, addrs, core):
     a, size, write, gap = _rows(addrs)
     n = len(addrs)
-    copy_segment(a, size, write, gap, 0, 1, 1, 0, n - 1, lay.lo, lay.hi, lay.shift(core))
+    dep = write.copy()
+    copy_segment(a, size, write, gap, dep, 0, 1, 1, 0, n - 1, lay.lo, lay.hi, lay.shift(core))
+    assert dep[1, : n - 1].tolist() == write[0, 1:].tolist()
     assert size[1, : n - 1].tolist() == size[0, 1:].tolist()
     assert write[1, : n - 1].tolist() == write[0, 1:].tolist()
     assert gap[1, : n - 1].tolist() == gap[0, 1:].tolist()

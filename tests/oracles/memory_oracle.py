@@ -69,6 +69,9 @@ class MemoryOracle:
         self.node = [dict.fromkeys(NODE_FIELDS, 0) for _ in range(machine.sockets)]
         self.ctrl_free = [0] * machine.sockets
         self.pages: dict[int, int] = {}
+        # Out-of-order cores: misses in flight and instructions issued, per core.
+        self.flight: dict[int, list[tuple[int, int]]] = {}
+        self.instr: dict[int, int] = {}
 
     # ------------------------------------------------------------------ helpers
     def _inst(self, k: int, core: int) -> int:
@@ -246,8 +249,12 @@ class MemoryOracle:
         c["cycles"] += lat
         return lat
 
-    def access_batch(self, core, addrs, sizes, writes, start_time, gaps=None) -> list[int]:
+    def access_batch(
+        self, core, addrs, sizes, writes, start_time, gaps=None, deps=None
+    ) -> list[int]:
         """Same timing rule as ``MemorySystem.access_batch``."""
+        if self.m.out_of_order is not None:
+            return self._ooo_batch(core, addrs, sizes, writes, start_time, gaps, deps)
         t = int(start_time)
         out = []
         for i in range(len(addrs)):
@@ -257,6 +264,37 @@ class MemoryOracle:
             out.append(d)
             t += d
         self.last_time = t
+        return out
+
+    def _ooo_batch(self, core, addrs, sizes, writes, start_time, gaps, deps) -> list[int]:
+        """The out-of-order rule of docs/machine-model.md §6.1, written from the page: a
+        list of (completion, instruction number) per core, oldest first."""
+        ooo = self.m.out_of_order
+        h0 = self.levels[0].hit_latency
+        flight = self.flight.setdefault(core, [])
+        t = int(start_time)
+        out = []
+        for i in range(len(addrs)):
+            gap = int(gaps[i]) if gaps is not None else 0
+            now = t + gap
+            self.instr[core] = self.instr.get(core, 0) + gap + 1
+            ins = self.instr[core]
+            while flight and flight[0][1] <= ins - ooo.rob:
+                now = max(now, flight.pop(0)[0])
+            if deps is not None and deps[i]:
+                while flight:
+                    now = max(now, flight.pop(0)[0])
+            if len(flight) == ooo.mshrs:
+                now = max(now, flight.pop(0)[0])
+            lat = self.access(core, int(addrs[i]), int(sizes[i]), bool(writes[i]), now)
+            out.append(lat)
+            if lat > h0:
+                flight.append((now + lat, ins))
+                t = now + h0
+            else:
+                t = now + lat
+        self.last_time = max([t] + [d for d, _ in flight])
+        flight.clear()
         return out
 
     def stats(self) -> dict:

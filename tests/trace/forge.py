@@ -70,9 +70,9 @@ def decode(parts: Parts, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def encode(parts: Parts, k: int, addr: np.ndarray, sizew: np.ndarray, gap: np.ndarray) -> None:
     """Replace chunk ``k`` by these references (same count), updating its index row."""
-    frame, wa, wg = fmt.encode_chunk(addr, sizew, gap, fmt.compressor())
+    frame, wa, wg, wd = fmt.encode_chunk(addr, sizew, gap, None, fmt.compressor())
     parts.chunks[k] = frame
-    parts.index["wa"][k], parts.index["wg"][k] = wa, wg
+    parts.index["wa"][k], parts.index["wg"][k], parts.index["wd"][k] = wa, wg, wd
 
 
 def seal(parts: Parts, path: str | Path) -> Path:
