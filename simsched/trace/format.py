@@ -395,7 +395,7 @@ def encode_chunk(
     wd = 1 if dep is not None and bool(dep.any()) else 0
     payload = np.empty(n * (wa + 1 + wg) + wd * _dep_bytes(n), dtype=np.uint8)
     _kernels._encode(addr, sizew, gap, wa, wg, payload)
-    if wd:
+    if dep is not None and wd:
         payload[n * (wa + 1 + wg) :] = np.packbits(dep, bitorder="little")
     return cctx.compress(payload.data), wa, wg, wd
 
