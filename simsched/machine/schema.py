@@ -192,13 +192,26 @@ class Memory(_Strict):
 class Costs(_Strict):
     """Cycles charged for scheduler operations (docs/machine-model.md)."""
 
-    steal_attempt: Cycles = Field(default=50, description="one attempt to steal, hit or miss")
+    steal_attempt: Cycles = Field(
+        default=50, description="one steal attempt, hit or miss, on a deque of the same socket"
+    )
     deque_op: Cycles = Field(default=5, description="push or pop on a worker's own deque")
     queue_op: Cycles = Field(default=20, description="an operation on a shared ready pool")
     remote_pool_op: Cycles = Field(
         default=100,
-        description="an operation on a pool homed on another socket (CAB's inter-socket "
-        "pools, LAWS' free tier): the pool's lock and head cross the interconnect",
+        description="a steal attempt on, or an operation on, a deque or pool of a socket "
+        "one hop away (any other socket without links): the lock and head cross the "
+        "interconnect",
+    )
+    remote_hop: Cycles = Field(
+        default=0,
+        description="extra cycles of such an operation per link beyond the first (the "
+        "hop matrix of the links); 0 keeps every remote socket at remote_pool_op",
+    )
+    core_move: Cycles = Field(
+        default=10_000,
+        description="cycles a core is unavailable when the processor controller moves it "
+        "from one job to another (context switch and thread wake-up)",
     )
 
 

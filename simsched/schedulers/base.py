@@ -37,7 +37,9 @@ bookkeeping budget is a few microseconds per strand.
 Information the policies need is in :class:`SchedContext`:
 
 * topology: cores of the job, socket of every core, head core of every socket (CAB's head
-  workers, LAWS' head cores), machine costs;
+  workers, LAWS' head cores), machine costs, and the price of a steal attempt or pool
+  operation by distance (:attr:`SchedContext.steal_cost`, by socket; the same for every
+  policy, :func:`simsched.machine.topology.steal_costs`);
 * strand metadata: frame, level (CAB's boundary level), spawn index and branching degree,
   iteration and position-key hash (CATS/LAWS find "the same task" in every iteration),
   and the LAWS Eq. 1 data range of every frame (:meth:`SchedContext.data_range`);
@@ -68,6 +70,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from simsched.errors import ConfigError
+from simsched.machine.topology import steal_costs
 from simsched.params import Param, ParamSchema
 
 # Edge kinds are defined once, with the trace format: spawn, continuation, join.
@@ -89,6 +92,7 @@ __all__ = [
     "SLEEP",
     "WAIT",
     "Decision",
+    "mean_cycles",
     "Facts",
     "SchedContext",
     "Scheduler",
@@ -110,6 +114,15 @@ def run(strand: int, cost: int = 0) -> Decision:
 def retry(cost: int) -> Decision:
     """Decision: spend ``cost`` cycles (at least 1) and ask again."""
     return (RETRY, -1, max(int(cost), 1))
+
+
+def mean_cycles(prices: Sequence[int], default: int) -> int:
+    """Mean of ``prices`` rounded half up (``default`` when empty): the attempt period
+    of a thief spinning over victims drawn uniformly at these prices."""
+    n = len(prices)
+    if not n:
+        return int(default)
+    return (2 * sum(prices) + n) // (2 * n)
 
 
 class Facts(Protocol):
@@ -185,6 +198,12 @@ class SchedContext:
         self.socket_of = np.array(
             [machine.socket_of(c) for c in range(machine.cores)], dtype=np.int64
         )
+        #: ``steal_cost[s][t]``: cycles of a steal attempt or pool operation by a core
+        #: of socket ``s`` on a deque or pool of socket ``t`` (same socket:
+        #: ``costs.steal_attempt``; further: ``remote_pool_op`` plus ``remote_hop`` per
+        #: extra link).
+        self.steal_cost: list[list[int]] = steal_costs(machine)
+        self._sock = self.socket_of.tolist()
         self._wake = wake
         self.trace = trace
         st, fr = trace.strands, trace.frames
@@ -221,6 +240,19 @@ class SchedContext:
         """Head worker of ``socket``: the lowest-numbered job core on it (CAB §III, LAWS §3.4)."""
         cs = self.cores_of_socket(socket)
         return cs[0] if cs else None
+
+    def steal_cycles(self, thief: int, victim: int) -> int:
+        """Cycles of one steal attempt by core ``thief`` on core ``victim``'s deque
+        (:attr:`steal_cost` of their sockets)."""
+        return self.steal_cost[self._sock[thief]][self._sock[victim]]
+
+    def mean_steal_cycles(self, thief: int, victims: Sequence[int]) -> int:
+        """Mean cycles of a steal attempt by ``thief`` on a victim drawn uniformly from
+        ``victims`` (rounded half up; ``costs.steal_attempt`` when there is none): the
+        period of a thief spinning over them, for the sleep accounting of
+        :class:`~simsched.schedulers.deques.WorkerDeques`."""
+        row = self.steal_cost[self._sock[thief]]
+        return mean_cycles([row[self._sock[v]] for v in victims], self.costs.steal_attempt)
 
     # -- strand metadata ----------------------------------------------------------------
     def level(self, strand: int) -> int:

@@ -51,7 +51,9 @@ frame's level (the paper's 1–5 % CPU-bound overhead, §V-D, comes from that bo
 **Costs** (``machine.costs``).  Own intra pool push or pop: ``deque_op``; intra steal
 attempt (hit or miss): ``steal_attempt``; push into or pop from the own squad's
 inter-socket pool (a locked pool shared by the squad): ``queue_op``; an inter-socket steal
-attempt on another squad's pool (hit or miss): ``remote_pool_op``.
+attempt on another squad's pool (hit or miss): the price of the distance between the two
+sockets, ``ctx.steal_cost`` (``remote_pool_op``, plus ``remote_hop`` per further link), the
+price every policy pays for a cross-socket steal.
 
 **Sleeping.**  A worker with nothing it may take sleeps until work it may take appears
 (intra pushes wake the squad, inter pushes wake the heads of squads that are not busy, a
@@ -81,6 +83,7 @@ from simsched.schedulers.base import (
     Param,
     ParamSchema,
     Scheduler,
+    mean_cycles,
     retry,
     run,
 )
@@ -288,6 +291,12 @@ class CacheAwareBiTier(Scheduler):
         self._sock = sock
         self._mates = [[v for v in range(P) if sock[v] == sock[u] and v != u] for u in range(P)]
         self._other_squads = [[t for t in range(M) if t != s] for s in range(M)]
+        self._sc = ctx.steal_cost
+        # a head spinning over the other squads' pools attempts at their mean price
+        self._inter_period = [
+            mean_cycles([self._sc[s][t] for t in self._other_squads[s]], self._ro)
+            for s in range(M)
+        ]
         frame = ctx.strand_frame
         self._slevel = ctx.frame_level[frame].tolist()
         lvl = ctx.frame_level
@@ -437,11 +446,13 @@ class CacheAwareBiTier(Scheduler):
             self._obtained(x, s)
             return run(x, self._qo)
         if inter.n_items == 0:  # Step 5 with nothing anywhere: sleep until a push
-            inter.sleep(s, now)
+            inter.sleep(s, now, self._inter_period[s])
             return WAIT
         victims = self._other_squads[s]
-        x = inter.attempt(victims[int(self.rng.integers(len(victims)))])  # Step 6b
+        t = victims[int(self.rng.integers(len(victims)))]
+        x = inter.attempt(t)  # Step 6b
+        cost = self._sc[s][t]
         if x >= 0:
             self._obtained(x, s)
-            return run(x, self._ro)
-        return retry(self._ro)
+            return run(x, cost)
+        return retry(cost)

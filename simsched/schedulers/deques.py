@@ -10,7 +10,10 @@ work is pushed, rather than simulated attempt by attempt (which would cost one e
 event per ``steal_attempt`` cycles per idle core).  The attempts it would have made while
 spinning are added when it wakes: a spinning thief that starts at ``t0`` attempts at
 ``t0, t0 + a, t0 + 2a, ...``; woken at ``t1`` it makes a real (counted) attempt at
-``t1``, so ``(t1 - t0) // a`` are added — together, exactly the attempts of the spinning
+``t1``, so ``(t1 - t0) // a`` are added (``a``: the thief's attempt period, given when it
+goes to sleep; attempts are priced by distance, ``SchedContext.steal_cost``, so a thief
+spinning over victims on several sockets attempts every
+``SchedContext.mean_steal_cycles`` cycles on average; ``steal_attempt`` by default) — together, exactly the attempts of the spinning
 thief in ``[t0, t1]``.  Waking every sleeper when one strand is pushed
 (``ctx.wake(None)``) therefore does not inflate ``steal_attempts``: each woken thief's
 attempt at ``t1`` is one a spinning thief makes too (tests/schedulers/test_deques.py).
@@ -30,8 +33,8 @@ class WorkerDeques:
     n_cores
         Cores of the machine (deques are indexed by core number).
     steal_attempt
-        Cycles of one steal attempt (``machine.costs.steal_attempt``), for the sleep
-        accounting.
+        Cycles of one steal attempt (``machine.costs.steal_attempt``), the default
+        attempt period of the sleep accounting.
     counters
         The scheduler's counter dict; ``steal_attempts`` and ``steals`` are kept there.
     prefix
@@ -51,6 +54,7 @@ class WorkerDeques:
         counters.setdefault(self._k_attempts, 0)
         counters.setdefault(self._k_steals, 0)
         self.sleep_since = [-1] * n_cores
+        self.sleep_period = [self.steal_attempt] * n_cores
 
     def push(self, core: int, strand: int) -> None:
         """Push ``strand`` on top of ``core``'s deque."""
@@ -93,9 +97,11 @@ class WorkerDeques:
         self.deques[core], self.deques[victim] = theirs, mine
         return len(theirs)
 
-    def sleep(self, core: int, now: int) -> None:
-        """``core`` goes to sleep at ``now`` as a thief with nothing to steal."""
+    def sleep(self, core: int, now: int, period: int | None = None) -> None:
+        """``core`` goes to sleep at ``now`` as a thief with nothing to steal, which
+        would attempt every ``period`` cycles (default: ``steal_attempt``)."""
         self.sleep_since[core] = now
+        self.sleep_period[core] = self.steal_attempt if period is None else int(period)
 
     def wake(self, core: int, now: int) -> int:
         """Account the attempts ``core`` would have made spinning since it slept;
@@ -103,8 +109,9 @@ class WorkerDeques:
         since = self.sleep_since[core]
         added = 0
         if since >= 0:
-            if self.steal_attempt > 0:
-                added = (now - since) // self.steal_attempt
+            period = self.sleep_period[core]
+            if period > 0:
+                added = (now - since) // period
                 self.counters[self._k_attempts] += added
             self.sleep_since[core] = -1
         return added

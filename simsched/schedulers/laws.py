@@ -55,8 +55,9 @@ still runs under the initial packing, matched by position key.
 
 **Costs** (``machine.costs``): a push or pop on a core's own deque ``deque_op``; a steal
 attempt inside the socket ``steal_attempt``; an operation on the own socket's CF pool
-``queue_op``; on another socket's pool (a push there, a cross-socket steal attempt)
-``remote_pool_op``.  Cores with nothing to take sleep until work they may take appears
+``queue_op``; on another socket's pool (a push there, a cross-socket steal attempt) the
+price of the distance between the sockets, ``ctx.steal_cost`` (``remote_pool_op``, plus
+``remote_hop`` per further link), the price every policy pays for a cross-socket steal.  Cores with nothing to take sleep until work they may take appears
 (the attempts a spinning thief would make are added as for WS).
 
 **Record fields**: ``iteration_cycles`` (cycles from the spawn of an iteration's first
@@ -180,7 +181,7 @@ class LocalityAware(Scheduler):
         }
         costs = ctx.costs
         self._dq, self._sa = costs.deque_op, costs.steal_attempt
-        self._qo, self._ro = costs.queue_op, costs.remote_pool_op
+        self._qo, self._sc = costs.queue_op, ctx.steal_cost
         self.dq = SocketDeques(ctx.n_cores_total, self._sa, self.counters, ctx.socket_of)
         self.S = ctx.sockets
         self.pools: list[deque[int]] = [deque() for _ in range(self.S)]
@@ -275,7 +276,7 @@ class LocalityAware(Scheduler):
             self.counters["pool_pushes"] += 1
             return self._qo
         self.counters["remote_pool_pushes"] += 1
-        return self._ro
+        return self._sc[self.sock[core]][p]
 
     def _is_root_start(self, s: int) -> bool:
         f = self.frame_of[s]
@@ -445,10 +446,11 @@ class LocalityAware(Scheduler):
                 self.counters["pool_steal_attempts"] += 1
                 q = victims[int(self.rng.integers(len(victims)))]
                 s = self._take(q, core, False)
+                cost = self._sc[p][q]
                 if s >= 0:
                     self.counters["pool_steals"] += 1
-                    return run(s, self._ro)
-                return retry(self._ro)
+                    return run(s, cost)
+                return retry(cost)
         dq.sleep(core, now)
         return WAIT
 

@@ -9,11 +9,14 @@ pushes the child.  A strand released by a join or a sync (the frame's continuati
 run by the worker that released it, as in Cilk.
 
 Costs (``machine.costs``): a push or a pop on the own deque costs ``deque_op`` cycles; a
-steal attempt, successful or not, costs ``steal_attempt`` cycles.  A thief that finds
-every deque of the job empty sleeps until work is pushed (rather than being simulated
-attempt by attempt); the attempts it would have made meanwhile are added to
-``steal_attempts`` (:mod:`simsched.schedulers.deques`) so that the counter means what it
-means on a real machine.  A core that leaves the job leaves its deque behind for the
+steal attempt, successful or not, is priced by distance like every policy's
+(``ctx.steal_cost``): ``steal_attempt`` on a deque of the thief's socket,
+``remote_pool_op`` (plus ``remote_hop`` per further link) on another socket's.  A thief
+that finds every deque of the job empty sleeps until work is pushed (rather than being
+simulated attempt by attempt); the attempts it would have made meanwhile — one per mean
+attempt price over its victims — are added to ``steal_attempts``
+(:mod:`simsched.schedulers.deques`) so that the counter means what it means on a real
+machine.  A core that leaves the job leaves its deque behind for the
 job's thieves.
 
 **Falling back to WS.**  Two policies schedule a program as plain work stealing when
@@ -77,10 +80,13 @@ class WorkStealing(Scheduler):
         )
         self.child_first = self.params["spawn_policy"] == "child-first"
         self._others: dict[int, list[int]] = {}
+        self._periods: dict[int, int] = {}
         # Cores that left the job with strands on their deques: thieves still find them.
         self.orphans: set[int] = set()
         self._dq = ctx.costs.deque_op
         self._sa = ctx.costs.steal_attempt
+        self._sc = ctx.steal_cost
+        self._sock: list[int] = ctx.socket_of.tolist()
 
     def others(self, core: int) -> list[int]:
         """The victims ``core`` may choose: the job's other cores, then the deques that
@@ -90,6 +96,23 @@ class WorkStealing(Scheduler):
             o = [v for v in self.ctx.cores if v != core] + sorted(self.orphans)
             self._others[core] = o
         return o
+
+    def forget_victims(self) -> None:
+        """Drop the cached victim lists (the job's cores or the departed deques changed)."""
+        self._others.clear()
+        self._periods.clear()
+
+    def spin_period(self, core: int) -> int:
+        """Mean cycles between the attempts of ``core`` spinning over its victims."""
+        p = self._periods.get(core)
+        if p is None:
+            p = self._periods[core] = self.ctx.mean_steal_cycles(core, self.others(core))
+        return p
+
+    def steal_price(self, thief: int, victim: int) -> int:
+        """Cycles of one attempt by ``thief`` on ``victim``'s deque (``ctx.steal_cost``)."""
+        sock = self._sock
+        return self._sc[sock[thief]][sock[victim]]
 
     def on_start(self, strand: int, now: int) -> None:
         """The first strand goes to the deque of the job's first core."""
@@ -128,7 +151,7 @@ class WorkStealing(Scheduler):
 
     def on_cores_changed(self, added: Sequence[int], removed: Sequence[int], now: int) -> None:
         """Victim lists follow the job's cores and the deques departed cores left."""
-        self._others.clear()
+        self.forget_victims()
         for c in removed:
             self.dq.wake(c, now)
             if self.dq.deques[c]:
@@ -144,16 +167,17 @@ class WorkStealing(Scheduler):
             return run(s, self._dq)
         others = self.others(core)
         if dq.n_items == 0 or not others:
-            dq.sleep(core, now)
+            dq.sleep(core, now, self.spin_period(core))
             return WAIT
         victim = others[int(self.rng.integers(len(others)))]
         s = dq.attempt(victim)
         if victim in self.orphans and not dq.deques[victim]:
             self.orphans.discard(victim)
-            self._others.clear()
+            self.forget_victims()
+        cost = self._sc[self._sock[core]][self._sock[victim]]
         if s >= 0:
-            return run(s, self._sa)
-        return retry(self._sa)
+            return run(s, cost)
+        return retry(cost)
 
 
 #: The callbacks :func:`ws_fallback` hands over to WS when asked to forward them.

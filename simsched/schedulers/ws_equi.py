@@ -15,8 +15,10 @@ whose own deque is empty first *mugs*: it claims a muggable deque — one a depa
 left behind with strands on it — as its own (the lowest-numbered such deque) and runs its
 owner-end strand; only when no deque is muggable does it steal from a random other
 processor of its job.  Muggable deques are not stolen from (their strands wait for a
-mugger), as in ACilk.  A mug costs ``costs.steal_attempt`` cycles (claiming a deque no
-processor holds is one remote deque access, like a steal).
+mugger), as in ACilk.  A mug is priced as a steal attempt on the deque it claims
+(claiming a deque no processor holds is one deque access, like a steal), and both by
+distance (``ctx.steal_cost``: ``steal_attempt`` in the socket, ``remote_pool_op`` plus
+``remote_hop`` per further link across sockets), as for every policy.
 
 **Worker states.**  Each processor of the job is *working* (running a strand, or popping
 its own deque), *mugging* (the cycles of a mug) or *stealing* (every steal attempt, the
@@ -103,7 +105,6 @@ class AdaptiveWorkStealing(WorkStealing):
         self.last_held = 0  # core-cycles the job held in the quantum just closed
         self.desires: list[float] = []
         self.utils: list[float] = []
-        self._mug = ctx.costs.steal_attempt
 
     # -- state bookkeeping ------------------------------------------------------------------
     def _advance(self, c: int, t: int) -> None:
@@ -208,13 +209,14 @@ class AdaptiveWorkStealing(WorkStealing):
             dq.mug(core, v)
             s = dq.pop(core)
             self.counters["mugs"] += 1
-            self._set(core, now, MUG, now + self._mug)
+            cost = self.steal_price(core, v)
+            self._set(core, now, MUG, now + cost)
             self._qint.set(now, dq.n_items)
-            return run(s, self._mug)
+            return run(s, cost)
         self._set(core, now, STEAL)
         others = self.others(core)
         if dq.n_items == 0 or not others:
-            dq.sleep(core, now)
+            dq.sleep(core, now, self.spin_period(core))
             self.sleep_F[core] = self._F_at(now)
             return WAIT
         victim = others[int(self.rng.integers(len(others)))]
@@ -224,11 +226,12 @@ class AdaptiveWorkStealing(WorkStealing):
             self.q_pure += 1
             self.counters["purely_unsuccessful_steals"] += 1
         s = dq.attempt(victim)
+        cost = self.steal_price(core, victim)
         if s >= 0:
-            self._set(core, now, STEAL, now + self._sa)
+            self._set(core, now, STEAL, now + cost)
             self._qint.set(now, dq.n_items)
-            return run(s, self._sa)
-        return retry(self._sa)
+            return run(s, cost)
+        return retry(cost)
 
     def on_depart(
         self, core: int, strand: int, now: int, ready: Sequence[int], kinds: Sequence[int]
@@ -241,7 +244,7 @@ class AdaptiveWorkStealing(WorkStealing):
     def on_cores_changed(self, added: Sequence[int], removed: Sequence[int], now: int) -> None:
         """Departed cores' non-empty deques become muggable; joining cores start as thieves."""
         self._t = now
-        self._others.clear()
+        self.forget_victims()
         for c in removed:
             self._wake_thief(c, now)
             self._set(c, now, NONE)
@@ -273,12 +276,13 @@ class AdaptiveWorkStealing(WorkStealing):
             since = self.dq.sleep_since[c]
             if since >= 0:
                 self._wake_thief(c, now)
-                self.dq.sleep(c, now)
+                self.dq.sleep(c, now, self.dq.sleep_period[c])
                 self.sleep_F[c] = self._F_at(now)
         held = self.last_held = self._flush(now)
         busy = self.q_acc[WORK] + self.q_acc[MUG]
         queued = self._qint.take(now)
         a_end = len(self.ctx.cores)
+        # the most attempts possible: every one at the cheapest (same-socket) price
         sa = max(self._sa, 1)
         if L > 0:
             exact = QuantumIntegrals(

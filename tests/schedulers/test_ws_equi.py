@@ -82,25 +82,29 @@ def test_mugging_second_quantum_by_hand(tmp_path):
 
 
 def test_purely_unsuccessful_when_the_victim_steals(tmp_path):
-    s, _ = make(tmp_path, "ws-equi", cores=(0, 1, 2))
+    s, _ = make(tmp_path, "ws-equi", cores=(0, 1, 2))  # core 2 on the other socket
     s.on_start(0, 0)
     assert s.on_idle(0, 0)[0] == RUN
     assert s.on_idle(1, 0) == WAIT and s.on_idle(2, 0) == WAIT
     s.on_finish(0, 0, 40, [1, 2], [EDGE_CONT, EDGE_SPAWN])  # one strand queued on core 0
-    # core 1 wakes: its 2 attempts asleep in [0, 40) met a stealing victim at the rate
-    # (S - 1)/(a - 1) = (2 - 1)/(3 - 1): 1 of them; every real attempt that fails hit
-    # core 2, asleep (stealing): purely unsuccessful; the one on core 0 succeeds
+    # core 1 wakes: spinning over core 0 (20 cycles) and core 2 (another socket: the
+    # default remote_pool_op, 100) it attempts every 60 cycles, so none asleep in
+    # [0, 40); every real attempt that fails hit core 2, asleep (stealing): purely
+    # unsuccessful, at the cross-socket price; the one on core 0 succeeds at 20
     t, fails = 40, 0
-    while s.on_idle(1, t)[0] != RUN:
+    while (d := s.on_idle(1, t))[0] != RUN:
+        assert d[2] == 100
         fails += 1
-        t += 20
-    assert s.counters["purely_unsuccessful_steals"] == 1 + fails
-    # at the quantum's end core 2's 5 attempts asleep in [0, 100) are counted: the rate
-    # was 1/2 until core 1 got its strand at t, 0 after (core 2 the only thief)
-    assert s.on_quantum(100) is None  # WS-EQUI reports no desire
-    expected = 1 + fails + int(5 * (0.5 * t) / 100 + 0.5)
+        t += 100
+    assert d[2] == 20
+    assert s.counters["purely_unsuccessful_steals"] == fails
+    # at the quantum's end core 2's 4 attempts asleep in [0, 400) (both its victims are
+    # on the other socket: one per 100 cycles) are counted: the rate was 1/2 until core 1
+    # got its strand at t, 0 after (core 2 the only thief)
+    assert s.on_quantum(400) is None  # WS-EQUI reports no desire
+    expected = fails + int(4 * (0.5 * t) / 400 + 0.5)
     assert s.counters["purely_unsuccessful_steals"] == expected
-    assert s.counters["steal_attempts"] == 2 + fails + 1 + 5
+    assert s.counters["steal_attempts"] == fails + 1 + 4
 
 
 def test_asteal_through_the_scheduler_on_scripted_quanta(tmp_path):
