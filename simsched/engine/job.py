@@ -133,6 +133,8 @@ class Job:
         # Private-cache misses of the job's strands, and of its cores' first references
         # after they moved to it (the cache cost of reallocations).
         self.pmiss = 0
+        # Cores that moved to the job from another (each unavailable costs.core_move).
+        self.core_moves = 0
         self.warm_refs = 0
         self.warm_misses = 0
         self.cores: set[int] = set()

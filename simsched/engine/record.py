@@ -284,6 +284,8 @@ def jobs_metrics(
                 "utilization": useful / j.allotted_cycles if j.allotted_cycles else 0.0,
                 "steal_attempts": int(j.counters.get("steal_attempts", 0)),
                 "steals": int(j.counters.get("steals", 0)),
+                "core_moves": int(j.core_moves),
+                "move_cycles": int(j.move_cycles),
                 "scheduler_counters": {k: int(v) for k, v in sorted(j.counters.items())},
                 **j.sched_fields,
             }
@@ -299,6 +301,8 @@ def jobs_metrics(
     out["utilization"] = useful / allotted if allotted else 0.0
     out["machine_utilization"] = useful / (machine.cores * makespan) if makespan else 0.0
     out["reallocations"] = int(r.reallocations)
+    out["core_moves"] = int(r.core_moves)
+    out["move_cycles"] = int(r.move_cycles)
     out["instructions"] = sum(x["instructions"] for x in jobs)
     out["refs"] = sum(x["refs"] for x in jobs)
     out.update(memory_fields(mem_stats, makespan, out["instructions"]))

@@ -20,6 +20,10 @@ Design (docs/engine.md; docs/architecture.md §3):
   takes a core that is running a strand, the core finishes it, its job's scheduler is
   told (:meth:`~simsched.schedulers.base.Scheduler.on_depart`) and the core joins its new
   job (:meth:`~simsched.schedulers.base.Scheduler.on_cores_changed`, then ``on_idle``).
+  A core that joins a job other than the last one it held (a *move*: the old job's
+  worker is put to sleep, the new one's woken) is unavailable for
+  ``machine.costs.core_move`` cycles: its first call into the new job's scheduler, by a
+  timer or a wake, comes no earlier (docs/jobs.md, "Moves").
 * **Determinism.**  The only randomness is the job schedulers' generators: job 0's is
   seeded with the run's seed (so a single job replays exactly as :class:`Engine` does),
   job ``j > 0``'s with ``(seed, j)``.
@@ -150,6 +154,9 @@ class JobOutcome:
     refs: int
     counters: dict[str, int]
     sched_fields: dict[str, Any] = field(default_factory=dict)
+    #: Cores that moved to this job from another, and the cycles they were unavailable.
+    core_moves: int = 0
+    move_cycles: int = 0
     #: Per strand (arrays by :data:`STRAND_MEM_FIELDS`): private-cache misses,
     #: last-level misses, local and remote DRAM lines its references fetched.
     strand_mem: dict[str, np.ndarray] = field(default_factory=dict)
@@ -174,6 +181,9 @@ class ReplayResult:
         the strand they run ends.
     reallocations
         Core moves between jobs (a core leaving one job for another or for the pool).
+    core_moves, move_cycles
+        Cores that joined a job other than the last one they held, and the cycles they
+        were unavailable for it (``costs.core_move`` each).
     warmup
         Cache cost of reallocations (:func:`warmup_summary`): per job the private-cache
         miss rate of cores in their first :data:`WARMUP_REFS` references after they moved
@@ -191,6 +201,8 @@ class ReplayResult:
     series: list[tuple[int, list[int], list[int], list[int]]]
     reallocations: int
     warmup: dict[str, Any]
+    core_moves: int = 0
+    move_cycles: int = 0
     engine: dict[str, Any] = field(default_factory=dict)
 
 
@@ -275,6 +287,12 @@ class Replay:
         self.series: list[tuple[int, list[int], list[int], list[int]]] = []
         self.reallocations = 0
         self.served: list[set[int]] = [set() for _ in range(P)]
+        # Per core: the last job it held (-1: none yet) and the cycle before which it
+        # cannot act after a move (docs/jobs.md, "Moves").
+        self.move_cost = int(machine.costs.core_move)
+        self.last_job = [-1] * P
+        self.avail = [0] * P
+        self.core_moves = 0
         # Per core after a move: (job, refs, misses) when it joined.
         self.warm: list[tuple[Job, int, int] | None] = [None] * P
         self.joins = 0
@@ -311,6 +329,7 @@ class Replay:
             self._timer(self.now, c)
 
     def _timer(self, t: int, c: int) -> None:
+        t = max(t, self.avail[c])  # a core that just moved is not there yet
         heapq.heappush(self._heap, (t, EV_TIMER, self._seq, c, self.gen[c]))
         self._seq += 1
         self.timer_live[c] = True
@@ -450,6 +469,11 @@ class Replay:
         self.owner[c] = job.jid
         self.gen[c] += 1
         self.timer_live[c] = False
+        if self.last_job[c] not in (-1, job.jid):
+            self.avail[c] = now + self.move_cost
+            self.core_moves += 1
+            job.core_moves += 1
+        self.last_job[c] = job.jid
         moved = bool(self.served[c] - {job.jid})
         self.served[c].add(job.jid)
         if moved:
@@ -705,6 +729,8 @@ class Replay:
                     refs=int(j.n_refs),
                     counters=dict(j.sched.counters),
                     sched_fields=dict(j.sched.record_fields()),
+                    core_moves=j.core_moves,
+                    move_cycles=j.core_moves * self.move_cost,
                     strand_mem=j.mem_arrays(STRAND_MEM_FIELDS),
                 )
             )
@@ -737,6 +763,8 @@ class Replay:
             series=self.series,
             reallocations=self.reallocations,
             warmup=warmup,
+            core_moves=self.core_moves,
+            move_cycles=self.core_moves * self.move_cost,
             engine=engine,
         )
 

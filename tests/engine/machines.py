@@ -9,7 +9,9 @@ TWO_BY_TWO = {
         {"name": "L2", "scope": "socket", "size": 8192, "assoc": 4, "line": 64, "hit_latency": 8},
     ],
     "memory": {"latency": 60, "remote_latency": 40, "service_interval": 12, "page_size": 4096},
-    "costs": {"steal_attempt": 20, "deque_op": 3, "queue_op": 7},
+    # remote_pool_op: the default (100); core_move scaled down with the jobs of the tests
+    # (a few thousand cycles), so that a move delays a core without dwarfing its job
+    "costs": {"steal_attempt": 20, "deque_op": 3, "queue_op": 7, "core_move": 150},
 }
 
 ONE_BY_THREE = {
@@ -21,5 +23,5 @@ ONE_BY_THREE = {
         {"name": "L2", "scope": "socket", "size": 4096, "assoc": 4, "line": 128, "hit_latency": 6},
     ],
     "memory": {"latency": 50, "service_interval": 10},
-    "costs": {"steal_attempt": 15, "deque_op": 2, "queue_op": 5},
+    "costs": {"steal_attempt": 15, "deque_op": 2, "queue_op": 5, "core_move": 150},
 }

@@ -56,13 +56,36 @@ def test_fast_engine_equals_job_set_oracle(tmp_path, controller, quantum):
         np.testing.assert_array_equal(f.strand_end, o["strand_end"])
         assert (f.start, f.finish) == (o["start"], o["finish"])
         assert f.counters == o["counters"]
+        assert f.core_moves == o["core_moves"]
+        assert f.move_cycles == f.core_moves * m.costs.core_move
     if controller == "equi":
-        assert fast.reallocations > 0
+        assert fast.reallocations > 0 and fast.core_moves > 0
     stats, ostats = mem.stats(), ora_mem.stats()
     for a, b in zip(stats["levels"], ostats["levels"], strict=True):
         for k in ("accesses", "hits", "misses", "writebacks", "invalidations"):
             assert a[k] == b[k], (a["name"], k)
     assert stats["nodes"] == ostats["nodes"]
+
+
+@pytest.mark.parametrize("move", [150, 1000])
+def test_a_moved_core_starts_its_new_job_core_move_cycles_later(tmp_path, move):
+    """Two cores, two WS jobs under EQUI: the second job's arrival takes one core from
+    the first; that core's first strand of the new job starts exactly ``core_move``
+    cycles later than with free moves (everything before the move is the same run)."""
+    spec = {**TWO_BY_TWO, "sockets": 1}
+    specs = _specs(tmp_path, [0, 200], ["ws", "ws"])
+    got = {}
+    for cost in (0, move):
+        m = load_machine(spec, {"costs.core_move": cost})
+        ctl = get_controller("equi")(m, 2)
+        r = Replay(m, specs, controller=ctl, seed=1, window=0, memory=MemorySystem(m)).run()
+        b = r.jobs[1]
+        assert b.core_moves >= 1 and b.move_cycles == b.core_moves * cost
+        assert r.move_cycles == r.core_moves * cost
+        got[cost] = (int(b.strand_core[0]), int(b.strand_start[0]), b.start)
+    (c0, s0, j0), (c1, s1, j1) = got[0], got[move]
+    assert c0 == c1 and j0 == j1  # the same core joined at the same cycle
+    assert s1 - s0 == move
 
 
 def test_jobs_never_share_a_line(tmp_path):
@@ -210,6 +233,8 @@ def test_fast_engine_equals_job_set_oracle_under_deq(tmp_path, placement):
         np.testing.assert_array_equal(f.strand_start, o["strand_start"])
         np.testing.assert_array_equal(f.strand_end, o["strand_end"])
         assert f.counters == o["counters"]
+        assert f.core_moves == o["core_moves"]
+    assert fast.core_moves > 0
     assert fast.jobs[0].counters["quanta"] > 3
     assert any(d[0] > 1 for _, _, d, _ in fast.series)  # SAWS asked for more than 1 core
 

@@ -7,7 +7,7 @@ import pytest
 from simsched.cli import main
 from simsched.errors import ConfigError
 from simsched.machine import load_machine
-from simsched.machine.topology import link_name, routes
+from simsched.machine.topology import hop_matrix, link_name, routes, steal_costs
 
 
 def four(links):
@@ -109,3 +109,41 @@ def test_machine_show_prints_hops(tmp_path, capsys):
     import json
 
     assert json.loads(capsys.readouterr().out)["hops"][0] == [0, 1, 2, 3]
+
+
+# -- the price of a steal by distance ------------------------------------------------------
+
+COSTS = {"steal_attempt": 30, "remote_pool_op": 200, "remote_hop": 50}
+
+
+def test_steal_costs_by_distance_on_a_chain():
+    """Same socket: steal_attempt; 1 hop: remote_pool_op; 2 and 3 hops: + remote_hop each."""
+    m = load_machine({**four(CHAIN), "costs": COSTS})
+    c = steal_costs(m)
+    assert c[0][0] == c[2][2] == 30
+    assert c[0][1] == c[1][0] == c[2][3] == 200
+    assert c[0][2] == c[3][1] == 250
+    assert c[0][3] == c[3][0] == 300
+
+
+def test_steal_costs_without_links_every_other_socket_one_hop():
+    spec = four(CHAIN)
+    del spec["links"]
+    m = load_machine({**spec, "costs": COSTS})
+    assert hop_matrix(m) == [[int(s != t) for t in range(4)] for s in range(4)]
+    assert steal_costs(m) == [[30 if s == t else 200 for t in range(4)] for s in range(4)]
+
+
+def test_steal_costs_default_keeps_remote_flat_and_presets_price_hops():
+    """remote_hop defaults to 0 (every remote socket at remote_pool_op, as before); the
+    wired Opteron preset's sockets 0 and 3 are two HyperTransport hops apart."""
+    m = load_machine(four(CHAIN))
+    assert m.costs.remote_hop == 0
+    assert {x for row in steal_costs(m) for x in row} == {
+        m.costs.steal_attempt,
+        m.costs.remote_pool_op,
+    }
+    o = load_machine("opteron-8380-4x4")
+    assert hop_matrix(o)[0][3] == 2
+    assert steal_costs(o)[0][3] == o.costs.remote_pool_op + o.costs.remote_hop == 440
+    assert steal_costs(o)[0][1] == 240 and steal_costs(o)[1][1] == 100

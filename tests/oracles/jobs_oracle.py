@@ -10,6 +10,9 @@ between strands.  At every step the earliest thing happens; ties go by (time, ra
   timers in the order they were set;
 * rank 2: a running core issuing its next reference (lower core first).
 
+A core that joins a job other than the last one it held is away for
+``machine.costs.core_move`` cycles: no timer of it fires before then.
+
 Controllers and the core-assignment rule are policy and shared with the engine
 (``simsched.engine.controllers``); everything else here is written independently.  Tests
 avoid arrivals and controller quanta at the same cycle (their relative order is the only
@@ -105,9 +108,12 @@ class OracleJobs:
         arrivals = sorted((int(s.arrival), j) for j, s in enumerate(self.specs))
         q = self.ctl.quantum
         next_q = [q if q > 0 else None]
+        last = [-1] * P  # the last job each core held
+        back = [0] * P  # a core that moved acts again from here
+        moves = [0] * len(self.specs)
 
         def timer(t, c):
-            timers.append((t, seq[0], c, gen[c]))
+            timers.append((max(t, back[c]), seq[0], c, gen[c]))
             seq[0] += 1
 
         def wake(job, n, only):
@@ -140,6 +146,10 @@ class OracleJobs:
             gen[c] += 1
 
         def join(c, job):
+            if last[c] >= 0 and last[c] != job.jid:
+                back[c] = now[0] + self.m.costs.core_move
+                moves[job.jid] += 1
+            last[c] = job.jid
             job.cores.add(c)
             owner[c] = job.jid
             gen[c] += 1
@@ -310,6 +320,7 @@ class OracleJobs:
                 "start": j.started,
                 "finish": j.finish,
                 "counters": dict(j.sched.counters),
+                "core_moves": moves[j.jid],
             }
             for j in jobs
         ]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from simsched.machine import load_machine
-from simsched.schedulers import EDGE_CONT, EDGE_SPAWN, RETRY, RUN, SLEEP, SchedContext
+from simsched.schedulers import EDGE_CONT, EDGE_SPAWN, RETRY, RUN, SLEEP, WAIT, SchedContext
 from simsched.schedulers.pdf import ParallelDepthFirst
 from simsched.schedulers.ws import WorkStealing
 from simsched.trace import open_trace
 from tests.engine.conftest import make_trace
+from tests.engine.machines import TWO_BY_TWO
 
 
 def _ctx(tmp_path, cores="itrs-scaling-4"):
@@ -32,6 +33,27 @@ def test_ws_child_first_pushes_continuation(tmp_path):
     ws2 = WorkStealing(ctx, {"spawn_policy": "parent-first"}, np.random.default_rng(0))
     assert ws2.on_finish(1, 0, 100, [5, 9], [EDGE_CONT, EDGE_SPAWN])[1] == 5
     assert list(ws2.dq.deques[1]) == [9]
+
+
+def test_ws_cross_socket_steal_pays_the_remote_price(tmp_path):
+    """Two cores of one job on two sockets of the 2 x 2 test machine: the thief's only
+    victim is on the other socket, so its steal costs remote_pool_op (as a CAB or LAWS
+    cross-socket steal does), and the attempts it would have made asleep are counted at
+    that price; on the same socket steal_attempt."""
+    m = load_machine(TWO_BY_TWO)
+    t = open_trace(make_trace(tmp_path / "t.sst", seed=1))
+    assert m.socket_of(0) != m.socket_of(2) and m.socket_of(0) == m.socket_of(1)
+    remote, local = m.costs.remote_pool_op, m.costs.steal_attempt
+    assert remote != local
+    for cores, price in (((0, 2), remote), ((0, 1), local)):
+        ctx = SchedContext(m, cores, t, lambda n, cores: None)
+        ws = WorkStealing(ctx, {}, np.random.default_rng(0))
+        thief = cores[1]
+        assert ws.on_idle(thief, 0) == WAIT  # nothing anywhere: sleeps
+        ws.dq.push(0, 10)
+        assert ws.on_idle(thief, 5 * price) == (RUN, 10, price)
+        # asleep for 5 attempt periods at its one victim's price: 5 attempts, then the hit
+        assert ws.counters["steal_attempts"] == 5 + 1
 
 
 def test_ws_steal_attempts_random_victims(tmp_path):
