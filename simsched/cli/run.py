@@ -271,7 +271,9 @@ def jobs_summary(rec: dict[str, Any]) -> str:
 
     Two different counts are named apart: ``reallocations`` (cores the controller took
     from a running job) and ``realloc_warmup.joins`` (cores that joined a job after
-    serving another, including cores freed by a finished job); a negative
+    serving another, including cores freed by a finished job); ``core_moves`` (cores that
+    joined a job other than the last one they held, each away ``costs.core_move``
+    cycles) is said when there are any; a negative
     ``extra_misses`` is said as fewer misses, not printed as a negative cost.
     """
     from simsched.engine.replay import WARMUP_REFS
@@ -282,6 +284,11 @@ def jobs_summary(rec: dict[str, Any]) -> str:
         f"{rec['mean_response_cycles']:,.0f}; utilisation {rec['utilization']:.3f}; "
         f"{rec['reallocations']:,} cores taken from a running job."
     )
+    if rec.get("core_moves"):
+        text += (
+            f"  Cores switched to another job {rec['core_moves']:,} times, away "
+            f"{rec['move_cycles']:,} cycles in all (costs.core_move each)."
+        )
     if not w["joins"]:
         return text
     extra = float(w["extra_misses"])

@@ -124,9 +124,6 @@ def steal_costs(machine: Machine) -> list[list[int]]:
     """
     c = machine.costs
     return [
-        [
-            c.steal_attempt if h == 0 else c.remote_pool_op + c.remote_hop * (h - 1)
-            for h in row
-        ]
+        [c.steal_attempt if h == 0 else c.remote_pool_op + c.remote_hop * (h - 1) for h in row]
         for row in hop_matrix(machine)
     ]

@@ -294,8 +294,7 @@ class CacheAwareBiTier(Scheduler):
         self._sc = ctx.steal_cost
         # a head spinning over the other squads' pools attempts at their mean price
         self._inter_period = [
-            mean_cycles([self._sc[s][t] for t in self._other_squads[s]], self._ro)
-            for s in range(M)
+            mean_cycles([self._sc[s][t] for t in self._other_squads[s]], self._ro) for s in range(M)
         ]
         frame = ctx.strand_frame
         self._slevel = ctx.frame_level[frame].tolist()

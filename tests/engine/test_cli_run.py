@@ -152,6 +152,8 @@ def test_jobs_summary_names_each_count_once_and_no_negative_cost():
     assert "812 private-cache misses more than" in jobs_summary(rec)
     rec["realloc_warmup"] = {"joins": 0, "extra_misses": 0.0}
     assert jobs_summary(rec).count("\n") == 0
+    rec.update(core_moves=4, move_cycles=40_000)
+    assert "switched to another job 4 times, away 40,000 cycles" in jobs_summary(rec)
 
 
 def test_run_says_what_laws_does_on_a_trace_without_iterations(ms, tmp_path, capsys):
