@@ -47,18 +47,27 @@ ALONE = {
 }
 MS_EQ = 5_000
 QUANTUM = 10 * MS_EQ
+#: A core move (one context switch, 3.8 us: docs/jobs.md "Moves") scaled like the
+#: quantum: 3.8 us in ms-equivalents, so a move is the same fraction of a quantum as on
+#: the paper's machine (10 260 of 27 M cycles).
+CORE_MOVE = round(3.8e-3 * MS_EQ)
 TAU = round(sum(ALONE.values()) / len(ALONE) / 16)
 LAMBDAS = {"1_16": 1 / 16, "1_8": 1 / 8, "1_4": 1 / 4, "1_2": 1 / 2, "1": 1.0}
 COPIES = (2, 4, 6, 8, 10, 12)
 QUANTA_MS = (1, 2, 5, 10, 20, 50)
 
 MACHINES = [
-    {"name": "sunfire-x4600-8x4", "label": "caches"},
+    {
+        "name": "sunfire-x4600-8x4",
+        "label": "caches",
+        "overrides": {"costs.core_move": CORE_MOVE},
+    },
     {
         # every reference costs one cycle per line: no cache, memory or NUMA effect
         "name": "sunfire-x4600-8x4",
         "label": "nocache",
         "overrides": {
+            "costs.core_move": CORE_MOVE,
             "caches.L1.hit_latency": 1,
             "caches.L2.hit_latency": 1,
             "caches.L3.hit_latency": 1,
