@@ -208,6 +208,36 @@ def test_unit_failed_inter_steal_retries(tmp_path):
     assert sched.counters["inter_steal_attempts"] == i + 1 and sched.counters["inter_steals"] == 1
 
 
+def test_unit_inter_steal_priced_by_hops_as_every_policy(tmp_path):
+    """Four one-core sockets on a chain of links: the head of squad 0 stealing from squad
+    3's pool pays the three-hop price of ctx.steal_cost, the same a WS thief pays for a
+    steal between those cores; its misses on squads 1 and 2 pay their own distances."""
+    spec = {
+        **TWO_BY_TWO,
+        "name": "t-chain",
+        "sockets": 4,
+        "cores_per_socket": 1,
+        "clock_ghz": 2.0,
+        "links": [{"a": i, "b": i + 1, "bandwidth": 8, "latency": 30} for i in range(3)],
+        "costs": {**TWO_BY_TWO["costs"], "remote_pool_op": 100, "remote_hop": 60},
+    }
+    machine = load_machine(spec)
+    trace = open_trace(tree_trace(tmp_path / "tree.sst", depth=3, b=2))
+    ctx = _Ctx(machine, trace)
+    assert [ctx.steal_cycles(0, v) for v in range(4)] == [20, 100, 160, 220]
+    sched = CacheAwareBiTier(ctx, {"bl": 2}, np.random.default_rng(1))
+    sched.on_start(0, 0)
+    sched.inter.pop(0)
+    leaf = _first(trace, 2)
+    sched.inter.push(3, leaf)
+    decisions = [sched.on_idle(0, t) for t in range(20)]
+    i = [d[0] for d in decisions].index(RUN)
+    assert decisions[i] == (RUN, leaf, 220)
+    assert all(d[:2] == (RETRY, -1) and d[2] in (100, 160) for d in decisions[:i])
+    ws = get_scheduler("ws")(ctx, {}, np.random.default_rng(0))
+    assert ws.steal_price(0, 3) == 220
+
+
 def test_unit_departing_core_leaves_strands_in_its_pools(unit):
     sched, ctx, trace = unit
     sched.on_start(0, 0)
