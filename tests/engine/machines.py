@@ -25,3 +25,15 @@ ONE_BY_THREE = {
     "memory": {"latency": 50, "service_interval": 10},
     "costs": {"steal_attempt": 15, "deque_op": 2, "queue_op": 5, "core_move": 150},
 }
+
+#: Four one-core sockets on a chain of links (0-1-2-3): steal prices 20 on the socket,
+#: then 100, 160, 220 for one, two and three hops (remote_pool_op + remote_hop per hop).
+CHAIN_4X1 = {
+    **TWO_BY_TWO,
+    "name": "t-chain",
+    "sockets": 4,
+    "cores_per_socket": 1,
+    "clock_ghz": 2.0,
+    "links": [{"a": i, "b": i + 1, "bandwidth": 8, "latency": 30} for i in range(3)],
+    "costs": {**TWO_BY_TWO["costs"], "remote_pool_op": 100, "remote_hop": 60},
+}

@@ -22,7 +22,7 @@ from simsched.trace import TraceBuilder, open_trace
 from simsched.workloads import generate
 from tests.conftest import private_cache
 from tests.engine.conftest import make_trace
-from tests.engine.machines import ONE_BY_THREE, TWO_BY_TWO
+from tests.engine.machines import CHAIN_4X1, ONE_BY_THREE, TWO_BY_TWO
 from tests.engine.test_cli_run import _run
 from tests.oracles.engine_oracle import OracleEngine
 from tests.oracles.memory_oracle import MemoryOracle
@@ -191,8 +191,9 @@ def test_unit_pools_and_busy_state(unit):
     assert sched.on_idle(2, 23)[0] == SLEEP
 
 
-def test_unit_failed_inter_steal_retries(tmp_path):
-    machine = load_machine({**TWO_BY_TWO, "name": "t-4x1", "sockets": 4, "cores_per_socket": 1})
+def _steal_from_squad_3(tmp_path, machine):
+    """Squad 0's head (core 0) with a leaf only in squad 3's inter pool: its decisions up
+    to the successful steal (index ``i``), the leaf and the context."""
     trace = open_trace(tree_trace(tmp_path / "tree.sst", depth=3, b=2))
     ctx = _Ctx(machine, trace)
     sched = CacheAwareBiTier(ctx, {"bl": 2}, np.random.default_rng(1))
@@ -201,8 +202,13 @@ def test_unit_failed_inter_steal_retries(tmp_path):
     leaf = _first(trace, 2)
     sched.inter.push(3, leaf)
     decisions = [sched.on_idle(0, t) for t in range(20)]
-    kinds = [d[0] for d in decisions]
-    i = kinds.index(RUN)  # Step 6b misses retry Step 5 until squad 3 is chosen
+    i = [d[0] for d in decisions].index(RUN)  # Step 6b misses retry Step 5
+    return sched, ctx, decisions, i, leaf
+
+
+def test_unit_failed_inter_steal_retries(tmp_path):
+    machine = load_machine({**TWO_BY_TWO, "name": "t-4x1", "sockets": 4, "cores_per_socket": 1})
+    sched, _, decisions, i, leaf = _steal_from_squad_3(tmp_path, machine)
     assert decisions[i] == (RUN, leaf, machine.costs.remote_pool_op)
     assert all(d == (RETRY, -1, machine.costs.remote_pool_op) for d in decisions[:i])
     assert sched.counters["inter_steal_attempts"] == i + 1 and sched.counters["inter_steals"] == 1
@@ -212,26 +218,8 @@ def test_unit_inter_steal_priced_by_hops_as_every_policy(tmp_path):
     """Four one-core sockets on a chain of links: the head of squad 0 stealing from squad
     3's pool pays the three-hop price of ctx.steal_cost, the same a WS thief pays for a
     steal between those cores; its misses on squads 1 and 2 pay their own distances."""
-    spec = {
-        **TWO_BY_TWO,
-        "name": "t-chain",
-        "sockets": 4,
-        "cores_per_socket": 1,
-        "clock_ghz": 2.0,
-        "links": [{"a": i, "b": i + 1, "bandwidth": 8, "latency": 30} for i in range(3)],
-        "costs": {**TWO_BY_TWO["costs"], "remote_pool_op": 100, "remote_hop": 60},
-    }
-    machine = load_machine(spec)
-    trace = open_trace(tree_trace(tmp_path / "tree.sst", depth=3, b=2))
-    ctx = _Ctx(machine, trace)
+    _, ctx, decisions, i, leaf = _steal_from_squad_3(tmp_path, load_machine(CHAIN_4X1))
     assert [ctx.steal_cycles(0, v) for v in range(4)] == [20, 100, 160, 220]
-    sched = CacheAwareBiTier(ctx, {"bl": 2}, np.random.default_rng(1))
-    sched.on_start(0, 0)
-    sched.inter.pop(0)
-    leaf = _first(trace, 2)
-    sched.inter.push(3, leaf)
-    decisions = [sched.on_idle(0, t) for t in range(20)]
-    i = [d[0] for d in decisions].index(RUN)
     assert decisions[i] == (RUN, leaf, 220)
     assert all(d[:2] == (RETRY, -1) and d[2] in (100, 160) for d in decisions[:i])
     ws = get_scheduler("ws")(ctx, {}, np.random.default_rng(0))

@@ -20,7 +20,7 @@ from simsched.schedulers.laws import allocate
 from simsched.trace import open_trace
 from simsched.workloads import generate
 from tests.engine.conftest import make_trace
-from tests.engine.machines import TWO_BY_TWO
+from tests.engine.machines import CHAIN_4X1, TWO_BY_TWO
 from tests.oracles.engine_oracle import OracleEngine
 from tests.oracles.memory_oracle import MemoryOracle
 
@@ -317,16 +317,7 @@ def test_remote_pool_push_priced_by_hops(tmp_path):
     """A push into another socket's CF pool pays ctx.steal_cost for the distance (the
     price of a WS or CAB cross-socket steal between those sockets), the own pool
     queue_op."""
-    spec = {
-        **TWO_BY_TWO,
-        "name": "t-chain",
-        "sockets": 4,
-        "cores_per_socket": 1,
-        "clock_ghz": 2.0,
-        "links": [{"a": i, "b": i + 1, "bandwidth": 8, "latency": 30} for i in range(3)],
-        "costs": {**TWO_BY_TWO["costs"], "remote_pool_op": 100, "remote_hop": 60},
-    }
-    m = load_machine(spec)
+    m = load_machine(CHAIN_4X1)
     t = open_trace(make_trace(tmp_path / "t.sst", seed=1))
     ctx = SchedContext(m, range(4), t, lambda n=None, cores=None: None)
     cls = get_scheduler("laws")
