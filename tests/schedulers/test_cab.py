@@ -221,7 +221,7 @@ def test_unit_inter_steal_priced_by_hops_as_every_policy(tmp_path):
     _, ctx, decisions, i, leaf = _steal_from_squad_3(tmp_path, load_machine(CHAIN_4X1))
     assert [ctx.steal_cycles(0, v) for v in range(4)] == [20, 100, 160, 220]
     assert decisions[i] == (RUN, leaf, 220)
-    assert all(d[:2] == (RETRY, -1) and d[2] in (100, 160) for d in decisions[:i])
+    assert i > 0 and all(d[:2] == (RETRY, -1) and d[2] in (100, 160) for d in decisions[:i])
     ws = get_scheduler("ws")(ctx, {}, np.random.default_rng(0))
     assert ws.steal_price(0, 3) == 220
 
