@@ -89,16 +89,18 @@ def show(
     import yaml
 
     from simsched.machine import load_machine
-    from simsched.machine.topology import routes
+    from simsched.machine.topology import routes, steal_costs
 
     m = load_machine(machine, parse_kv(set_, "--set"))
     d = m.as_dict()
     d["coherence"] = m.coherent
     r = routes(m)
+    prices = steal_costs(m)
     if json_:
         d["cores"] = m.cores
         if r is not None:
             d["hops"] = r.hops
+        d["steal_costs"] = prices
         for c, cd in zip(m.caches, d["caches"], strict=True):
             cd["sets"] = c.sets
         print_json(d)
@@ -110,6 +112,10 @@ def show(
         print("# hops between sockets (row: from, column: to):")
         for row in r.hops:
             print("#   " + " ".join(str(h) for h in row))
+    if m.sockets > 1:
+        print("# cycles of a steal or pool operation by socket (row: thief, column: victim):")
+        for row in prices:
+            print("#   " + " ".join(str(x) for x in row))
     print(yaml.safe_dump(d, sort_keys=False, width=10_000, allow_unicode=True), end="")
 
 

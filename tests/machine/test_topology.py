@@ -108,7 +108,11 @@ def test_machine_show_prints_hops(tmp_path, capsys):
         main(["machine", "show", str(p), "--json"])
     import json
 
-    assert json.loads(capsys.readouterr().out)["hops"][0] == [0, 1, 2, 3]
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["hops"][0] == [0, 1, 2, 3]
+    # default costs, no remote_hop: every other socket at remote_pool_op
+    assert shown["steal_costs"][0] == [50, 100, 100, 100]
+    assert "#   50 100 100 100\n" in out
 
 
 # -- the price of a steal by distance ------------------------------------------------------
