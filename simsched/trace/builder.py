@@ -31,6 +31,11 @@ from simsched.errors import IterationMarkError, TraceBuildError
 from simsched.files import atomic_output
 from simsched.identity import version
 from simsched.trace import format as fmt
+from simsched.trace import structure
+
+
+#: the header's counts, in its order
+_COUNT_KEYS = ("n_strands", "n_frames", "n_edges", "n_refs", "n_chunks", "n_instructions")
 
 
 class _Frame:
@@ -184,6 +189,13 @@ class TraceBuilder:
         # One entry per open call(): True if it opened a frame, False if it was merged
         # into the frame its spawn had just opened.
         self._calls: list[bool] = []
+        # The repeated part (repeat_begin/repeat_end): while it is open, (strand before it,
+        # main's instructions then, iteration then, references then); once ended, its
+        # meta field and (main's last strand, its instructions, references) at the end.
+        self._rep_open: tuple[int, int, int, int] | None = None
+        self._repeat: dict[str, Any] | None = None
+        self._rep_end: tuple[int, int, int] = (-1, 0, 0)
+        self._mark_due = False  # main's next spawn needs an iteration mark first
         root = self._new_frame(parent=-1, spawn_index=0, level=0, key=())
         self._stack.append(_Frame(root, self._new_strand(root), ()))
 
@@ -257,6 +269,11 @@ class TraceBuilder:
 
     def _open_child(self) -> None:
         parent = self._stack[-1]
+        if self._mark_due and len(self._stack) == 1:
+            raise TraceBuildError(
+                f"{self.path}: main spawns at the start or after the end of the repeated "
+                "part without an iteration mark (a repeated part is whole iterations)"
+            )
         parent.fresh = False
         s = parent.strand
         self._end_strand(s)
@@ -388,12 +405,114 @@ class TraceBuilder:
                 "iteration numbers must increase"
             )
         self._marked = True
+        self._mark_due = False
         fr = self._stack[-1]
         fr.fresh = False
         self._patch_branching(fr)
         fr.nspawn = 0
         fr.key = ()
         self._iteration = n
+
+    def _check_main_synced(self, what: str) -> _Frame:
+        self._check_open()
+        if len(self._stack) != 1:
+            raise TraceBuildError(
+                f"{self.path}: {what} inside a spawned frame (depth {len(self._stack) - 1}): "
+                "a repeated part begins and ends in main"
+            )
+        main = self._stack[0]
+        if main.joins:
+            raise TraceBuildError(
+                f"{self.path}: {what} while main has {len(main.joins)} child(ren) not "
+                "synced: a repeated part begins and ends with main's children synced"
+            )
+        return main
+
+    def repeat_begin(self) -> None:
+        """Start the part of the program that repeats (whole iterations; one per trace).
+
+        What follows until :meth:`repeat_end` is written once and stored with its repeat
+        count (docs/trace-format.md, "Repeated parts").  It must begin with an iteration
+        mark before main spawns, and main records nothing until then.
+
+        Raises
+        ------
+        TraceBuildError
+            Inside a spawned frame, with main's children not synced, in a builder made
+            with ``roi=True``, or a second time.
+        """
+        main = self._check_main_synced("repeat_begin()")
+        if self._roi_mode:
+            raise TraceBuildError(f"{self.path}: repeat_begin() on a builder made with roi=True")
+        if self._rep_open is not None or self._repeat is not None:
+            raise TraceBuildError(f"{self.path}: a trace has at most one repeated part")
+        self._rep_open = (
+            main.strand,
+            self._cur_instr + self._pending_gap,
+            self._iteration,
+            self._nrefs + self._fill,
+        )
+        self._mark_due = True
+
+    def repeat_end(self, count: int, stride: int | None = None) -> None:
+        """End the repeated part begun by :meth:`repeat_begin`: it runs ``count`` times.
+
+        Copy ``k`` (from 0) has every iteration number raised by ``k * stride``; marks
+        made after this one continue above the last copy's.  Main records nothing more in
+        its current strand, and marks an iteration before it spawns again.
+
+        Parameters
+        ----------
+        count
+            How many times the part runs (1: it is written as an ordinary part).
+        stride
+            Iteration numbers between copies; default and least: the part's last mark
+            less its first, plus one.
+
+        Raises
+        ------
+        TraceBuildError
+            Without :meth:`repeat_begin`, inside a spawned frame, with main's children
+            not synced, a part that spawned nothing or that main recorded something in
+            before its first spawn, or a bad ``count`` or ``stride``.
+        """
+        main = self._check_main_synced("repeat_end()")
+        if self._rep_open is None:
+            raise TraceBuildError(f"{self.path}: repeat_end() without repeat_begin()")
+        before, instr0, it0, r0 = self._rep_open
+        self._rep_open = None
+        s0, s1 = before + 1, len(self._s_frame)
+        if s1 <= s0:
+            raise TraceBuildError(f"{self.path}: the repeated part spawned nothing")
+        if self._s_ref_start[s0] != r0 or self._s_instr[before] != instr0:
+            raise TraceBuildError(
+                f"{self.path}: main recorded references or instructions between "
+                "repeat_begin() and its first spawn (they would not repeat)"
+            )
+        n = self._integer("repeat count", count)
+        first_it = self._f_iter[self._s_frame[s0]]
+        span = self._iteration - first_it + 1
+        p = span if stride is None else self._integer("iteration stride", stride)
+        if n < 1 or p < span:
+            raise TraceBuildError(
+                f"{self.path}: repeat count {n} (at least 1) or iteration stride {p} (at "
+                f"least {span}, the part's iterations) out of range"
+            )
+        last = self._iteration + (n - 1) * p
+        if last > fmt.MAX_ITERATION:
+            raise TraceBuildError(f"{self.path}: {n} copies number iterations past 2^63 - 1")
+        self._patch_branching(main)
+        self._mark_due = True
+        if n == 1:
+            return
+        self._iteration = last
+        self._repeat = {
+            "strands": [s0, s1],
+            "count": n,
+            "iteration_stride": p,
+            "chunk_refs": self._cap,
+        }
+        self._rep_end = (s1 - 1, self._cur_instr + self._pending_gap, self._nrefs + self._fill)
 
     def roi_begin(self) -> None:
         """Start keeping references (region of interest)."""
@@ -705,6 +824,8 @@ class TraceBuilder:
         """
         from simsched.trace.iterations import relabel
 
+        if self._repeat is not None or self._rep_open is not None:
+            raise TraceBuildError(f"{self.path}: iterations of a repeated part are marked")
         relabel(
             self._f_parent, self._f_spawn_index, self._f_branching, self._f_iter,
             self._f_keys, starts,
@@ -716,6 +837,14 @@ class TraceBuilder:
         n_strands = len(self._s_frame)
         n_refs = self._nrefs
         self._s_ref_start.append(n_refs)
+        if self._repeat is not None:
+            last, instr1, r1 = self._rep_end
+            if self._s_instr[last] != instr1 or self._s_ref_start[last + 1] != r1:
+                raise TraceBuildError(
+                    f"{self.path}: main recorded references or instructions after "
+                    "repeat_end() in the repeated part's last strand (they would repeat)"
+                )
+            self._meta["repeat"] = self._repeat
         key_off = np.zeros(len(self._f_keys) + 1, np.int64)
         np.cumsum([len(k) for k in self._f_keys], out=key_off[1:])
         key_vals = np.fromiter(
@@ -748,6 +877,18 @@ class TraceBuilder:
             "edge_dst": dst[order],
             "edge_kind": kind[order],
         }
+        counts = (
+            n_strands,
+            len(self._f_parent),
+            len(self._e_src),
+            n_refs,
+            len(self._index),
+            int(instr.sum()),
+        )
+        # The whole program's counts (a repeated part expanded, and checked as a reader
+        # would before the file is in place).
+        h = dict(zip(_COUNT_KEYS, counts, strict=True))
+        spec, hw, _ = structure.whole_program(str(self.path), h, dict(self._meta), tables)
         meta_off = self._write(fmt.encode_json(self._meta, self._cctx))
         meta_len = self._pos - meta_off
         tab_off = self._write(fmt.encode_tables(tables, self._cctx))
@@ -759,17 +900,11 @@ class TraceBuilder:
         idx_off = self._write(self._cctx.compress(index.tobytes()))
         idx_len = self._pos - idx_off
         digest = self._hash.digest()
-        counts = (
-            n_strands,
-            len(self._f_parent),
-            len(self._e_src),
-            n_refs,
-            len(self._index),
-            int(instr.sum()),
-        )
         flags = fmt.FLAG_GAPS_EXACT if self._meta["gaps_exact"] else 0
         if "stack" in self._meta:
             flags |= fmt.FLAG_STACK
+        if "repeat" in self._meta:
+            flags |= fmt.FLAG_REPEAT
         header = fmt.pack_header(
             flags=flags,
             counts=counts,
@@ -789,16 +924,12 @@ class TraceBuilder:
             args=tuple(self._meta["args"]),
             gaps_exact=self._meta["gaps_exact"],
             line_size_hint=self._meta["line_size_hint"],
-            n_strands=counts[0],
-            n_frames=counts[1],
-            n_edges=counts[2],
-            n_refs=counts[3],
-            n_chunks=counts[4],
-            n_instructions=counts[5],
+            **{k: hw[k] for k in _COUNT_KEYS},
             digest=digest.hex(),
             params=self._meta["params"],
             roi=self._meta["roi"],
             stack=tuple(self._meta["stack"]) if "stack" in self._meta else None,  # type: ignore[arg-type]
+            repeat=None if spec is None else spec.describe(h),
         )
 
     @property

@@ -34,7 +34,7 @@ from simsched.trace import _kernels
 MAGIC = b"SIMSCHT\x00"
 VERSION = 2
 #: versions this reader accepts: a v1 file is a v2 file whose chunks have no dependence
-#: column (its index rows' ``wd`` byte, padding in v1, is zero)
+#: column (its index rows' ``wd`` byte, padding in v1, is zero) and no repeat flag
 READ_VERSIONS = (1, 2)
 HEADER = struct.Struct("<8sHHII4x6Q6Q32s8x")
 HEADER_SIZE = HEADER.size
@@ -44,8 +44,14 @@ FLAG_GAPS_EXACT = 1
 #: the meta section names the captured thread's stack region (``"stack": [lo, hi]``): the
 #: replay gives each core its own copy of it (docs/capture.md, "Per-worker stacks")
 FLAG_STACK = 2
+#: the meta section describes a repeated part (``"repeat"``): the file stores one copy of
+#: it and the reader replays it ``count`` times (docs/trace-format.md, "Repeated parts");
+#: defined since version 2
+FLAG_REPEAT = 4
 #: every flag bit this version defines; a reader refuses a header with any other bit set
-FLAGS = FLAG_GAPS_EXACT | FLAG_STACK
+FLAGS = FLAG_GAPS_EXACT | FLAG_STACK | FLAG_REPEAT
+#: the flag bits each version defines
+VERSION_FLAGS = {1: FLAG_GAPS_EXACT | FLAG_STACK, 2: FLAGS}
 
 EDGE_SPAWN = 0
 EDGE_CONT = 1
@@ -189,6 +195,7 @@ class TraceMeta(TypedDict):
     roi: bool
     writer: str
     stack: NotRequired[list[int]]
+    repeat: NotRequired[dict[str, int]]
 
 
 @dataclass(frozen=True)
@@ -212,6 +219,10 @@ class TraceHeader:
     roi: bool = False
     #: the captured thread's stack region ``(lo, hi)`` (bytes ``lo..hi-1``), or None
     stack: tuple[int, int] | None = None
+    #: the repeated part as stored (meta field ``repeat``, :mod:`simsched.trace.repeat`) and
+    #: what the file holds (``stored_strands``, ``stored_refs``, ...), or None; the counts
+    #: above are always those of the whole program, every repetition included
+    repeat: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able view."""
@@ -221,6 +232,8 @@ class TraceHeader:
             del d["stack"]  # traces without a stack region print as before
         else:
             d["stack"] = list(self.stack)
+        if self.repeat is None:
+            del d["repeat"]
         return d
 
 
@@ -256,10 +269,11 @@ def unpack_header(raw: bytes, source: str) -> dict[str, Any]:
     zeroed = raw[:16] + b"\0\0\0\0" + raw[20:HEADER_SIZE]
     if zlib.crc32(zeroed) != crc or hsize != HEADER_SIZE:
         raise TraceFormatError(f"{source}: header is corrupt (CRC mismatch in bytes 0-159)")
-    if flags & ~FLAGS:
+    known = VERSION_FLAGS[version]
+    if flags & ~known:
         raise TraceFormatError(
-            f"{source}: unknown flag bits {flags & ~FLAGS:#x} in the header (this simsched "
-            f"defines {FLAGS:#x})"
+            f"{source}: unknown flag bits {flags & ~known:#x} in the header (version {version} "
+            f"defines {known:#x})"
         )
     if any(raw[20:24]) or any(raw[152:HEADER_SIZE]):
         raise TraceFormatError(f"{source}: reserved header bytes (20-23, 152-159) are not zero")

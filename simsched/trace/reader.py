@@ -32,8 +32,22 @@ import numpy as np
 
 from simsched.errors import TraceFormatError
 from simsched.trace import format as fmt
-from simsched.trace import structure
+from simsched.trace import repeat, structure
 from simsched.trace.format import RefChunk, TraceHeader
+
+
+#: stored chunks of a trace with a repeated part kept decoded (each up to about 14 MB)
+_STORED_CACHE = 3
+
+
+def _chunk_rows(n_refs: int, chunk_refs: int) -> np.ndarray:
+    """Index rows of ``n_refs`` references in chunks of ``chunk_refs`` (the program's
+    chunks of a trace with a repeated part: no file offset, no column widths)."""
+    first = np.arange(0, n_refs, chunk_refs, dtype=np.int64)
+    rows = np.zeros(first.shape[0], fmt.INDEX_DTYPE)
+    rows["first"] = first
+    rows["n"] = np.minimum(chunk_refs, n_refs - first)
+    return rows
 
 
 @dataclass(frozen=True)
@@ -158,9 +172,20 @@ class Trace:
         )
         if len(raw_index) % fmt.INDEX_DTYPE.itemsize:
             raise TraceFormatError(f"{self._name}: index section has a partial row")
-        self.index = np.frombuffer(raw_index, dtype=fmt.INDEX_DTYPE)
-        structure.check(self._name, h, meta, tabs, self.index, self._size)
+        stored_index = np.frombuffer(raw_index, dtype=fmt.INDEX_DTYPE)
+        structure.check(self._name, h, meta, tabs, stored_index, self._size)
         self._verify_digest(st, h["digest"])
+        # A repeated part is expanded here: every consumer sees the whole program.
+        self._repeat, hw, tabs = structure.whole_program(self._name, h, meta, tabs)
+        self._stored_index = stored_index
+        self._stored_first = stored_index["first"].astype(np.int64)
+        self._stored_cache: OrderedDict[int, RefChunk] = OrderedDict()
+        if self._repeat is None:
+            self.index = stored_index
+            repeat_info = None
+        else:
+            self.index = _chunk_rows(hw["n_refs"], self._repeat.chunk_refs)
+            repeat_info = self._repeat.describe(h)
         self.header = TraceHeader(
             version=int(h["version"]),
             backend=str(meta.get("backend", "")),
@@ -168,16 +193,17 @@ class Trace:
             args=tuple(meta.get("args", [])),
             gaps_exact=bool(h["flags"] & fmt.FLAG_GAPS_EXACT),
             line_size_hint=int(meta.get("line_size_hint", 64)),
-            n_strands=h["n_strands"],
-            n_frames=h["n_frames"],
-            n_edges=h["n_edges"],
-            n_refs=h["n_refs"],
-            n_chunks=h["n_chunks"],
-            n_instructions=h["n_instructions"],
+            n_strands=hw["n_strands"],
+            n_frames=hw["n_frames"],
+            n_edges=hw["n_edges"],
+            n_refs=hw["n_refs"],
+            n_chunks=hw["n_chunks"],
+            n_instructions=hw["n_instructions"],
             digest=h["digest"].hex(),
             params=dict(meta.get("params", {})),
             roi=bool(meta.get("roi", False)),
             stack=(int(meta["stack"][0]), int(meta["stack"][1])) if "stack" in meta else None,
+            repeat=repeat_info,
         )
         self.strands = StrandTable(
             tabs["strand_frame"],
@@ -198,7 +224,7 @@ class Trace:
             tabs["frame_key_values"],
         )
         self.edges = EdgeTable(tabs["edge_src"], tabs["edge_dst"], tabs["edge_kind"])
-        n = h["n_strands"]
+        n = hw["n_strands"]
         counts = np.bincount(self.edges.src, minlength=n) if n else np.zeros(0, np.int64)
         self.succ_offsets = np.zeros(n + 1, np.int64)
         np.cumsum(counts, out=self.succ_offsets[1:])
@@ -249,12 +275,58 @@ class Trace:
         return self._load_chunk(k, out)
 
     def _load_chunk(self, k: int, out: tuple[np.ndarray, ...] | None = None) -> RefChunk:
-        row = self.index[k]
+        if self._repeat is None:
+            return self._decode_stored(k, out)
+        return self._assemble(k, out)
+
+    def _decode_stored(self, k: int, out: tuple[np.ndarray, ...] | None = None) -> RefChunk:
+        """Stored chunk ``k`` (the file's own chunk, whatever the program's chunks are)."""
+        row = self._stored_index[k]
         frame = self._read_at(int(row["offset"]), int(row["length"]))
         if len(frame) != int(row["length"]):
             raise TraceFormatError(f"{self._name}: chunk {k} is truncated")
         where = f"{self._name}: chunk {k} at byte {int(row['offset'])}"
         return fmt.decode_chunk(frame, row, where, out)
+
+    def _stored_chunk(self, k: int) -> RefChunk:
+        """Stored chunk ``k`` through a small cache shared by every thread: the program's
+        consecutive chunks mostly come from the same stored ones."""
+        with self._lock:
+            c = self._stored_cache.get(k)
+            if c is not None:
+                self._stored_cache.move_to_end(k)
+                return c
+        c = self._decode_stored(k)
+        with self._lock:
+            self._stored_cache[k] = c
+            if len(self._stored_cache) > _STORED_CACHE:
+                self._stored_cache.popitem(last=False)
+        return c
+
+    def _assemble(self, k: int, out: tuple[np.ndarray, ...] | None = None) -> RefChunk:
+        """Chunk ``k`` of a trace with a repeated part, copied from the stored references."""
+        spec = self._repeat
+        assert spec is not None
+        first, n = int(self.index[k]["first"]), int(self.index[k]["n"])
+        if out is None:
+            cols = (np.empty(n, np.uint64), np.empty(n, np.uint8), np.empty(n, np.bool_))
+            addr, size, write, gap, dep = (*cols, np.empty(n, np.uint32), np.empty(n, np.bool_))
+        else:
+            addr, size, write, gap, dep = (x[:n] for x in out)
+        pos = 0
+        for at, length in repeat.pieces(spec, first, first + n):
+            while length:
+                j = int(np.searchsorted(self._stored_first, at, side="right")) - 1
+                c = self._stored_chunk(j)
+                lo = at - c.start
+                m = min(length, len(c) - lo)
+                addr[pos : pos + m] = c.addr[lo : lo + m]
+                size[pos : pos + m] = c.size[lo : lo + m]
+                write[pos : pos + m] = c.write[lo : lo + m]
+                gap[pos : pos + m] = c.gap[lo : lo + m]
+                dep[pos : pos + m] = c.dep[lo : lo + m]
+                pos, at, length = pos + m, at + m, length - m
+        return RefChunk(first, addr, size, write, gap, dep)
 
     def chunk(self, k: int) -> RefChunk:
         """Decoded chunk ``k`` (cached)."""

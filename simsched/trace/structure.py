@@ -36,6 +36,7 @@ import numpy as np
 
 from simsched.errors import TraceFormatError
 from simsched.trace import format as fmt
+from simsched.trace import repeat
 
 #: the meta section's fields and their JSON types
 META_FIELDS: dict[str, type] = {
@@ -48,6 +49,7 @@ META_FIELDS: dict[str, type] = {
     "roi": bool,
     "writer": str,
     "stack": list,
+    "repeat": dict,
 }
 #: largest cache line size a trace may suggest
 MAX_LINE = 1 << 20
@@ -498,10 +500,55 @@ def check(
     """
     check_layout(name, h, index, file_size)
     check_meta(name, meta)
-    if bool(h["flags"] & fmt.FLAG_STACK) != ("stack" in meta):
-        raise TraceFormatError(
-            f"{name}: the header's stack flag and the meta field 'stack' disagree "
-            f"(flag {'set' if h['flags'] & fmt.FLAG_STACK else 'clear'}, field "
-            f"{'present' if 'stack' in meta else 'absent'})"
-        )
+    for flag, key in ((fmt.FLAG_STACK, "stack"), (fmt.FLAG_REPEAT, "repeat")):
+        if bool(h["flags"] & flag) != (key in meta):
+            raise TraceFormatError(
+                f"{name}: the header's {key} flag and the meta field {key!r} disagree "
+                f"(flag {'set' if h['flags'] & flag else 'clear'}, field "
+                f"{'present' if key in meta else 'absent'})"
+            )
     check_tables(name, h, tabs)
+
+
+def whole_program(
+    name: str, h: dict[str, Any], meta: dict[str, Any], tabs: dict[str, np.ndarray]
+) -> tuple[repeat.Repeat | None, dict[str, Any], dict[str, np.ndarray]]:
+    """The whole program of a checked trace: its repeated part expanded, and checked again.
+
+    Parameters
+    ----------
+    name
+        The file, for messages.
+    h, meta, tabs
+        The parsed header, meta and stored tables (passed by :func:`check`).
+
+    Returns
+    -------
+    (Repeat or None, header, tables)
+        The repeated part (None: the trace has none, and ``h`` and ``tabs`` come back as
+        they are), the header with the whole program's counts (``n_chunks``: chunks of
+        ``chunk_refs`` references) and its tables.
+
+    Raises
+    ------
+    TraceFormatError
+        A bad meta field ``repeat`` (:func:`simsched.trace.repeat.parse`), or expanded
+        tables that break the rules the stored ones follow (a repeated part that does not
+        repeat: it does not start or end where main's children are synced, ...).
+    """
+    if "repeat" not in meta:
+        return None, h, tabs
+    spec = repeat.parse(name, meta["repeat"], tabs)
+    whole = repeat.expand(spec, tabs)
+    n_refs = spec.n_refs(h["n_refs"])
+    hw = {
+        **h,
+        "n_strands": int(whole["strand_frame"].shape[0]),
+        "n_frames": int(whole["frame_parent"].shape[0]),
+        "n_edges": int(whole["edge_src"].shape[0]),
+        "n_refs": n_refs,
+        "n_chunks": -(-n_refs // spec.chunk_refs),
+        "n_instructions": int(whole["strand_instr"].sum()),
+    }
+    check_tables(f"{name} (repeated part expanded)", hw, whole)
+    return spec, hw, whole

@@ -229,6 +229,14 @@ def params_for(variant: str) -> tuple[Param, ...]:
         ),
         UNEVEN,
         Param("init", bool, True, "emit main's loop that writes the grids (first touch)"),
+        Param(
+            "repeat",
+            bool,
+            True,
+            "store identical time steps once with a repeat count (one step, two when the"
+            " grids alternate; docs/trace-format.md, \"Repeated parts\"): the same program,"
+            " a file the size of two steps",
+        ),
     ]
     return tuple(out)
 
@@ -387,7 +395,8 @@ def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:
         b.sync()
 
     interior = shape[0] - 2 * R
-    for it in range(params["iters"]):
+
+    def step(it: int) -> None:
         b.iteration(it)
         if kind.sweeps == 2:
             old = new = grids[0]
@@ -398,4 +407,18 @@ def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:
             pfor(0, interior, old, new, colour, it == 0 and colour == 0)
             b.ret()
             b.sync()
+
+    # Time steps repeat with the grids: every step in place (SOR), every second one when
+    # two grids alternate.
+    period = len(grids)
+    copies = params["iters"] // period if params["repeat"] else 0
+    done = 0
+    if copies >= 2:
+        b.repeat_begin()
+        for it in range(period):
+            step(it)
+        b.repeat_end(copies, period)
+        done = copies * period
+    for it in range(done, params["iters"]):
+        step(it)
     return {"leaves": leaves}
