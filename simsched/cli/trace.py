@@ -93,6 +93,13 @@ def _cell(key: str, v) -> str:
             f"level {r['level']}: {r['groups']} groups, {r['min']}-{r['max']}, mean {r['mean']:.3f}"
             for r in v
         )
+    if key == "repeat":
+        s0, s1 = v["strands"]
+        return (
+            f"strands {s0}-{s1 - 1} run {v['count']} times (iterations +{v['iteration_stride']} "
+            f"each); the file stores {v['stored_strands']} strands, {v['stored_refs']} "
+            f"references in {v['stored_chunks']} chunks"
+        )
     if key == "frames_per_iteration":
         return f"{v['min']}-{v['max']}, mean {v['mean']:.3f}"
     return str(v)

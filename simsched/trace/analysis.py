@@ -242,6 +242,8 @@ def summary(
             "span": sp,
             "parallelism": work / sp if sp else 0.0,
             "chunks": h.n_chunks,
+            # what the file stores of a repeated part, and how often it runs
+            **({"repeat": h.repeat} if h.repeat else {}),
             "file_bytes": t.path.stat().st_size,
             "bytes_per_ref": t.path.stat().st_size / h.n_refs if h.n_refs else 0.0,
             "digest": h.digest,

@@ -33,7 +33,6 @@ from simsched.identity import version
 from simsched.trace import format as fmt
 from simsched.trace import structure
 
-
 #: the header's counts, in its order
 _COUNT_KEYS = ("n_strands", "n_frames", "n_edges", "n_refs", "n_chunks", "n_instructions")
 

@@ -35,7 +35,6 @@ from simsched.trace import format as fmt
 from simsched.trace import repeat, structure
 from simsched.trace.format import RefChunk, TraceHeader
 
-
 #: stored chunks of a trace with a repeated part kept decoded (each up to about 14 MB)
 _STORED_CACHE = 3
 

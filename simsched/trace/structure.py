@@ -550,5 +550,5 @@ def whole_program(
         "n_chunks": -(-n_refs // spec.chunk_refs),
         "n_instructions": int(whole["strand_instr"].sum()),
     }
-    check_tables(f"{name} (repeated part expanded)", hw, whole)
+    check_tables(f"{name}: the repeated part expanded", hw, whole)
     return spec, hw, whole

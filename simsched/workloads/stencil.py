@@ -234,7 +234,7 @@ def params_for(variant: str) -> tuple[Param, ...]:
             bool,
             True,
             "store identical time steps once with a repeat count (one step, two when the"
-            " grids alternate; docs/trace-format.md, \"Repeated parts\"): the same program,"
+            ' grids alternate; docs/trace-format.md, "Repeated parts"): the same program,'
             " a file the size of two steps",
         ),
     ]

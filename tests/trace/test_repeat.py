@@ -1,0 +1,294 @@
+"""Repeated parts: a trace that stores identical iterations once is the same program."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import numpy as np
+import pytest
+
+import simsched
+from simsched.errors import TraceBuildError, TraceFormatError
+from simsched.trace import TraceBuilder, open_trace, summary, validate
+from simsched.trace import format as fmt
+from simsched.workloads import generate
+from tests.trace import forge
+
+HEAT = {"nx": 34, "ny": 18, "cutoff": 8}
+
+
+def _pair(tmp_path, name="heat", **params):
+    """The same program generated with and without its repeated part."""
+    out = []
+    for rep in (True, False):
+        path = tmp_path / f"{name}-{rep}.sst"
+        generate(name, path, repeat=rep, **params)
+        out.append(path)
+    return out
+
+
+def _same_program(a, b):
+    for f in ("n_strands", "n_frames", "n_edges", "n_refs", "n_chunks", "n_instructions"):
+        assert getattr(a.header, f) == getattr(b.header, f), f
+    for table in ("strands", "frames", "edges"):
+        ta, tb = getattr(a, table), getattr(b, table)
+        for col in ta.__dataclass_fields__:
+            assert np.array_equal(getattr(ta, col), getattr(tb, col)), (table, col)
+    assert np.array_equal(a.pred_count, b.pred_count)
+    for col in ("first", "n"):
+        assert np.array_equal(a.index[col], b.index[col])
+    for ca, cb in zip(a.iter_chunks(), b.iter_chunks(), strict=True):
+        assert ca.start == cb.start
+        for col in ("addr", "size", "write", "gap"):
+            assert np.array_equal(getattr(ca, col), getattr(cb, col)), col
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "count"),
+    [
+        ("heat", {**HEAT, "iters": 7}, 3),  # two grids: period 2, iteration 6 after the copies
+        ("sor", {"nx": 18, "ny": 18, "cutoff": 4, "iters": 5}, 5),  # in place: period 1
+        ("heat", {**HEAT, "iters": 6, "irregular": True, "init": False}, 3),
+    ],
+)
+def test_repeat_trace_is_the_plain_program(tmp_path, name, params, count):
+    rep, plain = _pair(tmp_path, name, chunk_refs=4096, **params)
+    with open_trace(rep) as a, open_trace(plain) as b:
+        assert a.header.repeat is not None and a.header.repeat["count"] == count
+        assert b.header.repeat is None
+        assert a.header.repeat["stored_refs"] < a.header.n_refs
+        _same_program(a, b)
+        assert sorted(set(a.frames.iteration.tolist())) == [-1, *range(params["iters"])]
+        hi = a.header.n_refs - 3
+        assert np.array_equal(a.refs(5, hi).addr, b.refs(5, hi).addr)
+    assert validate(rep)["refs"] == validate(plain)["refs"]
+
+
+def test_repeat_replays_like_the_plain_program(tmp_path):
+    rep, plain = _pair(tmp_path, iters=6, chunk_refs=4096, **HEAT)
+    for sched in ("ws", "laws"):
+        a = simsched.run(rep, "itrs-scaling-4", sched, seed=2, speedup=False).record
+        b = simsched.run(plain, "itrs-scaling-4", sched, seed=2, speedup=False).record
+        differ = {k for k in a if a[k] != b.get(k)} - {"trace_digest", "trace_args", "wall_s"}
+        assert not differ, (sched, differ)
+        assert a["makespan_cycles"] > 0
+
+
+def test_file_size_does_not_grow_with_iterations(tmp_path):
+    sizes = {}
+    for iters in (2, 200):
+        path = tmp_path / f"heat-{iters}.sst"
+        h = generate("heat", path, iters=iters, **HEAT)
+        sizes[iters] = path.stat().st_size
+        assert h.n_frames > 2 * iters
+    assert sizes[200] <= 3 * sizes[2], sizes
+    with open_trace(tmp_path / "heat-200.sst") as t:
+        assert t.header.repeat["count"] == 100 and t.header.n_chunks >= 1
+        assert int(t.frames.iteration.max()) == 199
+    info = summary(tmp_path / "heat-200.sst")
+    assert info["repeat"]["count"] == 100 and info["iterations"] == 200
+
+
+# -- the builder's rule ---------------------------------------------------------------------
+
+
+def _step(b, it, addr=0x1000):
+    b.iteration(it)
+    b.spawn()
+    b.ref(addr, 8, True)
+    b.ret()
+    b.sync()
+
+
+def test_builder_repeat_with_stride_and_epilogue(tmp_path):
+    with TraceBuilder(tmp_path / "r.sst") as b:
+        b.ref(0x10, 8, False)
+        b.repeat_begin()
+        _step(b, 0)
+        _step(b, 1)
+        b.repeat_end(4, stride=3)
+        _step(b, 20)
+    with open_trace(tmp_path / "r.sst") as t:
+        kids = t.frames.iteration[t.frames.parent == 0]
+        assert kids.tolist() == [0, 1, 3, 4, 6, 7, 9, 10, 20]
+        assert t.header.n_refs == 1 + 9
+        assert t.header.repeat["iteration_stride"] == 3
+
+
+def test_count_one_writes_a_plain_trace(tmp_path):
+    with TraceBuilder(tmp_path / "r.sst") as b:
+        b.repeat_begin()
+        _step(b, 0)
+        h = b.repeat_end(1)
+    assert h is None
+    with open_trace(tmp_path / "r.sst") as t:
+        assert t.header.repeat is None and t.header.n_frames == 2
+
+
+def _fails(tmp_path, steps, message):
+    b = TraceBuilder(tmp_path / "bad.sst")
+    with pytest.raises(TraceBuildError, match=message):
+        steps(b)
+        b.close()
+    b.abort()
+    assert not (tmp_path / "bad.sst").exists()
+
+
+def _nested(b):
+    b.spawn()
+    b.repeat_begin()
+
+
+def _unsynced(b):
+    b.spawn()
+    b.ret()
+    b.repeat_begin()
+
+
+def _no_mark(b):
+    b.repeat_begin()
+    b.spawn()
+
+
+def _ref_at_start(b):
+    b.repeat_begin()
+    b.ref(0x10, 8, False)
+    _step(b, 0)
+    b.repeat_end(2)
+
+
+def _ref_after_end(b):
+    b.repeat_begin()
+    _step(b, 0)
+    b.repeat_end(2)
+    b.ref(0x10, 8, False)
+
+
+def _spawn_after_end(b):
+    b.repeat_begin()
+    _step(b, 0)
+    b.repeat_end(2)
+    b.spawn()
+
+
+def _twice(b):
+    b.repeat_begin()
+    _step(b, 0)
+    b.repeat_end(2)
+    b.repeat_begin()
+
+
+def _small_stride(b):
+    b.repeat_begin()
+    _step(b, 0)
+    _step(b, 1)
+    b.repeat_end(2, stride=1)
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        (_nested, "repeat_begin\\(\\) inside a spawned frame"),
+        (_unsynced, "child\\(ren\\) not synced"),
+        (_no_mark, "without an iteration mark"),
+        (_ref_at_start, "between repeat_begin\\(\\) and its first spawn"),
+        (_ref_after_end, "after repeat_end\\(\\)"),
+        (_spawn_after_end, "without an iteration mark"),
+        (_twice, "at most one repeated part"),
+        (_small_stride, "iteration stride 1 \\(at least 2"),
+        (lambda b: b.repeat_end(2), "repeat_end\\(\\) without repeat_begin\\(\\)"),
+    ],
+)
+def test_builder_refuses_a_part_that_would_not_repeat(tmp_path, steps, message):
+    _fails(tmp_path, steps, message)
+
+
+# -- the reader refuses bad repeat tables ---------------------------------------------------
+
+
+@pytest.fixture
+def rep_trace(tmp_path):
+    path = tmp_path / "rep.sst"
+    generate("heat", path, iters=6, **HEAT)
+    return path
+
+
+def _repeat(**changes):
+    def damage(parts):
+        parts.meta["repeat"] = {**parts.meta["repeat"], **changes}
+
+    return damage
+
+
+def _drop(key):
+    def damage(parts):
+        if key == "flag":
+            parts.flags &= ~fmt.FLAG_REPEAT
+        else:
+            del parts.meta["repeat"]
+
+    return damage
+
+
+def _without_last_strand(parts):
+    s0, s1 = parts.meta["repeat"]["strands"]
+    parts.meta["repeat"]["strands"] = [s0, s1 - 1]  # main's last strand, after the sync
+
+
+BAD = {
+    "body without its last sync": (
+        _without_last_strand,
+        "the repeated part expanded: frame \\d+ is joined 0 times",
+    ),
+    "count 0": (_repeat(count=0), "repeat': count is 0, not an integer in 1"),
+    "stride 0": (_repeat(iteration_stride=0), "iteration_stride is 0"),
+    "chunk size": (_repeat(chunk_refs=-1), "chunk_refs is -1"),
+    "count a string": (_repeat(count="3"), "count is '3'"),
+    "unknown key": (_repeat(colour=1), "must have exactly the keys"),
+    "strands out of range": (_repeat(strands=[1, 10**6]), "strands \\[1, 1000000\\] is not"),
+    "not a child of main": (_repeat(strands=[2, 20]), "are not a repeated part"),
+    "iterations overflow": (
+        _repeat(count=2, iteration_stride=fmt.MAX_ITERATION),
+        "number iterations past 2\\^63 - 1",
+    ),
+    "too many copies": (_repeat(count=1 << 40), "expand to .* table rows"),
+    "flag without the field": (_drop("meta"), "repeat flag and the meta field 'repeat' disagree"),
+    "field without the flag": (_drop("flag"), "repeat flag and the meta field 'repeat' disagree"),
+    "stride breaks the marks": (
+        _repeat(iteration_stride=1),
+        "the repeated part expanded: .*iteration numbers must increase",
+    ),
+}
+
+
+@pytest.mark.parametrize(("damage", "message"), list(BAD.values()), ids=list(BAD))
+def test_bad_repeat_tables_are_refused(tmp_path, rep_trace, damage, message):
+    forge.assert_refused(rep_trace, damage, message, tmp_path / "bad.sst")
+
+
+def _as_version(path, version):
+    data = bytearray(path.read_bytes())
+    data[8:10] = version.to_bytes(2, "little")
+    data[16:20] = b"\0\0\0\0"
+    data[16:20] = zlib.crc32(bytes(data[: fmt.HEADER_SIZE])).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_version_1_files_are_read_without_the_repeat_flag(tmp_path, rep_trace):
+    plain = tmp_path / "plain.sst"
+    generate("heat", plain, iters=2, **HEAT)
+    with open_trace(_as_version(plain, 1)) as t:
+        assert t.header.version == 1 and t.header.repeat is None
+    with pytest.raises(TraceFormatError, match="unknown flag bits 0x4 .*version 1 defines 0x3"):
+        open_trace(_as_version(rep_trace, 1))
+    with pytest.raises(TraceFormatError, match="trace format version 3; this simsched reads"):
+        open_trace(_as_version(plain, 3))
+
+
+def test_header_json_names_the_repeat(rep_trace):
+    with open_trace(rep_trace) as t:
+        d = t.header.as_dict()
+    assert json.loads(json.dumps(d))["repeat"]["count"] == 3
+    assert d["repeat"]["stored_frames"] < d["n_frames"]
