@@ -26,6 +26,8 @@ Event = (
     | tuple[Literal["strand"], int]
     | tuple[Literal["refs"], RefChunk]
     | tuple[Literal["instr"], int]
+    | tuple[Literal["repeat_begin"]]
+    | tuple[Literal["repeat_end"], int, int]
 )
 
 
@@ -33,9 +35,18 @@ class _RefStream:
     """Consecutive reference ranges pulled from the chunk stream without random access."""
 
     def __init__(self, t: Trace):
+        self._t = t
         self._it = t.iter_chunks()
         self._cur: RefChunk | None = None
         self._pos = 0
+
+    def seek(self, g: int) -> None:
+        """Continue from reference ``g`` (later than every reference taken so far)."""
+        k = self._t.chunk_of_ref(g) if g < self._t.header.n_refs else len(self._t.index)
+        self._it.close()  # its decoding threads stop
+        self._it = self._t.iter_chunks(first=k)
+        self._cur = next(self._it, None)
+        self._pos = g - self._cur.start if self._cur is not None else 0
 
     def take(self, n: int) -> list[RefChunk]:
         parts = []
@@ -50,12 +61,20 @@ class _RefStream:
         return parts
 
 
-def events(t: Trace) -> Iterator[Event]:
+def events(t: Trace, *, repeat: bool = False) -> Iterator[Event]:
     """Yield the builder calls that reproduce ``t``, in order.
 
     Items are ``("spawn",)``, ``("ret",)``, ``("sync",)``, ``("iteration", i)``,
     ``("strand", s)`` (strand ``s`` starts), ``("refs", RefChunk)`` and ``("instr", n)``.
+    The whole program by default; with ``repeat``, a repeated part once, between
+    ``("repeat_begin",)`` and ``("repeat_end", count, stride)`` (its other copies are
+    skipped: strand numbers jump past them).
     """
+    rep = t.header.repeat if repeat else None
+    begin = end = resume = -1
+    if rep is not None:
+        begin, end = rep["strands"]
+        resume = begin + rep["count"] * (end - begin)  # first strand after the last copy
     frame = t.strands.frame
     parent = t.frames.parent
     first = t.frames.first_strand
@@ -64,8 +83,11 @@ def events(t: Trace) -> Iterator[Event]:
     tail = t.strands.tail
     stream = _RefStream(t)
     iteration = -1
-    for s in range(t.header.n_strands):
+    s = 0
+    while s < t.header.n_strands:
         f = int(frame[s])
+        if s == begin:
+            yield ("repeat_begin",)
         if s:
             pf = int(frame[s - 1])
             if f == pf:
@@ -86,11 +108,19 @@ def events(t: Trace) -> Iterator[Event]:
                 yield ("refs", part)
         if tail[s]:
             yield ("instr", int(tail[s]))
+        s += 1
+        if s == end and rep is not None:
+            yield ("repeat_end", rep["count"], rep["iteration_stride"])
+            s = resume
+            stream.seek(int(ref_start[s]))
 
 
 def copy(t: Trace, b: TraceBuilder) -> None:
-    """Replay every event of ``t`` into builder ``b`` (which the caller then closes)."""
-    for ev in events(t):
+    """Replay every event of ``t`` into builder ``b`` (which the caller then closes).
+
+    A repeated part is copied as one (:func:`events` with ``repeat``).
+    """
+    for ev in events(t, repeat=True):
         if ev[0] == "refs":
             c = ev[1]
             b.refs(c.addr, c.size, c.write, c.gap, c.dep)
@@ -104,3 +134,7 @@ def copy(t: Trace, b: TraceBuilder) -> None:
             b.sync()
         elif ev[0] == "iteration":
             b.iteration(ev[1])
+        elif ev[0] == "repeat_begin":
+            b.repeat_begin()
+        elif ev[0] == "repeat_end":
+            b.repeat_end(ev[1], ev[2])

@@ -339,21 +339,24 @@ class Trace:
             self._cache.popitem(last=False)
         return c
 
-    def iter_chunks(self, prefetch: bool = True) -> Iterator[RefChunk]:
+    def iter_chunks(self, prefetch: bool = True, *, first: int = 0) -> Iterator[RefChunk]:
         """Stream every reference, one decoded chunk at a time, in order.
 
         With ``prefetch`` the next chunks are read, decompressed and decoded by two
         background threads (all three steps release the GIL) while the caller works.
+        ``first``: the chunk to start with.
         """
         n = int(self.index.shape[0])
-        if not prefetch or n < 2:
-            for k in range(n):
+        if not prefetch or n - first < 2:
+            for k in range(first, n):
                 yield self._load_chunk(k)
             return
         depth = 3
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="sst-read") as pool:
-            futs = deque(pool.submit(self._load_chunk, k) for k in range(min(depth, n)))
-            nxt = len(futs)
+            futs = deque(
+                pool.submit(self._load_chunk, k) for k in range(first, min(first + depth, n))
+            )
+            nxt = first + len(futs)
             try:
                 while futs:
                     cur = futs.popleft().result()

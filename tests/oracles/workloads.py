@@ -14,6 +14,8 @@ nothing; ``ret`` syncs), so two emitters can be compared without writing files.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from simsched.workloads import datapar as dp_mod
@@ -78,6 +80,24 @@ class Recorder:
 
     def iteration(self, i):
         self.events.append(f"iter:{int(i)}")
+
+    def repeat_begin(self):
+        self._rep = (len(self.events), len(self.strands))
+
+    def repeat_end(self, count, stride=None):
+        """Record the part since repeat_begin ``count`` times: the whole program."""
+        e0, s0 = self._rep
+        body_events = self.events[e0:]
+        marks = [int(e[5:]) for e in body_events if e.startswith("iter:")]
+        stride = stride or marks[-1] - marks[0] + 1
+        body = self.strands[s0:]
+        body[-1]["tail"] = self._pending  # main's strand, ended by the next copy's spawn
+        for k in range(1, count):
+            self.events += [
+                f"iter:{int(e[5:]) + k * stride}" if e.startswith("iter:") else e
+                for e in body_events
+            ]
+            self.strands += [copy.deepcopy(s) for s in body]
 
     def instr(self, n):
         assert n >= 0

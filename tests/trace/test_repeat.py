@@ -10,7 +10,7 @@ import pytest
 
 import simsched
 from simsched.errors import TraceBuildError, TraceFormatError
-from simsched.trace import TraceBuilder, open_trace, summary, validate
+from simsched.trace import TraceBuilder, copy, events, open_trace, summary, validate
 from simsched.trace import format as fmt
 from simsched.workloads import generate
 from tests.trace import forge
@@ -292,3 +292,27 @@ def test_header_json_names_the_repeat(rep_trace):
         d = t.header.as_dict()
     assert json.loads(json.dumps(d))["repeat"]["count"] == 3
     assert d["repeat"]["stored_frames"] < d["n_frames"]
+
+
+def test_copy_keeps_the_repeated_part(tmp_path):
+    src = tmp_path / "src.sst"
+    generate("heat", src, iters=7, chunk_refs=4096, **HEAT)
+    t = open_trace(src)
+    with TraceBuilder(tmp_path / "copy.sst", **_same_meta(t), chunk_refs=4096) as b:
+        copy(t, b)
+    assert open_trace(tmp_path / "copy.sst").header.digest == t.header.digest
+    # without repeat=True the events are the whole program's, copies included
+    whole = [ev[1] for ev in events(t) if ev[0] == "strand"]
+    assert whole == list(range(t.header.n_strands))
+    kept = [ev[1] for ev in events(t, repeat=True) if ev[0] == "strand"]
+    assert len(kept) == t.header.repeat["stored_strands"]
+
+
+def _same_meta(t):
+    h = t.header
+    return {
+        "program": h.program,
+        "args": list(h.args),
+        "gaps_exact": h.gaps_exact,
+        "params": h.params,
+    }

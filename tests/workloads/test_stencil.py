@@ -148,6 +148,7 @@ def test_shape_equals_the_captured_program(tmp_path, sample, name, params):
     "params",
     [
         dict(kind="sor", nx=9, ny=6, iters=2, cutoff=2),
+        dict(kind="heat", nx=10, ny=6, iters=5, cutoff=2),  # two copies of two steps, one more
         dict(kind="sor", nx=12, ny=7, iters=1, cutoff=3, irregular=True, init=False),
         dict(kind="9p", nx=10, ny=5, iters=2, cutoff=2),
         dict(kind="heat", nx=23, ny=4, iters=2, cutoff=2, irregular=True),
