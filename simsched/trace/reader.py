@@ -23,7 +23,7 @@ import os
 import stat
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterator
+from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -339,7 +339,9 @@ class Trace:
             self._cache.popitem(last=False)
         return c
 
-    def iter_chunks(self, prefetch: bool = True, *, first: int = 0) -> Iterator[RefChunk]:
+    def iter_chunks(
+        self, prefetch: bool = True, *, first: int = 0
+    ) -> Generator[RefChunk, None, None]:
         """Stream every reference, one decoded chunk at a time, in order.
 
         With ``prefetch`` the next chunks are read, decompressed and decoded by two
