@@ -268,7 +268,7 @@ class Trace:
     def load_chunk(self, k: int, out: tuple[np.ndarray, ...] | None = None) -> RefChunk:
         """Read, check and decode chunk ``k`` without the cache (safe from any thread).
 
-        ``out``: four arrays (uint64, uint8, bool, uint32) of at least the chunk's length
+        ``out``: five arrays (uint64, uint8, bool, uint32, bool) of at least the chunk's length
         to decode into (see :func:`simsched.trace.format.decode_chunk`).
         """
         return self._load_chunk(k, out)
