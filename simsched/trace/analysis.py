@@ -110,13 +110,20 @@ def _scan(
     """One pass over the references: (distinct lines of ``line`` bytes, writes).
 
     A straddling reference counts both lines.  ``progress(references_done, references)``
-    is called after each chunk.
+    is called after each chunk.  A repeated part is read once: its copies touch the same
+    lines, and its writes count once per copy.
     """
     shift = np.uint64(int(line).bit_length() - 1)
     seen: list[np.ndarray] = []
     writes = 0
     done = 0
-    for c in t.iter_chunks():
+    rep = t.repeat
+    stored = t.header.repeat
+    total = t.header.n_refs if stored is None else stored["stored_refs"]
+    for c in t.iter_chunks() if rep is None else t.stored_chunks():
+        if rep is not None:
+            lo_b, hi_b = (min(max(x - c.start, 0), len(c)) for x in (rep.r0, rep.r1))
+            writes += (rep.count - 1) * int(np.count_nonzero(c.write[lo_b:hi_b]))
         lo = c.addr >> shift
         hi = (c.addr + c.size.astype(np.uint64) - np.uint64(1)) >> shift
         seen.append(np.unique(np.concatenate([lo, hi[hi != lo]])))
@@ -125,7 +132,7 @@ def _scan(
         writes += int(np.count_nonzero(c.write))
         done += len(c.addr)
         if progress is not None:
-            progress(done, int(t.header.n_refs))
+            progress(done, int(total))
     lines = int(np.unique(np.concatenate(seen)).shape[0]) if seen else 0
     return lines, writes
 

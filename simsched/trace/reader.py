@@ -23,7 +23,7 @@ import os
 import stat
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -326,6 +326,18 @@ class Trace:
                 dep[pos : pos + m] = c.dep[lo : lo + m]
                 pos, at, length = pos + m, at + m, length - m
         return RefChunk(first, addr, size, write, gap, dep)
+
+    @property
+    def repeat(self) -> repeat.Repeat | None:
+        """The repeated part the file stores once (None: the file holds the whole program)."""
+        return self._repeat
+
+    def stored_chunks(self) -> Iterator[RefChunk]:
+        """The references as the file stores them, chunk by chunk: a repeated part once
+        (numbered as stored: ``start`` is the position in the file's references).  For
+        summaries that need every distinct reference, not every executed one."""
+        for k in range(int(self._stored_index.shape[0])):
+            yield self._decode_stored(k)
 
     def chunk(self, k: int) -> RefChunk:
         """Decoded chunk ``k`` (cached)."""
