@@ -189,9 +189,9 @@ class TraceBuilder:
         # into the frame its spawn had just opened.
         self._calls: list[bool] = []
         # The repeated part (repeat_begin/repeat_end): while it is open, (strand before it,
-        # main's instructions then, iteration then, references then); once ended, its
-        # meta field and (main's last strand, its instructions, references) at the end.
-        self._rep_open: tuple[int, int, int, int] | None = None
+        # main's instructions then, references then); once ended, its meta field and
+        # (main's last strand, its instructions, references) at the end.
+        self._rep_open: tuple[int, int, int] | None = None
         self._repeat: dict[str, Any] | None = None
         self._rep_end: tuple[int, int, int] = (-1, 0, 0)
         self._mark_due = False  # main's next spawn needs an iteration mark first
@@ -448,7 +448,6 @@ class TraceBuilder:
         self._rep_open = (
             main.strand,
             self._cur_instr + self._pending_gap,
-            self._iteration,
             self._nrefs + self._fill,
         )
         self._mark_due = True
@@ -478,7 +477,7 @@ class TraceBuilder:
         main = self._check_main_synced("repeat_end()")
         if self._rep_open is None:
             raise TraceBuildError(f"{self.path}: repeat_end() without repeat_begin()")
-        before, instr0, it0, r0 = self._rep_open
+        before, instr0, r0 = self._rep_open
         self._rep_open = None
         s0, s1 = before + 1, len(self._s_frame)
         if s1 <= s0:

@@ -432,6 +432,7 @@ class Trace:
         """Close the file."""
         self._f.close()
         self._cache.clear()
+        self._stored_cache.clear()
 
     def __enter__(self) -> Trace:
         return self
