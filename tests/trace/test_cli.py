@@ -83,3 +83,18 @@ def test_import_of_a_trace_says_it_is_not_a_raw_stream(tmp_path, capsys):
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert f"{sst}: not a simsched raw stream" in err and "stray" not in err
     assert not (tmp_path / "x.sst").exists()
+
+
+def test_gen_heat_info_shows_the_repeat(tmp_path, capsys, monkeypatch):
+    heat = tmp_path / "heat.sst"
+    params = ["--param", "nx=18", "--param", "ny=10", "--param", "cutoff=4", "--param", "iters=8"]
+    code, _, _ = run(["trace", "gen", "heat", *params, "-o", str(heat)], capsys)
+    assert code == 0
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run(["trace", "info", str(heat)], capsys)
+    assert code == 0
+    assert "run 4 times (iterations +2 each); the file stores" in " ".join(out.split())
+    code, out, _ = run(["trace", "info", str(heat), "--json"], capsys)
+    info = json.loads(out)
+    assert info["iterations"] == 8 and info["repeat"]["count"] == 4
+    assert info["repeat"]["stored_refs"] < info["refs"]
