@@ -46,6 +46,34 @@ def _add_strand_gaps(out: np.ndarray, rs: np.ndarray, start: int, gap: np.ndarra
     out[lo:hi] += cg[cut[1:]] - cg[cut[:-1]]
 
 
+def _strand_gaps(t: Trace, gaps: np.ndarray) -> int:
+    """Add every strand's gaps into ``gaps``; return the references decoded (each chunk
+    passes the reference rule as it is decoded).
+
+    A repeated part's first copy is read and its strands' sums given to the other copies,
+    whose references are the same stored ones: every stored reference is still decoded.
+    """
+    rs = t.strands.ref_start
+    rep = t.repeat
+    if rep is None:
+        total = 0
+        for c in t.iter_chunks():
+            total += len(c)
+            _add_strand_gaps(gaps, rs, c.start, c.gap)
+        return total
+    after = rep.r0 + rep.count * rep.refs  # the first reference after the last copy
+    total = (rep.count - 1) * rep.refs
+    step = int(t.index["n"].max()) if len(t.index) else 1
+    for lo, hi in ((0, rep.r1), (after, t.header.n_refs)):
+        for a in range(lo, hi, step):
+            c = t.refs(a, min(hi, a + step))
+            total += len(c)
+            _add_strand_gaps(gaps, rs, c.start, c.gap)
+    body = gaps[rep.s0 : rep.s1]
+    gaps[rep.s1 : rep.s0 + rep.count * rep.strands] = np.tile(body, rep.count - 1)
+    return total
+
+
 def validate(trace: Trace | str | os.PathLike) -> dict[str, Any]:
     """Fully validate a trace: digest, every chunk, DAG structure, counts.
 
@@ -66,12 +94,9 @@ def validate(trace: Trace | str | os.PathLike) -> dict[str, Any]:
             raise TraceFormatError(
                 f"{t.path}: content digest mismatch (file changed after it was written)"
             )
-        total = 0
         rs = t.strands.ref_start
         gaps = np.zeros(len(t.strands), np.int64)
-        for c in t.iter_chunks():  # each chunk passes the reference rule as it is decoded
-            total += len(c)
-            _add_strand_gaps(gaps, rs, c.start, c.gap)
+        total = _strand_gaps(t, gaps)
         if total != t.header.n_refs:
             raise TraceFormatError(
                 f"{t.path}: decoded {total} references, header says {t.header.n_refs}"

@@ -322,3 +322,18 @@ def _same_meta(t):
         "gaps_exact": h.gaps_exact,
         "params": h.params,
     }
+
+
+def test_validate_reads_a_repeated_part_once_and_checks_every_copy(tmp_path, rep_trace):
+    with open_trace(rep_trace) as t:
+        s0, s1 = t.header.repeat["strands"]
+        leaf = next(s for s in range(s0, s1) if t.strands.n_refs[s])
+
+    parts = forge.read(rep_trace)
+    parts.tables["strand_instr"][leaf] += 1  # still at least its references + tail
+    bad = forge.seal(parts, tmp_path / "bad.sst")
+    with open_trace(bad) as t:  # opening does not read references
+        assert t.header.repeat is not None
+    with pytest.raises(TraceFormatError, match=f"strand {leaf}: references, gaps and tail"):
+        validate(bad)
+    assert validate(rep_trace)["refs"] > forge.read(rep_trace).index["n"].sum()
