@@ -150,7 +150,7 @@ def parse(name: str, rep: Any, tabs: dict[str, np.ndarray]) -> Repeat:
     if f0 >= f1 or first[f0] != s0 or parent[f0] != 0 or sf[s1 - 1] != 0:
         raise TraceFormatError(
             f"{name}: meta field 'repeat': strands {s0}..{s1 - 1} are not a repeated part "
-            "(it starts with a child of main's first strand and ends in main)"
+            "(one starts with the first strand of a child of main and ends in main)"
         )
     # Ids inside a copy move with it; what a copy names outside itself must be main (a
     # strand or parent frame) or main's strand right before the body (an edge's source).
