@@ -233,9 +233,9 @@ def params_for(variant: str) -> tuple[Param, ...]:
             "repeat",
             bool,
             True,
-            "store identical time steps once with a repeat count (one step, two when the"
-            ' grids alternate; docs/trace-format.md, "Repeated parts"): the same program,'
-            " a file the size of two steps",
+            "store identical time steps once with a repeat count (a period of one step in"
+            ' place, two when the grids alternate; docs/trace-format.md, "Repeated parts"):'
+            " the same program in a file that does not grow with iters",
         ),
     ]
     return tuple(out)
