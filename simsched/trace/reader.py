@@ -14,6 +14,10 @@ References are never loaded whole: :meth:`Trace.iter_chunks` decodes chunk after
 next chunk is read and decompressed in a background thread while the caller works on the
 current one), and :meth:`Trace.refs` decodes only the chunks a range touches, keeping a few
 recently decoded chunks in a small LRU cache for engines that revisit them.
+
+A trace that stores a repeated part once (:mod:`simsched.trace.repeat`) is presented as the
+whole program: its tables expanded when it is opened, its chunks those of the program
+written out in full, each copied together from the stored chunks it covers.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from simsched.errors import TraceFormatError
 from simsched.trace import format as fmt
 from simsched.trace import repeat, structure
 from simsched.trace.format import RefChunk, TraceHeader
+from simsched.trace.repeat import Repeat
 
 #: stored chunks of a trace with a repeated part kept decoded (each up to about 14 MB)
 _STORED_CACHE = 3
@@ -328,7 +333,7 @@ class Trace:
         return RefChunk(first, addr, size, write, gap, dep)
 
     @property
-    def repeat(self) -> repeat.Repeat | None:
+    def repeat(self) -> Repeat | None:
         """The repeated part the file stores once (None: the file holds the whole program)."""
         return self._repeat
 
