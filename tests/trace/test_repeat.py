@@ -339,3 +339,19 @@ def test_validate_reads_a_repeated_part_once_and_checks_every_copy(tmp_path, rep
     with pytest.raises(TraceFormatError, match=f"strand {leaf}: references, gaps and tail"):
         validate(bad)
     assert validate(rep_trace)["refs"] > forge.read(rep_trace).index["n"].sum()
+
+
+def test_profiler_and_memory_replay_see_the_plain_program(tmp_path):
+    from simsched.machine import load_machine
+    from simsched.memory.replay import replay_trace
+    from simsched.profile.lrutree import profile_trace
+
+    rep, plain = _pair(tmp_path, iters=5, chunk_refs=4096, init=False, **HEAT)
+    a, b = profile_trace(rep), profile_trace(plain)
+    for name in ("accesses", "hits", "misses", "reuse", "working_set_bytes"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    m = load_machine(TWO_BY_TWO)
+    ra, rb = replay_trace(m, rep, "rr"), replay_trace(m, plain, "rr")
+    assert {k: v for k, v in ra.items() if k != "trace"} == {
+        k: v for k, v in rb.items() if k != "trace"
+    }
