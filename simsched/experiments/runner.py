@@ -118,6 +118,7 @@ def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
         dict(point.scheduler["params"]),
         point.seed,
         out_dir=run_dir,
+        sample_iterations=point.sample_iterations,
     )
     return dict(result.record)
 
