@@ -13,6 +13,11 @@ interior rows of 16 cells, leaves of 8 rows, on ``opteron-8380-4x4`` with caches
 with 60 iterations instead of 20.
 
     python benchmarks/bench_sampling.py [--iters 60] [--samples 5] [--scheduler laws]
+
+With ``--study SPEC`` (e.g. ``experiments/laws/medium.yaml``) it validates sampling on every
+program of a sweep instead: each workload on the spec's first machine under each of
+``--schedulers`` (seed 0), detailed and sampled, one JSON line per run pair and a last
+line with the largest error.  Traces are generated into ``--traces`` (kept between runs).
 """
 
 from __future__ import annotations
@@ -37,6 +42,73 @@ def _timed(fn):  # type: ignore[no-untyped-def]
     return out, time.process_time() - c0, time.perf_counter() - t0
 
 
+def _pair(trace: Path, machine: object, scheduler: str, k: int) -> dict:
+    """Detailed and sampled runs of one trace: the error and the CPU seconds of each."""
+    import simsched
+
+    def run(samples: int | None) -> dict:
+        return simsched.run(
+            trace, machine, scheduler, speedup=False, sample_iterations=samples
+        ).record
+
+    full, cpu_full, _ = _timed(lambda: run(None))
+    samp, cpu_samp, _ = _timed(lambda: run(k))
+    lo, hi = json.loads(samp["makespan_ci95"])
+    return {
+        "scheduler": scheduler,
+        "iterations": full["trace_iterations"],
+        "sampled": samp["sampled"],
+        "settled_at": samp["settled_at"],
+        "detailed_iterations": samp["detailed_iterations"],
+        "makespan_detailed": full["makespan_cycles"],
+        "makespan_sampled": samp["makespan_cycles"],
+        "error_pct": round(100.0 * (samp["makespan_cycles"] / full["makespan_cycles"] - 1), 3),
+        "ci95_half_pct": round(50.0 * (hi - lo) / samp["makespan_cycles"], 3),
+        "detailed_in_ci95": bool(lo <= full["makespan_cycles"] <= hi),
+        "cpu_detailed_s": round(cpu_full, 2),
+        "cpu_sampled_s": round(cpu_samp, 2),
+    }
+
+
+def study(spec: str, schedulers: list[str], k: int, traces: str) -> None:
+    """Validate sampling on every workload of a sweep spec (see the module docstring)."""
+    from simsched.experiments.spec import load_spec
+    from simsched.machine import Machine
+    from simsched.trace.recipes import ensure_trace
+    from simsched.workloads import generate
+
+    loaded = load_spec(spec, small=False)
+    points = loaded.points()
+    machine = Machine.model_validate(points[0].machine["resolved"])
+    done: set[str] = set()
+    worst = 0.0
+    for p in points:
+        label = p.workload["label"]
+        if label in done or p.machine["label"] != points[0].machine["label"]:
+            continue
+        done.add(label)
+        trace = ensure_trace(p.workload, traces, p.spec_dir, generate=generate)
+        for name in schedulers:
+            row = {
+                "workload": label,
+                "machine": p.machine["label"],
+                **_pair(trace, machine, name, k),
+            }
+            worst = max(worst, abs(row["error_pct"]))
+            print(json.dumps(row), flush=True)
+    print(
+        json.dumps(
+            {
+                "benchmark": "sampling-study",
+                "spec": spec,
+                "samples": k,
+                "max_abs_error_pct": worst,
+                "loadavg_1m": round(os.getloadavg()[0], 2),
+            }
+        )
+    )
+
+
 def main() -> None:
     """Run the benchmark and print its JSON line."""
     import simsched
@@ -46,7 +118,13 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=60, help="iterations of the heat trace")
     ap.add_argument("--samples", type=int, default=5, help="--sample-iterations K")
     ap.add_argument("--scheduler", default="laws")
+    ap.add_argument("--study", help="validate on every workload of this sweep spec instead")
+    ap.add_argument("--schedulers", default="ws,laws", help="with --study: comma-separated")
+    ap.add_argument("--traces", default="results/traces", help="with --study: trace folder")
     a = ap.parse_args()
+    if a.study:
+        study(a.study, a.schedulers.split(","), a.samples, a.traces)
+        return
     load = round(os.getloadavg()[0], 2)
     with tempfile.TemporaryDirectory() as tmp:
         small = Path(tmp) / "warm.sst"

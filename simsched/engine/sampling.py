@@ -6,10 +6,12 @@ event order, and tells the replay to stop once
 
 1. the policy has *settled*: a scheduler that tunes itself across iterations says so
    (:meth:`simsched.schedulers.base.Scheduler.tuning_settled`, e.g. LAWS once Algorithm 1
-   of [LAWS15] §3.3.2 has ended); for a policy without tuning (it answers ``None``), the
-   cycles per reference of two consecutive iterations differ by less than
-   :data:`STABLE_TOLERANCE`, or :data:`MAX_WARMUP` iterations have ended, whichever is
-   first;
+   of [LAWS15] §3.3.2 has ended); for a policy without tuning (it answers ``None``), its
+   iterations have stopped getting cheaper: from the third iteration on, one whose cycles
+   per reference are not :data:`STABLE_TOLERANCE` below the previous one's (warming
+   caches and first-touch placement make the first iterations dearer; a policy's own
+   noise, such as work stealing's random victims, goes both ways and does not delay
+   this), or :data:`MAX_WARMUP` iterations have ended, whichever is first;
 2. then ``K`` more iterations have ended (the samples),
 
 provided iterations are left after them.  The engine stops at the end of the last
@@ -32,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-#: Largest relative difference of two consecutive iterations' cycles per reference for
-#: which a policy without tuning counts as settled.
+#: How much cheaper (relative cycles per reference) than the previous iteration an
+#: iteration may be for a policy without tuning to count as settled.
 STABLE_TOLERANCE = 0.02
 
 #: Iterations (counting the first) after which a policy without tuning counts as settled
@@ -150,9 +152,7 @@ class IterationSampler:
             if flag is True:
                 self.settled_at, self.settled_by = i + 1, "policy"
             elif flag is None:
-                if i >= 2 and abs(self._rate(i) - self._rate(i - 1)) < STABLE_TOLERANCE * max(
-                    self._rate(i - 1), 1e-12
-                ):
+                if i >= 2 and self._rate(i) >= (1.0 - STABLE_TOLERANCE) * self._rate(i - 1):
                     self.settled_at, self.settled_by = i + 1, "stable"
                 elif i + 1 >= MAX_WARMUP:
                     self.settled_at, self.settled_by = i + 1, "cap"
