@@ -181,6 +181,18 @@ MAX_WINDOW = 2**40
 MAX_SAMPLES = 1_000_000
 
 
+def _check_precision(value: Any) -> float | None:
+    """``sample_precision`` as a float in ``[0, 100]`` (None stays None), else a one-line
+    :class:`ConfigError`."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ConfigError(f"sample_precision={value!r}: expected a number (percent)")
+    if not 0.0 <= float(value) <= 100.0:
+        raise ConfigError(f"sample_precision={value}: must be between 0 and 100 (percent)")
+    return float(value)
+
+
 def _check_int(value: Any, name: str, lo: int, hi: int) -> int:
     """``value`` as an int in ``[lo, hi]``, else a one-line :class:`ConfigError`."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
@@ -229,7 +241,10 @@ def _memory(machine: Machine) -> MemorySystem:
 
 
 def baseline_path(
-    trace_digest: str, machine: Machine, sample_iterations: int | None = None
+    trace_digest: str,
+    machine: Machine,
+    sample_iterations: int | None = None,
+    sample_precision: float | None = None,
 ) -> Path:
     """File caching the one-core baseline of a trace (by digest) on a machine.
 
@@ -237,7 +252,7 @@ def baseline_path(
     one-core machine, and the code of the timing model
     (:func:`simsched.identity.timing_model_identity`, which includes the version), so a
     change to the timing model can never return a stale baseline; a sampled baseline
-    (``sample_iterations``) is cached apart from the detailed one.
+    (``sample_iterations``, ``sample_precision``) is cached apart from the detailed one.
     """
     from simsched.identity import timing_model_identity
 
@@ -248,6 +263,8 @@ def baseline_path(
         ).encode()
     ).hexdigest()[:20]
     tail = f"-s{int(sample_iterations)}" if sample_iterations else ""
+    if sample_iterations and sample_precision:
+        tail += f"p{float(sample_precision):g}"
     return cache_dir() / "baselines" / f"{trace_digest[:32]}-{mkey}{tail}.json"
 
 
@@ -257,6 +274,7 @@ def baseline_makespan(
     *,
     window: int = DEFAULT_WINDOW,
     sample_iterations: int | None = None,
+    sample_precision: float | None = None,
 ) -> int:
     """Makespan of ``trace`` on the one-core version of ``machine``, cached on disk.
 
@@ -268,7 +286,7 @@ def baseline_makespan(
         The (multi-core) machine whose one-core version is the baseline.
     window
         Unused on one core (kept for the cache key's independence from it).
-    sample_iterations
+    sample_iterations, sample_precision
         Sample the baseline's iterations as :func:`run` does (None: replay all of them).
 
     Returns
@@ -281,7 +299,7 @@ def baseline_makespan(
     t, owned = _open_trace(trace)
     try:
         m1 = one_core_machine(machine)
-        path = baseline_path(t.header.digest, machine, sample_iterations)
+        path = baseline_path(t.header.digest, machine, sample_iterations, sample_precision)
         try:
             data = json.loads(path.read_text())
             return int(data["makespan_cycles"])
@@ -290,14 +308,16 @@ def baseline_makespan(
         from simsched.schedulers import get_scheduler
 
         mem = _memory(m1)
-        sampler = _sampler(t, sample_iterations, str(t.path)) if sample_iterations else None
+        sampler = None
+        if sample_iterations:
+            sampler = _sampler(t, sample_iterations, sample_precision, str(t.path))
         eng = Engine(
             t, m1, get_scheduler("pdf"), {}, 0, mem, window=0, stop_when=_stop_hook(sampler)
         )
         res = eng.run()
         makespan = int(res.makespan)
         if sampler is not None and sampler.stopped:
-            makespan = sampled_makespan(sampler.outcome(), sampler.k, _cpi(res, t)).makespan
+            makespan = sampled_makespan(sampler.outcome(), _cpi(res, t)).makespan
         write_json_atomic(
             path,
             {
@@ -308,6 +328,7 @@ def baseline_makespan(
                 "simsched_version": _version(),
                 "timing_model": timing_model_identity(),
                 "sample_iterations": int(sample_iterations or 0),
+                "sample_precision": float(sample_precision or 0.0),
             },
         )
         return makespan
@@ -319,10 +340,15 @@ def baseline_makespan(
 #: Fewest samples of a sampled run (a confidence interval needs two).
 MIN_SAMPLES = 2
 
+#: Default ``sample_precision``: sampling goes on until the 95 % interval's half-width is
+#: at most this share (%) of the extrapolated makespan.
+DEFAULT_SAMPLE_PRECISION = 1.0
 
-def _sampler(t: Trace, k: int, name: str) -> IterationSampler | None:
-    """The sampler of a run of ``t`` with ``k`` samples, or None when sampling could not
-    leave an iteration out (the first iteration is never a sample)."""
+
+def _sampler(t: Trace, k: int, precision: float | None, name: str) -> IterationSampler | None:
+    """The sampler of a run of ``t`` with at least ``k`` samples (more until the interval
+    is within ``precision`` % when given), or None when sampling could not leave an
+    iteration out (the first iteration is never a sample)."""
     from simsched.engine.sampling import IterationSampler
 
     n = _iterations(t)
@@ -333,7 +359,15 @@ def _sampler(t: Trace, k: int, name: str) -> IterationSampler | None:
         )
     if k + 1 >= n:
         return None
-    return IterationSampler(t, k)
+    if not precision:
+        return IterationSampler(t, k)
+    share = float(precision) / 100.0
+
+    def enough(o: SampleOutcome) -> bool:
+        est = sampled_makespan(o, 0.0)  # the epilogue does not move the interval
+        return est.hi - est.lo <= 2.0 * share * est.makespan
+
+    return IterationSampler(t, k, enough)
 
 
 def _stop_hook(sampler: IterationSampler | None) -> Any:
@@ -381,15 +415,14 @@ class SampledMakespan:
     epilogue_cycles: int
 
 
-def sampled_makespan(outcome: SampleOutcome, k: int, cpi: float) -> SampledMakespan:
+def sampled_makespan(outcome: SampleOutcome, cpi: float) -> SampledMakespan:
     """Extrapolate a stopped replay to the whole run.
 
     Parameters
     ----------
     outcome
-        What the sampler saw (:meth:`IterationSampler.outcome`, ``stopped`` True).
-    k
-        Samples: the last ``k`` detailed iterations.
+        What the sampler saw (:meth:`IterationSampler.outcome`, ``stopped`` True); its
+        ``samples`` last detailed iterations are the samples.
     cpi
         Cycles per instruction of the detailed part, for the epilogue (the strands after
         the last iteration, costed as if serial on one core).
@@ -403,7 +436,8 @@ def sampled_makespan(outcome: SampleOutcome, k: int, cpi: float) -> SampledMakes
 
     from simsched.comparison import t_quantile
 
-    rates = outcome.sample_rates(k)
+    k = outcome.samples
+    rates = outcome.sample_rates()
     mean = float(np.mean(rates))
     sd = statistics.stdev(rates.tolist()) if k > 1 else 0.0
     rest = float(np.maximum(outcome.weights[outcome.detailed :], 1).sum())
@@ -441,7 +475,7 @@ def _sample_fields(
     if not o.stopped:
         return fields
     assert k is not None
-    est = sampled_makespan(o, k, _cpi(res, t))
+    est = sampled_makespan(o, _cpi(res, t))
     ran = np.asarray(res.strand_end) >= 0
     instr = int(np.asarray(t.strands.instr, dtype=np.int64)[ran].sum())
     last = str(rec["last_level"])
@@ -524,6 +558,7 @@ def run(
     speedup: bool = True,
     iterations: str | None = None,
     sample_iterations: int | None = None,
+    sample_precision: float | None = DEFAULT_SAMPLE_PRECISION,
 ) -> RunResult:
     """Replay a trace on a machine under a scheduler and return the result.
 
@@ -560,6 +595,10 @@ def run(
         Steady-state sampling (docs/engine.md §7): replay in detail until the policy has
         settled, then this many iterations (at least 2), and extrapolate the others; the
         one-core baseline is sampled alike.  None: replay every iteration.
+    sample_precision
+        With ``sample_iterations``: replay further iterations until the makespan's 95 %
+        interval is within this many percent of it (0 or None: exactly
+        ``sample_iterations``).
 
     Returns
     -------
@@ -582,6 +621,7 @@ def run(
         sample_iterations = _check_int(
             sample_iterations, "sample_iterations", MIN_SAMPLES, MAX_SAMPLES
         )
+        sample_precision = _check_precision(sample_precision)
     t0 = time.perf_counter()
     config: dict[str, Any] = {
         "trace": str(trace) if not hasattr(trace, "header") else str(trace.path),
@@ -593,6 +633,7 @@ def run(
         "window": win,
         "iterations": iterations,
         "sample_iterations": sample_iterations,
+        "sample_precision": sample_precision if sample_iterations else None,
     }
     base: dict[str, Any] = {
         "record_version": RECORD_VERSION,
@@ -628,7 +669,7 @@ def run(
         base["trace_iterations"] = _iterations(t)
         sampler = None
         if sample_iterations is not None:
-            sampler = _sampler(t, sample_iterations, config["trace"])
+            sampler = _sampler(t, sample_iterations, sample_precision, config["trace"])
         if out is not None:
             write_json_atomic(out / "config.json", config)
         # A one-job set under ``all``: the pipeline of run_jobs, the single-run record.
@@ -649,9 +690,12 @@ def run(
         rec["error"] = ""
         rec.update(metrics(res, stats, m, h))
         rec.update(_sample_fields(rec, sample_iterations, sampler, res, t))
+        rec["sample_precision"] = float(sample_precision or 0.0) if sample_iterations else 0.0
         rec["warnings"] = dumps(_warnings(rec, t, m))
         if speedup:
-            b = baseline_makespan(t, m, sample_iterations=sample_iterations)
+            b = baseline_makespan(
+                t, m, sample_iterations=sample_iterations, sample_precision=sample_precision
+            )
             rec["baseline_makespan_cycles"] = b
             ms = int(rec["makespan_cycles"])
             rec["speedup"] = b / ms if ms else 0.0

@@ -71,6 +71,14 @@ SampleOpt = Annotated[
         "detail, and extrapolate the rest (K >= 2; the trace must have iterations)",
     ),
 ]
+PrecisionOpt = Annotated[
+    float,
+    typer.Option(
+        "--sample-precision",
+        help="with --sample-iterations: replay further iterations until the makespan's 95 % "
+        "interval is within this many percent of it (0: exactly K)",
+    ),
+]
 WindowOpt = Annotated[
     int | None, typer.Option("--window", help="interleaving window in cycles (0 = strict)")
 ]
@@ -126,6 +134,7 @@ def run_cmd(
     window: WindowOpt = None,
     iterations: IterationsOpt = None,
     sample_iterations: SampleOpt = None,
+    sample_precision: PrecisionOpt = 1.0,
     progress: ProgressOpt = None,
 ) -> None:
     """Replay a trace under one scheduler, or a job set under a processor controller."""
@@ -164,6 +173,7 @@ def run_cmd(
         window=window,
         iterations=iterations,
         sample_iterations=sample_iterations,
+        sample_precision=sample_precision,
     )
     rec = res.record
     note = no_iterations_note(trace, scheduler, rec["trace_iterations"]) if trace else ""
@@ -364,6 +374,7 @@ def compare_cmd(
     window: WindowOpt = None,
     iterations: IterationsOpt = None,
     sample_iterations: SampleOpt = None,
+    sample_precision: PrecisionOpt = 1.0,
     progress: ProgressOpt = None,
 ) -> None:
     """Run several schedulers on one trace and machine and compare them."""
@@ -390,6 +401,7 @@ def compare_cmd(
         window=window,
         iterations=iterations,
         sample_iterations=sample_iterations,
+        sample_precision=sample_precision,
         progress=want_progress(progress),
     )
     if out is not None:

@@ -12,7 +12,9 @@ event order, and tells the replay to stop once
    caches and first-touch placement make the first iterations dearer; a policy's own
    noise, such as work stealing's random victims, goes both ways and does not delay
    this), or :data:`MAX_WARMUP` iterations have ended, whichever is first;
-2. then ``K`` more iterations have ended (the samples),
+2. then ``K`` more iterations have ended (the samples) — and, when the caller gives a
+   precision test (``enough``), further ones until the samples pass it (a noisy policy
+   needs more samples for the same interval),
 
 provided iterations are left after them.  The engine stops at the end of the last
 sample without decoding later iterations' references (chunks are decoded per strand as
@@ -29,6 +31,7 @@ per reference, identical ones at their mean period.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +62,9 @@ class SampleOutcome:
         ``"cap"`` (:data:`MAX_WARMUP` reached) or ``""``.
     detailed
         Iterations replayed in detail (all of them when not stopped).
+    samples
+        Detailed iterations run under the settled policy (``detailed - settled_at``;
+        0 when the policy never settled).
     iterations
         Iterations of the trace.
     ends
@@ -75,16 +81,17 @@ class SampleOutcome:
     settled_at: int
     settled_by: str
     detailed: int
+    samples: int
     iterations: int
     ends: list[int]
     weights: np.ndarray
     end_cycle: int
     epilogue_instructions: int
 
-    def sample_rates(self, k: int) -> np.ndarray:
-        """Cycles per reference of the last ``k`` detailed iterations (the samples)."""
+    def sample_rates(self) -> np.ndarray:
+        """Cycles per reference of the samples (the last ``samples`` detailed iterations)."""
         ends = np.asarray(self.ends, dtype=np.float64)
-        lo = self.detailed - k
+        lo = self.detailed - self.samples
         periods = ends[lo : self.detailed] - ends[lo - 1 : self.detailed - 1]
         w = np.maximum(self.weights[lo : self.detailed].astype(np.float64), 1.0)
         return np.asarray(periods / w, dtype=np.float64)
@@ -99,10 +106,16 @@ class IterationSampler:
         The job's open trace; its frames must carry iterations.
     k
         Iterations to replay in detail once the policy has settled (at least 2).
+    enough
+        Optional test of the samples so far (an outcome as if the replay stopped now):
+        while it answers False, further iterations are replayed in detail.
     """
 
-    def __init__(self, trace: Any, k: int) -> None:
+    def __init__(
+        self, trace: Any, k: int, enough: Callable[[SampleOutcome], bool] | None = None
+    ) -> None:
         self.k = int(k)
+        self.enough = enough
         fr, st = trace.frames, trace.strands
         it_f = np.asarray(fr.iteration, dtype=np.int64)
         labels, dense = np.unique(it_f[it_f >= 0], return_inverse=True)
@@ -157,15 +170,23 @@ class IterationSampler:
                 elif i + 1 >= MAX_WARMUP:
                     self.settled_at, self.settled_by = i + 1, "cap"
             return False
-        return i + 1 == self.settled_at + self.k and i + 1 < self.n
+        if i + 1 < self.settled_at + self.k or i + 1 >= self.n:
+            return False
+        return self.enough is None or self.enough(self._outcome(True))
 
     def outcome(self) -> SampleOutcome:
         """What the replay saw (call after it ended or stopped)."""
+        return self._outcome(self.stopped)
+
+    def _outcome(self, stopped: bool) -> SampleOutcome:
+        settled = 0 <= self.settled_at < self.n
+        detailed = len(self.ends) if stopped else self.n
         return SampleOutcome(
-            stopped=self.stopped,
-            settled_at=self.settled_at if self.settled_at < self.n else -1,
-            settled_by=self.settled_by if self.settled_at < self.n else "",
-            detailed=len(self.ends) if self.stopped else self.n,
+            stopped=stopped,
+            settled_at=self.settled_at if settled else -1,
+            settled_by=self.settled_by if settled else "",
+            detailed=detailed,
+            samples=max(detailed - self.settled_at, 0) if settled else 0,
             iterations=self.n,
             ends=list(self.ends),
             weights=self.weights,

@@ -119,6 +119,7 @@ def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
         point.seed,
         out_dir=run_dir,
         sample_iterations=point.sample_iterations,
+        **({} if point.sample_precision is None else {"sample_precision": point.sample_precision}),
     )
     return dict(result.record)
 

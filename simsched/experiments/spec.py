@@ -261,6 +261,13 @@ class SweepSpec(_Strict):
         le=1_000_000,
         description="steady-state sampling of every point (simsched run --sample-iterations)",
     )
+    sample_precision: float | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="with sample_iterations: the interval to reach, in percent (run's "
+        "--sample-precision; default 1)",
+    )
 
     @field_validator("workloads", "machines", "schedulers", mode="before")
     @classmethod
@@ -314,6 +321,8 @@ class SweepSpec(_Strict):
             raise ValueError("zip: seeds cannot be zipped when a scheduler has its own seeds")
         if self.sample_iterations is not None and any(w.jobs for w in self.workloads):
             raise ValueError("sample_iterations applies to single programs, not to job sets")
+        if self.sample_precision is not None and self.sample_iterations is None:
+            raise ValueError("sample_precision applies with sample_iterations only")
         return self
 
 
@@ -340,9 +349,10 @@ class Point:
         Folder (absolute) where generated and captured traces are cached.
     spec_dir
         Folder (absolute) of the spec file; relative paths in recipes are relative to it.
-    sample_iterations
-        The sweep's ``sample_iterations`` (None: every iteration in detail); part of the
-        id when set, so sampled and detailed results never mix.
+    sample_iterations, sample_precision
+        The sweep's ``sample_iterations`` (None: every iteration in detail) and
+        ``sample_precision`` (None: the default); part of the id when set, so sampled and
+        detailed results never mix.
     """
 
     id: str
@@ -354,6 +364,7 @@ class Point:
     trace_cache: str
     spec_dir: str
     sample_iterations: int | None = None
+    sample_precision: float | None = None
 
     def columns(self) -> dict[str, Any]:
         """The point's configuration as flat result-store columns."""
@@ -397,6 +408,8 @@ class Point:
         }
         if self.sample_iterations is not None:
             out["sample_iterations"] = self.sample_iterations
+        if self.sample_precision is not None:
+            out["sample_precision"] = self.sample_precision
         return out
 
     @classmethod
@@ -783,6 +796,8 @@ def expand(loaded: LoadedSpec) -> list[Point]:
             }
             if spec.sample_iterations is not None:
                 resolved["sample_iterations"] = spec.sample_iterations
+            if spec.sample_precision is not None:
+                resolved["sample_precision"] = spec.sample_precision
             pid = content_hash(resolved)
             label = f"{wl_label} / {m_label} / {s_label} / seed {seed}"
             if pid in seen:
@@ -800,6 +815,7 @@ def expand(loaded: LoadedSpec) -> list[Point]:
                 trace_cache=cache,
                 spec_dir=str(loaded.spec_dir),
                 sample_iterations=spec.sample_iterations,
+                sample_precision=spec.sample_precision,
             )
             cols = point.columns()
             if spec.include and not any(_matches(r, cols) for r in spec.include):

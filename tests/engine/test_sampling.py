@@ -29,8 +29,15 @@ def heat(tmp_path_factory):
     return p
 
 
-def _run(trace, scheduler, k=None):
-    return simsched.run(trace, TWO_BY_TWO, scheduler, speedup=False, sample_iterations=k).record
+def _run(trace, scheduler, k=None, precision=0):
+    return simsched.run(
+        trace,
+        TWO_BY_TWO,
+        scheduler,
+        speedup=False,
+        sample_iterations=k,
+        sample_precision=precision,
+    ).record
 
 
 @pytest.mark.parametrize("scheduler", ["ws", "laws"])
@@ -60,7 +67,7 @@ def test_too_many_samples_run_in_detail(heat):
     same = _run(heat, "ws", ITERS)
     assert same["sampled"] is False and same["detailed_iterations"] == ITERS
     assert same["sample_iterations"] == ITERS
-    skip = {"wall_s", "sample_iterations"}
+    skip = {"wall_s", "sample_iterations", "sample_precision"}
     assert {k: v for k, v in same.items() if k not in skip} == {
         k: v for k, v in full.items() if k not in skip
     }
@@ -69,6 +76,20 @@ def test_too_many_samples_run_in_detail(heat):
 def test_samples_must_be_at_least_two(heat):
     with pytest.raises(ConfigError, match="sample_iterations=1"):
         _run(heat, "ws", 1)
+    with pytest.raises(ConfigError, match="sample_precision=101"):
+        _run(heat, "ws", 2, 101)
+
+
+def test_precision_takes_more_samples(heat):
+    loose = _run(heat, "ws", 2)
+    tight = _run(heat, "ws", 2, 0.01)  # WS's iterations vary by more: never reached
+    assert loose["sampled"] is True and tight["sampled"] is False
+    assert tight["settled_at"] == loose["settled_at"]
+    lo, hi = json.loads(loose["makespan_ci95"])
+    # a precision the K samples already meet changes nothing
+    met = _run(heat, "ws", 2, 1.01 * 50.0 * (hi - lo) / loose["makespan_cycles"])
+    assert met["makespan_cycles"] == loose["makespan_cycles"]
+    assert met["detailed_iterations"] == loose["detailed_iterations"]
 
 
 class _Never:
@@ -96,13 +117,14 @@ def test_extrapolation_and_interval():
         settled_at=3,
         settled_by="policy",
         detailed=5,
+        samples=2,
         iterations=8,
         ends=ends,
         weights=np.full(8, 10),
         end_cycle=500,
         epilogue_instructions=4,
     )
-    est = sampled_makespan(o, 2, 2.0)
+    est = sampled_makespan(o, 2.0)
     # 3 iterations left at the samples' mean of 10 cycles per reference, epilogue 4 x 2
     assert est.makespan == 500 + 300 + 8 and est.epilogue_cycles == 8
     # t(0.975, 1) = 12.706; sd of (11, 9) = 1.414; half = 12.706 * 1.414 / 1.414 * 30
@@ -140,8 +162,13 @@ def test_sweep_key(tmp_path):
     assert p.id != q.id  # sampled and detailed results never share a point
     assert "sample_iterations" not in p.to_dict()
     assert type(q).from_dict(q.to_dict()) == q
-    for bad in ("sample_iterations: 1\n", "sample_iteration: 3\n"):
+    both = tmp_path / "d.yaml"
+    both.write_text(textwrap.dedent(SPEC) + "sample_iterations: 3\nsample_precision: 2.5\n")
+    (r,) = load_spec(both, small=False).points()
+    assert r.sample_precision == 2.5 and r.id != q.id
+    assert type(r).from_dict(r.to_dict()) == r
+    for bad in ("sample_iterations: 1\n", "sample_iteration: 3\n", "sample_precision: 1\n"):
         wrong = tmp_path / "c.yaml"
         wrong.write_text(textwrap.dedent(SPEC) + bad)
-        with pytest.raises(ConfigError, match="sample_iteration"):
+        with pytest.raises(ConfigError, match="sample_"):
             load_spec(wrong, small=False)
