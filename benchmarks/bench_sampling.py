@@ -42,13 +42,18 @@ def _timed(fn):  # type: ignore[no-untyped-def]
     return out, time.process_time() - c0, time.perf_counter() - t0
 
 
-def _pair(trace: Path, machine: object, scheduler: str, k: int) -> dict:
+def _pair(trace: Path, machine: object, scheduler: str, k: int, precision: float) -> dict:
     """Detailed and sampled runs of one trace: the error and the CPU seconds of each."""
     import simsched
 
     def run(samples: int | None) -> dict:
         return simsched.run(
-            trace, machine, scheduler, speedup=False, sample_iterations=samples
+            trace,
+            machine,
+            scheduler,
+            speedup=False,
+            sample_iterations=samples,
+            sample_precision=precision,
         ).record
 
     full, cpu_full, _ = _timed(lambda: run(None))
@@ -70,7 +75,7 @@ def _pair(trace: Path, machine: object, scheduler: str, k: int) -> dict:
     }
 
 
-def study(spec: str, schedulers: list[str], k: int, traces: str) -> None:
+def study(spec: str, schedulers: list[str], k: int, precision: float, traces: str) -> None:
     """Validate sampling on every workload of a sweep spec (see the module docstring)."""
     from simsched.experiments.spec import load_spec
     from simsched.machine import Machine
@@ -92,7 +97,7 @@ def study(spec: str, schedulers: list[str], k: int, traces: str) -> None:
             row = {
                 "workload": label,
                 "machine": p.machine["label"],
-                **_pair(trace, machine, name, k),
+                **_pair(trace, machine, name, k, precision),
             }
             worst = max(worst, abs(row["error_pct"]))
             print(json.dumps(row), flush=True)
@@ -102,6 +107,7 @@ def study(spec: str, schedulers: list[str], k: int, traces: str) -> None:
                 "benchmark": "sampling-study",
                 "spec": spec,
                 "samples": k,
+                "precision_pct": precision,
                 "max_abs_error_pct": worst,
                 "loadavg_1m": round(os.getloadavg()[0], 2),
             }
@@ -118,12 +124,13 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=60, help="iterations of the heat trace")
     ap.add_argument("--samples", type=int, default=5, help="--sample-iterations K")
     ap.add_argument("--scheduler", default="laws")
+    ap.add_argument("--precision", type=float, default=1.0, help="--sample-precision (%%)")
     ap.add_argument("--study", help="validate on every workload of this sweep spec instead")
     ap.add_argument("--schedulers", default="ws,laws", help="with --study: comma-separated")
     ap.add_argument("--traces", default="results/traces", help="with --study: trace folder")
     a = ap.parse_args()
     if a.study:
-        study(a.study, a.schedulers.split(","), a.samples, a.traces)
+        study(a.study, a.schedulers.split(","), a.samples, a.precision, a.traces)
         return
     load = round(os.getloadavg()[0], 2)
     with tempfile.TemporaryDirectory() as tmp:
@@ -140,6 +147,7 @@ def main() -> None:
                 overrides=OVERRIDES,
                 speedup=False,
                 sample_iterations=k,
+                sample_precision=a.precision,
             ).record
 
         simsched.run(small, MACHINE, a.scheduler, overrides=OVERRIDES, speedup=False)
