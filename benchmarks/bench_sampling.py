@@ -124,7 +124,7 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=60, help="iterations of the heat trace")
     ap.add_argument("--samples", type=int, default=5, help="--sample-iterations K")
     ap.add_argument("--scheduler", default="laws")
-    ap.add_argument("--precision", type=float, default=1.0, help="--sample-precision (%%)")
+    ap.add_argument("--precision", type=float, default=0.5, help="--sample-precision (%%)")
     ap.add_argument("--study", help="validate on every workload of this sweep spec instead")
     ap.add_argument("--schedulers", default="ws,laws", help="with --study: comma-separated")
     ap.add_argument("--traces", default="results/traces", help="with --study: trace folder")

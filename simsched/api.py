@@ -342,7 +342,7 @@ MIN_SAMPLES = 2
 
 #: Default ``sample_precision``: sampling goes on until the 95 % interval's half-width is
 #: at most this share (%) of the extrapolated makespan.
-DEFAULT_SAMPLE_PRECISION = 1.0
+DEFAULT_SAMPLE_PRECISION = 0.5
 
 
 def _sampler(t: Trace, k: int, precision: float | None, name: str) -> IterationSampler | None:

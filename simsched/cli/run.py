@@ -134,7 +134,7 @@ def run_cmd(
     window: WindowOpt = None,
     iterations: IterationsOpt = None,
     sample_iterations: SampleOpt = None,
-    sample_precision: PrecisionOpt = 1.0,
+    sample_precision: PrecisionOpt = 0.5,
     progress: ProgressOpt = None,
 ) -> None:
     """Replay a trace under one scheduler, or a job set under a processor controller."""
@@ -374,7 +374,7 @@ def compare_cmd(
     window: WindowOpt = None,
     iterations: IterationsOpt = None,
     sample_iterations: SampleOpt = None,
-    sample_precision: PrecisionOpt = 1.0,
+    sample_precision: PrecisionOpt = 0.5,
     progress: ProgressOpt = None,
 ) -> None:
     """Run several schedulers on one trace and machine and compare them."""

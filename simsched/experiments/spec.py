@@ -266,7 +266,7 @@ class SweepSpec(_Strict):
         ge=0,
         le=100,
         description="with sample_iterations: the interval to reach, in percent (run's "
-        "--sample-precision; default 1)",
+        "--sample-precision; default 0.5)",
     )
 
     @field_validator("workloads", "machines", "schedulers", mode="before")
