@@ -44,6 +44,7 @@ from simsched.machine.loader import machine_config, one_core_machine  # noqa: F4
 from simsched.params import check_seed
 
 if TYPE_CHECKING:
+    from simsched.engine.sampling import IterationSampler, SampleOutcome
     from simsched.machine import Machine
     from simsched.memory import MemorySystem
     from simsched.trace import Trace
@@ -176,6 +177,20 @@ def _with_iterations(t: Trace, mode: str | None) -> Trace:
 #: Largest interleaving window accepted (the engine's clock is 64-bit; a window beyond
 #: 2^40 cycles means "never interleave", which is 0's opposite).  Seeds: MAX_SEED.
 MAX_WINDOW = 2**40
+#: Most samples ``sample_iterations`` may ask for.
+MAX_SAMPLES = 1_000_000
+
+
+def _check_precision(value: Any) -> float | None:
+    """``sample_precision`` as a float in ``[0, 100]`` (None stays None), else a one-line
+    :class:`ConfigError`."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ConfigError(f"sample_precision={value!r}: expected a number (percent)")
+    if not 0.0 <= float(value) <= 100.0:
+        raise ConfigError(f"sample_precision={value}: must be between 0 and 100 (percent)")
+    return float(value)
 
 
 def _check_int(value: Any, name: str, lo: int, hi: int) -> int:
@@ -225,13 +240,19 @@ def _memory(machine: Machine) -> MemorySystem:
     return MemorySystem(machine)
 
 
-def baseline_path(trace_digest: str, machine: Machine) -> Path:
+def baseline_path(
+    trace_digest: str,
+    machine: Machine,
+    sample_iterations: int | None = None,
+    sample_precision: float | None = None,
+) -> Path:
     """File caching the one-core baseline of a trace (by digest) on a machine.
 
     The key is everything the baseline's makespan depends on: the trace (digest), the
     one-core machine, and the code of the timing model
     (:func:`simsched.identity.timing_model_identity`, which includes the version), so a
-    change to the timing model can never return a stale baseline.
+    change to the timing model can never return a stale baseline; a sampled baseline
+    (``sample_iterations``, ``sample_precision``) is cached apart from the detailed one.
     """
     from simsched.identity import timing_model_identity
 
@@ -241,11 +262,19 @@ def baseline_path(trace_digest: str, machine: Machine) -> Path:
             dumps(machine_config(m1)) + f"|v{BASELINE_VERSION}|code:{timing_model_identity()}"
         ).encode()
     ).hexdigest()[:20]
-    return cache_dir() / "baselines" / f"{trace_digest[:32]}-{mkey}.json"
+    tail = f"-s{int(sample_iterations)}" if sample_iterations else ""
+    if sample_iterations and sample_precision:
+        tail += f"p{float(sample_precision):g}"
+    return cache_dir() / "baselines" / f"{trace_digest[:32]}-{mkey}{tail}.json"
 
 
 def baseline_makespan(
-    trace: str | os.PathLike | Trace, machine: Machine, *, window: int = DEFAULT_WINDOW
+    trace: str | os.PathLike | Trace,
+    machine: Machine,
+    *,
+    window: int = DEFAULT_WINDOW,
+    sample_iterations: int | None = None,
+    sample_precision: float | None = None,
 ) -> int:
     """Makespan of ``trace`` on the one-core version of ``machine``, cached on disk.
 
@@ -257,6 +286,8 @@ def baseline_makespan(
         The (multi-core) machine whose one-core version is the baseline.
     window
         Unused on one core (kept for the cache key's independence from it).
+    sample_iterations, sample_precision
+        Sample the baseline's iterations as :func:`run` does (None: replay all of them).
 
     Returns
     -------
@@ -268,7 +299,7 @@ def baseline_makespan(
     t, owned = _open_trace(trace)
     try:
         m1 = one_core_machine(machine)
-        path = baseline_path(t.header.digest, machine)
+        path = baseline_path(t.header.digest, machine, sample_iterations, sample_precision)
         try:
             data = json.loads(path.read_text())
             return int(data["makespan_cycles"])
@@ -277,22 +308,189 @@ def baseline_makespan(
         from simsched.schedulers import get_scheduler
 
         mem = _memory(m1)
-        res = Engine(t, m1, get_scheduler("pdf"), {}, 0, mem, window=0).run()
+        sampler = None
+        if sample_iterations:
+            sampler = _sampler(t, sample_iterations, sample_precision, str(t.path))
+        eng = Engine(
+            t, m1, get_scheduler("pdf"), {}, 0, mem, window=0, stop_when=_stop_hook(sampler)
+        )
+        res = eng.run()
+        makespan = int(res.makespan)
+        if sampler is not None and sampler.stopped:
+            makespan = sampled_makespan(sampler.outcome(), _cpi(res, t)).makespan
         write_json_atomic(
             path,
             {
-                "makespan_cycles": int(res.makespan),
+                "makespan_cycles": makespan,
                 "trace_digest": t.header.digest,
                 "machine": m1.name,
                 "version": BASELINE_VERSION,
                 "simsched_version": _version(),
                 "timing_model": timing_model_identity(),
+                "sample_iterations": int(sample_iterations or 0),
+                "sample_precision": float(sample_precision or 0.0),
             },
         )
-        return int(res.makespan)
+        return makespan
     finally:
         if owned:
             t.close()
+
+
+#: Fewest samples of a sampled run (a confidence interval needs two).
+MIN_SAMPLES = 2
+
+#: Default ``sample_precision``: sampling goes on until the 95 % interval's half-width is
+#: at most this share (%) of the extrapolated makespan.
+DEFAULT_SAMPLE_PRECISION = 0.5
+
+
+def _sampler(t: Trace, k: int, precision: float | None, name: str) -> IterationSampler | None:
+    """The sampler of a run of ``t`` with at least ``k`` samples (more until the interval
+    is within ``precision`` % when given), or None when sampling could not leave an
+    iteration out (the first iteration is never a sample)."""
+    from simsched.engine.sampling import IterationSampler
+
+    n = _iterations(t)
+    if n == 0:
+        raise ConfigError(
+            f"{name}: the trace has no iterations, so --sample-iterations cannot sample it; "
+            "mark them with SS_ITER or replay with --iterations auto"
+        )
+    if k + 1 >= n:
+        return None
+    if not precision:
+        return IterationSampler(t, k)
+    share = float(precision) / 100.0
+
+    def enough(o: SampleOutcome) -> bool:
+        est = sampled_makespan(o, 0.0)  # the epilogue does not move the interval
+        return est.hi - est.lo <= 2.0 * share * est.makespan
+
+    return IterationSampler(t, k, enough)
+
+
+def _stop_hook(sampler: IterationSampler | None) -> Any:
+    """The replay's ``stop_when`` for job 0 of a sampled run (None: not sampled)."""
+    if sampler is None:
+        return None
+    done = sampler.strand_done
+
+    def stop_when(job: int, strand: int, now: int, sched: Any) -> bool:
+        return job == 0 and done(strand, now, sched)
+
+    return stop_when
+
+
+def _iterations(t: Trace) -> int:
+    it = np.asarray(t.frames.iteration)
+    return int(np.unique(it[it >= 0]).size)
+
+
+def _cpi(res: EngineResult, t: Trace) -> float:
+    """Cycles per instruction of the strands a (partial) replay ran, summed over cores."""
+    ran = np.asarray(res.strand_end) >= 0
+    instr = int(np.asarray(t.strands.instr, dtype=np.int64)[ran].sum())
+    return float(res.busy_cycles.sum()) / instr if instr else 1.0
+
+
+@dataclass(frozen=True)
+class SampledMakespan:
+    """The extrapolated makespan of a sampled run (docs/engine.md §7).
+
+    Attributes
+    ----------
+    makespan
+        End of the last detailed iteration + the remaining iterations' references × the
+        samples' mean cycles per reference + the epilogue.
+    lo, hi
+        95 % confidence interval of ``makespan`` (Student t over the samples).
+    epilogue_cycles
+        The estimate of the strands after the last iteration.
+    """
+
+    makespan: int
+    lo: int
+    hi: int
+    epilogue_cycles: int
+
+
+def sampled_makespan(outcome: SampleOutcome, cpi: float) -> SampledMakespan:
+    """Extrapolate a stopped replay to the whole run.
+
+    Parameters
+    ----------
+    outcome
+        What the sampler saw (:meth:`IterationSampler.outcome`, ``stopped`` True); its
+        ``samples`` last detailed iterations are the samples.
+    cpi
+        Cycles per instruction of the detailed part, for the epilogue (the strands after
+        the last iteration, costed as if serial on one core).
+
+    Returns
+    -------
+    SampledMakespan
+    """
+    import math
+    import statistics
+
+    from simsched.comparison import t_quantile
+
+    k = outcome.samples
+    rates = outcome.sample_rates()
+    mean = float(np.mean(rates))
+    sd = statistics.stdev(rates.tolist()) if k > 1 else 0.0
+    rest = float(np.maximum(outcome.weights[outcome.detailed :], 1).sum())
+    epi = round(outcome.epilogue_instructions * cpi)
+    est = outcome.end_cycle + mean * rest + epi
+    half = t_quantile(0.975, k - 1) * sd / math.sqrt(k) * rest if k > 1 else 0.0
+    return SampledMakespan(round(est), math.floor(est - half), math.ceil(est + half), epi)
+
+
+def _sample_fields(
+    rec: dict[str, Any],
+    k: int | None,
+    sampler: IterationSampler | None,
+    res: EngineResult,
+    t: Trace,
+) -> dict[str, Any]:
+    """The sampling fields of a run's record (docs/results.md, "Sampling"); a sampled run's
+    ``makespan_cycles`` becomes the extrapolation and its ``mpki`` counts the detailed
+    part's instructions (its other counters are the detailed part's already)."""
+    n_it = rec["trace_iterations"]
+    makespan = int(rec["makespan_cycles"])
+    fields: dict[str, Any] = {
+        "sampled": False,
+        "sample_iterations": int(k or 0),
+        "detailed_iterations": n_it,
+        "settled_at": -1,
+        "detailed_cycles": makespan,
+        "epilogue_cycles": 0,
+        "makespan_ci95": dumps([makespan, makespan]),
+    }
+    if sampler is None:
+        return fields
+    o = sampler.outcome()
+    fields["settled_at"] = o.settled_at
+    if not o.stopped:
+        return fields
+    assert k is not None
+    est = sampled_makespan(o, _cpi(res, t))
+    ran = np.asarray(res.strand_end) >= 0
+    instr = int(np.asarray(t.strands.instr, dtype=np.int64)[ran].sum())
+    last = str(rec["last_level"])
+    fields.update(
+        sampled=True,
+        detailed_iterations=o.detailed,
+        detailed_cycles=o.end_cycle,
+        epilogue_cycles=est.epilogue_cycles,
+        makespan_ci95=dumps([est.lo, est.hi]),
+        makespan_cycles=est.makespan,
+        # per detailed instruction and per detailed core-cycle: the counters are the
+        # detailed part's
+        mpki=1000.0 * int(rec[f"{last}_misses"]) / instr if instr else 0.0,
+    )
+    return fields
 
 
 def _run(runner: Any, label: str, progress: bool) -> Any:
@@ -323,15 +521,25 @@ def _replay(
     window: int,
     progress: bool,
     label: str,
+    stop_when: Any = None,
 ) -> tuple[Any, dict[str, Any]]:
     """The one replay pipeline: ``specs`` (:class:`~simsched.engine.JobSpec`) on ``m``
     under ``controller``; returns the :class:`~simsched.engine.ReplayResult` and the
-    memory statistics.  :func:`run` is this with one job under ``all``."""
+    memory statistics.  :func:`run` is this with one job under ``all`` (and, when it
+    samples, a ``stop_when`` of :class:`~simsched.engine.Replay`)."""
     from simsched.engine import Replay
     from simsched.engine.replay import plan_buffers
 
     plan_buffers(m, specs)  # refuse buffers that cannot fit before the model compiles
-    rep = Replay(m, specs, controller=controller, seed=seed, window=window, memory=_memory(m))
+    rep = Replay(
+        m,
+        specs,
+        controller=controller,
+        seed=seed,
+        window=window,
+        memory=_memory(m),
+        stop_when=stop_when,
+    )
     res = _run(rep, label, progress)
     return res, rep.memory.stats()
 
@@ -349,6 +557,8 @@ def run(
     window: int | None = None,
     speedup: bool = True,
     iterations: str | None = None,
+    sample_iterations: int | None = None,
+    sample_precision: float | None = DEFAULT_SAMPLE_PRECISION,
 ) -> RunResult:
     """Replay a trace on a machine under a scheduler and return the result.
 
@@ -381,6 +591,14 @@ def run(
         ``"auto"``, ``"markers"`` or ``"none"``: replay the trace with its iterations
         relabelled as an import with that ``--iterations`` mode would have marked them
         (:func:`simsched.trace.iterations.with_iterations`); None: as the trace has them.
+    sample_iterations
+        Steady-state sampling (docs/engine.md §7): replay in detail until the policy has
+        settled, then this many iterations (at least 2), and extrapolate the others; the
+        one-core baseline is sampled alike.  None: replay every iteration.
+    sample_precision
+        With ``sample_iterations``: replay further iterations until the makespan's 95 %
+        interval is within this many percent of it (0 or None: exactly
+        ``sample_iterations``).
 
     Returns
     -------
@@ -399,6 +617,11 @@ def run(
 
     given_seed, win = _options(seed, window)
     seed = int(given_seed or 0)
+    if sample_iterations is not None:
+        sample_iterations = _check_int(
+            sample_iterations, "sample_iterations", MIN_SAMPLES, MAX_SAMPLES
+        )
+        sample_precision = _check_precision(sample_precision)
     t0 = time.perf_counter()
     config: dict[str, Any] = {
         "trace": str(trace) if not hasattr(trace, "header") else str(trace.path),
@@ -409,6 +632,8 @@ def run(
         "seed": int(seed),
         "window": win,
         "iterations": iterations,
+        "sample_iterations": sample_iterations,
+        "sample_precision": sample_precision if sample_iterations else None,
     }
     base: dict[str, Any] = {
         "record_version": RECORD_VERSION,
@@ -441,24 +666,39 @@ def run(
         base["trace_digest"] = h.digest
         base["trace_program"] = h.program
         base["trace_args"] = dumps(list(h.args))
-        base["trace_iterations"] = int(np.unique(t.frames.iteration[t.frames.iteration >= 0]).size)
+        base["trace_iterations"] = _iterations(t)
+        sampler = None
+        if sample_iterations is not None:
+            sampler = _sampler(t, sample_iterations, sample_precision, config["trace"])
         if out is not None:
             write_json_atomic(out / "config.json", config)
         # A one-job set under ``all``: the pipeline of run_jobs, the single-run record.
         one = [JobSpec(t, cls, resolved_params, 0, "job0")]
         replayed, stats = _replay(
-            m, one, get_controller("all")(m, 1), seed, win, progress, f"{cls.name} on {m.name}"
+            m,
+            one,
+            get_controller("all")(m, 1),
+            seed,
+            win,
+            progress,
+            f"{cls.name} on {m.name}",
+            stop_when=_stop_hook(sampler),
         )
         res = single_result(replayed, 0)
         rec = dict(base)
         rec["status"] = "ok"
         rec["error"] = ""
         rec.update(metrics(res, stats, m, h))
+        rec.update(_sample_fields(rec, sample_iterations, sampler, res, t))
+        rec["sample_precision"] = float(sample_precision or 0.0) if sample_iterations else 0.0
         rec["warnings"] = dumps(_warnings(rec, t, m))
         if speedup:
-            b = baseline_makespan(t, m)
+            b = baseline_makespan(
+                t, m, sample_iterations=sample_iterations, sample_precision=sample_precision
+            )
             rec["baseline_makespan_cycles"] = b
-            rec["speedup"] = b / res.makespan if res.makespan else 0.0
+            ms = int(rec["makespan_cycles"])
+            rec["speedup"] = b / ms if ms else 0.0
         else:
             rec["baseline_makespan_cycles"] = 0
             rec["speedup"] = 0.0

@@ -63,6 +63,22 @@ IterationsOpt = Annotated[
         "markers (SS_ITER marks only) | none [default: as the trace has them]",
     ),
 ]
+SampleOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--sample-iterations",
+        help="steady-state sampling: replay until the policy settles, then K iterations in "
+        "detail, and extrapolate the rest (K >= 2; the trace must have iterations)",
+    ),
+]
+PrecisionOpt = Annotated[
+    float,
+    typer.Option(
+        "--sample-precision",
+        help="with --sample-iterations: replay further iterations until the makespan's 95 % "
+        "interval is within this many percent of it (0: exactly K)",
+    ),
+]
 WindowOpt = Annotated[
     int | None, typer.Option("--window", help="interleaving window in cycles (0 = strict)")
 ]
@@ -117,6 +133,8 @@ def run_cmd(
     ] = None,
     window: WindowOpt = None,
     iterations: IterationsOpt = None,
+    sample_iterations: SampleOpt = None,
+    sample_precision: PrecisionOpt = 0.5,
     progress: ProgressOpt = None,
 ) -> None:
     """Replay a trace under one scheduler, or a job set under a processor controller."""
@@ -134,6 +152,8 @@ def run_cmd(
 
         quantum = quantum_cycles(load_machine(machine, parse_kv(set_, "--set") or None), quantum_ms)
     if jobs is not None:
+        if sample_iterations is not None:
+            raise ConfigError("--sample-iterations applies to --trace runs")
         _run_jobs(
             jobs, machine, controller, quantum, set_, param, seed, json_, out, window, progress
         )
@@ -152,6 +172,8 @@ def run_cmd(
         progress=want_progress(progress),
         window=window,
         iterations=iterations,
+        sample_iterations=sample_iterations,
+        sample_precision=sample_precision,
     )
     rec = res.record
     note = no_iterations_note(trace, scheduler, rec["trace_iterations"]) if trace else ""
@@ -171,6 +193,14 @@ def run_cmd(
     for k in keys:
         v = rec[k]
         table.add_row(k, f"{v:.4g}" if isinstance(v, float) else f"{v:,}")
+    if rec.get("sampled"):
+        lo, hi = json.loads(rec["makespan_ci95"])
+        table.add_row("makespan 95 % CI", f"{lo:,}–{hi:,}")
+        table.add_row(
+            "detailed iterations",
+            f"{rec['detailed_iterations']} of {rec['trace_iterations']} "
+            f"(settled at {rec['settled_at']}; counters are theirs)",
+        )
     print_table(table)
     for w in json.loads(rec.get("warnings", "[]")):
         print(f"warning: {w['message']}", file=sys.stderr)
@@ -350,6 +380,8 @@ def compare_cmd(
     ] = None,
     window: WindowOpt = None,
     iterations: IterationsOpt = None,
+    sample_iterations: SampleOpt = None,
+    sample_precision: PrecisionOpt = 0.5,
     progress: ProgressOpt = None,
 ) -> None:
     """Run several schedulers on one trace and machine and compare them."""
@@ -375,6 +407,8 @@ def compare_cmd(
         overrides=overrides or None,
         window=window,
         iterations=iterations,
+        sample_iterations=sample_iterations,
+        sample_precision=sample_precision,
         progress=want_progress(progress),
     )
     if out is not None:

@@ -51,6 +51,8 @@ NESTED_FIELDS = frozenset(
         "worker_cycles",
         "quantum_desires",
         "quantum_utilization",
+        # steady-state sampling (docs/engine.md §7)
+        "makespan_ci95",
         # multi-job records (simsched run --jobs)
         "jobs",
         "allotment",

@@ -65,6 +65,9 @@ EV_TIMER = 1
 #: reallocation is the misses in them against the core's steady state).
 WARMUP_REFS = 10_000
 
+#: ``stop_when(job, strand, now, scheduler)`` of :class:`Replay`.
+StopWhen = Callable[[int, int, int, Scheduler], bool]
+
 #: Per-strand memory counters the engine records (``timeline.npz`` keeps them): misses in
 #: every per-core level, misses in the last level, DRAM lines fetched from the core's own
 #: node and from another node.
@@ -225,6 +228,11 @@ class Replay:
         A :class:`~simsched.memory.MemorySystem` to use (default: the engine builds one).
     progress
         Optional callback ``progress(refs_done, refs_total)``.
+    stop_when
+        Optional callback ``stop_when(job, strand, now, scheduler)``, called after every
+        strand's completion has been handled: when it returns True the replay stops there,
+        with the strands not finished unrecorded (steady-state sampling,
+        :class:`simsched.engine.sampling.IterationSampler`).
     """
 
     def __init__(
@@ -237,6 +245,7 @@ class Replay:
         window: int = DEFAULT_WINDOW,
         memory: Any = None,
         progress: Callable[[int, int], None] | None = None,
+        stop_when: StopWhen | None = None,
     ) -> None:
         if window < 0:
             raise ConfigError(f"window {window}: must be >= 0 cycles")
@@ -258,6 +267,9 @@ class Replay:
         )
         self.memory = self.driver.memory
         self.progress = progress
+        self.stop_when = stop_when
+        #: whether ``stop_when`` stopped the replay before every job finished
+        self.stopped = False
         self.socket_of = [machine.socket_of(c) for c in range(P)]
         # the sockets assign_cores keeps jobs on: none (all one) under placement=any
         by_socket = getattr(self.controller, "placement", "sockets") == "sockets"
@@ -557,6 +569,8 @@ class Replay:
             self._record(now)
         else:
             self._apply(job, c, now, job.sched.on_finish(c, s, now, ready, kinds))
+        if self.stop_when is not None and self.stop_when(job.jid, s, now, job.sched):
+            self.stopped = True
         job.cost_ns[s] = perf() - t0
 
     def _warm_check(self, c: int, close: bool = False) -> None:
@@ -608,7 +622,7 @@ class Replay:
         # the next control time changes only after a step.
         t_env = self._peek()
         ctl_ns = 0
-        while self.left:
+        while self.left and not self.stopped:
             t_heap = heap[0][0] if heap else INF
             limit = t_heap if t_heap < t_env else t_env
             if limit == self._quiet:
@@ -754,7 +768,8 @@ class Replay:
             "control_s": self.control_ns / 1e9,
         }
         return ReplayResult(
-            makespan=max((o.finish for o in outs), default=0),
+            # a stopped replay ends at its last event (its jobs have not finished)
+            makespan=self.now if self.stopped else max((o.finish for o in outs), default=0),
             jobs=outs,
             busy_cycles=self.busy,
             sched_cycles=self.schedc,
@@ -860,6 +875,8 @@ class Engine:
         Interleaving window in cycles (0 = strict global order of references).
     progress
         Optional callback ``progress(refs_done, refs_total)``.
+    stop_when
+        As for :class:`Replay`.
     """
 
     def __init__(
@@ -873,6 +890,7 @@ class Engine:
         *,
         window: int = DEFAULT_WINDOW,
         progress: Callable[[int, int], None] | None = None,
+        stop_when: StopWhen | None = None,
     ) -> None:
         self.trace = trace
         self.machine = machine
@@ -885,6 +903,7 @@ class Engine:
             window=window,
             memory=memory,
             progress=progress,
+            stop_when=stop_when,
         )
         self.memory = self.replay.memory
 

@@ -118,6 +118,8 @@ def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
         dict(point.scheduler["params"]),
         point.seed,
         out_dir=run_dir,
+        sample_iterations=point.sample_iterations,
+        **({} if point.sample_precision is None else {"sample_precision": point.sample_precision}),
     )
     return dict(result.record)
 

@@ -255,6 +255,19 @@ class SweepSpec(_Strict):
     include: list[dict[str, Any]] = Field(default_factory=list)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
     small: SmallSpec = Field(default_factory=SmallSpec)
+    sample_iterations: StrictInt | None = Field(
+        default=None,
+        ge=2,
+        le=1_000_000,
+        description="steady-state sampling of every point (simsched run --sample-iterations)",
+    )
+    sample_precision: float | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="with sample_iterations: the interval to reach, in percent (run's "
+        "--sample-precision; default 0.5)",
+    )
 
     @field_validator("workloads", "machines", "schedulers", mode="before")
     @classmethod
@@ -306,6 +319,10 @@ class SweepSpec(_Strict):
                 seen.add(axis)
         if "seeds" in seen and any(s.seeds is not None for s in self.schedulers):
             raise ValueError("zip: seeds cannot be zipped when a scheduler has its own seeds")
+        if self.sample_iterations is not None and any(w.jobs for w in self.workloads):
+            raise ValueError("sample_iterations applies to single programs, not to job sets")
+        if self.sample_precision is not None and self.sample_iterations is None:
+            raise ValueError("sample_precision applies with sample_iterations only")
         return self
 
 
@@ -332,6 +349,10 @@ class Point:
         Folder (absolute) where generated and captured traces are cached.
     spec_dir
         Folder (absolute) of the spec file; relative paths in recipes are relative to it.
+    sample_iterations, sample_precision
+        The sweep's ``sample_iterations`` (None: every iteration in detail) and
+        ``sample_precision`` (None: the default); part of the id when set, so sampled and
+        detailed results never mix.
     """
 
     id: str
@@ -342,6 +363,8 @@ class Point:
     seed: int
     trace_cache: str
     spec_dir: str
+    sample_iterations: int | None = None
+    sample_precision: float | None = None
 
     def columns(self) -> dict[str, Any]:
         """The point's configuration as flat result-store columns."""
@@ -373,7 +396,7 @@ class Point:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form (what travels to workers and into ``point.json``)."""
-        return {
+        out: dict[str, Any] = {
             "id": self.id,
             "sweep": self.sweep,
             "workload": self.workload,
@@ -383,6 +406,11 @@ class Point:
             "trace_cache": self.trace_cache,
             "spec_dir": self.spec_dir,
         }
+        if self.sample_iterations is not None:
+            out["sample_iterations"] = self.sample_iterations
+        if self.sample_precision is not None:
+            out["sample_precision"] = self.sample_precision
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Point:
@@ -766,6 +794,10 @@ def expand(loaded: LoadedSpec) -> list[Point]:
                 "scheduler": sched,
                 "seed": seed,
             }
+            if spec.sample_iterations is not None:
+                resolved["sample_iterations"] = spec.sample_iterations
+            if spec.sample_precision is not None:
+                resolved["sample_precision"] = spec.sample_precision
             pid = content_hash(resolved)
             label = f"{wl_label} / {m_label} / {s_label} / seed {seed}"
             if pid in seen:
@@ -782,6 +814,8 @@ def expand(loaded: LoadedSpec) -> list[Point]:
                 seed=seed,
                 trace_cache=cache,
                 spec_dir=str(loaded.spec_dir),
+                sample_iterations=spec.sample_iterations,
+                sample_precision=spec.sample_precision,
             )
             cols = point.columns()
             if spec.include and not any(_matches(r, cols) for r in spec.include):

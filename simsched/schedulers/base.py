@@ -448,6 +448,17 @@ class Scheduler:
     def on_cores_changed(self, added: Sequence[int], removed: Sequence[int], now: int) -> None:
         """Cores joined or left the job (``ctx.cores`` is already updated)."""
 
+    def tuning_settled(self) -> bool | None:
+        """Whether the policy has stopped changing how it schedules the iterations.
+
+        Asked by steady-state sampling (:mod:`simsched.engine.sampling`) after each
+        iteration of the job ends, once the scheduler has seen the completion.  A policy
+        that tunes itself across iterations (LAWS' Algorithm 1) answers False until its
+        tuning is over, then True; the default ``None`` says the policy does not tune
+        itself, and the engine then waits for two iterations that cost alike.
+        """
+        return None
+
     def record_fields(self) -> dict[str, Any]:
         """Fields this scheduler adds to the result record after the replay.
 

@@ -622,6 +622,14 @@ class LocalityAware(Scheduler):
         self.ws = ws
         self.mode = mode
 
+    def tuning_settled(self) -> bool:
+        """Settled once the first (profiled) iteration has ended and Algorithm 1 is done
+        ([LAWS15] §3.3.2: "the packing no longer changes"), or when nothing is tuned
+        (LAWS-NC, CATS' single packing, a fallback to the allocator or to WS)."""
+        if self.phase == 0:
+            return False
+        return self.tuner is None or self.tuner.done
+
     def record_fields(self) -> dict[str, Any]:
         """``iteration_cycles``, ``packing`` (per iteration) and ``packing_mode``."""
         its = [k for k in range(len(self.it_cycles)) if self.it_strands[k] > 0]

@@ -1,0 +1,185 @@
+"""Steady-state sampling benchmark: a 60-iteration heat under LAWS, detailed and sampled.
+
+Prints one JSON line: the sampled makespan's error against the detailed one (%), whether
+the detailed makespan lies in the sampled run's 95 % interval, the CPU seconds of both
+runs (``time.process_time``: every thread of this process, so the chunk decoder counts)
+and their ratio, wall seconds and the load average.  Targets (issue 23): within 2 % of the
+detailed makespan and at least 3x cheaper in CPU time.  Both runs are in one process,
+after a small warm-up run that loads the memory model's compiled kernels, and neither
+computes the one-core baseline (``speedup=False``).
+
+The workload is the medium LAWS study's heat (``experiments/laws/medium.yaml``: 8096
+interior rows of 16 cells, leaves of 8 rows, on ``opteron-8380-4x4`` with caches / 64),
+with 60 iterations instead of 20.
+
+    python benchmarks/bench_sampling.py [--iters 60] [--samples 5] [--scheduler laws]
+
+With ``--study SPEC`` (e.g. ``experiments/laws/medium.yaml``) it validates sampling on every
+program of a sweep instead: each workload on the spec's first machine under each of
+``--schedulers`` (seed 0), detailed and sampled, one JSON line per run pair and a last
+line with the largest error.  Traces are generated into ``--traces`` (kept between runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+MACHINE = "opteron-8380-4x4"
+OVERRIDES = {"caches.L1.size": "1KB", "caches.L2.size": "8KB", "caches.L3.size": "96KB"}
+HEAT = {"nx": 8098, "ny": 18, "cutoff": 8, "init": False}
+TARGET_ERROR_PCT = 2.0
+TARGET_CPU_SPEEDUP = 3.0
+
+
+def _timed(fn):  # type: ignore[no-untyped-def]
+    c0, t0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return out, time.process_time() - c0, time.perf_counter() - t0
+
+
+def _pair(trace: Path, machine: object, scheduler: str, k: int, precision: float) -> dict:
+    """Detailed and sampled runs of one trace: the error and the CPU seconds of each."""
+    import simsched
+
+    def run(samples: int | None) -> dict:
+        return simsched.run(
+            trace,
+            machine,
+            scheduler,
+            speedup=False,
+            sample_iterations=samples,
+            sample_precision=precision,
+        ).record
+
+    full, cpu_full, _ = _timed(lambda: run(None))
+    samp, cpu_samp, _ = _timed(lambda: run(k))
+    lo, hi = json.loads(samp["makespan_ci95"])
+    return {
+        "scheduler": scheduler,
+        "iterations": full["trace_iterations"],
+        "sampled": samp["sampled"],
+        "settled_at": samp["settled_at"],
+        "detailed_iterations": samp["detailed_iterations"],
+        "makespan_detailed": full["makespan_cycles"],
+        "makespan_sampled": samp["makespan_cycles"],
+        "error_pct": round(100.0 * (samp["makespan_cycles"] / full["makespan_cycles"] - 1), 3),
+        "ci95_half_pct": round(50.0 * (hi - lo) / samp["makespan_cycles"], 3),
+        "detailed_in_ci95": bool(lo <= full["makespan_cycles"] <= hi),
+        "cpu_detailed_s": round(cpu_full, 2),
+        "cpu_sampled_s": round(cpu_samp, 2),
+    }
+
+
+def study(spec: str, schedulers: list[str], k: int, precision: float, traces: str) -> None:
+    """Validate sampling on every workload of a sweep spec (see the module docstring)."""
+    from simsched.experiments.spec import load_spec
+    from simsched.machine import Machine
+    from simsched.trace.recipes import ensure_trace
+    from simsched.workloads import generate
+
+    loaded = load_spec(spec, small=False)
+    points = loaded.points()
+    machine = Machine.model_validate(points[0].machine["resolved"])
+    done: set[str] = set()
+    worst = 0.0
+    for p in points:
+        label = p.workload["label"]
+        if label in done or p.machine["label"] != points[0].machine["label"]:
+            continue
+        done.add(label)
+        trace = ensure_trace(p.workload, traces, p.spec_dir, generate=generate)
+        for name in schedulers:
+            row = {
+                "workload": label,
+                "machine": p.machine["label"],
+                **_pair(trace, machine, name, k, precision),
+            }
+            worst = max(worst, abs(row["error_pct"]))
+            print(json.dumps(row), flush=True)
+    print(
+        json.dumps(
+            {
+                "benchmark": "sampling-study",
+                "spec": spec,
+                "samples": k,
+                "precision_pct": precision,
+                "max_abs_error_pct": worst,
+                "loadavg_1m": round(os.getloadavg()[0], 2),
+            }
+        )
+    )
+
+
+def main() -> None:
+    """Run the benchmark and print its JSON line."""
+    import simsched
+    from simsched.workloads import generate
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--iters", type=int, default=60, help="iterations of the heat trace")
+    ap.add_argument("--samples", type=int, default=5, help="--sample-iterations K")
+    ap.add_argument("--scheduler", default="laws")
+    ap.add_argument("--precision", type=float, default=0.5, help="--sample-precision (%%)")
+    ap.add_argument("--study", help="validate on every workload of this sweep spec instead")
+    ap.add_argument("--schedulers", default="ws,laws", help="with --study: comma-separated")
+    ap.add_argument("--traces", default="results/traces", help="with --study: trace folder")
+    a = ap.parse_args()
+    if a.study:
+        study(a.study, a.schedulers.split(","), a.samples, a.precision, a.traces)
+        return
+    load = round(os.getloadavg()[0], 2)
+    with tempfile.TemporaryDirectory() as tmp:
+        small = Path(tmp) / "warm.sst"
+        trace = Path(tmp) / "heat.sst"
+        generate("heat", small, **{**HEAT, "nx": 258, "iters": 2})
+        generate("heat", trace, **{**HEAT, "iters": a.iters})
+
+        def run(k: int | None) -> dict:
+            return simsched.run(
+                trace,
+                MACHINE,
+                a.scheduler,
+                overrides=OVERRIDES,
+                speedup=False,
+                sample_iterations=k,
+                sample_precision=a.precision,
+            ).record
+
+        simsched.run(small, MACHINE, a.scheduler, overrides=OVERRIDES, speedup=False)
+        full, cpu_full, wall_full = _timed(lambda: run(None))
+        samp, cpu_samp, wall_samp = _timed(lambda: run(a.samples))
+    lo, hi = json.loads(samp["makespan_ci95"])
+    err = 100.0 * (samp["makespan_cycles"] / full["makespan_cycles"] - 1.0)
+    out = {
+        "benchmark": "sampling",
+        "workload": f"heat nx={HEAT['nx']} ny={HEAT['ny']} iters={a.iters}",
+        "machine": f"{MACHINE} caches/64",
+        "scheduler": a.scheduler,
+        "samples": a.samples,
+        "sampled": samp["sampled"],
+        "settled_at": samp["settled_at"],
+        "detailed_iterations": samp["detailed_iterations"],
+        "makespan_detailed": full["makespan_cycles"],
+        "makespan_sampled": samp["makespan_cycles"],
+        "error_pct": round(err, 3),
+        "detailed_in_ci95": bool(lo <= full["makespan_cycles"] <= hi),
+        "cpu_detailed_s": round(cpu_full, 2),
+        "cpu_sampled_s": round(cpu_samp, 2),
+        "cpu_speedup": round(cpu_full / cpu_samp, 2),
+        "wall_detailed_s": round(wall_full, 2),
+        "wall_sampled_s": round(wall_samp, 2),
+        "loadavg_1m": load,
+        "target_error_pct": TARGET_ERROR_PCT,
+        "target_cpu_speedup": TARGET_CPU_SPEEDUP,
+        "ok": bool(abs(err) <= TARGET_ERROR_PCT and cpu_full / cpu_samp >= TARGET_CPU_SPEEDUP),
+    }
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

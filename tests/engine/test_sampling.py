@@ -1,0 +1,174 @@
+"""Steady-state sampling (``run --sample-iterations``): stopping, extrapolation, records,
+the sweep key and the CLI's refusals."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import pytest
+
+import simsched
+from simsched.api import sampled_makespan
+from simsched.cli import main
+from simsched.engine.sampling import IterationSampler, SampleOutcome
+from simsched.errors import ConfigError
+from simsched.experiments.spec import load_spec
+from simsched.trace import open_trace
+from simsched.workloads import generate
+from tests.engine.machines import TWO_BY_TWO
+
+ITERS = 16
+
+
+@pytest.fixture(scope="module")
+def heat(tmp_path_factory):
+    p = tmp_path_factory.mktemp("sampling") / "heat.sst"
+    generate("heat", p, nx=66, ny=10, cutoff=4, iters=ITERS, init=False)
+    return p
+
+
+def _run(trace, scheduler, k=None, precision=0):
+    return simsched.run(
+        trace,
+        TWO_BY_TWO,
+        scheduler,
+        speedup=False,
+        sample_iterations=k,
+        sample_precision=precision,
+    ).record
+
+
+@pytest.mark.parametrize("scheduler", ["ws", "laws"])
+def test_sampled_makespan_close_to_detailed(heat, scheduler):
+    full = _run(heat, scheduler)
+    samp = _run(heat, scheduler, 3)
+    assert samp["sampled"] is True and full["sampled"] is False
+    assert samp["detailed_iterations"] == samp["settled_at"] + 3 < ITERS
+    assert samp["detailed_cycles"] < samp["makespan_cycles"]
+    assert samp["makespan_cycles"] == pytest.approx(full["makespan_cycles"], rel=0.03)
+    lo, hi = json.loads(samp["makespan_ci95"])
+    assert lo <= samp["makespan_cycles"] <= hi
+    # the counters are the detailed part's: fewer references served than the detailed run's
+    assert samp["L1_accesses"] < full["L1_accesses"]
+
+
+def test_laws_settles_when_algorithm_1_ends(heat):
+    samp = _run(heat, "laws", 2)
+    moves = [p["move"] for p in json.loads(samp["packing"])]
+    # the first iteration run under the final packing is the first sample
+    assert moves[samp["settled_at"]] == "final"
+    assert moves[samp["settled_at"] - 1] != "final"
+
+
+def test_too_many_samples_run_in_detail(heat):
+    full = _run(heat, "ws")
+    same = _run(heat, "ws", ITERS)
+    assert same["sampled"] is False and same["detailed_iterations"] == ITERS
+    assert same["sample_iterations"] == ITERS
+    skip = {"wall_s", "sample_iterations", "sample_precision"}
+    assert {k: v for k, v in same.items() if k not in skip} == {
+        k: v for k, v in full.items() if k not in skip
+    }
+
+
+def test_samples_must_be_at_least_two(heat):
+    with pytest.raises(ConfigError, match="sample_iterations=1"):
+        _run(heat, "ws", 1)
+    with pytest.raises(ConfigError, match="sample_precision=101"):
+        _run(heat, "ws", 2, 101)
+
+
+def test_precision_takes_more_samples(heat):
+    loose = _run(heat, "ws", 2)
+    tight = _run(heat, "ws", 2, 0.01)  # WS's iterations vary by more: never reached
+    assert loose["sampled"] is True and tight["sampled"] is False
+    assert tight["settled_at"] == loose["settled_at"]
+    lo, hi = json.loads(loose["makespan_ci95"])
+    # a precision the K samples already meet changes nothing
+    met = _run(heat, "ws", 2, 1.01 * 50.0 * (hi - lo) / loose["makespan_cycles"])
+    assert met["makespan_cycles"] == loose["makespan_cycles"]
+    assert met["detailed_iterations"] == loose["detailed_iterations"]
+
+
+class _Never:
+    def tuning_settled(self):
+        return False
+
+
+def test_a_policy_that_never_settles_is_not_sampled(heat):
+    t = open_trace(heat)
+    try:
+        s = IterationSampler(t, 2)
+        order = np.arange(t.header.n_strands)
+        stops = [s.strand_done(int(i), 10 * int(i), _Never()) for i in order]
+    finally:
+        t.close()
+    assert not any(stops)
+    o = s.outcome()
+    assert not o.stopped and o.settled_at == -1 and o.detailed == ITERS
+
+
+def test_extrapolation_and_interval():
+    ends = [100, 200, 300, 410, 500]  # samples: iterations 3, 4 (110 and 90 cycles)
+    o = SampleOutcome(
+        stopped=True,
+        settled_at=3,
+        settled_by="policy",
+        detailed=5,
+        samples=2,
+        iterations=8,
+        ends=ends,
+        weights=np.full(8, 10),
+        end_cycle=500,
+        epilogue_instructions=4,
+    )
+    est = sampled_makespan(o, 2.0)
+    # 3 iterations left at the samples' mean of 10 cycles per reference, epilogue 4 x 2
+    assert est.makespan == 500 + 300 + 8 and est.epilogue_cycles == 8
+    # t(0.975, 1) = 12.706; sd of (11, 9) = 1.414; half = 12.706 * 1.414 / 1.414 * 30
+    assert est.hi - est.makespan == pytest.approx(12.706 * 30, abs=1.5)
+    assert est.makespan - est.lo == pytest.approx(12.706 * 30, abs=1.5)
+
+
+def test_cli_refuses_a_trace_without_iterations(tmp_path, capsys):
+    ms = tmp_path / "ms.sst"
+    generate("mergesort", ms, n=2048, grain=256)
+    argv = ["run", "-t", str(ms), "-m", "itrs-scaling-4", "--sample-iterations", "3"]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert str(ms) in err and "has no iterations" in err and "Traceback" not in err
+
+
+SPEC = """
+name: t
+workloads: [{generator: heat, params: {nx: 10, ny: 10, iters: 4}}]
+machines: [itrs-scaling-4]
+schedulers: [ws]
+"""
+
+
+def test_sweep_key(tmp_path):
+    plain = tmp_path / "a.yaml"
+    plain.write_text(textwrap.dedent(SPEC))
+    sampled = tmp_path / "b.yaml"
+    sampled.write_text(textwrap.dedent(SPEC) + "sample_iterations: 3\n")
+    (p,) = load_spec(plain, small=False).points()
+    (q,) = load_spec(sampled, small=False).points()
+    assert p.sample_iterations is None and q.sample_iterations == 3
+    assert p.id != q.id  # sampled and detailed results never share a point
+    assert "sample_iterations" not in p.to_dict()
+    assert type(q).from_dict(q.to_dict()) == q
+    both = tmp_path / "d.yaml"
+    both.write_text(textwrap.dedent(SPEC) + "sample_iterations: 3\nsample_precision: 2.5\n")
+    (r,) = load_spec(both, small=False).points()
+    assert r.sample_precision == 2.5 and r.id != q.id
+    assert type(r).from_dict(r.to_dict()) == r
+    for bad in ("sample_iterations: 1\n", "sample_iteration: 3\n", "sample_precision: 1\n"):
+        wrong = tmp_path / "c.yaml"
+        wrong.write_text(textwrap.dedent(SPEC) + bad)
+        with pytest.raises(ConfigError, match="sample_"):
+            load_spec(wrong, small=False)
