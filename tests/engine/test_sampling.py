@@ -43,9 +43,11 @@ def _run(trace, scheduler, k=None, precision=0):
 @pytest.mark.parametrize("scheduler", ["ws", "laws"])
 def test_sampled_makespan_close_to_detailed(heat, scheduler):
     full = _run(heat, scheduler)
-    samp = _run(heat, scheduler, 3)
+    # Three samples at least, more until the interval is within 2 % (this heat's WS
+    # iterations on two sockets vary by several per cent: exactly three missed by 7 %).
+    samp = _run(heat, scheduler, 3, precision=2)
     assert samp["sampled"] is True and full["sampled"] is False
-    assert samp["detailed_iterations"] == samp["settled_at"] + 3 < ITERS
+    assert samp["settled_at"] + 3 <= samp["detailed_iterations"] < ITERS
     assert samp["detailed_cycles"] < samp["makespan_cycles"]
     assert samp["makespan_cycles"] == pytest.approx(full["makespan_cycles"], rel=0.03)
     lo, hi = json.loads(samp["makespan_ci95"])
