@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from simsched.engine.ahead import NEXT, READY, SOON, DecodeQueue, first_chunks
 from simsched.errors import ConfigError, TraceFormatError
 from simsched.memory import MemorySystem
 from simsched.memory.stacks import copy_segment
@@ -67,11 +68,17 @@ if TYPE_CHECKING:
 
 #: Chunks decoded ahead at most at once.
 PREFETCH_DEPTH = 4
+#: Background decoder threads (reading, decompressing and decoding release the GIL; two
+#: keep a 2-CPU host busy while the engine waits for a chunk).
+DECODE_THREADS = 2
 #: A core is handed at most this many references at a time; the window loop returns for
 #: the next segment, which restarts the core's window.  The first engine copied segments
 #: of this size into per-core buffers, and windowed replays keep its interleaving
 #: exactly (tests/engine/test_golden.py); the cost is one return per 16 K references.
 SEGMENT_REFS = 1 << 14
+#: A core whose segment ends this close to its chunk's end wants the next chunk decoded:
+#: about a decode's time ahead of it, without holding a row for long.
+NEXT_REFS = 2 * SEGMENT_REFS
 #: Bytes of chunk buffers a run may plan (shared rows plus the cores' private stretches).
 #: Below it every core reads its chunk's row in place (one row per core, as in the first
 #: engine); above it the shared rows are capped and every core reads through its private
@@ -197,7 +204,7 @@ class ChunkSlots:
         in extra rows after the shared ones.
     """
 
-    def __init__(self, rows: int, width: int, private: int = 0) -> None:
+    def __init__(self, rows: int, width: int, private: int = 0, ahead: bool = True) -> None:
         w = max(int(width), 1)
         #: length of a core's private stretch (a segment never exceeds a chunk)
         self.seg = min(SEGMENT_REFS, w)
@@ -214,6 +221,7 @@ class ChunkSlots:
         self.first = [0] * rows  # global index of the row's first reference
         self.length = [0] * rows
         self.pins = [0] * rows
+        self.touched = [False] * rows
         self.where: dict[tuple[int, int], int] = {}
         self.key: list[tuple[int, int] | None] = [None] * rows
         # Rows that hold a chunk and are not pinned, least recently used first; and rows
@@ -221,8 +229,17 @@ class ChunkSlots:
         self.lru: OrderedDict[int, None] = OrderedDict()
         self.free = list(range(self.shared - 1, -1, -1))
         self.flight: dict[tuple[int, int], tuple[int, Future]] = {}
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simsched-decode")
+        #: chunks decoded ahead at most at once (0: none, every chunk is decoded when needed)
+        self.depth = PREFETCH_DEPTH if ahead else 0
+        self.ahead: DecodeQueue[Any] = DecodeQueue()
+        self.executor = ThreadPoolExecutor(
+            max_workers=DECODE_THREADS, thread_name_prefix="simsched-decode"
+        )
         self.loads = 0
+        #: rows decoded ahead (or being decoded) that no core has read yet
+        self.early: set[int] = set()
+        #: chunks decoded ahead and pushed out before any core read them
+        self.wasted = 0
         #: nanoseconds the engine waited for decoding (a chunk in flight or decoded in place)
         self.wait_ns = 0
 
@@ -230,6 +247,9 @@ class ChunkSlots:
         if self.free:
             return self.free.pop()
         r, _ = self.lru.popitem(last=False)
+        if r in self.early:
+            self.early.discard(r)
+            self.wasted += 1
         key = self.key[r]
         assert key is not None, "an LRU row holds a chunk"
         del self.where[key]
@@ -238,6 +258,17 @@ class ChunkSlots:
 
     def _out(self, r: int) -> tuple[np.ndarray, ...]:
         return (self.addr[r], self.size[r], self.write[r], self.gap[r], self.dep[r])
+
+    def _decode(self, trace: Any, k: int, r: int) -> Any:
+        """Decode chunk ``k`` of ``trace`` into row ``r`` (safe from any thread)."""
+        out = self._out(r)
+        if not self.touched[r]:
+            # A row's pages are mapped when first written; written in one sweep they cost
+            # a fraction of what the decoder's interleaved first writes cost.
+            self.touched[r] = True
+            for x in out:
+                x.fill(0)
+        return trace.load_chunk(k, out)
 
     def _install(self, key: tuple[int, int], r: int, ch: Any) -> None:
         self.loads += 1
@@ -255,6 +286,31 @@ class ChunkSlots:
                 self._install(key, r, fut.result())
                 self.lru[r] = None
 
+    def pump(self) -> None:
+        """Hand the decoder the most urgent wanted chunks, up to :data:`PREFETCH_DEPTH`
+        in flight (each in a row of its own, taken from the free or least recently used
+        rows)."""
+        flight = self.flight
+        if flight:
+            self._harvest()
+        ahead = self.ahead
+        early = self.early
+        while len(flight) < self.depth and ahead:
+            u = ahead.urgency()
+            if u is None or (u > READY and len(early) >= self.depth):
+                # guesses beyond ready strands hold few rows, so they do not push out
+                # chunks that cores come back to
+                break
+            got = ahead.pop()
+            if got is None:
+                break
+            key, trace = got
+            if key in self.where or key in flight:
+                continue
+            r = self._row_for()
+            early.add(r)
+            flight[key] = (r, self.executor.submit(self._decode, trace, key[1], r))
+
     def acquire(self, job: Job, k: int) -> int:
         """Pin and return the row holding chunk ``k`` of ``job``, decoding it if needed."""
         key = (job.jid, k)
@@ -266,13 +322,17 @@ class ChunkSlots:
                 r, fut = got
                 ch = fut.result()  # a decoding error surfaces here, where it is needed
             else:
+                self.ahead.discard(key)
                 r = self._row_for()
-                ch = job.trace.load_chunk(k, self._out(r))
+                ch = self._decode(job.trace, k, r)
             self.wait_ns += time.perf_counter_ns() - t0
             self._install(key, r, ch)
         elif self.pins[r] == 0:
             del self.lru[r]
+        self.early.discard(r)
         self.pins[r] += 1
+        if self.depth:
+            self.pump()
         return r
 
     def private(self, c: int) -> tuple[int, int]:
@@ -286,17 +346,13 @@ class ChunkSlots:
         if self.pins[r] == 0:
             self.lru[r] = None
 
-    def prefetch(self, job: Job, k: int) -> None:
-        """Decode chunk ``k`` of ``job`` in the background unless resident or coming."""
-        key = (job.jid, k)
-        if key in self.where or key in self.flight:
-            return
-        if len(self.flight) >= PREFETCH_DEPTH:
-            self._harvest()
-            if len(self.flight) >= PREFETCH_DEPTH:
-                return
-        r = self._row_for()
-        self.flight[key] = (r, self.executor.submit(job.trace.load_chunk, k, self._out(r)))
+    def want(self, jid: int, trace: Any, k: int, urgency: int = READY) -> None:
+        """Want chunk ``k`` of job ``jid``'s ``trace`` decoded ahead (in the background,
+        most urgent first; :mod:`simsched.engine.ahead`) unless resident or coming."""
+        key = (jid, k)
+        if self.depth and key not in self.where and key not in self.flight:
+            self.ahead.want(key, urgency, trace)
+        self.pump()
 
     def close(self) -> None:
         """Stop the background decoder (chunks in flight are dropped)."""
@@ -318,6 +374,9 @@ class CoreDriver:
         A :class:`MemorySystem` of ``machine`` to use (default: a new one).
     plan
         The buffers' layout (default: :func:`buffer_plan` of the machine's cores).
+    decode_ahead
+        Decode chunks ahead in the background (:mod:`simsched.engine.ahead`); False: each
+        chunk when a core needs it.  Results are the same either way.
     """
 
     def __init__(
@@ -328,6 +387,7 @@ class CoreDriver:
         chunk_width: int,
         memory: MemorySystem | None = None,
         plan: BufferPlan | None = None,
+        decode_ahead: bool = True,
     ) -> None:
         self.machine = machine
         self.memory = memory if memory is not None else MemorySystem(machine)
@@ -336,7 +396,7 @@ class CoreDriver:
         self.cs = np.zeros((NF, P), dtype=np.int64)
         self.heap = np.zeros(P, dtype=np.int64)
         self.plan = plan if plan is not None else buffer_plan(P, chunk_width)
-        self.slots = ChunkSlots(self.plan.rows, chunk_width, private=P)
+        self.slots = ChunkSlots(self.plan.rows, chunk_width, private=P, ahead=decode_ahead)
         self.window = np.int64(window)
         self.pthresh = np.int64(private_threshold(machine))
         self.plimit = np.int64(self.memory.page_limit())
@@ -360,6 +420,15 @@ class CoreDriver:
         self.gend[c] = job.ref_start[s + 1]
         self._map(c, job.ref_start[s])
         cs[F_STATE, c] = S_RUN
+        if self.slots.depth:
+            # the strands this one's end makes ready: a thief may take them at once
+            rs = job.ref_start
+            pred = job.pred_rem
+            dst = job.succ_dst
+            for i in range(job.succ_off[s], job.succ_off[s + 1]):
+                d = dst[i]
+                if pred[d] == 1 and rs[d] < job.n_refs:
+                    self.slots.want(job.jid, job.trace, job.chunk_of_ref(rs[d]), SOON)
 
     def finish(self, c: int) -> tuple[int, int]:
         """Retire core ``c``'s finished strand; returns (end cycle, its private misses)."""
@@ -368,11 +437,26 @@ class CoreDriver:
         return int(cs[F_CLOCK, c]), int(cs[F_PMISS, c])
 
     def prefetch(self, job: Job, strands: list[int]) -> None:
-        """Decode ahead the chunks holding the first references of ``strands``."""
+        """Decode ahead the chunks holding the first references of ``strands`` (ready:
+        any idle core may take them now)."""
         rs = job.ref_start
+        want = self.slots.want
         for s in strands:
             if rs[s] < rs[s + 1]:
-                self.slots.prefetch(job, job.chunk_of_ref(rs[s]))
+                want(job.jid, job.trace, job.chunk_of_ref(rs[s]))
+
+    def prefetch_start(self, jobs: list[tuple[int, Any]]) -> None:
+        """Decode ahead, before the run starts, the chunks of the strands that become
+        ready first in the traces of ``jobs`` ((job number, trace) pairs): every idle core
+        takes one of them at once (:func:`~simsched.engine.ahead.first_chunks`).  At most
+        as many chunks as cores, and as the rows left when every core pins one."""
+        if not jobs:
+            return
+        room = min(self.P, self.plan.rows - PREFETCH_DEPTH - 2)
+        each = max(room // len(jobs), 1)
+        for jid, trace in jobs:
+            for k in first_chunks(trace, each):
+                self.slots.want(jid, trace, k)
 
     def _map(self, c: int, g: int) -> None:
         """Point core ``c`` at its references from global index ``g`` to the strand's end."""
@@ -387,7 +471,8 @@ class CoreDriver:
             cs[F_LAST, c] = 1
             return
         job = self.job[c]
-        r = slots.acquire(job, job.chunk_of_ref(g))
+        k = job.chunk_of_ref(g)
+        r = slots.acquire(job, k)
         if old >= 0:
             slots.release(old)
         self.row[c] = r
@@ -395,6 +480,10 @@ class CoreDriver:
         end = first + slots.length[r]
         stop = min(e, end, g + SEGMENT_REFS)
         self.seg_end[c] = stop
+        if stop + NEXT_REFS >= end and end < job.n_refs:
+            # near the chunk's end: this core, or the next strand laid out after this
+            # one, reads on into the next chunk
+            slots.want(job.jid, job.trace, k + 1, NEXT)
         cs[F_LAST, c] = 1 if stop == e else 0
         st = job.stacks
         if (st is not None and c > 0) or self.plan.copy:

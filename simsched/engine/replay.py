@@ -233,6 +233,9 @@ class Replay:
         strand's completion has been handled: when it returns True the replay stops there,
         with the strands not finished unrecorded (steady-state sampling,
         :class:`simsched.engine.sampling.IterationSampler`).
+    decode_ahead
+        Decode trace chunks ahead in background threads (default); False: each chunk when
+        a core needs it.  Only the wall time differs.
     """
 
     def __init__(
@@ -246,6 +249,7 @@ class Replay:
         memory: Any = None,
         progress: Callable[[int, int], None] | None = None,
         stop_when: StopWhen | None = None,
+        decode_ahead: bool = True,
     ) -> None:
         if window < 0:
             raise ConfigError(f"window {window}: must be >= 0 cycles")
@@ -263,8 +267,15 @@ class Replay:
         self.controller = controller or get_controller("all")(machine, len(jobs))
         plan, width = plan_buffers(machine, jobs)
         self.driver = CoreDriver(
-            machine, window=window, chunk_width=width, memory=memory, plan=plan
+            machine,
+            window=window,
+            chunk_width=width,
+            memory=memory,
+            plan=plan,
+            decode_ahead=decode_ahead,
         )
+        if decode_ahead:
+            self.driver.prefetch_start([(j, s.trace) for j, s in enumerate(jobs) if s.arrival == 0])
         self.memory = self.driver.memory
         self.progress = progress
         self.stop_when = stop_when
@@ -762,6 +773,8 @@ class Replay:
             "cpu_s": time.thread_time() - self._cpu0,
             "median_strand_ns": float(np.median(allc)) if allc.size else 0.0,
             "chunk_loads": self.driver.slots.loads,
+            # Chunks decoded ahead and pushed out of their row before any core read them.
+            "chunks_unread": self.driver.slots.wasted,
             # Time the engine waited for chunks being decoded (in flight or not yet begun).
             "decode_wait_s": self.driver.slots.wait_ns / 1e9,
             # Time in the control plane (arrivals, controller quanta, reallocations).
