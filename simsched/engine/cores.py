@@ -229,7 +229,8 @@ class ChunkSlots:
         self.lru: OrderedDict[int, None] = OrderedDict()
         self.free = list(range(self.shared - 1, -1, -1))
         self.flight: dict[tuple[int, int], tuple[int, Future]] = {}
-        #: chunks decoded ahead at most at once (0: none, every chunk is decoded when needed)
+        #: whether chunks are decoded ahead, and at most how many at once
+        self.on = ahead
         self.depth = PREFETCH_DEPTH if ahead else 0
         self.ahead: DecodeQueue[Any] = DecodeQueue()
         self.executor = ThreadPoolExecutor(
@@ -238,7 +239,9 @@ class ChunkSlots:
         self.loads = 0
         #: rows decoded ahead (or being decoded) that no core has read yet
         self.early: set[int] = set()
-        #: chunks decoded ahead and pushed out before any core read them
+        #: chunks handed to the background decoder, and of them those pushed out of their
+        #: row before any core read them
+        self.ahead_loads = 0
         self.wasted = 0
         #: nanoseconds the engine waited for decoding (a chunk in flight or decoded in place)
         self.wait_ns = 0
@@ -309,6 +312,7 @@ class ChunkSlots:
                 continue
             r = self._row_for()
             early.add(r)
+            self.ahead_loads += 1
             flight[key] = (r, self.executor.submit(self._decode, trace, key[1], r))
 
     def acquire(self, job: Job, k: int) -> int:
@@ -331,7 +335,7 @@ class ChunkSlots:
             del self.lru[r]
         self.early.discard(r)
         self.pins[r] += 1
-        if self.depth:
+        if self.on:
             self.pump()
         return r
 
@@ -350,9 +354,9 @@ class ChunkSlots:
         """Want chunk ``k`` of job ``jid``'s ``trace`` decoded ahead (in the background,
         most urgent first; :mod:`simsched.engine.ahead`) unless resident or coming."""
         key = (jid, k)
-        if self.depth and key not in self.where and key not in self.flight:
+        if self.on and key not in self.where and key not in self.flight:
             self.ahead.want(key, urgency, trace)
-        self.pump()
+            self.pump()
 
     def close(self) -> None:
         """Stop the background decoder (chunks in flight are dropped)."""
@@ -420,7 +424,7 @@ class CoreDriver:
         self.gend[c] = job.ref_start[s + 1]
         self._map(c, job.ref_start[s])
         cs[F_STATE, c] = S_RUN
-        if self.slots.depth:
+        if self.slots.on:
             # the strands this one's end makes ready: a thief may take them at once
             rs = job.ref_start
             pred = job.pred_rem

@@ -773,7 +773,9 @@ class Replay:
             "cpu_s": time.thread_time() - self._cpu0,
             "median_strand_ns": float(np.median(allc)) if allc.size else 0.0,
             "chunk_loads": self.driver.slots.loads,
-            # Chunks decoded ahead and pushed out of their row before any core read them.
+            # Chunks decoded ahead in the background, and of them those pushed out of their
+            # row before any core read them.
+            "chunks_ahead": self.driver.slots.ahead_loads,
             "chunks_unread": self.driver.slots.wasted,
             # Time the engine waited for chunks being decoded (in flight or not yet begun).
             "decode_wait_s": self.driver.slots.wait_ns / 1e9,
@@ -890,6 +892,9 @@ class Engine:
         Optional callback ``progress(refs_done, refs_total)``.
     stop_when
         As for :class:`Replay`.
+    decode_ahead
+        Decode trace chunks ahead in background threads (default); False: each chunk when
+        a core needs it.  Only the wall time differs.
     """
 
     def __init__(
@@ -904,6 +909,7 @@ class Engine:
         window: int = DEFAULT_WINDOW,
         progress: Callable[[int, int], None] | None = None,
         stop_when: StopWhen | None = None,
+        decode_ahead: bool = True,
     ) -> None:
         self.trace = trace
         self.machine = machine
@@ -917,6 +923,7 @@ class Engine:
             memory=memory,
             progress=progress,
             stop_when=stop_when,
+            decode_ahead=decode_ahead,
         )
         self.memory = self.replay.memory
 
