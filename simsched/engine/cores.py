@@ -11,10 +11,12 @@ and "the engine's own next event is due".
 driver keeps ``slots`` rows of four 2-D arrays (addresses, sizes, write flags, gaps), one
 decoded chunk per row, shared by all jobs and managed as an LRU cache keyed by (job,
 chunk).  A core running a strand pins the row it reads; starting a strand costs a dict
-look-up, not a copy of its references.  Chunks of strands that have just become ready
-are decoded ahead into free rows by a background thread (reading, decompression and
-decoding release the GIL) while the cores run; results never depend on it, a core that
-needs a chunk in flight waits for it.  A job's address space is applied by the loop
+look-up, not a copy of its references.  Chunks are decoded ahead by background threads
+(reading, decompression and decoding release the GIL) while the cores run, most urgent
+first (:mod:`simsched.engine.ahead`: ready strands, the chunk after one a core reads near
+its end, the strands a running strand will release, and before the run the first strands
+to become ready); results never depend on it, a core that needs a chunk in flight waits
+for it.  A job's address space is applied by the loop
 (``F_OFF``), so rows hold the trace's own addresses.
 
 **Per-core stacks.**  A trace that names its stack region is replayed with every core's
