@@ -53,9 +53,9 @@ class _Trace:
 
     def load_chunk(self, k: int, out: tuple[np.ndarray, ...]) -> RefChunk:
         self.asked.append(k)
-        addr, size, write, gap = (x[: self.n] for x in out)
+        addr, size, write, gap, dep = (x[: self.n] for x in out)
         addr[:] = k
-        return RefChunk(k * self.n, addr, size, write, gap)
+        return RefChunk(k * self.n, addr, size, write, gap, dep)
 
 
 def test_slots_decode_the_most_urgent_chunks_first_and_at_most_depth_at_once():
