@@ -16,7 +16,7 @@ order, decides whether a core that starts a strand finds its references ready or
 * at the start of a run every idle core takes one of the first strands to become ready
   at once (a fork-join program's first spawns, stolen one after another), so the chunks
   of those strands are predicted from the DAG (:func:`first_chunks`) and wanted before
-  the run begins.
+  the run begins, behind the strands actually released.
 
 :class:`DecodeQueue` orders these wishes; it holds one entry per chunk, so its size is
 bounded by the traces' chunks, and the rows that decoded chunks go to stay those of the
@@ -32,13 +32,16 @@ import numpy as np
 
 from simsched.trace.format import EDGE_SPAWN
 
-#: Urgency of the chunk holding a ready strand's first reference (or one predicted to be
-#: ready at the start): any idle core may take it now.
+#: Urgency of the chunk holding a ready strand's first reference: any idle core may take
+#: it now.
 READY = 0
+#: Urgency of the chunks of the strands predicted to become ready first in a run
+#: (:func:`first_chunks`): guesses, behind what released strands need.
+START = 1
 #: Urgency of the chunk after the one a core reads near its end.
-NEXT = 1
+NEXT = 2
 #: Urgency of the chunk of a strand that the end of a running strand will make ready.
-SOON = 2
+SOON = 3
 
 T = TypeVar("T")
 

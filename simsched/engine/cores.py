@@ -30,6 +30,7 @@ replay reads exactly what it read before.
 
 from __future__ import annotations
 
+import mmap
 import os
 import time
 from collections import OrderedDict
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from simsched.engine.ahead import NEXT, READY, SOON, DecodeQueue, first_chunks
+from simsched.engine.ahead import NEXT, READY, SOON, START, DecodeQueue, first_chunks
 from simsched.errors import ConfigError, TraceFormatError
 from simsched.memory import MemorySystem
 from simsched.memory.stacks import copy_segment
@@ -68,11 +69,15 @@ if TYPE_CHECKING:
     from simsched.engine.job import Job
     from simsched.machine import Machine
 
-#: Chunks decoded ahead at most at once.
+#: Chunks decoded ahead and not read yet at most, counting those being decoded, unless
+#: ready strands want more (:mod:`simsched.engine.ahead`).
 PREFETCH_DEPTH = 4
 #: Background decoder threads (reading, decompressing and decoding release the GIL; two
-#: keep a 2-CPU host busy while the engine waits for a chunk).
+#: keep a 2-CPU host busy while the engine waits for a chunk).  Chunks are handed to them
+#: one per thread, so that the most urgent chunk wanted next never queues behind others.
 DECODE_THREADS = 2
+#: Seconds between looks at the decoder while the engine waits for a chunk in flight.
+WAIT_POLL_S = 0.002
 #: A core is handed at most this many references at a time; the window loop returns for
 #: the next segment, which restarts the core's window.  The first engine copied segments
 #: of this size into per-core buffers, and windowed replays keep its interleaving
@@ -191,6 +196,25 @@ def check_buffers(plan: BufferPlan, cores: int, width: int) -> None:
         )
 
 
+def small_pages(shape: tuple[int, int], dtype: Any) -> np.ndarray:
+    """A zeroed array in anonymous memory of ordinary pages.
+
+    NumPy asks for transparent huge pages on large arrays; on a busy host the kernel then
+    compacts memory to find each 2 MB page when it is first written, which made a chunk's
+    first decode into a fresh row cost 2-3 times a decode into a used one (measured
+    26-38 ms against 17 ms CPU).  The rows are written once per decode and read
+    sequentially, so huge pages buy them nothing.
+    """
+    n = int(shape[0]) * int(shape[1])
+    if not hasattr(mmap, "MAP_ANONYMOUS"):  # not a POSIX host
+        return np.zeros(shape, dtype)
+    nbytes = max(n * np.dtype(dtype).itemsize, 1)
+    buf = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        buf.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(buf, dtype, count=n).reshape(shape)
+
+
 class ChunkSlots:
     """Decoded trace chunks in the rows of four 2-D arrays, an LRU cache by (job, chunk).
 
@@ -214,16 +238,15 @@ class ChunkSlots:
         self.shared = rows
         self.per_row = per_row
         rows += -(-int(private) // per_row)
-        self.addr = np.zeros((rows, w), np.uint64)
+        self.addr = small_pages((rows, w), np.uint64)
         self.addr_i64 = self.addr.view(np.int64)
-        self.size = np.zeros((rows, w), np.uint8)
-        self.write = np.zeros((rows, w), np.bool_)
-        self.gap = np.zeros((rows, w), np.uint32)
-        self.dep = np.zeros((rows, w), np.bool_)
+        self.size = small_pages((rows, w), np.uint8)
+        self.write = small_pages((rows, w), np.bool_)
+        self.gap = small_pages((rows, w), np.uint32)
+        self.dep = small_pages((rows, w), np.bool_)
         self.first = [0] * rows  # global index of the row's first reference
         self.length = [0] * rows
         self.pins = [0] * rows
-        self.touched = [False] * rows
         self.where: dict[tuple[int, int], int] = {}
         self.key: list[tuple[int, int] | None] = [None] * rows
         # Rows that hold a chunk and are not pinned, least recently used first; and rows
@@ -233,7 +256,7 @@ class ChunkSlots:
         self.flight: dict[tuple[int, int], tuple[int, Future]] = {}
         #: whether chunks are decoded ahead, and at most how many at once
         self.on = ahead
-        self.depth = PREFETCH_DEPTH if ahead else 0
+        self.depth = DECODE_THREADS if ahead else 0
         self.ahead: DecodeQueue[Any] = DecodeQueue()
         self.executor = ThreadPoolExecutor(
             max_workers=DECODE_THREADS, thread_name_prefix="simsched-decode"
@@ -266,14 +289,7 @@ class ChunkSlots:
 
     def _decode(self, trace: Any, k: int, r: int) -> Any:
         """Decode chunk ``k`` of ``trace`` into row ``r`` (safe from any thread)."""
-        out = self._out(r)
-        if not self.touched[r]:
-            # A row's pages are mapped when first written; written in one sweep they cost
-            # a fraction of what the decoder's interleaved first writes cost.
-            self.touched[r] = True
-            for x in out:
-                x.fill(0)
-        return trace.load_chunk(k, out)
+        return trace.load_chunk(k, self._out(r))
 
     def _install(self, key: tuple[int, int], r: int, ch: Any) -> None:
         self.loads += 1
@@ -286,15 +302,18 @@ class ChunkSlots:
         """Move chunks the background decoder has finished into the cache (unpinned), so
         that they count as resident and free their place in flight."""
         for key, (r, fut) in list(self.flight.items()):
-            if fut.done() and fut.exception() is None:
+            if fut.done():
                 del self.flight[key]
-                self._install(key, r, fut.result())
-                self.lru[r] = None
+                if fut.exception() is None:
+                    self._install(key, r, fut.result())
+                    self.lru[r] = None
+                else:  # decoded again where it is needed, and the error raised there
+                    self.early.discard(r)
+                    self.free.append(r)
 
     def pump(self) -> None:
-        """Hand the decoder the most urgent wanted chunks, up to :data:`PREFETCH_DEPTH`
-        in flight (each in a row of its own, taken from the free or least recently used
-        rows)."""
+        """Hand the decoder the most urgent wanted chunks, one per thread (each into a row
+        of its own, taken from the free or least recently used rows)."""
         flight = self.flight
         if flight:
             self._harvest()
@@ -302,7 +321,7 @@ class ChunkSlots:
         early = self.early
         while len(flight) < self.depth and ahead:
             u = ahead.urgency()
-            if u is None or (u > READY and len(early) >= self.depth):
+            if u is None or (u >= NEXT and len(early) >= PREFETCH_DEPTH):
                 # guesses beyond ready strands hold few rows, so they do not push out
                 # chunks that cores come back to
                 break
@@ -326,10 +345,17 @@ class ChunkSlots:
             got = self.flight.pop(key, None)
             if got is not None:
                 r, fut = got
-                ch = fut.result()  # a decoding error surfaces here, where it is needed
+                while True:
+                    try:  # a decoding error surfaces here, where it is needed
+                        ch = fut.result(timeout=WAIT_POLL_S)
+                        break
+                    except TimeoutError:
+                        self.pump()  # the other threads decode on while this one waits
             else:
                 self.ahead.discard(key)
                 r = self._row_for()
+                if self.on:
+                    self.pump()  # before this thread is busy decoding
                 ch = self._decode(job.trace, k, r)
             self.wait_ns += time.perf_counter_ns() - t0
             self._install(key, r, ch)
@@ -462,7 +488,7 @@ class CoreDriver:
         each = max(room // len(jobs), 1)
         for jid, trace in jobs:
             for k in first_chunks(trace, each):
-                self.slots.want(jid, trace, k)
+                self.slots.want(jid, trace, k, START)
 
     def _map(self, c: int, g: int) -> None:
         """Point core ``c`` at its references from global index ``g`` to the strand's end."""
