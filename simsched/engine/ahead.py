@@ -9,10 +9,8 @@ order, decides whether a core that starts a strand finds its references ready or
   release first;
 * a core that reads near the end of chunk *k* of a trace will need chunk *k + 1* when it
   reads on, and so will a core that runs the strands laid out after it: that chunk is
-  wanted next;
-* a strand that a running strand's end will make ready (its spawned child and its
-  continuation) is wanted when the running strand starts, a strand's time ahead of any
-  thief;
+  wanted next (a guess: it waits while a few chunks decoded ahead are unread, so that
+  guesses do not push out of the rows chunks that cores come back to);
 * at the start of a run every idle core takes one of the first strands to become ready
   at once (a fork-join program's first spawns, stolen one after another), so the chunks
   of those strands are predicted from the DAG (:func:`first_chunks`) and wanted before
@@ -40,8 +38,6 @@ READY = 0
 START = 1
 #: Urgency of the chunk after the one a core reads near its end.
 NEXT = 2
-#: Urgency of the chunk of a strand that the end of a running strand will make ready.
-SOON = 3
 
 T = TypeVar("T")
 

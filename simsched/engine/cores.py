@@ -13,9 +13,8 @@ decoded chunk per row, shared by all jobs and managed as an LRU cache keyed by (
 chunk).  A core running a strand pins the row it reads; starting a strand costs a dict
 look-up, not a copy of its references.  Chunks are decoded ahead by background threads
 (reading, decompression and decoding release the GIL) while the cores run, most urgent
-first (:mod:`simsched.engine.ahead`: ready strands, the chunk after one a core reads near
-its end, the strands a running strand will release, and before the run the first strands
-to become ready); results never depend on it, a core that needs a chunk in flight waits
+first (:mod:`simsched.engine.ahead`: ready strands, before the run the first strands to
+become ready, and the chunk after one a core reads near its end); results never depend on it, a core that needs a chunk in flight waits
 for it.  A job's address space is applied by the loop
 (``F_OFF``), so rows hold the trace's own addresses.
 
@@ -39,7 +38,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from simsched.engine.ahead import NEXT, READY, SOON, START, DecodeQueue, first_chunks
+from simsched.engine.ahead import NEXT, READY, START, DecodeQueue, first_chunks
 from simsched.errors import ConfigError, TraceFormatError
 from simsched.memory import MemorySystem
 from simsched.memory.stacks import copy_segment
@@ -452,15 +451,6 @@ class CoreDriver:
         self.gend[c] = job.ref_start[s + 1]
         self._map(c, job.ref_start[s])
         cs[F_STATE, c] = S_RUN
-        if self.slots.on:
-            # the strands this one's end makes ready: a thief may take them at once
-            rs = job.ref_start
-            pred = job.pred_rem
-            dst = job.succ_dst
-            for i in range(job.succ_off[s], job.succ_off[s + 1]):
-                d = dst[i]
-                if pred[d] == 1 and rs[d] < job.n_refs:
-                    self.slots.want(job.jid, job.trace, job.chunk_of_ref(rs[d]), SOON)
 
     def finish(self, c: int) -> tuple[int, int]:
         """Retire core ``c``'s finished strand; returns (end cycle, its private misses)."""

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from simsched.engine import cores
-from simsched.engine.ahead import NEXT, READY, SOON, DecodeQueue, first_chunks
+from simsched.engine.ahead import NEXT, READY, START, DecodeQueue, first_chunks
 from simsched.engine.cores import PREFETCH_DEPTH, ChunkSlots
 from simsched.engine.replay import Engine
 from simsched.machine import load_machine
@@ -22,12 +22,12 @@ from tests.engine.conftest import make_trace
 
 def test_queue_serves_the_most_urgent_then_the_oldest_wish():
     q: DecodeQueue[str] = DecodeQueue()
-    q.want("a", NEXT, "pa")
-    q.want("b", SOON, "pb")
+    q.want("a", START, "pa")
+    q.want("b", NEXT, "pb")
     q.want("c", READY, "pc")
-    q.want("d", NEXT, "pd")
+    q.want("d", START, "pd")
     q.want("b", READY, "pb2")  # wanted again, more pressing: moves up, keeps one entry
-    q.want("c", SOON, "pc3")  # wanted again, less pressing: stays where it was
+    q.want("c", NEXT, "pc3")  # wanted again, less pressing: stays where it was
     assert len(q) == 4 and "b" in q
     assert q.urgency() == READY
     assert [q.pop() for _ in range(4)] == [("c", "pc"), ("b", "pb2"), ("a", "pa"), ("d", "pd")]
@@ -63,20 +63,22 @@ def test_slots_decode_the_most_urgent_chunks_first_and_guesses_hold_few_rows():
     slots = ChunkSlots(PREFETCH_DEPTH + 3, 8)
     try:
         slots.depth = 0  # hold the decoder while the wishes are made
-        slots.want(0, t, 5, SOON)
-        for k in (1, 2, 3):
+        for k in (1, 2, 3, 5):
             slots.want(0, t, k, NEXT)
+        slots.want(0, t, 4, START)
         for k in (9, 8):
             slots.want(0, t, k, READY)
         slots.depth = PREFETCH_DEPTH + 2  # more threads than guesses may hold rows
         slots.pump()
-        # the ready strands' chunks first (oldest wish first), then the next chunks; the
-        # guess (SOON) waits while PREFETCH_DEPTH chunks decoded ahead are unread
-        assert list(slots.flight) == [(0, 9), (0, 8), (0, 1), (0, 2)]
+        # the ready strands' chunks first (oldest wish first), then the start-up guess,
+        # then the next chunks, which wait while PREFETCH_DEPTH chunks decoded ahead are
+        # unread
+        assert list(slots.flight) == [(0, 9), (0, 8), (0, 4), (0, 1)]
         r = slots.acquire(_job(t), 8)  # a core needs a chunk decoded ahead: it waits for it
         assert slots.addr[r, 0] == 8 and slots.pins[r] == 1
-        assert (0, 3) in slots.flight or (0, 3) in slots.where
-        assert (0, 5) not in slots.flight and (0, 5) not in slots.where
+        assert (0, 2) in slots.flight or (0, 2) in slots.where
+        for k in (3, 5):
+            assert (0, k) not in slots.flight and (0, k) not in slots.where
         # a chunk nobody wanted ahead is decoded in place
         r = slots.acquire(_job(t), 7)
         assert slots.addr[r, 0] == 7
