@@ -33,6 +33,7 @@ import mmap
 import os
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -411,6 +412,10 @@ class CoreDriver:
     decode_ahead
         Decode chunks ahead in the background (:mod:`simsched.engine.ahead`); False: each
         chunk when a core needs it.  Results are the same either way.
+    first
+        (job number, trace) of the jobs that start the run: the chunks of their first
+        strands are decoded ahead from now on (:meth:`prefetch_start`), while the memory
+        model is built or loaded.
     """
 
     def __init__(
@@ -422,15 +427,22 @@ class CoreDriver:
         memory: MemorySystem | None = None,
         plan: BufferPlan | None = None,
         decode_ahead: bool = True,
+        first: Sequence[tuple[int, Any]] = (),
     ) -> None:
         self.machine = machine
-        self.memory = memory if memory is not None else MemorySystem(machine)
         P = machine.cores
         self.P = P
         self.cs = np.zeros((NF, P), dtype=np.int64)
         self.heap = np.zeros(P, dtype=np.int64)
         self.plan = plan if plan is not None else buffer_plan(P, chunk_width)
         self.slots = ChunkSlots(self.plan.rows, chunk_width, private=P, ahead=decode_ahead)
+        if decode_ahead:
+            self.prefetch_start(first)
+        try:
+            self.memory = memory if memory is not None else MemorySystem(machine)
+        except BaseException:
+            self.slots.close()
+            raise
         self.window = np.int64(window)
         self.pthresh = np.int64(private_threshold(machine))
         self.plimit = np.int64(self.memory.page_limit())
@@ -470,7 +482,7 @@ class CoreDriver:
             if rs[s] < rs[s + 1]:
                 want(job.jid, job.trace, job.chunk_of_ref(rs[s]))
 
-    def prefetch_start(self, jobs: list[tuple[int, Any]]) -> None:
+    def prefetch_start(self, jobs: Sequence[tuple[int, Any]]) -> None:
         """Decode ahead, before the run starts, the chunks of the strands that become
         ready first in the traces of ``jobs`` ((job number, trace) pairs): every idle core
         takes one of them at once (:func:`~simsched.engine.ahead.first_chunks`).  At most

@@ -273,9 +273,8 @@ class Replay:
             memory=memory,
             plan=plan,
             decode_ahead=decode_ahead,
+            first=[(j, s.trace) for j, s in enumerate(jobs) if s.arrival == 0],
         )
-        if decode_ahead:
-            self.driver.prefetch_start([(j, s.trace) for j, s in enumerate(jobs) if s.arrival == 0])
         self.memory = self.driver.memory
         self.progress = progress
         self.stop_when = stop_when
