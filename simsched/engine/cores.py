@@ -267,6 +267,8 @@ class ChunkSlots:
         self.loads = 0
         #: rows decoded ahead (or being decoded) that no core has read yet
         self.early: set[int] = set()
+        #: those of them decoded on a guess about the next chunk (NEXT)
+        self.guessed: set[int] = set()
         #: chunks handed to the background decoder, and of them those pushed out of their
         #: row before any core read them
         self.ahead_loads = 0
@@ -280,6 +282,7 @@ class ChunkSlots:
         r, _ = self.lru.popitem(last=False)
         if r in self.early:
             self.early.discard(r)
+            self.guessed.discard(r)
             self.wasted += 1
         key = self.key[r]
         assert key is not None, "an LRU row holds a chunk"
@@ -312,6 +315,7 @@ class ChunkSlots:
                     self.lru[r] = None
                 else:  # decoded again where it is needed, and the error raised there
                     self.early.discard(r)
+                    self.guessed.discard(r)
                     self.free.append(r)
 
     def pump(self) -> None:
@@ -321,10 +325,10 @@ class ChunkSlots:
         if flight:
             self._harvest()
         ahead = self.ahead
-        early = self.early
+        guessed = self.guessed
         while len(flight) < self.depth and ahead:
             u = ahead.urgency()
-            if u is None or (u >= NEXT and len(early) >= PREFETCH_DEPTH):
+            if u is None or (u >= NEXT and len(guessed) >= PREFETCH_DEPTH):
                 # guesses beyond ready strands hold few rows, so they do not push out
                 # chunks that cores come back to
                 break
@@ -335,7 +339,9 @@ class ChunkSlots:
             if key in self.where or key in flight:
                 continue
             r = self._row_for()
-            early.add(r)
+            self.early.add(r)
+            if u >= NEXT:
+                guessed.add(r)
             self.ahead_loads += 1
             flight[key] = (r, self.executor.submit(self._decode, trace, key[1], r))
 
@@ -365,6 +371,7 @@ class ChunkSlots:
         elif self.pins[r] == 0:
             del self.lru[r]
         self.early.discard(r)
+        self.guessed.discard(r)
         self.pins[r] += 1
         if self.on:
             self.pump()
