@@ -29,6 +29,8 @@ Options:
   --accuracy         also measure the interleaving window's error against the strict
                      replay (window 0, exact) on small mergesort and hashjoin traces
   --machines M,M     machines (default itrs-scaling-16,itrs-scaling-32)
+  --no-extras        only WS and PDF on --machines and the memory model alone: no
+                     multi-socket policies on opteron-8380-4x4, no job sets
   --one ARGS         (internal) run one replay and print its JSON
 
 Every replay also reports its main-thread CPU time (``main_cpu_s``, the engine; the
@@ -108,6 +110,9 @@ def one(trace: str, machine: str, sched: str, window: int | None) -> dict:
         "decode_wait_share": round(e["decode_wait_s"] / e["wall_s"], 4),
         "control_share": round(e["control_s"] / e["wall_s"], 5),
         "chunk_loads": e["chunk_loads"],
+        # chunks decoded ahead in the background, and of them those never read
+        "chunks_ahead": e.get("chunks_ahead", 0),
+        "chunks_unread": e.get("chunks_unread", 0),
         "makespan_cycles": rec["makespan_cycles"],
     }
 
@@ -285,6 +290,7 @@ def main() -> None:
     ap.add_argument("--big", action="store_true")
     ap.add_argument("--accuracy", action="store_true")
     ap.add_argument("--machines", default="itrs-scaling-16,itrs-scaling-32")
+    ap.add_argument("--no-extras", action="store_true")
     ap.add_argument(
         "--cores",
         default=",".join(map(str, TABLE_CORES)),
@@ -320,14 +326,19 @@ def main() -> None:
     machines = a.machines.split(",")
     # WS and PDF on the ITRS chips; WS and the multi-socket policies on the Opteron.
     plan = [(m, s) for m in machines for s in ("ws", "pdf")]
-    plan += [(POLICY_MACHINE, s) for s in ("ws", "cab", "laws", "cats") if s in scheduler_names()]
+    if not a.no_extras:
+        plan += [
+            (POLICY_MACHINE, s) for s in ("ws", "cab", "laws", "cats") if s in scheduler_names()
+        ]
     warm = _trace(tmp / "warm.sst", 4096, grain=512)
     for m, s in plan:  # compile or load the kernels outside the measurements
         _child(warm, m, s, "None")
     runs = [_child(trace, m, s, "None") for m, s in plan]
     mem_only = [memory_only(str(trace), m) for m in machines]
-    jt = _trace(tmp / f"ms-{1 << 18}.sst", 1 << 18)
-    jobs = [_child("jobs", jt, c) for c in ("equi", "all")]
+    jobs = []
+    if not a.no_extras:
+        jt = _trace(tmp / f"ms-{1 << 18}.sst", 1 << 18)
+        jobs = [_child("jobs", jt, c) for c in ("equi", "all")]
     result = {
         "bench": "engine",
         "host_cpus": os.cpu_count(),

@@ -531,13 +531,14 @@ def _replay(
     from simsched.engine.replay import plan_buffers
 
     plan_buffers(m, specs)  # refuse buffers that cannot fit before the model compiles
+    # the replay builds the memory model itself, once its decoders have started on the
+    # chunks the first strands need (loading the model's kernels takes a while)
     rep = Replay(
         m,
         specs,
         controller=controller,
         seed=seed,
         window=window,
-        memory=_memory(m),
         stop_when=stop_when,
     )
     res = _run(rep, label, progress)

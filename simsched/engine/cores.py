@@ -11,10 +11,11 @@ and "the engine's own next event is due".
 driver keeps ``slots`` rows of four 2-D arrays (addresses, sizes, write flags, gaps), one
 decoded chunk per row, shared by all jobs and managed as an LRU cache keyed by (job,
 chunk).  A core running a strand pins the row it reads; starting a strand costs a dict
-look-up, not a copy of its references.  Chunks of strands that have just become ready
-are decoded ahead into free rows by a background thread (reading, decompression and
-decoding release the GIL) while the cores run; results never depend on it, a core that
-needs a chunk in flight waits for it.  A job's address space is applied by the loop
+look-up, not a copy of its references.  Chunks are decoded ahead by background threads
+(reading, decompression and decoding release the GIL) while the cores run, most urgent
+first (:mod:`simsched.engine.ahead`: ready strands, before the run the first strands to
+become ready, and the chunk after one a core reads near its end); results never depend on it, a core that needs a chunk in flight waits
+for it.  A job's address space is applied by the loop
 (``F_OFF``), so rows hold the trace's own addresses.
 
 **Per-core stacks.**  A trace that names its stack region is replayed with every core's
@@ -28,14 +29,17 @@ replay reads exactly what it read before.
 
 from __future__ import annotations
 
+import mmap
 import os
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from simsched.engine.ahead import NEXT, READY, START, DecodeQueue, first_chunks
 from simsched.errors import ConfigError, TraceFormatError
 from simsched.memory import MemorySystem
 from simsched.memory.stacks import copy_segment
@@ -65,13 +69,26 @@ if TYPE_CHECKING:
     from simsched.engine.job import Job
     from simsched.machine import Machine
 
-#: Chunks decoded ahead at most at once.
+#: Chunks decoded ahead and not read yet at most, counting those being decoded, unless
+#: ready strands want more (:mod:`simsched.engine.ahead`).
 PREFETCH_DEPTH = 4
+#: Background decoder threads (reading, decompressing and decoding release the GIL; two
+#: keep a 2-CPU host busy while the engine waits for a chunk).  Chunks are handed to them
+#: one per thread, so that the most urgent chunk wanted next never queues behind others.
+DECODE_THREADS = 2
+#: Seconds between looks at the decoder while the engine waits for a chunk in flight.
+WAIT_POLL_S = 0.002
 #: A core is handed at most this many references at a time; the window loop returns for
 #: the next segment, which restarts the core's window.  The first engine copied segments
 #: of this size into per-core buffers, and windowed replays keep its interleaving
 #: exactly (tests/engine/test_golden.py); the cost is one return per 16 K references.
 SEGMENT_REFS = 1 << 14
+#: A core whose segment ends in the last this-many-th part of its chunk (or within two
+#: segments of its end) wants the next chunk decoded.  Under PDF the cores move through the
+#: trace together and use a chunk up in a fraction of a decode's time; a quarter measured
+#: better than two segments (decode wait 0.19-0.23 of the wall time against 0.23-0.25 at
+#: 32 cores) and, under WS, than a whole chunk (79 decodes against 84 for 60 chunks).
+NEXT_PART = 4
 #: Bytes of chunk buffers a run may plan (shared rows plus the cores' private stretches).
 #: Below it every core reads its chunk's row in place (one row per core, as in the first
 #: engine); above it the shared rows are capped and every core reads through its private
@@ -182,6 +199,25 @@ def check_buffers(plan: BufferPlan, cores: int, width: int) -> None:
         )
 
 
+def small_pages(shape: tuple[int, int], dtype: Any) -> np.ndarray:
+    """A zeroed array in anonymous memory of ordinary pages.
+
+    NumPy asks for transparent huge pages on large arrays; on a busy host the kernel then
+    compacts memory to find each 2 MB page when it is first written, which made a chunk's
+    first decode into a fresh row cost 2-3 times a decode into a used one (measured
+    26-38 ms against 17 ms CPU).  The rows are written once per decode and read
+    sequentially, so huge pages buy them nothing.
+    """
+    n = int(shape[0]) * int(shape[1])
+    if not hasattr(mmap, "MAP_ANONYMOUS"):  # not a POSIX host
+        return np.zeros(shape, dtype)
+    nbytes = max(n * np.dtype(dtype).itemsize, 1)
+    buf = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        buf.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(buf, dtype, count=n).reshape(shape)
+
+
 class ChunkSlots:
     """Decoded trace chunks in the rows of four 2-D arrays, an LRU cache by (job, chunk).
 
@@ -197,7 +233,7 @@ class ChunkSlots:
         in extra rows after the shared ones.
     """
 
-    def __init__(self, rows: int, width: int, private: int = 0) -> None:
+    def __init__(self, rows: int, width: int, private: int = 0, ahead: bool = True) -> None:
         w = max(int(width), 1)
         #: length of a core's private stretch (a segment never exceeds a chunk)
         self.seg = min(SEGMENT_REFS, w)
@@ -205,12 +241,12 @@ class ChunkSlots:
         self.shared = rows
         self.per_row = per_row
         rows += -(-int(private) // per_row)
-        self.addr = np.zeros((rows, w), np.uint64)
+        self.addr = small_pages((rows, w), np.uint64)
         self.addr_i64 = self.addr.view(np.int64)
-        self.size = np.zeros((rows, w), np.uint8)
-        self.write = np.zeros((rows, w), np.bool_)
-        self.gap = np.zeros((rows, w), np.uint32)
-        self.dep = np.zeros((rows, w), np.bool_)
+        self.size = small_pages((rows, w), np.uint8)
+        self.write = small_pages((rows, w), np.bool_)
+        self.gap = small_pages((rows, w), np.uint32)
+        self.dep = small_pages((rows, w), np.bool_)
         self.first = [0] * rows  # global index of the row's first reference
         self.length = [0] * rows
         self.pins = [0] * rows
@@ -221,8 +257,22 @@ class ChunkSlots:
         self.lru: OrderedDict[int, None] = OrderedDict()
         self.free = list(range(self.shared - 1, -1, -1))
         self.flight: dict[tuple[int, int], tuple[int, Future]] = {}
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simsched-decode")
+        #: whether chunks are decoded ahead, and at most how many at once
+        self.on = ahead
+        self.depth = DECODE_THREADS if ahead else 0
+        self.ahead: DecodeQueue[Any] = DecodeQueue()
+        self.executor = ThreadPoolExecutor(
+            max_workers=DECODE_THREADS, thread_name_prefix="simsched-decode"
+        )
         self.loads = 0
+        #: rows decoded ahead (or being decoded) that no core has read yet
+        self.early: set[int] = set()
+        #: those of them decoded on a guess about the next chunk (NEXT)
+        self.guessed: set[int] = set()
+        #: chunks handed to the background decoder, and of them those pushed out of their
+        #: row before any core read them
+        self.ahead_loads = 0
+        self.wasted = 0
         #: nanoseconds the engine waited for decoding (a chunk in flight or decoded in place)
         self.wait_ns = 0
 
@@ -230,6 +280,10 @@ class ChunkSlots:
         if self.free:
             return self.free.pop()
         r, _ = self.lru.popitem(last=False)
+        if r in self.early:
+            self.early.discard(r)
+            self.guessed.discard(r)
+            self.wasted += 1
         key = self.key[r]
         assert key is not None, "an LRU row holds a chunk"
         del self.where[key]
@@ -238,6 +292,10 @@ class ChunkSlots:
 
     def _out(self, r: int) -> tuple[np.ndarray, ...]:
         return (self.addr[r], self.size[r], self.write[r], self.gap[r], self.dep[r])
+
+    def _decode(self, trace: Any, k: int, r: int) -> Any:
+        """Decode chunk ``k`` of ``trace`` into row ``r`` (safe from any thread)."""
+        return trace.load_chunk(k, self._out(r))
 
     def _install(self, key: tuple[int, int], r: int, ch: Any) -> None:
         self.loads += 1
@@ -250,10 +308,42 @@ class ChunkSlots:
         """Move chunks the background decoder has finished into the cache (unpinned), so
         that they count as resident and free their place in flight."""
         for key, (r, fut) in list(self.flight.items()):
-            if fut.done() and fut.exception() is None:
+            if fut.done():
                 del self.flight[key]
-                self._install(key, r, fut.result())
-                self.lru[r] = None
+                if fut.exception() is None:
+                    self._install(key, r, fut.result())
+                    self.lru[r] = None
+                else:  # decoded again where it is needed, and the error raised there
+                    self.early.discard(r)
+                    self.guessed.discard(r)
+                    self.free.append(r)
+
+    def pump(self) -> None:
+        """Hand the decoder the most urgent wanted chunks, one per thread (each into a row
+        of its own, taken from the free or least recently used rows)."""
+        flight = self.flight
+        if flight:
+            self._harvest()
+        ahead = self.ahead
+        guessed = self.guessed
+        while len(flight) < self.depth and ahead:
+            u = ahead.urgency()
+            if u is None or (u >= NEXT and len(guessed) >= PREFETCH_DEPTH):
+                # guesses beyond ready strands hold few rows, so they do not push out
+                # chunks that cores come back to
+                break
+            got = ahead.pop()
+            if got is None:
+                break
+            key, trace = got
+            if key in self.where or key in flight:
+                continue
+            r = self._row_for()
+            self.early.add(r)
+            if u >= NEXT:
+                guessed.add(r)
+            self.ahead_loads += 1
+            flight[key] = (r, self.executor.submit(self._decode, trace, key[1], r))
 
     def acquire(self, job: Job, k: int) -> int:
         """Pin and return the row holding chunk ``k`` of ``job``, decoding it if needed."""
@@ -264,15 +354,27 @@ class ChunkSlots:
             got = self.flight.pop(key, None)
             if got is not None:
                 r, fut = got
-                ch = fut.result()  # a decoding error surfaces here, where it is needed
+                while True:
+                    try:  # a decoding error surfaces here, where it is needed
+                        ch = fut.result(timeout=WAIT_POLL_S)
+                        break
+                    except TimeoutError:
+                        self.pump()  # the other threads decode on while this one waits
             else:
+                self.ahead.discard(key)
                 r = self._row_for()
-                ch = job.trace.load_chunk(k, self._out(r))
+                if self.on:
+                    self.pump()  # before this thread is busy decoding
+                ch = self._decode(job.trace, k, r)
             self.wait_ns += time.perf_counter_ns() - t0
             self._install(key, r, ch)
         elif self.pins[r] == 0:
             del self.lru[r]
+        self.early.discard(r)
+        self.guessed.discard(r)
         self.pins[r] += 1
+        if self.on:
+            self.pump()
         return r
 
     def private(self, c: int) -> tuple[int, int]:
@@ -286,17 +388,13 @@ class ChunkSlots:
         if self.pins[r] == 0:
             self.lru[r] = None
 
-    def prefetch(self, job: Job, k: int) -> None:
-        """Decode chunk ``k`` of ``job`` in the background unless resident or coming."""
-        key = (job.jid, k)
-        if key in self.where or key in self.flight:
-            return
-        if len(self.flight) >= PREFETCH_DEPTH:
-            self._harvest()
-            if len(self.flight) >= PREFETCH_DEPTH:
-                return
-        r = self._row_for()
-        self.flight[key] = (r, self.executor.submit(job.trace.load_chunk, k, self._out(r)))
+    def want(self, jid: int, trace: Any, k: int, urgency: int = READY) -> None:
+        """Want chunk ``k`` of job ``jid``'s ``trace`` decoded ahead (in the background,
+        most urgent first; :mod:`simsched.engine.ahead`) unless resident or coming."""
+        key = (jid, k)
+        if self.on and key not in self.where and key not in self.flight:
+            self.ahead.want(key, urgency, trace)
+            self.pump()
 
     def close(self) -> None:
         """Stop the background decoder (chunks in flight are dropped)."""
@@ -318,6 +416,13 @@ class CoreDriver:
         A :class:`MemorySystem` of ``machine`` to use (default: a new one).
     plan
         The buffers' layout (default: :func:`buffer_plan` of the machine's cores).
+    decode_ahead
+        Decode chunks ahead in the background (:mod:`simsched.engine.ahead`); False: each
+        chunk when a core needs it.  Results are the same either way.
+    first
+        (job number, trace) of the jobs that start the run: the chunks of their first
+        strands are decoded ahead from now on (:meth:`prefetch_start`), while the memory
+        model is built or loaded.
     """
 
     def __init__(
@@ -328,15 +433,23 @@ class CoreDriver:
         chunk_width: int,
         memory: MemorySystem | None = None,
         plan: BufferPlan | None = None,
+        decode_ahead: bool = True,
+        first: Sequence[tuple[int, Any]] = (),
     ) -> None:
         self.machine = machine
-        self.memory = memory if memory is not None else MemorySystem(machine)
         P = machine.cores
         self.P = P
         self.cs = np.zeros((NF, P), dtype=np.int64)
         self.heap = np.zeros(P, dtype=np.int64)
         self.plan = plan if plan is not None else buffer_plan(P, chunk_width)
-        self.slots = ChunkSlots(self.plan.rows, chunk_width, private=P)
+        self.slots = ChunkSlots(self.plan.rows, chunk_width, private=P, ahead=decode_ahead)
+        if decode_ahead:
+            self.prefetch_start(first)
+        try:
+            self.memory = memory if memory is not None else MemorySystem(machine)
+        except BaseException:
+            self.slots.close()
+            raise
         self.window = np.int64(window)
         self.pthresh = np.int64(private_threshold(machine))
         self.plimit = np.int64(self.memory.page_limit())
@@ -368,11 +481,26 @@ class CoreDriver:
         return int(cs[F_CLOCK, c]), int(cs[F_PMISS, c])
 
     def prefetch(self, job: Job, strands: list[int]) -> None:
-        """Decode ahead the chunks holding the first references of ``strands``."""
+        """Decode ahead the chunks holding the first references of ``strands`` (ready:
+        any idle core may take them now)."""
         rs = job.ref_start
+        want = self.slots.want
         for s in strands:
             if rs[s] < rs[s + 1]:
-                self.slots.prefetch(job, job.chunk_of_ref(rs[s]))
+                want(job.jid, job.trace, job.chunk_of_ref(rs[s]))
+
+    def prefetch_start(self, jobs: Sequence[tuple[int, Any]]) -> None:
+        """Decode ahead, before the run starts, the chunks of the strands that become
+        ready first in the traces of ``jobs`` ((job number, trace) pairs): every idle core
+        takes one of them at once (:func:`~simsched.engine.ahead.first_chunks`).  At most
+        as many chunks as cores, and as the rows left when every core pins one."""
+        if not jobs:
+            return
+        room = min(self.P, self.plan.rows - PREFETCH_DEPTH - 2)
+        each = max(room // len(jobs), 1)
+        for jid, trace in jobs:
+            for k in first_chunks(trace, each):
+                self.slots.want(jid, trace, k, START)
 
     def _map(self, c: int, g: int) -> None:
         """Point core ``c`` at its references from global index ``g`` to the strand's end."""
@@ -387,7 +515,8 @@ class CoreDriver:
             cs[F_LAST, c] = 1
             return
         job = self.job[c]
-        r = slots.acquire(job, job.chunk_of_ref(g))
+        k = job.chunk_of_ref(g)
+        r = slots.acquire(job, k)
         if old >= 0:
             slots.release(old)
         self.row[c] = r
@@ -395,6 +524,10 @@ class CoreDriver:
         end = first + slots.length[r]
         stop = min(e, end, g + SEGMENT_REFS)
         self.seg_end[c] = stop
+        if stop + max(2 * SEGMENT_REFS, (end - first) // NEXT_PART) >= end and end < job.n_refs:
+            # near the chunk's end: this core, or the next strand laid out after this
+            # one, reads on into the next chunk
+            slots.want(job.jid, job.trace, k + 1, NEXT)
         cs[F_LAST, c] = 1 if stop == e else 0
         st = job.stacks
         if (st is not None and c > 0) or self.plan.copy:

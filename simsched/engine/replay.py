@@ -233,6 +233,9 @@ class Replay:
         strand's completion has been handled: when it returns True the replay stops there,
         with the strands not finished unrecorded (steady-state sampling,
         :class:`simsched.engine.sampling.IterationSampler`).
+    decode_ahead
+        Decode trace chunks ahead in background threads (default); False: each chunk when
+        a core needs it.  Only the wall time differs.
     """
 
     def __init__(
@@ -246,6 +249,7 @@ class Replay:
         memory: Any = None,
         progress: Callable[[int, int], None] | None = None,
         stop_when: StopWhen | None = None,
+        decode_ahead: bool = True,
     ) -> None:
         if window < 0:
             raise ConfigError(f"window {window}: must be >= 0 cycles")
@@ -263,7 +267,13 @@ class Replay:
         self.controller = controller or get_controller("all")(machine, len(jobs))
         plan, width = plan_buffers(machine, jobs)
         self.driver = CoreDriver(
-            machine, window=window, chunk_width=width, memory=memory, plan=plan
+            machine,
+            window=window,
+            chunk_width=width,
+            memory=memory,
+            plan=plan,
+            decode_ahead=decode_ahead,
+            first=[(j, s.trace) for j, s in enumerate(jobs) if s.arrival == 0],
         )
         self.memory = self.driver.memory
         self.progress = progress
@@ -762,6 +772,10 @@ class Replay:
             "cpu_s": time.thread_time() - self._cpu0,
             "median_strand_ns": float(np.median(allc)) if allc.size else 0.0,
             "chunk_loads": self.driver.slots.loads,
+            # Chunks decoded ahead in the background, and of them those pushed out of their
+            # row before any core read them.
+            "chunks_ahead": self.driver.slots.ahead_loads,
+            "chunks_unread": self.driver.slots.wasted,
             # Time the engine waited for chunks being decoded (in flight or not yet begun).
             "decode_wait_s": self.driver.slots.wait_ns / 1e9,
             # Time in the control plane (arrivals, controller quanta, reallocations).
@@ -877,6 +891,9 @@ class Engine:
         Optional callback ``progress(refs_done, refs_total)``.
     stop_when
         As for :class:`Replay`.
+    decode_ahead
+        Decode trace chunks ahead in background threads (default); False: each chunk when
+        a core needs it.  Only the wall time differs.
     """
 
     def __init__(
@@ -891,6 +908,7 @@ class Engine:
         window: int = DEFAULT_WINDOW,
         progress: Callable[[int, int], None] | None = None,
         stop_when: StopWhen | None = None,
+        decode_ahead: bool = True,
     ) -> None:
         self.trace = trace
         self.machine = machine
@@ -904,6 +922,7 @@ class Engine:
             memory=memory,
             progress=progress,
             stop_when=stop_when,
+            decode_ahead=decode_ahead,
         )
         self.memory = self.replay.memory
 
