@@ -85,6 +85,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
+class Prefetch(_Strict):
+    """A per-core stream prefetcher filling a private level (docs/machine-model.md §6.2)."""
+
+    streams: StrictInt = Field(
+        default=16, ge=1, le=64, description="streams each core's prefetcher tracks"
+    )
+    distance: StrictInt = Field(
+        default=4, ge=1, le=64, description="lines ahead of the access that triggers it"
+    )
+    degree: StrictInt = Field(default=2, ge=1, le=16, description="lines prefetched per trigger")
+
+
 class CacheLevel(_Strict):
     """One level of the cache hierarchy (true LRU, write-back, write-allocate)."""
 
@@ -102,6 +114,9 @@ class CacheLevel(_Strict):
             "evictions of the level above, a hit moves the line up and out of it; "
             "non-inclusive: filled by demand fills, no back-invalidation"
         ),
+    )
+    prefetch: Prefetch | None = Field(
+        default=None, description="a stream prefetcher per core filling this private level"
     )
 
     @model_validator(mode="before")
@@ -344,6 +359,19 @@ class Machine(_Strict):
                     f"caches.{i}.inclusion ({c.name}): an exclusive level needs the line of the "
                     f"level above ({self.caches[i - 1].line}), not {c.line}"
                 )
+        fetching = [i for i, c in enumerate(self.caches) if c.prefetch is not None]
+        for i in fetching:
+            c = self.caches[i]
+            if c.scope != "core" or c.exclusive:
+                raise ValueError(
+                    f"caches.{i}.prefetch ({c.name}): a prefetcher fills a private level that "
+                    "demand fills (scope: core, not exclusive)"
+                )
+        if len(fetching) > 1:
+            raise ValueError(
+                f"caches.{fetching[1]}.prefetch: one prefetching level per machine "
+                f"(caches.{fetching[0]} has one already)"
+            )
         node = self.memory.fixed_node
         if node is not None and node >= self.sockets:
             raise ValueError(
@@ -391,6 +419,9 @@ class Machine(_Strict):
         d = self.model_dump(mode="json")
         if d["links"] is None:
             del d["links"]
+        for c in d["caches"]:
+            if c["prefetch"] is None:
+                del c["prefetch"]
         if self.core is None or self.core.blocking:
             del d["core"]
         return d

@@ -96,6 +96,15 @@ PLACE_FIRST_TOUCH, PLACE_INTERLEAVE, PLACE_FIXED = range(3)
 # starts at OOO_RING.
 OOO_COUNT, OOO_HEAD, OOO_INSTR, OOO_RING = range(4)
 
+# Per core fields of the prefetchers' state ``st[ST_PF]``: the stream slot replaced next,
+# prefetches issued, prefetched lines a demand access used, and those it used before they
+# arrived; the streams start at PF_STREAMS.
+PF_NEXT, PF_ISSUED, PF_USEFUL, PF_LATE, PF_STREAMS = range(5)
+PF_FIELDS = ("issued", "useful", "late")
+#: Most entries of a core's table of prefetched lines (one per line of the level, fewer
+#: for large levels: the table only times and counts prefetches, a collision forgets one).
+PF_TABLE_MAX = 4096
+
 #: Coherence filter: 2**FILTER_BITS buckets of counters of the lines each core's private
 #: levels and each socket's shared levels hold, by address region of
 #: 2**FILTER_REGION_SHIFT bytes (at least the largest line).
@@ -142,6 +151,14 @@ class Geometry:
     #: core and reorder-buffer entries; 0 and 0 for blocking cores.
     mshrs: int = 0
     rob: int = 0
+    #: Stream prefetcher (docs/machine-model.md §6.2): the private level it fills (-1:
+    #: none), streams per core, distance and degree in lines, and the entries (a power of
+    #: two) of each core's table of prefetched lines.
+    pf_level: int = -1
+    pf_streams: int = 0
+    pf_distance: int = 0
+    pf_degree: int = 0
+    pf_table: int = 0
 
     @property
     def levels(self) -> int:
@@ -203,9 +220,21 @@ class Geometry:
         return self.levels + 7
 
     @property
+    def st_pf(self) -> int:
+        """Index of the prefetchers' state (:attr:`pf_stride` per core)."""
+        return self.levels + 8
+
+    @property
     def st_misc(self) -> int:
         """Index of the MISC array (always the last array of the state)."""
-        return self.levels + 8
+        return self.levels + 9
+
+    @property
+    def pf_stride(self) -> int:
+        """int64 entries per core of the prefetchers' state: next stream slot to replace,
+        counters (PF_ISSUED, PF_USEFUL, PF_LATE), ``pf_streams`` streams of (last line,
+        direction, seen), then ``pf_table`` (line, ready time) pairs."""
+        return PF_STREAMS + 3 * self.pf_streams + 2 * self.pf_table
 
     @property
     def ooo_stride(self) -> int:
@@ -307,7 +336,22 @@ def geometry_of(machine: Machine) -> Geometry:
         coherent=machine.coherent,
         mshrs=0 if (ooo := machine.out_of_order) is None else int(ooo.mshrs or 0),
         rob=0 if ooo is None else int(ooo.rob or 0),
+        **_prefetch_geometry(machine),
     )
+
+
+def _prefetch_geometry(machine: Machine) -> dict[str, int]:
+    for k, c in enumerate(machine.caches):
+        if c.prefetch is not None:
+            lines = c.size // c.line
+            return {
+                "pf_level": k,
+                "pf_streams": c.prefetch.streams,
+                "pf_distance": c.prefetch.distance,
+                "pf_degree": c.prefetch.degree,
+                "pf_table": 1 << (min(lines, PF_TABLE_MAX).bit_length() - 1),
+            }
+    return {}
 
 
 # --------------------------------------------------------------------------- generation
@@ -395,7 +439,7 @@ def _tlist(g: Geometry, n: int | None = None) -> str:
 
 
 def _unpack(g: Geometry) -> str:
-    return f"{_tlist(g)}, LS, CS, NS, CTRL, PT, FC, TIM, OO, MISC = st"
+    return f"{_tlist(g)}, LS, CS, NS, CTRL, PT, FC, TIM, OO, PF, MISC = st"
 
 
 def _fbase(g: Geometry, k: int, line: str) -> str:
@@ -808,9 +852,13 @@ def _g_line(g: Geometry) -> list[str]:
         else:
             hit += _s_touch(g, k, f"T{k}", f"b{k}", "p", "w" if k == 0 else "0")
         hit += [f"dl = H{k}", f"served = {k}"]
+        if k == g.pf_level:
+            hit += _g_pf_used(g)
         out += _ind(hit, 1)
         out.append("else:")
         miss = _g_count(k, LVL_MISSES)
+        if k == g.pf_level:
+            miss.append("trig = True")
         if k + 1 < L:
             miss += probe(k + 1)
         else:
@@ -837,7 +885,118 @@ def _g_line(g: Geometry) -> list[str]:
             "    if others != 0:",
             f"        _coherence({_tlist(g)}, LS, FC, core, a0)",
         ]
+    if g.pf_level >= 0:
+        body += _g_pf_trigger(g)
     return body
+
+
+def _pf_slot(g: Geometry, line: str) -> str:
+    """First entry of line ``line``'s slot in the core's table of prefetched lines."""
+    tb = g.pf_table.bit_length() - 1
+    first = PF_STREAMS + 3 * g.pf_streams
+    return f"pfb + {first} + 2 * (({line} ^ ({line} >> {tb})) & {g.pf_table - 1})"
+
+
+def _g_pf_used(g: Geometry) -> list[str]:
+    """A demand hit at the prefetching level on a line the prefetcher brought: count it
+    useful, wait until it has arrived (late if it had not), and trigger the prefetcher."""
+    k = g.pf_level
+    return [
+        f"pfe = {_pf_slot(g, f'a{k}')}",
+        f"if PF[pfe] == a{k}:",
+        f"    PF[pfb + {PF_USEFUL}] += 1",
+        "    pfr = PF[pfe + 1]",
+        f"    if pfr > tl + H{k}:",
+        "        dl = pfr - tl",
+        f"        PF[pfb + {PF_LATE}] += 1",
+        "    PF[pfe] = -1",
+        "    trig = True",
+    ]
+
+
+def _g_pf_probe(g: Geometry, k: int) -> list[str]:
+    """Prefetch path below the prefetching level: level k serves line a{k} (no demand
+    statistics), or memory does; sets ``dl`` and ``served`` as the demand path does."""
+    L = g.levels
+    out = [f"b{k} = {_base(g, k, f'ix{k}', f'a{k}')}", *_s_find(g, k, f"T{k}", f"b{k}", f"a{k}")]
+    out.append("if p >= 0:")
+    hit = _g_take(g, k) if g.exclusive[k] else _s_touch(g, k, f"T{k}", f"b{k}", "p", "0")
+    out += _ind([*hit, f"dl = H{k}", f"served = {k}"], 1)
+    out.append("else:")
+    miss = _g_pf_probe(g, k + 1) if k + 1 < L else [*_g_mem_fetch(g), f"served = {L}"]
+    return out + _ind(miss, 1)
+
+
+def _g_pf_fetch(g: Geometry) -> list[str]:
+    """Prefetch line ``pfp`` (of the prefetching level kp) at time ``tl`` unless level kp
+    holds it: fetch it like a demand miss of level kp (fills of kp and the levels it
+    passes, victims, write-backs), and note when it arrives."""
+    kp, L = g.pf_level, g.levels
+    fill: list[str] = ["xd = 0"] if any(g.exclusive) else []
+    fill += _g_pf_probe(g, kp + 1) if kp + 1 < L else [*_g_mem_fetch(g), f"served = {L}"]
+    for j in range(L - 1, kp, -1):
+        if not g.exclusive[j]:
+            fill += [f"if served > {j}:", *_ind(_g_fill(g, j, "0"), 1)]
+    fill += _g_fill(g, kp, "xd" if any(g.exclusive) else "0")
+    fill += [
+        f"PF[pfb + {PF_ISSUED}] += 1",
+        f"pfe = {_pf_slot(g, 'pfp')}",
+        "PF[pfe] = pfp",
+        "PF[pfe + 1] = tl + dl",
+    ]
+    return [
+        f"a{kp} = pfp",
+        *[f"a{j} = pfp >> {g.shifts[j] - g.shifts[kp]}" for j in range(kp + 1, L)],
+        f"b{kp} = {_base(g, kp, f'ix{kp}', f'a{kp}')}",
+        *_s_find(g, kp, f"T{kp}", f"b{kp}", f"a{kp}"),
+        "if p < 0:",
+        *_ind(fill, 1),
+    ]
+
+
+def _g_pf_trigger(g: Geometry) -> list[str]:
+    """After a demand access that missed the prefetching level kp or used a prefetched
+    line there (``trig``): find the core's stream this line continues (the line after
+    its last one, in its direction; either neighbour for a stream seen once), or start a
+    stream in the next slot, round robin; a continued stream prefetches ``degree`` lines
+    from ``distance`` lines ahead, within the trigger's page."""
+    kp = g.pf_level
+    S = g.pf_streams
+    sb = PF_STREAMS
+    page_lines = max(g.page_shift - g.shifts[kp], 0)
+    trig = [
+        "trig = False",
+        "pfdl = dl",
+        f"pfx = a{kp}",
+        "pfm = -1",
+        f"for e_ in range({S}):",
+        f"    pfl = PF[pfb + {sb} + 3 * e_]",
+        f"    pfd = PF[pfb + {sb} + 3 * e_ + 1]",
+        f"    if PF[pfb + {sb} + 3 * e_ + 2] != 0 and (",
+        "        pfx == pfl + pfd if pfd != 0 else (pfx == pfl + 1 or pfx == pfl - 1)",
+        "    ):",
+        "        pfm = e_",
+        "        break",
+        "if pfm < 0:",
+        f"    e_ = PF[pfb + {PF_NEXT}]",
+        f"    PF[pfb + {PF_NEXT}] = e_ + 1 if e_ + 1 < {S} else 0",
+        f"    PF[pfb + {sb} + 3 * e_] = pfx",
+        f"    PF[pfb + {sb} + 3 * e_ + 1] = 0",
+        f"    PF[pfb + {sb} + 3 * e_ + 2] = 1",
+        "else:",
+        f"    pfo = pfb + {sb} + 3 * pfm",
+        "    if PF[pfo + 1] == 0:",
+        "        PF[pfo + 1] = pfx - PF[pfo]",
+        "    PF[pfo] = pfx",
+        "    pfd = PF[pfo + 1]",
+        f"    for q_ in range({g.pf_distance}, {g.pf_distance + g.pf_degree}):",
+        "        pfp = pfx + pfd * q_",
+        f"        if pfp < 0 or (pfp >> {page_lines}) != (pfx >> {page_lines}):",
+        "            break",
+        *_ind(_g_pf_fetch(g), 2),
+        "dl = pfdl",
+    ]
+    return ["if trig:", *_ind(trig, 1)]
 
 
 def _others(g: Geometry) -> list[str]:
@@ -950,6 +1109,7 @@ def _entry(g: Geometry) -> str:
         '"""',
         *_g_prologue(g),
         *_g_locals(g),
+        *([f"pfb = core * {g.pf_stride}", "trig = False"] if g.pf_level >= 0 else []),
         *(
             [
                 f"oc = core * {g.ooo_stride}",

@@ -148,6 +148,12 @@ class MemorySystem:
         arrays.append(np.zeros(n_fc, np.int64))
         arrays.append(timing_of(self.machine))
         arrays.append(np.zeros(max(g.cores * g.ooo_stride if g.mshrs else 0, 1), np.int64))
+        pf = np.zeros(max(g.cores * g.pf_stride if g.pf_level >= 0 else 0, 1), np.int64)
+        if g.pf_level >= 0:
+            # Table slots hold no line (-1) until a prefetch fills them.
+            table = pf.reshape(g.cores, g.pf_stride)[:, K.PF_STREAMS + 3 * g.pf_streams :]
+            table[:, 0::2] = -1
+        arrays.append(pf)
         misc = np.zeros(K.NMISC, np.int64)
         misc[K.MISC_PT_SHIFT] = _pt_shift(max(cap, _MIN_PT))
         arrays.append(misc)
@@ -415,6 +421,9 @@ class MemorySystem:
         g = self.geometry
         for idx in (g.st_lvl, g.st_core, g.st_node):
             self.state[idx][:] = 0
+        if g.pf_level >= 0:
+            per_core = self.state[g.st_pf].reshape(g.cores, g.pf_stride)
+            per_core[:, K.PF_ISSUED : K.PF_STREAMS] = 0
 
     def stats(self) -> dict:
         """Statistics per level (and instance), core, socket and node.
@@ -504,7 +513,23 @@ class MemorySystem:
         }
         if g.links:
             out["links"] = self._link_stats()
+        if g.pf_level >= 0:
+            out["prefetch"] = self._prefetch_stats()
         return out
+
+    def _prefetch_stats(self) -> dict:
+        """The prefetcher's counters: totals and per core (``useless``: issued, not used)."""
+        g = self.geometry
+        per_core = self.state[g.st_pf].reshape(g.cores, g.pf_stride)
+        cores = []
+        for c in range(g.cores):
+            d = dict(
+                zip(K.PF_FIELDS, map(int, per_core[c, K.PF_ISSUED : K.PF_STREAMS]), strict=True)
+            )
+            d["useless"] = d["issued"] - d["useful"]
+            cores.append(d)
+        total = {f: sum(d[f] for d in cores) for f in (*K.PF_FIELDS, "useless")}
+        return {"level": self.machine.caches[g.pf_level].name, **total, "cores": cores}
 
     def _link_stats(self) -> list[dict]:
         """Per directed link: its ends, lines carried, busy and queueing cycles."""

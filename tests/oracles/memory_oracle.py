@@ -69,6 +69,23 @@ class MemoryOracle:
         self.node = [dict.fromkeys(NODE_FIELDS, 0) for _ in range(machine.sockets)]
         self.ctrl_free = [0] * machine.sockets
         self.pages: dict[int, int] = {}
+        # The stream prefetcher (docs/machine-model.md §6.2), per core: its streams
+        # [last line, direction, valid], the slot replaced next, the table of prefetched
+        # lines {slot: (line, ready)} and its counters.
+        self.pf_level = next((k for k, c in enumerate(self.levels) if c.prefetch is not None), None)
+        if self.pf_level is not None:
+            c = self.levels[self.pf_level]
+            lines = min(c.size // c.line, 4096)
+            self.pf_table = 1 << (lines.bit_length() - 1)
+            self.pf = c.prefetch
+            self.streams = [
+                [[0, 0, False] for _ in range(c.prefetch.streams)] for _ in range(machine.cores)
+            ]
+            self.next_stream = [0] * machine.cores
+            self.table: list[dict[int, tuple[int, int]]] = [{} for _ in range(machine.cores)]
+            self.pf_count = [
+                dict.fromkeys(("issued", "useful", "late"), 0) for _ in range(machine.cores)
+            ]
         # Out-of-order cores: misses in flight and instructions issued, per core.
         self.flight: dict[int, list[tuple[int, int]]] = {}
         self.instr: dict[int, int] = {}
@@ -205,6 +222,7 @@ class MemoryOracle:
         served = self.L
         lat = None
         taken_dirty = False
+        trig = None
         for k in range(self.L):
             line = self._line_at(k, a0)
             inst = self._inst(k, core)
@@ -222,9 +240,21 @@ class MemoryOracle:
                     s[line] = True
                 lat = self.levels[k].hit_latency
                 served = k
+                if k == self.pf_level:
+                    slot = self._slot(line)
+                    got = self.table[core].get(slot)
+                    if got is not None and got[0] == line:
+                        self.pf_count[core]["useful"] += 1
+                        if got[1] > now + lat:
+                            lat = got[1] - now
+                            self.pf_count[core]["late"] += 1
+                        del self.table[core][slot]
+                        trig = line
                 break
             self.lvl[k][inst]["misses"] += 1
             self.core_lvl[core][k]["misses"] += 1
+            if k == self.pf_level:
+                trig = line
         if lat is None:
             lat = self._mem_fetch(core, self._line_at(self.L - 1, a0), now)
         for k in range(served - 1, -1, -1):
@@ -233,7 +263,61 @@ class MemoryOracle:
                 self._fill(k, core, self._line_at(k, a0), dirty, now)
         if write and self.m.coherent:
             self._coherence(core, a0)
+        if trig is not None:
+            self._train(core, trig, now)
         return lat
+
+    # ------------------------------------------------------------------ prefetcher
+    def _slot(self, line: int) -> int:
+        tb = self.pf_table.bit_length() - 1
+        return (line ^ (line >> tb)) & (self.pf_table - 1)
+
+    def _train(self, core: int, x: int, now: int) -> None:
+        streams = self.streams[core]
+        match = None
+        for e in streams:
+            last, d, valid = e
+            if valid and (x == last + d if d else x in (last + 1, last - 1)):
+                match = e
+                break
+        if match is None:
+            i = self.next_stream[core]
+            self.next_stream[core] = (i + 1) % len(streams)
+            streams[i][:] = [x, 0, True]
+            return
+        if match[1] == 0:
+            match[1] = x - match[0]
+        match[0] = x
+        page_lines = max(self.page_shift - self.shift[self.pf_level], 0)
+        for q in range(self.pf.distance, self.pf.distance + self.pf.degree):
+            p = x + match[1] * q
+            if p < 0 or p >> page_lines != x >> page_lines:
+                break
+            self._prefetch(core, p, now)
+
+    def _prefetch(self, core: int, p: int, now: int) -> None:
+        kp = self.pf_level
+        if p in self._set(kp, self._inst(kp, core), p):
+            return
+        served, lat, taken_dirty = self.L, None, False
+        for k in range(kp + 1, self.L):
+            line = p >> (self.shift[k] - self.shift[kp])
+            s = self._set(k, self._inst(k, core), line)
+            if line in s:
+                if self.levels[k].exclusive:
+                    taken_dirty = s.pop(line)
+                else:
+                    s.move_to_end(line)
+                lat, served = self.levels[k].hit_latency, k
+                break
+        if lat is None:
+            lat = self._mem_fetch(core, p >> (self.shift[-1] - self.shift[kp]), now)
+        for k in range(served - 1, kp - 1, -1):
+            if not self.levels[k].exclusive:
+                line = p >> (self.shift[k] - self.shift[kp])
+                self._fill(k, core, line, k == kp and taken_dirty, now)
+        self.pf_count[core]["issued"] += 1
+        self.table[core][self._slot(p)] = (p, now + lat)
 
     # ------------------------------------------------------------------ public
     def access(self, core: int, addr: int, size: int, is_write: bool, now: int) -> int:
@@ -326,7 +410,7 @@ class MemoryOracle:
         nodes = [dict(n) for n in self.node]
         lines = sum(n["local"] + n["remote"] + n["writebacks"] for n in nodes)
         first_touch = self.m.sockets > 1 and self.m.memory.placement == "first-touch"
-        return {
+        out = {
             "levels": levels,
             "cores": cores,
             "sockets": sockets,
@@ -334,6 +418,11 @@ class MemoryOracle:
             "offchip_bytes": lines * self.levels[-1].line,
             "pages_mapped": len(self.pages) if first_touch else 0,
         }
+        if self.pf_level is not None:
+            per = [{**d, "useless": d["issued"] - d["useful"]} for d in self.pf_count]
+            total = {f: sum(d[f] for d in per) for f in ("issued", "useful", "late", "useless")}
+            out["prefetch"] = {"level": self.levels[self.pf_level].name, **total, "cores": per}
+        return out
 
     def contents(self, k: int, inst: int) -> list[list[tuple[int, bool]]]:
         """Level k instance ``inst``: per set, (line, dirty) from MRU to LRU."""
