@@ -116,6 +116,10 @@ def memory_fields(mem_stats: dict, makespan: int, instructions: int) -> dict[str
                 for ln in mem_stats["links"]
             ]
         )
+    if "prefetch" in mem_stats:
+        # Only machines with a prefetcher have these fields (docs/machine-model.md §6.2).
+        for f in ("issued", "useful", "late", "useless"):
+            out[f"prefetch_{f}"] = int(mem_stats["prefetch"][f])
     sockets = mem_stats.get("sockets", [])
     out["dram_by_socket"] = dumps(
         [{"local": int(s["mem_local"]), "remote": int(s["mem_remote"])} for s in sockets]
