@@ -17,7 +17,10 @@
   one) and then an eighth as much more (at least
   :data:`MIN_LINES` lines per array), measured; bandwidth counts STREAM's bytes (copy 16,
   triad 24 per element, no write-allocate traffic) per core over its measured part,
-  summed over the cores;
+  summed over the cores; for a socket and the machine, the **DRAM traffic** of the triad
+  run too (every line fetched or written back, write-allocate included, over the run):
+  the figure a controller's *peak* rate bounds, where STREAM's count of a triad can
+  reach at most 24 / 32 of it;
 * a **remote read**: every core of socket 0 sums arrays that live on node 1.
 
 Cores are interleaved reference by reference in global time order by the replay
@@ -143,8 +146,12 @@ def _kernel(kind: str, base: int, total: int, lo: int, hi: int, width: int) -> S
     return addrs, writes, np.full(addrs.shape[0], width, np.uint8)
 
 
-def _bandwidth(machine: Machine, kind: str, cores: list[int], remote_node: int | None) -> float:
-    """STREAM bandwidth in GB/s of ``kind`` run by ``cores`` together."""
+def _bandwidth(
+    machine: Machine, kind: str, cores: list[int], remote_node: int | None
+) -> tuple[float, float]:
+    """STREAM bandwidth in GB/s of ``kind`` run by ``cores`` together, and the DRAM
+    traffic of the whole run in GB/s (lines fetched and written back, over the time from
+    the start to the last core's end): what a controller's peak rate bounds."""
     ms = MemorySystem(machine)
     cps = machine.cores_per_socket
     busy = {machine.socket_of(c) for c in cores}
@@ -179,10 +186,17 @@ def _bandwidth(machine: Machine, kind: str, cores: list[int], remote_node: int |
         pages = np.unique(np.concatenate([s[0] for s in streams.values()]) // page) * page
         ms.access_batch(remote_node * cps, pages, 8, False, 0)
         start = ms.last_time
+    before = _dram_lines(ms)
     mid, end = _run(ms, streams, warm, start)
     assert machine.clock_ghz is not None
+    moved = (_dram_lines(ms) - before) * machine.caches[-1].line
+    traffic = moved * machine.clock_ghz / (max(end.values()) - start)
     # The cores run side by side, so the machine's rate is the sum of theirs.
-    return sum(measured * machine.clock_ghz / (end[c] - mid[c]) for c in cores)
+    return sum(measured * machine.clock_ghz / (end[c] - mid[c]) for c in cores), traffic
+
+
+def _dram_lines(ms: MemorySystem) -> int:
+    return sum(n["local"] + n["remote"] + n["writebacks"] for n in ms.stats()["nodes"])
 
 
 def _chase_ns(machine: Machine, node: int) -> float:
@@ -242,10 +256,12 @@ def calibrate(machine: Machine) -> dict[str, Any]:
     socket0 = list(range(cps))
     everyone = list(range(m.cores))
     for label, cores in (("core", [0]), ("socket", socket0), ("machine", everyone)):
-        sim[f"bandwidth_{label}_GBps"] = _bandwidth(m, "triad", cores, None)
-        sim[f"bandwidth_{label}_copy_GBps"] = _bandwidth(m, "copy", cores, None)
+        sim[f"bandwidth_{label}_GBps"], traffic = _bandwidth(m, "triad", cores, None)
+        sim[f"bandwidth_{label}_copy_GBps"] = _bandwidth(m, "copy", cores, None)[0]
+        if label != "core":
+            sim[f"dram_{label}_GBps"] = traffic
     if m.sockets > 1:
-        sim["bandwidth_socket_remote_GBps"] = _bandwidth(m, "read", socket0, 1)
+        sim["bandwidth_socket_remote_GBps"] = _bandwidth(m, "read", socket0, 1)[0]
     published = {p.metric: p for p in PUBLISHED.get(machine.name, ())}
     rows = []
     for metric, value in sim.items():

@@ -5,10 +5,10 @@
 engine and through the job-set path and compares every field.  Regenerate it only on a
 deliberate change of the timing model, and say so in the commit.
 
-The cases run the presets with blocking cores (``core: blocking``), the model they were
-written with, so they still pin it bit for bit now that the server presets have
-out-of-order cores; a machine named ``<preset>+ooo`` runs the preset as it is
-(docs/machine-model.md §6.1).
+The cases run the presets with blocking cores and no prefetcher, the timing model they
+were written with, so they still pin it bit for bit now that the server presets have
+out-of-order cores and prefetchers; a machine named ``<preset>+ooo`` runs the preset as
+it is (docs/machine-model.md §6.1-6.2).
 """
 
 from __future__ import annotations
@@ -91,21 +91,20 @@ def run_case(case: tuple):
     """Replay one golden case with :func:`simsched.run`."""
     import simsched
 
+    from simsched.machine import load_machine
+
     trace, machine, sched, params, seed, window = case
     if machine.endswith(OOO):
-        machine, overrides = machine.removesuffix(OOO), None
+        m = load_machine(machine.removesuffix(OOO))
     else:
-        overrides = {"core": "blocking"}
-    return simsched.run(
-        SAMPLES / trace,
-        machine,
-        sched,
-        params,
-        seed,
-        window=window,
-        speedup=False,
-        overrides=overrides,
-    )
+        m = blocking(load_machine(machine))
+    return simsched.run(SAMPLES / trace, m, sched, params, seed, window=window, speedup=False)
+
+
+def blocking(machine):
+    """``machine`` with blocking cores and no prefetcher: the timing model before §6."""
+    caches = tuple(c.model_copy(update={"prefetch": None}) for c in machine.caches)
+    return machine.model_copy(update={"core": None, "caches": caches})
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from simsched.machine.published import PUBLISHED
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_controller_rate_matches_published_socket_bandwidth(name):
     m = load_machine(name)
-    pub = {p.metric: p for p in PUBLISHED[name]}["bandwidth_socket_GBps"].value
+    pub = {p.metric: p for p in PUBLISHED[name]}["dram_socket_GBps"].value
     assert m.clock_ghz is not None and pub is not None
     cycles_per_line = m.caches[-1].line * m.clock_ghz / pub
     # The nearest whole number of cycles (opteron-8380-4x4 had 8 where its source gives

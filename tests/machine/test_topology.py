@@ -61,9 +61,20 @@ def test_presets_wiring():
 
 
 def test_no_links_no_routes():
-    m = load_machine("sunfire-x4600-8x4")
+    m = load_machine("itrs-scaling-16")
     assert m.links is None and routes(m) is None
     assert "links" not in m.as_dict()
+
+
+def test_sunfire_ladder_has_at_most_three_hops():
+    """The X4600 M2's twisted ladder: three coherent links per Opteron at most, every
+    route within the white paper's three hops."""
+    m = load_machine("sunfire-x4600-8x4")
+    r = routes(m)
+    assert r is not None
+    assert max(max(row) for row in r.hops) == 3
+    degree = [sum(1 for ln in m.links or () if s in (ln.a, ln.b)) for s in range(m.sockets)]
+    assert max(degree) <= 3
 
 
 @pytest.mark.parametrize(
