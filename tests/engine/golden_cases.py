@@ -90,7 +90,6 @@ def digest(result) -> dict:
 def run_case(case: tuple):
     """Replay one golden case with :func:`simsched.run`."""
     import simsched
-
     from simsched.machine import load_machine
 
     trace, machine, sched, params, seed, window = case
