@@ -50,7 +50,7 @@ from simsched.memory.window import driver_source
 from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
 
 #: Version of the generated code layout; part of every module hash.
-TEMPLATE_VERSION = 4
+TEMPLATE_VERSION = 5
 
 # Per level-instance statistics (flat array ``st[ST_LVL]``, index (k*MAXI + i)*NST + s).
 LVL_ACCESSES, LVL_HITS, LVL_MISSES, LVL_WRITEBACKS, LVL_INVALIDATIONS, LVL_BACK_INV = range(6)
@@ -97,10 +97,11 @@ PLACE_FIRST_TOUCH, PLACE_INTERLEAVE, PLACE_FIXED = range(3)
 OOO_COUNT, OOO_HEAD, OOO_INSTR, OOO_RING = range(4)
 
 # Per core fields of the prefetchers' state ``st[ST_PF]``: the stream slot replaced next,
-# prefetches issued, prefetched lines a demand access used, and those it used before they
-# arrived; the streams start at PF_STREAMS.
-PF_NEXT, PF_ISSUED, PF_USEFUL, PF_LATE, PF_STREAMS = range(5)
-PF_FIELDS = ("issued", "useful", "late")
+# prefetches issued, prefetched lines a demand access used, those it used before they
+# arrived, and prefetches served from beyond the core's private levels; the streams start
+# at PF_STREAMS.
+PF_NEXT, PF_ISSUED, PF_USEFUL, PF_LATE, PF_BEYOND, PF_STREAMS = range(6)
+PF_FIELDS = ("issued", "useful", "late", "beyond")
 #: Most entries of a core's table of prefetched lines (one per line of the level, fewer
 #: for large levels: the table only times and counts prefetches, a collision forgets one).
 PF_TABLE_MAX = 4096
@@ -232,7 +233,7 @@ class Geometry:
     @property
     def pf_stride(self) -> int:
         """int64 entries per core of the prefetchers' state: next stream slot to replace,
-        counters (PF_ISSUED, PF_USEFUL, PF_LATE), ``pf_streams`` streams of (last line,
+        counters (PF_ISSUED, PF_USEFUL, PF_LATE, PF_BEYOND), ``pf_streams`` streams of (last line,
         direction, seen), then ``pf_table`` (line, ready time) pairs."""
         return PF_STREAMS + 3 * self.pf_streams + 2 * self.pf_table
 
@@ -938,7 +939,13 @@ def _g_pf_fetch(g: Geometry) -> list[str]:
         if not g.exclusive[j]:
             fill += [f"if served > {j}:", *_ind(_g_fill(g, j, "0"), 1)]
     fill += _g_fill(g, kp, "xd" if any(g.exclusive) else "0")
+    npriv = sum(g.private)
     fill += [
+        # A line brought from beyond the core's private levels counts in the strand's
+        # private misses (the per-task profile CAB and LAWS read), as a demand miss would.
+        f"if served >= {npriv}:",
+        "    pm += 1",
+        f"    PF[pfb + {PF_BEYOND}] += 1",
         f"PF[pfb + {PF_ISSUED}] += 1",
         f"pfe = {_pf_slot(g, 'pfp')}",
         "PF[pfe] = pfp",

@@ -84,7 +84,8 @@ class MemoryOracle:
             self.next_stream = [0] * machine.cores
             self.table: list[dict[int, tuple[int, int]]] = [{} for _ in range(machine.cores)]
             self.pf_count = [
-                dict.fromkeys(("issued", "useful", "late"), 0) for _ in range(machine.cores)
+                dict.fromkeys(("issued", "useful", "late", "beyond"), 0)
+                for _ in range(machine.cores)
             ]
         # Out-of-order cores: misses in flight and instructions issued, per core.
         self.flight: dict[int, list[tuple[int, int]]] = {}
@@ -317,6 +318,8 @@ class MemoryOracle:
                 line = p >> (self.shift[k] - self.shift[kp])
                 self._fill(k, core, line, k == kp and taken_dirty, now)
         self.pf_count[core]["issued"] += 1
+        if served >= sum(1 for c in self.levels if c.scope == "core"):
+            self.pf_count[core]["beyond"] += 1
         self.table[core][self._slot(p)] = (p, now + lat)
 
     # ------------------------------------------------------------------ public
@@ -420,7 +423,9 @@ class MemoryOracle:
         }
         if self.pf_level is not None:
             per = [{**d, "useless": d["issued"] - d["useful"]} for d in self.pf_count]
-            total = {f: sum(d[f] for d in per) for f in ("issued", "useful", "late", "useless")}
+            total = {
+                f: sum(d[f] for d in per) for f in ("issued", "useful", "late", "beyond", "useless")
+            }
             out["prefetch"] = {"level": self.levels[self.pf_level].name, **total, "cores": per}
         return out
 
