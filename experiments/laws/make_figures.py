@@ -11,6 +11,9 @@ results/small when none has).  What is drawn depends on the sweep:
   accesses against x, Figs. 11 and 12) and ``scaling.csv`` (their means over seeds);
 * ``laws_cpu`` (cpu.yaml): ``fig13.png`` and ``fig13.csv`` (CPU-bound programs, time
   normalised to WS per machine, and WS's utilisation) and what LAWS' CPU-bound rule decided;
+* ``laws_sensitivity`` (sensitivity.yaml): ``sensitivity.png`` and ``sensitivity.csv``
+  (WS's and LAWS's makespans and LAWS's gain per machine variant, blocking beside
+  out-of-order cores);
 * any other (medium, medium_intel, uneven, small, full): ``fig7.png`` (time normalised to WS
   per program and scheduler), ``table4.csv`` (the straggler socket's shared-cache misses and
   local / remote DRAM lines, and the whole machine's local share), ``fig8.png`` (per-iteration
@@ -269,6 +272,40 @@ def cpu_bound(df: pd.DataFrame, out: Path) -> list[dict]:
     ]
 
 
+def sensitivity(df: pd.DataFrame, out: Path) -> list[dict]:
+    """LAWS's gain over WS as link and DRAM bandwidth vary, blocking and out-of-order."""
+    import matplotlib.pyplot as plt
+
+    m = df.groupby(["machine", "scheduler"])["makespan_cycles"].mean().unstack("scheduler")
+    m["gain"] = m["ws"] / m["laws"] - 1
+    m.round(4).to_csv(out / "sensitivity.csv")
+    variants = ["", "-links/2", "-dram/2", "-dram/8"]
+    models = ["blocking", "ooo"]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3))
+    x = np.arange(len(variants))
+    for i, model in enumerate(models):
+        rows = [m.loc[model + v] for v in variants]
+        axes[0].bar(x + 0.4 * i, [r["gain"] * 100 for r in rows], 0.4, label=model)
+        for j, sched in enumerate(("ws", "laws")):
+            axes[1].bar(
+                x + 0.2 * (2 * i + j),
+                [r[sched] / m.loc[model, sched] for r in rows],
+                0.2,
+                label=f"{model} {sched}",
+            )
+    for ax, title in zip(
+        axes, ("LAWS gain over WS (%)", "time / same model's full rate"), strict=True
+    ):
+        ax.set_xticks(x + 0.3, ["full", "links / 2", "DRAM / 2", "DRAM / 8"], fontsize=8)
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7, frameon=False)
+    fig.suptitle("LAWS sensitivity (medium heat, opteron-8380-4x4 caches / 64)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out / "sensitivity.png", dpi=80)
+    plt.close(fig)
+    return [{"figure": "sensitivity", "rows": m.round(4).reset_index().to_dict(orient="records")}]
+
+
 def memory_bound(df: pd.DataFrame, out: Path) -> list[dict]:
     """Fig. 7, Table IV and Fig. 8 of one sweep."""
     s = summary(df)
@@ -301,7 +338,11 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         df = load(res)
         sweep = str(df["sweep"].iloc[0]) if "sweep" in df and len(df) else ""
-        draw = {"laws_scaling": scaling, "laws_cpu": cpu_bound}.get(sweep, memory_bound)
+        draw = {
+            "laws_scaling": scaling,
+            "laws_cpu": cpu_bound,
+            "laws_sensitivity": sensitivity,
+        }.get(sweep, memory_bound)
         for line in draw(df, out):
             print(json.dumps({"results": res.name, **line}))
 
