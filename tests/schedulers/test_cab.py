@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsched.engine.check import check_invariants
-from simsched.engine.facts import TraceFacts, trace_footprint_bytes
+from simsched.engine.facts import MEASURE_VERSION, TraceFacts, trace_footprint_bytes
 from simsched.engine.replay import Engine
 from simsched.errors import ConfigError
 from simsched.machine import load_machine
@@ -300,7 +300,7 @@ def test_footprint_cached_once_per_trace(heat, tmp_path):
         a = trace_footprint_bytes(t)
         files = list((tmp_path / "cache" / "cab").glob("footprint-*.json"))
         assert len(files) == 1 and json.loads(files[0].read_text())["footprint_bytes"] == a
-        files[0].write_text(json.dumps({"footprint_bytes": 12345, "version": 1}))
+        files[0].write_text(json.dumps({"footprint_bytes": 12345, "version": MEASURE_VERSION}))
         assert trace_footprint_bytes(t) == 12345  # read back, not recomputed
 
 
