@@ -94,8 +94,9 @@ NEXT_PART = 4
 #: engine); above it the shared rows are capped and every core reads through its private
 #: stretch, so the buffers stop growing with the cores (see :func:`buffer_plan`).
 BUFFER_BUDGET = 640 << 20
-#: Bytes per buffered reference: address (8), size (1), write flag (1), gap (4).
-REF_BYTES = 14
+#: Bytes per buffered reference: address (8), size (1), write flag (1), gap (4), dependence
+#: flag (1).
+REF_BYTES = 15
 
 
 class BufferPlan(NamedTuple):
