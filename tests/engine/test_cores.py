@@ -83,4 +83,4 @@ def test_4096_cores_are_refused_with_the_memory_they_need(tmp_path, capsys):
         main([*argv, "--set", "cores_per_socket=256", "--set", "sockets=16"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1
-    assert err.startswith("simsched: error: machine: 4096 cores need 980 MiB of trace buffers")
+    assert err.startswith("simsched: error: machine: 4096 cores need 1,050 MiB of trace buffers")
