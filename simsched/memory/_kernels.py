@@ -39,7 +39,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -50,7 +50,7 @@ from simsched.memory.window import driver_source
 from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
 
 #: Version of the generated code layout; part of every module hash.
-TEMPLATE_VERSION = 5
+TEMPLATE_VERSION = 6
 
 # Per level-instance statistics (flat array ``st[ST_LVL]``, index (k*MAXI + i)*NST + s).
 LVL_ACCESSES, LVL_HITS, LVL_MISSES, LVL_WRITEBACKS, LVL_INVALIDATIONS, LVL_BACK_INV = range(6)
@@ -102,8 +102,9 @@ OOO_COUNT, OOO_HEAD, OOO_INSTR, OOO_RING = range(4)
 # at PF_STREAMS.
 PF_NEXT, PF_ISSUED, PF_USEFUL, PF_LATE, PF_BEYOND, PF_STREAMS = range(6)
 PF_FIELDS = ("issued", "useful", "late", "beyond")
-#: Most entries of a core's table of prefetched lines (one per line of the level, fewer
-#: for large levels: the table only times and counts prefetches, a collision forgets one).
+#: Entries of a core's table of prefetched lines, whatever the level's size (so that a
+#: size sweep shares one compiled module; the table only times and counts prefetches, a
+#: collision forgets one).
 PF_TABLE_MAX = 4096
 
 #: Coherence filter: 2**FILTER_BITS buckets of counters of the lines each core's private
@@ -344,13 +345,12 @@ def geometry_of(machine: Machine) -> Geometry:
 def _prefetch_geometry(machine: Machine) -> dict[str, int]:
     for k, c in enumerate(machine.caches):
         if c.prefetch is not None:
-            lines = c.size // c.line
             return {
                 "pf_level": k,
                 "pf_streams": c.prefetch.streams,
                 "pf_distance": c.prefetch.distance,
                 "pf_degree": c.prefetch.degree,
-                "pf_table": 1 << (min(lines, PF_TABLE_MAX).bit_length() - 1),
+                "pf_table": PF_TABLE_MAX,
             }
     return {}
 
@@ -374,7 +374,15 @@ def _inst(g: Geometry, k: int, core: str = "core") -> str:
 
 
 def _base(g: Geometry, k: int, inst: str, line: str) -> str:
-    return f"(({inst}) * {g.sets[k]} + (({line}) & {g.sets[k] - 1})) * {g.ways[k]}"
+    # The set count is a run-time value (``S{k}``, :func:`_sets`): machines that differ
+    # only in cache sizes share one compiled module.
+    return f"(({inst}) * S{k} + (({line}) & (S{k} - 1))) * {g.ways[k]}"
+
+
+def _sets(g: Geometry, levels: range | list[int]) -> list[str]:
+    """``S{k}``, the sets of level k, from the length of its array (instances x sets x
+    ways entries), for the levels a generated function indexes."""
+    return [f"S{k} = T{k}.shape[0] // {g.instances(k) * g.ways[k]}" for k in levels]
 
 
 def _lvl_idx(g: Geometry, k: int, inst: str, field: int) -> str:
@@ -492,7 +500,7 @@ def _f_add(g: Geometry, k: int, inst: str, line: str, delta: int) -> list[str]:
 def _binv(g: Geometry, k: int) -> str:
     """Back-invalidation of line ``a`` (level-k granularity) of instance ``i`` of level k:
     remove its sub-lines from the levels above that instance covers; return their dirt."""
-    body: list[str] = ["d = 0"]
+    body: list[str] = ["d = 0", *_sets(g, range(k))]
     for j in range(k):
         r = g.shifts[k] - g.shifts[j]
         if g.private[k] or not g.private[j]:
@@ -526,7 +534,11 @@ def _coherence(g: Geometry) -> str:
     are read when the level starts: invalidating one instance changes only its own bit
     at that level (an inclusive shared level's back-invalidation clears core bits, which
     belong to other levels)."""
-    body = [f"sock = core // {g.cores_per_socket}", f"fb = {_fbase(g, 0, 'a0')}"]
+    body = [
+        f"sock = core // {g.cores_per_socket}",
+        f"fb = {_fbase(g, 0, 'a0')}",
+        *_sets(g, range(g.levels)),
+    ]
     for k in range(g.levels):
         body.append(f"a{k} = a0 >> {g.shifts[k] - g.shifts[0]}")
         if g.private[k]:
@@ -1031,6 +1043,7 @@ def _g_prologue(g: Geometry) -> list[str]:
         "sock = 0" if g.sockets == 1 else f"sock = core // {g.cores_per_socket}",
         "cb = 0" if g.cores == 1 else f"cb = core * {g.ncs}",
         *[f"ix{k} = {_inst(g, k)}" for k in range(g.levels)],
+        *_sets(g, range(g.levels)),
         *[f"H{k} = TIM[{k}]" for k in range(g.levels)],
         f"MLAT = TIM[{g.levels + TIM_MEM}]",
         f"RMLAT = MLAT + TIM[{g.levels + TIM_REMOTE}]",
@@ -1253,7 +1266,7 @@ def generate_source(g: Geometry, extra_source: str = "") -> str:
         # increments on every array argument would cost more than a window's work.
         "_jit = njit(cache=True, nogil=True, _nrt=False)\n"
         '_jit_inline = njit(cache=True, nogil=True, _nrt=False, inline="always")\n',
-        f'"""simsched memory kernels generated for {g!r}."""\n',
+        f'"""simsched memory kernels generated for {replace(g, sets=())!r} (any set counts)."""\n',
     ]
     for k in range(1, g.levels):
         if g.inclusive[k]:
@@ -1311,7 +1324,8 @@ def load_module(g: Geometry, extra_source: str = "", extra_name: str = "") -> Mo
     """
     h = hashlib.sha256()
     for part in (
-        repr(astuple(g)),
+        # The set counts are run-time values (:func:`_base`): not part of the name.
+        repr(astuple(replace(g, sets=()))),
         str(TEMPLATE_VERSION),
         _generator_text(),
         extra_source,

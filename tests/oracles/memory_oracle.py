@@ -75,8 +75,7 @@ class MemoryOracle:
         self.pf_level = next((k for k, c in enumerate(self.levels) if c.prefetch is not None), None)
         if self.pf_level is not None:
             c = self.levels[self.pf_level]
-            lines = min(c.size // c.line, 4096)
-            self.pf_table = 1 << (lines.bit_length() - 1)
+            self.pf_table = 4096
             self.pf = c.prefetch
             self.streams = [
                 [[0, 0, False] for _ in range(c.prefetch.streams)] for _ in range(machine.cores)
