@@ -1,11 +1,13 @@
 """Source generator of the per-geometry Numba memory kernels.
 
 The memory model is specialised per machine by *generating Python source* in which every
-geometry parameter (sets, ways, line shifts, hit latencies, scopes, inclusion flags, core
-and socket counts, memory timing, page shift, placement, coherence) is a literal constant.
-Numba then sees loop bounds and masks as compile-time constants, unrolls the way searches
-and folds the index arithmetic, which is what lets the kernels run at C speed (a generic
-kernel with run-time geometry runs about three times slower).
+geometry parameter (ways, line shifts, scopes, inclusion flags, core and socket counts,
+page shift, placement, coherence, core model, prefetcher) is a literal constant.  Numba
+then sees loop bounds as compile-time constants and unrolls the way searches, which is
+what lets the kernels run at C speed (a generic kernel with run-time geometry runs about
+three times slower).  Two kinds of values stay run-time: timing (the TIMING array) and
+the set counts, read from each level's array (:func:`_sets`), which cost 2 % and let a
+sweep over cache sizes share one compiled module.
 
 The set operations (find, move to MRU, insert at MRU, remove) are emitted inline as code
 snippets (``_s_find`` ...), which keeps the number of compiled functions, and so the
