@@ -262,6 +262,9 @@ def m_edge_target(parts: Parts, rng) -> str:
     sf = t["strand_frame"]
     e = int(rng.integers(t["edge_src"].shape[0]))
     src, dst, kind = int(t["edge_src"][e]), int(t["edge_dst"][e]), int(t["edge_kind"][e])
+    if not (0 <= src < sf.shape[0] and 0 <= dst < sf.shape[0]):
+        # an earlier mutation of this trace already sent the edge outside the strands
+        return f"edge {e} ({src} -> {dst}) left as it is"
     if kind == 2 or rng.random() < 0.3:  # a join (or any edge) to another strand of dst's frame
         cands = np.flatnonzero((sf == sf[dst]) & (np.arange(sf.shape[0]) > src))
         cands = cands[cands != dst]
