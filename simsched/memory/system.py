@@ -59,6 +59,8 @@ from simsched.memory import window as W
 _MIN_PT = 1024
 #: A time bound and a latency threshold that are never reached.
 _NO_BOUND = np.int64(1) << np.int64(62)
+#: the dependence column handed to a blocking core's kernel, which does not read it
+_NO_DEPS = np.zeros(1, np.bool_)
 
 
 def timing_of(machine: Machine) -> np.ndarray:
@@ -310,7 +312,10 @@ class MemorySystem:
         n = a.shape[0]
         s = self._column(sizes, n, np.uint8, "sizes")
         w = self._column(writes, n, np.bool_, "writes")
-        d = self._column(False if deps is None else deps, n, np.bool_, "deps")
+        if deps is None and not g.mshrs:
+            d = _NO_DEPS  # a blocking core never reads the column: no array per batch
+        else:
+            d = self._column(False if deps is None else deps, n, np.bool_, "deps")
         use_gaps = gaps is not None
         gp = np.zeros(1, np.uint32) if gaps is None else self._column(gaps, n, np.uint32, "gaps")
         if out is None:

@@ -129,3 +129,10 @@ def random_stream(rng: np.random.Generator, n: int, kind: str):
 
 
 STREAM_KINDS = ("random", "sweep", "hot", "straddle", "far")
+
+
+def compare(ms, orc, core, a, s, w, t, g, deps=None) -> None:
+    """Serve one stream on the model and on its oracle: equal latencies and end time."""
+    lat = ms.access_batch(core, a, s, w, t, g, deps=deps).tolist()
+    assert lat == orc.access_batch(core, a, s, w, t, g, deps=deps)
+    assert ms.last_time == orc.last_time

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from simsched.errors import ConfigError
 from simsched.machine import load_machine
 from simsched.memory.system import MemorySystem
-from tests.memory._streams import STREAM_KINDS, machine_specs, random_stream
+from tests.memory._streams import STREAM_KINDS, compare, machine_specs, random_stream
 from tests.oracles.memory_oracle import MemoryOracle
 
 
@@ -103,9 +103,7 @@ def test_agrees_with_oracle_on_random_machines(spec, mshrs, rob, seed):
         d = rng.random(a.shape[0]) < 0.2
         t = int(rng.integers(0, 5000))
         g = g if rng.random() < 0.5 else None
-        lat = ms.access_batch(core, a, s, w, t, g, deps=d).tolist()
-        assert lat == orc.access_batch(core, a, s, w, t, g, deps=d)
-        assert ms.last_time == orc.last_time
+        compare(ms, orc, core, a, s, w, t, g, deps=d)
     assert ms.stats() == orc.stats()
 
 

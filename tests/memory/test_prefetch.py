@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from simsched.errors import ConfigError
 from simsched.machine import load_machine
 from simsched.memory.system import MemorySystem
-from tests.memory._streams import STREAM_KINDS, machine_specs, random_stream
+from tests.memory._streams import STREAM_KINDS, compare, machine_specs, random_stream
 from tests.oracles.memory_oracle import MemoryOracle
 
 
@@ -124,9 +124,7 @@ def test_agrees_with_oracle_on_random_machines(spec, level, streams, distance, d
         if rng.random() < 0.5:  # a sequential sweep, the prefetcher's case
             a = (int(rng.integers(0, 1 << 20)) * 64 + np.arange(a.shape[0]) * 8).astype(np.uint64)
         t = int(rng.integers(0, 5000))
-        lat = ms.access_batch(core, a, s, w, t, g).tolist()
-        assert lat == orc.access_batch(core, a, s, w, t, g)
-        assert ms.last_time == orc.last_time
+        compare(ms, orc, core, a, s, w, t, g)
     assert ms.stats() == orc.stats()
     for k in range(len(m.caches)):
         for i in range(len(orc.sets[k])):
@@ -146,31 +144,8 @@ def test_prefetch_errors(l2, message):
 
 
 def test_one_prefetching_level():
-    spec = {
-        "name": "t",
-        "cores_per_socket": 1,
-        "caches": [
-            {
-                "name": "L1",
-                "scope": "core",
-                "size": 1024,
-                "assoc": 2,
-                "line": 64,
-                "hit_latency": 2,
-                "prefetch": {},
-            },
-            {
-                "name": "L2",
-                "scope": "core",
-                "size": 8192,
-                "assoc": 4,
-                "line": 64,
-                "hit_latency": 10,
-                "prefetch": {},
-            },
-        ],
-        "memory": {"latency": 100, "service_interval": 0},
-    }
+    spec = two_levels({}).as_dict()
+    spec["caches"][0]["prefetch"] = {}
     with pytest.raises(ConfigError, match="one prefetching level"):
         load_machine(spec)
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from simsched.machine import load_machine
 from simsched.memory import MemorySystem
-from tests.memory._streams import STREAM_KINDS, machine, machine_specs, random_stream
+from tests.memory._streams import STREAM_KINDS, compare, machine, machine_specs, random_stream
 from tests.oracles.memory_oracle import MemoryOracle
 
 
@@ -335,12 +335,6 @@ def test_opteron_exclusive_l2_agrees_with_oracle():
 
 
 # ---------------------------------------------------------------- oracle agreement
-
-
-def compare(ms: MemorySystem, orc: MemoryOracle, core, a, s, w, t, g) -> None:
-    lat = ms.access_batch(core, a, s, w, t, g).tolist()
-    assert lat == orc.access_batch(core, a, s, w, t, g)
-    assert ms.last_time == orc.last_time
 
 
 # Each example is a new cache geometry, so a new generated module to compile (1-4 s the
