@@ -172,6 +172,7 @@ def choose_boundary_level(
     threshold: float = CPU_BOUND_MISS_INTENSITY,
     depth: int | None = None,
     cores_per_socket: int = 1,
+    level_intra: int | None = None,
 ) -> BoundaryChoice:
     """CAB's boundary level by [CAB11] §III-B Eq. 4, with Algorithm II's and §V-D's zeros.
 
@@ -203,6 +204,10 @@ def choose_boundary_level(
         tiers and ``BL = 0`` (reason ``"too-shallow"``).
     cores_per_socket
         ``N/M``, workers per squad (used with ``depth``).
+    level_intra
+        The third constraint's cap measured on the DAG itself (:func:`intra_level`);
+        when given it replaces ``depth``'s full-tree estimate, which holds only for a DAG
+        whose every task at a level divides alike.
 
     Returns
     -------
@@ -243,11 +248,14 @@ def choose_boundary_level(
     lv_c = max(_ceil_log(Sd, Sc, B) + 1, 1)
     eq4 = bl = max(lv_s, lv_c)  # Eq. 4
     reason = "both" if lv_s == lv_c else ("sockets" if lv_s > lv_c else "cache")
-    level_intra = None
     if depth is not None:
         depth = check_int("DAG depth", depth, 0)
+    if level_intra is not None:
+        level_intra = check_int("third-constraint level", level_intra, 0)
+    elif depth is not None:
         cores = check_int("cores per socket", cores_per_socket, 1)
         level_intra = depth - _ceil_log(cores, 1, B)  # B**(depth - BL) >= cores
+    if level_intra is not None:
         if bl > level_intra:
             bl, reason = (level_intra, "intra-tasks") if level_intra >= lv_s else (0, "too-shallow")
     leaves = B ** (bl - 1) if bl > 0 else 0
@@ -265,6 +273,59 @@ def choose_boundary_level(
         depth=depth,
         level_intra=level_intra,
     )
+
+
+def intra_level(parent: Any, level: Any, cores_per_socket: int) -> int:
+    """The deepest ``BL`` that §III-B's third constraint allows on this very DAG.
+
+    "A leaf inter-socket task should be large enough to enable a squad to have sufficient
+    intra-socket tasks" ([CAB11] §III-B), read on the DAG: every frame at level ``BL``
+    (a leaf inter-socket task) has at least ``N/M`` leaf frames in its subtree (itself,
+    if it spawns nothing), one per worker of its squad — and so has every frame at the
+    levels above it down to level 1.  On a DAG whose tasks all divide alike this is the
+    full-tree bound ``B**(depth - BL) >= N/M`` that :func:`choose_boundary_level` takes
+    from the depth; on an uneven DAG (a captured Cholesky factorisation, whose main
+    spawns 24 tasks of 1 to 49 frames) only the DAG itself tells.
+
+    Parameters
+    ----------
+    parent, level
+        The frame table's parent (``-1`` for main) and level columns.
+    cores_per_socket
+        ``N/M``, workers per squad.
+
+    Returns
+    -------
+    int
+        The largest ``L >= 0`` such that every frame at levels ``1 .. L`` has at least
+        ``cores_per_socket`` leaf frames below it (0: not even level 1 does).
+
+    Examples
+    --------
+    Main, one root, two children of which one spawns two leaves:
+
+    >>> intra_level([-1, 0, 1, 1, 2, 2], [0, 1, 2, 2, 3, 3], 2)
+    1
+    """
+    cores = check_int("cores per socket", cores_per_socket, 1)
+    par = np.asarray(parent, dtype=np.int64)
+    lev = np.asarray(level, dtype=np.int64)
+    if par.size == 0:
+        return 0
+    has_child = np.zeros(par.size, dtype=bool)
+    has_child[par[par >= 0]] = True
+    leaves = (~has_child).astype(np.int64)
+    # Deepest level first, so a frame's count is complete before it is added to its parent.
+    for lv in range(int(lev.max()), 0, -1):
+        idx = np.flatnonzero(lev == lv)
+        np.add.at(leaves, par[idx], leaves[idx])
+    out = 0
+    for lv in range(1, int(lev.max()) + 1):
+        at = leaves[lev == lv]
+        if at.size == 0 or int(at.min()) < cores:
+            break
+        out = lv
+    return out
 
 
 def boundary_level(B: int, M: int, Sc: int, Sd: int) -> int:

@@ -91,6 +91,7 @@ from simsched.schedulers.boundary import (
     CPU_BOUND_MISS_INTENSITY,
     BranchingDegree,
     choose_boundary_level,
+    intra_level,
     measure_branching,
     shared_cache_bytes,
 )
@@ -119,6 +120,11 @@ def _branching(frames: Any) -> BranchingDegree | None:
         return measure_branching(frames.branching, frames.level, frames.parent)
     except ConfigError:
         return None
+
+
+def _intra(frames: Any, cores_per_socket: int) -> int:
+    """§III-B's third constraint measured on the trace's DAG (:func:`intra_level`)."""
+    return intra_level(frames.parent, frames.level, cores_per_socket)
 
 
 def _depth(frames: Any) -> int:
@@ -193,6 +199,7 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
             threshold=float(params["cpu_threshold"]),
             depth=_depth(ctx.trace.frames),
             cores_per_socket=m.cores_per_socket,
+            level_intra=_intra(ctx.trace.frames, m.cores_per_socket),
         )
         fields.update(choice.as_record())
         fields["bl_cpu_bound"] = mode
@@ -210,6 +217,7 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
             max(sd, 1),
             depth=_depth(ctx.trace.frames),
             cores_per_socket=m.cores_per_socket,
+            level_intra=_intra(ctx.trace.frames, m.cores_per_socket),
         )
         rec = auto.as_record()  # bl_eq4: Eq. 4 alone; bl_auto: what auto would run
         rec.pop("bl_reason")

@@ -13,6 +13,7 @@ from simsched.schedulers.boundary import (
     boundary_level,
     choose_boundary_level,
     frame_arrays,
+    intra_level,
     is_cpu_bound,
     measure_branching,
     miss_intensity,
@@ -285,3 +286,52 @@ def test_third_constraint_caps_bl_by_the_dags_depth():
     assert (flat.bl, flat.reason, flat.leaf_tasks, flat.level_intra) == (0, "too-shallow", 0, 2)
     with pytest.raises(ConfigError, match="DAG depth"):
         choose_boundary_level(**big, depth=-1)
+
+
+def _full_tree(b: int, depth: int) -> tuple[list[int], list[int]]:
+    """Frame columns of main -> root -> b children per frame, ``depth`` levels below main."""
+    parent, level = [-1, 0], [0, 1]
+    frontier = [1]
+    for lv in range(2, depth + 1):
+        nxt = []
+        for f in frontier:
+            for _ in range(b):
+                parent.append(f)
+                level.append(lv)
+                nxt.append(len(parent) - 1)
+        frontier = nxt
+    return parent, level
+
+
+@given(b=st.integers(2, 4), depth=st.integers(1, 7), cores=st.integers(1, 16))
+def test_intra_level_on_a_full_tree_is_the_depth_bound(b, depth, cores):
+    # on a DAG whose every task divides alike the DAG's own cap is B**(depth - BL) >= N/M
+    parent, level = _full_tree(b, depth)
+    c = choose_boundary_level(b, 4, 6 << 20, 200 << 20, depth=depth, cores_per_socket=cores)
+    assert intra_level(parent, level, cores) == max(c.level_intra, 0) or (
+        c.level_intra < 1 and intra_level(parent, level, cores) == 0
+    )
+
+
+def test_intra_level_of_an_uneven_dag():
+    # main spawns a big subtree (4 leaves) and a lone leaf: the lone leaf inter-socket task
+    # at level 1 has one frame for a squad of 2, so no level satisfies the third constraint
+    parent = [-1, 0, 0, 1, 1, 3, 3, 4, 4]
+    level = [0, 1, 1, 2, 2, 3, 3, 3, 3]
+    assert intra_level(parent, level, 2) == 0
+    assert intra_level(parent, level, 1) == 3
+    # a balanced binary tree of 4 leaves: levels 1 and 2 hold (4 and 2 leaves per frame)
+    assert intra_level([-1, 0, 1, 1, 2, 2, 3, 3], [0, 1, 2, 2, 3, 3, 3, 3], 2) == 2
+    assert intra_level([], [], 4) == 0
+
+
+def test_intra_level_overrides_the_depth_estimate():
+    big = dict(B=2, M=4, Sc=6 << 20, Sd=200 << 20)
+    # the depth says 5 would do; the DAG itself allows level 3 only
+    c = choose_boundary_level(**big, depth=8, cores_per_socket=8, level_intra=3)
+    assert (c.bl, c.reason, c.level_intra, c.depth) == (3, "intra-tasks", 3, 8)
+    # a DAG whose cap is above Eq. 1's level but at 0 is too shallow for two tiers
+    z = choose_boundary_level(**big, depth=8, cores_per_socket=8, level_intra=0)
+    assert (z.bl, z.reason) == (0, "too-shallow")
+    with pytest.raises(ConfigError, match="third-constraint level"):
+        choose_boundary_level(**big, level_intra=-1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -386,3 +387,23 @@ def test_two_jobs_under_a_controller(tmp_path, heat, controller, arrival):
     for o, t in zip(res.jobs, traces, strict=True):
         check_invariants(t, o)
         check_cab(t, o, m, heads=False)
+
+
+def test_uneven_captured_dag_is_too_shallow_for_two_tiers():
+    # A captured Cholesky factorisation (128 x 128, blocks of 16): main spawns 24 tasks of
+    # 1 to 49 frames, so a lone leaf inter-socket task at level 1 leaves its squad of 4
+    # workers idle.  On the machine with caches / 16 (the CAB study's) Eq. 4 says BL = 3
+    # and the full-tree estimate from the depth (6) allows 4, which made CAB 1.35x WS;
+    # the third constraint read on the DAG itself allows no level: BL = 0, WS.
+    path = Path(__file__).resolve().parents[2] / "traces/samples/cholesky-128-16.valgrind.sst"
+    m = load_machine(
+        "opteron-8380-4x4",
+        {"caches.L1.size": "4KB", "caches.L2.size": "32KB", "caches.L3.size": "384KB"},
+    )
+    with open_trace(path) as t:
+        cab, _ = _replay(t, m, "cab", {"cpu_bound": "no"}, 0)
+        ws, _ = _replay(t, m, "ws", {}, 0)
+    f = cab.sched_fields
+    assert (f["bl"], f["bl_reason"], f["bl_level_intra"], f["bl_depth"]) == (0, "too-shallow", 0, 6)
+    assert f["bl_eq4"] >= 3
+    assert cab.makespan == ws.makespan
