@@ -85,10 +85,20 @@ def _steady(rows: pd.DataFrame, final: dict[tuple[str, int], list[int]]) -> floa
     for _, r in rows.iterrows():
         its = json.loads(r["iteration_cycles"]) if isinstance(r["iteration_cycles"], str) else []
         idx = final.get((r["workload"], int(r["seed"])), [])
-        vals = [its[i] for i in idx if i < len(its)]
+        # a sampled run's iterations after its detailed part are -1 (not replayed)
+        vals = [its[i] for i in idx if i < len(its) and its[i] >= 0]
         if vals:
             out.append(np.mean(vals))
     return float(np.mean(out)) if out else float("nan")
+
+
+def _half_width(ci: object) -> float:
+    """Half the width of a record's ``makespan_ci95`` (NaN for a detailed run)."""
+    if isinstance(ci, str):
+        ci = json.loads(ci)
+    if isinstance(ci, (list, tuple, np.ndarray)) and len(ci) == 2:
+        return (float(ci[1]) - float(ci[0])) / 2
+    return float("nan")
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
@@ -108,6 +118,15 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     out["norm_time"] = out["makespan_cycles"] / out["workload"].map(ws)
     out["gain_vs_ws"] = out["workload"].map(ws) / out["makespan_cycles"] - 1
     out["local_share"] = out["dram_local"] / (out["dram_local"] + out["dram_remote"])
+    # Sampled runs (published.yaml) carry the makespan's 95 % interval: its half width
+    # over WS's mean makespan, averaged over seeds, is the error bar of Fig. 7.
+    if "makespan_ci95" in df:
+        half = df["makespan_ci95"].map(_half_width)
+        h = half.groupby([df["workload"], df["scheduler"]]).mean()
+        out["norm_ci95"] = [
+            h.get((w, sc), float("nan")) / ws[w]
+            for w, sc in zip(out["workload"], out["scheduler"], strict=True)
+        ]
     out["steady_iteration_cycles"] = [
         _steady(df[(df["workload"] == w) & (df["scheduler"] == s)], final)
         if s != "ws"
@@ -127,12 +146,18 @@ def fig7(s: pd.DataFrame, path: Path) -> dict:
 
     t = s.pivot(index="workload", columns="scheduler", values="norm_time")
     t = t.reindex(sorted(t.index, key=_order))[[c for c in SCHEDS if c in t.columns]]
-    ax = t.plot.bar(figsize=(9, 3.2), width=0.8)
+    err = None
+    if "norm_ci95" in s and s["norm_ci95"].notna().any():
+        e = s.pivot(index="workload", columns="scheduler", values="norm_ci95")
+        err = e.reindex(t.index)[t.columns].fillna(0.0)
+    ax = t.plot.bar(figsize=(9, 3.2), width=0.8, yerr=err, capsize=1.5, error_kw={"lw": 0.6})
     ax.axhline(1.0, color="k", lw=0.6)
     ax.set_ylabel("time / WS")
     ax.set_xlabel("")
-    machines = ", ".join(sorted(set(s["machine"]))) if "machine" in s else ""
-    ax.set_title(f"Fig. 7 (simsched): {machines}, caches and row lengths / 64", pad=18)
+    machines = sorted(set(s["machine"])) if "machine" in s else []
+    scaled = any("/64" in m for m in machines)
+    what = ", caches and row lengths / 64" if scaled else ", the paper's inputs (95 % intervals)"
+    ax.set_title(f"Fig. 7 (simsched): {', '.join(machines)}{what}", pad=18)
     ax.legend(ncol=4, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     plt.tight_layout()
     plt.savefig(path, dpi=80)
@@ -150,7 +175,9 @@ def fig8(df: pd.DataFrame, path: Path) -> dict:
     for ax, w in zip(axes.ravel(), wl, strict=False):
         r = laws[laws["workload"] == w].iloc[0]
         its = np.array(json.loads(r["iteration_cycles"]), dtype=float) / 1e6
-        pk = json.loads(r["packing"])
+        if (its < 0).any():  # sampled: only the detailed iterations were replayed
+            its = its[: int(np.argmax(its < 0))]
+        pk = [p for p in json.loads(r["packing"]) if p["iteration"] < len(its)]
         ax.plot(range(len(its)), its, marker=".", lw=0.8)
         for p in pk:
             if p["move"] in ("initial", "smaller", "larger"):
