@@ -65,7 +65,7 @@ ints; ``steal_attempts`` and ``steals`` are expected from stealing schedulers).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 
@@ -96,6 +96,7 @@ __all__ = [
     "Facts",
     "SchedContext",
     "Scheduler",
+    "SpinPlan",
     "retry",
     "run",
 ]
@@ -123,6 +124,37 @@ def mean_cycles(prices: Sequence[int], default: int) -> int:
     if not n:
         return int(default)
     return (2 * sum(prices) + n) // (2 * n)
+
+
+class SpinPlan(NamedTuple):
+    """How a thief's failed steal attempts go, for the engine to replay them in a batch.
+
+    A policy returns one from :meth:`Scheduler.spin_plan` when its next :meth:`~Scheduler.on_idle`
+    for the core, at any time until the job's pools next change, would be exactly: draw
+    ``i = rng.integers(len(victims))``; if ``deques[victims[i]]`` is empty, add 1 to
+    ``counters[key]`` and return ``retry(prices[i])``, with no other effect.  (When the
+    victim's deque is not empty the engine calls ``on_idle`` as usual.)
+
+    Attributes
+    ----------
+    victims
+        The cores the thief draws from, in draw order.
+    prices
+        Cycles of an attempt on ``victims[i]``.
+    deques
+        Every core's deque, indexed by core (only emptiness is read).
+    counters, key
+        Where the failed attempt is counted.
+    rng
+        The generator the draw is made from.
+    """
+
+    victims: Sequence[int]
+    prices: Sequence[int]
+    deques: Sequence[Any]
+    counters: dict[str, int]
+    key: str
+    rng: np.random.Generator
 
 
 class Facts(Protocol):
@@ -416,6 +448,12 @@ class Scheduler:
     def on_idle(self, core: int, now: int) -> Decision:
         """``core`` has nothing to run at ``now``; returns its next decision."""
         return WAIT
+
+    def spin_plan(self, core: int) -> SpinPlan | None:
+        """The :class:`SpinPlan` of ``core``'s next :meth:`on_idle`, when that call would be
+        a plain random steal attempt (the engine then replays the failing ones itself,
+        docs/engine.md "Steal attempts in batches"); None (the default) otherwise."""
+        return None
 
     def on_profile(
         self, strand: int, core: int, start: int, end: int, instructions: int, private_misses: int

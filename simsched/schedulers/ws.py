@@ -38,6 +38,7 @@ from simsched.schedulers.base import (
     Param,
     ParamSchema,
     Scheduler,
+    SpinPlan,
     retry,
     run,
 )
@@ -81,6 +82,9 @@ class WorkStealing(Scheduler):
         self.child_first = self.params["spawn_policy"] == "child-first"
         self._others: dict[int, list[int]] = {}
         self._periods: dict[int, int] = {}
+        self._plans: dict[int, SpinPlan] = {}
+        # Only WS's own on_idle is described by spin_plan (a subclass may change it).
+        self._plannable = type(self).on_idle is WorkStealing.on_idle
         # Cores that left the job with strands on their deques: thieves still find them.
         self.orphans: set[int] = set()
         self._dq = ctx.costs.deque_op
@@ -101,6 +105,7 @@ class WorkStealing(Scheduler):
         """Drop the cached victim lists (the job's cores or the departed deques changed)."""
         self._others.clear()
         self._periods.clear()
+        self._plans.clear()
 
     def spin_period(self, core: int) -> int:
         """Mean cycles between the attempts of ``core`` spinning over its victims."""
@@ -179,9 +184,34 @@ class WorkStealing(Scheduler):
             return run(s, cost)
         return retry(cost)
 
+    def spin_plan(self, core: int) -> SpinPlan | None:
+        """``core``'s failing steal attempts for the engine to batch (:class:`SpinPlan`):
+        as long as the own deque is empty, some deque is not, the core is not asleep and
+        no departed core's deque is a victim (an attempt on one may drop it from the victim
+        lists), :meth:`on_idle` is one random draw over :meth:`others` and one attempt
+        priced by distance."""
+        dq = self.dq
+        if (
+            not self._plannable
+            or dq.deques[core]
+            or dq.n_items == 0
+            or self.orphans
+            or dq.sleep_since[core] >= 0
+        ):
+            return None
+        p = self._plans.get(core)
+        if p is None:
+            o = self.others(core)
+            if not o:
+                return None
+            prices = [self.steal_price(core, v) for v in o]
+            p = SpinPlan(o, prices, dq.deques, dq.counters, dq.attempts_key, self.rng)
+            self._plans[core] = p
+        return p
+
 
 #: The callbacks :func:`ws_fallback` hands over to WS when asked to forward them.
-FORWARDED = ("on_start", "on_finish", "on_idle", "on_depart", "on_cores_changed")
+FORWARDED = ("on_start", "on_finish", "on_idle", "on_depart", "on_cores_changed", "spin_plan")
 
 
 def ws_fallback(
