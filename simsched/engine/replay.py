@@ -320,9 +320,8 @@ class Replay:
         self.warm: list[tuple[Job, int, int] | None] = [None] * P
         self.joins = 0
         self.events = 0
-        # Failed steal attempts (and stale timers) handled in batches by engine.spin.
+        # Idle thieves' calls (and stale timers) handled in batches by engine.spin.
         self.batched = 0
-        self.spin_rollbacks = 0
         self.spin_steals = batching_enabled()
         self._cpu0 = 0.0
         self._stall = 0
@@ -780,10 +779,8 @@ class Replay:
         engine = {
             "window": self.window,
             "events": self.events,
-            # failed steal attempts replayed in batches, not events (engine.spin)
+            # idle thieves' calls replayed in batches, not events (engine.spin)
             "batched_attempts": self.batched,
-            # batches cut short by a core finishing amid them
-            "spin_rollbacks": self.spin_rollbacks,
             "kernel_calls": self.driver.kernel_calls,
             "kernel_s": self.driver.kernel_ns / 1e9,
             "wall_s": wall,

@@ -130,10 +130,15 @@ class SpinPlan(NamedTuple):
     """How a thief's failed steal attempts go, for the engine to replay them in a batch.
 
     A policy returns one from :meth:`Scheduler.spin_plan` when its next :meth:`~Scheduler.on_idle`
-    for the core, at any time until the job's pools next change, would be exactly: draw
-    ``i = rng.integers(len(victims))``; if ``deques[victims[i]]`` is empty, add 1 to
-    ``counters[key]`` and return ``retry(prices[i])``, with no other effect.  (When the
-    victim's deque is not empty the engine calls ``on_idle`` as usual.)
+    for the core, at any time ``now`` until the job's pools next change, would be exactly:
+    draw ``i = rng.integers(len(victims))``; if ``deques[victims[i]]`` is empty, account
+    the attempts of a thief woken from sleep (when ``asleep[core] >= 0``: add
+    ``(now - asleep[core]) // periods[core]`` to ``counters[key]`` if ``periods[core] > 0``,
+    then set ``asleep[core] = -1``), add 1 to ``counters[key]`` and return
+    ``retry(prices[i])``, with no other effect.  (When the victim's deque is not empty
+    the engine calls ``on_idle`` as usual.)  A plan with ``sleep >= 0`` says instead that
+    the call would put the core to sleep: the same accounting of a woken thief, then
+    ``asleep[core] = now``, ``periods[core] = sleep`` and ``WAIT`` (no draw).
 
     Attributes
     ----------
@@ -145,6 +150,12 @@ class SpinPlan(NamedTuple):
         Every core's deque, indexed by core (only emptiness is read).
     counters, key
         Where the failed attempt is counted.
+    asleep, periods
+        Per core: the cycle it went to sleep at (-1: awake) and its attempt period then
+        (:class:`~simsched.schedulers.deques.WorkerDeques`' sleep accounting).
+    sleep
+        -1: the core attempts a steal; otherwise it goes to sleep, attempting (in the
+        accounting) every ``sleep`` cycles.
     rng
         The generator the draw is made from.
     """
@@ -154,6 +165,9 @@ class SpinPlan(NamedTuple):
     deques: Sequence[Any]
     counters: dict[str, int]
     key: str
+    asleep: list[int]
+    periods: list[int]
+    sleep: int
     rng: np.random.Generator
 
 

@@ -83,6 +83,7 @@ class WorkStealing(Scheduler):
         self._others: dict[int, list[int]] = {}
         self._periods: dict[int, int] = {}
         self._plans: dict[int, SpinPlan] = {}
+        self._sleep_plans: dict[int, SpinPlan] = {}
         # Only WS's own on_idle is described by spin_plan (a subclass may change it).
         self._plannable = type(self).on_idle is WorkStealing.on_idle
         # Cores that left the job with strands on their deques: thieves still find them.
@@ -106,6 +107,7 @@ class WorkStealing(Scheduler):
         self._others.clear()
         self._periods.clear()
         self._plans.clear()
+        self._sleep_plans.clear()
 
     def spin_period(self, core: int) -> int:
         """Mean cycles between the attempts of ``core`` spinning over its victims."""
@@ -185,28 +187,33 @@ class WorkStealing(Scheduler):
         return retry(cost)
 
     def spin_plan(self, core: int) -> SpinPlan | None:
-        """``core``'s failing steal attempts for the engine to batch (:class:`SpinPlan`):
-        as long as the own deque is empty, some deque is not, the core is not asleep and
-        no departed core's deque is a victim (an attempt on one may drop it from the victim
-        lists), :meth:`on_idle` is one random draw over :meth:`others` and one attempt
-        priced by distance."""
+        """``core``'s next :meth:`on_idle` for the engine to batch (:class:`SpinPlan`): as
+        long as the own deque is empty and no departed core's deque is a victim (an
+        attempt on one may drop it from the victim lists), it is the sleep accounting of
+        a woken thief, then one random draw over :meth:`others` and one attempt priced by
+        distance — or, when every deque is empty, going to sleep."""
         dq = self.dq
-        if (
-            not self._plannable
-            or dq.deques[core]
-            or dq.n_items == 0
-            or self.orphans
-            or dq.sleep_since[core] >= 0
-        ):
+        if not self._plannable or dq.deques[core] or self.orphans:
             return None
-        p = self._plans.get(core)
+        sleeps = dq.n_items == 0
+        plans = self._sleep_plans if sleeps else self._plans
+        p = plans.get(core)
         if p is None:
             o = self.others(core)
             if not o:
-                return None
-            prices = [self.steal_price(core, v) for v in o]
-            p = SpinPlan(o, prices, dq.deques, dq.counters, dq.attempts_key, self.rng)
-            self._plans[core] = p
+                sleeps = True
+            p = SpinPlan(
+                o,
+                [] if sleeps else [self.steal_price(core, v) for v in o],
+                dq.deques,
+                dq.counters,
+                dq.attempts_key,
+                dq.sleep_since,
+                dq.sleep_period,
+                self.spin_period(core) if sleeps else -1,
+                self.rng,
+            )
+            (self._sleep_plans if sleeps else self._plans)[core] = p
         return p
 
 
