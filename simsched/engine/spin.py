@@ -16,17 +16,20 @@ over the engine's heap:
 * before each entry the window loop is run up to the entry's time exactly as the main
   loop runs it (the same limits: where the window loop stops shapes its interleaving),
   and a core finishing first ends the batch;
-* the batch also ends before the first entry that is anything else: an attempt that
-  would succeed (the victim's deque is not empty), a core whose scheduler gives no plan,
-  another job's core, a quantum, a control-plane event (first at equal times).
+* an attempt whose victim's deque is not empty is made by the policy
+  (``SpinPlan.attempt``: what ``on_idle`` does after its draw) and the core starts the
+  stolen strand; the pools changed, so the batch ends;
+* the batch also ends before a control-plane event (first at equal times), a quantum,
+  another job's core, or a core whose scheduler gives no plan.
 
-Nothing is speculated, so nothing is undone, except the victims: they are drawn in
-blocks (``rng.integers(n, size=k)`` yields the same numbers as ``k`` calls of
-``rng.integers(n)`` and leaves the generator in the same state; tests/engine/test_spin.py
-checks it), and at the end of a batch the generator is reset and advanced by exactly the
-attempts made, so the stream is consumed as the per-attempt loop consumes it.  Results,
-counters and random streams are identical to the per-attempt path (which
-``SIMSCHED_STEAL_BATCH=0`` selects); what is saved per failed attempt is the main loop's
+Nothing is speculated, so nothing is undone, except surplus victims: a batch draws its
+first few victims one by one and then in blocks (``rng.integers(n, size=k)`` yields the
+numbers of ``k`` calls of ``rng.integers(n)`` and leaves the generator in the same
+state; tests/engine/test_spin.py checks it); when a block is not used up the generator
+is reset to its state before the first block and advanced by exactly the block victims
+used, so the stream is consumed as the per-attempt loop consumes it.  Results, counters
+and random streams are identical to the per-attempt path (which
+``SIMSCHED_STEAL_BATCH=0`` selects); what is saved per idle call is the main loop's
 iteration, the scheduler call and the decision's bookkeeping, not the window-loop stop.
 """
 
@@ -36,7 +39,11 @@ import heapq
 import os
 from typing import Any
 
-#: Victims drawn per block.
+#: Victims drawn one by one at the start of a batch (a block draw and giving its rest
+#: back cost more than a few single draws).
+SCALAR = 4
+
+#: Victims drawn per block after that.
 BLOCK = 64
 
 #: Environment variable that turns batching off (``0``), for comparisons.
@@ -82,6 +89,7 @@ def spin(rp: Any, t_env: int, ev_timer: int) -> tuple[int, int]:
     n = -1
     block: list[int] = []
     used = 0
+    scalar = 0  # victims drawn one by one before the first block
     handled = 0
     done = -1
     while heap:
@@ -90,7 +98,6 @@ def spin(rp: Any, t_env: int, ev_timer: int) -> tuple[int, int]:
         if t >= t_env or kind != ev_timer:
             break
         plan = None
-        i = -1
         if g == gen[a]:
             j = rp.jobs[owner[a]]
             if job is None:
@@ -104,14 +111,8 @@ def spin(rp: Any, t_env: int, ev_timer: int) -> tuple[int, int]:
                 if rng is None:
                     rng = plan.rng
                     n = len(plan.victims)
-                    state0 = rng.bit_generator.state
                 elif plan.rng is not rng or len(plan.victims) != n:
                     break
-                if used == len(block):
-                    block.extend(rng.integers(n, size=BLOCK).tolist())
-                i = block[used]
-                if plan.deques[plan.victims[i]]:
-                    break  # this attempt succeeds: on_idle makes it
         # The window loop up to this entry, as the main loop runs it.
         if t != rp._quiet:
             c = driver.advance(t)
@@ -133,24 +134,43 @@ def spin(rp: Any, t_env: int, ev_timer: int) -> tuple[int, int]:
             if per > 0:
                 counters[plan.key] += (t - since) // per
             plan.asleep[a] = -1
-        if i < 0:
+        if plan.sleep >= 0:
             # every deque is empty: the thief goes to sleep (WorkerDeques.sleep, WAIT)
             plan.asleep[a] = t
             plan.periods[a] = plan.sleep
             j.sleeping.add(a)
             timer_live[a] = False
             continue
+        assert rng is not None
+        if used == len(block):
+            # Short batches draw one by one; long ones in blocks, the unused rest of the
+            # last block given back at the end.
+            if scalar < SCALAR:
+                block.append(int(rng.integers(n)))
+                scalar += 1
+            else:
+                if state0 is None:
+                    state0 = rng.bit_generator.state
+                block.extend(rng.integers(n, size=BLOCK).tolist())
+        i = block[used]
         used += 1
+        if plan.deques[plan.victims[i]]:
+            # this attempt succeeds: the policy makes it; the pools change, so stop here
+            timer_live[a] = False
+            rp._apply(j, a, t, plan.attempt(a, i))
+            break
         counters[plan.key] += 1
         tn = t + plan.prices[i]
         if tn < avail[a]:
             tn = avail[a]
         push(heap, (tn, ev_timer, rp._seq, a, g))
         rp._seq += 1
-    if rng is not None:
-        # Reset the generator and draw exactly the victims of the attempts made.
+    if state0 is not None and used < len(block):
+        # Give back the victims drawn and not used: reset the generator to before the
+        # first block and draw again the block victims that were used.
+        assert rng is not None
         rng.bit_generator.state = state0
-        if used:
-            rng.integers(n, size=used)
+        if used > scalar:
+            rng.integers(n, size=used - scalar)
     rp.batched += handled
     return done, handled

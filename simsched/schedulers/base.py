@@ -136,7 +136,8 @@ class SpinPlan(NamedTuple):
     ``(now - asleep[core]) // periods[core]`` to ``counters[key]`` if ``periods[core] > 0``,
     then set ``asleep[core] = -1``), add 1 to ``counters[key]`` and return
     ``retry(prices[i])``, with no other effect.  (When the victim's deque is not empty
-    the engine calls ``on_idle`` as usual.)  A plan with ``sleep >= 0`` says instead that
+    the engine makes the same accounting, then calls ``attempt(core, i)``, which must
+    do what ``on_idle`` does after its draw.)  A plan with ``sleep >= 0`` says instead that
     the call would put the core to sleep: the same accounting of a woken thief, then
     ``asleep[core] = now``, ``periods[core] = sleep`` and ``WAIT`` (no draw).
 
@@ -158,6 +159,9 @@ class SpinPlan(NamedTuple):
         accounting) every ``sleep`` cycles.
     rng
         The generator the draw is made from.
+    attempt
+        ``attempt(core, i)``: the rest of ``on_idle`` once ``i`` is drawn (the engine
+        calls it when the victim's deque is not empty).
     """
 
     victims: Sequence[int]
@@ -169,6 +173,7 @@ class SpinPlan(NamedTuple):
     periods: list[int]
     sleep: int
     rng: np.random.Generator
+    attempt: Callable[[int, int], Decision]
 
 
 class Facts(Protocol):

@@ -176,7 +176,12 @@ class WorkStealing(Scheduler):
         if dq.n_items == 0 or not others:
             dq.sleep(core, now, self.spin_period(core))
             return WAIT
-        victim = others[int(self.rng.integers(len(others)))]
+        return self.attempt(core, int(self.rng.integers(len(others))))
+
+    def attempt(self, core: int, i: int) -> Decision:
+        """``core``'s steal attempt on its ``i``-th victim (:meth:`others`), drawn."""
+        dq = self.dq
+        victim = self.others(core)[i]
         s = dq.attempt(victim)
         if victim in self.orphans and not dq.deques[victim]:
             self.orphans.discard(victim)
@@ -212,6 +217,7 @@ class WorkStealing(Scheduler):
                 dq.sleep_period,
                 self.spin_period(core) if sleeps else -1,
                 self.rng,
+                self.attempt,
             )
             (self._sleep_plans if sleeps else self._plans)[core] = p
         return p
