@@ -127,7 +127,7 @@ def mean_cycles(prices: Sequence[int], default: int) -> int:
 
 
 class SpinPlan(NamedTuple):
-    """How a thief's failed steal attempts go, for the engine to replay them in a batch.
+    """How a thief's next idle call goes, for the engine to replay it in a batch.
 
     A policy returns one from :meth:`Scheduler.spin_plan` when its next :meth:`~Scheduler.on_idle`
     for the core, at any time ``now`` until the job's pools next change, would be exactly:
