@@ -107,6 +107,9 @@ def one(trace: str, machine: str, sched: str, window: int | None) -> dict:
             (e["wall_s"] - e["kernel_s"] - e["decode_wait_s"]) * 1e6 / max(rec["strands"], 1), 2
         ),
         "events_per_strand": round(e["events"] / max(rec["strands"], 1), 2),
+        # failed steal attempts replayed in batches (not events) and window-loop calls
+        "batched_per_strand": round(e.get("batched_attempts", 0) / max(rec["strands"], 1), 2),
+        "kernel_calls_per_strand": round(e["kernel_calls"] / max(rec["strands"], 1), 2),
         "decode_wait_share": round(e["decode_wait_s"] / e["wall_s"], 4),
         "control_share": round(e["control_s"] / e["wall_s"], 5),
         "chunk_loads": e["chunk_loads"],
@@ -238,6 +241,8 @@ def core_table(trace: Path, warm: Path, cores: list[int]) -> list[dict]:
                             "kernel_ns_per_ref",
                             "python_us_per_strand",
                             "events_per_strand",
+                            "batched_per_strand",
+                            "kernel_calls_per_strand",
                             "decode_wait_share",
                             "refs_per_cpu_s",
                             "engine_cpu_s",

@@ -65,7 +65,7 @@ ints; ``steal_attempts`` and ``steals`` are expected from stealing schedulers).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 
@@ -96,6 +96,7 @@ __all__ = [
     "Facts",
     "SchedContext",
     "Scheduler",
+    "SpinPlan",
     "retry",
     "run",
 ]
@@ -123,6 +124,56 @@ def mean_cycles(prices: Sequence[int], default: int) -> int:
     if not n:
         return int(default)
     return (2 * sum(prices) + n) // (2 * n)
+
+
+class SpinPlan(NamedTuple):
+    """How a thief's next idle call goes, for the engine to replay it in a batch.
+
+    A policy returns one from :meth:`Scheduler.spin_plan` when its next :meth:`~Scheduler.on_idle`
+    for the core, at any time ``now`` until the job's pools next change, would be exactly:
+    draw ``i = rng.integers(len(victims))``; if ``deques[victims[i]]`` is empty, account
+    the attempts of a thief woken from sleep (when ``asleep[core] >= 0``: add
+    ``(now - asleep[core]) // periods[core]`` to ``counters[key]`` if ``periods[core] > 0``,
+    then set ``asleep[core] = -1``), add 1 to ``counters[key]`` and return
+    ``retry(prices[i])``, with no other effect.  (When the victim's deque is not empty
+    the engine makes the same accounting, then calls ``attempt(core, i)``, which must
+    do what ``on_idle`` does after its draw.)  A plan with ``sleep >= 0`` says instead that
+    the call would put the core to sleep: the same accounting of a woken thief, then
+    ``asleep[core] = now``, ``periods[core] = sleep`` and ``WAIT`` (no draw).
+
+    Attributes
+    ----------
+    victims
+        The cores the thief draws from, in draw order.
+    prices
+        Cycles of an attempt on ``victims[i]``.
+    deques
+        Every core's deque, indexed by core (only emptiness is read).
+    counters, key
+        Where the failed attempt is counted.
+    asleep, periods
+        Per core: the cycle it went to sleep at (-1: awake) and its attempt period then
+        (:class:`~simsched.schedulers.deques.WorkerDeques`' sleep accounting).
+    sleep
+        -1: the core attempts a steal; otherwise it goes to sleep, attempting (in the
+        accounting) every ``sleep`` cycles.
+    rng
+        The generator the draw is made from.
+    attempt
+        ``attempt(core, i)``: the rest of ``on_idle`` once ``i`` is drawn (the engine
+        calls it when the victim's deque is not empty).
+    """
+
+    victims: Sequence[int]
+    prices: Sequence[int]
+    deques: Sequence[Any]
+    counters: dict[str, int]
+    key: str
+    asleep: list[int]
+    periods: list[int]
+    sleep: int
+    rng: np.random.Generator
+    attempt: Callable[[int, int], Decision]
 
 
 class Facts(Protocol):
@@ -416,6 +467,12 @@ class Scheduler:
     def on_idle(self, core: int, now: int) -> Decision:
         """``core`` has nothing to run at ``now``; returns its next decision."""
         return WAIT
+
+    def spin_plan(self, core: int) -> SpinPlan | None:
+        """The :class:`SpinPlan` of ``core``'s next :meth:`on_idle`, when that call would be
+        a plain random steal attempt (the engine then replays the failing ones itself,
+        docs/engine.md "Steal attempts in batches"); None (the default) otherwise."""
+        return None
 
     def on_profile(
         self, strand: int, core: int, start: int, end: int, instructions: int, private_misses: int

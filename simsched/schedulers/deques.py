@@ -56,6 +56,11 @@ class WorkerDeques:
         self.sleep_since = [-1] * n_cores
         self.sleep_period = [self.steal_attempt] * n_cores
 
+    @property
+    def attempts_key(self) -> str:
+        """Name of the counter of steal attempts (with the prefix)."""
+        return self._k_attempts
+
     def push(self, core: int, strand: int) -> None:
         """Push ``strand`` on top of ``core``'s deque."""
         self.deques[core].append(strand)

@@ -38,6 +38,7 @@ from simsched.schedulers.base import (
     Param,
     ParamSchema,
     Scheduler,
+    SpinPlan,
     retry,
     run,
 )
@@ -81,6 +82,10 @@ class WorkStealing(Scheduler):
         self.child_first = self.params["spawn_policy"] == "child-first"
         self._others: dict[int, list[int]] = {}
         self._periods: dict[int, int] = {}
+        self._plans: dict[int, SpinPlan] = {}
+        self._sleep_plans: dict[int, SpinPlan] = {}
+        # Only WS's own on_idle is described by spin_plan (a subclass may change it).
+        self._plannable = type(self).on_idle is WorkStealing.on_idle
         # Cores that left the job with strands on their deques: thieves still find them.
         self.orphans: set[int] = set()
         self._dq = ctx.costs.deque_op
@@ -101,6 +106,8 @@ class WorkStealing(Scheduler):
         """Drop the cached victim lists (the job's cores or the departed deques changed)."""
         self._others.clear()
         self._periods.clear()
+        self._plans.clear()
+        self._sleep_plans.clear()
 
     def spin_period(self, core: int) -> int:
         """Mean cycles between the attempts of ``core`` spinning over its victims."""
@@ -169,7 +176,12 @@ class WorkStealing(Scheduler):
         if dq.n_items == 0 or not others:
             dq.sleep(core, now, self.spin_period(core))
             return WAIT
-        victim = others[int(self.rng.integers(len(others)))]
+        return self.attempt(core, int(self.rng.integers(len(others))))
+
+    def attempt(self, core: int, i: int) -> Decision:
+        """``core``'s steal attempt on its ``i``-th victim (:meth:`others`), drawn."""
+        dq = self.dq
+        victim = self.others(core)[i]
         s = dq.attempt(victim)
         if victim in self.orphans and not dq.deques[victim]:
             self.orphans.discard(victim)
@@ -179,9 +191,40 @@ class WorkStealing(Scheduler):
             return run(s, cost)
         return retry(cost)
 
+    def spin_plan(self, core: int) -> SpinPlan | None:
+        """``core``'s next :meth:`on_idle` for the engine to batch (:class:`SpinPlan`): as
+        long as the own deque is empty and no departed core's deque is a victim (an
+        attempt on one may drop it from the victim lists), it is the sleep accounting of
+        a woken thief, then one random draw over :meth:`others` and one attempt priced by
+        distance — or, when every deque is empty, going to sleep."""
+        dq = self.dq
+        if not self._plannable or dq.deques[core] or self.orphans:
+            return None
+        sleeps = dq.n_items == 0
+        plans = self._sleep_plans if sleeps else self._plans
+        p = plans.get(core)
+        if p is None:
+            o = self.others(core)
+            if not o:
+                sleeps = True
+            p = SpinPlan(
+                o,
+                [] if sleeps else [self.steal_price(core, v) for v in o],
+                dq.deques,
+                dq.counters,
+                dq.attempts_key,
+                dq.sleep_since,
+                dq.sleep_period,
+                self.spin_period(core) if sleeps else -1,
+                self.rng,
+                self.attempt,
+            )
+            (self._sleep_plans if sleeps else self._plans)[core] = p
+        return p
+
 
 #: The callbacks :func:`ws_fallback` hands over to WS when asked to forward them.
-FORWARDED = ("on_start", "on_finish", "on_idle", "on_depart", "on_cores_changed")
+FORWARDED = ("on_start", "on_finish", "on_idle", "on_depart", "on_cores_changed", "spin_plan")
 
 
 def ws_fallback(
