@@ -1,11 +1,12 @@
 """Redraw [CAB11] §V's Figs. 4-9 and Table IV from a cab sweep and print the numbers.
 
-    python experiments/cab/make_figures.py [RESULTS] [-o FIGDIR]
+    python experiments/cab/make_figures.py [RESULTS ...] [-o FIGDIR]
 
-RESULTS is the sweep's output folder (default: results/medium beside this file if it has
-rows, else results/small); medium, full and small run the memory-bound programs on the
-scaled machine (``opteron-s16``), published.yaml on the unscaled ``opteron-8380-4x4``, and
-the figures use whichever the results hold.  Writes fig4.png (normalised execution time, four memory-bound
+RESULTS is the sweep's output folder, or several read as one table (default:
+results/medium beside this file if it has rows, else results/small); medium, full and
+small run the memory-bound programs on the scaled machine (``opteron-s16``),
+published.yaml on the unscaled ``opteron-8380-4x4``, and the figures use whichever the
+results hold.  Writes fig4.png (normalised execution time, four memory-bound
 programs), table4.csv (L2/L3 misses, WS and CAB), fig5_6.png (heat and SOR over input
 sizes: normalised time and miss reductions), fig7.png (heat with 128-, 64- and 32-row
 leaves), fig8.png (heat under every BL, Eq. 4's choice marked), fig9.png (CPU-bound
@@ -279,12 +280,13 @@ def draw(df: pd.DataFrame, out: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results", nargs="?", type=Path, default=None)
+    ap.add_argument("results", nargs="*", type=Path, help="one or more sweep output folders")
     ap.add_argument("-o", "--out", type=Path, default=None)
     a = ap.parse_args()
-    res = a.results or default_results()
-    df = load(res)
-    draw(df, a.out or HERE / "figures" / Path(res).name)
+    res = a.results or [default_results()]
+    # published.yaml and published_whole.yaml write two folders: one table of both
+    df = pd.concat([load(r) for r in res], ignore_index=True)
+    draw(df, a.out or HERE / "figures" / Path(res[0]).name)
     for row in summary(df):
         print(json.dumps(row, default=float))
 
