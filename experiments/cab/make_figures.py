@@ -1,9 +1,12 @@
 """Redraw [CAB11] §V's Figs. 4-9 and Table IV from a cab sweep and print the numbers.
 
-    python experiments/cab/make_figures.py [RESULTS] [-o FIGDIR]
+    python experiments/cab/make_figures.py [RESULTS ...] [-o FIGDIR]
 
-RESULTS is the sweep's output folder (default: results/medium beside this file if it has
-rows, else results/small).  Writes fig4.png (normalised execution time, four memory-bound
+RESULTS is the sweep's output folder, or several read as one table (default:
+results/medium beside this file if it has rows, else results/small); medium, full and
+small run the memory-bound programs on the scaled machine (``opteron-s16``),
+published.yaml on the unscaled ``opteron-8380-4x4``, and the figures use whichever the
+results hold.  Writes fig4.png (normalised execution time, four memory-bound
 programs), table4.csv (L2/L3 misses, WS and CAB), fig5_6.png (heat and SOR over input
 sizes: normalised time and miss reductions), fig7.png (heat with 128-, 64- and 32-row
 leaves), fig8.png (heat under every BL, Eq. 4's choice marked), fig9.png (CPU-bound
@@ -28,8 +31,9 @@ from simsched.schedulers.boundary import choose_boundary_level
 
 HERE = Path(__file__).resolve().parent
 SCALED = "opteron-s16"
+UNSCALED = "opteron-8380-4x4"
 MEMORY_BOUND = ["heat-1k", "sor-1k", "ge", "mergesort"]
-SIZES = ["512", "1k", "2k", "4kx8k"]
+SIZES = ["512", "1k", "2k", "3kx2k", "4kx8k"]
 CPU_BOUND = ["queens", "fft", "cholesky", "ck"]
 METRICS = ["makespan_cycles", "L2_misses", "L3_misses"]
 
@@ -40,6 +44,42 @@ def default_results() -> Path:
 
 
 load = load_ok_results
+
+
+def study_machine(df: pd.DataFrame) -> str:
+    """The machine the memory-bound programs ran on: the scaled one if the results hold it."""
+    return SCALED if (df["machine"] == SCALED).any() else UNSCALED
+
+
+def criterion(df: pd.DataFrame) -> list[dict]:
+    """CAB (``bl=auto``) over WS per workload and machine, the issue's "never > 10 % slower".
+
+    One dict per (machine, workload) with both schedulers: mean makespans over the common
+    seeds, their ratio, the worst per-seed ratio and the BL CAB ran.
+    """
+    out = []
+    d = df[df["scheduler"].isin(["ws", "cab"])]
+    for (machine, wl), part in d.groupby(["machine", "workload"]):
+        ws = part[part["scheduler"] == "ws"].set_index("seed")["makespan_cycles"]
+        cab = part[part["scheduler"] == "cab"].set_index("seed")
+        seeds = sorted(set(ws.index) & set(cab.index))
+        if not seeds:
+            continue
+        per_seed = cab.loc[seeds, "makespan_cycles"] / ws.loc[seeds]
+        out.append(
+            {
+                "machine": machine,
+                "workload": wl,
+                "seeds": len(seeds),
+                "bl": int(cab["bl"].iloc[0]),
+                "bl_reason": str(cab["bl_reason"].iloc[0]),
+                "cab_over_ws": float(
+                    cab.loc[seeds, "makespan_cycles"].mean() / ws.loc[seeds].mean()
+                ),
+                "worst_seed": float(per_seed.max()),
+            }
+        )
+    return out
 
 
 def means(df: pd.DataFrame) -> pd.DataFrame:
@@ -117,17 +157,21 @@ def fig8_table(df: pd.DataFrame, machine: str = SCALED) -> pd.DataFrame:
 def summary(df: pd.DataFrame) -> list[dict]:
     """One JSON-able dict per figure (what docs/experiments.md quotes)."""
     out = []
-    f4 = versus_ws(df, MEMORY_BOUND)
+    mach = study_machine(df)
+    f4 = versus_ws(df, MEMORY_BOUND, mach)
     out.append({"figure": "4+table4", "rows": f4.round(4).to_dict("records")})
     for prog in ("heat", "sor"):
-        f5 = versus_ws(df, [f"{prog}-{s}" for s in SIZES])
+        f5 = versus_ws(df, [f"{prog}-{s}" for s in SIZES], mach)
         out.append({"figure": f"5-6 {prog}", "rows": f5.round(4).to_dict("records")})
-    f7 = versus_ws(df, ["heat-2k", "heat-2k-leaf64", "heat-2k-leaf32"])
+    f7 = versus_ws(df, ["heat-2k", "heat-2k-leaf64", "heat-2k-leaf32"], mach)
     out.append({"figure": "7", "rows": f7.round(4).to_dict("records")})
-    out.append({"figure": "8", "rows": fig8_table(df).to_dict("records")})
-    for machine in (SCALED, "opteron-8380-4x4"):
+    out.append({"figure": "8", "rows": fig8_table(df, mach).to_dict("records")})
+    out.append({"figure": "criterion", "rows": criterion(df)})
+    for machine in (SCALED, UNSCALED):
         for other in ("cab", "cab-no-cpu-rule"):
             f9 = versus_ws(df, CPU_BOUND, machine, other)
+            if f9.empty:  # published.yaml leaves Fig. 9 to medium.yaml's unscaled points
+                continue
             out.append(
                 {
                     "figure": "9",
@@ -156,8 +200,9 @@ def draw(df: pd.DataFrame, out: Path) -> None:
     from simsched.plotting import save, style
 
     out.mkdir(parents=True, exist_ok=True)
+    mach = study_machine(df)
     with style():
-        f4 = versus_ws(df, MEMORY_BOUND)
+        f4 = versus_ws(df, MEMORY_BOUND, mach)
         f4.to_csv(out / "table4.csv", index=False)
         fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
         _bars(axes[0], f4, "norm_time", "Fig. 4: CAB time / WS time", "normalised time")
@@ -168,7 +213,7 @@ def draw(df: pd.DataFrame, out: Path) -> None:
 
         fig, axes = plt.subplots(1, 2, figsize=(11, 3.5))
         for prog, mk in (("heat", "o"), ("sor", "s")):
-            t = versus_ws(df, [f"{prog}-{s}" for s in SIZES])
+            t = versus_ws(df, [f"{prog}-{s}" for s in SIZES], mach)
             if t.empty:
                 continue
             x = t["workload"].str.replace(f"{prog}-", "")
@@ -179,12 +224,12 @@ def draw(df: pd.DataFrame, out: Path) -> None:
         axes[0].set_title("Fig. 5: CAB time / WS time by input size")
         axes[1].set_title("Fig. 6: miss reduction (1 - CAB/WS)")
         for ax in axes:
-            ax.set_xlabel("input (paper's size; simulated / 16)")
+            ax.set_xlabel("input" + (" (paper's size; simulated / 16)" if mach == SCALED else ""))
             ax.legend()
         fig.tight_layout()
         save(fig, out / "fig5_6.png")
 
-        f7 = versus_ws(df, ["heat-2k", "heat-2k-leaf64", "heat-2k-leaf32"])
+        f7 = versus_ws(df, ["heat-2k", "heat-2k-leaf64", "heat-2k-leaf32"], mach)
         fig, ax = plt.subplots(figsize=(6, 3.5))
         if not f7.empty:
             x = range(len(f7))
@@ -197,7 +242,7 @@ def draw(df: pd.DataFrame, out: Path) -> None:
         fig.tight_layout()
         save(fig, out / "fig7.png")
 
-        f8 = fig8_table(df)
+        f8 = fig8_table(df, mach)
         fig, axes = plt.subplots(
             1, max(len(f8), 1), figsize=(4 * max(len(f8), 1), 3.5), squeeze=False
         )
@@ -219,7 +264,7 @@ def draw(df: pd.DataFrame, out: Path) -> None:
         save(fig, out / "fig8.png")
 
         fig, axes = plt.subplots(1, 2, figsize=(11, 3.5))
-        for ax, machine in zip(axes, (SCALED, "opteron-8380-4x4"), strict=True):
+        for ax, machine in zip(axes, (SCALED, UNSCALED), strict=True):
             for k, other in enumerate(("cab", "cab-no-cpu-rule")):
                 t = versus_ws(df, CPU_BOUND, machine, other)
                 if t.empty:
@@ -230,19 +275,21 @@ def draw(df: pd.DataFrame, out: Path) -> None:
             ax.axhline(1.0, color="k", lw=0.8)
             ax.set_title(f"Fig. 9: CPU-bound, {machine}")
             ax.set_ylabel("CAB time / WS time")
-            ax.legend(fontsize=7)
+            if ax.get_legend_handles_labels()[0]:  # published.yaml has no scaled machine
+                ax.legend(fontsize=7)
         fig.tight_layout()
         save(fig, out / "fig9.png")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results", nargs="?", type=Path, default=None)
+    ap.add_argument("results", nargs="*", type=Path, help="one or more sweep output folders")
     ap.add_argument("-o", "--out", type=Path, default=None)
     a = ap.parse_args()
-    res = a.results or default_results()
-    df = load(res)
-    draw(df, a.out or HERE / "figures" / Path(res).name)
+    res = a.results or [default_results()]
+    # published.yaml and published_whole.yaml write two folders: one table of both
+    df = pd.concat([load(r) for r in res], ignore_index=True)
+    draw(df, a.out or HERE / "figures" / Path(res[0]).name)
     for row in summary(df):
         print(json.dumps(row, default=float))
 
