@@ -647,15 +647,11 @@ class Replay:
                 c, k = spin(self, t_env, EV_TIMER)
                 if c < 0 and k:
                     continue
-            if c >= 0:
-                pass
-            elif limit == self._quiet:
-                # The window loop already returned at this limit and no strand started
-                # since: every core's next event is later (or a reference at this very
-                # cycle, which comes after the engine's own events), so it would return
-                # at once again.
-                c = -1
-            else:
+            # Skipped when the window loop already returned at this limit and no strand
+            # started since: every core's next event is later (or a reference at this
+            # very cycle, which comes after the engine's own events), so it would return
+            # at once again.
+            if c < 0 and limit != self._quiet:
                 c = driver.advance(limit)
                 self._quiet = limit if c < 0 else -1
             if c >= 0:

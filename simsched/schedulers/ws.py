@@ -200,13 +200,11 @@ class WorkStealing(Scheduler):
         dq = self.dq
         if not self._plannable or dq.deques[core] or self.orphans:
             return None
-        sleeps = dq.n_items == 0
+        o = self.others(core)
+        sleeps = dq.n_items == 0 or not o  # as in on_idle
         plans = self._sleep_plans if sleeps else self._plans
         p = plans.get(core)
         if p is None:
-            o = self.others(core)
-            if not o:
-                sleeps = True
             p = SpinPlan(
                 o,
                 [] if sleeps else [self.steal_price(core, v) for v in o],
@@ -219,7 +217,7 @@ class WorkStealing(Scheduler):
                 self.rng,
                 self.attempt,
             )
-            (self._sleep_plans if sleeps else self._plans)[core] = p
+            plans[core] = p
         return p
 
 

@@ -308,9 +308,7 @@ def test_intra_level_on_a_full_tree_is_the_depth_bound(b, depth, cores):
     # on a DAG whose every task divides alike the DAG's own cap is B**(depth - BL) >= N/M
     parent, level = _full_tree(b, depth)
     c = choose_boundary_level(b, 4, 6 << 20, 200 << 20, depth=depth, cores_per_socket=cores)
-    assert intra_level(parent, level, cores) == max(c.level_intra, 0) or (
-        c.level_intra < 1 and intra_level(parent, level, cores) == 0
-    )
+    assert intra_level(parent, level, cores) == max(c.level_intra, 0)
 
 
 def test_intra_level_of_an_uneven_dag():

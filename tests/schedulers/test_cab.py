@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ from simsched.trace import TraceBuilder, open_trace
 from simsched.workloads import generate
 from tests.conftest import private_cache
 from tests.engine.conftest import make_trace
+from tests.engine.golden_cases import SAMPLES
 from tests.engine.machines import CHAIN_4X1, ONE_BY_THREE, TWO_BY_TWO
 from tests.engine.test_cli_run import _run
 from tests.oracles.engine_oracle import OracleEngine
@@ -395,7 +395,7 @@ def test_uneven_captured_dag_is_too_shallow_for_two_tiers():
     # workers idle.  On the machine with caches / 16 (the CAB study's) Eq. 4 says BL = 3
     # and the full-tree estimate from the depth (6) allows 4, which made CAB 1.35x WS;
     # the third constraint read on the DAG itself allows no level: BL = 0, WS.
-    path = Path(__file__).resolve().parents[2] / "traces/samples/cholesky-128-16.valgrind.sst"
+    path = SAMPLES / "cholesky-128-16.valgrind.sst"
     m = load_machine(
         "opteron-8380-4x4",
         {"caches.L1.size": "4KB", "caches.L2.size": "32KB", "caches.L3.size": "384KB"},
