@@ -14,6 +14,12 @@ from a seeded generator).  Everything is scaled the same way (README.md):
   mean makespan of a Table 1 program alone on the machine under WS (measured, README),
   so that lambda = 1/16 spaces arrivals by about one job's run and lambda = 1 releases
   all 16 jobs within about one.
+
+The published-length study (``published.yaml``) keeps that time scale but gives every
+Table 1 program an input that runs alone for 50-340 quanta (``PUBLISHED``), as the
+paper's inputs run for hundreds of its 10 ms quanta, and replays ``MIXES`` job mixes of
+16 jobs (two per lambda) on three seeds, with cores allotted by count
+(``placement: any``), as [SAWS12]'s runtime does.
 """
 
 from __future__ import annotations
@@ -36,14 +42,14 @@ PROGRAMS: dict[str, dict] = {
     "heat": {"trace": f"{SAMPLES}/heat-128-4-8.valgrind.sst"},
     "strassen": {"trace": f"{SAMPLES}/strassen-128-32.valgrind.sst"},
 }
-#: Makespan (cycles) of each program alone on sunfire-x4600-8x4 under WS (README).
+#: Makespan (cycles) of each program alone on sunfire-x4600-8x4 under WS, seed 0 (README).
 ALONE = {
-    "ck": 2_273_905,
-    "fib": 5_054_547,
-    "fft": 25_056_573,
-    "lu": 2_286_102,
-    "heat": 577_047,
-    "strassen": 8_022_724,
+    "ck": 1_465_359,
+    "fib": 111_159,
+    "fft": 16_897_707,
+    "lu": 1_648_214,
+    "heat": 176_091,
+    "strassen": 2_478_348,
 }
 MS_EQ = 5_000
 QUANTUM = 10 * MS_EQ
@@ -77,6 +83,30 @@ MACHINES = [
         },
     },
 ]
+#: Table 1 at published job lengths (README "Published job lengths"): inputs that run
+#: alone for 50-340 quanta of 10 ms-equivalents, as Table 1's inputs run for hundreds of
+#: the paper's 10 ms quanta.  Fib's cutoff 12 keeps its strand count replayable.
+PUBLISHED: dict[str, dict] = {
+    "ck": {"trace": f"{SAMPLES}/ck-7-3-6.valgrind.sst"},
+    "fib": {"generator": "fib", "params": {"n": 31, "cutoff": 12}},
+    "fft": {"trace": f"{SAMPLES}/fft-8192-512.valgrind.sst"},
+    "lu": {"trace": f"{SAMPLES}/lu-256-16.valgrind.sst"},
+    "heat": {"trace": f"{SAMPLES}/heat-512-16-16.valgrind.sst"},
+    "strassen": {"trace": f"{SAMPLES}/strassen-128-32.valgrind.sst"},
+}
+#: Makespan (cycles) of each published-length program alone, as ``ALONE``.
+ALONE_PUBLISHED = {
+    "ck": 4_346_321,
+    "fib": 2_765_741,
+    "fft": 16_897_707,
+    "lu": 5_749_301,
+    "heat": 6_485_492,
+    "strassen": 2_478_348,
+}
+TAU_PUBLISHED = round(sum(ALONE_PUBLISHED.values()) / len(ALONE_PUBLISHED) / 16)
+#: Job mixes of the published-length study: two per lambda, each its own draw.
+MIXES = 10
+
 SCHEDULERS = [
     {"name": "saws", "params": {"beta": 2.0}},
     {"name": "asteal", "params": {"rho": 2.0, "delta": 0.8}},
@@ -128,6 +158,34 @@ def fig9_sets(seed: int = 9) -> list[str]:
             f"{lam:g} per {TAU} cycles (make_jobsets.py, seed {seed})\n",
         )
         names.append(name)
+    return names
+
+
+def published_sets(base_seed: int = 100) -> list[tuple[str, str]]:
+    """``MIXES`` job sets of 16 jobs, mix ``m`` drawn from ``base_seed + m``: its programs,
+    and Poisson gaps at the lambda it is assigned (the five lambdas in turn)."""
+    names = []
+    for m in range(MIXES):
+        rng = np.random.default_rng(base_seed + m)
+        progs = [list(PUBLISHED)[i] for i in rng.integers(len(PUBLISHED), size=16)]
+        unit_gaps = rng.exponential(1.0, size=16)
+        tag, lam = list(LAMBDAS.items())[m % len(LAMBDAS)]
+        t = np.concatenate([[0.0], np.cumsum(unit_gaps[1:])]) * TAU_PUBLISHED / lam
+        groups = [
+            {"name": f"{p}-{i}", **PUBLISHED[p], "scheduler": "saws", "arrival": int(a)}
+            for i, (p, a) in enumerate(zip(progs, t, strict=True))
+        ]
+        name = f"published-mix{m}"
+        data = jobset(groups)
+        data["controller_params"] = {"placement": "any"}
+        dump(
+            JOBSETS / f"{name}.yaml",
+            data,
+            f"# [SAWS12] Fig. 9 at published job lengths: mix {m}, 16 jobs drawn from Table 1, "
+            f"Poisson arrivals,\n# lambda = {lam:g} per {TAU_PUBLISHED} cycles, cores allotted "
+            f"by count (make_jobsets.py, seed {base_seed + m})\n",
+        )
+        names.append((name, tag))
     return names
 
 
@@ -190,6 +248,19 @@ def main() -> None:
         ),
         HEADER,
     )
+    pub = [
+        {"name": f"{n[10:]}-lambda-{tag}", "jobs": f"jobsets/{n}.yaml"}
+        for n, tag in published_sets()
+    ]
+    spec = sweep(
+        "saws_published",
+        "published job lengths: 10 mixes of 16 Table 1 jobs, Poisson arrivals",
+        pub,
+        "results/published",
+        (0, 1, 2),
+    )
+    spec["machines"] = MACHINES[:1]
+    dump(HERE / "published.yaml", spec, HEADER.replace(", caches on and off", ""))
     small = [
         {"name": "heat-2", "jobs": "jobsets/small-heat-2.yaml"},
         {"name": "mix-4", "jobs": "jobsets/small-mix-4.yaml"},
