@@ -392,8 +392,11 @@ class LocalityAware(Scheduler):
             if i >= 0 and self.it_start[i] < 0:
                 self.it_start[i] = now
                 self.cur_it = max(self.cur_it, i)
-        p = self.sock[core]
-        if self.active_last[p] == strand:
+        if strand in self.active_last:
+            # The subtree's last strand may end on another socket (a child of it that was
+            # not matched to the template went through a CF pool and was stolen there):
+            # free the socket that started the subtree, not the finishing core's.
+            p = self.active_last.index(strand)
             self.active_last[p] = -1
             h = self.ctx.head_core(p)
             if h is not None and h != core:

@@ -208,6 +208,24 @@ def test_ge_dag_change_stops_packing(small_traces):
     assert {p["move"] for p in res.sched_fields["packing"][k + 1 :]} == {"ws"}
 
 
+@pytest.mark.parametrize("sched", ["laws", "cats"])
+def test_a_cf_subtree_ending_on_another_socket_frees_its_own(tmp_path, sched):
+    """In the iteration after the profiled one, GE-ir's changed DAG sends unmatched
+    frames below a CF root through CF pools, so a subtree's last strand can end on
+    another socket.  The socket that started the subtree must be freed all the same:
+    left blocked, its head never starts another CF root (three of four sockets here),
+    and on the Xeon at 1/64 caches with n = 1024 every socket was, a deadlock."""
+    path = tmp_path / "ge-ir.sst"
+    generate("ge", path, n=256, cutoff=1, steps=20, init=False, irregular=True)
+    machine = load_machine(
+        "opteron-8380-4x4",
+        overrides={"caches.L1.size": "1KB", "caches.L2.size": "8KB", "caches.L3.size": "96KB"},
+    )
+    res, _, pol = _replay(open_trace(path), machine, sched)
+    assert res.sched_fields["packing"][1]["cf_roots"] > 0  # it ran packed
+    assert pol.active_last == [-1] * pol.S
+
+
 def test_cpu_bound_program_falls_back_to_ws(small_traces):
     trace = open_trace(small_traces["heat"])
     machine = load_machine(TWO_BY_TWO)
