@@ -1,6 +1,6 @@
 """Redraw [SAWS12] Figs. 4, 7, 8 and 9 from the SAWS study and print the paper's comparisons.
 
-    python experiments/saws/make_figures.py [--small] [-o FIGDIR]
+    python experiments/saws/make_figures.py [--small | --published] [-o FIGDIR]
 
 Fig. 4 is replayed here (``fig4.yaml``, two seconds); Figs. 7-9 are read from the sweeps'
 result stores (``results/fig7``, ``fig8``, ``fig9``; with ``--small``, ``results/small``,
@@ -9,6 +9,11 @@ Fig. 4's desire sequences, and for Figs. 8-9 SAWS's improvement over A-Steal and
 in mean response time, utilisation and makespan (``(other - saws) / other`` for times,
 ``(saws - other) / other`` for utilisation, averaged over the x-axis points and seeds),
 per machine (caches on, caches off) — the numbers [SAWS12] §5.2 quotes for Fig. 9.
+With ``--published``, reads ``results/published`` (ten job mixes at published job
+lengths, three seeds) into ``figures/published/fig9.png`` and ``points.csv`` and prints
+SAWS's improvements with a 95 % t interval over the mixes (each mix's mean over its seeds
+is one sample), then the same, all lambdas together, for each core-move cost of
+``results/published_moves`` (seed 0) if it was run.
 The notebook ``notebooks/saws.ipynb`` uses these functions.
 """
 
@@ -30,6 +35,12 @@ METRICS = {
     "utilization": "utilisation",
 }
 ORDER = ["saws", "asteal", "ws-equi"]
+#: The published study's per-point table (``figures/published/points.csv``).
+POINT_COLUMNS = [
+    "mix", "lam", "sched", "seed", "makespan_cycles", "mean_response_cycles",
+    "utilization", "machine_utilization", "reallocations", "core_moves", "move_cycles",
+    "refs", "wall_s",
+]  # fmt: skip
 
 
 def fig4(machine: str = "sunfire-x4600-8x4") -> dict[str, Any]:
@@ -56,12 +67,14 @@ def load(study: str) -> pd.DataFrame:
     df = df[df["status"] == "ok"].copy()
     df["sched"] = df["scheduler_name"]
     parsed = df["workload"].map(_parse)
-    for key in ("program", "copies", "quantum_ms", "lam"):
+    for key in ("program", "copies", "quantum_ms", "lam", "mix"):
         df[key] = parsed.map(lambda p, k=key: p.get(k))
     return df
 
 
 def _parse(name: str) -> dict[str, Any]:
+    if m := re.fullmatch(r"mix(\d+)-lambda-(\d+)(?:_(\d+))?", name):
+        return {"program": "mix", "mix": int(m[1]), "lam": int(m[2]) / int(m[3] or 1)}
     if m := re.fullmatch(r"(\w+)-q(\d+)ms", name):
         return {"program": m[1], "quantum_ms": int(m[2])}
     if m := re.fullmatch(r"lambda-(\d+)(?:_(\d+))?", name):
@@ -137,13 +150,92 @@ def improvements(df: pd.DataFrame, x: str, figure: str) -> list[dict[str, Any]]:
     return rows
 
 
+def published_improvements(df: pd.DataFrame, figure: str = "published") -> list[dict[str, Any]]:
+    """SAWS over A-Steal and WS-EQUI on the published-length mixes, all lambdas together
+    and per lambda: the mean over mixes of each mix's seed-mean improvement, with a 95 %
+    t interval over the mixes (the mixes, not the seeds, are the independent draws)."""
+    from simsched.comparison import t_quantile
+
+    mean = df.groupby(["lam", "mix", "sched"])[list(METRICS)].mean()
+    rows = []
+    for lam in [None, *sorted(df["lam"].unique())]:
+        part = mean if lam is None else mean.loc[[lam]]
+        row: dict[str, Any] = {"figure": figure, "lam": lam or "all"}
+        for other in ("asteal", "ws-equi"):
+            s = part.xs("saws", level="sched")
+            o = part.xs(other, level="sched").loc[s.index]
+            pct = {
+                "response_pct": 100
+                * (o.mean_response_cycles - s.mean_response_cycles)
+                / o.mean_response_cycles,
+                "utilization_pct": 100 * (s.utilization - o.utilization) / o.utilization,
+                "makespan_pct": 100 * (o.makespan_cycles - s.makespan_cycles) / o.makespan_cycles,
+            }
+            out: dict[str, Any] = {"mixes": len(s)}
+            for key, v in pct.items():
+                half = (
+                    round(t_quantile(0.975, len(v) - 1) * v.std(ddof=1) / len(v) ** 0.5, 2)
+                    if len(v) > 1
+                    else None  # one mix: no interval
+                )
+                out[key] = [round(v.mean(), 2), half]
+            row[f"vs_{other}"] = out
+        rows.append(row)
+    return rows
+
+
+def draw_published(df: pd.DataFrame):
+    """Fig. 9 at published job lengths: one marker per mix (mean over seeds), a line
+    through the per-lambda means, per scheduler; one panel per metric."""
+    import matplotlib.pyplot as plt
+
+    from simsched.plotting import style
+
+    per_mix = df.groupby(["sched", "lam", "mix"])[list(METRICS)].mean().reset_index()
+    with style():
+        fig, axes = plt.subplots(1, len(METRICS), figsize=(3.6 * len(METRICS), 3.0))
+        for ax, metric in zip(axes, METRICS, strict=True):
+            for i, s in enumerate(ORDER):
+                g = per_mix[per_mix["sched"] == s]
+                if g.empty:
+                    continue
+                color = f"C{i}"
+                ax.scatter(g["lam"], g[metric], s=12, color=color, alpha=0.6)
+                line = g.groupby("lam")[metric].mean()
+                ax.plot(line.index, line.values, marker="o", color=color, label=s)
+            ax.set_xscale("log")
+            ax.set_xlabel("lambda (jobs per TAU)")
+            ax.set_ylabel(METRICS[metric])
+        axes[0].legend()
+        fig.suptitle("[SAWS12] Fig. 9 at published job lengths (10 mixes, 3 seeds)")
+        fig.tight_layout()
+    return fig
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="read results/small")
+    ap.add_argument("--published", action="store_true", help="read results/published")
     ap.add_argument("-o", "--out", type=Path, default=HERE / "figures")
     args = ap.parse_args()
     from simsched.plotting import save
     from simsched.plotting.allotment import plot_allotment
+
+    if args.published:
+        from simsched.files import atomic_output
+
+        df = load("published")
+        save(draw_published(df), args.out / "published" / "fig9.png")
+        # The rows carry every allotment (0.5 MB each); the figure's numbers fit a table.
+        with atomic_output(args.out / "published" / "points.csv") as tmp:
+            df.sort_values(["mix", "sched", "seed"])[POINT_COLUMNS].to_csv(tmp, index=False)
+        for row in published_improvements(df):
+            print(json.dumps(row))
+        if (HERE / "results" / "published_moves" / "points").is_dir():
+            moves = load("published_moves")
+            for mach, part in moves.groupby("machine", sort=True):
+                print(json.dumps(published_improvements(part, f"published {mach}")[0]))
+        return
 
     rec = fig4()
     save(plot_allotment(rec, title="[SAWS12] Fig. 4: N = 10 under DEQ"), args.out / "fig4.png")

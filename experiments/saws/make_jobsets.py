@@ -261,6 +261,21 @@ def main() -> None:
     )
     spec["machines"] = MACHINES[:1]
     dump(HERE / "published.yaml", spec, HEADER.replace(", caches on and off", ""))
+    # Sensitivity, not calibration: [SAWS12] §5.1 says only that at 1 ms quanta the
+    # reallocation overhead is "too large to be ignored"; how much would a move have to
+    # cost (0.1 and 1 ms-equivalent) for SAWS's steadier desires to pay?
+    spec = sweep(
+        "saws_published_moves",
+        "published job lengths, seed 0, a core move costing 0.1 or 1 ms-equivalent",
+        pub,
+        "results/published_moves",
+    )
+    spec["machines"] = [
+        {"name": "sunfire-x4600-8x4", "label": f"move-{ms:g}ms",
+         "overrides": {"costs.core_move": round(ms * MS_EQ)}}
+        for ms in (0.1, 1.0)
+    ]  # fmt: skip
+    dump(HERE / "published_moves.yaml", spec, HEADER.replace(", caches on and off", ""))
     small = [
         {"name": "heat-2", "jobs": "jobsets/small-heat-2.yaml"},
         {"name": "mix-4", "jobs": "jobsets/small-mix-4.yaml"},
