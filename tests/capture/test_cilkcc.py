@@ -385,5 +385,9 @@ def test_dependency_files_of_a_rewritten_source_name_the_original(tmp_path, monk
     (tmp_path / "o").mkdir()
     assert compile_program(["-MMD", "-MP", "-c", "p.c", "-o", "o/p.o"], backend="valgrind") == 0
     deps = (tmp_path / "o" / "p.d").read_text()
-    assert deps.startswith("o/p.o: p.c") and "dep.h" in deps and ".i" not in deps.split(":")[1]
+    assert deps.startswith("o/p.o: p.c") and "dep.h" in deps
+    # no prerequisite is the rewritten (preprocessed) file; the check is per file name, as
+    # the folders of the capture headers may contain ".i" (a temporary "tmp.i8...")
+    prerequisites = deps.split("\n\n")[0].split(":", 1)[1].replace("\\\n", " ").split()
+    assert not [f for f in prerequisites if f.endswith(".i")], prerequisites
     assert (tmp_path / "o" / "p.o").is_file()
