@@ -138,22 +138,32 @@ def fig8_sets() -> list[str]:
     return names
 
 
+class PoissonMix:
+    """16 jobs drawn from ``programs`` with ``rng``, and their Poisson arrivals at any
+    lambda: one draw of programs and unit gaps, scaled by ``tau / lambda``."""
+
+    def __init__(self, programs: dict[str, dict], rng: np.random.Generator) -> None:
+        self.programs = programs
+        self.progs = [list(programs)[i] for i in rng.integers(len(programs), size=16)]
+        self.unit_gaps = rng.exponential(1.0, size=16)
+
+    def groups(self, tau: int, lam: float) -> list[dict]:
+        # one Poisson process of rate lam per tau; the first job arrives at 0
+        t = np.concatenate([[0.0], np.cumsum(self.unit_gaps[1:])]) * tau / lam
+        return [
+            {"name": f"{p}-{i}", **self.programs[p], "scheduler": "saws", "arrival": int(a)}
+            for i, (p, a) in enumerate(zip(self.progs, t, strict=True))
+        ]
+
+
 def fig9_sets(seed: int = 9) -> list[str]:
-    rng = np.random.default_rng(seed)
-    progs = [list(PROGRAMS)[i] for i in rng.integers(len(PROGRAMS), size=16)]
-    unit_gaps = rng.exponential(1.0, size=16)
+    mix = PoissonMix(PROGRAMS, np.random.default_rng(seed))
     names = []
     for tag, lam in LAMBDAS.items():
-        # one Poisson process of rate lam per TAU; the first job arrives at 0
-        t = np.concatenate([[0.0], np.cumsum(unit_gaps[1:])]) * TAU / lam
-        groups = [
-            {"name": f"{p}-{i}", **PROGRAMS[p], "scheduler": "saws", "arrival": int(a)}
-            for i, (p, a) in enumerate(zip(progs, t, strict=True))
-        ]
         name = f"fig9-lambda-{tag}"
         dump(
             JOBSETS / f"{name}.yaml",
-            jobset(groups),
+            jobset(mix.groups(TAU, lam)),
             f"# [SAWS12] Fig. 9: 16 jobs drawn from Table 1, Poisson arrivals, lambda = "
             f"{lam:g} per {TAU} cycles (make_jobsets.py, seed {seed})\n",
         )
@@ -166,17 +176,10 @@ def published_sets(base_seed: int = 100) -> list[tuple[str, str]]:
     and Poisson gaps at the lambda it is assigned (the five lambdas in turn)."""
     names = []
     for m in range(MIXES):
-        rng = np.random.default_rng(base_seed + m)
-        progs = [list(PUBLISHED)[i] for i in rng.integers(len(PUBLISHED), size=16)]
-        unit_gaps = rng.exponential(1.0, size=16)
+        mix = PoissonMix(PUBLISHED, np.random.default_rng(base_seed + m))
         tag, lam = list(LAMBDAS.items())[m % len(LAMBDAS)]
-        t = np.concatenate([[0.0], np.cumsum(unit_gaps[1:])]) * TAU_PUBLISHED / lam
-        groups = [
-            {"name": f"{p}-{i}", **PUBLISHED[p], "scheduler": "saws", "arrival": int(a)}
-            for i, (p, a) in enumerate(zip(progs, t, strict=True))
-        ]
         name = f"published-mix{m}"
-        data = jobset(groups)
+        data = jobset(mix.groups(TAU_PUBLISHED, lam))
         data["controller_params"] = {"placement": "any"}
         dump(
             JOBSETS / f"{name}.yaml",
@@ -260,7 +263,8 @@ def main() -> None:
         (0, 1, 2),
     )
     spec["machines"] = MACHINES[:1]
-    dump(HERE / "published.yaml", spec, HEADER.replace(", caches on and off", ""))
+    caches_only = HEADER.replace(", caches on and off", "")
+    dump(HERE / "published.yaml", spec, caches_only)
     # Sensitivity, not calibration: [SAWS12] §5.1 says only that at 1 ms quanta the
     # reallocation overhead is "too large to be ignored"; how much would a move have to
     # cost (0.1 and 1 ms-equivalent) for SAWS's steadier desires to pay?
@@ -275,7 +279,7 @@ def main() -> None:
          "overrides": {"costs.core_move": round(ms * MS_EQ)}}
         for ms in (0.1, 1.0)
     ]  # fmt: skip
-    dump(HERE / "published_moves.yaml", spec, HEADER.replace(", caches on and off", ""))
+    dump(HERE / "published_moves.yaml", spec, caches_only)
     small = [
         {"name": "heat-2", "jobs": "jobsets/small-heat-2.yaml"},
         {"name": "mix-4", "jobs": "jobsets/small-mix-4.yaml"},
