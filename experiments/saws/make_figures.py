@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -219,6 +220,13 @@ def main() -> None:
     if args.published:
         from simsched.files import atomic_output
 
+        if not (HERE / "results" / "published" / "points").is_dir():
+            print(
+                f"make_figures.py: {HERE / 'results' / 'published'} holds no results; run "
+                "`simsched sweep run experiments/saws/published.yaml` first",
+                file=sys.stderr,
+            )
+            raise SystemExit(2)
         df = load("published")
         save(draw_published(df), args.out / "published" / "fig9.png")
         # The rows carry every allotment (0.5 MB each); the figure's numbers fit a table.
