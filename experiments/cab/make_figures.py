@@ -1,6 +1,7 @@
 """Redraw [CAB11] §V's Figs. 4-9 and Table IV from a cab sweep and print the numbers.
 
     python experiments/cab/make_figures.py [RESULTS ...] [-o FIGDIR]
+    python experiments/cab/make_figures.py --placement [RESULTS ...] [-o FIGDIR]
 
 RESULTS is the sweep's output folder, or several read as one table (default:
 results/medium beside this file if it has rows, else results/small); medium, full and
@@ -11,7 +12,9 @@ programs), table4.csv (L2/L3 misses, WS and CAB), fig5_6.png (heat and SOR over 
 sizes: normalised time and miss reductions), fig7.png (heat with 128-, 64- and 32-row
 leaves), fig8.png (heat under every BL, Eq. 4's choice marked), fig9.png (CPU-bound
 programs) and prints one JSON line per figure.  notebooks/cab.ipynb imports the tables
-from here.
+from here.  ``--placement`` reads placement.yaml's run (default results/placement) and
+draws placement.png instead: CAB over WS per program under first-touch and interleaved
+pages, one JSON line.
 
 Definitions: *normalised time* is CAB's mean makespan over WS's (the paper's Figs. 4, 5,
 9); *gain* is WS's over CAB's minus one ("performance gain", §V-A); a *miss reduction* is
@@ -22,18 +25,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pandas as pd
 
+from simsched.errors import ConfigError
 from simsched.experiments import load_ok_results, study_results
 from simsched.schedulers.boundary import choose_boundary_level
 
 HERE = Path(__file__).resolve().parent
 SCALED = "opteron-s16"
 UNSCALED = "opteron-8380-4x4"
+INTERLEAVE = "opteron-s16-interleave"
 MEMORY_BOUND = ["heat-1k", "sor-1k", "ge", "mergesort"]
 SIZES = ["512", "1k", "2k", "3kx2k", "4kx8k"]
+PLACEMENT_ORDER = [f"heat-{s}" for s in SIZES[:4]] + ["heat-2k-leaf64", "heat-2k-leaf32"]
+PLACEMENT_ORDER += [f"sor-{s}" for s in SIZES[:3]] + ["ge", "mergesort"]
 CPU_BOUND = ["queens", "fft", "cholesky", "ck"]
 METRICS = ["makespan_cycles", "L2_misses", "L3_misses"]
 
@@ -80,6 +89,65 @@ def criterion(df: pd.DataFrame) -> list[dict]:
             }
         )
     return out
+
+
+def placement_table(df: pd.DataFrame) -> pd.DataFrame:
+    """placement.yaml's comparison: CAB over WS per workload under each page placement.
+
+    One row per workload present on both machines, with the mean ratio, the per-seed
+    extremes and the BL CAB ran under first touch (``ft_*``) and interleaving (``il_*``).
+    """
+    crit = pd.DataFrame(criterion(df))
+    if crit.empty:
+        return crit
+    rows = []
+    for wl, part in crit.groupby("workload", sort=False):
+        by = part.set_index("machine")
+        if not {SCALED, INTERLEAVE} <= set(by.index):
+            continue
+        row = {"workload": wl}
+        for tag, mach in (("ft", SCALED), ("il", INTERLEAVE)):
+            row[f"{tag}_cab_over_ws"] = by.loc[mach, "cab_over_ws"]
+            row[f"{tag}_worst_seed"] = by.loc[mach, "worst_seed"]
+            row[f"{tag}_bl"] = int(by.loc[mach, "bl"])
+        rows.append(row)
+    order = {w: i for i, w in enumerate(PLACEMENT_ORDER)}
+    rows.sort(key=lambda r: (order.get(r["workload"], len(order)), r["workload"]))
+    return pd.DataFrame(rows)
+
+
+def draw_placement(table: pd.DataFrame, out: Path) -> None:
+    """placement.png: CAB / WS per workload, first touch beside interleaved pages."""
+    import matplotlib.pyplot as plt
+
+    from simsched.plotting import save, style
+
+    out.mkdir(parents=True, exist_ok=True)
+    with style():
+        fig, ax = plt.subplots(figsize=(10, 3.8))
+        x = range(len(table))
+        for k, (tag, label) in enumerate((("ft", "first touch"), ("il", "interleaved"))):
+            ax.bar(
+                [i - 0.2 + 0.4 * k for i in x],
+                table[f"{tag}_cab_over_ws"],
+                width=0.4,
+                label=f"{label} (bar: mean; tick: worst seed)",
+            )
+            ax.plot(
+                [i - 0.2 + 0.4 * k for i in x],
+                table[f"{tag}_worst_seed"],
+                "k_",
+                ms=10,
+            )
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.axhline(1.1, color="r", lw=0.8, ls=":", label="10 % slower")
+        ax.set_ylim(0.85, 1.15)
+        ax.set_xticks(list(x), list(table["workload"]), rotation=30)
+        ax.set_ylabel("CAB makespan / WS makespan")
+        ax.set_title("CAB vs WS by page placement (opteron-s16, caches and inputs / 16)")
+        ax.legend(fontsize=7, loc="lower left")
+        fig.tight_layout()
+        save(fig, out / "placement.png")
 
 
 def means(df: pd.DataFrame) -> pd.DataFrame:
@@ -281,14 +349,41 @@ def draw(df: pd.DataFrame, out: Path) -> None:
         save(fig, out / "fig9.png")
 
 
+def _usage_error(message: str) -> NoReturn:
+    print(f"make_figures.py: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _load_all(folders: list[Path]) -> pd.DataFrame:
+    """Every folder's finished rows as one table; a missing folder exits 2 naming it."""
+    try:
+        return pd.concat([load(r) for r in folders], ignore_index=True)
+    except ConfigError as e:
+        _usage_error(str(e))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", nargs="*", type=Path, help="one or more sweep output folders")
     ap.add_argument("-o", "--out", type=Path, default=None)
+    ap.add_argument(
+        "--placement", action="store_true", help="placement.yaml's run: placement.png only"
+    )
     a = ap.parse_args()
+    if a.placement:
+        res = a.results or [HERE / "results" / "placement"]
+        table = placement_table(_load_all(res))
+        if table.empty:
+            _usage_error(
+                f"{res[0]}: no program with WS and CAB under both placements; run "
+                "`simsched sweep run experiments/cab/placement.yaml` first"
+            )
+        draw_placement(table, a.out or HERE / "figures" / "placement")
+        print(json.dumps({"figure": "placement", "rows": table.round(4).to_dict("records")}))
+        return
     res = a.results or [default_results()]
     # published.yaml and published_whole.yaml write two folders: one table of both
-    df = pd.concat([load(r) for r in res], ignore_index=True)
+    df = _load_all(res)
     draw(df, a.out or HERE / "figures" / Path(res[0]).name)
     for row in summary(df):
         print(json.dumps(row, default=float))
