@@ -18,6 +18,16 @@ With ``--study SPEC`` (e.g. ``experiments/laws/medium.yaml``) it validates sampl
 program of a sweep instead: each workload on the spec's first machine under each of
 ``--schedulers`` (seed 0), detailed and sampled, one JSON line per run pair and a last
 line with the largest error.  Traces are generated into ``--traces`` (kept between runs).
+
+With ``--coverage`` it measures how often the sampled run's 95 % interval holds the
+detailed makespan, many times over: a 100-iteration heat is replayed in detail under WS
+(seeds 0-2), and every window of 20 and of 60 consecutive iterations is treated as a run of
+its own, settled after its third iteration, sampled with ``--samples`` and each precision
+until the interval is narrow enough, then extrapolated with
+``simsched.api.sampled_makespan`` and compared with the window's detailed end.  The same
+windows are sampled with the mean's interval alone (``t s / sqrt(n)`` times the remaining
+references, simsched's interval before the prediction interval) for comparison.  One JSON
+line per (window, precision, interval) and the lag-1 autocorrelation of the iterations.
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ import os
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 MACHINE = "opteron-8380-4x4"
 OVERRIDES = {"caches.L1.size": "1KB", "caches.L2.size": "8KB", "caches.L3.size": "96KB"}
@@ -115,6 +127,102 @@ def study(spec: str, schedulers: list[str], k: int, precision: float, traces: st
     )
 
 
+def _iteration_ends(trace: Path, seed: int) -> tuple[np.ndarray, int]:
+    """End cycle of every iteration of a detailed WS replay, and references per iteration."""
+    import simsched
+    from simsched.trace.reader import open_trace
+
+    res = simsched.run(trace, MACHINE, "ws", seed=seed, overrides=OVERRIDES, speedup=False)
+    tl = res.timeline_arrays()
+    t = open_trace(trace)
+    try:
+        it = np.asarray(t.frames.iteration)[np.asarray(t.strands.frame)]
+        refs = int(np.diff(np.asarray(t.strands.ref_start))[it == 0].sum())
+    finally:
+        t.close()
+    n = int(it.max()) + 1
+    ends = np.zeros(n, dtype=np.int64)
+    np.maximum.at(ends, it[it >= 0], np.asarray(tl["end"])[it >= 0])
+    return ends, refs
+
+
+def _sample_window(ends: np.ndarray, refs: int, k: int, share: float, mean_only: bool):
+    """Sample one window (its own run, settled after 3 iterations) as the engine would:
+    (estimate, lo, hi, detailed iterations)."""
+    from simsched.api import sampled_makespan
+    from simsched.comparison import t_quantile
+    from simsched.engine.sampling import SampleOutcome
+
+    n_it, settled = len(ends), 3
+    for detailed in range(settled + k, n_it):
+        o = SampleOutcome(
+            stopped=True,
+            settled_at=settled,
+            settled_by="stable",
+            detailed=detailed,
+            samples=detailed - settled,
+            iterations=n_it,
+            ends=[int(e) for e in ends[:detailed]],
+            weights=np.full(n_it, refs, dtype=np.int64),
+            end_cycle=int(ends[detailed - 1]),
+            epilogue_instructions=0,
+        )
+        est = sampled_makespan(o, 0.0)
+        lo, hi = est.lo, est.hi
+        if mean_only:
+            rates = o.sample_rates()
+            rest = float(refs * (n_it - detailed))
+            half = t_quantile(0.975, o.samples - 1) * rates.std(ddof=1) / o.samples**0.5 * rest
+            lo, hi = est.makespan - half, est.makespan + half
+        if hi - lo <= 2.0 * share * est.makespan:
+            return est.makespan, lo, hi, detailed
+    return int(ends[-1]), int(ends[-1]), int(ends[-1]), n_it
+
+
+def coverage(k: int, total: int = 100, seeds=(0, 1, 2), lengths=(20, 60)) -> None:
+    """Interval coverage over windows of detailed WS replays (see the module docstring)."""
+    from simsched.workloads import generate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "heat.sst"
+        generate("heat", trace, **{**HEAT, "iters": total})
+        runs = [_iteration_ends(trace, s) for s in seeds]
+    periods = np.concatenate([np.diff(e)[3:] for e, _ in runs]).astype(np.float64)
+    d = periods - periods.mean()
+    lag1 = float((d[1:] * d[:-1]).sum() / (d * d).sum())
+    for length in lengths:
+        for precision in (0.5, 1.0):
+            for mean_only in (True, False):
+                hits, errs, detailed = [], [], []
+                for ends, refs in runs:
+                    for off in range(total - length + 1):
+                        start = ends[off - 1] if off else 0
+                        win = ends[off : off + length] - start
+                        est, lo, hi, det = _sample_window(win, refs, k, precision / 100, mean_only)
+                        if det == length:  # replayed whole: nothing to cover
+                            continue
+                        truth = int(win[-1])
+                        hits.append(lo <= truth <= hi)
+                        errs.append(abs(est / truth - 1.0) * 100.0)
+                        detailed.append(det)
+                row = {
+                    "benchmark": "sampling-coverage",
+                    "workload": f"heat nx={HEAT['nx']} ny={HEAT['ny']}, windows of {total}",
+                    "scheduler": "ws",
+                    "seeds": list(seeds),
+                    "iterations": length,
+                    "precision_pct": precision,
+                    "interval": "mean" if mean_only else "prediction",
+                    "windows": len(hits),
+                    "coverage": round(float(np.mean(hits)), 3),
+                    "max_abs_error_pct": round(max(errs), 2),
+                    "mean_detailed": round(float(np.mean(detailed)), 1),
+                    "lag1_autocorrelation": round(lag1, 3),
+                    "loadavg_1m": round(os.getloadavg()[0], 2),
+                }
+                print(json.dumps(row), flush=True)
+
+
 def main() -> None:
     """Run the benchmark and print its JSON line."""
     import simsched
@@ -128,7 +236,11 @@ def main() -> None:
     ap.add_argument("--study", help="validate on every workload of this sweep spec instead")
     ap.add_argument("--schedulers", default="ws,laws", help="with --study: comma-separated")
     ap.add_argument("--traces", default="results/traces", help="with --study: trace folder")
+    ap.add_argument("--coverage", action="store_true", help="interval coverage over WS windows")
     a = ap.parse_args()
+    if a.coverage:
+        coverage(a.samples)
+        return
     if a.study:
         study(a.study, a.schedulers.split(","), a.samples, a.precision, a.traces)
         return

@@ -129,9 +129,11 @@ def test_extrapolation_and_interval():
     est = sampled_makespan(o, 2.0)
     # 3 iterations left at the samples' mean of 10 cycles per reference, epilogue 4 x 2
     assert est.makespan == 500 + 300 + 8 and est.epilogue_cycles == 8
-    # t(0.975, 1) = 12.706; sd of (11, 9) = 1.414; half = 12.706 * 1.414 / 1.414 * 30
-    assert est.hi - est.makespan == pytest.approx(12.706 * 30, abs=1.5)
-    assert est.makespan - est.lo == pytest.approx(12.706 * 30, abs=1.5)
+    # t(0.975, 1) = 12.706; sd of (11, 9) = 1.414; three iterations of 10 references
+    # left: the mean's share 30^2 / 2 and each iteration's own 3 x 10^2,
+    # half = 12.706 x 1.414 x sqrt(450 + 300) = 492.1
+    assert est.hi - est.makespan == pytest.approx(492.1, abs=1.5)
+    assert est.makespan - est.lo == pytest.approx(492.1, abs=1.5)
 
 
 def test_cli_refuses_a_trace_without_iterations(tmp_path, capsys):
