@@ -446,12 +446,14 @@ def sampled_makespan(outcome: SampleOutcome, cpi: float) -> SampledMakespan:
     rest = float(left.sum())
     epi = round(outcome.epilogue_instructions * cpi)
     est = outcome.end_cycle + mean * rest + epi
-    # A remaining iteration of w references costs w x its own rate, not w x the mean: the
-    # interval holds the detailed replay's makespan only if it adds each one's variance
-    # (sum of w^2 s^2) to the mean's (rest^2 s^2 / k).  The mean's term alone covered
-    # 55-85 % of detailed makespans of a 20-iteration heat under WS (docs/engine.md §7).
-    spread = math.sqrt(rest * rest / k + float(np.dot(left, left))) if k > 1 else 0.0
-    half = t_quantile(0.975, k - 1) * sd * spread if k > 1 else 0.0
+    half = 0.0
+    if k > 1:
+        # A remaining iteration of w references costs w x its own rate, not w x the mean:
+        # the interval holds the detailed replay's makespan only if it adds each one's
+        # variance (sum of w^2 s^2) to the mean's (rest^2 s^2 / k).  The mean's term alone
+        # held 54-85 % of detailed makespans of WS heat windows (docs/engine.md §7).
+        spread = math.sqrt(rest * rest / k + float(np.dot(left, left)))
+        half = t_quantile(0.975, k - 1) * sd * spread
     return SampledMakespan(round(est), math.floor(est - half), math.ceil(est + half), epi)
 
 

@@ -127,18 +127,14 @@ def draw_placement(table: pd.DataFrame, out: Path) -> None:
         fig, ax = plt.subplots(figsize=(10, 3.8))
         x = range(len(table))
         for k, (tag, label) in enumerate((("ft", "first touch"), ("il", "interleaved"))):
+            xs = [i - 0.2 + 0.4 * k for i in x]
             ax.bar(
-                [i - 0.2 + 0.4 * k for i in x],
+                xs,
                 table[f"{tag}_cab_over_ws"],
                 width=0.4,
                 label=f"{label} (bar: mean; tick: worst seed)",
             )
-            ax.plot(
-                [i - 0.2 + 0.4 * k for i in x],
-                table[f"{tag}_worst_seed"],
-                "k_",
-                ms=10,
-            )
+            ax.plot(xs, table[f"{tag}_worst_seed"], "k_", ms=10)
         ax.axhline(1.0, color="k", lw=0.8)
         ax.axhline(1.1, color="r", lw=0.8, ls=":", label="10 % slower")
         ax.set_ylim(0.85, 1.15)
