@@ -14,7 +14,8 @@ leaves), fig8.png (heat under every BL, Eq. 4's choice marked), fig9.png (CPU-bo
 programs) and prints one JSON line per figure.  notebooks/cab.ipynb imports the tables
 from here.  ``--placement`` reads placement.yaml's run (default results/placement) and
 draws placement.png instead: CAB over WS per program under first-touch and interleaved
-pages, one JSON line.
+pages, one JSON line, and a second (``placement-links``) on the busiest link under first
+touch: its utilisation, queueing per line and share of the DRAM lines, per scheduler.
 
 Definitions: *normalised time* is CAB's mean makespan over WS's (the paper's Figs. 4, 5,
 9); *gain* is WS's over CAB's minus one ("performance gain", §V-A); a *miss reduction* is
@@ -114,6 +115,49 @@ def placement_table(df: pd.DataFrame) -> pd.DataFrame:
     order = {w: i for i, w in enumerate(PLACEMENT_ORDER)}
     rows.sort(key=lambda r: (order.get(r["workload"], len(order)), r["workload"]))
     return pd.DataFrame(rows)
+
+
+def _json_list(value) -> list:
+    """A nested record field: a list as stored, or its JSON text in a flat table."""
+    return json.loads(value) if isinstance(value, str) else list(value)
+
+
+def link_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Where WS and CAB meet the busiest inter-socket link, per workload and seed.
+
+    For the runs with first-touch pages: the link WS loads most (by utilisation, the
+    mean over its seeds), then for each scheduler and seed that link's utilisation, its
+    queueing delay per line, and its *share*: the lines it carried over all DRAM lines
+    of the run (local and remote).  Utilisation, share and delay per line are rates of
+    the same (detailed) part of the run, so they compare between sampled runs that
+    replayed different numbers of iterations in detail; raw counts would not.
+    """
+    d = df[df["machine"].isin([SCALED, UNSCALED]) & df["scheduler"].isin(["ws", "cab"])]
+    rows = []
+    for wl, part in d.groupby("workload", sort=False):
+        util: dict[tuple[int, int], list[float]] = {}
+        for links in part.loc[part["scheduler"] == "ws", "link_traffic"]:
+            for link in _json_list(links):
+                util.setdefault((link["from"], link["to"]), []).append(link["utilization"])
+        if not util:
+            continue
+        busiest = max(util, key=lambda k: sum(util[k]) / len(util[k]))
+        for _, r in part.iterrows():
+            link = next(x for x in _json_list(r["link_traffic"]) if (x["from"], x["to"]) == busiest)
+            dram = sum(s["local"] + s["remote"] for s in _json_list(r["dram_by_socket"]))
+            rows.append(
+                {
+                    "workload": wl,
+                    "machine": r["machine"],
+                    "scheduler": r["scheduler"],
+                    "seed": int(r["seed"]),
+                    "link": f"{busiest[0]}->{busiest[1]}",
+                    "utilization": float(link["utilization"]),
+                    "queue_per_line": link["queue_delay"] / max(link["lines"], 1),
+                    "share": link["lines"] / max(dram, 1),
+                }
+            )
+    return pd.DataFrame(rows).sort_values(["workload", "machine", "scheduler", "seed"])
 
 
 def draw_placement(table: pd.DataFrame, out: Path) -> None:
@@ -368,7 +412,8 @@ def main() -> None:
     a = ap.parse_args()
     if a.placement:
         res = a.results or [HERE / "results" / "placement"]
-        table = placement_table(_load_all(res))
+        df = _load_all(res)
+        table = placement_table(df)
         if table.empty:
             _usage_error(
                 f"{res[0]}: no program with WS and CAB under both placements; run "
@@ -376,6 +421,13 @@ def main() -> None:
             )
         draw_placement(table, a.out or HERE / "figures" / "placement")
         print(json.dumps({"figure": "placement", "rows": table.round(4).to_dict("records")}))
+        links = link_table(df)
+        if not links.empty:
+            g = links.groupby(["workload", "machine", "scheduler", "link"])
+            agg = g[["utilization", "queue_per_line", "share"]].mean().round(4)
+            agg["seeds"] = g["seed"].nunique()
+            recs = agg.reset_index().to_dict("records")
+            print(json.dumps({"figure": "placement-links", "rows": recs}))
         return
     res = a.results or [default_results()]
     # published.yaml and published_whole.yaml write two folders: one table of both

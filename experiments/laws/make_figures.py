@@ -18,7 +18,9 @@ results/small when none has).  What is drawn depends on the sweep:
   per program and scheduler), ``table4.csv`` (the straggler socket's shared-cache misses and
   local / remote DRAM lines, and the whole machine's local share), ``fig8.png`` (per-iteration
   time under LAWS, seed 0, with the packing moves of Algorithm 1), ``summary.csv`` (one row
-  per program and scheduler: means over seeds, normalised time, steady-state iteration time).
+  per program and scheduler: means over seeds, normalised time, steady-state iteration time)
+  and, for a sampled study (published.yaml), a ``sampling-cost`` line: per scheduler, the
+  points' wall time with and without the precision rule (:func:`sampling_cost`).
 
 Figures go to ``figures/<results folder name>/`` (or FIGDIR); one JSON line per figure.
 
@@ -333,6 +335,118 @@ def sensitivity(df: pd.DataFrame, out: Path) -> list[dict]:
     return [{"figure": "sensitivity", "rows": m.round(4).reset_index().to_dict(orient="records")}]
 
 
+def _periods(value: object) -> list[int]:
+    """A record's ``iteration_cycles`` (JSON text in a flat table), detailed ones only."""
+    its = json.loads(value) if isinstance(value, str) else []
+    return [int(c) for c in its if c >= 0]
+
+
+def sampling_cost(df: pd.DataFrame) -> list[dict]:
+    """What the 1 % precision rule of a sampled study costs, per scheduler.
+
+    For every sampled row: its point wall time, and the wall time it would have taken
+    had it stopped after ``sample_iterations`` samples with no precision rule (its own
+    seconds per detailed iteration times ``settled_at + sample_iterations``).  Where the
+    row carries its iterations' cycles (LAWS, LAWS-NC, CATS) and the program's
+    iterations are identical (not GE's shrinking pivot steps), also how far that
+    shorter run's extrapolation (:func:`simsched.api.sampled_makespan`, the same
+    estimator) is from the row's makespan, and its interval's half width.
+    """
+    from simsched.api import sampled_makespan
+    from simsched.engine.sampling import SampleOutcome
+
+    if "sampled" not in df or "point_wall_s" not in df:
+        return []
+    d = df[df["sampled"].fillna(False).astype(bool)]
+    out = []
+    for sched, part in d.groupby("scheduler", sort=False):
+        hours = hours_k = 0.0
+        devs: list[float] = []
+        halves: list[float] = []
+        for _, r in part.iterrows():
+            det, k = int(r["detailed_iterations"]), int(r["sample_iterations"])
+            stop = min(det, int(r["settled_at"]) + k)
+            fixed = float(r["point_wall_s"]) - float(r["wall_s"])
+            hours += float(r["point_wall_s"]) / 3600
+            hours_k += (float(r["wall_s"]) / det * stop + fixed) / 3600
+            periods = _periods(r.get("iteration_cycles"))
+            if len(periods) != det or str(r["workload"]).startswith("ge") or stop == det:
+                continue
+            n = int(r["trace_iterations"])
+            ends = np.cumsum(periods[:stop]).tolist()
+            outcome = SampleOutcome(
+                stopped=True,
+                settled_at=int(r["settled_at"]),
+                settled_by="",
+                detailed=stop,
+                samples=stop - int(r["settled_at"]),
+                iterations=n,
+                ends=ends,
+                weights=np.ones(n, dtype=np.int64),
+                end_cycle=ends[-1],
+                epilogue_instructions=0,
+            )
+            est = sampled_makespan(outcome, 0.0)
+            devs.append(est.makespan / float(r["makespan_cycles"]) - 1)
+            halves.append((est.hi - est.lo) / 2 / est.makespan)
+        row = {
+            "scheduler": sched,
+            "points": len(part),
+            "hours": round(hours, 2),
+            "hours_without_precision_rule": round(hours_k, 2),
+        }
+        if devs:
+            row["estimates_compared"] = len(devs)
+            row["deviation_range"] = [round(min(devs), 4), round(max(devs), 4)]
+            row["half_width_range"] = [round(min(halves), 4), round(max(halves), 4)]
+        out.append(row)
+    return out
+
+
+def iteration_locality(point: Path) -> pd.DataFrame:
+    """Per iteration of one finished sweep point: its period and its local DRAM share.
+
+    Reads the point's ``timeline.npz`` (every strand's end and DRAM lines) and the trace
+    its ``config.json`` names (which iteration each strand belongs to).  The *period* of
+    an iteration is the cycles from the previous iteration's last strand end to its own
+    (as sampling measures it, docs/engine.md §7); the *local share* is the share of its
+    strands' DRAM lines served by their own socket's node.  What it shows: CATS packs
+    like LAWS but hands its CF subtrees to whichever socket is free, so the share moves
+    from one iteration to the next and the iteration's time with it (docs/experiments.md,
+    "CATS at full size").
+
+    Raises
+    ------
+    ConfigError
+        No timeline or record there, or the trace it names is gone.
+    """
+    from simsched.errors import ConfigError
+    from simsched.plotting.timeline import load_timeline
+    from simsched.trace import open_trace
+
+    arrays, _ = load_timeline(point)
+    try:
+        path = Path(json.loads((Path(point) / "config.json").read_text())["trace"])
+    except (OSError, ValueError, KeyError) as e:
+        raise ConfigError(f"{point}: no config.json naming the point's trace ({e})") from None
+    if not path.is_file():
+        raise ConfigError(f"{point}: its trace {path} is gone; run the point again")
+    with open_trace(path) as t:
+        frame_it = np.asarray(t.frames.iteration, dtype=np.int64)
+        it = frame_it[np.asarray(t.strands.frame, dtype=np.int64)]
+    ran = np.asarray(arrays["end"]) >= 0
+    rows, prev = [], 0
+    for i in np.unique(it[(it >= 0) & ran]):
+        m = (it == i) & ran
+        end = int(np.asarray(arrays["end"])[m].max())
+        loc = int(np.asarray(arrays["dram_local"])[m].sum())
+        rem = int(np.asarray(arrays["dram_remote"])[m].sum())
+        share = loc / (loc + rem) if loc + rem else float("nan")
+        rows.append({"iteration": int(i), "period": end - prev, "local_share": share})
+        prev = end
+    return pd.DataFrame(rows)
+
+
 def memory_bound(df: pd.DataFrame, out: Path) -> list[dict]:
     """Fig. 7, Table IV and Fig. 8 of one sweep."""
     s = summary(df)
@@ -348,11 +462,15 @@ def memory_bound(df: pd.DataFrame, out: Path) -> list[dict]:
         ]
     ]
     t4.round(3).to_csv(out / "table4.csv", index=False)
-    return [
+    lines = [
         fig7(s, out / "fig7.png"),
         {"figure": "table4", "rows": t4.round(3).to_dict(orient="records")},
         fig8(df, out / "fig8.png"),
     ]
+    cost = sampling_cost(df)
+    if cost:
+        lines.append({"figure": "sampling-cost", "rows": cost})
+    return lines
 
 
 def main() -> None:

@@ -1,0 +1,109 @@
+"""The studies' make_figures.py helpers that the small notebooks do not reach.
+
+``sampling_cost`` only has work on a sampled study (published.yaml) and ``link_table``
+only finds a busy link on first-touch runs, so both are checked here on hand-made rows.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script(study: str):
+    path = ROOT / "experiments" / study / "make_figures.py"
+    spec = importlib.util.spec_from_file_location(f"make_figures_{study}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _sampled_row(sched: str, periods: list[int], settled: int, n: int, **kw) -> dict:
+    makespan = sum(periods) + (n - len(periods)) * sum(periods[settled:]) / (len(periods) - settled)
+    row = {
+        "workload": "heat",
+        "scheduler": sched,
+        "seed": 0,
+        "sampled": True,
+        "sample_iterations": 2,
+        "settled_at": settled,
+        "detailed_iterations": len(periods),
+        "trace_iterations": n,
+        "makespan_cycles": makespan,
+        "wall_s": 10.0 * len(periods),
+        "point_wall_s": 10.0 * len(periods) + 4.0,
+        "iteration_cycles": json.dumps(periods + [-1] * (n - len(periods))),
+    }
+    row.update(kw)
+    return row
+
+
+def test_sampling_cost_prices_the_precision_rule_and_reextrapolates():
+    laws = _script("laws")
+    periods = [150, 100, 120, 80, 100, 100]  # settled at 1: samples 100, 120 | 80 ...
+    rows = [
+        _sampled_row("cats", periods, settled=1, n=20),
+        # a detailed run and a GE row: counted in hours, not re-extrapolated
+        _sampled_row("cats", periods, settled=1, n=20, workload="ge"),
+        _sampled_row("ws", [150, 100, 100], settled=1, n=20, iteration_cycles=None),
+        {"scheduler": "ws", "sampled": False},
+    ]
+    out = {r["scheduler"]: r for r in laws.sampling_cost(pd.DataFrame(rows))}
+    cats = out["cats"]
+    assert cats["points"] == 2
+    # 6 detailed iterations at 10 s each + 4 s outside the replay, twice
+    assert cats["hours"] == round(2 * 64 / 3600, 2)
+    # without the rule: settled_at + 2 samples = 3 iterations each
+    assert cats["hours_without_precision_rule"] == round(2 * 34 / 3600, 2)
+    # the first three periods (150, 100, 120) and 17 more at the samples' mean of 110
+    est = 150 + 100 + 120 + 17 * 110
+    dev = est / rows[0]["makespan_cycles"] - 1
+    assert cats["estimates_compared"] == 1
+    assert cats["deviation_range"] == [round(dev, 4), round(dev, 4)]
+    assert cats["half_width_range"][0] > 0
+    assert out["ws"]["points"] == 1 and "deviation_range" not in out["ws"]
+
+
+def test_sampling_cost_is_empty_for_a_detailed_study():
+    laws = _script("laws")
+    df = pd.DataFrame([{"scheduler": "ws", "makespan_cycles": 1}])
+    assert laws.sampling_cost(df) == []
+
+
+def _link_row(sched: str, seed: int, lines01: int, util01: float, dram: int) -> dict:
+    links = [
+        {"from": 0, "to": 1, "lines": lines01, "queue_delay": 10 * lines01, "utilization": util01},
+        {"from": 0, "to": 2, "lines": 5, "queue_delay": 0, "utilization": 0.1},
+    ]
+    socks = [{"local": dram // 2, "remote": 0}, {"local": 0, "remote": dram - dram // 2}]
+    return {
+        "workload": "ge",
+        "machine": "opteron-s16",
+        "scheduler": sched,
+        "seed": seed,
+        "link_traffic": json.dumps(links),
+        "dram_by_socket": json.dumps(socks),
+    }
+
+
+def test_link_table_reads_the_link_ws_loads_most():
+    cab = _script("cab")
+    df = pd.DataFrame(
+        [
+            _link_row("ws", 0, 40, 0.9, 100),
+            _link_row("cab", 0, 50, 0.8, 100),
+            # interleaved runs are left out
+            {**_link_row("ws", 0, 1, 0.1, 100), "machine": "opteron-s16-interleave"},
+        ]
+    )
+    t = cab.link_table(df).set_index("scheduler")
+    assert list(t["link"]) == ["0->1", "0->1"]
+    assert t.loc["ws", "utilization"] == pytest.approx(0.9)
+    assert t.loc["cab", "share"] == pytest.approx(0.5)
+    assert t.loc["cab", "queue_per_line"] == pytest.approx(10.0)
