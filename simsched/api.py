@@ -477,11 +477,15 @@ def _sample_fields(
         "detailed_cycles": makespan,
         "epilogue_cycles": 0,
         "makespan_ci95": dumps([makespan, makespan]),
+        "iteration_ends": dumps([]),
     }
     if sampler is None:
         return fields
     o = sampler.outcome()
     fields["settled_at"] = o.settled_at
+    # every policy's iteration periods, so that a reader can judge the samples (WS and
+    # other policies without tuning keep no per-iteration record of their own)
+    fields["iteration_ends"] = dumps(o.ends)
     if not o.stopped:
         return fields
     assert k is not None

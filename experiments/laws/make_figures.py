@@ -335,9 +335,16 @@ def sensitivity(df: pd.DataFrame, out: Path) -> list[dict]:
     return [{"figure": "sensitivity", "rows": m.round(4).reset_index().to_dict(orient="records")}]
 
 
-def _periods(value: object) -> list[int]:
-    """A record's ``iteration_cycles`` (JSON text in a flat table), detailed ones only."""
-    its = json.loads(value) if isinstance(value, str) else []
+def _periods(row: pd.Series) -> list[int]:
+    """The detailed iterations' periods of a sampled row: from ``iteration_ends`` (the
+    sampler's own, every policy) when the row has them, else from LAWS's
+    ``iteration_cycles`` (rows written before ``iteration_ends`` existed)."""
+    ends = row.get("iteration_ends")
+    ends = json.loads(ends) if isinstance(ends, str) else []
+    if ends:
+        return np.diff(np.asarray(ends, dtype=np.int64), prepend=0).tolist()
+    its = row.get("iteration_cycles")
+    its = json.loads(its) if isinstance(its, str) else []
     return [int(c) for c in its if c >= 0]
 
 
@@ -347,7 +354,8 @@ def sampling_cost(df: pd.DataFrame) -> list[dict]:
     For every sampled row: its point wall time, and the wall time it would have taken
     had it stopped after ``sample_iterations`` samples with no precision rule (its own
     seconds per detailed iteration times ``settled_at + sample_iterations``).  Where the
-    row carries its iterations' cycles (LAWS, LAWS-NC, CATS) and the program's
+    row carries its iterations' periods (``iteration_ends``; in older rows LAWS's,
+    LAWS-NC's and CATS's ``iteration_cycles``) and the program's
     iterations are identical (not GE's shrinking pivot steps), also how far that
     shorter run's extrapolation (:func:`simsched.api.sampled_makespan`, the same
     estimator) is from the row's makespan, and its interval's half width.
@@ -369,7 +377,7 @@ def sampling_cost(df: pd.DataFrame) -> list[dict]:
             fixed = float(r["point_wall_s"]) - float(r["wall_s"])
             hours += float(r["point_wall_s"]) / 3600
             hours_k += (float(r["wall_s"]) / det * stop + fixed) / 3600
-            periods = _periods(r.get("iteration_cycles"))
+            periods = _periods(r)
             if len(periods) != det or str(r["workload"]).startswith("ge") or stop == det:
                 continue
             n = int(r["trace_iterations"])

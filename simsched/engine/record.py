@@ -53,6 +53,7 @@ NESTED_FIELDS = frozenset(
         "quantum_utilization",
         # steady-state sampling (docs/engine.md §7)
         "makespan_ci95",
+        "iteration_ends",
         # multi-job records (simsched run --jobs)
         "jobs",
         "allotment",

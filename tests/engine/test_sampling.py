@@ -54,6 +54,11 @@ def test_sampled_makespan_close_to_detailed(heat, scheduler):
     assert lo <= samp["makespan_cycles"] <= hi
     # the counters are the detailed part's: fewer references served than the detailed run's
     assert samp["L1_accesses"] < full["L1_accesses"]
+    # every detailed iteration's end, in order, the last one where the detailed part ends
+    ends = json.loads(samp["iteration_ends"])
+    assert len(ends) == samp["detailed_iterations"]
+    assert ends == sorted(ends) and ends[-1] == samp["detailed_cycles"]
+    assert json.loads(full["iteration_ends"]) == []
 
 
 def test_laws_settles_when_algorithm_1_ends(heat):

@@ -70,6 +70,18 @@ def test_sampling_cost_prices_the_precision_rule_and_reextrapolates():
     assert out["ws"]["points"] == 1 and "deviation_range" not in out["ws"]
 
 
+def test_sampling_cost_reads_iteration_ends_of_any_policy():
+    laws = _script("laws")
+    periods = [150, 100, 120, 80, 100, 100]
+    ends = json.dumps([sum(periods[: i + 1]) for i in range(len(periods))])
+    row = _sampled_row("ws", periods, settled=1, n=20, iteration_cycles=None)
+    row["iteration_ends"] = ends
+    (ws,) = laws.sampling_cost(pd.DataFrame([row]))
+    est = 150 + 100 + 120 + 17 * 110
+    dev = round(est / row["makespan_cycles"] - 1, 4)
+    assert ws["deviation_range"] == [dev, dev]
+
+
 def test_sampling_cost_is_empty_for_a_detailed_study():
     laws = _script("laws")
     df = pd.DataFrame([{"scheduler": "ws", "makespan_cycles": 1}])
