@@ -22,7 +22,9 @@ results/small when none has).  What is drawn depends on the sweep:
   and, for a sampled study (published.yaml), a ``sampling-cost`` line: per scheduler, the
   points' wall time with and without the precision rule (:func:`sampling_cost`).
 
-Figures go to ``figures/<results folder name>/`` (or FIGDIR); one JSON line per figure.
+Figures go to ``figures/<results folder name>/`` (or FIGDIR); one JSON line per figure.  A
+memory-bound sweep that ran several machines (by label) gets one set per machine: the
+first machine's in the folder, each other's in a subfolder named by its label.
 
 Definitions: *normalised time* is a scheduler's mean makespan over WS's (Fig. 7); *gain*
 is WS's over the scheduler's minus one (the paper's "faster than Cilk"); *reduction* is one
@@ -496,8 +498,25 @@ def main() -> None:
             "laws_cpu": cpu_bound,
             "laws_sensitivity": sensitivity,
         }.get(sweep, memory_bound)
-        for line in draw(df, out):
-            print(json.dumps({"results": res.name, **line}))
+        for sub, part in _by_machine(df, draw is memory_bound):
+            (out / sub).mkdir(parents=True, exist_ok=True)
+            for line in draw(part, out / sub):
+                tag = {"machine": sub} if sub else {}
+                print(json.dumps({"results": res.name, **tag, **line}))
+
+
+def _by_machine(df: pd.DataFrame, split: bool) -> list[tuple[str, pd.DataFrame]]:
+    """A memory-bound sweep over several machines, one part per machine (its label).
+
+    Fig. 7 and Table IV normalise to WS per program; a sweep that ran a program on two
+    machine variants (published_intel.yaml with the measured-STREAM memory rate) would
+    otherwise average the variants together.  The first machine's figures stay at the
+    top of the folder, the others go to a subfolder named by the machine's label.
+    """
+    machines = list(dict.fromkeys(df["machine"])) if split and "machine" in df else []
+    if len(machines) < 2:
+        return [("", df)]
+    return [("" if i == 0 else m, df[df["machine"] == m]) for i, m in enumerate(machines)]
 
 
 if __name__ == "__main__":

@@ -119,3 +119,20 @@ def test_link_table_reads_the_link_ws_loads_most():
     assert t.loc["ws", "utilization"] == pytest.approx(0.9)
     assert t.loc["cab", "share"] == pytest.approx(0.5)
     assert t.loc["cab", "queue_per_line"] == pytest.approx(10.0)
+
+
+def test_a_sweep_over_two_machines_is_drawn_per_machine():
+    laws = _script("laws")
+    df = pd.DataFrame(
+        {
+            "machine": ["xeon", "xeon", "xeon-stream", "xeon-stream"],
+            "scheduler": ["ws", "laws", "ws", "laws"],
+            "makespan_cycles": [100, 90, 200, 150],
+        }
+    )
+    parts = laws._by_machine(df, split=True)
+    assert [name for name, _ in parts] == ["", "xeon-stream"]
+    assert [list(p["makespan_cycles"]) for _, p in parts] == [[100, 90], [200, 150]]
+    # one machine, or a sweep drawn otherwise (scaling, cpu): left whole
+    assert laws._by_machine(df[df["machine"] == "xeon"], split=True)[0][0] == ""
+    assert len(laws._by_machine(df, split=False)) == 1
