@@ -510,8 +510,9 @@ def _by_machine(df: pd.DataFrame, split: bool) -> list[tuple[str, pd.DataFrame]]
 
     Fig. 7 and Table IV normalise to WS per program; a sweep that ran a program on two
     machine variants (published_intel.yaml with the measured-STREAM memory rate) would
-    otherwise average the variants together.  The first machine's figures stay at the
-    top of the folder, the others go to a subfolder named by the machine's label.
+    otherwise average the variants together.  The first machine in the store's row order
+    (``sort_rows``: by workload, then machine name) keeps the top of the folder, the others
+    go to a subfolder named by the machine's label.
     """
     machines = list(dict.fromkeys(df["machine"])) if split and "machine" in df else []
     if len(machines) < 2:
