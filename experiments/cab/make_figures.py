@@ -26,14 +26,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
-from typing import NoReturn
 
 import pandas as pd
 
-from simsched.errors import ConfigError
 from simsched.experiments import load_ok_results, study_results
+from simsched.experiments.scripts import load_figure_rows, usage_error
 from simsched.schedulers.boundary import choose_boundary_level
 
 HERE = Path(__file__).resolve().parent
@@ -389,19 +387,6 @@ def draw(df: pd.DataFrame, out: Path) -> None:
         save(fig, out / "fig9.png")
 
 
-def _usage_error(message: str) -> NoReturn:
-    print(f"make_figures.py: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-def _load_all(folders: list[Path]) -> pd.DataFrame:
-    """Every folder's finished rows as one table; a missing folder exits 2 naming it."""
-    try:
-        return pd.concat([load(r) for r in folders], ignore_index=True)
-    except ConfigError as e:
-        _usage_error(str(e))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", nargs="*", type=Path, help="one or more sweep output folders")
@@ -412,10 +397,10 @@ def main() -> None:
     a = ap.parse_args()
     if a.placement:
         res = a.results or [HERE / "results" / "placement"]
-        df = _load_all(res)
+        df = load_figure_rows(res, HERE)
         table = placement_table(df)
         if table.empty:
-            _usage_error(
+            usage_error(
                 f"{res[0]}: no program with WS and CAB under both placements; run "
                 "`simsched sweep run experiments/cab/placement.yaml` first"
             )
@@ -431,7 +416,7 @@ def main() -> None:
         return
     res = a.results or [default_results()]
     # published.yaml and published_whole.yaml write two folders: one table of both
-    df = _load_all(res)
+    df = load_figure_rows(res, HERE)
     draw(df, a.out or HERE / "figures" / Path(res[0]).name)
     for row in summary(df):
         print(json.dumps(row, default=float))

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from simsched.experiments import load_results
+from simsched.experiments.scripts import load_figure_rows
 from simsched.plotting import save, style
 
 HERE = Path(__file__).resolve().parent
@@ -126,7 +127,7 @@ def main() -> None:
     ap.add_argument("-o", "--out", type=Path, default=HERE / "figures")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    t6 = fig6_table(load_results(HERE / "results" / "fig6"))
+    t6 = fig6_table(load_figure_rows(HERE / "results" / "fig6", HERE))
     save(draw_fig6(t6), args.out / "fig6_grain.png")
     print(t6.to_string(index=False))
     for m, part in t6.groupby("machine"):

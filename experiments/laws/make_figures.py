@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from simsched.experiments import load_ok_results, study_results
+from simsched.experiments.scripts import load_figure_rows
 
 HERE = Path(__file__).resolve().parent
 ORDER = [
@@ -491,7 +492,7 @@ def main() -> None:
     for res in a.results or default_results():
         out = a.out or HERE / "figures" / res.name
         out.mkdir(parents=True, exist_ok=True)
-        df = load(res)
+        df = load_figure_rows(res, HERE)
         sweep = str(df["sweep"].iloc[0]) if "sweep" in df and len(df) else ""
         draw = {
             "laws_scaling": scaling,

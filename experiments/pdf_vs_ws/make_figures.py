@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from simsched.experiments import load_results, study_results
+from simsched.experiments import study_results
 from simsched.experiments.analysis import ratio_ranges, scheduler_ratios
+from simsched.experiments.scripts import load_figure_rows
 from simsched.plotting import (
     figure_speedup_misses,
     figure_time_vs_cores,
@@ -39,7 +40,7 @@ def main() -> None:
     ap.add_argument("results", nargs="?", type=Path, default=None)
     ap.add_argument("-o", "--out", type=Path, default=HERE / "figures")
     args = ap.parse_args()
-    df = load_results(args.results or default_results())
+    df = load_figure_rows(args.results or default_results(), HERE)
     present = [w for w in WORKLOADS if w in set(df["workload"])]
     save(figure_speedup_misses(df, present), args.out / "fig2_scaling.png")
     save(figure_time_vs_cores(df, present), args.out / "fig3_45nm.png")

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from tests.experiments.test_scripts import one_line_exit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -136,3 +139,24 @@ def test_a_sweep_over_two_machines_is_drawn_per_machine():
     # one machine, or a sweep drawn otherwise (scaling, cpu): left whole
     assert laws._by_machine(df[df["machine"] == "xeon"], split=True)[0][0] == ""
     assert len(laws._by_machine(df, split=False)) == 1
+
+
+@pytest.mark.parametrize(
+    ("study", "argv"),
+    [
+        ("laws", []),
+        ("cab", []),
+        ("cab", ["--placement"]),
+        ("saws", ["--published"]),
+        ("granularity", []),
+        ("pdf_vs_ws", []),
+    ],
+)
+def test_every_study_script_exits_2_on_a_study_that_has_not_run(
+    study, argv, tmp_path, monkeypatch, capsys
+):
+    mod = _script(study)
+    monkeypatch.setattr(mod, "HERE", tmp_path)  # a study folder with no results at all
+    monkeypatch.setattr(sys, "argv", ["make_figures.py", *argv, "-o", str(tmp_path / "fig")])
+    err = one_line_exit(capsys, mod.main)
+    assert err.startswith("make_figures.py: ") and str(tmp_path / "results") in err

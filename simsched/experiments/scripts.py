@@ -1,0 +1,74 @@
+"""What the studies' figure scripts share: reading sweep folders as a command-line program.
+
+``experiments/*/make_figures.py`` are small programs run by hand and by the notebooks.  A
+results folder that does not exist (the sweep has not run yet, or a mistyped path) is the
+user's mistake, so it ends the script with exit status 2 and one line naming the folder and
+the sweep that fills it, as the ``simsched`` CLI does for bad input, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NoReturn
+
+import pandas as pd
+
+from simsched.errors import ConfigError
+from simsched.experiments.store import load_ok_results
+
+PROG = "make_figures.py"
+
+
+def usage_error(message: str, prog: str = PROG) -> NoReturn:
+    """Print ``prog: message`` to stderr and exit with status 2.
+
+    Parameters
+    ----------
+    message
+        What is wrong, naming the input.
+    prog
+        The script's name, the line's prefix.
+    """
+    print(f"{prog}: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def load_figure_rows(
+    folders: str | Path | Iterable[str | Path], study: Path | None = None, prog: str = PROG
+) -> pd.DataFrame:
+    """The successful rows of one or more sweep folders as one table.
+
+    Parameters
+    ----------
+    folders
+        A sweep output folder (or results file), or several; their rows are concatenated.
+    study
+        The study's folder (``experiments/<study>``).  When it holds the spec that writes a
+        missing folder (``results/NAME`` from ``NAME.yaml``), the error says to run it.
+    prog
+        The script's name, the error line's prefix.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows whose ``status`` is ``ok``.
+
+    Raises
+    ------
+    SystemExit
+        Status 2, after one line on stderr, when a folder is not a results store.
+    """
+    paths = [folders] if isinstance(folders, (str, Path)) else list(folders)
+    frames = []
+    for p in paths:
+        try:
+            frames.append(load_ok_results(p))
+        except ConfigError as e:
+            spec = study / f"{Path(p).name}.yaml" if study is not None else None
+            hint = ""
+            if spec is not None and spec.is_file():
+                hint = f"; run `simsched sweep run experiments/{study.name}/{spec.name}` first"
+            usage_error(f"{e}{hint}", prog)
+    return pd.concat(frames, ignore_index=True)
