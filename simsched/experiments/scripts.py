@@ -66,9 +66,9 @@ def load_figure_rows(
         try:
             frames.append(load_ok_results(p))
         except ConfigError as e:
-            spec = study / f"{Path(p).name}.yaml" if study is not None else None
             hint = ""
-            if spec is not None and spec.is_file():
-                hint = f"; run `simsched sweep run experiments/{study.name}/{spec.name}` first"
+            if study is not None and (study / f"{Path(p).name}.yaml").is_file():
+                spec = f"experiments/{study.name}/{Path(p).name}.yaml"
+                hint = f"; run `simsched sweep run {spec}` first"
             usage_error(f"{e}{hint}", prog)
     return pd.concat(frames, ignore_index=True)
