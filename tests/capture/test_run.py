@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from simsched.capture import build, capture, compile_program, count_markers
+from simsched.capture.run import MIN_SAMPLES, UNINSTRUMENTED_WARN, _significantly_above
 from simsched.errors import CaptureError
 from simsched.trace import open_trace
 
@@ -202,7 +203,9 @@ def test_capture_of_the_programs_own_code_gives_no_library_warning(cache, bindir
     prog = compile_gcc(cache, bindir, "mergesort.c", "ms_gcc", "-O2")
     res = capture(str(prog), ["262144", "2048"], tmp_path / "m.sst")
     n, out = res.tool_stats["samples"], res.tool_stats["uninstrumented_samples"]
-    assert n >= 10 and out <= 0.05 * n  # (41 samples, 1 outside, when this was written)
+    # The samples are a timer's: 2 of 27 outside is chance at a 5 % share, so the test asks
+    # what the capture's warning asks (a significant excess), not a bare out <= 0.05 n.
+    assert n >= MIN_SAMPLES and not _significantly_above(out, n, UNINSTRUMENTED_WARN), (out, n)
     assert res.warnings == []
 
 
