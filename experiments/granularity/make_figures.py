@@ -126,8 +126,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--out", type=Path, default=HERE / "figures")
     args = ap.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
     t6 = fig6_table(load_figure_rows(HERE / "results" / "fig6", HERE))
+    args.out.mkdir(parents=True, exist_ok=True)
     save(draw_fig6(t6), args.out / "fig6_grain.png")
     print(t6.to_string(index=False))
     for m, part in t6.groupby("machine"):

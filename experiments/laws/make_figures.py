@@ -491,8 +491,7 @@ def main() -> None:
     a = ap.parse_args()
     for res in a.results or default_results():
         out = a.out or HERE / "figures" / res.name
-        out.mkdir(parents=True, exist_ok=True)
-        df = load_figure_rows(res, HERE)
+        df = load_figure_rows(res, HERE)  # before any folder is made: a bad path leaves none
         sweep = str(df["sweep"].iloc[0]) if "sweep" in df and len(df) else ""
         draw = {
             "laws_scaling": scaling,

@@ -160,3 +160,4 @@ def test_every_study_script_exits_2_on_a_study_that_has_not_run(
     monkeypatch.setattr(sys, "argv", ["make_figures.py", *argv, "-o", str(tmp_path / "fig")])
     err = one_line_exit(capsys, mod.main)
     assert err.startswith("make_figures.py: ") and str(tmp_path / "results") in err
+    assert not (tmp_path / "fig").exists()  # nothing written for a study that has not run
