@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from simsched.experiments import load_ok_results, study_results
-from simsched.experiments.scripts import load_figure_rows, usage_error
+from simsched.experiments.scripts import load_figure_rows, run_script, usage_error
 from simsched.schedulers.boundary import choose_boundary_level
 
 HERE = Path(__file__).resolve().parent
@@ -423,4 +423,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

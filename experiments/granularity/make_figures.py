@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from simsched.experiments import load_results
-from simsched.experiments.scripts import load_figure_rows
+from simsched.experiments.scripts import load_figure_rows, run_script
 from simsched.plotting import save, style
 
 HERE = Path(__file__).resolve().parent
@@ -149,4 +149,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from simsched.experiments import load_ok_results, study_results
-from simsched.experiments.scripts import load_figure_rows
+from simsched.experiments.scripts import load_figure_rows, run_script
 
 HERE = Path(__file__).resolve().parent
 ORDER = [
@@ -521,4 +521,4 @@ def _by_machine(df: pd.DataFrame, split: bool) -> list[tuple[str, pd.DataFrame]]
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from simsched.experiments import study_results
 from simsched.experiments.analysis import ratio_ranges, scheduler_ratios
-from simsched.experiments.scripts import load_figure_rows
+from simsched.experiments.scripts import load_figure_rows, run_script
 from simsched.plotting import (
     figure_speedup_misses,
     figure_time_vs_cores,
@@ -70,4 +70,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -27,6 +27,8 @@ from typing import Any
 
 import pandas as pd
 
+from simsched.experiments.scripts import load_figure_rows, run_script
+
 HERE = Path(__file__).resolve().parent
 MS_EQ = 5_000  # cycles per ms-equivalent (make_jobsets.py)
 METRICS = {
@@ -61,8 +63,6 @@ def fig4_summary(rec: dict[str, Any]) -> dict[str, Any]:
 
 def load(study: str) -> pd.DataFrame:
     """Successful rows of ``results/<study>`` with the x-axis columns parsed from names."""
-    from simsched.experiments.scripts import load_figure_rows
-
     df = load_figure_rows(HERE / "results" / study, HERE)
     df["sched"] = df["scheduler_name"]
     parsed = df["workload"].map(_parse)
@@ -257,4 +257,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -4,12 +4,14 @@
 results folder that does not exist (the sweep has not run yet, or a mistyped path) is the
 user's mistake, so it ends the script with exit status 2 and one line naming the folder and
 the sweep that fills it, as the ``simsched`` CLI does for bad input, never a traceback.
+Ctrl-C likewise ends in one line and status 130; the figures already saved are whole,
+because every figure and table is written to a temporary file and renamed.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NoReturn
 
@@ -33,6 +35,28 @@ def usage_error(message: str, prog: str = PROG) -> NoReturn:
     """
     print(f"{prog}: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def run_script(main: Callable[[], object], prog: str = PROG) -> None:
+    """Run a figure script's ``main`` as the command line expects.
+
+    Parameters
+    ----------
+    main
+        The script's entry point.
+    prog
+        The script's name, the prefix of the line printed on Ctrl-C.
+
+    Raises
+    ------
+    SystemExit
+        Status 130, after one line on stderr, when the user interrupts the script.
+    """
+    try:
+        main()
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted (Ctrl-C); figures already written are whole", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 def load_figure_rows(

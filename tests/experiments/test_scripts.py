@@ -1,21 +1,11 @@
-"""The figure scripts' shared reading of sweep folders: a missing one exits 2 in one line."""
+"""The figure scripts' shared endings: a missing sweep folder exits 2, Ctrl-C 130, in one line."""
 
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
-from simsched.experiments.scripts import load_figure_rows, usage_error
-
-
-def one_line_exit(capsys, fn) -> str:
-    """Run ``fn``; assert it exits 2 with one line on stderr, and return that line."""
-    with pytest.raises(SystemExit) as info:
-        fn()
-    assert info.value.code == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err
-    return err
+from simsched.experiments.scripts import load_figure_rows, run_script, usage_error
+from tests.experiments.script_exits import one_line_exit
 
 
 def test_usage_error_prefixes_the_script(capsys):
@@ -41,3 +31,15 @@ def test_rows_of_several_folders_are_concatenated_ok_only(tmp_path):
         pd.DataFrame({"status": ["ok", status], "x": [1, 2]}).to_csv(tmp_path / f"{name}.csv")
     df = load_figure_rows([tmp_path / "a.csv", tmp_path / "b.csv"])
     assert list(df["status"]) == ["ok"] * 3 and len(df) == 3
+
+
+def test_ctrl_c_ends_a_script_in_one_line_with_status_130(capsys):
+    def interrupted():
+        raise KeyboardInterrupt
+
+    err = one_line_exit(capsys, lambda: run_script(interrupted, prog="x.py"), status=130)
+    assert err.startswith("x.py: interrupted")
+    # a usage error keeps its own status and line; a script that ends well returns
+    err = one_line_exit(capsys, lambda: run_script(lambda: usage_error("bad", prog="x.py")))
+    assert err == "x.py: bad\n"
+    assert run_script(lambda: 1) is None

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import runpy
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.experiments.test_scripts import one_line_exit
+import simsched.experiments.scripts
+from tests.experiments.script_exits import one_line_exit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -161,3 +163,24 @@ def test_every_study_script_exits_2_on_a_study_that_has_not_run(
     err = one_line_exit(capsys, mod.main)
     assert err.startswith("make_figures.py: ") and str(tmp_path / "results") in err
     assert not (tmp_path / "fig").exists()  # nothing written for a study that has not run
+
+
+@pytest.mark.parametrize("study", ["laws", "cab", "saws", "granularity", "pdf_vs_ws"])
+def test_every_study_script_ends_ctrl_c_in_one_line(study, tmp_path, monkeypatch, capsys):
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    # Ctrl-C while the rows load; the scripts import the helper when run, so they get this one
+    monkeypatch.setattr(simsched.experiments.scripts, "load_figure_rows", interrupt)
+    path = ROOT / "experiments" / study / "make_figures.py"
+    argv = ["--published"] if study == "saws" else []
+    monkeypatch.setattr(sys, "argv", [str(path), *argv, "-o", str(tmp_path / "fig")])
+
+    def run():
+        try:
+            runpy.run_path(str(path), run_name="__main__")
+        except KeyboardInterrupt:  # would stop the whole test session, not fail this test
+            pytest.fail(f"{study}/make_figures.py lets Ctrl-C end in a traceback")
+
+    err = one_line_exit(capsys, run, status=130)
+    assert err.startswith("make_figures.py: interrupted")
