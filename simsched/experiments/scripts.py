@@ -69,8 +69,8 @@ def load_figure_rows(
     folders
         A sweep output folder (or results file), or several; their rows are concatenated.
     study
-        The study's folder (``experiments/<study>``).  When it holds the spec that writes a
-        missing folder (``results/NAME`` from ``NAME.yaml``), the error says to run it.
+        The study's folder (``experiments/<study>``).  When a missing folder is the study's
+        own ``results/NAME`` and the study holds ``NAME.yaml``, the error says to run it.
     prog
         The script's name, the error line's prefix.
 
@@ -91,8 +91,12 @@ def load_figure_rows(
             frames.append(load_ok_results(p))
         except ConfigError as e:
             hint = ""
-            if study is not None and (study / f"{Path(p).name}.yaml").is_file():
-                spec = f"experiments/{study.name}/{Path(p).name}.yaml"
-                hint = f"; run `simsched sweep run {spec}` first"
+            if study is not None:
+                # Only the study's own results/NAME has a spec to name; a folder elsewhere is
+                # more likely mistyped than not yet run.
+                name = Path(p).name
+                own = Path(p).resolve() == (study / "results" / name).resolve()
+                if own and (study / f"{name}.yaml").is_file():
+                    hint = f"; run `simsched sweep run experiments/{study.name}/{name}.yaml` first"
             usage_error(f"{e}{hint}", prog)
     return pd.concat(frames, ignore_index=True)

@@ -24,6 +24,10 @@ def test_missing_folder_names_it_and_the_spec_that_fills_it(tmp_path, capsys):
     # no spec of that name: the error still names the folder, without a hint
     err = one_line_exit(capsys, lambda: load_figure_rows(study / "results" / "other", study))
     assert "results/other" in err and "sweep run" not in err
+    # a folder of the spec's name outside the study's results: a mistyped path, no hint
+    elsewhere = tmp_path / "elsewhere" / "published"
+    err = one_line_exit(capsys, lambda: load_figure_rows(elsewhere, study))
+    assert str(elsewhere) in err and "sweep run" not in err
 
 
 def test_rows_of_several_folders_are_concatenated_ok_only(tmp_path):
