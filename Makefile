@@ -40,8 +40,8 @@ demo: $(STAMP)
 # by the source that made it, so a kept cache is never stale).  Coverage of simsched is
 # measured and its total printed last.
 test: $(STAMP)
-	$(BIN)/ruff check simsched tests benchmarks
-	$(BIN)/ruff format --check simsched tests benchmarks
+	$(BIN)/ruff check simsched tests benchmarks experiments
+	$(BIN)/ruff format --check simsched tests benchmarks experiments
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
@@ -55,8 +55,8 @@ bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b; done
 
 lint: $(STAMP)
-	$(BIN)/ruff check simsched tests benchmarks
-	$(BIN)/ruff format --check simsched tests benchmarks
+	$(BIN)/ruff check simsched tests benchmarks experiments
+	$(BIN)/ruff format --check simsched tests benchmarks experiments
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache

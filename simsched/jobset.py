@@ -76,6 +76,8 @@ class PoissonArrivals(_Strict):
 
 
 class PoissonSpec(_Strict):
+    """``arrival: {poisson: {mean: ..., start: ...}}``: copies arrive by a Poisson process."""
+
     poisson: PoissonArrivals
 
 

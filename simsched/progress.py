@@ -101,5 +101,5 @@ class Progress:
             self._line(self._amount())
 
     def __call__(self, done: int, total: int | None = None) -> None:
-        # The engine and the readers take a plain ``progress(done, total)`` callback.
+        """Same as :meth:`update`: the engine and the readers take a plain callback."""
         self.update(done, total)

@@ -234,6 +234,7 @@ class AllCores(Controller):
     aliases: ClassVar[tuple[str, ...]] = ("fifo",)
 
     def allot(self, now, jobs):
+        """All ``P`` cores to the earliest active job."""
         return {jobs[0].jid: self.P} if jobs else {}
 
 
@@ -287,6 +288,7 @@ class Static(Controller):
             first += k
 
     def allot(self, now, jobs):
+        """Each job its fixed block of cores."""
         return {j.jid: self.blocks[j.jid] for j in jobs}
 
 
@@ -297,6 +299,7 @@ class Equi(Controller):
     aliases: ClassVar[tuple[str, ...]] = ("equipartition",)
 
     def allot(self, now, jobs):
+        """Equal shares; the first ``P mod n`` jobs get one core more."""
         shares = equi_allot(len(jobs), self.P).tolist()
         return {j.jid: k for j, k in zip(jobs, shares, strict=True)}
 
@@ -324,6 +327,7 @@ class Deq(Controller):
         return self.P if job.desire is None else int(job.desire)
 
     def allot(self, now, jobs):
+        """DEQ's shares of the jobs' desires ([SAWS12] Algorithm 1)."""
         shares = deq_allot([self.desire(j) for j in jobs], self.P).tolist()
         return {j.jid: k for j, k in zip(jobs, shares, strict=True)}
 
