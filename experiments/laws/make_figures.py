@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from simsched.experiments import load_ok_results, study_results
-from simsched.experiments.scripts import load_figure_rows, run_script
+from simsched.experiments.scripts import json_line, load_figure_rows, run_script
 
 HERE = Path(__file__).resolve().parent
 ORDER = [
@@ -502,7 +502,7 @@ def main() -> None:
             (out / sub).mkdir(parents=True, exist_ok=True)
             for line in draw(part, out / sub):
                 tag = {"machine": sub} if sub else {}
-                print(json.dumps({"results": res.name, **tag, **line}))
+                print(json_line({"results": res.name, **tag, **line}))
 
 
 def _by_machine(df: pd.DataFrame, split: bool) -> list[tuple[str, pd.DataFrame]]:

@@ -10,10 +10,12 @@ because every figure and table is written to a temporary file and renamed.
 
 from __future__ import annotations
 
+import json
+import math
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pandas as pd
 
@@ -35,6 +37,34 @@ def usage_error(message: str, prog: str = PROG) -> NoReturn:
     """
     print(f"{prog}: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def json_line(obj: Any) -> str:
+    """``obj`` as one line of strict JSON: a missing value (NaN, infinity) becomes ``null``.
+
+    Parameters
+    ----------
+    obj
+        Dicts, lists, strings, numbers (numpy scalars included) and ``None``.
+
+    Returns
+    -------
+    str
+        JSON that every reader accepts (Python's ``json`` would write a bare ``NaN``).
+    """
+
+    def finite(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: finite(v) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [finite(v) for v in x]
+        if hasattr(x, "item") and not isinstance(x, str):  # numpy scalar
+            x = x.item()
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        return x
+
+    return json.dumps(finite(obj), allow_nan=False)
 
 
 def run_script(main: Callable[[], object], prog: str = PROG) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from simsched.experiments.scripts import load_figure_rows, run_script, usage_error
+from simsched.experiments.scripts import json_line, load_figure_rows, run_script, usage_error
 from tests.experiments.script_exits import one_line_exit
 
 
@@ -47,3 +47,14 @@ def test_ctrl_c_ends_a_script_in_one_line_with_status_130(capsys):
     err = one_line_exit(capsys, lambda: run_script(lambda: usage_error("bad", prog="x.py")))
     assert err == "x.py: bad\n"
     assert run_script(lambda: 1) is None
+
+
+def test_json_line_writes_missing_values_as_null():
+    import json
+
+    import numpy as np
+
+    # a program one scheduler did not run: pandas gives NaN, which json.dumps writes bare
+    line = json_line({"a": {"ws": 1.0, "cats": float("nan")}, "b": [np.float64("inf"), 2]})
+    assert json.loads(line) == {"a": {"ws": 1.0, "cats": None}, "b": [None, 2]}
+    assert "NaN" not in line and "Infinity" not in line
