@@ -3,12 +3,17 @@
 Sorted keys, no spaces, numpy scalars and arrays as plain numbers and lists, paths as
 strings.  Point ids, cache keys and the nested fields of a record are all this text (or its
 hash), so two equal values always give the same bytes.
+
+:func:`strict_json` is the form simsched *prints*: the same conversions, and a missing value
+(NaN, infinity) as ``null``, because Python's ``json`` writes a bare ``NaN`` that other
+readers (``jq``, JavaScript, most JSON libraries) refuse.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sys
 from pathlib import PurePath
 from typing import Any
@@ -48,3 +53,36 @@ def canonical_json(value: Any, *, strict: bool = False) -> str:
 def content_hash(value: Any, length: int = 16) -> str:
     """Hex SHA-256 prefix of :func:`canonical_json` of ``value``."""
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:length]
+
+
+def _finite(x: Any) -> Any:
+    """``x`` with every non-finite float (numpy's too) replaced by ``None``."""
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    if isinstance(x, float):  # numpy's float64 is a float too
+        return x if math.isfinite(x) else None
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(x, np.generic | np.ndarray):
+        return _finite(plain_strict(x))
+    return x
+
+
+def strict_json(value: Any, *, sort_keys: bool = True) -> str:
+    """``value`` as one line of JSON that every reader accepts.
+
+    Parameters
+    ----------
+    value
+        Dicts, lists, strings, numbers, ``None``, numpy values and paths.
+    sort_keys
+        Sort dict keys (the CLI's form); ``False`` keeps their order.
+
+    Returns
+    -------
+    str
+        JSON in which NaN and infinities are ``null`` and numpy values are plain numbers and
+        lists (:func:`plain_strict`); any other object is a ``TypeError``.
+    """
+    return json.dumps(_finite(value), sort_keys=sort_keys, allow_nan=False, default=plain_strict)

@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from simsched.experiments import load_ok_results, study_results
-from simsched.experiments.scripts import load_figure_rows, run_script, usage_error
+from simsched.experiments.scripts import json_line, load_figure_rows, run_script, usage_error
 from simsched.schedulers.boundary import choose_boundary_level
 
 HERE = Path(__file__).resolve().parent
@@ -405,21 +405,21 @@ def main() -> None:
                 "`simsched sweep run experiments/cab/placement.yaml` first"
             )
         draw_placement(table, a.out or HERE / "figures" / "placement")
-        print(json.dumps({"figure": "placement", "rows": table.round(4).to_dict("records")}))
+        print(json_line({"figure": "placement", "rows": table.round(4).to_dict("records")}))
         links = link_table(df)
         if not links.empty:
             g = links.groupby(["workload", "machine", "scheduler", "link"])
             agg = g[["utilization", "queue_per_line", "share"]].mean().round(4)
             agg["seeds"] = g["seed"].nunique()
             recs = agg.reset_index().to_dict("records")
-            print(json.dumps({"figure": "placement-links", "rows": recs}))
+            print(json_line({"figure": "placement-links", "rows": recs}))
         return
     res = a.results or [default_results()]
     # published.yaml and published_whole.yaml write two folders: one table of both
     df = load_figure_rows(res, HERE)
     draw(df, a.out or HERE / "figures" / Path(res[0]).name)
     for row in summary(df):
-        print(json.dumps(row, default=float))
+        print(json_line(row))
 
 
 if __name__ == "__main__":

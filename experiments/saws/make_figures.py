@@ -20,14 +20,13 @@ The notebook ``notebooks/saws.ipynb`` uses these functions.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from simsched.experiments.scripts import load_figure_rows, run_script
+from simsched.experiments.scripts import json_line, load_figure_rows, run_script
 
 HERE = Path(__file__).resolve().parent
 MS_EQ = 5_000  # cycles per ms-equivalent (make_jobsets.py)
@@ -224,16 +223,16 @@ def main() -> None:
         with atomic_output(args.out / "published" / "points.csv") as tmp:
             df.sort_values(["mix", "sched", "seed"])[POINT_COLUMNS].to_csv(tmp, index=False)
         for row in published_improvements(df):
-            print(json.dumps(row))
+            print(json_line(row))
         if (HERE / "results" / "published_moves" / "points").is_dir():
             moves = load("published_moves")
             for mach, part in moves.groupby("machine", sort=True):
-                print(json.dumps(published_improvements(part, f"published {mach}")[0]))
+                print(json_line(published_improvements(part, f"published {mach}")[0]))
         return
 
     rec = fig4()
     save(plot_allotment(rec, title="[SAWS12] Fig. 4: N = 10 under DEQ"), args.out / "fig4.png")
-    print(json.dumps(fig4_summary(rec)))
+    print(json_line(fig4_summary(rec)))
     plan = (
         [("small", "copies", "small")]
         if args.small
@@ -249,11 +248,11 @@ def main() -> None:
         save(draw(df, x, metrics, logx=figure in ("fig7", "fig9")), args.out / f"{figure}.png")
         if figure == "fig7":
             c = curves(df, x, "makespan_cycles")
-            print(json.dumps({"figure": "fig7", "makespan": c.to_dict(orient="records")}))
+            print(json_line({"figure": "fig7", "makespan": c.to_dict(orient="records")}))
             continue
         by = df if figure != "fig9" else df.assign(program="mix")
         for row in improvements(by, x, figure):
-            print(json.dumps(row))
+            print(json_line(row))
 
 
 if __name__ == "__main__":

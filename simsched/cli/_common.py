@@ -8,8 +8,6 @@ path with brackets is never eaten) and never wrap a message; tables go through
 from __future__ import annotations
 
 import errno
-import json
-import math
 import sys
 from typing import Annotated, Any
 
@@ -17,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from simsched.canonical import strict_json
 from simsched.errors import ConfigError
 
 
@@ -74,17 +73,10 @@ def print_table(table: Table, target: Console | None = None) -> None:
     _Console(file=target.file, width=max(need, 40), markup=False, highlight=False).print(table)
 
 
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if hasattr(x, "item") and callable(x.item):  # numpy scalars
-        return x.item()
-    raise TypeError(f"{type(x).__name__} is not JSON serialisable")
-
-
 def print_json(obj: Any) -> None:
-    """Print one JSON document on stdout (sorted keys, numpy scalars converted)."""
-    print(json.dumps(obj, sort_keys=True, default=_jsonable))
+    """Print one JSON document on stdout: sorted keys, numpy values as numbers, NaN as null
+    (:func:`simsched.canonical.strict_json`)."""
+    print(strict_json(obj))
 
 
 def parse_value(text: str) -> Any:

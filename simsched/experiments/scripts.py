@@ -10,8 +10,6 @@ because every figure and table is written to a temporary file and renamed.
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any, NoReturn
 
 import pandas as pd
 
+from simsched.canonical import strict_json
 from simsched.errors import ConfigError
 from simsched.experiments.store import load_ok_results
 
@@ -40,31 +39,20 @@ def usage_error(message: str, prog: str = PROG) -> NoReturn:
 
 
 def json_line(obj: Any) -> str:
-    """``obj`` as one line of strict JSON: a missing value (NaN, infinity) becomes ``null``.
+    """``obj`` as one line of strict JSON, keys in their order: a missing value (NaN,
+    infinity) becomes ``null`` (:func:`simsched.canonical.strict_json`).
 
     Parameters
     ----------
     obj
-        Dicts, lists, strings, numbers (numpy scalars included) and ``None``.
+        Dicts, lists, strings, numbers (numpy values included) and ``None``.
 
     Returns
     -------
     str
         JSON that every reader accepts (Python's ``json`` would write a bare ``NaN``).
     """
-
-    def finite(x: Any) -> Any:
-        if isinstance(x, dict):
-            return {k: finite(v) for k, v in x.items()}
-        if isinstance(x, list | tuple):
-            return [finite(v) for v in x]
-        if hasattr(x, "item") and not isinstance(x, str):  # numpy scalar
-            x = x.item()
-        if isinstance(x, float) and not math.isfinite(x):
-            return None
-        return x
-
-    return json.dumps(finite(obj), allow_nan=False)
+    return strict_json(obj, sort_keys=False)
 
 
 def run_script(main: Callable[[], object], prog: str = PROG) -> None:

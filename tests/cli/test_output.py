@@ -169,3 +169,15 @@ def test_dev_stdout_on_a_pipe(fib_trace, tmp_path):
         proc = run_process("results", "export", sweep, "-o", "/dev/stdout", stdout=fh)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "redirected").read_text().splitlines()[0] == "point_id,workload,status,v"
+
+
+def test_print_json_is_strict_json(capsys):
+    import json
+
+    import numpy as np
+
+    # a value a record lacks (NaN) must not reach stdout as a bare NaN, which jq refuses
+    _common.print_json({"b": float("nan"), "a": np.float32(1.5), "c": [np.float64("inf")]})
+    out = capsys.readouterr().out
+    assert out == '{"a": 1.5, "b": null, "c": [null]}\n'
+    json.loads(out, parse_constant=lambda name: pytest.fail(f"bare {name}"))
