@@ -27,6 +27,9 @@ So ``cats`` is :class:`~simsched.schedulers.laws.LocalityAware` with:
   plain task stealing ([CAB11] Algorithm II step 2).  Frames of a packed run that the
   packing's template does not cover still go to the spawner's CF pool (head cores steal
   them): a per-task fallback is not built (docs/schedulers.md, CATS).
+* ``pack=false`` takes that fallback right after the first iteration: what remains of
+  CATS is the first iteration's data placement, so a run beside WS's measures what that
+  placement costs work stealing (GE-ir on the Xeon, docs/experiments.md).
 
 docs/schedulers.md lists which of these details come from the seeds and which are
 simsched's reading of the CATS paper.
@@ -49,6 +52,12 @@ class CacheAwareTaskStealing(LocalityAware):
             False,
             "schedule a CPU-bound program by work stealing after the first iteration "
             "(LAWS §6.5; off: CATS has no such rule)",
+        ),
+        pack=Param(
+            True,
+            "pack the DAG after the first iteration (false: keep the first iteration's "
+            "data placement and schedule the rest by work stealing, to measure what that "
+            "placement alone costs)",
         ),
     )
     PACK: ClassVar[bool] = True

@@ -529,6 +529,9 @@ class LocalityAware(Scheduler):
         if not self.PACK:
             self.mode = "allocator only"
             return
+        if not self.params.get("pack", True):
+            self._no_packing("pack=false")
+            return
         shared = [c for c in ctx.machine.caches if c.scope != "core"]
         private = [c for c in ctx.machine.caches if c.scope == "core"]
         if not shared or not private:

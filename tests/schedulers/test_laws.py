@@ -208,6 +208,24 @@ def test_ge_dag_change_stops_packing(small_traces):
     assert {p["move"] for p in res.sched_fields["packing"][k + 1 :]} == {"ws"}
 
 
+def test_cats_without_packing_keeps_only_its_first_iteration(small_traces):
+    """``pack=false``: CATS's profiled first iteration (its data placement) as with
+    packing, then work stealing for every later iteration."""
+    trace = open_trace(small_traces["heat"])
+    machine = load_machine(TWO_BY_TWO)
+    packed, _, _ = _replay(trace, machine, "cats")
+    res, stats, s = _replay(trace, machine, "cats", {"pack": False})
+    check_invariants(trace, res, stats)
+    _check_locality(trace, res, s)
+    f = res.sched_fields
+    assert f["packing_mode"] == "pack=false: ws"
+    assert [p["move"] for p in f["packing"]] == ["profile"] + ["ws"] * (len(f["packing"]) - 1)
+    assert f["iteration_cycles"][0] == packed.sched_fields["iteration_cycles"][0]
+    assert f["iteration_cycles"][1:] != packed.sched_fields["iteration_cycles"][1:]
+    with pytest.raises(ConfigError):
+        get_scheduler("laws").resolve_params({"pack": False})  # CATS's alone
+
+
 @pytest.mark.parametrize("sched", ["laws", "cats"])
 def test_a_cf_subtree_ending_on_another_socket_frees_its_own(tmp_path, sched):
     """In the iteration after the profiled one, GE-ir's changed DAG sends unmatched
