@@ -208,6 +208,30 @@ def test_ge_dag_change_stops_packing(small_traces):
     assert {p["move"] for p in res.sched_fields["packing"][k + 1 :]} == {"ws"}
 
 
+def test_falling_back_to_ws_at_once_is_ws(small_traces):
+    """The fallback's mechanism is exact: a policy that hands its deques to WS before its
+    first strand replays exactly as WS does (same cores, same makespan), so what a
+    fallback later in a run costs is the state it inherits, not the hand-over."""
+    from simsched.schedulers.cats import CacheAwareTaskStealing
+
+    class WsAtOnce(CacheAwareTaskStealing):
+        def on_start(self, strand, now):
+            self._set_topology()
+            self._to_ws("at once: ws")
+            self.ws.on_start(strand, now)
+
+    trace = open_trace(small_traces["sor-ir"])
+    machine = load_machine("opteron-8380-4x4")
+    for seed in (0, 1):
+        runs = []
+        for cls in (get_scheduler("ws"), WsAtOnce):
+            eng = Engine(trace, machine, cls, None, seed, MemorySystem(machine))
+            runs.append(eng.run())
+        ws, fell = runs
+        assert fell.makespan == ws.makespan
+        assert np.array_equal(fell.strand_core, ws.strand_core)
+
+
 def test_cats_without_packing_keeps_only_its_first_iteration(small_traces):
     """``pack=false``: CATS's profiled first iteration (its data placement) as with
     packing, then work stealing for every later iteration."""
