@@ -64,3 +64,7 @@ class CacheAwareTaskStealing(LocalityAware):
     TUNE: ClassVar[bool] = False
     NUMA: ClassVar[bool] = False
     FALLBACK_WS: ClassVar[bool] = True
+
+    def _packing_veto(self) -> str | None:
+        # pack=false: measure what the first iteration's placement alone costs
+        return None if self.params["pack"] else "pack=false"

@@ -529,8 +529,9 @@ class LocalityAware(Scheduler):
         if not self.PACK:
             self.mode = "allocator only"
             return
-        if not self.params.get("pack", True):
-            self._no_packing("pack=false")
+        veto = self._packing_veto()
+        if veto is not None:
+            self._no_packing(veto)
             return
         shared = [c for c in ctx.machine.caches if c.scope != "core"]
         private = [c for c in ctx.machine.caches if c.scope == "core"]
@@ -557,6 +558,13 @@ class LocalityAware(Scheduler):
         self.mode = "packed"
         self._apply(roots)
         self.move = "initial" if self.TUNE else "fixed"
+
+    def _packing_veto(self) -> str | None:
+        """Why this run skips packing after the first iteration (``None``: it packs).
+
+        A hook, so a variant's own parameters stay in its class; LAWS never vetoes.
+        """
+        return None
 
     def _map_template(self) -> None:
         """Template position of every later frame, by position key (-1: not found)."""
