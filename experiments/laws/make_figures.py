@@ -22,6 +22,11 @@ results/small when none has).  What is drawn depends on the sweep:
   and, for a sampled study (published.yaml), a ``sampling-cost`` line: per scheduler, the
   points' wall time with and without the precision rule (:func:`sampling_cost`).
 
+With ``--reference REF`` (a finished sampled study, e.g. results/published), a partly-run
+sampled study also gets a ``projection`` line and ``projection.json``: its whole cost on
+one runner and on 16 workers, projected from the points it ran beside REF's
+(:func:`cost_projection`).
+
 Figures go to ``figures/<results folder name>/`` (or FIGDIR); one JSON line per figure.  A
 memory-bound sweep that ran several machines (by label) gets one set per machine: the
 first machine's in the folder, each other's in a subfolder named by its label.
@@ -414,6 +419,119 @@ def sampling_cost(df: pd.DataFrame) -> list[dict]:
     return out
 
 
+def _program_kind(workload: str) -> str:
+    """A program's kind for the projection: GE, 3-D (6P, 25P) or 2-D, -ir or not."""
+    if workload.startswith("ge"):
+        return "ge"
+    return "3d" if workload.startswith(("6p", "25p")) else "2d"
+
+
+# WS and LAWS-NC replay without packing; LAWS and CATS pack (their per-iteration cost
+# moves together between machines, [LAWS15] §4-5).
+_POLICY_KIND = {"ws": "ws", "laws-nc": "ws", "cats": "packed", "laws": "packed"}
+
+
+def cost_projection(df: pd.DataFrame, ref: pd.DataFrame, workers: int = 16) -> dict:
+    """The wall time a partly-run sampled study would take, projected from a finished one.
+
+    ``ref`` is a sampled study that ran every point (published.yaml on the Opteron);
+    ``df`` is the rows run so far of the same programs, schedulers and seeds at other
+    sizes on another machine (published_intel.yaml on one machine).  A point of ``ref``
+    that ``df`` has keeps its measured point wall time.  An unrun point whose other seed
+    ran takes that run's time.  Any other unrun point is its ``ref`` counterpart's
+    replay time per detailed iteration, times the mean ratio of the two studies' costs
+    per detailed iteration over the points both ran of the same program kind
+    (:func:`_program_kind`) and policy kind (``_POLICY_KIND``), times a detailed-iteration
+    count, plus the median time outside the replay (trace load, baseline) of the run
+    points.  The count is the median of ``df``'s WS points for WS; for CATS, whose
+    precision rule needs a number of iterations that differs most between machines,
+    ``ref``'s count times the mean ratio of the two studies' counts over the CATS points
+    both ran of that program kind (all kinds where that one has none); ``ref``'s own
+    count for LAWS and LAWS-NC.  A kind with no run point falls back to the mean ratio
+    of its policy kind over all program kinds.
+
+    Returns
+    -------
+    dict
+        ``{}`` when either table lacks the sampled columns or ``df`` shares no point with
+        ``ref``; else the points run and projected, the hours by scheduler, on one runner
+        and on ``workers`` workers (the sum over ``workers``, or the longest point when
+        that is longer), the longest point, and the ratios used.
+    """
+    need = {"workload", "scheduler", "seed", "wall_s", "point_wall_s", "detailed_iterations"}
+    if not need <= set(df.columns) or not need <= set(ref.columns):
+        return {}
+    key = ["workload", "scheduler", "seed"]
+    m = df[df["scheduler"].isin(list(_POLICY_KIND))].drop_duplicates(key).set_index(key)
+    r = ref[ref["scheduler"].isin(list(_POLICY_KIND))].drop_duplicates(key).set_index(key)
+    both = m.index.intersection(r.index)
+    if not len(both):
+        return {}
+    per_it = lambda t: t["wall_s"] / t["detailed_iterations"]  # noqa: E731
+    cost = (per_it(m.loc[both]) / per_it(r.loc[both])).rename("ratio").reset_index()
+    cost["pk"] = cost["workload"].map(_program_kind)
+    cost["kk"] = cost["scheduler"].map(_POLICY_KIND)
+    rho = cost.groupby(["pk", "kk"])["ratio"].mean().to_dict()
+    rho_kind = cost.groupby("kk")["ratio"].mean().to_dict()
+    cats = [k for k in both if k[1] == "cats"]
+    counts = pd.DataFrame(
+        {
+            "pk": [_program_kind(k[0]) for k in cats],
+            "ratio": [
+                m.loc[k, "detailed_iterations"] / r.loc[k, "detailed_iterations"] for k in cats
+            ],
+        }
+    )
+    c_kind = counts.groupby("pk")["ratio"].mean().to_dict()
+    c_all = float(counts["ratio"].mean()) if len(counts) else 1.0
+    ws_run = m[m.index.get_level_values("scheduler") == "ws"]["detailed_iterations"]
+    fixed = float((m["point_wall_s"] - m["wall_s"]).median())
+    hours: dict[str, float] = {}
+    longest, projected, unprojectable = (0.0, ""), 0, []
+    for k, a in r.iterrows():
+        w, s, seed = k
+        other = (w, s, 1 - int(seed))
+        if k in m.index:
+            v = float(m.loc[k, "point_wall_s"])
+        elif other in m.index:
+            v = float(m.loc[other, "point_wall_s"])
+            projected += 1
+        else:
+            pk, kk = _program_kind(w), _POLICY_KIND[s]
+            f = rho.get((pk, kk), rho_kind.get(kk))
+            if f is None:
+                unprojectable.append(f"{w}/{s}/{seed}")
+                continue
+            if s == "ws" and len(ws_run):
+                n = float(ws_run.median())
+            elif s == "cats":
+                n = a["detailed_iterations"] * c_kind.get(pk, c_all)
+            else:
+                n = float(a["detailed_iterations"])
+            v = n * float(per_it(a)) * f + fixed
+            projected += 1
+        hours[s] = hours.get(s, 0.0) + v / 3600
+        if v > longest[0]:
+            longest = (v, f"{w}/{s}/seed {seed}")
+    total = sum(hours.values())
+    out = {
+        "points_run": int(len(r) - projected - len(unprojectable)),
+        "points_projected": projected,
+        "hours_by_scheduler": {s: round(h, 1) for s, h in hours.items()},
+        "hours_one_runner": round(total, 1),
+        f"hours_{workers}_workers": round(max(total / workers, longest[0] / 3600), 2),
+        "longest_point": longest[1],
+        "longest_point_hours": round(longest[0] / 3600, 2),
+        "cost_ratio_per_detailed_iteration": {f"{p}/{q}": round(v, 2) for (p, q), v in rho.items()},
+        "cats_iteration_count_ratio": {p: round(v, 2) for p, v in c_kind.items()},
+        "ws_detailed_iterations": float(ws_run.median()) if len(ws_run) else None,
+        "outside_replay_s": round(fixed),
+    }
+    if unprojectable:
+        out["not_projected"] = unprojectable
+    return out
+
+
 def iteration_locality(point: Path) -> pd.DataFrame:
     """Per iteration of one finished sweep point: its period and its local DRAM share.
 
@@ -488,7 +606,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", nargs="*", type=Path)
     ap.add_argument("-o", "--out", type=Path, default=None)
+    ap.add_argument(
+        "--reference",
+        type=Path,
+        default=None,
+        help="a finished sampled study to project a partly-run one from (cost_projection)",
+    )
     a = ap.parse_args()
+    ref = load_figure_rows(a.reference, HERE) if a.reference else None
     for res in a.results or default_results():
         out = a.out or HERE / "figures" / res.name
         df = load_figure_rows(res, HERE)  # before any folder is made: a bad path leaves none
@@ -500,7 +625,13 @@ def main() -> None:
         }.get(sweep, memory_bound)
         for sub, part in _by_machine(df, draw is memory_bound):
             (out / sub).mkdir(parents=True, exist_ok=True)
-            for line in draw(part, out / sub):
+            lines = draw(part, out / sub)
+            if ref is not None and draw is memory_bound and not sub:
+                proj = cost_projection(part, ref)
+                if proj:
+                    (out / "projection.json").write_text(json.dumps(proj, indent=1) + "\n")
+                    lines.append({"figure": "projection", "reference": a.reference.name, **proj})
+            for line in lines:
                 tag = {"machine": sub} if sub else {}
                 print(json_line({"results": res.name, **tag, **line}))
 

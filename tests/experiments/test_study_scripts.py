@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import runpy
+import shutil
 import sys
 from pathlib import Path
 
@@ -141,6 +142,89 @@ def test_a_sweep_over_two_machines_is_drawn_per_machine():
     # one machine, or a sweep drawn otherwise (scaling, cpu): left whole
     assert laws._by_machine(df[df["machine"] == "xeon"], split=True)[0][0] == ""
     assert len(laws._by_machine(df, split=False)) == 1
+
+
+def _cost_row(w: str, sched: str, seed: int, iters: int, per_it: float, outside: float = 5.0):
+    return {
+        "workload": w,
+        "scheduler": sched,
+        "seed": seed,
+        "detailed_iterations": iters,
+        "wall_s": iters * per_it,
+        "point_wall_s": iters * per_it + outside,
+    }
+
+
+def test_cost_projection_keeps_run_points_and_scales_the_rest():
+    laws = _script("laws")
+    ref = pd.DataFrame(
+        [
+            _cost_row(w, s, seed, n, 1.0)
+            for w in ("heat", "ge")
+            for s, n in (("ws", 40), ("laws", 10), ("cats", 100))
+            for seed in (0, 1)
+        ]
+    )
+    run = pd.DataFrame(
+        [
+            _cost_row("heat", "ws", 0, 8, 3.0),  # 3x the cost per iteration, 8 iterations
+            _cost_row("heat", "laws", 0, 10, 5.0),
+            _cost_row("heat", "cats", 0, 25, 5.0),  # a quarter of the reference's count
+        ]
+    )
+    p = laws.cost_projection(run, ref, workers=4)
+    assert (p["points_run"], p["points_projected"]) == (3, 9)
+    assert p["cost_ratio_per_detailed_iteration"] == {"2d/packed": 5.0, "2d/ws": 3.0}
+    assert p["cats_iteration_count_ratio"] == {"2d": 0.25}
+    assert p["ws_detailed_iterations"] == 8.0 and p["outside_replay_s"] == 5
+    # heat at seed 1 takes seed 0's measured point; GE falls back to its policy kind's
+    # ratio (no GE point ran), WS to the run WS count, CATS to a quarter of its own count
+    ws = 2 * (8 * 3.0 + 5) + 2 * (8 * 1.0 * 3.0 + 5)
+    laws_h = 2 * (10 * 5.0 + 5) + 2 * (10 * 1.0 * 5.0 + 5)
+    cats = 2 * (25 * 5.0 + 5) + 2 * (100 * 0.25 * 5.0 + 5)
+    assert p["hours_by_scheduler"] == {
+        "ws": round(ws / 3600, 1),
+        "laws": round(laws_h / 3600, 1),
+        "cats": round(cats / 3600, 1),
+    }
+    total = (ws + laws_h + cats) / 3600
+    assert p["hours_one_runner"] == round(total, 1)
+    assert p["hours_4_workers"] == round(max(total / 4, 130 / 3600), 2)
+    assert p["longest_point"] == "heat/cats/seed 0"
+
+
+def test_cost_projection_needs_a_shared_sampled_point():
+    laws = _script("laws")
+    ref = pd.DataFrame([_cost_row("heat", "ws", 0, 40, 1.0)])
+    assert laws.cost_projection(pd.DataFrame([_cost_row("sor", "ws", 0, 8, 1.0)]), ref) == {}
+    detailed = pd.DataFrame([{"workload": "heat", "scheduler": "ws", "seed": 0}])
+    assert laws.cost_projection(detailed, ref) == {}
+
+
+def test_make_figures_projects_the_intel_study_from_the_committed_records(
+    tmp_path, monkeypatch, capsys
+):
+    laws = _script("laws")
+    records = ROOT / "experiments" / "laws" / "published-records"
+    for name in ("published", "published_intel"):
+        shutil.copytree(records / name, tmp_path / name / "points")
+    out = tmp_path / "fig"
+    argv = [str(tmp_path / "published_intel"), "--reference", str(tmp_path / "published")]
+    monkeypatch.setattr(sys, "argv", ["make_figures.py", *argv, "-o", str(out)])
+    laws.main()
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    (line,) = [x for x in lines if x.get("figure") == "projection"]
+    saved = json.loads((out / "projection.json").read_text())
+    assert line == {
+        "results": "published_intel",
+        "figure": "projection",
+        "reference": "published",
+        **saved,
+    }
+    assert saved["points_run"] + saved["points_projected"] == 96
+    assert saved["hours_one_runner"] == pytest.approx(
+        sum(saved["hours_by_scheduler"].values()), abs=0.3
+    )
 
 
 @pytest.mark.parametrize(
