@@ -50,6 +50,7 @@ import pandas as pd
 
 from simsched.experiments import load_ok_results, study_results
 from simsched.experiments.scripts import json_line, load_figure_rows, run_script
+from simsched.files import write_json_atomic
 
 HERE = Path(__file__).resolve().parent
 ORDER = [
@@ -437,8 +438,8 @@ def cost_projection(df: pd.DataFrame, ref: pd.DataFrame, workers: int = 16) -> d
     ``ref`` is a sampled study that ran every point (published.yaml on the Opteron);
     ``df`` is the rows run so far of the same programs, schedulers and seeds at other
     sizes on another machine (published_intel.yaml on one machine).  A point of ``ref``
-    that ``df`` has keeps its measured point wall time.  An unrun point whose other seed
-    ran takes that run's time.  Any other unrun point is its ``ref`` counterpart's
+    that ``df`` has keeps its measured point wall time.  An unrun point whose program and
+    scheduler ran at other seeds takes their mean time.  Any other unrun point is its ``ref`` counterpart's
     replay time per detailed iteration, times the mean ratio of the two studies' costs
     per detailed iteration over the points both ran of the same program kind
     (:func:`_program_kind`) and policy kind (``_POLICY_KIND``), times a detailed-iteration
@@ -488,13 +489,14 @@ def cost_projection(df: pd.DataFrame, ref: pd.DataFrame, workers: int = 16) -> d
     fixed = float((m["point_wall_s"] - m["wall_s"]).median())
     hours: dict[str, float] = {}
     longest, projected, unprojectable = (0.0, ""), 0, []
+    # the run seeds of each (program, scheduler): an unrun seed takes their mean time
+    twins = m.groupby(level=["workload", "scheduler"])["point_wall_s"].mean().to_dict()
     for k, a in r.iterrows():
         w, s, seed = k
-        other = (w, s, 1 - int(seed))
         if k in m.index:
             v = float(m.loc[k, "point_wall_s"])
-        elif other in m.index:
-            v = float(m.loc[other, "point_wall_s"])
+        elif (w, s) in twins:
+            v = float(twins[(w, s)])
             projected += 1
         else:
             pk, kk = _program_kind(w), _POLICY_KIND[s]
@@ -629,7 +631,7 @@ def main() -> None:
             if ref is not None and draw is memory_bound and not sub:
                 proj = cost_projection(part, ref)
                 if proj:
-                    (out / "projection.json").write_text(json.dumps(proj, indent=1) + "\n")
+                    write_json_atomic(out / "projection.json", proj, sort_keys=False)
                     lines.append({"figure": "projection", "reference": a.reference.name, **proj})
             for line in lines:
                 tag = {"machine": sub} if sub else {}
