@@ -32,12 +32,12 @@ from simsched.engine.record import (
     dumps,
     metrics,
     nest_fields,
-    write_json_atomic,
     write_npz_atomic,
     write_parquet_atomic,
 )
 from simsched.engine.replay import DEFAULT_WINDOW, Engine, EngineResult
 from simsched.errors import ConfigError, SimschedError
+from simsched.files import write_json_atomic
 
 # Defined with the machine model; kept importable from here.
 from simsched.machine.loader import machine_config, one_core_machine  # noqa: F401

@@ -224,11 +224,6 @@ def socket_fields(engine_result: EngineResult, mem_stats: dict, machine: Machine
     }
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON to ``path`` atomically (:func:`simsched.files.write_json_atomic`)."""
-    files.write_json_atomic(path, obj)
-
-
 def write_npz_atomic(path: Path, **arrays: np.ndarray) -> None:
     """Write arrays to an ``.npz`` file atomically (no pickled objects)."""
     with files.atomic_output(path) as tmp, open(tmp, "wb") as f:

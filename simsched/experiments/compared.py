@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from simsched.canonical import content_hash
-from simsched.engine.record import nest_fields, write_json_atomic, write_npz_atomic
+from simsched.engine.record import nest_fields, write_npz_atomic
 from simsched.errors import ConfigError
 from simsched.experiments.spec import Point
 from simsched.experiments.store import POINT_FILE, consolidate, point_dir, write_row
+from simsched.files import write_json_atomic
 
 #: The ``sweep`` column of a saved comparison.
 SWEEP_NAME = "compare"

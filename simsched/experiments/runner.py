@@ -65,13 +65,13 @@ from simsched.experiments.store import (
     POINT_FILE,
     ROW_FILE,
     PointClaim,
-    atomic_write_json,
     consolidate,
     point_dir,
     read_row,
+    save_row,
     write_row,
 )
-from simsched.files import make_output_dir
+from simsched.files import make_output_dir, write_json_atomic
 
 PointFunction = Callable[[Point, Path], dict[str, Any]]
 
@@ -263,7 +263,7 @@ def execute_point(
         if old is not None:
             return old, False
         pdir = point_dir(out_dir, point.id)
-        atomic_write_json(pdir / POINT_FILE, point_data)
+        write_json_atomic(pdir / POINT_FILE, point_data, sort_keys=False)
         fn = point_fn or simulate_point
         t0 = time.perf_counter()
         try:
@@ -519,7 +519,7 @@ def _run_local(
                     crashes[p.id] = crashes.get(p.id, 0) + 1
                 if crashes.get(p.id, 0) >= MAX_CRASHES:
                     row = error_row(p, "the worker process died while running this point")
-                    atomic_write_json(point_dir(out_dir, p.id) / ROW_FILE, row)
+                    save_row(out_dir, p.id, row)
                     on_row(p, row, True)
                 else:
                     remaining.append(p)
@@ -605,7 +605,7 @@ def _run_dask(
                 and read_row(out_dir, p.id) is None
             ):
                 # workers without the shared output folder
-                atomic_write_json(point_dir(out_dir, p.id) / ROW_FILE, row)
+                save_row(out_dir, p.id, row)
             on_row(p, row, ran)
             now = time.monotonic()
             if now - last > 1.0:

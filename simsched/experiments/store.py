@@ -46,11 +46,6 @@ CLAIM_FILE = "claim"
 RESULTS_FILE = "results.parquet"
 
 
-def atomic_write_json(path: Path, value: Any) -> None:
-    """Write ``value`` as indented JSON atomically (keys in the order given)."""
-    write_json_atomic(path, value, sort_keys=False)
-
-
 class PointClaim:
     """An exclusive claim on one point, held by this process while the point runs.
 
@@ -172,8 +167,13 @@ def write_row(
     """
     row = nest_fields(merge_row(columns, record))
     row["point_wall_s"] = wall_s
-    atomic_write_json(point_dir(out_dir, point_id) / ROW_FILE, row)
+    save_row(out_dir, point_id, row)
     return row
+
+
+def save_row(out_dir: str | Path, point_id: str, row: dict[str, Any]) -> None:
+    """Write a finished ``row`` as the point's ``row.json``, atomically, keys in row order."""
+    write_json_atomic(point_dir(out_dir, point_id) / ROW_FILE, row, sort_keys=False)
 
 
 def iter_rows(out_dir: str | Path) -> list[dict[str, Any]]:

@@ -181,7 +181,7 @@ def test_profile_and_coarsen_options(cli, fib_trace, tmp_path):
 
 
 def test_plot_timeline_level_and_sweep_y(cli, tmp_path):
-    from simsched.experiments.store import atomic_write_json
+    from simsched.experiments.store import save_row
 
     row = {
         "point_id": "a",
@@ -192,7 +192,7 @@ def test_plot_timeline_level_and_sweep_y(cli, tmp_path):
         "scheduler": "ws",
         "seed": 0,
     }
-    atomic_write_json(tmp_path / "sw" / "points" / "a" / "row.json", row)
+    save_row(tmp_path / "sw", "a", row)
     code, _, err = cli(
         "plot", "sweep", tmp_path / "sw", "--x", "cores", "--y", "machine", "-o", tmp_path / "f.png"
     )

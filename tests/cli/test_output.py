@@ -10,7 +10,7 @@ import yaml
 from rich.console import Console
 
 from simsched.cli import _common
-from simsched.experiments.store import atomic_write_json
+from simsched.experiments.store import save_row
 from simsched.machine import load_machine
 
 CUT = "…"
@@ -67,7 +67,7 @@ def test_results_show_prints_labels_as_data(cli, tmp_path, where, request):
             "makespan_cycles": 123456789012 + i,
             "speedup": 12.5,
         }
-        atomic_write_json(tmp_path / "points" / f"p{i}" / "row.json", row)
+        save_row(tmp_path, f"p{i}", row)
     code, out, _ = cli("results", "show", tmp_path)
     text = buf.getvalue() if buf else out
     assert code == 0 and CUT not in text
@@ -158,8 +158,9 @@ def test_dev_stdout_on_a_pipe(fib_trace, tmp_path):
         assert t.header.n_strands > 0
     sweep = tmp_path / "sweep"
     for i in range(2):
-        atomic_write_json(
-            sweep / "points" / f"p{i}" / "row.json",
+        save_row(
+            sweep,
+            f"p{i}",
             {"point_id": f"p{i}", "workload": "w", "status": "ok", "v": i},
         )
     proc = run_process("results", "export", sweep, "-o", "/dev/stdout")

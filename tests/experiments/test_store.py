@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from simsched.errors import ConfigError
 from simsched.experiments.store import (
-    atomic_write_json,
     consolidate,
     export_results,
     filter_frame,
@@ -19,6 +18,7 @@ from simsched.experiments.store import (
     parse_where,
     point_dir,
     rows_to_frame,
+    save_row,
     select_columns,
     sort_rows,
 )
@@ -87,8 +87,9 @@ def test_mixed_types_become_text_and_nested_values_json():
 
 def test_consolidate_export_and_order(tmp_path):
     for i, (wl, m) in enumerate([("ms", "itrs-45nm-10"), ("ms", "itrs-45nm-2"), ("fib", "x")]):
-        atomic_write_json(
-            point_dir(tmp_path, f"id{i}") / "row.json",
+        save_row(
+            tmp_path,
+            f"id{i}",
             {"point_id": f"id{i}", "workload": wl, "machine": m, "v": i},
         )
     (point_dir(tmp_path, "unfinished")).mkdir(parents=True)
@@ -154,8 +155,9 @@ def test_nested_fields_are_objects_in_json_and_text_in_tables(tmp_path, capsys):
 
 def _rows(folder, ids) -> None:
     for i in ids:
-        atomic_write_json(
-            point_dir(folder, f"id{i}") / "row.json",
+        save_row(
+            folder,
+            f"id{i}",
             {"point_id": f"id{i}", "workload": "ms", "machine": f"m{i}", "status": "ok", "v": i},
         )
 
@@ -211,7 +213,7 @@ def test_a_changed_row_makes_the_table_stale(tmp_path):
     consolidate(tmp_path)
     row = point_dir(tmp_path, "id1") / "row.json"
     data = json.loads(row.read_text())
-    atomic_write_json(row, {**data, "v": 99})  # e.g. --retry-failed rewrote it
+    save_row(tmp_path, "id1", {**data, "v": 99})  # e.g. --retry-failed rewrote it
     assert list(load_results(tmp_path)["v"]) == [0, 99]
     # a table from before fingerprints (no metadata) counts as stale and is rebuilt
     pd.read_parquet(tmp_path / "results.parquet").to_parquet(tmp_path / "results.parquet")
