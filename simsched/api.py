@@ -250,9 +250,10 @@ def baseline_path(
 
     The key is everything the baseline's makespan depends on: the trace (digest), the
     one-core machine, and the code of the timing model
-    (:func:`simsched.identity.timing_model_identity`, which includes the version), so a
-    change to the timing model can never return a stale baseline; a sampled baseline
-    (``sample_iterations``, ``sample_precision``) is cached apart from the detailed one.
+    (:func:`simsched.identity.timing_model_identity`), so a change to the timing model can
+    never return a stale baseline while a commit that leaves it alone keeps the cache; a
+    sampled baseline (``sample_iterations``, ``sample_precision``) is cached apart from the
+    detailed one.
     """
     from simsched.identity import timing_model_identity
 

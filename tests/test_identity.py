@@ -56,8 +56,12 @@ def _clear() -> None:
 def test_editing_the_timing_model_or_a_generator_changes_the_cache_keys(tmp_path, monkeypatch):
     from simsched.trace.recipes import TRACE_MAKING_PACKAGES, recipe_key
 
-    for pkg in {*identity.TIMING_MODEL_PACKAGES, *TRACE_MAKING_PACKAGES}:
-        shutil.copytree(identity.PACKAGE_DIR / pkg, tmp_path / pkg)
+    for pkg in {*identity.TIMING_MODEL_SOURCES, *TRACE_MAKING_PACKAGES}:
+        src = identity.PACKAGE_DIR / pkg
+        if src.is_file():
+            shutil.copy(src, tmp_path / pkg)
+        else:
+            shutil.copytree(src, tmp_path / pkg)
     monkeypatch.setattr(identity, "PACKAGE_DIR", tmp_path)
     recipe = {"kind": "generator", "generator": "fib", "params": {"n": 8}}
     _clear()
@@ -72,6 +76,25 @@ def test_editing_the_timing_model_or_a_generator_changes_the_cache_keys(tmp_path
         fib.write_text(fib.read_text() + "\n# a different program\n")
         _clear()
         assert recipe_key(recipe) != key
+        model = identity.timing_model_identity()
+        api = tmp_path / "api.py"  # it runs the baseline and extrapolates a sampled one
+        api.write_text(api.read_text() + "\n# a different extrapolation\n")
+        _clear()
+        assert identity.timing_model_identity() != model
+    finally:
+        _clear()
+
+
+def test_a_commit_that_leaves_the_timing_model_alone_keeps_the_cached_baseline(monkeypatch):
+    # Every commit changes the version; a baseline costs a whole one-core run, so its cache
+    # key must follow the timing model's source, not the version.
+    machine = load_machine("itrs-scaling-2")
+    _clear()
+    try:
+        path = baseline_path("0" * 64, machine)
+        monkeypatch.setattr(identity, "version", lambda: "9.9.9.dev1+gabcdef0")
+        _clear()
+        assert baseline_path("0" * 64, machine) == path
     finally:
         _clear()
 
