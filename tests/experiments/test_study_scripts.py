@@ -13,6 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -268,3 +269,65 @@ def test_every_study_script_ends_ctrl_c_in_one_line(study, tmp_path, monkeypatch
 
     err = one_line_exit(capsys, run, status=130)
     assert err.startswith("make_figures.py: interrupted")
+
+
+def _leaf_sharing():
+    path = ROOT / "experiments" / "laws" / "leaf_sharing.py"
+    spec = importlib.util.spec_from_file_location("leaf_sharing", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_leaf_sharing_counts_neighbours_that_ran_near_in_time_on_the_socket():
+    ls = _leaf_sharing()
+    cols = ["iteration", "rank", "core", "socket", "start", "end", "dram"]
+    table = pd.DataFrame(
+        [
+            (0, 0, 0, 0, 0, 5, 7777),  # the profiled first iteration: left out
+            (1, 0, 0, 0, 0, 10, 100),
+            (1, 1, 0, 0, 10, 20, 60),  # right after its neighbour, same core
+            (1, 2, 8, 1, 0, 10, 100),  # both neighbours on socket 0
+            (1, 3, 1, 0, 100, 110, 90),  # its neighbour on socket 1
+        ],
+        columns=cols,
+    )
+    line = ls.summarise(table)
+    assert line["leaves"] == 4 and line["median_leaf_cycles"] == 10
+    # leaf 1's neighbour 0 ran just before on its socket; leaf 0's neighbour 1 began only
+    # when it ended; leaves 2 and 3 had no neighbour on their socket
+    assert line["by_near_neighbours"] == {
+        "0": {"leaves": 3, "dram_per_leaf": 97},
+        "1": {"leaves": 1, "dram_per_leaf": 60},
+    }
+    assert line["neighbour_share"] == 1.0  # core 0 went from leaf 0 to its neighbour
+    assert line["after_neighbour_on_core"] == {"leaves": 1, "dram_per_leaf": 60}
+    assert line["not_after_neighbour_on_core"] == {"leaves": 3, "dram_per_leaf": 97}
+    assert ls.summarise(table, first_iteration=True)["leaves"] == 5
+
+
+def test_leaf_sharing_reads_a_run_and_refuses_another_traces(tmp_path, capsys):
+    from simsched.api import run
+    from simsched.workloads import generate
+
+    ls = _leaf_sharing()
+    trace, other = tmp_path / "t.sst", tmp_path / "o.sst"
+    generate("25p", trace, nx=41, ny=12, nz=12, cutoff=8, iters=2, init=False)
+    generate("25p", other, nx=49, ny=12, nz=12, cutoff=8, iters=2, init=False)
+    run(trace, "xeon-x7560-4x8", "ws", out_dir=tmp_path / "r", speedup=False)
+    ls.main([str(trace), str(tmp_path / "r")])
+    line = json.loads(capsys.readouterr().out)
+    positions, _ = ls.leaf_positions(trace)
+    assert line["leaves"] == (positions["iteration"] == 1).sum() > 1
+    with np.load(tmp_path / "r" / "timeline.npz") as npz:
+        tl = {k: npz[k] for k in npz.files}
+    leaves = set(positions.loc[positions["iteration"] == 1, "frame"])
+    in_leaf = np.isin(tl["frame"], list(leaves))
+    dram = int((tl["dram_local"][in_leaf] + tl["dram_remote"][in_leaf]).sum())
+    groups = line["by_near_neighbours"].values()
+    assert sum(g["leaves"] for g in groups) == line["leaves"]
+    assert abs(sum(g["leaves"] * g["dram_per_leaf"] for g in groups) - dram) <= line["leaves"]
+    err = one_line_exit(capsys, lambda: ls.main([str(other), str(tmp_path / "r")]))
+    assert "another trace" in err
+    err = one_line_exit(capsys, lambda: ls.main([str(trace), str(tmp_path / "nothing")]))
+    assert "nothing" in err and "result.json" in err
