@@ -65,13 +65,13 @@ def leaf_positions(trace: str | Path) -> tuple[pd.DataFrame, str]:
         iteration = np.asarray(fr.iteration)
         has_child = np.zeros(len(fr), dtype=bool)
         has_child[parent[parent >= 0]] = True
-        leaves = [f for f in range(1, len(fr)) if not has_child[f]]
-        keys = {f: fr.key(f) for f in leaves}
-    rows = []
-    for it in sorted({int(iteration[f]) for f in leaves}):
-        ordered = sorted((f for f in leaves if iteration[f] == it), key=keys.__getitem__)
-        rows += [(f, it, r) for r, f in enumerate(ordered)]
-    return pd.DataFrame(rows, columns=["frame", "iteration", "rank"]), digest
+        leaves = sorted(
+            (f for f in range(1, len(fr)) if not has_child[f]),
+            key=lambda f: (int(iteration[f]), fr.key(f)),
+        )
+    table = pd.DataFrame({"frame": leaves, "iteration": iteration[leaves].astype(np.int64)})
+    table["rank"] = table.groupby("iteration").cumcount()
+    return table, digest
 
 
 def leaf_table(timeline: dict[str, np.ndarray], positions: pd.DataFrame) -> pd.DataFrame:
@@ -129,7 +129,7 @@ def summarise(table: pd.DataFrame, *, first_iteration: bool = False) -> dict:
         "after_neighbour_on_core": lines(table["dram"][after]),
         "not_after_neighbour_on_core": lines(table["dram"][~after]),
         "by_near_neighbours": {str(k): lines(g) for k, g in groups},
-        "dram_per_leaf": round(float(table["dram"].mean())),
+        "dram_per_leaf": _mean(table["dram"]),
     }
 
 
