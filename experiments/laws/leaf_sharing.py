@@ -31,14 +31,13 @@ library call: it reads simsched's own timeline and frame table.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from simsched.errors import SimschedError
-from simsched.experiments.scripts import json_line, run_script, usage_error
+from simsched.experiments.scripts import json_line, load_run, run_script, usage_error
 from simsched.trace import open_trace
 
 PROG = "leaf_sharing.py"
@@ -149,19 +148,12 @@ def main(argv: list[str] | None = None) -> None:
     except (OSError, SimschedError) as exc:
         usage_error(f"{args.trace}: {exc}", PROG)
     for run in args.runs:
+        _, timeline = load_run(run, digest, args.trace, PROG)
         path = run / "timeline.npz"
         try:
-            record = json.loads((run / "result.json").read_text())
-        except (OSError, ValueError) as exc:
-            usage_error(f"{run / 'result.json'}: not a `simsched run --out` record ({exc})", PROG)
-        if not isinstance(record, dict) or record.get("trace_digest") != digest:
-            usage_error(f"{run}: a run of another trace than {args.trace} (digests differ)", PROG)
-        try:
-            with np.load(path, allow_pickle=False) as npz:
-                timeline = {k: npz[k] for k in npz.files}
             table = leaf_table(timeline, positions)
-        except (OSError, ValueError, KeyError) as exc:
-            usage_error(f"{path}: not a timeline of a `simsched run --out` ({exc})", PROG)
+        except KeyError as exc:
+            usage_error(f"{path}: not a timeline of a `simsched run --out` (no {exc})", PROG)
         if table.empty:
             usage_error(f"{path}: none of {args.trace}'s leaves ran", PROG)
         line = summarise(table, first_iteration=args.all_iterations)

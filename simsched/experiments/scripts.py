@@ -10,11 +10,13 @@ because every figure and table is written to a temporary file and renamed.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
+import numpy as np
 import pandas as pd
 
 from simsched.canonical import strict_json
@@ -118,3 +120,46 @@ def load_figure_rows(
                     hint = f"; run `simsched sweep run experiments/{study.name}/{name}.yaml` first"
             usage_error(f"{e}{hint}", prog)
     return pd.concat(frames, ignore_index=True)
+
+
+def load_run(
+    run: Path, digest: str, trace: str | Path, prog: str = PROG
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A ``simsched run --out`` folder's result record and timeline, checked to be a run of
+    the trace whose digest is ``digest``.
+
+    Parameters
+    ----------
+    run
+        The folder (it holds ``result.json`` and ``timeline.npz``).
+    digest
+        The trace's digest (``Trace.header.digest``), which the record's ``trace_digest``
+        must equal.
+    trace
+        The trace's path, named in the error line.
+    prog
+        The script's name, the error line's prefix.
+
+    Returns
+    -------
+    tuple[dict, dict]
+        The record and the timeline's arrays by name.
+
+    Raises
+    ------
+    SystemExit
+        Status 2, after one line on stderr, when the folder is not such a run.
+    """
+    try:
+        record = json.loads((run / "result.json").read_text())
+    except (OSError, ValueError) as exc:
+        usage_error(f"{run / 'result.json'}: not a `simsched run --out` record ({exc})", prog)
+    if not isinstance(record, dict) or record.get("trace_digest") != digest:
+        usage_error(f"{run}: a run of another trace than {trace} (digests differ)", prog)
+    path = run / "timeline.npz"
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            timeline = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError) as exc:
+        usage_error(f"{path}: not a timeline of a `simsched run --out` ({exc})", prog)
+    return record, timeline

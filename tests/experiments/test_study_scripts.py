@@ -23,9 +23,9 @@ from tests.experiments.script_exits import one_line_exit
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _script(study: str):
-    path = ROOT / "experiments" / study / "make_figures.py"
-    spec = importlib.util.spec_from_file_location(f"make_figures_{study}", path)
+def _script(study: str, name: str = "make_figures"):
+    path = ROOT / "experiments" / study / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_{study}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -271,16 +271,8 @@ def test_every_study_script_ends_ctrl_c_in_one_line(study, tmp_path, monkeypatch
     assert err.startswith("make_figures.py: interrupted")
 
 
-def _leaf_sharing():
-    path = ROOT / "experiments" / "laws" / "leaf_sharing.py"
-    spec = importlib.util.spec_from_file_location("leaf_sharing", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_leaf_sharing_counts_neighbours_that_ran_near_in_time_on_the_socket():
-    ls = _leaf_sharing()
+    ls = _script("laws", "leaf_sharing")
     cols = ["iteration", "rank", "core", "socket", "start", "end", "dram"]
     table = pd.DataFrame(
         [
@@ -310,7 +302,7 @@ def test_leaf_sharing_reads_a_run_and_refuses_another_traces(tmp_path, capsys):
     from simsched.api import run
     from simsched.workloads import generate
 
-    ls = _leaf_sharing()
+    ls = _script("laws", "leaf_sharing")
     trace, other = tmp_path / "t.sst", tmp_path / "o.sst"
     generate("25p", trace, nx=41, ny=12, nz=12, cutoff=8, iters=2, init=False)
     generate("25p", other, nx=49, ny=12, nz=12, cutoff=8, iters=2, init=False)
@@ -331,3 +323,80 @@ def test_leaf_sharing_reads_a_run_and_refuses_another_traces(tmp_path, capsys):
     assert "another trace" in err
     err = one_line_exit(capsys, lambda: ls.main([str(trace), str(tmp_path / "nothing")]))
     assert "nothing" in err and "result.json" in err
+
+
+def test_step_affinity_groups_iterations_by_the_blocks_that_kept_their_socket():
+    sa = _script("cab", "step_affinity")
+    # Frames: 0 main (no iteration); per iteration 0, 1, 2 two blocks (ranks 0 and 1).
+    iteration = np.array([-1, 0, 0, 1, 1, 2, 2])
+    table = pd.DataFrame({"frame": [1, 2, 3, 4, 5, 6], "iteration": [0, 0, 1, 1, 2, 2]})
+    table["rank"] = table.groupby("iteration").cumcount()
+    block = np.array([-1, 1, 2, 3, 4, 5, 6])
+    # Cores 0-1 on socket 0, 2-3 on socket 1.  Iteration 1 keeps both owners and takes 50
+    # cycles; in iteration 2 both blocks change socket (block 5 mostly) and it takes 150.
+    rows = [  # frame, core, start, end
+        (1, 0, 0, 100),
+        (2, 2, 0, 100),
+        (3, 1, 100, 150),
+        (4, 3, 100, 150),
+        (5, 2, 150, 270),
+        (5, 0, 270, 300),
+        (6, 0, 150, 300),
+        (0, 0, 300, 900),  # main's strand after the loop: not an iteration
+    ]
+    f, c, s, e = (np.array(x) for x in zip(*rows, strict=True))
+    tl = {"frame": f, "core": c, "start": s, "end": e, "socket_of_core": np.array([0, 0, 1, 1])}
+    owned = sa.owners(tl, table, block)
+    assert owned.set_index("frame")["owner"].to_dict() == {1: 0, 2: 1, 3: 0, 4: 1, 5: 1, 6: 0}
+    line = sa.summarise(tl, owned, iteration)
+    assert line["iterations"] == 2
+    assert line["same_owner_share"] == 0.5
+    assert line["by_same_owner"] == {
+        "0.00": {"iterations": 1, "mean_cycles": 150},
+        "1.00": {"iterations": 1, "mean_cycles": 50},
+    }
+    assert line["mean_iteration_cycles"] == 100
+    # Block 5: 120 of its 150 cycles on its owner; the other three blocks wholly.
+    assert line["concentration"] == round((50 + 50 + 120 + 150) / (50 + 50 + 150 + 150), 3)
+    assert line["busy_cores_by_socket"] == [(50 + 30 + 150) / 200, (50 + 120) / 200]
+    # Against a baseline twice as fast in iteration 1 and as fast in iteration 2.
+    base = pd.Series([25.0, 150.0], index=[1, 2])
+    paired = sa.summarise(tl, owned, iteration, baseline=base)
+    assert paired["by_same_owner"]["1.00"]["mean_ratio_to_baseline"] == 2.0
+    assert paired["by_same_owner"]["0.00"]["mean_ratio_to_baseline"] == 1.0
+    assert paired["mean_ratio_to_baseline"] == 1.5 and paired["baseline_iterations"] == 2
+    assert sa.iteration_lengths(tl, iteration).to_dict() == {1: 50, 2: 150}
+
+
+def test_step_affinity_reads_a_cab_run_and_refuses_bad_input(tmp_path, capsys):
+    from simsched.api import run
+    from simsched.workloads import generate
+
+    sa = _script("cab", "step_affinity")
+    trace, other = tmp_path / "t.sst", tmp_path / "o.sst"
+    generate("ge", trace, n=128, cutoff=16, steps=6)
+    generate("ge", other, n=128, cutoff=16, steps=5)
+    run(trace, "opteron-8380-4x4", "cab", {"bl": 3}, out_dir=tmp_path / "cab", speedup=False)
+    run(trace, "opteron-8380-4x4", "ws", out_dir=tmp_path / "ws", speedup=False)
+    sa.main(
+        [
+            str(trace),
+            str(tmp_path / "cab"),
+            str(tmp_path / "ws"),
+            "--baseline",
+            str(tmp_path / "ws"),
+        ]
+    )
+    cab, ws = (json.loads(x) for x in capsys.readouterr().out.splitlines())
+    assert ws["mean_ratio_to_baseline"] == 1.0 and ws["baseline_iterations"] == 5
+    assert cab["level"] == ws["level"] == 3
+    assert cab["blocks_per_iteration"] == 4
+    assert cab["iterations"] == ws["iterations"] == 5  # six steps, the first left out
+    assert cab["concentration"] == 1.0  # a squad runs its inter-socket task alone
+    assert sum(g["iterations"] for g in cab["by_same_owner"].values()) == 5
+    err = one_line_exit(capsys, lambda: sa.main([str(trace), str(tmp_path / "ws")]))
+    assert "--level" in err
+    err = one_line_exit(capsys, lambda: sa.main([str(other), str(tmp_path / "cab")]))
+    assert "another trace" in err
+    err = one_line_exit(capsys, lambda: sa.main([str(trace), str(tmp_path / "ws"), "--level", "9"]))
+    assert "no frame at level 9" in err

@@ -1,0 +1,269 @@
+"""Whether an iterative program's blocks stay on their sockets from one iteration to the next.
+
+    python experiments/cab/step_affinity.py TRACE RUN [RUN ...] [--level L] [--baseline RUN]
+
+TRACE is the trace the runs replayed; each RUN is a ``simsched run --out`` folder (its
+``timeline.npz`` has, per strand, the core, start and end).  A *block* is a frame at level
+``L`` of the DAG (main is level 0) with everything below it; ``L`` defaults to the boundary
+level ``bl`` a CAB run records (its inter-socket tasks), so give ``--level`` when no run is
+CAB's.  Within an iteration the blocks are ranked by their spawn keys, so rank ``r`` is the
+same part of the data in every iteration of a generator's loop (GE's trailing-matrix
+quarters, a stencil's row bands).  A block's *owner* is the socket whose cores ran most of
+its strand cycles.
+
+One JSON line per run:
+
+* ``concentration``: the share of the blocks' strand cycles that ran on their owners (1.0:
+  every block ran on one socket, as CAB's squads run an inter-socket task);
+* ``same_owner_share``: over pairs of consecutive iterations, the share of ranks whose owner
+  did not change (a socket finds the block's data in its shared cache only if it ran the
+  block last time);
+* ``by_same_owner``: the iterations grouped by the share of their blocks that kept their
+  owner, each group's size and mean length in cycles (an iteration's length is from the
+  previous iteration's last strand's end to its own);
+* ``busy_cores_by_socket``: per socket, its strands' cycles over the iterations' lengths.
+
+With ``--baseline RUN`` (another run of the trace, WS's say) every group, and the line,
+also have ``mean_ratio_to_baseline``: the mean over the group's iterations of the run's
+length over the baseline's length of the same iteration, so that iterations of different
+sizes (GE's trailing matrix shrinks) compare like with like.
+
+The first iteration has no length (no iteration ends before it; it also holds the
+program's serial start) and serves only as the one before the second.  Of a sampled run
+only the detailed iterations are in the timeline; only consecutive ones are compared.
+docs/experiments.md uses this on the CAB study's GE.  Hand-written rather than a library
+call: it reads simsched's own timeline and frame table.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simsched.errors import SimschedError
+from simsched.experiments.scripts import json_line, load_run, run_script, usage_error
+from simsched.trace import open_trace
+
+PROG = "step_affinity.py"
+
+
+def blocks(trace: str | Path, level: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, str]:
+    """The trace's blocks at ``level``.
+
+    Parameters
+    ----------
+    trace
+        Path of the trace file.
+    level
+        The blocks' level in the DAG (main is 0).
+
+    Returns
+    -------
+    tuple
+        One row per block (``frame``, ``iteration``, ``rank`` in spawn-key order within its
+        iteration); per frame its block (-1 above ``level``) and its iteration; the digest
+        a run of this trace records (``trace_digest``).
+    """
+    with open_trace(trace) as t:
+        digest = t.header.digest
+        fr = t.frames
+        parent = np.asarray(fr.parent, dtype=np.int64)
+        depth = np.asarray(fr.level, dtype=np.int64)
+        iteration = np.asarray(fr.iteration, dtype=np.int64)
+        at = np.flatnonzero(depth == level)
+        keys = {int(f): (int(iteration[f]), fr.key(int(f))) for f in at}
+    block = np.arange(len(parent), dtype=np.int64)
+    # Climb every frame below the level to its ancestor at the level, one level per pass.
+    for _ in range(max(int(depth.max(initial=0)) - level, 0)):
+        up = depth[block] > level
+        block[up] = parent[block[up]]
+    block[depth < level] = -1
+    order = sorted(keys, key=keys.__getitem__)
+    table = pd.DataFrame({"frame": order, "iteration": iteration[order]})
+    table["rank"] = table.groupby("iteration").cumcount()
+    return table, block, iteration, digest
+
+
+def owners(timeline: dict[str, np.ndarray], table: pd.DataFrame, block: np.ndarray) -> pd.DataFrame:
+    """``table`` with each block's ``owner`` socket and ``own_share`` of its strand cycles
+    and ``cycles``, for the blocks that ran."""
+    frame, socket, cycles, ran = _strands(timeline)
+    b = block[frame]
+    keep = (b >= 0) & ran
+    per = (
+        pd.DataFrame({"frame": b[keep], "socket": socket[keep], "cycles": cycles[keep]})
+        .groupby(["frame", "socket"])["cycles"]
+        .sum()
+        .unstack(fill_value=0)
+    )
+    summed = per.sum(axis=1)
+    out = pd.DataFrame(
+        {
+            "owner": per.idxmax(axis=1),
+            "own_share": per.max(axis=1) / summed.where(summed > 0, 1),
+            "cycles": summed,
+        }
+    )
+    return table.join(out, on="frame", how="inner").reset_index(drop=True)
+
+
+def _strands(
+    timeline: dict[str, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per strand its frame, socket, cycles and whether it ran (a sampled run leaves the
+    skipped iterations' strands with core -1)."""
+    core = np.asarray(timeline["core"])
+    ran = core >= 0
+    socket = np.where(ran, np.asarray(timeline["socket_of_core"])[np.maximum(core, 0)], -1)
+    cycles = np.where(ran, np.asarray(timeline["end"]) - np.asarray(timeline["start"]), 0)
+    return np.asarray(timeline["frame"]), socket, cycles, ran
+
+
+def iteration_lengths(timeline: dict[str, np.ndarray], iteration: np.ndarray) -> pd.Series:
+    """Per iteration that ran whole and follows one that did, its length in cycles: from
+    the previous iteration's last strand's end to its own.
+
+    Parameters
+    ----------
+    timeline
+        The run's ``timeline.npz`` arrays.
+    iteration
+        Per frame of the trace its iteration (-1 outside the loop).
+
+    Returns
+    -------
+    pandas.Series
+        Lengths indexed by iteration.
+    """
+    frame, _, _, ran = _strands(timeline)
+    it = iteration[frame]
+    # Frames outside the loop (main's own strands) have no iteration (-1); an iteration
+    # that a sampled run skipped, or left unfinished, has strands that did not run.
+    whole = np.setdiff1d(np.unique(it[it >= 0]), it[~ran])
+    looped = np.isin(it, whole)
+    ends = pd.Series(np.asarray(timeline["end"])[looped]).groupby(it[looped]).max()
+    return ends.diff()[ends.index.to_series().diff() == 1]
+
+
+def summarise(
+    timeline: dict[str, np.ndarray],
+    table: pd.DataFrame,
+    iteration: np.ndarray,
+    *,
+    baseline: pd.Series | None = None,
+) -> dict:
+    """The JSON line of one run (see the module docstring).
+
+    Parameters
+    ----------
+    timeline
+        The run's ``timeline.npz`` arrays.
+    table
+        The blocks and their owners in this run (:func:`owners`).
+    iteration
+        Per frame of the trace its iteration.
+    baseline
+        Another run's :func:`iteration_lengths`: each group then also has the mean of this
+        run's lengths over the baseline's, iteration by iteration.
+
+    Returns
+    -------
+    dict
+        The line's fields.
+    """
+    frame, socket, cycles, _ = _strands(timeline)
+    it = iteration[frame]
+    lengths = iteration_lengths(timeline, iteration)
+    owner = table.pivot(index="iteration", columns="rank", values="owner")
+    kept = (owner == owner.shift()).where(owner.notna() & owner.shift().notna())
+    same = kept.mean(axis=1).reindex(lengths.index)
+    measured = table[table["iteration"].isin(lengths.index)]
+    if lengths.empty or measured.empty:
+        return {"iterations": 0}
+    in_measured = np.isin(it, lengths.index)
+    sockets = int(np.asarray(timeline["socket_of_core"]).max()) + 1
+    busy = np.bincount(socket[in_measured], weights=cycles[in_measured], minlength=sockets)
+    busy /= float(lengths.sum())
+    ratio = None if baseline is None else (lengths / baseline).dropna()
+
+    def group(rows: pd.Series) -> dict:
+        out = {"iterations": int(rows.size), "mean_cycles": round(float(rows.mean()))}
+        if ratio is not None:
+            r = ratio.reindex(rows.index).dropna()
+            out["mean_ratio_to_baseline"] = round(float(r.mean()), 3) if len(r) else None
+        return out
+
+    line = {
+        "iterations": int(lengths.size),
+        "blocks_per_iteration": int(measured.groupby("iteration").size().median()),
+        "concentration": round(
+            float((measured["own_share"] * measured["cycles"]).sum())
+            / float(measured["cycles"].sum()),
+            3,
+        ),
+        "same_owner_share": round(float(same.mean()), 3) if same.notna().any() else None,
+        "by_same_owner": {f"{k:.2f}": group(g) for k, g in lengths.groupby(same.round(2))},
+        "mean_iteration_cycles": round(float(lengths.mean())),
+        "busy_cores_by_socket": [round(float(x), 2) for x in busy],
+    }
+    if ratio is not None:
+        line["baseline_iterations"] = int(ratio.size)
+        line["mean_ratio_to_baseline"] = round(float(ratio.mean()), 3) if len(ratio) else None
+    return line
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line: see the module docstring."""
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    ap.add_argument("trace", type=Path)
+    ap.add_argument("runs", type=Path, nargs="+")
+    ap.add_argument("--level", type=int, help="the blocks' level (default: a CAB run's bl)")
+    ap.add_argument("--baseline", type=Path, help="a run to compare iteration by iteration")
+    args = ap.parse_args(argv)
+    try:
+        with open_trace(args.trace) as t:
+            digest = t.header.digest
+    except (OSError, SimschedError) as exc:
+        usage_error(f"{args.trace}: {exc}", PROG)
+    runs = [(run, *load_run(run, digest, args.trace, PROG)) for run in args.runs]
+    level = args.level
+    if level is None:
+        cab = next((r for _, r, _ in runs if isinstance(r.get("bl"), int)), None)
+        if cab is None:
+            usage_error("no run records a CAB boundary level `bl`: give --level", PROG)
+        level = cab["bl"]
+        if level < 1:
+            usage_error(
+                f"the CAB run's bl is {level} ({cab.get('bl_reason')}): it has no "
+                "inter-socket tasks; give --level",
+                PROG,
+            )
+    if level < 1:
+        usage_error(f"--level {level}: blocks are below main, level 1 or deeper", PROG)
+    table, block, iteration, _ = blocks(args.trace, level)
+    if table.empty:
+        usage_error(f"{args.trace}: no frame at level {level}", PROG)
+    base = None
+    if args.baseline is not None:
+        _, base_timeline = load_run(args.baseline, digest, args.trace, PROG)
+        base = iteration_lengths(base_timeline, iteration)
+    for run, record, timeline in runs:
+        try:
+            line = summarise(
+                timeline,
+                owners(timeline, table, block),
+                iteration,
+                baseline=base,
+            )
+        except (KeyError, IndexError) as exc:
+            usage_error(f"{run / 'timeline.npz'}: not a timeline of this trace ({exc})", PROG)
+        head = {"run": str(run), "scheduler": record.get("scheduler")}
+        head.update({"makespan_cycles": record.get("makespan_cycles"), "level": level})
+        print(json_line({**head, **line}))
+
+
+if __name__ == "__main__":
+    run_script(main, PROG)
