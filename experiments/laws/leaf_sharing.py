@@ -39,6 +39,7 @@ import pandas as pd
 from simsched.errors import SimschedError
 from simsched.experiments.scripts import json_line, load_run, run_script, usage_error
 from simsched.trace import open_trace
+from simsched.trace.structure import has_children
 
 PROG = "leaf_sharing.py"
 
@@ -62,8 +63,7 @@ def leaf_positions(trace: str | Path) -> tuple[pd.DataFrame, str]:
         fr = t.frames
         parent = np.asarray(fr.parent)
         iteration = np.asarray(fr.iteration)
-        has_child = np.zeros(len(fr), dtype=bool)
-        has_child[parent[parent >= 0]] = True
+        has_child = has_children(parent)
         leaves = sorted(
             (f for f in range(1, len(fr)) if not has_child[f]),
             key=lambda f: (int(iteration[f]), fr.key(f)),

@@ -87,6 +87,7 @@ from simsched.errors import ConfigError
 
 # The validators moved to simsched.params; imported here for existing callers.
 from simsched.params import check_int, check_ints  # noqa: F401
+from simsched.trace.structure import has_children
 
 #: Private-cache misses per instruction below which a program is CPU-bound ([LAWS15] §6.6
 #: names the measure, not the value; the value is simsched's, see the module docstring).
@@ -312,9 +313,7 @@ def intra_level(parent: Any, level: Any, cores_per_socket: int) -> int:
     lev = np.asarray(level, dtype=np.int64)
     if par.size == 0:
         return 0
-    has_child = np.zeros(par.size, dtype=bool)
-    has_child[par[par >= 0]] = True
-    leaves = (~has_child).astype(np.int64)
+    leaves = (~has_children(par)).astype(np.int64)
     # Deepest level first, so a frame's count is complete before it is added to its parent.
     for lv in range(int(lev.max()), 0, -1):
         idx = np.flatnonzero(lev == lv)
@@ -520,7 +519,7 @@ def measure_branching(branching: Any, level: Any, parent: Any) -> BranchingDegre
             "no frame below main spawns, so CAB's branching degree B cannot be measured; "
             "give bl explicitly"
         )
-    spawns = np.bincount(p[p >= 0], minlength=n) > 0
+    spawns = has_children(p)
     recursive = np.bincount(p[child], weights=spawns[child], minlength=n).astype(np.int64)
     if recursive.any():
         basis = "recursive children"

@@ -133,6 +133,31 @@ def allocate(ranges: Any, sockets: int) -> tuple[np.ndarray, np.ndarray]:
     return home, (ov > 0).sum(axis=1) > 1
 
 
+#: The parameters of LAWS and LAWS-NC; CATS and LAWS add ``cf_start`` (LAWS-NC has no CF
+#: subtrees).
+ALLOCATOR_PARAMS = ParamSchema(
+    cpu_check=Param(
+        True,
+        "after the first iteration, schedule a CPU-bound program by work stealing (§6.5)",
+    ),
+    cpu_threshold=Param(
+        CPU_BOUND_MISS_INTENSITY,
+        "misses per instruction below which a task is CPU-bound (§6.6's measure)",
+        gt=0,
+    ),
+)
+
+#: When a socket may start its next CF subtree ([LAWS15] §3.4 read two ways).
+CF_START = Param(
+    "finished",
+    "when a socket's head core may start its next CF root (§3.4): once the running "
+    "CF subtree has finished (finished: one subtree at a time), or once no core of "
+    "the socket has a socket-local task queued (pools-empty: the next subtree "
+    "overlaps the last one's tail)",
+    choices=("finished", "pools-empty"),
+)
+
+
 class LocalityAware(Scheduler):
     """LAWS ([LAWS15] §3–4): allocator, adaptive DAG packer, triple-level stealing."""
 
@@ -145,17 +170,7 @@ class LocalityAware(Scheduler):
     )
     randomized: ClassVar[bool] = True
     wants_profile: bool = True
-    params_schema: ClassVar[ParamSchema] = ParamSchema(
-        cpu_check=Param(
-            True,
-            "after the first iteration, schedule a CPU-bound program by work stealing (§6.5)",
-        ),
-        cpu_threshold=Param(
-            CPU_BOUND_MISS_INTENSITY,
-            "misses per instruction below which a task is CPU-bound (§6.6's measure)",
-            gt=0,
-        ),
-    )
+    params_schema: ClassVar[ParamSchema] = ALLOCATOR_PARAMS.extend(cf_start=CF_START)
     #: Pack the DAG into CF subtrees after the first iteration.
     PACK: ClassVar[bool] = True
     #: Tune the packing across iterations (Algorithm 1); else it is fixed once.
@@ -178,6 +193,7 @@ class LocalityAware(Scheduler):
             "pool_steal_attempts": 0,
             "pool_steals": 0,
             "cf_subtrees": 0,
+            "cf_overlaps": 0,
         }
         costs = ctx.costs
         self._dq, self._sa = costs.deque_op, costs.steal_attempt
@@ -227,7 +243,11 @@ class LocalityAware(Scheduler):
         self.fclass: list[int] = []
         #: class of every strand's frame (POOLED while tasks are not packed)
         self.scls: list[int] = [POOLED] * ctx.n_strands
-        self.active_last = [-1] * self.S  # last strand of the CF subtree running per socket
+        #: last strand of each CF subtree running, and the socket that started it
+        self.active_last: dict[int, int] = {}
+        #: CF subtrees running per socket
+        self.active = [0] * self.S
+        self.overlap = self.params.get("cf_start") == "pools-empty"
         #: CF roots allocated to each socket not yet started, per iteration (packed only)
         self.roots_left = [[0] * self.S for _ in range(n_it)]
         self.cur_it = -1  # the newest iteration started
@@ -295,13 +315,16 @@ class LocalityAware(Scheduler):
             return pool.pop() if top else pool.popleft()
         mine = self.sock[core]
         order = range(len(pool) - 1, -1, -1) if top else range(len(pool))
-        blocked = self.active_last[mine] >= 0
+        blocked = self._cf_busy(mine)
         for j in order:
             s = pool[j]
             if self._is_root_start(s):
                 if blocked:
                     continue
-                self.active_last[mine] = self.last_strand[self.frame_of[s]]
+                if self.active[mine]:
+                    self.counters["cf_overlaps"] += 1
+                self.active_last[self.last_strand[self.frame_of[s]]] = mine
+                self.active[mine] += 1
                 self.counters["cf_subtrees"] += 1
                 it = self.it_of[s]
                 if it >= 0:
@@ -309,6 +332,14 @@ class LocalityAware(Scheduler):
             del pool[j]
             return s
         return -1
+
+    def _cf_busy(self, p: int) -> bool:
+        """Whether socket ``p``'s head core must wait before starting a CF root: a CF
+        subtree runs there and (``cf_start=finished``) it has not finished, or
+        (``pools-empty``) a core of the socket still has socket-local tasks queued."""
+        if not self.active[p]:
+            return False
+        return not self.overlap or self.dq.socket_items[p] > 0
 
     def _roots_pending(self, p: int) -> bool:
         """Whether socket ``p`` has CF roots of the current iteration still to start.
@@ -396,8 +427,8 @@ class LocalityAware(Scheduler):
             # The subtree's last strand may end on another socket (a child of it that was
             # not matched to the template went through a CF pool and was stolen there):
             # free the socket that started the subtree, not the finishing core's.
-            p = self.active_last.index(strand)
-            self.active_last[p] = -1
+            p = self.active_last.pop(strand)
+            self.active[p] -= 1
             h = self.ctx.head_core(p)
             if h is not None and h != core:
                 self.ctx.wake(cores=(h,))
@@ -441,7 +472,7 @@ class LocalityAware(Scheduler):
             if s >= 0:
                 self.counters["pool_takes"] += 1
                 return run(s, self._qo)
-        if head and self.active_last[p] < 0:
+        if head and not self._cf_busy(p):
             # a socket without cores has no head of its own: its pool is always stolen from
             roam = self.phase and not self._roots_pending(p)
             victims = [q for q in range(self.S) if q != p] if roam else self.orphans
@@ -658,5 +689,6 @@ class LocalityAwareNC(LocalityAware):
     """LAWS-NC ([LAWS15] §6.3): the allocator and stealing without the DAG packer."""
 
     name: ClassVar[str] = "laws-nc"
+    params_schema: ClassVar[ParamSchema] = ALLOCATOR_PARAMS
     PACK: ClassVar[bool] = False
     TUNE: ClassVar[bool] = False

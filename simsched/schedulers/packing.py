@@ -76,6 +76,7 @@ from simsched.schedulers.boundary import (
     frame_arrays,
     miss_intensity,
 )
+from simsched.trace.structure import has_children
 
 #: Task classes of :func:`classify_tasks`.
 FREE = 0
@@ -292,8 +293,7 @@ class PackingTuner:
         r = np.unique(r)
         if self._nested(r).any():
             raise ConfigError("CF roots must not contain one another (one is an ancestor)")
-        has_p = self._parent >= 0
-        self._has_child = np.bincount(self._parent[has_p], minlength=n) > 0
+        self._has_child = has_children(self._parent)
         self.initial = r
         self.current = r
         self.best = r

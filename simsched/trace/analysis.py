@@ -216,8 +216,7 @@ def dag_shape(t: Trace) -> dict[str, Any]:
     it = np.asarray(fr.iteration)
     marked = it[it >= 0]
     per_iter = np.unique(marked, return_counts=True)[1]
-    has_child = np.zeros(nf, np.bool_)
-    has_child[fr.parent[1:]] = True
+    has_child = structure.has_children(fr.parent)
     return {
         "levels": int(fr.level.max()) + 1 if nf else 0,
         "leaf_frames": int(nf - np.count_nonzero(has_child)),

@@ -55,6 +55,30 @@ META_FIELDS: dict[str, type] = {
 MAX_LINE = 1 << 20
 
 
+def has_children(parent: Any) -> np.ndarray:
+    """Per frame, whether it spawned: some frame names it as its parent.
+
+    Parameters
+    ----------
+    parent
+        Each frame's parent frame, -1 for the root (``Trace.frames.parent``).
+
+    Returns
+    -------
+    numpy.ndarray
+        bool, one per frame; the frames without children are the DAG's leaves.
+
+    Examples
+    --------
+    >>> has_children([-1, 0, 0, 1]).tolist()
+    [True, True, False, False]
+    """
+    par = np.asarray(parent, dtype=np.int64)
+    out = np.zeros(par.size, dtype=bool)
+    out[par[par >= 0]] = True
+    return out
+
+
 def _first(mask: np.ndarray) -> int | None:
     """Index of the first true element, or None."""
     hits = np.flatnonzero(mask)

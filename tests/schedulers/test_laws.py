@@ -164,6 +164,34 @@ def test_invariants_on_every_replay(small_traces, sched, name):
             assert [p["iteration"] for p in f["packing"]] == list(range(len(f["packing"])))
 
 
+@pytest.mark.parametrize("sched", ["laws", "cats"])
+def test_cf_start_pools_empty_lets_the_next_subtree_overlap_the_last_ones_tail(tmp_path, sched):
+    """§3.4 read two ways: by default a socket's head starts a CF root only once the
+    running subtree has finished; with ``cf_start=pools-empty`` as soon as no core of its
+    socket has a socket-local task queued, so subtrees overlap and every rule but that
+    one still holds.  A 24 KB L3 packs several subtrees per socket (8 or more)."""
+    generate("heat", tmp_path / "h.sst", nx=130, ny=66, cutoff=4, iters=4, init=False)
+    trace = open_trace(tmp_path / "h.sst")
+    machine = load_machine(
+        "opteron-8380-4x4",
+        overrides={"caches.L1.size": "1KB", "caches.L2.size": "4KB", "caches.L3.size": "24KB"},
+    )
+    runs = {}
+    for start in ("finished", "pools-empty"):
+        res, stats, s = _replay(trace, machine, sched, {"cf_start": start}, window=100)
+        check_invariants(trace, res, stats)
+        _check_locality(trace, res, s)
+        assert s.active_last == {} and s.active == [0] * s.S
+        runs[start] = res
+    fin, ovl = (runs[k].counters for k in runs)
+    assert fin["cf_overlaps"] == 0 < ovl["cf_overlaps"] <= ovl["cf_subtrees"]
+    # the default is the rule as it was: same schedule as without the parameter
+    default, _, _ = _replay(trace, machine, sched, window=100)
+    assert np.array_equal(default.strand_start, runs["finished"].strand_start)
+    with pytest.raises(ConfigError):
+        get_scheduler(sched).resolve_params({"cf_start": "never"})
+
+
 def test_laws_tunes_and_logs_each_iteration(small_traces):
     trace = open_trace(small_traces["heat"])
     res, _, s = _replay(trace, load_machine(TWO_BY_TWO), "laws")
@@ -265,7 +293,7 @@ def test_a_cf_subtree_ending_on_another_socket_frees_its_own(tmp_path, sched):
     )
     res, _, pol = _replay(open_trace(path), machine, sched)
     assert res.sched_fields["packing"][1]["cf_roots"] > 0  # it ran packed
-    assert pol.active_last == [-1] * pol.S
+    assert pol.active_last == {} and pol.active == [0] * pol.S
 
 
 def test_cpu_bound_program_falls_back_to_ws(small_traces):
