@@ -150,11 +150,12 @@ ALLOCATOR_PARAMS = ParamSchema(
 #: When a socket may start its next CF subtree ([LAWS15] §3.4 read two ways).
 CF_START = Param(
     "finished",
-    "when a socket's head core may start its next CF root (§3.4): once the running "
+    "when a socket may start its next CF root (§3.4): its head core once the running "
     "CF subtree has finished (finished: one subtree at a time), or once no core of "
     "the socket has a socket-local task queued (pools-empty: the next subtree "
-    "overlaps the last one's tail)",
-    choices=("finished", "pools-empty"),
+    "overlaps the last one's tail); any-core: as pools-empty, and every core of the "
+    "socket takes CF roots as its head does (not the paper's rule: a sensitivity)",
+    choices=("finished", "pools-empty", "any-core"),
 )
 
 
@@ -247,7 +248,9 @@ class LocalityAware(Scheduler):
         self.active_last: dict[int, int] = {}
         #: CF subtrees running per socket
         self.active = [0] * self.S
-        self.overlap = self.params.get("cf_start") == "pools-empty"
+        start = self.params.get("cf_start", "finished")
+        self.overlap = start != "finished"
+        self.any_core = start == "any-core"
         #: CF roots allocated to each socket not yet started, per iteration (packed only)
         self.roots_left = [[0] * self.S for _ in range(n_it)]
         self.cur_it = -1  # the newest iteration started
@@ -466,7 +469,8 @@ class LocalityAware(Scheduler):
             if s >= 0:
                 return run(s, self._sa)
             return retry(self._sa)
-        head = self.is_head[core]
+        # cf_start=any-core: once tasks are packed every core acts as its socket's head
+        head = self.is_head[core] or (self.any_core and self.packed)
         if self.pool_mode or head:
             s = self._take(p, core, head)
             if s >= 0:

@@ -164,6 +164,19 @@ def test_invariants_on_every_replay(small_traces, sched, name):
             assert [p["iteration"] for p in f["packing"]] == list(range(len(f["packing"])))
 
 
+def _root_starts(trace, sched):
+    """First strands of the CF roots every packed iteration ran under."""
+    it = np.asarray(trace.frames.iteration)
+    keys = np.asarray(trace.frames.key_hash)
+    first = np.asarray(trace.frames.first_strand)
+    out = []
+    for k, roots in sched.roots_by_iteration.items():
+        frames_k = np.flatnonzero(it == k)
+        by_key = dict(zip(keys[frames_k].tolist(), frames_k.tolist(), strict=True))
+        out += [int(first[by_key[int(keys[r])]]) for r in roots]
+    return out
+
+
 @pytest.mark.parametrize("sched", ["laws", "cats"])
 def test_cf_start_pools_empty_lets_the_next_subtree_overlap_the_last_ones_tail(tmp_path, sched):
     """§3.4 read two ways: by default a socket's head starts a CF root only once the
@@ -176,15 +189,18 @@ def test_cf_start_pools_empty_lets_the_next_subtree_overlap_the_last_ones_tail(t
         "opteron-8380-4x4",
         overrides={"caches.L1.size": "1KB", "caches.L2.size": "4KB", "caches.L3.size": "24KB"},
     )
-    runs = {}
-    for start in ("finished", "pools-empty"):
+    runs, by_head = {}, {}
+    for start in ("finished", "pools-empty", "any-core"):
         res, stats, s = _replay(trace, machine, sched, {"cf_start": start}, window=100)
         check_invariants(trace, res, stats)
         _check_locality(trace, res, s)
         assert s.active_last == {} and s.active == [0] * s.S
         runs[start] = res
-    fin, ovl = (runs[k].counters for k in runs)
+        by_head[start] = {s.is_head[c] for c in res.strand_core[_root_starts(trace, s)].tolist()}
+    fin, ovl, _ = (runs[k].counters for k in runs)
     assert fin["cf_overlaps"] == 0 < ovl["cf_overlaps"] <= ovl["cf_subtrees"]
+    # after the profiled iteration only head cores start CF subtrees, but with any-core
+    assert by_head == {"finished": {True}, "pools-empty": {True}, "any-core": {True, False}}
     # the default is the rule as it was: same schedule as without the parameter
     default, _, _ = _replay(trace, machine, sched, window=100)
     assert np.array_equal(default.strand_start, runs["finished"].strand_start)
