@@ -45,18 +45,18 @@ import pandas as pd
 
 from simsched.errors import SimschedError
 from simsched.experiments.scripts import json_line, load_run, run_script, usage_error
-from simsched.trace import open_trace
+from simsched.trace import Trace, open_trace
 
 PROG = "step_affinity.py"
 
 
-def blocks(trace: str | Path, level: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, str]:
+def blocks(t: Trace, level: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """The trace's blocks at ``level``.
 
     Parameters
     ----------
-    trace
-        Path of the trace file.
+    t
+        The open trace.
     level
         The blocks' level in the DAG (main is 0).
 
@@ -64,17 +64,14 @@ def blocks(trace: str | Path, level: int) -> tuple[pd.DataFrame, np.ndarray, np.
     -------
     tuple
         One row per block (``frame``, ``iteration``, ``rank`` in spawn-key order within its
-        iteration); per frame its block (-1 above ``level``) and its iteration; the digest
-        a run of this trace records (``trace_digest``).
+        iteration); per frame its block (-1 above ``level``) and its iteration.
     """
-    with open_trace(trace) as t:
-        digest = t.header.digest
-        fr = t.frames
-        parent = np.asarray(fr.parent, dtype=np.int64)
-        depth = np.asarray(fr.level, dtype=np.int64)
-        iteration = np.asarray(fr.iteration, dtype=np.int64)
-        at = np.flatnonzero(depth == level)
-        keys = {int(f): (int(iteration[f]), fr.key(int(f))) for f in at}
+    fr = t.frames
+    parent = np.asarray(fr.parent, dtype=np.int64)
+    depth = np.asarray(fr.level, dtype=np.int64)
+    iteration = np.asarray(fr.iteration, dtype=np.int64)
+    at = np.flatnonzero(depth == level)
+    keys = {int(f): (int(iteration[f]), fr.key(int(f))) for f in at}
     block = np.arange(len(parent), dtype=np.int64)
     # Climb every frame below the level to its ancestor at the level, one level per pass.
     for _ in range(max(int(depth.max(initial=0)) - level, 0)):
@@ -84,7 +81,7 @@ def blocks(trace: str | Path, level: int) -> tuple[pd.DataFrame, np.ndarray, np.
     order = sorted(keys, key=keys.__getitem__)
     table = pd.DataFrame({"frame": order, "iteration": iteration[order]})
     table["rank"] = table.groupby("iteration").cumcount()
-    return table, block, iteration, digest
+    return table, block, iteration
 
 
 def owners(timeline: dict[str, np.ndarray], table: pd.DataFrame, block: np.ndarray) -> pd.DataFrame:
@@ -224,10 +221,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--baseline", type=Path, help="a run to compare iteration by iteration")
     args = ap.parse_args(argv)
     try:
-        with open_trace(args.trace) as t:
-            digest = t.header.digest
+        trace = open_trace(args.trace)
     except (OSError, SimschedError) as exc:
         usage_error(f"{args.trace}: {exc}", PROG)
+    with trace:
+        _report(args, trace)
+
+
+def _report(args: argparse.Namespace, trace: Trace) -> None:
+    """Print the runs' lines (see the module docstring) once the trace is open."""
+    digest = trace.header.digest
     runs = [(run, *load_run(run, digest, args.trace, PROG)) for run in args.runs]
     level = args.level
     if level is None:
@@ -243,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
             )
     if level < 1:
         usage_error(f"--level {level}: blocks are below main, level 1 or deeper", PROG)
-    table, block, iteration, _ = blocks(args.trace, level)
+    table, block, iteration = blocks(trace, level)
     if table.empty:
         usage_error(f"{args.trace}: no frame at level {level}", PROG)
     base = None
