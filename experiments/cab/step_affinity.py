@@ -1,6 +1,7 @@
 """Whether an iterative program's blocks stay on their sockets from one iteration to the next.
 
     python experiments/cab/step_affinity.py TRACE RUN [RUN ...] [--level L] [--baseline RUN]
+        [--figure PATH]
 
 TRACE is the trace the runs replayed; each RUN is a ``simsched run --out`` folder (its
 ``timeline.npz`` has, per strand, the core, start and end).  A *block* is a frame at level
@@ -28,6 +29,11 @@ also have ``mean_ratio_to_baseline``: the mean over the group's iterations of th
 length over the baseline's length of the same iteration, so that iterations of different
 sizes (GE's trailing matrix shrinks) compare like with like.
 
+``--figure PATH`` also draws, per run, which socket owned each block in each iteration
+(one row per block rank, one column per iteration) and, with ``--baseline``, every
+iteration's length over the baseline's against the share of its blocks that kept their
+owner, with each share's mean.  The format comes from the suffix.
+
 The first iteration has no length (no iteration ends before it; it also holds the
 program's serial start) and serves only as the one before the second.  Of a sampled run
 only the detailed iterations are in the timeline; only consecutive ones are compared.
@@ -42,9 +48,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
-from simsched.errors import SimschedError
+from simsched.errors import ConfigError, SimschedError
 from simsched.experiments.scripts import json_line, load_run, run_script, usage_error
+from simsched.plotting.figures import figure_format, save, style
 from simsched.trace import Trace, open_trace
 
 PROG = "step_affinity.py"
@@ -145,6 +153,34 @@ def iteration_lengths(timeline: dict[str, np.ndarray], iteration: np.ndarray) ->
     return ends.diff()[ends.index.to_series().diff() == 1]
 
 
+def owner_map(table: pd.DataFrame) -> pd.DataFrame:
+    """Each block's owner socket, one row per iteration and one column per rank (NaN where
+    the block did not run)."""
+    return table.pivot(index="iteration", columns="rank", values="owner")
+
+
+def per_iteration(
+    timeline: dict[str, np.ndarray],
+    table: pd.DataFrame,
+    iteration: np.ndarray,
+    *,
+    baseline: pd.Series | None = None,
+) -> pd.DataFrame:
+    """Per iteration with a length (:func:`iteration_lengths`): its ``cycles``, the share
+    of its blocks that kept the previous iteration's owner (``same_owner``, NaN when the
+    previous iteration did not run) and, with ``baseline``, its length over the
+    baseline's (``ratio``, NaN where the baseline has no length); indexed by iteration.
+    The arguments are :func:`summarise`'s, which draws its line from this table.
+    """
+    lengths = iteration_lengths(timeline, iteration)
+    owner = owner_map(table)
+    kept = (owner == owner.shift()).where(owner.notna() & owner.shift().notna())
+    out = pd.DataFrame({"cycles": lengths, "same_owner": kept.mean(axis=1).reindex(lengths.index)})
+    if baseline is not None:
+        out["ratio"] = lengths / baseline.reindex(lengths.index)
+    return out
+
+
 def summarise(
     timeline: dict[str, np.ndarray],
     table: pd.DataFrame,
@@ -173,10 +209,8 @@ def summarise(
     """
     frame, socket, cycles, _ = _strands(timeline)
     it = iteration[frame]
-    lengths = iteration_lengths(timeline, iteration)
-    owner = table.pivot(index="iteration", columns="rank", values="owner")
-    kept = (owner == owner.shift()).where(owner.notna() & owner.shift().notna())
-    same = kept.mean(axis=1).reindex(lengths.index)
+    per = per_iteration(timeline, table, iteration, baseline=baseline)
+    lengths, same = per["cycles"], per["same_owner"]
     measured = table[table["iteration"].isin(lengths.index)]
     if lengths.empty or measured.empty:
         return {"iterations": 0}
@@ -184,7 +218,7 @@ def summarise(
     sockets = int(np.asarray(timeline["socket_of_core"]).max()) + 1
     busy = np.bincount(socket[in_measured], weights=cycles[in_measured], minlength=sockets)
     busy /= float(lengths.sum())
-    ratio = None if baseline is None else (lengths / baseline).dropna()
+    ratio = None if baseline is None else per["ratio"].dropna()
 
     def group(rows: pd.Series) -> dict:
         out = {"iterations": int(rows.size), "mean_cycles": round(float(rows.mean()))}
@@ -212,6 +246,99 @@ def summarise(
     return line
 
 
+def figure(
+    runs: list[tuple[str, pd.DataFrame, pd.DataFrame]], sockets: int, baseline_label: str | None
+) -> Figure:
+    """Which socket owned each block in each iteration, one panel per run, and (when the
+    runs were compared with a baseline) each iteration's length over the baseline's
+    against the share of its blocks that kept their owner.
+
+    Parameters
+    ----------
+    runs
+        Per run its label, :func:`owner_map` and :func:`per_iteration`.
+    sockets
+        The machine's sockets (one colour each).
+    baseline_label
+        The baseline run's label, or None for no ratio panel.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+
+    ratio = baseline_label is not None
+    panels = len(runs) + (1 if ratio else 0)
+    with style():
+        # Sockets take the style's colour-blind-safe cycle; the runs in the ratio panel
+        # are told apart by grey level and marker, so no colour means two things.
+        cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        cmap = ListedColormap([cycle[k % len(cycle)] for k in range(sockets)])
+        norm = BoundaryNorm(np.arange(sockets + 1) - 0.5, sockets)
+        fig, axes = plt.subplots(
+            panels,
+            1,
+            figsize=(7.0, 0.6 + 1.0 * len(runs) + (2.6 if ratio else 0.0)),
+            gridspec_kw={"height_ratios": [1.0] * len(runs) + ([2.4] if ratio else [])},
+            squeeze=False,
+            layout="constrained",
+        )
+        image = None
+        for ax, (label, owner, _) in zip(axes[:, 0], runs, strict=False):
+            its = owner.index.to_numpy()
+            full = owner.reindex(np.arange(its.min(), its.max() + 1))
+            image = ax.imshow(
+                full.T.to_numpy(dtype=float),
+                aspect="auto",
+                interpolation="nearest",
+                cmap=cmap,
+                norm=norm,
+                extent=(its.min() - 0.5, its.max() + 0.5, owner.shape[1] - 0.5, -0.5),
+            )
+            ax.set_ylabel(f"{label}\nblock", fontsize="small")
+            ax.set_yticks(range(owner.shape[1]))
+            ax.grid(False)
+        axes[len(runs) - 1, 0].set_xlabel("iteration")
+        if image is not None:
+            bar = fig.colorbar(image, ax=axes[: len(runs), 0].tolist(), ticks=range(sockets))
+            bar.set_label("socket that ran the block")
+        if ratio:
+            ax = axes[-1, 0]
+            rng = np.random.default_rng(0)  # jitter only: fixed, so the figure is reproducible
+            greys, marks = ("black", "0.55", "0.3", "0.75"), "osD^v"
+            for k, (label, _, per) in enumerate(runs):
+                ok = per.dropna(subset=["same_owner", "ratio"])
+                x = ok["same_owner"].to_numpy()
+                grey, mark = greys[k % len(greys)], marks[k % len(marks)]
+                ax.scatter(
+                    x + rng.uniform(-0.03, 0.03, x.size),
+                    ok["ratio"],
+                    s=12,
+                    alpha=0.45,
+                    color=grey,
+                    marker=mark,
+                    label=f"{label}: one iteration",
+                )
+                means = ok.groupby(ok["same_owner"].round(2))["ratio"].mean()
+                ax.plot(
+                    means.index,
+                    means.to_numpy(),
+                    color=grey,
+                    marker=mark,
+                    markersize=8,
+                    markerfacecolor="white",
+                    lw=1.2,
+                    label=f"{label}: mean",
+                )
+            ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+            ax.set_xlabel("share of the iteration's blocks on the previous iteration's socket")
+            ax.set_ylabel(f"length / {baseline_label}'s")
+            ax.legend(fontsize="small", loc="upper right")
+    return fig
+
+
 def main(argv: list[str] | None = None) -> None:
     """Command line: see the module docstring."""
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
@@ -219,7 +346,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("runs", type=Path, nargs="+")
     ap.add_argument("--level", type=int, help="the blocks' level (default: a CAB run's bl)")
     ap.add_argument("--baseline", type=Path, help="a run to compare iteration by iteration")
+    ap.add_argument(
+        "--figure", type=Path, help="also draw the owners and (with --baseline) the lengths"
+    )
     args = ap.parse_args(argv)
+    if args.figure is not None:
+        try:
+            figure_format(args.figure)
+        except ConfigError as exc:
+            usage_error(str(exc), PROG)
     try:
         trace = open_trace(args.trace)
     except (OSError, SimschedError) as exc:
@@ -253,19 +388,24 @@ def _report(args: argparse.Namespace, trace: Trace) -> None:
     if args.baseline is not None:
         _, base_timeline = load_run(args.baseline, digest, args.trace, PROG)
         base = iteration_lengths(base_timeline, iteration)
+    drawn = []
+    sockets = 1
     for run, record, timeline in runs:
         try:
-            line = summarise(
-                timeline,
-                owners(timeline, table, block),
-                iteration,
-                baseline=base,
-            )
+            own = owners(timeline, table, block)
+            line = summarise(timeline, own, iteration, baseline=base)
+            per = per_iteration(timeline, own, iteration, baseline=base)
         except (KeyError, IndexError) as exc:
             usage_error(f"{run / 'timeline.npz'}: not a timeline of this trace ({exc})", PROG)
         head = {"run": str(run), "scheduler": record.get("scheduler")}
         head.update({"makespan_cycles": record.get("makespan_cycles"), "level": level})
         print(json_line({**head, **line}))
+        if not own.empty:
+            drawn.append((f"{run.name} ({record.get('scheduler')})", owner_map(own), per))
+        sockets = max(sockets, int(np.asarray(timeline["socket_of_core"]).max()) + 1)
+    if args.figure is not None and drawn:
+        base_label = None if args.baseline is None else args.baseline.name
+        save(figure(drawn, sockets, base_label), args.figure)
 
 
 if __name__ == "__main__":

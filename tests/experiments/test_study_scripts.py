@@ -366,6 +366,12 @@ def test_step_affinity_groups_iterations_by_the_blocks_that_kept_their_socket():
     assert paired["by_same_owner"]["0.00"]["mean_ratio_to_baseline"] == 1.0
     assert paired["mean_ratio_to_baseline"] == 1.5 and paired["baseline_iterations"] == 2
     assert sa.iteration_lengths(tl, iteration).to_dict() == {1: 50, 2: 150}
+    assert sa.owner_map(owned).to_numpy().tolist() == [[0, 1], [0, 1], [1, 0]]
+    per = sa.per_iteration(tl, owned, iteration, baseline=base)
+    assert per.to_dict("index") == {
+        1: {"cycles": 50, "same_owner": 1.0, "ratio": 2.0},
+        2: {"cycles": 150, "same_owner": 0.0, "ratio": 1.0},
+    }
 
 
 def test_step_affinity_reads_a_cab_run_and_refuses_bad_input(tmp_path, capsys):
@@ -385,8 +391,12 @@ def test_step_affinity_reads_a_cab_run_and_refuses_bad_input(tmp_path, capsys):
             str(tmp_path / "ws"),
             "--baseline",
             str(tmp_path / "ws"),
+            "--figure",
+            str(tmp_path / "fig" / "affinity.png"),
         ]
     )
+    assert (tmp_path / "fig" / "affinity.png").read_bytes()[:4] == b"\x89PNG"
+    assert not [x for x in (tmp_path / "fig").iterdir() if x.name != "affinity.png"]
     cab, ws = (json.loads(x) for x in capsys.readouterr().out.splitlines())
     assert ws["mean_ratio_to_baseline"] == 1.0 and ws["baseline_iterations"] == 5
     assert cab["level"] == ws["level"] == 3
@@ -400,3 +410,6 @@ def test_step_affinity_reads_a_cab_run_and_refuses_bad_input(tmp_path, capsys):
     assert "another trace" in err
     err = one_line_exit(capsys, lambda: sa.main([str(trace), str(tmp_path / "ws"), "--level", "9"]))
     assert "no frame at level 9" in err
+    bad = [str(trace), str(tmp_path / "cab"), "--figure", str(tmp_path / "f.nope")]
+    err = one_line_exit(capsys, lambda: sa.main(bad))
+    assert "f.nope" in err and "unsupported figure format" in err
