@@ -115,6 +115,11 @@ def owners(timeline: dict[str, np.ndarray], table: pd.DataFrame, block: np.ndarr
     return table.join(out, on="frame", how="inner").reset_index(drop=True)
 
 
+def _sockets(timeline: dict[str, np.ndarray]) -> int:
+    """The run's machine's sockets."""
+    return int(np.asarray(timeline["socket_of_core"]).max()) + 1
+
+
 def _strands(
     timeline: dict[str, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -207,18 +212,28 @@ def summarise(
     dict
         The line's fields.
     """
+    return _line(
+        timeline, table, iteration, per_iteration(timeline, table, iteration, baseline=baseline)
+    )
+
+
+def _line(
+    timeline: dict[str, np.ndarray], table: pd.DataFrame, iteration: np.ndarray, per: pd.DataFrame
+) -> dict:
+    """:func:`summarise`'s line from the run's :func:`per_iteration` table (a ``ratio``
+    column when it was made with a baseline)."""
     frame, socket, cycles, _ = _strands(timeline)
     it = iteration[frame]
-    per = per_iteration(timeline, table, iteration, baseline=baseline)
     lengths, same = per["cycles"], per["same_owner"]
     measured = table[table["iteration"].isin(lengths.index)]
     if lengths.empty or measured.empty:
         return {"iterations": 0}
     in_measured = np.isin(it, lengths.index)
-    sockets = int(np.asarray(timeline["socket_of_core"]).max()) + 1
-    busy = np.bincount(socket[in_measured], weights=cycles[in_measured], minlength=sockets)
+    busy = np.bincount(
+        socket[in_measured], weights=cycles[in_measured], minlength=_sockets(timeline)
+    )
     busy /= float(lengths.sum())
-    ratio = None if baseline is None else per["ratio"].dropna()
+    ratio = per["ratio"].dropna() if "ratio" in per else None
 
     def group(rows: pd.Series) -> dict:
         out = {"iterations": int(rows.size), "mean_cycles": round(float(rows.mean()))}
@@ -393,16 +408,16 @@ def _report(args: argparse.Namespace, trace: Trace) -> None:
     for run, record, timeline in runs:
         try:
             own = owners(timeline, table, block)
-            line = summarise(timeline, own, iteration, baseline=base)
             per = per_iteration(timeline, own, iteration, baseline=base)
+            line = _line(timeline, own, iteration, per)
         except (KeyError, IndexError) as exc:
             usage_error(f"{run / 'timeline.npz'}: not a timeline of this trace ({exc})", PROG)
         head = {"run": str(run), "scheduler": record.get("scheduler")}
         head.update({"makespan_cycles": record.get("makespan_cycles"), "level": level})
         print(json_line({**head, **line}))
-        if not own.empty:
+        if args.figure is not None and not own.empty:
             drawn.append((f"{run.name} ({record.get('scheduler')})", owner_map(own), per))
-        sockets = max(sockets, int(np.asarray(timeline["socket_of_core"]).max()) + 1)
+            sockets = max(sockets, _sockets(timeline))
     if args.figure is not None and drawn:
         base_label = None if args.baseline is None else args.baseline.name
         save(figure(drawn, sockets, base_label), args.figure)
