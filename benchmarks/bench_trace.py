@@ -4,7 +4,13 @@ Prints one JSON line.  Targets (issue 2): mergesort generation >= 20 M refs/s, s
 >= 100 M refs/s, <= 1.5 stored bytes per reference for mergesort with n = 2^22, peak memory
 <= 500 MB while reading a 200 M-reference trace.
 
-    python benchmarks/bench_trace.py [--n 4194304] [--big-refs 200000000] [--keep DIR]
+Also measured, without a target: streaming a trace that stores its iterations once
+(issue 23), a heat whose repeated part is not a whole number of chunks, so that most of the
+program's chunks are copied together from two stored ones: references per second, CPU time
+and stored chunks decoded per program chunk (one suffices when reading in order).
+
+    python benchmarks/bench_trace.py [--n 4194304] [--big-refs 200000000]
+        [--repeat-heat 2026x1026x20] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -34,6 +40,38 @@ dt = time.perf_counter() - t0
 hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0].split()[1]
 print(n, dt, hwm)
 """
+
+
+REPEAT_READER = """
+import sys, time
+from simsched.trace import open_trace
+t = open_trace(sys.argv[1])
+for _ in t.iter_chunks():  # warm the page cache and the decoder
+    pass
+t.stored_decodes = 0
+c0, t0 = time.process_time(), time.perf_counter(); n = k = 0
+for c in t.iter_chunks():
+    n += len(c); k += 1
+print(n, k, t.stored_decodes, time.perf_counter() - t0, time.process_time() - c0)
+"""
+
+
+def repeat_read(path: Path) -> dict[str, float]:
+    """Stream a trace with a repeated part in a child process (its own CPU time)."""
+    out = subprocess.run(
+        [sys.executable, "-c", REPEAT_READER, str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    n, k, dec, wall, cpu = int(out[0]), int(out[1]), int(out[2]), float(out[3]), float(out[4])
+    return {
+        "repeat_refs": n,
+        "repeat_read_refs_per_s": n / wall,
+        "repeat_read_cpu_s": cpu,
+        "repeat_read_wall_s": wall,
+        "repeat_stored_decodes_per_chunk": dec / k,
+    }
 
 
 def write_big(path: Path, n: int, seed: int) -> None:
@@ -66,6 +104,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1 << 22, help="mergesort elements")
     ap.add_argument("--big-refs", type=int, default=200_000_000, help="refs of the memory test")
+    ap.add_argument(
+        "--repeat-heat",
+        default="2026x1026x20",
+        help="heat NXxNYxITERS stored with its repeated part (streamed in full)",
+    )
     ap.add_argument("--keep", type=Path, default=None, help="folder for the traces (kept)")
     args = ap.parse_args()
 
@@ -97,6 +140,13 @@ def main() -> None:
     big_write_s = time.perf_counter() - t0
     big_n, big_dt, big_rss = read_in_child(big)
 
+    nx, ny, iters = (int(v) for v in args.repeat_heat.split("x"))
+    rep = folder / f"heat-{args.repeat_heat}.sst"
+    generate("heat", rep, nx=nx, ny=ny, iters=iters, cutoff=8, init=False, repeat=True)
+    with open_trace(rep) as t:
+        body = t.header.repeat["stored_refs"] if t.header.repeat else 0
+    rep_read = repeat_read(rep)
+
     result = {
         "bench": "trace",
         "mergesort_n": args.n,
@@ -108,6 +158,10 @@ def main() -> None:
         "big_write_refs_per_s": big_n / big_write_s,
         "big_read_refs_per_s": big_n / big_dt,
         "big_read_peak_rss_mb": big_rss,
+        "repeat_heat": args.repeat_heat,
+        "repeat_body_refs": body,
+        **rep_read,
+        "loadavg_1m": os.getloadavg()[0],
         "targets": {
             "gen_refs_per_s": 20e6,
             "read_refs_per_s": 100e6,

@@ -355,3 +355,73 @@ def test_profiler_and_memory_replay_see_the_plain_program(tmp_path):
     assert {k: v for k, v in ra.items() if k != "trace"} == {
         k: v for k, v in rb.items() if k != "trace"
     }
+
+
+def _held_decoder(t, fail_first=False):
+    """Make ``t``'s stored-chunk decoder count its calls and hold the first one until
+    released (optionally failing it), so that a second thread asks meanwhile."""
+    import threading
+
+    calls, release = [], threading.Event()
+    real = t._decode_stored
+
+    def decode(k, out=None):
+        calls.append(k)
+        if len(calls) == 1:
+            release.wait(5)
+            if fail_first:
+                raise TraceFormatError("stored chunk unreadable (held decoder)")
+        return real(k, out)
+
+    t._decode_stored = decode
+    return calls, release
+
+
+def _ask_twice(t, k, calls, release):
+    import threading
+    import time
+
+    got = {}
+
+    def ask(name):
+        try:
+            got[name] = t._stored_chunk(k)
+        except TraceFormatError as e:
+            got[name] = e
+
+    first = threading.Thread(target=ask, args=("first",))
+    first.start()
+    while not calls:
+        time.sleep(0.001)
+    second = threading.Thread(target=ask, args=("second",))
+    second.start()
+    deadline = time.monotonic() + 0.3  # time for a second decode to begin, if it would
+    while len(calls) < 2 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    release.set()
+    first.join(5)
+    second.join(5)
+    return got
+
+
+def test_a_stored_chunk_two_threads_want_is_decoded_once(tmp_path):
+    # The prefetch threads assemble neighbouring program chunks, which share a stored one.
+    path = tmp_path / "rep.sst"
+    generate("heat", path, iters=6, chunk_refs=4096, nx=66, ny=34, cutoff=8)
+    with open_trace(path) as t:
+        calls, release = _held_decoder(t)
+        got = _ask_twice(t, 1, calls, release)
+        assert calls == [1]
+        assert got["first"] is got["second"]
+        assert not t._stored_busy
+
+
+def test_a_failed_stored_decode_is_retried_by_the_waiting_thread(tmp_path):
+    path = tmp_path / "rep.sst"
+    generate("heat", path, iters=6, chunk_refs=4096, nx=66, ny=34, cutoff=8)
+    with open_trace(path) as t:
+        calls, release = _held_decoder(t, fail_first=True)
+        got = _ask_twice(t, 1, calls, release)
+        assert isinstance(got["first"], TraceFormatError)
+        assert calls == [1, 1] and len(got["second"]) > 0
+        assert not t._stored_busy
