@@ -45,15 +45,28 @@ print(n, dt, hwm)
 REPEAT_READER = """
 import sys, time
 from simsched.trace import open_trace
-t = open_trace(sys.argv[1])
-for _ in t.iter_chunks():  # warm the page cache and the decoder
-    pass
-t.stored_decodes = 0
+with open_trace(sys.argv[1]) as t:
+    for _ in t.iter_chunks():  # warm the page cache and the decoder
+        pass
+t = open_trace(sys.argv[1])  # no decoded chunk kept from the warm-up
 c0, t0 = time.process_time(), time.perf_counter(); n = k = 0
 for c in t.iter_chunks():
     n += len(c); k += 1
 print(n, k, t.stored_decodes, time.perf_counter() - t0, time.process_time() - c0)
 """
+
+
+def heat_size(text: str) -> tuple[int, int, int]:
+    """``NXxNYxITERS`` of ``--repeat-heat``."""
+    try:
+        nx, ny, iters = (int(v) for v in text.split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not NXxNYxITERS (e.g. 2026x1026x20)"
+        ) from None
+    if min(nx, ny) < 3 or iters < 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: NX and NY must be >= 3, ITERS >= 2")
+    return nx, ny, iters
 
 
 def repeat_read(path: Path) -> dict[str, float]:
@@ -107,6 +120,7 @@ def main() -> None:
     ap.add_argument(
         "--repeat-heat",
         default="2026x1026x20",
+        type=heat_size,
         help="heat NXxNYxITERS stored with its repeated part (streamed in full)",
     )
     ap.add_argument("--keep", type=Path, default=None, help="folder for the traces (kept)")
@@ -140,8 +154,8 @@ def main() -> None:
     big_write_s = time.perf_counter() - t0
     big_n, big_dt, big_rss = read_in_child(big)
 
-    nx, ny, iters = (int(v) for v in args.repeat_heat.split("x"))
-    rep = folder / f"heat-{args.repeat_heat}.sst"
+    nx, ny, iters = args.repeat_heat
+    rep = folder / f"heat-{nx}x{ny}x{iters}.sst"
     generate("heat", rep, nx=nx, ny=ny, iters=iters, cutoff=8, init=False, repeat=True)
     with open_trace(rep) as t:
         body = t.header.repeat["stored_refs"] if t.header.repeat else 0
@@ -158,7 +172,7 @@ def main() -> None:
         "big_write_refs_per_s": big_n / big_write_s,
         "big_read_refs_per_s": big_n / big_dt,
         "big_read_peak_rss_mb": big_rss,
-        "repeat_heat": args.repeat_heat,
+        "repeat_heat": f"{nx}x{ny}x{iters}",
         "repeat_body_refs": body,
         **rep_read,
         "loadavg_1m": os.getloadavg()[0],
