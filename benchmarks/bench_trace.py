@@ -69,14 +69,16 @@ def heat_size(text: str) -> tuple[int, int, int]:
     return nx, ny, iters
 
 
+def run_child(script: str, path: Path) -> list[str]:
+    """What ``script`` prints about ``path`` in a child process (its own memory and CPU)."""
+    return subprocess.run(
+        [sys.executable, "-c", script, str(path)], check=True, capture_output=True, text=True
+    ).stdout.split()
+
+
 def repeat_read(path: Path) -> dict[str, float]:
     """Stream a trace with a repeated part in a child process (its own CPU time)."""
-    out = subprocess.run(
-        [sys.executable, "-c", REPEAT_READER, str(path)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split()
+    out = run_child(REPEAT_READER, path)
     n, k, dec, wall, cpu = int(out[0]), int(out[1]), int(out[2]), float(out[3]), float(out[4])
     return {
         "repeat_refs": n,
@@ -106,9 +108,7 @@ def write_big(path: Path, n: int, seed: int) -> None:
 
 
 def read_in_child(path: Path) -> tuple[int, float, float]:
-    out = subprocess.run(
-        [sys.executable, "-c", READER, str(path)], check=True, capture_output=True, text=True
-    ).stdout.split()
+    out = run_child(READER, path)
     n, dt, rss_kb = int(out[0]), float(out[1]), int(out[2])
     return n, dt, rss_kb / 1024
 
@@ -156,9 +156,8 @@ def main() -> None:
 
     nx, ny, iters = args.repeat_heat
     rep = folder / f"heat-{nx}x{ny}x{iters}.sst"
-    generate("heat", rep, nx=nx, ny=ny, iters=iters, cutoff=8, init=False, repeat=True)
-    with open_trace(rep) as t:
-        body = t.header.repeat["stored_refs"] if t.header.repeat else 0
+    rh = generate("heat", rep, nx=nx, ny=ny, iters=iters, cutoff=8, init=False, repeat=True)
+    body = rh.repeat["stored_refs"] if rh.repeat else 0
     rep_read = repeat_read(rep)
 
     result = {
