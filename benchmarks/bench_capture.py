@@ -202,4 +202,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from _bench import run_main
+
+    run_main(main)

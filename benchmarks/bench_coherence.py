@@ -120,7 +120,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.one:
         print(json.dumps(measure(args.trace, cores, args.repeat)))
         return
-    result: dict = {"machine": MACHINE, "load_before": [round(x, 2) for x in os.getloadavg()]}
+    result: dict = {
+        "bench": "coherence",
+        "machine": MACHINE,
+        "load_before": [round(x, 2) for x in os.getloadavg()],
+    }
     with tempfile.TemporaryDirectory() as tmp:
         trace = str(_trace(Path(tmp), args.n))
         runs = {"after": Path(__file__).resolve().parents[1]}
@@ -152,4 +156,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from _bench import run_main
+
+    run_main(main)

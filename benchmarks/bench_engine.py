@@ -315,10 +315,19 @@ def main() -> None:
         d["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         print(json.dumps(d))
         return
+    if a.tmp is None:
+        with tempfile.TemporaryDirectory(prefix="bench-engine-") as folder:
+            result = measure(a, Path(folder))
+    else:
+        Path(a.tmp).mkdir(parents=True, exist_ok=True)
+        result = measure(a, Path(a.tmp))
+    print(json.dumps(result))
+
+
+def measure(a: argparse.Namespace, tmp: Path) -> dict:
+    """Every measurement asked for, with the generated traces in ``tmp``; the JSON record."""
     from simsched.schedulers import scheduler_names
 
-    tmp = Path(a.tmp) if a.tmp else Path(tempfile.mkdtemp(prefix="bench-engine-"))
-    tmp.mkdir(parents=True, exist_ok=True)
     n = a.n or ((1 << 17) if a.small else (1 << 20))
     t0 = time.perf_counter()
     trace = _trace(tmp / f"ms-{n}.sst", n)
@@ -375,8 +384,10 @@ def main() -> None:
     if a.accuracy:
         result["window_accuracy"] = accuracy(tmp)
     result["met"] = _met(result)
-    print(json.dumps(result))
+    return result
 
 
 if __name__ == "__main__":
-    main()
+    from _bench import run_main
+
+    run_main(main)

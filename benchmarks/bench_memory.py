@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> None:
 
     addrs, writes = make_stream(args.refs)
     n = len(addrs)
-    result: dict = {"refs": n, "write_fraction": round(float(writes.mean()), 4)}
+    result: dict = {"bench": "memory", "refs": n, "write_fraction": round(float(writes.mean()), 4)}
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     result.update(model_costs(addrs, writes, args.repeat))
     if args.model_only:
@@ -268,4 +268,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from _bench import run_main
+
+    run_main(main)

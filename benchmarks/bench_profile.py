@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     addrs = make_stream(args.refs)
-    result: dict = {"stream": "bench_memory.make_stream"}
+    result: dict = {"bench": "profile", "stream": "bench_memory.make_stream"}
     result.update(time_lrutree(addrs, args.repeat))
     del addrs
     result.update(time_mergesort(args.n, args.grain, args.repeat))
@@ -166,4 +166,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from _bench import run_main
+
+    run_main(main)

@@ -116,7 +116,7 @@ def study(spec: str, schedulers: list[str], k: int, precision: float, traces: st
     print(
         json.dumps(
             {
-                "benchmark": "sampling-study",
+                "bench": "sampling-study",
                 "spec": spec,
                 "samples": k,
                 "precision_pct": precision,
@@ -206,7 +206,7 @@ def coverage(k: int, total: int = 100, seeds=(0, 1, 2), lengths=(20, 60)) -> Non
                         errs.append(abs(est / truth - 1.0) * 100.0)
                         detailed.append(det)
                 row = {
-                    "benchmark": "sampling-coverage",
+                    "bench": "sampling-coverage",
                     "workload": f"heat nx={HEAT['nx']} ny={HEAT['ny']}, windows of {total}",
                     "scheduler": "ws",
                     "seeds": list(seeds),
@@ -268,7 +268,7 @@ def main() -> None:
     lo, hi = json.loads(samp["makespan_ci95"])
     err = 100.0 * (samp["makespan_cycles"] / full["makespan_cycles"] - 1.0)
     out = {
-        "benchmark": "sampling",
+        "bench": "sampling",
         "workload": f"heat nx={HEAT['nx']} ny={HEAT['ny']} iters={a.iters}",
         "machine": f"{MACHINE} caches/64",
         "scheduler": a.scheduler,
@@ -294,4 +294,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from _bench import run_main
+
+    run_main(main)

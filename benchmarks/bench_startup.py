@@ -50,7 +50,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="runs per command (best of)")
     a = ap.parse_args()
     out: dict[str, object] = {
-        "benchmark": "startup",
+        "bench": "startup",
         "loadavg_1m": os.getloadavg()[0],
         "target_cpu_s": TARGET_CPU_S,
     }
@@ -65,4 +65,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from _bench import run_main
+
+    run_main(main)

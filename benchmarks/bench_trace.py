@@ -125,12 +125,20 @@ def main() -> None:
     )
     ap.add_argument("--keep", type=Path, default=None, help="folder for the traces (kept)")
     args = ap.parse_args()
+    if args.keep is None:
+        with tempfile.TemporaryDirectory(prefix="simsched-bench-") as d:
+            result = measure(args, Path(d))
+    else:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        result = measure(args, args.keep)
+    print(json.dumps(result, sort_keys=True))
 
+
+def measure(args: argparse.Namespace, folder: Path) -> dict:
+    """Run every measurement with the traces in ``folder``; the JSON record."""
     from simsched.trace import open_trace
     from simsched.workloads import generate
 
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="simsched-bench-"))
-    folder.mkdir(parents=True, exist_ok=True)
     ms = folder / f"mergesort-{args.n}.sst"
     generate("mergesort", folder / "warm.sst", n=4096)  # compile kernels outside the timing
     t0 = time.perf_counter()
@@ -191,12 +199,10 @@ def main() -> None:
         "size": result["bytes_per_ref"] <= 1.5,
         "memory": big_rss <= 500,
     }
-    if args.keep is None:
-        for p in folder.iterdir():
-            p.unlink()
-        folder.rmdir()
-    print(json.dumps(result, sort_keys=True))
+    return result
 
 
 if __name__ == "__main__":
-    main()
+    from _bench import run_main
+
+    run_main(main)

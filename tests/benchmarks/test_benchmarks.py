@@ -1,0 +1,90 @@
+"""Every benchmark script runs at a tiny size, prints one JSON line and cleans up after itself.
+
+The benchmarks are not timed here (their figures come from full-size runs, recorded in
+docs/performance.md); this only keeps them working: a script that no longer runs against
+the current code, prints its record twice or leaves scratch traces behind fails CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+# The smallest sizes at which each script still goes through all of its default steps.
+TINY: dict[str, list[str]] = {
+    "bench_capture.py": ["--n", "4096", "--lackey-n", "1024", "--repeat", "1", "--skip-valgrind"],
+    "bench_cilk.py": ["--lines", "50", "--rounds", "1"],
+    "bench_coherence.py": ["--n", "2048", "--cores", "4", "--repeat", "1", "--rounds", "1"],
+    "bench_engine.py": ["--n", "4096", "--cores=", "--machines", "itrs-scaling-16"],
+    "bench_memory.py": ["--refs", "100000", "--repeat", "1"],
+    "bench_profile.py": ["--refs", "100000", "--n", "4096", "--repeat", "1"],
+    "bench_sampling.py": ["--iters", "8", "--samples", "2"],
+    "bench_startup.py": ["--repeat", "1"],
+    "bench_sweep.py": ["--points", "2", "--work", "1", "--sleep", "0.05"],
+    "bench_trace.py": ["--n", "4096", "--big-refs", "2000000", "--repeat-heat", "66x34x3"],
+}
+NEEDS_GCC = {"bench_capture.py", "bench_cilk.py"}
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    """The test's environment, with scratch files going to ``tmp``."""
+    tmp.mkdir()
+    return dict(os.environ, TMPDIR=str(tmp))
+
+
+def test_every_benchmark_has_a_tiny_run() -> None:
+    assert sorted(p.name for p in BENCH.glob("bench_*.py")) == sorted(TINY)
+
+
+@pytest.mark.parametrize("script", sorted(TINY))
+def test_prints_one_json_line(script: str, tmp_path: Path) -> None:
+    if script in NEEDS_GCC and shutil.which("gcc") is None:
+        pytest.skip("needs gcc")
+    work, tmp = tmp_path / "work", tmp_path / "tmp"
+    work.mkdir()
+    p = subprocess.run(
+        [sys.executable, str(BENCH / script), *TINY[script]],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env=_env(tmp),
+        timeout=900,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = p.stdout.strip().splitlines()
+    assert len(lines) == 1, p.stdout[-3000:]
+    record = json.loads(lines[0])
+    assert record["bench"] == script.removeprefix("bench_").removesuffix(".py")
+    # Dask keeps one shared scratch folder in TMPDIR by design (bench_sweep's LocalCluster)
+    left = sorted(p.name for p in tmp.iterdir() if p.name != "dask-scratch-space")
+    assert left == [], "scratch files left behind"
+
+
+def test_ctrl_c_ends_with_one_line_and_no_scratch(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    proc = subprocess.Popen(
+        [sys.executable, str(BENCH / "bench_trace.py")],  # full size: minutes
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(tmp),
+    )
+    deadline = time.monotonic() + 120
+    while not any(tmp.glob("simsched-bench-*/mergesort-*")) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-3000:]
+    assert (out, err) == ("", "bench_trace.py: interrupted\n")
+    assert sorted(tmp.iterdir()) == []
