@@ -52,7 +52,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -315,12 +314,10 @@ def main() -> None:
         d["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         print(json.dumps(d))
         return
-    if a.tmp is None:
-        with tempfile.TemporaryDirectory(prefix="bench-engine-") as folder:
-            result = measure(a, Path(folder))
-    else:
-        Path(a.tmp).mkdir(parents=True, exist_ok=True)
-        result = measure(a, Path(a.tmp))
+    from _bench import scratch_folder
+
+    with scratch_folder(a.tmp, "bench-engine-") as folder:
+        result = measure(a, folder)
     print(json.dumps(result))
 
 

@@ -22,7 +22,6 @@ import platform
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -125,12 +124,10 @@ def main() -> None:
     )
     ap.add_argument("--keep", type=Path, default=None, help="folder for the traces (kept)")
     args = ap.parse_args()
-    if args.keep is None:
-        with tempfile.TemporaryDirectory(prefix="simsched-bench-") as d:
-            result = measure(args, Path(d))
-    else:
-        args.keep.mkdir(parents=True, exist_ok=True)
-        result = measure(args, args.keep)
+    from _bench import scratch_folder
+
+    with scratch_folder(args.keep, "simsched-bench-") as folder:
+        result = measure(args, folder)
     print(json.dumps(result, sort_keys=True))
 
 
