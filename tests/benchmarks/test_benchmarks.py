@@ -52,7 +52,7 @@ def test_prints_one_json_line(script: str, tmp_path: Path) -> None:
         pytest.skip("needs gcc")
     work, tmp = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()
-    p = subprocess.run(
+    proc = subprocess.run(
         [sys.executable, str(BENCH / script), *TINY[script]],
         capture_output=True,
         text=True,
@@ -60,9 +60,9 @@ def test_prints_one_json_line(script: str, tmp_path: Path) -> None:
         env=_env(tmp),
         timeout=900,
     )
-    assert p.returncode == 0, p.stderr[-3000:]
-    lines = p.stdout.strip().splitlines()
-    assert len(lines) == 1, p.stdout[-3000:]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1, proc.stdout[-3000:]
     record = json.loads(lines[0])
     assert record["bench"] == script.removeprefix("bench_").removesuffix(".py")
     # Dask keeps one shared scratch folder in TMPDIR by design (bench_sweep's LocalCluster)
