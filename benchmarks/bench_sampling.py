@@ -16,18 +16,25 @@ with 60 iterations instead of 20.
 
 With ``--study SPEC`` (e.g. ``experiments/laws/medium.yaml``) it validates sampling on every
 program of a sweep instead: each workload on the spec's first machine under each of
-``--schedulers`` (seed 0), detailed and sampled, one JSON line per run pair and a last
-line with the largest error.  Traces are generated into ``--traces`` (kept between runs).
+``--schedulers`` (seed 0), detailed and sampled.  The JSON line holds one entry per run
+pair (``runs``), the largest error, how many detailed makespans fell outside their
+interval, and the CPU seconds of all detailed and all sampled runs; a line per pair goes
+to stderr as it ends, since the study takes hours.  Traces are generated into
+``--traces`` (kept between runs).
 
 With ``--coverage`` it measures how often the sampled run's 95 % interval holds the
-detailed makespan, many times over: a 100-iteration heat is replayed in detail under WS
-(seeds 0-2), and every window of 20 and of 60 consecutive iterations is treated as a run of
-its own, settled after its third iteration, sampled with ``--samples`` and each precision
-until the interval is narrow enough, then extrapolated with
-``simsched.api.sampled_makespan`` and compared with the window's detailed end.  The same
-windows are sampled with the mean's interval alone (``t s / sqrt(n)`` times the remaining
-references, simsched's interval before the prediction interval) for comparison.  One JSON
-line per (window, precision, interval) and the lag-1 autocorrelation of the iterations.
+detailed makespan, many times over: a ``--total``-iteration heat (default 100) is replayed
+in detail under WS (seeds 0-2), and every window of ``--windows`` (default 20 and 60)
+consecutive iterations is treated as a run of its own, settled after its third
+iteration, sampled with ``--samples`` and each precision until the interval is narrow
+enough, then extrapolated with ``simsched.api.sampled_makespan`` and compared with the
+window's detailed end.  The same windows are sampled with the mean's interval alone
+(``t s / sqrt(n)`` times the remaining references, simsched's interval before the
+prediction interval) for comparison.  The JSON line holds one entry per (window,
+precision, interval) (``cells``) and the lag-1 autocorrelation of the iterations.
+
+Every mode prints exactly one JSON line on stdout.  ``--nx`` shrinks the heat's rows (the
+tests run each mode at a tiny size).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -87,18 +95,33 @@ def _pair(trace: Path, machine: object, scheduler: str, k: int, precision: float
     }
 
 
-def study(spec: str, schedulers: list[str], k: int, precision: float, traces: str) -> None:
+def _warm_up(machine: object, schedulers: list[str], overrides: dict | None = None) -> None:
+    """Load the memory model's compiled kernels for ``machine`` (a small heat under each
+    scheduler), so that the first timed run does not pay for them."""
+    import simsched
+    from simsched.workloads import generate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        small = Path(tmp) / "warm.sst"
+        generate("heat", small, **{**HEAT, "nx": 258, "iters": 2})
+        for name in schedulers:
+            simsched.run(small, machine, name, overrides=overrides, speedup=False)
+
+
+def study(spec: str, schedulers: list[str], k: int, precision: float, traces: str) -> dict:
     """Validate sampling on every workload of a sweep spec (see the module docstring)."""
     from simsched.experiments.spec import load_spec
     from simsched.machine import Machine
     from simsched.trace.recipes import ensure_trace
     from simsched.workloads import generate
 
+    load = round(os.getloadavg()[0], 2)
     loaded = load_spec(spec, small=False)
     points = loaded.points()
     machine = Machine.model_validate(points[0].machine["resolved"])
+    _warm_up(machine, schedulers)
     done: set[str] = set()
-    worst = 0.0
+    runs: list[dict] = []
     for p in points:
         label = p.workload["label"]
         if label in done or p.machine["label"] != points[0].machine["label"]:
@@ -106,25 +129,30 @@ def study(spec: str, schedulers: list[str], k: int, precision: float, traces: st
         done.add(label)
         trace = ensure_trace(p.workload, traces, p.spec_dir, generate=generate)
         for name in schedulers:
-            row = {
-                "workload": label,
-                "machine": p.machine["label"],
-                **_pair(trace, machine, name, k, precision),
-            }
-            worst = max(worst, abs(row["error_pct"]))
-            print(json.dumps(row), flush=True)
-    print(
-        json.dumps(
-            {
-                "bench": "sampling-study",
-                "spec": spec,
-                "samples": k,
-                "precision_pct": precision,
-                "max_abs_error_pct": worst,
-                "loadavg_1m": round(os.getloadavg()[0], 2),
-            }
-        )
-    )
+            row = {"workload": label, **_pair(trace, machine, name, k, precision)}
+            runs.append(row)
+            print(
+                f"{label} {name}: {row['error_pct']:+.3f} % "
+                f"({row['detailed_iterations']} of {row['iterations']} detailed)",
+                file=sys.stderr,
+                flush=True,
+            )
+    cpu_full = sum(r["cpu_detailed_s"] for r in runs)
+    cpu_samp = sum(r["cpu_sampled_s"] for r in runs)
+    return {
+        "bench": "sampling-study",
+        "spec": spec,
+        "machine": points[0].machine["label"],
+        "samples": k,
+        "precision_pct": precision,
+        "runs": runs,
+        "max_abs_error_pct": max((abs(r["error_pct"]) for r in runs), default=0.0),
+        "outside_ci95": sum(1 for r in runs if r["sampled"] and not r["detailed_in_ci95"]),
+        "cpu_detailed_s": round(cpu_full, 2),
+        "cpu_sampled_s": round(cpu_samp, 2),
+        "cpu_speedup": round(cpu_full / cpu_samp, 2) if cpu_samp else None,
+        "loadavg_1m": load,
+    }
 
 
 def _iteration_ends(trace: Path, seed: int) -> tuple[np.ndarray, int]:
@@ -179,17 +207,19 @@ def _sample_window(ends: np.ndarray, refs: int, k: int, share: float, mean_only:
     return int(ends[-1]), int(ends[-1]), int(ends[-1]), n_it
 
 
-def coverage(k: int, total: int = 100, seeds=(0, 1, 2), lengths=(20, 60)) -> None:
+def coverage(k: int, heat: dict, total: int = 100, seeds=(0, 1, 2), lengths=(20, 60)) -> dict:
     """Interval coverage over windows of detailed WS replays (see the module docstring)."""
     from simsched.workloads import generate
 
+    load = round(os.getloadavg()[0], 2)
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "heat.sst"
-        generate("heat", trace, **{**HEAT, "iters": total})
+        generate("heat", trace, **{**heat, "iters": total})
         runs = [_iteration_ends(trace, s) for s in seeds]
     periods = np.concatenate([np.diff(e)[3:] for e, _ in runs]).astype(np.float64)
     d = periods - periods.mean()
     lag1 = float((d[1:] * d[:-1]).sum() / (d * d).sum())
+    cells = []
     for length in lengths:
         for precision in (0.5, 1.0):
             for mean_only in (True, False):
@@ -205,22 +235,39 @@ def coverage(k: int, total: int = 100, seeds=(0, 1, 2), lengths=(20, 60)) -> Non
                         hits.append(lo <= truth <= hi)
                         errs.append(abs(est / truth - 1.0) * 100.0)
                         detailed.append(det)
-                row = {
-                    "bench": "sampling-coverage",
-                    "workload": f"heat nx={HEAT['nx']} ny={HEAT['ny']}, windows of {total}",
-                    "scheduler": "ws",
-                    "seeds": list(seeds),
-                    "iterations": length,
-                    "precision_pct": precision,
-                    "interval": "mean" if mean_only else "prediction",
-                    "windows": len(hits),
-                    "coverage": round(float(np.mean(hits)), 3),
-                    "max_abs_error_pct": round(max(errs), 2),
-                    "mean_detailed": round(float(np.mean(detailed)), 1),
-                    "lag1_autocorrelation": round(lag1, 3),
-                    "loadavg_1m": round(os.getloadavg()[0], 2),
-                }
-                print(json.dumps(row), flush=True)
+                cells.append(
+                    {
+                        "iterations": length,
+                        "precision_pct": precision,
+                        "interval": "mean" if mean_only else "prediction",
+                        "windows": len(hits),
+                        # None where the rule replayed every window whole
+                        "coverage": round(float(np.mean(hits)), 3) if hits else None,
+                        "max_abs_error_pct": round(max(errs), 2) if errs else None,
+                        "mean_detailed": round(float(np.mean(detailed)), 1) if hits else None,
+                    }
+                )
+    return {
+        "bench": "sampling-coverage",
+        "workload": f"heat nx={heat['nx']} ny={heat['ny']}, windows of {total}",
+        "scheduler": "ws",
+        "seeds": list(seeds),
+        "samples": k,
+        "cells": cells,
+        "lag1_autocorrelation": round(lag1, 3),
+        "loadavg_1m": load,
+    }
+
+
+def _lengths(text: str) -> tuple[int, ...]:
+    """``--windows``: comma-separated positive integers."""
+    try:
+        out = tuple(int(w) for w in text.split(","))
+    except ValueError:
+        out = ()
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of window lengths")
+    return out
 
 
 def main() -> None:
@@ -237,19 +284,32 @@ def main() -> None:
     ap.add_argument("--schedulers", default="ws,laws", help="with --study: comma-separated")
     ap.add_argument("--traces", default="results/traces", help="with --study: trace folder")
     ap.add_argument("--coverage", action="store_true", help="interval coverage over WS windows")
+    ap.add_argument("--total", type=int, default=100, help="with --coverage: iterations replayed")
+    ap.add_argument(
+        "--windows",
+        type=_lengths,
+        default=(20, 60),
+        help="with --coverage: window lengths, comma-separated",
+    )
+    ap.add_argument("--nx", type=int, default=HEAT["nx"], help="rows of the heat (with boundary)")
     a = ap.parse_args()
+    heat = {**HEAT, "nx": a.nx}
     if a.coverage:
-        coverage(a.samples)
+        if min(a.windows) < a.samples + 4 or max(a.windows) > a.total:
+            ap.error("--windows: each length must be >= --samples + 4 and <= --total")
+        out, cpu, wall = _timed(lambda: coverage(a.samples, heat, a.total, lengths=a.windows))
+        print(json.dumps({**out, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2)}))
         return
     if a.study:
-        study(a.study, a.schedulers.split(","), a.samples, a.precision, a.traces)
+        out, cpu, wall = _timed(
+            lambda: study(a.study, a.schedulers.split(","), a.samples, a.precision, a.traces)
+        )
+        print(json.dumps({**out, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2)}))
         return
     load = round(os.getloadavg()[0], 2)
     with tempfile.TemporaryDirectory() as tmp:
-        small = Path(tmp) / "warm.sst"
         trace = Path(tmp) / "heat.sst"
-        generate("heat", small, **{**HEAT, "nx": 258, "iters": 2})
-        generate("heat", trace, **{**HEAT, "iters": a.iters})
+        generate("heat", trace, **{**heat, "iters": a.iters})
 
         def run(k: int | None) -> dict:
             return simsched.run(
@@ -262,14 +322,14 @@ def main() -> None:
                 sample_precision=a.precision,
             ).record
 
-        simsched.run(small, MACHINE, a.scheduler, overrides=OVERRIDES, speedup=False)
+        _warm_up(MACHINE, [a.scheduler], OVERRIDES)
         full, cpu_full, wall_full = _timed(lambda: run(None))
         samp, cpu_samp, wall_samp = _timed(lambda: run(a.samples))
     lo, hi = json.loads(samp["makespan_ci95"])
     err = 100.0 * (samp["makespan_cycles"] / full["makespan_cycles"] - 1.0)
     out = {
         "bench": "sampling",
-        "workload": f"heat nx={HEAT['nx']} ny={HEAT['ny']} iters={a.iters}",
+        "workload": f"heat nx={a.nx} ny={HEAT['ny']} iters={a.iters}",
         "machine": f"{MACHINE} caches/64",
         "scheduler": a.scheduler,
         "samples": a.samples,

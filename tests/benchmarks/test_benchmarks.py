@@ -34,6 +34,27 @@ TINY: dict[str, list[str]] = {
     "bench_trace.py": ["--n", "4096", "--big-refs", "2000000", "--repeat-heat", "66x34x3"],
 }
 NEEDS_GCC = {"bench_capture.py", "bench_cilk.py"}
+SPECS = Path(__file__).resolve().parents[2] / "experiments"
+# Scripts with other modes than their default: (script, arguments, the record's name).
+MODES: list[tuple[str, list[str], str]] = [
+    (
+        "bench_sampling.py",
+        ["--coverage", "--nx", "258", "--total", "12", "--windows", "10", "--samples", "2"],
+        "sampling-coverage",
+    ),
+    (
+        "bench_sampling.py",
+        [
+            "--study",
+            str(SPECS / "laws" / "small.yaml"),
+            "--schedulers",
+            "ws,laws",
+            "--samples",
+            "2",
+        ],
+        "sampling-study",
+    ),
+]
 
 
 def _env(tmp: Path) -> dict[str, str]:
@@ -46,14 +67,14 @@ def test_every_benchmark_has_a_tiny_run() -> None:
     assert sorted(p.name for p in BENCH.glob("bench_*.py")) == sorted(TINY)
 
 
-@pytest.mark.parametrize("script", sorted(TINY))
-def test_prints_one_json_line(script: str, tmp_path: Path) -> None:
+def _run_tiny(script: str, args: list[str], name: str, tmp_path: Path) -> dict:
+    """Run ``script`` with ``args``: exit 0, one JSON line named ``name``, no scratch left."""
     if script in NEEDS_GCC and shutil.which("gcc") is None:
         pytest.skip("needs gcc")
     work, tmp = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()
     proc = subprocess.run(
-        [sys.executable, str(BENCH / script), *TINY[script]],
+        [sys.executable, str(BENCH / script), *args],
         capture_output=True,
         text=True,
         cwd=work,
@@ -64,10 +85,27 @@ def test_prints_one_json_line(script: str, tmp_path: Path) -> None:
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 1, proc.stdout[-3000:]
     record = json.loads(lines[0])
-    assert record["bench"] == script.removeprefix("bench_").removesuffix(".py")
+    assert record["bench"] == name
     # Dask keeps one shared scratch folder in TMPDIR by design (bench_sweep's LocalCluster)
     left = sorted(p.name for p in tmp.iterdir() if p.name != "dask-scratch-space")
     assert left == [], "scratch files left behind"
+    return record
+
+
+@pytest.mark.parametrize("script", sorted(TINY))
+def test_prints_one_json_line(script: str, tmp_path: Path) -> None:
+    name = script.removeprefix("bench_").removesuffix(".py")
+    _run_tiny(script, TINY[script], name, tmp_path)
+
+
+@pytest.mark.parametrize(("script", "args", "name"), MODES, ids=[m[2] for m in MODES])
+def test_other_modes_print_one_json_line(
+    script: str, args: list[str], name: str, tmp_path: Path
+) -> None:
+    record = _run_tiny(script, args, name, tmp_path)
+    # the per-run detail is inside the one record, not on lines of its own
+    rows = record["cells"] if name == "sampling-coverage" else record["runs"]
+    assert len(rows) == (4 if name == "sampling-coverage" else 8)
 
 
 def test_ctrl_c_ends_with_one_line_and_no_scratch(tmp_path: Path) -> None:
