@@ -9,8 +9,13 @@ Also measured, without a target: streaming a trace that stores its iterations on
 program's chunks are copied together from two stored ones: references per second, CPU time
 and stored chunks decoded per program chunk (one suffices when reading in order).
 
+Target of issue 23: a heat generated as ``simsched trace gen heat`` does it (the
+generators' defaults: time steps stored once with a repeat count) is at most 3x as large
+on disk with ``iters=200`` as with ``iters=2`` (``--iters-heat NXxNY``, default the
+published LAWS study's 8096 x 1024 grid).
+
     python benchmarks/bench_trace.py [--n 4194304] [--big-refs 200000000]
-        [--repeat-heat 2026x1026x20] [--keep DIR]
+        [--repeat-heat 2026x1026x20] [--iters-heat 8098x1026] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -57,15 +62,46 @@ print(n, k, t.stored_decodes, time.perf_counter() - t0, time.process_time() - c0
 
 def heat_size(text: str) -> tuple[int, int, int]:
     """``NXxNYxITERS`` of ``--repeat-heat``."""
-    try:
-        nx, ny, iters = (int(v) for v in text.split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not NXxNYxITERS (e.g. 2026x1026x20)"
-        ) from None
+    nx, ny, iters = _dims(text, "NXxNYxITERS", "2026x1026x20")
     if min(nx, ny) < 3 or iters < 2:
         raise argparse.ArgumentTypeError(f"{text!r}: NX and NY must be >= 3, ITERS >= 2")
     return nx, ny, iters
+
+
+def heat_grid(text: str) -> tuple[int, int]:
+    """``NXxNY`` of ``--iters-heat``."""
+    nx, ny = _dims(text, "NXxNY", "8098x1026")
+    if min(nx, ny) < 3:
+        raise argparse.ArgumentTypeError(f"{text!r}: NX and NY must be >= 3")
+    return nx, ny
+
+
+def _dims(text: str, form: str, example: str) -> tuple[int, ...]:
+    """Integers separated by ``x``, as many as ``form`` names."""
+    try:
+        out = tuple(int(v) for v in text.split("x"))
+    except ValueError:
+        out = ()
+    if len(out) != form.count("x") + 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {form} (e.g. {example})")
+    return out
+
+
+def iteration_sizes(folder: Path, nx: int, ny: int) -> dict:
+    """Stored bytes of a heat with 2 and with 200 iterations (the generator's defaults)."""
+    from simsched.workloads import generate
+
+    size = {}
+    for iters in (2, 200):
+        path = folder / f"heat-{nx}x{ny}-iters{iters}.sst"
+        generate("heat", path, nx=nx, ny=ny, iters=iters)
+        size[iters] = path.stat().st_size
+    return {
+        "iters_heat": f"{nx}x{ny}",
+        "iters2_bytes": size[2],
+        "iters200_bytes": size[200],
+        "iters200_over_iters2": size[200] / size[2],
+    }
 
 
 def run_child(script: str, path: Path) -> list[str]:
@@ -122,6 +158,12 @@ def main() -> None:
         type=heat_size,
         help="heat NXxNYxITERS stored with its repeated part (streamed in full)",
     )
+    ap.add_argument(
+        "--iters-heat",
+        default="8098x1026",
+        type=heat_grid,
+        help="heat NXxNY generated with 2 and with 200 iterations (stored size)",
+    )
     ap.add_argument("--keep", type=Path, default=None, help="folder for the traces (kept)")
     args = ap.parse_args()
     from _bench import scratch_folder
@@ -164,6 +206,7 @@ def measure(args: argparse.Namespace, folder: Path) -> dict:
     rh = generate("heat", rep, nx=nx, ny=ny, iters=iters, cutoff=8, init=False, repeat=True)
     body = rh.repeat["stored_refs"] if rh.repeat else 0
     rep_read = repeat_read(rep)
+    sizes = iteration_sizes(folder, *args.iters_heat)
 
     result = {
         "bench": "trace",
@@ -179,12 +222,14 @@ def measure(args: argparse.Namespace, folder: Path) -> dict:
         "repeat_heat": f"{nx}x{ny}x{iters}",
         "repeat_body_refs": body,
         **rep_read,
+        **sizes,
         "loadavg_1m": os.getloadavg()[0],
         "targets": {
             "gen_refs_per_s": 20e6,
             "read_refs_per_s": 100e6,
             "bytes_per_ref": 1.5,
             "big_read_peak_rss_mb": 500,
+            "iters200_over_iters2": 3.0,
         },
         "cpu": platform.processor() or platform.machine(),
         "cores": os.cpu_count(),
@@ -195,6 +240,7 @@ def measure(args: argparse.Namespace, folder: Path) -> dict:
         "read": result["read_refs_per_s"] >= 100e6,
         "size": result["bytes_per_ref"] <= 1.5,
         "memory": big_rss <= 500,
+        "iters_size": sizes["iters200_over_iters2"] <= 3.0,
     }
     return result
 

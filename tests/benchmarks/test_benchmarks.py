@@ -31,7 +31,16 @@ TINY: dict[str, list[str]] = {
     "bench_sampling.py": ["--iters", "8", "--samples", "2"],
     "bench_startup.py": ["--repeat", "1"],
     "bench_sweep.py": ["--points", "2", "--work", "1", "--sleep", "0.05"],
-    "bench_trace.py": ["--n", "4096", "--big-refs", "2000000", "--repeat-heat", "66x34x3"],
+    "bench_trace.py": [
+        "--n",
+        "4096",
+        "--big-refs",
+        "2000000",
+        "--repeat-heat",
+        "66x34x3",
+        "--iters-heat",
+        "34x18",
+    ],
 }
 NEEDS_GCC = {"bench_capture.py", "bench_cilk.py"}
 SPECS = Path(__file__).resolve().parents[2] / "experiments"
