@@ -41,7 +41,7 @@ from simsched.files import write_json_atomic
 
 # Defined with the machine model; kept importable from here.
 from simsched.machine.loader import machine_config, one_core_machine  # noqa: F401
-from simsched.params import check_seed
+from simsched.params import MAX_QUANTUM, check_seed
 
 if TYPE_CHECKING:
     from simsched.engine.sampling import IterationSampler, SampleOutcome
@@ -920,7 +920,7 @@ def run_jobs(
 
     seed, win = _options(seed, window)
     if quantum is not None:
-        quantum = _check_int(quantum, "quantum", 0, MAX_WINDOW)
+        quantum = _check_int(quantum, "quantum", 0, MAX_QUANTUM)
     t0 = time.perf_counter()
     out = Path(out_dir) if out_dir is not None else None
     base: dict[str, Any] = {

@@ -358,6 +358,23 @@ def _strict_loader() -> type:
                     )
             return super().construct_mapping(node, deep=deep)
 
+        def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+            # A scalar whose tag's conversion fails (``2020-13-45`` read as a date,
+            # ``!!int abc``, an integer of more than 4300 digits) raises a plain Python
+            # error from inside PyYAML; give it the node's position like any YAML error.
+            try:
+                return super().construct_object(node, deep=deep)
+            except (ValueError, KeyError, AttributeError, TypeError, OverflowError) as exc:
+                tag = node.tag.rsplit(":", 1)[-1]
+                value = str(node.value) if isinstance(node, yaml.ScalarNode) else node.id
+                text = repr(value) if len(value) <= 40 else f"{value[:37]!r}..."
+                # ValueError's first clause says what is wrong ("month must be in 1..12");
+                # the others are PyYAML's internals failing on the bad value
+                why = str(exc).split(":")[0] if isinstance(exc, ValueError) else "invalid"
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"cannot read {text} as {tag} ({why})", node.start_mark
+                ) from None
+
     return _StrictLoader
 
 
@@ -435,8 +452,10 @@ def parse_yaml(text: str, source: str) -> Any:
         )
     import yaml
 
-    loader = _strict_loader()(text)
+    loader = None
     try:
+        # inside the try: the reader refuses control characters (a NUL) as it is built
+        loader = _strict_loader()(text)
         node = loader.get_single_node()
         if node is None:
             return None
@@ -446,6 +465,13 @@ def parse_yaml(text: str, source: str) -> Any:
                 "its aliases are expanded (aliases of aliases?)"
             )
         return loader.construct_document(node)
+    except yaml.reader.ReaderError as exc:
+        ch = exc.character
+        code = f"#x{ch:04x}" if isinstance(ch, int) else repr(ch)
+        raise ConfigError(
+            f"{source}: invalid YAML: character {code} at position {exc.position} is not "
+            "allowed (no control characters but tab and newline)"
+        ) from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
@@ -454,7 +480,8 @@ def parse_yaml(text: str, source: str) -> Any:
     except RecursionError:
         raise ConfigError(f"{source}: invalid YAML: nested too deeply") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def read_yaml(path: str | os.PathLike) -> Any:

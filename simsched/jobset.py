@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from simsched.errors import ConfigError
 from simsched.files import parse_yaml
-from simsched.params import MAX_SEED, check_seed
+from simsched.params import MAX_QUANTUM, MAX_SEED, check_seed
 
 Scalar = int | float | str | bool
 
@@ -125,7 +125,9 @@ class JobSetSpec(_Strict):
     )
     controller: str = Field(default="equi", description="processor controller")
     controller_params: dict[str, Any] = Field(default_factory=dict)
-    quantum: int = Field(default=0, ge=0, description="controller quantum in cycles")
+    quantum: int = Field(
+        default=0, ge=0, le=MAX_QUANTUM, description="controller quantum in cycles"
+    )
     quantum_ms: float | None = Field(
         default=None, gt=0, le=1e6, description="controller quantum in ms (machine clock_ghz)"
     )

@@ -30,6 +30,11 @@ from simsched.errors import ConfigError
 #: non-negative seeds and records keep them as signed 64-bit integers.
 MAX_SEED = 2**63 - 1
 
+#: Longest quantum accepted, in cycles (2^40: about nine minutes at 2 GHz).  A quantum is
+#: added to the current cycle, and a bigger one (a job file's ``quantum: 2**63``)
+#: overflowed the engine's 64-bit cycle counts.
+MAX_QUANTUM = 2**40
+
 
 def check_seed(value: Any, name: str = "seed") -> int:
     """``value`` as a seed in ``[0, MAX_SEED]``, else a one-line :class:`ConfigError`."""

@@ -215,6 +215,34 @@ def test_yaml_refuses_duplicate_keys_at_any_depth():
         parse_yaml("!!python/object/apply:os.system [true]\n", "evil.yaml")
 
 
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (
+            "name: 2020-13-45\n",
+            r"line 1, column 7: cannot read '2020-13-45' as timestamp "
+            r"\(month must be in 1..12\)",
+        ),
+        ("seed: 2020-02-30\n", r"as timestamp \(day is out of range for month\)"),
+        ("sockets: !!int abc\n", r"line 1, column 10: cannot read 'abc' as int \(invalid "),
+        ("clock_ghz: !!float abc\n", r"cannot read 'abc' as float \(could not convert"),
+        ("coherence: !!bool maybe\n", r"cannot read 'maybe' as bool \(invalid\)"),
+        ("name: !!timestamp notadate\n", r"cannot read 'notadate' as timestamp \(invalid\)"),
+        ("a: [1, !!int zz]\n", r"line 1, column 8: cannot read 'zz' as int"),
+        ("x: " + "9" * 5000 + "\n", r"'9{37}'\.\.\. as int \(Exceeds the limit"),
+        ("a: 1\n\0", r": character #x0000 at position 5 is not allowed"),
+        ("a: 1\x01\n", r"character #x0001 at position 4"),
+    ],
+)
+def test_yaml_values_that_cannot_be_converted_are_one_line(text: str, says: str) -> None:
+    """A scalar PyYAML resolves to a type it then fails to build (a date that does not
+    exist, an explicit tag on a bad value) and a control character are errors with the
+    position, not a ValueError from inside PyYAML."""
+    with pytest.raises(ConfigError, match=r"^m.yaml: invalid YAML.*" + says) as err:
+        parse_yaml(text, "m.yaml")
+    assert "\n" not in str(err.value)
+
+
 def test_every_yaml_reader_refuses_duplicate_keys(tmp_path):
     """Sweep specs, --set values and job sets all read YAML through parse_yaml."""
     from simsched.experiments import load_spec

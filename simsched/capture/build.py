@@ -111,7 +111,8 @@ def compiler() -> str:
 
 
 def _run(cmd: list[str], what: str) -> str:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # errors="replace": a compiler's diagnostics quote the source, which need not be UTF-8
+    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
     if proc.returncode != 0:
         tail = "; ".join(proc.stderr.strip().splitlines()[-3:])
         raise CaptureError(f"building {what} failed: {' '.join(cmd[:3])} ...: {tail}")

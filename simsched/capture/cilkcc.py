@@ -294,8 +294,12 @@ def show_rewrite(cmd: Sequence[str], path: str, options: CilkOptions, work: Path
         _reject_cilk_cxx(path)
         return "\n".join(original)
     full = [*cmd, path]
+    # errors="replace": the diagnostics quote the source, which need not be UTF-8
     proc = subprocess.run(
-        cpp_command(full, len(full) - 1, work / "show.i"), capture_output=True, text=True
+        cpp_command(full, len(full) - 1, work / "show.i"),
+        capture_output=True,
+        text=True,
+        errors="replace",
     )
     if proc.returncode != 0:
         tail = "; ".join(proc.stderr.strip().splitlines()[-2:])

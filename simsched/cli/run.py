@@ -72,13 +72,27 @@ SampleOpt = Annotated[
     ),
 ]
 PrecisionOpt = Annotated[
-    float,
+    float | None,
     typer.Option(
         "--sample-precision",
         help="with --sample-iterations: replay further iterations until the makespan's 95 % "
-        "interval is within this many percent of it (0: exactly K)",
+        "interval is within this many percent of it (0: exactly K) [default: 0.5]",
     ),
 ]
+
+
+def _precision(sample_iterations: int | None, sample_precision: float | None) -> float:
+    """``--sample-precision``, or its default; refused without ``--sample-iterations``
+    (it would be ignored, as a sweep spec refuses it)."""
+    from simsched.api import DEFAULT_SAMPLE_PRECISION
+
+    if sample_precision is None:
+        return DEFAULT_SAMPLE_PRECISION
+    if sample_iterations is None:
+        raise ConfigError("--sample-precision applies with --sample-iterations")
+    return sample_precision
+
+
 WindowOpt = Annotated[
     int | None, typer.Option("--window", help="interleaving window in cycles (0 = strict)")
 ]
@@ -123,7 +137,9 @@ def run_cmd(
         float | None,
         typer.Option("--quantum-ms", help="controller quantum in ms at the machine's clock_ghz"),
     ] = None,
-    scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="ws, pdf, ...")] = "ws",
+    scheduler: Annotated[
+        str | None, typer.Option("--scheduler", "-s", help="ws, pdf, ... [default: ws]")
+    ] = None,
     set_: SetOpt = None,
     param: ParamOpt = None,
     seed: Annotated[int, typer.Option("--seed", help="random seed of the scheduler")] = 0,
@@ -134,7 +150,7 @@ def run_cmd(
     window: WindowOpt = None,
     iterations: IterationsOpt = None,
     sample_iterations: SampleOpt = None,
-    sample_precision: PrecisionOpt = 0.5,
+    sample_precision: PrecisionOpt = None,
     progress: ProgressOpt = None,
 ) -> None:
     """Replay a trace under one scheduler, or a job set under a processor controller."""
@@ -151,15 +167,23 @@ def run_cmd(
         from simsched.machine import load_machine
 
         quantum = quantum_cycles(load_machine(machine, parse_kv(set_, "--set") or None), quantum_ms)
+    precision = _precision(sample_iterations, sample_precision)
     if jobs is not None:
-        if sample_iterations is not None:
-            raise ConfigError("--sample-iterations applies to --trace runs")
+        # each job of a job set names its own scheduler and trace; sampling is per trace
+        for given, name, why in (
+            (sample_iterations, "--sample-iterations", ""),
+            (scheduler, "--scheduler", " (a job set's file names each job's scheduler)"),
+            (iterations, "--iterations", ""),
+        ):
+            if given is not None:
+                raise ConfigError(f"{name} applies to --trace runs{why}")
         _run_jobs(
             jobs, machine, controller, quantum, set_, param, seed, json_, out, window, progress
         )
         return
     if controller is not None or quantum is not None:
         raise ConfigError("--controller and --quantum apply to --jobs runs")
+    scheduler = scheduler or "ws"
     params, overrides = _split(set_, param, [scheduler])
     res = simsched.run(
         trace,
@@ -173,7 +197,7 @@ def run_cmd(
         window=window,
         iterations=iterations,
         sample_iterations=sample_iterations,
-        sample_precision=sample_precision,
+        sample_precision=precision,
     )
     rec = res.record
     note = no_iterations_note(trace, scheduler, rec["trace_iterations"]) if trace else ""
@@ -381,7 +405,7 @@ def compare_cmd(
     window: WindowOpt = None,
     iterations: IterationsOpt = None,
     sample_iterations: SampleOpt = None,
-    sample_precision: PrecisionOpt = 0.5,
+    sample_precision: PrecisionOpt = None,
     progress: ProgressOpt = None,
 ) -> None:
     """Run several schedulers on one trace and machine and compare them."""
@@ -408,7 +432,7 @@ def compare_cmd(
         window=window,
         iterations=iterations,
         sample_iterations=sample_iterations,
-        sample_precision=sample_precision,
+        sample_precision=_precision(sample_iterations, sample_precision),
         progress=want_progress(progress),
     )
     if out is not None:

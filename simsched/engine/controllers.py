@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from simsched.engine.allot import deq_allot, equi_allot
 from simsched.errors import ConfigError
-from simsched.params import Param, ParamSchema, coerce
+from simsched.params import MAX_QUANTUM, Param, ParamSchema, coerce
 
 if TYPE_CHECKING:
     from simsched.machine import Machine
@@ -71,16 +71,19 @@ PLACEMENTS = ("sockets", "any")
 
 
 def check_quantum(quantum: int, what: str) -> int:
-    """``quantum`` (cycles) when it is 0 (none) or at least :data:`MIN_QUANTUM`.
+    """``quantum`` (cycles) when it is 0 (none) or from :data:`MIN_QUANTUM` to
+    :data:`~simsched.params.MAX_QUANTUM`.
 
     Raises
     ------
     ConfigError
-        ``quantum`` is negative or between 1 and ``MIN_QUANTUM - 1``.
+        ``quantum`` is negative, between 1 and ``MIN_QUANTUM - 1``, or above ``MAX_QUANTUM``.
     """
     q = int(quantum)
     if q < 0:
         raise ConfigError(f"{what}: quantum {q} must be >= 0 cycles")
+    if q > MAX_QUANTUM:
+        raise ConfigError(f"{what}: quantum {q} cycles is above the limit of 2^40 cycles")
     if 0 < q < MIN_QUANTUM:
         raise ConfigError(
             f"{what}: quantum {q} cycles is below the floor of {MIN_QUANTUM} "

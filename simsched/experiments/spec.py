@@ -323,6 +323,13 @@ class SweepSpec(_Strict):
             raise ValueError("sample_iterations applies to single programs, not to job sets")
         if self.sample_precision is not None and self.sample_iterations is None:
             raise ValueError("sample_precision applies with sample_iterations only")
+        r = self.seeds
+        if isinstance(r, SeedRange) and r.start + r.count - 1 > MAX_SEED:
+            # the last seed, not only the first, must be one (else every point fails in run)
+            raise ValueError(
+                f"seeds: {r.start}..{r.start + r.count - 1} go past the largest seed, "
+                f"{MAX_SEED} (2^63 - 1)"
+            )
         return self
 
 

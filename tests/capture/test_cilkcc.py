@@ -110,6 +110,20 @@ def test_show_rewrite_prints_the_source_lines_rewritten(capsys):
     assert out[: len(lines) - 1] == expected
 
 
+@needs_gcc
+def test_show_rewrite_of_a_source_that_is_not_utf8(tmp_path, capsys):
+    """The preprocessor's warnings quote the source's bytes; reading them as UTF-8 raised a
+    UnicodeDecodeError (a traceback, exit 1)."""
+    from simsched.cli import main
+
+    src = tmp_path / "q.c"
+    src.write_bytes(b"int x = '\x9e;\nint main(){return 0;}\n")
+    with pytest.raises(SystemExit) as e:
+        main(["cc", "--show-rewrite", str(src)])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.split("\n")[1] == "int main(){return 0;}"
+
+
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_cc_help_describes_simsched_cc(flag, capsys):
     from simsched.cli import main

@@ -73,11 +73,36 @@ def test_machine_values_are_bounded_in_the_schema(cli, fib_trace, setting, messa
         (["--seed", "-1"], "seed=-1: must be between 0 and"),
         (["--window", "99999999999999999999"], "window=99999999999999999999: must be between"),
         (["-p", "spawn_policy=parent-first", "-p", "spawn_policy=child-first"], "given twice"),
+        # was ignored (a sweep spec refuses it)
+        (["--sample-precision", "1"], "--sample-precision applies with --sample-iterations"),
     ],
 )
 def test_run_arguments(cli, fib_trace, args, message):
     code, _, err = cli("run", "-t", fib_trace, "-m", "itrs-scaling-2", *args)
     assert code == 2 and message in one_line(err)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        # -s pdf ran every job under its file's scheduler, ws, without a word
+        (["-s", "pdf"], "--scheduler applies to --trace runs (a job set's file names each"),
+        (["--iterations", "auto"], "--iterations applies to --trace runs"),
+        (["--sample-iterations", "3"], "--sample-iterations applies to --trace runs"),
+    ],
+)
+def test_trace_options_with_a_job_set(cli, tmp_path, args, message):
+    jobs = tmp_path / "j.yaml"
+    jobs.write_text("jobs:\n  - {generator: fib, params: {n: 8}}\n")
+    code, _, err = cli("run", "--jobs", jobs, "-m", "itrs-scaling-2", *args)
+    assert code == 2 and message in one_line(err)
+
+
+def test_compare_sample_precision_alone(cli, fib_trace):
+    code, _, err = cli(
+        "compare", "-t", fib_trace, "-m", "itrs-scaling-2", "-s", "ws", "--sample-precision", "1"
+    )
+    assert code == 2 and "--sample-precision applies with" in one_line(err)
 
 
 @pytest.mark.parametrize(

@@ -95,6 +95,10 @@ def test_quanta_and_seeds_on_the_command_line(cli, fib_trace, tmp_path, args, me
         ("seed: 9223372036854775808\n", "seed"),
         ("seed: 1\ncontroller: deq\nquantum: 7\n", "below the floor"),
         ("seed: 1\ncontroller: deq\nquantum_ms: 0.00000001\n", "below the floor"),
+        # 2^63 cycles overflowed the engine's cycle counts (an IndexError, exit 1)
+        ("seed: 1\ncontroller: deq\nquantum: 9223372036854775808\n", "1099511627776"),
+        ("seed: 1\ncontroller: deq\nquantum: 1099511627777\n", "1099511627776"),
+        ("seed: 1\ncontroller: deq\nquantum_ms: 1000000\n", "above the limit of 2^40"),
     ],
 )
 def test_seeds_and_quanta_in_the_file(cli, fib_trace, tmp_path, head, message):

@@ -212,6 +212,11 @@ def test_brace_expansion_is_bounded_before_it_is_built():
         ("seeds=[-1]", "seeds.list[constrained-int].0: Input should be greater than or equal to 0"),
         ("seeds=[]", "seeds.list[constrained-int]: List should have at least 1 item"),
         ("seeds={count: 2, start: -5}", "seeds.SeedRange.start"),
+        # the range's last seed too (status passed it and every point failed in run)
+        (
+            "seeds={count: 2, start: 9223372036854775807}",
+            "seeds: 9223372036854775807..9223372036854775808 go past the largest seed",
+        ),
         ("schedulers.1.seeds=[true]", "schedulers.1.seeds.0: Input should be a valid integer"),
     ],
 )
