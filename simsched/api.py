@@ -939,7 +939,13 @@ def run_jobs(
         cname = controller or js.controller
         cparams = js.controller_params if controller_params is None else controller_params
         q = js.quantum if quantum is None else int(quantum)
-        ctl = get_controller(cname)(m, len(js.jobs), cparams, q)
+        try:
+            ctl = get_controller(cname)(m, len(js.jobs), cparams, q)
+        except ConfigError as exc:
+            if controller is None and controller_params is None and quantum is None and js.source:
+                # every value came from the job file: name it, as its other errors do
+                raise ConfigError(f"{js.source}: {exc}") from None
+            raise
         base.update(
             {
                 "machine": m.name,

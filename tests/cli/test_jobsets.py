@@ -106,6 +106,18 @@ def test_seeds_and_quanta_in_the_file(cli, fib_trace, tmp_path, head, message):
     assert message in err
 
 
+def test_controller_errors_name_the_job_file_they_come_from(cli, fib_trace, tmp_path):
+    head = "seed: 1\ncontroller: equi\nquantum: 5\n"
+    js = _jobset(tmp_path, fib_trace, "", head)
+    assert _refused(cli, "--jobs", js, "-m", MACHINE).startswith(
+        f"simsched: error: {js}: controller 'equi': quantum 5 cycles is below the floor"
+    )
+    # given on the command line, the value is not the file's
+    js = _jobset(tmp_path, fib_trace, "")
+    err = _refused(cli, "--jobs", js, "-m", MACHINE, "--quantum", "5")
+    assert err.startswith("simsched: error: controller 'equi': quantum 5")
+
+
 @pytest.mark.parametrize(
     "head,body,message",
     [
