@@ -346,6 +346,15 @@ MIN_SAMPLES = 2
 DEFAULT_SAMPLE_PRECISION = 0.5
 
 
+def _check_sampled_iterations(iterations: str | None) -> None:
+    """Refuse sampling a run whose ``--iterations none`` removes the iterations: else the
+    trace "has no iterations" and the error suggests ``--iterations auto``."""
+    if iterations == "none":
+        raise ConfigError(
+            "--sample-iterations samples iterations, and --iterations none removes them"
+        )
+
+
 def _sampler(t: Trace, k: int, precision: float | None, name: str) -> IterationSampler | None:
     """The sampler of a run of ``t`` with at least ``k`` samples (more until the interval
     is within ``precision`` % when given), or None when sampling could not leave an
@@ -638,6 +647,7 @@ def run(
             sample_iterations, "sample_iterations", MIN_SAMPLES, MAX_SAMPLES
         )
         sample_precision = _check_precision(sample_precision)
+        _check_sampled_iterations(iterations)
     t0 = time.perf_counter()
     config: dict[str, Any] = {
         "trace": str(trace) if not hasattr(trace, "header") else str(trace.path),
@@ -831,6 +841,8 @@ def compare(
             f"compare: parameter(s) {', '.join(unknown)} belong to none of the schedulers "
             f"{', '.join(c.name for c in classes)}"
         )
+    if kw.get("sample_iterations") is not None:
+        _check_sampled_iterations(kw.get("iterations"))
     m = _machine(machine, kw.get("overrides"))  # a machine that cannot run fails first
     t, owned = _open_trace(trace)
     try:

@@ -87,6 +87,17 @@ def test_samples_must_be_at_least_two(heat):
         _run(heat, "ws", 2, 101)
 
 
+def test_iterations_none_cannot_be_sampled(heat):
+    """``--iterations none`` removes the iterations sampling needs: said as such, not as a
+    trace without iterations (whose advice, ``--iterations auto``, contradicts the run's)."""
+    for call in (
+        lambda: simsched.run(heat, TWO_BY_TWO, "ws", iterations="none", sample_iterations=2),
+        lambda: simsched.compare(heat, TWO_BY_TWO, ["ws"], iterations="none", sample_iterations=2),
+    ):
+        with pytest.raises(ConfigError, match="--iterations none removes them"):
+            call()
+
+
 def test_precision_takes_more_samples(heat):
     loose = _run(heat, "ws", 2)
     tight = _run(heat, "ws", 2, 0.01)  # WS's iterations vary by more: never reached
