@@ -856,6 +856,12 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
     check_size(loaded)  # before any grid below is built
     spec = loaded.spec
     where = str(loaded.path)
+    cache = loaded.trace_cache
+    if any(w.generator is not None for w in spec.workloads) and (
+        cache.exists() and not cache.is_dir()
+    ):
+        # else every generated point fails when it makes its trace
+        raise ConfigError(f"{where}: trace_cache {cache}: exists and is not a folder")
     for i, s in enumerate(spec.schedulers):
         try:
             cls = get_scheduler(s.name)

@@ -240,6 +240,8 @@ def test_seeds_are_non_negative_integers(tmp_path, edit, message):
         ("workloads.1.grid={n_build: [100, -3]}", "workloads.1: workload hashjoin"),
         ("workloads.0={trace: missing.sst}", "workloads.0: trace missing.sst: no such file"),
         ("exclude=[{scheduler: [ws, pdf]}]", "the sweep has no points"),
+        # every generated point failed making its trace
+        ("trace_cache=s.yaml", "s.yaml: exists and is not a folder"),
     ],
 )
 def test_check_spec_reports_the_first_problem_before_any_point(tmp_path, edit, message):
