@@ -36,7 +36,7 @@ from simsched.engine.record import (
     write_parquet_atomic,
 )
 from simsched.engine.replay import DEFAULT_WINDOW, Engine, EngineResult
-from simsched.errors import ConfigError, SimschedError
+from simsched.errors import ConfigError, SimschedError, Terminated
 from simsched.files import write_json_atomic
 
 # Defined with the machine model; kept importable from here.
@@ -764,10 +764,10 @@ def _write_record(out: Path, rec: dict[str, Any]) -> None:
 
 def _write_error(out: Path, base: dict[str, Any], exc: BaseException, t0: float) -> None:
     """Write the record of a failed run (``status: error``, the message) or of one
-    stopped by Ctrl-C (``status: interrupted``) to ``out``."""
+    stopped by Ctrl-C or SIGTERM (``status: interrupted``) to ``out``."""
     rec = {**base, "status": "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"}
     if isinstance(exc, KeyboardInterrupt):
-        msg = "interrupted (Ctrl-C)"
+        msg = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
     elif isinstance(exc, SimschedError):
         msg = str(exc)
     else:

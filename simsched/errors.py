@@ -52,3 +52,9 @@ class OutputError(SimschedError):
 
     def __reduce__(self) -> tuple:  # keep errno across processes (sweep workers)
         return (type(self), (str(self), self.errno))
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process was (``simsched`` turns the signal into this) so
+    that it unwinds as after Ctrl-C: temporaries removed, a failed run's record written.
+    A ``KeyboardInterrupt``, so every handler of Ctrl-C also handles it."""

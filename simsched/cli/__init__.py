@@ -15,7 +15,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from simsched.errors import SimschedError
+from simsched.errors import SimschedError, Terminated
 from simsched.files import describe_os_error
 
 if TYPE_CHECKING:
@@ -143,6 +143,39 @@ def _stdout_was_closed() -> bool:
     return True
 
 
+def _stopped(resumes: bool, terminated: list[int]) -> NoReturn:
+    """End an interrupted command: Ctrl-C (status 130) or SIGTERM (143)."""
+    how, status = ("terminated (SIGTERM)", 143) if terminated else ("interrupted (Ctrl-C)", 130)
+    if resumes:
+        how += "; finished points are kept, run the command again to resume"
+    fail(how, status)
+
+
+def _unwind_on_sigterm() -> list[int]:
+    """Make SIGTERM unwind the command like Ctrl-C; returns the list it notes arrivals in.
+
+    A batch system stops a job that reaches its time limit with SIGTERM (SLURM, then
+    SIGKILL after a grace period).  Python's default ends the process at once, leaving the
+    temporary file of an output being written and no record of the run; raised as
+    KeyboardInterrupt, the signal runs every ``finally`` (temporaries removed, a failed
+    run's record written, a sweep's finished points kept) and the process ends with the
+    conventional status 143.
+    """
+    import signal
+    import threading
+
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        return got  # signal handlers can only be set from the main thread
+
+    def on_term(signum: int, frame: object) -> None:
+        got.append(signum)
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, on_term)
+    return got
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``simsched`` console script.
 
@@ -152,11 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     """
     args = sys.argv[1:] if argv is None else list(argv)
     # Only sweeps resume (their finished points are kept); elsewhere say no more.
-    interrupted = (
-        "interrupted; finished points are kept, run the command again to resume"
-        if args[:2] == ["sweep", "run"]
-        else "interrupted (Ctrl-C)"
-    )
+    resumes = args[:2] == ["sweep", "run"]
     if args == ["--version"]:
         # The most common quick question needs neither typer nor any command module.
         from simsched.identity import version
@@ -167,6 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     from typer import TyperException
 
     command = next((a for a in args if not a.startswith("-")), None)
+    terminated = _unwind_on_sigterm()
     try:
         try:
             status = build_app(command)(args=args, standalone_mode=False)
@@ -177,10 +207,12 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             sys.stdout.flush()
         if status == 130:  # typer's answer to KeyboardInterrupt
-            fail(interrupted, 130)
+            _stopped(resumes, terminated)
     except KeyboardInterrupt:
-        fail(interrupted, 130)
+        _stopped(resumes, terminated)
     except typer.Abort:
+        if terminated:  # click turns an interrupt into Abort in some places
+            _stopped(resumes, terminated)
         fail("aborted")
     except TyperException as exc:  # usage errors: typer's own (rich) one-paragraph message
         try:

@@ -36,7 +36,7 @@ def load_jobs_record(path: str | Path) -> dict[str, Any]:
     if isinstance(rec, dict) and rec.get("kind") == "jobs" and rec.get("status") != "ok":
         if rec.get("status") == "interrupted":
             raise ConfigError(
-                f"{p}: the multi-job run was interrupted (Ctrl-C) before it ended: "
+                f"{p}: the multi-job run was interrupted (Ctrl-C or SIGTERM) before it ended: "
                 "no allotment was recorded (run it again to draw one)"
             )
         raise ConfigError(f"{p}: the multi-job run failed ({rec.get('error') or '?'})")

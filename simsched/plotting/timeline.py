@@ -50,7 +50,9 @@ def load_timeline(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, An
     except ValueError as exc:
         raise ConfigError(f"{rec_path}: not JSON ({exc})") from None
     if record.get("status") == "interrupted":
-        raise ConfigError(f"{rec_path}: the run was interrupted (Ctrl-C): no timeline to draw")
+        raise ConfigError(
+            f"{rec_path}: the run was interrupted (Ctrl-C or SIGTERM): no timeline to draw"
+        )
     if record.get("status") != "ok":
         raise ConfigError(f"{rec_path}: the run failed ({record.get('error', '?')})")
     try:

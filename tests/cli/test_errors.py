@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
+import subprocess
+import sys
+import time
 
 import pytest
 
-from tests.cli.conftest import run_process
+from tests.cli.conftest import ROOT, run_process
 
 
 def one_line(err: str) -> str:
@@ -285,3 +289,48 @@ def test_dangling_symlink_output_creates_no_folders(cli, fib_trace, tmp_path, wh
     assert code == 2
     assert "is a symbolic link to " in one_line(err) and "does not exist" in err
     assert not (tmp_path / "target").exists()
+
+
+def test_sigterm_unwinds_like_ctrl_c(tmp_path):
+    """A batch system's SIGTERM (a job's time limit) used to end the process on the spot,
+    leaving the output's temporary file behind; now it unwinds: one line, status 143, no
+    temporary left.  ``trace import`` of a named pipe nobody writes to waits for ever with
+    its temporary output already made."""
+    fifo = tmp_path / "raw"
+    os.mkfifo(fifo)
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = "import sys; from simsched.cli import main; main(sys.argv[1:])"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "trace", "import", str(fifo), "-o", str(out / "x.sst")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while not any(out.iterdir()) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert (stdout, stderr) == ("", "simsched: error: terminated (SIGTERM)\n")
+    assert sorted(out.iterdir()) == []
+
+
+def test_sigterm_writes_the_runs_record(tmp_path, fib_trace, monkeypatch):
+    """A run stopped by SIGTERM records it as such (its record said Ctrl-C)."""
+    import simsched
+    from simsched.engine.replay import Replay
+    from simsched.errors import Terminated
+
+    def stop(self: object) -> None:
+        raise Terminated
+
+    monkeypatch.setattr(Replay, "run", stop)
+    with pytest.raises(Terminated):
+        simsched.run(fib_trace, "itrs-scaling-2", "ws", out_dir=tmp_path / "r")
+    rec = json.loads((tmp_path / "r" / "result.json").read_text())
+    assert (rec["status"], rec["error"]) == ("interrupted", "terminated (SIGTERM)")

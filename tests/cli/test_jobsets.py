@@ -218,5 +218,5 @@ def test_ctrl_c_during_run_jobs_records_interrupted(cli, fib_trace, tmp_path, mo
     assert rec["status"] == "interrupted" and rec["kind"] == "jobs"
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "result.json"]
     code, _, err = cli("plot", "allotment", out, "-o", tmp_path / "a.png")
-    assert code == 2 and "interrupted (Ctrl-C) before it ended" in err
+    assert code == 2 and "interrupted (Ctrl-C or SIGTERM) before it ended" in err
     assert err.count("\n") == 1
