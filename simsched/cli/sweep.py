@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from simsched.cli._common import print_table
+from simsched.cli._common import err_console, print_table
 
 sweep_app = typer.Typer(help="Run sweeps of simulations from a YAML spec.", no_args_is_help=True)
 results_app = typer.Typer(help="Show and export the results of sweeps.", no_args_is_help=True)
@@ -172,7 +172,7 @@ def show_cmd(
     from simsched.errors import ConfigError
     from simsched.experiments.store import filter_frame, load_results, select_columns
 
-    df = load_results(path)
+    df = load_results(path, warn=_warn)
     if list_columns:
         print("\n".join(df.columns))
         return
@@ -201,6 +201,11 @@ def show_cmd(
         raise ConfigError(f"--format {fmt!r}: use table, csv or json")
 
 
+def _warn(message: str) -> None:
+    """Report a damaged row of a results store on stderr (the command goes on without it)."""
+    err_console.print(f"warning: {message}")
+
+
 def _isna(v: object) -> bool:
     return v is None or (isinstance(v, float) and v != v)
 
@@ -223,7 +228,7 @@ def export_cmd(
     from simsched.experiments import export_results
     from simsched.files import is_stream
 
-    target = export_results(path, out, where)
+    target = export_results(path, out, where, warn=_warn)
     if not is_stream(target):  # -o /dev/stdout: the table is the output
         print(target)
 
@@ -245,7 +250,7 @@ def plot_sweep(
     from simsched.experiments.store import filter_frame, load_results
     from simsched.plotting import save, sweep_figure
 
-    df = filter_frame(load_results(path), where or [])
+    df = filter_frame(load_results(path, warn=_warn), where or [])
     print(save(sweep_figure(df, x, y, hue, kind=kind, col=col, logx=logx), out))
 
 

@@ -10,7 +10,9 @@ Layout of a sweep's output folder::
 
 ``row.json`` is the source of truth and is written atomically (temporary file in the same
 folder, then ``os.replace``), so a killed runner leaves every point either finished or not
-started.  ``results.parquet`` is derived: it is rebuilt from the rows after every sweep and by
+started; a ``row.json`` damaged afterwards (not a JSON object of table values) counts as not
+finished too (a sweep runs the point again), and reading the results reports it.
+``results.parquet`` is derived: it is rebuilt from the rows after every sweep and by
 :func:`load_results` when it is stale (it records a fingerprint of the rows it holds), so it
 can never disagree with them for long; reading a read-only folder builds the table in memory.  One row per point,
 configuration columns first (see :meth:`simsched.experiments.spec.Point.columns`), then the
@@ -29,6 +31,8 @@ import fcntl
 import json
 import os
 import re
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -118,11 +122,36 @@ def point_dir(out_dir: str | Path, point_id: str) -> Path:
 
 def read_row(out_dir: str | Path, point_id: str) -> dict[str, Any] | None:
     """The finished row of a point, or ``None`` if it has not finished (or is unreadable)."""
-    path = point_dir(out_dir, point_id) / ROW_FILE
+    return _load_row(point_dir(out_dir, point_id) / ROW_FILE)[0]
+
+
+# Integers a Parquet column holds (int64); simsched never writes a larger one.
+_INT64 = range(-(2**63), 2**63)
+
+
+def _load_row(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """A ``row.json`` and, when it cannot be used, why not (``None``: it is fine or absent).
+
+    Rows are written atomically, so one that is not a JSON object of table values was
+    damaged after the fact; like a point that never finished, it has no row (a sweep runs
+    the point again), and :func:`iter_rows` reports it.
+    """
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+        row = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"cannot read ({exc.strerror})"
+    except RecursionError:  # json recurses per nesting level: [[[[... blows the stack
+        return None, "JSON nested too deeply"
+    except ValueError as exc:  # also bytes that are not UTF-8
+        return None, f"not JSON ({exc})"
+    if not isinstance(row, dict):
+        return None, f"not a JSON object ({type(row).__name__})"
+    for key, value in row.items():
+        if isinstance(value, int) and value not in _INT64:
+            return None, f"field {key!r} is out of the 64-bit integer range"
+    return row, None
 
 
 def merge_row(columns: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
@@ -176,15 +205,35 @@ def save_row(out_dir: str | Path, point_id: str, row: dict[str, Any]) -> None:
     write_json_atomic(point_dir(out_dir, point_id) / ROW_FILE, row, sort_keys=False)
 
 
-def iter_rows(out_dir: str | Path) -> list[dict[str, Any]]:
-    """Every finished row under ``out_dir/points``, ordered by point id."""
+def iter_rows(
+    out_dir: str | Path, damaged: list[tuple[str, str]] | None = None
+) -> list[dict[str, Any]]:
+    """Every finished row under ``out_dir/points``, ordered by point id.
+
+    Parameters
+    ----------
+    out_dir
+        The store's folder.
+    damaged
+        When given, receives ``(point_id, reason)`` for every ``row.json`` that exists but
+        cannot be used (see :func:`_load_row`); such rows are left out.
+
+    Returns
+    -------
+    list[dict]
+        The rows.
+    """
     root = Path(out_dir) / POINTS_DIR
     rows = []
     if root.is_dir():
         for sub in sorted(root.iterdir()):
-            row = read_row(out_dir, sub.name)
+            if not sub.is_dir():  # a stray file beside the point folders is no point
+                continue
+            row, problem = _load_row(sub / ROW_FILE)
             if row is not None:
                 rows.append(row)
+            elif problem is not None and damaged is not None:
+                damaged.append((sub.name, problem))
     return rows
 
 
@@ -232,8 +281,11 @@ def sort_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df.iloc[order].reset_index(drop=True)
 
 
-# Key of the Parquet file's metadata holding the fingerprint of the rows it was built from.
+# Keys of the Parquet file's metadata: the fingerprint of the rows it was built from, and
+# the damaged rows left out of it (JSON ``[[point_id, reason], ...]``), so that a current
+# table still reports them each time it is read.
 _ROWS_KEY = b"simsched.rows"
+_DAMAGED_KEY = b"simsched.damaged"
 
 
 def rows_fingerprint(out_dir: str | Path) -> str:
@@ -257,16 +309,14 @@ def rows_fingerprint(out_dir: str | Path) -> str:
     return h.hexdigest()
 
 
-def _table_fingerprint(path: Path) -> str | None:
-    """The rows fingerprint stored in a results table (None: none, or unreadable)."""
+def _table_meta(path: Path) -> dict[bytes, bytes]:
+    """The metadata of a results table (empty: none, or the file is unreadable)."""
     import pyarrow.parquet as pq
 
     try:
-        meta = pq.read_schema(path).metadata or {}
-    except (OSError, ValueError):
-        return None
-    value = meta.get(_ROWS_KEY)
-    return value.decode() if value is not None else None
+        return dict(pq.read_schema(path).metadata or {})
+    except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
+        return {}
 
 
 def _rows_table(out: Path) -> tuple[Any, str]:
@@ -274,9 +324,14 @@ def _rows_table(out: Path) -> tuple[Any, str]:
     import pyarrow as pa
 
     fingerprint = rows_fingerprint(out)
-    df = sort_rows(rows_to_frame(iter_rows(out)))
+    damaged: list[tuple[str, str]] = []
+    df = sort_rows(rows_to_frame(iter_rows(out, damaged)))
     table = pa.Table.from_pandas(df, preserve_index=False)
-    meta = {**(table.schema.metadata or {}), _ROWS_KEY: fingerprint.encode()}
+    meta = {
+        **(table.schema.metadata or {}),
+        _ROWS_KEY: fingerprint.encode(),
+        _DAMAGED_KEY: json.dumps(damaged).encode(),
+    }
     return table.replace_schema_metadata(meta), fingerprint
 
 
@@ -296,32 +351,58 @@ def consolidate(out_dir: str | Path) -> Path:
     return target
 
 
-def _current_rows(out: Path) -> pd.DataFrame:
+def _current_rows(out: Path, warn: Callable[[str], None]) -> pd.DataFrame:
     """The rows of a sweep folder as its table holds them, writing nothing unless needed.
 
     A table whose fingerprint matches the rows is read as it is.  A stale one (or none) is
     rebuilt; when the folder cannot be written (read-only file system, full disk,
     permission) the table is built in memory instead: reading results never needs to write.
+    Every damaged row left out of the table is reported through ``warn``.
     """
     import io
 
     import pyarrow.parquet as pq
 
     target = out / RESULTS_FILE
-    stored = _table_fingerprint(target) if target.is_file() else None
-    if stored is not None and stored == rows_fingerprint(out):
-        return pd.read_parquet(target)
+    meta = _table_meta(target) if target.is_file() else {}
+    source: Path | io.BytesIO = target
+    if meta.get(_ROWS_KEY) != rows_fingerprint(out).encode():
+        try:
+            consolidate(out)
+            meta = _table_meta(target)
+        except OutputError:
+            table, _ = _rows_table(out)
+            source = io.BytesIO()  # through Parquet, so the column types are those of the file
+            pq.write_table(table, source)
+            source.seek(0)
+            meta = table.schema.metadata
+    for point_id, problem in json.loads(meta.get(_DAMAGED_KEY, b"[]")):
+        warn(f"{point_dir(out, point_id) / ROW_FILE}: {problem}; the point is left out")
+    return pd.read_parquet(source)
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    """A results file (``.parquet``, else CSV) as a DataFrame.
+
+    Raises
+    ------
+    ConfigError
+        The file is empty, truncated, not of its format, or not UTF-8 text (CSV).
+    """
+    what = "Parquet table" if path.suffix == ".parquet" else "CSV table"
     try:
-        return pd.read_parquet(consolidate(out))
-    except OutputError:
-        table, _ = _rows_table(out)
-        buf = io.BytesIO()  # through Parquet, so the column types are those of the file
-        pq.write_table(table, buf)
-        buf.seek(0)
-        return pd.read_parquet(buf)
+        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc})") from None
+    except ValueError as exc:  # ArrowInvalid, EmptyDataError, ParserError, UnicodeDecodeError
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = re.sub(r"^Could not open Parquet input source '.*?': ", "", detail)
+        raise ConfigError(f"{path}: not a readable {what} ({detail})") from None
 
 
-def load_results(path: str | Path, *, refresh: bool = True) -> pd.DataFrame:
+def load_results(
+    path: str | Path, *, refresh: bool = True, warn: Callable[[str], None] | None = None
+) -> pd.DataFrame:
     """Load a sweep's results as a DataFrame.
 
     Parameters
@@ -333,6 +414,9 @@ def load_results(path: str | Path, *, refresh: bool = True) -> pd.DataFrame:
         sweep that is still running or was killed visible up to its last finished point).
         A current table is read as it is; a stale one is rebuilt, or, when the folder
         cannot be written, the rows are read in memory (nothing is written).
+    warn
+        Receives one line per damaged ``row.json`` left out (a point a sweep runs again);
+        default: :func:`warnings.warn`.
 
     Returns
     -------
@@ -342,19 +426,17 @@ def load_results(path: str | Path, *, refresh: bool = True) -> pd.DataFrame:
     Raises
     ------
     ConfigError
-        The path is neither a sweep folder nor a results file.
+        The path is neither a sweep folder nor a results file, or that file is damaged.
     """
     p = Path(path)
     if p.is_dir():
         if (p / POINTS_DIR).is_dir() and refresh:
-            return _current_rows(p)
+            return _current_rows(p, warn or _warn)
         if (p / RESULTS_FILE).is_file():
-            return pd.read_parquet(p / RESULTS_FILE)
+            return _read_table(p / RESULTS_FILE)
         raise ConfigError(f"{p}: not a sweep output folder (no {POINTS_DIR}/ or {RESULTS_FILE})")
-    if p.suffix == ".parquet" and p.is_file():
-        return pd.read_parquet(p)
-    if p.suffix == ".csv" and p.is_file():
-        return pd.read_csv(p)
+    if p.suffix in (".parquet", ".csv") and p.is_file():
+        return _read_table(p)
     raise ConfigError(f"{p}: no such sweep folder or results file (.parquet, .csv)")
 
 
@@ -442,7 +524,16 @@ def select_columns(df: pd.DataFrame, columns: list[str] | None) -> pd.DataFrame:
     return df[columns]
 
 
-def export_results(path: str | Path, target: str | Path, wheres: list[str] | None = None) -> Path:
+def _warn(message: str) -> None:
+    warnings.warn(message, stacklevel=4)
+
+
+def export_results(
+    path: str | Path,
+    target: str | Path,
+    wheres: list[str] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> Path:
     """Write a sweep's results to ``target`` (``.csv`` or ``.parquet``) atomically.
 
     A device, FIFO or ``/dev/...`` name without one of those suffixes (``/dev/stdout``)
@@ -452,6 +543,8 @@ def export_results(path: str | Path, target: str | Path, wheres: list[str] | Non
     ------
     ConfigError
         The target has another suffix, or the source is not a sweep.
+
+    ``warn`` receives the damaged rows left out (see :func:`load_results`).
     """
     target = Path(target)
     fmt = target.suffix
@@ -460,7 +553,7 @@ def export_results(path: str | Path, target: str | Path, wheres: list[str] | Non
         if not is_stream(target):
             raise ConfigError(f"{target}: export to a .csv or .parquet file")
         fmt = ".csv"
-    df = filter_frame(load_results(path), wheres or [])
+    df = filter_frame(load_results(path, warn=warn), wheres or [])
     with atomic_output(target) as tmp:
         if fmt == ".csv":
             df.to_csv(tmp, index=False)

@@ -246,3 +246,59 @@ def test_results_commands_read_a_read_only_folder(tmp_path, read_only, capsys, s
     run("plot", "sweep", str(sweep), "--x", "v", "--y", "v", "-o", str(tmp_path / "f.png"))
     assert (tmp_path / "f.png").stat().st_size > 0
     assert sorted(p.name for p in sweep.iterdir()) == ["points", "results.parquet"]
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"[1, 2]", "not a JSON object (list)"),
+        (b'"x"', "not a JSON object (str)"),
+        (b"null", "not a JSON object (NoneType)"),
+        (b"", "not JSON"),
+        (b"{x", "not JSON"),
+        (b"\xff\xfe", "not JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, "JSON nested too deeply"),
+        (b'{"point_id": "id9", "v": 1180591620717411303424}', "field 'v' is out of the 64-bit"),
+    ],
+)
+def test_a_damaged_row_is_left_out_and_reported_each_time(tmp_path, read_only, content, problem):
+    """Used to fail with AttributeError, RecursionError or OverflowError, or to drop the row
+    without a word."""
+    _rows(tmp_path, range(2))
+    bad = point_dir(tmp_path, "id9") / "row.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(content)
+    (tmp_path / "points" / "stray.txt").write_text("not a point")  # no point: no warning
+    for _ in range(2):  # built, then read from the current table: reported both times
+        said: list[str] = []
+        assert list(load_results(tmp_path, warn=said.append)["v"]) == [0, 1]
+        assert len(said) == 1 and said[0].startswith(f"{bad}: {problem}"), said
+    _rows(tmp_path, [2])
+    read_only.add(tmp_path)  # stale in a read-only folder: built in memory, reported too
+    said = []
+    assert list(load_results(tmp_path, warn=said.append)["v"]) == [0, 1, 2]
+    assert len(said) == 1 and problem in said[0]
+    with pytest.warns(UserWarning, match="the point is left out"):
+        load_results(tmp_path)  # library callers get a Python warning
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("r.parquet", b"", "not a readable Parquet table"),
+        ("r.parquet", b"PAR1junk", "not a readable Parquet table"),
+        ("r.csv", b"", "not a readable CSV table"),
+        ("r.csv", bytes(range(128, 256)), "not a readable CSV table"),
+        ("r.csv", b'a,b\n1,"2\n', "not a readable CSV table"),
+    ],
+)
+def test_damaged_results_files(tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(ConfigError, match=f"^{path}: {message}"):
+        load_results(path)
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "results.parquet").write_bytes(b"junk")  # a table without its rows
+    with pytest.raises(ConfigError, match="results.parquet: not a readable Parquet table"):
+        load_results(only)
