@@ -47,22 +47,6 @@ COUNTER_BUCKETS = 400
 _MEM = ("private_misses", "llc_misses", "dram_local", "dram_remote")
 
 
-def _trace_paths(folder: Path, record: dict[str, Any]) -> list[Path | None]:
-    """The run's trace per job, from ``config.json`` or ``point.json`` (None: unknown)."""
-    n = len(record["jobs"]) if record.get("kind") == "jobs" else 1
-    paths: list[Any] = [None] * n
-    try:
-        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        paths = [j["trace"] for j in cfg["jobs"]] if "jobs" in cfg else [cfg["trace"]]
-    except (OSError, ValueError, KeyError, TypeError):
-        try:
-            point = json.loads((folder / "point.json").read_text(encoding="utf-8"))
-            paths = [point["workload"]["path"]]
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    return [Path(p) if p is not None and Path(p).is_file() else None for p in paths]
-
-
 def _releases(trace: Any, core: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per strand released on another core than its releaser: (releaser, strand, edge kind).
 
@@ -125,6 +109,7 @@ def chrome_trace(result: str | os.PathLike, trace: str | os.PathLike | None = No
         No result or timeline there, a failed run, a timeline without per-strand counters
         (written by an older simsched: run again), or a trace that is not the run's.
     """
+    from simsched.plotting.runfolder import TIMELINE_FILE, check_frames, run_trace_paths
     from simsched.plotting.timeline import load_timeline, subtree_of_frames
     from simsched.trace import open_trace
 
@@ -139,16 +124,12 @@ def chrome_trace(result: str | os.PathLike, trace: str | os.PathLike | None = No
     jobs = record.get("jobs") if record.get("kind") == "jobs" else None
     names = [j["name"] for j in jobs] if jobs else [str(record.get("trace_program", "run"))]
     digests = [j.get("trace_digest") for j in jobs] if jobs else [record.get("trace_digest")]
-    paths: list[Path | None] = _trace_paths(folder, record)
+    paths: list[Path | None] = run_trace_paths(folder, len(names))
     if trace is not None:
         if jobs:
             raise ConfigError("--trace applies to single runs; a job set's config names its traces")
         paths = [Path(trace)]
-    mc = (
-        json.loads(record["machine_config"])
-        if isinstance(record.get("machine_config"), str)
-        else record.get("machine_config") or {}
-    )
+    mc = record.get("machine_config") or {}  # parsed and checked by load_timeline
     ghz = float(mc.get("clock_ghz") or 1.0)
     tl = _Timeline(arrays, ghz)
     events = tl.tracks(names if jobs else None)
@@ -163,7 +144,16 @@ def chrome_trace(result: str | os.PathLike, trace: str | os.PathLike | None = No
                 if digests[j] is not None and tr.header.digest != digests[j]:
                     if trace is not None:
                         raise ConfigError(f"--trace {trace}: not the run's trace (digest differs)")
+                elif len(mine) != tr.header.n_strands:
+                    # Release flows index the trace's strands by the timeline's rows.
+                    raise ConfigError(
+                        f"{folder / TIMELINE_FILE}: {len(mine)} strands of {names[j]}, but "
+                        f"its trace {path} has {tr.header.n_strands}"
+                    )
                 else:
+                    check_frames(
+                        folder / TIMELINE_FILE, tl.frame[mine], len(tr.frames.parent), path
+                    )
                     sub = subtree_of_frames(tr.frames.parent, tr.frames.level, None, tl.P)[
                         tl.frame[mine]
                     ]

@@ -154,3 +154,27 @@ def test_cli_export_timeline(ms_run, tmp_path, capsys):
         main(["export", "timeline", str(tmp_path / "nope"), "-o", str(out)])
     assert info.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_damaged_run_folder_is_a_config_error(ms_run, tmp_path):
+    """Used to end in IndexError, JSONDecodeError or TypeError inside the export."""
+    import shutil
+
+    d = shutil.copytree(ms_run / "run", tmp_path / "run")
+    with np.load(d / "timeline.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    np.savez(d / "timeline.npz", **{**arrays, "core": arrays["core"] + 1000})
+    with pytest.raises(ConfigError, match=f"^{d / 'timeline.npz'}: array 'core' names core"):
+        chrome_trace(d)
+    np.savez(d / "timeline.npz", **{**arrays, "frame": arrays["frame"] + 10**9})
+    with pytest.raises(ConfigError, match="array 'frame' names frame 10000"):
+        chrome_trace(d)
+    np.savez(d / "timeline.npz", **arrays)
+    cfg = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**cfg, "trace": 5}))
+    with pytest.raises(ConfigError, match="config.json: field 'trace' is not a path"):
+        chrome_trace(d)
+    rec = json.loads((d / "result.json").read_text())
+    (d / "result.json").write_text(json.dumps({**rec, "machine_config": "zz"}))
+    with pytest.raises(ConfigError, match="result.json: field 'machine_config' is not JSON"):
+        chrome_trace(d)

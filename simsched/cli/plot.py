@@ -32,28 +32,21 @@ def timeline(
     ] = None,
 ) -> None:
     """Draw per-core strand timelines of one run, coloured by subtree or socket."""
-    import json
-
     from simsched.errors import ConfigError
     from simsched.plotting.figures import figure_format, save
+    from simsched.plotting.runfolder import TIMELINE_FILE, check_frames, run_trace_paths
     from simsched.plotting.timeline import load_timeline, plot_timeline, subtree_of_frames
 
     if color_by not in ("subtree", "socket"):
         raise ConfigError(f"--color-by {color_by!r}: use subtree or socket")
     figure_format(out)
     arrays, record = load_timeline(result)
+    folder = result if result.is_dir() else result.parent
     subtree = None
     if color_by == "subtree":
         tpath = trace
-        if tpath is None:
-            folder = result if result.is_dir() else result.parent
-            try:
-                cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-                tpath = Path(cfg["trace"])
-            except (OSError, ValueError, KeyError, TypeError):
-                tpath = None
-            if tpath is not None and not tpath.exists():
-                tpath = None
+        if tpath is None and record.get("kind") != "jobs":  # a job set has a trace per job
+            tpath = run_trace_paths(folder)[0]
         if tpath is not None:
             from simsched.trace import open_trace
 
@@ -71,6 +64,7 @@ def timeline(
                         raise ConfigError(
                             f"--level {level}: the trace's frames have levels 1 to {deepest}"
                         )
+                    check_frames(folder / TIMELINE_FILE, arrays["frame"], len(levels), tpath)
                     subtree = subtree_of_frames(
                         t.frames.parent, levels, level, len(arrays["socket_of_core"])
                     )

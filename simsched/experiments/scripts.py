@@ -10,7 +10,6 @@ because every figure and table is written to a temporary file and renamed.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -22,6 +21,7 @@ import pandas as pd
 from simsched.canonical import strict_json
 from simsched.errors import ConfigError
 from simsched.experiments.store import load_ok_results
+from simsched.plotting.runfolder import TIMELINE_FILE, read_record, read_timeline
 
 PROG = "make_figures.py"
 
@@ -151,15 +151,10 @@ def load_run(
         Status 2, after one line on stderr, when the folder is not such a run.
     """
     try:
-        record = json.loads((run / "result.json").read_text())
-    except (OSError, ValueError) as exc:
-        usage_error(f"{run / 'result.json'}: not a `simsched run --out` record ({exc})", prog)
-    if not isinstance(record, dict) or record.get("trace_digest") != digest:
-        usage_error(f"{run}: a run of another trace than {trace} (digests differ)", prog)
-    path = run / "timeline.npz"
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            timeline = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError) as exc:
-        usage_error(f"{path}: not a timeline of a `simsched run --out` ({exc})", prog)
+        record = read_record(run)
+        if record.get("trace_digest") != digest:
+            usage_error(f"{run}: a run of another trace than {trace} (digests differ)", prog)
+        timeline = read_timeline(run / TIMELINE_FILE, record)
+    except ConfigError as exc:
+        usage_error(str(exc), prog)
     return record, timeline

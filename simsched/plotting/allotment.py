@@ -11,7 +11,6 @@ scheduler reports one).  The series is a step function: an entry holds until the
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,28 +18,22 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from simsched.errors import ConfigError
-from simsched.plotting.figures import style
+from simsched.plotting.figures import literal, style
+from simsched.plotting.runfolder import read_record, result_file
 
 
 def load_jobs_record(path: str | Path) -> dict[str, Any]:
     """The multi-job result record in ``path`` (a ``run --out`` folder or its result.json)."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / "result.json"
-    try:
-        rec = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such result file") from None
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{p}: not a result record ({exc})") from None
-    if isinstance(rec, dict) and rec.get("kind") == "jobs" and rec.get("status") != "ok":
+    p = result_file(path)
+    rec = read_record(p)  # checks the types of jobs and allotment
+    if rec.get("kind") == "jobs" and rec.get("status") != "ok":
         if rec.get("status") == "interrupted":
             raise ConfigError(
                 f"{p}: the multi-job run was interrupted (Ctrl-C or SIGTERM) before it ended: "
                 "no allotment was recorded (run it again to draw one)"
             )
         raise ConfigError(f"{p}: the multi-job run failed ({rec.get('error') or '?'})")
-    if not isinstance(rec, dict) or rec.get("kind") != "jobs" or "allotment" not in rec:
+    if rec.get("kind") != "jobs" or "allotment" not in rec:
         raise ConfigError(f"{p}: not the record of a multi-job run (simsched run --jobs)")
     return rec
 
@@ -81,9 +74,10 @@ def plot_allotment(rec: dict[str, Any], *, title: str | None = None) -> Figure:
     a = rec["allotment"]
     t = np.asarray(a["cycles"], dtype=float)
     cores = np.asarray(a["cores"], dtype=float)
-    desire = np.asarray(a["desire"], dtype=float)
+    # Records without desires (schedulers that report none) draw the stacked shares.
+    desire = np.asarray(a["desire"], dtype=float) if "desire" in a else np.full(cores.shape, -1.0)
     end = float(rec.get("makespan_cycles", t[-1] if t.size else 0))
-    names = [j["name"] for j in rec["jobs"]]
+    names = [literal(j["name"]) for j in rec["jobs"]]
     with style():
         fig = Figure(figsize=(8, 4.2))
         ax = fig.add_subplot()
@@ -123,7 +117,7 @@ def plot_allotment(rec: dict[str, Any], *, title: str | None = None) -> Figure:
         ax.set_xlim(0, end or None)
         clipped = bool(machine_cores and has_desire and np.max(desire) > machine_cores + 0.5)
         ax.set_title(
-            title or default_title(rec, machine_cores if clipped else None),
+            literal(title or default_title(rec, machine_cores if clipped else None)),
             fontsize="medium",
         )
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)

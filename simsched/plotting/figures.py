@@ -36,6 +36,28 @@ LABELS = {
 }
 
 
+def literal(text: object) -> str:
+    """``text`` as a string matplotlib draws as it is.
+
+    Matplotlib reads text between two ``$`` as mathtext and fails on what does not parse
+    (``$$``, ``p$\\frac{$``); titles, labels and legend entries made from user data (trace
+    and job names, column values, ``--title``) escape every ``$`` instead.  (The style
+    file's ``text.parse_math: False`` would also turn off the mathtext of log-axis tick
+    labels.)
+
+    Parameters
+    ----------
+    text
+        Any value; it is converted with ``str``.
+
+    Returns
+    -------
+    str
+        The text with each ``$`` as ``\\$``.
+    """
+    return str(text).replace("$", r"\$")
+
+
 def style_path() -> Path:
     """Path of the packaged matplotlib style file (``simsched.mplstyle``)."""
     return Path(str(resources.files("simsched.plotting") / "simsched.mplstyle"))
@@ -95,7 +117,8 @@ def aggregate(df: pd.DataFrame, x: str, y: str, hue: str | None = None) -> pd.Da
         Columns ``hue`` (if given), ``x``, ``mean``, ``min``, ``max``, ``n``, sorted.
     """
     _check_columns(df, [x, y, hue])
-    keys = [hue, x] if hue else [x]
+    # hue may be x itself (a colour per x value): group by that column once.
+    keys = [hue, x] if hue and hue != x else [x]
     data = ok_rows(df).dropna(subset=[y])
     agg = data.groupby(keys, sort=True)[y].agg(["mean", "min", "max", "count"]).reset_index()
     return agg.rename(columns={"count": "n"})
@@ -131,18 +154,18 @@ def line_plot(
         g = (agg[agg[hue] == name] if hue else agg).sort_values(x)
         err = _yerr(g)
         ax.errorbar(
-            g[x], g["mean"], yerr=err, marker="o", label=None if name is None else str(name)
+            g[x], g["mean"], yerr=err, marker="o", label=None if name is None else literal(name)
         )
     if logx:
         ax.set_xscale("log", base=2)
         ticks = sorted(agg[x].unique())
         ax.set_xticks(ticks, [str(int(t)) if float(t).is_integer() else str(t) for t in ticks])
-    ax.set_xlabel(LABELS.get(x, x))
-    ax.set_ylabel(LABELS.get(y, y))
+    ax.set_xlabel(literal(LABELS.get(x, x)))
+    ax.set_ylabel(literal(LABELS.get(y, y)))
     if hue:
-        ax.legend(title=hue)
+        ax.legend(title=literal(hue))
     if title:
-        ax.set_title(title)
+        ax.set_title(literal(title))
     return ax
 
 
@@ -166,19 +189,19 @@ def bar_plot(
         g = g.set_index(x).reindex(cats)
         pos = [j + (i - (len(hues) - 1) / 2) * width for j in range(len(cats))]
         err = _yerr(g)
-        ax.bar(pos, g["mean"], width, yerr=err, label=None if h is None else str(h))
+        ax.bar(pos, g["mean"], width, yerr=err, label=None if h is None else literal(h))
     ax.set_xticks(
         range(len(cats)),
-        [str(c) for c in cats],
+        [literal(c) for c in cats],
         rotation=30 if len(cats) > 6 else 0,
         ha="right" if len(cats) > 6 else "center",
     )
-    ax.set_xlabel(LABELS.get(x, x))
-    ax.set_ylabel(LABELS.get(y, y))
+    ax.set_xlabel(literal(LABELS.get(x, x)))
+    ax.set_ylabel(literal(LABELS.get(y, y)))
     if hue:
-        _legend_outside(ax, hue)
+        _legend_outside(ax, literal(hue))
     if title:
-        ax.set_title(title)
+        ax.set_title(literal(title))
     return ax
 
 
@@ -308,6 +331,12 @@ def sweep_figure(
         raise ConfigError(f"--y {y}: not a numeric column (e.g. {', '.join(map(str, numeric))})")
     if kind == "line" and not pd.api.types.is_numeric_dtype(data[x]):
         raise ConfigError(f"--x {x}: a line plot needs a numeric column; use --kind bar")
+    if logx and kind == "line" and (data[x].dropna() <= 0).any():
+        # A log axis cannot place them: matplotlib would drop them, or fail when all are.
+        low = data[x][data[x] <= 0].iloc[0]
+        raise ConfigError(
+            f"--logx: column {x!r} has values <= 0 (e.g. {low}); a log axis needs x > 0"
+        )
     width = 5.0 + (1.5 if hue else 0.0)  # room for the legend beside the plot
     fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), 3.8), squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=True):
@@ -345,7 +374,7 @@ def figure_speedup_misses(
         part = data[data["workload"] == wl]
         if ok_rows(part).empty:
             for ax in row:
-                ax.text(0.5, 0.5, f"no runs of {wl}", ha="center", transform=ax.transAxes)
+                ax.text(0.5, 0.5, literal(f"no runs of {wl}"), ha="center", transform=ax.transAxes)
             continue
         speedup_vs_cores(part, row[0], title=f"{wl}: speedup")
         line_plot(part, "cores", misses, "scheduler", row[1], logx=True, title=f"{wl}: L2 misses")
@@ -372,7 +401,7 @@ def figure_time_vs_cores(
         part = data[data["workload"] == wl]
         if ok_rows(part).empty:
             for ax in row:
-                ax.text(0.5, 0.5, f"no runs of {wl}", ha="center", transform=ax.transAxes)
+                ax.text(0.5, 0.5, literal(f"no runs of {wl}"), ha="center", transform=ax.transAxes)
             continue
         line_plot(
             part, "cores", "makespan_cycles", "scheduler", row[0], title=f"{wl}: execution time"

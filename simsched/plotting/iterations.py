@@ -18,7 +18,8 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from simsched.errors import ConfigError
-from simsched.plotting.figures import style
+from simsched.plotting.figures import literal, style
+from simsched.plotting.runfolder import read_record
 
 
 def _field(rec: Mapping[str, Any], key: str) -> Any:
@@ -37,18 +38,10 @@ def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     Raises
     ------
     ConfigError
-        A path without a readable ``result.json``.
+        A path without a readable ``result.json``, or one that is not a result record
+        (:func:`~simsched.plotting.runfolder.read_record`).
     """
-    out = []
-    for p in map(Path, paths):
-        f = p / "result.json" if p.is_dir() else p
-        try:
-            out.append(json.loads(f.read_text()))
-        except OSError as exc:
-            raise ConfigError(f"{f}: cannot read ({exc.strerror})") from None
-        except ValueError as exc:
-            raise ConfigError(f"{f}: not JSON ({exc})") from None
-    return out
+    return [read_record(p) for p in paths]
 
 
 def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Figure:
@@ -86,7 +79,7 @@ def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Fi
         else:
             fig, ax = plt.subplots(figsize=(6.4, 3.6))
         for label, cyc, pk in rows:
-            (line,) = ax.plot(range(len(cyc)), cyc, marker="o", ms=3, label=label)
+            (line,) = ax.plot(range(len(cyc)), cyc, marker="o", ms=3, label=literal(label))
             if packed and pk:
                 ax2.step(
                     [p["iteration"] for p in pk],
@@ -97,7 +90,7 @@ def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Fi
         ax.set_ylabel("iteration time (cycles)")
         ax.legend(fontsize="small")
         if title:
-            ax.set_title(title)
+            ax.set_title(literal(title))
         if packed:
             ax2.set_ylabel("CF roots")
             ax2.set_xlabel("iteration")

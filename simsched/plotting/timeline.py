@@ -14,13 +14,13 @@ are read from the trace when it is given, else the frame itself is the colour ke
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from simsched.errors import ConfigError
+from simsched.plotting.runfolder import TIMELINE_FILE, read_record, read_timeline, result_file
 
 
 def load_timeline(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -35,34 +35,28 @@ def load_timeline(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, An
     Returns
     -------
     (arrays, record)
-        The timeline arrays and the result record.
+        The timeline arrays and the result record, checked by
+        :func:`~simsched.plotting.runfolder.read_timeline` and
+        :func:`~simsched.plotting.runfolder.read_record`.
+
+    Raises
+    ------
+    ConfigError
+        No result or timeline there, a failed run, or a damaged file.
     """
     p = Path(path)
     folder = p if p.is_dir() else p.parent
-    rec_path = folder / "result.json" if p.is_dir() else p
-    npz = folder / "timeline.npz"
+    rec_path = result_file(p)
     if not rec_path.exists():
         raise ConfigError(f"{path}: no result.json there (write one with `simsched run --out`)")
-    if not npz.exists():
-        raise ConfigError(f"{npz}: no timeline next to the result")
-    try:
-        record = json.loads(rec_path.read_text())
-    except ValueError as exc:
-        raise ConfigError(f"{rec_path}: not JSON ({exc})") from None
+    record = read_record(rec_path)
     if record.get("status") == "interrupted":
         raise ConfigError(
             f"{rec_path}: the run was interrupted (Ctrl-C or SIGTERM): no timeline to draw"
         )
     if record.get("status") != "ok":
         raise ConfigError(f"{rec_path}: the run failed ({record.get('error', '?')})")
-    try:
-        with np.load(npz, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{npz}: cannot read the timeline ({exc})") from None
-    for k in ("core", "start", "end", "frame", "socket_of_core"):
-        if k not in arrays:
-            raise ConfigError(f"{npz}: missing array {k!r}")
+    arrays = read_timeline(folder / TIMELINE_FILE, record)
     return arrays, record
 
 
@@ -142,7 +136,7 @@ def plot_timeline(
     """
     import matplotlib.pyplot as plt
 
-    from simsched.plotting.figures import style
+    from simsched.plotting.figures import literal, style
 
     if color_by not in ("subtree", "socket"):
         raise ConfigError(f"color_by {color_by!r}: expected subtree or socket")
@@ -185,6 +179,6 @@ def plot_timeline(
             # A shared axis shows every panel whole: never cut a longer run drawn before.
             right = max(right, ax.get_xlim()[1])
         ax.set_xlim(0, right)
-        ax.set_title(title or f"strands coloured by {color_by}")
+        ax.set_title(literal(title) if title else f"strands coloured by {color_by}")
         fig.tight_layout()
     return fig

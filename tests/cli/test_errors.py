@@ -334,3 +334,33 @@ def test_sigterm_writes_the_runs_record(tmp_path, fib_trace, monkeypatch):
         simsched.run(fib_trace, "itrs-scaling-2", "ws", out_dir=tmp_path / "r")
     rec = json.loads((tmp_path / "r" / "result.json").read_text())
     assert (rec["status"], rec["error"]) == ("interrupted", "terminated (SIGTERM)")
+
+
+def test_damaged_run_folder_and_results_store(cli, fib_trace, tmp_path):
+    """An empty timeline.npz used to print 'simsched: error: aborted' (numpy's EOFError is
+    click's Abort); a damaged row.json was dropped without a word or ended in a traceback."""
+    from simsched.experiments.store import save_row
+
+    run = tmp_path / "run"
+    assert cli("run", "-t", fib_trace, "-m", "itrs-scaling-2", "-s", "ws", "-o", run)[0] == 0
+    (run / "timeline.npz").write_bytes(b"")
+    for cmd in (["plot", "timeline"], ["export", "timeline"]):
+        code, _, err = cli(*cmd, run, "-o", tmp_path / "x.png")
+        assert code == 2
+        assert one_line(err).endswith(
+            f"{run / 'timeline.npz'}: cannot read the timeline (empty file)"
+        )
+
+    sweep = tmp_path / "sw"
+    save_row(sweep, "a", {"point_id": "a", "status": "ok", "seed": 1, "makespan_cycles": 5})
+    (sweep / "points" / "b").mkdir()
+    (sweep / "points" / "b" / "row.json").write_text("[1, 2]")
+    code, out, err = cli("results", "show", sweep)
+    assert code == 0 and "1 rows" in out
+    assert err.strip() == (
+        f"warning: {sweep / 'points' / 'b' / 'row.json'}: not a JSON object (list); "
+        "the point is left out"
+    )
+    (sweep / "results.parquet").write_bytes(b"")
+    code, _, err = cli("results", "export", sweep / "results.parquet", "-o", tmp_path / "r.csv")
+    assert code == 2 and "results.parquet: not a readable Parquet table" in one_line(err)

@@ -89,3 +89,12 @@ def test_cli_draws_the_figure(tmp_path, capsys):
         main(["plot", "allotment", str(tmp_path), "-o", str(tmp_path / "a.png")])
     assert info.value.code == 0
     assert (tmp_path / "a.png").stat().st_size > 0
+
+
+def test_job_names_are_drawn_literally(tmp_path):
+    """A job named after a trace ``p$\\frac{$.sst`` used to stop the figure (mathtext)."""
+    rec = _titled([[2, 9]] * 3, ("saws", "ws"))
+    rec["jobs"][0]["name"] = r"p$\frac{$#0"
+    fig = plot_allotment(rec)
+    fig.savefig(tmp_path / "a.png")
+    assert r"p\$\frac{\$#0" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]

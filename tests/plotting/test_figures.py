@@ -145,3 +145,29 @@ def test_plot_sweep_command(tmp_path):
         app, ["sweep", str(tmp_path / "r.parquet"), "--x", "cores", "--y", "bogus", "-o", str(out)]
     )
     assert isinstance(res.exception, ConfigError)
+
+
+def test_log_x_needs_positive_values_and_hue_may_be_x():
+    """Used to fail with matplotlib's 'Data cannot be log-scaled' and pandas' 'cannot
+    insert seed, already exists'."""
+    df = results()
+    with pytest.raises(ConfigError, match="--logx: column 'seed' has values <= 0"):
+        sweep_figure(df, "seed", "makespan_cycles", logx=True)
+    fig = sweep_figure(df, "seed", "makespan_cycles", "seed")  # a colour per seed
+    assert len(fig.axes[0].get_legend().get_texts()) == 3  # seeds 0, 1, 2 ran
+    fig = sweep_figure(df, "scheduler", "makespan_cycles", "scheduler")
+    assert len(fig.axes[0].patches) == 2 * 2  # each scheduler's bars at both positions
+    plt.close("all")
+
+
+def test_user_text_is_drawn_literally(tmp_path):
+    """Names with ``$`` used to stop the figure with a mathtext ParseException."""
+    df = results()
+    df["workload"] = df["workload"].replace("mergesort", r"p$\frac{$")
+    df["scheduler"] = df["scheduler"].replace("ws", "$_$")
+    fig = sweep_figure(df, "cores", "makespan_cycles", "scheduler", col="workload", logx=True)
+    save(fig, tmp_path / "f.png")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert r"workload = p\$\frac{\$" in titles
+    fig = sweep_figure(df, "workload", "mpki", "scheduler")
+    save(fig, tmp_path / "g.png")

@@ -58,3 +58,11 @@ def test_cli(tmp_path):
     assert out.stat().st_size > 0
     res = runner.invoke(app, ["plot", "iterations", str(tmp_path / "ws.json"), "-o", str(out)])
     assert res.exit_code != 0
+
+
+@pytest.mark.parametrize("title", ["$$", "$_$", r"p$\frac{$"])
+def test_title_is_drawn_literally(tmp_path, title):
+    """Used to fail with matplotlib's mathtext ParseException."""
+    fig = plot_iterations([LAWS], title=title)
+    fig.savefig(tmp_path / "t.png")
+    assert fig.axes[0].get_title().replace("\\$", "$") == title

@@ -1,0 +1,259 @@
+"""Reading a run's output folder: ``result.json``, ``timeline.npz`` and ``config.json``.
+
+A run folder is what ``simsched run --out``, ``run --jobs --out`` or a point of
+``compare --out`` writes.  Such folders are copied, edited and sometimes damaged by hand, so
+every reader of them (the timeline, allotment and iteration figures,
+:mod:`simsched.export`, the study scripts) loads them through this module: each file is
+checked once, where it is read (JSON types, array shapes, dtypes and index ranges), and a
+damaged one ends in a :class:`~simsched.errors.ConfigError` that names the file and the
+field instead of an exception deep inside a figure or an export.  Nothing is unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simsched.errors import ConfigError
+from simsched.files import read_user_text
+
+RESULT_FILE = "result.json"
+TIMELINE_FILE = "timeline.npz"
+CONFIG_FILE = "config.json"
+POINT_FILE = "point.json"
+
+#: Per-strand arrays of ``timeline.npz``: always there, and there in newer runs.
+STRAND_ARRAYS = ("core", "start", "end", "frame")
+OPTIONAL_STRAND_ARRAYS = (
+    "job",
+    "strand",
+    "private_misses",
+    "llc_misses",
+    "dram_local",
+    "dram_remote",
+)
+
+
+def read_json(path: str | Path) -> Any:
+    """The JSON document in ``path``.
+
+    Raises
+    ------
+    ConfigError
+        Missing, unreadable, not UTF-8, not JSON, or nested too deeply to parse.
+    """
+    p = Path(path)
+    text = read_user_text(p, "JSON")
+    try:
+        return json.loads(text)
+    except RecursionError:  # json recurses per nesting level: [[[[... blows the stack
+        raise ConfigError(f"{p}: not a result file (JSON nested too deeply)") from None
+    except ValueError as exc:
+        raise ConfigError(f"{p}: not JSON ({exc})") from None
+
+
+def result_file(path: str | Path) -> Path:
+    """``path/result.json`` for a run folder, else ``path`` itself."""
+    p = Path(path)
+    return p / RESULT_FILE if p.is_dir() else p
+
+
+def read_record(path: str | Path) -> dict[str, Any]:
+    """The result record of a run folder (or of its ``result.json``), its types checked.
+
+    Parameters
+    ----------
+    path
+        A run folder or the ``result.json`` in it.
+
+    Returns
+    -------
+    dict
+        The record.  Its ``jobs``, ``allotment`` and ``machine_config``, when present, have
+        the types :mod:`simsched.api` writes (``machine_config`` may be JSON text, as in a
+        results table; it is returned parsed).
+
+    Raises
+    ------
+    ConfigError
+        No such file, not JSON, not a JSON object, or one of those fields of another type.
+    """
+    p = result_file(path)
+    if not p.exists():
+        raise ConfigError(f"{p}: cannot read (no such file; write one with `simsched run --out`)")
+    rec = read_json(p)
+    if not isinstance(rec, dict):
+        raise ConfigError(f"{p}: not a result record (a JSON object, not {type(rec).__name__})")
+    if isinstance(rec.get("machine_config"), str):
+        try:
+            rec["machine_config"] = json.loads(rec["machine_config"])
+        except (ValueError, RecursionError):
+            raise ConfigError(f"{p}: field 'machine_config' is not JSON") from None
+    if rec.get("machine_config") is not None:
+        mc = rec["machine_config"]
+        ghz = mc.get("clock_ghz") if isinstance(mc, dict) else None
+        if not isinstance(mc, dict) or not (ghz is None or _positive(ghz)):
+            raise ConfigError(f"{p}: field 'machine_config' is not a machine (clock_ghz > 0)")
+    if "jobs" in rec:
+        jobs = rec["jobs"]
+        if not isinstance(jobs, list) or not all(
+            isinstance(j, dict) and isinstance(j.get("name"), str) for j in jobs
+        ):
+            raise ConfigError(f"{p}: field 'jobs' is not a list of jobs with names")
+    if "allotment" in rec:
+        _check_allotment(p, rec["allotment"], len(rec.get("jobs") or []))
+    return rec
+
+
+def _positive(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and 0 < x < float("inf")
+
+
+def _check_allotment(p: Path, allot: Any, n_jobs: int) -> None:
+    """The allotment series: ``cycles`` (n), ``cores`` and ``desire`` (n x jobs) numbers."""
+    bad = ConfigError(
+        f"{p}: field 'allotment' is not an allotment series (cycles, and cores and desire "
+        f"with one number per job of {n_jobs} at every cycle)"
+    )
+    if not isinstance(allot, dict):
+        raise bad
+    try:
+        cycles = np.asarray(allot.get("cycles", []), dtype=float)
+        shapes = {
+            k: np.asarray(allot.get(k, np.zeros((len(cycles), n_jobs))), dtype=float).shape
+            for k in ("cores", "desire")
+        }
+    except (TypeError, ValueError):  # ragged lists, text
+        raise bad from None
+    if cycles.ndim != 1 or any(s != (len(cycles), n_jobs) for s in shapes.values()):
+        if len(cycles) or any(np.prod(s) for s in shapes.values()):
+            raise bad
+
+
+def read_timeline(path: str | Path, record: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
+    """The arrays of a ``timeline.npz``, checked to describe one run's strands.
+
+    Parameters
+    ----------
+    path
+        The ``timeline.npz`` file.
+    record
+        The run's record: with one, a job set's ``job`` numbers are checked against its
+        ``jobs``.
+
+    Returns
+    -------
+    dict[str, numpy.ndarray]
+        The arrays by name: the per-strand ``core``, ``start``, ``end``, ``frame`` (and
+        ``job``, ``strand`` and memory counters when stored), all 1-D integer arrays of
+        one length; ``socket_of_core`` (one entry per core); ``makespan`` when stored.
+
+    Raises
+    ------
+    ConfigError
+        Not a readable ``.npz`` archive, or an array missing, of another shape or dtype,
+        or with a value out of range (a core that does not exist, an end before its start).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{p}: no timeline next to the result")
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except AttributeError:  # a plain .npy: np.load returned an array, not an archive
+        raise ConfigError(f"{p}: not a timeline archive (.npz)") from None
+    except EOFError:  # numpy's answer to an empty file (click would call it "aborted")
+        raise ConfigError(f"{p}: cannot read the timeline (empty file)") from None
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        # Bytes that are neither .npz nor .npy make numpy try (and refuse) to unpickle them.
+        detail = "not an .npz archive" if "pickle" in str(exc) else str(exc)
+        raise ConfigError(f"{p}: cannot read the timeline ({detail})") from None
+
+    def fail(name: str, what: str) -> ConfigError:
+        return ConfigError(f"{p}: array {name!r} {what}")
+
+    for k in (*STRAND_ARRAYS, "socket_of_core"):
+        if k not in arrays:
+            raise fail(k, "is missing")
+    for k, a in arrays.items():
+        if a.ndim != 1:
+            raise fail(k, f"has shape {a.shape}, not one dimension")
+        if a.dtype.kind not in "iu":
+            raise fail(k, f"holds {a.dtype}, not integers")
+    n = len(arrays["core"])
+    for k in (*STRAND_ARRAYS, *OPTIONAL_STRAND_ARRAYS):
+        if k in arrays:
+            if len(arrays[k]) != n:
+                raise fail(k, f"has {len(arrays[k])} entries, not one per strand ({n})")
+            if n and int(arrays[k].min()) < 0:
+                raise fail(k, "has a negative entry")
+    if n == 0:
+        raise fail("core", "is empty (no strands)")
+    sock = arrays["socket_of_core"]
+    if not len(sock) or int(sock.min()) < 0:
+        raise fail("socket_of_core", "is empty or has a negative socket")
+    if int(arrays["core"].max()) >= len(sock):
+        raise fail("core", f"names core {int(arrays['core'].max())} of {len(sock)} cores")
+    if np.any(arrays["end"] < arrays["start"]):
+        raise fail("end", "has a strand that ends before it starts")
+    if "makespan" in arrays and not len(arrays["makespan"]):
+        raise fail("makespan", "is empty")
+    n_jobs = len(record["jobs"]) if record and isinstance(record.get("jobs"), list) else 1
+    job = arrays.get("job", np.zeros(n, np.int64))
+    if int(job.max()) >= n_jobs:
+        raise fail("job", f"names job {int(job.max())} of {n_jobs}")
+    if "strand" in arrays:
+        for j in np.unique(job).tolist():
+            mine = np.sort(arrays["strand"][job == j])
+            if not np.array_equal(mine, np.arange(len(mine))):
+                raise fail("strand", f"does not number job {j}'s strands 0, 1, 2, ...")
+    return arrays
+
+
+def check_frames(path: str | Path, frame: np.ndarray, n_frames: int, trace: str | Path) -> None:
+    """Check that a timeline's ``frame`` numbers are frames of the run's trace.
+
+    Raises
+    ------
+    ConfigError
+        A frame number is not below ``n_frames`` (the timeline in ``path`` is damaged).
+    """
+    if len(frame) and int(frame.max()) >= n_frames:
+        raise ConfigError(
+            f"{path}: array 'frame' names frame {int(frame.max())}, but the run's trace "
+            f"{trace} has {n_frames} frames"
+        )
+
+
+def run_trace_paths(folder: str | Path, n_jobs: int = 1) -> list[Path | None]:
+    """The run's trace per job, as its ``config.json`` (or ``point.json``) names it.
+
+    Either file may be missing or unreadable (the trace is then unknown: ``None``), but a
+    readable one that names a trace by something other than a path is damaged.
+
+    Raises
+    ------
+    ConfigError
+        ``config.json`` gives a trace that is not a path (e.g. a number).
+    """
+    folder = Path(folder)
+    paths: list[Any] = [None] * n_jobs
+    where = folder / CONFIG_FILE
+    try:
+        cfg = json.loads(where.read_text(encoding="utf-8"))
+        paths = [j["trace"] for j in cfg["jobs"]] if "jobs" in cfg else [cfg["trace"]]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        where = folder / POINT_FILE
+        try:
+            point = json.loads(where.read_text(encoding="utf-8"))
+            paths = [point["workload"]["path"]]
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            pass
+    if not all(p is None or isinstance(p, str) for p in paths):
+        raise ConfigError(f"{where}: field 'trace' is not a path")
+    return [Path(p) if p is not None and Path(p).is_file() else None for p in paths]

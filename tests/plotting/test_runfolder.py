@@ -1,0 +1,134 @@
+"""Run folders damaged by hand: every file is checked where it is read, errors name it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import simsched
+from simsched.errors import ConfigError
+from simsched.plotting.allotment import load_jobs_record
+from simsched.plotting.iterations import load_records
+from simsched.plotting.runfolder import run_trace_paths
+from simsched.plotting.timeline import load_timeline
+from simsched.workloads import generate
+from tests.engine.machines import TWO_BY_TWO
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rf")
+    generate("fib", root / "fib.sst", n=12)
+    simsched.run(root / "fib.sst", TWO_BY_TWO, "ws", out_dir=root / "run", speedup=False)
+    (root / "jobs.yaml").write_text(
+        "controller: equi\njobs:\n"
+        "  - {name: a, trace: fib.sst, scheduler: ws}\n"
+        "  - {name: b, trace: fib.sst, scheduler: ws}\n"
+    )
+    simsched.run_jobs(root / "jobs.yaml", TWO_BY_TWO, out_dir=root / "jobs")
+    return root
+
+
+def _copy(runs, tmp_path, which="run"):
+    return shutil.copytree(runs / which, tmp_path / which)
+
+
+def _edit_npz(folder, **changes):
+    with np.load(folder / "timeline.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays.update(changes)
+    np.savez(folder / "timeline.npz", **arrays)
+
+
+def _edit_json(path, **changes):
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data))
+
+
+def _core(folder):
+    with np.load(folder / "timeline.npz") as z:
+        return z["core"].copy()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda d: (d / "timeline.npz").write_bytes(b""), "timeline.npz: cannot read .*empty"),
+        (
+            lambda d: (d / "timeline.npz").write_bytes((d / "timeline.npz").read_bytes()[:300]),
+            "timeline.npz: cannot read the timeline",
+        ),
+        (lambda d: (d / "timeline.npz").write_bytes(b"junk"), "not an .npz archive"),
+        (lambda d: _edit_npz(d, core=_core(d) + 1000), "'core' names core 1\\d\\d\\d of 4"),
+        (lambda d: _edit_npz(d, core=_core(d).reshape(1, -1)), "'core' has shape"),
+        (lambda d: _edit_npz(d, start=np.zeros(3, np.int64)), "'start' has 3 entries"),
+        (lambda d: _edit_npz(d, end=_core(d).astype(float)), "'end' holds float64"),
+        (lambda d: _edit_npz(d, core=np.array(["a"] * len(_core(d)))), "'core' holds <U1"),
+        (lambda d: _edit_npz(d, makespan=np.zeros(0, np.int64)), "'makespan' is empty"),
+        (
+            lambda d: _edit_npz(d, **{k: np.zeros(0, np.int64) for k in ("core", "start", "end")}),
+            "entries|is empty",
+        ),
+        (lambda d: (d / "result.json").write_text("[]"), "result.json: not a result record"),
+        (
+            lambda d: (d / "result.json").write_text("[" * 100_000 + "]" * 100_000),
+            "result.json: .*nested too deeply",
+        ),
+        (
+            lambda d: _edit_json(d / "result.json", machine_config="zz"),
+            "result.json: field 'machine_config' is not JSON",
+        ),
+    ],
+)
+def test_damaged_single_run_is_a_config_error_naming_the_file(runs, tmp_path, damage, message):
+    d = _copy(runs, tmp_path)
+    damage(d)
+    with pytest.raises(ConfigError, match=message) as info:
+        load_timeline(d)
+    assert str(info.value).startswith(str(d))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"allotment": "zz"}, "field 'allotment' is not an allotment series"),
+        ({"allotment": {"cycles": [0, 1, 2], "cores": [[1]]}}, "field 'allotment'"),
+        ({"jobs": "x"}, "field 'jobs' is not a list of jobs"),
+    ],
+)
+def test_damaged_job_set_record(runs, tmp_path, change, message):
+    d = _copy(runs, tmp_path, "jobs")
+    _edit_json(d / "result.json", **change)
+    for load in (load_jobs_record, load_timeline):
+        with pytest.raises(ConfigError, match=f"^{d / 'result.json'}: {message}"):
+            load(d)
+
+
+def test_job_numbers_beyond_the_job_set(runs, tmp_path):
+    d = _copy(runs, tmp_path, "jobs")
+    with np.load(d / "timeline.npz") as z:
+        job = z["job"] + 5
+    _edit_npz(d, job=job)
+    with pytest.raises(ConfigError, match="'job' names job 6 of 2"):
+        load_timeline(d)
+
+
+def test_iteration_records_must_be_objects(runs, tmp_path):
+    d = _copy(runs, tmp_path)
+    (d / "result.json").write_text("null")
+    with pytest.raises(ConfigError, match="not a result record"):
+        load_records([d])
+
+
+def test_config_naming_a_trace_by_a_number(runs, tmp_path):
+    d = _copy(runs, tmp_path)
+    assert run_trace_paths(d) == [runs / "fib.sst"]
+    _edit_json(d / "config.json", trace=5)
+    with pytest.raises(ConfigError, match="config.json: field 'trace' is not a path"):
+        run_trace_paths(d)
+    (d / "config.json").write_text("{x")  # unreadable: the trace is unknown, as when missing
+    assert run_trace_paths(d) == [None]
