@@ -23,7 +23,8 @@ umask (``atomicwrites`` is unmaintained and keeps ``0600``).
 :func:`cache_dir` is the one lookup of simsched's cache root, :func:`read_user_text` the
 one reader of a user's text file (YAML, CSV) that turns bad bytes into a one-line error,
 :func:`parse_yaml` / :func:`read_yaml` the one YAML reader (safe, and a key given twice in
-a mapping is an error rather than silently the last one), and :func:`make_output_dir` the
+a mapping is an error rather than silently the last one), :func:`parse_json` the one parser
+of JSON embedded in a binary file (a trace's sections, a profile's metadata), and :func:`make_output_dir` the
 one way an output folder is created.
 """
 
@@ -45,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from simsched.canonical import plain
-from simsched.errors import ConfigError, OutputError
+from simsched.errors import ConfigError, OutputError, SimschedError
 
 # Errors of the file system a user can act on; anything else is reported with its text too.
 _REASONS = {
@@ -482,6 +483,42 @@ def parse_yaml(text: str, source: str) -> Any:
     finally:
         if loader is not None:
             loader.dispose()
+
+
+def parse_json(data: bytes, source: str, error: type[SimschedError] = SimschedError) -> Any:
+    """Parse UTF-8 JSON bytes read from a file, turning every way it can fail into one line.
+
+    ``json.loads`` raises more than :class:`json.JSONDecodeError` on hostile input: a
+    ``ValueError`` for an integer of more than 4300 digits and a ``RecursionError`` for
+    arrays nested deeper than the interpreter's stack; both are a damaged file, not a bug.
+
+    Parameters
+    ----------
+    data
+        The encoded document.
+    source
+        What to name in an error (the file and the part of it).
+    error
+        The :class:`~simsched.errors.SimschedError` subclass to raise.
+
+    Returns
+    -------
+    Any
+        The decoded value (the caller checks its shape).
+
+    Raises
+    ------
+    SimschedError
+        ``error``: not UTF-8, not JSON, an integer too long or nesting too deep.
+    """
+    try:
+        return json.loads(bytes(data).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise error(f"{source}: not valid JSON (byte {exc.start} is not UTF-8)") from None
+    except RecursionError:
+        raise error(f"{source}: not valid JSON (nested too deeply)") from None
+    except ValueError as exc:  # JSONDecodeError, and too many digits in an integer
+        raise error(f"{source}: not valid JSON ({exc})") from None
 
 
 def read_yaml(path: str | os.PathLike) -> Any:

@@ -198,7 +198,7 @@ def regrain_cmd(
     rows = read_table(table)
     with open_trace(trace) as t, atomic_output(out) as tmp:
         before = t.header.n_strands
-        h = regrain_from_table(t, tmp, rows, machine=machine)
+        h = regrain_from_table(t, tmp, rows, machine=machine, table=table)
     merged = h.params.get("merged_groups", 0)
     err_console.print(f"{out}: {before} strands -> {h.n_strands} strands ({merged} groups merged)")
 

@@ -137,9 +137,40 @@ class GroupTree:
         return {f"group_{k}": getattr(self, k) for k in _FIELDS}
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> GroupTree:
-        """Inverse of :meth:`as_arrays`."""
-        return cls(**{k: np.asarray(arrays[f"group_{k}"]) for k in _FIELDS})
+    def from_arrays(cls, arrays: dict[str, np.ndarray], source: str = "profile") -> GroupTree:
+        """Inverse of :meth:`as_arrays`, checking every invariant :func:`build_groups` keeps.
+
+        The arrays come from a file, and the tree's indices are followed by compiled kernels
+        (:meth:`ancestors`) that do not check bounds: a parent out of range would read and
+        write outside the arrays.  So nothing of the tree is trusted before it is checked.
+
+        Parameters
+        ----------
+        arrays
+            The ``group_*`` arrays of :meth:`as_arrays` (other keys are ignored).
+        source
+            Name of the input, for error messages.
+
+        Returns
+        -------
+        GroupTree
+
+        Raises
+        ------
+        TraceFormatError
+            An array is missing, of another type or length, or the arrays do not form a
+            pre-order tree whose children partition their parent's strands.
+        """
+        fields = {}
+        for k in _FIELDS:
+            a = arrays.get(f"group_{k}")
+            want = np.dtype(np.int8 if k in ("kind", "role") else np.int64)
+            if not isinstance(a, np.ndarray) or a.dtype != want or a.ndim != 1:
+                raise TraceFormatError(f"{source}: group_{k} is missing or not 1-D {want}")
+            fields[k] = a
+        tree = cls(**fields)
+        _check_tree(tree, source)
+        return tree
 
     def label(self, g: int) -> str:
         """A short human-readable name: kind, frame, phase and child range."""
@@ -168,6 +199,65 @@ _FIELDS = (
     "children",
     "leaf_of",
 )
+
+
+def _check_tree(g: GroupTree, source: str) -> None:
+    """Raise :class:`TraceFormatError` unless ``g`` is shaped as :func:`build_groups` makes it.
+
+    The invariants: group 0 is the root (parent -1, depth 0, strands ``0 .. n-1``); every
+    other group's parent comes before it (pre-order) and its depth is its parent's plus one,
+    which makes every parent chain end at the root within ``depth`` steps; the CSR children
+    lists hold every non-root group once, under its parent, in serial order, and partition
+    the parent's strands; ``leaf_of`` maps every strand to the leaf group of that one strand.
+    """
+    ng = len(g)
+    n = g.n_strands
+
+    def bad(what: str) -> TraceFormatError:
+        return TraceFormatError(f"{source}: corrupt group tree ({what})")
+
+    if ng == 0 or n == 0:
+        raise bad("no groups or no strands")
+    for k in _FIELDS[:10]:
+        if getattr(g, k).shape[0] != ng:
+            raise bad(f"group_{k} has {getattr(g, k).shape[0]} entries for {ng} groups")
+    co, ch = g.child_offsets, g.children
+    if co.shape[0] != ng + 1 or ch.shape[0] != ng - 1:
+        raise bad("child lists do not have one entry per non-root group")
+    ids = np.arange(ng)
+    par = g.parent
+    if par[0] != -1 or g.depth[0] != 0 or g.start[0] != 0 or g.stop[0] != n - 1:
+        raise bad("group 0 is not the root over every strand")
+    if ((par[1:] < 0) | (par[1:] >= ids[1:])).any():
+        raise bad("a parent does not precede its child")
+    if (g.depth[1:] != g.depth[par[1:]] + 1).any():
+        raise bad("a depth is not its parent's plus one")
+    if ((g.start < 0) | (g.start > g.stop) | (g.stop >= n)).any():
+        raise bad(f"a strand range is outside 0..{n - 1}")
+    if co[0] != 0 or co[-1] != ng - 1 or (np.diff(co) < 0).any():
+        raise bad("child offsets are not increasing from 0 to the number of children")
+    if ((ch < 1) | (ch >= ng)).any() or (par[ch] != np.repeat(ids, np.diff(co))).any():
+        raise bad("a child list disagrees with the parents")
+    # Children in serial order and partitioning the parent: a child starts where its
+    # predecessor stopped (or where the parent starts) and the last one ends with the parent.
+    first = co[par[ch]] == np.arange(ng - 1)
+    prev = np.concatenate(([0], g.stop[ch[:-1]] + 1))[: ng - 1]
+    want_start = np.where(first, g.start[par[ch]], prev)
+    has = np.diff(co) > 0
+    if (g.start[ch] != want_start).any() or (g.stop[ch[co[1:][has] - 1]] != g.stop[has]).any():
+        raise bad("children do not partition their parent's strands")
+    leaf = g.leaf_of
+    if ((leaf < 0) | (leaf >= ng)).any():
+        raise bad("a strand's leaf group is out of range")
+    strands = np.arange(n)
+    if (g.start[leaf] != strands).any() or (g.stop[leaf] != strands).any() or (has[leaf]).any():
+        raise bad("a strand's leaf group is not that strand alone")
+    if ((g.kind < 0) | (g.kind >= len(KIND_NAMES))).any() or (
+        (g.role < ROLE_ROOT) | (g.role > ROLE_SEQ)
+    ).any():
+        raise bad("a group kind or role is unknown")
+    if (g.frame < 0).any():
+        raise bad("a frame number is negative")
 
 
 class _Builder:

@@ -60,8 +60,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.errors import SimschedError
-from simsched.files import write_bytes_atomic
+from simsched.errors import SimschedError, TraceFormatError
+from simsched.files import parse_json, write_bytes_atomic
 from simsched.identity import version
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, build_groups
@@ -524,12 +524,26 @@ class Profile:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Profile:
-        """Read a profile written by :meth:`save`.
+        """Read a profile written by :meth:`save`, checking all of it.
+
+        A profile is user input: every array's type and length, the group tree's indices
+        (which the compiled kernels follow without bounds checks), the histogram cells and
+        the metadata are checked here, once, before anything uses them.
+
+        Parameters
+        ----------
+        path
+            The ``.npz`` file of ``simsched profile -o``.
+
+        Returns
+        -------
+        Profile
 
         Raises
         ------
         ProfileFormatError
-            If the file is not a readable simsched profile of this version.
+            If the file is not a readable, self-consistent simsched profile of this version
+            (the message names ``path``).
         """
         name = str(path)
         try:
@@ -545,33 +559,130 @@ class Profile:
                 f"{name}: not a simsched profile (expected the .npz file of `simsched profile -o`)"
             ) from None
         try:
-            meta = json.loads(bytes(arrays["meta_json"]).decode())
-            if meta.get("format") != "simsched-profile" or meta.get("version") != PROFILE_VERSION:
-                raise ProfileFormatError(
-                    f"{name}: profile format {meta.get('format')!r} version "
-                    f"{meta.get('version')!r}, expected simsched-profile {PROFILE_VERSION}"
-                )
-            groups = GroupTree.from_arrays(arrays)
-            hist = StrandHistograms(
-                accesses=arrays["strand_accesses"],
-                cold=arrays["strand_cold"],
-                strand=arrays["hist_strand"],
-                level=arrays["hist_level"],
-                bucket=arrays["hist_bucket"],
-                count=arrays["hist_count"],
-                distinct_lines=int(meta["distinct_lines"]),
-                state_bytes=int(meta["state_bytes"]),
+            meta = _check_meta(name, arrays)
+            groups = GroupTree.from_arrays(arrays, name)
+            hist = _check_histograms(name, arrays, groups, meta)
+            frames = _check_frames(name, arrays, groups)
+        except TraceFormatError as exc:  # the group tree's checks (shared with traces)
+            raise ProfileFormatError(str(exc)) from None
+        return from_histograms(meta, groups, hist, frames)
+
+
+# Every array of a profile and its dtype as :meth:`Profile.save` writes it (the COO level
+# and bucket columns are the kernels' int16).
+_HIST_DTYPES = {
+    "strand_accesses": np.int64,
+    "strand_cold": np.int64,
+    "hist_strand": np.int64,
+    "hist_level": np.int16,
+    "hist_bucket": np.int16,
+    "hist_count": np.int64,
+}
+_FRAME_KEYS = ("iteration", "key_offsets", "key_values")
+
+
+def _array(name: str, arrays: dict[str, np.ndarray], key: str, dtype: Any) -> np.ndarray:
+    """``arrays[key]`` if it is a 1-D array of ``dtype``, else a :class:`ProfileFormatError`."""
+    a = arrays.get(key)
+    if not isinstance(a, np.ndarray) or a.dtype != np.dtype(dtype) or a.ndim != 1:
+        raise ProfileFormatError(
+            f"{name}: profile array {key} is missing or not 1-D {np.dtype(dtype)}"
+        )
+    return a
+
+
+def _check_meta(name: str, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Decode and check the JSON metadata of a profile file: an object with its keys typed."""
+    meta = parse_json(
+        _array(name, arrays, "meta_json", np.uint8).tobytes(),
+        f"{name}: profile metadata",
+        ProfileFormatError,
+    )
+    if not isinstance(meta, dict):
+        raise ProfileFormatError(f"{name}: profile metadata is not a JSON object")
+    if meta.get("format") != "simsched-profile" or meta.get("version") != PROFILE_VERSION:
+        raise ProfileFormatError(
+            f"{name}: profile format {meta.get('format')!r} version "
+            f"{meta.get('version')!r}, expected simsched-profile {PROFILE_VERSION}"
+        )
+    for key, typ in (("trace", str), ("digest", str), ("line", int), ("sizes", list)):
+        if not isinstance(meta.get(key), typ) or isinstance(meta.get(key), bool):
+            raise ProfileFormatError(
+                f"{name}: profile metadata {key!r} is missing or not a JSON {typ.__name__}"
             )
-            frames = {
-                k: arrays[f"frame_{k}"]
-                for k in ("iteration", "key_offsets", "key_values")
-                if f"frame_{k}" in arrays
-            }
-            return from_histograms(meta, groups, hist, frames)
-        except ProfileFormatError:
-            raise
-        except (KeyError, ValueError, TypeError, IndexError) as exc:
-            raise ProfileFormatError(f"{name}: profile is incomplete or corrupt ({exc})") from None
+    for key in ("strands", "distinct_lines", "state_bytes"):
+        v = meta.get(key)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ProfileFormatError(f"{name}: profile metadata {key!r} is missing or not a count")
+    sizes = meta["sizes"]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in sizes):
+        raise ProfileFormatError(f"{name}: profile metadata 'sizes' is not a list of integers")
+    try:
+        bucket_bounds(sizes, meta["line"])
+    except SimschedError as exc:
+        raise ProfileFormatError(f"{name}: profile metadata: {exc}") from None
+    return meta
+
+
+def _check_histograms(
+    name: str, arrays: dict[str, np.ndarray], groups: GroupTree, meta: dict[str, Any]
+) -> StrandHistograms:
+    """Check a profile's histograms against its (checked) group tree and cache sizes."""
+    a = {k: _array(name, arrays, k, dt) for k, dt in _HIST_DTYPES.items()}
+    n = groups.n_strands
+    if meta["strands"] != n:
+        raise ProfileFormatError(
+            f"{name}: profile metadata says {meta['strands']} strands, the group tree {n}"
+        )
+    if len(a["strand_accesses"]) != n or len(a["strand_cold"]) != n:
+        raise ProfileFormatError(f"{name}: per-strand counts are not one per strand ({n})")
+    if (a["strand_accesses"] < 0).any() or (a["strand_cold"] > a["strand_accesses"]).any():
+        raise ProfileFormatError(f"{name}: per-strand access counts are inconsistent")
+    m = len(a["hist_strand"])
+    if any(len(a[k]) != m for k in ("hist_level", "hist_bucket", "hist_count")):
+        raise ProfileFormatError(f"{name}: histogram columns differ in length")
+    st, lv, bk = a["hist_strand"], a["hist_level"], a["hist_bucket"]
+    # A cell's level indexes the strand's root-to-leaf chain (depth of its leaf + 1 groups)
+    # and its bucket the sizes plus the one beyond: group_hits indexes with both.
+    if m and (
+        ((st < 0) | (st >= n)).any()
+        or ((lv < 0) | (lv > groups.depth[groups.leaf_of[np.clip(st, 0, n - 1)]])).any()
+        or ((bk < 0) | (bk > len(meta["sizes"]))).any()
+        or (a["hist_count"] < 0).any()
+    ):
+        raise ProfileFormatError(f"{name}: profile histogram entries are out of range")
+    return StrandHistograms(
+        accesses=a["strand_accesses"],
+        cold=a["strand_cold"],
+        strand=st,
+        level=lv,
+        bucket=bk,
+        count=a["hist_count"],
+        distinct_lines=meta["distinct_lines"],
+        state_bytes=meta["state_bytes"],
+    )
+
+
+def _check_frames(
+    name: str, arrays: dict[str, np.ndarray], groups: GroupTree
+) -> dict[str, np.ndarray]:
+    """The optional frame arrays (all three or none), consistent with the groups' frames."""
+    present = [k for k in _FRAME_KEYS if f"frame_{k}" in arrays]
+    if not present:
+        return {}
+    f = {k: _array(name, arrays, f"frame_{k}", np.int64) for k in _FRAME_KEYS}
+    nf = len(f["iteration"])
+    off = f["key_offsets"]
+    if (
+        len(off) != nf + 1
+        or off[0] != 0
+        or off[-1] != len(f["key_values"])
+        or (np.diff(off) < 0).any()
+    ):
+        raise ProfileFormatError(f"{name}: frame position keys are inconsistent")
+    if (groups.frame >= nf).any():
+        raise ProfileFormatError(f"{name}: a group's frame is not one of the {nf} frames")
+    return f
 
 
 def from_histograms(

@@ -40,7 +40,9 @@ if TYPE_CHECKING:
     from simsched.trace import Trace, TraceHeader
 
 
-def merge_mask(n_strands: int, ranges: Sequence[tuple[int, int]]) -> np.ndarray:
+def merge_mask(
+    n_strands: int, ranges: Sequence[tuple[int, int]], source: str = "groups to merge"
+) -> np.ndarray:
     """Which strands lose the marker that precedes them (they are inside a merged group).
 
     Parameters
@@ -49,6 +51,8 @@ def merge_mask(n_strands: int, ranges: Sequence[tuple[int, int]]) -> np.ndarray:
         Strands of the trace.
     ranges
         ``(first, last)`` strand ranges of the groups to merge; they must be disjoint.
+    source
+        Where the ranges come from (a parallelization table's path), for error messages.
 
     Returns
     -------
@@ -59,9 +63,11 @@ def merge_mask(n_strands: int, ranges: Sequence[tuple[int, int]]) -> np.ndarray:
     prev_last = -1
     for a, b in sorted(ranges):
         if not 0 <= a <= b < n_strands:
-            raise SimschedError(f"group strands {a}..{b} outside the trace's 0..{n_strands - 1}")
+            raise SimschedError(
+                f"{source}: group strands {a}..{b} outside the trace's 0..{n_strands - 1}"
+            )
         if a <= prev_last:
-            raise SimschedError(f"groups to merge overlap at strand {a}")
+            raise SimschedError(f"{source}: groups to merge overlap at strand {a}")
         mask[a + 1 : b + 1] = True
         prev_last = b
     return mask
@@ -73,6 +79,7 @@ def regrain(
     ranges: Sequence[tuple[int, int]],
     *,
     params: dict[str, Any] | None = None,
+    source: str | None = None,
 ) -> TraceHeader:
     """Write a copy of ``trace`` in which each strand range in ``ranges`` is one strand.
 
@@ -87,6 +94,9 @@ def regrain(
         split group of the trace's task-group tree, and they must be disjoint.
     params
         Extra header parameters to record (merged into the trace's own).
+    source
+        Where ``ranges`` come from (a parallelization table's path), named when they
+        overlap; default the trace.
 
     Returns
     -------
@@ -103,7 +113,7 @@ def regrain(
             raise SimschedError(
                 f"{trace.path}: strands {a}..{b} are not a task group of this trace"
             )
-    mask = merge_mask(h.n_strands, ranges)
+    mask = merge_mask(h.n_strands, ranges, source or str(trace.path))
     fiter = trace.frames.iteration
     first = trace.frames.first_strand
     sframe = trace.strands.frame
@@ -160,6 +170,7 @@ def regrain_from_table(
     rows: Sequence[dict[str, Any]],
     *,
     machine: str | None = None,
+    table: str | os.PathLike | None = None,
 ) -> TraceHeader:
     """Regrain ``trace`` with the groups a parallelization table chose.
 
@@ -173,26 +184,30 @@ def regrain_from_table(
         Rows of :func:`simsched.profile.coarsen.read_table`.
     machine
         Use the rows of this machine; required when the table holds several.
+    table
+        Path of the table the rows were read from, named in error messages.
 
     Returns
     -------
     simsched.trace.TraceHeader
     """
+    name = str(table) if table is not None else "parallelization table"
     machines = sorted({r["machine"] for r in rows})
     if machine is None:
         if len(machines) > 1:
             raise SimschedError(
-                f"the table holds several machines ({', '.join(machines)}): choose one"
+                f"{name}: the table holds several machines ({', '.join(machines)}): "
+                "choose one with --machine"
             )
         machine = machines[0] if machines else None
     sel = [r for r in rows if r["machine"] == machine]
     if rows and not sel:
-        raise SimschedError(f"the table has no rows for machine {machine!r}")
+        raise SimschedError(f"{name}: the table has no rows for machine {machine!r}")
     digests = {r["trace_digest"] for r in sel}
     if digests and digests != {trace.header.digest}:
         raise SimschedError(
-            f"{trace.path}: the table was made from another trace (digest "
+            f"{name}: the table was made from another trace than {trace.path} (digest "
             f"{next(iter(digests))[:16]}…, this trace {trace.header.digest[:16]}…)"
         )
     ranges = [(int(r["first_strand"]), int(r["last_strand"])) for r in sel]
-    return regrain(trace, out, ranges, params={"regrain_machine": machine})
+    return regrain(trace, out, ranges, params={"regrain_machine": machine}, source=name)

@@ -209,6 +209,25 @@ def test_profile_and_coarsen_options(cli, fib_trace, tmp_path):
     assert code == 2 and "not a simsched profile" in line and "pickle" not in line
 
 
+def test_coarsen_a_profile_with_a_damaged_group_tree(cli, fib_trace, tmp_path):
+    import numpy as np
+
+    prof = tmp_path / "p.prof"
+    code, _, _ = cli("profile", fib_trace, "-o", prof)
+    assert code == 0
+    with np.load(prof) as z:
+        arrays = {k: z[k].copy() for k in z.files}
+    arrays["group_parent"][3] = 1_000_000  # used to crash the process (out-of-bounds write)
+    with open(prof, "wb") as f:
+        np.savez(f, **arrays)
+    # a separate process: a crash shows as a signal there instead of killing the tests
+    r = run_process("coarsen", prof, "--machine", "itrs-scaling-4")
+    assert r.returncode == 2
+    assert one_line(r.stderr).endswith(
+        f"{prof}: corrupt group tree (a parent does not precede its child)"
+    )
+
+
 def test_plot_timeline_level_and_sweep_y(cli, tmp_path):
     from simsched.experiments.store import save_row
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import numpy as np
@@ -166,3 +167,73 @@ def test_profile_save_load_round_trip(tmp_path):
     np.savez(tmp_path / "other.npz", x=np.zeros(3))
     with pytest.raises(ProfileFormatError, match="other.npz"):
         Profile.load(tmp_path / "other.npz")
+
+
+def _damaged(tmp_path, damage):
+    """A valid profile's arrays with ``damage(arrays, meta)`` applied, saved as bad.prof."""
+    path = build_random(tmp_path / "r.sst", 11)
+    profile_trace(path, sizes=[1024, 4096], line=64).save(tmp_path / "r.prof")
+    with np.load(tmp_path / "r.prof") as z:
+        arrays = {k: z[k].copy() for k in z.files}
+    meta = json.loads(arrays["meta_json"].tobytes())
+    new_meta = damage(arrays, meta)
+    if new_meta is not None:
+        arrays["meta_json"] = np.frombuffer(new_meta, np.uint8)
+    with open(tmp_path / "bad.prof", "wb") as f:  # a path would get ".npz" appended
+        np.savez(f, **arrays)
+    return tmp_path / "bad.prof"
+
+
+def _meta(**changes):
+    def damage(arrays, meta):
+        meta.update(changes)
+        return json.dumps({k: v for k, v in meta.items() if v is not None}).encode()
+
+    return damage
+
+
+def _set(key, index, value):
+    def damage(arrays, meta):
+        arrays[key][index] = value
+
+    return damage
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        # a parent out of range made the ancestors kernel write outside its array
+        (_set("group_parent", 3, 10**6), "parent does not precede"),
+        (_set("group_parent", 3, 3), "parent does not precede"),
+        (_set("group_depth", 3, 10**6), "depth"),
+        (_set("group_children", 3, 10**6), "child list"),
+        (_set("group_child_offsets", 2, -5), "child offsets"),
+        (_set("group_leaf_of", 0, 10**6), "leaf group"),
+        (_set("group_start", 1, 5), "strand range|partition"),
+        (_set("group_kind", 1, 9), "kind"),
+        (_set("group_frame", 1, 10**6), "frame"),
+        (lambda a, m: a.__setitem__("group_stop", a["group_stop"][:5]), "entries"),
+        (lambda a, m: a.__delitem__("group_start"), "group_start"),
+        (_set("hist_strand", 0, 10**6), "out of range"),
+        (_set("hist_level", 0, 300), "out of range"),
+        (_set("hist_bucket", 0, -5), "out of range"),
+        (lambda a, m: a.__setitem__("hist_count", a["hist_count"] * 1.0), "hist_count"),
+        (lambda a, m: a.__setitem__("frame_key_offsets", a["frame_key_offsets"][:-1]), "keys"),
+        (lambda a, m: b"[1]", "not a JSON object"),
+        (lambda a, m: b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (lambda a, m: b'{"line": ' + b"9" * 5000 + b"}", "not valid JSON"),
+        (lambda a, m: b"\xff", "not valid JSON"),
+        (_meta(line=None), "'line'"),
+        (_meta(line=0), "power of two"),
+        (_meta(sizes="x"), "'sizes'"),
+        (_meta(sizes=[]), "no cache sizes"),
+        (_meta(strands=5), "5 strands"),
+        (_meta(digest=None), "'digest'"),
+        (_meta(state_bytes=-1), "'state_bytes'"),
+    ],
+)
+def test_load_rejects_a_damaged_profile_naming_it(tmp_path, damage, message):
+    bad = _damaged(tmp_path, damage)
+    with pytest.raises(ProfileFormatError, match=message) as err:
+        Profile.load(bad)
+    assert str(err.value).startswith(str(bad))

@@ -99,6 +99,19 @@ def test_coarsened_trace_replays_the_same_references(tmp_path_factory, seed, cac
     assert (q.misses[0] == p.misses[0]).all()
 
 
+def _table_rows(trace):
+    """Parallelization table rows of ``trace`` for a one-core machine with a 1 MB cache."""
+    p = profile_trace(trace, sizes=[4096], line=64)
+    m = SimpleNamespace(
+        name="m",
+        cores_per_socket=1,
+        caches=(SimpleNamespace(name="L2", scope="socket", size=1 << 20, line=64),),
+    )
+    rows = coarsen(p, m).rows
+    assert rows
+    return rows
+
+
 def test_regrain_rejects_bad_groups_and_foreign_tables(tmp_path):
     src = build_fanout(tmp_path / "f.sst", 4)
     other = build_fanout(tmp_path / "g.sst", 5)
@@ -108,17 +121,25 @@ def test_regrain_rejects_bad_groups_and_foreign_tables(tmp_path):
         g = build_groups(t)
         with pytest.raises(SimschedError, match="overlap"):
             regrain(t, tmp_path / "x.sst", [(0, int(g.stop[0])), (1, 1)])
-    p = profile_trace(other, sizes=[4096], line=64)
-    m = SimpleNamespace(
-        name="m",
-        cores_per_socket=1,
-        caches=(SimpleNamespace(name="L2", scope="socket", size=1 << 20, line=64),),
-    )
-    rows = coarsen(p, m).rows
-    assert rows
+    rows = _table_rows(other)
     with open_trace(src) as t, pytest.raises(SimschedError, match="another trace"):
         regrain_from_table(t, tmp_path / "x.sst", rows)
     assert not (tmp_path / "x.sst").exists()
     rows2 = [dict(r, machine="a") for r in rows] + [dict(r, machine="b") for r in rows]
     with open_trace(other) as t, pytest.raises(SimschedError, match="several machines"):
         regrain_from_table(t, tmp_path / "x.sst", rows2)
+
+
+def test_table_errors_name_the_table(tmp_path):
+    src = build_fanout(tmp_path / "f.sst", 4)
+    rows = _table_rows(src)
+    table = tmp_path / "t.csv"
+    with open_trace(src) as t:
+        # the same group twice: the overlap is the table's fault, so the table is named
+        with pytest.raises(SimschedError, match=r"^.*t\.csv: groups to merge overlap"):
+            regrain_from_table(t, tmp_path / "x.sst", rows + rows, table=table)
+        two = [dict(r, machine="a") for r in rows] + [dict(r, machine="b") for r in rows]
+        with pytest.raises(SimschedError, match=r"^.*t\.csv: the table holds several"):
+            regrain_from_table(t, tmp_path / "x.sst", two, table=table)
+        with pytest.raises(SimschedError, match=r"^.*t\.csv: the table has no rows"):
+            regrain_from_table(t, tmp_path / "x.sst", rows, machine="z", table=table)
