@@ -77,6 +77,29 @@ Size = Annotated[int, BeforeValidator(parse_size), Field(gt=0, le=MAX_SIZE)]
 Cycles = Annotated[StrictInt, Field(ge=0, le=MAX_CYCLES)]
 
 
+def link_interval(line: int, clock_ghz: float, bandwidth: float) -> int:
+    """Cycles a link is busy per line: ``line`` bytes at ``bandwidth`` GB/s, ``clock_ghz`` GHz.
+
+    The one conversion of a link's bandwidth into the engine's service interval, shared by
+    the schema's bound (:meth:`Machine._check_links`) and the routes (``topology.routes``).
+
+    Parameters
+    ----------
+    line
+        Line size in bytes (the outermost cache's).
+    clock_ghz
+        Core clock in GHz.
+    bandwidth
+        Link bandwidth in GB/s in each direction.
+
+    Returns
+    -------
+    int
+        ``max(1, round(line * clock_ghz / bandwidth))``.
+    """
+    return max(1, round(line * clock_ghz / bandwidth))
+
+
 def _is_pow2(x: int) -> bool:
     return x > 0 and (x & (x - 1)) == 0
 
@@ -396,6 +419,20 @@ class Machine(_Strict):
                     )
             if ln.a == ln.b:
                 raise ValueError(f"links.{i}: joins socket {ln.a} to itself")
+            # A link's bandwidth becomes a service interval in cycles per line, which the
+            # engine adds to int64 clocks like memory.service_interval: bound it the same way
+            # (MAX_CYCLES).  The bound on the bandwidth depends on the line and the clock,
+            # line * clock_ghz / MAX_CYCLES GB/s (7.6 KB/s for 64 B lines at 2 GHz); below it
+            # the interval overflowed int64 or stalled every transfer for ever.
+            line = self.caches[-1].line
+            cycles = line * self.clock_ghz / ln.bandwidth
+            if not cycles < MAX_CYCLES:  # also catches inf from a denormal bandwidth
+                least = line * self.clock_ghz / MAX_CYCLES
+                raise ValueError(
+                    f"links.{i}.bandwidth: {ln.bandwidth} GB/s is too low: a {line}-byte line "
+                    f"would take more than {MAX_CYCLES} cycles at {self.clock_ghz} GHz "
+                    f"(give at least {least:.3g} GB/s)"
+                )
             pair = (min(ln.a, ln.b), max(ln.a, ln.b))
             if pair in seen:
                 raise ValueError(f"links.{i}: sockets {pair[0]} and {pair[1]} are linked twice")

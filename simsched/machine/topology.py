@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from simsched.machine.schema import Machine
+from simsched.machine.schema import Machine, link_interval
 
 
 class Routes(NamedTuple):
@@ -64,7 +64,7 @@ def routes(machine: Machine) -> Routes | None:
     lat = [machine.links[d // 2].latency for d in range(2 * len(machine.links))]
     line = machine.caches[-1].line
     interval = [
-        max(1, round(line * machine.clock_ghz / machine.links[d // 2].bandwidth))
+        link_interval(line, machine.clock_ghz, machine.links[d // 2].bandwidth)
         for d in range(2 * len(machine.links))
     ]
     return Routes(

@@ -71,6 +71,19 @@ def test_machine_values_are_bounded_in_the_schema(cli, fib_trace, setting, messa
         assert code == 2 and message in one_line(err)
 
 
+@pytest.mark.parametrize("bandwidth", ["1.0e-300", "1.0e-15"])
+def test_link_bandwidth_too_low_for_the_engine(cli, fib_trace, tmp_path, bandwidth):
+    # 1e-300 overflowed int64 in the memory model, 1e-15 reported a deadlock instead
+    m = tmp_path / "m.yaml"
+    code, out, _ = cli("machine", "show", "opteron-8380-4x4")
+    assert code == 0
+    m.write_text(out.replace("bandwidth: 4.0", f"bandwidth: {bandwidth}", 1))
+    for args in (["run", "-t", fib_trace, "-m", m], ["memsim", "-t", fib_trace, "-m", m]):
+        code, _, err = cli(*args)
+        line = one_line(err)
+        assert code == 2 and f"links.0.bandwidth: {float(bandwidth)} GB/s is too low" in line
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -89,6 +89,9 @@ def test_sunfire_ladder_has_at_most_three_hops():
         ([*CHAIN, {"a": 1, "b": 1, "bandwidth": 4}], "links.3: joins socket 1 to itself"),
         ([*CHAIN, {"a": 1, "b": 0, "bandwidth": 4}], "links.3: sockets 0 and 1 are linked twice"),
         ([{**CHAIN[0], "speed": 3}, *CHAIN[1:]], "links.0.speed"),
+        # a bandwidth so low that a line's cycles overflowed the engine's int64 clock
+        ([*CHAIN[:2], {"a": 2, "b": 3, "bandwidth": 1e-300}], "links.2.bandwidth: 1e-300"),
+        ([*CHAIN[:2], {"a": 2, "b": 3, "bandwidth": 1e-15}], "at least 7.63e-06 GB/s"),
     ],
 )
 def test_bad_links_name_the_field(links, needle):
@@ -96,6 +99,13 @@ def test_bad_links_name_the_field(links, needle):
         load_machine(four(links))
     msg = str(info.value)
     assert needle in msg and "\n" not in msg
+
+
+def test_lowest_link_bandwidth_is_accepted_with_its_interval():
+    # 64 B at 2 GHz: the bound is 64 * 2 / 2**24 GB/s; just above it the interval fits
+    bw = 64 * 2.0 / (1 << 24) * 1.001
+    r = routes(load_machine(four([*CHAIN[:2], {"a": 2, "b": 3, "bandwidth": bw}])))
+    assert r is not None and max(r.interval) == round(64 * 2.0 / bw) < 1 << 24
 
 
 def test_links_need_a_clock():
