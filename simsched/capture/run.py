@@ -489,6 +489,7 @@ def capture(
             progress=cb,
             iterations=iterations,
             warn=stack_warnings.append,
+            source=prog.name,  # the raw stream is a temporary file
         )
         if header.n_frames == 1 and not header.roi and count_markers(raw_path) == 0:
             out.unlink(missing_ok=True)

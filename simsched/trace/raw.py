@@ -103,10 +103,32 @@ def _read(f: _Stream, size: int, path: Path, where: int) -> bytes:
     return out
 
 
+def _empty_stream_error(path: Path) -> TraceFormatError:
+    """The error for a stream that gave no bytes: empty, or a zstd file cut short.
+
+    zstd's stream reader ends quietly where a truncated file ends, so a file cut inside its
+    first block reads as empty; a decompression object says whether the frame was complete.
+    Nothing came out of the reader, so at most one block comes out here.
+    """
+    with open(path, "rb") as f:
+        data = f.read(1 << 20)
+    if data[:4] == _ZSTD_MAGIC:
+        d = zstandard.ZstdDecompressor().decompressobj()
+        try:
+            d.decompress(data)
+        except zstandard.ZstdError as exc:
+            return TraceFormatError(f"{path}: corrupt zstd stream ({exc})")
+        if not d.eof:
+            return TraceFormatError(
+                f"{path}: truncated or corrupt zstd stream (it ends before its first record)"
+            )
+    return TraceFormatError(f"{path}: empty raw stream")
+
+
 def _stream_version(head: bytes, path: Path) -> int:
     """The version of a stream whose first 16 bytes are ``head``; raise unless it is one."""
     if not head:
-        raise TraceFormatError(f"{path}: empty raw stream")
+        raise _empty_stream_error(path)
     h = np.frombuffer(head, RAW_DTYPE)[0] if len(head) == 16 else None
     if h is None or int(h["kind"]) != REC_HEADER or int(h["a"]) != RAW_MAGIC:
         raise TraceFormatError(
@@ -429,6 +451,12 @@ NONLOCAL_EXIT = (
 )
 
 
+def _builder_problem(b: TraceBuilder, exc: Exception) -> str:
+    """``exc``'s message without the builder's path: that is the hidden temporary file of
+    the output, which means nothing to the user (the raw stream is named instead)."""
+    return str(exc).removeprefix(f"{b.path}: ")
+
+
 def _frame_end(b: TraceBuilder, end: Callable[[], None], name: str, pos: int) -> None:
     """Close a frame at a SPAWN_END or CALL_END marker; a mismatch names the likely cause.
 
@@ -438,8 +466,9 @@ def _frame_end(b: TraceBuilder, end: Callable[[], None], name: str, pos: int) ->
     try:
         end()
     except TraceBuildError as exc:
-        why = str(exc).removeprefix(f"{b.path}: ")
-        raise TraceFormatError(f"{name}: record {pos}: {why}{NONLOCAL_EXIT}") from None
+        raise TraceFormatError(
+            f"{name}: record {pos}: {_builder_problem(b, exc)}{NONLOCAL_EXIT}"
+        ) from None
 
 
 def _stack(b: TraceBuilder, r: np.void, name: str, pos: int) -> None:
@@ -469,6 +498,7 @@ def import_raw(
     line_size_hint: int = 64,
     iterations: str = "auto",
     warn: Callable[[str], None] | None = None,
+    source: str | None = None,
 ) -> fmt.TraceHeader:
     """Convert a raw capture stream into a trace, streaming.
 
@@ -492,6 +522,10 @@ def import_raw(
     warn
         Called with one line for what the trace cannot model (a spawned Cilk function
         using a stack object of an enclosing frame through a pointer).
+    source
+        What to name in error messages about the records (default ``raw_path``; a capture
+        names its program, whose raw stream is a temporary file).  Never the output path:
+        that is often the temporary file of an atomic write.
 
     Returns
     -------
@@ -504,14 +538,14 @@ def import_raw(
         END marker, truncation.
     """
     raw_path = Path(raw_path)
-    name = str(raw_path)
+    name = source or str(raw_path)
     if iterations not in ITERATION_MODES:
         raise ValueError(
             f"iterations must be one of {', '.join(ITERATION_MODES)}, not {iterations!r}"
         )
     ranges = _StrandRanges() if iterations == "auto" else None
     if not raw_path.exists():
-        raise TraceFormatError(f"{name}: no such raw stream")
+        raise TraceFormatError(f"{raw_path}: no such raw stream")
     roi = _has_roi(raw_path)
     guard = _StackGuard()
     b: TraceBuilder | None = None
@@ -553,7 +587,7 @@ def import_raw(
                         b.spawn()
                         guard.spawn(b, int(r["b"]))
                     elif m == M_SPAWN_END:
-                        _frame_end(b, b.ret, program or name, pos)
+                        _frame_end(b, b.ret, name, pos)
                         guard.spawn_end()
                     elif m == M_SYNC:
                         b.sync()
@@ -561,7 +595,7 @@ def import_raw(
                         b.call()
                         guard.call(1)
                     elif m == M_CALL_END:
-                        _frame_end(b, b.call_ret, program or name, pos)
+                        _frame_end(b, b.call_ret, name, pos)
                         guard.call(-1)
                     elif m == M_STACK:
                         _stack(b, r, name, pos)
@@ -603,10 +637,8 @@ def import_raw(
                 if b.open_calls
                 else f"{b.depth - 1} spawn(s) without a matching SPAWN_END"
             )
-            raise TraceFormatError(
-                f"{program or name}: {what} at the end of the run{NONLOCAL_EXIT}"
-            )
-        msg = guard.message(program or name)
+            raise TraceFormatError(f"{name}: {what} at the end of the run{NONLOCAL_EXIT}")
+        msg = guard.message(name)
         if msg is not None and warn is not None:
             warn(msg)
         if ranges is None:
@@ -617,7 +649,8 @@ def import_raw(
             b.abort()
         if isinstance(exc, TraceFormatError):
             raise
-        raise TraceFormatError(f"{name}: near record {pos}: {exc}") from None
+        problem = _builder_problem(b, exc) if b is not None else str(exc)
+        raise TraceFormatError(f"{name}: near record {pos}: {problem}") from None
     except BaseException:
         if b is not None and not b._closed:
             b.abort()

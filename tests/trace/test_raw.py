@@ -260,6 +260,40 @@ def test_malformed_streams(tmp_path, records, message):
     assert not (tmp_path / "m.sst").exists()
 
 
+@pytest.mark.parametrize(
+    "marks",
+    [
+        [(R.M_ITER, 5), (R.M_SPAWN, 0), (R.M_SPAWN_END, 0), (R.M_ITER, 3)],  # builder's error
+        [(R.M_ROI_END, 0)],
+        [(R.M_SPAWN_END, 0)],  # a frame closed without its spawn
+        [(R.M_SPAWN, 0)],  # ... or left open at the end
+    ],
+)
+def test_errors_name_the_raw_stream_not_the_output(tmp_path, marks):
+    # the output is where the builder writes, in the CLI a hidden temporary file: naming
+    # it (or the program) made the message point at a file the user never saw
+    records = [header(), *(rec(R.REC_MARKER, a=a, c=m) for m, a in marks)]
+    raw = write(tmp_path / "m.raw", [*records, rec(R.REC_MARKER, c=R.M_END)])
+    with pytest.raises(TraceFormatError) as info:
+        R.import_raw(raw, tmp_path / ".out.tmp.sst", program="theprogram")
+    msg = str(info.value)
+    assert msg.startswith(f"{raw}: ") and ".out.tmp" not in msg and "theprogram" not in msg
+    with pytest.raises(TraceFormatError, match=r"^myprog: "):
+        R.import_raw(raw, tmp_path / ".out.tmp.sst", source="myprog")
+
+
+def test_a_truncated_zstd_stream_is_not_called_empty(tmp_path):
+    good = write(tmp_path / "g.raw", [header(), rec(R.REC_MARKER, c=R.M_END)], compress=True)
+    data = good.read_bytes()
+    for cut in (4, len(data) // 2):
+        (tmp_path / "t.raw.zst").write_bytes(data[:cut])
+        with pytest.raises(TraceFormatError, match=r"t\.raw\.zst: truncated or corrupt zstd"):
+            R.import_raw(tmp_path / "t.raw.zst", tmp_path / "t.sst")
+    (tmp_path / "e.raw").write_bytes(b"")
+    with pytest.raises(TraceFormatError, match=r"e\.raw: empty raw stream"):
+        R.import_raw(tmp_path / "e.raw", tmp_path / "e.sst")
+
+
 @pytest.mark.parametrize("data", [b"x" * 24, b"SIMSCHT\0" + bytes(200), b"short"])
 def test_a_file_that_is_not_a_raw_stream_is_named_so(tmp_path, data):
     p = tmp_path / "notraw.bin"
