@@ -517,8 +517,10 @@ def parse_json(data: bytes, source: str, error: type[SimschedError] = SimschedEr
         raise error(f"{source}: not valid JSON (byte {exc.start} is not UTF-8)") from None
     except RecursionError:
         raise error(f"{source}: not valid JSON (nested too deeply)") from None
-    except ValueError as exc:  # JSONDecodeError, and too many digits in an integer
+    except json.JSONDecodeError as exc:
         raise error(f"{source}: not valid JSON ({exc})") from None
+    except ValueError:  # Python's limit on the digits of an int (sys.get_int_max_str_digits)
+        raise error(f"{source}: not valid JSON (an integer with too many digits)") from None
 
 
 def read_yaml(path: str | os.PathLike) -> Any:

@@ -13,6 +13,7 @@ from simsched.files import (
     atomic_output,
     cache_dir,
     make_output_dir,
+    parse_json,
     parse_yaml,
     read_user_text,
     write_json_atomic,
@@ -388,3 +389,18 @@ def test_yaml_alias_bomb_and_deep_nesting_are_refused_at_once():
     # a few aliases, brackets inside strings and comments: fine
     assert parse_yaml("a: &x [1, 2]\nb: *x\nc: '[[[['  # {{{{\n", "ok.yaml")["b"] == [1, 2]
     assert parse_yaml("d: " + "[" * 64 + "]" * 64, "ok.yaml") is not None
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"{x", "Expecting property name"),
+        (b"\xff", "byte 0 is not UTF-8"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b"9" * 5000, "an integer with too many digits"),
+    ],
+)
+def test_parse_json_turns_every_failure_into_the_given_error(data, message):
+    with pytest.raises(OutputError, match=f"^f.bin: meta: not valid JSON \\({message}"):
+        parse_json(data, "f.bin: meta", OutputError)
+    assert parse_json(b'{"a": [1]}', "f") == {"a": [1]}

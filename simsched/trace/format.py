@@ -29,6 +29,7 @@ import numpy as np
 import zstandard
 
 from simsched.errors import TraceFormatError
+from simsched.files import parse_json
 from simsched.trace import _kernels
 
 MAGIC = b"SIMSCHT\x00"
@@ -339,12 +340,9 @@ def encode_json(obj: Any, cctx: zstandard.ZstdCompressor) -> bytes:
 
 
 def decode_json(buf: bytes, what: str) -> Any:
-    """Decompress and parse a JSON section."""
-    raw = decompress(buf, what)
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TraceFormatError(f"{what}: not valid JSON ({exc})") from None
+    """Decompress and parse a JSON section (any way it fails is a :class:`TraceFormatError`
+    naming ``what``: bad bytes, an over-long integer, nesting too deep)."""
+    return parse_json(decompress(buf, what), what, TraceFormatError)
 
 
 def encode_tables(arrays: dict[str, np.ndarray], cctx: zstandard.ZstdCompressor) -> bytes:
@@ -367,10 +365,7 @@ def decode_tables(buf: bytes, what: str) -> dict[str, np.ndarray]:
     if len(raw) < 8:
         raise TraceFormatError(f"{what}: too short")
     (hlen,) = struct.unpack_from("<Q", raw)
-    try:
-        toc = json.loads(raw[8 : 8 + hlen].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TraceFormatError(f"{what}: table of contents is not valid JSON ({exc})") from None
+    toc = parse_json(raw[8 : 8 + hlen], f"{what}: table of contents", TraceFormatError)
     body = memoryview(raw)[8 + hlen :]
     out: dict[str, np.ndarray] = {}
     try:
@@ -379,7 +374,13 @@ def decode_tables(buf: bytes, what: str) -> dict[str, np.ndarray]:
             if name not in TABLES or TABLES[name][0] != dtype:
                 raise TraceFormatError(f"{what}: unexpected array {name!r} of type {dtype!r}")
             dt = np.dtype(dtype)
-            start, length = int(entry["offset"]), int(entry["length"])
+            start, length = entry["offset"], entry["length"]
+            # exact integers only: int() of Infinity raised OverflowError, of 1.5 truncated
+            if not all(type(v) is int for v in (start, length)):
+                raise TraceFormatError(
+                    f"{what}: array {name!r} has offset {start!r} and length {length!r}, "
+                    "not integers"
+                )
             end = start + length * dt.itemsize
             if start < 0 or length < 0 or end > len(body):
                 raise TraceFormatError(f"{what}: array {name!r} extends past the section")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,8 @@ class Parts:
     counts: tuple[int, ...] | None = None  # header counts (default: derived from the rest)
     trailer: bytes = b""  # bytes after the index section (covered by the digest)
     place_chunks: bool = True  # rewrite the index offsets to lay chunks out back to back
+    meta_text: bytes | None = None  # the meta section's JSON text, instead of ``meta``'s
+    toc_text: bytes | None = None  # the tables' table of contents, instead of the real one
 
 
 def read(path: str | Path) -> Parts:
@@ -86,11 +89,18 @@ def seal(parts: Parts, path: str | Path) -> Path:
             index[k]["length"] = len(frame)
         body += frame
     sections = []
-    for blob in (
-        fmt.encode_json(parts.meta, cctx),
-        fmt.encode_tables(parts.tables, cctx),
-        cctx.compress(index.tobytes()),
-    ):
+    meta = (
+        fmt.encode_json(parts.meta, cctx)
+        if parts.meta_text is None
+        else cctx.compress(parts.meta_text)
+    )
+    tables = fmt.encode_tables(parts.tables, cctx)
+    if parts.toc_text is not None:  # same arrays after another table of contents
+        raw = fmt.decompress(tables, "tables")
+        (hlen,) = struct.unpack_from("<Q", raw)
+        toc = parts.toc_text
+        tables = cctx.compress(struct.pack("<Q", len(toc)) + toc + raw[8 + hlen :])
+    for blob in (meta, tables, cctx.compress(index.tobytes())):
         sections += [fmt.HEADER_SIZE + len(body), len(blob)]
         body += blob
     body += parts.trailer

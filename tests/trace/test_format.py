@@ -54,3 +54,43 @@ def test_the_rule_fits_the_memory_model():
     assert fmt.ADDRESS_LIMIT == LIMIT
     top = max(addr_offset(j) for j in range(MAX_JOBS)) + LIMIT - 1
     assert top >> ADDRESS_BITS == 0
+
+
+def _toc(length: str) -> bytes:
+    """The table of contents of forge's trace with the first array's length written as
+    ``length`` (JSON text)."""
+    import json
+
+    toc, pos = [], 0
+    for name, (dtype, _) in fmt.TABLES.items():
+        toc.append({"name": name, "dtype": dtype, "length": 1, "offset": pos})
+        pos += 1
+    head = json.dumps(toc).replace('"length": 1', f'"length": {length}', 1)
+    return head.encode()
+
+
+@pytest.mark.parametrize(
+    ("section", "text", "message"),
+    [
+        # json.loads raised ValueError, RecursionError and int() OverflowError past the
+        # decoders' except clauses: a traceback instead of one line naming the trace
+        ("meta_text", b'{"x": ' + b"9" * 5000 + b"}", "meta.*an integer with too many digits"),
+        ("meta_text", b"[" * 100_000 + b"]" * 100_000, "meta.*nested too deeply"),
+        ("meta_text", b"\xff", "meta.*byte 0 is not UTF-8"),
+        ("toc_text", b"[" * 100_000 + b"]" * 100_000, "table of contents.*nested too deeply"),
+        ("toc_text", _toc("9" * 5000), "table of contents.*too many digits"),
+        ("toc_text", _toc("Infinity"), "length inf, not integers"),
+        ("toc_text", _toc("NaN"), "length nan, not integers"),
+        ("toc_text", _toc("1.5"), "length 1.5, not integers"),
+    ],
+)
+def test_json_sections_that_json_loads_chokes_on(tmp_path, section, text, message):
+    from simsched.trace import TraceBuilder
+    from tests.trace import forge
+
+    good = tmp_path / "good.sst"
+    with TraceBuilder(good) as b:
+        b.refs(np.arange(4) * 64, 8, False, 1)
+    forge.assert_refused(
+        good, lambda parts: setattr(parts, section, text), message, tmp_path / "bad.sst"
+    )
