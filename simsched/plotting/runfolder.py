@@ -85,7 +85,10 @@ def read_record(path: str | Path) -> dict[str, Any]:
     """
     p = result_file(path)
     if not p.exists():
-        raise ConfigError(f"{p}: cannot read (no such file; write one with `simsched run --out`)")
+        what = "file" if p.suffix == ".json" else "run folder"
+        raise ConfigError(
+            f"{p}: no such {what} (a `simsched run --out` folder, or its {RESULT_FILE})"
+        )
     rec = read_json(p)
     if not isinstance(rec, dict):
         raise ConfigError(f"{p}: not a result record (a JSON object, not {type(rec).__name__})")

@@ -41,7 +41,7 @@ def test_plot_has_time_and_roots_panels():
 def test_no_iterations_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="iteration_cycles"):
         plot_iterations([{"scheduler": "ws"}])
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match=r"missing.json: no such file \(a `simsched run"):
         load_records([tmp_path / "missing.json"])
 
 
