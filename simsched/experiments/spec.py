@@ -41,7 +41,7 @@ from simsched.errors import ConfigError
 from simsched.files import parse_yaml
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
-from simsched.params import MAX_SEED
+from simsched.params import MAX_QUANTUM, MAX_SEED
 
 Scalar = str | int | float | bool
 #: A seed: a non-negative 64-bit integer (numpy's generators refuse negative ones).
@@ -171,7 +171,7 @@ class WorkloadSpec(_Strict):
     capture: CaptureRecipe | None = None
     jobs: str | None = None
     controller: str | None = None
-    quantum: int | None = Field(default=None, ge=0)
+    quantum: int | None = Field(default=None, ge=0, le=MAX_QUANTUM)
     params: dict[str, Scalar] = Field(default_factory=dict)
     grid: dict[str, list[Scalar]] = Field(default_factory=dict)
     small: dict[str, Scalar] = Field(
@@ -878,6 +878,10 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
                 from simsched.jobset import check_jobset
 
                 check_jobset(loaded.spec_dir / w.jobs, controller=w.controller)
+                if w.quantum is not None:
+                    from simsched.engine.controllers import check_quantum
+
+                    check_quantum(w.quantum, "quantum")  # its floor, before any point runs
             if w.generator is not None and generators:
                 gen = get_workload(w.generator)
                 base = {**w.params, **(w.small if loaded.small else {})}

@@ -65,3 +65,15 @@ def test_job_set_points_run_and_store_the_multi_job_record(tmp_path):
 def test_job_set_checked_before_the_first_point(tmp_path):
     with pytest.raises(ConfigError, match="unknown controller 'nope'"):
         check_spec(load_spec(_write(tmp_path, controller="nope")))
+
+
+@pytest.mark.parametrize(
+    ("quantum", "message"),
+    [(5, "workloads.0: quantum: quantum 5 cycles is below the floor"), (2**63, "less than")],
+)
+def test_job_set_quantum_checked_before_the_first_point(tmp_path, quantum, message):
+    """A workload's quantum outside the controllers' range made every point fail."""
+    spec = _write(tmp_path)
+    spec.write_text(spec.read_text().replace("controller: equi}", f"quantum: {quantum}}}"))
+    with pytest.raises(ConfigError, match=message):
+        check_spec(load_spec(spec))
