@@ -130,9 +130,11 @@ def status_cmd(
     """Check SPEC whole, then count its points that are done, failed and missing."""
     from simsched.cli._common import print_json
     from simsched.experiments import load_spec, sweep_status
+    from simsched.experiments.runner import resolve_point_function
     from simsched.experiments.spec import check_spec
 
     loaded = load_spec(spec, small=True if small else None, sets=set_)
+    resolve_point_function(point_fn)  # as `sweep run` would, so that status does not pass it
     check_spec(loaded, generators=point_fn is None)
     status = sweep_status(loaded)
     if json_:

@@ -174,6 +174,9 @@ def test_cli_run_status_show_export(tmp_path, capsys):
         ["sweep", "status", spec, "--json", "--point-fn", "sweep_pointfns:fake_point"], capsys
     )
     assert json.loads(out)["ok"] == 6
+    # status checks the function as run does (it passed a module that does not exist)
+    code, _, err = _cli(["sweep", "status", spec, "--point-fn", "nomodule:fn"], capsys)
+    assert code == 2 and "--point-fn 'nomodule:fn': cannot import nomodule" in err
     out_dir = str(tmp_path / "results" / "fake")
     code, out, _ = _cli(
         [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import matplotlib
 
@@ -66,3 +67,26 @@ def test_title_is_drawn_literally(tmp_path, title):
     fig = plot_iterations([LAWS], title=title)
     fig.savefig(tmp_path / "t.png")
     assert fig.axes[0].get_title().replace("\\$", "$") == title
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("iteration_cycles", '[1, "a"]', "'iteration_cycles' is not a list of cycle counts"),
+        ("iteration_cycles", "zz", "record field 'iteration_cycles' is not JSON"),
+        ("iteration_cycles", {"a": 1}, "'iteration_cycles' is not a list of cycle counts"),
+        ("packing", '[{"cf_roots": "x", "iteration": 1}]', "'packing' is not a list of"),
+        ("packing", "[3]", "'packing' is not a list of"),
+    ],
+)
+def test_damaged_fields_name_the_file(tmp_path, field, value, says):
+    """A damaged record's iteration times were drawn as strings, or failed inside
+    matplotlib, and a field that was not JSON was reported without its file."""
+    run = tmp_path / "run"
+    run.mkdir()
+    rec = {"scheduler": "laws", "seed": 0, "iteration_cycles": [5, 6], field: value}
+    (run / "result.json").write_text(json.dumps(rec))
+    with pytest.raises(
+        ConfigError, match=re.escape(f"{run / 'result.json'}: ") + ".*" + re.escape(says)
+    ):
+        load_records([run])
