@@ -41,7 +41,7 @@ import pandas as pd
 from simsched.canonical import canonical_json
 from simsched.engine.record import nest_fields
 from simsched.errors import ConfigError, OutputError
-from simsched.files import atomic_output, is_stream, write_json_atomic
+from simsched.files import atomic_output, is_stream, parse_json, write_json_atomic
 
 POINTS_DIR = "points"
 ROW_FILE = "row.json"
@@ -137,15 +137,13 @@ def _load_row(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     the point again), and :func:`iter_rows` reports it.
     """
     try:
-        row = json.loads(path.read_text(encoding="utf-8"))
+        row = parse_json(path.read_bytes(), str(path), ConfigError)
     except FileNotFoundError:
         return None, None
     except OSError as exc:
         return None, f"cannot read ({exc.strerror})"
-    except RecursionError:  # json recurses per nesting level: [[[[... blows the stack
-        return None, "JSON nested too deeply"
-    except ValueError as exc:  # also bytes that are not UTF-8
-        return None, f"not JSON ({exc})"
+    except ConfigError as exc:  # the caller names the file
+        return None, str(exc).removeprefix(f"{path}: ")
     if not isinstance(row, dict):
         return None, f"not a JSON object ({type(row).__name__})"
     for key, value in row.items():

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from simsched.errors import ConfigError
-from simsched.files import read_user_text
+from simsched.files import parse_json, read_user_text
 
 RESULT_FILE = "result.json"
 TIMELINE_FILE = "timeline.npz"
@@ -48,13 +48,8 @@ def read_json(path: str | Path) -> Any:
         Missing, unreadable, not UTF-8, not JSON, or nested too deeply to parse.
     """
     p = Path(path)
-    text = read_user_text(p, "JSON")
-    try:
-        return json.loads(text)
-    except RecursionError:  # json recurses per nesting level: [[[[... blows the stack
-        raise ConfigError(f"{p}: not a result file (JSON nested too deeply)") from None
-    except ValueError as exc:
-        raise ConfigError(f"{p}: not JSON ({exc})") from None
+    text = read_user_text(p, "JSON")  # its errors name what is missing or not text
+    return parse_json(text.encode("utf-8"), str(p), ConfigError)
 
 
 def result_file(path: str | Path) -> Path:
