@@ -857,10 +857,9 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
     spec = loaded.spec
     where = str(loaded.path)
     cache = loaded.trace_cache
-    if any(w.generator is not None for w in spec.workloads) and (
-        cache.exists() and not cache.is_dir()
-    ):
-        # else every generated point fails when it makes its trace
+    if any(w.trace is None for w in spec.workloads) and (cache.exists() and not cache.is_dir()):
+        # generators, captures and job sets make their traces there: else each such point
+        # fails when it makes its trace
         raise ConfigError(f"{where}: trace_cache {cache}: exists and is not a folder")
     for i, s in enumerate(spec.schedulers):
         try:

@@ -77,3 +77,12 @@ def test_job_set_quantum_checked_before_the_first_point(tmp_path, quantum, messa
     spec.write_text(spec.read_text().replace("controller: equi}", f"quantum: {quantum}}}"))
     with pytest.raises(ConfigError, match=message):
         check_spec(load_spec(spec))
+
+
+def test_trace_cache_that_is_a_file_refused_for_job_sets(tmp_path):
+    """A job set may generate its jobs' traces in the cache, so a file there is refused for
+    any job-set workload (this one's jobs come from a trace file)."""
+    spec = _write(tmp_path)
+    spec.write_text(spec.read_text() + "trace_cache: two.yaml\n")
+    with pytest.raises(ConfigError, match="two.yaml: exists and is not a folder"):
+        check_spec(load_spec(spec))
