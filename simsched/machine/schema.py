@@ -80,8 +80,10 @@ Cycles = Annotated[StrictInt, Field(ge=0, le=MAX_CYCLES)]
 def link_interval(line: int, clock_ghz: float, bandwidth: float) -> int:
     """Cycles a link is busy per line: ``line`` bytes at ``bandwidth`` GB/s, ``clock_ghz`` GHz.
 
-    The one conversion of a link's bandwidth into the engine's service interval, shared by
-    the schema's bound (:meth:`Machine._check_links`) and the routes (``topology.routes``).
+    The one conversion of a link's bandwidth into the engine's service interval
+    (``topology.routes``).  :meth:`Machine._check_links` bounds the same quotient before it
+    is rounded, as a float, so that a bandwidth small enough to make it infinite is refused
+    rather than overflowing ``round``.
 
     Parameters
     ----------

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simsched.errors import TraceFormatError
+from simsched.errors import SimschedError, TraceFormatError
 from simsched.profile import _kernels as K
 from simsched.trace import EDGE_JOIN
 
@@ -137,7 +137,12 @@ class GroupTree:
         return {f"group_{k}": getattr(self, k) for k in _FIELDS}
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray], source: str = "profile") -> GroupTree:
+    def from_arrays(
+        cls,
+        arrays: dict[str, np.ndarray],
+        source: str = "profile",
+        error: type[SimschedError] = TraceFormatError,
+    ) -> GroupTree:
         """Inverse of :meth:`as_arrays`, checking every invariant :func:`build_groups` keeps.
 
         The arrays come from a file, and the tree's indices are followed by compiled kernels
@@ -150,6 +155,8 @@ class GroupTree:
             The ``group_*`` arrays of :meth:`as_arrays` (other keys are ignored).
         source
             Name of the input, for error messages.
+        error
+            The error to raise (a profile's loader gives its own).
 
         Returns
         -------
@@ -157,19 +164,18 @@ class GroupTree:
 
         Raises
         ------
-        TraceFormatError
-            An array is missing, of another type or length, or the arrays do not form a
-            pre-order tree whose children partition their parent's strands.
+        SimschedError
+            ``error``: an array is missing, of another type or length, or the arrays do not
+            form a pre-order tree whose children partition their parent's strands.
         """
-        fields = {}
-        for k in _FIELDS:
-            a = arrays.get(f"group_{k}")
-            want = np.dtype(np.int8 if k in ("kind", "role") else np.int64)
-            if not isinstance(a, np.ndarray) or a.dtype != want or a.ndim != 1:
-                raise TraceFormatError(f"{source}: group_{k} is missing or not 1-D {want}")
-            fields[k] = a
+        fields = {
+            k: array_1d(
+                arrays, f"group_{k}", np.int8 if k in ("kind", "role") else np.int64, source, error
+            )
+            for k in _FIELDS
+        }
         tree = cls(**fields)
-        _check_tree(tree, source)
+        _check_tree(tree, source, error)
         return tree
 
     def label(self, g: int) -> str:
@@ -201,8 +207,23 @@ _FIELDS = (
 )
 
 
-def _check_tree(g: GroupTree, source: str) -> None:
-    """Raise :class:`TraceFormatError` unless ``g`` is shaped as :func:`build_groups` makes it.
+def array_1d(
+    arrays: dict[str, np.ndarray],
+    key: str,
+    dtype: type | np.dtype,
+    source: str,
+    error: type[SimschedError],
+) -> np.ndarray:
+    """``arrays[key]`` if it is a 1-D array of ``dtype``, else ``error`` naming ``source``
+    (the one check of an array read from a file before the kernels use it)."""
+    a = arrays.get(key)
+    if not isinstance(a, np.ndarray) or a.dtype != np.dtype(dtype) or a.ndim != 1:
+        raise error(f"{source}: array {key} is missing or not 1-D {np.dtype(dtype)}")
+    return a
+
+
+def _check_tree(g: GroupTree, source: str, error: type[SimschedError]) -> None:
+    """Raise ``error`` unless ``g`` is shaped as :func:`build_groups` makes it.
 
     The invariants: group 0 is the root (parent -1, depth 0, strands ``0 .. n-1``); every
     other group's parent comes before it (pre-order) and its depth is its parent's plus one,
@@ -213,8 +234,8 @@ def _check_tree(g: GroupTree, source: str) -> None:
     ng = len(g)
     n = g.n_strands
 
-    def bad(what: str) -> TraceFormatError:
-        return TraceFormatError(f"{source}: corrupt group tree ({what})")
+    def bad(what: str) -> SimschedError:
+        return error(f"{source}: corrupt group tree ({what})")
 
     if ng == 0 or n == 0:
         raise bad("no groups or no strands")

@@ -60,11 +60,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.errors import SimschedError, TraceFormatError
+from simsched.errors import SimschedError
 from simsched.files import parse_json, write_bytes_atomic
 from simsched.identity import version
 from simsched.profile import _kernels as K
-from simsched.profile.groups import GroupTree, build_groups
+from simsched.profile.groups import GroupTree, array_1d, build_groups
 
 if TYPE_CHECKING:
     from simsched.trace import Trace
@@ -558,13 +558,10 @@ class Profile:
             raise ProfileFormatError(
                 f"{name}: not a simsched profile (expected the .npz file of `simsched profile -o`)"
             ) from None
-        try:
-            meta = _check_meta(name, arrays)
-            groups = GroupTree.from_arrays(arrays, name)
-            hist = _check_histograms(name, arrays, groups, meta)
-            frames = _check_frames(name, arrays, groups)
-        except TraceFormatError as exc:  # the group tree's checks (shared with traces)
-            raise ProfileFormatError(str(exc)) from None
+        meta = _check_meta(name, arrays)
+        groups = GroupTree.from_arrays(arrays, name, ProfileFormatError)
+        hist = _check_histograms(name, arrays, groups, meta)
+        frames = _check_frames(name, arrays, groups)
         return from_histograms(meta, groups, hist, frames)
 
 
@@ -583,12 +580,7 @@ _FRAME_KEYS = ("iteration", "key_offsets", "key_values")
 
 def _array(name: str, arrays: dict[str, np.ndarray], key: str, dtype: Any) -> np.ndarray:
     """``arrays[key]`` if it is a 1-D array of ``dtype``, else a :class:`ProfileFormatError`."""
-    a = arrays.get(key)
-    if not isinstance(a, np.ndarray) or a.dtype != np.dtype(dtype) or a.ndim != 1:
-        raise ProfileFormatError(
-            f"{name}: profile array {key} is missing or not 1-D {np.dtype(dtype)}"
-        )
-    return a
+    return array_1d(arrays, key, dtype, name, ProfileFormatError)
 
 
 def _check_meta(name: str, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
