@@ -27,7 +27,7 @@ detailed makespan, many times over: a ``--total``-iteration heat (default 100) i
 in detail under WS (seeds 0-2), and every window of ``--windows`` (default 20 and 60)
 consecutive iterations is treated as a run of its own, settled after its third
 iteration, sampled with ``--samples`` and each precision until the interval is narrow
-enough, then extrapolated with ``simsched.api.sampled_makespan`` and compared with the
+enough, then extrapolated with ``simsched.engine.sampled.sampled_makespan`` and compared with the
 window's detailed end.  The same windows are sampled with the mean's interval alone
 (``t s / sqrt(n)`` times the remaining references, simsched's interval before the
 prediction interval) for comparison.  The JSON line holds one entry per (window,
@@ -177,9 +177,9 @@ def _iteration_ends(trace: Path, seed: int) -> tuple[np.ndarray, int]:
 def _sample_window(ends: np.ndarray, refs: int, k: int, share: float, mean_only: bool):
     """Sample one window (its own run, settled after 3 iterations) as the engine would:
     (estimate, lo, hi, detailed iterations)."""
-    from simsched.api import sampled_makespan
-    from simsched.comparison import t_quantile
+    from simsched.engine.sampled import sampled_makespan
     from simsched.engine.sampling import SampleOutcome
+    from simsched.stats import t_quantile
 
     n_it, settled = len(ends), 3
     for detailed in range(settled + k, n_it):

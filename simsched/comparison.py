@@ -29,10 +29,10 @@ import json
 import math
 import statistics
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any, Literal
 
 from simsched.schedulers import get_scheduler
+from simsched.stats import t_quantile
 
 __all__ = [
     "Note",
@@ -42,7 +42,6 @@ __all__ = [
     "footprint_bytes",
     "paired_ratio",
     "run_notes",
-    "t_quantile",
 ]
 
 #: Last-level misses of the runs within this factor of each other count as "the same"
@@ -243,54 +242,6 @@ def compare_notes(records: list[dict[str, Any]], trace: Any, machine: Any) -> li
 
 #: The test behind ``compare --baseline``, as printed under the table.
 RATIO_TEST = "paired t interval on the log-ratios, seeds paired"
-
-
-def _t_two_sided(t: float, df: int) -> float:
-    """``P(|T| <= t)`` for Student's t with ``df`` degrees of freedom (exact finite series,
-    Abramowitz & Stegun 26.7.3–4)."""
-    theta = math.atan(t / math.sqrt(df))
-    s, c = math.sin(theta), math.cos(theta)
-    c2 = c * c
-    if df % 2:
-        term, acc = c, c if df > 1 else 0.0
-        for k in range(1, (df - 3) // 2 + 1):
-            term *= c2 * (2 * k) / (2 * k + 1)
-            acc += term
-        return 2.0 / math.pi * (theta + s * acc)
-    term, acc = 1.0, 1.0
-    for k in range(1, (df - 2) // 2 + 1):
-        term *= c2 * (2 * k - 1) / (2 * k)
-        acc += term
-    return s * acc
-
-
-def t_quantile(p: float, df: int) -> float:
-    """The ``p`` quantile (``p`` > 0.5) of Student's t with ``df`` >= 1 degrees of freedom.
-
-    Exact series inverted by bisection up to 400 degrees of freedom; beyond, the
-    Cornish–Fisher expansion around the normal quantile (error below 1e-7 there).
-    """
-    if not 0.5 < p < 1 or df < 1:
-        raise ValueError(f"t_quantile: need 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
-    if df > 400:
-        z = NormalDist().inv_cdf(p)
-        g1 = (z**3 + z) / 4
-        g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
-        g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
-        return z + g1 / df + g2 / df**2 + g3 / df**3
-    target = 2 * p - 1
-    lo, hi = 0.0, 1.0
-    while _t_two_sided(hi, df) < target:
-        hi *= 2
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if _t_two_sided(mid, df) < target:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12 * hi:
-            break
-    return (lo + hi) / 2
 
 
 @dataclass(frozen=True)

@@ -103,21 +103,12 @@ def test_cli_compare_prints_notes_and_run_prints_warnings(traces, tmp_path, caps
 # ------------------------------------------------------------------ baseline ratios
 
 
-@pytest.mark.parametrize(
-    ("df", "expected"),
-    [(1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (29, 2.0452), (1000, 1.9623)],
-)
-def test_t_quantile_matches_tables(df, expected):
-    from simsched.comparison import t_quantile
-
-    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-4)
-
-
 def test_paired_ratio_interval():
     import math
     import statistics
 
-    from simsched.comparison import paired_ratio, t_quantile
+    from simsched.comparison import paired_ratio
+    from simsched.stats import t_quantile
 
     vals, base = [90.0, 110.0, 95.0], [100.0, 100.0, 100.0]
     r = paired_ratio(vals, base)

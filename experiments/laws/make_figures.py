@@ -366,10 +366,10 @@ def sampling_cost(df: pd.DataFrame) -> list[dict]:
     row carries its iterations' periods (``iteration_ends``; in older rows LAWS's,
     LAWS-NC's and CATS's ``iteration_cycles``) and the program's
     iterations are identical (not GE's shrinking pivot steps), also how far that
-    shorter run's extrapolation (:func:`simsched.api.sampled_makespan`, the same
+    shorter run's extrapolation (:func:`simsched.engine.sampled.sampled_makespan`, the same
     estimator) is from the row's makespan, and its interval's half width.
     """
-    from simsched.api import sampled_makespan
+    from simsched.engine.sampled import sampled_makespan
     from simsched.engine.sampling import SampleOutcome
 
     if "sampled" not in df or "point_wall_s" not in df:

@@ -154,7 +154,7 @@ def published_improvements(df: pd.DataFrame, figure: str = "published") -> list[
     """SAWS over A-Steal and WS-EQUI on the published-length mixes, all lambdas together
     and per lambda: the mean over mixes of each mix's seed-mean improvement, with a 95 %
     t interval over the mixes (the mixes, not the seeds, are the independent draws)."""
-    from simsched.comparison import t_quantile
+    from simsched.stats import t_quantile
 
     mean = df.groupby(["lam", "mix", "sched"])[list(METRICS)].mean()
     rows = []

@@ -84,7 +84,7 @@ PrecisionOpt = Annotated[
 def _precision(sample_iterations: int | None, sample_precision: float | None) -> float:
     """``--sample-precision``, or its default; refused without ``--sample-iterations``
     (it would be ignored, as a sweep spec refuses it)."""
-    from simsched.api import DEFAULT_SAMPLE_PRECISION
+    from simsched.engine.sampled import DEFAULT_SAMPLE_PRECISION
 
     if sample_precision is None:
         return DEFAULT_SAMPLE_PRECISION

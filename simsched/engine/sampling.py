@@ -20,7 +20,7 @@ provided iterations are left after them.  The engine stops at the end of the las
 sample without decoding later iterations' references (chunks are decoded per strand as
 cores reach them).  This module is mechanism only: it measures the iterations and asks
 the scheduler through the protocol; the extrapolation from the samples is
-:func:`simsched.api.sampled_makespan`'s.
+:func:`simsched.engine.sampled.sampled_makespan`'s.
 
 An iteration's *period* is the cycles between the end of the previous iteration and its
 own end (so main's serial strands between iterations count in it); its *weight* is its

@@ -1,0 +1,237 @@
+"""What a sampled run reports: the extrapolated makespan, its interval, the record's fields.
+
+:class:`~simsched.engine.sampling.IterationSampler` decides when a replay may stop (the
+mechanism); this module turns what it saw into the run's answer (docs/engine.md §7):
+:func:`sampled_makespan` extrapolates the remaining iterations at the samples' mean cycles
+per reference, with a 95 % prediction interval that adds each remaining iteration's own
+variation to the mean's, and :func:`sample_fields` writes the sampling fields of the
+result record (docs/results.md, "Sampling").  :func:`make_sampler` builds the sampler of
+a run from its options (``--sample-iterations``, ``--sample-precision``), so that
+:func:`simsched.run` and the one-core baseline sample alike.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from simsched.engine.record import dumps
+from simsched.engine.sampling import IterationSampler, SampleOutcome
+from simsched.errors import ConfigError
+from simsched.stats import t_quantile
+
+if TYPE_CHECKING:
+    from simsched.engine.replay import EngineResult
+    from simsched.trace import Trace
+
+__all__ = [
+    "DEFAULT_SAMPLE_PRECISION",
+    "MIN_SAMPLES",
+    "SampledMakespan",
+    "check_sampled_iterations",
+    "detailed_cpi",
+    "make_sampler",
+    "sample_fields",
+    "sampled_makespan",
+    "stop_hook",
+    "trace_iterations",
+]
+
+
+#: Fewest samples of a sampled run (an interval needs two).
+MIN_SAMPLES = 2
+
+#: Default ``sample_precision``: sampling goes on until the 95 % interval's half-width is
+#: at most this share (%) of the extrapolated makespan.
+DEFAULT_SAMPLE_PRECISION = 0.5
+
+
+def check_sampled_iterations(iterations: str | None) -> None:
+    """Refuse sampling a run whose ``--iterations none`` removes the iterations: else the
+    trace "has no iterations" and the error suggests ``--iterations auto``."""
+    if iterations == "none":
+        raise ConfigError(
+            "--sample-iterations samples iterations, and --iterations none removes them"
+        )
+
+
+def make_sampler(t: Trace, k: int, precision: float | None, name: str) -> IterationSampler | None:
+    """The sampler of a run of ``t`` with at least ``k`` samples.
+
+    Parameters
+    ----------
+    t
+        The trace, with the iterations the run replays.
+    k
+        Fewest samples (``--sample-iterations``).
+    precision
+        When given, sampling goes on until the 95 % interval's half-width is at most this
+        share (%) of the extrapolated makespan (``--sample-precision``).
+    name
+        The trace as the user named it, for the error.
+
+    Returns
+    -------
+    IterationSampler or None
+        None when sampling could not leave an iteration out (the first iteration is never
+        a sample).
+
+    Raises
+    ------
+    ConfigError
+        The trace has no iterations.
+    """
+    n = trace_iterations(t)
+    if n == 0:
+        raise ConfigError(
+            f"{name}: the trace has no iterations, so --sample-iterations cannot sample it; "
+            "mark them with SS_ITER or replay with --iterations auto"
+        )
+    if k + 1 >= n:
+        return None
+    if not precision:
+        return IterationSampler(t, k)
+    share = float(precision) / 100.0
+
+    def enough(o: SampleOutcome) -> bool:
+        est = sampled_makespan(o, 0.0)  # the epilogue does not move the interval
+        return est.hi - est.lo <= 2.0 * share * est.makespan
+
+    return IterationSampler(t, k, enough)
+
+
+def stop_hook(sampler: IterationSampler | None) -> Any:
+    """The replay's ``stop_when`` for job 0 of a sampled run (None: not sampled)."""
+    if sampler is None:
+        return None
+    done = sampler.strand_done
+
+    def stop_when(job: int, strand: int, now: int, sched: Any) -> bool:
+        return job == 0 and done(strand, now, sched)
+
+    return stop_when
+
+
+def trace_iterations(t: Trace) -> int:
+    """Number of distinct iterations marked in ``t``'s frame table (0: none)."""
+    it = np.asarray(t.frames.iteration)
+    return int(np.unique(it[it >= 0]).size)
+
+
+def detailed_cpi(res: EngineResult, t: Trace) -> float:
+    """Cycles per instruction of the strands a (partial) replay ran, summed over cores."""
+    ran = np.asarray(res.strand_end) >= 0
+    instr = int(np.asarray(t.strands.instr, dtype=np.int64)[ran].sum())
+    return float(res.busy_cycles.sum()) / instr if instr else 1.0
+
+
+@dataclass(frozen=True)
+class SampledMakespan:
+    """The extrapolated makespan of a sampled run (docs/engine.md §7).
+
+    Attributes
+    ----------
+    makespan
+        End of the last detailed iteration + the remaining iterations' references × the
+        samples' mean cycles per reference + the epilogue.
+    lo, hi
+        95 % prediction interval of the makespan a detailed replay would give (Student t
+        over the samples): the uncertainty of the samples' mean rate and the remaining
+        iterations' own variation (docs/engine.md §7).
+    epilogue_cycles
+        The estimate of the strands after the last iteration.
+    """
+
+    makespan: int
+    lo: int
+    hi: int
+    epilogue_cycles: int
+
+
+def sampled_makespan(outcome: SampleOutcome, cpi: float) -> SampledMakespan:
+    """Extrapolate a stopped replay to the whole run.
+
+    Parameters
+    ----------
+    outcome
+        What the sampler saw (:meth:`IterationSampler.outcome`, ``stopped`` True); its
+        ``samples`` last detailed iterations are the samples.
+    cpi
+        Cycles per instruction of the detailed part, for the epilogue (the strands after
+        the last iteration, costed as if serial on one core).
+
+    Returns
+    -------
+    SampledMakespan
+    """
+    k = outcome.samples
+    rates = outcome.sample_rates()
+    mean = float(np.mean(rates))
+    sd = statistics.stdev(rates.tolist()) if k > 1 else 0.0
+    left = np.maximum(outcome.weights[outcome.detailed :], 1).astype(np.float64)
+    rest = float(left.sum())
+    epi = round(outcome.epilogue_instructions * cpi)
+    est = outcome.end_cycle + mean * rest + epi
+    half = 0.0
+    if k > 1:
+        # A remaining iteration of w references costs w x its own rate, not w x the mean:
+        # the interval holds the detailed replay's makespan only if it adds each one's
+        # variance (sum of w^2 s^2) to the mean's (rest^2 s^2 / k).  The mean's term alone
+        # held 54-85 % of detailed makespans of WS heat windows (docs/engine.md §7).
+        spread = math.sqrt(rest * rest / k + float(np.dot(left, left)))
+        half = t_quantile(0.975, k - 1) * sd * spread
+    return SampledMakespan(round(est), math.floor(est - half), math.ceil(est + half), epi)
+
+
+def sample_fields(
+    rec: dict[str, Any],
+    k: int | None,
+    sampler: IterationSampler | None,
+    res: EngineResult,
+    t: Trace,
+) -> dict[str, Any]:
+    """The sampling fields of a run's record (docs/results.md, "Sampling"); a sampled run's
+    ``makespan_cycles`` becomes the extrapolation and its ``mpki`` counts the detailed
+    part's instructions (its other counters are the detailed part's already)."""
+    n_it = rec["trace_iterations"]
+    makespan = int(rec["makespan_cycles"])
+    fields: dict[str, Any] = {
+        "sampled": False,
+        "sample_iterations": int(k or 0),
+        "detailed_iterations": n_it,
+        "settled_at": -1,
+        "detailed_cycles": makespan,
+        "epilogue_cycles": 0,
+        "makespan_ci95": dumps([makespan, makespan]),
+        "iteration_ends": dumps([]),
+    }
+    if sampler is None:
+        return fields
+    o = sampler.outcome()
+    fields["settled_at"] = o.settled_at
+    # every policy's iteration periods, so that a reader can judge the samples (WS and
+    # other policies without tuning keep no per-iteration record of their own)
+    fields["iteration_ends"] = dumps(o.ends)
+    if not o.stopped:
+        return fields
+    assert k is not None
+    est = sampled_makespan(o, detailed_cpi(res, t))
+    ran = np.asarray(res.strand_end) >= 0
+    instr = int(np.asarray(t.strands.instr, dtype=np.int64)[ran].sum())
+    last = str(rec["last_level"])
+    fields.update(
+        sampled=True,
+        detailed_iterations=o.detailed,
+        detailed_cycles=o.end_cycle,
+        epilogue_cycles=est.epilogue_cycles,
+        makespan_ci95=dumps([est.lo, est.hi]),
+        makespan_cycles=est.makespan,
+        # per detailed instruction and per detailed core-cycle: the counters are the
+        # detailed part's
+        mpki=1000.0 * int(rec[f"{last}_misses"]) / instr if instr else 0.0,
+    )
+    return fields
