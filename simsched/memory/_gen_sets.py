@@ -1,0 +1,156 @@
+"""Source snippets of the generated memory kernels: indexing and the set operations.
+
+Part of the source generator of :mod:`simsched.memory._kernels`.  Each function returns
+Python source text specialised on a :class:`~simsched.memory._geometry.Geometry`: a cache
+instance's index, a set's base, and the set operations (find, move to MRU, insert at MRU,
+remove), which are emitted inline rather than compiled as functions so that a new
+geometry compiles few functions.  Sets are stored MRU-first, ``W`` int64 entries
+``line << 1 | dirty``, ``-1`` for an empty way.
+"""
+
+from __future__ import annotations
+
+from simsched.memory._geometry import (
+    _GOLDEN,
+    NST,
+    Geometry,
+)
+
+
+def _ind(lines: list[str], n: int) -> list[str]:
+    return [("    " * n + s) if s else s for s in lines]
+
+
+def _inst(g: Geometry, k: int, core: str = "core") -> str:
+    """Expression for the instance of level k used by ``core``."""
+    if g.cores == 1:
+        return "0"
+    if g.private[k]:
+        return core
+    if g.cores_per_socket == 1:
+        return core
+    return f"({core} // {g.cores_per_socket})"
+
+
+def _base(g: Geometry, k: int, inst: str, line: str) -> str:
+    # The set count is a run-time value (``S{k}``, :func:`_sets`): machines that differ
+    # only in cache sizes share one compiled module.
+    return f"(({inst}) * S{k} + (({line}) & (S{k} - 1))) * {g.ways[k]}"
+
+
+def _sets(g: Geometry, levels: range | list[int]) -> list[str]:
+    """``S{k}``, the sets of level k, from the length of its array (instances x sets x
+    ways entries), for the levels a generated function indexes."""
+    return [f"S{k} = T{k}.shape[0] // {g.instances(k) * g.ways[k]}" for k in levels]
+
+
+def _lvl_idx(g: Geometry, k: int, inst: str, field: int) -> str:
+    return f"(({k * g.max_instances} + {inst}) * {NST} + {field})"
+
+
+def _s_find(g: Geometry, k: int, T: str, b: str, a: str, p: str = "p") -> list[str]:
+    """Set ``p`` to the way holding line ``a`` in the set at ``T[b]``, or -1."""
+    w = g.ways[k]
+    if w == 1:
+        return [f"{p} = 0 if ({T}[{b}] >> 1) == {a} else -1"]
+    return [
+        f"{p} = -1",
+        f"for q in range({w}):",
+        f"    if ({T}[{b} + q] >> 1) == {a}:",
+        f"        {p} = q",
+        "        break",
+    ]
+
+
+def _s_touch(g: Geometry, k: int, T: str, b: str, p: str, d: str) -> list[str]:
+    """Move way ``p`` to MRU, OR-ing in dirty bit ``d``."""
+    if g.ways[k] == 1:
+        return [] if d == "0" else [f"{T}[{b}] |= {d}"]
+    return [
+        f"v_ = {T}[{b} + {p}] | {d}",
+        f"for q in range({p}, 0, -1):",
+        f"    {T}[{b} + q] = {T}[{b} + q - 1]",
+        f"{T}[{b}] = v_",
+    ]
+
+
+def _s_insert(g: Geometry, k: int, T: str, b: str, a: str, d: str, v: str = "v") -> list[str]:
+    """Insert line ``a`` at MRU; ``v`` receives the evicted LRU entry (-1: none)."""
+    w = g.ways[k]
+    return [
+        f"{v} = {T}[{b} + {w - 1}]",
+        *(
+            [f"for q in range({w - 1}, 0, -1):", f"    {T}[{b} + q] = {T}[{b} + q - 1]"]
+            if w > 1
+            else []
+        ),
+        f"{T}[{b}] = ({a} << 1) | {d}",
+    ]
+
+
+def _s_remove(g: Geometry, k: int, T: str, b: str, p: str, v: str = "v_") -> list[str]:
+    """Remove way ``p`` (later ways move up, an empty way enters at LRU); ``v`` = entry."""
+    w = g.ways[k]
+    return [
+        f"{v} = {T}[{b} + {p}]",
+        *(
+            [f"for q in range({p}, {w - 1}):", f"    {T}[{b} + q] = {T}[{b} + q + 1]"]
+            if w > 1
+            else []
+        ),
+        f"{T}[{b} + {w - 1}] = -1",
+    ]
+
+
+def _tlist(g: Geometry, n: int | None = None) -> str:
+    return ", ".join(f"T{k}" for k in range(g.levels if n is None else n))
+
+
+def _unpack(g: Geometry) -> str:
+    return f"{_tlist(g)}, LS, CS, NS, CTRL, PT, FC, TIM, OO, PF, MISC = st"
+
+
+def _fbase(g: Geometry, k: int, line: str) -> str:
+    """First entry of the filter bucket of level-k line ``line``.
+
+    The filter (a directory by address region) counts, per *entity* (core ``c``: its
+    private levels; socket ``s``, entity ``cores + s``: its shared levels), the lines it
+    holds by address *region* (``2**region_shift`` bytes, whole lines of every level);
+    bucket = Fibonacci hash of the region.  A bucket is a sharer mask of ``mask_words``
+    64-bit words (bit ``e``: entity ``e``'s counter is non-zero), then the ``cores +
+    sockets`` counters.  A write reads the mask only and visits its set bits, so its cost
+    grows with the sharers, not with the cores."""
+    region = f"(({line}) >> {g.region_shift - g.shifts[k]})"
+    h = f"np.int64((np.uint64{region} * np.uint64({_GOLDEN})) >> np.uint64({64 - g.filter_bits}))"
+    return f"{h} * {g.filter_stride}"
+
+
+def _mword(g: Geometry, e: str) -> str:
+    """Offset in a bucket of the mask word holding entity ``e``'s bit."""
+    return "0" if g.mask_words == 1 else f"(({e}) >> 6)"
+
+
+def _entity(g: Geometry, k: int, inst: str) -> str:
+    return f"({inst})" if g.private[k] else f"{g.cores} + ({inst})"
+
+
+def _f_add(g: Geometry, k: int, inst: str, line: str, delta: int) -> list[str]:
+    """Count a line entering (+1) or leaving (-1) instance ``inst`` of level k."""
+    if not g.filter_bits:
+        return []
+    # The bit changes only when the counter leaves or reaches zero, rarely: a predicted
+    # branch is cheaper than rewriting the mask word on every fill and eviction.
+    one = "np.int64(1) << (e_ & 63)"
+    word = f"FC[fb_ + {_mword(g, 'e_')}]"
+    upd = (
+        ["if FC[n_] == 1:", f"    {word} |= {one}"]
+        if delta > 0
+        else ["if FC[n_] == 0:", f"    {word} &= ~({one})"]
+    )
+    return [
+        f"fb_ = {_fbase(g, k, line)}",
+        f"e_ = {_entity(g, k, inst)}",
+        f"n_ = fb_ + {g.mask_words} + e_",
+        f"FC[n_] += {delta}",
+        *upd,
+    ]
