@@ -1,4 +1,11 @@
-"""What every benchmark script shares: how it ends when interrupted, where its scratch goes.
+"""What every benchmark script shares: its one JSON line, how it ends when interrupted,
+where its scratch goes.
+
+Every script prints its result as one JSON line through :func:`emit`, which adds the
+whole process's cost beside the script's own figures (``process``: CPU seconds, its own
+and its finished children's, wall seconds since :func:`run_main` started, and the host's
+1-minute load average at the start and at the end).  These machines are shared: a figure
+read without the load it was measured under cannot be compared with another.
 
 A benchmark runs for minutes and is often stopped with Ctrl-C.  That is normal use, not an
 error, so a script ends the way simsched's CLI does: one line on stderr and exit status 130,
@@ -13,14 +20,41 @@ A script imports this module where it runs as a script (its ``__main__`` block o
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import resource
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+_START: dict[str, float] = {}
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its children that have ended (compilers,
+    capture runs, pool workers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def emit(record: dict, *, sort_keys: bool = False) -> None:
+    """Print ``record`` as the script's one JSON line, with the process's cost added."""
+    wall0 = _START.get("wall", time.perf_counter())
+    process = {
+        "cpu_s": round(_cpu_s(), 3),
+        "wall_s": round(time.perf_counter() - wall0, 3),
+        "loadavg_1m_start": _START.get("load", os.getloadavg()[0]),
+        "loadavg_1m_end": round(os.getloadavg()[0], 2),
+    }
+    print(json.dumps({**record, "process": process}, sort_keys=sort_keys), flush=True)
 
 
 def run_main(main: Callable[[], object]) -> None:
     """Call a benchmark's ``main``; Ctrl-C ends the process with one line and status 130."""
+    _START.update(wall=time.perf_counter(), load=round(os.getloadavg()[0], 2))
     try:
         main()
     except KeyboardInterrupt:

@@ -25,7 +25,6 @@ reported separately) and the valgrind run.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import resource
@@ -90,6 +89,8 @@ def _run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, floa
 
 def main() -> None:
     """Run the benchmark and print its JSON line."""
+    from _bench import emit
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=4 * 1024 * 1024, help="ints to sort")
     ap.add_argument("--grain", type=int, default=2048)
@@ -108,7 +109,7 @@ def main() -> None:
             os.environ.setdefault("SIMSCHED_CACHE_DIR", str(Path(d) / "cache"))
             out = {"bench": "capture", "repeat": a.repeat}
             out.update(_import_case(Path(d), a.structcopy_n, a.repeat))
-        print(json.dumps(out, sort_keys=True))
+        emit(out, sort_keys=True)
         return
 
     from simsched.capture import build, capture, compile_program
@@ -198,7 +199,7 @@ def main() -> None:
                     "instructions_equal": vs.tool_stats.get("guest_instructions") == lackey,
                 }
             )
-    print(json.dumps(out, sort_keys=True))
+    emit(out, sort_keys=True)
 
 
 if __name__ == "__main__":

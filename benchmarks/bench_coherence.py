@@ -107,6 +107,8 @@ def _child(src: Path, trace: str, cores: str, repeat: int) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print one JSON line."""
+    from _bench import emit
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=1 << 17, help="mergesort keys")
     ap.add_argument("--cores", default="4,32,256", help="core counts")
@@ -118,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     cores = [int(x) for x in args.cores.split(",")]
     if args.one:
-        print(json.dumps(measure(args.trace, cores, args.repeat)))
+        emit(measure(args.trace, cores, args.repeat))
         return
     result: dict = {
         "bench": "coherence",
@@ -152,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     result["target"] = {"ratio_max_to_min_cores": 1.3}
     result["target_met"] = result["after"]["ratio_max_to_min_cores"] <= 1.3
-    print(json.dumps(result))
+    emit(result)
 
 
 if __name__ == "__main__":

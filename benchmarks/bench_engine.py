@@ -288,6 +288,8 @@ def _met(result: dict) -> dict:
 
 
 def main() -> None:
+    from _bench import emit
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--n", type=int, default=None)
@@ -312,13 +314,13 @@ def main() -> None:
             trace, machine, sched, window = a.one
             d = one(trace, machine, sched, None if window == "None" else int(window))
         d["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-        print(json.dumps(d))
+        emit(d)
         return
     from _bench import scratch_folder
 
     with scratch_folder(a.tmp, "bench-engine-") as folder:
         result = measure(a, folder)
-    print(json.dumps(result))
+    emit(result)
 
 
 def measure(a: argparse.Namespace, tmp: Path) -> dict:

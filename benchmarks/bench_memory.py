@@ -202,6 +202,8 @@ def compile_times(spec: dict | str) -> tuple[float, float, float, float]:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print one JSON line."""
+    from _bench import emit
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--refs", type=int, default=40_000_000, help="stream length")
     ap.add_argument("--repeat", type=int, default=2, help="runs per simulator (best kept)")
@@ -217,7 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     result.update(model_costs(addrs, writes, args.repeat))
     if args.model_only:
         result["targets_met"] = {"ooo_cost_ratio": result["ooo_cost_ratio"] <= 1.5}
-        print(json.dumps(result))
+        emit(result)
         return
     for key, with_l2 in (("a", False), ("b", True)):
         spec = machine_spec(with_l2)
@@ -264,7 +266,7 @@ def main(argv: list[str] | None = None) -> None:
         "size_variant_as_fast_as_cached": size_s <= 2 * cached_s + 0.2
         and big_size_s <= 2 * big_cached_s + 0.2,
     }
-    print(json.dumps(result))
+    emit(result)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ takes minutes, runs once per cache model; kernels are compiled before timing.  T
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -143,6 +142,8 @@ def time_mergesort(n: int, grain: int, repeat: int) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print one JSON line."""
+    from _bench import emit
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--refs", type=int, default=40_000_000, help="stream length")
     ap.add_argument("--n", type=int, default=1 << 19, help="mergesort keys")
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         "speedup_vs_setassoc_16way": result["ms_speedup_vs_setassoc_16way"] >= 18.0,
         "groups_at_least_1000": result["ms_groups"] >= 1000,
     }
-    print(json.dumps(result))
+    emit(result)
 
 
 if __name__ == "__main__":

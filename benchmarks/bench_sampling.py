@@ -272,6 +272,8 @@ def _lengths(text: str) -> tuple[int, ...]:
 
 def main() -> None:
     """Run the benchmark and print its JSON line."""
+    from _bench import emit
+
     import simsched
     from simsched.workloads import generate
 
@@ -298,13 +300,13 @@ def main() -> None:
         if min(a.windows) < a.samples + 4 or max(a.windows) > a.total:
             ap.error("--windows: each length must be >= --samples + 4 and <= --total")
         out, cpu, wall = _timed(lambda: coverage(a.samples, heat, a.total, lengths=a.windows))
-        print(json.dumps({**out, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2)}))
+        emit({**out, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2)})
         return
     if a.study:
         out, cpu, wall = _timed(
             lambda: study(a.study, a.schedulers.split(","), a.samples, a.precision, a.traces)
         )
-        print(json.dumps({**out, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2)}))
+        emit({**out, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2)})
         return
     load = round(os.getloadavg()[0], 2)
     with tempfile.TemporaryDirectory() as tmp:
@@ -350,7 +352,7 @@ def main() -> None:
         "target_cpu_speedup": TARGET_CPU_SPEEDUP,
         "ok": bool(abs(err) <= TARGET_ERROR_PCT and cpu_full / cpu_samp >= TARGET_CPU_SPEEDUP),
     }
-    print(json.dumps(out))
+    emit(out)
 
 
 if __name__ == "__main__":

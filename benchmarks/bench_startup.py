@@ -13,7 +13,6 @@ start so a reader can judge the wall figures.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import subprocess
@@ -46,6 +45,8 @@ def measure(args: list[str]) -> tuple[float, float]:
 
 def main() -> None:
     """Run the benchmark and print its JSON line."""
+    from _bench import emit
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="runs per command (best of)")
     a = ap.parse_args()
@@ -61,7 +62,7 @@ def main() -> None:
         out[f"{key}_cpu_s"] = round(cpu, 3)
         out[f"{key}_wall_s"] = round(min(w for _, w in runs), 3)
         out[f"{key}_ok"] = cpu <= TARGET_CPU_S
-    print(json.dumps(out))
+    emit(out)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ Run: ``python benchmarks/bench_sweep.py [--points 8] [--work 40] [--sleep 0.5]``
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -55,6 +54,8 @@ def _spec(tmp: Path, name: str, **kw) -> Path:
 
 
 def main() -> None:
+    from _bench import emit
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", type=int, default=8)
     ap.add_argument("--work", type=int, default=40, help="million loop steps per Dask point")
@@ -94,21 +95,19 @@ def main() -> None:
                 times[n] = time.perf_counter() - t0
                 assert report.ran == args.points and report.failed == 0, report.failures[:2]
 
-    print(
-        json.dumps(
-            {
-                "bench": "sweep",
-                "points": args.points,
-                "overhead_s_per_point": round(overhead, 4),
-                "overhead_target_s": 0.5,
-                "dask_1_worker_s": round(times[1], 3),
-                "dask_2_workers_s": round(times[2], 3),
-                "dask_speedup_2_over_1": round(times[1] / times[2], 3),
-                "dask_speedup_target": 1.7,
-                "host_cpus": os.cpu_count(),
-                "load_avg_1min": round(os.getloadavg()[0], 2),
-            }
-        )
+    emit(
+        {
+            "bench": "sweep",
+            "points": args.points,
+            "overhead_s_per_point": round(overhead, 4),
+            "overhead_target_s": 0.5,
+            "dask_1_worker_s": round(times[1], 3),
+            "dask_2_workers_s": round(times[2], 3),
+            "dask_speedup_2_over_1": round(times[1] / times[2], 3),
+            "dask_speedup_target": 1.7,
+            "host_cpus": os.cpu_count(),
+            "load_avg_1min": round(os.getloadavg()[0], 2),
+        }
     )
 
 

@@ -21,7 +21,6 @@ published LAWS study's 8096 x 1024 grid).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import resource
@@ -149,6 +148,8 @@ def read_in_child(path: Path) -> tuple[int, float, float]:
 
 
 def main() -> None:
+    from _bench import emit
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1 << 22, help="mergesort elements")
     ap.add_argument("--big-refs", type=int, default=200_000_000, help="refs of the memory test")
@@ -170,7 +171,7 @@ def main() -> None:
 
     with scratch_folder(args.keep, "simsched-bench-") as folder:
         result = measure(args, folder)
-    print(json.dumps(result, sort_keys=True))
+    emit(result, sort_keys=True)
 
 
 def measure(args: argparse.Namespace, folder: Path) -> dict:

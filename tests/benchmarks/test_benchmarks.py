@@ -2,7 +2,8 @@
 
 The benchmarks are not timed here (their figures come from full-size runs, recorded in
 docs/performance.md); this only keeps them working: a script that no longer runs against
-the current code, prints its record twice or leaves scratch traces behind fails CI.
+the current code, prints its record twice, leaves scratch traces behind, or reports its
+figures without the process's CPU time, wall time and load average beside them fails CI.
 """
 
 from __future__ import annotations
@@ -95,6 +96,11 @@ def _run_tiny(script: str, args: list[str], name: str, tmp_path: Path) -> dict:
     assert len(lines) == 1, proc.stdout[-3000:]
     record = json.loads(lines[0])
     assert record["bench"] == name
+    # CPU time beside wall time, and the load both were measured under (_bench.emit)
+    process = record["process"]
+    assert set(process) == {"cpu_s", "wall_s", "loadavg_1m_start", "loadavg_1m_end"}
+    assert all(isinstance(v, float | int) and v >= 0 for v in process.values()), process
+    assert process["cpu_s"] > 0 and process["wall_s"] > 0, process
     # Dask keeps one shared scratch folder in TMPDIR by design (bench_sweep's LocalCluster)
     left = sorted(p.name for p in tmp.iterdir() if p.name != "dask-scratch-space")
     assert left == [], "scratch files left behind"
