@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from simsched.errors import ConfigError
 from simsched.plotting.figures import literal, style
-from simsched.plotting.runfolder import read_record, result_file
+from simsched.plotting.runfolder import is_int, read_record, result_file
 
 
 def _field(rec: Mapping[str, Any], key: str) -> Any:
@@ -52,22 +52,18 @@ def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     return out
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def _check_fields(rec: Mapping[str, Any]) -> None:
     """The two fields the figure reads have the types a run writes (a damaged record's
     strings were drawn, or failed inside matplotlib)."""
     cyc = _field(rec, "iteration_cycles")
-    if cyc is not None and not (isinstance(cyc, list) and all(_is_int(c) for c in cyc)):
+    if cyc is not None and not (isinstance(cyc, list) and all(is_int(c) for c in cyc)):
         raise ConfigError("record field 'iteration_cycles' is not a list of cycle counts")
     packing = _field(rec, "packing")
     if packing is None:
         return
     ok = isinstance(packing, list) and all(
         isinstance(e, dict)
-        and ("cf_roots" not in e or (_is_int(e["cf_roots"]) and _is_int(e.get("iteration"))))
+        and ("cf_roots" not in e or (is_int(e["cf_roots"]) and is_int(e.get("iteration"))))
         for e in packing
     )
     if not ok:

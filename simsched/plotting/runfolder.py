@@ -12,10 +12,11 @@ field instead of an exception deep inside a figure or an export.  Nothing is unp
 from __future__ import annotations
 
 import json
+import reprlib
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -37,6 +38,12 @@ OPTIONAL_STRAND_ARRAYS = (
     "dram_local",
     "dram_remote",
 )
+
+# Counts of a record that its readers draw or check against, with their least value.
+_RECORD_COUNTS = {"cores": 1, "makespan_cycles": 0}
+
+# Records keep counts and cycles as signed 64-bit integers.
+_MAX_COUNT = 2**63 - 1
 
 
 def read_json(path: str | Path) -> Any:
@@ -69,14 +76,16 @@ def read_record(path: str | Path) -> dict[str, Any]:
     Returns
     -------
     dict
-        The record.  Its ``jobs``, ``allotment`` and ``machine_config``, when present, have
-        the types :mod:`simsched.api` writes (``machine_config`` may be JSON text, as in a
-        results table; it is returned parsed).
+        The record.  Its ``jobs``, ``allotment``, ``machine_config``, ``cores`` (from 1),
+        ``makespan_cycles`` and each job's ``finish`` (from 0), when present, have the
+        types and ranges :mod:`simsched.api` writes (``machine_config`` may be JSON text,
+        as in a results table; it is returned parsed).
 
     Raises
     ------
     ConfigError
-        No such file, not JSON, not a JSON object, or one of those fields of another type.
+        No such file, not JSON, not a JSON object, or one of those fields of another type
+        or out of its range.
     """
     p = result_file(path)
     if not p.exists():
@@ -103,9 +112,28 @@ def read_record(path: str | Path) -> dict[str, Any]:
             isinstance(j, dict) and isinstance(j.get("name"), str) for j in jobs
         ):
             raise ConfigError(f"{p}: field 'jobs' is not a list of jobs with names")
+        for j in jobs:
+            _check_count(p, j, "finish", 0, f" of job {j['name']!r}")
+    for key, least in _RECORD_COUNTS.items():
+        _check_count(p, rec, key, least)
     if "allotment" in rec:
         _check_allotment(p, rec["allotment"], len(rec.get("jobs") or []))
     return rec
+
+
+def is_int(x: Any) -> TypeGuard[int]:
+    """Whether ``x`` is a JSON integer (a Python ``int`` that is not a ``bool``)."""
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_count(p: Path, fields: dict[str, Any], key: str, least: int, of: str = "") -> None:
+    """``fields[key]``, when there, is an integer from ``least`` (a string or float there
+    failed inside a figure, and a negative count drew nonsense)."""
+    v = fields.get(key, least)
+    if not (is_int(v) and least <= v <= _MAX_COUNT):
+        raise ConfigError(
+            f"{p}: field {key!r}{of} is not an integer from {least}, but {reprlib.repr(v)}"
+        )
 
 
 def _positive(x: Any) -> bool:
@@ -118,19 +146,33 @@ def _check_allotment(p: Path, allot: Any, n_jobs: int) -> None:
         f"{p}: field 'allotment' is not an allotment series (cycles, and cores and desire "
         f"with one number per job of {n_jobs} at every cycle)"
     )
-    if not isinstance(allot, dict):
+    if not isinstance(allot, dict) or not {"cycles", "cores"} <= allot.keys():
         raise bad
     try:
-        cycles = np.asarray(allot.get("cycles", []), dtype=float)
-        shapes = {
-            k: np.asarray(allot.get(k, np.zeros((len(cycles), n_jobs))), dtype=float).shape
-            for k in ("cores", "desire")
-        }
+        cycles = _numbers(allot["cycles"])
+        cores = _numbers(allot["cores"])
+        desire = _numbers(allot["desire"]) if "desire" in allot else np.zeros(cores.shape)
     except (TypeError, ValueError):  # ragged lists, text
         raise bad from None
-    if cycles.ndim != 1 or any(s != (len(cycles), n_jobs) for s in shapes.values()):
-        if len(cycles) or any(np.prod(s) for s in shapes.values()):
+    if cycles.ndim != 1:
+        raise bad
+    shapes = (cores.shape, desire.shape)
+    if any(s != (len(cycles), n_jobs) for s in shapes):
+        if len(cycles) or any(np.prod(s) for s in shapes):
             raise bad
+    # A desire of -1 is one not reported.
+    for a, least in ((cycles, 0), (cores, 0), (desire, -1)):
+        if not np.all(np.isfinite(a)) or np.any(a < least):
+            raise bad
+
+
+def _numbers(values: Any) -> np.ndarray:
+    """``values`` as a float array; text, booleans and nulls raise ``TypeError`` (numpy
+    would read "1" as a number)."""
+    a = np.asarray(values)
+    if a.size and a.dtype.kind not in "iuf":
+        raise TypeError(a.dtype)
+    return a.astype(float)
 
 
 def read_timeline(path: str | Path, record: dict[str, Any] | None = None) -> dict[str, np.ndarray]:

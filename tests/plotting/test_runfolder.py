@@ -132,3 +132,58 @@ def test_config_naming_a_trace_by_a_number(runs, tmp_path):
         run_trace_paths(d)
     (d / "config.json").write_text("{x")  # unreadable: the trace is unknown, as when missing
     assert run_trace_paths(d) == [None]
+
+
+def _job(index, **changes):
+    def edit(record):
+        record["jobs"][index].update(changes)
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"cores": "4"}, "field 'cores' is not an integer from 1, but '4'"),
+        ({"cores": -3}, "field 'cores' is not an integer from 1, but -3"),
+        ({"cores": 2.5}, "field 'cores' is not an integer from 1, but 2.5"),
+        ({"cores": 10**400}, "field 'cores' is not an integer from 1, but 1000"),
+        ({"makespan_cycles": None}, "field 'makespan_cycles' is not an integer from 0, but None"),
+        ({"makespan_cycles": -1}, "field 'makespan_cycles' is not an integer from 0, but -1"),
+        (_job(1, finish="x"), "field 'finish' of job 'b' is not an integer from 0, but 'x'"),
+        (_job(0, finish=-5), "field 'finish' of job 'a' is not an integer from 0, but -5"),
+        (_job(0, finish=2.5), "field 'finish' of job 'a' is not an integer from 0, but 2.5"),
+        ({"allotment": {"cycles": [0, 1]}}, "field 'allotment' is not an allotment series"),
+        (
+            lambda r: r["allotment"].update(cycles=["0", "9"]),
+            "field 'allotment' is not an allotment series",
+        ),
+        (
+            lambda r: r["allotment"].update(cycles=[float("nan"), 9]),
+            "field 'allotment' is not an allotment series",
+        ),
+        (
+            lambda r: r["allotment"]["desire"][0].__setitem__(0, -2),
+            "field 'allotment' is not an allotment series",
+        ),
+    ],
+)
+def test_damaged_fields_the_allotment_figure_reads(runs, tmp_path, capsys, change, message):
+    """Used to be drawn as they stood ('4', -3 or 2.5 cores), or to end in a TypeError,
+    OverflowError, ValueError or KeyError inside the allotment figure."""
+    from simsched.cli import main
+
+    d = _copy(runs, tmp_path, "jobs")
+    record = json.loads((d / "result.json").read_text())
+    if callable(change):
+        change(record)
+    else:
+        record.update(change)
+    (d / "result.json").write_text(json.dumps(record))
+    with pytest.raises(ConfigError, match=f"^{d / 'result.json'}: {message}"):
+        load_jobs_record(d)
+    with pytest.raises(SystemExit) as info:
+        main(["plot", "allotment", str(d), "-o", str(tmp_path / "a.png")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err and not (tmp_path / "a.png").exists()
