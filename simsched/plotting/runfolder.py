@@ -40,7 +40,7 @@ OPTIONAL_STRAND_ARRAYS = (
 )
 
 # Counts of a record that its readers draw or check against, with their least value.
-_RECORD_COUNTS = {"cores": 1, "makespan_cycles": 0}
+_RECORD_COUNTS = {"cores": 1, "sockets": 1, "makespan_cycles": 0}
 
 # Records keep counts and cycles as signed 64-bit integers.
 _MAX_COUNT = 2**63 - 1
@@ -76,10 +76,10 @@ def read_record(path: str | Path) -> dict[str, Any]:
     Returns
     -------
     dict
-        The record.  Its ``jobs``, ``allotment``, ``machine_config``, ``cores`` (from 1),
-        ``makespan_cycles`` and each job's ``finish`` (from 0), when present, have the
-        types and ranges :mod:`simsched.api` writes (``machine_config`` may be JSON text,
-        as in a results table; it is returned parsed).
+        The record.  Its ``jobs``, ``allotment``, ``machine_config``, ``cores`` and
+        ``sockets`` (from 1), ``makespan_cycles`` and each job's ``finish`` (from 0), when
+        present, have the types and ranges :mod:`simsched.api` writes (``machine_config``
+        may be JSON text, as in a results table; it is returned parsed).
 
     Raises
     ------
@@ -184,7 +184,7 @@ def read_timeline(path: str | Path, record: dict[str, Any] | None = None) -> dic
         The ``timeline.npz`` file.
     record
         The run's record: with one, a job set's ``job`` numbers are checked against its
-        ``jobs``.
+        ``jobs``, and ``socket_of_core`` against its ``cores`` and ``sockets``.
 
     Returns
     -------
@@ -197,7 +197,8 @@ def read_timeline(path: str | Path, record: dict[str, Any] | None = None) -> dic
     ------
     ConfigError
         Not a readable ``.npz`` archive, or an array missing, of another shape or dtype,
-        or with a value out of range (a core that does not exist, an end before its start).
+        or with a value out of range (a core or socket that does not exist, an end before
+        its start).
     """
     p = Path(path)
     if not p.exists():
@@ -237,6 +238,13 @@ def read_timeline(path: str | Path, record: dict[str, Any] | None = None) -> dic
     sock = arrays["socket_of_core"]
     if not len(sock) or int(sock.min()) < 0:
         raise fail("socket_of_core", "is empty or has a negative socket")
+    # Only the record knows the machine: without this check a socket that does not exist,
+    # or a core too many, was drawn and exported as if it did.
+    cores, sockets = (record.get("cores"), record.get("sockets")) if record else (None, None)
+    if is_int(cores) and len(sock) != cores:
+        raise fail("socket_of_core", f"has {len(sock)} entries, not one per core ({cores})")
+    if is_int(sockets) and int(sock.max()) >= sockets:
+        raise fail("socket_of_core", f"names socket {int(sock.max())} of {sockets} sockets")
     if int(arrays["core"].max()) >= len(sock):
         raise fail("core", f"names core {int(arrays['core'].max())} of {len(sock)} cores")
     if np.any(arrays["end"] < arrays["start"]):

@@ -148,6 +148,7 @@ def _job(index, **changes):
         ({"cores": -3}, "field 'cores' is not an integer from 1, but -3"),
         ({"cores": 2.5}, "field 'cores' is not an integer from 1, but 2.5"),
         ({"cores": 10**400}, "field 'cores' is not an integer from 1, but 1000"),
+        ({"sockets": 0}, "field 'sockets' is not an integer from 1, but 0"),
         ({"makespan_cycles": None}, "field 'makespan_cycles' is not an integer from 0, but None"),
         ({"makespan_cycles": -1}, "field 'makespan_cycles' is not an integer from 0, but -1"),
         (_job(1, finish="x"), "field 'finish' of job 'b' is not an integer from 0, but 'x'"),
@@ -187,3 +188,23 @@ def test_damaged_fields_the_allotment_figure_reads(runs, tmp_path, capsys, chang
     err = capsys.readouterr().err
     assert info.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err and not (tmp_path / "a.png").exists()
+
+
+@pytest.mark.parametrize("which", ["run", "jobs"])
+@pytest.mark.parametrize(
+    ("sockets", "message"),
+    [
+        ([0, 0, 2, 1], "'socket_of_core' names socket 2 of 2 sockets"),
+        ([0, 0, 1, 1, 1], "'socket_of_core' has 5 entries, not one per core \\(4\\)"),
+        ([0, 0, 1], "'socket_of_core' has 3 entries, not one per core \\(4\\)"),
+    ],
+)
+def test_sockets_of_cores_beyond_the_machine(runs, tmp_path, which, sockets, message):
+    """Used to be drawn and exported as if the machine had those sockets and cores."""
+    from simsched.export import chrome_trace
+
+    d = _copy(runs, tmp_path, which)
+    _edit_npz(d, socket_of_core=np.array(sockets, np.int64))
+    for load in (load_timeline, chrome_trace):
+        with pytest.raises(ConfigError, match=f"^{d / 'timeline.npz'}: array {message}"):
+            load(d)
