@@ -355,7 +355,8 @@ def _current_rows(out: Path, warn: Callable[[str], None]) -> pd.DataFrame:
     A table whose fingerprint matches the rows is read as it is.  A stale one (or none) is
     rebuilt; when the folder cannot be written (read-only file system, full disk,
     permission) the table is built in memory instead: reading results never needs to write.
-    Every damaged row left out of the table is reported through ``warn``.
+    Every damaged row left out of the table is reported through ``warn``; a current table
+    whose pages are damaged is a :class:`ConfigError` naming it.
     """
     import io
 
@@ -376,7 +377,13 @@ def _current_rows(out: Path, warn: Callable[[str], None]) -> pd.DataFrame:
             meta = table.schema.metadata
     for point_id, problem in json.loads(meta.get(_DAMAGED_KEY, b"[]")):
         warn(f"{point_dir(out, point_id) / ROW_FILE}: {problem}; the point is left out")
-    return pd.read_parquet(source)
+    if isinstance(source, io.BytesIO):
+        return pd.read_parquet(source)  # built just now: an error here is a bug
+    # A current footer says nothing of the pages behind it, which may still be damaged.
+    try:
+        return _read_table(source)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; delete it to rebuild it from the points' rows") from None
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -385,14 +392,17 @@ def _read_table(path: Path) -> pd.DataFrame:
     Raises
     ------
     ConfigError
-        The file is empty, truncated, not of its format, or not UTF-8 text (CSV).
+        The file is empty, truncated, damaged, not of its format, or not UTF-8 text (CSV).
     """
     what = "Parquet table" if path.suffix == ".parquet" else "CSV table"
     try:
         return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc})") from None
-    except ValueError as exc:  # ArrowInvalid, EmptyDataError, ParserError, UnicodeDecodeError
+    except (OSError, ValueError) as exc:
+        # pyarrow reports damaged pages (a page header, the compression) as a bare OSError
+        # without errno; the file system's errors carry one, or are a subclass.
+        if isinstance(exc, OSError) and (exc.errno is not None or type(exc) is not OSError):
+            raise ConfigError(f"{path}: cannot read ({exc})") from None
+        # ArrowInvalid, EmptyDataError, ParserError, UnicodeDecodeError, damaged pages
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         detail = re.sub(r"^Could not open Parquet input source '.*?': ", "", detail)
         raise ConfigError(f"{path}: not a readable {what} ({detail})") from None

@@ -302,3 +302,58 @@ def test_damaged_results_files(tmp_path, name, content, message):
     (only / "results.parquet").write_bytes(b"junk")  # a table without its rows
     with pytest.raises(ConfigError, match="results.parquet: not a readable Parquet table"):
         load_results(only)
+
+
+def _damaged(table: bytes, at: slice, fill: int) -> bytes:
+    """``table`` with the bytes at ``at`` set to ``fill``, sparing the leading PAR1 and the
+    footer (its metadata, their length and the closing PAR1)."""
+    data = bytearray(table)
+    body = range(4, len(data) - int.from_bytes(data[-8:-4], "little") - 8)
+    for i in body[at]:
+        data[i] = fill
+    return bytes(data)
+
+
+@pytest.mark.parametrize("fill", [0x00, 0xFF])
+def test_damaged_pages_behind_a_current_footer(tmp_path, capsys, fill):
+    """Used to end in 'standard output:' and two lines of pyarrow's OSError: the footer and
+    its fingerprint were intact, so the table was read as current."""
+    from simsched.cli import main
+
+    _rows(tmp_path, range(50))
+    table = consolidate(tmp_path)
+    table.write_bytes(_damaged(table.read_bytes(), slice(None), fill))
+    said = f"^{table}: not a readable Parquet table \\(.*\\); delete it to rebuild it"
+    with pytest.raises(ConfigError, match=said):
+        load_results(tmp_path)
+    with pytest.raises(ConfigError, match=f"^{table}: not a readable Parquet table"):
+        load_results(table)
+    with pytest.raises(SystemExit) as info:
+        main(["results", "show", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"simsched: error: {table}: not a readable Parquet table")
+    table.unlink()  # as the message says: the table is rebuilt from the rows
+    assert list(load_results(tmp_path)["v"]) == list(range(50))
+
+
+def test_every_damaged_byte_is_read_or_refused_in_one_line(tmp_path):
+    """pyarrow reports most damaged pages as OSError but some (a dictionary index, a page's
+    length) as ArrowInvalid, which was a traceback."""
+    _rows(tmp_path, range(20))
+    table = consolidate(tmp_path)
+    good = table.read_bytes()
+    refused = 0
+    for at in range(0, len(good), 4):
+        for fill in (0x00, 0xFF):
+            damaged = _damaged(good, slice(at, at + 1), fill)
+            if damaged == good:
+                continue
+            table.write_bytes(damaged)
+            try:
+                load_results(tmp_path)  # many bytes change values, not the format
+            except ConfigError as exc:
+                assert str(exc).startswith(f"{table}: not a readable Parquet table (")
+                assert "\n" not in str(exc)
+                refused += 1
+    assert refused
