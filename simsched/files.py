@@ -97,20 +97,21 @@ def _target(user: Path) -> Path:
     return Path(os.path.realpath(user))
 
 
-def _blocking_component(path: Path) -> str:
-    """Why ``path`` cannot be a folder: the first part of it that exists and is not one."""
+def _blocking_component(path: Path) -> tuple[Path, str | None]:
+    """The first part of ``path`` that is not a folder, and why it cannot be one: it
+    exists and is not a folder (None: it does not exist, yet could not be created)."""
     for part in (*reversed(path.parents), path):
         if os.path.isdir(part):
             continue
         if os.path.islink(part):
             link = os.readlink(part)
             if not os.path.exists(part):
-                return f"{part} is a symbolic link to {link}, which does not exist"
-            return f"{part} is a symbolic link to {link}, which is not a folder"
+                return part, f"{part} is a symbolic link to {link}, which does not exist"
+            return part, f"{part} is a symbolic link to {link}, which is not a folder"
         if os.path.lexists(part):
-            return f"{part} is a file, not a folder"
-        break
-    return "it exists and is not a folder"
+            return part, f"{part} is a file, not a folder"
+        return part, None
+    return path, None
 
 
 def make_output_dir(path: str | os.PathLike) -> Path:
@@ -130,10 +131,16 @@ def make_output_dir(path: str | os.PathLike) -> Path:
     p = Path(path)
     try:
         p.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, FileNotFoundError, NotADirectoryError):
+    except (FileExistsError, FileNotFoundError, NotADirectoryError) as exc:
         # A part is a file, or a dangling link (mkdir does not follow one: it reports the
         # link as existing, or the folder beneath it as missing).
-        raise OutputError(f"{p}: cannot create the folder: {_blocking_component(p)}") from None
+        part, blocking = _blocking_component(p)
+        if blocking is not None:
+            raise OutputError(f"{p}: cannot create the folder: {blocking}") from None
+        # Nothing is in the way, yet the file system refused (/proc answers "no such file").
+        raise OutputError(
+            f"{p}: cannot create the folder {part} ({describe_os_error(exc)})", exc.errno
+        ) from None
     except OSError as exc:
         raise OutputError(
             f"{p}: cannot create the folder ({describe_os_error(exc)})", exc.errno

@@ -278,6 +278,20 @@ def test_output_folder_is_made_along_the_users_path(tmp_path):
         make_output_dir(tmp_path / "file" / "sub")
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_folder_the_file_system_refuses_names_the_folder_and_the_reason():
+    """/proc refuses mkdir, as root too, with 'no such file or directory': this was
+    reported as 'it exists and is not a folder'."""
+    out = Path("/proc/simsched-test-output")
+    # The folder is named when nothing is in its way (the reason may be another errno on
+    # another kernel, or for another user: then the reason alone).
+    refused = f"cannot create the folder (?:{out} )?\\([^)]+\\)$"
+    with pytest.raises(OutputError, match=f"^{out}: {refused}"):
+        make_output_dir(out)
+    with pytest.raises(OutputError, match=f"^{out / 'sub' / 'r.json'}: {refused}"):
+        write_text_atomic(out / "sub" / "r.json", "{}")
+
+
 @pytest.mark.parametrize("depth", ["", "sub"])
 def test_dangling_symlink_creates_no_folders_at_its_target(tmp_path, depth):
     """A dangling link as the output folder (or inside it) is refused, not followed."""

@@ -139,6 +139,10 @@ def test_run_with_missing_trace_or_file_as_output_folder(cli, fib_trace, tmp_pat
     code, _, err = cli("run", "-t", fib_trace, "-m", "itrs-scaling-2", "-o", existing)
     assert code == 2 and "exists and is not a folder" in one_line(err)
     assert existing.read_text() == "keep me"
+    if os.path.isdir("/proc/self"):  # /proc refuses new folders, as root too
+        code, _, err = cli("run", "-t", fib_trace, "-m", "itrs-scaling-2", "-o", "/proc/new")
+        line = one_line(err)
+        assert code == 2 and "cannot create the folder" in line and "exists" not in line
 
 
 def test_sweep_output_that_is_a_file(cli, tmp_path):
