@@ -561,21 +561,33 @@ def _connect_dask(address: str | None, workers: int) -> tuple[Any, Any]:
 DASK_CONNECT_TIMEOUT_S = 30
 
 
+def _close_dask(client: Any, cluster: Any, interrupted: bool) -> None:
+    """Close a client from :func:`_connect_dask` and the local cluster it owns (if any)."""
+    with _sigint_ignored():
+        with contextlib.suppress(Exception):
+            client.close(timeout=STOP_GRACE_S)
+        if cluster is not None:
+            if interrupted:
+                _stop_local_dask_workers(cluster)
+            with contextlib.suppress(Exception):
+                cluster.close(timeout=STOP_GRACE_S)
+
+
 def _run_dask(
     todo: list[Point],
     out_dir: Path,
-    workers: int,
-    address: str | None,
+    connection: tuple[Any, Any],
     point_fn: PointFunction | None,
     redo: tuple[bool, bool],
     on_row: Callable[[Point, dict[str, Any] | None, bool], None],
     on_running: Callable[[int], None],
 ) -> None:
+    """Run ``todo`` on the Dask ``connection`` of :func:`_connect_dask`, then close it."""
     from concurrent.futures import CancelledError
 
     from dask.distributed import as_completed
 
-    client, cluster = _connect_dask(address, workers)
+    client, cluster = connection
     futures = {}
     try:
         token = f"{time.time_ns():x}"
@@ -623,14 +635,7 @@ def _run_dask(
     else:
         interrupted = False
     finally:
-        with _sigint_ignored():
-            with contextlib.suppress(Exception):
-                client.close(timeout=STOP_GRACE_S)
-            if cluster is not None:
-                if interrupted:
-                    _stop_local_dask_workers(cluster)
-                with contextlib.suppress(Exception):
-                    cluster.close(timeout=STOP_GRACE_S)
+        _close_dask(client, cluster, interrupted)
 
 
 def _stop_local_dask_workers(cluster: Any) -> None:
@@ -719,7 +724,15 @@ def run_sweep(
     else:
         todo = list(points)
     finished = len(done)
-    make_output_dir(out_dir)
+    # The scheduler is reached before the output folder is made: an unreachable one leaves
+    # no empty folder behind.
+    connection = _connect_dask(address, workers) if executor == "dask" and todo else None
+    try:
+        make_output_dir(out_dir)
+    except BaseException:
+        if connection is not None:
+            _close_dask(*connection, interrupted=False)
+        raise
     report = SweepReport(out_dir=out_dir, total=len(todo) + finished, skipped=finished)
     redo = (retry_failed, rerun_stale)
     for p, row in done:
@@ -757,10 +770,10 @@ def run_sweep(
             display.update(state["done"], report.failed, n)
 
         if todo:
-            if executor == "local":
+            if connection is None:
                 _run_local(todo, out_dir, workers, point_fn, redo, on_row, on_running)
             else:
-                _run_dask(todo, out_dir, workers, address, point_fn, redo, on_row, on_running)
+                _run_dask(todo, out_dir, connection, point_fn, redo, on_row, on_running)
         report.elsewhere = len(elsewhere)
         while elsewhere:
             # Another runner of this sweep is on these points: wait for its rows, and take

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -489,3 +490,21 @@ def test_workers_exit_when_the_runner_is_killed(tmp_path, executor):
     assert sweep_status(loaded)["ok"] == 0
     assert log.read_text().count("start") == 2
     assert _temporaries(loaded.out_dir) == []
+
+
+def test_unreachable_dask_scheduler_leaves_no_output_folder(tmp_path, monkeypatch, capsys):
+    """The folder used to be made before the connection failed, and was left empty."""
+    from simsched.experiments import runner
+
+    monkeypatch.setattr(runner, "DASK_CONNECT_TIMEOUT_S", 1)
+    with socket.socket() as s:  # a port nobody listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+        args = ["--point-fn", "sweep_pointfns:fake_point", "--executor", "dask"]
+        code, _, err = _cli(
+            ["sweep", "run", str(make_spec(tmp_path)), *args, "--address", address], capsys
+        )
+    assert code == 2
+    error = err.strip().splitlines()[-1]  # after the line saying it connects
+    assert error.startswith(f"simsched: error: --address {address}: cannot reach a Dask")
+    assert not (tmp_path / "results").exists()
