@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
 from simsched.errors import ConfigError
 from simsched.files import parse_yaml
@@ -50,7 +50,8 @@ MAX_ARRIVAL = 2**60
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    #: the fields that are numbers (pydantic would take YAML's true/false as 1/0)
+    #: the fields that are numbers: YAML's true/false is refused by name (pydantic takes it
+    #: as 1/0 for a float)
     _NUMBERS: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="before")
@@ -72,7 +73,9 @@ class PoissonArrivals(_Strict):
     _NUMBERS = ("mean", "start")
 
     mean: float = Field(gt=0, le=MAX_ARRIVAL, description="mean cycles between arrivals (1/lambda)")
-    start: int = Field(default=0, ge=0, le=MAX_ARRIVAL, description="cycle the process starts at")
+    start: StrictInt = Field(
+        default=0, ge=0, le=MAX_ARRIVAL, description="cycle the process starts at"
+    )
 
 
 class PoissonSpec(_Strict):
@@ -92,8 +95,8 @@ class JobGroup(_Strict):
     params: dict[str, Scalar] = Field(default_factory=dict, description="generator parameters")
     scheduler: str = "ws"
     scheduler_params: dict[str, Scalar] = Field(default_factory=dict)
-    copies: int = Field(default=1, ge=1, le=256)
-    arrival: int | list[int] | PoissonSpec = Field(
+    copies: StrictInt = Field(default=1, ge=1, le=256)
+    arrival: StrictInt | list[StrictInt] | PoissonSpec = Field(
         default=0, description="cycle, list of cycles (one per copy) or {poisson: {mean}}"
     )
 
@@ -120,12 +123,12 @@ class JobSetSpec(_Strict):
 
     _NUMBERS = ("seed", "quantum", "quantum_ms")
 
-    seed: int = Field(
+    seed: StrictInt = Field(
         default=0, ge=0, le=MAX_SEED, description="seeds the arrivals and job schedulers"
     )
     controller: str = Field(default="equi", description="processor controller")
     controller_params: dict[str, Any] = Field(default_factory=dict)
-    quantum: int = Field(
+    quantum: StrictInt = Field(
         default=0, ge=0, le=MAX_QUANTUM, description="controller quantum in cycles"
     )
     quantum_ms: float | None = Field(

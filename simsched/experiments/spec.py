@@ -171,7 +171,7 @@ class WorkloadSpec(_Strict):
     capture: CaptureRecipe | None = None
     jobs: str | None = None
     controller: str | None = None
-    quantum: int | None = Field(default=None, ge=0, le=MAX_QUANTUM)
+    quantum: StrictInt | None = Field(default=None, ge=0, le=MAX_QUANTUM)
     params: dict[str, Scalar] = Field(default_factory=dict)
     grid: dict[str, list[Scalar]] = Field(default_factory=dict)
     small: dict[str, Scalar] = Field(

@@ -134,6 +134,24 @@ def test_true_is_not_a_number(cli, fib_trace, tmp_path, head, body, message):
     assert message in err and "a number is needed" in err
 
 
+@pytest.mark.parametrize(
+    "head,body,message",
+    [
+        ('seed: "1"\n', "", "seed: Input should be a valid integer"),
+        ('seed: 1\ncontroller: deq\nquantum: "50000"\n', "", "quantum: Input should be"),
+        ("seed: 1\n", '    copies: "2"\n', "jobs.0.copies: Input should be a valid integer"),
+        ("seed: 1\n", '    arrival: "5"\n', "jobs.0.arrival: Input should be a valid integer"),
+        ("seed: 1\n", '    copies: 2\n    arrival: [0, "5"]\n', "jobs.0.arrival.1: Input"),
+        ("seed: 1\n", '    arrival: {poisson: {mean: 9, start: "5"}}\n', "poisson.start: Input"),
+    ],
+)
+def test_a_quoted_number_is_not_an_integer(cli, fib_trace, tmp_path, head, body, message):
+    """A YAML string such as "2" was taken as the integer 2, which the machine and sweep
+    schemas refuse."""
+    err = _refused(cli, "--jobs", _jobset(tmp_path, fib_trace, body, head), "-m", MACHINE)
+    assert message in err
+
+
 _BIG = st.integers(2**60 + 1, 2**80)
 
 

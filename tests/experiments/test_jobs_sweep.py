@@ -69,10 +69,15 @@ def test_job_set_checked_before_the_first_point(tmp_path):
 
 @pytest.mark.parametrize(
     ("quantum", "message"),
-    [(5, "workloads.0: quantum: quantum 5 cycles is below the floor"), (2**63, "less than")],
+    [
+        (5, "workloads.0: quantum: quantum 5 cycles is below the floor"),
+        (2**63, "less than"),
+        ('"50000"', "workloads.0.quantum: Input should be a valid integer"),
+    ],
 )
 def test_job_set_quantum_checked_before_the_first_point(tmp_path, quantum, message):
-    """A workload's quantum outside the controllers' range made every point fail."""
+    """A workload's quantum outside the controllers' range made every point fail; a quoted
+    one ("50000") was taken as a number, which the job set's own quantum is not."""
     spec = _write(tmp_path)
     spec.write_text(spec.read_text().replace("controller: equi}", f"quantum: {quantum}}}"))
     with pytest.raises(ConfigError, match=message):
