@@ -203,11 +203,23 @@ def regrain_from_table(
     sel = [r for r in rows if r["machine"] == machine]
     if rows and not sel:
         raise SimschedError(f"{name}: the table has no rows for machine {machine!r}")
-    digests = {r["trace_digest"] for r in sel}
-    if digests and digests != {trace.header.digest}:
+    foreign = sorted({r["trace_digest"] for r in sel} - {trace.header.digest})
+    if foreign:
+        theirs, ours = _distinct_prefixes(foreign[0], trace.header.digest)
         raise SimschedError(
             f"{name}: the table was made from another trace than {trace.path} (digest "
-            f"{next(iter(digests))[:16]}…, this trace {trace.header.digest[:16]}…)"
+            f"{theirs}, this trace {ours})"
         )
     ranges = [(int(r["first_strand"]), int(r["last_strand"])) for r in sel]
     return regrain(trace, out, ranges, params={"regrain_machine": machine}, source=name)
+
+
+def _distinct_prefixes(a: str, b: str, least: int = 16) -> tuple[str, str]:
+    """Two different digests cut to one length, at least ``least`` characters and long enough
+    to tell them apart (cut to a fixed 16, one damaged further on read as the trace's own)."""
+    n = max(least, len(os.path.commonprefix([a, b])) + 1)
+
+    def cut(d: str) -> str:
+        return f"{d[:n]}…" if len(d) > n else d or "(empty)"
+
+    return cut(a), cut(b)

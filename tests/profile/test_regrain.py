@@ -143,3 +143,23 @@ def test_table_errors_name_the_table(tmp_path):
             regrain_from_table(t, tmp_path / "x.sst", two, table=table)
         with pytest.raises(SimschedError, match=r"^.*t\.csv: the table has no rows"):
             regrain_from_table(t, tmp_path / "x.sst", rows, machine="z", table=table)
+
+
+def test_foreign_digest_differs_from_the_traces_in_the_message(tmp_path):
+    """The message cut both digests to 16 characters, so a table digest damaged further on
+    (or a table mixing the trace's digest with another) showed the trace's digest twice."""
+    src = build_fanout(tmp_path / "f.sst", 4)
+    rows = _table_rows(src)
+    ours = rows[0]["trace_digest"]
+    damaged = ours[:-1] + ("0" if ours[-1] != "0" else "1")
+    last = int(rows[-1]["last_strand"])
+    mixed = rows + [dict(rows[0], trace_digest="f" * 64, first_strand=last + 1)]
+    cases = [
+        ([dict(r, trace_digest=damaged) for r in rows], f"(digest {damaged}, this trace {ours})"),
+        (mixed, f"(digest {'f' * 16}…, this trace {ours[:16]}…)"),
+    ]
+    with open_trace(src) as t:
+        for table, shown in cases:
+            with pytest.raises(SimschedError, match="another trace") as info:
+                regrain_from_table(t, tmp_path / "x.sst", table)
+            assert str(info.value).endswith(shown)
