@@ -251,9 +251,10 @@ def _tail(path: Path, lines: int = 4) -> str:
 class _FifoCompressor:
     """Compress what a backend writes into a FIFO to ``dest`` (zstd), in a thread."""
 
-    def __init__(self, fifo: Path, dest: Path) -> None:
+    def __init__(self, fifo: Path, dest: Path, name: str | os.PathLike) -> None:
         self.fifo = fifo
         self.dest = dest
+        self.name = name  # the program: ``dest`` is a temporary file the user never named
         self.error: BaseException | None = None
         os.mkfifo(fifo)
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -276,7 +277,7 @@ class _FifoCompressor:
                 pass  # the reader already has a writer, or has finished
         self.thread.join()
         if self.error is not None:
-            raise CaptureError(f"{self.dest}: compressing the raw stream failed: {self.error}")
+            raise CaptureError(f"{self.name}: compressing the raw stream failed: {self.error}")
 
 
 def _pin_tool() -> tuple[Path, Path]:
@@ -335,12 +336,12 @@ def _run_backend(
                 "gcc (with simsched.h), or capture it with --backend gcc"
             )
         env["VALGRIND_LIB"] = str(build.valgrind_tool())
-        fifo = _FifoCompressor(work / "raw.fifo", raw)
+        fifo = _FifoCompressor(work / "raw.fifo", raw, prog)
         cmd = ["valgrind", "--tool=simsched", f"--raw-out={fifo.fifo}", f"--log-file={log}"]
         cmd += ["--", str(prog), *args]
     elif backend == "pin":
         pin, tool = _pin_tool()
-        fifo = _FifoCompressor(work / "raw.fifo", raw)
+        fifo = _FifoCompressor(work / "raw.fifo", raw, prog)
         cmd = [str(pin), "-t", str(tool), "-o", str(fifo.fifo), "--", str(prog), *args]
     else:
         raise CaptureError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")

@@ -76,20 +76,97 @@ FLAG_GAPS_EXACT = 1
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _BLOCK = 1 << 18  # records per block (4 MB)
 
+
+class _ZstdFrameCut(Exception):
+    """The file ends inside its zstd frame (a cut or unfinished file)."""
+
+
+def _zstd_frame_ends(path: Path) -> bool:
+    """Whether the zstd frame at the start of ``path`` ends in the file.
+
+    Walks the frame's block headers (RFC 8878: a 3-byte header per block, the last one
+    flagged, then the checksum if the frame has one), decompressing nothing.
+    """
+    with open(path, "rb", buffering=0) as f:
+        fd = f.fileno()
+        size = os.fstat(fd).st_size
+        head = os.pread(fd, 18, 0)  # the longest frame header
+        try:
+            pos = zstandard.frame_header_size(head)
+            checksum = zstandard.get_frame_parameters(head).has_checksum
+        except zstandard.ZstdError:
+            return False
+        while True:
+            block = os.pread(fd, 3, pos)
+            if len(block) < 3:
+                return False
+            h = int.from_bytes(block, "little")
+            rle = (h >> 1) & 3 == 1  # one byte stands for the whole block
+            pos += 3 + (1 if rle else h >> 3)
+            if h & 1:
+                return pos + 4 * checksum <= size
+
+
+class _ZstdStream:
+    """The decompressed bytes of a zstd file; reading past the end of a cut frame raises.
+
+    zstandard's stream reader ends quietly where a cut file ends, so a stream cut after
+    its first records would read as a whole one without its END marker.  When the reader
+    ends, the frame's block headers say whether the file holds all of it: a decompression
+    object, which knows, copies every byte once more and slowed reading a version-1
+    stream measurably.  Like the reader, it stops at the end of the first frame.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        f = open(path, "rb")  # noqa: SIM115 - the reader closes it
+        self._reader = zstandard.ZstdDecompressor().stream_reader(f, closefd=True)
+        self._ends = False  # the frame was found whole
+        self.produced = 0  # decompressed bytes so far
+
+    def read(self, size: int) -> bytes:
+        """Up to ``size`` bytes; none at the end of the frame.
+
+        Raises
+        ------
+        _ZstdFrameCut
+            The file ends before its frame does.
+        zstandard.ZstdError
+            The compressed data is corrupt.
+        """
+        out = self._reader.read(size)
+        if not out and not self._ends:
+            if not _zstd_frame_ends(self._path):
+                raise _ZstdFrameCut
+            self._ends = True
+        self.produced += len(out)
+        return out
+
+    def close(self) -> None:
+        self._reader.close()
+
+    def __enter__(self) -> _ZstdStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 # A raw stream is read as it is stored: plain, or through a zstd decompressor.
-_Stream = io.BufferedReader | zstandard.ZstdDecompressionReader
+_Stream = io.BufferedReader | _ZstdStream
 
 
 def _open_stream(path: Path) -> _Stream:
     f = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
     head = f.read(4)
-    f.seek(0)
     if head == _ZSTD_MAGIC:
-        return zstandard.ZstdDecompressor().stream_reader(f, closefd=True)
+        f.close()
+        return _ZstdStream(path)
+    f.seek(0)
     return f
 
 
-def _read(f: _Stream, size: int, path: Path, where: int) -> bytes:
+def _read(f: _Stream, size: int, name: str, where: int) -> bytes:
     """Read up to ``size`` bytes (fewer only at the end of the stream)."""
     out = b""
     try:
@@ -99,60 +176,46 @@ def _read(f: _Stream, size: int, path: Path, where: int) -> bytes:
                 break
             out += more
     except zstandard.ZstdError as exc:
-        raise TraceFormatError(f"{path}: corrupt zstd stream near record {where} ({exc})") from None
+        raise TraceFormatError(f"{name}: corrupt zstd stream near record {where} ({exc})") from None
+    except _ZstdFrameCut:
+        if isinstance(f, _ZstdStream) and f.produced == 0:
+            raise TraceFormatError(
+                f"{name}: truncated or corrupt zstd stream (it ends before its first record)"
+            ) from None
+        raise TraceFormatError(
+            f"{name}: truncated near record {where} (the zstd stream ends inside a frame)"
+        ) from None
     return out
 
 
-def _empty_stream_error(path: Path) -> TraceFormatError:
-    """The error for a stream that gave no bytes: empty, or a zstd file cut short.
-
-    zstd's stream reader ends quietly where a truncated file ends, so a file cut inside its
-    first block reads as empty; a decompression object says whether the frame was complete.
-    Nothing came out of the reader, so at most one block comes out here.
-    """
-    with open(path, "rb") as f:
-        data = f.read(1 << 20)
-    if data[:4] == _ZSTD_MAGIC:
-        d = zstandard.ZstdDecompressor().decompressobj()
-        try:
-            d.decompress(data)
-        except zstandard.ZstdError as exc:
-            return TraceFormatError(f"{path}: corrupt zstd stream ({exc})")
-        if not d.eof:
-            return TraceFormatError(
-                f"{path}: truncated or corrupt zstd stream (it ends before its first record)"
-            )
-    return TraceFormatError(f"{path}: empty raw stream")
-
-
-def _stream_version(head: bytes, path: Path) -> int:
+def _stream_version(head: bytes, name: str) -> int:
     """The version of a stream whose first 16 bytes are ``head``; raise unless it is one."""
     if not head:
-        raise _empty_stream_error(path)
+        raise TraceFormatError(f"{name}: empty raw stream")
     h = np.frombuffer(head, RAW_DTYPE)[0] if len(head) == 16 else None
     if h is None or int(h["kind"]) != REC_HEADER or int(h["a"]) != RAW_MAGIC:
         raise TraceFormatError(
-            f"{path}: not a simsched raw stream (bad header record: it does not start with "
+            f"{name}: not a simsched raw stream (bad header record: it does not start with "
             f"the raw magic {RAW_MAGIC:#x})"
         )
     if int(h["b"]) not in RAW_VERSIONS:
         raise TraceFormatError(
-            f"{path}: raw stream version {int(h['b'])}; this simsched reads "
+            f"{name}: raw stream version {int(h['b'])}; this simsched reads "
             f"versions {', '.join(map(str, RAW_VERSIONS))}"
         )
     return int(h["b"])
 
 
-def _iter_v1(f: _Stream, head: bytes, path: Path, block: int) -> Iterator[tuple[int, np.ndarray]]:
+def _iter_v1(f: _Stream, head: bytes, name: str, block: int) -> Iterator[tuple[int, np.ndarray]]:
     first = 0
     while True:
-        buf = head + _read(f, block * 16 - len(head), path, first)
+        buf = head + _read(f, block * 16 - len(head), name, first)
         head = b""
         if not buf:
             return
         if len(buf) % 16:
             raise TraceFormatError(
-                f"{path}: truncated: {len(buf) % 16} stray bytes after record "
+                f"{name}: truncated: {len(buf) % 16} stray bytes after record "
                 f"{first + len(buf) // 16} (a raw stream is a sequence of 16-byte records)"
             )
         recs = np.frombuffer(buf, dtype=RAW_DTYPE)
@@ -160,30 +223,30 @@ def _iter_v1(f: _Stream, head: bytes, path: Path, block: int) -> Iterator[tuple[
         first += recs.shape[0]
 
 
-def _iter_v2_bodies(f: _Stream, path: Path) -> Iterator[tuple[int, np.void, np.ndarray, bytes]]:
+def _iter_v2_bodies(f: _Stream, name: str) -> Iterator[tuple[int, np.void, np.ndarray, bytes]]:
     """Yield ``(index of the block's first record, block header, plane shifts, body)``."""
     first = 1  # record 0 is the stream header
     while True:
-        raw_h = _read(f, BLOCK_DTYPE.itemsize, path, first)
+        raw_h = _read(f, BLOCK_DTYPE.itemsize, name, first)
         if not raw_h:
             return
         if len(raw_h) < BLOCK_DTYPE.itemsize:
-            raise TraceFormatError(f"{path}: truncated: a partial block header at record {first}")
+            raise TraceFormatError(f"{name}: truncated: a partial block header at record {first}")
         h = np.frombuffer(raw_h, BLOCK_DTYPE)[0]
         n, n_esc, n_wide, planes = (int(h[k]) for k in ("n", "n_esc", "n_wide", "planes"))
         if int(h["magic"]) != BLOCK_MAGIC:
-            raise TraceFormatError(f"{path}: bad block header at record {first} (wrong magic)")
+            raise TraceFormatError(f"{name}: bad block header at record {first} (wrong magic)")
         if not 0 < n <= BLOCK_MAX_RECS or n_esc > n or n_wide > n or planes > 0xFF or h["zero"]:
             raise TraceFormatError(
-                f"{path}: bad block header at record {first}: {n} records, {n_esc} escaped, "
+                f"{name}: bad block header at record {first}: {n} records, {n_esc} escaped, "
                 f"{n_wide} wide gaps, planes {planes:#x} (at most {BLOCK_MAX_RECS} records)"
             )
         shifts = np.array([8 * p for p in range(8) if planes >> p & 1], np.uint64)
         size = n * (3 + shifts.shape[0]) + n_esc * RAW_DTYPE.itemsize + n_wide * 4
-        body = _read(f, size, path, first)
+        body = _read(f, size, name, first)
         if len(body) < size:
             raise TraceFormatError(
-                f"{path}: truncated: the block at record {first} has {len(body)} of its "
+                f"{name}: truncated: the block at record {first} has {len(body)} of its "
                 f"{size} bytes"
             )
         yield first, h, shifts, body
@@ -195,7 +258,7 @@ def _decode_v2(
     shifts: np.ndarray,
     body: bytes,
     last: np.ndarray,
-    path: Path,
+    name: str,
     first: int,
     out: np.ndarray,
 ) -> None:
@@ -218,21 +281,21 @@ def _decode_v2(
     )
     if code == _rk.BAD_META:
         raise TraceFormatError(
-            f"{path}: record {first + i}: bad meta byte {int(cols[i])} in a version-2 block"
+            f"{name}: record {first + i}: bad meta byte {int(cols[i])} in a version-2 block"
         )
     if code == _rk.FEW_ESCAPES:
         raise TraceFormatError(
-            f"{path}: the block at record {first} names {n_esc} escaped records, but its "
+            f"{name}: the block at record {first} names {n_esc} escaped records, but its "
             "meta column disagrees"
         )
     if code == _rk.FEW_WIDE:
         raise TraceFormatError(
-            f"{path}: the block at record {first} names {n_wide} wide gaps, but its gap "
+            f"{name}: the block at record {first} names {n_wide} wide gaps, but its gap "
             "column disagrees"
         )
 
 
-def _iter_v2(f: _Stream, head: bytes, path: Path, block: int) -> Iterator[tuple[int, np.ndarray]]:
+def _iter_v2(f: _Stream, head: bytes, name: str, block: int) -> Iterator[tuple[int, np.ndarray]]:
     last = np.zeros(BLOCK_SLOTS, np.uint64)  # the address predictors, carried across blocks
     first = 0
     pending: list[tuple[int, np.void, np.ndarray, bytes]] = []
@@ -247,11 +310,11 @@ def _iter_v2(f: _Stream, head: bytes, path: Path, block: int) -> Iterator[tuple[
             pos = 1
         for start, h, shifts, body in pending:
             n = int(h["n"])
-            _decode_v2(h, shifts, body, last, path, start, out[pos : pos + n])
+            _decode_v2(h, shifts, body, last, name, start, out[pos : pos + n])
             pos += n
         return out
 
-    for item in _iter_v2_bodies(f, path):
+    for item in _iter_v2_bodies(f, name):
         pending.append(item)
         have += int(item[1]["n"])
         if have >= block:
@@ -264,7 +327,7 @@ def _iter_v2(f: _Stream, head: bytes, path: Path, block: int) -> Iterator[tuple[
 
 
 def iter_raw_blocks(
-    path: str | os.PathLike, block: int = _BLOCK
+    path: str | os.PathLike, block: int = _BLOCK, *, source: str | None = None
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Yield the records of a raw stream (version 1 or 2), block by block.
 
@@ -274,6 +337,8 @@ def iter_raw_blocks(
         The raw stream, plain or zstd-compressed.
     block
         About how many records to yield at a time.
+    source
+        What to name in error messages (default ``path``).
 
     Yields
     ------
@@ -286,29 +351,31 @@ def iter_raw_blocks(
     ------
     TraceFormatError
         The file is not a raw stream (no header record) or of another version, is
-        truncated, its zstd stream is corrupt, or a version-2 block is malformed.
+        truncated, its zstd stream is corrupt or ends inside its frame, or a version-2
+        block is malformed.
     """
     path = Path(path)
+    name = source or str(path)
     with _open_stream(path) as f:
-        head = _read(f, 16, path, 0)
-        if _stream_version(head, path) == RAW_VERSION_BLOCKS:
-            yield from _iter_v2(f, head, path, block)
+        head = _read(f, 16, name, 0)
+        if _stream_version(head, name) == RAW_VERSION_BLOCKS:
+            yield from _iter_v2(f, head, name, block)
         else:
-            yield from _iter_v1(f, head, path, block)
+            yield from _iter_v1(f, head, name, block)
 
 
-def _has_roi(path: Path) -> bool:
+def _has_roi(path: Path, name: str) -> bool:
     with _open_stream(path) as f:
-        head = _read(f, 16, path, 0)
-        if _stream_version(head, path) == RAW_VERSION_BLOCKS:
+        head = _read(f, 16, name, 0)
+        if _stream_version(head, name) == RAW_VERSION_BLOCKS:
             # Markers are always escaped records: look at those only, decode nothing.
-            for _, h, shifts, body in _iter_v2_bodies(f, path):
+            for _, h, shifts, body in _iter_v2_bodies(f, name):
                 n, n_esc = int(h["n"]), int(h["n_esc"])
                 esc = np.frombuffer(body, RAW_DTYPE, count=n_esc, offset=n * (3 + shifts.shape[0]))
                 if np.any((esc["kind"] == REC_MARKER) & (esc["c"] == M_ROI_BEGIN)):
                     return True
             return False
-    for _, recs in iter_raw_blocks(path):
+    for _, recs in iter_raw_blocks(path, source=name):
         if np.any((recs["kind"] == REC_MARKER) & (recs["c"] == M_ROI_BEGIN)):
             return True
     return False
@@ -546,13 +613,13 @@ def import_raw(
     ranges = _StrandRanges() if iterations == "auto" else None
     if not raw_path.exists():
         raise TraceFormatError(f"{raw_path}: no such raw stream")
-    roi = _has_roi(raw_path)
+    roi = _has_roi(raw_path, name)
     guard = _StackGuard()
     b: TraceBuilder | None = None
     ended = False
     pos = 0
     try:
-        for first, recs in iter_raw_blocks(raw_path):
+        for first, recs in iter_raw_blocks(raw_path, source=name):
             start = 0
             if b is None:
                 h = recs[0]  # checked by iter_raw_blocks

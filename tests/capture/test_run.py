@@ -16,11 +16,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import zstandard
 
 from simsched.capture import build, capture, compile_program, count_markers
+from simsched.capture import run as capture_run
 from simsched.capture.run import MIN_SAMPLES, UNINSTRUMENTED_WARN, _significantly_above
-from simsched.errors import CaptureError
+from simsched.errors import CaptureError, TraceFormatError
 from simsched.trace import open_trace
+from simsched.trace import raw as R
 
 from .conftest import compile_gcc, compile_plain, data_refs, needs_gcc, needs_valgrind
 from .rawread import read_raw
@@ -137,6 +140,62 @@ def test_missing_program_and_pin_are_capture_errors(cache, tmp_path, monkeypatch
         capture("/bin/true", [], tmp_path / "x.sst", backend="pin")
     with pytest.raises(CaptureError, match="unknown backend"):
         capture("/bin/true", [], tmp_path / "x.sst", backend="dynamorio")
+
+
+def _raw_v1(n_refs: int) -> bytes:
+    recs = [(R.RAW_MAGIC, R.RAW_VERSION, 4, R.REC_HEADER, 1)]
+    recs += [(0x7000 + 8 * i, 3, 8, R.REC_REF, 0) for i in range(n_refs)]
+    return np.array(recs, R.RAW_DTYPE).tobytes()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("not-raw", "not a simsched raw stream"),
+        ("cut", "truncated near record"),
+        ("stray", "3 stray bytes"),
+    ],
+)
+def test_errors_reading_the_raw_stream_name_the_program(tmp_path, monkeypatch, damage, message):
+    """They named the raw stream's temporary file, in a hidden folder the user never saw."""
+    zstd = zstandard.ZstdCompressor().compress
+    data = {
+        "not-raw": zstd(b"x" * 64),
+        "cut": zstd(_raw_v1(20_000))[:-10],  # three zstd blocks: the first two still read
+        "stray": zstd(_raw_v1(10) + b"abc"),
+    }[damage]
+
+    def damaged_backend(backend, prog, args, work, *rest):
+        raw = work / "raw.zst"
+        raw.write_bytes(data)
+        return raw, {}
+
+    monkeypatch.setattr(capture_run, "_run_backend", damaged_backend)
+    prog = tmp_path / "myprog"
+    prog.write_text("#!/bin/sh\n")
+    prog.chmod(0o755)
+    with pytest.raises(TraceFormatError) as info:
+        capture(str(prog), [], tmp_path / "out" / "x.sst")
+    msg = str(info.value)
+    assert msg.startswith("myprog: ") and message in msg and ".simsched-capture" not in msg
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_failed_compression_of_the_raw_stream_names_the_program(tmp_path, monkeypatch):
+    class FullDisk:
+        def __init__(self, **kwargs):
+            pass
+
+        def copy_stream(self, *args, **kwargs):
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(capture_run.zstandard, "ZstdCompressor", FullDisk)
+    fifo = capture_run._FifoCompressor(tmp_path / "raw.fifo", tmp_path / "raw.zst", "myprog")
+    with pytest.raises(CaptureError) as info:
+        fifo.finish()
+    assert str(info.value) == (
+        "myprog: compressing the raw stream failed: [Errno 28] No space left on device"
+    )
 
 
 def test_cli_cc_and_capture(cache, tmp_path, capsys):

@@ -294,6 +294,58 @@ def test_a_truncated_zstd_stream_is_not_called_empty(tmp_path):
         R.import_raw(tmp_path / "e.raw", tmp_path / "e.sst")
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_zstd_stream_cut_after_its_first_records_says_it_is_truncated(tmp_path, version):
+    """zstd's stream reader ends quietly at a cut frame: the records it gave read as a whole
+    stream without its END marker (version 1) or with a partial block (version 2)."""
+    refs = [rec(R.REC_REF, 0x7000 + 8 * i, 3, 8, 0) for i in range(40_000)]
+    end = rec(R.REC_MARKER, c=R.M_END)
+    if version == 1:
+        good = write(tmp_path / "g.raw.zst", [header(), *refs, end], compress=True)
+    else:
+        good = write2(tmp_path / "g.raw.zst", [header2(), *refs, end], compress=True)
+    R.import_raw(good, tmp_path / "g.sst")
+    data = good.read_bytes()
+    cut = tmp_path / "c.raw.zst"
+    cut.write_bytes(data[: len(data) - 10])
+    # the cut stream still gives its first records: it is not cut before them
+    assert zstandard.ZstdDecompressor().stream_reader(data[: len(data) - 10]).read(16)
+    with pytest.raises(TraceFormatError) as info:
+        R.import_raw(cut, tmp_path / "c.sst")
+    assert re.fullmatch(
+        rf"{re.escape(str(cut))}: truncated near record \d+ \(the zstd stream ends inside a "
+        r"frame\)",
+        str(info.value),
+    )
+    assert not (tmp_path / "c.sst").exists()
+
+
+def _frame_ends_by_decompressing(data: bytes) -> bool:
+    d = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        d.decompress(data)
+    except zstandard.ZstdError:
+        return False
+    return d.eof
+
+
+@pytest.mark.parametrize("checksum", [False, True])
+def test_the_block_walk_agrees_with_the_decompressor_on_where_a_frame_ends(tmp_path, checksum):
+    # zeros make RLE blocks, random bytes raw ones, text compressed ones; several of each
+    rng = np.random.default_rng(0)
+    text = b"".join(b"spawn %d sync %d\n" % (i, i * i) for i in range(12_000))
+    content = bytes(300_000) + rng.bytes(140_000) + text + bytes(5)
+    frame = zstandard.ZstdCompressor(write_checksum=checksum).compress(content)
+    n = len(frame)
+    cuts = {*range(0, 64), *range(0, n, 211), *range(n - 64, n + 1)}
+    p = tmp_path / "f.zst"
+    for cut in sorted(cuts):
+        p.write_bytes(frame[:cut])
+        assert R._zstd_frame_ends(p) == _frame_ends_by_decompressing(frame[:cut]), cut
+    p.write_bytes(frame + b"trailing")
+    assert R._zstd_frame_ends(p)
+
+
 @pytest.mark.parametrize("data", [b"x" * 24, b"SIMSCHT\0" + bytes(200), b"short"])
 def test_a_file_that_is_not_a_raw_stream_is_named_so(tmp_path, data):
     p = tmp_path / "notraw.bin"
