@@ -4,6 +4,8 @@ The benchmarks are not timed here (their figures come from full-size runs, recor
 docs/performance.md); this only keeps them working: a script that no longer runs against
 the current code, prints its record twice, leaves scratch traces behind, or reports its
 figures without the process's CPU time, wall time and load average beside them fails CI.
+The figures that do not depend on time (agreement with the reference models, stored
+sizes) are checked at the tiny size too (``FIGURES``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,18 @@ TINY: dict[str, list[str]] = {
     ],
 }
 NEEDS_GCC = {"bench_capture.py", "bench_cilk.py"}
+# The figures of a tiny run that do not depend on time or load, and so must hold at any
+# size: agreement with the reference models, and stored sizes (key path, expected test).
+FIGURES: dict[str, list[tuple[str, object]]] = {
+    "bench_memory.py": [
+        ("a_loads_only_misses_equal", True),  # the kernels against pycachesim
+        ("b_loads_only_misses_equal", True),
+        ("ooo_misses_equal", True),  # out-of-order cores miss as blocking ones do
+    ],
+    "bench_profile.py": [("ms_misses_equal_fa", True)],  # LruTree against SetAssoc
+    "bench_trace.py": [("met.size", True), ("met.iters_size", True)],
+    "bench_capture.py": [("gcc_stored_bytes_per_ref", lambda v: 0 < v <= 1.5)],
+}
 SPECS = Path(__file__).resolve().parents[2] / "experiments"
 # Scripts with other modes than their default: (script, arguments, the record's name).
 MODES: list[tuple[str, list[str], str]] = [
@@ -110,7 +124,14 @@ def _run_tiny(script: str, args: list[str], name: str, tmp_path: Path) -> dict:
 @pytest.mark.parametrize("script", sorted(TINY))
 def test_prints_one_json_line(script: str, tmp_path: Path) -> None:
     name = script.removeprefix("bench_").removesuffix(".py")
-    _run_tiny(script, TINY[script], name, tmp_path)
+    record = _run_tiny(script, TINY[script], name, tmp_path)
+    for path, expected in FIGURES.get(script, []):
+        value: object = record
+        for key in path.split("."):
+            assert isinstance(value, dict) and key in value, f"no figure {path}"
+            value = value[key]
+        ok = expected(value) if callable(expected) else value == expected
+        assert ok, f"{script}: {path} = {value!r}"
 
 
 @pytest.mark.parametrize(("script", "args", "name"), MODES, ids=[m[2] for m in MODES])
