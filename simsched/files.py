@@ -68,6 +68,20 @@ def describe_os_error(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
 
 
+def check_path(value: Any, name: str) -> Path:
+    """``value`` (a ``str`` or ``os.PathLike``) as a :class:`Path`, else a one-line
+    :class:`ConfigError` naming ``name``.  An empty string is refused too: ``Path("")`` is
+    the current folder, where nobody meant to write."""
+    if not isinstance(value, str | os.PathLike):
+        raise ConfigError(f"{name}={value!r}: expected a path (str or os.PathLike)")
+    text = os.fspath(value)
+    if not isinstance(text, str):  # a PathLike of bytes
+        raise ConfigError(f"{name}={value!r}: expected a path (str or os.PathLike)")
+    if not text:
+        raise ConfigError(f"{name}='': expected a path, got an empty string")
+    return Path(text)
+
+
 def cache_dir(*parts: str) -> Path:
     """simsched's cache folder, optionally a sub-folder of it (not created).
 

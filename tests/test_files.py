@@ -418,3 +418,18 @@ def test_parse_json_turns_every_failure_into_the_given_error(data, message):
     with pytest.raises(OutputError, match=f"^f.bin: meta: not valid JSON \\({message}"):
         parse_json(data, "f.bin: meta", OutputError)
     assert parse_json(b'{"a": [1]}', "f") == {"a": [1]}
+
+
+def test_check_path_refuses_what_is_no_path(tmp_path):
+    """Before: Path(None) raised TypeError from pathlib, and an empty string meant the
+    current folder (run(out_dir="") wrote its files there)."""
+    from simsched.files import check_path
+
+    assert check_path(tmp_path, "out_dir") == tmp_path
+    assert check_path("a/b", "out_dir") == Path("a/b")
+    with pytest.raises(ConfigError, match=r"^out_dir=None: expected a path \(str or os.PathLike\)"):
+        check_path(None, "out_dir")
+    with pytest.raises(ConfigError, match="^out_dir=b'x': expected a path"):
+        check_path(b"x", "out_dir")
+    with pytest.raises(ConfigError, match="^out_dir='': expected a path, got an empty string"):
+        check_path("", "out_dir")

@@ -20,16 +20,16 @@ import operator
 import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from simsched.errors import IterationMarkError, TraceBuildError
-from simsched.files import atomic_output
+from simsched.errors import ConfigError, IterationMarkError, TraceBuildError
+from simsched.files import atomic_output, check_path
 from simsched.identity import version
+from simsched.params import check_int
 from simsched.trace import format as fmt
 from simsched.trace import structure
 
@@ -117,9 +117,17 @@ class TraceBuilder:
         chunk_refs: int = fmt.CHUNK_REFS,
         progress: Callable[[int, int | None], None] | None = None,
     ):
-        if chunk_refs <= 0:
-            raise ValueError("chunk_refs must be positive")
-        self.path = Path(path)
+        self.path = check_path(path, "path")
+        chunk_refs = check_int("chunk_refs", chunk_refs, 1)
+        if chunk_refs > fmt.CHUNK_REFS:
+            raise ConfigError(f"chunk_refs={chunk_refs} must be at most {fmt.CHUNK_REFS} (2^20)")
+        line_size_hint = check_int("line_size_hint", line_size_hint, 1)
+        if line_size_hint & (line_size_hint - 1) or line_size_hint > structure.MAX_LINE:
+            raise ConfigError(f"line_size_hint={line_size_hint} must be a power of 2 up to 2^20")
+        if stack is not None and (not isinstance(stack, tuple | list) or len(stack) != 2):
+            raise ConfigError(f"stack={stack!r}: expected a pair (lo, hi) or None")
+        if progress is not None and not callable(progress):
+            raise ConfigError(f"progress={progress!r}: expected a function or None")
         self._meta: fmt.TraceMeta = {
             "backend": backend,
             "program": program,

@@ -30,11 +30,12 @@ from collections import OrderedDict, deque
 from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from simsched.errors import TraceFormatError
+from simsched.files import check_path
+from simsched.params import check_int
 from simsched.trace import format as fmt
 from simsched.trace import repeat, structure
 from simsched.trace.format import RefChunk, TraceHeader
@@ -129,7 +130,8 @@ class Trace:
     """An open trace file.  Use :func:`open_trace`."""
 
     def __init__(self, path: str | os.PathLike, *, cache_chunks: int = 8):
-        self.path = Path(path)
+        self.path = check_path(path, "trace")
+        cache_chunks = check_int("cache_chunks", cache_chunks, 1)
         self._name = str(path)
         # A named pipe or a device would block open() or read() forever, or never end.
         kind = _file_kind(os.stat(self.path).st_mode)

@@ -158,7 +158,7 @@ def get(name: str) -> Workload:
     """
     try:
         return WORKLOADS[name]
-    except KeyError:
+    except (KeyError, TypeError):  # TypeError: an unhashable name (a list)
         raise ConfigError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})") from None
 
 

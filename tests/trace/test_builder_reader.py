@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simsched.errors import TraceBuildError, TraceFormatError
+from simsched.errors import ConfigError, TraceBuildError, TraceFormatError
 from simsched.trace import (
     EDGE_CONT,
     EDGE_JOIN,
@@ -258,3 +258,42 @@ def test_builder_output_follows_the_file_rules(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "new.sst").stat().st_mode) == 0o640
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"chunk_refs": 0}, "chunk_refs=0 must be at least 1"),
+        ({"chunk_refs": None}, "chunk_refs=None is not an integer"),
+        ({"chunk_refs": 2**70}, "chunk_refs=1180591620717411303424 must be at most 1048576"),
+        ({"line_size_hint": 3}, "line_size_hint=3 must be a power of 2 up to 2\\^20"),
+        ({"line_size_hint": float("nan")}, "line_size_hint=nan is not an integer"),
+        ({"stack": 5}, "stack=5: expected a pair"),
+        ({"progress": 5}, "progress=5: expected a function or None"),
+    ],
+)
+def test_builder_refuses_bad_options_before_writing(tmp_path, kwargs, message):
+    """Before: ValueError, TypeError or OverflowError from inside (chunk_refs=0, None,
+    2**70; stack=5), a trace that validate refuses (line_size_hint=3), or a TypeError
+    from progress=5 only once the first chunk was written."""
+    with pytest.raises(ConfigError, match=f"^{message}"):
+        TraceBuilder(tmp_path / "t.sst", **kwargs)
+    with pytest.raises(ConfigError, match="^path=None: expected a path"):
+        TraceBuilder(None)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_open_trace_refuses_bad_paths_and_cache_sizes(tmp_path):
+    """Before: TypeError from pathlib for None, and any cache_chunks (None: TypeError;
+    -1 or NaN: silently one chunk)."""
+    path = tmp_path / "t.sst"
+    b = TraceBuilder(path)
+    b.ref(64, 8, False)
+    b.close()
+    with pytest.raises(ConfigError, match="^trace=None: expected a path"):
+        open_trace(None)
+    with pytest.raises(ConfigError, match="^cache_chunks=-1 must be at least 1"):
+        open_trace(path, cache_chunks=-1)
+    with pytest.raises(ConfigError, match="^cache_chunks=None is not an integer"):
+        open_trace(path, cache_chunks=None)
+    open_trace(path, cache_chunks=np.int64(2)).close()

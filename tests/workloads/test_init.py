@@ -167,3 +167,14 @@ def test_chunk_refs_sets_the_trace_chunks_and_nothing_else(tmp_path):
 def test_bad_chunk_refs_is_refused(tmp_path, bad):
     with pytest.raises(ConfigError, match="chunk_refs"):
         generate("mergesort", tmp_path / "a.sst", n=1 << 12, chunk_refs=bad)
+
+
+def test_generate_refuses_a_name_that_is_no_string(tmp_path):
+    """Before: TypeError (unhashable type: 'list')."""
+    with pytest.raises(ConfigError, match=r"^unknown workload \['fib'\]"):
+        generate(["fib"], tmp_path / "t.sst", n=8)
+    with pytest.raises(ConfigError, match="^path=None: expected a path"):
+        generate("fib", None, n=8)
+    with pytest.raises(ConfigError, match="^progress=5: expected a function or None"):
+        generate("fib", tmp_path / "t.sst", n=8, progress=5)
+    assert not (tmp_path / "t.sst").exists()
