@@ -20,7 +20,7 @@ import json
 import os
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,11 +48,11 @@ from simsched.engine.sampled import (
     trace_iterations,
 )
 from simsched.errors import ConfigError, SimschedError, Terminated
-from simsched.files import write_json_atomic
+from simsched.files import check_path, write_json_atomic
 
 # Defined with the machine model; kept importable from here.
 from simsched.machine.loader import machine_config, one_core_machine  # noqa: F401
-from simsched.params import MAX_QUANTUM, check_seed
+from simsched.params import MAX_QUANTUM, check_mapping, check_seed
 
 if TYPE_CHECKING:
     from simsched.machine import Machine
@@ -212,6 +212,18 @@ def _check_int(value: Any, name: str, lo: int, hi: int) -> int:
     return int(value)
 
 
+def _check_sampling(
+    sample_iterations: Any, sample_precision: Any
+) -> tuple[int | None, float | None]:
+    """``sample_iterations`` (None: no sampling) and ``sample_precision`` checked as
+    :func:`run` and :func:`baseline_makespan` take them; the precision is checked also
+    when it goes unused, so that a bad value is never silently ignored."""
+    precision = _check_precision(sample_precision)
+    if sample_iterations is None:
+        return None, precision
+    return _check_int(sample_iterations, "sample_iterations", MIN_SAMPLES, MAX_SAMPLES), precision
+
+
 def parse_scheduler_names(schedulers: Sequence[str] | str) -> list[str]:
     """Scheduler names from a list or a comma-separated string: none empty, none twice.
 
@@ -220,6 +232,11 @@ def parse_scheduler_names(schedulers: Sequence[str] | str) -> list[str]:
     ConfigError
         An empty name (``"ws,"``) or a name given twice (``"ws,ws"``).
     """
+    if not isinstance(schedulers, str | Iterable):
+        raise ConfigError(
+            f"schedulers={schedulers!r}: expected scheduler names (a list or a string such "
+            "as 'ws,pdf')"
+        )
     items = schedulers.split(",") if isinstance(schedulers, str) else list(schedulers)
     names = [str(s).strip() for s in items]
     if not names or any(not n for n in names):
@@ -306,7 +323,14 @@ def baseline_makespan(
         Makespan in cycles of the serial execution (strands in serial order).
     """
     from simsched.identity import timing_model_identity
+    from simsched.machine import Machine
 
+    if not isinstance(machine, Machine):
+        raise ConfigError(
+            f"machine={machine!r}: expected a Machine (see simsched.machine.load_machine)"
+        )
+    _check_int(window, "window", 0, MAX_WINDOW)
+    sample_iterations, sample_precision = _check_sampling(sample_iterations, sample_precision)
     t, owned = _open_trace(trace)
     try:
         m1 = one_core_machine(machine)
@@ -366,6 +390,11 @@ def _options(seed: Any, window: Any) -> tuple[int | None, int]:
     s = None if seed is None else check_seed(seed)
     win = DEFAULT_WINDOW if window is None else _check_int(window, "window", 0, MAX_WINDOW)
     return s, win
+
+
+def _out_dir(out_dir: Any) -> Path | None:
+    """The ``out_dir`` of :func:`run` and :func:`run_jobs` (None: write nothing)."""
+    return None if out_dir is None else check_path(out_dir, "out_dir")
 
 
 def _replay(
@@ -473,19 +502,19 @@ def run(
 
     given_seed, win = _options(seed, window)
     seed = int(given_seed or 0)
+    params = check_mapping(params, "params")
+    overrides = check_mapping(overrides, "overrides")
+    out = _out_dir(out_dir)
+    sample_iterations, sample_precision = _check_sampling(sample_iterations, sample_precision)
     if sample_iterations is not None:
-        sample_iterations = _check_int(
-            sample_iterations, "sample_iterations", MIN_SAMPLES, MAX_SAMPLES
-        )
-        sample_precision = _check_precision(sample_precision)
         check_sampled_iterations(iterations)
     t0 = time.perf_counter()
     config: dict[str, Any] = {
         "trace": str(trace) if not hasattr(trace, "header") else str(trace.path),
         "machine": machine if isinstance(machine, str) else None,
-        "overrides": dict(overrides or {}),
+        "overrides": overrides,
         "scheduler": scheduler,
-        "params": dict(params or {}),
+        "params": params,
         "seed": int(seed),
         "window": win,
         "iterations": iterations,
@@ -495,13 +524,12 @@ def run(
     base: dict[str, Any] = {
         "record_version": RECORD_VERSION,
         "scheduler": str(scheduler),
-        "params": dumps(dict(params or {})),
+        "params": dumps(params),
         "seed": int(seed),
         "window": win,
         "simsched_version": _version(),
         "code_identity": _code_identity(),
     }
-    out = Path(out_dir) if out_dir is not None else None
     t = None
     owned = False
     try:
@@ -665,7 +693,11 @@ def compare(
     for name, cls in zip(schedulers, classes, strict=True):
         if canonical.count(cls.name) > 1:
             raise ConfigError(f"schedulers: {name} and another alias both mean {cls.name}")
-    params = dict(kw.pop("params", None) or {})
+    if "seed" in kw:
+        raise ConfigError(
+            f"compare: seed={kw['seed']!r}: compare runs seeds 0..seeds-1; give seeds=N"
+        )
+    params = check_mapping(kw.pop("params", None), "params")
     unknown = sorted(k for k in params if not any(k in c.param_defaults for c in classes))
     if unknown:
         raise ConfigError(
@@ -764,8 +796,8 @@ def run_jobs(
     seed, win = _options(seed, window)
     if quantum is not None:
         quantum = _check_int(quantum, "quantum", 0, MAX_QUANTUM)
+    out = _out_dir(out_dir)
     t0 = time.perf_counter()
-    out = Path(out_dir) if out_dir is not None else None
     base: dict[str, Any] = {
         "record_version": RECORD_VERSION,
         "kind": "jobs",
@@ -779,7 +811,7 @@ def run_jobs(
         if seed is not None:
             js.seed = seed
         m = _machine(machine, overrides)
-        cname = controller or js.controller
+        cname = js.controller if controller is None else controller
         cparams = js.controller_params if controller_params is None else controller_params
         q = js.quantum if quantum is None else int(quantum)
         try:

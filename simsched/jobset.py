@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, m
 
 from simsched.errors import ConfigError
 from simsched.files import parse_yaml
-from simsched.params import MAX_QUANTUM, MAX_SEED, check_seed
+from simsched.params import MAX_QUANTUM, MAX_SEED, check_seed, python_scalars
 
 Scalar = int | float | str | bool
 
@@ -197,8 +197,10 @@ def _label(group: JobGroup) -> str:
 def _read_spec(source: str | os.PathLike | dict[str, Any]) -> tuple[JobSetSpec, Path, str]:
     """The validated job-set spec, the folder relative paths start from, and its name."""
     if isinstance(source, dict):
-        data, base, name = source, Path.cwd(), "job set"
+        data, base, name = python_scalars(source), Path.cwd(), "job set"
     else:
+        if not isinstance(source, str | os.PathLike):
+            raise ConfigError(f"job set {source!r}: expected a YAML path or a dict")
         path = Path(source)
         name = str(path)
         try:

@@ -45,6 +45,34 @@ def check_seed(value: Any, name: str = "seed") -> int:
     return int(value)
 
 
+def check_mapping(value: Any, name: str) -> dict[str, Any]:
+    """``value`` (a mapping of names to values; None: empty) as a dict, else a one-line
+    :class:`ConfigError` naming ``name``: the dict parameters of the Python API
+    (scheduler and controller parameters, machine overrides)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{name}={value!r}: expected a mapping (dict) of names to values")
+    for key in value:
+        if not isinstance(key, str):
+            raise ConfigError(f"{name}: key {key!r} is not a string")
+    return dict(value)
+
+
+def python_scalars(value: Any) -> Any:
+    """``value`` with every numpy scalar in it (in nested dicts, lists and tuples) as the
+    Python ``bool``, ``int``, ``float`` or ``str`` it holds, for the schemas that take
+    strict integers: a parameter computed with numpy (``np.int64(4)``) is accepted as the
+    same number written in Python."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: python_scalars(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(python_scalars(v) for v in value)
+    return value
+
+
 _POW = re.compile(r"^\s*(\d+)\s*(?:\^|\*\*)\s*(\d+)\s*$")
 _SHIFT = re.compile(r"^\s*(\d+)\s*<<\s*(\d+)\s*$")
 TRUE = frozenset({"1", "true", "yes", "on"})
@@ -322,7 +350,7 @@ class ParamSchema:
         ConfigError
             An unknown name (the known ones are listed) or a value that does not fit.
         """
-        values = dict(values or {})
+        values = check_mapping(values, f"{where}: parameters")
         unknown = sorted(set(values) - set(self.params))
         if unknown:
             known = ", ".join(sorted(self.params)) or "none"

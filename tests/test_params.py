@@ -118,3 +118,30 @@ def test_controller_parameters_come_from_their_schema():
         static(m, 2, {"shares": "a,b"})
     with pytest.raises(ConfigError, match=r"controller 'equi': unknown parameter\(s\) shares"):
         get_controller("equi")(m, 2, {"shares": [1, 1]})
+
+
+def test_check_mapping_refuses_what_is_no_mapping_of_names():
+    """Before: dict(params) raised TypeError or ValueError from inside (a list, a string),
+    and an integer key a TypeError when the unknown names were listed."""
+    from simsched.params import ParamSchema, check_mapping
+
+    assert check_mapping(None, "params") == {}
+    assert check_mapping({"a": 1}, "params") == {"a": 1}
+    with pytest.raises(ConfigError, match=r"^params=\[1\]: expected a mapping \(dict\)"):
+        check_mapping([1], "params")
+    schema = get_scheduler("ws").params_schema
+    assert isinstance(schema, ParamSchema)
+    with pytest.raises(ConfigError, match="^scheduler 'ws': parameters: key 1 is not a string"):
+        schema.resolve("scheduler 'ws'", {1: 2})
+    with pytest.raises(ConfigError, match="^scheduler 'ws': parameters='abc': expected"):
+        schema.resolve("scheduler 'ws'", "abc")
+
+
+def test_python_scalars_turns_numpy_scalars_into_python_values():
+    import numpy as np
+
+    from simsched.params import python_scalars
+
+    out = python_scalars({"a": np.int64(2), "b": [np.float64(0.5), (np.bool_(True),)], "c": "x"})
+    assert out == {"a": 2, "b": [0.5, (True,)], "c": "x"}
+    assert type(out["a"]) is int and type(out["b"][1][0]) is bool

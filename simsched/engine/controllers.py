@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from simsched.engine.allot import deq_allot, equi_allot
 from simsched.errors import ConfigError
-from simsched.params import MAX_QUANTUM, Param, ParamSchema, coerce
+from simsched.params import MAX_QUANTUM, Param, ParamSchema, check_mapping, coerce
 
 if TYPE_CHECKING:
     from simsched.machine import Machine
@@ -185,7 +185,7 @@ class Controller:
     def __init__(
         self, machine: Any, n_jobs: int, params: Mapping[str, Any] | None = None, quantum: int = 0
     ) -> None:
-        params = dict(params or {})
+        params = check_mapping(params, f"controller {self.name!r}: parameters")
         ms = params.pop("quantum_ms", None)
         placement = params.pop("placement", "sockets")
         if placement not in PLACEMENTS:
@@ -356,12 +356,13 @@ _plugins_loaded = False
 def get_controller(name: str) -> type[Controller]:
     """The controller class called ``name`` (or an alias); a clear error if unknown."""
     global _plugins_loaded
-    if name not in REGISTRY and not _plugins_loaded:
+    key = name if isinstance(name, str) else ""  # a list is no name (nor hashable)
+    if key not in REGISTRY and not _plugins_loaded:
         _plugins_loaded = True
         for ep in entry_points(group="simsched.controllers"):
             register(ep.load())
     try:
-        return REGISTRY[name]
+        return REGISTRY[key]
     except KeyError:
         names = sorted({c.name for c in REGISTRY.values()})
         raise ConfigError(f"unknown controller {name!r} (known: {', '.join(names)})") from None

@@ -13,6 +13,7 @@ from simsched.errors import ConfigError
 from simsched.files import parse_yaml, read_yaml
 from simsched.machine.presets import PRESET_DICTS, PRESET_FILES, preset_names
 from simsched.machine.schema import Machine
+from simsched.params import check_mapping, python_scalars
 
 
 def format_validation_error(source: str, exc: ValidationError) -> str:
@@ -127,6 +128,7 @@ def load_machine(
         The preset or file does not exist, the YAML is invalid, or a field is wrong; the
         message names the source and every offending field.
     """
+    overrides = check_mapping(overrides, "overrides")
     if isinstance(spec, Machine):
         if not overrides:
             return spec
@@ -136,7 +138,7 @@ def load_machine(
     if overrides:
         data = apply_overrides(data, overrides, source)
     try:
-        return Machine.model_validate(data)
+        return Machine.model_validate(python_scalars(data))
     except ValidationError as exc:
         raise ConfigError(format_validation_error(source, exc)) from None
 

@@ -185,3 +185,72 @@ def test_run_records_what_run_jobs_of_one_job_records(ms_trace):
     np.testing.assert_array_equal(one.engine_result.strand_end, many.replay.jobs[0].strand_end)
     with pytest.raises(ConfigError, match="quantum=2.5: expected an integer"):
         simsched.run_jobs(jobs, "itrs-scaling-4", quantum=2.5)
+
+
+# -- bad inputs of the Python API: one line naming the parameter ---------------------------
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"params": [1]}, r"params=\[1\]: expected a mapping"),
+        ({"params": {1: 2}}, "params: key 1 is not a string"),
+        ({"overrides": "cores=2"}, "overrides='cores=2': expected a mapping"),
+        ({"overrides": {1: 2}}, "overrides: key 1 is not a string"),
+        ({"out_dir": 5}, r"out_dir=5: expected a path"),
+        ({"out_dir": ""}, "out_dir='': expected a path, got an empty string"),
+        ({"sample_precision": float("nan")}, "sample_precision=nan: must be between 0 and 100"),
+    ],
+)
+def test_run_refuses_bad_mappings_paths_and_unused_precision(ms_trace, kwargs, message):
+    """Before: a TypeError, ValueError or AttributeError from inside (params=[1],
+    overrides={1: 2}), files written into the current folder (out_dir=""), or a bad
+    sample_precision ignored without sample_iterations."""
+    with pytest.raises(ConfigError, match=f"^{message}"):
+        simsched.run(ms_trace, "itrs-scaling-2", "ws", speedup=False, **kwargs)
+
+
+def test_compare_refuses_bad_scheduler_lists_and_seed(ms_trace):
+    """Before: TypeError ('NoneType' object is not iterable; run() got multiple values for
+    keyword argument 'seed')."""
+    with pytest.raises(ConfigError, match="^schedulers=None: expected scheduler names"):
+        simsched.compare(ms_trace, "itrs-scaling-2", None)
+    with pytest.raises(ConfigError, match="^compare: seed=3: .*give seeds=N"):
+        simsched.compare(ms_trace, "itrs-scaling-2", "ws", seed=3)
+    with pytest.raises(ConfigError, match=r"^params=\['x'\]: expected a mapping"):
+        simsched.compare(ms_trace, "itrs-scaling-2", "ws", params=["x"])
+
+
+def test_baseline_makespan_checks_its_machine_and_sampling(ms_trace):
+    """Before: AttributeError ('str' object has no attribute 'as_dict') for a preset name,
+    ValueError for sample_iterations=nan; a window of any type was accepted."""
+    from simsched.api import baseline_makespan
+    from simsched.machine import load_machine
+
+    with pytest.raises(ConfigError, match="^machine='itrs-scaling-2': expected a Machine"):
+        baseline_makespan(ms_trace, "itrs-scaling-2")
+    m = load_machine("itrs-scaling-2")
+    with pytest.raises(ConfigError, match="^sample_iterations=nan: expected an integer"):
+        baseline_makespan(ms_trace, m, sample_iterations=float("nan"))
+    with pytest.raises(ConfigError, match=r"^window=\[1\]: expected an integer"):
+        baseline_makespan(ms_trace, m, window=[1])
+
+
+def test_run_jobs_refuses_bad_controllers_and_job_sets(ms_trace):
+    """Before: TypeError (unhashable list, a dict update sequence, Path(None)), and
+    controller="" silently ran the job set's controller."""
+    jobs = {"jobs": [{"trace": str(ms_trace)}], "controller": "all"}
+    with pytest.raises(ConfigError, match=r"^unknown controller \['equi'\]"):
+        simsched.run_jobs(jobs, "itrs-scaling-2", controller=["equi"])
+    with pytest.raises(ConfigError, match="^unknown controller ''"):
+        simsched.run_jobs(jobs, "itrs-scaling-2", controller="")
+    with pytest.raises(ConfigError, match=r"^controller 'equi': parameters=\[1\]: expected"):
+        simsched.run_jobs(jobs, "itrs-scaling-2", controller="equi", controller_params=[1])
+    with pytest.raises(ConfigError, match="^job set None: expected a YAML path or a dict"):
+        simsched.run_jobs(None, "itrs-scaling-2")
+
+
+def test_numpy_integers_are_accepted_in_job_sets_and_overrides(ms_trace):
+    """Before: 'Input should be a valid integer' for np.int64 copies, seeds and machine
+    overrides; now they count as the same Python integers."""
+    jobs = {"jobs": [{"trace": str(ms_trace), "copies": np.int64(2)}], "seed": np.int64(1)}
+    rec = simsched.run_jobs(jobs, "itrs-scaling-2", overrides={"cores": np.int64(2)}).record
+    assert len(rec["jobs"]) == 2 and rec["seed"] == 1 and rec["cores"] == 2

@@ -162,3 +162,23 @@ def test_duplicate_key_in_a_machine_file_is_an_error(tmp_path):
     )
     with pytest.raises(ConfigError, match=r"line 3, column 1: duplicate key 'cores_per_socket'"):
         load_machine(p)
+
+
+def test_overrides_must_be_a_mapping_of_dotted_names():
+    """Before: AttributeError ('str' object has no attribute 'items'; 'int' object has no
+    attribute 'split')."""
+    with pytest.raises(ConfigError, match="^overrides='cores=2': expected a mapping"):
+        load_machine("itrs-scaling-4", "cores=2")
+    with pytest.raises(ConfigError, match="^overrides: key 1 is not a string"):
+        load_machine("itrs-scaling-4", {1: 2})
+
+
+def test_numpy_scalars_are_accepted_in_machine_dicts_and_overrides():
+    """Before: 'cores_per_socket: Input should be a valid integer' for np.int64(2), and
+    'np.int64(1048576) is not a size' for a cache size computed with numpy."""
+    import numpy as np
+
+    m = load_machine("itrs-scaling-4", {"cores": np.int64(2), "caches.L2.size": np.int64(2**20)})
+    assert m.cores == 2 and m.caches[1].size == 2**20
+    d = load_machine("itrs-scaling-4").as_dict()
+    assert load_machine({**d, "cores_per_socket": np.int64(2)}).cores == 2
