@@ -269,12 +269,17 @@ class _FifoCompressor:
 
     def finish(self) -> None:
         """Wait for the end of the stream; unblock the reader if no writer ever came."""
-        if self.thread.is_alive():
+        while self.thread.is_alive():
             try:
                 fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
-                os.close(fd)
             except OSError:
-                pass  # the reader already has a writer, or has finished
+                # No reader yet (ENXIO): the thread has not reached its open(), and a writer
+                # opened and closed before it does would leave it waiting for good.  Or the
+                # reader has just finished.  Either way, look again.
+                self.thread.join(0.01)
+                continue
+            os.close(fd)  # a reader waiting for a writer now sees the end of the stream
+            break
         self.thread.join()
         if self.error is not None:
             raise CaptureError(f"{self.name}: compressing the raw stream failed: {self.error}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -196,6 +197,26 @@ def test_a_failed_compression_of_the_raw_stream_names_the_program(tmp_path, monk
     assert str(info.value) == (
         "myprog: compressing the raw stream failed: [Errno 28] No space left on device"
     )
+
+
+def test_finish_without_a_writer_never_waits_for_good(tmp_path, monkeypatch):
+    # A backend that dies before it opens the FIFO: finish() must end the compressor even
+    # when its thread has not yet reached its open() (a writer opened and closed before
+    # that left the thread waiting for a writer for good, and the capture hung).
+    import builtins
+    import time
+
+    def late_open(*args, **kwargs):
+        time.sleep(0.2)  # the thread reaches its open() after finish() has begun
+        return builtins.open(*args, **kwargs)
+
+    monkeypatch.setattr(capture_run, "open", late_open, raising=False)
+    fifo = capture_run._FifoCompressor(tmp_path / "raw.fifo", tmp_path / "raw.zst", "p")
+    worker = threading.Thread(target=fifo.finish, daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "finish() waited for a writer that never came"
+    assert (tmp_path / "raw.zst").exists()
 
 
 def test_cli_cc_and_capture(cache, tmp_path, capsys):
