@@ -323,12 +323,9 @@ def baseline_makespan(
         Makespan in cycles of the serial execution (strands in serial order).
     """
     from simsched.identity import timing_model_identity
-    from simsched.machine import Machine
+    from simsched.machine.loader import check_machine
 
-    if not isinstance(machine, Machine):
-        raise ConfigError(
-            f"machine={machine!r}: expected a Machine (see simsched.machine.load_machine)"
-        )
+    check_machine(machine)
     _check_int(window, "window", 0, MAX_WINDOW)
     sample_iterations, sample_precision = _check_sampling(sample_iterations, sample_precision)
     t, owned = _open_trace(trace)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from simsched.errors import ConfigError
-from simsched.files import write_text_atomic
+from simsched.files import check_path, write_text_atomic
 from simsched.trace.format import EDGE_JOIN
 
 __all__ = ["FORMATS", "chrome_trace", "export_timeline"]
@@ -113,7 +113,10 @@ def chrome_trace(result: str | os.PathLike, trace: str | os.PathLike | None = No
     from simsched.plotting.timeline import load_timeline, subtree_of_frames
     from simsched.trace import open_trace
 
-    arrays, record = load_timeline(Path(result))
+    result = check_path(result, "result")
+    if trace is not None:
+        trace = check_path(trace, "trace")
+    arrays, record = load_timeline(result)
     missing = [k for k in _MEM if k not in arrays]
     if missing:
         raise ConfigError(
@@ -344,8 +347,9 @@ def export_timeline(
     ConfigError
         An unknown format, or what :func:`chrome_trace` raises.
     """
+    out = check_path(out, "out")
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: use {' or '.join(FORMATS)}")
     doc = chrome_trace(result, trace)
-    write_text_atomic(Path(out), json.dumps(doc, separators=(",", ":")) + "\n")
+    write_text_atomic(out, json.dumps(doc, separators=(",", ":")) + "\n")
     return doc

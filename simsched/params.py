@@ -72,6 +72,36 @@ def check_mapping(value: Any, name: str) -> dict[str, Any]:
     return dict(value)
 
 
+def check_strings(value: Any, name: str, form: str) -> list[str]:
+    """``value`` (a list or tuple of strings; None: empty) as a list, else a one-line
+    :class:`ConfigError` naming ``name`` and the ``form`` of an item (``"key=value"``): the
+    lists of option strings of the Python API (a sweep's ``sets``, a filter's ``wheres``).
+    A lone string is refused: iterating it would give its characters."""
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise ConfigError(f"{name}={value!r}: expected a list of {form!r} strings")
+    for item in value:
+        if not isinstance(item, str):
+            raise ConfigError(f"{name}: item {item!r} is not a {form!r} string")
+    return list(value)
+
+
+def check_frame(value: Any, name: str = "df") -> Any:
+    """``value`` if it is a :class:`pandas.DataFrame`, else a one-line :class:`ConfigError`
+    naming ``name`` and the type given: the results tables that the sweep store and the
+    figures take.  pandas is looked up, not imported (a frame exists only once it is
+    loaded), so that the modules checking parameters start without it."""
+    pd_ = sys.modules.get("pandas")
+    if pd_ is None or not isinstance(value, pd_.DataFrame):
+        got = "None" if value is None else type(value).__name__
+        raise ConfigError(
+            f"{name}: expected a pandas DataFrame of results "
+            f"(simsched.experiments.load_results), got {got}"
+        )
+    return value
+
+
 def python_scalars(value: Any) -> Any:
     """``value`` with every numpy scalar in it (in nested dicts, lists and tuples) as the
     Python ``bool``, ``int``, ``float`` or ``str`` it holds, for the schemas that take

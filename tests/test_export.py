@@ -178,3 +178,12 @@ def test_damaged_run_folder_is_a_config_error(ms_run, tmp_path):
     (d / "result.json").write_text(json.dumps({**rec, "machine_config": "zz"}))
     with pytest.raises(ConfigError, match="result.json: field 'machine_config' is not JSON"):
         chrome_trace(d)
+
+
+def test_paths_must_be_paths(ms_run, tmp_path):
+    with pytest.raises(ConfigError, match=r"result=None: expected a path"):
+        chrome_trace(None)
+    with pytest.raises(ConfigError, match=r"trace=3: expected a path"):
+        chrome_trace(ms_run / "run", trace=3)
+    with pytest.raises(ConfigError, match=r"out=None: expected a path"):
+        export_timeline(ms_run / "run", None)

@@ -60,7 +60,7 @@ from rich.progress import (
 )
 
 from simsched.errors import ConfigError
-from simsched.experiments.spec import LoadedSpec, Point, check_spec
+from simsched.experiments.spec import LoadedSpec, Point, check_loaded, check_spec
 from simsched.experiments.store import (
     POINT_FILE,
     ROW_FILE,
@@ -72,6 +72,7 @@ from simsched.experiments.store import (
     write_row,
 )
 from simsched.files import make_output_dir, write_json_atomic
+from simsched.params import check_int
 
 PointFunction = Callable[[Point, Path], dict[str, Any]]
 
@@ -705,6 +706,10 @@ def run_sweep(
     ConfigError
         Unknown executor, ``address`` without the dask executor, unreachable scheduler.
     """
+    check_loaded(loaded)
+    workers = check_int("workers", workers)
+    if address is not None and not isinstance(address, str):
+        raise ConfigError(f"address={address!r}: expected a string tcp://HOST:PORT")
     if executor not in ("local", "dask"):
         raise ConfigError(f"--executor {executor!r}: use local or dask")
     if address and executor != "dask":
@@ -713,8 +718,6 @@ def run_sweep(
         r"^(tcp|tls|ucx|ws|wss)://(\[[0-9a-fA-F:]+\]|[^\s/:\[\]]+)(:\d+)?/?$", address
     ):
         raise ConfigError(f"--address {address!r}: expected tcp://HOST:PORT")
-    if workers < 0:
-        raise ConfigError(f"workers={workers}: must be 0 (in this process) or more")
     t0 = time.perf_counter()
     out_dir = loaded.out_dir
     done: list[tuple[Point, dict[str, Any]]] = []
@@ -793,6 +796,7 @@ def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:
     """Counts of a sweep's points: total, ok, failed, missing, ok ones simulated by other
     simsched code (``stale``, :func:`is_stale`) and rows of points no longer in the spec
     (``orphans``).  Reads only the output folder; runs nothing."""
+    check_loaded(loaded)
     points = loaded.points()
     ok = failed = stale = 0
     ids = set()

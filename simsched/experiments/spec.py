@@ -38,10 +38,10 @@ from pydantic import (
 
 from simsched.canonical import canonical_json, content_hash
 from simsched.errors import ConfigError
-from simsched.files import parse_yaml
+from simsched.files import check_path, parse_yaml
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
-from simsched.params import MAX_QUANTUM, MAX_SEED
+from simsched.params import MAX_QUANTUM, MAX_SEED, check_strings
 
 Scalar = str | int | float | bool
 #: A seed: a non-negative 64-bit integer (numpy's generators refuse negative ones).
@@ -458,6 +458,16 @@ class LoadedSpec:
         return expand(self)
 
 
+def check_loaded(value: Any, name: str = "loaded") -> LoadedSpec:
+    """``value`` if it is a :class:`LoadedSpec`, else a one-line :class:`ConfigError`
+    naming ``name`` (a spec's path given where the loaded spec is expected)."""
+    if not isinstance(value, LoadedSpec):
+        raise ConfigError(
+            f"{name}={value!r}: expected a loaded spec (simsched.experiments.load_spec(path))"
+        )
+    return value
+
+
 def parse_set(item: str) -> tuple[list[str], Any]:
     """Parse one ``--set path=value`` (value read as YAML: ``[0,1]``, ``8``, ``true``)."""
     if "=" not in item:
@@ -524,12 +534,13 @@ def load_spec(
     ConfigError
         The file is missing or not YAML, or a field is wrong (the message names it).
     """
-    path = Path(path)
+    path = check_path(path, "path")
+    sets = check_strings(sets, "sets", "key=value")
     data = safe_load_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping with name, workloads, machines, schedulers")
     data = copy.deepcopy(data)
-    for item in sets or []:
+    for item in sets:
         keys, value = parse_set(item)
         _apply_set(data, keys, value, item)
     try:
@@ -746,6 +757,7 @@ def expand(loaded: LoadedSpec) -> list[Point]:
         does not load, a zipped group has axes of different lengths, or two entries resolve
         to the same point.
     """
+    check_loaded(loaded)
     check_size(loaded)
     spec = loaded.spec
     seeds_all = list(_seed_values(loaded))

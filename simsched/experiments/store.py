@@ -41,7 +41,8 @@ import pandas as pd
 from simsched.canonical import canonical_json
 from simsched.engine.record import nest_fields
 from simsched.errors import ConfigError, OutputError
-from simsched.files import atomic_output, is_stream, parse_json, write_json_atomic
+from simsched.files import atomic_output, check_path, is_stream, parse_json, write_json_atomic
+from simsched.params import check_frame, check_strings
 
 POINTS_DIR = "points"
 ROW_FILE = "row.json"
@@ -436,7 +437,7 @@ def load_results(
     ConfigError
         The path is neither a sweep folder nor a results file, or that file is damaged.
     """
-    p = Path(path)
+    p = check_path(path, "path")
     if p.is_dir():
         if (p / POINTS_DIR).is_dir() and refresh:
             return _current_rows(p, warn or _warn)
@@ -490,6 +491,8 @@ def parse_where(expr: str, columns: list[str]) -> tuple[str, str, str]:
 
 def filter_frame(df: pd.DataFrame, wheres: list[str]) -> pd.DataFrame:
     """Keep rows matching every ``col OP value`` expression (see module docstring)."""
+    check_frame(df)
+    wheres = check_strings(wheres, "wheres", "COLUMN OP VALUE")
     mask = pd.Series(True, index=df.index)
     for expr in wheres:
         col, op, raw = parse_where(expr, list(df.columns))

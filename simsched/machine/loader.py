@@ -143,6 +143,16 @@ def load_machine(
         raise ConfigError(format_validation_error(source, exc)) from None
 
 
+def check_machine(value: Any, name: str = "machine", *, reads: tuple[str, ...] = ()) -> None:
+    """A one-line :class:`ConfigError` naming ``name`` unless ``value`` is a
+    :class:`Machine` (a preset name or path given where a loaded machine is expected).
+    With ``reads``, any object with those attributes passes too: a function that reads
+    only them takes a stand-in (a machine with a cache of any size, in tests)."""
+    if isinstance(value, Machine) or (reads and all(hasattr(value, a) for a in reads)):
+        return
+    raise ConfigError(f"{name}={value!r}: expected a Machine (see simsched.machine.load_machine)")
+
+
 def machine_config(machine: Machine) -> dict[str, Any]:
     """The resolved machine as a plain dict (JSON-able)."""
     return machine.as_dict()

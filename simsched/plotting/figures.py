@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import numbers
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simsched.errors import ConfigError
+from simsched.params import check_frame
 
 # Readable axis labels for the record's fields (others are shown as they are named).
 LABELS = {
@@ -87,10 +89,36 @@ def _styled(fn: Callable[..., Figure]) -> Callable[..., Figure]:
 
 
 def _check_columns(df: pd.DataFrame, cols: Sequence[str | None]) -> None:
-    missing = [c for c in cols if c is not None and c not in df.columns]
+    """``df`` is a results table (:func:`simsched.params.check_frame`) with every column
+    of ``cols`` (``None`` entries skipped), else a one-line :class:`ConfigError`."""
+    check_frame(df)
+    missing = [
+        c for c in cols if c is not None and not (isinstance(c, Hashable) and c in df.columns)
+    ]
     if missing:
         raise ConfigError(
             f"no column {missing[0]!r} in the results (have: {', '.join(map(str, df.columns[:20]))})"
+        )
+
+
+def _check_numeric(
+    data: pd.DataFrame, col: str, what: str | None = None, bools: bool = True
+) -> None:
+    """Column ``col`` of ``data`` holds numbers (booleans too unless ``bools`` is false),
+    else a one-line :class:`ConfigError` naming it (``what``: how the caller names it) and
+    some numeric columns: a mean of text fails deep inside pandas."""
+    series = data[col]
+    if pd.api.types.is_bool_dtype(series):
+        ok = bools
+    elif pd.api.types.is_numeric_dtype(series):
+        ok = True
+    else:  # an object column may still hold only numbers (e.g. ints beside None)
+        ok = all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in series.dropna())
+    if not ok:
+        numeric = [c for c in data.columns if pd.api.types.is_numeric_dtype(data[c])][:8]
+        raise ConfigError(
+            f"{what or f'column {col!r}'}: not a numeric column "
+            f"(e.g. {', '.join(map(str, numeric))})"
         )
 
 
@@ -120,6 +148,7 @@ def aggregate(df: pd.DataFrame, x: str, y: str, hue: str | None = None) -> pd.Da
     # hue may be x itself (a colour per x value): group by that column once.
     keys = [hue, x] if hue and hue != x else [x]
     data = ok_rows(df).dropna(subset=[y])
+    _check_numeric(data, y)
     agg = data.groupby(keys, sort=True)[y].agg(["mean", "min", "max", "count"]).reset_index()
     return agg.rename(columns={"count": "n"})
 
@@ -147,8 +176,8 @@ def line_plot(
     title: str | None = None,
 ) -> Axes:
     """``y`` against numeric ``x``, one line per ``hue`` value, min–max bars over seeds."""
-    ax = _axes(ax)
     agg = aggregate(df, x, y, hue)
+    ax = _axes(ax)
     names = _natural(agg[hue]) if hue else [None]
     for name in names:
         g = (agg[agg[hue] == name] if hue else agg).sort_values(x)
@@ -179,8 +208,8 @@ def bar_plot(
     title: str | None = None,
 ) -> Axes:
     """Grouped bars of mean ``y`` per category ``x`` and ``hue``, min–max over seeds."""
-    ax = _axes(ax)
     agg = aggregate(df, x, y, hue)
+    ax = _axes(ax)
     cats = list(dict.fromkeys(_natural(agg[x])))
     hues = _natural(agg[hue]) if hue else [None]
     width = 0.8 / len(hues)
@@ -270,6 +299,7 @@ def normalised_time(
     """
     _check_columns(df, [config, hue, "makespan_cycles"])
     data = ok_rows(df).copy()
+    _check_numeric(data, "makespan_cycles")
     keys = [k for k in ("workload", config) if k in data.columns]
     base = data[data[hue] == baseline].groupby(keys)["makespan_cycles"].mean()
     if base.empty:
@@ -326,9 +356,7 @@ def sweep_figure(
         kind = "line" if pd.api.types.is_numeric_dtype(data[x]) else "bar"
     if kind not in ("line", "bar"):
         raise ConfigError(f"--kind {kind!r}: use line, bar or auto")
-    if not pd.api.types.is_numeric_dtype(data[y]) or pd.api.types.is_bool_dtype(data[y]):
-        numeric = [c for c in data.columns if pd.api.types.is_numeric_dtype(data[c])][:8]
-        raise ConfigError(f"--y {y}: not a numeric column (e.g. {', '.join(map(str, numeric))})")
+    _check_numeric(data, y, f"--y {y}", bools=False)
     if kind == "line" and not pd.api.types.is_numeric_dtype(data[x]):
         raise ConfigError(f"--x {x}: a line plot needs a numeric column; use --kind bar")
     if logx and kind == "line" and (data[x].dropna() <= 0).any():
@@ -351,6 +379,7 @@ def sweep_figure(
 
 
 def _family(df: pd.DataFrame, prefix: str) -> pd.DataFrame:
+    _check_columns(df, ["machine", "workload"])
     return df[df["machine"].astype(str).str.startswith(prefix)]
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -97,6 +98,11 @@ def cache_share(machine: Machine, level: str | None = None) -> CacheShare:
     -------
     CacheShare
     """
+    from simsched.machine.loader import check_machine
+
+    check_machine(machine, reads=("name", "caches", "cores_per_socket"))
+    if level is not None and not isinstance(level, str):
+        raise ConfigError(f"level={level!r}: expected a cache level name such as 'L2'")
     caches = machine.caches
     if level is None:
         c = caches[-1]
@@ -154,8 +160,15 @@ def coarsen(
     -------
     CoarsenResult
     """
-    if not factor > 0:
-        raise ConfigError(f"coarsening factor must be positive, got {factor}")
+    if not isinstance(profile, Profile):
+        raise ConfigError(
+            f"profile: expected a Profile (simsched.profile.profile_trace), "
+            f"got {type(profile).__name__}"
+        )
+    if isinstance(factor, bool) or not isinstance(factor, int | float | np.integer | np.floating):
+        raise ConfigError(f"factor={factor!r}: expected a positive number")
+    if not 0 < factor < math.inf:
+        raise ConfigError(f"factor={factor!r}: must be a positive finite number")
     share = cache_share(machine, level)
     unit = factor * share.size / (share.cores * 2.0)
     g = profile.groups

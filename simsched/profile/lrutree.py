@@ -60,9 +60,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.errors import SimschedError
+from simsched.errors import ConfigError, SimschedError
 from simsched.files import parse_json, write_bytes_atomic
 from simsched.identity import version
+from simsched.params import check_int
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, array_1d, build_groups
 
@@ -71,6 +72,20 @@ if TYPE_CHECKING:
 
 PROFILE_VERSION = 1
 DEFAULT_SIZES: tuple[int, ...] = tuple(16 * 1024 << i for i in range(13))  # 16 KB .. 64 MB
+
+
+def check_sizes(sizes: Any) -> list[int]:
+    """``sizes`` (cache sizes in bytes, each an integer from 1 to the machine model's
+    largest size) as a list, else a one-line :class:`ConfigError` naming the item."""
+    from simsched.machine.schema import MAX_SIZE
+
+    if isinstance(sizes, str | bytes) or not isinstance(sizes, Sequence | np.ndarray):
+        raise ConfigError(f"sizes={sizes!r}: expected a list of cache sizes in bytes")
+    out = [check_int(f"sizes[{i}]", s, 1) for i, s in enumerate(sizes)]
+    for i, s in enumerate(out):
+        if s > MAX_SIZE:
+            raise ConfigError(f"sizes[{i}]={s} must be at most {MAX_SIZE} (1 TB)")
+    return out
 
 
 class ProfileFormatError(SimschedError):
@@ -729,11 +744,13 @@ def profile_trace(
     """
     from simsched.trace.reader import as_trace
 
+    sizes = (check_sizes(sizes) if sizes is not None else []) or list(DEFAULT_SIZES)
+    if line is not None:
+        line = check_int("line", line, 1)
     t, owned = as_trace(trace)
     try:
         h = t.header
         line = int(line or h.line_size_hint or 64)
-        sizes = [int(s) for s in (sizes or DEFAULT_SIZES)]
         bounds = bucket_bounds(sizes, line)
         groups = build_groups(t)
         off, _, starts = groups.ancestors()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from simsched.errors import SimschedError
+from simsched.params import check_int
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, build_groups
 
@@ -200,9 +201,9 @@ def setassoc_misses(
     numpy.ndarray
         ``int64`` misses, shape ``(n_groups, len(sizes))``.
     """
-    from simsched.profile.lrutree import bucket_bounds
+    from simsched.profile.lrutree import bucket_bounds, check_sizes
 
-    caps = bucket_bounds(sizes, line)
+    caps = bucket_bounds(check_sizes(sizes), check_int("line", line, 1))
     shift = int(line).bit_length() - 1
     if groups is None:
         groups = build_groups(trace)

@@ -508,3 +508,21 @@ def test_unreachable_dask_scheduler_leaves_no_output_folder(tmp_path, monkeypatc
     error = err.strip().splitlines()[-1]  # after the line saying it connects
     assert error.startswith(f"simsched: error: --address {address}: cannot reach a Dask")
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    "workers, message",
+    [("2", r"workers='2' is not an integer"), (None, "workers=None"), (-1, "workers=-1")],
+)
+def test_workers_must_be_a_count(tmp_path, workers, message):
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    with pytest.raises(ConfigError, match=message):
+        run_sweep(loaded, workers=workers, progress=False)
+    assert not loaded.out_dir.exists()
+
+
+def test_a_spec_path_is_not_a_loaded_spec(tmp_path):
+    path = str(make_spec(tmp_path))
+    for call in (run_sweep, sweep_status):
+        with pytest.raises(ConfigError, match=r"loaded=.*: expected a loaded spec"):
+            call(path)

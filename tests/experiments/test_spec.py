@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from simsched.errors import ConfigError
-from simsched.experiments.spec import expand_braces, load_spec
+from simsched.experiments.spec import expand, expand_braces, load_spec
 
 
 def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
@@ -372,3 +372,26 @@ def test_dangling_symlink_out_creates_nothing_at_its_target(tmp_path):
     ):
         run_sweep(loaded, workers=0, progress=False)
     assert not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize(
+    "sets, message",
+    [
+        (5, r"sets=5: expected a list of 'key=value' strings"),
+        ([5], r"sets: item 5 is not a 'key=value' string"),
+        ("seeds=[0]", r"sets='seeds=\[0\]': expected a list"),
+    ],
+)
+def test_sets_must_be_a_list_of_strings(tmp_path, sets, message):
+    with pytest.raises(ConfigError, match=message):
+        load_spec(write(tmp_path, BASE), sets=sets)
+
+
+def test_spec_path_and_loaded_spec_are_checked(tmp_path):
+    with pytest.raises(ConfigError, match=r"path=None: expected a path"):
+        load_spec(None)
+    path = write(tmp_path, BASE)
+    with pytest.raises(
+        ConfigError, match=r"expected a loaded spec \(simsched.experiments.load_spec"
+    ):
+        expand(str(path))

@@ -357,3 +357,14 @@ def test_every_damaged_byte_is_read_or_refused_in_one_line(tmp_path):
                 assert "\n" not in str(exc)
                 refused += 1
     assert refused
+
+
+def test_filter_and_load_arguments_are_checked():
+    df = frame()
+    assert filter_frame(df, None).equals(df)  # no expression: every row
+    with pytest.raises(ConfigError, match=r"df: expected a pandas DataFrame .* got None"):
+        filter_frame(None, ["cores>1"])
+    with pytest.raises(ConfigError, match=r"wheres='cores>1': expected a list"):
+        filter_frame(df, "cores>1")
+    with pytest.raises(ConfigError, match=r"path=None: expected a path"):
+        load_results(None)

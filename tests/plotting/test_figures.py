@@ -18,6 +18,7 @@ from simsched.plotting import (  # noqa: E402
     aggregate,
     figure_speedup_misses,
     figure_time_vs_cores,
+    line_plot,
     mpki_by_config,
     normalised_time,
     normalised_time_bars,
@@ -171,3 +172,35 @@ def test_user_text_is_drawn_literally(tmp_path):
     assert r"workload = p\$\frac{\$" in titles
     fig = sweep_figure(df, "workload", "mpki", "scheduler")
     save(fig, tmp_path / "g.png")
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda df: aggregate(df, "cores", "speedup"),
+        lambda df: speedup_vs_cores(df),
+        lambda df: mpki_by_config(df),
+        lambda df: normalised_time_bars(df),
+        lambda df: sweep_figure(df, "cores", "speedup"),
+        lambda df: figure_speedup_misses(df, ["mergesort"]),
+        lambda df: figure_time_vs_cores(df, ["mergesort"]),
+    ],
+)
+def test_a_table_that_is_no_dataframe_is_a_config_error(draw):
+    for bad in (None, results().to_dict("records")):
+        with pytest.raises(ConfigError, match=r"^df: expected a pandas DataFrame of results"):
+            draw(bad)
+    plt.close("all")
+
+
+def test_averaging_a_text_column_names_it():
+    df = results().assign(makespan_cycles=lambda d: d["makespan_cycles"].astype(str))
+    with pytest.raises(ConfigError, match=r"column 'workload': not a numeric column"):
+        aggregate(results(), "cores", "workload")
+    with pytest.raises(ConfigError, match=r"column 'makespan_cycles': not a numeric column"):
+        normalised_time(df)
+    with pytest.raises(ConfigError, match=r"column 'workload': not a numeric column"):
+        line_plot(results(), "cores", "workload")
+    # an object column of numbers is still averaged
+    obj = results().assign(speedup=lambda d: d["speedup"].astype(object))
+    assert len(aggregate(obj, "cores", "speedup")) == 5

@@ -127,3 +127,29 @@ def test_cache_share_of_presets():
     o = cache_share(load_machine("opteron-8380-4x4"))
     assert o.cores == 4  # one L3 per socket of four cores
     assert cache_share(load_machine("itrs-scaling-16"), "L1").cores == 1
+
+
+@pytest.mark.parametrize(
+    "factor, message",
+    [
+        (float("inf"), r"factor=inf: must be a positive finite number"),
+        (float("nan"), r"factor=nan: must be a positive finite number"),
+        (None, r"factor=None: expected a positive number"),
+        ("2", r"factor='2': expected a positive number"),
+    ],
+)
+def test_coarsen_refuses_bad_factors(tmp_path, factor, message):
+    p = profile_trace(build_fanout(tmp_path / "f.sst", 8), sizes=[4096], line=64)
+    with pytest.raises(ConfigError, match=message):
+        coarsen(p, load_machine("itrs-scaling-4"), factor=factor)
+
+
+def test_coarsen_wants_a_profile_and_a_machine(tmp_path):
+    path = build_fanout(tmp_path / "f.sst", 8)
+    p = profile_trace(path, sizes=[4096], line=64)
+    with pytest.raises(ConfigError, match=r"machine='itrs-scaling-4': expected a Machine"):
+        coarsen(p, "itrs-scaling-4")
+    with pytest.raises(ConfigError, match=r"machine='itrs-scaling-4': expected a Machine"):
+        cache_share("itrs-scaling-4")
+    with pytest.raises(ConfigError, match=r"profile: expected a Profile .* got PosixPath"):
+        coarsen(path, load_machine("itrs-scaling-4"))

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simsched.errors import SimschedError
+from simsched.errors import ConfigError, SimschedError
 from simsched.profile import (
     LruTree,
     Profile,
@@ -237,3 +237,26 @@ def test_load_rejects_a_damaged_profile_naming_it(tmp_path, damage, message):
     with pytest.raises(ProfileFormatError, match=message) as err:
         Profile.load(bad)
     assert str(err.value).startswith(str(bad))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"sizes": "a"}, r"sizes='a': expected a list of cache sizes in bytes"),
+        ({"sizes": 4096}, r"sizes=4096: expected a list"),
+        ({"sizes": [2**70]}, r"sizes\[0\]=1180591620717411303424 must be at most"),
+        ({"sizes": [4096, float("nan")]}, r"sizes\[1\]=nan is not an integer"),
+        ({"sizes": [0]}, r"sizes\[0\]=0 must be at least 1"),
+        ({"line": float("nan")}, r"line=nan is not an integer"),
+        ({"line": "64"}, r"line='64' is not an integer"),
+    ],
+)
+def test_profile_trace_refuses_bad_sizes_and_lines(tmp_path, kwargs, message):
+    path = build_random(tmp_path / "r.sst", 0)
+    with pytest.raises(ConfigError, match=message):
+        profile_trace(path, **kwargs)
+    # numpy integers are integers
+    assert profile_trace(path, sizes=np.array([4096, 8192]), line=np.int64(64)).sizes.tolist() == [
+        4096,
+        8192,
+    ]

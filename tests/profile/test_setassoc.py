@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simsched.errors import SimschedError
+from simsched.errors import ConfigError, SimschedError
 from simsched.profile import profile_trace, replay_groups, setassoc_misses
 from simsched.trace import open_trace
 from tests.oracles.profile_oracle import lru_misses, trace_line_accesses
@@ -100,3 +100,11 @@ def test_mergesort_working_set_is_twice_the_subarray(tmp_path):
         assert t.strands.frame[t.frames.first_strand[sort_frame]] == sort_frame
     x = int(np.flatnonzero((g.kind == 0) & (g.frame == sort_frame))[0])
     assert abs(int(p.working_set_bytes[x]) - 2 * n * es) <= 2 * 64
+
+
+def test_setassoc_refuses_bad_sizes_and_lines(tmp_path):
+    with open_trace(build_random(tmp_path / "r.sst", 0)) as t:
+        with pytest.raises(ConfigError, match=r"sizes\[0\]=1180591620717411303424 must be at most"):
+            setassoc_misses(t, sizes=[2**70], line=64)
+        with pytest.raises(ConfigError, match=r"line=None is not an integer"):
+            setassoc_misses(t, sizes=[4096], line=None)
