@@ -712,6 +712,15 @@ def run_sweep(
         raise ConfigError(f"address={address!r}: expected a string tcp://HOST:PORT")
     if executor not in ("local", "dask"):
         raise ConfigError(f"--executor {executor!r}: use local or dask")
+    if point_fn is not None and not callable(point_fn):
+        raise ConfigError(f"point_fn={point_fn!r}: expected a function of one point")
+    if points is not None:
+        if isinstance(points, str | bytes) or not isinstance(points, Iterable):
+            raise ConfigError(f"points={points!r}: expected points of the spec (loaded.points())")
+        points = list(points)
+        stray = next((p for p in points if not isinstance(p, Point)), None)
+        if stray is not None:
+            raise ConfigError(f"points: {stray!r} is not a point of the spec (loaded.points())")
     if address and executor != "dask":
         raise ConfigError("--address needs --executor dask")
     if address and not re.match(

@@ -536,6 +536,8 @@ def load_spec(
     """
     path = check_path(path, "path")
     sets = check_strings(sets, "sets", "key=value")
+    if small not in (None, True, False):  # a string such as "no" would read as true
+        raise ConfigError(f"small={small!r}: expected True, False or None")
     data = safe_load_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping with name, workloads, machines, schedulers")

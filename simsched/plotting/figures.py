@@ -14,7 +14,7 @@ import contextlib
 import functools
 import numbers
 import os
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -120,6 +120,16 @@ def _check_numeric(
             f"{what or f'column {col!r}'}: not a numeric column "
             f"(e.g. {', '.join(map(str, numeric))})"
         )
+
+
+def _workload_names(workloads: Any) -> list[Any]:
+    """The figures' rows: a list (or any iterable, such as ``df["workload"].unique()``) of
+    workload names; a lone name is refused, as iterating it would draw a row per letter."""
+    if isinstance(workloads, str | bytes) or not isinstance(workloads, Iterable):
+        raise ConfigError(
+            f"workloads={workloads!r}: expected a list of workload names, e.g. ['mergesort']"
+        )
+    return list(workloads)
 
 
 def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -398,6 +408,7 @@ def figure_speedup_misses(
     machines whose label starts with ``machine_prefix`` (the ITRS default configurations).
     """
     data = _family(df, machine_prefix)
+    workloads = _workload_names(workloads)
     fig, axes = plt.subplots(len(workloads), 2, figsize=(9.0, 3.0 * len(workloads)), squeeze=False)
     for row, wl in zip(axes, workloads, strict=True):
         part = data[data["workload"] == wl]
@@ -422,6 +433,7 @@ def figure_time_vs_cores(
     """The PDF paper's Fig. 3: execution time against cores under one technology (45 nm),
     per workload, with a second panel zoomed on ``zoom`` cores."""
     data = _family(df, machine_prefix)
+    workloads = _workload_names(workloads)
     ncols = 2 if zoom else 1
     fig, axes = plt.subplots(
         len(workloads), ncols, figsize=(4.6 * ncols, 3.0 * len(workloads)), squeeze=False

@@ -526,3 +526,17 @@ def test_a_spec_path_is_not_a_loaded_spec(tmp_path):
     for call in (run_sweep, sweep_status):
         with pytest.raises(ConfigError, match=r"loaded=.*: expected a loaded spec"):
             call(path)
+
+
+def test_points_and_point_fn_are_checked(tmp_path):
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    with pytest.raises(ConfigError, match=r"point_fn=5: expected a function of one point"):
+        run_sweep(loaded, point_fn=5, progress=False)
+    for points, message in (
+        (5, r"points=5: expected points of the spec"),
+        ("p0", r"points='p0': expected points of the spec"),
+        ([loaded.points()[0].id], r"points: .* is not a point of the spec"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            run_sweep(loaded, points=points, progress=False)
+    assert not loaded.out_dir.exists()

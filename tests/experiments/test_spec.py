@@ -395,3 +395,10 @@ def test_spec_path_and_loaded_spec_are_checked(tmp_path):
         ConfigError, match=r"expected a loaded spec \(simsched.experiments.load_spec"
     ):
         expand(str(path))
+
+
+@pytest.mark.parametrize("small", ["no", [1], 2.5])
+def test_small_must_be_true_false_or_none(tmp_path, small):
+    # a string such as "no" used to be read as true, and the sweep ran small
+    with pytest.raises(ConfigError, match=r"small=.*: expected True, False or None"):
+        load_spec(write(tmp_path, BASE), small=small)

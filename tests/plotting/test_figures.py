@@ -204,3 +204,13 @@ def test_averaging_a_text_column_names_it():
     # an object column of numbers is still averaged
     obj = results().assign(speedup=lambda d: d["speedup"].astype(object))
     assert len(aggregate(obj, "cores", "speedup")) == 5
+
+
+@pytest.mark.parametrize("draw", [figure_speedup_misses, figure_time_vs_cores])
+def test_a_lone_workload_name_is_refused(draw):
+    # iterating "mergesort" used to draw one empty row per letter
+    with pytest.raises(ConfigError, match=r"workloads='mergesort': expected a list of workload"):
+        draw(results(), "mergesort")
+    # any iterable of names is a list of names
+    draw(results(), results()["workload"].unique())
+    plt.close("all")
