@@ -122,10 +122,15 @@ def trace_iterations(t: Trace) -> int:
     return int(np.unique(it[it >= 0]).size)
 
 
+def _detailed_instructions(res: EngineResult, t: Trace) -> int:
+    """Instructions of the strands a (partial) replay ran."""
+    ran = np.asarray(res.strand_end) >= 0
+    return int(np.asarray(t.strands.instr, dtype=np.int64)[ran].sum())
+
+
 def detailed_cpi(res: EngineResult, t: Trace) -> float:
     """Cycles per instruction of the strands a (partial) replay ran, summed over cores."""
-    ran = np.asarray(res.strand_end) >= 0
-    instr = int(np.asarray(t.strands.instr, dtype=np.int64)[ran].sum())
+    instr = _detailed_instructions(res, t)
     return float(res.busy_cycles.sum()) / instr if instr else 1.0
 
 
@@ -220,8 +225,7 @@ def sample_fields(
         return fields
     assert k is not None
     est = sampled_makespan(o, detailed_cpi(res, t))
-    ran = np.asarray(res.strand_end) >= 0
-    instr = int(np.asarray(t.strands.instr, dtype=np.int64)[ran].sum())
+    instr = _detailed_instructions(res, t)
     last = str(rec["last_level"])
     fields.update(
         sampled=True,
