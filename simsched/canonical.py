@@ -19,15 +19,24 @@ from pathlib import PurePath
 from typing import Any
 
 
+def numpy_instance(x: Any, *kinds: str) -> bool:
+    """Whether ``x`` is an instance of one of numpy's classes ``kinds`` (``"generic"``,
+    ``"integer"``, ``"ndarray"``...).
+
+    A numpy value exists only once numpy has been imported: looking it up instead of
+    importing it keeps commands that never touch numpy (``--version``, ``machine list``)
+    from loading it.
+    """
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, tuple(getattr(np, k) for k in kinds))
+
+
 def plain_strict(x: Any) -> Any:
     """``json`` default: numpy values as Python numbers and lists, paths as text; anything
     else is a ``TypeError`` (a result record holds nothing else)."""
-    # A numpy value exists only once numpy has been imported: looking it up instead of
-    # importing it keeps commands that never touch numpy (``--version``) from loading it.
-    np = sys.modules.get("numpy")
-    if np is not None and isinstance(x, np.generic):
+    if numpy_instance(x, "generic"):
         return x.item()
-    if np is not None and isinstance(x, np.ndarray):
+    if numpy_instance(x, "ndarray"):
         return x.tolist()
     if isinstance(x, PurePath):
         return str(x)
@@ -63,8 +72,7 @@ def _finite(x: Any) -> Any:
         return [_finite(v) for v in x]
     if isinstance(x, float):  # numpy's float64 is a float too
         return x if math.isfinite(x) else None
-    np = sys.modules.get("numpy")
-    if np is not None and isinstance(x, np.generic | np.ndarray):
+    if numpy_instance(x, "generic", "ndarray"):
         return _finite(plain_strict(x))
     return x
 

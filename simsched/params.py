@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from simsched.canonical import numpy_instance
 from simsched.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -38,20 +39,9 @@ MAX_SEED = 2**63 - 1
 MAX_QUANTUM = 2**40
 
 
-def _numpy_kind(value: Any, kind: str) -> bool:
-    """Whether ``value`` is a numpy scalar of ``kind`` (``"integer"``, ``"generic"``).
-
-    A numpy value exists only once numpy has been imported, so it is looked up rather
-    than imported: the quick commands (``machine list``) that validate machines and
-    parameters never load numpy.
-    """
-    np_ = sys.modules.get("numpy")
-    return np_ is not None and isinstance(value, getattr(np_, kind))
-
-
 def check_seed(value: Any, name: str = "seed") -> int:
     """``value`` as a seed in ``[0, MAX_SEED]``, else a one-line :class:`ConfigError`."""
-    if isinstance(value, bool) or not (isinstance(value, int) or _numpy_kind(value, "integer")):
+    if isinstance(value, bool) or not (isinstance(value, int) or numpy_instance(value, "integer")):
         raise ConfigError(f"{name}={value!r}: expected an integer")
     if not 0 <= int(value) <= MAX_SEED:
         raise ConfigError(f"{name}={value}: must be between 0 and {MAX_SEED} (2^63 - 1)")
@@ -107,7 +97,7 @@ def python_scalars(value: Any) -> Any:
     Python ``bool``, ``int``, ``float`` or ``str`` it holds, for the schemas that take
     strict integers: a parameter computed with numpy (``np.int64(4)``) is accepted as the
     same number written in Python."""
-    if _numpy_kind(value, "generic"):
+    if numpy_instance(value, "generic"):
         return value.item()
     if isinstance(value, Mapping):
         return {k: python_scalars(v) for k, v in value.items()}
@@ -162,7 +152,7 @@ def coerce(value: Any, kind: type, where: str) -> Any:
     if kind is bool:
         if isinstance(value, bool):
             return value
-        if (isinstance(value, int) or _numpy_kind(value, "integer")) and value in (0, 1):
+        if (isinstance(value, int) or numpy_instance(value, "integer")) and value in (0, 1):
             return bool(value)
         if isinstance(value, str) and value.strip().lower() in TRUE | FALSE:
             return value.strip().lower() in TRUE
@@ -170,7 +160,7 @@ def coerce(value: Any, kind: type, where: str) -> Any:
     if kind is int:
         if isinstance(value, bool):
             raise ConfigError(f"{where}: expected an integer, got {value!r}")
-        if isinstance(value, int) or _numpy_kind(value, "integer"):
+        if isinstance(value, int) or numpy_instance(value, "integer"):
             return int(value)
         if isinstance(value, float) and value.is_integer():
             return int(value)
