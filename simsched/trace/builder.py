@@ -122,7 +122,7 @@ class TraceBuilder:
         if chunk_refs > fmt.CHUNK_REFS:
             raise ConfigError(f"chunk_refs={chunk_refs} must be at most {fmt.CHUNK_REFS} (2^20)")
         line_size_hint = check_int("line_size_hint", line_size_hint, 1)
-        if line_size_hint & (line_size_hint - 1) or line_size_hint > structure.MAX_LINE:
+        if not structure.line_hint_ok(line_size_hint):
             raise ConfigError(f"line_size_hint={line_size_hint} must be a power of 2 up to 2^20")
         if stack is not None and (not isinstance(stack, tuple | list) or len(stack) != 2):
             raise ConfigError(f"stack={stack!r}: expected a pair (lo, hi) or None")

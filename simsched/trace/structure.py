@@ -55,6 +55,12 @@ META_FIELDS: dict[str, type] = {
 MAX_LINE = 1 << 20
 
 
+def line_hint_ok(line: int) -> bool:
+    """Whether ``line`` may be a trace's ``line_size_hint``: a power of 2 up to
+    :data:`MAX_LINE` (the rule the reader checks and the builder keeps)."""
+    return 0 < line <= MAX_LINE and not line & (line - 1)
+
+
 def has_children(parent: Any) -> np.ndarray:
     """Per frame, whether it spawned: some frame names it as its parent.
 
@@ -169,7 +175,7 @@ def check_meta(name: str, meta: Any) -> None:
             f"0 <= lo < hi <= 2^{fmt.ADDRESS_BITS}"
         )
     line = meta.get("line_size_hint", 64)
-    if not 0 < line <= MAX_LINE or line & (line - 1):
+    if not line_hint_ok(line):
         raise TraceFormatError(
             f"{name}: meta field 'line_size_hint' is {line}, not a power of 2 up to {MAX_LINE}"
         )
