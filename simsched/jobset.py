@@ -248,7 +248,7 @@ def _check_group(
 ) -> tuple[str, dict[str, Any]]:
     """The group's scheduler name and resolved parameters; its trace or generator checked."""
     from simsched.schedulers import get_scheduler
-    from simsched.workloads import WORKLOADS
+    from simsched.workloads import get as get_workload
 
     where = f"{name}: jobs.{gi}"
     try:
@@ -262,13 +262,12 @@ def _check_group(
         if not (p if p.is_absolute() else base / p).is_file():
             raise ConfigError(f"{where}.trace: {g.trace} does not exist")
     else:
-        if g.generator not in WORKLOADS:
-            raise ConfigError(
-                f"{where}.generator: unknown workload {g.generator!r} "
-                f"(known: {', '.join(sorted(WORKLOADS))})"
-            )
         try:
-            WORKLOADS[g.generator].resolve(dict(g.params))
+            workload = get_workload(g.generator)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}.generator: {exc}") from None
+        try:
+            workload.resolve(dict(g.params))
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     return sched.name, params

@@ -27,13 +27,12 @@ def _summary(cls: Any) -> str:
 
 
 def _policies() -> tuple[list[Any], list[Any]]:
-    from simsched.engine.controllers import REGISTRY as CONTROLLERS
-    from simsched.engine.controllers import get_controller
-    from simsched.schedulers import get_scheduler, scheduler_names
+    from simsched.engine.controllers import CONTROLLERS
+    from simsched.schedulers.registry import SCHEDULERS
 
-    scheds = [get_scheduler(n) for n in scheduler_names()]
-    get_controller("all")  # loads the controller plug-ins' entry points, if any
-    ctls = [CONTROLLERS[n] for n in sorted({c.name for c in CONTROLLERS.values()})]
+    # names() loads the plug-ins' entry points, so outside policies are listed too
+    scheds = [SCHEDULERS.get(n) for n in SCHEDULERS.names()]
+    ctls = [CONTROLLERS.get(n) for n in CONTROLLERS.names()]
     return scheds, ctls
 
 

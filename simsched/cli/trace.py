@@ -36,17 +36,17 @@ def gen(
     progress: ProgressOpt = None,
 ) -> None:
     """Generate a synthetic workload trace."""
-    from simsched.workloads import WORKLOADS, generate, params_of
+    from simsched.workloads import GENERATORS, generate, params_of
 
     if list_:
-        for wname in WORKLOADS:
+        for wname in GENERATORS.names():
             console.print(wname, style="bold")
             for pname, (default, doc) in params_of(wname).items():
                 console.print(f"  {pname} = {default!r}  {doc}")
         return
     if not name:
         raise ConfigError(
-            f"trace gen: no workload given (one of {', '.join(WORKLOADS)}; --list shows "
+            f"trace gen: no workload given (one of {', '.join(GENERATORS.names())}; --list shows "
             "their parameters)"
         )
     if out is None:

@@ -47,12 +47,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from simsched.engine.allot import deq_allot, equi_allot
 from simsched.errors import ConfigError
 from simsched.params import MAX_QUANTUM, Param, ParamSchema, check_mapping, coerce
+from simsched.registry import Registry, class_registry
 
 if TYPE_CHECKING:
     from simsched.machine import Machine
@@ -335,37 +335,27 @@ class Deq(Controller):
         return {j.jid: k for j, k in zip(jobs, shares, strict=True)}
 
 
-REGISTRY: dict[str, type[Controller]] = {}
+CONTROLLERS: Registry[type[Controller]] = class_registry(
+    "controller", "simsched.controllers", Controller
+)
+
+#: Names and aliases of every known controller class.
+REGISTRY: dict[str, type[Controller]] = CONTROLLERS.entries
 
 
-def register(cls: type[Controller]) -> type[Controller]:
+def register(cls: type[Controller], *, replace: bool = False) -> type[Controller]:
     """Add a controller class to :data:`REGISTRY` under its name and aliases."""
-    for key in (cls.name, *cls.aliases):
-        if key in REGISTRY and REGISTRY[key] is not cls:
-            raise ValueError(f"controller name {key!r} is taken by {REGISTRY[key].__name__}")
-        REGISTRY[key] = cls
-    return cls
+    return CONTROLLERS.register(cls, replace=replace)
 
 
 for _cls in (AllCores, Static, Equi, Deq):
     register(_cls)
 
-_plugins_loaded = False
-
 
 def get_controller(name: str) -> type[Controller]:
-    """The controller class called ``name`` (or an alias); a clear error if unknown."""
-    global _plugins_loaded
-    key = name if isinstance(name, str) else ""  # a list is no name (nor hashable)
-    if key not in REGISTRY and not _plugins_loaded:
-        _plugins_loaded = True
-        for ep in entry_points(group="simsched.controllers"):
-            register(ep.load())
-    try:
-        return REGISTRY[key]
-    except KeyError:
-        names = sorted({c.name for c in REGISTRY.values()})
-        raise ConfigError(f"unknown controller {name!r} (known: {', '.join(names)})") from None
+    """The controller class called ``name`` (or an alias; blanks and case do not matter);
+    a clear error if unknown."""
+    return CONTROLLERS.get(name)
 
 
 def assign_cores(

@@ -8,9 +8,7 @@ plug-in cannot break ``import simsched``.
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
-
-from simsched.errors import ConfigError
+from simsched.registry import Registry, class_registry
 from simsched.schedulers.asteal import AdaptiveSteal
 from simsched.schedulers.base import Scheduler
 from simsched.schedulers.cab import CacheAwareBiTier
@@ -23,11 +21,11 @@ from simsched.schedulers.ws_equi import AdaptiveWorkStealing
 
 ENTRY_POINT_GROUP = "simsched.schedulers"
 
-#: Names and aliases of every known scheduler class.
-REGISTRY: dict[str, type[Scheduler]] = {}
 
-_plugin_errors: dict[str, str] = {}
-_plugins_loaded = False
+SCHEDULERS: Registry[type[Scheduler]] = class_registry("scheduler", ENTRY_POINT_GROUP, Scheduler)
+
+#: Names and aliases of every known scheduler class.
+REGISTRY: dict[str, type[Scheduler]] = SCHEDULERS.entries
 
 
 def register(cls: type[Scheduler], *, replace: bool = False) -> type[Scheduler]:
@@ -45,53 +43,24 @@ def register(cls: type[Scheduler], *, replace: bool = False) -> type[Scheduler]:
     type
         ``cls`` (so that the function can be used as a class decorator).
     """
-    if not (isinstance(cls, type) and issubclass(cls, Scheduler)) or not cls.name:
-        raise ConfigError(f"{cls!r} is not a Scheduler subclass with a name")
-    for key in (cls.name, *cls.aliases):
-        old = REGISTRY.get(key)
-        if old is not None and old is not cls and not replace:
-            raise ConfigError(f"scheduler name {key!r} is already taken by {old.__name__}")
-        REGISTRY[key] = cls
-    return cls
-
-
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            cls = ep.load()
-            if getattr(cls, "name", "") != ep.name:
-                cls = type(cls.__name__, (cls,), {"name": ep.name, "aliases": ()})
-            register(cls)
-        except Exception as exc:  # a broken plug-in is reported when it is asked for
-            _plugin_errors[ep.name] = f"{type(exc).__name__}: {exc}"
+    return SCHEDULERS.register(cls, replace=replace)
 
 
 def scheduler_names() -> list[str]:
     """Canonical names of all known schedulers (built-in and plug-ins), sorted."""
-    _load_plugins()
-    return sorted({cls.name for cls in REGISTRY.values()})
+    return SCHEDULERS.names()
 
 
 def get_scheduler(name: str) -> type[Scheduler]:
-    """The scheduler class called ``name`` (or one of its aliases).
+    """The scheduler class called ``name`` (or one of its aliases; blanks and case do not
+    matter).
 
     Raises
     ------
     ConfigError
         When no scheduler has that name; the message lists the known names.
     """
-    _load_plugins()
-    key = str(name).strip().lower()
-    cls = REGISTRY.get(key)
-    if cls is not None:
-        return cls
-    if key in _plugin_errors:
-        raise ConfigError(f"scheduler {name!r}: plug-in failed to load ({_plugin_errors[key]})")
-    raise ConfigError(f"scheduler {name!r}: unknown (known: {', '.join(sorted(REGISTRY))})")
+    return SCHEDULERS.get(name)
 
 
 register(WorkStealing)

@@ -35,6 +35,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from simsched.errors import ConfigError
+from simsched.registry import Registry
 from simsched.trace.format import CHUNK_REFS
 from simsched.workloads import datapar, fib, ge, hashjoin, mergesort, stencil
 from simsched.workloads._common import Heap, Param, resolve_params
@@ -127,18 +128,40 @@ class Workload:
         return WorkloadRun(p, heap, self.module.emit(b, p, heap))
 
 
-#: every generator by name
-WORKLOADS: dict[str, Workload] = {
-    w.name: w
-    for w in (
-        Workload(mergesort),
-        Workload(hashjoin),
-        *(Workload(stencil, v) for v in stencil.VARIANTS),
-        Workload(ge),
-        Workload(datapar),
-        Workload(fib),
-    )
-}
+#: The functions and tables a generator module provides (the module docstring says what).
+GENERATOR_API = ("NAME", "SUMMARY", "PARAMS", "finish_params", "layout", "emit", "memory")
+
+
+def _adapt(module: object, name: str) -> Workload:
+    """An outside generator module (entry-point group ``simsched.workloads``) as a
+    :class:`Workload`; its ``NAME`` must be the entry point's name."""
+    if not isinstance(module, ModuleType):
+        raise ConfigError(f"{module!r} is not a generator module")
+    missing = [a for a in GENERATOR_API if not hasattr(module, a)]
+    if missing:
+        raise ConfigError(f"generator module {module.__name__} lacks {', '.join(missing)}")
+    if module.NAME != name:
+        raise ConfigError(
+            f"generator module {module.__name__} is called {module.NAME!r}, not {name!r}"
+        )
+    return Workload(module)
+
+
+GENERATORS: Registry[Workload] = Registry(
+    "workload", "simsched.workloads", lambda w: (w.name,), _adapt
+)
+for _w in (
+    Workload(mergesort),
+    Workload(hashjoin),
+    *(Workload(stencil, v) for v in stencil.VARIANTS),
+    Workload(ge),
+    Workload(datapar),
+    Workload(fib),
+):
+    GENERATORS.register(_w)
+
+#: every generator by name (built in; plug-ins join it when a name is first looked up)
+WORKLOADS: dict[str, Workload] = GENERATORS.entries
 
 
 class ParamDoc(NamedTuple):
@@ -148,18 +171,15 @@ class ParamDoc(NamedTuple):
     doc: str
 
 
-def get(name: str) -> Workload:
-    """The generator called ``name``.
+def get(name: object) -> Workload:
+    """The generator called ``name`` (blanks and case do not matter).
 
     Raises
     ------
     ConfigError
         When there is no such generator (the message lists the known ones).
     """
-    try:
-        return WORKLOADS[name]
-    except (KeyError, TypeError):  # TypeError: an unhashable name (a list)
-        raise ConfigError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})") from None
+    return GENERATORS.get(name)
 
 
 def params_of(name: str) -> dict[str, ParamDoc]:

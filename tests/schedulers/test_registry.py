@@ -21,8 +21,10 @@ def test_names_and_aliases():
 
 
 def test_unknown_name_lists_known():
-    with pytest.raises(ConfigError, match=r"'bogus': unknown \(known: .*pdf.*ws"):
+    with pytest.raises(ConfigError, match=r"^unknown scheduler 'bogus' \(known: .*pdf.*ws"):
         get_scheduler("bogus")
+    with pytest.raises(ConfigError, match=r"^unknown scheduler 5 "):
+        get_scheduler(5)  # type: ignore[arg-type]
 
 
 def test_register_conflict_and_replace():
@@ -64,9 +66,18 @@ def test_entry_point_plugin(monkeypatch):
         def load(self):
             raise ImportError("no module named nowhere")
 
-    monkeypatch.setattr(reg, "_plugins_loaded", False)
-    monkeypatch.setattr(reg, "entry_points", lambda group: [EP(), Broken()])
-    monkeypatch.setattr(reg, "REGISTRY", dict(reg.REGISTRY))
+    groups = []
+
+    def entry_points(group):
+        groups.append(group)
+        return [EP(), Broken()]
+
+    monkeypatch.setattr(reg.SCHEDULERS, "_plugins_loaded", False)
+    monkeypatch.setattr(reg.SCHEDULERS, "_plugin_errors", {})
+    monkeypatch.setattr(reg.SCHEDULERS, "entries", dict(reg.REGISTRY))
+    monkeypatch.setattr("simsched.registry.metadata.entry_points", entry_points)
     assert get_scheduler("plug").name == "plug"
+    assert groups == ["simsched.schedulers"]
+    assert "plug" in scheduler_names()
     with pytest.raises(ConfigError, match="plug-in failed to load.*nowhere"):
         get_scheduler("broken")
