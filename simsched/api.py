@@ -52,7 +52,7 @@ from simsched.files import check_path, write_json_atomic
 
 # Defined with the machine model; kept importable from here.
 from simsched.machine.loader import machine_config, one_core_machine  # noqa: F401
-from simsched.params import MAX_QUANTUM, check_mapping, check_seed
+from simsched.params import MAX_QUANTUM, check_int, check_mapping, check_seed
 
 if TYPE_CHECKING:
     from simsched.machine import Machine
@@ -203,15 +203,6 @@ def _check_precision(value: Any) -> float | None:
     return float(value)
 
 
-def _check_int(value: Any, name: str, lo: int, hi: int) -> int:
-    """``value`` as an int in ``[lo, hi]``, else a one-line :class:`ConfigError`."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise ConfigError(f"{name}={value!r}: expected an integer")
-    if not lo <= int(value) <= hi:
-        raise ConfigError(f"{name}={value}: must be between {lo} and {hi}")
-    return int(value)
-
-
 def _check_sampling(
     sample_iterations: Any, sample_precision: Any
 ) -> tuple[int | None, float | None]:
@@ -221,7 +212,7 @@ def _check_sampling(
     precision = _check_precision(sample_precision)
     if sample_iterations is None:
         return None, precision
-    return _check_int(sample_iterations, "sample_iterations", MIN_SAMPLES, MAX_SAMPLES), precision
+    return check_int("sample_iterations", sample_iterations, MIN_SAMPLES, MAX_SAMPLES), precision
 
 
 def parse_scheduler_names(schedulers: Sequence[str] | str) -> list[str]:
@@ -326,7 +317,7 @@ def baseline_makespan(
     from simsched.machine.loader import check_machine
 
     check_machine(machine)
-    _check_int(window, "window", 0, MAX_WINDOW)
+    check_int("window", window, 0, MAX_WINDOW)
     sample_iterations, sample_precision = _check_sampling(sample_iterations, sample_precision)
     t, owned = _open_trace(trace)
     try:
@@ -385,7 +376,7 @@ def _options(seed: Any, window: Any) -> tuple[int | None, int]:
     """The seed (None: not given) and the window of a replay, refused the same way by
     :func:`run` and :func:`run_jobs` (one line naming the value)."""
     s = None if seed is None else check_seed(seed)
-    win = DEFAULT_WINDOW if window is None else _check_int(window, "window", 0, MAX_WINDOW)
+    win = DEFAULT_WINDOW if window is None else check_int("window", window, 0, MAX_WINDOW)
     return s, win
 
 
@@ -684,7 +675,7 @@ def compare(
     from simsched.schedulers import get_scheduler
 
     schedulers = parse_scheduler_names(schedulers)
-    seeds = _check_int(seeds, "compare: seeds", 1, 1_000_000)
+    seeds = check_int("compare: seeds", seeds, 1, 1_000_000)
     classes = [get_scheduler(s.strip()) for s in schedulers]
     canonical = [c.name for c in classes]
     for name, cls in zip(schedulers, classes, strict=True):
@@ -792,7 +783,7 @@ def run_jobs(
 
     seed, win = _options(seed, window)
     if quantum is not None:
-        quantum = _check_int(quantum, "quantum", 0, MAX_QUANTUM)
+        quantum = check_int("quantum", quantum, 0, MAX_QUANTUM)
     out = _out_dir(out_dir)
     t0 = time.perf_counter()
     base: dict[str, Any] = {

@@ -41,11 +41,7 @@ MAX_QUANTUM = 2**40
 
 def check_seed(value: Any, name: str = "seed") -> int:
     """``value`` as a seed in ``[0, MAX_SEED]``, else a one-line :class:`ConfigError`."""
-    if isinstance(value, bool) or not (isinstance(value, int) or numpy_instance(value, "integer")):
-        raise ConfigError(f"{name}={value!r}: expected an integer")
-    if not 0 <= int(value) <= MAX_SEED:
-        raise ConfigError(f"{name}={value}: must be between 0 and {MAX_SEED} (2^63 - 1)")
-    return int(value)
+    return check_int(name, value, 0, MAX_SEED)
 
 
 def check_mapping(value: Any, name: str) -> dict[str, Any]:
@@ -187,11 +183,21 @@ def coerce(value: Any, kind: type, where: str) -> Any:
     raise TypeError(f"unsupported parameter kind {kind}")  # a bug in a parameter table
 
 
-def check_int(name: str, value: Any, minimum: int = 0) -> int:
-    """``value`` as an int, or a :class:`ConfigError` naming ``name``.
+def _bound(n: int) -> str:
+    """``n`` for a message, with its power of two when it is a large one (``2^40``) or
+    one less than one (``2^63 - 1``)."""
+    if n >= 2**20 and n & (n - 1) == 0:
+        return f"{n} (2^{n.bit_length() - 1})"
+    if n >= 2**20 and (n + 1) & n == 0:
+        return f"{n} (2^{n.bit_length()} - 1)"
+    return str(n)
 
-    Shared by the scheduler modules (boundary, packing, desire) and the engine's
-    allotment functions.
+
+def check_int(name: str, value: Any, minimum: int = 0, maximum: int | None = None) -> int:
+    """``value`` as an int in ``[minimum, maximum]``, or a one-line :class:`ConfigError`
+    naming ``name``: the one integer check of the Python API (seeds, windows, sample
+    counts), the trace and profile options, the scheduler modules (boundary, packing,
+    desire) and the engine's allotment functions.
 
     Parameters
     ----------
@@ -201,19 +207,23 @@ def check_int(name: str, value: Any, minimum: int = 0) -> int:
         An integer (Python or numpy; not a bool, not a float).
     minimum
         Smallest value accepted.
+    maximum
+        Largest value accepted (None: no bound).
 
     Returns
     -------
     int
     """
     if isinstance(value, bool):
-        raise ConfigError(f"{name}={value!r} is not an integer")
+        raise ConfigError(f"{name}={value!r}: expected an integer")
     try:
         v = operator.index(value)
     except TypeError:
-        raise ConfigError(f"{name}={value!r} is not an integer") from None
+        raise ConfigError(f"{name}={python_scalars(value)!r}: expected an integer") from None
+    if maximum is not None and not minimum <= v <= maximum:
+        raise ConfigError(f"{name}={v}: must be between {minimum} and {_bound(maximum)}")
     if v < minimum:
-        raise ConfigError(f"{name}={v} must be at least {minimum}")
+        raise ConfigError(f"{name}={v}: must be at least {minimum}")
     return int(v)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from simsched.errors import ConfigError
-from simsched.params import coerce
+from simsched.params import MAX_SEED, check_int, check_seed, coerce
 from simsched.schedulers import get_scheduler
 from simsched.workloads import WORKLOADS
 
@@ -145,3 +145,34 @@ def test_python_scalars_turns_numpy_scalars_into_python_values():
     out = python_scalars({"a": np.int64(2), "b": [np.float64(0.5), (np.bool_(True),)], "c": "x"})
     assert out == {"a": 2, "b": [0.5, (True,)], "c": "x"}
     assert type(out["a"]) is int and type(out["b"][1][0]) is bool
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("n", 1.5), r"^n=1\.5: expected an integer$"),
+        (("n", True), r"^n=True: expected an integer$"),
+        (("n", "3"), r"^n='3': expected an integer$"),
+        (("n", -1), r"^n=-1: must be at least 0$"),
+        (("n", 0, 1), r"^n=0: must be at least 1$"),
+        (("n", 9, 1, 8), r"^n=9: must be between 1 and 8$"),
+        (("n", 0, 1, 8), r"^n=0: must be between 1 and 8$"),
+        (
+            ("n", 2**41, 0, 2**40),
+            r"^n=2199023255552: must be between 0 and 1099511627776 \(2\^40\)$",
+        ),
+    ],
+)
+def test_check_int_names_the_value_and_the_range(args, message):
+    with pytest.raises(ConfigError, match=message):
+        check_int(*args)
+
+
+def test_check_int_takes_numpy_integers_and_the_bounds_themselves():
+    np = pytest.importorskip("numpy")
+    assert check_int("n", np.int64(8), 1, 8) == 8 and type(check_int("n", np.int32(1), 1)) is int
+    assert check_seed(MAX_SEED) == MAX_SEED
+    with pytest.raises(ConfigError, match=r"^seed=-1: must be between 0 and \d+ \(2\^63 - 1\)$"):
+        check_seed(-1)
+    with pytest.raises(ConfigError, match=r"^seed=2\.0: expected an integer$"):
+        check_seed(np.float64(2.0))

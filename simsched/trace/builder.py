@@ -118,9 +118,7 @@ class TraceBuilder:
         progress: Callable[[int, int | None], None] | None = None,
     ):
         self.path = check_path(path, "path")
-        chunk_refs = check_int("chunk_refs", chunk_refs, 1)
-        if chunk_refs > fmt.CHUNK_REFS:
-            raise ConfigError(f"chunk_refs={chunk_refs} must be at most {fmt.CHUNK_REFS} (2^20)")
+        chunk_refs = check_int("chunk_refs", chunk_refs, 1, fmt.CHUNK_REFS)
         line_size_hint = check_int("line_size_hint", line_size_hint, 1)
         if not structure.line_hint_ok(line_size_hint):
             raise ConfigError(f"line_size_hint={line_size_hint} must be a power of 2 up to 2^20")

@@ -263,11 +263,14 @@ def test_builder_output_follows_the_file_rules(tmp_path):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"chunk_refs": 0}, "chunk_refs=0 must be at least 1"),
-        ({"chunk_refs": None}, "chunk_refs=None is not an integer"),
-        ({"chunk_refs": 2**70}, "chunk_refs=1180591620717411303424 must be at most 1048576"),
+        ({"chunk_refs": 0}, "chunk_refs=0: must be between 1 and 1048576"),
+        ({"chunk_refs": None}, "chunk_refs=None: expected an integer"),
+        (
+            {"chunk_refs": 2**70},
+            r"chunk_refs=1180591620717411303424: must be between 1 and 1048576 \(2\^20\)",
+        ),
         ({"line_size_hint": 3}, "line_size_hint=3 must be a power of 2 up to 2\\^20"),
-        ({"line_size_hint": float("nan")}, "line_size_hint=nan is not an integer"),
+        ({"line_size_hint": float("nan")}, "line_size_hint=nan: expected an integer"),
         ({"stack": 5}, "stack=5: expected a pair"),
         ({"progress": 5}, "progress=5: expected a function or None"),
     ],
@@ -292,8 +295,8 @@ def test_open_trace_refuses_bad_paths_and_cache_sizes(tmp_path):
     b.close()
     with pytest.raises(ConfigError, match="^trace=None: expected a path"):
         open_trace(None)
-    with pytest.raises(ConfigError, match="^cache_chunks=-1 must be at least 1"):
+    with pytest.raises(ConfigError, match="^cache_chunks=-1: must be at least 1"):
         open_trace(path, cache_chunks=-1)
-    with pytest.raises(ConfigError, match="^cache_chunks=None is not an integer"):
+    with pytest.raises(ConfigError, match="^cache_chunks=None: expected an integer"):
         open_trace(path, cache_chunks=None)
     open_trace(path, cache_chunks=np.int64(2)).close()
