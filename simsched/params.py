@@ -183,12 +183,18 @@ def coerce(value: Any, kind: type, where: str) -> Any:
     raise TypeError(f"unsupported parameter kind {kind}")  # a bug in a parameter table
 
 
+def is_power_of_two(n: int) -> bool:
+    """Whether the integer ``n`` is a positive power of two (cache lines, sets, pages,
+    chunk sizes, hash partitions all must be)."""
+    return n > 0 and n & (n - 1) == 0
+
+
 def _bound(n: int) -> str:
     """``n`` for a message, with its power of two when it is a large one (``2^40``) or
     one less than one (``2^63 - 1``)."""
-    if n >= 2**20 and n & (n - 1) == 0:
+    if n >= 2**20 and is_power_of_two(n):
         return f"{n} (2^{n.bit_length() - 1})"
-    if n >= 2**20 and (n + 1) & n == 0:
+    if n >= 2**20 and is_power_of_two(n + 1):
         return f"{n} (2^{n.bit_length()} - 1)"
     return str(n)
 

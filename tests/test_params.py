@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from simsched.errors import ConfigError
-from simsched.params import MAX_SEED, check_int, check_seed, coerce
+from simsched.params import MAX_SEED, check_int, check_seed, coerce, is_power_of_two
 from simsched.schedulers import get_scheduler
 from simsched.workloads import WORKLOADS
 
@@ -176,3 +176,8 @@ def test_check_int_takes_numpy_integers_and_the_bounds_themselves():
         check_seed(-1)
     with pytest.raises(ConfigError, match=r"^seed=2\.0: expected an integer$"):
         check_seed(np.float64(2.0))
+
+
+def test_is_power_of_two():
+    assert [n for n in range(-4, 70) if is_power_of_two(n)] == [1, 2, 4, 8, 16, 32, 64]
+    assert is_power_of_two(2**63) and not is_power_of_two(2**63 - 1)

@@ -22,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from simsched.params import is_power_of_two
+
 _UNITS = {
     "": 1,
     "b": 1,
@@ -102,10 +104,6 @@ def link_interval(line: int, clock_ghz: float, bandwidth: float) -> int:
     return max(1, round(line * clock_ghz / bandwidth))
 
 
-def _is_pow2(x: int) -> bool:
-    return x > 0 and (x & (x - 1)) == 0
-
-
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
@@ -173,14 +171,14 @@ class CacheLevel(_Strict):
 
     @model_validator(mode="after")
     def _geometry(self) -> CacheLevel:
-        if not _is_pow2(self.line):
+        if not is_power_of_two(self.line):
             raise ValueError(f"line: {self.line} is not a power of two")
         if self.size % (self.line * self.assoc):
             raise ValueError(
                 f"size: {self.size} bytes is not a multiple of line × assoc = "
                 f"{self.line * self.assoc}"
             )
-        if not _is_pow2(self.sets):
+        if not is_power_of_two(self.sets):
             raise ValueError(
                 f"size: {self.size} bytes / ({self.line} B × {self.assoc} ways) = "
                 f"{self.sets} sets, not a power of two"
@@ -211,7 +209,7 @@ class Memory(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> Memory:
-        if not _is_pow2(self.page_size):
+        if not is_power_of_two(self.page_size):
             raise ValueError(f"page_size: {self.page_size} is not a power of two")
         if self.placement not in ("first-touch", "interleave") and not re.fullmatch(
             r"node:\d+", self.placement

@@ -63,7 +63,7 @@ import numpy as np
 from simsched.errors import ConfigError, SimschedError
 from simsched.files import parse_json, write_bytes_atomic
 from simsched.identity import version
-from simsched.params import check_int
+from simsched.params import check_int, is_power_of_two
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, array_1d, build_groups
 
@@ -110,7 +110,7 @@ def bucket_bounds(sizes: Sequence[int], line: int) -> np.ndarray:
         are not strictly increasing in lines.
     """
     line = int(line)
-    if line <= 0 or line & (line - 1):
+    if not is_power_of_two(line):
         raise SimschedError(f"line size {line} is not a power of two")
     if len(sizes) == 0:
         raise SimschedError("no cache sizes given")
@@ -196,7 +196,7 @@ class LruTree:
         ):
             raise SimschedError("distance bucket bounds must be positive and strictly increasing")
         line = int(line)
-        if line <= 0 or line & (line - 1):
+        if not is_power_of_two(line):
             raise SimschedError(f"line size {line} is not a power of two")
         if ref_start is None:
             ref_start = np.array([0, np.iinfo(np.int64).max], np.int64)

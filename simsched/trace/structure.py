@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from simsched.errors import TraceFormatError
+from simsched.params import is_power_of_two
 from simsched.trace import format as fmt
 from simsched.trace import repeat
 
@@ -58,7 +59,7 @@ MAX_LINE = 1 << 20
 def line_hint_ok(line: int) -> bool:
     """Whether ``line`` may be a trace's ``line_size_hint``: a power of 2 up to
     :data:`MAX_LINE` (the rule the reader checks and the builder keeps)."""
-    return 0 < line <= MAX_LINE and not line & (line - 1)
+    return line <= MAX_LINE and is_power_of_two(line)
 
 
 def has_children(parent: Any) -> np.ndarray:

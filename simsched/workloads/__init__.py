@@ -35,6 +35,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from simsched.errors import ConfigError
+from simsched.params import is_power_of_two
 from simsched.registry import Registry
 from simsched.trace.format import CHUNK_REFS
 from simsched.workloads import datapar, fib, ge, hashjoin, mergesort, stencil
@@ -281,7 +282,7 @@ def generate(
     w = get(name)
     layout = {k: params.pop(k) for k in [CHUNK_PARAM.name] if k in params}
     chunk_refs = resolve_params(name, (CHUNK_PARAM,), layout)[CHUNK_PARAM.name]
-    if chunk_refs & (chunk_refs - 1):
+    if not is_power_of_two(chunk_refs):
         raise ConfigError(
             f"workload {name}: parameter chunk_refs: {chunk_refs} is not a power of two"
         )

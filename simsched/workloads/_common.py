@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from simsched.errors import ConfigError
-from simsched.params import coerce
+from simsched.params import coerce, is_power_of_two
 
 #: glibc's default ``M_MMAP_THRESHOLD``: requests at least this large are ``mmap``-ed
 MMAP_THRESHOLD = 128 * 1024
@@ -123,7 +123,7 @@ class Heap:
         """
         if name in self.regions:
             raise ValueError(f"array {name!r} allocated twice")
-        if nbytes < 1 or align < 16 or align & (align - 1):
+        if nbytes < 1 or align < 16 or not is_power_of_two(align):
             raise ValueError(f"bad allocation of {nbytes} bytes aligned to {align}")
         if nbytes >= MMAP_THRESHOLD:
             # own mapping: header, then the data aligned as asked; whole pages

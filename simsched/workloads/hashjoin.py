@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from simsched.errors import ConfigError
+from simsched.params import is_power_of_two
 from simsched.workloads._common import (
     Heap,
     Param,
@@ -154,7 +155,7 @@ def finish_params(params: dict[str, Any]) -> dict[str, Any]:
         need = -(-out["n_build"] * per_record // (out["subpart_kb"] * 1024))
         out["subparts"] = _next_pow2(need)
     P = out["subparts"]
-    if P & (P - 1):
+    if not is_power_of_two(P):
         raise ConfigError(f"workload hashjoin: parameter subparts: must be a power of two, got {P}")
     return out
 
