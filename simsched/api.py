@@ -49,6 +49,7 @@ from simsched.engine.sampled import (
 )
 from simsched.errors import ConfigError, SimschedError, Terminated
 from simsched.files import check_path, write_json_atomic
+from simsched.identity import version
 
 # Defined with the machine model; kept importable from here.
 from simsched.machine.loader import machine_config, one_core_machine  # noqa: F401
@@ -60,12 +61,6 @@ if TYPE_CHECKING:
     from simsched.trace import Trace
 
 BASELINE_VERSION = 1
-
-
-def _version() -> str:
-    import simsched
-
-    return simsched.__version__
 
 
 def _code_identity() -> str:
@@ -348,7 +343,7 @@ def baseline_makespan(
                 "trace_digest": t.header.digest,
                 "machine": m1.name,
                 "version": BASELINE_VERSION,
-                "simsched_version": _version(),
+                "simsched_version": version(),
                 "timing_model": timing_model_identity(),
                 "sample_iterations": int(sample_iterations or 0),
                 "sample_precision": float(sample_precision or 0.0),
@@ -515,7 +510,7 @@ def run(
         "params": dumps(params),
         "seed": int(seed),
         "window": win,
-        "simsched_version": _version(),
+        "simsched_version": version(),
         "code_identity": _code_identity(),
     }
     t = None
@@ -790,7 +785,7 @@ def run_jobs(
         "record_version": RECORD_VERSION,
         "kind": "jobs",
         "window": win,
-        "simsched_version": _version(),
+        "simsched_version": version(),
         "code_identity": _code_identity(),
     }
     traces: list[Any] = []
