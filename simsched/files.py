@@ -82,6 +82,37 @@ def check_path(value: Any, name: str) -> Path:
     return Path(text)
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): compare where they would be
+        return a.resolve() == b.resolve()
+
+
+def check_not_input(out: str | os.PathLike, option: str, inputs: dict[str, Any]) -> None:
+    """Refuse, in one :class:`ConfigError`, an output that is one of the command's inputs.
+
+    The output is written to a temporary file and renamed over its path, so ``simsched
+    profile t.sst -o t.sst`` would replace the trace with a profile: the input is lost
+    without a word.  A link or another spelling of the same file counts as the same.
+
+    Parameters
+    ----------
+    out
+        The output path.
+    option
+        How the output was given, for the message (``"--out"``).
+    inputs
+        What each input is (``"the trace"``) and its path; None entries are skipped.
+    """
+    for what, path in inputs.items():
+        if path is not None and _same_file(Path(out), Path(path)):
+            raise ConfigError(
+                f"{option} {out}: is {what} this command reads; writing there would replace "
+                "it (choose another file)"
+            )
+
+
 def cache_dir(*parts: str) -> Path:
     """simsched's cache folder, optionally a sub-folder of it (not created).
 

@@ -16,7 +16,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from simsched.cli._common import err_console
-from simsched.files import atomic_output
+from simsched.files import atomic_output, check_not_input
 
 _PASS = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
@@ -114,6 +114,9 @@ def register(app: typer.Typer) -> None:
             raise CaptureError(
                 "simsched capture: no program (usage: simsched capture -o OUT -- PROGRAM ARGS)"
             )
+        check_not_input(out, "--out", {"the program": argv[0]})
+        if raw is not None:
+            check_not_input(raw, "--raw", {"the program": argv[0], "the trace (--out)": out})
         with (
             contextlib.ExitStack() as outputs,
             Progress(

@@ -15,7 +15,7 @@ import typer
 
 from simsched.cli._common import check_line, console, err_console, print_json, print_table
 from simsched.errors import ConfigError
-from simsched.files import atomic_output
+from simsched.files import atomic_output, check_not_input
 
 
 def _parse_sizes(text: str | None) -> list[int] | None:
@@ -75,6 +75,9 @@ def profile_cmd(
 
     sz = _parse_sizes(sizes)
     check_line(line)
+    for option, target in (("--out", out), ("--plot", plot)):
+        if target is not None:
+            check_not_input(target, option, {"the trace": trace})
     if plot is not None:
         from simsched.plotting import figure_format
 
@@ -154,6 +157,8 @@ def coarsen_cmd(
 
     if not (math.isfinite(factor) and 0 < factor <= 1e6):
         raise ConfigError(f"-K {factor}: the factor is a finite number in (0, 1e6]")
+    if out is not None:
+        check_not_input(out, "--out", {"the profile": profile})
     p = Profile.load(profile)
     m = load_machine(machine)
     r = coarsen(p, m, factor=factor, level=level)
@@ -195,6 +200,7 @@ def regrain_cmd(
     from simsched.profile import read_table, regrain_from_table
     from simsched.trace import open_trace
 
+    check_not_input(out, "--out", {"the trace": trace, "the table": table})
     rows = read_table(table)
     with open_trace(trace) as t, atomic_output(out) as tmp:
         before = t.header.n_strands

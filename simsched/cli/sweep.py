@@ -228,8 +228,9 @@ def export_cmd(
 ) -> None:
     """Write a sweep's results to a CSV or Parquet file (CSV to -o /dev/stdout)."""
     from simsched.experiments import export_results
-    from simsched.files import is_stream
+    from simsched.files import check_not_input, is_stream
 
+    check_not_input(out, "--out", {"the results": path})
     target = export_results(path, out, where, warn=_warn)
     if not is_stream(target):  # -o /dev/stdout: the table is the output
         print(target)
@@ -250,8 +251,10 @@ def plot_sweep(
 ) -> None:
     """Plot Y against X from a sweep's results (mean over seeds, min-max bars)."""
     from simsched.experiments.store import filter_frame, load_results
+    from simsched.files import check_not_input
     from simsched.plotting import save, sweep_figure
 
+    check_not_input(out, "--out", {"the results": path})
     df = filter_frame(load_results(path, warn=_warn), where or [])
     print(save(sweep_figure(df, x, y, hue, kind=kind, col=col, logx=logx), out))
 

@@ -20,7 +20,7 @@ from simsched.cli._common import (
     want_progress,
 )
 from simsched.errors import ConfigError
-from simsched.files import atomic_output
+from simsched.files import atomic_output, check_not_input
 
 trace_app = typer.Typer(help="Generate, import, inspect and validate traces.", no_args_is_help=True)
 
@@ -140,6 +140,7 @@ def import_cmd(
         )
     from simsched.trace import import_raw
 
+    check_not_input(out, "--out", {"the raw stream": raw})
     total = raw.stat().st_size
     warnings: list[str] = []
     with atomic_output(out) as tmp, _reporter(progress, f"importing {raw.name}", "records") as bar:

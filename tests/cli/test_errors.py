@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -400,3 +401,36 @@ def test_damaged_run_folder_and_results_store(cli, fib_trace, tmp_path):
     (sweep / "results.parquet").write_bytes(b"")
     code, _, err = cli("results", "export", sweep / "results.parquet", "-o", tmp_path / "r.csv")
     assert code == 2 and "results.parquet: not a readable Parquet table" in one_line(err)
+
+
+def test_an_output_that_is_an_input_is_refused_before_anything_is_written(cli, tmp_path):
+    from simsched.workloads import generate
+
+    trace = tmp_path / "t.sst"
+    generate("fib", trace, n=10)
+    (tmp_path / "link.sst").symlink_to(trace)
+    raw = tmp_path / "r.raw"
+    raw.write_bytes(b"not a stream")
+    table = tmp_path / "g.csv"
+    table.write_text("machine,group\n")
+    results = tmp_path / "res.csv"
+    results.write_text("a\n1\n")
+    before = trace.read_bytes()
+    for args, what in (
+        (["profile", trace, "-o", trace], "--out .*t.sst: is the trace this command reads"),
+        (["profile", trace, "-o", tmp_path / "link.sst"], "is the trace"),
+        (["profile", trace, "--plot", tmp_path / ".." / tmp_path.name / "t.sst"], "--plot"),
+        (["coarsen", table, "--machine", "itrs-scaling-8", "-o", table], "is the profile"),
+        (["regrain", trace, "--table", table, "-o", trace], "is the trace"),
+        (["regrain", trace, "--table", table, "-o", table], "is the table"),
+        (["trace", "import", raw, "-o", raw], "is the raw stream"),
+        (["results", "export", results, "-o", results], "is the results"),
+        (["capture", "-o", tmp_path / "c.sst", "--raw", tmp_path / "c.sst", "--", "true"], "--raw"),
+    ):
+        code, _, err = cli(*args)
+        assert code == 2, args
+        line = one_line(err)
+        assert re.search(what, line) and "would replace it" in line, (args, line)
+    assert trace.read_bytes() == before
+    assert raw.read_bytes() == b"not a stream" and table.read_text() == "machine,group\n"
+    assert results.read_text() == "a\n1\n" and not (tmp_path / "c.sst").exists()
