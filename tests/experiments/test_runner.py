@@ -512,7 +512,7 @@ def test_unreachable_dask_scheduler_leaves_no_output_folder(tmp_path, monkeypatc
 
 @pytest.mark.parametrize(
     "workers, message",
-    [("2", r"workers='2' is not an integer"), (None, "workers=None"), (-1, "workers=-1")],
+    [("2", r"workers='2': expected an integer"), (None, "workers=None"), (-1, "workers=-1")],
 )
 def test_workers_must_be_a_count(tmp_path, workers, message):
     loaded = load_spec(make_spec(tmp_path), small=False)
