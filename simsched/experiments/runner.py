@@ -739,25 +739,28 @@ def run_sweep(
     # The scheduler is reached before the output folder is made: an unreachable one leaves
     # no empty folder behind.
     connection = _connect_dask(address, workers) if executor == "dask" and todo else None
+    # Until _run_dask takes the connection over (it closes it however it ends), a failure
+    # or Ctrl-C here closes it, so that no local cluster outlives the sweep.
     try:
         make_output_dir(out_dir)
+        report = SweepReport(out_dir=out_dir, total=len(todo) + finished, skipped=finished)
+        redo = (retry_failed, rerun_stale)
+        for p, row in done:
+            # Points that failed in an earlier run are still failed: say so (--retry-failed).
+            if row.get("status") != "ok":
+                report.failed += 1
+                report.failures.append((p.id, str(row.get("error", ""))))
+            elif is_stale(row):
+                report.stale += 1
+        state = {"done": finished, "running": 0}
+        elsewhere: list[Point] = []
+        shown = _Display(report.total, progress and bool(todo), console)
     except BaseException:
         if connection is not None:
             _close_dask(*connection, interrupted=False)
         raise
-    report = SweepReport(out_dir=out_dir, total=len(todo) + finished, skipped=finished)
-    redo = (retry_failed, rerun_stale)
-    for p, row in done:
-        # Points that failed in an earlier run are still failed: say so (--retry-failed).
-        if row.get("status") != "ok":
-            report.failed += 1
-            report.failures.append((p.id, str(row.get("error", ""))))
-        elif is_stale(row):
-            report.stale += 1
-    state = {"done": finished, "running": 0}
-    elsewhere: list[Point] = []
 
-    with _Display(report.total, progress and bool(todo), console) as display:
+    with shown as display:
 
         def on_row(point: Point, row: dict[str, Any] | None, ran: bool) -> None:
             if row is None:  # another runner holds the point: wait for it below

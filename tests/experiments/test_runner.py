@@ -510,6 +510,27 @@ def test_unreachable_dask_scheduler_leaves_no_output_folder(tmp_path, monkeypatc
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("where", ["make_output_dir", "_Display"])
+def test_a_failure_before_the_dask_run_closes_the_connection(tmp_path, monkeypatch, where):
+    """Between connecting and handing the connection to the Dask run, a failure (or Ctrl-C)
+    closes it: a local cluster's worker processes must not outlive the sweep."""
+    from simsched.experiments import runner
+
+    connection = (object(), object())
+    closed = []
+    monkeypatch.setattr(runner, "_connect_dask", lambda address, workers: connection)
+    monkeypatch.setattr(runner, "_close_dask", lambda *c, interrupted: closed.append(c))
+
+    def fail(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, where, fail)
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(loaded, executor="dask", point_fn=sweep_pointfns.fake_point, progress=False)
+    assert closed == [connection]
+
+
 @pytest.mark.parametrize(
     "workers, message",
     [("2", r"workers='2': expected an integer"), (None, "workers=None"), (-1, "workers=-1")],
