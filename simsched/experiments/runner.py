@@ -714,6 +714,8 @@ def run_sweep(
         raise ConfigError(f"--executor {executor!r}: use local or dask")
     if point_fn is not None and not callable(point_fn):
         raise ConfigError(f"point_fn={point_fn!r}: expected a function of one point")
+    if console is not None and not isinstance(console, Console):
+        raise ConfigError(f"console={console!r}: expected a rich Console or None")
     if points is not None:
         if isinstance(points, str | bytes) or not isinstance(points, Iterable):
             raise ConfigError(f"points={points!r}: expected points of the spec (loaded.points())")

@@ -531,6 +531,13 @@ def test_a_failure_before_the_dask_run_closes_the_connection(tmp_path, monkeypat
     assert closed == [connection]
 
 
+def test_console_must_be_a_rich_console(tmp_path):
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    with pytest.raises(ConfigError, match=r"^console='stderr': expected a rich Console"):
+        run_sweep(loaded, point_fn=sweep_pointfns.fake_point, console="stderr")
+    assert not (tmp_path / "results").exists()
+
+
 @pytest.mark.parametrize(
     "workers, message",
     [("2", r"workers='2': expected an integer"), (None, "workers=None"), (-1, "workers=-1")],
