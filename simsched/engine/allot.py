@@ -19,8 +19,9 @@ their desire, and DEQ recurses on the other jobs with the cores left; when ``S``
 every job gets ``P/|J|``.  The paper's shares are real numbers; cores are not, so simsched
 keeps the recursion exactly and rounds only in its last step:
 
-* membership of ``S`` is decided with the exact share (``d_i * |J| <= P`` in integers), so
-  no job enters or leaves ``S`` by rounding;
+* membership of ``S`` is decided with the exact share (``d_i <= P // |J|``, which for whole
+  desires is ``d_i * |J| <= P`` without the product), so no job enters or leaves ``S`` by
+  rounding, and any desire an int64 holds is served correctly;
 * in the last step (``S`` empty) the ``P'`` cores left are split as EQUI splits them:
   ``floor(P'/n')`` each, the remainder one each to the first jobs in job order.
 
@@ -120,7 +121,10 @@ def deq_allot(desires: Any, P: int) -> np.ndarray:
     active = np.arange(d.shape[0])
     while active.size:  # one level of Algorithm 1's recursion per pass
         n = active.size
-        in_s = d[active] * n <= cores  # line 3: d_i <= P/|J|, exactly
+        # line 3: d_i <= P/|J|, exactly: for whole d_i, d_i * n <= P is d_i <= P // n, which
+        # cannot overflow int64 as the product does for a desire near 2^63 / n (a wrapped
+        # product is negative, and the job was served billions of cores)
+        in_s = d[active] <= cores // n
         if not in_s.any():  # lines 4-7: equal shares of what is left
             out[active] = _equal_split(n, cores)
             break

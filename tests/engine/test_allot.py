@@ -55,6 +55,32 @@ def test_deq_accepts_whole_floats_and_numpy():
 
 
 @pytest.mark.parametrize(
+    ("desires", "P", "expected"),
+    [
+        ([3 * 10**18] * 3 + [1], 16, [5, 5, 5, 1]),
+        ([2**62, 1], 16, [15, 1]),
+        ([2**63 - 1] * 2, 16, [8, 8]),
+        ([2**63 - 1, 3], 7, [4, 3]),
+    ],
+)
+def test_deq_huge_desires_do_not_overflow(desires, P, expected):
+    # d_i * |J| wrapped past 2^63 to a negative number, and DEQ served the job its desire
+    # (billions of cores); a desire of more than P cores is a desire of all of them
+    a = deq_allot(desires, P)
+    assert a.tolist() == expected
+    assert a.sum() <= P
+
+
+@given(st.lists(st.integers(0, 2**63 - 1), max_size=8), st.integers(0, 64))
+def test_deq_invariants_any_int64_desire(desires, P):
+    a = deq_allot(desires, P)
+    assert np.all(a >= 0) and a.sum() <= P
+    assert all(int(x) <= d for x, d in zip(a, desires, strict=True))
+    # capping every desire at P changes nothing: no desire past the machine matters
+    assert deq_allot([min(d, P) for d in desires], P).tolist() == a.tolist()
+
+
+@pytest.mark.parametrize(
     ("desires", "P"),
     [
         ([1.5, 2], 4),
