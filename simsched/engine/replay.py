@@ -57,6 +57,12 @@ from simsched.schedulers.base import RETRY, RUN, Scheduler
 
 #: Default interleaving window in cycles (see docs/engine.md for its measured error).
 DEFAULT_WINDOW = 100
+#: Most controller quanta a run may tick through before its last job arrives.  The
+#: controller's quantum process wakes at every boundary, busy or idle, and each wake costs
+#: the control plane some 25 us and appends an allotment entry: 2^20 quanta are about half
+#: a minute of waiting, while an arrival of 2^60 cycles (the job-set schema allows it) at
+#: a quantum of 2000 cycles was 5.8e14 idle wakes, a run that never ended.
+MAX_WAIT_QUANTA = 2**20
 
 # Kinds of the engine's own events (the order of the kinds at equal times).
 EV_QUANTUM = 0
@@ -266,6 +272,7 @@ class Replay:
         self.window = int(window)
         self.seed = int(seed)
         self.controller = controller or get_controller("all")(machine, len(jobs))
+        _check_wait(self.specs, self.controller.quantum)
         plan, width = plan_buffers(machine, jobs)
         self.driver = CoreDriver(
             machine,
@@ -819,6 +826,22 @@ def plan_buffers(machine: Any, jobs: Sequence[JobSpec]) -> tuple[BufferPlan, int
     plan = buffer_plan(machine.cores, width)
     check_buffers(plan, machine.cores, width)
     return plan, width
+
+
+def _check_wait(specs: Sequence[JobSpec], quantum: int) -> None:
+    """Refuse a last arrival more than :data:`MAX_WAIT_QUANTA` quanta after the start."""
+    if quantum <= 0:
+        return  # no quantum process: the engine jumps from event to event
+    last = max(range(len(specs)), key=lambda j: int(specs[j].arrival))
+    t = int(specs[last].arrival)
+    if t // quantum > MAX_WAIT_QUANTA:
+        least = -(-t // MAX_WAIT_QUANTA)
+        raise ConfigError(
+            f"job {specs[last].name or last!r} arrives at cycle {t}, {t // quantum} quanta of "
+            f"{quantum} cycles after the start: the controller wakes at every quantum, idle "
+            f"or not, and a run may tick through at most 2^20 of them before its last "
+            f"arrival (give a quantum of at least {least} cycles, or an earlier arrival)"
+        )
 
 
 def _recorded_desire(job: Job | None) -> int:

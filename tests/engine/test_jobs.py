@@ -297,6 +297,29 @@ def test_deq_needs_a_quantum_and_starts_at_the_initial_desire(tmp_path):
         views[0].desire = 4  # the controller's view is read-only
 
 
+def test_a_far_arrival_needs_a_quantum_to_match(tmp_path):
+    # The quantum process wakes at every boundary while the run waits for the last
+    # arrival: 2^60 cycles at a quantum of 2000 was 5.8e14 idle wakes, a run that never
+    # ended.  At most MAX_WAIT_QUANTA quanta; without a quantum the engine jumps there.
+    from simsched.engine.replay import MAX_WAIT_QUANTA
+
+    m = load_machine(TWO_BY_TWO)
+    far = 2**60
+    specs = _specs(tmp_path, [0, far], ["ws", "ws"])
+    ctl = get_controller("equi")(m, 2, {}, 2000)
+    with pytest.raises(ConfigError, match=r"'j1' arrives at cycle 1152921504606846976.*2\^20"):
+        Replay(m, specs, controller=ctl, seed=0, window=0, memory=MemorySystem(m))
+    least = -(-far // MAX_WAIT_QUANTA)  # the quantum the message asks for is enough
+    for q in (0, least):
+        ctl = get_controller("equi")(m, 2, {}, q)
+        res = Replay(m, specs, controller=ctl, seed=0, window=0, memory=MemorySystem(m)).run()
+        assert res.jobs[1].start >= far
+    # the bound is on quanta, not cycles: exactly MAX_WAIT_QUANTA quanta is accepted
+    specs = _specs(tmp_path, [0, 100 * MAX_WAIT_QUANTA], ["ws", "ws"])
+    ctl = get_controller("equi")(m, 2, {}, 100)
+    Replay(m, specs, controller=ctl, seed=0, window=0, memory=MemorySystem(m))
+
+
 def test_quantum_in_milliseconds(tmp_path):
     from simsched.engine.controllers import quantum_cycles
 
