@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from simsched.params import Param, ParamSchema
-from simsched.schedulers.desire import ASteal
+from simsched.schedulers.desire import MAX_RHO, ASteal
 from simsched.schedulers.saws import MEASURE
 from simsched.schedulers.ws_equi import AdaptiveWorkStealing
 
@@ -35,7 +35,8 @@ class AdaptiveSteal(AdaptiveWorkStealing):
     aliases: ClassVar[tuple[str, ...]] = ("a-steal",)
     initial_desire: ClassVar[int | None] = 1
     params_schema: ClassVar[ParamSchema] = AdaptiveWorkStealing.params_schema.extend(
-        rho=Param(2.0, "responsiveness: the factor d(q) grows or shrinks by", gt=1),
+        # at most MAX_RHO: the float desire stays far from underflow (desire.py)
+        rho=Param(2.0, "responsiveness: the factor d(q) grows or shrinks by", gt=1, le=MAX_RHO),
         delta=Param(
             0.8, "utilization threshold: a quantum with u(q) >= delta is efficient", gt=0, le=1
         ),

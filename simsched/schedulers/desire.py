@@ -37,7 +37,8 @@ no processor says nothing about efficiency; A-Steal keeps its desire then (it is
 and no utilization exists), a simsched decision the paper does not need to make.
 
 **Whole cores.**  Both desires are real numbers; a processor controller hands out cores.
-:func:`desire_request` asks for ``ceil(d)`` cores, at least 1: with whole allotments,
+:func:`desire_request` asks for ``ceil(d)`` cores, at least 1 (and at most
+:data:`MAX_REQUEST`, more than any machine has): with whole allotments,
 ``a >= d`` holds exactly when ``a >= ceil(d)``, so "satisfied" means the same thing to the
 job and to the controller, and DEQ, which never gives more than the request, can still
 give a job all it desires.  A relative tolerance of 1e-9 absorbs the rounding of integrals
@@ -61,6 +62,21 @@ from simsched.params import check_int
 
 #: Relative tolerance of :func:`desire_request` (floating-point error of the integrals).
 REQUEST_TOLERANCE = 1e-9
+#: Largest A-Steal ``rho`` (the paper uses 1 to 3).  Desires move between powers of rho,
+#: and one quantum at 2^10 already takes a desire of 1 past any machine's cores (2^14 at
+#: most); a larger factor only brings float underflow near: ``1 / rho`` is subnormal for
+#: rho above 2^1022, where ``d / rho * rho`` is no longer ``d`` (rho = 1.7e308 and 1e300
+#: gave different runs), and a desire that reached 0 could never grow again.  At 2^10 that
+#: takes over 100 inefficient quanta in a row.
+MAX_RHO = 2.0**10
+#: Largest SAWS ``beta`` (the paper uses 2): at 10^6 a queue of one strand already asks for
+#: more cores than any machine has, and ``beta * queued`` stays finite (beta = 1.7e308
+#: made the desire infinite and stopped the run in the middle).
+MAX_BETA = 1e6
+#: Most cores :func:`desire_request` asks for: far more than any machine the schema allows
+#: (64 sockets of 256 cores, 2^14), so a larger desire asks for all the cores just the
+#: same; uncapped, ``ceil`` of a desire above 2^63 did not fit the controllers' int64.
+MAX_REQUEST = 2**32
 
 
 def _nonneg(name: str, value: float) -> float:
@@ -75,8 +91,8 @@ def _nonneg(name: str, value: float) -> float:
 
 def _check_beta(beta: float) -> float:
     b = _nonneg("beta", beta)
-    if b < 1:
-        raise ConfigError(f"beta={beta!r} must be >= 1 ([SAWS12] Eq. 1)")
+    if not 1 <= b <= MAX_BETA:
+        raise ConfigError(f"beta={beta!r} must be >= 1 ([SAWS12] Eq. 1) and <= 1e6")
     return b
 
 
@@ -256,9 +272,10 @@ def desire_request(desire: float) -> int:
     Returns
     -------
     int
+        At most :data:`MAX_REQUEST`.
     """
     d = _nonneg("desire", desire)
-    return max(1, math.ceil(d * (1 - REQUEST_TOLERANCE)))
+    return max(1, min(MAX_REQUEST, math.ceil(d * (1 - REQUEST_TOLERANCE))))
 
 
 @dataclass
@@ -298,8 +315,8 @@ class ASteal:
     history: list[AStealStep] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if not _nonneg("rho", self.rho) > 1:
-            raise ConfigError(f"rho={self.rho!r} must be > 1")
+        if not 1 < _nonneg("rho", self.rho) <= MAX_RHO:
+            raise ConfigError(f"rho={self.rho!r} must be > 1 and <= 2^10")
         if not 0 < _nonneg("delta", self.delta) <= 1:
             raise ConfigError(f"delta={self.delta!r} must be in (0, 1]")
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from simsched.params import Param, ParamSchema
-from simsched.schedulers.desire import saws_desire
+from simsched.schedulers.desire import MAX_BETA, saws_desire
 from simsched.schedulers.ws_equi import AdaptiveWorkStealing
 
 #: How a quantum is observed: the integrals of Eq. 1, or the samples of §4.2.
@@ -45,7 +45,8 @@ class StableAdaptiveWorkStealing(AdaptiveWorkStealing):
     aliases: ClassVar[tuple[str, ...]] = ()
     initial_desire: ClassVar[int | None] = 1
     params_schema: ClassVar[ParamSchema] = AdaptiveWorkStealing.params_schema.extend(
-        beta=Param(2.0, "weight of the queued strands in Eq. 1's desire", ge=1),
+        # at most MAX_BETA: beta * queued stays finite (desire.py)
+        beta=Param(2.0, "weight of the queued strands in Eq. 1's desire", ge=1, le=MAX_BETA),
         measure=MEASURE,
     )
 

@@ -135,9 +135,23 @@ def test_changing_deques_sampled_uses_end_and_steal_samples():
 def test_saws_eq1_and_parameters():
     q = QuantumIntegrals(length=10, allotment=4, busy_integral=30, deque_integral=25)
     assert saws_desire(q, 1) == 3 + 2.5 and saws_desire(q, 3) == 3 + 7.5
-    for bad in (0.5, -1, float("nan"), "x"):
+    for bad in (0.5, -1, float("nan"), "x", 1e6 * (1 + 1e-15), 1.7e308):
         with pytest.raises(ConfigError):
             saws_desire(q, bad)
+    assert saws_desire(q, 1e6) == 3 + 2.5e6
+
+
+def test_saws_and_asteal_bound_their_factors_by_name():
+    # beta = 1.7e308 made the desire infinite in the middle of a run ("desire=inf must be
+    # finite"), rho = 1e100 made it an integer beyond int64 ("desires must be whole
+    # numbers"): both are refused up front, naming the parameter
+    from simsched.schedulers import get_scheduler
+
+    assert get_scheduler("saws").resolve_params({"beta": 1e6})["beta"] == 1e6
+    assert get_scheduler("asteal").resolve_params({"rho": 1024})["rho"] == 1024
+    for name, key, bad in (("saws", "beta", 1.7e308), ("asteal", "rho", 1e100)):
+        with pytest.raises(ConfigError, match=rf"scheduler '{name}': {key}=.* must be <= "):
+            get_scheduler(name).resolve_params({key: bad})
 
 
 @pytest.mark.parametrize(
@@ -164,7 +178,19 @@ def test_quantum_samples_rejects():
 
 @pytest.mark.parametrize(
     ("d", "cores"),
-    [(0, 1), (0.3, 1), (1, 1), (1.0000000001, 1), (2.5, 3), (10, 10), (10.01, 11)],
+    [
+        (0, 1),
+        (0.3, 1),
+        (1, 1),
+        (1.0000000001, 1),
+        (2.5, 3),
+        (10, 10),
+        (10.01, 11),
+        # more than any machine: capped, and an int64 (ceil(1e100) broke DEQ's arrays)
+        (2.0**33, 2**32),
+        (1e100, 2**32),
+        (1.7e308, 2**32),
+    ],
 )
 def test_desire_request(d, cores):
     assert desire_request(d) == cores
@@ -226,7 +252,9 @@ def test_asteal_takes_utilization_from_observations():
     assert a.update(3, q.utilization()) == 1.0  # u = 0.8 < 0.9
 
 
-@pytest.mark.parametrize("kw", [{"rho": 1}, {"rho": 0.5}, {"delta": 0}, {"delta": 1.5}])
+@pytest.mark.parametrize(
+    "kw", [{"rho": 1}, {"rho": 0.5}, {"rho": 1025}, {"delta": 0}, {"delta": 1.5}]
+)
 def test_asteal_rejects(kw):
     with pytest.raises(ConfigError):
         ASteal(**kw)
