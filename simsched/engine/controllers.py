@@ -111,7 +111,8 @@ def quantum_cycles(machine: Machine, quantum_ms: float) -> int:
     Raises
     ------
     ConfigError
-        The machine has no clock rate, or ``quantum_ms`` is not a positive number.
+        The machine has no clock rate, ``quantum_ms`` is not a positive number, or it
+        is more than :data:`~simsched.params.MAX_QUANTUM` cycles.
     """
     try:
         ms = float(quantum_ms)
@@ -124,7 +125,15 @@ def quantum_cycles(machine: Machine, quantum_ms: float) -> int:
         raise ConfigError(
             f"machine {machine.name!r} gives no clock_ghz: give the quantum in cycles"
         )
-    return max(1, round(ms * float(ghz) * 1e6))
+    # Bounded before rounding, as a float: 1.7e308 ms is an infinite number of cycles,
+    # which round() turned into an OverflowError, and 1e300 ms a 300-digit quantum.
+    cycles = ms * float(ghz) * 1e6
+    if not cycles <= MAX_QUANTUM:
+        raise ConfigError(
+            f"quantum_ms={quantum_ms!r} is {cycles:.3g} cycles at {ghz} GHz, above the limit "
+            f"of 2^40 cycles (give at most {MAX_QUANTUM / (float(ghz) * 1e6):.6g} ms)"
+        )
+    return max(1, round(cycles))
 
 
 @dataclass(frozen=True)

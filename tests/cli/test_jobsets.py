@@ -80,6 +80,8 @@ def test_static_split_of_more_jobs_than_cores(cli, fib_trace, tmp_path):
         (["--controller", "deq", "--quantum", "1"], "below the floor of 100"),
         (["--controller", "equi", "--quantum", str(MIN_QUANTUM - 1)], "min_quantum"),
         (["--controller", "deq", "--quantum-ms", "0.00001"], "quantum 27 cycles"),
+        # an infinite number of cycles: an OverflowError traceback (exit 1)
+        (["--controller", "deq", "--quantum-ms", "1.7e308"], "above the limit of 2^40"),
         (["--seed", str(2**63)], "2^63 - 1"),
     ],
 )
@@ -99,6 +101,10 @@ def test_quanta_and_seeds_on_the_command_line(cli, fib_trace, tmp_path, args, me
         ("seed: 1\ncontroller: deq\nquantum: 9223372036854775808\n", "1099511627776"),
         ("seed: 1\ncontroller: deq\nquantum: 1099511627777\n", "1099511627776"),
         ("seed: 1\ncontroller: deq\nquantum_ms: 1000000\n", "above the limit of 2^40"),
+        (
+            "seed: 1\ncontroller: deq\ncontroller_params: {quantum_ms: 1.7e+308}\n",
+            "quantum_ms=1.7e+308 is inf cycles",
+        ),
     ],
 )
 def test_seeds_and_quanta_in_the_file(cli, fib_trace, tmp_path, head, message):

@@ -344,6 +344,21 @@ def test_quantum_in_milliseconds(tmp_path):
         load_jobset(f)
 
 
+@pytest.mark.parametrize("ms", [1.7e308, 1e300, 2**40 / 2.7e6 * 1.001])
+def test_a_quantum_in_milliseconds_beyond_2_40_cycles_is_one_line(ms):
+    # 1.7e308 ms is an infinite number of cycles: round() raised OverflowError (a
+    # traceback from `run --quantum-ms` or a controller's quantum_ms); 1e300 ms printed a
+    # 300-digit quantum.  Now the bound is checked on the float, naming quantum_ms.
+    from simsched.engine.controllers import quantum_cycles
+
+    m = load_machine("sunfire-x4600-8x4")
+    with pytest.raises(ConfigError, match=r"quantum_ms=.* cycles at 2.7 GHz, above .* 2\^40"):
+        quantum_cycles(m, ms)
+    with pytest.raises(ConfigError, match=r"quantum_ms=.*above the limit of 2\^40"):
+        get_controller("equi")(m, 1, {"quantum_ms": ms}, 0)
+    assert quantum_cycles(m, 2**40 / 2.7e6 * 0.999) <= 2**40
+
+
 def test_saws_study_job_sets_are_valid():
     """Every job set of experiments/saws passes the schema (without making traces)."""
     import yaml
