@@ -34,7 +34,9 @@ Both answer ``busy()`` (average number of processors not wasted, ``u(q) a(q)``),
 ``d(q)`` if efficient and deprived (:class:`ASteal`).  Both start with ``d(1) = 1``
 (§3.2: "the job usually starts with a single thread").  A quantum in which the job held
 no processor says nothing about efficiency; A-Steal keeps its desire then (it is deprived,
-and no utilization exists), a simsched decision the paper does not need to make.
+and no utilization exists), a simsched decision the paper does not need to make.  Nor does
+the paper meet float underflow: an inefficient quantum that would take the desire below
+the smallest normal double (:data:`MIN_DESIRE`) keeps it, so that it can grow again.
 
 **Whole cores.**  Both desires are real numbers; a processor controller hands out cores.
 :func:`desire_request` asks for ``ceil(d)`` cores, at least 1 (and at most
@@ -55,6 +57,7 @@ A-Steal multiplies its way past ``N`` and then oscillates between two powers of 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 
 from simsched.errors import ConfigError
@@ -63,12 +66,18 @@ from simsched.params import check_int
 #: Relative tolerance of :func:`desire_request` (floating-point error of the integrals).
 REQUEST_TOLERANCE = 1e-9
 #: Largest A-Steal ``rho`` (the paper uses 1 to 3).  Desires move between powers of rho,
-#: and one quantum at 2^10 already takes a desire of 1 past any machine's cores (2^14 at
-#: most); a larger factor only brings float underflow near: ``1 / rho`` is subnormal for
-#: rho above 2^1022, where ``d / rho * rho`` is no longer ``d`` (rho = 1.7e308 and 1e300
-#: gave different runs), and a desire that reached 0 could never grow again.  At 2^10 that
-#: takes over 100 inefficient quanta in a row.
+#: and two quanta at 2^10 already take a desire of 1 past any machine's cores (2^14 at
+#: most), so a larger factor shows nothing new; near float's range it broke the arithmetic
+#: instead: ``1 / rho`` is subnormal for rho above 2^1022, where ``d / rho * rho`` is no
+#: longer ``d`` (rho = 1.7e308 and 1e300 gave different runs).
 MAX_RHO = 2.0**10
+#: Smallest A-Steal desire: the smallest normal double.  An inefficient quantum that would
+#: take the desire below it keeps the desire instead: past it ``d / rho`` loses precision
+#: and then reaches 0, which ``d * rho`` never leaves (rho = 1024, a 100-cycle quantum and
+#: 100 000-cycle core moves gave 860 inefficient quanta in a row, and the job asked for
+#: one core for the rest of its run).  A desire below 1 asks for one core like 1 does; how
+#: far below only decides how many efficient quanta it takes to grow back.
+MIN_DESIRE = sys.float_info.min
 #: Largest SAWS ``beta`` (the paper uses 2): at 10^6 a queue of one strand already asks for
 #: more cores than any machine has, and ``beta * queued`` stays finite (beta = 1.7e308
 #: made the desire infinite and stopped the run in the middle).
@@ -346,6 +355,8 @@ class ASteal:
             efficient = u >= self.delta
             if not efficient:
                 nxt = d / self.rho
+                if nxt < MIN_DESIRE:
+                    nxt = d  # no lower: see MIN_DESIRE
             elif satisfied:
                 nxt = d * self.rho
             else:

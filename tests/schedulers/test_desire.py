@@ -260,6 +260,23 @@ def test_asteal_rejects(kw):
         ASteal(**kw)
 
 
+def test_asteal_desire_never_underflows_to_zero():
+    # 860 inefficient quanta in a row (cores in transit for 1000 quanta) took rho = 1024's
+    # desire through the subnormals to 0.0, which d * rho never leaves: the job asked for
+    # one core for the rest of its run.  The desire now stops at the smallest normal.
+    import sys
+
+    smallest = sys.float_info.min
+    for rho in (2.0, 3.0, 1024.0):
+        a = ASteal(rho=rho, delta=0.8)
+        for _ in range(2000):
+            a.update(1, 0.0)
+        assert smallest <= a.desire < smallest * rho
+        for _ in range(3000):
+            a.update(min(64, max(1, math.ceil(a.desire))), 1.0)  # efficient, satisfied
+        assert a.desire > 1  # it grew back
+
+
 @given(
     st.lists(st.tuples(st.integers(0, 64), st.floats(0, 1)), max_size=30),
     st.floats(1.1, 3),
