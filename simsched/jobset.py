@@ -37,14 +37,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, m
 
 from simsched.errors import ConfigError
 from simsched.files import parse_yaml
-from simsched.params import MAX_QUANTUM, MAX_SEED, check_seed, python_scalars
+from simsched.params import MAX_ARRIVAL, MAX_QUANTUM, MAX_SEED, check_seed, python_scalars
 
 Scalar = int | float | str | bool
-
-#: Latest arrival cycle (and largest Poisson mean) a job set may give: far beyond any
-#: replay (2^60 cycles are 13 years at 2.7 GHz) and far below the engine's "never"
-#: (2^62), so that every job arrives at a cycle the event loop can reach.
-MAX_ARRIVAL = 2**60
 
 
 class _Strict(BaseModel):

@@ -38,6 +38,12 @@ MAX_SEED = 2**63 - 1
 #: overflowed the engine's 64-bit cycle counts.
 MAX_QUANTUM = 2**40
 
+#: Latest arrival cycle of a job (and largest Poisson mean a job set may give): far beyond
+#: any replay (2^60 cycles are 13 years at 2.7 GHz) and far below the engine's "never"
+#: (2^62), so that every job arrives at a cycle the event loop can reach.  The job-set
+#: schema and the engine (for jobs given to it directly) both check it.
+MAX_ARRIVAL = 2**60
+
 
 def check_seed(value: Any, name: str = "seed") -> int:
     """``value`` as a seed in ``[0, MAX_SEED]``, else a one-line :class:`ConfigError`."""

@@ -53,6 +53,7 @@ from simsched.engine.job import MAX_JOBS, Job
 from simsched.engine.spin import batching_enabled, spin
 from simsched.errors import ConfigError, DeadlockError
 from simsched.memory.window import INF
+from simsched.params import MAX_ARRIVAL, check_int
 from simsched.schedulers.base import RETRY, RUN, Scheduler
 
 #: Default interleaving window in cycles (see docs/engine.md for its measured error).
@@ -264,8 +265,14 @@ class Replay:
             raise ConfigError("a replay needs at least one job")
         if len(jobs) > MAX_JOBS:
             raise ConfigError(f"{len(jobs)} jobs: at most {MAX_JOBS} per run")
-        for s in jobs:
+        for i, s in enumerate(jobs):
             check_quantum(getattr(s.scheduler, "quantum", 0), f"scheduler {s.scheduler.name!r}")
+            # The job-set schema bounds arrivals; a JobSpec or JobSet made in Python did
+            # not pass it: a negative arrival started at cycle 0, 2^62 (the engine's
+            # "never") reported a deadlock, and beyond it the run raised IndexError.
+            where = f"job {s.name or i!r}: arrival"
+            if not 0 <= check_int(where, s.arrival) <= MAX_ARRIVAL:
+                raise ConfigError(f"{where} {s.arrival} must be between 0 and 2^60 cycles")
         self.machine = machine
         self.specs = list(jobs)
         self.P = P = machine.cores

@@ -297,6 +297,18 @@ def test_deq_needs_a_quantum_and_starts_at_the_initial_desire(tmp_path):
         views[0].desire = 4  # the controller's view is read-only
 
 
+@pytest.mark.parametrize("arrival", [-5, 2**60 + 1, 2**62, 2**63 - 1, 2**63, 1.5])
+def test_a_job_given_directly_arrives_within_2_60_cycles(tmp_path, arrival):
+    # The job-set schema bounds arrivals, but a JobSpec (or a JobSet passed to run_jobs)
+    # made in Python did not pass it: -5 started at cycle 0, 2^62 (the engine's "never")
+    # reported a deadlock, and beyond it the replay raised IndexError.
+    m = load_machine(TWO_BY_TWO)
+    specs = _specs(tmp_path, [0, arrival], ["ws", "ws"])
+    ctl = get_controller("equi")(m, 2, {}, 0)
+    with pytest.raises(ConfigError, match=r"job 'j1': arrival"):
+        Replay(m, specs, controller=ctl, seed=0, window=0, memory=MemorySystem(m))
+
+
 def test_a_far_arrival_needs_a_quantum_to_match(tmp_path):
     # The quantum process wakes at every boundary while the run waits for the last
     # arrival: 2^60 cycles at a quantum of 2000 was 5.8e14 idle wakes, a run that never
