@@ -793,6 +793,7 @@ def run_jobs(
         js = jobs if isinstance(jobs, JobSet) else load_jobset(jobs, seed=seed)
         if seed is not None:
             js.seed = seed
+        check_seed(js.seed, "job set seed")  # a JobSet made in Python skipped the schema
         m = _machine(machine, overrides)
         cname = js.controller if controller is None else controller
         cparams = js.controller_params if controller_params is None else controller_params

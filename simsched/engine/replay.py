@@ -53,7 +53,7 @@ from simsched.engine.job import MAX_JOBS, Job
 from simsched.engine.spin import batching_enabled, spin
 from simsched.errors import ConfigError, DeadlockError
 from simsched.memory.window import INF
-from simsched.params import MAX_ARRIVAL, check_int
+from simsched.params import MAX_ARRIVAL, check_int, check_seed
 from simsched.schedulers.base import RETRY, RUN, Scheduler
 
 #: Default interleaving window in cycles (see docs/engine.md for its measured error).
@@ -277,7 +277,9 @@ class Replay:
         self.specs = list(jobs)
         self.P = P = machine.cores
         self.window = int(window)
-        self.seed = int(seed)
+        # a JobSet's seed given to run_jobs from Python skipped the schema: -1 failed in
+        # numpy with a traceback, 2^64 and 1.5 ran and were recorded as the run's seed
+        self.seed = check_seed(seed)
         self.controller = controller or get_controller("all")(machine, len(jobs))
         _check_wait(self.specs, self.controller.quantum)
         plan, width = plan_buffers(machine, jobs)

@@ -254,3 +254,26 @@ def test_numpy_integers_are_accepted_in_job_sets_and_overrides(ms_trace):
     jobs = {"jobs": [{"trace": str(ms_trace), "copies": np.int64(2)}], "seed": np.int64(1)}
     rec = simsched.run_jobs(jobs, "itrs-scaling-2", overrides={"cores": np.int64(2)}).record
     assert len(rec["jobs"]) == 2 and rec["seed"] == 1 and rec["cores"] == 2
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("seed", -1, r"^job set seed=-1: must be between 0 and"),
+        ("seed", 2**64, r"^job set seed=18446744073709551616: must be between 0 and"),
+        ("seed", 1.5, r"^job set seed=1.5: expected an integer"),
+        ("arrival", -5, r"^job 'a': arrival=-5 must be at least 0"),
+        ("arrival", 2**62, r"^job 'a': arrival 4611686018427387904 must be between 0 and 2\^60"),
+    ],
+)
+def test_run_jobs_checks_a_job_set_made_in_python(ms_trace, field, value, message):
+    """A JobSet built in Python skips the job-set schema.  Before: seed -1 failed inside
+    numpy (ValueError), 2^64 and 1.5 ran and were recorded as the seed; arrival -5 ran from
+    cycle 0, 2^62 reported a deadlock and larger ones raised IndexError."""
+    from simsched.jobset import JobEntry, JobSet
+
+    entry = {"arrival": value} if field == "arrival" else {}
+    jobs = [JobEntry("a", ms_trace, "ws", {}, entry.get("arrival", 0), 0)]
+    js = JobSet(jobs=jobs, **({"seed": value} if field == "seed" else {}))
+    with pytest.raises(ConfigError, match=message):
+        simsched.run_jobs(js, "itrs-scaling-2", controller="equi")
