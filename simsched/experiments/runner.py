@@ -82,6 +82,12 @@ WAIT_POLL_S = 0.5
 # Deaths of a worker process while a point was running before the point is marked failed.
 MAX_CRASHES = 2
 
+#: Most worker processes (local) or Dask workers (local cluster) a sweep may ask for: more
+#: than any host has cores, each one a process that loads the simulator's kernels.  The
+#: local pool's call queue is a semaphore of ``workers + 1`` (a C int): ``--workers 2^31``
+#: raised OverflowError with a traceback.
+MAX_WORKERS = 1024
+
 
 def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
     """Default point function: make the trace from the recipe and simulate it.
@@ -707,7 +713,7 @@ def run_sweep(
         Unknown executor, ``address`` without the dask executor, unreachable scheduler.
     """
     check_loaded(loaded)
-    workers = check_int("workers", workers)
+    workers = check_int("workers", workers, 0, MAX_WORKERS)
     if address is not None and not isinstance(address, str):
         raise ConfigError(f"address={address!r}: expected a string tcp://HOST:PORT")
     if executor not in ("local", "dask"):

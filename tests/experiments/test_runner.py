@@ -540,7 +540,14 @@ def test_console_must_be_a_rich_console(tmp_path):
 
 @pytest.mark.parametrize(
     "workers, message",
-    [("2", r"workers='2': expected an integer"), (None, "workers=None"), (-1, "workers=-1")],
+    [
+        ("2", r"workers='2': expected an integer"),
+        (None, "workers=None"),
+        (-1, "workers=-1"),
+        # the pool's call queue is a C-int semaphore: OverflowError with a traceback
+        (2**31, r"workers=2147483648: must be between 0 and 1024"),
+        (1025, r"workers=1025: must be between 0 and 1024"),
+    ],
 )
 def test_workers_must_be_a_count(tmp_path, workers, message):
     loaded = load_spec(make_spec(tmp_path), small=False)
