@@ -35,7 +35,7 @@ from simsched.engine.record import (
     write_npz_atomic,
     write_parquet_atomic,
 )
-from simsched.engine.replay import DEFAULT_WINDOW, Engine, EngineResult
+from simsched.engine.replay import DEFAULT_WINDOW, MAX_WINDOW, Engine, EngineResult
 from simsched.engine.sampled import (
     DEFAULT_SAMPLE_PRECISION,
     MIN_SAMPLES,
@@ -179,9 +179,6 @@ def _with_iterations(t: Trace, mode: str | None) -> Trace:
     return with_iterations(t, mode)
 
 
-#: Largest interleaving window accepted (the engine's clock is 64-bit; a window beyond
-#: 2^40 cycles means "never interleave", which is 0's opposite).  Seeds: MAX_SEED.
-MAX_WINDOW = 2**40
 #: Most samples ``sample_iterations`` may ask for.
 MAX_SAMPLES = 1_000_000
 

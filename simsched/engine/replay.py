@@ -58,6 +58,11 @@ from simsched.schedulers.base import RETRY, RUN, Scheduler
 
 #: Default interleaving window in cycles (see docs/engine.md for its measured error).
 DEFAULT_WINDOW = 100
+#: Largest interleaving window accepted (the engine's clock is 64-bit; a window beyond
+#: 2^40 cycles means "never interleave", which is 0's opposite).  The engine checks it
+#: itself: a Replay given 2^62 from Python wrapped its int64 window ends and never
+#: finished, and 2^63 raised OverflowError.  Seeds: MAX_SEED.
+MAX_WINDOW = 2**40
 #: Most controller quanta a run may tick through before its last job arrives.  The
 #: controller's quantum process wakes at every boundary, busy or idle, and each wake costs
 #: the control plane some 25 us and appends an allotment entry: 2^20 quanta are about half
@@ -259,8 +264,9 @@ class Replay:
         stop_when: StopWhen | None = None,
         decode_ahead: bool = True,
     ) -> None:
-        if window < 0:
-            raise ConfigError(f"window {window}: must be >= 0 cycles")
+        if not 0 <= check_int("window", window) <= MAX_WINDOW:
+            raise ConfigError(f"window {window}: must be between 0 and 2^40 cycles")
+        window = int(window)
         if not jobs:
             raise ConfigError("a replay needs at least one job")
         if len(jobs) > MAX_JOBS:

@@ -88,6 +88,21 @@ def test_invariants_any_window(tmp_path, sched, window):
     _check_cycles(res)
 
 
+@pytest.mark.parametrize("window", [-1, 1.5, 2**40 + 1, 2**62, 2**63])
+def test_the_engine_bounds_its_window(tmp_path, window):
+    # run() and run_jobs() bound the window, but the engine given one from Python did not:
+    # 2^62 wrapped the int64 window ends and the replay never finished, 2^63 raised
+    # OverflowError, 1.5 ran
+    from simsched.errors import ConfigError
+
+    machine = load_machine("itrs-scaling-4")
+    trace = open_trace(make_trace(tmp_path / "t.sst", seed=5, depth=3, max_refs=20))
+    with pytest.raises(ConfigError, match="window"):
+        _fast(trace, machine, get_scheduler("ws"), {}, 1, window=window)
+    res, _ = _fast(trace, machine, get_scheduler("ws"), {}, 1, window=2**40)
+    assert res.makespan == res.strand_end.max()
+
+
 def _check_cycles(res):
     """Busy cycles equal the strands' durations on the timeline; idle cycles are what the
     timeline leaves: no core is busy or scheduling longer than the makespan."""
