@@ -9,6 +9,7 @@ See ``docs/machine-model.md`` for the meaning of every field.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -62,8 +63,10 @@ def parse_size(value: object) -> int:
     if isinstance(value, str):
         m = _SIZE_RE.match(value)
         if m and m.group(2).lower() in _UNITS:
-            nbytes = float(m.group(1)) * _UNITS[m.group(2).lower()]
-            if nbytes.is_integer():
+            # Exact: in floats "9007199254740993" read as ...992 (and the bound's message
+            # then quoted a number nobody gave), and "1.0000000000000001 KB" as 1024.
+            nbytes = Fraction(m.group(1)) * _UNITS[m.group(2).lower()]
+            if nbytes.denominator == 1:
                 return int(nbytes)
     raise ValueError(f"{value!r} is not a size (use bytes or a string such as '64KB', '20MB')")
 

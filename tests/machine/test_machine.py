@@ -125,6 +125,14 @@ def test_sizes():
     assert parse_size(4096) == 4096
     with pytest.raises(ValueError):
         parse_size("12 parsecs")
+    # exact, not through a float: above 2^53 a float rounded the size, and a size a hair
+    # off a whole byte was taken as the whole byte
+    assert parse_size("9007199254740993") == 2**53 + 1
+    assert parse_size("8589934593 KB") == (2**33 + 1) * 1024
+    with pytest.raises(ValueError):
+        parse_size("1.0000000000000001 KB")
+    with pytest.raises(ConfigError, match="caches.0.size: Input should be less than or equal"):
+        load_machine("itrs-scaling-1", {"caches.L1.size": "9" * 400})
 
 
 def test_cli_show_json(capsys):
