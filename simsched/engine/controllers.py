@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from simsched.engine.allot import deq_allot, equi_allot
 from simsched.errors import ConfigError
-from simsched.params import MAX_QUANTUM, Param, ParamSchema, check_mapping, coerce
+from simsched.params import MAX_QUANTUM, Param, ParamSchema, check_int, check_mapping, coerce
 from simsched.registry import Registry, class_registry
 
 if TYPE_CHECKING:
@@ -77,11 +77,11 @@ def check_quantum(quantum: int, what: str) -> int:
     Raises
     ------
     ConfigError
-        ``quantum`` is negative, between 1 and ``MIN_QUANTUM - 1``, or above ``MAX_QUANTUM``.
+        ``quantum`` is not an integer (a float was truncated, 2000.5 ran as 2000, and NaN
+        raised ValueError), is negative, between 1 and ``MIN_QUANTUM - 1``, or above
+        ``MAX_QUANTUM``.
     """
-    q = int(quantum)
-    if q < 0:
-        raise ConfigError(f"{what}: quantum {q} must be >= 0 cycles")
+    q = check_int(f"{what}: quantum", quantum)
     if q > MAX_QUANTUM:
         raise ConfigError(f"{what}: quantum {q} cycles is above the limit of 2^40 cycles")
     if 0 < q < MIN_QUANTUM:
@@ -203,7 +203,7 @@ class Controller:
                 f"{', '.join(PLACEMENTS)}"
             )
         resolved = self.params_schema.resolve(f"controller {self.name!r}", params)
-        check_quantum(quantum, f"controller {self.name!r}")
+        quantum = check_quantum(quantum, f"controller {self.name!r}")
         self.machine = machine
         self.P = machine.cores
         self.n_jobs = n_jobs

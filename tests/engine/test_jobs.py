@@ -309,6 +309,15 @@ def test_a_job_given_directly_arrives_within_2_60_cycles(tmp_path, arrival):
         Replay(m, specs, controller=ctl, seed=0, window=0, memory=MemorySystem(m))
 
 
+@pytest.mark.parametrize("quantum", [2000.5, float("nan"), True, "2000"])
+def test_a_controller_quantum_is_an_integer(quantum):
+    # int() truncated it: 2000.5 ran as 2000, '2000' as 2000, and NaN raised ValueError
+    m = load_machine(TWO_BY_TWO)
+    with pytest.raises(ConfigError, match=r"controller 'equi': quantum=.*: expected an integer"):
+        get_controller("equi")(m, 2, {}, quantum)
+    assert get_controller("equi")(m, 2, {}, np.int64(2000)).quantum == 2000
+
+
 def test_a_far_arrival_needs_a_quantum_to_match(tmp_path):
     # The quantum process wakes at every boundary while the run waits for the last
     # arrival: 2^60 cycles at a quantum of 2000 was 5.8e14 idle wakes, a run that never
