@@ -264,9 +264,7 @@ class Replay:
         stop_when: StopWhen | None = None,
         decode_ahead: bool = True,
     ) -> None:
-        if not 0 <= check_int("window", window) <= MAX_WINDOW:
-            raise ConfigError(f"window {window}: must be between 0 and 2^40 cycles")
-        window = int(window)
+        window = check_int("window", window, 0, MAX_WINDOW)
         if not jobs:
             raise ConfigError("a replay needs at least one job")
         if len(jobs) > MAX_JOBS:
@@ -276,9 +274,7 @@ class Replay:
             # The job-set schema bounds arrivals; a JobSpec or JobSet made in Python did
             # not pass it: a negative arrival started at cycle 0, 2^62 (the engine's
             # "never") reported a deadlock, and beyond it the run raised IndexError.
-            where = f"job {s.name or i!r}: arrival"
-            if not 0 <= check_int(where, s.arrival) <= MAX_ARRIVAL:
-                raise ConfigError(f"{where} {s.arrival} must be between 0 and 2^60 cycles")
+            check_int(f"job {s.name or i!r}: arrival", s.arrival, 0, MAX_ARRIVAL)
         self.machine = machine
         self.specs = list(jobs)
         self.P = P = machine.cores
