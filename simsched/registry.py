@@ -112,9 +112,16 @@ class Registry(Generic[T]):
         self._plugins_loaded = True
         for ep in metadata.entry_points(group=self.group):
             try:
+                if _key(ep.name) in self.entries:  # never replaces a built-in silently
+                    raise ConfigError(f"the name {ep.name!r} is taken by a built-in {self.kind}")
                 self.register(self._adapt(ep.load(), ep.name))
             except Exception as exc:  # a broken plug-in is reported when it is asked for
                 self._plugin_errors[ep.name.strip().lower()] = f"{type(exc).__name__}: {exc}"
+
+    def plugin_errors(self) -> dict[str, str]:
+        """Entry points of :attr:`group` that failed to load, name -> error (read once)."""
+        self.load_plugins()
+        return dict(self._plugin_errors)
 
     def names(self) -> list[str]:
         """Canonical names of every entry (built in and plug-ins), sorted."""

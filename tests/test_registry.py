@@ -124,3 +124,37 @@ def test_plugins_of_each_kind(plugins):
         "simsched.workloads",
     ]
     assert reads.count("simsched.schedulers") == 1  # read once
+
+
+def test_a_plugin_never_replaces_a_built_in(plugins):
+    groups, _ = plugins
+
+    class Impostor(Scheduler):
+        name = "ws"
+
+    groups["simsched.schedulers"] = [_EP("WS", Impostor)]
+    assert SCHEDULERS.get("ws") is not Impostor
+    assert SCHEDULERS.plugin_errors() == {
+        "ws": "ConfigError: the name 'WS' is taken by a built-in scheduler"
+    }
+
+
+def test_listings_say_which_plugins_failed(plugins, capsys):
+    from simsched.cli import main
+
+    groups, _ = plugins
+    groups["simsched.controllers"] = [_EP("broken", error=ImportError("no module named nowhere"))]
+    groups["simsched.workloads"] = [_EP("halfgen", types.ModuleType("halfgen"))]
+    for args, warning in (
+        (
+            ["schedulers"],
+            "controller plug-in 'broken' (simsched.controllers) failed to load: "
+            "ImportError: no module named nowhere",
+        ),
+        (["trace", "gen", "--list"], "workload plug-in 'halfgen' (simsched.workloads) failed"),
+    ):
+        with pytest.raises(SystemExit) as info:
+            main(args)
+        assert info.value.code in (0, None)
+        err = capsys.readouterr().err
+        assert f"simsched: warning: {warning}" in err, err

@@ -113,3 +113,15 @@ def check_line(line: int | None, option: str = "--line") -> int | None:
     if line is not None and not (4 <= line <= 65536 and is_power_of_two(line)):
         raise ConfigError(f"{option} {line}: a line size is a power of two from 4 to 65536 bytes")
     return line
+
+
+def plugin_warnings(*registries: Any) -> None:
+    """One line on stderr per plug-in of ``registries`` (:class:`simsched.registry.Registry`)
+    that failed to load, so that a listing says why an outside policy or generator is
+    missing from it."""
+    for registry in registries:
+        for name, error in sorted(registry.plugin_errors().items()):
+            err_console.print(
+                f"simsched: warning: {registry.kind} plug-in {name!r} ({registry.group}) "
+                f"failed to load: {error}"
+            )

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from simsched.cli._common import print_json, print_table
+from simsched.cli._common import plugin_warnings, print_json, print_table
 
 #: What every controller accepts besides its own parameters.
 QUANTUM_MS_DOC = (
@@ -71,6 +71,10 @@ def schedulers_cmd(
         print(params_reference(), end="")
         return
     scheds, ctls = _policies()
+    from simsched.engine.controllers import CONTROLLERS
+    from simsched.schedulers.registry import SCHEDULERS
+
+    plugin_warnings(SCHEDULERS, CONTROLLERS)
     if json_:
         print_json(
             {"schedulers": [_row(c) for c in scheds], "controllers": [_row(c) for c in ctls]}

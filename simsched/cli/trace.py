@@ -15,6 +15,7 @@ from simsched.cli._common import (
     console,
     err_console,
     parse_kv,
+    plugin_warnings,
     print_json,
     print_table,
     want_progress,
@@ -39,6 +40,7 @@ def gen(
     from simsched.workloads import GENERATORS, generate, params_of
 
     if list_:
+        plugin_warnings(GENERATORS)
         for wname in GENERATORS.names():
             console.print(wname, style="bold")
             for pname, (default, doc) in params_of(wname).items():
