@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from simsched.files import check_not_input
+from simsched.plotting.runfolder import run_files
 
 plot_app = typer.Typer(help="Draw figures of results.", no_args_is_help=True)
 
@@ -41,7 +42,7 @@ def timeline(
 
     if color_by not in ("subtree", "socket"):
         raise ConfigError(f"--color-by {color_by!r}: use subtree or socket")
-    check_not_input(out, "--out", {"the run's record": result, "the trace": trace})
+    check_not_input(out, "--out", {**run_files(result), "the trace": trace})
     figure_format(out)
     arrays, record = load_timeline(result)
     folder = result if result.is_dir() else result.parent
@@ -93,7 +94,7 @@ def allotment(
     from simsched.plotting.allotment import load_jobs_record, plot_allotment
     from simsched.plotting.figures import save
 
-    check_not_input(out, "--out", {"the run's record": result})
+    check_not_input(out, "--out", run_files(result))
     save(plot_allotment(load_jobs_record(result)), out)
     print(out)
 
@@ -110,7 +111,7 @@ def iterations(
     from simsched.plotting.figures import save
     from simsched.plotting.iterations import load_records, plot_iterations
 
-    check_not_input(out, "--out", {f"record {r}": r for r in results})
+    check_not_input(out, "--out", {k: v for r in results for k, v in run_files(r, f"{r}'s").items()})
     save(plot_iterations(load_records(results), title=title), out)
     print(out)
 

@@ -30,6 +30,21 @@ POINT_FILE = "point.json"
 
 #: Per-strand arrays of ``timeline.npz``: always there, and there in newer runs.
 STRAND_ARRAYS = ("core", "start", "end", "frame")
+
+
+def run_files(result: Path, label: str = "the run's") -> dict[str, Path]:
+    """The files a command reading the run ``result`` (a run folder or its ``result.json``)
+    may read, named for messages: what an output must not replace
+    (:func:`simsched.files.check_not_input`)."""
+    if not result.is_dir():
+        return {f"{label} record": result}
+    return {
+        f"{label} record": result / RESULT_FILE,
+        f"{label} config": result / CONFIG_FILE,
+        f"{label} timeline": result / TIMELINE_FILE,
+    }
+
+
 OPTIONAL_STRAND_ARRAYS = (
     "job",
     "strand",

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from simsched.workloads import generate
 from tests.cli.conftest import ROOT, run_process
 
 
@@ -404,8 +405,6 @@ def test_damaged_run_folder_and_results_store(cli, fib_trace, tmp_path):
 
 
 def test_an_output_that_is_an_input_is_refused_before_anything_is_written(cli, tmp_path):
-    from simsched.workloads import generate
-
     trace = tmp_path / "t.sst"
     generate("fib", trace, n=10)
     (tmp_path / "link.sst").symlink_to(trace)
@@ -434,3 +433,21 @@ def test_an_output_that_is_an_input_is_refused_before_anything_is_written(cli, t
     assert trace.read_bytes() == before
     assert raw.read_bytes() == b"not a stream" and table.read_text() == "machine,group\n"
     assert results.read_text() == "a\n1\n" and not (tmp_path / "c.sst").exists()
+
+
+def test_an_output_in_a_run_folder_may_not_replace_what_the_command_reads(cli, tmp_path):
+    from simsched.api import run
+
+    trace = tmp_path / "t.sst"
+    generate("fib", trace, n=8)
+    run(trace, "itrs-scaling-2", "ws", out_dir=tmp_path / "r")
+    saved = {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir()}
+    for args, what in (
+        (["export", "timeline", tmp_path / "r", "-o", tmp_path / "r" / "result.json"], "record"),
+        (["plot", "timeline", tmp_path / "r", "-o", tmp_path / "r" / "timeline.npz"], "timeline"),
+        (["plot", "iterations", tmp_path / "r", "-o", tmp_path / "r" / "config.json"], "config"),
+    ):
+        code, _, err = cli(*args)
+        assert code == 2, args
+        assert f"'s {what} this command reads" in one_line(err), err
+    assert saved == {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir()}
