@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simsched.engine.outcome import EngineResult
 from simsched.engine.record import (
     RECORD_VERSION,
     dumps,
@@ -35,7 +36,7 @@ from simsched.engine.record import (
     write_npz_atomic,
     write_parquet_atomic,
 )
-from simsched.engine.replay import DEFAULT_WINDOW, MAX_WINDOW, Engine, EngineResult
+from simsched.engine.replay import DEFAULT_WINDOW, MAX_WINDOW, Engine
 from simsched.engine.sampled import (
     DEFAULT_SAMPLE_PRECISION,
     MIN_SAMPLES,
@@ -136,7 +137,7 @@ class RunResult:
 
     def timeline_arrays(self) -> dict[str, np.ndarray]:
         """Arrays stored in ``timeline.npz``: per strand core, start, end, frame and the
-        memory counters (:data:`simsched.engine.replay.STRAND_MEM_FIELDS`)."""
+        memory counters (:data:`simsched.engine.outcome.STRAND_MEM_FIELDS`)."""
         r = self.engine_result
         if r is None:
             return {}
@@ -477,7 +478,7 @@ def run(
     """
     from simsched.engine import JobSpec
     from simsched.engine.controllers import get_controller
-    from simsched.engine.replay import single_result
+    from simsched.engine.outcome import single_result
     from simsched.schedulers import get_scheduler
 
     given_seed, win = _options(seed, window)

@@ -111,7 +111,9 @@ def iterations(
     from simsched.plotting.figures import save
     from simsched.plotting.iterations import load_records, plot_iterations
 
-    check_not_input(out, "--out", {k: v for r in results for k, v in run_files(r, f"{r}'s").items()})
+    check_not_input(
+        out, "--out", {k: v for r in results for k, v in run_files(r, f"{r}'s").items()}
+    )
     save(plot_iterations(load_records(results), title=title), out)
     print(out)
 

@@ -330,7 +330,7 @@ def jobs_summary(rec: dict[str, Any]) -> str:
     cycles) is said when there are any; a negative
     ``extra_misses`` is said as fewer misses, not printed as a negative cost.
     """
-    from simsched.engine.replay import WARMUP_REFS
+    from simsched.engine.outcome import WARMUP_REFS
 
     w = rec["realloc_warmup"]
     text = (

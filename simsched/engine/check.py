@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from simsched.engine.replay import EngineResult
+    from simsched.engine.outcome import EngineResult
     from simsched.trace import Trace
 
 
@@ -27,7 +27,7 @@ def check_invariants(trace: Trace, result: EngineResult, mem_stats: dict | None 
     trace
         The replayed trace.
     result
-        The :class:`~simsched.engine.replay.EngineResult` (or an object with the same
+        The :class:`~simsched.engine.outcome.EngineResult` (or an object with the same
         ``strand_core``, ``strand_start``, ``strand_end`` arrays).
     mem_stats
         ``MemorySystem.stats()`` after the replay (optional).

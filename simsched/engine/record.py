@@ -19,7 +19,7 @@ from simsched import files
 from simsched.canonical import canonical_json
 
 if TYPE_CHECKING:  # the record module is imported by the engine: types only
-    from simsched.engine.replay import EngineResult, ReplayResult
+    from simsched.engine.outcome import EngineResult, ReplayResult
     from simsched.machine import Machine
     from simsched.trace import Trace, TraceHeader
 
@@ -136,7 +136,7 @@ def metrics(
     Parameters
     ----------
     engine_result
-        The :class:`simsched.engine.replay.EngineResult`.
+        The :class:`simsched.engine.outcome.EngineResult`.
     mem_stats
         ``MemorySystem.stats()`` after the replay.
     machine
@@ -181,7 +181,7 @@ def socket_fields(engine_result: EngineResult, mem_stats: dict, machine: Machine
     Parameters
     ----------
     engine_result
-        The :class:`simsched.engine.replay.EngineResult` (per-core busy cycles, the core
+        The :class:`simsched.engine.outcome.EngineResult` (per-core busy cycles, the core
         and end of every strand).
     mem_stats
         ``MemorySystem.stats()`` after the replay.
@@ -248,7 +248,7 @@ def jobs_metrics(
     Parameters
     ----------
     result
-        The :class:`simsched.engine.replay.ReplayResult`.
+        The :class:`simsched.engine.outcome.ReplayResult`.
     mem_stats
         ``MemorySystem.stats()`` after the replay.
     machine
@@ -333,7 +333,7 @@ def jobs_timeline_arrays(
     dict
         Per strand (jobs one after the other) ``job``, ``strand`` (its number in its
         job's trace), ``core``, ``start``, ``end``, ``frame`` and the memory counters of
-        :data:`simsched.engine.replay.STRAND_MEM_FIELDS`; ``socket_of_core`` and
+        :data:`simsched.engine.outcome.STRAND_MEM_FIELDS`; ``socket_of_core`` and
         ``makespan`` as in a single run's.
     """
     parts: dict[str, list[np.ndarray]] = {}

@@ -25,7 +25,7 @@ from simsched.errors import ConfigError
 from simsched.stats import t_quantile
 
 if TYPE_CHECKING:
-    from simsched.engine.replay import EngineResult
+    from simsched.engine.outcome import EngineResult
     from simsched.trace import Trace
 
 __all__ = [
