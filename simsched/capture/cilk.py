@@ -466,8 +466,11 @@ class _Rewriter:
         s = f"__ss_{{}}{k}".format
         names = {n: s(n).encode() for n in ("lim", "st", "v0", "cf", "a", "b", "i")}
         lim, st, v0, cf, a, b, i = names.values()
-        d = (lim + b" - " + v0) if up else (v0 + b" - " + lim)
-        diff = b"(unsigned long long)(" + d + b")"
+        # the distance from the first value to the bound, in unsigned long long: an integer
+        # variable's ends are converted before the subtraction (which then cannot overflow:
+        # int i from -2e9 to 2e9 is 4e9 apart), 0ull + p leaves a pointer a pointer
+        hi_, lo_ = (lim, v0) if up else (v0, lim)
+        diff = b"(unsigned long long)((0ull + " + hi_ + b") - " + lo_ + b")"
         if op == b"!=":
             count = b"(" + diff + b" / " + st + b")"
         elif op in (b"<", b">"):

@@ -331,6 +331,35 @@ def test_cilk_for_splits_as_opencilk(cache, tmp_path, n, options, grain):
 
 
 @needs_gcc
+def test_cilk_for_range_wider_than_half_its_type_runs_every_iteration(cache, tmp_path):
+    # the distance from the first value to the bound does not fit the loop variable's
+    # type (4e9 for an int, 1.2e19 for a long long): it was subtracted in that type, which
+    # overflowed, and the int loops ran no iteration at all
+    src = tmp_path / "wide.c"
+    src.write_text("#include <cilk/cilk.h>\n#include <stdio.h>\nlong h, k;\n"
+                   "int main(void) {\n"
+                   "  cilk_for (int i = -2000000000; i < 2000000000; i += 500000000)\n"
+                   "    { h = 31 * h + i; k++; }\n"
+                   "  cilk_for (int i = 2000000000; i > -2000000000; i -= 500000000)\n"
+                   "    { h = 31 * h + i; k++; }\n"
+                   "  cilk_for (long long i = -6000000000000000000; i <= 6000000000000000000;\n"
+                   "            i += 3000000000000000000) { h = 31 * h + i; k++; }\n"
+                   '  printf("%ld %ld\\n", k, h);\n  return 0;\n}\n')  # fmt: skip
+    plain = tmp_path / "wide_elision"
+    subprocess.run(
+        ["gcc", "-O2", f"-I{build.source_dir()}", str(src), "-o", str(plain)], check=True
+    )
+    want = subprocess.run([str(plain)], capture_output=True, text=True, check=True).stdout
+    assert want.startswith("21 ")
+    exe = tmp_path / "wide"
+    assert compile_program(["-O2", str(src), "-o", str(exe)]) == 0
+    assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout == want
+    res = capture(str(exe), [], tmp_path / "wide.sst")
+    # grain 1: 8, 8 and 5 leaves, so 7 + 7 + 4 spawned halves below main
+    assert res.header.n_frames == 1 + 7 + 7 + 4
+
+
+@needs_gcc
 def test_opencilk_split_of_heat_has_the_references_of_the_marker_version(cache, bindir, tmp_path):
     marker, _ = _build_pair(bindir, "heat", "gcc")
     exe = bindir / "heat-opencilk"
