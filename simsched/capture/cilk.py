@@ -589,8 +589,8 @@ class _Rewriter:
             elif rtype == b"void":
                 new = b"{ %s; __ss_cilk_sync(); return; }" % _flat(self.text(expr))
             else:
-                new = b"{ %s __ss_ret = (%s); __ss_cilk_sync(); return __ss_ret; }" % (
-                    rtype or b"__auto_type",
+                new = b"{ %s = (%s); __ss_cilk_sync(); return __ss_ret; }" % (
+                    rtype + b" __ss_ret" if rtype else self._return_declaration(fn),
                     _flat(self.text(expr)),
                 )
             self.replace(r, new)
@@ -683,6 +683,15 @@ class _Rewriter:
             or inner.type != "identifier"
         ):
             return None  # e.g. a function returning a function pointer
+        parts = self._specifiers(fn)
+        if parts is None:
+            return None
+        stars = _flat(self.src[top.start_byte : decl.start_byte]).strip()
+        return b" ".join(parts) + (b" " + stars if stars else b"")
+
+    def _specifiers(self, fn: Node) -> list[bytes] | None:
+        """The type specifiers before the declarator (None for a struct defined there)."""
+        top = self.field(fn, "declarator")
         parts = []
         for c in fn.named_children:
             if c.start_byte >= top.start_byte:
@@ -694,8 +703,35 @@ class _Rewriter:
             ):
                 return None
             parts.append(_flat(self.text(c)))
-        stars = _flat(self.src[top.start_byte : decl.start_byte]).strip()
-        return b" ".join(parts) + (b" " + stars if stars else b"")
+        return parts
+
+    def _return_declaration(self, fn: Node) -> bytes:
+        """A declaration of ``__ss_ret`` with the return type of a function whose type cannot
+        be written as a prefix (a function returning a function pointer): its declarator
+        with the name and parameters replaced, ``int (*f(int n))(int)`` giving
+        ``int (*__ss_ret)(int)``, so that ``return 0;`` still converts to the pointer
+        (``__auto_type`` made it an int).  ``__auto_type`` where even that fails."""
+        top = self.field(fn, "declarator")
+        node: Node | None = top
+        while node is not None:
+            inner = node.child_by_field_name("declarator")
+            if node.type == "parenthesized_declarator":
+                inner = node.named_child(0) if node.named_child_count == 1 else None
+            elif node.type == "function_declarator" and inner is not None:
+                if inner.type == "identifier":
+                    break
+            elif node.type not in ("pointer_declarator", "function_declarator", "array_declarator"):
+                inner = None
+            node = inner
+        parts = self._specifiers(fn)
+        if node is None or node == top or parts is None:
+            return b"__auto_type __ss_ret"
+        declarator = (
+            self.src[top.start_byte : node.start_byte]
+            + b"__ss_ret"
+            + self.src[node.end_byte : top.end_byte]
+        )
+        return b" ".join(parts) + b" " + _flat(declarator).strip()
 
 
 # setjmp/longjmp and their spellings after glibc's macros (the rewriter sees the

@@ -248,7 +248,10 @@ RETURN_TYPES = {
     "const char *f(int n)": b"const char * __ss_ret = (h(n));",
     "struct s f(int n)": b"struct s __ss_ret = (h(n));",
     "long long * const * f(int n)": b"long long * const * __ss_ret = (h(n));",
-    "int (*f(int n))(int)": b"__auto_type __ss_ret = (h(n));",  # not writable as a prefix
+    # not writable as a prefix: the declarator, with __ss_ret for the name and parameters
+    "int (*f(int n))(int)": b"int (*__ss_ret)(int) = (h(n));",
+    "static const char *(*f(int n))(void)": b"const char *(*__ss_ret)(void) = (h(n));",
+    "long (*f(int n))[4]": b"long (*__ss_ret)[4] = (h(n));",
     "_Noreturn void f(int n)": b"{ h(n); __ss_cilk_sync(); return; }",
 }
 

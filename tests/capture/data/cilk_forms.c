@@ -43,6 +43,15 @@ static long twice(long n)
     return a + b;
 }
 
+/* returns a function pointer; the null one as the constant 0, which must still convert */
+static long (*chooser(long n))(long)
+{
+    cilk_spawn visit(n);
+    if (n < 0)
+        return 0;
+    return fib;
+}
+
 static void loops(long n)
 {
     long arr[64];
@@ -90,6 +99,8 @@ int main(void)
     long *p = cilk_spawn pick(trace, 3);
     cilk_spawn visit(c);
     cilk_sync;
+    long (*fp)(long) = chooser(7), (*none)(long) = chooser(-7);
+    visit(fp(10) + (none == 0));
     long sum = 0;
     for (long i = 0; i < ntrace; i++)
         sum = sum * 31 + trace[i];
