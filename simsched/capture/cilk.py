@@ -329,7 +329,11 @@ class _Rewriter:
                 continue
             if kind != SYNC:
                 self.cilk_fns.setdefault(fn.start_byte, fn)
+            known = len(self.problems)
             handlers[kind](offset, tok, node, fn)
+            bad = self._syntax_error(node) if len(self.problems) == known else None
+            if bad is not None:  # (any problem stops the rewrite, so its edits are not applied)
+                self.fail(bad[0], kind, bad[1] + ": the statement does not parse as C", tok)
         for row, (s, _) in self.pragmas.items():
             if row not in self.used_pragmas:
                 self.fail(s, "#pragma cilk grainsize", "not followed by a cilk_for")
@@ -361,6 +365,33 @@ class _Rewriter:
         lo = bisect.bisect_left(offs, node.start_byte)
         hi = bisect.bisect_left(offs, node.end_byte)
         return offs[lo:hi]
+
+    def _syntax_error(self, node: Node | None) -> tuple[int, str] | None:
+        """The first place where the statement holding a keyword does not parse, if any.
+
+        The parser recovers from a syntax error (a missing ';' becomes an empty token), and a
+        rewrite of what it recovered would compile what gcc rejects: ``x = cilk_spawn f(n)``
+        before ``return x;`` became a spawn and a return.  A cilk_for's body is not part of
+        its statement here (a construct of its own is checked where it is).
+        """
+        stmt = node
+        while stmt is not None and not (
+            stmt.type.endswith("_statement") or stmt.type == "declaration"
+        ):
+            stmt = stmt.parent
+        if stmt is None or not stmt.has_error:
+            return None
+        body = stmt.child_by_field_name("body") if stmt.type == "for_statement" else None
+        stack = [c for c in reversed(stmt.children) if c != body]
+        while stack:
+            n = stack.pop()
+            if n.is_missing:
+                return n.start_byte, f"expected '{n.type}'"
+            if n.type == "ERROR":
+                return n.start_byte, "unexpected text"
+            if n.has_error:
+                stack.extend(reversed(n.children))
+        return None
 
     # -- constructs ------------------------------------------------------------------------
     def _spawn(self, offset: int, tok: bytes, unary: Node | None, fn: Node) -> None:

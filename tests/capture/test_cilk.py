@@ -93,6 +93,15 @@ ACCEPTED = {
 }
 
 REJECTED = {
+    # a syntax error the parser recovered from: rewritten, it compiled what gcc rejects
+    "missing_semicolon": (
+        "long g(long n) {\n  long x;\n  x = cilk_spawn f(n)\n  return x;\n}\n",
+        "x.c:3:22: cilk_spawn: expected ';': the statement does not parse as C",
+    ),
+    "missing_semicolon_decl": (
+        "long g(long n) {\n  long x = cilk_spawn f(n)\n  return x;\n}\n",
+        "x.c:2:27: cilk_spawn: expected ';': the statement does not parse as C",
+    ),
     "reducer": (
         "void g(void) {\n  int cilk_reducer(z, p) sum = 0;\n}\n",
         "x.c:2:7: cilk_reducer: reducers (hyperobjects) cannot be captured",
