@@ -199,9 +199,12 @@ def rewrite_command(cmd: Sequence[str], options: CilkOptions, work: Path) -> lis
     CaptureError
         A C++ source uses Cilk, or a Cilk construct cannot be rewritten.
     """
+    if "-M" in cmd or "-MM" in cmd:
+        return list(cmd)  # only the dependencies are written: those of the sources as written
     new = list(cmd)
     rewritten = False
-    for index in reversed(sources(cmd)):
+    srcs = sources(cmd)
+    for index in reversed(srcs):
         path = cmd[index]
         if path.endswith(CXX_SUFFIXES):
             _reject_cilk_cxx(path)
@@ -219,6 +222,14 @@ def rewrite_command(cmd: Sequence[str], options: CilkOptions, work: Path) -> lis
         _write_dependencies(cmd, index, sub)
         new[index : index + 1] = ["-x", "cpp-output", str(unit), "-x", "none"]
         rewritten = True
+    if rewritten and "-E" in cmd:
+        # gcc -E does nothing with a unit already preprocessed (-x cpp-output): it wrote an
+        # empty output.  Read as C under -fpreprocessed (no macro expansion: the option holds
+        # for every input), the rewritten units are copied out as the compiler would see them.
+        if new.count("cpp-output") != len(srcs):
+            return list(cmd)  # some sources were not rewritten: their plain preprocessing
+        new = ["c" if a == "cpp-output" else a for a in new]
+        new.insert(1, "-fpreprocessed")
     return _without_dependency_flags(new) if rewritten else new
 
 

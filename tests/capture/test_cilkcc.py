@@ -434,3 +434,20 @@ def test_dependency_files_of_a_rewritten_source_name_the_original(tmp_path, monk
     prerequisites = deps.split("\n\n")[0].split(":", 1)[1].replace("\\\n", " ").split()
     assert not [f for f in prerequisites if f.endswith(".i")], prerequisites
     assert (tmp_path / "o" / "p.o").is_file()
+
+
+@needs_gcc
+def test_preprocess_only_commands_write_their_output(tmp_path, monkeypatch):
+    # gcc -E and -MM ran on the rewritten unit, already preprocessed (-x cpp-output): they
+    # wrote nothing at all and exited 0 (a Makefile's dependency rule, ccache's hash of -E)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dep.h").write_text("#define N 4\n")
+    (tmp_path / "p.c").write_text('#include <cilk/cilk.h>\n#include "dep.h"\nvoid f(long);\n'
+                                  "void g(void) { cilk_spawn f(N); }\n")  # fmt: skip
+    assert compile_program(["-E", "p.c", "-o", "p.i"], backend="valgrind") == 0
+    unit = (tmp_path / "p.i").read_text()
+    assert "__ss_cilk_spawn(); f(4); __ss_cilk_spawn_end();" in unit  # the unit gcc compiles
+    assert compile_program(["-c", "-x", "cpp-output", "p.i", "-o", "p.o"]) == 0
+    assert compile_program(["-MM", "p.c", "-MF", "p.d"], backend="valgrind") == 0
+    assert (tmp_path / "p.d").read_text().replace("\\\n", " ").split()[:2] == ["p.o:", "p.c"]
+    assert "dep.h" in (tmp_path / "p.d").read_text()
