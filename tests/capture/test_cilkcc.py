@@ -419,12 +419,17 @@ def test_show_rewrite_joins_a_macro_expansion_spread_over_lines(tmp_path, capsys
     assert out[8] == "    { int __ss_ret = (y); __ss_cilk_sync(); return __ss_ret; }"
 
 
-@needs_gcc
-def test_dependency_files_of_a_rewritten_source_name_the_original(tmp_path, monkeypatch):
+def _program_with_a_header(tmp_path, monkeypatch):
+    """p.c, a Cilk source including dep.h, in the current folder (tmp_path)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "dep.h").write_text("#define N 4\n")
     (tmp_path / "p.c").write_text('#include <cilk/cilk.h>\n#include "dep.h"\nvoid f(long);\n'
                                   "void g(void) { cilk_spawn f(N); }\n")  # fmt: skip
+
+
+@needs_gcc
+def test_dependency_files_of_a_rewritten_source_name_the_original(tmp_path, monkeypatch):
+    _program_with_a_header(tmp_path, monkeypatch)
     (tmp_path / "o").mkdir()
     assert compile_program(["-MMD", "-MP", "-c", "p.c", "-o", "o/p.o"], backend="valgrind") == 0
     deps = (tmp_path / "o" / "p.d").read_text()
@@ -440,10 +445,7 @@ def test_dependency_files_of_a_rewritten_source_name_the_original(tmp_path, monk
 def test_preprocess_only_commands_write_their_output(tmp_path, monkeypatch):
     # gcc -E and -MM ran on the rewritten unit, already preprocessed (-x cpp-output): they
     # wrote nothing at all and exited 0 (a Makefile's dependency rule, ccache's hash of -E)
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "dep.h").write_text("#define N 4\n")
-    (tmp_path / "p.c").write_text('#include <cilk/cilk.h>\n#include "dep.h"\nvoid f(long);\n'
-                                  "void g(void) { cilk_spawn f(N); }\n")  # fmt: skip
+    _program_with_a_header(tmp_path, monkeypatch)
     assert compile_program(["-E", "p.c", "-o", "p.i"], backend="valgrind") == 0
     unit = (tmp_path / "p.i").read_text()
     assert "__ss_cilk_spawn(); f(4); __ss_cilk_spawn_end();" in unit  # the unit gcc compiles
