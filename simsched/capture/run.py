@@ -501,7 +501,8 @@ def capture(
             out.unlink(missing_ok=True)
             raise CaptureError(
                 f"{prog}: wrote no simsched markers; include simsched.h and mark the "
-                "program's tasks with SS_SPAWN/SS_SYNC (docs/capture.md)"
+                "program's tasks with SS_SPAWN/SS_SYNC, or, for a Cilk program, build it "
+                "from its source files with simsched cc (docs/capture.md)"
             )
         validate(out)
         t2 = time.perf_counter()

@@ -123,7 +123,10 @@ def test_program_without_markers_is_a_capture_error(cache, bindir, tmp_path):
 
     prog = tmp_path / "plain"
     subprocess.run(cc_command([str(src), "-o", str(prog)]), check=True)
-    with pytest.raises(CaptureError, match="no simsched markers"):
+    with pytest.raises(
+        CaptureError,
+        match="no simsched markers.*SS_SPAWN.*for a Cilk program, build it .*simsched cc",
+    ):
         capture(str(prog), [], tmp_path / "x.sst")
 
 
