@@ -280,6 +280,7 @@ def generate(
     from simsched.trace import TraceBuilder
 
     w = get(name)
+    name = w.name  # the canonical name (" Heat" is heat) in the header and its params
     layout = {k: params.pop(k) for k in [CHUNK_PARAM.name] if k in params}
     chunk_refs = resolve_params(name, (CHUNK_PARAM,), layout)[CHUNK_PARAM.name]
     if not is_power_of_two(chunk_refs):

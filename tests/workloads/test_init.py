@@ -178,3 +178,9 @@ def test_generate_refuses_a_name_that_is_no_string(tmp_path):
     with pytest.raises(ConfigError, match="^progress=5: expected a function or None"):
         generate("fib", tmp_path / "t.sst", n=8, progress=5)
     assert not (tmp_path / "t.sst").exists()
+
+
+def test_a_name_in_another_case_writes_the_canonical_name(tmp_path):
+    h = generate(" FIB", tmp_path / "t.sst", n=8)
+    assert h.program == "fib" and h.params["workload"] == "fib"
+    assert h.digest == generate("fib", tmp_path / "u.sst", n=8).digest
