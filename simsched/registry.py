@@ -116,7 +116,7 @@ class Registry(Generic[T]):
                     raise ConfigError(f"the name {ep.name!r} is taken by a built-in {self.kind}")
                 self.register(self._adapt(ep.load(), ep.name))
             except Exception as exc:  # a broken plug-in is reported when it is asked for
-                self._plugin_errors[ep.name.strip().lower()] = f"{type(exc).__name__}: {exc}"
+                self._plugin_errors[_key(ep.name) or ep.name] = f"{type(exc).__name__}: {exc}"
 
     def plugin_errors(self) -> dict[str, str]:
         """Entry points of :attr:`group` that failed to load, name -> error (read once)."""
@@ -151,12 +151,6 @@ class Registry(Generic[T]):
                 f"{self.kind} {name!r}: plug-in failed to load ({self._plugin_errors[key]})"
             )
         raise ConfigError(f"unknown {self.kind} {name!r} (known: {', '.join(self.names())})")
-
-    def __contains__(self, name: object) -> bool:
-        key = _key(name)
-        if key is not None and key not in self.entries:
-            self.load_plugins()
-        return key is not None and key in self.entries
 
 
 def class_registry(kind: str, group: str, base: type) -> Registry:

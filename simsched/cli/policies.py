@@ -26,13 +26,19 @@ def _summary(cls: Any) -> str:
     return doc.splitlines()[0].replace("``", "") if doc else ""
 
 
-def _policies() -> tuple[list[Any], list[Any]]:
+def _registries() -> tuple[Any, Any]:
+    """The scheduler and controller registries (imported when a listing needs them)."""
     from simsched.engine.controllers import CONTROLLERS
     from simsched.schedulers.registry import SCHEDULERS
 
+    return SCHEDULERS, CONTROLLERS
+
+
+def _policies() -> tuple[list[Any], list[Any]]:
+    schedulers, controllers = _registries()
     # names() loads the plug-ins' entry points, so outside policies are listed too
-    scheds = [SCHEDULERS.get(n) for n in SCHEDULERS.names()]
-    ctls = [CONTROLLERS.get(n) for n in CONTROLLERS.names()]
+    scheds = [schedulers.get(n) for n in schedulers.names()]
+    ctls = [controllers.get(n) for n in controllers.names()]
     return scheds, ctls
 
 
@@ -71,10 +77,7 @@ def schedulers_cmd(
         print(params_reference(), end="")
         return
     scheds, ctls = _policies()
-    from simsched.engine.controllers import CONTROLLERS
-    from simsched.schedulers.registry import SCHEDULERS
-
-    plugin_warnings(SCHEDULERS, CONTROLLERS)
+    plugin_warnings(*_registries())
     if json_:
         print_json(
             {"schedulers": [_row(c) for c in scheds], "controllers": [_row(c) for c in ctls]}

@@ -30,6 +30,14 @@ POINT_FILE = "point.json"
 
 #: Per-strand arrays of ``timeline.npz``: always there, and there in newer runs.
 STRAND_ARRAYS = ("core", "start", "end", "frame")
+OPTIONAL_STRAND_ARRAYS = (
+    "job",
+    "strand",
+    "private_misses",
+    "llc_misses",
+    "dram_local",
+    "dram_remote",
+)
 
 
 def run_files(result: Path, label: str = "the run's") -> dict[str, Path]:
@@ -44,15 +52,6 @@ def run_files(result: Path, label: str = "the run's") -> dict[str, Path]:
         f"{label} timeline": result / TIMELINE_FILE,
     }
 
-
-OPTIONAL_STRAND_ARRAYS = (
-    "job",
-    "strand",
-    "private_misses",
-    "llc_misses",
-    "dram_local",
-    "dram_remote",
-)
 
 # Counts of a record that its readers draw or check against, with their least value.
 _RECORD_COUNTS = {"cores": 1, "sockets": 1, "makespan_cycles": 0}
