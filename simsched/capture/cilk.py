@@ -489,7 +489,7 @@ class _Rewriter:
         for bad in self._escapes(body):
             kind = "break" if bad.type == "break_statement" else "return"
             self.fail(bad.start_byte, kind, "cannot leave a cilk_for body")
-        init, var, limit, op, step, up = header
+        init, var, ltype, limit, op, step, up = header
         k = self.loop_id
         self.loop_id += 1
         inner = self._in(body)
@@ -516,7 +516,7 @@ class _Rewriter:
             b"while (__ss_cilk_for_next(&%s, &%s, &%s)) for (%s = %s; %s < %s; %s++) { "
             b"%s = %s %s %s * %s; do "
         ) % (
-            init, var, lim, limit, st, step,
+            init, ltype, lim, limit, st, step,
             var, v0, var, cf, a, b, i,
             cf, count, grain, self.opt.workers, split, 1 if inner else 0,
             cf, a, b, i, a, i, b, i,
@@ -528,7 +528,7 @@ class _Rewriter:
 
     def _for_header(
         self, offset: int, fs: Node
-    ) -> tuple[bytes, bytes, bytes, bytes, bytes, bool] | None:
+    ) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bool] | None:
         init = fs.child_by_field_name("initializer")
         cond = fs.child_by_field_name("condition")
         upd = fs.child_by_field_name("update")
@@ -539,6 +539,7 @@ class _Rewriter:
             self.fail(offset, FOR, "the initialisation must declare one loop variable (T i = a)")
             return None
         name = decls[0].child_by_field_name("declarator")
+        pointer = name is not None and name.type == "pointer_declarator"
         while name is not None and name.type == "pointer_declarator":
             name = name.child_by_field_name("declarator")
         if name is None or name.type != "identifier":
@@ -571,7 +572,13 @@ class _Rewriter:
         if (up and op in (b">", b">=")) or (not up and op in (b"<", b"<=")):
             self.fail(offset, FOR, "the condition and the increment go in opposite directions")
             return None
-        return _flat(self.text(init)), var, _flat(self.text(right)), op, step, up
+        bound = _flat(self.text(right))
+        # the bound is held in the type C compares the two in (0 ? var : bound: the usual
+        # arithmetic conversions), not in the variable's: converting it to a narrower
+        # variable's type ran an unsigned char loop to -1 255 times, where C runs none;
+        # a pointer keeps its own type, which a void * bound would otherwise take
+        ltype = var if pointer else b"0 ? (" + var + b") : (" + bound + b")"
+        return _flat(self.text(init)), var, ltype, bound, op, step, up
 
     def _escapes(self, body: Node) -> list[Node]:
         """break statements of the body itself and every return in it."""

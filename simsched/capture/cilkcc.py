@@ -143,6 +143,7 @@ def cpp_command(cmd: Sequence[str], index: int, out: Path) -> list[str]:
         drop = (
             i == index
             or not a.startswith("-")
+            or a == "-"
             or a in _NOT_FOR_CPP
             or (a.startswith(_NOT_FOR_CPP_PREFIX) and a not in _WITH_VALUE)
         )
@@ -153,17 +154,40 @@ def cpp_command(cmd: Sequence[str], index: int, out: Path) -> list[str]:
     return [*keep, "-E", "-DSIMSCHED_CILK=1", "-include", str(cilk_h), cmd[index], "-o", str(out)]
 
 
-def preprocess(cmd: Sequence[str], index: int, work: Path) -> bytes | None:
-    """Preprocess source ``cmd[index]``; None when the preprocessor fails.
+def preprocess(
+    cmd: Sequence[str], index: int, work: Path, data: bytes | None = None
+) -> bytes | None:
+    """Preprocess source ``cmd[index]`` (``data``: the text of ``-``); None when it fails.
 
     A failure is left for the real compilation to report with the compiler's own
     messages.
     """
     out = work / (Path(cmd[index]).stem + ".cpp.i")
-    proc = subprocess.run(cpp_command(cmd, index, out), capture_output=True)
+    proc = subprocess.run(cpp_command(cmd, index, out), input=data, capture_output=True)
     if proc.returncode != 0 or not out.is_file():
         return None
     return out.read_bytes()
+
+
+STDIN_NAME = "<stdin>"
+
+
+def stdin_source(cmd: Sequence[str]) -> int | None:
+    """The index of a C source read from standard input (``-x c -``) in ``cmd``, if any."""
+    lang, i = "none", 1
+    while i < len(cmd):
+        a = cmd[i]
+        if a == "-x" and i + 1 < len(cmd):
+            lang = cmd[i + 1]
+            i += 1
+        elif a.startswith("-x") and len(a) > 2:
+            lang = a[2:]
+        elif a in _WITH_VALUE:
+            i += 1
+        elif a == "-" and lang == "c":
+            return i
+        i += 1
+    return None
 
 
 def _reject_cilk_cxx(path: str) -> None:
@@ -177,7 +201,9 @@ def _reject_cilk_cxx(path: str) -> None:
         )
 
 
-def rewrite_command(cmd: Sequence[str], options: CilkOptions, work: Path) -> list[str]:
+def rewrite_command(
+    cmd: Sequence[str], options: CilkOptions, work: Path, stdin: bytes | None = None
+) -> list[str]:
     """Return ``cmd`` with every Cilk C source replaced by its rewritten unit in ``work``.
 
     Parameters
@@ -188,6 +214,10 @@ def rewrite_command(cmd: Sequence[str], options: CilkOptions, work: Path) -> lis
         How ``cilk_for`` loops are split.
     work
         A folder that outlives the compilation, for the rewritten units.
+    stdin
+        The text of a C source given as ``-`` (``-x c -``, :func:`stdin_source`), read
+        by the caller, who passes it on to the compiler when it is not rewritten; it is
+        rewritten like a file and named ``<stdin>`` in messages.  None: not rewritten.
 
     Returns
     -------
@@ -203,23 +233,25 @@ def rewrite_command(cmd: Sequence[str], options: CilkOptions, work: Path) -> lis
         return list(cmd)  # only the dependencies are written: those of the sources as written
     new = list(cmd)
     rewritten = False
-    srcs = sources(cmd)
+    piped = stdin_source(cmd) if stdin is not None else None
+    srcs = sorted(sources(cmd) + ([] if piped is None else [piped]))
     for index in reversed(srcs):
         path = cmd[index]
         if path.endswith(CXX_SUFFIXES):
             _reject_cilk_cxx(path)
             continue
-        pre = preprocess(cmd, index, work)
+        data = stdin if index == piped else None
+        pre = preprocess(cmd, index, work, data)
         if pre is None or not mentions_cilk(pre):
             continue
-        out = rewrite(pre, path, options)
+        out = rewrite(pre, STDIN_NAME if index == piped else path, options)
         if out is pre:
             continue
         sub = work / str(index)
         sub.mkdir()
         unit = sub / (Path(path).stem + ".i")
         unit.write_bytes(out)
-        _write_dependencies(cmd, index, sub)
+        _write_dependencies(cmd, index, sub, data)
         new[index : index + 1] = ["-x", "cpp-output", str(unit), "-x", "none"]
         rewritten = True
     if rewritten and "-E" in cmd:
@@ -237,7 +269,9 @@ _DEP_SWITCHES = {"-MD", "-MMD", "-MP"}
 _DEP_WITH_VALUE = {"-MF", "-MT", "-MQ"}
 
 
-def _write_dependencies(cmd: Sequence[str], index: int, work: Path) -> None:
+def _write_dependencies(
+    cmd: Sequence[str], index: int, work: Path, data: bytes | None = None
+) -> None:
     """Honour ``-MD``/``-MMD`` for a rewritten source: its rewritten unit includes nothing,
     so the dependency file is written by a preprocessor run on the original source,
     with the file and target names gcc would use."""
@@ -256,7 +290,7 @@ def _write_dependencies(cmd: Sequence[str], index: int, work: Path) -> None:
     if "-MT" not in flags and "-MQ" not in flags:
         flags += ["-MT", obj]
     cpp = cpp_command(cmd, index, work / "deps.i")
-    subprocess.run([*cpp[:-3], *flags, *cpp[-3:]], capture_output=True, check=False)
+    subprocess.run([*cpp[:-3], *flags, *cpp[-3:]], input=data, capture_output=True, check=False)
 
 
 def _without_dependency_flags(cmd: list[str]) -> list[str]:

@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -37,7 +38,7 @@ import zstandard
 from simsched.capture import build
 from simsched.capture.bbtable import write_block_table
 from simsched.capture.cilk import CilkOptions
-from simsched.capture.cilkcc import rewrite_command
+from simsched.capture.cilkcc import rewrite_command, stdin_source
 from simsched.errors import CaptureError
 from simsched.files import make_output_dir
 from simsched.trace.raw import ITERATION_MODES
@@ -185,9 +186,13 @@ def compile_program(
         )
     if backend not in BACKENDS:
         raise CaptureError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    cmd = cc_command(args, backend)
+    # a C source on standard input is read here: the rewrite needs it, and the compiler
+    # gets it back through a pipe when it is not rewritten
+    data = None if stdin_source(cmd) is None else sys.stdin.buffer.read()
     with tempfile.TemporaryDirectory(prefix="simsched-cc-") as work:
-        cmd = rewrite_command(cc_command(args, backend), cilk or CilkOptions(), Path(work))
-        rc = subprocess.run(cmd).returncode
+        cmd = rewrite_command(cmd, cilk or CilkOptions(), Path(work), data)
+        rc = subprocess.run(cmd, input=data).returncode
     if rc == 0 and backend == "gcc" and not _NO_LINK.intersection(args):
         out = output_of(args)
         if out.is_file():

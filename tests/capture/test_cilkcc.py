@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -330,6 +331,20 @@ def test_cilk_for_splits_as_opencilk(cache, tmp_path, n, options, grain):
     assert [k for k in per_strand if k] == leaves
 
 
+def _same_output_as_elision(src: Path) -> tuple[str, Path]:
+    """Build ``src`` with plain gcc (its serial elision) and with simsched cc; both print
+    the same.  Returns that output and the simsched cc build."""
+    plain = src.with_name(src.stem + "_elision")
+    subprocess.run(
+        ["gcc", "-O2", f"-I{build.source_dir()}", str(src), "-o", str(plain)], check=True
+    )
+    want = subprocess.run([str(plain)], capture_output=True, text=True, check=True).stdout
+    exe = src.with_suffix("")
+    assert compile_program(["-O2", str(src), "-o", str(exe)]) == 0
+    assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout == want
+    return want, exe
+
+
 @needs_gcc
 def test_cilk_for_range_wider_than_half_its_type_runs_every_iteration(cache, tmp_path):
     # the distance from the first value to the bound does not fit the loop variable's
@@ -345,18 +360,34 @@ def test_cilk_for_range_wider_than_half_its_type_runs_every_iteration(cache, tmp
                    "  cilk_for (long long i = -6000000000000000000; i <= 6000000000000000000;\n"
                    "            i += 3000000000000000000) { h = 31 * h + i; k++; }\n"
                    '  printf("%ld %ld\\n", k, h);\n  return 0;\n}\n')  # fmt: skip
-    plain = tmp_path / "wide_elision"
-    subprocess.run(
-        ["gcc", "-O2", f"-I{build.source_dir()}", str(src), "-o", str(plain)], check=True
-    )
-    want = subprocess.run([str(plain)], capture_output=True, text=True, check=True).stdout
+    want, exe = _same_output_as_elision(src)
     assert want.startswith("21 ")
-    exe = tmp_path / "wide"
-    assert compile_program(["-O2", str(src), "-o", str(exe)]) == 0
-    assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout == want
     res = capture(str(exe), [], tmp_path / "wide.sst")
     # grain 1: 8, 8 and 5 leaves, so 7 + 7 + 4 spawned halves below main
     assert res.header.n_frames == 1 + 7 + 7 + 4
+
+
+@needs_gcc
+def test_cilk_for_compares_with_its_bound_as_c_does(cache, tmp_path):
+    # the bound was converted to the loop variable's type before the count: an unsigned
+    # char loop to an int -1 ran 255 times and an int loop from -3 to an unsigned 3 ran 6,
+    # where C (and the plain build) compares in the usual arithmetic conversions: none
+    src = tmp_path / "bound.c"
+    src.write_text("#include <cilk/cilk.h>\n#include <stdio.h>\nlong k;\n"
+                   "int main(int argc, char **argv) {\n"
+                   "  volatile int n = -1; volatile unsigned u = 3;\n"
+                   "  volatile long w = 100; volatile unsigned long z = 5;\n"
+                   "  cilk_for (unsigned char i = 0; i < n; i++) k += 1;\n"
+                   "  cilk_for (int i = -3; i < u; i++) k += 1000;\n"
+                   "  cilk_for (short i = 0; i < w; i++) k += 1000000;\n"
+                   "  cilk_for (int i = 0; z > i; i++) k += 1000000000;\n"
+                   '  printf("%ld\\n", k);\n  return 0;\n}\n')  # fmt: skip
+    want, exe = _same_output_as_elision(src)
+    assert want == "5100000000\n"
+    res = capture(str(exe), [], tmp_path / "bound.sst")
+    # only the two loops C runs split, at OpenCilk's grain min(2048, n / 8) on one worker
+    spawns = _split_model(100, 12, "opencilk")[1] + _split_model(5, 1, "opencilk")[1]
+    assert res.header.n_frames == 1 + spawns
 
 
 @needs_gcc
@@ -453,3 +484,28 @@ def test_preprocess_only_commands_write_their_output(tmp_path, monkeypatch):
     assert compile_program(["-MM", "p.c", "-MF", "p.d"], backend="valgrind") == 0
     assert (tmp_path / "p.d").read_text().replace("\\\n", " ").split()[:2] == ["p.o:", "p.c"]
     assert "dep.h" in (tmp_path / "p.d").read_text()
+
+
+@needs_gcc
+def test_cilk_source_from_standard_input_is_rewritten(cache, tmp_path, monkeypatch):
+    # gcc -x c - reads the source from standard input; simsched cc passed that on
+    # unrewritten, so the program ran with no markers and its capture failed
+    import io
+    import types
+
+    fib = (PROGRAMS / "cilk" / "fib.c").read_bytes()
+    from_file = tmp_path / "fib-file"
+    assert compile_program(["-O2", str(PROGRAMS / "cilk" / "fib.c"), "-o", str(from_file)]) == 0
+    piped = tmp_path / "fib-stdin"
+    monkeypatch.setattr(sys, "stdin", types.SimpleNamespace(buffer=io.BytesIO(fib)))
+    monkeypatch.chdir(PROGRAMS / "cilk")  # its quoted include, found as gcc finds it
+    assert compile_program(["-O2", "-x", "c", "-", "-o", str(piped)]) == 0
+    a = capture(str(from_file), ["12", "4"], tmp_path / "a.sst")
+    b = capture(str(piped), ["12", "4"], tmp_path / "b.sst")
+    assert b.header.n_frames == a.header.n_frames > 1
+    assert b.header.n_strands == a.header.n_strands
+    # a construct that cannot be rewritten is located in <stdin>, as gcc names it
+    bad = b"#include <cilk/cilk.h>\nint f(int);\nint g(void) {\n  return cilk_spawn f(1);\n}\n"
+    monkeypatch.setattr(sys, "stdin", types.SimpleNamespace(buffer=io.BytesIO(bad)))
+    with pytest.raises(CaptureError, match=r"^<stdin>:4:\d+: cilk_spawn"):
+        compile_program(["-x", "c", "-", "-c", "-o", str(tmp_path / "bad.o")])
