@@ -342,7 +342,7 @@ class Machine(_Strict):
     # Strict: ``clock_ghz: true`` is an error, not 1.0 GHz (an integer such as 2 is fine).
     clock_ghz: StrictFloat | None = Field(
         default=None,
-        gt=0,
+        ge=0.001,
         le=100,
         description="core clock in GHz: converts milliseconds to cycles (quantum_ms)",
     )
@@ -397,6 +397,14 @@ class Machine(_Strict):
             raise ValueError(
                 f"caches.{fetching[1]}.prefetch: one prefetching level per machine "
                 f"(caches.{fetching[0]} has one already)"
+            )
+        widest = max(range(len(self.caches)), key=lambda i: self.caches[i].line)
+        if self.memory.page_size < self.caches[widest].line:
+            # a page is the unit of NUMA placement: a line over several pages has no one node
+            raise ValueError(
+                f"memory.page_size: {self.memory.page_size} is smaller than the line of "
+                f"caches.{widest} ({self.caches[widest].name}, {self.caches[widest].line}); "
+                "a line would lie on several pages"
             )
         node = self.memory.fixed_node
         if node is not None and node >= self.sockets:

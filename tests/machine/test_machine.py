@@ -161,6 +161,19 @@ def test_clock_ghz_is_a_number_not_a_bool(value):
     assert load_machine("itrs-scaling-1", {"clock_ghz": 2}).clock_ghz == 2.0
 
 
+def test_clock_and_page_must_be_physical():
+    # a 1e-300 GHz clock turned cycles into 1e300 microseconds in records and figures; a
+    # page smaller than a line put a line on several NUMA pages
+    with pytest.raises(ConfigError, match="clock_ghz: Input should be greater than or equal"):
+        load_machine("itrs-scaling-1", {"clock_ghz": 1e-300})
+    assert load_machine("itrs-scaling-1", {"clock_ghz": 0.001}).clock_ghz == 0.001
+    with pytest.raises(
+        ConfigError, match=r"memory.page_size: 32 is smaller than the line of caches.0 \(L1, 128\)"
+    ):
+        load_machine("itrs-scaling-1", {"memory.page_size": 32})
+    assert load_machine("itrs-scaling-1", {"memory.page_size": 128}).memory.page_size == 128
+
+
 def test_duplicate_key_in_a_machine_file_is_an_error(tmp_path):
     p = tmp_path / "m.yaml"
     p.write_text(

@@ -85,7 +85,7 @@ def machine_specs(draw) -> dict:
             "latency": draw(st.integers(0, 300)),
             "remote_latency": draw(st.integers(0, 150)),
             "service_interval": draw(st.integers(0, 40)),
-            "page_size": 2 ** draw(st.integers(6, 13)),
+            "page_size": max(line, 2 ** draw(st.integers(6, 13))),
             "placement": placement,
         },
         "coherence": draw(st.booleans()),
