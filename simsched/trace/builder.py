@@ -568,9 +568,15 @@ class TraceBuilder:
         ------
         TraceFormatError
             The reference breaks the rule of :func:`simsched.trace.format.check_refs`.
+        TraceBuildError
+            The address, size or gap is not an integer.
         """
         if not self._in_roi and self._closed_or_outside_roi():
             return
+        if type(addr) is not int:  # a float was truncated, a string failed in a comparison
+            addr = self._integer("reference address", addr)
+        if type(size) is not int:
+            size = self._integer("reference size", size)
         fmt.check_ref(addr, size, self._where)
         if type(gap) is not int:
             gap = self._integer("instruction gap", gap)
@@ -613,7 +619,8 @@ class TraceBuilder:
             A reference breaks the rule of :func:`simsched.trace.format.check_refs`; the
             message names the chunk and index it would have had.
         TraceBuildError
-            A negative gap, or a gap that does not fit 32 bits.
+            Addresses or sizes that are not integers, a negative gap, or a gap that does
+            not fit 32 bits.
         """
         if not self._in_roi and self._closed_or_outside_roi():
             return
@@ -624,6 +631,10 @@ class TraceBuilder:
         if n == 0:
             return
         sz = np.asarray(sizes)
+        if a.dtype.kind not in "iu":
+            self._integer_array("reference address", "reference addresses", a)
+        if sz.dtype.kind not in "iu":
+            self._integer_array("reference size", "reference sizes", sz)
         wr = np.asarray(writes, dtype=bool)
         fmt.check_refs(a, sz, self._where)
         if a.dtype != np.uint64:
@@ -713,6 +724,14 @@ class TraceBuilder:
                 self._any_dep = True
             self._fill = hi
             pos += k
+
+    def _integer_array(self, one: str, many: str, x: np.ndarray) -> None:
+        """Refuse an array that does not hold integers (numpy would truncate floats and
+        parse strings when converting it); Python integers in an object array pass."""
+        if x.dtype.kind != "O":
+            raise TraceBuildError(f"{self.path}: {many} of type {x.dtype} are not integers")
+        for v in x.flat:
+            self._integer(one, v)
 
     def _integer_gaps(self, g: np.ndarray) -> np.ndarray:
         """Gaps given as floats (whole and finite) or Python integers, as int64 or objects."""

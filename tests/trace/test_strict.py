@@ -192,14 +192,34 @@ NAN = float("nan")
         (lambda b: b.refs([64, 72], 8, False, 1e30), "instruction gap does not fit 32 bits"),
         (lambda b: b.refs([64], 8, False, "x"), "instruction gaps of type <U1 are not"),
         (lambda b: b.instr(NAN), "instruction count nan is not an integer"),
+        # a float address was truncated (4096.7 became 4096) and a string one parsed by
+        # numpy or failed with a TypeError; the trace was written either way
+        (lambda b: b.ref("0x1000", 8, False), "reference address '0x1000' is not an integer"),
+        (lambda b: b.ref(4096.7, 8, False), "reference address 4096.7 is not an integer"),
+        (lambda b: b.ref(4096, 8.0, False), "reference size 8.0 is not an integer"),
+        (lambda b: b.refs([4096.7, 8192.0], 8, False), "reference addresses of type float64"),
+        (lambda b: b.refs(["4096"], 8, False), "reference addresses of type <U4 are not"),
+        (lambda b: b.refs([True], 8, False), "reference addresses of type bool are not"),
+        (lambda b: b.refs([64], [8.5], False), "reference sizes of type float64 are not"),
+        (lambda b: b.refs(np.array([64, "x"], object), 8, False), "reference address 'x' is"),
     ],
 )
-def test_builder_refuses_non_integer_gaps(tmp_path, action, message):
+def test_builder_refuses_non_integer_numbers(tmp_path, action, message):
     p = tmp_path / "g.sst"
-    with pytest.raises(TraceBuildError, match=f"^{re.escape(str(p))}: {message}"):
+    with pytest.raises(TraceBuildError, match=f"^{re.escape(str(p))}: {re.escape(message)}"):
         with TraceBuilder(p) as b:
             action(b)
     assert not p.exists()
+
+
+def test_builder_takes_integers_of_any_width(tmp_path):
+    p = tmp_path / "a.sst"
+    with TraceBuilder(p) as b:
+        b.ref(np.int64(64), np.uint8(8), False)
+        b.refs(np.array([128], np.uint32), np.array([4], np.int16), True)
+        b.refs(np.array([2**48 - 8], object), 8, False)
+    with open_trace(p) as t:
+        assert t.refs(0, 3).addr.tolist() == [64, 128, 2**48 - 8]
 
 
 def test_whole_float_gaps_are_still_accepted(tmp_path):
