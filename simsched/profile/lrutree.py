@@ -70,7 +70,9 @@ from simsched.profile.groups import GroupTree, array_1d, build_groups
 if TYPE_CHECKING:
     from simsched.trace import Trace
 
-PROFILE_VERSION = 1
+PROFILE_VERSION = 2
+#: most group levels a strand's chain may have (the histograms' level ids are int16)
+MAX_LEVELS = (1 << 15) - 1
 DEFAULT_SIZES: tuple[int, ...] = tuple(16 * 1024 << i for i in range(13))  # 16 KB .. 64 MB
 
 
@@ -247,7 +249,7 @@ class LruTree:
             np.zeros(coo, np.int16),
             np.zeros(coo, np.int64),
         ]
-        if self._max_depth >= 1 << 15 or len(bounds) >= 1 << 15:
+        if self._max_depth > MAX_LEVELS or len(bounds) > MAX_LEVELS:
             raise SimschedError("group tree too deep for the profiler's 16-bit level ids")
         self._next = 0
         self._done = False
@@ -447,8 +449,8 @@ class Profile:
     accesses, reuse, hits
         Per-group results of :func:`group_hits`.
     frames
-        The trace's frame iterations and position keys (``iteration``, ``key_offsets``,
-        ``key_values``), to name groups in a parallelization table.
+        The trace's frame iterations, parents and spawn indices (``iteration``, ``parent``,
+        ``spawn_index``), to name groups by position key in a parallelization table.
     """
 
     meta: dict[str, Any]
@@ -461,10 +463,11 @@ class Profile:
 
     def frame_key(self, f: int) -> tuple[int, ...]:
         """Position key of frame ``f`` (its spawn indices from the iteration root)."""
+        from simsched.trace.format import position_key
+
         if not self.frames:
             return ()
-        off = self.frames["key_offsets"]
-        return tuple(int(v) for v in self.frames["key_values"][off[f] : off[f + 1]])
+        return position_key(self.frames["parent"], self.frames["spawn_index"], f)
 
     @property
     def sizes(self) -> np.ndarray:
@@ -586,7 +589,7 @@ _HIST_DTYPES = {
     "hist_bucket": np.int16,
     "hist_count": np.int64,
 }
-_FRAME_KEYS = ("iteration", "key_offsets", "key_values")
+_FRAME_KEYS = ("iteration", "parent", "spawn_index")
 
 
 def _array(name: str, arrays: dict[str, np.ndarray], key: str, dtype: Any) -> np.ndarray:
@@ -675,14 +678,17 @@ def _check_frames(
         return {}
     f = {k: _array(name, arrays, f"frame_{k}", np.int64) for k in _FRAME_KEYS}
     nf = len(f["iteration"])
-    off = f["key_offsets"]
+    par, si = f["parent"], f["spawn_index"]
+    ids = np.arange(nf)
     if (
-        len(off) != nf + 1
-        or off[0] != 0
-        or off[-1] != len(f["key_values"])
-        or (np.diff(off) < 0).any()
+        len(par) != nf
+        or len(si) != nf
+        or (nf and par[0] != -1)
+        or ((par[1:] < 0) | (par[1:] >= ids[1:])).any()
+        or (si < 0).any()
     ):
-        raise ProfileFormatError(f"{name}: frame position keys are inconsistent")
+        # position_key walks up the parents: each must precede its child, ending at main
+        raise ProfileFormatError(f"{name}: frame parents and spawn indices are inconsistent")
     if (groups.frame >= nf).any():
         raise ProfileFormatError(f"{name}: a group's frame is not one of the {nf} frames")
     return f
@@ -749,6 +755,14 @@ def profile_trace(
         line = int(line or h.line_size_hint or 64)
         bounds = bucket_bounds(sizes, line)
         groups = build_groups(t)
+        levels = int(groups.depth.max()) + 1
+        if levels > MAX_LEVELS:
+            # before the strands' root-to-leaf chains, whose total length is the sum of the
+            # strands' depths: a recursion this deep would fill memory first
+            raise SimschedError(
+                f"{t.path}: its task-group tree is {levels} levels deep (a recursion about "
+                f"{levels // 2} frames deep); the profiler handles up to {MAX_LEVELS} levels"
+            )
         off, _, starts = groups.ancestors()
         lt = LruTree(
             bounds, line=line, ref_start=t.strands.ref_start, anc_offsets=off, anc_starts=starts
@@ -776,8 +790,8 @@ def profile_trace(
         }
         frames = {
             "iteration": np.asarray(t.frames.iteration, np.int64),
-            "key_offsets": np.asarray(t.frames.key_offsets, np.int64),
-            "key_values": np.asarray(t.frames.key_values, np.int64),
+            "parent": np.asarray(t.frames.parent, np.int64),
+            "spawn_index": np.asarray(t.frames.spawn_index, np.int64),
         }
         return from_histograms(meta, groups, hist, frames)
     finally:

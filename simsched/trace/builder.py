@@ -45,19 +45,17 @@ class _Frame:
         "joins",
         "nspawn",
         "children",
-        "key",
         "fresh",
         "called",
     )
 
-    def __init__(self, fid: int, strand: int, key: tuple[int, ...]):
+    def __init__(self, fid: int, strand: int):
         self.fid = fid
         self.strand = strand  # current strand
         self.spawn_strand = -1  # strand that made the last spawn (continuation edge source)
         self.joins: list[int] = []  # last strands of children not yet synced
         self.nspawn = 0  # spawns so far (since the last iteration mark, for an iteration root)
         self.children: list[int] = []  # frames spawned since then (branching is patched later)
-        self.key = key
         self.fresh = False  # just spawned: nothing has happened in the frame yet
         self.called = False  # opened by call(): its return joins the caller at once
 
@@ -180,7 +178,6 @@ class TraceBuilder:
         self._f_iter: list[int] = []
         self._f_first: list[int] = []
         self._f_last: list[int] = []
-        self._f_keys: list[tuple[int, ...]] = []
         self._e_src: list[int] = []
         self._e_dst: list[int] = []
         self._e_kind: list[int] = []
@@ -201,11 +198,11 @@ class TraceBuilder:
         self._repeat: dict[str, Any] | None = None
         self._rep_end: tuple[int, int, int] = (-1, 0, 0)
         self._mark_due = False  # main's next spawn needs an iteration mark first
-        root = self._new_frame(parent=-1, spawn_index=0, level=0, key=())
-        self._stack.append(_Frame(root, self._new_strand(root), ()))
+        root = self._new_frame(parent=-1, spawn_index=0, level=0)
+        self._stack.append(_Frame(root, self._new_strand(root)))
 
     # -- structure ---------------------------------------------------------------------
-    def _new_frame(self, parent: int, spawn_index: int, level: int, key: tuple[int, ...]) -> int:
+    def _new_frame(self, parent: int, spawn_index: int, level: int) -> int:
         fid = len(self._f_parent)
         self._f_parent.append(parent)
         self._f_spawn_index.append(spawn_index)
@@ -214,7 +211,6 @@ class TraceBuilder:
         self._f_iter.append(self._iteration)
         self._f_first.append(len(self._s_frame))
         self._f_last.append(-1)
-        self._f_keys.append(key)
         return fid
 
     def _new_strand(self, frame: int) -> int:
@@ -284,13 +280,12 @@ class TraceBuilder:
         self._end_strand(s)
         i = parent.nspawn
         parent.nspawn += 1
-        key = parent.key + (i,)
-        fid = self._new_frame(parent.fid, i, self._f_level[parent.fid] + 1, key)
+        fid = self._new_frame(parent.fid, i, self._f_level[parent.fid] + 1)
         parent.children.append(fid)
         parent.spawn_strand = s
         first = self._new_strand(fid)
         self._edge(s, first, fmt.EDGE_SPAWN)
-        self._stack.append(_Frame(fid, first, key))
+        self._stack.append(_Frame(fid, first))
 
     def _sync(self, fr: _Frame) -> None:
         if not fr.joins:
@@ -415,7 +410,6 @@ class TraceBuilder:
         fr.fresh = False
         self._patch_branching(fr)
         fr.nspawn = 0
-        fr.key = ()
         self._iteration = n
 
     def _check_main_synced(self, what: str) -> _Frame:
@@ -850,8 +844,7 @@ class TraceBuilder:
         if self._repeat is not None or self._rep_open is not None:
             raise TraceBuildError(f"{self.path}: iterations of a repeated part are marked")
         relabel(
-            self._f_parent, self._f_spawn_index, self._f_branching, self._f_iter,
-            self._f_keys, starts,
+            self._f_parent, self._f_spawn_index, self._f_branching, self._f_iter, starts
         )  # fmt: skip
         self.found_iterations = len(starts)
         self._meta["params"] = {**self._meta["params"], "iterations_found": len(starts)}
@@ -868,11 +861,6 @@ class TraceBuilder:
                     "repeat_end() in the repeated part's last strand (they would repeat)"
                 )
             self._meta["repeat"] = self._repeat
-        key_off = np.zeros(len(self._f_keys) + 1, np.int64)
-        np.cumsum([len(k) for k in self._f_keys], out=key_off[1:])
-        key_vals = np.fromiter(
-            (v for k in self._f_keys for v in k), dtype=np.int32, count=int(key_off[-1])
-        )
         # sort edges by source (then destination) so readers can build CSR directly
         src = np.asarray(self._e_src, np.int64)
         dst = np.asarray(self._e_dst, np.int64)
@@ -891,11 +879,9 @@ class TraceBuilder:
             "frame_iteration": np.asarray(self._f_iter, np.int64),
             "frame_first_strand": np.asarray(self._f_first, np.int64),
             "frame_last_strand": np.asarray(self._f_last, np.int64),
-            "frame_key_hash": np.fromiter(
-                (fmt.key_hash(k) for k in self._f_keys), np.uint64, count=len(self._f_keys)
+            "frame_key_hash": fmt.key_hashes(
+                np.asarray(self._f_parent, np.int64), np.asarray(self._f_spawn_index, np.int64)
             ),
-            "frame_key_offsets": key_off,
-            "frame_key_values": key_vals,
             "edge_src": src[order],
             "edge_dst": dst[order],
             "edge_kind": kind[order],

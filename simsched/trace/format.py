@@ -33,10 +33,11 @@ from simsched.files import parse_json
 from simsched.trace import _kernels
 
 MAGIC = b"SIMSCHT\x00"
-VERSION = 2
+VERSION = 3
 #: versions this reader accepts: a v1 file is a v2 file whose chunks have no dependence
-#: column (its index rows' ``wd`` byte, padding in v1, is zero) and no repeat flag
-READ_VERSIONS = (1, 2)
+#: column (its index rows' ``wd`` byte, padding in v1, is zero) and no repeat flag; a v2
+#: file is a v3 file that also stores every frame's whole position key (LEGACY_TABLES)
+READ_VERSIONS = (1, 2, 3)
 HEADER = struct.Struct("<8sHHII4x6Q6Q32s8x")
 HEADER_SIZE = HEADER.size
 assert HEADER_SIZE == 160
@@ -52,7 +53,7 @@ FLAG_REPEAT = 4
 #: every flag bit this version defines; a reader refuses a header with any other bit set
 FLAGS = FLAG_GAPS_EXACT | FLAG_STACK | FLAG_REPEAT
 #: the flag bits each version defines
-VERSION_FLAGS = {1: FLAG_GAPS_EXACT | FLAG_STACK, 2: FLAGS}
+VERSION_FLAGS = {1: FLAG_GAPS_EXACT | FLAG_STACK, 2: FLAGS, 3: FLAGS}
 
 EDGE_SPAWN = 0
 EDGE_CONT = 1
@@ -79,12 +80,56 @@ _FAULTS = {
 def key_hash(key: tuple[int, ...]) -> int:
     """A frame's position key (child indices from main) as the table's ``key_hash``.
 
-    BLAKE2b-64 of the key as little-endian int32s: the builder writes it and iteration
-    relabelling recomputes it, so it is defined here once.
+    BLAKE2b-64 of the key as little-endian int32s, defined here once; :func:`key_hashes`
+    computes the same values for a whole frame table.
     """
     h = hashlib.blake2b(digest_size=8)
     h.update(np.asarray(key, dtype="<i4").tobytes())
     return int.from_bytes(h.digest(), "little")
+
+
+def position_key(parent: np.ndarray, spawn_index: np.ndarray, f: int) -> tuple[int, ...]:
+    """Frame ``f``'s position key: the spawn indices on its path from main (``()``: main).
+
+    A key is its parent's followed by its own spawn index (main's children: just that
+    index), so the frame table holds every key without storing it; walking up costs the
+    frame's depth.
+    """
+    path = []
+    while f > 0:
+        path.append(int(spawn_index[f]))
+        f = int(parent[f])
+    return tuple(reversed(path))
+
+
+def key_hashes(parent: np.ndarray, spawn_index: np.ndarray) -> np.ndarray:
+    """:func:`key_hash` of every frame's position key, in time and memory linear in frames.
+
+    Hashing each whole key costs the sum of the frames' depths, the square of the depth
+    for a deep recursion; BLAKE2b is a stream, so a frame's hash state is its parent's
+    with the frame's own index appended.  Parents come before their children (the
+    tables' order), and a frame's state is dropped once its last child has taken it.
+    """
+    n = len(parent)
+    out = np.zeros(n, np.uint64)
+    if n == 0:
+        return out
+    par = np.asarray(parent, np.int64)
+    last = np.full(n, -1, np.int64)
+    kids = np.flatnonzero(par[1:] >= 0) + 1
+    np.maximum.at(last, par[kids], kids)
+    root = hashlib.blake2b(digest_size=8)
+    out[0] = int.from_bytes(root.digest(), "little")
+    state = {0: root}
+    idx = np.asarray(spawn_index, "<i4").tobytes()
+    for f in kids.tolist():
+        p = int(par[f])
+        h = state[p].copy() if last[p] != f else state.pop(p)
+        h.update(idx[4 * f : 4 * f + 4])
+        out[f] = int.from_bytes(h.digest(), "little")
+        if last[f] >= 0:
+            state[f] = h
+    return out
 
 
 def _fail_ref(where: str, addr: int, size: int, fault: int, max_size: int) -> None:
@@ -172,11 +217,16 @@ TABLES: dict[str, tuple[str, str]] = {
     "frame_first_strand": ("<i8", "frames"),
     "frame_last_strand": ("<i8", "frames"),
     "frame_key_hash": ("<u8", "frames"),
-    "frame_key_offsets": ("<i8", "frames+1"),
-    "frame_key_values": ("<i4", "keys"),
     "edge_src": ("<i8", "edges"),
     "edge_dst": ("<i8", "edges"),
     "edge_kind": ("u1", "edges"),
+}
+
+#: arrays a version 1 or 2 file also has: every frame's whole position key, which the
+#: parents and spawn indices already give (:func:`position_key`); read past and dropped
+LEGACY_TABLES: dict[str, tuple[str, str]] = {
+    "frame_key_offsets": ("<i8", "frames+1"),
+    "frame_key_values": ("<i4", "keys"),
 }
 
 
@@ -359,8 +409,12 @@ def encode_tables(arrays: dict[str, np.ndarray], cctx: zstandard.ZstdCompressor)
     return cctx.compress(struct.pack("<Q", len(head)) + head + b"".join(blobs))
 
 
-def decode_tables(buf: bytes, what: str) -> dict[str, np.ndarray]:
-    """Inverse of :func:`encode_tables`, checking every array's presence and extent."""
+def decode_tables(buf: bytes, what: str, version: int = VERSION) -> dict[str, np.ndarray]:
+    """Inverse of :func:`encode_tables`, checking every array's presence and extent.
+
+    A file of a version before 3 may hold the :data:`LEGACY_TABLES` too; they are dropped.
+    """
+    legacy = LEGACY_TABLES if version < 3 else {}
     raw = decompress(buf, what)
     if len(raw) < 8:
         raise TraceFormatError(f"{what}: too short")
@@ -371,6 +425,8 @@ def decode_tables(buf: bytes, what: str) -> dict[str, np.ndarray]:
     try:
         for entry in toc:
             name, dtype = entry["name"], entry["dtype"]
+            if name in legacy and legacy[name][0] == dtype:
+                continue
             if name not in TABLES or TABLES[name][0] != dtype:
                 raise TraceFormatError(f"{what}: unexpected array {name!r} of type {dtype!r}")
             dt = np.dtype(dtype)

@@ -167,7 +167,6 @@ def relabel(
     spawn_index: MutableSequence[int],
     branching: MutableSequence[int],
     iteration: MutableSequence[int],
-    keys: MutableSequence[tuple[int, ...]],
     starts: Sequence[int],
 ) -> None:
     """Renumber main's children as if ``SS_ITER`` marks stood before each of ``starts``.
@@ -175,8 +174,8 @@ def relabel(
     Iteration ``t`` is the frames from main's child ``starts[t]`` up to the next start
     (frames are numbered depth first, so a child's subtree is contiguous); the children
     before the first start, or all of them when ``starts`` is empty, carry no iteration.
-    In each group main's children are numbered from 0 (spawn index and first key
-    element of their whole subtree) and their branching is the group's size -- what the
+    In each group main's children are numbered from 0 (their spawn index, so the first
+    element of their whole subtree's position keys) and their branching is the group's size -- what the
     builder writes for marks made while the program ran, whatever marks the tables held
     before (so an empty ``starts`` removes them).  The arguments are modified in place.
     """
@@ -193,7 +192,6 @@ def relabel(
         branching[f] = int(sizes[t + 1])
         for g in range(f, end):
             iteration[g] = t
-            keys[g] = (pos, *keys[g][1:])
 
 
 def strand_ranges(t: Trace) -> tuple[np.ndarray, np.ndarray]:
@@ -269,13 +267,10 @@ def with_iterations(t: Trace, mode: str | None) -> Trace:
 
 def _relabelled(t: Trace, starts: list[int], params: dict) -> Trace:
     fr = t.frames
-    offs = np.asarray(fr.key_offsets, np.int64)
-    vals = np.asarray(fr.key_values).tolist()
-    keys = [tuple(vals[offs[f] : offs[f + 1]]) for f in range(len(fr))]
     spawn_index = np.asarray(fr.spawn_index, np.int64).tolist()
     branching = np.asarray(fr.branching, np.int64).tolist()
     iteration = np.asarray(fr.iteration, np.int64).tolist()
-    relabel(np.asarray(fr.parent).tolist(), spawn_index, branching, iteration, keys, starts)
+    relabel(np.asarray(fr.parent).tolist(), spawn_index, branching, iteration, starts)
     new = copy.copy(t)
     new.header = dataclasses.replace(t.header, params=params)
     new.frames = dataclasses.replace(
@@ -283,7 +278,6 @@ def _relabelled(t: Trace, starts: list[int], params: dict) -> Trace:
         spawn_index=np.asarray(spawn_index, np.int64),
         branching=np.asarray(branching, np.int64),
         iteration=np.asarray(iteration, np.int64),
-        key_hash=np.fromiter((fmt.key_hash(k) for k in keys), np.uint64, count=len(keys)),
-        key_values=np.fromiter((v for k in keys for v in k), np.int32, count=int(offs[-1])),
+        key_hash=fmt.key_hashes(fr.parent, np.asarray(spawn_index, np.int64)),
     )
     return new

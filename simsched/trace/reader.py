@@ -85,15 +85,13 @@ class FrameTable:
     first_strand: np.ndarray
     last_strand: np.ndarray
     key_hash: np.ndarray
-    key_offsets: np.ndarray
-    key_values: np.ndarray
 
     def __len__(self) -> int:
         return int(self.parent.shape[0])
 
     def key(self, f: int) -> tuple[int, ...]:
         """Position key of frame ``f``: its spawn indices from the iteration root."""
-        return tuple(int(v) for v in self.key_values[self.key_offsets[f] : self.key_offsets[f + 1]])
+        return fmt.position_key(self.parent, self.spawn_index, f)
 
 
 @dataclass(frozen=True)
@@ -171,7 +169,7 @@ class Trace:
         self._h = h
         meta = fmt.decode_json(self._section("meta", h["meta"]), f"{self._name}: meta section")
         tabs = fmt.decode_tables(
-            self._section("tables", h["tables"]), f"{self._name}: tables section"
+            self._section("tables", h["tables"]), f"{self._name}: tables section", h["version"]
         )
         raw_index = fmt.decompress(
             self._section("index", h["index"]), f"{self._name}: index section"
@@ -229,8 +227,6 @@ class Trace:
             tabs["frame_first_strand"],
             tabs["frame_last_strand"],
             tabs["frame_key_hash"],
-            tabs["frame_key_offsets"],
-            tabs["frame_key_values"],
         )
         self.edges = EdgeTable(tabs["edge_src"], tabs["edge_dst"], tabs["edge_kind"])
         n = hw["n_strands"]

@@ -258,13 +258,6 @@ def expand(spec: Repeat, tabs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         a = tabs[name]
         # main's last strand comes after the body
         out[name] = np.concatenate([smap(a[:f0]), _copies(a[f0:f1], c, L), smap(a[f1:])])
-    ko, kv = tabs["frame_key_offsets"], tabs["frame_key_values"]
-    klen = np.diff(ko)
-    lens = np.concatenate([klen[:f0], np.tile(klen[f0:f1], c), klen[f1:]])
-    out["frame_key_offsets"] = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-    out["frame_key_values"] = np.concatenate(
-        [kv[: ko[f0]], np.tile(kv[ko[f0] : ko[f1]], c), kv[ko[f1] :]]
-    ).astype(np.int32)
     src, dst, kind = tabs["edge_src"], tabs["edge_dst"], tabs["edge_kind"]
     body = (dst >= s0) & (dst < s1)
     pro = dst < s0

@@ -16,7 +16,8 @@ together they are what :class:`simsched.trace.TraceBuilder` guarantees:
 * tables have the header's lengths; reference ranges and instruction counts add up;
 * frames form a tree rooted at frame 0 (every parent has a smaller number, so there is no
   cycle), levels follow it, each frame's strands lie between its first and last strand,
-  and spawn indices are below the branching degree;
+  and spawn indices are below the branching degree (a frame's position key is its
+  parent's followed by its spawn index, so the table holds the keys without storing them);
 * every edge goes forward in serial order (so the DAG is acyclic and serial order is a
   topological order) and is of a known kind; a spawn edge goes from the parent's strand to
   a frame's first strand, a continuation stays in its frame, a join goes from a child's
@@ -191,7 +192,7 @@ def _check_lengths(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) ->
         "edges": h["n_edges"],
     }
     for tname, (_, key) in fmt.TABLES.items():
-        if key != "keys" and tabs[tname].shape[0] != lengths[key]:
+        if tabs[tname].shape[0] != lengths[key]:
             raise TraceFormatError(
                 f"{name}: table {tname} has {tabs[tname].shape[0]} rows, the header says "
                 f"{lengths[key]}"
@@ -265,22 +266,6 @@ def _check_frames(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> 
         )
     _check_siblings(name, parent, tabs["frame_spawn_index"], tabs["frame_branching"])
     _check_iterations(name, parent, tabs["frame_spawn_index"], tabs["frame_iteration"])
-    ko, kv = tabs["frame_key_offsets"], tabs["frame_key_values"]
-    if ko[0] != 0 or ko[-1] != kv.shape[0] or np.any(ko[1:] < ko[:-1]) or np.any(kv < 0):
-        raise TraceFormatError(f"{name}: position keys do not match their offsets")
-    # A spawned frame's key is its parent's plus its spawn index (main's children: just
-    # the spawn index); main's key is empty.  Lengths and last values here, the full
-    # prefixes in validate (check_keys).
-    klen = ko[1:] - ko[:-1]
-    want = np.where(parent > 0, klen[np.maximum(parent, 0)] + 1, np.where(ids == 0, 0, 1))
-    f = _first(klen != want)
-    if f is None and nf > 1:
-        f = _first(np.concatenate([[False], kv[ko[2:] - 1] != tabs["frame_spawn_index"][1:]]))
-    if f is not None:
-        raise TraceFormatError(
-            f"{name}: frame {f}: its position key is not its parent's key (none for main's "
-            "children) followed by its spawn index"
-        )
 
 
 def _check_iterations(name: str, parent: np.ndarray, si: np.ndarray, it: np.ndarray) -> None:
@@ -317,32 +302,6 @@ def _check_iterations(name: str, parent: np.ndarray, si: np.ndarray, it: np.ndar
             f"{name}: frame {fb} (spawn {int(si[fb])} of main) has iteration {int(it[fb])} "
             f"after frame {fa} of iteration {int(it[fa])}: {why}"
         )
-
-
-def check_keys(name: str, parent: np.ndarray, ko: np.ndarray, kv: np.ndarray) -> None:
-    """Each spawned frame's position key starts with its parent's (below main's children).
-
-    Together with the checks on open (lengths, last values, spawn groups, iterations)
-    this makes the position key the path of spawn indices from main, and (iteration,
-    key) unique.  O(total key length), in blocks of frames.
-    """
-    kids = np.flatnonzero(parent > 0)
-    for lo in range(0, kids.shape[0], 1 << 16):
-        f = kids[lo : lo + (1 << 16)]
-        p = parent[f]
-        n = ko[p + 1] - ko[p]
-        total = int(n.sum())
-        if total == 0:
-            continue
-        within = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
-        bad = kv[np.repeat(ko[f], n) + within] != kv[np.repeat(ko[p], n) + within]
-        j = _first(bad)
-        if j is not None:
-            g = int(np.repeat(f, n)[j])
-            raise TraceFormatError(
-                f"{name}: frame {g}: its position key does not start with its parent frame "
-                f"{int(parent[g])}'s key"
-            )
 
 
 def _check_siblings(name: str, parent: np.ndarray, si: np.ndarray, br: np.ndarray) -> None:

@@ -218,7 +218,8 @@ def _set(key, index, value):
         (_set("hist_level", 0, 300), "out of range"),
         (_set("hist_bucket", 0, -5), "out of range"),
         (lambda a, m: a.__setitem__("hist_count", a["hist_count"] * 1.0), "hist_count"),
-        (lambda a, m: a.__setitem__("frame_key_offsets", a["frame_key_offsets"][:-1]), "keys"),
+        (_set("frame_parent", 2, 2), "frame parents"),
+        (lambda a, m: a.__setitem__("frame_spawn_index", a["frame_spawn_index"][:-1]), "parents"),
         (lambda a, m: b"[1]", "not a JSON object"),
         (lambda a, m: b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
         (lambda a, m: b'{"line": ' + b"9" * 5000 + b"}", "not valid JSON"),
@@ -263,3 +264,26 @@ def test_profile_trace_refuses_bad_sizes_and_lines(tmp_path, kwargs, message):
         4096,
         8192,
     ]
+
+
+def test_a_recursion_too_deep_is_refused_before_its_chains_are_built(tmp_path, monkeypatch):
+    # the strands' root-to-leaf chains total the sum of their depths: a list walk 20 000
+    # deep filled 19 GB in 41 s before the level limit was checked
+    import simsched.profile.lrutree as lrutree
+    from simsched.profile.groups import GroupTree
+
+    p = tmp_path / "deep.sst"
+    with TraceBuilder(p) as b:
+        for d in range(40):
+            b.ref(64 * d, 8, False)
+            b.spawn()
+        for _ in range(40):
+            b.ret()
+    monkeypatch.setattr(lrutree, "MAX_LEVELS", 50)
+
+    def never(self):
+        raise AssertionError("ancestor chains built")
+
+    monkeypatch.setattr(GroupTree, "ancestors", never)
+    with pytest.raises(SimschedError, match=r"deep.sst: its task-group tree is \d+ levels deep"):
+        profile_trace(p)

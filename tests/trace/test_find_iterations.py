@@ -94,8 +94,7 @@ def test_marks_win_and_a_trailing_phase_joins_the_last_iteration(tmp_path):
 def _tables(t):
     f = t.frames
     return {
-        k: getattr(f, k).tolist()
-        for k in ("spawn_index", "branching", "iteration", "key_hash", "key_offsets", "key_values")
+        k: getattr(f, k).tolist() for k in ("spawn_index", "branching", "iteration", "key_hash")
     }
 
 

@@ -1,4 +1,5 @@
-"""The reference rule of ``simsched.trace.format`` against an independent statement of it."""
+"""``simsched.trace.format``: the reference rule against an independent statement of it,
+position keys and their hashes, and the tables of older versions."""
 
 from __future__ import annotations
 
@@ -94,3 +95,54 @@ def test_json_sections_that_json_loads_chokes_on(tmp_path, section, text, messag
     forge.assert_refused(
         good, lambda parts: setattr(parts, section, text), message, tmp_path / "bad.sst"
     )
+
+
+def _tree(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A random frame tree in the tables' order (each parent before its children)."""
+    parent = np.full(n, -1, np.int64)
+    spawn_index = np.zeros(n, np.int64)
+    kids = np.zeros(n, np.int64)
+    for f in range(1, n):
+        p = int(rng.integers(0, f)) if rng.random() < 0.5 else f - 1  # bushy and deep
+        parent[f], spawn_index[f] = p, kids[p]
+        kids[p] += 1
+    return parent, spawn_index
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_key_hashes_are_the_hashes_of_whole_keys(seed):
+    parent, spawn_index = _tree(np.random.default_rng(seed), 300)
+    keys = [fmt.position_key(parent, spawn_index, f) for f in range(300)]
+    assert keys[0] == () and all(keys[f][:-1] == keys[parent[f]] for f in range(1, 300))
+    assert fmt.key_hashes(parent, spawn_index).tolist() == [fmt.key_hash(k) for k in keys]
+
+
+def test_version_2_tables_with_whole_keys_are_read_without_them():
+    # version 2 stored every frame's whole key (the square of the depth for a deep
+    # recursion); a version 3 reader drops them and derives the same keys
+    import json
+    from pathlib import Path
+
+    from simsched.trace import open_trace, validate
+
+    sample = Path(__file__).parents[2] / "traces" / "samples" / "heat-512-16-16.valgrind.sst"
+    data = sample.read_bytes()
+    h = fmt.unpack_header(data[: fmt.HEADER_SIZE], str(sample))
+    assert h["version"] == 2
+    off, length = h["tables"]
+    section = data[off : off + length]
+    raw = fmt.decompress(section, "tables")
+    hlen = int(np.frombuffer(raw[:8], "<u8")[0])
+    body = raw[8 + hlen :]
+    arrays = {
+        e["name"]: np.frombuffer(body, e["dtype"], e["length"], e["offset"])
+        for e in json.loads(raw[8 : 8 + hlen])
+    }
+    ko, kv = arrays["frame_key_offsets"], arrays["frame_key_values"]
+    stored = [tuple(kv[ko[f] : ko[f + 1]].tolist()) for f in range(len(ko) - 1)]
+    assert max(map(len, stored)) >= 3
+    with open_trace(sample) as t:
+        assert [t.frames.key(f) for f in range(len(t.frames))] == stored
+        assert validate(t)["ok"]
+    with pytest.raises(TraceFormatError, match="unexpected array 'frame_key_offsets'"):
+        fmt.decode_tables(section, "tables", version=3)

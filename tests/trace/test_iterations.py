@@ -99,14 +99,14 @@ def test_the_undamaged_trace_is_valid(iterated):
         assert sorted(set(t.frames.iteration.tolist())) == [-1, 0, 1, 2]
 
 
-def test_validate_checks_whole_position_keys(tmp_path, iterated):
-    # a grandchild's key keeps its length and last value but not its parent's prefix
+def test_validate_checks_the_position_key_hashes(tmp_path, iterated):
+    # a grandchild's hash is its parent's key's, not its own (parent and spawn index)
     parts = forge.read(iterated)
     t = parts.tables
     f = int(np.flatnonzero(t["frame_level"] == 2)[0])
-    t["frame_key_values"][t["frame_key_offsets"][f]] += 1
+    t["frame_key_hash"][f] = t["frame_key_hash"][t["frame_parent"][f]]
     bad = forge.seal(parts, tmp_path / "bad.sst")
-    with pytest.raises(TraceFormatError, match=f"frame {f}: its position key does not start"):
+    with pytest.raises(TraceFormatError, match=f"frame {f}: position key hash mismatch"):
         validate(bad)
 
 

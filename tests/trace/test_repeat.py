@@ -291,8 +291,8 @@ def test_version_1_files_are_read_without_the_repeat_flag(tmp_path, rep_trace):
         assert t.header.version == 1 and t.header.repeat is None
     with pytest.raises(TraceFormatError, match="unknown flag bits 0x4 .*version 1 defines 0x3"):
         open_trace(_as_version(rep_trace, 1))
-    with pytest.raises(TraceFormatError, match="trace format version 3; this simsched reads"):
-        open_trace(_as_version(plain, 3))
+    with pytest.raises(TraceFormatError, match="trace format version 4; this simsched reads"):
+        open_trace(_as_version(plain, 4))
 
 
 def test_header_json_names_the_repeat(rep_trace):

@@ -56,7 +56,7 @@ def _main_branching(parts):
 SEALED = {
     "unknown flag bits": (
         _flags,
-        "unknown flag bits 0x10 in the header \\(version 2 defines 0x7\\)",
+        "unknown flag bits 0x10 in the header \\(version 3 defines 0x7\\)",
     ),
     "stack flag without a region": (
         lambda parts: setattr(parts, "flags", parts.flags | fmt.FLAG_STACK),
