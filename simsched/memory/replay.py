@@ -90,8 +90,11 @@ def replay_trace(machine: Machine, trace: str | os.PathLike, core_of_strand: str
             ends = np.arange(e_lo, e_hi)
             tails = np.maximum(instr[ends] - n_in[ends] - gap_sum[ends], 0)
             np.add.at(gaps, tail_at[ends] - c.start, tails)
+            # A chunk boundary is not an event of the program: misses stay in flight across
+            # it (an out-of-order core drains at the end of the trace, or of a strand).
+            end = c.start + n
             if core_of_strand == "0" or cores == 1:
-                ms.access_batch(0, c.addr, c.size, c.write, now, gaps, out=out)
+                ms.access_batch(0, c.addr, c.size, c.write, now, gaps, out=out, drain=end >= n_refs)
                 now = ms.last_time
                 continue
             s_lo = int(np.searchsorted(starts, c.start, side="right")) - 1
@@ -110,6 +113,7 @@ def replay_trace(machine: Machine, trace: str | os.PathLike, core_of_strand: str
                     now,
                     gaps[lo:hi],
                     out=out,
+                    drain=int(starts[s + 1]) <= end,
                 )
                 now = ms.last_time
         # Strands ending after the last reference add their tails to the end time.

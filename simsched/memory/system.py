@@ -264,6 +264,7 @@ class MemorySystem:
         gaps: npt.ArrayLike | None = None,
         out: np.ndarray | None = None,
         deps: npt.ArrayLike | None = None,
+        drain: bool = True,
     ) -> np.ndarray:
         """Serve references in order on one core and return their latencies.
 
@@ -292,6 +293,12 @@ class MemorySystem:
         deps
             Flags of references whose address depends on an earlier load (default none);
             only out-of-order cores read them (docs/machine-model.md §6.1).
+        drain
+            On an out-of-order core, end the batch when its last miss in flight completes
+            (the default).  False leaves the misses in flight and :attr:`last_time` at the
+            last reference's completion, so that a next batch of the same core starting at
+            :attr:`last_time` continues this one exactly: a caller streaming one sequence
+            of references in pieces (chunks) drains only after its last piece.
 
         Returns
         -------
@@ -361,7 +368,7 @@ class MemorySystem:
             if i >= n:
                 break
             self._grow(int(misc[K.MISC_PAGES]) + 1)
-        if g.mshrs:
+        if g.mshrs and drain:
             # The batch ends when its last miss in flight completes.
             t = max(t, int(self.module._drain(self.state, int(core))))
         self.last_time = t
