@@ -16,9 +16,12 @@ scheduler does not make them: it names what it needs
   already at hand and no measurement is counted as control time.
 * **Cached.**  Each value is computed once per process and object (memoised) and once per
   content on disk, under ``$SIMSCHED_CACHE_DIR/cab/``: the footprint by trace digest, the
-  intensity by trace digest and the one-core machine's configuration (scheduling costs and
-  names removed: they do not change a serial replay's misses).  Files are written
-  atomically; a file of another :data:`MEASURE_VERSION` is computed again.
+  intensity by trace digest, the one-core machine's configuration (scheduling costs and
+  names removed: they do not change a serial replay's misses) and the timing model's code
+  (:func:`simsched.identity.timing_model_identity`, as for the one-core baselines: the
+  misses are the memory model's, so an edited model never reads an older model's value).
+  Files are written atomically; a file of another :data:`MEASURE_VERSION` is computed
+  again.
 
 The facts (names are what :meth:`Scheduler.wanted_facts` returns):
 
@@ -99,8 +102,10 @@ def one_core_miss_intensity(trace: Any, machine: Any) -> dict[str, Any]:
     -------
     dict
         ``misses``, ``instructions`` and ``intensity`` (misses per instruction); kept in
-        ``$SIMSCHED_CACHE_DIR/cab/intensity-<digest>-<machine key>.json``.
+        ``$SIMSCHED_CACHE_DIR/cab/intensity-<digest>-<key>.json`` (the key: the one-core
+        machine and the timing model's code).
     """
+    from simsched.identity import timing_model_identity
     from simsched.memory.replay import replay_trace
 
     m1 = one_core_machine(machine)
@@ -108,7 +113,8 @@ def one_core_miss_intensity(trace: Any, machine: Any) -> dict[str, Any]:
     cfg.pop("costs", None)  # scheduling costs do not change a serial replay's misses
     cfg.pop("name", None)
     cfg.pop("description", None)
-    mkey = hashlib.sha256(canonical_json(cfg, strict=True).encode()).hexdigest()[:20]
+    key = canonical_json(cfg, strict=True) + f"|code:{timing_model_identity()}"
+    mkey = hashlib.sha256(key.encode()).hexdigest()[:20]
     path = cache_dir("cab", f"intensity-{trace.header.digest[:32]}-{mkey}.json")
 
     def compute() -> dict[str, Any]:

@@ -83,6 +83,22 @@ def test_facts_are_cached_by_content(tree, tmp_path, monkeypatch):
         a.prepare(["nope"])
 
 
+def test_the_intensity_is_cached_under_the_timing_models_code(tree, tmp_path, monkeypatch):
+    """An edited memory model measures again: before, a cache filled by other code gave its
+    misses (and so CAB's CPU-bound choice) to a run whose record named the new code."""
+    monkeypatch.setattr("simsched.engine.facts.cache_dir", lambda *p: tmp_path.joinpath("c", *p))
+    m = load_machine(TWO_BY_TWO)
+    first = TraceFacts(tree, m).one_core_miss_intensity()
+    monkeypatch.setattr("simsched.identity.timing_model_identity", lambda: "edited")
+    monkeypatch.setattr(
+        "simsched.memory.replay.replay_trace",
+        lambda *a, **k: {"levels": [{"scope": "core", "misses": 7}], "refs": 7},
+    )
+    again = TraceFacts(tree, m).one_core_miss_intensity()
+    assert again["misses"] == 7 != first["misses"]
+    assert len(list((tmp_path / "c" / "cab").glob("intensity-*.json"))) == 2
+
+
 def test_a_context_without_the_engine_refuses_facts(tree):
     m = load_machine(TWO_BY_TWO)
     ctx = SchedContext(m, range(m.cores), tree, lambda n, cores: None)
