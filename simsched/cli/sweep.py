@@ -153,6 +153,12 @@ def status_cmd(
             if status["orphans"]
             else ""
         )
+        + (
+            f"; {status['trace_changed']} of the missing were run on a trace file that "
+            "holds another trace since (sweep run runs them again)"
+            if status["trace_changed"]
+            else ""
+        )
         + f" ({status['out']})"
     )
 

@@ -59,7 +59,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, SimschedError
 from simsched.experiments.spec import LoadedSpec, Point, check_loaded, check_spec
 from simsched.experiments.store import (
     POINT_FILE,
@@ -214,11 +214,39 @@ def is_stale(row: dict[str, Any]) -> bool:
     return ident is not None and ident != results_identity()
 
 
+def trace_changed(point: Point, row: dict[str, Any] | None) -> bool:
+    """Whether a finished point names a trace file that now holds another trace.
+
+    A point is identified by its recipe, and for a trace file that is its path: a file
+    replaced since the row was made (a new capture under the old name) would otherwise
+    keep its old row beside rows of the new trace.  Only the file's header is read (its
+    digest); a file that is gone or unreadable is left for the run to report.
+    """
+    from simsched.trace.format import HEADER_SIZE, unpack_header
+
+    w = point.workload
+    if row is None or row.get("status") != "ok" or w.get("kind") != "trace":
+        return False
+    path = Path(w["path"])
+    path = path if path.is_absolute() else Path(point.spec_dir) / path
+    try:
+        with open(path, "rb") as f:
+            digest = unpack_header(f.read(HEADER_SIZE), str(path))["digest"].hex()
+    except (OSError, SimschedError):
+        return False
+    recorded = row.get("trace_digest")
+    return isinstance(recorded, str) and recorded != digest
+
+
 def is_finished(
-    row: dict[str, Any] | None, retry_failed: bool = False, rerun_stale: bool = False
+    row: dict[str, Any] | None,
+    retry_failed: bool = False,
+    rerun_stale: bool = False,
+    changed: bool = False,
 ) -> bool:
-    """Whether a point with this row (None: no row) is done and is not to be run again."""
-    if row is None:
+    """Whether a point with this row (None: no row) is done and is not to be run again
+    (``changed``: its trace file holds another trace since, :func:`trace_changed`)."""
+    if row is None or changed:
         return False
     if row.get("status") != "ok":
         return not retry_failed
@@ -258,7 +286,8 @@ def execute_point(
 
     def finished() -> dict[str, Any] | None:
         old = read_row(out_dir, point.id)
-        return old if is_finished(old, retry_failed, rerun_stale) else None
+        changed = trace_changed(point, old)
+        return old if is_finished(old, retry_failed, rerun_stale, changed) else None
 
     old = finished()
     if old is not None:
@@ -355,7 +384,7 @@ def pending_points(
     done: list[tuple[Point, dict[str, Any]]] = []
     for p in points:
         row = read_row(loaded.out_dir, p.id)
-        if row is not None and is_finished(row, retry_failed, rerun_stale):
+        if row is not None and is_finished(row, retry_failed, rerun_stale, trace_changed(p, row)):
             done.append((p, row))
         else:
             todo.append(p)
@@ -814,18 +843,22 @@ def run_sweep(
 
 def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:
     """Counts of a sweep's points: total, ok, failed, missing, ok ones simulated by other
-    simsched code (``stale``, :func:`is_stale`) and rows of points no longer in the spec
-    (``orphans``).  Reads only the output folder; runs nothing."""
+    simsched code (``stale``, :func:`is_stale`), rows of points no longer in the spec
+    (``orphans``) and, among the missing, rows made on a trace file that holds another
+    trace since (``trace_changed``, :func:`trace_changed`: they run again).  Reads only
+    the output folder and the trace files' headers; runs nothing."""
     check_loaded(loaded)
     points = loaded.points()
-    ok = failed = stale = 0
+    ok = failed = stale = changed = 0
     ids = set()
     for p in points:
         ids.add(p.id)
         row = read_row(loaded.out_dir, p.id)
         if row is None:
             continue
-        if row.get("status") == "ok":
+        if trace_changed(p, row):
+            changed += 1
+        elif row.get("status") == "ok":
             ok += 1
             stale += is_stale(row)
         else:
@@ -842,5 +875,6 @@ def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:
         "failed": failed,
         "missing": len(points) - ok - failed,
         "stale": stale,
+        "trace_changed": changed,
         "orphans": orphans,
     }

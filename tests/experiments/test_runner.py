@@ -63,6 +63,7 @@ def test_in_process_run_writes_rows_and_skips_on_rerun(tmp_path):
         "missing": 0,
         "stale": 0,
         "orphans": 0,
+        "trace_changed": 0,
     }
 
 
@@ -390,6 +391,33 @@ def test_rerun_reports_earlier_failures_and_names_the_retry_option(tmp_path, cap
     code, _, err = _cli(args, capsys)
     assert code == 1 and "ran 0" in err and "failed 2" in err
     assert "--retry-failed" in err
+
+
+def test_a_trace_file_replaced_since_its_points_ran_runs_them_again(tmp_path, capsys):
+    # a point names a trace file by path: a new trace written under the old name kept the
+    # old trace's rows on resume, beside rows of the new one
+    from simsched.trace import open_trace
+    from simsched.workloads import generate
+
+    trace = tmp_path / "t.sst"
+    generate("fib", trace, n=8, cutoff=2)
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "name: s\nworkloads: [{trace: t.sst}]\nmachines: [itrs-scaling-2]\nschedulers: [ws, pdf]\n"
+    )
+    loaded = load_spec(spec, small=False)
+    assert run_sweep(loaded, workers=0, progress=False).ran == 2
+    assert run_sweep(loaded, workers=0, progress=False).skipped == 2
+    generate("fib", trace, n=9, cutoff=2)
+    status = sweep_status(loaded)
+    assert (status["trace_changed"], status["ok"], status["missing"]) == (2, 0, 2)
+    code, out, _ = _cli(["sweep", "status", str(spec)], capsys)
+    assert code == 0 and "2 of the missing were run on a trace file that holds another" in out
+    again = run_sweep(loaded, workers=0, progress=False)
+    assert (again.ran, again.skipped) == (2, 0)
+    with open_trace(trace) as t:
+        assert set(load_results(loaded.out_dir)["trace_digest"]) == {t.header.digest}
+    assert sweep_status(loaded)["ok"] == 2
 
 
 def test_points_of_other_code_are_counted_and_rerun_on_request(tmp_path, monkeypatch):
