@@ -367,7 +367,8 @@ def _entry(g: Geometry) -> str:
         "    size = np.int64(sizes[i])",
         # Invalid references (size 0, address >= 2**ADDRESS_BITS) are flagged and skipped; a
         # branch that leaves the loop would cost ~15 % of the loop's speed.
-        f"    if ((addr + size - 1) | (size - 1)) >> {ADDRESS_BITS} != 0:",
+        # (addr itself too: a negative one, 2**63 and up as uint64, ends past zero.)
+        f"    if (addr | (addr + size - 1) | (size - 1)) >> {ADDRESS_BITS} != 0:",
         f"        MISC[{MISC_STATUS}] = 1",
         "        if rec:",
         "            out[i] = 0",

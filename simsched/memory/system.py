@@ -358,8 +358,10 @@ class MemorySystem:
             misc = self.state[g.st_misc]
             t = int(misc[K.MISC_TIME])
             if misc[K.MISC_STATUS]:
-                end = a.astype(np.uint64) + s.astype(np.uint64) - np.uint64(1)
-                bad = int(np.flatnonzero(((end >> np.uint64(K.ADDRESS_BITS)) != 0) | (s == 0))[0])
+                ua = a.astype(np.uint64)
+                end = ua + s.astype(np.uint64) - np.uint64(1)
+                far = ((ua | end) >> np.uint64(K.ADDRESS_BITS)) != 0
+                bad = int(np.flatnonzero(far | (s == 0))[0])
                 raise ValueError(
                     f"reference {bad}: address {int(a[bad]) & (2**64 - 1):#x} is not below "
                     f"2**{K.ADDRESS_BITS} or its size is 0 (invalid references were skipped, "

@@ -269,6 +269,20 @@ def test_invalid_input_raises():
         ms.access_batch(0, np.zeros(2, np.uint64), np.array([8, 8, 8]), False, 0)
 
 
+def test_an_address_at_2_63_and_up_is_refused_even_when_its_end_wraps():
+    """2**64 - 47 as uint64 is -47 to the kernels: with 82 bytes its last byte (34) lay
+    below the limit, so the reference was served at a negative address (not refused as
+    every address from 2**57 up is) and the error's own search found nothing."""
+    ms = MemorySystem(machine([{"size": 1024, "assoc": 2, "line": 64}]))
+    a = np.array([0, 2**64 - 47, 64], np.uint64)
+    with pytest.raises(ValueError, match=r"reference 1: address 0xffffffffffffffd1"):
+        ms.access_batch(0, a, np.array([8, 82, 8]), False, 0)
+    # the other references were served; the bad one touched nothing
+    assert ms.stats()["levels"][0]["accesses"] == 2
+    with pytest.raises(ValueError, match="reference 0"):
+        ms.access_batch(0, np.array([-1], np.int64), 2, False, 0)
+
+
 def test_page_table_growth_does_not_change_results():
     m = machine(
         [{"size": 512, "assoc": 2, "line": 64}],
