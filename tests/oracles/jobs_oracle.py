@@ -26,6 +26,7 @@ import numpy as np
 from simsched.engine.controllers import assign_cores
 from simsched.engine.facts import TraceFacts
 from simsched.engine.job import addr_offset
+from simsched.memory.stacks import stack_layout
 from simsched.schedulers.base import RETRY, RUN, SchedContext
 
 
@@ -36,13 +37,16 @@ class _Job:
         tr = spec.trace
         n = tr.header.n_strands
         self.n = n
-        off = addr_offset(jid)
+        self.off = addr_offset(jid)
+        # Every core's own copy of the trace's stack region (docs/engine.md, per-core
+        # stacks): moved by the issuing core, then placed in the job's address space.
+        self.stacks = stack_layout(tr.header.stack, machine.cores)
         self.refs = []
         for s in range(n):
             ch = tr.strand_refs(s)
             self.refs.append(
                 [
-                    (int(a) + off, int(z), bool(w), int(g))
+                    (int(a), int(z), bool(w), int(g))
                     for a, z, w, g in zip(ch.addr, ch.size, ch.write, ch.gap, strict=True)
                 ]
             )
@@ -228,7 +232,10 @@ class OracleJobs:
                 c = x
                 job, s = cur[c]
                 addr, size, write, gap = job.refs[s][pos[c]]
-                lat = self.mem.access(c, addr, size, write, t)
+                st = job.stacks
+                if st is not None and st.lo <= addr < st.hi:
+                    addr += c * st.step
+                lat = self.mem.access(c, addr + job.off, size, write, t)
                 clock[c] = t + lat
                 pos[c] += 1
                 continue
