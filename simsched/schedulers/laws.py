@@ -663,8 +663,13 @@ class LocalityAware(Scheduler):
     def _to_ws(self, mode: str) -> None:
         """Schedule the rest of the run by traditional work stealing (``mode`` says why)."""
         ws = ws_fallback(self, deques=self.dq)
+        cores = self.ctx.cores
         for p, pool in enumerate(self.pools):
+            # WS never reads the pools: a socket without a core of this job (only its CF
+            # pool's stealers took from it) hands its pool to the job's first core
             h = self.ctx.head_core(p)
+            if h is None and cores:
+                h = cores[0]
             if pool and h is not None:
                 self.dq.push_all(h, pool)
                 pool.clear()

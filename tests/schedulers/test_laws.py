@@ -323,6 +323,36 @@ def test_cpu_bound_program_falls_back_to_ws(small_traces):
         get_scheduler("laws").resolve_params({"cpu_threshold": 0})
 
 
+@pytest.mark.parametrize("sched", ["laws", "laws-nc"])
+def test_falling_back_to_ws_on_one_socket_keeps_the_other_sockets_pool(tmp_path, sched):
+    """A job holding the cores of socket 1 only: its first iteration's tasks of socket 0
+    wait in socket 0's CF pool, which only pool steals empty.  When the CPU-bound test
+    hands the job to WS, that pool goes to a core of the job (WS reads no pool): the
+    job once stalled there with its strands queued where nobody looked."""
+    from simsched.engine import JobSpec, Replay
+    from simsched.engine.controllers import get_controller
+    from simsched.trace import TraceBuilder
+
+    path = tmp_path / "cpu.sst"
+    with TraceBuilder(path, program="cpu", gaps_exact=True, line_size_hint=64) as b:
+        for it in range(3):
+            b.iteration(it)
+            for k in range(4):
+                b.spawn()
+                b.refs(np.arange(16, dtype=np.uint64) * 64 + 4096 * k, 8, False, 2)
+                b.instr(100_000)  # CPU-bound: WS after the first iteration
+                b.ret()
+            b.sync()
+    machine = load_machine(TWO_BY_TWO)
+    cls = get_scheduler(sched)
+    specs = [JobSpec(open_trace(path), cls, cls.resolve_params({}), 0, f"j{i}") for i in range(2)]
+    ctl = get_controller("static")(machine, 2)
+    res = Replay(machine, specs, controller=ctl, seed=3, window=0, memory=MemorySystem(machine))
+    second = res.run().jobs[1]
+    assert second.sched_fields["packing_mode"].startswith("CPU-bound")
+    assert set(second.strand_core.tolist()) <= {2, 3}  # socket 1's cores
+
+
 def test_laws_is_more_local_than_ws(small_traces):
     trace = open_trace(small_traces["heat"])
     machine = load_machine("opteron-8380-4x4")
