@@ -19,7 +19,7 @@ from simsched.jobset import load_jobset
 from simsched.machine import load_machine
 from simsched.memory import MemorySystem
 from simsched.schedulers import get_scheduler
-from simsched.trace import open_trace
+from simsched.trace import TraceBuilder, open_trace
 from tests.engine.conftest import make_trace
 from tests.engine.golden_cases import CASES, GOLDEN, SAMPLES, case_id
 from tests.engine.machines import TWO_BY_TWO
@@ -280,6 +280,28 @@ def test_job_set_oracle_gives_every_core_its_own_stack(tmp_path):
         cls = get_scheduler(name)
         specs.append(JobSpec(open_trace(path), cls, cls.resolve_params({}), 150 * i, f"j{i}"))
     _agree_with_oracle(m, specs, "equi")
+
+
+def test_job_set_oracle_profiles_every_strand(tmp_path):
+    """LAWS and CATS learn from ``on_profile`` (each strand's private-cache misses and
+    instructions, before ``on_finish``); the job-set oracle once never called it, so its
+    jobs judged the program memory-bound and packed it on no profile at all."""
+    m = load_machine(TWO_BY_TWO)
+    specs = []
+    for i, name in enumerate(["cats", "laws"]):
+        path = tmp_path / f"p{i}.sst"
+        with TraceBuilder(path, program="iters", gaps_exact=True, line_size_hint=64) as b:
+            for it in range(3):
+                b.iteration(it)
+                for k in range(4):
+                    b.spawn()
+                    b.refs(np.arange(16, dtype=np.uint64) * 64 + 4096 * k, 8, False, 2)
+                    b.instr(100_000)  # CPU-bound: WS after the first iteration
+                    b.ret()
+                b.sync()
+        cls = get_scheduler(name)
+        specs.append(JobSpec(open_trace(path), cls, cls.resolve_params({}), 0, f"j{i}"))
+    _agree_with_oracle(m, specs, "static")
 
 
 def test_deq_invariants_in_a_replay(tmp_path):

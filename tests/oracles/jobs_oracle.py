@@ -11,7 +11,9 @@ between strands.  At every step the earliest thing happens; ties go by (time, ra
 * rank 2: a running core issuing its next reference (lower core first).
 
 A core that joins a job other than the last one it held is away for
-``machine.costs.core_move`` cycles: no timer of it fires before then.
+``machine.costs.core_move`` cycles: no timer of it fires before then.  A finished strand
+is reported to its job's scheduler by ``on_profile`` (its private-cache misses) before
+anything else, as in ``engine_oracle``.
 
 Controllers and the core-assignment rule are policy and shared with the engine
 (``simsched.engine.controllers``); everything else here is written independently.  Tests
@@ -51,6 +53,8 @@ class _Job:
                 ]
             )
         self.tail = [int(x) for x in tr.strands.tail]
+        self.instr = [int(x) for x in tr.strands.instr]
+        self.spmiss = [0] * n  # private-cache misses of every strand (the profile)
         self.preds = [0] * n
         self.succs = [[] for _ in range(n)]
         for a, b, k in zip(
@@ -236,6 +240,8 @@ class OracleJobs:
                 if st is not None and st.lo <= addr < st.hi:
                     addr += c * st.step
                 lat = self.mem.access(c, addr + job.off, size, write, t)
+                if lat > self.pthresh:
+                    job.spmiss[s] += 1
                 clock[c] = t + lat
                 pos[c] += 1
                 continue
@@ -286,6 +292,8 @@ class OracleJobs:
                     if job.preds[d] == 0:
                         ready.append(d)
                         kinds.append(k)
+                if job.sched.wants_profile:
+                    job.sched.on_profile(s, c, job.start[s], t, job.instr[s], job.spmiss[s])
                 if job.finished == job.n:
                     job.finish = t
                     for cc in sorted(job.cores):
