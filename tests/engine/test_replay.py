@@ -12,7 +12,7 @@ from simsched.engine.replay import Engine
 from simsched.machine import load_machine
 from simsched.memory import MemorySystem
 from simsched.schedulers import get_scheduler, scheduler_names
-from simsched.trace import open_trace
+from simsched.trace import TraceBuilder, open_trace
 from tests.engine.conftest import make_trace
 from tests.engine.machines import ONE_BY_THREE, TWO_BY_TWO
 from tests.oracles.engine_oracle import OracleEngine
@@ -57,6 +57,36 @@ def test_fast_engine_equals_oracle(tmp_path, mspec, tseed, sched, params):
         for f in ("accesses", "hits", "misses", "writebacks", "invalidations"):
             assert a[f] == b[f], (a["name"], f)
     assert stats["nodes"] == ostats["nodes"]
+
+
+@pytest.mark.parametrize("sched", ["ws", "laws"])
+def test_fast_engine_equals_oracle_with_a_prefetcher(tmp_path, sched):
+    """Private misses count the lines a prefetcher brings from beyond the private levels
+    (docs/schedulers.md, profiling), per core and in each strand's profile; the oracle
+    once counted only references slower than a private hit."""
+    spec = {**TWO_BY_TWO, "caches": [dict(c) for c in TWO_BY_TWO["caches"]]}
+    spec["caches"][0]["prefetch"] = {"streams": 4, "distance": 2, "degree": 2}
+    machine = load_machine(spec)
+    path = tmp_path / "sweeps.sst"
+    with TraceBuilder(path, program="sweeps", gaps_exact=True, line_size_hint=64) as b:
+        for it in range(2):
+            b.iteration(it)
+            for k in range(4):
+                b.spawn()
+                b.refs(np.arange(48, dtype=np.uint64) * 64 + 8192 * k, 8, k % 2 == 0, 1)
+                b.ret()
+            b.sync()
+    trace = open_trace(path)
+    cls = get_scheduler(sched)
+    res, stats = _fast(trace, machine, cls, {}, 3, window=0)
+    assert stats["prefetch"]["beyond"] > 0
+    oracle_mem = MemoryOracle(machine)
+    ora = OracleEngine(trace, machine, cls, {}, 3, oracle_mem).run()
+    np.testing.assert_array_equal(res.strand_core, ora["strand_core"])
+    np.testing.assert_array_equal(res.strand_end, ora["strand_end"])
+    np.testing.assert_array_equal(res.private_misses, ora["private_misses"])
+    assert res.counters == ora["counters"]
+    assert stats["levels"] == oracle_mem.stats()["levels"]
 
 
 def test_multisocket_scheduler_keeps_subtrees_on_their_socket(tmp_path):

@@ -26,6 +26,12 @@ from simsched.memory.stacks import stack_layout
 from simsched.schedulers.base import RETRY, RUN, SchedContext
 
 
+def prefetch_fills(memory, core: int) -> int:
+    """Lines ``core``'s prefetcher has brought from beyond the private levels so far."""
+    pf = getattr(memory, "pf_count", None)
+    return pf[core]["beyond"] if pf is not None else 0
+
+
 class OracleEngine:
     """Replay ``trace`` on ``machine`` under ``scheduler_cls`` with ``memory``."""
 
@@ -135,10 +141,13 @@ class OracleEngine:
                 addr, size, write, gap = refs[strand[c]][pos[c]]
                 if stacks is not None and stacks.lo <= addr < stacks.hi:
                     addr += c * stacks.step  # core c's own copy of the stack
+                fills = prefetch_fills(self.memory, c)
                 lat = self.memory.access(c, addr, size, write, t)
-                if lat > self.pthresh:
-                    pmiss[c] += 1
-                    spmiss[strand[c]] += 1
+                # a miss of every private level, and each line the prefetcher brought
+                # from beyond them (docs/schedulers.md, profiling)
+                pm = (lat > self.pthresh) + prefetch_fills(self.memory, c) - fills
+                pmiss[c] += pm
+                spmiss[strand[c]] += pm
                 clock[c] = t + lat
                 pos[c] += 1
             elif what == "done":

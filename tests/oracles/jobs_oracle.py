@@ -30,6 +30,7 @@ from simsched.engine.facts import TraceFacts
 from simsched.engine.job import addr_offset
 from simsched.memory.stacks import stack_layout
 from simsched.schedulers.base import RETRY, RUN, SchedContext
+from tests.oracles.engine_oracle import prefetch_fills
 
 
 class _Job:
@@ -239,9 +240,9 @@ class OracleJobs:
                 st = job.stacks
                 if st is not None and st.lo <= addr < st.hi:
                     addr += c * st.step
+                fills = prefetch_fills(self.mem, c)
                 lat = self.mem.access(c, addr + job.off, size, write, t)
-                if lat > self.pthresh:
-                    job.spmiss[s] += 1
+                job.spmiss[s] += (lat > self.pthresh) + prefetch_fills(self.mem, c) - fills
                 clock[c] = t + lat
                 pos[c] += 1
                 continue
