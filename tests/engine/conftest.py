@@ -42,6 +42,33 @@ def random_program(
     body(0)
 
 
+def iterated_tasks(
+    path: Path,
+    iterations: int = 3,
+    lines: int = 16,
+    stride: int = 4096,
+    gap: int = 2,
+    instr: int = 0,
+    writes: bool = False,
+) -> Path:
+    """Write an iterative program of four tasks per iteration, task ``k`` reading (and,
+    with ``writes``, every other task writing) ``lines`` lines from ``stride * k``, then
+    running ``instr`` more instructions (100 000: CPU-bound, so LAWS and CATS fall back
+    to WS after the first iteration)."""
+    with TraceBuilder(path, program="iters", gaps_exact=True, line_size_hint=64) as b:
+        for it in range(iterations):
+            b.iteration(it)
+            for k in range(4):
+                b.spawn()
+                addrs = np.arange(lines, dtype=np.uint64) * 64 + stride * k
+                b.refs(addrs, 8, writes and k % 2 == 0, gap)
+                if instr:
+                    b.instr(instr)
+                b.ret()
+            b.sync()
+    return path
+
+
 def make_trace(
     path: Path,
     seed: int = 0,

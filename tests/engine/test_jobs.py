@@ -19,8 +19,8 @@ from simsched.jobset import load_jobset
 from simsched.machine import load_machine
 from simsched.memory import MemorySystem
 from simsched.schedulers import get_scheduler
-from simsched.trace import TraceBuilder, open_trace
-from tests.engine.conftest import make_trace
+from simsched.trace import open_trace
+from tests.engine.conftest import iterated_tasks, make_trace
 from tests.engine.golden_cases import CASES, GOLDEN, SAMPLES, case_id
 from tests.engine.machines import TWO_BY_TWO
 from tests.oracles.jobs_oracle import OracleJobs
@@ -289,16 +289,7 @@ def test_job_set_oracle_profiles_every_strand(tmp_path):
     m = load_machine(TWO_BY_TWO)
     specs = []
     for i, name in enumerate(["cats", "laws"]):
-        path = tmp_path / f"p{i}.sst"
-        with TraceBuilder(path, program="iters", gaps_exact=True, line_size_hint=64) as b:
-            for it in range(3):
-                b.iteration(it)
-                for k in range(4):
-                    b.spawn()
-                    b.refs(np.arange(16, dtype=np.uint64) * 64 + 4096 * k, 8, False, 2)
-                    b.instr(100_000)  # CPU-bound: WS after the first iteration
-                    b.ret()
-                b.sync()
+        path = iterated_tasks(tmp_path / f"p{i}.sst", instr=100_000)  # CPU-bound
         cls = get_scheduler(name)
         specs.append(JobSpec(open_trace(path), cls, cls.resolve_params({}), 0, f"j{i}"))
     _agree_with_oracle(m, specs, "static")

@@ -12,8 +12,8 @@ from simsched.engine.replay import Engine
 from simsched.machine import load_machine
 from simsched.memory import MemorySystem
 from simsched.schedulers import get_scheduler, scheduler_names
-from simsched.trace import TraceBuilder, open_trace
-from tests.engine.conftest import make_trace
+from simsched.trace import open_trace
+from tests.engine.conftest import iterated_tasks, make_trace
 from tests.engine.machines import ONE_BY_THREE, TWO_BY_TWO
 from tests.oracles.engine_oracle import OracleEngine
 from tests.oracles.memory_oracle import MemoryOracle
@@ -67,15 +67,7 @@ def test_fast_engine_equals_oracle_with_a_prefetcher(tmp_path, sched):
     spec = {**TWO_BY_TWO, "caches": [dict(c) for c in TWO_BY_TWO["caches"]]}
     spec["caches"][0]["prefetch"] = {"streams": 4, "distance": 2, "degree": 2}
     machine = load_machine(spec)
-    path = tmp_path / "sweeps.sst"
-    with TraceBuilder(path, program="sweeps", gaps_exact=True, line_size_hint=64) as b:
-        for it in range(2):
-            b.iteration(it)
-            for k in range(4):
-                b.spawn()
-                b.refs(np.arange(48, dtype=np.uint64) * 64 + 8192 * k, 8, k % 2 == 0, 1)
-                b.ret()
-            b.sync()
+    path = iterated_tasks(tmp_path / "sweeps.sst", 2, lines=48, stride=8192, gap=1, writes=True)
     trace = open_trace(path)
     cls = get_scheduler(sched)
     res, stats = _fast(trace, machine, cls, {}, 3, window=0)

@@ -19,7 +19,7 @@ from simsched.schedulers.base import SchedContext
 from simsched.schedulers.laws import allocate
 from simsched.trace import open_trace
 from simsched.workloads import generate
-from tests.engine.conftest import make_trace
+from tests.engine.conftest import iterated_tasks, make_trace
 from tests.engine.machines import CHAIN_4X1, TWO_BY_TWO
 from tests.oracles.engine_oracle import OracleEngine
 from tests.oracles.memory_oracle import MemoryOracle
@@ -331,18 +331,8 @@ def test_falling_back_to_ws_on_one_socket_keeps_the_other_sockets_pool(tmp_path,
     job once stalled there with its strands queued where nobody looked."""
     from simsched.engine import JobSpec, Replay
     from simsched.engine.controllers import get_controller
-    from simsched.trace import TraceBuilder
 
-    path = tmp_path / "cpu.sst"
-    with TraceBuilder(path, program="cpu", gaps_exact=True, line_size_hint=64) as b:
-        for it in range(3):
-            b.iteration(it)
-            for k in range(4):
-                b.spawn()
-                b.refs(np.arange(16, dtype=np.uint64) * 64 + 4096 * k, 8, False, 2)
-                b.instr(100_000)  # CPU-bound: WS after the first iteration
-                b.ret()
-            b.sync()
+    path = iterated_tasks(tmp_path / "cpu.sst", instr=100_000)  # CPU-bound: WS after it 0
     machine = load_machine(TWO_BY_TWO)
     cls = get_scheduler(sched)
     specs = [JobSpec(open_trace(path), cls, cls.resolve_params({}), 0, f"j{i}") for i in range(2)]
