@@ -14,7 +14,7 @@ from simsched.memory import MemorySystem
 from simsched.schedulers import get_scheduler, scheduler_names
 from simsched.trace import open_trace
 from tests.engine.conftest import iterated_tasks, make_trace
-from tests.engine.machines import ONE_BY_THREE, TWO_BY_TWO
+from tests.engine.machines import CHAIN_4X1, ONE_BY_THREE, TWO_BY_TWO
 from tests.oracles.engine_oracle import OracleEngine
 from tests.oracles.memory_oracle import MemoryOracle
 from tests.schedulers.subtree_socket import SubtreePerSocket
@@ -30,6 +30,19 @@ def _fast(trace, machine, cls, params, seed, window):
     mem = MemorySystem(machine)
     res = Engine(trace, machine, cls, params, seed, mem, window=window).run()
     return res, mem.stats()
+
+
+def _agree_on_strands(trace, machine, cls):
+    """Replay exactly (window 0) and by the oracle: the same core, end and private misses
+    of every strand and the same counters; returns both memory statistics."""
+    res, stats = _fast(trace, machine, cls, {}, 3, window=0)
+    oracle_mem = MemoryOracle(machine)
+    ora = OracleEngine(trace, machine, cls, {}, 3, oracle_mem).run()
+    np.testing.assert_array_equal(res.strand_core, ora["strand_core"])
+    np.testing.assert_array_equal(res.strand_end, ora["strand_end"])
+    np.testing.assert_array_equal(res.private_misses, ora["private_misses"])
+    assert res.counters == ora["counters"]
+    return stats, oracle_mem.stats()
 
 
 @pytest.mark.parametrize("mspec", [TWO_BY_TWO, ONE_BY_THREE], ids=["2x2", "1x3"])
@@ -59,6 +72,19 @@ def test_fast_engine_equals_oracle(tmp_path, mspec, tseed, sched, params):
     assert stats["nodes"] == ostats["nodes"]
 
 
+@pytest.mark.parametrize("sched", scheduler_names())
+def test_fast_engine_equals_oracle_over_socket_links(tmp_path, sched):
+    """Four sockets in a chain (1-3 hops): remote fetches and write-backs queue on the
+    links, steals cost by hops; every scheduler's replay equals the oracle's, links too."""
+    machine = load_machine(
+        {**CHAIN_4X1, "memory": {**CHAIN_4X1["memory"], "placement": "interleave"}}
+    )
+    trace = open_trace(make_trace(tmp_path / "t.sst", seed=5, depth=4, max_refs=60))
+    stats, ostats = _agree_on_strands(trace, machine, get_scheduler(sched))
+    assert sum(link["lines"] for link in stats["links"]) > 0
+    assert stats["links"] == ostats["links"]
+
+
 @pytest.mark.parametrize("sched", ["ws", "laws"])
 def test_fast_engine_equals_oracle_with_a_prefetcher(tmp_path, sched):
     """Private misses count the lines a prefetcher brings from beyond the private levels
@@ -69,16 +95,9 @@ def test_fast_engine_equals_oracle_with_a_prefetcher(tmp_path, sched):
     machine = load_machine(spec)
     path = iterated_tasks(tmp_path / "sweeps.sst", 2, lines=48, stride=8192, gap=1, writes=True)
     trace = open_trace(path)
-    cls = get_scheduler(sched)
-    res, stats = _fast(trace, machine, cls, {}, 3, window=0)
+    stats, ostats = _agree_on_strands(trace, machine, get_scheduler(sched))
     assert stats["prefetch"]["beyond"] > 0
-    oracle_mem = MemoryOracle(machine)
-    ora = OracleEngine(trace, machine, cls, {}, 3, oracle_mem).run()
-    np.testing.assert_array_equal(res.strand_core, ora["strand_core"])
-    np.testing.assert_array_equal(res.strand_end, ora["strand_end"])
-    np.testing.assert_array_equal(res.private_misses, ora["private_misses"])
-    assert res.counters == ora["counters"]
-    assert stats["levels"] == oracle_mem.stats()["levels"]
+    assert stats["levels"] == ostats["levels"]
 
 
 def test_multisocket_scheduler_keeps_subtrees_on_their_socket(tmp_path):

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from simsched.machine import load_machine
 from simsched.memory.system import MemorySystem
+from tests.memory._streams import STREAM_KINDS, compare, random_stream
+from tests.oracles.memory_oracle import MemoryOracle
 
 
 def chain(**memory):
@@ -99,3 +102,75 @@ def test_record_has_link_traffic_only_with_links():
     ms = MemorySystem(load_machine(d))
     ms.access_batch(0, np.array([0], np.int64), 8, False, 0)
     assert "link_traffic" not in memory_fields(ms.stats(), makespan=110, instructions=1)
+
+
+def _linked(rng: np.random.Generator, sockets: int, extra: int) -> dict:
+    """A random machine whose sockets are joined by a random spanning tree plus ``extra``
+    more links, listed in a random order, with random bandwidths and latencies."""
+    pairs = [(int(rng.integers(0, s)), s) for s in range(1, sockets)]
+    others = [(a, b) for a in range(sockets) for b in range(a + 1, sockets) if (a, b) not in pairs]
+    pairs += [others[int(i)] for i in rng.permutation(len(others))[:extra]]
+    links = [
+        {
+            "a": a,
+            "b": b,
+            "bandwidth": float(rng.choice([0.8, 2.0, 6.4, 12.8, 64.0])),
+            "latency": int(rng.integers(0, 150)),
+        }
+        for a, b in (pairs[int(i)] for i in rng.permutation(len(pairs)))
+    ]
+    return {
+        "name": f"linked-{sockets}",
+        "sockets": sockets,
+        "cores_per_socket": int(rng.integers(1, 3)),
+        "clock_ghz": float(rng.choice([1.0, 2.5])),
+        "caches": [
+            {"name": "L1", "scope": "core", "size": 1024, "assoc": 2, "line": 64, "hit_latency": 2},
+            {
+                "name": "L2",
+                "scope": "socket",
+                "size": 8192,
+                "assoc": 4,
+                "line": 128,
+                "hit_latency": 10,
+                "inclusion": str(rng.choice(["inclusive", "non-inclusive"])),
+            },
+        ],  # fmt: skip
+        "memory": {
+            "latency": 100,
+            "remote_latency": int(rng.integers(0, 50)),
+            "service_interval": int(rng.integers(1, 30)),
+            "page_size": 4096,
+            "placement": str(rng.choice(["first-touch", "interleave", f"node:{sockets - 1}"])),
+        },
+        "links": links,
+        **(
+            {"core": {"model": "out-of-order", "mshrs": 4, "rob": 32}} if rng.random() < 0.5 else {}
+        ),
+    }
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_links_agree_with_the_oracle(seed):
+    """Random topologies (2-6 sockets, spanning tree plus extra links; blocking or
+    out-of-order cores, a prefetcher in a third) and streams from every core: the same
+    latencies, end times, statistics (links included) and cache
+    contents as the pure-Python oracle of docs/machine-model.md §5.1."""
+    rng = np.random.default_rng(seed)
+    sockets = int(rng.integers(2, 7))
+    spec = _linked(rng, sockets, int(rng.integers(0, sockets)))
+    if seed % 3 == 0:
+        spec["caches"][0]["prefetch"] = {"streams": 4, "distance": 2, "degree": 2}
+    m = load_machine(spec)
+    ms, orc = MemorySystem(m), MemoryOracle(m)
+    for _ in range(40):
+        kind = STREAM_KINDS[int(rng.integers(0, len(STREAM_KINDS)))]
+        core = int(rng.integers(0, m.cores))
+        a, s, w, g = random_stream(rng, int(rng.integers(1, 300)), kind)
+        compare(ms, orc, core, a, s, w, int(rng.integers(0, 20000)), g)
+    stats = ms.stats()
+    assert sum(link["lines"] for link in stats["links"]) > 0
+    assert stats == orc.stats()
+    for k in range(len(m.caches)):
+        for i in range(len(orc.sets[k])):
+            assert ms.contents(k, i) == orc.contents(k, i)

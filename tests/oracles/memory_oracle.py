@@ -23,7 +23,15 @@ step by step and independently of the generated Numba kernels:
   shared levels), top level first; an inclusive level losing a line back-invalidates the
   line's sub-lines above it;
 * memory: one controller per node, busy ``service_interval`` cycles per line, fetches
-  first and then the write-back of the victim.
+  first and then the write-back of the victim;
+* socket links (§5.1): each link is two directed links, each busy
+  ``round(line * clock_ghz / bandwidth)`` cycles (at least 1) per last-level line; a
+  transfer from socket ``s`` to ``t`` takes the fewest links, found breadth first from
+  ``s`` with neighbours in the order the links are listed; a remote fetch crosses the
+  route from the node to the core's socket from the cycle the controller starts serving
+  it, each link reserved from the cycle the one before it started, and pays the route's
+  latencies plus the last start minus that cycle; a remote write-back crosses the route
+  from the socket to the node from the cycle of the write-back, and waits for nothing.
 """
 
 from __future__ import annotations
@@ -68,6 +76,7 @@ class MemoryOracle:
         ]
         self.node = [dict.fromkeys(NODE_FIELDS, 0) for _ in range(machine.sockets)]
         self.ctrl_free = [0] * machine.sockets
+        self._init_links()
         self.pages: dict[int, int] = {}
         # The stream prefetcher (docs/machine-model.md §6.2), per core: its streams
         # [last line, direction, valid], the slot replaced next, the table of prefetched
@@ -89,6 +98,46 @@ class MemoryOracle:
         # Out-of-order cores: misses in flight and instructions issued, per core.
         self.flight: dict[int, list[tuple[int, int]]] = {}
         self.instr: dict[int, int] = {}
+
+    def _init_links(self) -> None:
+        """Directed links ``2 i`` (a to b) and ``2 i + 1`` (b to a) of link ``i``, and the
+        route (directed link ids) between every pair of sockets."""
+        links = list(self.m.links or ())
+        self.link_ends = []
+        for ln in links:
+            self.link_ends += [(ln.a, ln.b), (ln.b, ln.a)]
+        line = self.levels[-1].line
+        clock = self.m.clock_ghz or 0.0
+        self.link_busy = [
+            max(1, round(line * clock / links[d // 2].bandwidth)) for d in range(2 * len(links))
+        ]
+        self.link_latency = [links[d // 2].latency for d in range(2 * len(links))]
+        self.link_free = [0] * (2 * len(links))
+        self.link_count = [[0, 0] for _ in range(2 * len(links))]  # lines, queueing delay
+        self.route: dict[tuple[int, int], list[int]] = {}
+        for s in range(self.m.sockets):
+            way = {s: []}
+            frontier = [s]
+            while frontier:
+                nxt = []
+                for u in frontier:
+                    for d, (a, b) in enumerate(self.link_ends):
+                        if a == u and b not in way:
+                            way[b] = [*way[u], d]
+                            nxt.append(b)
+                frontier = nxt
+            for t, path in way.items():
+                self.route[(s, t)] = path
+
+    def _cross(self, src: int, dst: int, t: int) -> int:
+        """Reserve the route's links in order from cycle ``t``; the last one's start."""
+        for d in self.route[(src, dst)]:
+            start = max(t, self.link_free[d])
+            self.link_free[d] = start + self.link_busy[d]
+            self.link_count[d][0] += 1
+            self.link_count[d][1] += start - t
+            t = start
+        return t
 
     # ------------------------------------------------------------------ helpers
     def _inst(self, k: int, core: int) -> int:
@@ -134,14 +183,21 @@ class MemoryOracle:
             self.node[node]["remote"] += 1
             self.core[core]["mem_remote"] += 1
             lat += self.m.memory.remote_latency
+            if self.link_ends:
+                t0 = now + wait
+                path = self.route[(node, sock)]
+                lat += sum(self.link_latency[d] for d in path) + self._cross(node, sock, t0) - t0
         return lat
 
     def _mem_wb(self, core: int, line: int, now: int) -> None:
+        sock = core // self.cps
         page = (line << self.shift[-1]) >> self.page_shift
-        node = self._node_of(page, core // self.cps)
+        node = self._node_of(page, sock)
         wait = self._controller(node, now)
         self.node[node]["writebacks"] += 1
         self.node[node]["writeback_queue_delay"] += wait
+        if self.link_ends and node != sock:
+            self._cross(sock, node, now)
 
     # ------------------------------------------------------------------ caches
     def _covered(self, k: int, inst: int, j: int) -> list[int]:
@@ -420,6 +476,17 @@ class MemoryOracle:
             "offchip_bytes": lines * self.levels[-1].line,
             "pages_mapped": len(self.pages) if first_touch else 0,
         }
+        if self.link_ends:
+            out["links"] = [
+                {
+                    "from": a,
+                    "to": b,
+                    "lines": self.link_count[d][0],
+                    "busy_cycles": self.link_count[d][0] * self.link_busy[d],
+                    "queue_delay": self.link_count[d][1],
+                }
+                for d, (a, b) in enumerate(self.link_ends)
+            ]
         if self.pf_level is not None:
             per = [{**d, "useless": d["issued"] - d["useful"]} for d in self.pf_count]
             total = {
