@@ -336,22 +336,40 @@ static IRSB *ss_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
 
 /* ---- client requests, options, start and end ---------------------------- */
 
-/* Name the stack region of thread tid (once): bytes lo .. lo + size - 1. */
-static void ss_put_stack(ThreadId tid)
+/* The main thread's stack, noted when it first runs client code: at the end
+ * of the run its thread state may already be gone (valgrind asserts when asked
+ * about an exited thread), so a run without client requests names it from here. */
+static Addr ss_main_hi = 0;
+static SizeT ss_main_size = 0;
+
+static void ss_start_client(ThreadId tid, ULong blocks)
 {
-    Addr hi;
-    SizeT size;
+    (void)blocks;
+    if (ss_main_hi != 0)
+        return;
+    ss_main_hi = VG_(thread_get_stack_max)(tid) + 1;
+    ss_main_size = VG_(thread_get_stack_size)(tid);
+}
+
+/* Name a stack region (once): bytes hi - size .. hi - 1. */
+static void ss_put_stack_region(Addr hi, SizeT size)
+{
     if (ss_stack_done)
         return;
     ss_stack_done = True;
-    hi = VG_(thread_get_stack_max)(tid) + 1;
-    size = VG_(thread_get_stack_size)(tid);
     if (size == 0 || size > hi)
         return;
     if (size > 0xffffffffUL)
         size = 0xffffffffUL;
     ss_stack_hi = hi;
     ss_put((ULong)(hi - size), (UInt)size, SS_M_STACK, SS_REC_MARKER, 0);
+}
+
+/* ... that of thread tid. */
+static void ss_put_stack(ThreadId tid)
+{
+    if (!ss_stack_done)
+        ss_put_stack_region(VG_(thread_get_stack_max)(tid) + 1, VG_(thread_get_stack_size)(tid));
 }
 
 static Bool ss_client_request(ThreadId tid, UWord *args, UWord *ret)
@@ -422,7 +440,7 @@ static void ss_fini(Int exitcode)
     if (ss_child)
         return;
     ss_put_gap();
-    ss_put_stack(VG_(get_running_tid)()); /* no client request came */
+    ss_put_stack_region(ss_main_hi, ss_main_size); /* no client request came */
     ss_put(0, 0, SS_M_END, SS_REC_MARKER, 0);
     ss_flush();
     VG_(close)(ss_fd);
@@ -443,6 +461,7 @@ static void ss_pre_clo_init(void)
     VG_(basic_tool_funcs)(ss_post_clo_init, ss_instrument, ss_fini);
     VG_(needs_command_line_options)(ss_process_option, ss_print_usage, ss_print_debug_usage);
     VG_(needs_client_requests)(ss_client_request);
+    VG_(track_start_client_code)(ss_start_client);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(ss_pre_clo_init)

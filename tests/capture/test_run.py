@@ -130,6 +130,24 @@ def test_program_without_markers_is_a_capture_error(cache, bindir, tmp_path):
         capture(str(prog), [], tmp_path / "x.sst")
 
 
+@needs_valgrind
+def test_valgrind_program_without_markers_is_a_capture_error(cache, tmp_path):
+    # The tool names the stack at the end of such a run; it asked valgrind about the
+    # thread that had already exited, and valgrind's assertion made the run "exit with
+    # status 1" (a script too, whose shell never calls the marker function).
+    src = tmp_path / "plain.c"
+    src.write_text("int g[64]; int main(void){for(int i=0;i<64;i++) g[i]=i; return 0;}\n")
+    prog = tmp_path / "plain"
+    subprocess.run(["gcc", str(src), "-o", str(prog)], check=True)
+    script = tmp_path / "script.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    for p in (prog, script):
+        with pytest.raises(CaptureError, match=f"{p.name}: wrote no simsched markers"):
+            capture(str(p), [], tmp_path / "x.sst", backend="valgrind")
+        assert not (tmp_path / "x.sst").exists()
+
+
 def test_gcc_backend_rejects_a_plain_build(cache, bindir, tmp_path):
     prog = compile_plain(bindir, "fib.c", "fib_plain", "-O2")
     with pytest.raises(CaptureError, match="simsched cc"):
