@@ -17,6 +17,7 @@ trace is written next to where it goes and a failed capture leaves nothing behin
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import mmap
@@ -367,17 +368,27 @@ def _run_backend(
             if fifo:
                 fifo.finish()
             raise CaptureError(f"{prog}: cannot run: {exc.strerror}") from None
-        while True:
-            try:
-                proc.wait(timeout=0.1)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if progress is not None:
+        try:
+            while True:
                 try:
-                    progress("run", raw.stat().st_size)
-                except FileNotFoundError:
-                    progress("run", 0)
+                    proc.wait(timeout=0.1)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if progress is not None:
+                    try:
+                        progress("run", raw.stat().st_size)
+                    except FileNotFoundError:
+                        progress("run", 0)
+        except BaseException:
+            # Ctrl-C, SIGTERM (raised as an exception by the CLI) or a failing callback:
+            # the program must not outlive the capture, writing into a folder being removed.
+            proc.kill()
+            proc.wait()
+            if fifo:
+                with contextlib.suppress(CaptureError):
+                    fifo.finish()
+            raise
     if fifo:
         fifo.finish()
     stats: dict[str, int] = {}

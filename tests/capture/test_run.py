@@ -240,6 +240,53 @@ def test_finish_without_a_writer_never_waits_for_good(tmp_path, monkeypatch):
     assert (tmp_path / "raw.zst").exists()
 
 
+FOREVER = """#include <unistd.h>
+#include "simsched.h"
+static volatile long g;
+static void leaf(void) { g++; }
+int main(void) { for (;;) { SS_SPAWN(leaf()); SS_SYNC(); usleep(1000); } }
+"""
+
+
+@pytest.mark.parametrize("backend", ["gcc", pytest.param("valgrind", marks=needs_valgrind)])
+def test_an_interrupted_capture_ends_the_program(cache, tmp_path, monkeypatch, backend):
+    # Ctrl-C or SIGTERM reaching only simsched (a batch system's time limit, `kill PID`)
+    # removed the capture's folder and left the program running, orphaned, for good.
+    src = tmp_path / "forever.c"
+    src.write_text(FOREVER)
+    prog = tmp_path / "forever"
+    if backend == "gcc":
+        assert compile_program([str(src), "-o", str(prog)]) == 0
+    else:
+        cmd = ["gcc", f"-I{build.source_dir()}", str(src), "-o", str(prog)]
+        subprocess.run(cmd, check=True)
+    started = []
+
+    class Popen(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    calls = []
+
+    def interrupt(phase, value):
+        calls.append(value)
+        if len(calls) == 5:  # half a second into the run
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(capture_run.subprocess, "Popen", Popen)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            capture(str(prog), [], tmp_path / "x.sst", backend=backend, progress=interrupt)
+        (run,) = (p for p in started if str(prog) in p.args)  # not the build's probes
+        assert run.poll() is not None, "the program outlived the capture"
+    finally:
+        for p in started:
+            p.kill()
+            p.wait()
+    assert set(os.listdir(tmp_path)) <= {"forever", "forever.c", "forever.ssbb"}  # no leftovers
+
+
 def test_cli_cc_and_capture(cache, tmp_path, capsys):
     from simsched.cli import main
 
