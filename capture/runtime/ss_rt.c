@@ -17,6 +17,7 @@
  *                              the C library's internal copies are not seen)
  *   simsched_marker()          SS_REC_MARKER records (overrides the weak
  *                              definition of simsched.h)
+ *   _exit/_Exit                finish the stream first (ss_exit.c)
  *
  * Instruction gaps are *estimated*: each basic block entered adds its
  * number of non-memory instructions to the gap of the next reference; the
@@ -408,7 +409,8 @@ static void ss_range(const volatile void *addr, size_t len, unsigned write)
     }
 }
 
-static void ss_finish(void)
+/* Not static: ss_exit.c calls it (hidden, like every symbol not marked SS_API). */
+void ss_finish(void)
 {
     if (!ss_active)
         return;

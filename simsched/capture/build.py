@@ -157,6 +157,10 @@ def have_zstd(cc: str) -> bool:
         return proc.returncode == 0
 
 
+RUNTIME = "the gcc capture runtime"
+EXIT_LIB = "simsched_exit"  # the runtime's _exit and _Exit (capture/runtime/ss_exit.c)
+
+
 def gcc_runtime() -> tuple[Path, bool]:
     """Build (once) and return the gcc backend's runtime folder.
 
@@ -170,17 +174,20 @@ def gcc_runtime() -> tuple[Path, bool]:
     src = source_dir()
     zstd = have_zstd(cc)
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
-    files = [src / "runtime" / "ss_rt.c", src / "simsched_raw.h"]
+    files = [src / "runtime" / "ss_rt.c", src / "runtime" / "ss_exit.c", src / "simsched_raw.h"]
     key = _digest([f.read_bytes() for f in files] + [version.encode(), bytes([zstd])])
 
     def build(tmp: Path) -> None:
-        cmd = [cc, "-O2", "-fvisibility=hidden", "-fno-builtin", "-fno-sanitize=all"]
-        cmd += [f"-I{src}", "-c", str(src / "runtime" / "ss_rt.c")]
-        cmd += ["-o", str(tmp / "libtsan_preinit.o")]
-        if not zstd:
-            cmd.append("-DSS_NO_ZSTD")
-        _run(cmd, "the gcc capture runtime")
-        _run(["ar", "rcs", str(tmp / "libtsan.a")], "the gcc capture runtime")
+        flags = [cc, "-O2", "-fvisibility=hidden", "-fno-builtin", "-fno-sanitize=all"]
+        flags += [f"-I{src}"] + ([] if zstd else ["-DSS_NO_ZSTD"])
+        rt = src / "runtime"
+        # gcc links libtsan_preinit.o into every -fsanitize=thread program (and an empty
+        # libtsan.a); an archive's members go only into the programs that call them
+        # (libsimsched_exit.a, linked after the program's objects: those that call _exit)
+        _run([*flags, "-c", str(rt / "ss_rt.c"), "-o", str(tmp / "libtsan_preinit.o")], RUNTIME)
+        _run(["ar", "rcs", str(tmp / "libtsan.a")], RUNTIME)
+        _run([*flags, "-c", str(rt / "ss_exit.c"), "-o", str(tmp / "ss_exit.o")], RUNTIME)
+        _run(["ar", "rcs", str(tmp / f"lib{EXIT_LIB}.a"), str(tmp / "ss_exit.o")], RUNTIME)
 
     return _install(cache_dir() / f"gcc-{key}", build), zstd
 

@@ -59,6 +59,7 @@ _WRAPPED = (
     "memcpy", "memmove", "memset", "__memcpy_chk", "__memmove_chk", "__memset_chk",
     "strlen", "strnlen", "strcmp", "strncmp", "memcmp", "strcpy", "strncpy", "strcat",
     "strchr", "memchr", "__strcpy_chk", "__strncpy_chk", "__strcat_chk",
+    "_exit", "_Exit",  # end the stream: they skip the atexit handler that does
 )  # fmt: skip
 _NO_LINK = {"-c", "-S", "-E", "-M", "-MM", "-fsyntax-only"}
 
@@ -138,7 +139,8 @@ def cc_command(args: Sequence[str], backend: str = "gcc") -> list[str]:
     list[str]
         For the gcc backend: gcc with the thread-sanitizer and trace-pc instrumentation,
         simsched's include folder (for ``simsched.h``), and, when linking, simsched's
-        runtime in place of libtsan, ``--wrap`` of the block operations and ``-lzstd``.
+        runtime in place of libtsan, ``--wrap`` of the block operations and of ``_exit``
+        (with the runtime's library of their wrappers) and ``-lzstd``.
     """
     cc = build.compiler()
     src = build.source_dir()
@@ -148,7 +150,7 @@ def cc_command(args: Sequence[str], backend: str = "gcc") -> list[str]:
     if not _NO_LINK.intersection(args):
         rt, zstd = build.gcc_runtime()  # built on first use, only when linking
         cmd += [f"-B{rt}{os.sep}", f"-L{rt}"]
-        cmd += ["-Wl," + ",".join(f"--wrap={f}" for f in _WRAPPED)]
+        cmd += ["-Wl," + ",".join(f"--wrap={f}" for f in _WRAPPED), f"-l{build.EXIT_LIB}"]
         if zstd:
             cmd.append("-lzstd")
     return cmd
