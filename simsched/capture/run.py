@@ -24,6 +24,7 @@ import mmap
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -256,6 +257,43 @@ def _tail(path: Path, lines: int = 4) -> str:
     return " | ".join(text[-lines:])
 
 
+_STAT = re.compile(r"simsched: ([a-z ]+): (\d+)")  # a backend's figure of the run
+_VG_PREFIX = re.compile(r"^==\d+== ?")
+
+
+def _backend_reason(log: Path, lines: int = 3) -> str:
+    """What the backend's log says about a failed run, without its figures of the run.
+
+    valgrind's own account of a fatal signal ("Process terminating with default action
+    of signal 11 (SIGSEGV)", the address, the place) when there is one; otherwise the last
+    lines that are not the figures (``simsched: references: N``), which say nothing
+    about the failure, nor valgrind's banner.
+    """
+    try:
+        text = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    text = [_VG_PREFIX.sub("", t).strip() for t in text]
+    if "Parent PID:" in " ".join(text):  # valgrind's banner ends with it
+        text = text[next(i for i, t in enumerate(text) if t.startswith("Parent PID:")) + 1 :]
+    text = [t for t in text if t and not _STAT.fullmatch(t)]
+    for i, t in enumerate(text):
+        if t.startswith("Process terminating"):
+            return " | ".join(text[i : i + lines])
+    return " | ".join(text[-lines:])
+
+
+def _ended(returncode: int) -> str:
+    """How the program ended, from a negative (signal) or positive return code."""
+    if returncode >= 0:
+        return f"exited with status {returncode}"
+    try:
+        name = f"{signal.Signals(-returncode).name} (signal {-returncode})"
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"was killed by {name}"
+
+
 class _FifoCompressor:
     """Compress what a backend writes into a FIFO to ``dest`` (zstd), in a thread."""
 
@@ -395,17 +433,13 @@ def _run_backend(
         fifo.finish()
     stats: dict[str, int] = {}
     if log.exists():
-        for m in re.finditer(r"simsched: ([a-z ]+): (\d+)", log.read_text(errors="replace")):
+        for m in _STAT.finditer(log.read_text(errors="replace")):
             stats[m.group(1).replace(" ", "_")] = int(m.group(2))
     if proc.returncode != 0:
-        why = _tail(out_log) or _tail(log)
-        status = (
-            f"was killed by signal {-proc.returncode}"
-            if proc.returncode < 0
-            else f"exited with status {proc.returncode}"
-        )
+        why = _tail(out_log) or _backend_reason(log)
         raise CaptureError(
-            f"{prog} {status} under the {backend} backend" + (f": {why}" if why else "")
+            f"{prog} {_ended(proc.returncode)} under the {backend} backend"
+            + (f": {why}" if why else "")
         )
     if not raw.exists() or raw.stat().st_size == 0:
         raise CaptureError(f"{prog}: the {backend} backend wrote no raw stream")

@@ -130,6 +130,55 @@ def test_program_without_markers_is_a_capture_error(cache, bindir, tmp_path):
         capture(str(prog), [], tmp_path / "x.sst")
 
 
+def _build_for(backend: str, tmp_path: Path, name: str, source: str) -> Path:
+    """Write ``source`` as ``name.c`` and build it for ``backend`` (gcc: simsched cc)."""
+    src = tmp_path / f"{name}.c"
+    src.write_text(source)
+    prog = tmp_path / name
+    if backend == "gcc":
+        assert compile_program([str(src), "-o", str(prog)]) == 0
+    else:
+        subprocess.run(["gcc", f"-I{build.source_dir()}", str(src), "-o", str(prog)], check=True)
+    return prog
+
+
+FAILS = r"""
+#include <stdlib.h>
+#include "simsched.h"
+static long g;
+static void leaf(void) { g++; }
+int main(int argc, char **argv) {
+    SS_SPAWN(leaf());
+    SS_SYNC();
+    if (argc > 1)
+        *(volatile int *)0 = 1;
+    return 3;
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["gcc", pytest.param("valgrind", marks=needs_valgrind)])
+def test_a_failed_run_is_told_by_its_signal_and_not_by_the_backends_figures(
+    cache, tmp_path, backend
+):
+    # A silent program's failure was explained by the backend's figures of the run
+    # ("exited with status 3 ...: simsched: samples: 0 | simsched: uninstrumented
+    # samples: 0", valgrind's "==PID== simsched: references: 40425 | ..."), and a
+    # signal by its number only ("was killed by signal 11").
+    prog = _build_for(backend, tmp_path, "fails", FAILS)
+    with pytest.raises(CaptureError) as info:
+        capture(str(prog), [], tmp_path / "x.sst", backend=backend)
+    assert str(info.value) == f"{prog} exited with status 3 under the {backend} backend"
+    with pytest.raises(CaptureError) as info:
+        capture(str(prog), ["crash"], tmp_path / "x.sst", backend=backend)
+    msg = str(info.value)
+    assert msg.startswith(f"{prog} was killed by SIGSEGV (signal 11) under the {backend} backend")
+    assert "simsched:" not in msg and "==" not in msg
+    if backend == "valgrind":
+        assert "Access not within mapped region at address 0x0" in msg
+    assert not (tmp_path / "x.sst").exists()
+
+
 @needs_valgrind
 def test_valgrind_program_without_markers_is_a_capture_error(cache, tmp_path):
     # The tool names the stack at the end of such a run; it asked valgrind about the
@@ -252,14 +301,7 @@ int main(void) { for (;;) { SS_SPAWN(leaf()); SS_SYNC(); usleep(1000); } }
 def test_an_interrupted_capture_ends_the_program(cache, tmp_path, monkeypatch, backend):
     # Ctrl-C or SIGTERM reaching only simsched (a batch system's time limit, `kill PID`)
     # removed the capture's folder and left the program running, orphaned, for good.
-    src = tmp_path / "forever.c"
-    src.write_text(FOREVER)
-    prog = tmp_path / "forever"
-    if backend == "gcc":
-        assert compile_program([str(src), "-o", str(prog)]) == 0
-    else:
-        cmd = ["gcc", f"-I{build.source_dir()}", str(src), "-o", str(prog)]
-        subprocess.run(cmd, check=True)
+    prog = _build_for(backend, tmp_path, "forever", FOREVER)
     started = []
 
     class Popen(subprocess.Popen):
