@@ -60,7 +60,9 @@ _WRAPPED = (
     "memcpy", "memmove", "memset", "__memcpy_chk", "__memmove_chk", "__memset_chk",
     "strlen", "strnlen", "strcmp", "strncmp", "memcmp", "strcpy", "strncpy", "strcat",
     "strchr", "memchr", "__strcpy_chk", "__strncpy_chk", "__strcat_chk",
-    "_exit", "_Exit",  # end the stream: they skip the atexit handler that does
+    # capture/runtime/ss_exit.c: the stream's end, the sampler's timer
+    "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle",
+    "fexecve",
 )  # fmt: skip
 _NO_LINK = {"-c", "-S", "-E", "-M", "-MM", "-fsyntax-only"}
 
@@ -140,8 +142,8 @@ def cc_command(args: Sequence[str], backend: str = "gcc") -> list[str]:
     list[str]
         For the gcc backend: gcc with the thread-sanitizer and trace-pc instrumentation,
         simsched's include folder (for ``simsched.h``), and, when linking, simsched's
-        runtime in place of libtsan, ``--wrap`` of the block operations and of ``_exit``
-        (with the runtime's library of their wrappers) and ``-lzstd``.
+        runtime in place of libtsan, ``--wrap`` of the block operations, ``_exit`` and
+        ``exec*`` (with the runtime's library of the last ones' wrappers) and ``-lzstd``.
     """
     cc = build.compiler()
     src = build.source_dir()

@@ -169,3 +169,34 @@ def test_exit_without_exit_handlers_finishes_the_stream(cache, tmp_path):
         h = capture(str(prog), [how], tmp_path / f"{how}.sst").header
         counts.add((h.n_strands, h.n_frames, h.n_refs))
     assert counts == {(13, 5, 4 * 2 * (1 << 16) + 2)}  # the loop's and argv[1][0]
+
+
+EXECS = r"""
+#include <stdio.h>
+#include <unistd.h>
+#include "simsched.h"
+volatile long g[8];
+int main(int argc, char **argv) {
+    SS_SPAWN(g[0]++);
+    SS_SYNC();
+    execl(argv[1], argv[1], "-c", "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; echo done",
+          (char *)0);
+    perror("execl");  /* only when the exec failed: the run goes on, recorded */
+    SS_SPAWN(g[1]++);
+    SS_SYNC();
+    return 0;
+}
+"""
+
+
+def test_a_program_run_by_exec_is_not_killed_by_the_sampler(cache, tmp_path):
+    # The sampler's ITIMER_PROF survives execve, and the new program takes SIGPROF's
+    # default action: the shell the program exec'd was killed by SIGPROF (signal 27)
+    # after a millisecond of CPU time.
+    prog = _build(tmp_path, "execs", EXECS, "-O1")
+    env = {"SIMSCHED_RAW_OUT": str(tmp_path / "r.zst"), "SIMSCHED_STATS_OUT": str(tmp_path / "s")}
+    run = subprocess.run([prog, "/bin/sh"], env=env, capture_output=True, text=True)
+    assert (run.returncode, run.stdout) == (0, "done\n")
+    # an exec that fails leaves the timer running and the run recorded to its end
+    res = capture(str(prog), ["/nonexistent"], tmp_path / "x.sst")
+    assert res.header.n_frames == 3 and "samples" in res.tool_stats
