@@ -261,6 +261,9 @@ def _tail(path: Path, lines: int = 4) -> str:
 
 _STAT = re.compile(r"simsched: ([a-z ]+): (\d+)")  # a backend's figure of the run
 _VG_PREFIX = re.compile(r"^==\d+== ?")
+# The figure each backend writes when the program's run ends (and with it the stream):
+# the gcc runtime's at exit, the valgrind tool's at its end (not in a forked child).
+_END_FIGURE = {"gcc": "samples", "valgrind": "guest_instructions"}
 
 
 def _backend_reason(log: Path, lines: int = 3) -> str:
@@ -442,6 +445,15 @@ def _run_backend(
         raise CaptureError(
             f"{prog} {_ended(proc.returncode)} under the {backend} backend"
             + (f": {why}" if why else "")
+        )
+    if backend in _END_FIGURE and _END_FIGURE[backend] not in stats:
+        # The backend writes its figures where it ends the stream; a process image that
+        # ended without it was replaced (the stream is cut short, or empty).
+        why = _tail(out_log)
+        raise CaptureError(
+            f"{prog} exited with status 0 under the {backend} backend, but the run it "
+            "recorded never ended: did the program replace itself with exec*()? A capture "
+            "cannot follow it into another program" + (f" ({why})" if why else "")
         )
     if not raw.exists() or raw.stat().st_size == 0:
         raise CaptureError(f"{prog}: the {backend} backend wrote no raw stream")

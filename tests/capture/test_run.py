@@ -179,6 +179,39 @@ def test_a_failed_run_is_told_by_its_signal_and_not_by_the_backends_figures(
     assert not (tmp_path / "x.sst").exists()
 
 
+EXECS = r"""
+#include <unistd.h>
+#include "simsched.h"
+static volatile long g[1 << 16];
+static void leaf(long k) { for (long i = 0; i < (1 << 16); i++) g[i] += k; }
+int main(int argc, char **argv) {
+    for (long k = 0; k < 2 + 8 * (argc > 1); k++) {
+        SS_SPAWN(leaf(k));
+        SS_SYNC();
+    }
+    execl("/bin/true", "true", (char *)0);
+    return 1;
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["gcc", pytest.param("valgrind", marks=needs_valgrind)])
+@pytest.mark.parametrize("long_run", [False, True])
+def test_a_program_that_execs_another_is_told_so(cache, tmp_path, backend, long_run):
+    # exec*() replaces the recorded process before its stream ends; the capture said
+    # "PROG: the gcc backend wrote no raw stream", "PROG: empty raw stream", "truncated
+    # near record 655361 (the zstd stream ends inside a frame)" or "the stream ends
+    # without an END marker (the program crashed, or the capture was cut short)".
+    prog = _build_for(backend, tmp_path, "execs", EXECS)
+    with pytest.raises(CaptureError) as info:
+        capture(str(prog), ["long"] if long_run else [], tmp_path / "x.sst", backend=backend)
+    assert str(info.value).startswith(
+        f"{prog} exited with status 0 under the {backend} backend, but the run it recorded "
+        "never ended: did the program replace itself with exec*()?"
+    )
+    assert not (tmp_path / "x.sst").exists()
+
+
 @needs_valgrind
 def test_valgrind_program_without_markers_is_a_capture_error(cache, tmp_path):
     # The tool names the stack at the end of such a run; it asked valgrind about the
