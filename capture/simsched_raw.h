@@ -94,6 +94,7 @@
 #define SS_M_CALL      8u /* a Cilk function begins (its own frame)      */
 #define SS_M_CALL_END  9u /* ... and returns, after its implicit sync    */
 #define SS_M_STACK    10u /* the thread's stack is bytes a .. a + b - 1  */
+#define SS_M_THREAD   11u /* the program started a thread (refused)      */
 
 /* backend ids (the c field of the header record) */
 #define SS_BACKEND_UNKNOWN  0u

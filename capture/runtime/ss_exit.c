@@ -13,6 +13,13 @@
  * for the exec and restart it if the exec fails.  (The stream cannot follow
  * the new program: `simsched capture` reports the run as never ended.)
  *
+ * pthread_create starts a second thread, which the runtime cannot record
+ * (its buffer and compressor are one thread's: two threads writing them
+ * corrupt the stream or deadlock in zstd) and a capture must not (the
+ * references of a serial run make the DAG's strands): the wrapper writes a
+ * THREAD marker, which the import refuses, and ends the stream before the
+ * thread starts.  Not recording, it only starts the thread.
+ *
  * `simsched cc` links with -Wl,--wrap=_exit,... so that the program's own
  * calls come here.  This file is the runtime's libsimsched_exit.a, linked
  * after the program's objects, not part of ss_rt.c's object: only programs
@@ -21,14 +28,18 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "simsched_raw.h"
+
 #define SS_API __attribute__((visibility("default")))
 
 void ss_finish(void);
+void simsched_marker(int kind, long arg);
 extern void __real__exit(int) __attribute__((noreturn));
 extern void __real__Exit(int) __attribute__((noreturn));
 
@@ -117,4 +128,14 @@ SS_API int __wrap_execle(const char *p, const char *arg0, ...)
     char *const *envp;
     SS_ARGV(argv, arg0, ap, envp = va_arg(ap, char *const *));
     return SS_EXEC(__real_execve(p, argv, envp));
+}
+
+extern int __real_pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+SS_API int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *),
+                                 void *arg)
+{
+    simsched_marker(SS_M_THREAD, 0); /* both do nothing when not recording */
+    ss_finish();
+    return __real_pthread_create(t, a, f, arg);
 }

@@ -425,6 +425,17 @@ static void ss_post_clo_init(void)
     ss_put(SS_RAW_MAGIC, SS_RAW_VERSION, SS_BACKEND_VALGRIND, SS_REC_HEADER, SS_FLAG_GAPS_EXACT);
 }
 
+/* A second thread: the stream is one thread's serial run (valgrind runs the
+ * threads one at a time, but their references would be mixed into the
+ * strands of the DAG's thread), so say so; the import refuses the stream at
+ * this marker.  The main thread's own creation has no parent. */
+static void ss_thread_create(ThreadId parent, ThreadId child)
+{
+    (void)child;
+    if (parent != VG_INVALID_THREADID && !ss_child)
+        ss_put(0, 0, SS_M_THREAD, SS_REC_MARKER, 0);
+}
+
 /* A forked child keeps running under the tool but must not write into the
  * parent's stream: its buffered records are dropped and nothing more is kept. */
 static void ss_atfork_child(ThreadId tid)
@@ -462,6 +473,7 @@ static void ss_pre_clo_init(void)
     VG_(needs_command_line_options)(ss_process_option, ss_print_usage, ss_print_debug_usage);
     VG_(needs_client_requests)(ss_client_request);
     VG_(track_start_client_code)(ss_start_client);
+    VG_(track_pre_thread_ll_create)(ss_thread_create);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(ss_pre_clo_init)

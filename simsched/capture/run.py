@@ -60,9 +60,9 @@ _WRAPPED = (
     "memcpy", "memmove", "memset", "__memcpy_chk", "__memmove_chk", "__memset_chk",
     "strlen", "strnlen", "strcmp", "strncmp", "memcmp", "strcpy", "strncpy", "strcat",
     "strchr", "memchr", "__strcpy_chk", "__strncpy_chk", "__strcat_chk",
-    # capture/runtime/ss_exit.c: the stream's end, the sampler's timer
+    # capture/runtime/ss_exit.c: the stream's end, the sampler's timer, threads
     "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle",
-    "fexecve",
+    "fexecve", "pthread_create",
 )  # fmt: skip
 _NO_LINK = {"-c", "-S", "-E", "-M", "-MM", "-fsyntax-only"}
 

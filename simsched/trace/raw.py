@@ -69,6 +69,7 @@ REC_HEADER, REC_REF, REC_RANGE, REC_GAP, REC_MARKER = 0, 1, 2, 3, 4
 M_SPAWN, M_SPAWN_END, M_SYNC, M_ITER, M_ROI_BEGIN, M_ROI_END, M_END = 1, 2, 3, 4, 5, 6, 7
 M_CALL, M_CALL_END = 8, 9  # a Cilk function's own frame (simsched_cilk.h)
 M_STACK = 10  # the captured thread's stack region: bytes a .. a + b - 1
+M_THREAD = 11  # the program started a thread: a capture records a serial run only
 BACKENDS = {0: "unknown", 1: "gcc", 2: "valgrind", 3: "pin", 4: "test"}
 FLAG_WRITE = 1
 FLAG_GAPS_EXACT = 1
@@ -673,6 +674,13 @@ def import_raw(
                         b.roi_begin()
                     elif m == M_ROI_END:
                         b.roi_end()
+                    elif m == M_THREAD:
+                        raise TraceFormatError(
+                            f"{name}: record {pos}: the program started a thread "
+                            "(pthread_create); a capture records a serial run, and another "
+                            "thread's references would be mixed into the strands of the one "
+                            "that runs the DAG (docs/capture.md)"
+                        )
                     elif m == M_END:
                         ended = True
                         if i != recs.shape[0] - 1:

@@ -212,6 +212,37 @@ def test_a_program_that_execs_another_is_told_so(cache, tmp_path, backend, long_
     assert not (tmp_path / "x.sst").exists()
 
 
+THREADS = r"""
+#include <pthread.h>
+#include "simsched.h"
+static volatile long g[1000];
+static void *work(void *p) { for (int i = 0; i < 1000; i++) g[i] += i; return p; }
+static void leaf(void) { g[0]++; }
+int main(void) {
+    pthread_t t;
+    SS_SPAWN(leaf());
+    SS_SYNC();
+    pthread_create(&t, 0, work, 0);
+    for (int i = 0; i < 1000; i++) g[i] -= i;
+    pthread_join(t, 0);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["gcc", pytest.param("valgrind", marks=needs_valgrind)])
+def test_a_program_that_starts_a_thread_is_refused(cache, tmp_path, backend):
+    # Both backends recorded the thread's references into the main thread's strands
+    # silently; the gcc runtime, not thread-safe, also corrupted its stream ("bad block
+    # header ... (wrong magic)") or deadlocked in zstd when both threads flushed.
+    prog = _build_for(backend, tmp_path, "threads", THREADS)
+    with pytest.raises(
+        TraceFormatError, match=r"threads: record \d+: the program started a thread"
+    ):
+        capture(str(prog), [], tmp_path / "x.sst", backend=backend)
+    assert not (tmp_path / "x.sst").exists()
+
+
 @needs_valgrind
 def test_valgrind_program_without_markers_is_a_capture_error(cache, tmp_path):
     # The tool names the stack at the end of such a run; it asked valgrind about the
