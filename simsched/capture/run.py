@@ -235,6 +235,8 @@ def _resolve_program(program: str) -> Path:
         if found is None and not p.exists():
             raise CaptureError(f"{program}: no such program (not a file, not on PATH)")
         p = Path(found) if found else p
+    if p.is_dir():
+        raise CaptureError(f"{program}: is a folder, not a program")
     if not p.is_file():
         raise CaptureError(f"{program}: no such program")
     if not os.access(p, os.X_OK):

@@ -270,6 +270,9 @@ def test_gcc_backend_rejects_a_plain_build(cache, bindir, tmp_path):
 def test_missing_program_and_pin_are_capture_errors(cache, tmp_path, monkeypatch):
     with pytest.raises(CaptureError, match="no such program"):
         capture(str(tmp_path / "nope"), [], tmp_path / "x.sst")
+    (tmp_path / "dir").mkdir()  # was "no such program"
+    with pytest.raises(CaptureError, match=r"dir: is a folder, not a program$"):
+        capture(str(tmp_path / "dir"), [], tmp_path / "x.sst")
     monkeypatch.delenv("PIN_ROOT", raising=False)
     with pytest.raises(CaptureError, match="PIN_ROOT"):
         capture("/bin/true", [], tmp_path / "x.sst", backend="pin")
