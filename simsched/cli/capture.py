@@ -114,9 +114,11 @@ def register(app: typer.Typer) -> None:
             raise CaptureError(
                 "simsched capture: no program (usage: simsched capture -o OUT -- PROGRAM ARGS)"
             )
-        check_not_input(out, "--out", {"the program": argv[0]})
+        # the gcc backend's program reads its block table (simsched cc) as it starts
+        inputs = {"the program": argv[0], "the program's block table": argv[0] + ".ssbb"}
+        check_not_input(out, "--out", inputs)
         if raw is not None:
-            check_not_input(raw, "--raw", {"the program": argv[0], "the trace (--out)": out})
+            check_not_input(raw, "--raw", {**inputs, "the trace (--out)": out})
         with (
             contextlib.ExitStack() as outputs,
             Progress(

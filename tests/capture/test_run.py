@@ -411,6 +411,15 @@ def test_cli_cc_and_capture(cache, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["capture", "-o", str(tmp_path / "g.sst"), "--", str(prog), "x"])
     assert e.value.code == 2
+    # the trace, or the raw stream, written over the program's block table (the capture
+    # replaced it, and later captures of the program estimated every block's count)
+    table = (tmp_path / "fib.ssbb").read_bytes()
+    for opts in (["-o", f"{prog}.ssbb"], ["-o", str(tmp_path / "h.sst"), "--raw", f"{prog}.ssbb"]):
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as e:
+            main(["capture", *opts, "--", str(prog), "8", "3"])
+        assert e.value.code == 2 and "is the program's block table" in capsys.readouterr().err
+    assert (tmp_path / "fib.ssbb").read_bytes() == table
 
 
 def _digest(path: Path) -> str:
