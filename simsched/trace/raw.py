@@ -236,6 +236,11 @@ def _iter_v2_bodies(f: _Stream, name: str) -> Iterator[tuple[int, np.void, np.nd
         h = np.frombuffer(raw_h, BLOCK_DTYPE)[0]
         n, n_esc, n_wide, planes = (int(h[k]) for k in ("n", "n_esc", "n_wide", "planes"))
         if int(h["magic"]) != BLOCK_MAGIC:
+            if int.from_bytes(raw_h[:8], "little") == RAW_MAGIC:
+                raise TraceFormatError(
+                    f"{name}: a second stream's header at record {first}, where a block should "
+                    "start (two raw streams joined into one file?)"
+                )
             raise TraceFormatError(f"{name}: bad block header at record {first} (wrong magic)")
         if not 0 < n <= BLOCK_MAX_RECS or n_esc > n or n_wide > n or planes > 0xFF or h["zero"]:
             raise TraceFormatError(

@@ -491,6 +491,8 @@ def test_v2_malformed_blocks(tmp_path):
     _corrupt(tmp_path, bad, "wide gaps")
     _corrupt(tmp_path, good[:-3], "truncated")
     _corrupt(tmp_path, good[:30], "partial block header")
+    # two captures' streams in one file (cat a.raw b.raw): was "bad block header (wrong magic)"
+    _corrupt(tmp_path, good + good, r"a second stream.s header at record 3, where a block should")
 
 
 def _expand_reference(recs):
