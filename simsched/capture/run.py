@@ -290,6 +290,21 @@ def _backend_reason(log: Path, lines: int = 3) -> str:
     return " | ".join(text[-lines:])
 
 
+_RUNTIME_FAILURE = "simsched runtime: "  # how ss_rt.c's ss_die() starts its one line
+
+
+def _runtime_failure(out_log: Path) -> str:
+    """The gcc runtime's own failure message in the program's output (or ``""``)."""
+    try:
+        with open(out_log, "rb") as f:
+            for line in f:
+                if line.startswith(_RUNTIME_FAILURE.encode()):
+                    return line.decode(errors="replace").strip()[len(_RUNTIME_FAILURE) :]
+    except OSError:
+        pass
+    return ""
+
+
 def _ended(returncode: int) -> str:
     """How the program ended, from a negative (signal) or positive return code."""
     if returncode >= 0:
@@ -448,6 +463,9 @@ def _run_backend(
             f"{prog} {_ended(proc.returncode)} under the {backend} backend"
             + (f": {why}" if why else "")
         )
+    failed = _runtime_failure(out_log)
+    if failed:  # the gcc runtime stopped recording (it cannot write its stream, ...)
+        raise CaptureError(f"{prog}: the {backend} backend stopped recording: {failed}")
     if backend in _END_FIGURE and _END_FIGURE[backend] not in stats:
         # The backend writes its figures where it ends the stream; a process image that
         # ended without it was replaced (the stream is cut short, or empty).

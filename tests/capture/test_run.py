@@ -243,6 +243,30 @@ def test_a_program_that_starts_a_thread_is_refused(cache, tmp_path, backend):
     assert not (tmp_path / "x.sst").exists()
 
 
+def test_a_runtime_that_cannot_write_its_stream_says_so(cache, bindir, tmp_path, monkeypatch):
+    # A full disk (here: a file size limit) stops the gcc runtime's recording with one
+    # line on stderr while the program runs on; the capture blamed an exec ("the run it
+    # recorded never ended: did the program replace itself with exec*()?").
+    import resource
+    import signal
+
+    prog = compile_gcc(cache, bindir, "mergesort.c", "ms_gcc", "-O2")
+    no_aslr = capture_run._no_aslr
+
+    def small_files() -> None:
+        no_aslr()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    monkeypatch.setattr(capture_run, "_no_aslr", small_files)
+    with pytest.raises(CaptureError) as info:
+        capture(str(prog), ["200000", "64"], tmp_path / "x.sst")
+    assert str(info.value) == (
+        f"{prog}: the gcc backend stopped recording: cannot write the raw stream: File too large"
+    )
+    assert os.listdir(tmp_path) == []
+
+
 @needs_valgrind
 def test_valgrind_program_without_markers_is_a_capture_error(cache, tmp_path):
     # The tool names the stack at the end of such a run; it asked valgrind about the
