@@ -443,6 +443,12 @@ static void ss_atfork_child(ThreadId tid)
     (void)tid;
     ss_child = True;
     ss_n = 0;
+    /* Nor keep it open: the stream is a FIFO whose reader ends at the last
+     * writer's close, so a child that outlives the program (a daemon, a
+     * background job) held the capture until it exited. */
+    if (ss_fd >= 0)
+        VG_(close)(ss_fd);
+    ss_fd = -1;
 }
 
 static void ss_fini(Int exitcode)

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -265,6 +266,38 @@ def test_a_runtime_that_cannot_write_its_stream_says_so(cache, bindir, tmp_path,
         f"{prog}: the gcc backend stopped recording: cannot write the raw stream: File too large"
     )
     assert os.listdir(tmp_path) == []
+
+
+ORPHAN = r"""
+#include <unistd.h>
+#include "simsched.h"
+static long g;
+static void leaf(void) { g++; }
+int main(int argc, char **argv) {
+    SS_SPAWN(leaf());
+    SS_SYNC();
+    if (fork() == 0) {  /* outlives the program until the test lets it go (40 s at most) */
+        for (int i = 0; i < 400 && access(argv[1], F_OK) != 0; i++)
+            usleep(100000);
+        _exit(0);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["gcc", pytest.param("valgrind", marks=needs_valgrind)])
+def test_a_child_that_outlives_the_program_does_not_hold_the_capture(cache, tmp_path, backend):
+    # Under valgrind the forked child kept the tool's FIFO open, and the capture waited
+    # for the child's end (a daemon's: for good).
+    prog = _build_for(backend, tmp_path, "orphan", ORPHAN)
+    release = tmp_path / "release"
+    try:
+        t0 = time.perf_counter()
+        capture(str(prog), [str(release)], tmp_path / "x.sst", backend=backend)
+        assert time.perf_counter() - t0 < 20
+    finally:
+        release.touch()
 
 
 @needs_valgrind
