@@ -4,8 +4,8 @@
  *
  * _exit and _Exit end the process without the atexit handler that finishes
  * the raw stream, which then ends inside a compressed frame: they finish the
- * stream first, as exit() would.  A forked child has stopped recording, so
- * its _exit writes nothing.
+ * stream first, as exit() would.  A forked child has stopped recording, and
+ * a vfork() child is not the recorded process: their _exit writes nothing.
  *
  * exec*() keeps the runtime's profiling timer (ITIMER_PROF survives execve)
  * while the new program gets SIGPROF's default action: the program it runs
@@ -43,15 +43,23 @@ void simsched_marker(int kind, long arg);
 extern void __real__exit(int) __attribute__((noreturn));
 extern void __real__Exit(int) __attribute__((noreturn));
 
+/* The recorded process.  A vfork() child shares its memory (and runs no atfork
+ * handler): its _exit (after a failed exec, the usual pattern) must not end
+ * the parent's stream, which would then stop recording without a word. */
+static pid_t ss_pid;
+__attribute__((constructor)) static void ss_note_pid(void) { ss_pid = getpid(); }
+
 SS_API __attribute__((noreturn)) void __wrap__exit(int status)
 {
-    ss_finish();
+    if (getpid() == ss_pid)
+        ss_finish();
     __real__exit(status);
 }
 
 SS_API __attribute__((noreturn)) void __wrap__Exit(int status)
 {
-    ss_finish();
+    if (getpid() == ss_pid)
+        ss_finish();
     __real__Exit(status);
 }
 

@@ -200,3 +200,34 @@ def test_a_program_run_by_exec_is_not_killed_by_the_sampler(cache, tmp_path):
     # an exec that fails leaves the timer running and the run recorded to its end
     res = capture(str(prog), ["/nonexistent"], tmp_path / "x.sst")
     assert res.header.n_frames == 3 and "samples" in res.tool_stats
+
+
+VFORK = r"""
+#include <sys/wait.h>
+#include <unistd.h>
+#include "simsched.h"
+volatile long g[8];
+static void leaf(long k) { g[k & 7] += k; }
+int main(void) {
+    pid_t p = vfork();
+    if (p == 0) {
+        execl("/nonexistent", "x", (char *)0);
+        _exit(127);  /* the vfork child shares the recorded process's memory */
+    }
+    waitpid(p, 0, 0);
+    for (long k = 0; k < 10; k++) {
+        SS_SPAWN(leaf(k));
+        SS_SYNC();
+    }
+    return 0;
+}
+"""
+
+
+def test_a_vfork_childs_exit_does_not_end_the_parents_stream(cache, tmp_path):
+    # The _exit wrapper (first version) finished the stream in a vfork() child (no atfork
+    # handler runs there), so the parent stopped recording: "wrote no simsched markers",
+    # or a trace cut short without a word (4 strands instead of 34).
+    prog = _build(tmp_path, "vfork", VFORK, "-O1")
+    h = capture(str(prog), [], tmp_path / "x.sst").header
+    assert (h.n_strands, h.n_frames) == (31, 11)
