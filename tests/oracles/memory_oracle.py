@@ -52,6 +52,27 @@ NODE_FIELDS = (
 )
 
 
+def ooo_wait(
+    flight: list[tuple[int, int]], now: int, ins: int, dep: bool, rob: int, mshrs: int
+) -> tuple[int, int]:
+    """Step 2 of the out-of-order rule (docs/machine-model.md §6.1), changing nothing.
+
+    ``flight``: the core's misses in flight as (completion, instruction number), oldest
+    first; ``now``: the reference's issue time by step 1; ``ins``: its instruction number.
+    The reference waits, oldest first, for every miss ``rob`` or more instructions older
+    (the reorder buffer is full), for all of them when it is ``dep``endent, and for the
+    oldest left when all ``mshrs`` are busy.  Returns its issue time and how many of the
+    oldest misses it waited for (they leave the list when it issues)."""
+    waited = 0
+    while waited < len(flight) and flight[waited][1] <= ins - rob:
+        waited += 1
+    if dep:
+        waited = len(flight)
+    if len(flight) - waited == mshrs:
+        waited += 1
+    return max([now] + [done for done, _ in flight[:waited]]), waited
+
+
 class MemoryOracle:
     """Reference model with the same semantics and statistics as ``MemorySystem``."""
 
@@ -418,16 +439,11 @@ class MemoryOracle:
         out = []
         for i in range(len(addrs)):
             gap = int(gaps[i]) if gaps is not None else 0
-            now = t + gap
             self.instr[core] = self.instr.get(core, 0) + gap + 1
             ins = self.instr[core]
-            while flight and flight[0][1] <= ins - ooo.rob:
-                now = max(now, flight.pop(0)[0])
-            if deps is not None and deps[i]:
-                while flight:
-                    now = max(now, flight.pop(0)[0])
-            if len(flight) == ooo.mshrs:
-                now = max(now, flight.pop(0)[0])
+            dep = deps is not None and bool(deps[i])
+            now, waited = ooo_wait(flight, t + gap, ins, dep, ooo.rob, ooo.mshrs)
+            del flight[:waited]
             lat = self.access(core, int(addrs[i]), int(sizes[i]), bool(writes[i]), now)
             out.append(lat)
             if lat > h0:
