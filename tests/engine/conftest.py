@@ -16,14 +16,19 @@ def random_program(
     max_children: int,
     max_refs: int,
     space: int,
+    dep_share: float = 0.0,
 ) -> None:
-    """Emit a random fork/join frame body: refs, spawns (recursing), syncs."""
+    """Emit a random fork/join frame body: refs, spawns (recursing), syncs; a share
+    ``dep_share`` of the references is marked dependent (drawn only when it is not 0, so
+    that the other traces stay as they were)."""
 
     def refs():
         k = int(rng.integers(0, max_refs + 1))
         if k:
             addrs = rng.integers(0, space, size=k).astype(np.uint64) * 8
-            b.refs(addrs, 8, rng.random(k) < 0.3, rng.integers(0, 4, size=k))
+            writes, gaps = rng.random(k) < 0.3, rng.integers(0, 4, size=k)
+            deps = rng.random(k) < dep_share if dep_share else False
+            b.refs(addrs, 8, writes, gaps, deps)
         if rng.random() < 0.3:
             b.instr(int(rng.integers(1, 20)))
 
@@ -78,11 +83,13 @@ def make_trace(
     space: int = 4096,
     chunk_refs: int = 97,
     stack: tuple[int, int] | None = None,
+    dep_share: float = 0.0,
 ) -> Path:
     """Write a small random fork/join trace and return its path (small chunks, so that
     strands cross chunk boundaries and the engine moves cores from chunk to chunk).
 
-    ``stack``: the stack region the trace names (addresses lie below ``8 * space``)."""
+    ``stack``: the stack region the trace names (addresses lie below ``8 * space``);
+    ``dep_share``: the share of references marked dependent (docs/machine-model.md §6.1)."""
     rng = np.random.default_rng(seed)
     with TraceBuilder(
         path,
@@ -94,5 +101,5 @@ def make_trace(
         chunk_refs=chunk_refs,
         stack=stack,
     ) as b:
-        random_program(b, rng, depth, max_children, max_refs, space)
+        random_program(b, rng, depth, max_children, max_refs, space, dep_share)
     return path

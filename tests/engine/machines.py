@@ -37,3 +37,9 @@ CHAIN_4X1 = {
     "links": [{"a": i, "b": i + 1, "bandwidth": 8, "latency": 30} for i in range(3)],
     "costs": {**TWO_BY_TWO["costs"], "remote_pool_op": 100, "remote_hop": 60},
 }
+
+
+def out_of_order(spec: dict, mshrs: int, rob: int) -> dict:
+    """``spec`` with out-of-order cores (docs/machine-model.md §6.1)."""
+    core = {"model": "out-of-order", "mshrs": mshrs, "rob": rob}
+    return {**spec, "name": spec["name"] + "-ooo", "core": core}

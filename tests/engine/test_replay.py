@@ -12,9 +12,9 @@ from simsched.engine.replay import Engine
 from simsched.machine import load_machine
 from simsched.memory import MemorySystem
 from simsched.schedulers import get_scheduler, scheduler_names
-from simsched.trace import open_trace
+from simsched.trace import TraceBuilder, open_trace
 from tests.engine.conftest import iterated_tasks, make_trace
-from tests.engine.machines import CHAIN_4X1, ONE_BY_THREE, TWO_BY_TWO
+from tests.engine.machines import CHAIN_4X1, ONE_BY_THREE, TWO_BY_TWO, out_of_order
 from tests.oracles.engine_oracle import OracleEngine
 from tests.oracles.memory_oracle import MemoryOracle
 from tests.schedulers.subtree_socket import SubtreePerSocket
@@ -53,7 +53,12 @@ def _agree_on_strands(trace, machine, cls):
 def test_fast_engine_equals_oracle(tmp_path, mspec, tseed, sched, params):
     machine = load_machine(mspec)
     trace = open_trace(make_trace(tmp_path / "t.sst", seed=tseed, depth=4, max_refs=60))
-    cls = get_scheduler(sched)
+    _equals_oracle(trace, machine, get_scheduler(sched), params)
+
+
+def _equals_oracle(trace, machine, cls, params):
+    """The exact replay (window 0) and the oracle's: the same schedule, cycles, private
+    misses, counters, cache and memory statistics."""
     res, stats = _fast(trace, machine, cls, params, 3, window=0)
     check_invariants(trace, res, stats)
     oracle_mem = MemoryOracle(machine)
@@ -70,6 +75,30 @@ def test_fast_engine_equals_oracle(tmp_path, mspec, tseed, sched, params):
         for f in ("accesses", "hits", "misses", "writebacks", "invalidations"):
             assert a[f] == b[f], (a["name"], f)
     assert stats["nodes"] == ostats["nodes"]
+
+
+@pytest.mark.parametrize(("tail", "end"), [(0, 300), (150, 352)])
+def test_oracle_ends_an_out_of_order_strand_after_its_last_miss(tmp_path, tail, end):
+    """The oracle on the worked example of tests/memory/test_ooo.py: four misses of 100
+    cycles, two MSHRs, the last reference dependent, issued at 0, 2, 100 and 200 after
+    the strand's start.  The strand ends when its last miss completes (300), or after its
+    tail if that is later (the core goes on at 202, plus 150)."""
+    spec = {
+        "name": "t-ooo-1",
+        "cores_per_socket": 1,
+        "caches": [
+            {"name": "L1", "scope": "core", "size": 1024, "assoc": 2, "line": 64, "hit_latency": 2}
+        ],
+        "memory": {"latency": 100, "remote_latency": 0, "service_interval": 0},
+    }
+    machine = load_machine(out_of_order(spec, mshrs=2, rob=10))
+    with TraceBuilder(tmp_path / "t.sst", program="four", gaps_exact=True) as b:
+        b.refs(np.arange(4, dtype=np.uint64) * 64, 8, False, 0, [False, False, False, True])
+        b.instr(tail)
+    ora = OracleEngine(
+        open_trace(tmp_path / "t.sst"), machine, get_scheduler("ws"), {}, 0, MemoryOracle(machine)
+    ).run()
+    assert (ora["strand_end"] - ora["strand_start"]).tolist() == [end]
 
 
 @pytest.mark.parametrize("sched", scheduler_names())

@@ -9,7 +9,16 @@ earliest thing left happens, where "things" are
 
 Ties: finished cores first, then timers (in the order they were set), then references;
 among cores the lower number first.  This is the order the fast engine follows with
-``window=0``.  It uses the memory oracle (``tests/oracles/memory_oracle.py``) and the
+``window=0``.
+
+On a machine with out-of-order cores (docs/machine-model.md §6.1) each core also keeps
+its misses in flight, (completion, instruction number) oldest first, and counts its
+instructions.  A reference's time is then its issue time after the waits of step 2
+(``memory_oracle.ooo_wait``): that is when the memory model serves it, and the shared
+levels must see the references of all cores in that order.  A first-level miss stays in
+flight and the core goes on after the first level's hit latency; a strand ends when its
+last reference has issued, its tail has run and its last miss has completed, whichever
+is latest, so no miss outlives its strand.  It uses the memory oracle (``tests/oracles/memory_oracle.py``) and the
 same scheduler classes through the same protocol (``on_profile`` with each strand's
 private-cache misses, before ``on_finish``, as the engine calls it), and keeps a log of
 decisions.
@@ -24,6 +33,7 @@ import numpy as np
 from simsched.engine.facts import TraceFacts
 from simsched.memory.stacks import stack_layout
 from simsched.schedulers.base import RETRY, RUN, SchedContext
+from tests.oracles.memory_oracle import ooo_wait
 
 
 def prefetch_fills(memory, core: int) -> int:
@@ -50,6 +60,8 @@ class OracleEngine:
         self.sched = scheduler_cls(self.ctx, params or {}, np.random.default_rng(seed))
         lat = [c.hit_latency for c in machine.caches if c.scope == "core"]
         self.pthresh = max(lat) if lat else -1
+        self.ooo = machine.out_of_order
+        self.h0 = machine.caches[0].hit_latency
 
     def wake(self, n, only=None):
         cores = sorted(self.sleeping if only is None else self.sleeping & set(only))
@@ -73,6 +85,7 @@ class OracleEngine:
                         ch.size.tolist(),
                         ch.write.tolist(),
                         ch.gap.tolist(),
+                        ch.dep.tolist(),
                         strict=True,
                     )
                 )
@@ -99,6 +112,16 @@ class OracleEngine:
         busy = [0] * self.P
         sched_cycles = [0] * self.P
         log = []
+        ooo = self.ooo
+        flight: list[list[tuple[int, int]]] = [[] for _ in range(self.P)]
+        ins = [0] * self.P  # instructions each core has issued (out-of-order cores)
+
+        def issue(c):
+            """Issue time of core c's next reference and the misses it waits for."""
+            gap, dep = refs[strand[c]][pos[c]][3:]
+            if ooo is None:
+                return clock[c] + gap, 0
+            return ooo_wait(flight[c], clock[c] + gap, ins[c] + gap + 1, dep, ooo.rob, ooo.mshrs)
 
         def decide(c, now, dec):
             kind, s, cost = dec
@@ -127,10 +150,12 @@ class OracleEngine:
             for c in range(self.P):
                 if state[c] == "run" and pos[c] >= len(refs[strand[c]]):
                     clock[c] += tail[strand[c]]
+                    # out-of-order: the strand also waits for its last miss in flight
+                    clock[c] = max([clock[c]] + [done for done, _ in flight[c]])
+                    flight[c].clear()
                     state[c] = "done"
                 if state[c] == "run":
-                    gap = refs[strand[c]][pos[c]][3]
-                    cands.append((clock[c] + gap, 2, c, "ref", c))
+                    cands.append((issue(c)[0], 2, c, "ref", c))
                 elif state[c] == "done":
                     cands.append((clock[c], 0, c, "done", c))
             for t, seq, c in self.timers:
@@ -138,7 +163,9 @@ class OracleEngine:
             assert cands, "deadlock"
             t, _, tb, what, c = min(cands)
             if what == "ref":
-                addr, size, write, gap = refs[strand[c]][pos[c]]
+                addr, size, write, gap, _ = refs[strand[c]][pos[c]]
+                del flight[c][: issue(c)[1]]  # the misses it waited for have completed
+                ins[c] += gap + 1
                 if stacks is not None and stacks.lo <= addr < stacks.hi:
                     addr += c * stacks.step  # core c's own copy of the stack
                 fills = prefetch_fills(self.memory, c)
@@ -148,7 +175,12 @@ class OracleEngine:
                 pm = (lat > self.pthresh) + prefetch_fills(self.memory, c) - fills
                 pmiss[c] += pm
                 spmiss[strand[c]] += pm
-                clock[c] = t + lat
+                if ooo is not None and lat > self.h0:
+                    # a first-level miss stays in flight; the core goes on as after a hit
+                    flight[c].append((t + lat, ins[c]))
+                    clock[c] = t + self.h0
+                else:
+                    clock[c] = t + lat
                 pos[c] += 1
             elif what == "done":
                 s = strand[c]
