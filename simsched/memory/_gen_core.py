@@ -326,8 +326,8 @@ def _entry(g: Geometry) -> str:
         "Reference i (address ``addrs[i] + off``) issues ``gaps[i]`` cycles after the",
         "previous one completed (the first after ``t``).  Stops before the first",
         "reference whose issue time passes ``bound`` (at ``bound`` itself it stops unless",
-        "``tie_wins`` or nothing was served yet), or when the page table reaches",
-        "``page_limit`` entries.  Returns the index of the first",
+        "``tie_wins``, or nothing was served yet and the reference did not stall), or",
+        "when the page table reaches ``page_limit`` entries.  Returns the index of the first",
         "reference not served; MISC holds the completion time of the last one served (on",
         "an out-of-order core, docs/machine-model.md §6.1: its issue time plus the first",
         "level's latency; ``deps`` marks references that wait for every miss in flight), the",
@@ -379,8 +379,17 @@ def _entry(g: Geometry) -> str:
             else ["    now = t + np.int64(gaps[i]) if use_gaps else t"]
         ),
         # The time bound: shared levels and controllers must see every core's references
-        # within the engine's window of global time order.
-        "    if now > bound or (now == bound and not tie_wins and i > i0):",
+        # within the engine's window of global time order.  The first reference of a
+        # call may go at the bound itself: its core won its place in the window loop's
+        # heap with that very issue time.  Not so a stalled one (out-of-order): it won
+        # the place with its issue time before the wait, so at the bound it must win the
+        # tie on its own, or stop (its stall committed below) and be ordered by its real
+        # issue time.
+        (
+            "    if now > bound or (now == bound and not tie_wins and (i > i0 or now > t + gi)):"
+            if ooo
+            else "    if now > bound or (now == bound and not tie_wins and i > i0):"
+        ),
         *(
             # A stall is committed (the waited-for misses retire, the clock moves to the
             # issue time less the gap), so that the core's next key is its issue time.
