@@ -9,7 +9,10 @@ earliest thing left happens, where "things" are
 
 Ties: finished cores first, then timers (in the order they were set), then references;
 among cores the lower number first.  This is the order the fast engine follows with
-``window=0``.
+``window=0``.  It uses the memory oracle (``tests/oracles/memory_oracle.py``) and the
+same scheduler classes through the same protocol (``on_profile`` with each strand's
+private-cache misses, before ``on_finish``, as the engine calls it), and keeps a log of
+decisions.
 
 On a machine with out-of-order cores (docs/machine-model.md §6.1) each core also keeps
 its misses in flight, (completion, instruction number) oldest first, and counts its
@@ -18,10 +21,7 @@ instructions.  A reference's time is then its issue time after the waits of step
 levels must see the references of all cores in that order.  A first-level miss stays in
 flight and the core goes on after the first level's hit latency; a strand ends when its
 last reference has issued, its tail has run and its last miss has completed, whichever
-is latest, so no miss outlives its strand.  It uses the memory oracle (``tests/oracles/memory_oracle.py``) and the
-same scheduler classes through the same protocol (``on_profile`` with each strand's
-private-cache misses, before ``on_finish``, as the engine calls it), and keeps a log of
-decisions.
+is latest, so no miss outlives its strand.
 """
 
 from __future__ import annotations
