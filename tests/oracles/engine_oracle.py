@@ -14,14 +14,8 @@ same scheduler classes through the same protocol (``on_profile`` with each stran
 private-cache misses, before ``on_finish``, as the engine calls it), and keeps a log of
 decisions.
 
-On a machine with out-of-order cores (docs/machine-model.md §6.1) each core also keeps
-its misses in flight, (completion, instruction number) oldest first, and counts its
-instructions.  A reference's time is then its issue time after the waits of step 2
-(``memory_oracle.ooo_wait``): that is when the memory model serves it, and the shared
-levels must see the references of all cores in that order.  A first-level miss stays in
-flight and the core goes on after the first level's hit latency; a strand ends when its
-last reference has issued, its tail has run and its last miss has completed, whichever
-is latest, so no miss outlives its strand.
+When references issue and strands end, on blocking or out-of-order cores, is
+``CoreTiming``'s business (the job-set oracle uses it too).
 """
 
 from __future__ import annotations
@@ -42,6 +36,52 @@ def prefetch_fills(memory, core: int) -> int:
     return pf[core]["beyond"] if pf is not None else 0
 
 
+class CoreTiming:
+    """When each core's references issue and its strands end (docs/machine-model.md §6).
+
+    A blocking core issues a reference its gap after the previous one completed, and
+    ends a strand its tail after the last one.  An out-of-order core (§6.1) also keeps its
+    misses in flight, (completion, instruction number) oldest first, and counts its
+    instructions: a reference issues after the waits of step 2 (``ooo_wait``), which is
+    when the memory model serves it and so the time the oracles order it by; a
+    first-level miss stays in flight while the core goes on after the first level's hit
+    latency; a strand ends when its last reference has issued, its tail has run and its
+    last miss has completed, whichever is latest, so no miss outlives its strand."""
+
+    def __init__(self, machine):
+        self.ooo = machine.out_of_order
+        self.h0 = machine.caches[0].hit_latency
+        self.flight: list[list[tuple[int, int]]] = [[] for _ in range(machine.cores)]
+        self.ins = [0] * machine.cores
+
+    def issue(self, c: int, clock: int, gap: int, dep: bool) -> tuple[int, int]:
+        """When core ``c``'s next reference issues, its gap after ``clock`` (the previous
+        one's completion, or the strand's start), and how many misses it waits for."""
+        if self.ooo is None:
+            return clock + gap, 0
+        ins = self.ins[c] + gap + 1
+        return ooo_wait(self.flight[c], clock + gap, ins, dep, self.ooo.rob, self.ooo.mshrs)
+
+    def served(self, c: int, gap: int, waited: int, t: int, lat: int) -> int:
+        """Core ``c``'s reference issued at ``t`` after ``waited`` misses and took ``lat``
+        cycles; returns when the core goes on (the next reference's gap counts from it)."""
+        if self.ooo is None:
+            return t + lat
+        del self.flight[c][:waited]  # the misses it waited for have completed
+        self.ins[c] += gap + 1
+        if lat <= self.h0:
+            return t + lat
+        # a first-level miss stays in flight; the core goes on as after a hit
+        self.flight[c].append((t + lat, self.ins[c]))
+        return t + self.h0
+
+    def end(self, c: int, clock: int) -> int:
+        """When core ``c``'s strand ends, its tail run until ``clock``."""
+        done = max([clock] + [d for d, _ in self.flight[c]])
+        self.flight[c].clear()
+        return done
+
+
 class OracleEngine:
     """Replay ``trace`` on ``machine`` under ``scheduler_cls`` with ``memory``."""
 
@@ -60,8 +100,6 @@ class OracleEngine:
         self.sched = scheduler_cls(self.ctx, params or {}, np.random.default_rng(seed))
         lat = [c.hit_latency for c in machine.caches if c.scope == "core"]
         self.pthresh = max(lat) if lat else -1
-        self.ooo = machine.out_of_order
-        self.h0 = machine.caches[0].hit_latency
 
     def wake(self, n, only=None):
         cores = sorted(self.sleeping if only is None else self.sleeping & set(only))
@@ -112,16 +150,12 @@ class OracleEngine:
         busy = [0] * self.P
         sched_cycles = [0] * self.P
         log = []
-        ooo = self.ooo
-        flight: list[list[tuple[int, int]]] = [[] for _ in range(self.P)]
-        ins = [0] * self.P  # instructions each core has issued (out-of-order cores)
+        timing = CoreTiming(self.machine)
 
         def issue(c):
             """Issue time of core c's next reference and the misses it waits for."""
             gap, dep = refs[strand[c]][pos[c]][3:]
-            if ooo is None:
-                return clock[c] + gap, 0
-            return ooo_wait(flight[c], clock[c] + gap, ins[c] + gap + 1, dep, ooo.rob, ooo.mshrs)
+            return timing.issue(c, clock[c], gap, dep)
 
         def decide(c, now, dec):
             kind, s, cost = dec
@@ -149,10 +183,7 @@ class OracleEngine:
             cands = []
             for c in range(self.P):
                 if state[c] == "run" and pos[c] >= len(refs[strand[c]]):
-                    clock[c] += tail[strand[c]]
-                    # out-of-order: the strand also waits for its last miss in flight
-                    clock[c] = max([clock[c]] + [done for done, _ in flight[c]])
-                    flight[c].clear()
+                    clock[c] = timing.end(c, clock[c] + tail[strand[c]])
                     state[c] = "done"
                 if state[c] == "run":
                     cands.append((issue(c)[0], 2, c, "ref", c))
@@ -164,8 +195,7 @@ class OracleEngine:
             t, _, tb, what, c = min(cands)
             if what == "ref":
                 addr, size, write, gap, _ = refs[strand[c]][pos[c]]
-                del flight[c][: issue(c)[1]]  # the misses it waited for have completed
-                ins[c] += gap + 1
+                waited = issue(c)[1]
                 if stacks is not None and stacks.lo <= addr < stacks.hi:
                     addr += c * stacks.step  # core c's own copy of the stack
                 fills = prefetch_fills(self.memory, c)
@@ -175,12 +205,7 @@ class OracleEngine:
                 pm = (lat > self.pthresh) + prefetch_fills(self.memory, c) - fills
                 pmiss[c] += pm
                 spmiss[strand[c]] += pm
-                if ooo is not None and lat > self.h0:
-                    # a first-level miss stays in flight; the core goes on as after a hit
-                    flight[c].append((t + lat, ins[c]))
-                    clock[c] = t + self.h0
-                else:
-                    clock[c] = t + lat
+                clock[c] = timing.served(c, gap, waited, t, lat)
                 pos[c] += 1
             elif what == "done":
                 s = strand[c]

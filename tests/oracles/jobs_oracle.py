@@ -13,7 +13,9 @@ between strands.  At every step the earliest thing happens; ties go by (time, ra
 A core that joins a job other than the last one it held is away for
 ``machine.costs.core_move`` cycles: no timer of it fires before then.  A finished strand
 is reported to its job's scheduler by ``on_profile`` (its private-cache misses) before
-anything else, as in ``engine_oracle``.
+anything else, as in ``engine_oracle``.  Cores are blocking or out-of-order as the
+machine says (``engine_oracle.CoreTiming``); a strand ends after its last miss in flight,
+so no miss follows a core to another job.
 
 Controllers and the core-assignment rule are policy and shared with the engine
 (``simsched.engine.controllers``); everything else here is written independently.  Tests
@@ -30,7 +32,7 @@ from simsched.engine.facts import TraceFacts
 from simsched.engine.job import addr_offset
 from simsched.memory.stacks import stack_layout
 from simsched.schedulers.base import RETRY, RUN, SchedContext
-from tests.oracles.engine_oracle import prefetch_fills
+from tests.oracles.engine_oracle import CoreTiming, prefetch_fills
 
 
 class _Job:
@@ -49,8 +51,10 @@ class _Job:
             ch = tr.strand_refs(s)
             self.refs.append(
                 [
-                    (int(a), int(z), bool(w), int(g))
-                    for a, z, w, g in zip(ch.addr, ch.size, ch.write, ch.gap, strict=True)
+                    (int(a), int(z), bool(w), int(g), bool(d))
+                    for a, z, w, g, d in zip(
+                        ch.addr, ch.size, ch.write, ch.gap, ch.dep, strict=True
+                    )
                 ]
             )
         self.tail = [int(x) for x in tr.strands.tail]
@@ -107,6 +111,7 @@ class OracleJobs:
         pending = [None] * P
         state = ["idle"] * P
         clock = [0] * P
+        timing = CoreTiming(self.m)  # blocking or out-of-order cores
         cur = [None] * P  # (job, strand)
         pos = [0] * P
         timers = []  # [time, seq, core, generation]
@@ -217,10 +222,11 @@ class OracleJobs:
                 if state[c] == "run":
                     job, s = cur[c]
                     if pos[c] >= len(job.refs[s]):
-                        clock[c] += job.tail[s]
+                        clock[c] = timing.end(c, clock[c] + job.tail[s])
                         state[c] = "done"
                     else:
-                        cands.append((clock[c] + job.refs[s][pos[c]][3], 2, c, "ref", c))
+                        gap, dep = job.refs[s][pos[c]][3:]
+                        cands.append((timing.issue(c, clock[c], gap, dep)[0], 2, c, "ref", c))
                 if state[c] == "done":
                     cands.append((clock[c], 0, c, "done", c))
             if arrivals:
@@ -236,14 +242,15 @@ class OracleJobs:
             if what == "ref":
                 c = x
                 job, s = cur[c]
-                addr, size, write, gap = job.refs[s][pos[c]]
+                addr, size, write, gap, dep = job.refs[s][pos[c]]
+                waited = timing.issue(c, clock[c], gap, dep)[1]
                 st = job.stacks
                 if st is not None and st.lo <= addr < st.hi:
                     addr += c * st.step
                 fills = prefetch_fills(self.mem, c)
                 lat = self.mem.access(c, addr + job.off, size, write, t)
                 job.spmiss[s] += (lat > self.pthresh) + prefetch_fills(self.mem, c) - fills
-                clock[c] = t + lat
+                clock[c] = timing.served(c, gap, waited, t, lat)
                 pos[c] += 1
                 continue
             now[0] = t
