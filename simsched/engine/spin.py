@@ -160,7 +160,9 @@ def spin(rp: Any, t_env: int, ev_timer: int) -> tuple[int, int]:
             rp._apply(j, a, t, plan.attempt(a, i))
             break
         counters[plan.key] += 1
-        tn = t + plan.prices[i]
+        # retry(price): the attempt keeps the core at least a cycle, as on_idle's would
+        price = plan.prices[i]
+        tn = t + (price if price > 0 else 1)
         if tn < avail[a]:
             tn = avail[a]
         push(heap, (tn, ev_timer, rp._seq, a, g))

@@ -62,6 +62,20 @@ def _same(a, b):
     assert a.mem_stats["levels"] == b.mem_stats["levels"]
 
 
+def test_a_free_steal_attempt_keeps_the_thief_a_cycle_in_a_batch(monkeypatch, tmp_path):
+    """A steal attempt priced 0 (``steal_attempt: 0``, on the thief's socket) keeps the
+    thief one cycle, as ``retry`` says ("at least 1").  Batched attempts were retried at
+    the same cycle, so thieves drew again before the cycle's other events: on this
+    453-reference trace WS took 12396 cycles batched and 12365 per attempt."""
+    costs = {**TWO_BY_TWO["costs"], "steal_attempt": 0}
+    machine = load_machine({**TWO_BY_TWO, "costs": costs})
+    trace = make_trace(tmp_path / "t.sst", seed=0, depth=3, max_refs=30)
+    a = _run(monkeypatch, True, trace, machine, "ws", 3)
+    b = _run(monkeypatch, False, trace, machine, "ws", 3)
+    assert a.engine_result.engine["batched_attempts"] > 0
+    _same(a, b)
+
+
 @pytest.mark.parametrize(
     "machine,sched,seed",
     [
