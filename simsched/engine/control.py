@@ -53,6 +53,7 @@ class ControlPlane:
             (t, list(js)) for t, js in groupby(order, key=lambda j: int(specs[j].arrival))
         ]
         self.arrivals_left = len(specs)
+        self._next_group = 0  # index in _groups of the next arrivals
         self.env.process(self._arrivals())
         self.periodic = 0
         if quantum > 0:
@@ -72,9 +73,17 @@ class ControlPlane:
             if t > self.env.now:
                 yield self.env.timeout(t - self.env.now)
             self.arrivals_left -= len(jids)
+            self._next_group += 1
             self.replay.arrive(int(self.env.now), jids)
 
     def _quanta(self, q: int) -> Generator[simpy.Event, Any, None]:
         while True:
             yield self.env.timeout(q)
+            # Arrivals come first at one cycle (docs/engine.md §3).  SimPy orders events of
+            # one time by when they were scheduled, and an arrival scheduled after this
+            # quantum (its predecessor arrived since the last one) would come second: the
+            # quantum waits a step of the same cycle, behind the arrival already queued.
+            g = self._next_group
+            if g < len(self._groups) and self._groups[g][0] == self.env.now:
+                yield self.env.timeout(0)
             self.replay.quantum_boundary(int(self.env.now))

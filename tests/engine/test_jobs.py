@@ -508,3 +508,18 @@ def test_placement_any_ignores_sockets():
     assert get_controller("deq")(m, 2, {"placement": "any"}, 311).placement == "any"
     with pytest.raises(ConfigError, match="placement='near'"):
         get_controller("equi")(m, 2, {"placement": "near"})
+
+
+@pytest.mark.parametrize("controller", ["equi", "deq"])
+@pytest.mark.parametrize("arrivals", [(0, 700, 1000), (0, 300, 1500), (0, 100, 1000, 1100)])
+def test_an_arrival_at_a_quantum_boundary_comes_before_the_quantum(tmp_path, controller, arrivals):
+    """docs/engine.md §3: at one cycle, job arrivals come before the controller's quantum.
+    An arrival that its predecessor scheduled after the quantum had been scheduled (700
+    then 1000, quantum 500: the quantum at 1000 was scheduled at 500) once came after it."""
+    m = load_machine(TWO_BY_TWO)
+    specs = []
+    for i, arrival in enumerate(arrivals):
+        path = make_trace(tmp_path / f"a{i}.sst", seed=11 + i, depth=3, max_refs=40)
+        cls = get_scheduler(["ws-equi", "asteal", "saws", "ws-equi"][i])
+        specs.append(JobSpec(open_trace(path), cls, cls.resolve_params({}), arrival, f"j{i}"))
+    _agree_with_oracle(m, specs, controller, 500)

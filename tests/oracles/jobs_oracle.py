@@ -18,9 +18,7 @@ machine says (``engine_oracle.CoreTiming``); a strand ends after its last miss i
 so no miss follows a core to another job.
 
 Controllers and the core-assignment rule are policy and shared with the engine
-(``simsched.engine.controllers``); everything else here is written independently.  Tests
-avoid arrivals and controller quanta at the same cycle (their relative order is the only
-one this oracle does not pin down).
+(``simsched.engine.controllers``); everything else here is written independently.
 """
 
 from __future__ import annotations
