@@ -429,6 +429,47 @@ class _StrandRanges:
             self.hi[s] = hi
 
 
+class _RoiOrder:
+    """How the stream's ROI markers nest, for one warning line.
+
+    The markers are a switch (docs/capture.md): a BEGIN while the region is open and an END
+    while it is closed change nothing.  That is what the trace records; a program whose
+    markers are out of order most likely meant something else, so the first of each case
+    is named.  (A region left open runs to the program's end, a usual way to leave out
+    only the initialisation: no warning.)
+    """
+
+    def __init__(self) -> None:
+        self.open_at = -1  # record of the BEGIN that opened the region, -1: closed
+        self.reopened = -1  # first BEGIN inside an open region
+        self.stray_end = -1  # first END with no region open
+
+    def begin(self, pos: int) -> None:
+        if self.open_at >= 0:
+            if self.reopened < 0:
+                self.reopened = pos
+        else:
+            self.open_at = pos
+
+    def end(self, pos: int) -> None:
+        if self.open_at < 0 and self.stray_end < 0:
+            self.stray_end = pos
+        self.open_at = -1
+
+    def message(self, name: str) -> str | None:
+        what = []
+        if self.reopened >= 0:
+            what.append(f"SS_ROI_BEGIN at record {self.reopened} with the region already open")
+        if self.stray_end >= 0:
+            what.append(f"SS_ROI_END at record {self.stray_end} with no region open")
+        if not what:
+            return None
+        return (
+            f"{name}: ROI markers out of order: {'; '.join(what)}; the markers are a switch, "
+            "so the extra ones changed nothing (docs/capture.md)"
+        )
+
+
 class _StackGuard:
     """Finds references of a spawned Cilk function's body to its ancestors' stack objects.
 
@@ -594,7 +635,8 @@ def import_raw(
         (:mod:`simsched.trace.iterations`).
     warn
         Called with one line for what the trace cannot model (a spawned Cilk function
-        using a stack object of an enclosing frame through a pointer).
+        using a stack object of an enclosing frame through a pointer), and for ROI markers
+        out of order (a BEGIN inside a region, an END outside one).
     source
         What to name in error messages about the records (default ``raw_path``; a capture
         names its program, whose raw stream is a temporary file).  Never the output path:
@@ -621,6 +663,7 @@ def import_raw(
         raise TraceFormatError(f"{raw_path}: no such raw stream")
     roi = _has_roi(raw_path, name)
     guard = _StackGuard()
+    roi_order = _RoiOrder()
     b: TraceBuilder | None = None
     ended = False
     pos = 0
@@ -676,8 +719,10 @@ def import_raw(
                         if iterations != "none":
                             b.iteration(int(r["a"]))
                     elif m == M_ROI_BEGIN:
+                        roi_order.begin(pos)
                         b.roi_begin()
                     elif m == M_ROI_END:
+                        roi_order.end(pos)
                         b.roi_end()
                     elif m == M_THREAD:
                         raise TraceFormatError(
@@ -718,9 +763,9 @@ def import_raw(
                 else f"{b.depth - 1} spawn(s) without a matching SPAWN_END"
             )
             raise TraceFormatError(f"{name}: {what} at the end of the run{NONLOCAL_EXIT}")
-        msg = guard.message(name)
-        if msg is not None and warn is not None:
-            warn(msg)
+        for msg in (guard.message(name), roi_order.message(name)):
+            if msg is not None and warn is not None:
+                warn(msg)
         if ranges is None:
             return b.close()
         return b.close(strand_ranges=(ranges.lo, ranges.hi))

@@ -174,6 +174,30 @@ def test_roi_markers_filter(tmp_path):
     assert h.n_refs == 1 and h.roi
 
 
+def test_roi_markers_out_of_order_are_named(tmp_path):
+    # a BEGIN inside a region and an END outside one change nothing (the markers are a
+    # switch), so the trace is the same; they were accepted without a word
+    ref = rec(R.REC_REF, 0x20, 2, 4)
+    begin, end = rec(R.REC_MARKER, c=R.M_ROI_BEGIN), rec(R.REC_MARKER, c=R.M_ROI_END)
+    cases = {
+        "twice": [begin, ref, begin, ref, end, ref, end],
+        "usual": [begin, ref, end, ref, begin, ref, end],
+        "open": [ref, begin, ref],  # to the end: the usual way to leave out the set-up
+    }
+    said = {}
+    for case, marks in cases.items():
+        warned: list[str] = []
+        recs = [header(), *marks, rec(R.REC_MARKER, c=R.M_END)]
+        h = R.import_raw(write(tmp_path / f"{case}.raw", recs), tmp_path / f"{case}.sst",
+                         warn=warned.append)  # fmt: skip
+        said[case] = (h.n_refs, warned)
+    n, warned = said["twice"]
+    assert n == 2 and len(warned) == 1
+    assert "SS_ROI_BEGIN at record 3 with the region already open" in warned[0]
+    assert "SS_ROI_END at record 7 with no region open" in warned[0]
+    assert said["usual"] == (2, []) and said["open"] == (1, [])
+
+
 @pytest.mark.parametrize(
     "records, message",
     [
