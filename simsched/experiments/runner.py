@@ -223,12 +223,12 @@ def trace_changed(point: Point, row: dict[str, Any] | None) -> bool:
     digest); a file that is gone or unreadable is left for the run to report.
     """
     from simsched.trace.format import HEADER_SIZE, unpack_header
+    from simsched.trace.recipes import trace_file
 
     w = point.workload
     if row is None or row.get("status") != "ok" or w.get("kind") != "trace":
         return False
-    path = Path(w["path"])
-    path = path if path.is_absolute() else Path(point.spec_dir) / path
+    path = trace_file(w, point.spec_dir)
     try:
         with open(path, "rb") as f:
             digest = unpack_header(f.read(HEADER_SIZE), str(path))["digest"].hex()

@@ -63,6 +63,13 @@ def cached_trace_path(workload: dict[str, Any], cache_dir: str | Path) -> Path:
     return Path(cache_dir) / f"{stem}-{recipe_key(workload)}.sst"
 
 
+def trace_file(workload: dict[str, Any], spec_dir: str | Path) -> Path:
+    """The file a ``{"kind": "trace", "path"}`` recipe names (a relative path is relative
+    to ``spec_dir``, the folder of the spec it comes from)."""
+    path = Path(workload["path"])
+    return path if path.is_absolute() else Path(spec_dir) / path
+
+
 def _command(argv: list[str], workdir: Path) -> list[str]:
     argv = [a.replace("{workdir}", str(workdir)) for a in argv]
     if argv and argv[0] == "simsched":
@@ -131,8 +138,7 @@ def ensure_trace(
     kind = workload.get("kind")
     spec_dir = Path(spec_dir)
     if kind == "trace":
-        path = Path(workload["path"])
-        path = path if path.is_absolute() else spec_dir / path
+        path = trace_file(workload, spec_dir)
         if not path.is_file():
             raise ConfigError(
                 f"workload {workload.get('label', path)}: trace {path} does not exist"

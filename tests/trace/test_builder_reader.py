@@ -19,6 +19,7 @@ from simsched.trace import (
     summary,
     validate,
 )
+from tests.trace import forge
 
 
 def _tree(b: TraceBuilder, depth: int, fanout: int, base: int) -> None:
@@ -316,10 +317,7 @@ def test_deep_recursion_costs_its_depth_not_its_square(tmp_path):
             b.spawn()
         for _ in range(n):
             b.ret()
-    data = p.read_bytes()
-    h = fmt.unpack_header(data[: fmt.HEADER_SIZE], str(p))
-    off, length = h["tables"]
-    tables = fmt.decode_tables(data[off : off + length], "tables")
+    tables = forge.read(p).tables
     assert sum(a.shape[0] for a in tables.values()) < 50 * (n + 1)  # was n^2 / 2 more
     with open_trace(p) as t:
         assert t.frames.key(n) == (0,) * n and t.frames.key(1) == (0,)
