@@ -20,7 +20,12 @@ The causes:
   all went to one node: the data was first-touched there (e.g. by a serial
   initialisation, the heat generator's ``init=true``), so no placement can make it local;
 * ``cab-bl``: CAB's boundary level and why ([CAB11] §III-B Eq. 4); ``bl = 0`` makes every
-  task intra-socket, i.e. CAB is WS.
+  task intra-socket, i.e. CAB is WS;
+* ``uneven-allocation``: LAWS's allocator (also LAWS-NC's and CATS') gave one socket at
+  least :data:`UNEVEN_ALLOCATION` times its even share of the first iteration's references
+  (the record's ``allocator_shares``) because the trace's tasks do not divide their data
+  evenly among their children, as [LAWS15] §3.2 assumes (``allocator_mismatch`` at least
+  :data:`UNEVEN_MISMATCH`), e.g. a ``cilk_for`` split as OpenCilk splits it.
 """
 
 from __future__ import annotations
@@ -44,6 +49,17 @@ __all__ = [
     "run_notes",
 ]
 
+#: ``uneven-allocation`` is noted when a socket's share of the allocator's references is
+#: at least this many times the even share ``1/M`` ...
+UNEVEN_ALLOCATION = 1.25
+#: ... and the record's ``allocator_mismatch`` is at least this (so that the imbalance
+#: comes from tasks dividing their data unevenly, not from fewer leaves than sockets).
+#: Measured on the first iteration: every iterative sample trace and generator output
+#: divides evenly to within 0.03, except the smallest 25P and 6P samples (24 planes,
+#: 0.08-0.17: 5 planes split 2 + 3); the generators' ``uneven=true`` gives 0.33-0.36, a
+#: Cilk heat captured with OpenCilk's ``cilk_for`` split 0.59.
+UNEVEN_MISMATCH = 0.1
+
 #: Last-level misses of the runs within this factor of each other count as "the same"
 #: for the compulsory-misses note.
 SAME_MISSES = 1.02
@@ -57,7 +73,7 @@ class Note:
     ----------
     code
         Stable name of the cause (``compulsory-misses``, ``one-socket``,
-        ``no-iterations``, ``data-one-node``, ``cab-bl``).
+        ``no-iterations``, ``data-one-node``, ``cab-bl``, ``uneven-allocation``).
     text
         One line for a person.
     level
@@ -86,11 +102,39 @@ def has_iterations(trace: Any) -> bool:
     return bool((trace.frames.iteration >= 0).any())
 
 
+def _field(record: dict[str, Any], key: str) -> Any:
+    """A nested record field, whether JSON text (a table's row) or an object."""
+    raw = record.get(key, "[]")
+    return json.loads(raw) if isinstance(raw, str) else raw
+
+
 def _nodes_used(record: dict[str, Any]) -> list[int]:
     """Memory nodes that served at least one line fetch in a run."""
-    raw = record.get("dram_by_node", "[]")
-    nodes = json.loads(raw) if isinstance(raw, str) else raw
+    nodes = _field(record, "dram_by_node")
     return [i for i, nd in enumerate(nodes) if int(nd["local"]) + int(nd["remote"]) > 0]
+
+
+def _uneven_allocation(name: str, record: dict[str, Any], trace: Any) -> Note | None:
+    """``uneven-allocation`` when the record's ``allocator_shares`` are far from even
+    because Eq. 1 does not fit the trace (``allocator_mismatch``)."""
+    shares = [float(x) for x in _field(record, "allocator_shares")]
+    mismatch = float(record.get("allocator_mismatch", 0.0))
+    if len(shares) < 2 or not has_iterations(trace):
+        return None  # one socket, or no iterations (no-iterations says more)
+    top = max(shares)
+    if top * len(shares) < UNEVEN_ALLOCATION or mismatch < UNEVEN_MISMATCH:
+        return None
+    k = shares.index(top)
+    return Note(
+        "uneven-allocation",
+        f"{name}: the allocator ([LAWS15] Eq. 1) gave socket {k} {top:.0%} of the first "
+        f"iteration's references (an even division: {1 / len(shares):.0%} each), so its "
+        "cores do most of the work: this trace's tasks do not divide their data evenly "
+        f"among their children as §3.2 assumes (Eq. 1 misplaces {mismatch:.0%} of it). "
+        "A cilk_for split as OpenCilk splits it (simsched cc's default) spawns ever "
+        "smaller halves from one frame; capture it with --cilk-for-split binary",
+        schedulers=(name,),
+    )
 
 
 _BL_REASONS = {
@@ -165,6 +209,9 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
         notes.append(
             Note("cab-bl", text, level="warning" if bl == 0 else "info", schedulers=(name,))
         )
+    uneven = _uneven_allocation(name, record, trace)
+    if uneven is not None:
+        notes.append(uneven)
     return notes
 
 

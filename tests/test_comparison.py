@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import simsched
@@ -23,6 +24,9 @@ def traces(tmp_path_factory):
     generate("heat", d / "heat-noinit.sst", init=False, **heat)
     generate("mergesort", d / "ms.sst", n=4096, grain=256)
     return d
+
+
+FAMILY = ("laws", "laws-nc", "cats")
 
 
 def _codes(notes):
@@ -201,3 +205,49 @@ def test_cli_compare_bad_baseline(traces, capsys):
         )
     assert info.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_uneven_division_warns_the_allocators_policies_only(tmp_path):
+    # the generators' uneven=true breaks [LAWS15] §3.2's even division: Eq. 1 gives the
+    # two sockets a third and two thirds of the references; the even irregular split and
+    # the binary one divide evenly
+    runs = {}
+    kinds = {
+        "uneven": dict(irregular=True, uneven=True),
+        "even-ir": dict(irregular=True),
+        "even": {},
+    }
+    for name, kw in kinds.items():
+        p = tmp_path / f"{name}.sst"
+        generate("heat", p, nx=66, ny=32, iters=2, cutoff=4, init=False, **kw)
+        runs[name] = {s: simsched.run(p, TWO_BY_TWO, s, speedup=False).record for s in FAMILY}
+        runs[name]["ws"] = simsched.run(p, TWO_BY_TWO, "ws", speedup=False).record
+    for s in FAMILY:
+        rec = runs["uneven"][s]
+        shares = json.loads(rec["allocator_shares"])
+        assert max(shares) > 0.6 and rec["allocator_mismatch"] > 0.3
+        (w,) = json.loads(rec["warnings"])
+        assert w["code"] == "uneven-allocation"
+        assert f"socket {shares.index(max(shares))} " in w["message"]
+        assert "--cilk-for-split binary" in w["message"]
+        for name in ("even-ir", "even"):
+            assert json.loads(runs[name][s]["warnings"]) == []
+            assert json.loads(runs[name][s]["allocator_shares"]) == [0.5, 0.5]
+    assert runs["even"]["laws"]["allocator_mismatch"] == 0.0
+    assert "allocator_shares" not in runs["uneven"]["ws"]
+    assert json.loads(runs["uneven"]["ws"]["warnings"]) == []
+
+
+def test_uneven_allocation_needs_iterations_and_a_mismatch():
+    m = load_machine(TWO_BY_TWO)
+
+    class _T:  # frames with iteration marks
+        frames = type("F", (), {"iteration": np.array([-1, 0])})()
+
+    rec = {"scheduler": "laws", "allocator_shares": "[0.7, 0.3]", "allocator_mismatch": 0.3}
+    assert _codes(run_notes(rec, _T, m)) == ["uneven-allocation"]
+    # the imbalance of too few leaves for the sockets is not an uneven division
+    assert _codes(run_notes({**rec, "allocator_mismatch": 0.05}, _T, m)) == []
+    assert _codes(run_notes({**rec, "allocator_shares": [0.55, 0.45]}, _T, m)) == []
+    _T.frames.iteration = np.array([-1, -1])
+    assert _codes(run_notes(rec, _T, m)) == ["no-iterations"]

@@ -48,6 +48,7 @@ NESTED_FIELDS = frozenset(
         # scheduler fields (Scheduler.record_fields)
         "iteration_cycles",
         "packing",
+        "allocator_shares",
         "worker_cycles",
         "quantum_desires",
         "quantum_utilization",

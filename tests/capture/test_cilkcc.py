@@ -409,6 +409,33 @@ def test_opencilk_split_of_heat_has_the_references_of_the_marker_version(cache, 
 
 
 @needs_gcc
+def test_laws_warns_on_heat_split_as_opencilk_splits_it(cache, bindir, tmp_path):
+    # [LAWS15] Eq. 1 assumes an even division; OpenCilk's split spawns 1/2, 1/4, ... of the
+    # rows from one frame, so the allocator gives one socket most of them.  The binary
+    # split is the paper programs' shape and fits Eq. 1 exactly.
+    import json
+
+    import simsched
+
+    _, binary = _build_pair(bindir, "heat", "gcc")
+    exe = bindir / "heat-opencilk"
+    if not exe.exists():
+        args = ["-O2", "-no-pie", str(PROGRAMS / "cilk" / "heat.c"), "-o", str(exe), "-lm"]
+        assert compile_program(args) == 0
+    for prog, uneven in ((exe, True), (binary, False)):
+        res = capture(str(prog), ["64", "2", "4"], tmp_path / f"{prog.name}.sst")
+        rec = simsched.run(res.out, "opteron-8380-4x4", "laws", speedup=False).record
+        codes = [w["code"] for w in json.loads(rec["warnings"])]
+        shares = json.loads(rec["allocator_shares"])
+        if uneven:
+            assert codes == ["uneven-allocation"]
+            assert max(shares) > 0.5 and rec["allocator_mismatch"] > 0.5
+        else:
+            assert codes == []
+            assert shares == [0.25] * 4 and rec["allocator_mismatch"] == 0.0
+
+
+@needs_gcc
 def test_acceptance_unmodified_cilk_program_through_the_cli(cache, tmp_path, capsys, monkeypatch):
     from simsched.cli import main
 

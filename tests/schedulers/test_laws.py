@@ -16,7 +16,7 @@ from simsched.machine import load_machine
 from simsched.memory import MemorySystem
 from simsched.schedulers import get_scheduler
 from simsched.schedulers.base import SchedContext
-from simsched.schedulers.laws import allocate
+from simsched.schedulers.laws import allocate, allocator_fit
 from simsched.trace import open_trace
 from simsched.workloads import generate
 from tests.engine.conftest import iterated_tasks, make_trace
@@ -448,3 +448,72 @@ def test_remote_pool_push_priced_by_hops(tmp_path):
     laws = cls(ctx, cls.resolve_params({}), np.random.default_rng(0))
     assert [laws._push_pool(0, p, 1) for p in range(4)] == [m.costs.queue_op, 100, 160, 220]
     assert laws.counters["remote_pool_pushes"] == 3
+
+
+def _fit(parent, branching, spawn_index, refs, iteration=None, sockets=2):
+    n = len(parent)
+    it = iteration if iteration is not None else [0] * n
+    ctx = _fake_ctx(parent, spawn_index, branching, it, sockets)
+    ranges = ctx.data_ranges()
+    home, _ = allocate(ranges, sockets)
+    frames = np.flatnonzero(np.array(it) >= 0)
+    return allocator_fit(ranges, home, frames, np.array(parent), np.array(refs), sockets)
+
+
+def test_allocator_fit_of_an_even_and_of_an_opencilk_split():
+    # an even binary split, references on the leaves only: Eq. 1 fits exactly
+    parent = [-1, 0, 0, 1, 1, 2, 2]
+    idx = [0, 0, 1, 0, 1, 0, 1]
+    br = [0, 2, 2, 2, 2, 2, 2]
+    assert _fit(parent, br, idx, [0, 0, 0, 5, 5, 5, 5]) == ([0.5, 0.5], 0.0)
+    assert _fit(parent, br, idx, [0, 0, 0, 5, 5, 5, 5], sockets=4) == ([0.25] * 4, 0.0)
+    # OpenCilk's cilk_for split of 8 rows at grain 1 from one frame: children of 4, 2 and
+    # 1 rows, the last row run by the frame itself.  Eq. 1 gives each child a third and
+    # the frame nothing: 0.5 * (|1/3 - 1/2| + |1/3 - 1/4| + |1/3 - 1/8| + |0 - 1/8|)
+    parent = [-1, 0, 0, 0]
+    shares, mismatch = _fit(parent, [3, 3, 3, 3], [0, 0, 1, 2], [1, 4, 2, 1])
+    assert mismatch == round(7 / 24, 4)
+    # socket 0 gets the root [0, 1) and the middle child [1/3, 2/3) (ties go to the lower
+    # socket), with the first child: 7 of the 8 rows
+    assert shares == [0.875, 0.125]
+    # no references: nothing to measure
+    assert _fit(parent, [3, 3, 3, 3], [0, 0, 1, 2], [0, 0, 0, 0]) == ([], 0.0)
+
+
+def test_allocator_fit_weighs_each_root_by_its_references():
+    # two iteration roots (red and black sweeps of one SOR step): each is [0, 1) and
+    # splits evenly, so together they fit; the second one splits 1 : 3
+    parent = [-1, 0, 1, 1, 0, 4, 4]
+    idx = [0, 0, 0, 1, 1, 0, 1]
+    br = [0, 2, 2, 2, 2, 2, 2]
+    it = [-1, 0, 0, 0, 0, 0, 0]
+    assert _fit(parent, br, idx, [0, 0, 3, 3, 0, 3, 3], it)[1] == 0.0
+    # the second root: 0.5 * (|1/2 - 1/4| + |1/2 - 3/4|) = 1/4, weighted 8 / 14
+    assert _fit(parent, br, idx, [0, 0, 3, 3, 0, 2, 6], it)[1] == round(0.25 * 8 / 14, 4)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 8))
+def test_allocator_fit_is_zero_when_every_task_divides_its_data_evenly(seed, m):
+    # a random tree whose leaves make references in proportion to their Eq. 1 widths:
+    # the division is even whatever the branching, and the mismatch 0
+    rng = np.random.default_rng(seed)
+    parent, idx, br, width = [-1], [0], [0], [1.0]
+    frontier = [0]
+    while frontier and len(parent) < 60:
+        f = frontier.pop(0)
+        k = int(rng.integers(0, 4)) if f else 3
+        for i in range(k):
+            parent.append(f)
+            idx.append(i)
+            br.append(k)
+            width.append(width[f] / k)
+            frontier.append(len(parent) - 1)
+    n = len(parent)
+    kids = np.bincount(np.array(parent[1:]), minlength=n)
+    unit = 2 * 3**6 * 4**6  # every leaf width times this is an integer
+    refs = [round(width[f] * unit) if kids[f] == 0 else 0 for f in range(n)]
+    shares, mismatch = _fit(parent, br, idx, refs, sockets=m)
+    assert mismatch == 0.0
+    assert sum(shares) == pytest.approx(1.0, abs=1e-3)
+    assert len(shares) == m
