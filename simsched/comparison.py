@@ -142,7 +142,12 @@ _BL_REASONS = {
     "single-socket": "one socket: a single squad (Algorithm II step 2)",
     "cpu-bound": "the program is CPU-bound ([CAB11] §V-D)",
     "no-recursion": "main spawns only leaves: no tier to cut",
-    "no-division": "the recursion does not divide its data (branching 1)",
+    "no-division": (
+        "the measured branching degree is 1: most frames that spawn have one child that "
+        "spawns in turn, a chain, not the B-ary division of §III-B (a cilk_for split as "
+        "OpenCilk splits it spawns 1/2, 1/4, ... of its range from one frame; "
+        "--cilk-for-split binary builds halves)"
+    ),
     "sockets": "Eq. 4's socket term decides",
     "cache": "Eq. 4's cache term decides (data / shared cache)",
     "both": "Eq. 4's two terms agree",

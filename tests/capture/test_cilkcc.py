@@ -416,7 +416,9 @@ def test_laws_warns_on_heat_split_as_opencilk_splits_it(cache, bindir, tmp_path)
     import json
 
     import simsched
+    from tests.engine.machines import TWO_BY_TWO
 
+    four_by_two = {**TWO_BY_TWO, "name": "test-4x2", "sockets": 4}
     _, binary = _build_pair(bindir, "heat", "gcc")
     exe = bindir / "heat-opencilk"
     if not exe.exists():
@@ -424,10 +426,14 @@ def test_laws_warns_on_heat_split_as_opencilk_splits_it(cache, bindir, tmp_path)
         assert compile_program(args) == 0
     for prog, uneven in ((exe, True), (binary, False)):
         res = capture(str(prog), ["64", "2", "4"], tmp_path / f"{prog.name}.sst")
-        rec = simsched.run(res.out, "opteron-8380-4x4", "laws", speedup=False).record
+        rec = simsched.run(res.out, four_by_two, "laws", speedup=False).record
         codes = [w["code"] for w in json.loads(rec["warnings"])]
         shares = json.loads(rec["allocator_shares"])
+        cab = simsched.run(res.out, four_by_two, "cab", speedup=False).record
+        # CAB measures B = 1 on OpenCilk's chain of halves (no B-ary division): BL 0, WS
+        assert (cab["bl_reason"] == "no-division") == uneven
         if uneven:
+            assert cab["bl"] == 0 and "cilk-for-split binary" in cab["warnings"]
             assert codes == ["uneven-allocation"]
             assert max(shares) > 0.5 and rec["allocator_mismatch"] > 0.5
         else:
