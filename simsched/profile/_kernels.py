@@ -34,10 +34,19 @@ parallel numpy arrays: the line address (``uint64``), its time in the tree (``in
 while it is in the window) and the id of the strand that touched it last (``int32``): 16 bytes
 a slot, 1/0.7 to 2/0.7 slots a line.  Lines are never deleted.
 
-Per strand the kernel fills a dense scratch histogram ``scratch[level, bucket]`` and, when the
-strand ends, appends its non-zero cells to COO arrays (strand, level, bucket, count): the
-paper's per-task 2-D histogram, stored sparsely.  See :mod:`simsched.profile.lrutree` for the
-meaning of ``level`` (the task-id-distance bucket).
+Per strand the kernel fills a dense scratch histogram ``scratch[level, bucket]``, lists the
+levels it touches, and, when the strand ends, appends the non-zero cells of those levels in
+increasing order to COO arrays (strand, level, bucket, count): the paper's per-task 2-D
+histogram, stored sparsely.  See :mod:`simsched.profile.lrutree` for the meaning of ``level``
+(the task-id-distance bucket): it is found by a binary search in the current strand's chain of
+groups from the root (their first strands), which the kernel keeps in two arrays as long as
+the tree is deep.  When the next strand starts, ``_enter`` rewrites the chain from that
+strand's leaf up to the deepest group it shares with the old one; strands come in serial order
+and a group is a run of consecutive strands, so every group is entered once in the whole pass.
+Neither the chains (together as long as the sum of the strands' depths) nor a flush over a
+strand's whole depth is ever paid: the pass costs O(groups + cells) beyond its per-access
+work, not O(strands × depth).  ``_group_sums`` walks the chains the same way to attribute
+the cells to their groups.
 
 SetAssoc baseline (§6.1, "the straightforward approach")
 --------------------------------------------------------
@@ -61,11 +70,12 @@ ST_NLINES = 1  # distinct lines seen (occupied hash slots, marks in the tree)
 ST_CAP = 2  # time slots of the Fenwick tree (its array has cap + 1 entries)
 ST_WN = 3  # lines in the MRU window
 ST_CUR = 4  # strand of the scratch histogram
-ST_DIRTY = 5  # the scratch histogram holds counts
+ST_NLV = 5  # levels of the scratch histogram holding counts (listed in lv_list)
 ST_COO_N = 6  # COO entries written
 ST_HBITS = 7  # log2 of the hash table size
 ST_MAXOCC = 8  # occupied slots that trigger a table growth
-ST_SIZE = 9
+ST_CLEN = 9  # length of the chain of groups held for strand ST_CUR (0: none yet)
+ST_SIZE = 10
 
 WIN = 8  # lines kept in the MRU window, outside the tree
 
@@ -94,13 +104,35 @@ def _hash(line, hbits):
 
 
 @nb.njit(cache=True)
-def _flush(st, scratch, anc_off, coo_s, coo_l, coo_b, coo_c):
-    """Append the non-zero cells of the current strand's scratch histogram to the COO arrays."""
+def _enter(s, parent, depth, start, leaf_of, chain_node, chain_start, clen):
+    """Make the chain (``chain_node``/``chain_start``, valid up to ``clen``) strand ``s``'s
+    root-to-leaf chain of groups and return its length.
+
+    The new chain shares the old one's groups down to their deepest common group, so only the
+    groups below it are written, walking up from ``s``'s leaf: strands coming in serial order
+    (or in any order with groups of consecutive strands) enter every group once.
+    """
+    g = leaf_of[s]
+    d = depth[g]
+    n = d + 1
+    while g >= 0 and not (d < clen and chain_node[d] == g):
+        chain_node[d] = g
+        chain_start[d] = start[g]
+        g = parent[g]
+        d -= 1
+    return n
+
+
+@nb.njit(cache=True)
+def _flush(st, scratch, lv_mark, lv_list, coo_s, coo_l, coo_b, coo_c):
+    """Append the non-zero cells of the current strand's scratch histogram to the COO arrays,
+    level by level in increasing order (only the ``st[ST_NLV]`` levels it touched)."""
     cur = st[ST_CUR]
-    depth = anc_off[cur + 1] - anc_off[cur]
     nbk = scratch.shape[1]
     n = st[ST_COO_N]
-    for lv in range(depth):
+    levels = np.sort(lv_list[: st[ST_NLV]])
+    for lv in levels:
+        lv_mark[lv] = 0
         for b in range(nbk):
             c = scratch[lv, b]
             if c != 0:
@@ -111,7 +143,7 @@ def _flush(st, scratch, anc_off, coo_s, coo_l, coo_b, coo_c):
                 n += 1
                 scratch[lv, b] = 0
     st[ST_COO_N] = n
-    st[ST_DIRTY] = 0
+    st[ST_NLV] = 0
 
 
 @nb.njit(cache=True)
@@ -131,9 +163,15 @@ def _lrutree_run(
     win_line,
     win_slot,
     bounds,
-    anc_off,
-    anc_start,
+    parent,
+    gdepth,
+    gstart,
+    leaf_of,
+    chain_node,
+    chain_start,
     scratch,
+    lv_mark,
+    lv_list,
     strand_acc,
     strand_cold,
     coo_s,
@@ -161,19 +199,22 @@ def _lrutree_run(
     maxocc = st[ST_MAXOCC]
     ush = np.uint64(shift)
     status = DONE
+    depth = st[ST_CLEN]
+    if depth == 0:
+        depth = _enter(cur, parent, gdepth, gstart, leaf_of, chain_node, chain_start, 0)
     while pos < n:
         g = base + pos
         # strand boundaries: flush the finished strand's histogram
         if ref_start[cur + 1] <= g:
-            if st[ST_DIRTY] != 0:
-                depth = anc_off[cur + 1] - anc_off[cur]
-                if st[ST_COO_N] + depth * nbk > coo_cap:
+            if st[ST_NLV] != 0:
+                if st[ST_COO_N] + st[ST_NLV] * nbk > coo_cap:
                     status = NEED_COO
                     break
                 st[ST_CUR] = cur
-                _flush(st, scratch, anc_off, coo_s, coo_l, coo_b, coo_c)
+                _flush(st, scratch, lv_mark, lv_list, coo_s, coo_l, coo_b, coo_c)
             while ref_start[cur + 1] <= g:
                 cur += 1
+            depth = _enter(cur, parent, gdepth, gstart, leaf_of, chain_node, chain_start, depth)
         a = addr[pos]
         l0 = a >> ush
         l1 = (a + np.uint64(size[pos]) - np.uint64(1)) >> ush
@@ -184,8 +225,6 @@ def _lrutree_run(
         if nlines + nl > maxocc:
             status = NEED_GROW
             break
-        a0 = anc_off[cur]
-        depth = anc_off[cur + 1] - a0
         line = l0
         for _k in range(nl):
             p = 0
@@ -259,10 +298,10 @@ def _lrutree_run(
                     lv = depth - 1
                 else:
                     lo = 0
-                    hi = depth - 1  # anc_start[a0 + depth - 1] == cur > j
+                    hi = depth - 1  # chain_start[depth - 1] == cur > j
                     while hi - lo > 1:
                         mid = (lo + hi) >> 1
-                        if anc_start[a0 + mid] <= j:
+                        if chain_start[mid] <= j:
                             lo = mid
                         else:
                             hi = mid
@@ -270,8 +309,11 @@ def _lrutree_run(
                 b = 0
                 while b < nbounds and d > bounds[b]:
                     b += 1
+                if lv_mark[lv] == 0:
+                    lv_mark[lv] = 1
+                    lv_list[st[ST_NLV]] = lv
+                    st[ST_NLV] += 1
                 scratch[lv, b] += 1
-                st[ST_DIRTY] = 1
             lstrand[slot] = cur
             line += np.uint64(1)
         pos += 1
@@ -279,6 +321,7 @@ def _lrutree_run(
     st[ST_NLINES] = nlines
     st[ST_WN] = wn
     st[ST_CUR] = cur
+    st[ST_CLEN] = depth
     return pos, status
 
 
@@ -369,6 +412,31 @@ def _ancestors(parent, depth, leaf_of, anc_off, anc_node):
             anc_node[k] = g
             k -= 1
             g = parent[g]
+
+
+@nb.njit(cache=True)
+def _group_sums(parent, depth, start, leaf_of, strand, level, bucket, count, e):
+    """Add every histogram cell to the group it belongs to, then every group to its parent.
+
+    Cell ``(strand, level, bucket, count)`` belongs to the group at depth ``level`` on the
+    strand's chain, which :func:`_enter` keeps as the cells come; group ids are pre-order, so
+    one reverse sweep over the groups leaves each one's row holding its subtree's sum.
+    """
+    n = np.max(depth) + 1
+    chain_node = np.empty(n, np.int64)
+    chain_start = np.empty(n, np.int64)
+    clen = 0
+    cur = -1
+    for k in range(strand.shape[0]):
+        s = strand[k]
+        if s != cur:
+            clen = _enter(s, parent, depth, start, leaf_of, chain_node, chain_start, clen)
+            cur = s
+        e[chain_node[level[k]], bucket[k]] += count[k]
+    for g in range(parent.shape[0] - 1, 0, -1):
+        p = parent[g]
+        for b in range(e.shape[1]):
+            e[p, b] += e[g, b]
 
 
 # ---------------------------------------------------------------------------------------

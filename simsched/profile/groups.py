@@ -116,7 +116,11 @@ class GroupTree:
         return bool(self.child_offsets[g + 1] == self.child_offsets[g])
 
     def ancestors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Root-to-leaf chains of every strand.
+        """Root-to-leaf chains of every strand, spelt out.
+
+        Together they are as long as the sum of the strands' depths (quadratic in a
+        recursion's depth), so the profiler does not build them: its kernels walk one chain
+        at a time from ``parent`` and ``leaf_of``.
 
         Returns
         -------
@@ -146,8 +150,9 @@ class GroupTree:
         """Inverse of :meth:`as_arrays`, checking every invariant :func:`build_groups` keeps.
 
         The arrays come from a file, and the tree's indices are followed by compiled kernels
-        (:meth:`ancestors`) that do not check bounds: a parent out of range would read and
-        write outside the arrays.  So nothing of the tree is trusted before it is checked.
+        (:meth:`ancestors`, the profiler's pass and per-group sums) that do not check
+        bounds: a parent out of range would read and write outside the arrays.  So nothing
+        of the tree is trusted before it is checked.
 
         Parameters
         ----------
@@ -175,7 +180,7 @@ class GroupTree:
             for k in _FIELDS
         }
         tree = cls(**fields)
-        _check_tree(tree, source, error)
+        check_tree(tree, source, error)
         return tree
 
     def label(self, g: int) -> str:
@@ -222,7 +227,7 @@ def array_1d(
     return a
 
 
-def _check_tree(g: GroupTree, source: str, error: type[SimschedError]) -> None:
+def check_tree(g: GroupTree, source: str, error: type[SimschedError]) -> None:
     """Raise ``error`` unless ``g`` is shaped as :func:`build_groups` makes it.
 
     The invariants: group 0 is the root (parent -1, depth 0, strands ``0 .. n-1``); every

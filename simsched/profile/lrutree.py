@@ -46,6 +46,13 @@ bit per time slot plus 4 bytes per 64 slots with between 2 and 4 slots per line,
 state is at most 16/0.35 + 0.75 ≈ 47 bytes per distinct line, plus the histograms (the chunk being processed is
 the only other large array).  See :mod:`simsched.profile._kernels` for the tree and its
 compaction.
+
+Depth: the pass holds one strand's chain at a time (``m + 1`` levels, entered group by group
+as the strands go by) and a scratch histogram of ``levels × buckets`` cells, and the
+per-group sums (:func:`group_hits`) walk the chains the same way and add each group into its
+parent in one reverse sweep over the pre-order ids.  So a recursion costs time and memory
+linear in its depth; only the 16-bit level ids of the histograms bound it
+(:data:`MAX_LEVELS`).
 """
 
 from __future__ import annotations
@@ -65,7 +72,7 @@ from simsched.files import parse_json, write_bytes_atomic
 from simsched.identity import version
 from simsched.params import check_int, is_power_of_two
 from simsched.profile import _kernels as K
-from simsched.profile.groups import GroupTree, array_1d, build_groups
+from simsched.profile.groups import GroupTree, array_1d, build_groups, check_tree
 
 if TYPE_CHECKING:
     from simsched.trace import Trace
@@ -164,9 +171,14 @@ class LruTree:
     ref_start
         Strand ``s`` owns references ``[ref_start[s], ref_start[s+1])``; default: one strand
         holding every reference.
+    groups
+        The task-group tree (:func:`build_groups`): the groups that contain a strand, from the
+        root down to the strand itself, are its chain.
     anc_offsets, anc_starts
-        Per strand, the first strands of the groups that contain it from the root down to the
-        strand itself (:meth:`GroupTree.ancestors`); default: the strand alone.
+        Instead of ``groups``, every strand's chain spelt out: the first strands of the groups
+        that contain it from the root down to the strand itself (:meth:`GroupTree.ancestors`),
+        in which a group is known by its depth and first strand.  Default (neither given):
+        the strand alone.
 
     Examples
     --------
@@ -186,6 +198,7 @@ class LruTree:
         ref_start: np.ndarray | None = None,
         anc_offsets: np.ndarray | None = None,
         anc_starts: np.ndarray | None = None,
+        groups: GroupTree | None = None,
         hash_bits: int = 16,
         time_slots: int = 1 << 16,
     ):
@@ -208,23 +221,36 @@ class LruTree:
             raise SimschedError("ref_start must start at 0 and be non-decreasing")
         if ns >= 1 << 31:
             raise SimschedError(f"{ns} strands do not fit the profiler's 32-bit strand ids")
-        if anc_offsets is None:
-            anc_offsets = np.arange(ns + 1, dtype=np.int64)
-            anc_starts = np.arange(ns, dtype=np.int64)
-        anc_offsets = np.ascontiguousarray(anc_offsets, np.int64)
-        anc_starts = np.ascontiguousarray(anc_starts, np.int64)
-        if len(anc_offsets) != ns + 1 or anc_offsets[-1] != len(anc_starts):
-            raise SimschedError("ancestor chains do not match the strands")
-        depth = np.diff(anc_offsets)
-        if (depth < 1).any() or (anc_starts[anc_offsets[1:] - 1] != np.arange(ns)).any():
-            raise SimschedError("every strand's ancestor chain must end with the strand itself")
+        if groups is not None:
+            if anc_offsets is not None or anc_starts is not None:
+                raise SimschedError("give the group tree or the ancestor chains, not both")
+            if groups.n_strands != ns:
+                raise SimschedError(
+                    f"the group tree has {groups.n_strands} strands, ref_start {ns}"
+                )
+            check_tree(groups, "group tree", SimschedError)
+            tree = (groups.parent, groups.depth, groups.start, groups.leaf_of)
+        else:
+            if anc_offsets is None and anc_starts is None:
+                anc_offsets = np.arange(ns + 1, dtype=np.int64)
+                anc_starts = np.arange(ns, dtype=np.int64)
+            elif anc_offsets is None or anc_starts is None:
+                raise SimschedError("give both anc_offsets and anc_starts")
+            tree = _chain_tree(anc_offsets, anc_starts, ns)
+        parent, gdepth, gstart, leaf_of = (np.ascontiguousarray(a, np.int64) for a in tree)
+        self._max_depth = int(gdepth[leaf_of].max()) + 1
+        if self._max_depth > MAX_LEVELS or len(bounds) > MAX_LEVELS:
+            raise SimschedError("group tree too deep for the profiler's 16-bit level ids")
         self.bounds = bounds
         self.line = line
         self.shift = line.bit_length() - 1
         self._ref_start = ref_start
-        self._anc_off = anc_offsets
-        self._anc_start = anc_starts
-        self._max_depth = int(depth.max())
+        self._tree = (parent, gdepth, gstart, leaf_of)
+        # the current strand's chain (group ids and first strands, root first) and the levels
+        # of its scratch histogram that hold counts
+        self._chain = (np.zeros(self._max_depth, np.int64), np.zeros(self._max_depth, np.int64))
+        self._lv_mark = np.zeros(self._max_depth, np.int8)
+        self._lv_list = np.zeros(self._max_depth, np.int64)
         hb = max(4, int(hash_bits))
         self._keys = np.full(1 << hb, K.EMPTY, np.uint64)
         self._ltime = np.zeros(1 << hb, np.int32)
@@ -249,8 +275,6 @@ class LruTree:
             np.zeros(coo, np.int16),
             np.zeros(coo, np.int64),
         ]
-        if self._max_depth > MAX_LEVELS or len(bounds) > MAX_LEVELS:
-            raise SimschedError("group tree too deep for the profiler's 16-bit level ids")
         self._next = 0
         self._done = False
 
@@ -290,7 +314,7 @@ class LruTree:
 
     def _grow_coo(self) -> None:
         n = len(self._coo[0])
-        need = self._max_depth * (len(self.bounds) + 1)
+        need = int(self._st[K.ST_NLV]) * (len(self.bounds) + 1)
         new = max(2 * n, n + need)
         self._coo = [np.concatenate([a, np.zeros(new - n, a.dtype)]) for a in self._coo]
 
@@ -337,9 +361,11 @@ class LruTree:
                 self._win_line,
                 self._win_slot,
                 self.bounds,
-                self._anc_off,
-                self._anc_start,
+                *self._tree,
+                *self._chain,
                 self._scratch,
+                self._lv_mark,
+                self._lv_list,
                 self._acc,
                 self._cold,
                 c[0],
@@ -372,12 +398,14 @@ class LruTree:
     def finish(self) -> StrandHistograms:
         """Flush the last strand and return the histograms."""
         if not self._done:
-            if self._st[K.ST_DIRTY]:
-                need = self._max_depth * (len(self.bounds) + 1)
+            if self._st[K.ST_NLV]:
+                need = int(self._st[K.ST_NLV]) * (len(self.bounds) + 1)
                 if self._st[K.ST_COO_N] + need > len(self._coo[0]):
                     self._grow_coo()
                 c = self._coo
-                K._flush(self._st, self._scratch, self._anc_off, c[0], c[1], c[2], c[3])
+                K._flush(
+                    self._st, self._scratch, self._lv_mark, self._lv_list, c[0], c[1], c[2], c[3]
+                )
             self._done = True
         n = int(self._st[K.ST_COO_N])
         c = self._coo
@@ -393,6 +421,49 @@ class LruTree:
         )
 
 
+def _chain_tree(
+    anc_offsets: np.ndarray, anc_starts: np.ndarray, ns: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The tree (parent, depth, first strand and the leaf of every strand) that the strands'
+    root-to-leaf chains spell out, a group being known by its depth and first strand."""
+    off = np.ascontiguousarray(anc_offsets, np.int64)
+    starts = np.ascontiguousarray(anc_starts, np.int64)
+    if len(off) != ns + 1 or off[0] != 0 or off[-1] != len(starts):
+        raise SimschedError("ancestor chains do not match the strands")
+    depth = np.diff(off)
+    if (depth < 1).any() or (starts[off[1:] - 1] != np.arange(ns)).any():
+        raise SimschedError("every strand's ancestor chain must end with the strand itself")
+    if ((starts < 0) | (starts >= ns)).any():
+        raise SimschedError("an ancestor chain names a strand that does not exist")
+    entry = np.arange(len(starts))
+    level = entry - np.repeat(off[:-1], depth)
+    key, node = np.unique(level * ns + starts, return_inverse=True)
+    up = np.where(level > 0, node[entry - 1], -1)
+    parent = np.full(len(key), -1, np.int64)
+    parent[node] = up
+    if (parent[node] != up).any():
+        raise SimschedError("the ancestor chains do not form a tree (a group has two parents)")
+    return parent, key // ns, key % ns, node[off[1:] - 1]
+
+
+def _cells_out_of_range(
+    groups: GroupTree, strand: np.ndarray, level: np.ndarray, bucket: np.ndarray, nsizes: int
+) -> bool:
+    """Whether a histogram cell names no strand, a level below its strand's leaf (a cell's
+    level indexes the strand's root-to-leaf chain) or a bucket beyond the one past the sizes."""
+    n = groups.n_strands
+    return bool(
+        len(strand)
+        and (
+            ((strand < 0) | (strand >= n)).any()
+            or (
+                (level < 0) | (level > groups.depth[groups.leaf_of[np.clip(strand, 0, n - 1)]])
+            ).any()
+            or ((bucket < 0) | (bucket > nsizes)).any()
+        )
+    )
+
+
 def group_hits(
     groups: GroupTree, hist: StrandHistograms, nsizes: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -400,7 +471,10 @@ def group_hits(
 
     Each histogram cell of strand ``i`` at level ``l`` belongs to the group at depth ``l`` on
     ``i``'s chain (the deepest group holding both ends of the reuse); a group's hits are the
-    sum over its subtree of those cells, accumulated bottom-up in one reverse sweep.
+    sum over its subtree of those cells, accumulated bottom-up in one reverse sweep.  The
+    chains are walked one strand after the other (``_kernels._group_sums``), never stored
+    whole, so the cost is linear in the groups and cells, not in the sum of the strands'
+    depths.
 
     Parameters
     ----------
@@ -418,14 +492,22 @@ def group_hits(
         distance), and hits at every size (``int64``, shape ``(n_groups, nsizes)``).
     """
     ng = len(groups)
-    off, nodes, _ = groups.ancestors()
+    strand = np.ascontiguousarray(hist.strand, np.int64)
+    level = np.ascontiguousarray(hist.level, np.int64)
+    bucket = np.ascontiguousarray(hist.bucket, np.int64)
+    count = np.ascontiguousarray(hist.count, np.int64)
+    if not len(strand) == len(level) == len(bucket) == len(count):
+        raise ProfileFormatError("histogram columns differ in length")
+    if _cells_out_of_range(groups, strand, level, bucket, nsizes):
+        raise ProfileFormatError("profile histogram entries are out of range")
+    if (groups.parent[1:] >= np.arange(1, ng)).any():
+        raise ProfileFormatError("group ids are not in pre-order")  # the sweep needs it
     e = np.zeros((ng, nsizes + 1), np.int64)
-    if len(hist.count):
-        g = nodes[off[hist.strand] + hist.level.astype(np.int64)]
-        np.add.at(e, (g, hist.bucket.astype(np.int64)), hist.count)
-    for d in range(int(groups.depth.max()), 0, -1):
-        idx = np.flatnonzero(groups.depth == d)
-        np.add.at(e, groups.parent[idx], e[idx])
+    parent, depth, start, leaf_of = (
+        np.ascontiguousarray(a, np.int64)
+        for a in (groups.parent, groups.depth, groups.start, groups.leaf_of)
+    )
+    K._group_sums(parent, depth, start, leaf_of, strand, level, bucket, count, e)
     c = np.cumsum(e, axis=1)
     cum = np.zeros(groups.n_strands + 1, np.int64)
     np.cumsum(hist.accesses, out=cum[1:])
@@ -648,14 +730,8 @@ def _check_histograms(
     if any(len(a[k]) != m for k in ("hist_level", "hist_bucket", "hist_count")):
         raise ProfileFormatError(f"{name}: histogram columns differ in length")
     st, lv, bk = a["hist_strand"], a["hist_level"], a["hist_bucket"]
-    # A cell's level indexes the strand's root-to-leaf chain (depth of its leaf + 1 groups)
-    # and its bucket the sizes plus the one beyond: group_hits indexes with both.
-    if m and (
-        ((st < 0) | (st >= n)).any()
-        or ((lv < 0) | (lv > groups.depth[groups.leaf_of[np.clip(st, 0, n - 1)]])).any()
-        or ((bk < 0) | (bk > len(meta["sizes"]))).any()
-        or (a["hist_count"] < 0).any()
-    ):
+    # group_hits indexes with a cell's level and bucket
+    if _cells_out_of_range(groups, st, lv, bk, len(meta["sizes"])) or (a["hist_count"] < 0).any():
         raise ProfileFormatError(f"{name}: profile histogram entries are out of range")
     return StrandHistograms(
         accesses=a["strand_accesses"],
@@ -704,10 +780,6 @@ def from_histograms(
     nsizes = len(meta["sizes"])
     if len(hist.accesses) != groups.n_strands:
         raise ProfileFormatError("profile histograms and group tree disagree on the strands")
-    if len(hist.count) and (
-        int(hist.bucket.max()) > nsizes or int(hist.strand.max()) >= groups.n_strands
-    ):
-        raise ProfileFormatError("profile histogram entries are out of range")
     acc, reuse, hits = group_hits(groups, hist, nsizes)
     return Profile(
         meta=meta,
@@ -757,16 +829,12 @@ def profile_trace(
         groups = build_groups(t)
         levels = int(groups.depth.max()) + 1
         if levels > MAX_LEVELS:
-            # before the strands' root-to-leaf chains, whose total length is the sum of the
-            # strands' depths: a recursion this deep would fill memory first
+            # before anything is sized by the depth (the level ids would not fit)
             raise SimschedError(
                 f"{t.path}: its task-group tree is {levels} levels deep (a recursion about "
                 f"{levels // 2} frames deep); the profiler handles up to {MAX_LEVELS} levels"
             )
-        off, _, starts = groups.ancestors()
-        lt = LruTree(
-            bounds, line=line, ref_start=t.strands.ref_start, anc_offsets=off, anc_starts=starts
-        )
+        lt = LruTree(bounds, line=line, ref_start=t.strands.ref_start, groups=groups)
         for c in t.iter_chunks():
             lt.feed(c.addr, c.size, c.start)
             if progress is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from collections import Counter
 
 import numpy as np
@@ -20,7 +21,12 @@ from simsched.profile import (
     profile_trace,
 )
 from simsched.trace import TraceBuilder, open_trace
-from tests.oracles.profile_oracle import line_accesses, stack_events, trace_line_accesses
+from tests.oracles.profile_oracle import (
+    line_accesses,
+    lru_misses,
+    stack_events,
+    trace_line_accesses,
+)
 from tests.profile._traces import build_random
 
 
@@ -287,3 +293,106 @@ def test_a_recursion_too_deep_is_refused_before_its_chains_are_built(tmp_path, m
     monkeypatch.setattr(GroupTree, "ancestors", never)
     with pytest.raises(SimschedError, match=r"deep.sst: its task-group tree is \d+ levels deep"):
         profile_trace(p)
+
+
+def _list_walk(path, frames):
+    """A recursion ``frames`` deep: on the way down each frame reads its line, the next one and
+    line 0, then spawns the next frame; on the way up each reads its line and line 0 again."""
+    with TraceBuilder(path, program="walk") as b:
+        for d in range(frames):
+            b.refs(64 * np.array([d, d + 1, 0]), 8, False)
+            b.spawn()
+        for d in range(frames):
+            b.refs(64 * np.array([frames - d, 0]), 8, False)
+            b.ret()
+    return path
+
+
+def _check_against_the_oracles(p, path, groups_to_replay):
+    """``p``'s histograms cell by cell against the stack oracle, and the misses of the groups
+    ``groups_to_replay`` against a plain LRU replay of each group's accesses."""
+    g = p.groups
+    with open_trace(path) as t:
+        cells, cold = _expected(t, g, np.asarray(p.meta["bounds_lines"]), p.line)
+        lines, strands = trace_line_accesses(t, p.line)
+    got = Counter()
+    for s, lv, b, c in zip(p.hist.strand, p.hist.level, p.hist.bucket, p.hist.count, strict=True):
+        got[(int(s), int(lv), int(b))] += int(c)
+    assert got == cells
+    assert (p.hist.cold == cold).all()
+    strands_a = np.asarray(strands)
+    for x in groups_to_replay:
+        sel = np.flatnonzero((strands_a >= g.start[x]) & (strands_a <= g.stop[x]))
+        seg = [lines[i] for i in sel]
+        assert p.accesses[x] == len(seg) and p.footprint_lines[x] == len(set(seg))
+        assert p.misses[x].tolist() == [lru_misses(seg, int(c)) for c in p.meta["bounds_lines"]]
+
+
+def test_a_deep_recursion_costs_memory_linear_in_its_depth(tmp_path, monkeypatch):
+    # The strands' root-to-leaf chains of groups, together as long as the sum of the strands'
+    # depths, were built whole and every strand's histogram flushed over its whole chain: a
+    # list walk 5 000 deep took 6.3 s and 2.5 GB.  Now no chain is stored whole.
+    from simsched.profile.groups import GroupTree
+
+    sizes = [256, 1024, 4096]
+    small = profile_trace(_list_walk(tmp_path / "small.sst", 30), sizes=sizes, line=64)
+    _check_against_the_oracles(small, tmp_path / "small.sst", range(len(small.groups)))
+
+    def never(self):
+        raise AssertionError("ancestor chains built")
+
+    monkeypatch.setattr(GroupTree, "ancestors", never)
+    frames = 1500
+    path = _list_walk(tmp_path / "deep.sst", frames)
+    tracemalloc.start()
+    try:
+        p = profile_trace(path, sizes=sizes, line=64)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    levels = int(p.groups.depth.max()) + 1
+    assert levels == 2 * frames + 1
+    # with the chains built whole this walk (3 001 levels, 4 501 strands) peaked at 223 MB
+    # of numpy arrays; now at 5.8 MB, which grows with the levels
+    assert peak < 4000 * levels
+    g = p.groups
+    frame_group = {int(f): x for x, f in enumerate(g.frame) if g.kind[x] == 0}
+    _check_against_the_oracles(p, path, [frame_group[f] for f in (0, 1, 700, 1499, 1500)])
+    # closed form: frame f's group reads lines f .. frames and 0, 3 accesses a frame on the
+    # way down (the deepest reads none) and 2 on the way up
+    for f in range(1, frames + 1):
+        x = frame_group[f]
+        assert p.accesses[x] == 5 * (frames - f) + 2
+        assert p.footprint_lines[x] == frames - f + 2
+
+
+def test_a_group_tree_and_its_chains_give_the_same_histograms(tmp_path):
+    path = build_random(tmp_path / "r.sst", 5, depth=4, lines=40)
+    bounds = np.array([2, 5, 17, 40])
+    with open_trace(path) as t:
+        groups = build_groups(t)
+        off, _, starts = groups.ancestors()
+        rs = t.strands.ref_start
+        runs = [
+            LruTree(bounds, line=64, ref_start=rs, groups=groups, hash_bits=4, time_slots=64),
+            LruTree(bounds, line=64, ref_start=rs, anc_offsets=off, anc_starts=starts),
+        ]
+        for lt in runs:
+            for c in t.iter_chunks():
+                lt.feed(c.addr, c.size, c.start)
+        a, b = (lt.finish() for lt in runs)
+        for k in ("accesses", "cold", "strand", "level", "bucket", "count"):
+            assert getattr(a, k).tobytes() == getattr(b, k).tobytes(), k
+        with pytest.raises(SimschedError, match="not both"):
+            LruTree(
+                bounds, line=64, ref_start=rs, groups=groups, anc_offsets=off, anc_starts=starts
+            )
+        with pytest.raises(SimschedError, match="two parents"):
+            # group (level 1, first strand 0) is under root 0 in strand 0's chain, root 1 in 1's
+            LruTree(
+                bounds,
+                line=64,
+                ref_start=np.array([0, 1, 2]),
+                anc_offsets=np.array([0, 2, 5]),
+                anc_starts=np.array([0, 0, 1, 0, 1]),
+            )
