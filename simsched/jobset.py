@@ -213,7 +213,8 @@ def _read_spec(source: str | os.PathLike | dict[str, Any]) -> tuple[JobSetSpec, 
     except ValidationError as exc:
         err = _most_specific(exc.errors())
         loc = ".".join(str(x) for x in err["loc"] if x not in _UNION_TAGS)
-        raise ConfigError(f"{name}: {loc}: {err['msg']}") from None
+        msg = err["msg"].removeprefix("Value error, ")  # pydantic's wording, not the user's
+        raise ConfigError(f"{name}: {loc}: {msg}" if loc else f"{name}: {msg}") from None
     return spec, base, name
 
 

@@ -31,7 +31,7 @@ def _parse_sizes(text: str | None) -> list[int] | None:
         try:
             out.append(int(parse_size(item)))
         except (ValueError, TypeError) as exc:
-            raise ConfigError(f"--sizes: {item!r} is not a size ({exc})") from None
+            raise ConfigError(f"--sizes: {exc}") from None
     if not out:
         raise ConfigError("--sizes: no sizes given")
     return out

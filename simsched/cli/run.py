@@ -225,8 +225,19 @@ def run_cmd(
             f"{rec['detailed_iterations']} of {rec['trace_iterations']} "
             f"(settled at {rec['settled_at']}; counters are theirs)",
         )
+    elif rec.get("sample_iterations"):
+        # asked for, but nothing could be left out: say so rather than look like a sample
+        settled = rec["settled_at"]
+        why = "the policy never settled" if settled < 0 else f"settled at {settled}"
+        table.add_row(
+            "detailed iterations",
+            f"all {rec['trace_iterations']} (not sampled: {why}, "
+            f"{rec['sample_iterations']} samples would leave none out)",
+        )
     print_table(table)
     for w in json.loads(rec.get("warnings", "[]")):
+        if note and w["code"] == "no-iterations":
+            continue  # the note above said it, with what to do about it
         print(f"warning: {w['message']}", file=sys.stderr)
 
 

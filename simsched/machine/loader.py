@@ -20,13 +20,14 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
     """One line naming ``source`` and every offending field of a pydantic error."""
     parts = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        loc = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         elif err["type"] == "missing":
             msg = "required key missing"
-        parts.append(f"{loc}: {msg}")
+        # a check of the whole file (links, caches, placement) names its fields itself
+        parts.append(f"{loc}: {msg}" if loc else msg)
     return f"{source}: " + "; ".join(parts)
 
 

@@ -55,6 +55,15 @@ def test_arrivals_out_of_range(cli, fib_trace, tmp_path, body, message):
     assert message in err
 
 
+def test_a_check_of_a_job_says_no_pydantic_words(cli, fib_trace, tmp_path):
+    """A check of a whole job entry is the entry and the reason, not pydantic's "Value
+    error," between them."""
+    body = "    arrival: 2000000000000000000\n"
+    err = _refused(cli, "--jobs", _jobset(tmp_path, fib_trace, body), "-m", MACHINE)
+    assert "jobs.0: arrival 2000000000000000000: must be between 0 and 2^60" in err
+    assert "Value error" not in err
+
+
 @pytest.mark.parametrize(
     "shares,message",
     [("[0, 0, 2, 2]", "job(s) 0, 1 no core"), ("[2, 0, 2, 2]", "job(s) 1 no core")],

@@ -188,3 +188,31 @@ def test_run_and_compare_relabel_iterations(tmp_path, capsys):
     assert "no-iterations" in [n["code"] for n in json.loads(out)["notes"]]
     code, _, err = _run([*base, "--iterations", "some"], capsys)
     assert code == 2 and "unknown --iterations 'some'" in err
+
+
+def test_laws_without_iterations_is_said_once(ms, capsys):
+    """The note (with its remedy) and the record's ``no-iterations`` warning said the same
+    thing on two lines; the table run says it once, as docs/capture.md promises."""
+    argv = ["run", "-t", str(ms), "-m", "itrs-scaling-4", "-s", "laws"]
+    code, _, err = _run(argv, capsys)
+    assert code == 0
+    assert err.count("has no iterations") == 1 and "no iteration marks" not in err
+    assert "one socket" in err  # the other warnings are still printed
+
+
+@pytest.fixture(scope="module")
+def heat4(tmp_path_factory):
+    p = tmp_path_factory.mktemp("cli") / "heat.sst"
+    generate("heat", p, nx=34, ny=34, cutoff=8, iters=4, init=False)
+    return p
+
+
+def test_sampling_that_leaves_nothing_out_is_said(heat4, capsys):
+    """Four iterations cannot spare a settled start and five samples: the run is detailed,
+    and the table says so instead of looking like a run that was never asked to sample."""
+    argv = ["run", "-t", str(heat4), "-m", "itrs-45nm-4", "-s", "ws", "--sample-iterations", "5"]
+    code, out, _ = _run(argv, capsys)
+    assert code == 0
+    assert "all 4 (not sampled:" in out and "5 samples would leave none out" in out
+    code, out, _ = _run(argv[:-2], capsys)
+    assert code == 0 and "detailed iterations" not in out

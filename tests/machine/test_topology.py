@@ -101,6 +101,14 @@ def test_bad_links_name_the_field(links, needle):
     assert needle in msg and "\n" not in msg
 
 
+def test_a_check_of_the_whole_file_names_its_field_without_a_placeholder():
+    """The links checks run on the whole machine (no one field's location): the message
+    is the field they name, not "(top level): links: ..."."""
+    with pytest.raises(ConfigError) as info:
+        load_machine(four([CHAIN[0]]))
+    assert str(info.value) == "machine: links: socket 2 is unreachable from socket 0"
+
+
 def test_lowest_link_bandwidth_is_accepted_with_its_interval():
     # 64 B at 2 GHz: the bound is 64 * 2 / 2**24 GB/s; just above it the interval fits
     bw = 64 * 2.0 / (1 << 24) * 1.001

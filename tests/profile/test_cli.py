@@ -73,6 +73,7 @@ def test_profile_table_output_and_sizes(tmp_path, capsys):
     [
         (["profile", "{src}", "--sizes", "4K,1K"], "not strictly increasing"),
         (["profile", "{src}", "--sizes", "abc"], "--sizes"),
+        (["profile", "{src}", "--sizes", "16Q"], "--sizes: '16Q' is not a size (use bytes"),
         (["profile", "{src}", "--line", "48"], "power of two"),
         (["profile", "{tmp}/missing.sst"], "missing.sst"),
         (["coarsen", "{tmp}/bad.prof", "--machine", "itrs-scaling-4"], "bad.prof"),
@@ -90,3 +91,10 @@ def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys, args, message):
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], err
+
+
+def test_a_bad_size_is_named_once(tmp_path, capsys):
+    """The message names the size once, not once more inside the parser's own words."""
+    src = build_random(tmp_path / "r.sst", 4)
+    code, _, err = run(["profile", src, "--sizes", "1K,16Q"], capsys)
+    assert code == 2 and err.count("16Q") == 1, err
