@@ -30,7 +30,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def bindir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("programs")
+    out = tmp_path_factory.mktemp("programs") / "bin"  # OUT=DIR makes DIR
     subprocess.run(
         ["make", "-s", "-C", str(PROGRAMS), f"OUT={out}"], check=True, capture_output=True
     )
