@@ -737,8 +737,8 @@ def check_size(loaded: LoadedSpec, limit: int = MAX_POINTS) -> int:
     if total > limit:
         detail = " × ".join(f"{name} {n:,}" for name, n in factors)
         raise ConfigError(
-            f"{loaded.path}: the sweep has {total:,} points ({detail}), more than the "
-            f"{limit:,} a sweep may have; narrow an axis or split the sweep"
+            f"{loaded.path}: the sweep's axes multiply to {total:,} points ({detail}), "
+            f"more than the {limit:,} a sweep may have; narrow an axis or split the sweep"
         )
     return total
 

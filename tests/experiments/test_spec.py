@@ -310,7 +310,7 @@ def test_sweep_size_is_refused_before_expanding(tmp_path, capsys):
     path = write(tmp_path, BIG)
     t0 = time.perf_counter()
     message = (
-        "the sweep has 10,000,000 points (workloads 10 × machines 1 × schedulers 1 × "
+        "the sweep's axes multiply to 10,000,000 points (workloads 10 × machines 1 × schedulers 1 × "
         f"seeds 1,000,000), more than the {MAX_POINTS:,} a sweep may have"
     )
     with pytest.raises(ConfigError, match=re.escape(message)):

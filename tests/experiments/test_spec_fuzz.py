@@ -260,5 +260,8 @@ def test_grid_product_error_names_the_product_and_factors(tmp_path, capsys):
         main(["sweep", "status", str(path)])
     err = capsys.readouterr().err.strip()
     assert info.value.code == 2
-    assert "the sweep has 88,000,000 points (workloads 11 × machines 4 × schedulers 2 × " in err
+    assert (
+        "the sweep's axes multiply to 88,000,000 points (workloads 11 × machines 4 × schedulers 2 × "
+        in err
+    )
     assert "seeds 1,000,000), more than the 100,000 a sweep may have" in err
