@@ -524,7 +524,9 @@ def test_capture_warns_when_the_run_is_mostly_uninstrumented_library_code(cache,
 
 def test_capture_of_the_programs_own_code_gives_no_library_warning(cache, bindir, tmp_path):
     prog = compile_gcc(cache, bindir, "mergesort.c", "ms_gcc", "-O2")
-    res = capture(str(prog), ["262144", "2048"], tmp_path / "m.sst")
+    # 2**20 keys: about 0.1 s of CPU time, so that a loaded host (whose timer samples fall
+    # on fewer ticks: 8 of 2**18 keys' usual 27 once) still takes MIN_SAMPLES
+    res = capture(str(prog), ["1048576", "2048"], tmp_path / "m.sst")
     n, out = res.tool_stats["samples"], res.tool_stats["uninstrumented_samples"]
     # The samples are a timer's: 2 of 27 outside is chance at a 5 % share, so the test asks
     # what the capture's warning asks (a significant excess), not a bare out <= 0.05 n.
