@@ -36,6 +36,54 @@ def _add_gap_sums(gap_sum: np.ndarray, starts: np.ndarray, c) -> None:
     gap_sum[ids] += cum[hi] - cum[lo]
 
 
+#: largest gap the memory model takes before one reference (its gaps are uint32)
+_GAP_MAX = (1 << 32) - 1
+
+
+def _serve(
+    ms: MemorySystem,
+    core: int,
+    addr: np.ndarray,
+    size: np.ndarray,
+    write: np.ndarray,
+    now: int,
+    gaps: np.ndarray,
+    out: np.ndarray,
+    drain: bool,
+) -> None:
+    """``ms.access_batch`` of one core's references, whatever their gaps.
+
+    A strand's tail is folded into the next reference's gap, and a tail of 2^32
+    instructions or more (a long computation without references, which the trace format
+    allows) does not fit the model's 32-bit gaps: the batch is cut before each such
+    reference, whose piece starts the excess later: a piece that does not drain leaves
+    the time where the next one of the same core continues it exactly.
+    """
+    big = np.flatnonzero(gaps > _GAP_MAX)
+    if big.shape[0] == 0:
+        ms.access_batch(core, addr, size, write, now, gaps, out=out, drain=drain)
+        return
+    gaps = gaps.copy()
+    cuts = [0, *big.tolist(), addr.shape[0]]
+    for k, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
+        if k:
+            now += int(gaps[lo]) - _GAP_MAX
+            gaps[lo] = _GAP_MAX
+        if hi > lo:
+            last = hi == addr.shape[0]
+            ms.access_batch(
+                core,
+                addr[lo:hi],
+                size[lo:hi],
+                write[lo:hi],
+                now,
+                gaps[lo:hi],
+                out=out,
+                drain=drain and last,
+            )
+            now = ms.last_time
+
+
 def replay_trace(machine: Machine, trace: str | os.PathLike, core_of_strand: str = "0") -> dict:
     """Replay ``trace``'s references in serial order through ``machine``'s memory model.
 
@@ -94,7 +142,7 @@ def replay_trace(machine: Machine, trace: str | os.PathLike, core_of_strand: str
             # it (an out-of-order core drains at the end of the trace, or of a strand).
             end = c.start + n
             if core_of_strand == "0" or cores == 1:
-                ms.access_batch(0, c.addr, c.size, c.write, now, gaps, out=out, drain=end >= n_refs)
+                _serve(ms, 0, c.addr, c.size, c.write, now, gaps, out, end >= n_refs)
                 now = ms.last_time
                 continue
             s_lo = int(np.searchsorted(starts, c.start, side="right")) - 1
@@ -105,15 +153,16 @@ def replay_trace(machine: Machine, trace: str | os.PathLike, core_of_strand: str
                 if hi <= lo:
                     continue
                 addr = c.addr[lo:hi]
-                ms.access_batch(
+                _serve(
+                    ms,
                     s % cores,
                     addr if stacks is None else stacks.moved(addr, s % cores),
                     c.size[lo:hi],
                     c.write[lo:hi],
                     now,
                     gaps[lo:hi],
-                    out=out,
-                    drain=int(starts[s + 1]) <= end,
+                    out,
+                    int(starts[s + 1]) <= end,
                 )
                 now = ms.last_time
         # Strands ending after the last reference add their tails to the end time.

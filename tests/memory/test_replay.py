@@ -118,6 +118,32 @@ def test_chunking_does_not_change_an_out_of_order_replay(tmp_path, mode):
     assert res[0] == res[1]
 
 
+@pytest.mark.parametrize("mode", ["0", "rr"])
+@pytest.mark.parametrize("model", ["blocking", "out-of-order"])
+def test_a_tail_longer_than_32_bits_delays_the_next_reference(tmp_path, mode, model):
+    """A strand's tail of 2^32 instructions or more (valid: TraceBuilder.instr takes any
+    count) is folded into the next reference's gap, which the memory model holds in 32
+    bits: the replay raised ValueError ("gaps must be between 0 and 2**32 - 1"), a
+    traceback from `simsched memsim` and from `run -s cab`.  It now costs exactly the
+    cycles of the same tail less 2^33 plus 2^33."""
+    core = {"model": model} if model == "blocking" else {"model": model, "mshrs": 4, "rob": 16}
+    m = load_machine({**TWO_CORES, "core": core})
+    cycles = []
+    for tail in (5 << 20, (5 << 20) + (1 << 33)):
+        path = tmp_path / f"t{tail}.sst"
+        with TraceBuilder(path, program="tail") as b:
+            b.ref(0x1000, 8, False, 3)
+            b.ref(0x2000, 8, False, 1)
+            b.instr(tail)
+            b.spawn()
+            b.ref(0x1040, 8, True, 2)
+            b.ret()
+            b.sync()
+        r = replay_trace(m, path, mode)
+        cycles.append(r["cycles"])
+    assert cycles[1] - cycles[0] == 1 << 33
+
+
 def test_cli_json_and_table(tmp_path):
     path = tmp_path / "t.sst"
     build_trace(path, seed=3)
