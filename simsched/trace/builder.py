@@ -892,7 +892,7 @@ class TraceBuilder:
             len(self._e_src),
             n_refs,
             len(self._index),
-            int(instr.sum()),
+            structure.instruction_total(str(self.path), instr),
         )
         # The whole program's counts (a repeated part expanded, and checked as a reader
         # would before the file is in place).

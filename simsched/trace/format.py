@@ -67,6 +67,10 @@ MAX_REF_SIZE = 127
 #: every byte a reference touches lies below 2**ADDRESS_BITS
 ADDRESS_BITS = _kernels.ADDRESS_BITS
 ADDRESS_LIMIT = 1 << ADDRESS_BITS
+#: most instructions a trace may have in all (1.1e15, some 40,000 times the largest
+#: published workload): the engine's int64 cycle counts sum them over the cores (a strand
+#: of 2^62 instructions ended a run in a "deadlock", one of 2^60 gave negative idle cycles)
+MAX_INSTRUCTIONS = 1 << 50
 #: largest iteration number (``frame_iteration`` is int64; -1 means "before the first mark")
 MAX_ITERATION = (1 << 63) - 1
 

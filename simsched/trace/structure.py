@@ -87,6 +87,26 @@ def has_children(parent: Any) -> np.ndarray:
     return out
 
 
+def exact_sum(a: np.ndarray) -> int:
+    """The sum of int64 values as a Python integer, without numpy's wrap-around
+    (a few values near 2^62 added up to a small number): the high and low 32 bits of
+    each value summed apart, which cannot overflow below 2^31 values."""
+    v = np.asarray(a, np.int64)
+    return (int((v >> 32).sum()) << 32) + int((v & 0xFFFFFFFF).sum())
+
+
+def instruction_total(name: str, instr: np.ndarray) -> int:
+    """The instructions of strands with ``instr`` instructions each, at most
+    :data:`~simsched.trace.format.MAX_INSTRUCTIONS` (the rule the builder and the reader
+    apply); raise :class:`TraceFormatError` naming ``name`` if there are more."""
+    total = exact_sum(instr)
+    if total > fmt.MAX_INSTRUCTIONS:
+        raise TraceFormatError(
+            f"{name}: {total} instructions in all, more than the 2^50 a trace may have"
+        )
+    return total
+
+
 def _first(mask: np.ndarray) -> int | None:
     """Index of the first true element, or None."""
     hits = np.flatnonzero(mask)
@@ -208,13 +228,15 @@ def _check_strands(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) ->
             f"{name}: strand reference ranges are inconsistent with {h['n_refs']} references"
         )
     instr, tail = tabs["strand_instr"], tabs["strand_tail"]
-    s = _first((tail < 0) | (instr < (rs[1:] - rs[:-1]) + tail))
+    # instr - tail cannot wrap once 0 <= tail <= instr; refs + tail could (a tail near
+    # 2^63 made any instruction count pass)
+    s = _first((tail < 0) | (instr < tail) | (instr - tail < rs[1:] - rs[:-1]))
     if s is not None:
         raise TraceFormatError(
             f"{name}: strand {s} has {int(instr[s])} instructions, fewer than its "
             f"{int(rs[s + 1] - rs[s])} references plus its tail of {int(tail[s])}"
         )
-    if int(instr.sum()) != h["n_instructions"]:
+    if instruction_total(name, instr) != h["n_instructions"]:
         raise TraceFormatError(f"{name}: strand instructions do not add up to the header's")
     fr = tabs["strand_frame"]
     s = _first((fr < 0) | (fr >= h["n_frames"]))
@@ -538,7 +560,7 @@ def whole_program(
         "n_edges": int(whole["edge_src"].shape[0]),
         "n_refs": n_refs,
         "n_chunks": -(-n_refs // spec.chunk_refs),
-        "n_instructions": int(whole["strand_instr"].sum()),
+        "n_instructions": exact_sum(whole["strand_instr"]),
     }
     check_tables(f"{name}: the repeated part expanded", hw, whole)
     return spec, hw, whole
