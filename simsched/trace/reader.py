@@ -181,6 +181,8 @@ class Trace:
         self._verify_digest(st, h["digest"])
         # A repeated part is expanded here: every consumer sees the whole program.
         self._repeat, hw, tabs = structure.whole_program(self._name, h, meta, tabs)
+        if self._repeat is not None:
+            repeat.check_chunks(self._name, self._repeat, stored_index)
         self._stored_index = stored_index
         self._stored_first = stored_index["first"].astype(np.int64)
         self._stored_cache: OrderedDict[int, RefChunk] = OrderedDict()

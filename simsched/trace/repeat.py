@@ -38,9 +38,12 @@ from simsched.trace import format as fmt
 
 #: the meta field's keys
 FIELDS = ("strands", "count", "iteration_stride", "chunk_refs")
-#: most table rows (strands + frames + edges) a repeated trace may expand to, and most
-#: references per chunk: the expanded tables and a decoded chunk are held in memory
-MAX_ROWS = 1 << 28
+#: most table rows (strands + frames + edges) a repeated trace may expand to, most
+#: chunks, and most references per chunk: the expanded tables (opening 2^24 rows peaks
+#: near 1.3 GB), the program's chunk index and a decoded chunk are held in memory; the
+#: published heat of 200 iterations (docs/trace-format.md) expands to 2.9 M rows
+MAX_ROWS = 1 << 24
+MAX_CHUNKS = 1 << 22
 MAX_CHUNK_REFS = 1 << 24
 
 
@@ -119,7 +122,8 @@ def parse(name: str, rep: Any, tabs: dict[str, np.ndarray]) -> Repeat:
     TraceFormatError
         A missing or unknown key, a value out of range, a body that does not start with
         a child of main or does not end in main, iteration numbers that would pass
-        2^63 - 1, or tables that would expand past :data:`MAX_ROWS` rows.
+        2^63 - 1, or tables that would expand past :data:`MAX_ROWS` rows or
+        :data:`MAX_CHUNKS` chunks.
     """
     if not isinstance(rep, dict) or sorted(rep) != sorted(FIELDS):
         got = sorted(rep) if isinstance(rep, dict) else type(rep).__name__
@@ -184,12 +188,37 @@ def parse(name: str, rep: Any, tabs: dict[str, np.ndarray]) -> Repeat:
         + (count - 1) * (spec.strands + spec.frames + edges)
     )
     chunks = -(-spec.n_refs(int(rs[-1])) // chunk)
-    if rows > MAX_ROWS or chunks > MAX_ROWS:
+    if rows > MAX_ROWS or chunks > MAX_CHUNKS:
         raise TraceFormatError(
             f"{name}: meta field 'repeat': {count} copies expand to {rows} table rows and "
-            f"{chunks} chunks (this reader holds at most {MAX_ROWS})"
+            f"{chunks} chunks (this reader holds at most {MAX_ROWS} rows and {MAX_CHUNKS} "
+            "chunks)"
         )
     return spec
+
+
+def check_chunks(name: str, spec: Repeat, index: np.ndarray) -> None:
+    """The stored chunks are the builder's: ``chunk_refs`` references each, but the last.
+
+    The program is served in chunks of ``chunk_refs`` references; a file whose stored
+    chunks are larger would have its few stored references served in many more program
+    chunks than it stores (``chunk_refs`` 1 under chunks of thousands: every copy's
+    reference a chunk of its own, assembled one by one).
+
+    Raises
+    ------
+    TraceFormatError
+        A stored chunk but the last does not hold exactly ``chunk_refs`` references, or
+        the last holds more.
+    """
+    n = index["n"].astype(np.int64)
+    bad = np.flatnonzero(n != spec.chunk_refs)
+    if bad.shape[0] and (bad[0] < n.shape[0] - 1 or n[-1] > spec.chunk_refs):
+        k = int(bad[0])
+        raise TraceFormatError(
+            f"{name}: meta field 'repeat': chunk_refs is {spec.chunk_refs}, but stored chunk "
+            f"{k} holds {int(n[k])} references (every chunk but the last holds chunk_refs)"
+        )
 
 
 def _copies(x: np.ndarray, count: int, step: int) -> np.ndarray:

@@ -261,6 +261,17 @@ BAD = {
         "number iterations past 2\\^63 - 1",
     ),
     "too many copies": (_repeat(count=1 << 40), "expand to .* table rows"),
+    # 100,000 copies of a 2 kB heat expanded to 21 M rows and took 3 GB to open; 2^28
+    # rows, the bound before, some 35 GB
+    "copies past the memory bound": (
+        _repeat(count=1_000_000),
+        "expand to \\d{8,9} table rows .* at most 16777216 rows",
+    ),
+    # the program served every reference as a chunk of its own, one by one
+    "chunks smaller than the stored ones": (
+        _repeat(chunk_refs=1),
+        "chunk_refs is 1, but stored chunk 0 holds \\d+ references",
+    ),
     "flag without the field": (_drop("meta"), "repeat flag and the meta field 'repeat' disagree"),
     "field without the flag": (_drop("flag"), "repeat flag and the meta field 'repeat' disagree"),
     "stride breaks the marks": (
