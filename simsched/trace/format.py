@@ -416,7 +416,9 @@ def encode_tables(arrays: dict[str, np.ndarray], cctx: zstandard.ZstdCompressor)
 def decode_tables(buf: bytes, what: str, version: int = VERSION) -> dict[str, np.ndarray]:
     """Inverse of :func:`encode_tables`, checking every array's presence and extent.
 
-    A file of a version before 3 may hold the :data:`LEGACY_TABLES` too; they are dropped.
+    A file of a version before 3 may hold the :data:`LEGACY_TABLES` too; their entries are
+    checked like the others (a type, an offset and a length within the section), and the
+    arrays dropped.
     """
     legacy = LEGACY_TABLES if version < 3 else {}
     raw = decompress(buf, what)
@@ -429,9 +431,8 @@ def decode_tables(buf: bytes, what: str, version: int = VERSION) -> dict[str, np
     try:
         for entry in toc:
             name, dtype = entry["name"], entry["dtype"]
-            if name in legacy and legacy[name][0] == dtype:
-                continue
-            if name not in TABLES or TABLES[name][0] != dtype:
+            known = legacy if name in legacy else TABLES
+            if name not in known or known[name][0] != dtype:
                 raise TraceFormatError(f"{what}: unexpected array {name!r} of type {dtype!r}")
             dt = np.dtype(dtype)
             start, length = entry["offset"], entry["length"]
@@ -444,7 +445,8 @@ def decode_tables(buf: bytes, what: str, version: int = VERSION) -> dict[str, np
             end = start + length * dt.itemsize
             if start < 0 or length < 0 or end > len(body):
                 raise TraceFormatError(f"{what}: array {name!r} extends past the section")
-            out[name] = np.frombuffer(body[start:end], dtype=dt)
+            if name not in legacy:  # a legacy array is checked like any other, then dropped
+                out[name] = np.frombuffer(body[start:end], dtype=dt)
     except (KeyError, TypeError, ValueError) as exc:
         raise TraceFormatError(f"{what}: malformed table of contents ({exc})") from None
     missing = sorted(set(TABLES) - set(out))

@@ -146,3 +146,38 @@ def test_version_2_tables_with_whole_keys_are_read_without_them():
         assert validate(t)["ok"]
     with pytest.raises(TraceFormatError, match="unexpected array 'frame_key_offsets'"):
         fmt.decode_tables(section, "tables", version=3)
+
+
+def _v2_section(change: dict | None = None) -> bytes:
+    """A version 2 tables section, every array empty, with ``change`` made to the
+    ``frame_key_values`` entry of its table of contents."""
+    import json
+    import struct
+
+    entries = [
+        {"name": name, "dtype": dtype, "length": 0, "offset": 0}
+        for name, (dtype, _) in {**fmt.TABLES, **fmt.LEGACY_TABLES}.items()
+    ]
+    for e in entries:
+        if e["name"] == "frame_key_values":
+            e.update(change or {})
+    head = json.dumps(entries).encode()
+    return fmt.compressor().compress(struct.pack("<Q", len(head)) + head)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"length": 1 << 60}, "array 'frame_key_values' extends past the section"),
+        ({"offset": -(10**12)}, "array 'frame_key_values' extends past the section"),
+        ({"offset": "x"}, "array 'frame_key_values' has offset 'x'"),
+        ({"length": 2.5}, "not integers"),
+        ({"dtype": "<i8"}, "unexpected array 'frame_key_values' of type '<i8'"),
+    ],
+)
+def test_version_2_whole_key_entries_are_checked_before_they_are_dropped(change, message):
+    """A version 2 table of contents whose whole-key entry pointed anywhere, or was not
+    even a number, was skipped unread: open and `trace validate` accepted the file."""
+    assert set(fmt.decode_tables(_v2_section(), "tables", version=2)) == set(fmt.TABLES)
+    with pytest.raises(TraceFormatError, match=f"^tables: .*{message}"):
+        fmt.decode_tables(_v2_section(change), "tables", version=2)
