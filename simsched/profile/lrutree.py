@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.errors import ConfigError, SimschedError
+from simsched.errors import ConfigError, SimschedError, TraceFormatError
 from simsched.files import parse_json, write_bytes_atomic
 from simsched.identity import version
 from simsched.params import check_int, is_power_of_two
@@ -765,6 +765,16 @@ def _check_frames(
     ):
         # position_key walks up the parents: each must precede its child, ending at main
         raise ProfileFormatError(f"{name}: frame parents and spawn indices are inconsistent")
+    if nf:
+        from simsched.trace.structure import check_frame_keys
+
+        # the coarsening table names groups by iteration and position key: the rules
+        # the trace's frames followed (a spawn index of 2^62, an iteration of -2, ...
+        # were written into the table as they were)
+        try:
+            check_frame_keys(name, par, si, f["iteration"])
+        except TraceFormatError as exc:
+            raise ProfileFormatError(f"{exc} (profile frame arrays)") from None
     if (groups.frame >= nf).any():
         raise ProfileFormatError(f"{name}: a group's frame is not one of the {nf} frames")
     return f

@@ -286,8 +286,37 @@ def _check_frames(name: str, h: dict[str, Any], tabs: dict[str, np.ndarray]) -> 
             f"{name}: frame 0 (main) has branching {int(tabs['frame_branching'][0])} and "
             f"spawn index {int(tabs['frame_spawn_index'][0])}: main is nobody's child (0, 0)"
         )
-    _check_siblings(name, parent, tabs["frame_spawn_index"], tabs["frame_branching"])
-    _check_iterations(name, parent, tabs["frame_spawn_index"], tabs["frame_iteration"])
+    check_frame_keys(
+        name,
+        parent,
+        tabs["frame_spawn_index"],
+        tabs["frame_iteration"],
+        tabs["frame_branching"],
+    )
+
+
+def check_frame_keys(
+    name: str,
+    parent: np.ndarray,
+    spawn_index: np.ndarray,
+    iteration: np.ndarray,
+    branching: np.ndarray | None = None,
+) -> None:
+    """The rules that make every frame's (iteration, position key) well defined.
+
+    Given a parent tree rooted at frame 0 (each parent precedes its child): a parent's
+    children, in order, are spawns 0, 1, ... of their groups (of size ``branching``,
+    when given), and iterations follow the rule of docs/trace-format.md.  The trace
+    reader applies them to a trace's frame table, the profile reader to the frame
+    arrays a profile stores (which have no branching column).
+
+    Raises
+    ------
+    TraceFormatError
+        Naming ``name``, the first frame that breaks a rule and the rule.
+    """
+    _check_siblings(name, parent, spawn_index, branching)
+    _check_iterations(name, parent, spawn_index, iteration)
 
 
 def _check_iterations(name: str, parent: np.ndarray, si: np.ndarray, it: np.ndarray) -> None:
@@ -326,27 +355,28 @@ def _check_iterations(name: str, parent: np.ndarray, si: np.ndarray, it: np.ndar
         )
 
 
-def _check_siblings(name: str, parent: np.ndarray, si: np.ndarray, br: np.ndarray) -> None:
+def _check_siblings(name: str, parent: np.ndarray, si: np.ndarray, br: np.ndarray | None) -> None:
     """A parent's children, in order, are spawns 0, 1, ..., b-1 of groups whose size is b.
 
     (A group is what a frame spawns between two iteration marks; its ``branching`` is the
-    *b* of [LAWS15] Eq. 1.)  Frame 0 is nobody's child.
+    *b* of [LAWS15] Eq. 1; ``br`` None: not checked.)  Frame 0 is nobody's child.
     """
     order = np.argsort(parent[1:], kind="stable") + 1  # children by parent, in spawn order
-    p, i, b = parent[order], si[order], br[order]
+    p, i = parent[order], si[order]
     new = np.ones(order.shape[0], np.bool_)
     new[1:] = (p[1:] != p[:-1]) | (i[1:] == 0)
     prev = np.concatenate([[-1], i[:-1]])
     k = _first(np.where(new, i != 0, i != prev + 1))
-    if k is None:
+    if k is None and br is not None:
         starts = np.flatnonzero(new)
         size = np.diff(np.append(starts, order.shape[0]))
-        k = _first(b != np.repeat(size, size))
+        k = _first(br[order] != np.repeat(size, size))
     if k is not None:
         f = int(order[k])
+        degree = "" if br is None else f" with a branching degree of {int(br[f])}"
         raise TraceFormatError(
-            f"{name}: frame {f} is spawn {int(si[f])} of frame {int(parent[f])} with a "
-            f"branching degree of {int(br[f])}, which its siblings contradict"
+            f"{name}: frame {f} is spawn {int(si[f])} of frame {int(parent[f])}{degree}, "
+            "which its siblings contradict"
         )
 
 

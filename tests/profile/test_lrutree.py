@@ -226,6 +226,10 @@ def _set(key, index, value):
         (lambda a, m: a.__setitem__("hist_count", a["hist_count"] * 1.0), "hist_count"),
         (_set("frame_parent", 2, 2), "frame parents"),
         (lambda a, m: a.__setitem__("frame_spawn_index", a["frame_spawn_index"][:-1]), "parents"),
+        # the coarsening table named groups by these as they were: key "4611686018427387904"
+        (_set("frame_spawn_index", 1, 1 << 62), "frame 1 is spawn 4611686018427387904 of"),
+        (_set("frame_iteration", 1, -2), "frame 1 has iteration -2"),
+        (_set("frame_iteration", 0, 5), "frame 0 \\(main\\) has iteration 5"),
         (lambda a, m: b"[1]", "not a JSON object"),
         (lambda a, m: b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
         (lambda a, m: b'{"line": ' + b"9" * 5000 + b"}", "not valid JSON"),
