@@ -489,7 +489,7 @@ class _Rewriter:
         for bad in self._escapes(body):
             kind = "break" if bad.type == "break_statement" else "return"
             self.fail(bad.start_byte, kind, "cannot leave a cilk_for body")
-        init, var, ltype, limit, op, step, up = header
+        init, var, ltype, limit, op, step, up, pointer = header
         k = self.loop_id
         self.loop_id += 1
         inner = self._in(body)
@@ -503,24 +503,39 @@ class _Rewriter:
         hi_, lo_ = (lim, v0) if up else (v0, lim)
         diff = b"(unsigned long long)((0ull + " + hi_ + b") - " + lo_ + b")"
         if op == b"!=":
-            count = b"(" + diff + b" / " + st + b")"
+            # the step reaches the bound exactly, in either direction: a negative step
+            # (i += s with s < 0) runs down to it, and an unsigned variable may wrap on
+            # the way (unsigned char from 250 to 4 runs 10 iterations), so the distance
+            # and the step are taken modulo the variable's width, the step's sign there
+            # choosing the direction
+            mask = b"(sizeof(%s) < 8 ? (1ull << (8 * sizeof(%s))) - 1 : ~0ull)" % (v0, v0)
+            count = (
+                b"({ unsigned long long __ss_m = %s & %s, __ss_d = %s & %s; "
+                b"__ss_d == 0 ? 0ull : __ss_m >> (8 * sizeof(%s) - 1) "
+                b"? ((0ull - __ss_d) & %s) / ((0ull - __ss_m) & %s) : __ss_d / __ss_m; })"
+            ) % (st, mask, diff, mask, v0, mask, mask)
         elif op in (b"<", b">"):
-            count = b"(%s %s %s ? (%s + %s - 1) / %s : 0ull)" % (v0, op, lim, diff, st, st)
+            # (diff + st - 1) / st overflowed when the distance and the step were near
+            # 2^64 and ran no iteration
+            count = b"(%s %s %s ? (%s - 1) / %s + 1 : 0ull)" % (v0, op, lim, diff, st)
         else:
             count = b"(%s %s %s ? %s / %s + 1 : 0ull)" % (v0, op, lim, diff, st)
+        # a pointer moves by a signed offset (a negative step's i * st wraps to 2^64 - k)
+        offset_ = b"(long long)(%s * %s)" if pointer else b"%s * %s"
+        offset_ = offset_ % (i, st)
         split = SPLITS.index(self.opt.split)
         prefix = (
             b"{ %s __typeof__(%s) %s = (%s); unsigned long long %s = (unsigned long long)(%s); "
             b"__typeof__(%s) %s = %s; __ss_cilk_for_t %s; unsigned long long %s, %s, %s; "
             b"__ss_cilk_for_begin(&%s, %s, (long long)(%s), %d, %d, %d); "
             b"while (__ss_cilk_for_next(&%s, &%s, &%s)) for (%s = %s; %s < %s; %s++) { "
-            b"%s = %s %s %s * %s; do "
+            b"%s = %s %s %s; do "
         ) % (
             init, ltype, lim, limit, st, step,
             var, v0, var, cf, a, b, i,
             cf, count, grain, self.opt.workers, split, 1 if inner else 0,
             cf, a, b, i, a, i, b, i,
-            var, v0, b"+" if up else b"-", i, st,
+            var, v0, b"+" if up else b"-", offset_,
         )  # fmt: skip
         self.replace((offset, body.start_byte), prefix)
         per_iter = b" __ss_cilk_sync();" if any(self.kinds[o] == SPAWN for o in inner) else b""
@@ -528,7 +543,7 @@ class _Rewriter:
 
     def _for_header(
         self, offset: int, fs: Node
-    ) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bool] | None:
+    ) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bool, bool] | None:
         init = fs.child_by_field_name("initializer")
         cond = fs.child_by_field_name("condition")
         upd = fs.child_by_field_name("update")
@@ -578,7 +593,7 @@ class _Rewriter:
         # variable's type ran an unsigned char loop to -1 255 times, where C runs none;
         # a pointer keeps its own type, which a void * bound would otherwise take
         ltype = var if pointer else b"0 ? (" + var + b") : (" + bound + b")"
-        return _flat(self.text(init)), var, ltype, bound, op, step, up
+        return _flat(self.text(init)), var, ltype, bound, op, step, up, pointer
 
     def _escapes(self, body: Node) -> list[Node]:
         """break statements of the body itself and every return in it."""

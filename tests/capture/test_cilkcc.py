@@ -391,6 +391,34 @@ def test_cilk_for_compares_with_its_bound_as_c_does(cache, tmp_path):
 
 
 @needs_gcc
+def test_cilk_for_counts_near_the_type_limits_and_down_or_around_to_a_not_equal_bound(
+    cache, tmp_path
+):
+    # found by the differential fuzzer (test_cilk_fuzz.py): a < loop whose distance and
+    # step are near 2^64 ran no iteration ((diff + st - 1) / st overflowed); a != loop
+    # with a negative step (i += s, s = -1) ran none; an unsigned char != loop that wraps
+    # from 255 to 0 on its way to the bound ran 2^64 - 246 iterations instead of 10
+    src = tmp_path / "limits.c"
+    src.write_text("#include <cilk/cilk.h>\n#include <stdio.h>\n"
+                   "unsigned long long h, k;\n"
+                   "int main(void) {\n"
+                   "  volatile signed char s = -1; volatile long ps = -2; int a[64];\n"
+                   "  cilk_for (long long i = -9223372036854775807LL - 1;\n"
+                   "            i < 9223372036854775806LL; i += 9223372036854775807LL)\n"
+                   "    { h = 31 * h + i; k++; }\n"
+                   "  cilk_for (unsigned long long i = 0; i < 18446744073709551615ULL;\n"
+                   "            i += 18446744073709551615ULL) { h = 31 * h + i; k++; }\n"
+                   "  cilk_for (unsigned i = 10; i != 0; i += s) { h = 31 * h + i; k++; }\n"
+                   "  cilk_for (int i = 0; i != 10; i -= s) { h = 31 * h + i; k++; }\n"
+                   "  cilk_for (int *p = a + 61; a + 31 != p; p += ps) { h = 31 * h + (p - a); k++; }\n"
+                   "  cilk_for (unsigned char c = 250; c != 4; c++) { h = 31 * h + c; k++; }\n"
+                   "  cilk_for (unsigned short c = 3; c != 65533; c -= 2) { h = 31 * h + c; k++; }\n"
+                   '  printf("%llu %llu\\n", k, h);\n  return 0;\n}\n')  # fmt: skip
+    want, _ = _same_output_as_elision(src)
+    assert want.startswith(f"{2 + 1 + 10 + 10 + 15 + 10 + 3} ")
+
+
+@needs_gcc
 def test_opencilk_split_of_heat_has_the_references_of_the_marker_version(cache, bindir, tmp_path):
     marker, _ = _build_pair(bindir, "heat", "gcc")
     exe = bindir / "heat-opencilk"
