@@ -516,7 +516,13 @@ class _Rewriter:
             ) % (st, mask, diff, mask, v0, mask, mask)
         elif op in (b"<", b">"):
             # (diff + st - 1) / st overflowed when the distance and the step were near
-            # 2^64 and ran no iteration
+            # 2^64 and ran no iteration; a floating bound's distance is rounded up
+            # (int i = 0; i < 2.5 runs 3 iterations), an integer's is left alone
+            span = b"(0ull + %s) - %s" % (hi_, lo_)
+            diff = (
+                b"({ __typeof__(%s) __ss_x = %s; (unsigned long long)__ss_x + "
+                b"((long double)(unsigned long long)__ss_x < (long double)__ss_x); })"
+            ) % (span, span)
             count = b"(%s %s %s ? (%s - 1) / %s + 1 : 0ull)" % (v0, op, lim, diff, st)
         else:
             count = b"(%s %s %s ? %s / %s + 1 : 0ull)" % (v0, op, lim, diff, st)

@@ -419,6 +419,25 @@ def test_cilk_for_counts_near_the_type_limits_and_down_or_around_to_a_not_equal_
 
 
 @needs_gcc
+def test_cilk_for_with_a_floating_bound_rounds_its_distance_up(cache, tmp_path):
+    # int i = 0; i < 2.5 runs 0, 1 and 2: the distance 2.5 was truncated to 2
+    loops = [
+        "cilk_for (int i = 0; i < d; i++)",
+        "cilk_for (int i = 10; i > d; i -= 3)",
+        "cilk_for (int i = 0; i <= d; i++)",
+    ]
+    body = "".join(f"  {loop} {{ h = 31 * h + i; k++; }}\n" for loop in loops)
+    src = tmp_path / "float.c"
+    src.write_text(
+        "#include <cilk/cilk.h>\n#include <stdio.h>\nlong h, k;\n"
+        f"int main(void) {{\n  volatile double d = 2.5;\n{body}"
+        '  printf("%ld %ld\\n", k, h);\n  return 0;\n}\n'
+    )
+    want, _ = _same_output_as_elision(src)
+    assert want.startswith("9 ")
+
+
+@needs_gcc
 def test_opencilk_split_of_heat_has_the_references_of_the_marker_version(cache, bindir, tmp_path):
     marker, _ = _build_pair(bindir, "heat", "gcc")
     exe = bindir / "heat-opencilk"
