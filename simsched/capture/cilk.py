@@ -500,7 +500,10 @@ class _Rewriter:
         # the distance from the first value to the bound, in unsigned long long: an integer
         # variable's ends are converted before the subtraction (which then cannot overflow:
         # int i from -2e9 to 2e9 is 4e9 apart), 0ull + p leaves a pointer a pointer
-        hi_, lo_ = (lim, v0) if up else (v0, lim)
+        # the first value in the type it is compared in (signed char -64 against an
+        # unsigned bound is 4294967232 there, not 2^64 - 64)
+        first = b"((__typeof__(%s))%s)" % (lim, v0)
+        hi_, lo_ = (lim, first) if up else (first, lim)
         diff = b"(unsigned long long)((0ull + " + hi_ + b") - " + lo_ + b")"
         if op == b"!=":
             # the step reaches the bound exactly, in either direction: a negative step

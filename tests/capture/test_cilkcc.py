@@ -371,22 +371,26 @@ def test_cilk_for_range_wider_than_half_its_type_runs_every_iteration(cache, tmp
 def test_cilk_for_compares_with_its_bound_as_c_does(cache, tmp_path):
     # the bound was converted to the loop variable's type before the count: an unsigned
     # char loop to an int -1 ran 255 times and an int loop from -3 to an unsigned 3 ran 6,
-    # where C (and the plain build) compares in the usual arithmetic conversions: none
+    # where C (and the plain build) compares in the usual arithmetic conversions: none;
+    # a signed char from -64 to an unsigned 4294967295 (-1 there) ran 2^32 + 63 times,
+    # its first value converted to unsigned long long for the distance, not to unsigned
     src = tmp_path / "bound.c"
     src.write_text("#include <cilk/cilk.h>\n#include <stdio.h>\nlong k;\n"
                    "int main(int argc, char **argv) {\n"
                    "  volatile int n = -1; volatile unsigned u = 3;\n"
                    "  volatile long w = 100; volatile unsigned long z = 5;\n"
+                   "  volatile unsigned m = 4294967295u;\n"
                    "  cilk_for (unsigned char i = 0; i < n; i++) k += 1;\n"
                    "  cilk_for (int i = -3; i < u; i++) k += 1000;\n"
                    "  cilk_for (short i = 0; i < w; i++) k += 1000000;\n"
                    "  cilk_for (int i = 0; z > i; i++) k += 1000000000;\n"
+                   "  cilk_for (signed char i = -64; i < m; i++) k += 1000000000000;\n"
                    '  printf("%ld\\n", k);\n  return 0;\n}\n')  # fmt: skip
     want, exe = _same_output_as_elision(src)
-    assert want == "5100000000\n"
+    assert want == "63005100000000\n"
     res = capture(str(exe), [], tmp_path / "bound.sst")
     # only the two loops C runs split, at OpenCilk's grain min(2048, n / 8) on one worker
-    spawns = _split_model(100, 12, "opencilk")[1] + _split_model(5, 1, "opencilk")[1]
+    spawns = sum(_split_model(n, g, "opencilk")[1] for n, g in [(100, 12), (5, 1), (63, 7)])
     assert res.header.n_frames == 1 + spawns
 
 
