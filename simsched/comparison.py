@@ -133,7 +133,7 @@ def _uneven_allocation(name: str, record: dict[str, Any], trace: Any) -> Note | 
         "cores do most of the work: this trace's tasks do not divide their data evenly "
         f"among their children as §3.2 assumes (Eq. 1 misplaces {mismatch:.0%} of it). "
         "A cilk_for split as OpenCilk splits it (simsched cc's default) spawns ever "
-        "smaller halves from one frame; capture it with --cilk-for-split binary",
+        "smaller halves from one frame; build it with simsched cc --cilk-for-split binary",
         schedulers=(name,),
     )
 
