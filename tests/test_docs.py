@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,6 +61,32 @@ def parse(args: list[str]) -> None:
         ctx = cmd.make_context(name, rest, parent=ctx)
 
 
+def simsched_cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """Run ``simsched ARGS`` in a new interpreter, as the installed command would.
+
+    Parameters
+    ----------
+    args
+        The arguments after ``simsched``.
+    cwd, env
+        Working folder and environment of the process.
+
+    Returns
+    -------
+    subprocess.CompletedProcess
+        With ``stdout`` and ``stderr`` as text.
+    """
+    code = "import sys; from simsched.cli import main; main(sys.argv[1:])"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+
+
 COMMANDS = documented_commands()
 
 
@@ -100,8 +128,6 @@ def test_readme_quick_tour_runs(tmp_path):
     """Run the README's tour for real, on a copy of the repository's inputs and a smaller n."""
     import os
     import shutil
-    import subprocess
-    import sys
     import tarfile
 
     with tarfile.open(tmp_path / "src.tar", "w") as tar:
@@ -117,19 +143,11 @@ def test_readme_quick_tour_runs(tmp_path):
         "SIMSCHED_SMALL": "1",
         "SIMSCHED_CACHE_DIR": str(tmp_path / "cache"),
     }
-    code = "import sys; from simsched.cli import main; main(sys.argv[1:])"
     tour = [c for w, c in COMMANDS if w == "README.md"]
     assert len(tour) >= 10
     for line in tour:
         args = shlex.split(line.replace("n=1048576", "n=8192").replace("65536", "4096"))[1:]
         if args[0] in ("cc", "capture") and shutil.which("gcc") is None:
             continue
-        res = subprocess.run(
-            [sys.executable, "-c", code, *args],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
+        res = simsched_cli(args, tmp_path, env)
         assert res.returncode == 0, f"`{line}`: {res.stderr}"
