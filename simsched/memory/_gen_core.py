@@ -181,6 +181,17 @@ def _g_pf_fetch(g: Geometry) -> list[str]:
     ]
 
 
+def _g_pf_host(g: Geometry) -> list[str]:
+    """Host-cache prefetch of the sets a prefetch of line ``pfp`` will search."""
+    kp, L = g.pf_level, g.levels
+    out = []
+    for k in range(kp, L):
+        out.append(f"hb = {_base(g, k, f'ix{k}', f'(pfp >> {g.shifts[k] - g.shifts[kp]})')}")
+        for e in [*range(0, g.ways[k], 8), g.ways[k] - 1]:
+            out.append(f"host_prefetch(T{k}, hb + {e})")
+    return out
+
+
 def _g_pf_trigger(g: Geometry) -> list[str]:
     """After a demand access that missed the prefetching level kp or used a prefetched
     line there (``trig``): find the core's stream this line continues (the line after
@@ -216,6 +227,11 @@ def _g_pf_trigger(g: Geometry) -> list[str]:
         "        PF[pfo + 1] = pfx - PF[pfo]",
         "    PF[pfo] = pfx",
         "    pfd = PF[pfo + 1]",
+        f"    for q_ in range({g.pf_distance}, {g.pf_distance + g.pf_degree}):",
+        "        pfp = pfx + pfd * q_",
+        f"        if pfp < 0 or (pfp >> {page_lines}) != (pfx >> {page_lines}):",
+        "            break",
+        *_ind(_g_pf_host(g), 2),
         f"    for q_ in range({g.pf_distance}, {g.pf_distance + g.pf_degree}):",
         "        pfp = pfx + pfd * q_",
         f"        if pfp < 0 or (pfp >> {page_lines}) != (pfx >> {page_lines}):",
@@ -315,6 +331,10 @@ def _drain(g: Geometry) -> str:
         "return d",
     ]
     return "\n\n@_jit\ndef _drain(st, core):\n" + "\n".join(_ind(body, 1)) + "\n"
+
+
+#: References ahead of where a core stops whose trace lines ``_serve`` prefetches.
+HOST_PREFETCH_REFS = 32
 
 
 def _entry(g: Geometry) -> str:
@@ -440,6 +460,26 @@ def _entry(g: Geometry) -> str:
             if ooo
             else ["    t = now + lat"]
         ),
+        # The lines of the core's next references, fetched into the host's caches while
+        # the other cores run (simsched/memory/_hostcache.py says why).
+        "if stop < n:",
+        f"    e = min(stop + {HOST_PREFETCH_REFS}, n) - 1",
+        "    for q in range(stop, e, 8):",
+        "        host_prefetch(addrs, q)",
+        "    host_prefetch(addrs, e)",
+        "    for q in range(stop, e, 16):",
+        "        host_prefetch(gaps, q)",
+        "    host_prefetch(gaps, e)",
+        "    host_prefetch(sizes, stop)",
+        "    host_prefetch(sizes, e)",
+        "    host_prefetch(writes, stop)",
+        "    host_prefetch(writes, e)",
+        "    host_prefetch(deps, stop)",
+        "    host_prefetch(deps, e)",
+        # ... and the first-level set (and prefetch-table slot) its next reference reads.
+        f"    xa = (addrs[stop] + off) >> {g.shifts[0]}",
+        f"    host_prefetch(T0, {_base(g, 0, 'ix0', 'xa')})",
+        *([f"    host_prefetch(PF, {_pf_slot(g, 'xa')})"] if g.pf_level == 0 else []),
         *_g_flush(g),
         *(
             [

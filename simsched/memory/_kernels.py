@@ -79,6 +79,7 @@ GENERATOR_FILES = (
     "_gen_memory.py",
     "_gen_core.py",
     "window.py",
+    "_hostcache.py",
 )
 
 
@@ -98,7 +99,8 @@ def generate_source(g: Geometry, extra_source: str = "") -> str:
         Module source; it starts with ``import numpy as np`` and ``from numba import njit``.
     """
     parts = [
-        "import numpy as np\nfrom numba import njit\n",
+        "import numpy as np\nfrom numba import njit\n\n"
+        "from simsched.memory._hostcache import host_prefetch\n",
         # No reference counting: the kernels allocate nothing, and NRT's atomic
         # increments on every array argument would cost more than a window's work.
         "_jit = njit(cache=True, nogil=True, _nrt=False)\n"

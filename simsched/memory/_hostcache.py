@@ -1,0 +1,65 @@
+"""A host-cache prefetch hint for the generated memory kernels.
+
+The window loop (:mod:`simsched.memory.window`) hands each core a few tens of references
+at a time (about 23 per call on a 16-core heat stencil at the default window of 100
+cycles), then moves to the next core.  A core's references sit in five arrays of a
+decoded trace chunk (address, size, write flag, dependence flag, gap), so 16 cores make
+80 interleaved read streams, more than the host's hardware prefetchers follow: nearly
+every call began with misses in the host's caches on the lines of its next references,
+and these misses, not the simulation, were most of the cost of a call.  ``_serve``
+therefore asks the host to fetch those lines when a core stops (:func:`host_prefetch`),
+so that they arrive while the other cores run.
+
+Numba offers no prefetch function, hence this small intrinsic: it emits LLVM's
+``llvm.prefetch`` (a read, kept in all cache levels), which changes no value and cannot
+fault, so the kernels' results are the same with or without it.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+_I32 = ir.IntType(32)
+
+
+@intrinsic
+def host_prefetch(typingctx, arr, index):  # type: ignore[no-untyped-def]
+    """Hint the host to bring the cache line of ``arr[index]`` into its caches.
+
+    Parameters
+    ----------
+    arr
+        A one-dimensional array.
+    index
+        An index; it is not checked, and an index outside ``arr`` is harmless (a prefetch
+        never faults), but the kernels pass only indices inside it.
+    """
+    if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(index, types.Integer):
+        return None
+    sig = types.void(arr, index)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(
+            context, builder, aryty, ary, [args[1]], wraparound=False, boundscheck=False
+        )
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, _I32, _I32, _I32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        # (read, locality 3: keep in every level, data cache)
+        builder.call(
+            fn,
+            [
+                builder.bitcast(ptr, i8p),
+                ir.Constant(_I32, 0),
+                ir.Constant(_I32, 3),
+                ir.Constant(_I32, 1),
+            ],
+        )
+        return context.get_dummy_value()
+
+    return sig, codegen

@@ -1,0 +1,58 @@
+"""The host-cache prefetch hint: it compiles to a prefetch and changes no value."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+from numba.core.errors import TypingError
+
+from simsched.machine import load_machine
+from simsched.memory import _kernels as K
+from simsched.memory._hostcache import host_prefetch
+from tests.memory._streams import machine
+
+
+@njit(cache=False, nogil=True, _nrt=False)
+def _sum_with_hints(a: np.ndarray, ahead: int) -> int:
+    s = 0
+    for i in range(a.shape[0]):
+        host_prefetch(a, min(i + ahead, a.shape[0] - 1))
+        s += a[i]
+    return s
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.bool_])
+def test_hint_changes_no_value(dtype):
+    a = (np.arange(1000) % 7).astype(dtype)
+    assert _sum_with_hints(a, 16) == int(a.astype(np.int64).sum())
+    # A strided view: the hint addresses the element, not the start of the buffer.
+    assert _sum_with_hints(a[::3], 5) == int(a[::3].astype(np.int64).sum())
+
+
+def test_emits_a_prefetch_instruction():
+    a = np.arange(100, dtype=np.int64)
+    _sum_with_hints(a, 8)
+    asm = _sum_with_hints.inspect_asm(_sum_with_hints.signatures[0])
+    assert "prefetch" in asm
+
+
+def test_rejects_what_is_not_a_1d_array():
+    @njit(cache=False)
+    def bad(x):
+        host_prefetch(x, 0)
+
+    with pytest.raises(TypingError):
+        bad(np.zeros((2, 2)))
+    with pytest.raises(TypingError):
+        bad(3)
+
+
+def test_serve_hints_the_next_references_lines():
+    src = K.generate_source(K.geometry_of(load_machine("opteron-8380-4x4")))
+    for arr in ("addrs", "gaps", "sizes", "writes", "deps", "T0", "PF", "T1", "T2"):
+        assert f"host_prefetch({arr}," in src
+    # Without a prefetcher there is no prefetch table to hint.
+    plain = K.generate_source(K.geometry_of(machine([{"size": 2048, "assoc": 2, "line": 64}])))
+    assert "host_prefetch(T0," in plain
+    assert "host_prefetch(PF," not in plain
