@@ -443,15 +443,23 @@ def _watch_runner(runner_pid: int) -> None:
 
 _RUNNER_GONE = threading.Event()
 
+# Set while a worker runs a point: only then does SIGTERM have a point to unwind.
+_IN_POINT = threading.Event()
+
 
 def _worker_init() -> None:
-    """Worker set-up: Ctrl-C is the runner's business; SIGTERM unwinds (cleans temporaries);
-    the worker ends when its runner dies (:func:`_watch_runner`)."""
+    """Worker set-up: Ctrl-C is the runner's business; SIGTERM unwinds the running point
+    (cleans temporaries) or, between points, ends the process at once; the worker ends
+    when its runner dies (:func:`_watch_runner`)."""
     import multiprocessing
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def unwind(signum: int, frame: object) -> None:
+        if not _IN_POINT.is_set():
+            # Starting up or between points: nothing to unwind, and an exception raised
+            # here (in the pool's initializer) would print a traceback on the terminal.
+            os._exit(1)
         if _RUNNER_GONE.is_set():
             raise _RunnerGone(1)
         raise KeyboardInterrupt
@@ -469,9 +477,12 @@ def _pool_execute_point(*args: Any) -> tuple[dict[str, Any] | None, bool]:
     if _RUNNER_GONE.is_set():
         os._exit(1)
     try:
+        _IN_POINT.set()
         return execute_point(*args)
     except _RunnerGone:
         os._exit(1)
+    finally:
+        _IN_POINT.clear()
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:

@@ -520,6 +520,29 @@ def test_workers_exit_when_the_runner_is_killed(tmp_path, executor):
     assert _temporaries(loaded.out_dir) == []
 
 
+def test_a_worker_starting_when_the_runner_is_killed_exits_quietly(tmp_path):
+    """A worker still in its set-up when kill -9 hit the runner printed "Exception in
+    initializer" and a traceback of _RunnerGone on the terminal: the stop meant to unwind a
+    running point was raised where no point runs."""
+    script = textwrap.dedent(
+        """
+        import os
+        from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing import get_context
+        from simsched.experiments.runner import _worker_init
+
+        pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_worker_init)
+        pool.submit(os.getpid)  # starts the worker
+        os._exit(0)  # the runner dies (as by kill -9) before the worker has set itself up
+        """
+    )
+    # The worker keeps the runner's stderr: reading it to its end waits for the worker.
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert "Traceback" not in proc.stderr and "initializer" not in proc.stderr, proc.stderr
+
+
 def test_unreachable_dask_scheduler_leaves_no_output_folder(tmp_path, monkeypatch, capsys):
     """The folder used to be made before the connection failed, and was left empty."""
     from simsched.experiments import runner
