@@ -15,7 +15,9 @@ rules a user can rely on:
 * any failure (full disk, read-only file system, permission) is an :class:`OutputError` that
   names the user's path, never the hidden temporary one;
 * the temporary file is removed on any exception, Ctrl-C included: interrupts are held back
-  while it is created and while it is removed, so no ``.name.*.tmp`` file is left behind.
+  while it is created and while it is removed, so no ``.name.*.tmp`` file is left behind
+  (only kill -9 can: :func:`remove_orphan_temporaries` clears those of a writer that died,
+  for callers that hold a lock every writer of the file takes).
 
 Written by hand because no maintained library covers the device and symlink cases and the
 umask (``atomicwrites`` is unmaintained and keeps ``0600``).
@@ -323,6 +325,24 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
                 shutil.rmtree(tmpdir, ignore_errors=True)
             elif tmp is not None:
                 tmp.unlink(missing_ok=True)
+
+
+def remove_orphan_temporaries(path: str | os.PathLike) -> None:
+    """Remove the temporary files of :func:`atomic_output` for ``path`` left by a writer
+    that was killed (kill -9 skips every cleanup).
+
+    Call it only while holding a lock that every writer of ``path`` takes: then no live
+    writer owns one of them.  A writer that itself writes atomically to the temporary it
+    was handed names its own after it, hence any number of leading dots.
+    """
+    target = Path(path)
+    orphan = re.compile(r"\.+" + re.escape(target.name) + r"\..*\.tmp.*")
+    try:
+        for entry in target.parent.iterdir():
+            if orphan.fullmatch(entry.name):
+                entry.unlink(missing_ok=True)
+    except OSError:
+        pass  # a cleanup: the write that follows reports a folder it cannot use
 
 
 def is_stream(path: str | os.PathLike) -> bool:

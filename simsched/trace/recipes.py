@@ -6,7 +6,8 @@ a name derived from the content hash of the recipe, so every worker that shares 
 makes each trace at most once, and workers that do not share it rebuild the same bytes (the
 generators are deterministic).  Concurrent workers on one host or on a shared file system are
 serialised by an ``fcntl`` lock on ``<trace>.lock``; the trace itself is written to a temporary
-name and renamed, so a reader never sees half a trace.
+name and renamed, so a reader never sees half a trace, and the temporaries of a maker killed
+mid-way are removed by the next one (under the lock).
 
 The trace layer does not know the generators (they sit above it, on
 :class:`~simsched.trace.TraceBuilder`): :func:`ensure_trace` is handed the function that
@@ -26,7 +27,7 @@ from typing import Any
 
 from simsched.canonical import content_hash
 from simsched.errors import CaptureError, ConfigError
-from simsched.files import atomic_output, make_output_dir
+from simsched.files import atomic_output, make_output_dir, remove_orphan_temporaries
 
 # Bump when the way a recipe turns into a trace changes, so old cache entries are not reused.
 _CACHE_FORMAT = 1
@@ -155,6 +156,8 @@ def ensure_trace(
         try:
             if target.is_file():  # made by another worker while we waited
                 return target
+            # Only the lock's holder writes the trace: any temporary of it is a dead maker's.
+            remove_orphan_temporaries(target)
             with atomic_output(target) as tmp:
                 if kind == "generator":
                     generate(workload["generator"], tmp, **workload["params"])

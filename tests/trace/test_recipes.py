@@ -35,6 +35,21 @@ def test_generator_recipe_is_made_once_and_cached(tmp_path):
     assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith(".")]
 
 
+def test_temporaries_of_a_killed_generation_are_removed(tmp_path):
+    """A worker killed (kill -9) while generating a trace left its temporary file, and the
+    generator's own one inside it, in the cache for good: every later generation of the
+    trace left them where they were."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    name = cached_trace_path(FIB, cache).name
+    orphans = [cache / f".{name}.k1ll3d.tmp.sst", cache / f"..{name}.k1ll3d.tmp.sst.x.tmp.sst"]
+    other = cache / ".fib-0123456789abcdef.sst.k1ll3d.tmp.sst"  # another trace's: not ours
+    for p in [*orphans, other]:
+        p.write_bytes(b"half a trace")
+    path = ensure_trace(FIB, cache, tmp_path)
+    assert path.is_file() and not any(p.exists() for p in orphans) and other.exists()
+
+
 def _make(cache: str) -> str:
     return str(ensure_trace(FIB, cache, cache))
 
