@@ -7,7 +7,8 @@ makes each trace at most once, and workers that do not share it rebuild the same
 generators are deterministic).  Concurrent workers on one host or on a shared file system are
 serialised by an ``fcntl`` lock on ``<trace>.lock``; the trace itself is written to a temporary
 name and renamed, so a reader never sees half a trace, and the temporaries of a maker killed
-mid-way are removed by the next one (under the lock).
+mid-way are removed by the next one (under the lock).  A cached trace whose sections no longer
+fit in its file (cut short after the fact) is made again.
 
 The trace layer does not know the generators (they sit above it, on
 :class:`~simsched.trace.TraceBuilder`): :func:`ensure_trace` is handed the function that
@@ -17,6 +18,7 @@ runs one (``simsched.workloads.generate``) by its caller.
 from __future__ import annotations
 
 import fcntl
+import os
 import shlex
 import subprocess
 import sys
@@ -26,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from simsched.canonical import content_hash
-from simsched.errors import CaptureError, ConfigError
+from simsched.errors import CaptureError, ConfigError, TraceFormatError
 from simsched.files import atomic_output, make_output_dir, remove_orphan_temporaries
+from simsched.trace.format import HEADER_SIZE, unpack_header
 
 # Bump when the way a recipe turns into a trace changes, so old cache entries are not reused.
 _CACHE_FORMAT = 1
@@ -102,6 +105,20 @@ def _capture(workload: dict[str, Any], out: Path, spec_dir: Path) -> None:
 Generate = Callable[..., Any]
 
 
+def _whole(path: Path) -> bool:
+    """Whether ``path`` is a trace whose header is sound and whose sections all lie within
+    the file: a cached trace cut short after it was made (a damaged disk, a copy that ran
+    out of space) is made again rather than failing every point on it.  One header read;
+    damage inside the sections is left for the reader to report."""
+    try:
+        with open(path, "rb") as f:
+            header = unpack_header(f.read(HEADER_SIZE), str(path))
+            size = os.fstat(f.fileno()).st_size
+    except (OSError, TraceFormatError):
+        return False
+    return all(off + n <= size for off, n in (header[k] for k in ("meta", "tables", "index")))
+
+
 def ensure_trace(
     workload: dict[str, Any],
     cache_dir: str | Path,
@@ -148,13 +165,13 @@ def ensure_trace(
     if kind not in ("generator", "capture"):
         raise ConfigError(f"workload {workload.get('label')}: unknown kind {kind!r}")
     target = cached_trace_path(workload, cache_dir)
-    if target.is_file():
+    if _whole(target):
         return target
     make_output_dir(target.parent)
     with open(target.with_suffix(".lock"), "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            if target.is_file():  # made by another worker while we waited
+            if _whole(target):  # made by another worker while we waited
                 return target
             # Only the lock's holder writes the trace: any temporary of it is a dead maker's.
             remove_orphan_temporaries(target)

@@ -50,6 +50,20 @@ def test_temporaries_of_a_killed_generation_are_removed(tmp_path):
     assert path.is_file() and not any(p.exists() for p in orphans) and other.exists()
 
 
+@pytest.mark.parametrize("keep", [0, 100, -1])
+def test_a_truncated_cached_trace_is_made_again(tmp_path, keep):
+    """A cached trace cut short (a damaged disk, a copy that ran out of space) was returned
+    as it was: every point on it failed, again with --retry-failed, until the file was
+    found and deleted by hand.  The cache's own copy is remade."""
+    path = ensure_trace(FIB, tmp_path / "cache", tmp_path)
+    whole = path.read_bytes()
+    path.write_bytes(whole[:keep])
+    assert ensure_trace(FIB, tmp_path / "cache", tmp_path) == path
+    assert path.read_bytes() == whole
+    with open_trace(path) as t:
+        assert t.header.program == "fib"
+
+
 def _make(cache: str) -> str:
     return str(ensure_trace(FIB, cache, cache))
 
