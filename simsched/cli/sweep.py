@@ -107,12 +107,18 @@ def run_cmd(
             f"({pid}: {msg}); they stay pending: free space and run the command again",
             file=sys.stderr,
         )
+    if report.table_error:
+        print(
+            f"{report.table_error}; the table is rebuilt from the points' rows by the next "
+            "`sweep run` or `results show` once there is space",
+            file=sys.stderr,
+        )
     if report.failed:
         print(
             f"{report.failed} point(s) failed; run again with --retry-failed to retry them",
             file=sys.stderr,
         )
-    if report.failed or report.interrupted:
+    if report.failed or report.interrupted or report.table_error:
         raise typer.Exit(1)
 
 

@@ -10,7 +10,8 @@ the resolved machine, never trace data), the sweep's output folder and a *point 
    exception becomes a row with ``status="error"`` and the error text instead, so one failing
    point never stops the sweep — except a full disk (``ENOSPC``, ``EDQUOT``), the host's
    fault: then no row is written and the point stays pending (:data:`INTERRUPTED`);
-4. writes ``row.json`` (point columns + record) atomically and returns it.
+4. writes ``row.json`` (point columns + record) atomically and returns it (a full disk
+   here, or at step 2, leaves the point pending too).
 
 The point function is injected (default :func:`simulate_point`, which makes the trace from the
 recipe and calls :func:`simsched.run`); tests pass cheap functions so the runner is tested
@@ -59,7 +60,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from simsched.errors import ConfigError, SimschedError
+from simsched.errors import ConfigError, OutputError, SimschedError
 from simsched.experiments.spec import LoadedSpec, Point, check_loaded, check_spec
 from simsched.experiments.store import (
     POINT_FILE,
@@ -299,25 +300,30 @@ def execute_point(
         if old is not None:
             return old, False
         pdir = point_dir(out_dir, point.id)
-        write_json_atomic(pdir / POINT_FILE, point_data, sort_keys=False)
         fn = point_fn or simulate_point
-        t0 = time.perf_counter()
         try:
-            record = dict(fn(point, pdir))
-            record.setdefault("status", "ok")
-        except Exception as exc:  # one failing point never stops the sweep: record and go on
-            if out_of_space(exc):
-                # The host's fault, not the point's: write no row (there may be no room for
-                # one anyway), so the point stays pending and reruns once there is space.
-                row = {**point.columns(), "status": INTERRUPTED, "error": str(exc)}
-                return row, True
-            tb = traceback.format_exception(exc)
-            record = {
-                "status": "error",
-                "error": f"{type(exc).__name__}: {exc}",
-                "traceback": "".join(tb[-6:]),
-            }
-        row = write_row(out_dir, point.id, point.columns(), record, time.perf_counter() - t0)
+            write_json_atomic(pdir / POINT_FILE, point_data, sort_keys=False)
+            t0 = time.perf_counter()
+            try:
+                record = dict(fn(point, pdir))
+                record.setdefault("status", "ok")
+            except Exception as exc:  # one failing point never stops the sweep: record it
+                if out_of_space(exc):
+                    raise
+                tb = traceback.format_exception(exc)
+                record = {
+                    "status": "error",
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "traceback": "".join(tb[-6:]),
+                }
+            row = write_row(out_dir, point.id, point.columns(), record, time.perf_counter() - t0)
+        except Exception as exc:
+            if not out_of_space(exc):
+                raise
+            # The host's fault, not the point's, whichever file met it (the point's own or
+            # the runner's point.json and row.json): no row, so the point stays pending and
+            # reruns once there is space.
+            return {**point.columns(), "status": INTERRUPTED, "error": str(exc)}, True
     return row, True
 
 
@@ -335,6 +341,7 @@ class SweepReport:
     interrupted: list[tuple[str, str]] = field(default_factory=list)  # left pending (disk full)
     elsewhere: int = 0  # points another runner was running when this one reached them
     stale: int = 0  # finished points kept although other simsched code simulated them
+    table_error: str = ""  # why results.parquet could not be written (a full disk), or ""
 
 
 class _Display:
@@ -847,7 +854,14 @@ def run_sweep(
             for p in waiting:
                 on_row(p, *execute_point(p.to_dict(), str(out_dir), point_fn, False))
         on_running(0)
-    consolidate(out_dir)
+    try:
+        consolidate(out_dir)
+    except OutputError as exc:
+        if not out_of_space(exc):
+            raise
+        # The table is derived from the rows and any later reader rebuilds a stale one: a
+        # full disk here must not hide what the sweep did, nor pass for a bad input.
+        report.table_error = str(exc)
     report.wall_s = time.perf_counter() - t0
     return report
 

@@ -459,16 +459,74 @@ def test_full_disk_leaves_the_point_pending_not_failed(tmp_path, monkeypatch, ca
     assert sweep_status(loaded)["ok"] == 6
 
 
+def _sweep_run_exit(spec: Path, point_fn: str, capsys) -> tuple[object, str]:
+    """`sweep run SPEC` in this process with a point function of sweep_pointfns: its exit
+    status and stderr."""
+    args = ["sweep", "run", str(spec), "--workers", "0", "--no-progress"]
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--point-fn", f"sweep_pointfns:{point_fn}"])
+    return info.value.code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["point.json", "row.json"])
+def test_full_disk_for_the_runners_own_files_leaves_the_point_pending(tmp_path, monkeypatch, name):
+    """A disk that filled up while the runner wrote a point's point.json or row.json (not
+    in the point function) ended the whole sweep with exit status 2, the status of a bad
+    input, instead of leaving the point pending as a full disk does elsewhere."""
+    import errno
+
+    from simsched.errors import OutputError
+    from simsched.experiments import runner, store
+    from simsched.files import write_json_atomic
+
+    full = {"on": True}
+
+    def writer(path, obj, **kw):
+        if full["on"] and Path(path).name == name:
+            raise OutputError(f"{path}: cannot write (no space left on the device)", errno.ENOSPC)
+        return write_json_atomic(path, obj, **kw)
+
+    monkeypatch.setattr(runner, "write_json_atomic", writer)
+    monkeypatch.setattr(store, "write_json_atomic", writer)
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    fn = sweep_pointfns.fake_point
+    report = run_sweep(loaded, workers=0, point_fn=fn, progress=False)
+    assert (report.ran, report.failed, len(report.interrupted)) == (0, 0, 6)
+    assert all(name in msg and "no space" in msg for _, msg in report.interrupted)
+    assert sweep_status(loaded)["missing"] == 6
+    full["on"] = False  # space freed: a plain rerun finishes them
+    again = run_sweep(loaded, workers=0, point_fn=fn, progress=False)
+    assert (again.ran, again.failed, again.interrupted) == (6, 0, [])
+
+
+def test_full_disk_for_the_results_table_is_reported_not_fatal(tmp_path, monkeypatch, capsys):
+    """A disk full when the sweep wrote results.parquet at its end ended `sweep run` with
+    exit status 2 (a bad input's) and without its summary, hiding the points it had left
+    pending for the same reason; the table is derived and any later reader rebuilds it."""
+    import errno
+
+    from simsched.errors import OutputError
+    from simsched.experiments import runner
+
+    def consolidate(out_dir):
+        raise OutputError(f"{out_dir}/results.parquet: cannot write (no space)", errno.ENOSPC)
+
+    monkeypatch.setattr(runner, "consolidate", consolidate)
+    spec = make_spec(tmp_path)
+    code, err = _sweep_run_exit(spec, "fake_point", capsys)
+    assert code == 1
+    assert "6 points, ran 6" in err
+    assert "results.parquet: cannot write (no space)" in err and "rebuilt" in err
+    monkeypatch.undo()
+    assert len(load_results(load_spec(spec, small=False).out_dir)) == 6
+
+
 def test_full_disk_cli_message(tmp_path, monkeypatch, capsys):
     flag = tmp_path / "disk-is-full"
     flag.touch()
     monkeypatch.setenv("SIMSCHED_TEST_FULL", str(flag))
-    spec = make_spec(tmp_path)
-    args = ["sweep", "run", str(spec), "--workers", "0", "--no-progress"]
-    with pytest.raises(SystemExit) as info:
-        main([*args, "--point-fn", "sweep_pointfns:full_disk_point"])
-    err = capsys.readouterr().err
-    assert info.value.code == 1
+    code, err = _sweep_run_exit(make_spec(tmp_path), "full_disk_point", capsys)
+    assert code == 1
     assert "2 point(s) could not finish for want of disk space" in err
     assert "free space and run the command again" in err and "--retry-failed" not in err
 
