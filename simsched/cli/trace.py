@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from simsched.cli._common import (
     ProgressOpt,
@@ -42,7 +43,7 @@ def gen(
     if list_:
         plugin_warnings(GENERATORS)
         for wname in GENERATORS.names():
-            console.print(wname, style="bold")
+            console.print(Text.assemble((wname, "bold"), f"  {GENERATORS.get(wname).summary}"))
             for pname, (default, doc) in params_of(wname).items():
                 console.print(f"  {pname} = {default!r}  {doc}")
         return

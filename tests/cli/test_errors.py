@@ -207,6 +207,10 @@ def test_trace_gen_without_workload_or_output(cli, tmp_path):
     assert code == 2 and "no output given" in one_line(err)
     code, out, _ = cli("trace", "gen", "--list")
     assert code == 0 and "fib" in out
+    # Each workload's line says what the program is; the papers' keys survive as text.
+    assert (
+        "heat  iterative 5-point heat stencil on a 2-D grid, rows split in two ([CAB11] §II)" in out
+    )
     assert list(tmp_path.iterdir()) == []
 
 
