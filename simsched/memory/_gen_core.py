@@ -202,6 +202,14 @@ def _g_pf_trigger(g: Geometry) -> list[str]:
     S = g.pf_streams
     sb = PF_STREAMS
     page_lines = max(g.page_shift - g.shifts[kp], 0)
+    # The lines a continued stream prefetches: the host is asked for the sets their
+    # fetches search first, then they are fetched.
+    each_line = [
+        f"    for q_ in range({g.pf_distance}, {g.pf_distance + g.pf_degree}):",
+        "        pfp = pfx + pfd * q_",
+        f"        if pfp < 0 or (pfp >> {page_lines}) != (pfx >> {page_lines}):",
+        "            break",
+    ]
     trig = [
         "trig = False",
         "pfdl = dl",
@@ -227,15 +235,9 @@ def _g_pf_trigger(g: Geometry) -> list[str]:
         "        PF[pfo + 1] = pfx - PF[pfo]",
         "    PF[pfo] = pfx",
         "    pfd = PF[pfo + 1]",
-        f"    for q_ in range({g.pf_distance}, {g.pf_distance + g.pf_degree}):",
-        "        pfp = pfx + pfd * q_",
-        f"        if pfp < 0 or (pfp >> {page_lines}) != (pfx >> {page_lines}):",
-        "            break",
+        *each_line,
         *_ind(_g_pf_host(g), 2),
-        f"    for q_ in range({g.pf_distance}, {g.pf_distance + g.pf_degree}):",
-        "        pfp = pfx + pfd * q_",
-        f"        if pfp < 0 or (pfp >> {page_lines}) != (pfx >> {page_lines}):",
-        "            break",
+        *each_line,
         *_ind(_g_pf_fetch(g), 2),
         "dl = pfdl",
     ]
@@ -464,18 +466,10 @@ def _entry(g: Geometry) -> str:
         # the other cores run (simsched/memory/_hostcache.py says why).
         "if stop < n:",
         f"    e = min(stop + {HOST_PREFETCH_REFS}, n) - 1",
-        "    for q in range(stop, e, 8):",
-        "        host_prefetch(addrs, q)",
-        "    host_prefetch(addrs, e)",
-        "    for q in range(stop, e, 16):",
-        "        host_prefetch(gaps, q)",
-        "    host_prefetch(gaps, e)",
-        "    host_prefetch(sizes, stop)",
-        "    host_prefetch(sizes, e)",
-        "    host_prefetch(writes, stop)",
-        "    host_prefetch(writes, e)",
-        "    host_prefetch(deps, stop)",
-        "    host_prefetch(deps, e)",
+        *[
+            f"    host_prefetch_span({a}, stop, e)"
+            for a in ("addrs", "gaps", "sizes", "writes", "deps")
+        ],
         # ... and the first-level set (and prefetch-table slot) its next reference reads.
         f"    xa = (addrs[stop] + off) >> {g.shifts[0]}",
         f"    host_prefetch(T0, {_base(g, 0, 'ix0', 'xa')})",

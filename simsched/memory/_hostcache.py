@@ -8,7 +8,7 @@ decoded trace chunk (address, size, write flag, dependence flag, gap), so 16 cor
 every call began with misses in the host's caches on the lines of its next references,
 and these misses, not the simulation, were most of the cost of a call.  ``_serve``
 therefore asks the host to fetch those lines when a core stops (:func:`host_prefetch`),
-so that they arrive while the other cores run.
+so that they arrive while the other cores run (:func:`host_prefetch_span`).
 
 Numba offers no prefetch function, hence this small intrinsic: it emits LLVM's
 ``llvm.prefetch`` (a read, kept in all cache levels), which changes no value and cannot
@@ -18,7 +18,7 @@ fault, so the kernels' results are the same with or without it.
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -63,3 +63,21 @@ def host_prefetch(typingctx, arr, index):  # type: ignore[no-untyped-def]
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+#: Bytes of a host cache line (x86-64 and AArch64 servers alike).
+HOST_LINE = 64
+
+
+# Inlined where it is called, so the caller's compile options (no reference counting in
+# the kernels) are the ones that apply.
+@njit(nogil=True, inline="always")
+def host_prefetch_span(arr, lo, hi):  # type: ignore[no-untyped-def]
+    """Hint every host cache line of ``arr[lo]`` to ``arr[hi]`` (both inside ``arr``).
+
+    One hint per line whatever the element size: the step is the number of elements a
+    line holds, and ``arr[hi]`` gets its own hint, since ``lo`` need not start a line.
+    """
+    for q in range(lo, hi, max(HOST_LINE // arr.itemsize, 1)):
+        host_prefetch(arr, q)  # type: ignore[call-arg]  # (typingctx is Numba's)
+    host_prefetch(arr, hi)  # type: ignore[call-arg]

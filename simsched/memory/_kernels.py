@@ -100,7 +100,7 @@ def generate_source(g: Geometry, extra_source: str = "") -> str:
     """
     parts = [
         "import numpy as np\nfrom numba import njit\n\n"
-        "from simsched.memory._hostcache import host_prefetch\n",
+        "from simsched.memory._hostcache import host_prefetch, host_prefetch_span\n",
         # No reference counting: the kernels allocate nothing, and NRT's atomic
         # increments on every array argument would cost more than a window's work.
         "_jit = njit(cache=True, nogil=True, _nrt=False)\n"

@@ -9,7 +9,7 @@ from numba.core.errors import TypingError
 
 from simsched.machine import load_machine
 from simsched.memory import _kernels as K
-from simsched.memory._hostcache import host_prefetch
+from simsched.memory._hostcache import host_prefetch, host_prefetch_span
 from tests.memory._streams import machine
 
 
@@ -28,6 +28,24 @@ def test_hint_changes_no_value(dtype):
     assert _sum_with_hints(a, 16) == int(a.astype(np.int64).sum())
     # A strided view: the hint addresses the element, not the start of the buffer.
     assert _sum_with_hints(a[::3], 5) == int(a[::3].astype(np.int64).sum())
+
+
+@njit(cache=False, nogil=True, _nrt=False)
+def _sum_with_spans(a: np.ndarray, width: int) -> int:
+    s = 0
+    for lo in range(0, a.shape[0], width):
+        hi = min(lo + width, a.shape[0]) - 1
+        host_prefetch_span(a, lo, hi)
+        for i in range(lo, hi + 1):
+            s += a[i]
+    return s
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint32, np.uint8, np.bool_])
+def test_span_hint_changes_no_value(dtype):
+    a = (np.arange(1000) % 5).astype(dtype)
+    for width in (1, 7, 32, 1000):
+        assert _sum_with_spans(a, width) == int(a.astype(np.int64).sum())
 
 
 def test_emits_a_prefetch_instruction():
@@ -50,7 +68,9 @@ def test_rejects_what_is_not_a_1d_array():
 
 def test_serve_hints_the_next_references_lines():
     src = K.generate_source(K.geometry_of(load_machine("opteron-8380-4x4")))
-    for arr in ("addrs", "gaps", "sizes", "writes", "deps", "T0", "PF", "T1", "T2"):
+    for arr in ("addrs", "gaps", "sizes", "writes", "deps"):
+        assert f"host_prefetch_span({arr}, stop, e)" in src
+    for arr in ("T0", "PF", "T1", "T2"):
         assert f"host_prefetch({arr}," in src
     # Without a prefetcher there is no prefetch table to hint.
     plain = K.generate_source(K.geometry_of(machine([{"size": 2048, "assoc": 2, "line": 64}])))
