@@ -305,6 +305,13 @@ def pack_header(
     return HEADER.pack(MAGIC, VERSION, HEADER_SIZE, flags, crc, *counts, *sections, digest)
 
 
+def section_within(off_len: tuple[int, int], file_size: int) -> bool:
+    """Whether a section at ``(offset, length)`` lies after the header and inside a file
+    of ``file_size`` bytes (a truncated file's sections do not)."""
+    off, ln = off_len
+    return HEADER_SIZE <= off and off + ln <= file_size
+
+
 def unpack_header(raw: bytes, source: str) -> dict[str, Any]:
     """Parse and check the fixed header; raise :class:`TraceFormatError` naming ``source``."""
     if len(raw) < HEADER_SIZE:

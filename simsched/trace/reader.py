@@ -153,7 +153,7 @@ class Trace:
 
     def _section(self, name: str, off_len: tuple[int, int]) -> bytes:
         off, ln = off_len
-        if off < fmt.HEADER_SIZE or off + ln > self._size:
+        if not fmt.section_within(off_len, self._size):
             raise TraceFormatError(
                 f"{self._name}: truncated or corrupt: the {name} section (bytes {off}-{off + ln}) "
                 f"lies outside the file ({self._size} bytes)"

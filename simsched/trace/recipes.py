@@ -30,7 +30,7 @@ from typing import Any
 from simsched.canonical import content_hash
 from simsched.errors import CaptureError, ConfigError, TraceFormatError
 from simsched.files import atomic_output, make_output_dir, remove_orphan_temporaries
-from simsched.trace.format import HEADER_SIZE, unpack_header
+from simsched.trace.format import HEADER_SIZE, section_within, unpack_header
 
 # Bump when the way a recipe turns into a trace changes, so old cache entries are not reused.
 _CACHE_FORMAT = 1
@@ -116,7 +116,7 @@ def _whole(path: Path) -> bool:
             size = os.fstat(f.fileno()).st_size
     except (OSError, TraceFormatError):
         return False
-    return all(off + n <= size for off, n in (header[k] for k in ("meta", "tables", "index")))
+    return all(section_within(header[k], size) for k in ("meta", "tables", "index"))
 
 
 def ensure_trace(
