@@ -30,7 +30,6 @@ replay reads exactly what it read before.
 from __future__ import annotations
 
 import mmap
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -41,6 +40,7 @@ import numpy as np
 
 from simsched.engine.ahead import NEXT, READY, START, DecodeQueue, first_chunks
 from simsched.errors import ConfigError, TraceFormatError
+from simsched.host import available_bytes as available_memory
 from simsched.memory import MemorySystem
 from simsched.memory.stacks import copy_segment
 from simsched.memory.window import (
@@ -160,22 +160,6 @@ def private_threshold(machine: Machine) -> int:
     """Largest hit latency of the per-core levels: a longer reference missed them all."""
     lat = [c.hit_latency for c in machine.caches if c.scope == "core"]
     return int(max(lat)) if lat else -1
-
-
-def available_memory() -> int | None:
-    """Bytes of memory the host can give a new allocation (Linux ``MemAvailable``, else
-    free physical pages), or None when the host does not say."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def check_buffers(plan: BufferPlan, cores: int, width: int) -> None:

@@ -8,9 +8,8 @@ for more memory than the host has.  Allocating it would end in a ``MemoryError``
 
 from __future__ import annotations
 
-import os
-
 from simsched.errors import ConfigError
+from simsched.host import available_bytes
 from simsched.machine.schema import Machine
 
 #: Bytes of model state per cache line slot (one int64 tag).
@@ -24,21 +23,6 @@ def state_bytes(machine: Machine) -> int:
         instances = machine.cores if c.scope == "core" else machine.sockets
         total += instances * (c.size // c.line) * BYTES_PER_LINE
     return total
-
-
-def available_bytes() -> int | None:
-    """Memory this host can give a new allocation (``MemAvailable``), or None if unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def check_fits(machine: Machine, source: str | None = None) -> None:

@@ -117,10 +117,17 @@ def _decode(buf, n, wa, wg, addr, size, write, gap):
             p = p + np.uint64(np.int64(z >> np.uint64(1)) ^ -np.int64(z & np.uint64(1)))
             addr[i] = p
     else:
+        # Plane by plane into ``addr``, then the prefix sum: a byte loop inside the
+        # reference loop neither vectorises nor streams (2.5x slower on a chunk of 2^20).
         for i in range(n):
-            z = np.uint64(0)
-            for k in range(8):
-                z |= np.uint64(buf[k * n + i]) << np.uint64(8 * k)
+            addr[i] = np.uint64(buf[i])
+        for k in range(1, 8):
+            plane = buf[k * n : (k + 1) * n]
+            shift = np.uint64(8 * k)
+            for i in range(n):
+                addr[i] |= np.uint64(plane[i]) << shift
+        for i in range(n):
+            z = addr[i]
             p = p + np.uint64(np.int64(z >> np.uint64(1)) ^ -np.int64(z & np.uint64(1)))
             addr[i] = p
     base = wa * n

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import simsched
-from simsched.errors import TraceBuildError, TraceFormatError
-from simsched.trace import TraceBuilder, copy, events, open_trace, summary, validate
+from simsched.errors import ConfigError, TraceBuildError, TraceFormatError
+from simsched.trace import TraceBuilder, copy, events, open_trace, reader, summary, validate
 from simsched.trace import format as fmt
 from simsched.workloads import generate
 from tests.engine.machines import TWO_BY_TWO
@@ -436,3 +436,97 @@ def test_a_failed_stored_decode_is_retried_by_the_waiting_thread(tmp_path):
         assert isinstance(got["first"], TraceFormatError)
         assert calls == [1, 1] and len(got["second"]) > 0
         assert not t._stored_busy
+
+
+# -- the repeated part kept decoded ---------------------------------------------------------
+
+
+BIG = {"nx": 66, "ny": 66, "cutoff": 8}  # stored in more chunks than the LRU holds
+
+
+def _walk_twice(t):
+    return [c for _ in range(2) for c in t.iter_chunks(prefetch=False)]
+
+
+def test_the_repeated_part_is_decoded_once_when_it_fits(tmp_path, monkeypatch):
+    rep, plain = _pair(tmp_path, iters=9, chunk_refs=4096, **BIG)
+    monkeypatch.delenv(reader.KEEP_ENV, raising=False)
+    with open_trace(rep) as a, open_trace(plain) as b:
+        stored = a.header.repeat["stored_chunks"]
+        assert stored > reader._STORED_CACHE  # more than the few an LRU holds
+        body = [k for k in range(stored) if a._in_body(k)]
+        assert 0 < len(body) <= stored
+        _walk_twice(a)
+        # the part's chunks decoded once, however often the program reads them; the
+        # others (before and after the copies) once per walk
+        assert a.stored_decodes == len(body) + 2 * (stored - len(body))
+        assert a.kept_bytes == sum(reader._kept_bytes(a._stored_index[k]) for k in body)
+        _same_program(a, b)
+    monkeypatch.setenv(reader.KEEP_ENV, "0")
+    with open_trace(rep) as a:
+        got = _walk_twice(a)
+        assert a.kept_bytes == 0 and a.stored_decodes > 2 * stored
+    with open_trace(rep) as a:
+        kept = _walk_twice(a)
+    for x, y in zip(got, kept, strict=True):
+        for col in ("addr", "size", "write", "gap", "dep"):
+            assert np.array_equal(getattr(x, col), getattr(y, col)), col
+
+
+def test_what_is_kept_stays_within_the_limit(tmp_path, monkeypatch):
+    rep, _ = _pair(tmp_path, iters=9, chunk_refs=4096, **BIG)
+    monkeypatch.delenv(reader.KEEP_ENV, raising=False)
+    with open_trace(rep) as full:
+        want = [c for c in full.iter_chunks(prefetch=False)]
+        one = reader._kept_bytes(full._stored_index[1])
+    with open_trace(rep) as t:
+        t._keep = 2 * one  # two chunks' worth
+        got = _walk_twice(t)
+        assert 0 < t.kept_bytes <= 2 * one and len(t._kept) == 2
+        assert t.stored_decodes > t.header.repeat["stored_chunks"]
+    for x, y in zip(got, want + want, strict=True):
+        for col in ("addr", "size", "write", "gap", "dep"):
+            assert np.array_equal(getattr(x, col), getattr(y, col)), col
+
+
+def test_a_kept_chunk_takes_the_stored_widths(tmp_path):
+    path = tmp_path / "rep.sst"
+    generate("heat", path, iters=6, chunk_refs=4096, **HEAT)
+    with open_trace(path) as t:
+        row = t._stored_index[0]
+        c = t._decode_stored(0)
+        k = reader._compact(c, row)
+        assert k.gap.dtype == {1: np.uint8, 2: np.uint16, 4: np.uint32}[int(row["wg"])]
+        assert np.array_equal(k.gap, c.gap) and np.array_equal(k.dep, c.dep)
+        if not int(row["wd"]):
+            assert k.dep.strides == (0,)  # no memory for a column of False
+        held = k.addr.nbytes + k.size.nbytes + k.write.nbytes + k.gap.nbytes
+        assert held + (k.dep.nbytes if k.dep.strides != (0,) else 0) == reader._kept_bytes(row)
+
+
+@pytest.mark.parametrize("value", ["-1", "lots", "1.5", str((1 << 40) + 1)])
+def test_a_bad_keep_limit_is_refused_with_its_name(tmp_path, monkeypatch, value):
+    path = tmp_path / "rep.sst"
+    generate("heat", path, iters=6, chunk_refs=4096, **HEAT)
+    monkeypatch.setenv(reader.KEEP_ENV, value)
+    with pytest.raises(ConfigError, match=f"SIMSCHED_KEEP_MB={value!r}: not a whole number"):
+        open_trace(path)
+
+
+def test_the_keep_limit_is_read_in_mib(monkeypatch):
+    monkeypatch.setenv(reader.KEEP_ENV, " 12 ")
+    assert reader.keep_bytes() == 12 << 20
+    monkeypatch.setenv(reader.KEEP_ENV, "")
+    assert reader.keep_bytes() == reader.KEEP_BYTES
+
+
+def test_the_reader_keeps_at_most_half_the_available_memory(tmp_path, monkeypatch):
+    path = tmp_path / "rep.sst"
+    generate("heat", path, iters=6, chunk_refs=4096, **HEAT)
+    monkeypatch.delenv(reader.KEEP_ENV, raising=False)
+    monkeypatch.setattr(reader, "available_bytes", lambda: 10 << 20)
+    with open_trace(path) as t:
+        assert t._keep == 5 << 20
+    monkeypatch.setattr(reader, "available_bytes", lambda: None)
+    with open_trace(path) as t:
+        assert t._keep == reader.KEEP_BYTES
