@@ -112,7 +112,7 @@ def test_steal_bound_replays_are_the_same_with_and_without_decoding_ahead(
     tmp_path, monkeypatch, sched, copy
 ):
     """Sixteen cores on tiny strands (WS: more steal attempts than strands), small chunks, few
-    rows (223 chunks of 16 references for 22 rows or 16: chunks decoded ahead, evicted
+    rows (223 chunks of 16 references for 38 rows or 16: chunks decoded ahead, evicted
     and decoded again), cores reading rows in place
     or copying their segments: the same record whether chunks are decoded ahead or when
     a core needs them."""

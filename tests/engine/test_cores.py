@@ -8,7 +8,13 @@ import pytest
 
 from simsched.cli import main
 from simsched.engine import cores
-from simsched.engine.cores import BUFFER_BUDGET, PREFETCH_DEPTH, REF_BYTES, buffer_plan
+from simsched.engine.cores import (
+    BUFFER_BUDGET,
+    PREFETCH_DEPTH,
+    REF_BYTES,
+    SPARE_ROWS_PER_CORE,
+    buffer_plan,
+)
 from simsched.engine.replay import Engine
 from simsched.errors import ConfigError
 from simsched.machine import load_machine
@@ -27,7 +33,18 @@ WIDTH = 1 << 20
 
 def test_few_cores_read_in_place():
     plan = buffer_plan(4, WIDTH)
-    assert not plan.copy and plan.rows == 4 + PREFETCH_DEPTH + 2
+    # a row per core to pin, the decoders' rows, and a spare row per core
+    assert not plan.copy and plan.rows == 4 + PREFETCH_DEPTH + 2 + 4 * SPARE_ROWS_PER_CORE
+
+
+@pytest.mark.parametrize("P", [1, 4, 16, 20, 30, 35])
+def test_spare_rows_fill_the_budget_and_no_more(P):
+    plan = buffer_plan(P, WIDTH)
+    least = P + PREFETCH_DEPTH + 2
+    assert not plan.copy and least <= plan.rows <= least + P * SPARE_ROWS_PER_CORE
+    assert plan.nbytes <= BUFFER_BUDGET
+    if plan.rows < least + P * SPARE_ROWS_PER_CORE:  # the budget stopped them
+        assert plan.nbytes + WIDTH * REF_BYTES > BUFFER_BUDGET
 
 
 @pytest.mark.parametrize("P", [16, 32, 64, 256, 1024])
