@@ -385,13 +385,17 @@ class Trace:
             busy.wait()
         try:
             c = self._decode_stored(k)
+            row = self._stored_index[k]
+            nbytes = _kept_bytes(row)
+            # Compacted outside the lock (it copies the gaps), kept if it still fits: for
+            # good, as a cyclic walk over a part larger than any LRU would push every
+            # chunk out before its next use.
+            fits = self._in_body(k) and self.kept_bytes + nbytes <= self._keep
+            kept = _compact(c, row) if fits else None
             with self._lock:
                 self.stored_decodes += 1
-                nbytes = _kept_bytes(self._stored_index[k])
-                if self._in_body(k) and self.kept_bytes + nbytes <= self._keep:
-                    # Kept for good: a cyclic walk over a part larger than any LRU would
-                    # push every chunk out before its next use.
-                    c = self._kept[k] = _compact(c, self._stored_index[k])
+                if kept is not None and self.kept_bytes + nbytes <= self._keep:
+                    c = self._kept[k] = kept
                     self.kept_bytes += nbytes
                 else:
                     self._stored_cache[k] = c

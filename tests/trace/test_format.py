@@ -181,3 +181,36 @@ def test_version_2_whole_key_entries_are_checked_before_they_are_dropped(change,
     assert set(fmt.decode_tables(_v2_section(), "tables", version=2)) == set(fmt.TABLES)
     with pytest.raises(TraceFormatError, match=f"^tables: .*{message}"):
         fmt.decode_tables(_v2_section(change), "tables", version=2)
+
+
+@given(
+    addrs=st.lists(
+        st.one_of(
+            st.integers(0, LIMIT - 128),
+            st.integers(LIMIT - 200, LIMIT - 128),
+            st.integers(0, 1 << 20),
+        ),
+        min_size=1,
+        max_size=300,
+    ),
+    gaps=st.integers(0, 3),
+)
+def test_columns_survive_encoding_at_every_width(addrs, gaps):
+    """Addresses far apart (8-byte deltas, decoded plane by plane) or near (4-byte ones),
+    gaps of every width: what is decoded is what was encoded."""
+    import zstandard
+
+    n = len(addrs)
+    addr = np.array(addrs, np.uint64)
+    size = (np.arange(n) % 127 + 1).astype(np.uint8)
+    write = np.arange(n) % 3 == 0
+    gap = (np.arange(n, dtype=np.uint64) * [0, 1, 300, 70000][gaps] % (1 << 32)).astype(np.uint32)
+    dep = np.arange(n) % 5 == 1
+    sizew = size | (write.astype(np.uint8) << 7)
+    frame, wa, wg, wd = fmt.encode_chunk(addr, sizew, gap, dep, zstandard.ZstdCompressor())
+    row = np.zeros(1, fmt.INDEX_DTYPE)[0]
+    row["n"], row["wa"], row["wg"], row["wd"] = n, wa, wg, wd
+    got = fmt.decode_chunk(frame, row, "x")
+    for col, want in (("addr", addr), ("size", size), ("write", write), ("gap", gap)):
+        np.testing.assert_array_equal(getattr(got, col), want, err_msg=col)
+    np.testing.assert_array_equal(got.dep, dep if wd else np.zeros(n, np.bool_))
