@@ -74,6 +74,7 @@ from simsched.experiments.store import (
 )
 from simsched.files import make_output_dir, write_json_atomic
 from simsched.params import check_int
+from simsched.trace.reader import keep_bytes
 
 PointFunction = Callable[[Point, Path], dict[str, Any]]
 
@@ -782,6 +783,8 @@ def run_sweep(
         r"^(tcp|tls|ucx|ws|wss)://(\[[0-9a-fA-F:]+\]|[^\s/:\[\]]+)(:\d+)?/?$", address
     ):
         raise ConfigError(f"--address {address!r}: expected tcp://HOST:PORT")
+    # Every point's trace reader reads it: a bad value is refused once, before any point.
+    keep_bytes()
     t0 = time.perf_counter()
     out_dir = loaded.out_dir
     done: list[tuple[Point, dict[str, Any]]] = []

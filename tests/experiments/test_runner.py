@@ -122,6 +122,20 @@ def test_missing_trace_is_an_error_before_any_point(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+def test_a_bad_keep_limit_is_refused_before_any_point(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SIMSCHED_KEEP_MB", "lots")
+    spec = make_spec(tmp_path)
+    with pytest.raises(ConfigError, match="^SIMSCHED_KEEP_MB='lots': not a whole number"):
+        run_sweep(load_spec(spec, small=False), workers=0, progress=False)
+    assert not (tmp_path / "results").exists()
+    with pytest.raises(SystemExit) as e:
+        main(["sweep", "run", str(spec), "--workers", "0"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "SIMSCHED_KEEP_MB='lots'" in err and "Traceback" not in err
+    assert not (tmp_path / "results").exists()
+
+
 def test_crashing_worker_does_not_stop_the_sweep(tmp_path, monkeypatch):
     monkeypatch.setenv("SIMSCHED_TEST_CRASH_SEED", "1")
     loaded = load_spec(make_spec(tmp_path), small=False)
