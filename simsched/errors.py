@@ -7,6 +7,9 @@ Anything else is a bug in simsched and keeps its traceback.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 class SimschedError(Exception):
     """Base class of user-facing errors: the message names the input and what is wrong."""
@@ -58,3 +61,14 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the process was (``simsched`` turns the signal into this) so
     that it unwinds as after Ctrl-C: temporaries removed, a failed run's record written.
     A ``KeyboardInterrupt``, so every handler of Ctrl-C also handles it."""
+
+
+def field_message(err: Mapping[str, Any]) -> str:
+    """What one of pydantic's errors (an item of ``ValidationError.errors()``) says to a
+    user: "unknown key", "required key missing", or the check's own words without
+    pydantic's "Value error, " in front of them."""
+    if err["type"] == "extra_forbidden":
+        return "unknown key"
+    if err["type"] == "missing":
+        return "required key missing"
+    return str(err["msg"]).removeprefix("Value error, ")

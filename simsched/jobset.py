@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, field_message
 from simsched.files import parse_yaml
 from simsched.params import MAX_ARRIVAL, MAX_QUANTUM, MAX_SEED, check_seed, python_scalars
 
@@ -213,7 +213,7 @@ def _read_spec(source: str | os.PathLike | dict[str, Any]) -> tuple[JobSetSpec, 
     except ValidationError as exc:
         err = _most_specific(exc.errors())
         loc = ".".join(str(x) for x in err["loc"] if x not in _UNION_TAGS)
-        msg = err["msg"].removeprefix("Value error, ")  # pydantic's wording, not the user's
+        msg = field_message(err)
         raise ConfigError(f"{name}: {loc}: {msg}" if loc else f"{name}: {msg}") from None
     return spec, base, name
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, field_message
 from simsched.files import parse_yaml, read_yaml
 from simsched.machine.presets import PRESET_DICTS, PRESET_FILES, preset_names
 from simsched.machine.schema import Machine
@@ -21,11 +21,7 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif err["type"] == "missing":
-            msg = "required key missing"
+        msg = field_message(err)
         # a check of the whole file (links, caches, placement) names its fields itself
         parts.append(f"{loc}: {msg}" if loc else msg)
     return f"{source}: " + "; ".join(parts)

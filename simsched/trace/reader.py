@@ -51,9 +51,9 @@ from simsched.trace.repeat import Repeat
 #: stored chunks of a trace with a repeated part kept decoded (each up to about 14 MB)
 _STORED_CACHE = 3
 #: Bytes of a repeated part's decoded stored chunks a reader keeps by default, beyond the
-#: few of :data:`_STORED_CACHE` (11 bytes a reference for the stencils, :func:`_compact`).
-#: The published AMD stencils' parts: SOR 0.55 GB and heat 1.09 GB fit, 9P (1.82 GB)
-#: in part, 6P (5.8 GB) and 25P (19 GB) a small part; the rest is decoded again per copy.
+#: few of :data:`_STORED_CACHE` (7 bytes a reference for the stencils, :func:`_compact`).
+#: The published AMD stencils' parts: SOR, heat and 9P fit, 6P (3.7 GB) in part and
+#: 25P (12 GB) a small part; the rest is decoded again per copy.
 KEEP_BYTES = 1536 << 20
 #: Environment variable that sets another limit, in MiB (0: keep none beyond the few).
 KEEP_ENV = "SIMSCHED_KEEP_MB"
@@ -86,18 +86,43 @@ def keep_bytes() -> int:
 _GAP_DTYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
 
-def _kept_bytes(row: np.void) -> int:
-    """Bytes a stored chunk takes kept decoded (:func:`_compact`)."""
-    return int(row["n"]) * (8 + 1 + 1 + int(row["wg"]) + int(row["wd"]))
+#: a kept chunk whose addresses span less than this keeps them as 4-byte offsets
+_OFFSET_SPAN = 1 << 32
 
 
-def _compact(c: RefChunk, row: np.void) -> RefChunk:
-    """A decoded stored chunk in the least memory its index row allows: gaps as wide as
-    stored, no dependence column when the chunk has none.  Only copied from (numpy widens
-    the gaps), so 11 bytes a reference instead of 15 for the stencils."""
+@dataclass(frozen=True)
+class _Kept(RefChunk):
+    """A stored chunk kept decoded (:func:`_compact`): ``addr`` may hold uint32 offsets
+    from ``base``, the chunk's lowest address."""
+
+    base: int = 0
+
+
+def _kept_bytes(row: np.void, wide: bool) -> int:
+    """Bytes a stored chunk takes kept decoded (:func:`_compact`); ``wide``: its
+    addresses span 4 GiB or more, so they are kept whole."""
+    return int(row["n"]) * ((8 if wide else 4) + 1 + 1 + int(row["wg"]) + int(row["wd"]))
+
+
+def _spans_wide(c: RefChunk) -> bool:
+    """Whether a chunk's addresses span 4 GiB or more."""
+    return len(c) > 0 and int(c.addr.max()) - int(c.addr.min()) >= _OFFSET_SPAN
+
+
+def _compact(c: RefChunk, row: np.void, wide: bool) -> _Kept:
+    """A decoded stored chunk in the least memory its index row allows: addresses as
+    4-byte offsets from the lowest unless they span 4 GiB or more (``wide``,
+    :func:`_spans_wide`; a stencil's chunk spans a few hundred MB), gaps as wide as stored, no dependence column when the chunk has
+    none.  Only copied from (:meth:`Trace._assemble` adds the base back while copying, at
+    the cost of a plain copy), so 7 bytes a reference instead of 15 for the stencils."""
     gap = c.gap.astype(_GAP_DTYPES[int(row["wg"])])
     dep = c.dep if int(row["wd"]) else np.broadcast_to(np.False_, c.dep.shape)
-    return RefChunk(c.start, c.addr, c.size, c.write, gap, dep)
+    if wide:
+        return _Kept(c.start, c.addr, c.size, c.write, gap, dep)
+    base = int(c.addr.min()) if len(c) else 0
+    addr = np.empty(len(c), np.uint32)
+    np.subtract(c.addr, np.uint64(base), out=addr, casting="unsafe")
+    return _Kept(c.start, addr, c.size, c.write, gap, dep, base)
 
 
 def _chunk_rows(n_refs: int, chunk_refs: int) -> np.ndarray:
@@ -244,7 +269,7 @@ class Trace:
         self._stored_busy: dict[int, threading.Event] = {}
         #: stored chunks of the repeated part kept decoded for the reader's life, and
         #: their bytes (at most ``self._keep``)
-        self._kept: dict[int, RefChunk] = {}
+        self._kept: dict[int, _Kept] = {}
         self.kept_bytes = 0
         # a limit, not a reservation: never more than half of what the host has free now
         have = available_bytes()
@@ -369,13 +394,13 @@ class Trace:
         """
         while True:
             with self._lock:
-                c = self._kept.get(k)
-                if c is not None:
-                    return c
-                c = self._stored_cache.get(k)
-                if c is not None:
+                held = self._kept.get(k)
+                if held is not None:
+                    return held
+                cached = self._stored_cache.get(k)
+                if cached is not None:
                     self._stored_cache.move_to_end(k)
-                    return c
+                    return cached
                 busy = self._stored_busy.get(k)
                 if busy is None:
                     busy = self._stored_busy[k] = threading.Event()
@@ -386,12 +411,15 @@ class Trace:
         try:
             c = self._decode_stored(k)
             row = self._stored_index[k]
-            nbytes = _kept_bytes(row)
-            # Compacted outside the lock (it copies the gaps), kept if it still fits: for
-            # good, as a cyclic walk over a part larger than any LRU would push every
-            # chunk out before its next use.
-            fits = self._in_body(k) and self.kept_bytes + nbytes <= self._keep
-            kept = _compact(c, row) if fits else None
+            # Compacted outside the lock (it copies the columns), kept if it still fits:
+            # for good, as a cyclic walk over a part larger than any LRU would push every
+            # chunk out before its next use.  The span is looked at only when even the
+            # narrow form would fit.
+            fits = self._in_body(k) and self.kept_bytes + _kept_bytes(row, False) <= self._keep
+            wide = fits and _spans_wide(c)
+            nbytes = _kept_bytes(row, wide)
+            fits = fits and self.kept_bytes + nbytes <= self._keep
+            kept = _compact(c, row, wide) if fits else None
             with self._lock:
                 self.stored_decodes += 1
                 if kept is not None and self.kept_bytes + nbytes <= self._keep:
@@ -432,7 +460,11 @@ class Trace:
                 c = self._stored_chunk(j)
                 lo = at - c.start
                 m = min(length, len(c) - lo)
-                addr[pos : pos + m] = c.addr[lo : lo + m]
+                if c.addr.dtype == np.uint32:
+                    assert isinstance(c, _Kept)
+                    np.add(c.addr[lo : lo + m], np.uint64(c.base), out=addr[pos : pos + m])
+                else:
+                    addr[pos : pos + m] = c.addr[lo : lo + m]
                 size[pos : pos + m] = c.size[lo : lo + m]
                 write[pos : pos + m] = c.write[lo : lo + m]
                 gap[pos : pos + m] = c.gap[lo : lo + m]

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NamedTuple
 
+from simsched import host
 from simsched.errors import ConfigError
 from simsched.params import is_power_of_two
 from simsched.registry import Registry
@@ -218,10 +219,8 @@ def _check_memory(w: Workload, p: dict[str, Any]) -> None:
     parameters (its DAG, its largest batch of references, its own data); this runs before
     the layout, which some generators compute from their data.
     """
-    from simsched.machine.resources import available_bytes
-
     need = float(w.module.memory(p))
-    have = available_bytes()
+    have = host.available_bytes()
     if have is not None and need > have:
         shown = ", ".join(f"{k}={v}" for k, v in p.items() if k != "kind")
         raise ConfigError(

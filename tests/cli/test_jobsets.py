@@ -65,6 +65,19 @@ def test_a_check_of_a_job_says_no_pydantic_words(cli, fib_trace, tmp_path):
 
 
 @pytest.mark.parametrize(
+    "head,body,message",
+    [
+        ("seed: 1\n", "    arival: 5\n", "jobs.0.arival: unknown key"),
+        ("seed: 1\nquantums: 3\n", "", "quantums: unknown key"),
+    ],
+)
+def test_a_misspelt_key_is_called_unknown(cli, fib_trace, tmp_path, head, body, message):
+    """Job sets word unknown keys as machine files do, not in pydantic's words."""
+    err = _refused(cli, "--jobs", _jobset(tmp_path, fib_trace, body, head), "-m", MACHINE)
+    assert message in err and "Extra inputs" not in err, err
+
+
+@pytest.mark.parametrize(
     "shares,message",
     [("[0, 0, 2, 2]", "job(s) 0, 1 no core"), ("[2, 0, 2, 2]", "job(s) 1 no core")],
 )

@@ -34,9 +34,9 @@ def test_run_refuses_a_trace_whose_digest_does_not_match(cli, fib_trace, tmp_pat
 
 
 def test_trace_gen_refuses_fib_40_naming_the_estimate(cli, tmp_path, monkeypatch):
-    from simsched.machine import resources
+    from simsched import host
 
-    monkeypatch.setattr(resources, "available_bytes", lambda: 64 * 2**30)
+    monkeypatch.setattr(host, "available_bytes", lambda: 64 * 2**30)
     out = tmp_path / "fib.sst"
     code, _, err = cli("trace", "gen", "fib", "--param", "n=40", "-o", out)
     assert code == 2

@@ -377,11 +377,12 @@ def test_a_controller_quantum_is_an_integer(quantum):
     assert get_controller("equi")(m, 2, {}, np.int64(2000)).quantum == 2000
 
 
-def test_a_far_arrival_needs_a_quantum_to_match(tmp_path):
-    # The quantum process wakes at every boundary while the run waits for the last
-    # arrival: 2^60 cycles at a quantum of 2000 was 5.8e14 idle wakes, a run that never
-    # ended.  At most MAX_WAIT_QUANTA quanta; without a quantum the engine jumps there.
-    from simsched.engine.replay import MAX_WAIT_QUANTA
+def _far_arrival(tmp_path, monkeypatch, bound: int) -> None:
+    """The quantum process wakes at every boundary while the run waits for the last
+    arrival: 2^60 cycles at a quantum of 2000 was 5.8e14 idle wakes, a run that never
+    ended.  At most MAX_WAIT_QUANTA quanta; without a quantum the engine jumps there.
+    ``bound``: MAX_WAIT_QUANTA for the run (the message is checked with the real one)."""
+    from simsched.engine import replay
 
     m = load_machine(TWO_BY_TWO)
     far = 2**60
@@ -389,15 +390,36 @@ def test_a_far_arrival_needs_a_quantum_to_match(tmp_path):
     ctl = get_controller("equi")(m, 2, {}, 2000)
     with pytest.raises(ConfigError, match=r"'j1' arrives at cycle 1152921504606846976.*2\^20"):
         Replay(m, specs, controller=ctl, seed=0, window=0, memory=MemorySystem(m))
-    least = -(-far // MAX_WAIT_QUANTA)  # the quantum the message asks for is enough
+    monkeypatch.setattr(replay, "MAX_WAIT_QUANTA", bound)
+    # the quantum the message asks for is enough (under 2^40, the quantum's own limit)
+    far = min(far, bound << 40)
+    specs = _specs(tmp_path, [0, far], ["ws", "ws"])
+    least = -(-far // bound)
     for q in (0, least):
         ctl = get_controller("equi")(m, 2, {}, q)
         res = Replay(m, specs, controller=ctl, seed=0, window=0, memory=MemorySystem(m)).run()
         assert res.jobs[1].start >= far
-    # the bound is on quanta, not cycles: exactly MAX_WAIT_QUANTA quanta is accepted
-    specs = _specs(tmp_path, [0, 100 * MAX_WAIT_QUANTA], ["ws", "ws"])
+    # the bound is on quanta, not cycles: exactly MAX_WAIT_QUANTA quanta is accepted, one
+    # more is not
+    specs = _specs(tmp_path, [0, 100 * bound], ["ws", "ws"])
     ctl = get_controller("equi")(m, 2, {}, 100)
     Replay(m, specs, controller=ctl, seed=0, window=0, memory=MemorySystem(m))
+    specs = _specs(tmp_path, [0, 100 * bound + 100], ["ws", "ws"])
+    with pytest.raises(ConfigError, match=r"'j1' arrives"):
+        Replay(m, specs, controller=ctl, seed=0, window=0, memory=MemorySystem(m))
+
+
+def test_a_far_arrival_needs_a_quantum_to_match(tmp_path, monkeypatch):
+    # a smaller bound, the same logic: the run at the bound's quantum ticks 2^12 times
+    _far_arrival(tmp_path, monkeypatch, 2**12)
+
+
+@pytest.mark.slow
+def test_a_far_arrival_at_the_real_bound_ends(tmp_path, monkeypatch):
+    # 2^20 idle wakes of the quantum process: about a minute
+    from simsched.engine.replay import MAX_WAIT_QUANTA
+
+    _far_arrival(tmp_path, monkeypatch, MAX_WAIT_QUANTA)
 
 
 def test_quantum_in_milliseconds(tmp_path):

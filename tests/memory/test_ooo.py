@@ -79,19 +79,35 @@ def test_out_of_order_never_slower_than_blocking_on_independent_streams():
     assert ooo.stats()["levels"] == blocking.stats()["levels"]
 
 
-@settings(
-    max_examples=3,
+_RANDOM = settings(
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(
-    spec=machine_specs(),
-    mshrs=st.integers(1, 6),
-    rob=st.integers(1, 64),
-    seed=st.integers(0, 2**32 - 1),
-)
+_MACHINES = {
+    "spec": machine_specs(),
+    "mshrs": st.integers(1, 6),
+    "rob": st.integers(1, 64),
+    "seed": st.integers(0, 2**32 - 1),
+}
+
+
+# Each example is a new machine, so a new compiled kernel: two in every run, ten more
+# with -m slow.
+@settings(_RANDOM, max_examples=2)
+@given(**_MACHINES)
 def test_agrees_with_oracle_on_random_machines(spec, mshrs, rob, seed):
+    _agrees_on(spec, mshrs, rob, seed)
+
+
+@pytest.mark.slow
+@settings(_RANDOM, max_examples=12)
+@given(**_MACHINES)
+def test_agrees_with_oracle_on_more_random_machines(spec, mshrs, rob, seed):
+    _agrees_on(spec, mshrs, rob, seed)
+
+
+def _agrees_on(spec, mshrs, rob, seed):
     m = load_machine({**spec, "core": {"model": "out-of-order", "mshrs": mshrs, "rob": rob}})
     ms = MemorySystem(m)
     orc = MemoryOracle(m)

@@ -12,6 +12,7 @@ import simsched
 from simsched.errors import ConfigError, TraceBuildError, TraceFormatError
 from simsched.trace import TraceBuilder, copy, events, open_trace, reader, summary, validate
 from simsched.trace import format as fmt
+from simsched.trace.format import RefChunk
 from simsched.workloads import generate
 from tests.engine.machines import TWO_BY_TWO
 from tests.trace import forge
@@ -448,9 +449,12 @@ def _walk_twice(t):
     return [c for _ in range(2) for c in t.iter_chunks(prefetch=False)]
 
 
-def test_the_repeated_part_is_decoded_once_when_it_fits(tmp_path, monkeypatch):
+@pytest.mark.parametrize("wide", [False, True], ids=["offsets", "whole-addresses"])
+def test_the_repeated_part_is_decoded_once_when_it_fits(tmp_path, monkeypatch, wide):
     rep, plain = _pair(tmp_path, iters=9, chunk_refs=4096, **BIG)
     monkeypatch.delenv(reader.KEEP_ENV, raising=False)
+    if wide:  # every chunk spans "too much" for offsets: kept with whole addresses
+        monkeypatch.setattr(reader, "_OFFSET_SPAN", 64)
     with open_trace(rep) as a, open_trace(plain) as b:
         stored = a.header.repeat["stored_chunks"]
         assert stored > reader._STORED_CACHE  # more than the few an LRU holds
@@ -460,7 +464,8 @@ def test_the_repeated_part_is_decoded_once_when_it_fits(tmp_path, monkeypatch):
         # the part's chunks decoded once, however often the program reads them; the
         # others (before and after the copies) once per walk
         assert a.stored_decodes == len(body) + 2 * (stored - len(body))
-        assert a.kept_bytes == sum(reader._kept_bytes(a._stored_index[k]) for k in body)
+        assert a.kept_bytes == sum(reader._kept_bytes(a._stored_index[k], wide) for k in body)
+        assert {a._kept[k].addr.dtype for k in body} == {np.dtype(np.uint64 if wide else np.uint32)}
         _same_program(a, b)
     monkeypatch.setenv(reader.KEEP_ENV, "0")
     with open_trace(rep) as a:
@@ -478,7 +483,7 @@ def test_what_is_kept_stays_within_the_limit(tmp_path, monkeypatch):
     monkeypatch.delenv(reader.KEEP_ENV, raising=False)
     with open_trace(rep) as full:
         want = [c for c in full.iter_chunks(prefetch=False)]
-        one = reader._kept_bytes(full._stored_index[1])
+        one = reader._kept_bytes(full._stored_index[1], False)
     with open_trace(rep) as t:
         t._keep = 2 * one  # two chunks' worth
         got = _walk_twice(t)
@@ -495,13 +500,38 @@ def test_a_kept_chunk_takes_the_stored_widths(tmp_path):
     with open_trace(path) as t:
         row = t._stored_index[0]
         c = t._decode_stored(0)
-        k = reader._compact(c, row)
+        assert not reader._spans_wide(c)
+        k = reader._compact(c, row, False)
+        assert k.addr.dtype == np.uint32 and k.base == int(c.addr.min())
+        assert np.array_equal(k.addr.astype(np.uint64) + np.uint64(k.base), c.addr)
         assert k.gap.dtype == {1: np.uint8, 2: np.uint16, 4: np.uint32}[int(row["wg"])]
         assert np.array_equal(k.gap, c.gap) and np.array_equal(k.dep, c.dep)
         if not int(row["wd"]):
             assert k.dep.strides == (0,)  # no memory for a column of False
         held = k.addr.nbytes + k.size.nbytes + k.write.nbytes + k.gap.nbytes
-        assert held + (k.dep.nbytes if k.dep.strides != (0,) else 0) == reader._kept_bytes(row)
+        held += k.dep.nbytes if k.dep.strides != (0,) else 0
+        assert held == reader._kept_bytes(row, False)
+
+
+def test_addresses_spanning_4_gib_are_kept_whole():
+    # offsets from the lowest address would wrap: the chunk keeps its 8-byte addresses
+    addr = np.array([1 << 20, (1 << 20) + (1 << 32), 5 << 40], np.uint64)
+    n = len(addr)
+    c = RefChunk(
+        7,
+        addr,
+        np.full(n, 8, np.uint8),
+        np.zeros(n, bool),
+        np.ones(n, np.uint32),
+        np.zeros(n, bool),
+    )
+    row = np.zeros(1, fmt.INDEX_DTYPE)[0]
+    row["n"], row["wg"], row["wd"] = n, 1, 0
+    assert reader._spans_wide(c) and not reader._spans_wide(c.slice(0, 1))
+    assert not reader._spans_wide(c.slice(0, 0))
+    k = reader._compact(c, row, True)
+    assert k.addr.dtype == np.uint64 and np.array_equal(k.addr, addr)
+    assert reader._kept_bytes(row, True) == n * (8 + 1 + 1 + 1)
 
 
 @pytest.mark.parametrize("value", ["-1", "lots", "1.5", str((1 << 40) + 1)])

@@ -104,9 +104,9 @@ def test_calling_a_workload_returns_its_run():
 
 
 def test_generate_refuses_an_input_too_large_for_the_host(tmp_path, monkeypatch):
-    from simsched.machine import resources
+    from simsched import host
 
-    monkeypatch.setattr(resources, "available_bytes", lambda: 2**30)
+    monkeypatch.setattr(host, "available_bytes", lambda: 2**30)
     out = tmp_path / "m.sst"
     with pytest.raises(ConfigError, match=r"^mergesort \(n=268435456, .*needs about 13\.4 GB"):
         generate("mergesort", out, n=2**28)
@@ -121,9 +121,9 @@ def test_every_generator_declares_its_memory():
 
 def test_fib_40_is_refused_up_front(tmp_path, monkeypatch):
     # fib(40) has 3.3e8 frames: hundreds of GB of builder tables, refused before any work
-    from simsched.machine import resources
+    from simsched import host
 
-    monkeypatch.setattr(resources, "available_bytes", lambda: 64 * 2**30)
+    monkeypatch.setattr(host, "available_bytes", lambda: 64 * 2**30)
     out = tmp_path / "f.sst"
     with pytest.raises(ConfigError, match=r"^fib \(n=40, cutoff=2\): .*needs about 616\.9 GB"):
         generate("fib", out, n=40)
