@@ -61,7 +61,13 @@ from rich.progress import (
 )
 
 from simsched.errors import ConfigError, OutputError, SimschedError
-from simsched.experiments.spec import LoadedSpec, Point, check_loaded, check_spec
+from simsched.experiments.spec import (
+    LoadedSpec,
+    Point,
+    check_loaded,
+    check_spec,
+    check_trace_cache,
+)
 from simsched.experiments.store import (
     POINT_FILE,
     ROW_FILE,
@@ -793,6 +799,8 @@ def run_sweep(
         todo, done = pending_points(loaded, retry_failed, checked, rerun_stale)
     else:
         todo = list(points)
+    if point_fn is None and todo:  # a point function of one's own makes no trace
+        check_trace_cache(loaded, todo)
     finished = len(done)
     # The scheduler is reached before the output folder is made: an unreachable one leaves
     # no empty folder behind.

@@ -847,6 +847,40 @@ def expand(loaded: LoadedSpec) -> list[Point]:
     return points
 
 
+def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
+    """Refuse a trace cache this process cannot write while traces of ``points`` (the
+    points about to run) are still to be made in it: else every point of those traces
+    fails alike, each with the same error.  ``sweep status`` does not ask: a finished
+    sweep's folder may be read-only and its traces gone.
+
+    Raises
+    ------
+    ConfigError
+        Naming the spec, the cache and the folder that cannot be written.
+    """
+    where, cache = str(loaded.path), loaded.trace_cache
+    from simsched.trace.recipes import cached_trace_path
+
+    folder = cache
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # a missing cache is made inside its nearest existing folder
+    if os.access(folder, os.W_OK | os.X_OK):
+        return
+    to_make = {
+        cached_trace_path(p.workload, cache)
+        for p in points
+        if p.workload.get("kind") in ("generator", "capture")
+    }
+    missing = sorted(t.name for t in to_make if not t.is_file())
+    if missing:
+        raise ConfigError(
+            f"{where}: trace_cache {cache}: {folder} is not writable, and {len(missing)} "
+            f"trace(s) are still to be made there ({missing[0]}"
+            f"{', ...' if len(missing) > 1 else ''}); make it writable or set trace_cache "
+            "to another folder"
+        )
+
+
 def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
     """Expand a spec and check everything its points need, before any of them runs.
 

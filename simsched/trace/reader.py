@@ -112,9 +112,11 @@ def _spans_wide(c: RefChunk) -> bool:
 def _compact(c: RefChunk, row: np.void, wide: bool) -> _Kept:
     """A decoded stored chunk in the least memory its index row allows: addresses as
     4-byte offsets from the lowest unless they span 4 GiB or more (``wide``,
-    :func:`_spans_wide`; a stencil's chunk spans a few hundred MB), gaps as wide as stored, no dependence column when the chunk has
-    none.  Only copied from (:meth:`Trace._assemble` adds the base back while copying, at
-    the cost of a plain copy), so 7 bytes a reference instead of 15 for the stencils."""
+    :func:`_spans_wide`; a stencil's chunk spans a few hundred MB), gaps as wide as
+    stored, no dependence column when the chunk has none.  Only :meth:`Trace._assemble`
+    reads it, adding the base back while it copies (as fast as a plain copy), and never
+    slices it (a slice would lose the base): 7 bytes a reference instead of 15 for the
+    stencils."""
     gap = c.gap.astype(_GAP_DTYPES[int(row["wg"])])
     dep = c.dep if int(row["wd"]) else np.broadcast_to(np.False_, c.dep.shape)
     if wide:

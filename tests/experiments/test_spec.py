@@ -402,3 +402,52 @@ def test_small_must_be_true_false_or_none(tmp_path, small):
     # a string such as "no" used to be read as true, and the sweep ran small
     with pytest.raises(ConfigError, match=r"small=.*: expected True, False or None"):
         load_spec(write(tmp_path, BASE), small=small)
+
+
+def test_a_trace_cache_that_cannot_be_written_is_refused_while_traces_are_missing(
+    tmp_path, monkeypatch, capsys
+):
+    """Every point of a missing trace would fail alike making it: said once, up front.
+    (Root writes into read-only folders, so the folder's permission is what os.access
+    is asked, and the test answers for it.)"""
+    import os
+
+    from simsched.cli import main
+    from simsched.experiments import run_sweep
+    from simsched.experiments import spec as spec_module
+    from simsched.trace.recipes import cached_trace_path
+    from tests.experiments import sweep_pointfns
+
+    text = BASE.replace("records: [100, 200]", "n_build: [100, 200]")
+    path = write(tmp_path, text)
+    cache = tmp_path / "traces"
+    cache.mkdir()
+    real = os.access
+    monkeypatch.setattr(
+        spec_module.os, "access", lambda p, m: False if Path(p) == cache else real(p, m)
+    )
+    loaded = load_spec(path, small=True, sets=[f"trace_cache={cache}"])
+    with pytest.raises(ConfigError, match=r"traces is not writable, and 3 trace\(s\) are still"):
+        run_sweep(loaded, workers=0, progress=False)
+    args = ["--small", "--set", f"trace_cache={cache}"]
+    with pytest.raises(SystemExit) as info:
+        main(["sweep", "run", str(path), *args, "--workers", "0"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert info.value.code == 2 and len(err) == 1 and "not writable" in err[0]
+    assert not (tmp_path / "results").exists()
+    with pytest.raises(SystemExit) as info:  # status only reads
+        main(["sweep", "status", str(path), *args])
+    assert info.value.code == 0, capsys.readouterr().err
+    # a missing cache is made in its nearest existing folder: that one is asked
+    deeper = load_spec(path, small=True, sets=[f"trace_cache={cache}/a/b"])
+    with pytest.raises(ConfigError, match=r"traces/a/b: .*traces is not writable"):
+        run_sweep(deeper, workers=0, progress=False)
+    # a point function of one's own makes no trace
+    report = run_sweep(loaded, workers=0, point_fn=sweep_pointfns.fake_point, progress=False)
+    assert report.ran == len(loaded.points())
+    # once every trace is there, reading them needs no write: the check passes (the
+    # empty files then fail as traces, point by point, which is not this check's business)
+    for p in loaded.points():
+        if p.workload["kind"] == "generator":
+            cached_trace_path(p.workload, cache).write_bytes(b"")
+    spec_module.check_trace_cache(loaded, loaded.points())
