@@ -864,8 +864,8 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
     folder = cache
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent  # a missing cache is made inside its nearest existing folder
-    if os.access(folder, os.W_OK | os.X_OK):
-        return
+    if not folder.is_dir() or os.access(folder, os.W_OK | os.X_OK):
+        return  # (a file in the way is said by the folder's own check, by name)
     to_make = {
         cached_trace_path(p.workload, cache)
         for p in points
