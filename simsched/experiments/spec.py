@@ -858,9 +858,9 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
     ConfigError
         Naming the spec, the cache and the folder that cannot be written.
     """
-    where, cache = str(loaded.path), loaded.trace_cache
     from simsched.trace.recipes import cached_trace_path
 
+    where, cache = str(loaded.path), loaded.trace_cache
     folder = cache
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent  # a missing cache is made inside its nearest existing folder
