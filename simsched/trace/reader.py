@@ -104,24 +104,27 @@ def _kept_bytes(row: np.void, wide: bool) -> int:
     return int(row["n"]) * ((8 if wide else 4) + 1 + 1 + int(row["wg"]) + int(row["wd"]))
 
 
-def _spans_wide(c: RefChunk) -> bool:
-    """Whether a chunk's addresses span 4 GiB or more."""
-    return len(c) > 0 and int(c.addr.max()) - int(c.addr.min()) >= _OFFSET_SPAN
+def _offset_base(c: RefChunk) -> int | None:
+    """The address a chunk's addresses are kept as offsets from: its lowest, or None when
+    they span 4 GiB or more (kept whole)."""
+    if len(c) == 0:
+        return 0
+    lo = int(c.addr.min())
+    return lo if int(c.addr.max()) - lo < _OFFSET_SPAN else None
 
 
-def _compact(c: RefChunk, row: np.void, wide: bool) -> _Kept:
+def _compact(c: RefChunk, row: np.void, base: int | None) -> _Kept:
     """A decoded stored chunk in the least memory its index row allows: addresses as
-    4-byte offsets from the lowest unless they span 4 GiB or more (``wide``,
-    :func:`_spans_wide`; a stencil's chunk spans a few hundred MB), gaps as wide as
-    stored, no dependence column when the chunk has none.  Only :meth:`Trace._assemble`
-    reads it, adding the base back while it copies (as fast as a plain copy), and never
-    slices it (a slice would lose the base): 7 bytes a reference instead of 15 for the
-    stencils."""
+    4-byte offsets from ``base`` (:func:`_offset_base`; None: kept whole, as a chunk
+    spanning 4 GiB or more must be; a stencil's chunk spans a few hundred MB), gaps as
+    wide as stored, no dependence column when the chunk has none.  Only
+    :meth:`Trace._assemble` reads it, adding the base back while it copies (as fast as a
+    plain copy), and never slices it (a slice would lose the base): 7 bytes a reference
+    instead of 15 for the stencils."""
     gap = c.gap.astype(_GAP_DTYPES[int(row["wg"])])
     dep = c.dep if int(row["wd"]) else np.broadcast_to(np.False_, c.dep.shape)
-    if wide:
+    if base is None:
         return _Kept(c.start, c.addr, c.size, c.write, gap, dep)
-    base = int(c.addr.min()) if len(c) else 0
     addr = np.empty(len(c), np.uint32)
     np.subtract(c.addr, np.uint64(base), out=addr, casting="unsafe")
     return _Kept(c.start, addr, c.size, c.write, gap, dep, base)
@@ -418,10 +421,10 @@ class Trace:
             # chunk out before its next use.  The span is looked at only when even the
             # narrow form would fit.
             fits = self._in_body(k) and self.kept_bytes + _kept_bytes(row, False) <= self._keep
-            wide = fits and _spans_wide(c)
-            nbytes = _kept_bytes(row, wide)
+            base = _offset_base(c) if fits else 0
+            nbytes = _kept_bytes(row, base is None)
             fits = fits and self.kept_bytes + nbytes <= self._keep
-            kept = _compact(c, row, wide) if fits else None
+            kept = _compact(c, row, base) if fits else None
             with self._lock:
                 self.stored_decodes += 1
                 if kept is not None and self.kept_bytes + nbytes <= self._keep:

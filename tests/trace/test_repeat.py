@@ -500,8 +500,8 @@ def test_a_kept_chunk_takes_the_stored_widths(tmp_path):
     with open_trace(path) as t:
         row = t._stored_index[0]
         c = t._decode_stored(0)
-        assert not reader._spans_wide(c)
-        k = reader._compact(c, row, False)
+        assert reader._offset_base(c) == int(c.addr.min())
+        k = reader._compact(c, row, reader._offset_base(c))
         assert k.addr.dtype == np.uint32 and k.base == int(c.addr.min())
         assert np.array_equal(k.addr.astype(np.uint64) + np.uint64(k.base), c.addr)
         assert k.gap.dtype == {1: np.uint8, 2: np.uint16, 4: np.uint32}[int(row["wg"])]
@@ -527,9 +527,9 @@ def test_addresses_spanning_4_gib_are_kept_whole():
     )
     row = np.zeros(1, fmt.INDEX_DTYPE)[0]
     row["n"], row["wg"], row["wd"] = n, 1, 0
-    assert reader._spans_wide(c) and not reader._spans_wide(c.slice(0, 1))
-    assert not reader._spans_wide(c.slice(0, 0))
-    k = reader._compact(c, row, True)
+    assert reader._offset_base(c) is None and reader._offset_base(c.slice(0, 1)) == 1 << 20
+    assert reader._offset_base(c.slice(0, 0)) == 0
+    k = reader._compact(c, row, None)
     assert k.addr.dtype == np.uint64 and np.array_equal(k.addr, addr)
     assert reader._kept_bytes(row, True) == n * (8 + 1 + 1 + 1)
 
