@@ -161,6 +161,14 @@ def _blocking_component(path: Path) -> tuple[Path, str | None]:
     return path, None
 
 
+def folder_blocker(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot become a folder (a part of it is a file or a dangling link), or
+    None: it is a folder, or :func:`make_output_dir` may make it.  Asked up front by checks
+    that would otherwise fail once per run that writes there."""
+    p = Path(path)
+    return None if os.path.isdir(p) else _blocking_component(p)[1]
+
+
 def make_output_dir(path: str | os.PathLike) -> Path:
     """Create the output folder ``path`` and its parents (nothing if it exists); returns it.
 

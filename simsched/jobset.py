@@ -294,6 +294,25 @@ def check_jobset(
         raise ConfigError(f"{name}: {exc}") from None
 
 
+def _recipe(g: JobGroup) -> dict[str, Any]:
+    """The trace recipe of job group ``g`` (:mod:`simsched.trace.recipes`)."""
+    if g.trace is not None:
+        return {"kind": "trace", "path": g.trace, "label": _label(g)}
+    return {"kind": "generator", "generator": g.generator, "params": dict(g.params)}
+
+
+def jobset_generator_recipes(source: str | os.PathLike | dict[str, Any]) -> list[dict[str, Any]]:
+    """The recipes of the traces a job set makes (its generator groups), making none.
+
+    Raises
+    ------
+    ConfigError
+        The file cannot be read or breaks the schema.
+    """
+    spec, _, _ = _read_spec(source)
+    return [_recipe(g) for g in spec.jobs if g.trace is None]
+
+
 def load_jobset(
     source: str | os.PathLike | dict[str, Any],
     *,
@@ -336,11 +355,7 @@ def load_jobset(
     jobs: list[JobEntry] = []
     for gi, g in enumerate(spec.jobs):
         sched_name, params = _check_group(name, gi, g, base, scheduler, scheduler_params)
-        if g.trace is not None:
-            recipe: dict[str, Any] = {"kind": "trace", "path": g.trace, "label": _label(g)}
-        else:
-            recipe = {"kind": "generator", "generator": g.generator, "params": dict(g.params)}
-        trace = ensure_trace(recipe, cache, base, generate=generate)
+        trace = ensure_trace(_recipe(g), cache, base, generate=generate)
         arrivals = _arrivals(g, np.random.default_rng([s, gi]), f"{name}: jobs.{gi}")
         label = _label(g)
         for k, t in enumerate(arrivals):

@@ -38,7 +38,7 @@ from pydantic import (
 
 from simsched.canonical import canonical_json, content_hash
 from simsched.errors import ConfigError
-from simsched.files import check_path, parse_yaml
+from simsched.files import check_path, folder_blocker, parse_yaml
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
 from simsched.params import MAX_QUANTUM, MAX_SEED, check_strings
@@ -866,11 +866,14 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
         folder = folder.parent  # a missing cache is made inside its nearest existing folder
     if not folder.is_dir() or os.access(folder, os.W_OK | os.X_OK):
         return  # (a file in the way is said by the folder's own check, by name)
-    to_make = {
-        cached_trace_path(p.workload, cache)
-        for p in points
-        if p.workload.get("kind") in ("generator", "capture")
-    }
+    from simsched.jobset import jobset_generator_recipes
+
+    recipes = [p.workload for p in points if p.workload.get("kind") in ("generator", "capture")]
+    for jobs in sorted(
+        {Path(p.spec_dir) / p.workload["path"] for p in points if p.workload.get("kind") == "jobs"}
+    ):
+        recipes += jobset_generator_recipes(jobs)  # a job set's generated jobs are made there too
+    to_make = {cached_trace_path(r, cache) for r in recipes}
     missing = sorted(t.name for t in to_make if not t.is_file())
     if missing:
         raise ConfigError(
@@ -905,10 +908,14 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
     spec = loaded.spec
     where = str(loaded.path)
     cache = loaded.trace_cache
-    if any(w.trace is None for w in spec.workloads) and (cache.exists() and not cache.is_dir()):
+    if any(w.trace is None for w in spec.workloads):
         # generators, captures and job sets make their traces there: else each such point
         # fails when it makes its trace
-        raise ConfigError(f"{where}: trace_cache {cache}: exists and is not a folder")
+        if cache.exists() and not cache.is_dir():
+            raise ConfigError(f"{where}: trace_cache {cache}: exists and is not a folder")
+        blocker = folder_blocker(cache)  # a dangling link, or a file among its parents
+        if blocker is not None:
+            raise ConfigError(f"{where}: trace_cache {cache}: {blocker}")
     for i, s in enumerate(spec.schedulers):
         try:
             cls = get_scheduler(s.name)

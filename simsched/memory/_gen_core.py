@@ -187,7 +187,8 @@ def _g_pf_host(g: Geometry) -> list[str]:
     out = []
     for k in range(kp, L):
         out.append(f"hb = {_base(g, k, f'ix{k}', f'(pfp >> {g.shifts[k] - g.shifts[kp]})')}")
-        for e in [*range(0, g.ways[k], 8), g.ways[k] - 1]:
+        # One hint per host line of the set (8 entries), and its last way; once each.
+        for e in sorted({*range(0, g.ways[k], 8), g.ways[k] - 1}):
             out.append(f"host_prefetch(T{k}, hb + {e})")
     return out
 

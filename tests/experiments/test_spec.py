@@ -242,6 +242,8 @@ def test_seeds_are_non_negative_integers(tmp_path, edit, message):
         ("exclude=[{scheduler: [ws, pdf]}]", "the sweep has no points"),
         # every generated point failed making its trace
         ("trace_cache=s.yaml", "s.yaml: exists and is not a folder"),
+        ("trace_cache=s.yaml/traces", "s.yaml is a file, not a folder"),
+        ("trace_cache=gone", "gone is a symbolic link to nowhere, which does not exist"),
     ],
 )
 def test_check_spec_reports_the_first_problem_before_any_point(tmp_path, edit, message):
@@ -249,6 +251,7 @@ def test_check_spec_reports_the_first_problem_before_any_point(tmp_path, edit, m
 
     valid = BASE.replace("records: [100, 200]", "n_build: [100, 200]")
     assert check_spec(load_spec(write(tmp_path, valid), small=True))
+    (tmp_path / "gone").symlink_to("nowhere")  # a dangling link: mkdir fails on it per point
     loaded = load_spec(write(tmp_path, valid), small=True, sets=[edit])
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_spec(loaded)
@@ -367,10 +370,16 @@ def test_dangling_symlink_out_creates_nothing_at_its_target(tmp_path):
     (tmp_path / "dl").symlink_to(tmp_path / "elsewhere" / "deep")
     loaded = load_spec(spec, small=True)
     assert loaded.out_dir == tmp_path / "dl"
+    # the trace cache (dl/traces by default) is asked first, before any point
+    with pytest.raises(
+        ConfigError, match="traces: .*dl is a symbolic link to .*elsewhere/deep, which does not"
+    ):
+        run_sweep(loaded, workers=0, progress=False)
+    elsewhere = load_spec(spec, small=True, sets=[f"trace_cache={tmp_path / 'tc'}"])
     with pytest.raises(
         OutputError, match="dl is a symbolic link to .*elsewhere/deep, which does not"
     ):
-        run_sweep(loaded, workers=0, progress=False)
+        run_sweep(elsewhere, workers=0, progress=False)
     assert not (tmp_path / "elsewhere").exists()
 
 
@@ -442,6 +451,17 @@ def test_a_trace_cache_that_cannot_be_written_is_refused_while_traces_are_missin
     deeper = load_spec(path, small=True, sets=[f"trace_cache={cache}/a/b"])
     with pytest.raises(ConfigError, match=r"traces/a/b: .*traces is not writable"):
         run_sweep(deeper, workers=0, progress=False)
+    # a job set's generated jobs are made there too
+    (tmp_path / "js.yaml").write_text("jobs:\n  - {generator: fib, params: {n: 10}}\n")
+    jobs = write(
+        tmp_path,
+        "name: j\nworkloads: [{jobs: js.yaml}]\nmachines: [itrs-scaling-2]\n"
+        "schedulers: [ws]\nseeds: [0]\n",
+        "j.yaml",
+    )
+    loaded_jobs = load_spec(jobs, sets=[f"trace_cache={cache}"])
+    with pytest.raises(ConfigError, match=r"traces is not writable, and 1 trace\(s\) .*\(fib-"):
+        spec_module.check_trace_cache(loaded_jobs, loaded_jobs.points())
     # a point function of one's own makes no trace
     report = run_sweep(loaded, workers=0, point_fn=sweep_pointfns.fake_point, progress=False)
     assert report.ran == len(loaded.points())

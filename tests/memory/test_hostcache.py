@@ -76,3 +76,26 @@ def test_serve_hints_the_next_references_lines():
     plain = K.generate_source(K.geometry_of(machine([{"size": 2048, "assoc": 2, "line": 64}])))
     assert "host_prefetch(T0," in plain
     assert "host_prefetch(PF," not in plain
+
+
+def test_prefetch_hints_each_host_line_of_a_set_once():
+    """The sets a prefetch searches are hinted one host line (8 entries) apart plus the
+    last way, each entry once: a direct-mapped level's only entry is not hinted twice."""
+    pf = {"streams": 4, "distance": 1, "degree": 1}
+    for ways, hinted in (
+        (1, [0]),
+        (2, [0, 1]),
+        (8, [0, 7]),
+        (9, [0, 8]),
+        (48, [*range(0, 48, 8), 47]),
+    ):
+        size = 64 * ways * 4
+        g = K.geometry_of(machine([{"size": size, "assoc": ways, "line": 64, "prefetch": pf}]))
+        lines = [s.strip() for s in K.generate_source(g).splitlines()]
+        first = next(i for i, s in enumerate(lines) if s.startswith("hb = "))
+        block = []
+        for s in lines[first + 1 :]:
+            if not s.startswith("host_prefetch(T0, hb + "):
+                break
+            block.append(int(s.removeprefix("host_prefetch(T0, hb + ").rstrip(")")))
+        assert block == hinted, ways
