@@ -136,3 +136,47 @@ def test_info_prints_the_shape(capsys):
     assert code == 0
     for text in ("branching", "level 1:", "frames_per_iteration", "footprint_bytes", "1-4, mean"):
         assert text in out
+
+
+def _naive_lines(arrays):
+    """The oracle: every line number sorted together."""
+    return len(np.unique(np.concatenate(arrays))) if arrays else 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.integers(0, 2**40), min_size=0, max_size=40).map(
+            lambda v: np.array(v, np.uint64)
+        ),
+        max_size=12,
+    ),
+    st.integers(1, 6),
+    st.integers(0, 4),
+)
+def test_line_set_counts_the_distinct_lines(arrays, block_shift, max_blocks):
+    """Any mix of arrays within one block, across blocks and past the block limit (small
+    blocks and limits here, so that every path runs) counts what sorting them all does."""
+    from simsched.trace.analysis import _LineSet
+
+    class Small(_LineSet):
+        BLOCK_SHIFT = block_shift
+        MAX_BLOCKS = max_blocks
+
+    # near neighbours too, so that arrays share blocks and repeat lines
+    arrays = [*arrays, *[a // 1024 for a in arrays], *[a % 97 for a in arrays]]
+    s = Small()
+    for a in arrays:
+        s.add(a)
+    assert s.count() == _naive_lines(arrays)
+
+
+def test_footprint_equals_the_sorted_count_of_every_line():
+    for name in ("heat-128-4-8.valgrind.sst", "ck-5-2-2.valgrind.sst"):
+        with open_trace(SAMPLES / name) as t:
+            lines = []
+            for c in t.iter_chunks():
+                lo = c.addr >> np.uint64(6)
+                hi = (c.addr + c.size.astype(np.uint64) - np.uint64(1)) >> np.uint64(6)
+                lines += [lo, hi]
+        assert summary(SAMPLES / name, line=64)["footprint_lines"] == _naive_lines(lines)
