@@ -20,7 +20,9 @@ results/small when none has).  What is drawn depends on the sweep:
   time under LAWS, seed 0, with the packing moves of Algorithm 1), ``summary.csv`` (one row
   per program and scheduler: means over seeds, normalised time, steady-state iteration time)
   and, for a sampled study (published.yaml), a ``sampling-cost`` line: per scheduler, the
-  points' wall time with and without the precision rule (:func:`sampling_cost`).
+  points' wall time with and without the precision rule (:func:`sampling_cost`), and a
+  ``schedule`` line: the study's wall time on 2 and 16 runners with its points started in
+  the spec's order, longest first, and the bound (:func:`schedule`).
 
 With ``--reference REF`` (a finished sampled study, e.g. results/published), a partly-run
 sampled study also gets a ``projection`` line and ``projection.json``: its whole cost on
@@ -42,6 +44,7 @@ iteration times).  Means are over seeds.
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 from pathlib import Path
 
@@ -432,6 +435,43 @@ def _program_kind(workload: str) -> str:
 _POLICY_KIND = {"ws": "ws", "laws-nc": "ws", "cats": "packed", "laws": "packed"}
 
 
+def list_schedule_hours(seconds: list[float], workers: int) -> float:
+    """Wall hours of points taking ``seconds`` when started in this order on ``workers``
+    runners, each on the first runner free: what the sweep runner's pool and a Dask
+    cluster do with the points it is given in order."""
+    free = [0.0] * workers
+    for t in seconds:
+        heapq.heappush(free, heapq.heappop(free) + t)
+    return max(free) / 3600
+
+
+def schedule(df: pd.DataFrame, order: list[str], workers: tuple[int, ...] = (2, 16)) -> dict:
+    """A study's wall time on several runners, from its points' measured wall times.
+
+    ``order`` is the spec's point ids in the order the runner starts them.  For each count
+    of runners: the list schedule in that order, started longest first (which the runner
+    cannot do: a point's cost is known only once it has run), and the bound (the sum
+    shared by the runners, or the longest point when that is longer).  ``{}`` when no row
+    has a ``point_id`` of ``order`` and a ``point_wall_s``.
+    """
+    if "point_id" not in df or "point_wall_s" not in df:
+        return {}
+    t = df.drop_duplicates("point_id").set_index("point_id")["point_wall_s"].astype(float)
+    ids = [i for i in order if i in t.index]
+    if not ids:
+        return {}
+    spec = [float(t[i]) for i in ids]
+    first = sorted(spec, reverse=True)
+    out: dict = {"points": len(ids), "hours_one_runner": round(sum(spec) / 3600, 2)}
+    for w in workers:
+        out[f"{w}_runners"] = {
+            "spec_order": round(list_schedule_hours(spec, w), 2),
+            "longest_first": round(list_schedule_hours(first, w), 2),
+            "bound": round(max(sum(spec) / w, first[0]) / 3600, 2),
+        }
+    return out
+
+
 def cost_projection(df: pd.DataFrame, ref: pd.DataFrame, workers: int = 16) -> dict:
     """The wall time a partly-run sampled study would take, projected from a finished one.
 
@@ -636,6 +676,23 @@ def main() -> None:
             for line in lines:
                 tag = {"machine": sub} if sub else {}
                 print(json_line({"results": res.name, **tag, **line}))
+        order = _spec_order(res.name) if draw is memory_bound and _sampled(df) else []
+        plan = schedule(df, order)
+        if plan:
+            print(json_line({"results": res.name, "figure": "schedule", **plan}))
+
+
+def _sampled(df: pd.DataFrame) -> bool:
+    return "sampled" in df and bool(df["sampled"].fillna(False).astype(bool).any())
+
+
+def _spec_order(name: str) -> list[str]:
+    """The point ids of the study's spec named like the results folder (``published`` ->
+    ``published.yaml``), in the runner's order; empty when there is no such spec."""
+    from simsched.experiments import load_spec
+
+    spec = HERE / f"{name}.yaml"
+    return [p.id for p in load_spec(spec).points()] if spec.is_file() else []
 
 
 def _by_machine(df: pd.DataFrame, split: bool) -> list[tuple[str, pd.DataFrame]]:

@@ -77,6 +77,24 @@ def test_sampling_cost_prices_the_precision_rule_and_reextrapolates():
     assert out["ws"]["points"] == 1 and "deviation_range" not in out["ws"]
 
 
+def test_schedule_starts_points_in_the_spec_order_on_the_first_free_runner():
+    laws = _script("laws")
+    h = 3600.0
+    rows = [
+        {"point_id": "a", "point_wall_s": 1 * h},
+        {"point_id": "b", "point_wall_s": 1 * h},
+        {"point_id": "c", "point_wall_s": 4 * h},
+        {"point_id": "x", "point_wall_s": 9 * h},  # not a point of the spec: left out
+    ]
+    plan = laws.schedule(pd.DataFrame(rows), ["a", "b", "c", "gone"], workers=(2, 3))
+    assert plan["points"] == 3 and plan["hours_one_runner"] == 6.0
+    # a and b start together, c waits for the first free runner: 1 + 4
+    assert plan["2_runners"] == {"spec_order": 5.0, "longest_first": 4.0, "bound": 4.0}
+    assert plan["3_runners"] == {"spec_order": 4.0, "longest_first": 4.0, "bound": 4.0}
+    assert laws.schedule(pd.DataFrame(rows), ["gone"]) == {}
+    assert laws.schedule(pd.DataFrame([{"point_id": "a"}]), ["a"]) == {}
+
+
 def test_sampling_cost_reads_iteration_ends_of_any_policy():
     laws = _script("laws")
     periods = [150, 100, 120, 80, 100, 100]
@@ -226,6 +244,11 @@ def test_make_figures_projects_the_intel_study_from_the_committed_records(
     assert saved["hours_one_runner"] == pytest.approx(
         sum(saved["hours_by_scheduler"].values()), abs=0.3
     )
+    # every point of the spec has run: its schedule is the measured points'
+    (plan,) = [x for x in lines if x.get("figure") == "schedule"]
+    assert plan["points"] == 96
+    assert plan["16_runners"]["bound"] <= plan["16_runners"]["longest_first"]
+    assert plan["16_runners"]["longest_first"] <= plan["16_runners"]["spec_order"]
 
 
 @pytest.mark.parametrize(
