@@ -722,6 +722,16 @@ def import_raw(
                         roi_order.begin(pos)
                         b.roi_begin()
                     elif m == M_ROI_END:
+                        if not roi:
+                            # No BEGIN anywhere: the whole run is the region, so this END
+                            # cannot be a switch that changes nothing, and the builder's
+                            # own complaint speaks of its API, not of the program.
+                            raise TraceFormatError(
+                                f"{name}: record {pos}: SS_ROI_END without any SS_ROI_BEGIN "
+                                "in the run; with no SS_ROI_BEGIN the whole run is the region "
+                                "of interest: add the SS_ROI_BEGIN that opens the region, or "
+                                "remove the SS_ROI_END (docs/capture.md)"
+                            )
                         roi_order.end(pos)
                         b.roi_end()
                     elif m == M_THREAD:

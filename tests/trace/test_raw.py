@@ -198,6 +198,17 @@ def test_roi_markers_out_of_order_are_named(tmp_path):
     assert said["usual"] == (2, []) and said["open"] == (1, [])
 
 
+def test_roi_end_without_any_begin_names_the_markers(tmp_path):
+    # the builder's "roi_end() on a builder made without roi=True" reached the user
+    recs = [header(), rec(R.REC_REF, 0x20, 2, 4), rec(R.REC_MARKER, c=R.M_ROI_END),
+            rec(R.REC_MARKER, c=R.M_END)]  # fmt: skip
+    with pytest.raises(TraceFormatError) as info:
+        R.import_raw(write(tmp_path / "e.raw", recs), tmp_path / "e.sst")
+    msg = str(info.value)
+    assert "record 2: SS_ROI_END without any SS_ROI_BEGIN" in msg and "builder" not in msg
+    assert not (tmp_path / "e.sst").exists()
+
+
 @pytest.mark.parametrize(
     "records, message",
     [
