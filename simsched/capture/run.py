@@ -566,7 +566,9 @@ def capture(
     out = Path(out)
     make_output_dir(out.parent)
     with tempfile.TemporaryDirectory(prefix=".simsched-capture-", dir=out.parent) as d:
-        work = Path(d)
+        # Absolute: the backend hands these paths to the program, which may chdir() before
+        # it writes them (the gcc runtime writes its figures at exit).
+        work = Path(d).absolute()
         t0 = time.perf_counter()
         raw_path, stats = _run_backend(backend, prog, args, work, progress, verbose, aslr)
         t1 = time.perf_counter()

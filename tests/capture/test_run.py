@@ -180,6 +180,38 @@ def test_a_failed_run_is_told_by_its_signal_and_not_by_the_backends_figures(
     assert not (tmp_path / "x.sst").exists()
 
 
+CHDIR = r"""
+#include <unistd.h>
+#include "simsched.h"
+static long g;
+static void leaf(void) { g++; }
+int main(int argc, char **argv) {
+    if (chdir(argv[1]) != 0)
+        return 1;
+    SS_SPAWN(leaf());
+    SS_SYNC();
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["gcc", pytest.param("valgrind", marks=needs_valgrind)])
+def test_a_program_that_changes_folder_is_captured_to_a_relative_path(
+    cache, tmp_path, monkeypatch, backend
+):
+    # With a relative output, the paths given to the program were relative too: the gcc
+    # runtime wrote its figures into the folder the program had moved to, and the capture
+    # said that the program had replaced itself with exec*().
+    prog = _build_for(backend, tmp_path, "chdir", CHDIR)
+    (tmp_path / "run").mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(tmp_path / "run")
+    h = capture(str(prog), [str(elsewhere)], "x.sst", backend=backend).header
+    assert h.n_frames == 2 and (tmp_path / "run" / "x.sst").exists()
+    assert list(elsewhere.iterdir()) == []
+
+
 EXECS = r"""
 #include <unistd.h>
 #include "simsched.h"
