@@ -114,6 +114,13 @@ def register(app: typer.Typer) -> None:
             raise CaptureError(
                 "simsched capture: no program (usage: simsched capture -o OUT -- PROGRAM ARGS)"
             )
+        if argv[0].startswith("-"):
+            # An option this command does not know lands here, where `--` has been dropped;
+            # taken as the program, it was reported as "no such program".
+            raise CaptureError(
+                f"simsched capture: no such option: {argv[0]} (options come before --, the "
+                "program and its arguments after it; see simsched capture --help)"
+            )
         # the gcc backend's program reads its block table (simsched cc) as it starts
         inputs = {"the program": argv[0], "the program's block table": argv[0] + ".ssbb"}
         check_not_input(out, "--out", inputs)
