@@ -135,6 +135,9 @@ def register(app: typer.Typer) -> None:
                 TimeElapsedColumn(),
                 console=err_console,
                 transient=True,
+                # away from a terminal the bar is never drawn, yet rich still ends it with
+                # an empty line, before the counts or the error
+                disable=not err_console.is_terminal,
             ) as bar,
         ):
             task = bar.add_task(f"running ({backend})", what="")

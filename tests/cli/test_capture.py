@@ -19,3 +19,9 @@ def test_an_unknown_option_is_not_taken_for_the_program(cli, tmp_path, args):
     assert f"no such option: {args[1] if args[0] == '--' else args[0]}" in err
     assert "no such program" not in err
     assert not (tmp_path / "x.sst").exists()
+
+
+def test_no_empty_line_away_from_a_terminal(cli, tmp_path):
+    # the progress bar, never drawn into a pipe, still wrote an empty line there
+    code, _, err = cli("capture", "-o", tmp_path / "x.sst", "--", "/bin/true")
+    assert code == 2 and err.startswith("simsched: error: /bin/true: not built with")
