@@ -331,8 +331,16 @@ class _Rewriter:
                 self.cilk_fns.setdefault(fn.start_byte, fn)
             known = len(self.problems)
             handlers[kind](offset, tok, node, fn)
-            bad = self._syntax_error(node) if len(self.problems) == known else None
-            if bad is not None:  # (any problem stops the rewrite, so its edits are not applied)
+            bad = self._syntax_error(node)
+            if bad is not None and (
+                len(self.problems) == known
+                or (node is not None and node.type != "ERROR" and node.has_error)
+            ):
+                # (any problem stops the rewrite, so its edits are not applied)  A construct
+                # the parser recovered inside is misread by its handler, and the syntax error
+                # is the cause: a missing ';' before `cilk_sync;` made `x = cilk_spawn f()`
+                # "a spawn of a non-call expression".
+                del self.problems[known:]
                 self.fail(bad[0], kind, bad[1] + ": the statement does not parse as C", tok)
         for row, (s, _) in self.pragmas.items():
             if row not in self.used_pragmas:

@@ -102,6 +102,15 @@ REJECTED = {
         "long g(long n) {\n  long x = cilk_spawn f(n)\n  return x;\n}\n",
         "x.c:2:27: cilk_spawn: expected ';': the statement does not parse as C",
     ),
+    # ... before a cilk_sync: the spawn of the recovered text was "a non-call expression"
+    "missing_semicolon_before_sync": (
+        "long g(long n) {\n  long x = cilk_spawn f(n)\n  cilk_sync;\n  return x;\n}\n",
+        "x.c:2:23: cilk_spawn: unexpected text: the statement does not parse as C",
+    ),
+    "missing_semicolon_before_sync_assign": (
+        "long g(long n) {\n  long x;\n  x = cilk_spawn f(n)\n  cilk_sync;\n  return x;\n}\n",
+        "x.c:3:18: cilk_spawn: unexpected text: the statement does not parse as C",
+    ),
     "reducer": (
         "void g(void) {\n  int cilk_reducer(z, p) sum = 0;\n}\n",
         "x.c:2:7: cilk_reducer: reducers (hyperobjects) cannot be captured",
