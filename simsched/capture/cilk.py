@@ -464,10 +464,10 @@ class _Rewriter:
             var = self.text(name)
             self.replace(decl, head + declarator + b"; " + begin + var + b" = " + call + b";" + end)
         else:
-            self.replace(
-                unary,
-                b"({ " + begin + b"__auto_type __ss_sv = (" + call + b");" + end + b" __ss_sv; })",
-            )
+            # __extension__ on every statement expression the rewrite writes: a GNU
+            # extension, which -pedantic-errors would hold against the user's program
+            value = b"__auto_type __ss_sv = (" + call + b");"
+            self.replace(unary, b"__extension__ ({ " + begin + value + end + b" __ss_sv; })")
 
     def _sync(self, offset: int, tok: bytes, stmt: Node | None, fn: Node) -> None:
         if stmt is None or stmt.type != "expression_statement" or stmt.start_byte != offset:
@@ -521,7 +521,7 @@ class _Rewriter:
             # choosing the direction
             mask = b"(sizeof(%s) < 8 ? (1ull << (8 * sizeof(%s))) - 1 : ~0ull)" % (v0, v0)
             count = (
-                b"({ unsigned long long __ss_m = %s & %s, __ss_d = %s & %s; "
+                b"__extension__ ({ unsigned long long __ss_m = %s & %s, __ss_d = %s & %s; "
                 b"__ss_d == 0 ? 0ull : __ss_m >> (8 * sizeof(%s) - 1) "
                 b"? ((0ull - __ss_d) & %s) / ((0ull - __ss_m) & %s) : __ss_d / __ss_m; })"
             ) % (st, mask, diff, mask, v0, mask, mask)
@@ -531,7 +531,7 @@ class _Rewriter:
             # (int i = 0; i < 2.5 runs 3 iterations), an integer's is left alone
             span = b"(0ull + %s) - %s" % (hi_, lo_)
             diff = (
-                b"({ __typeof__(%s) __ss_x = %s; (unsigned long long)__ss_x + "
+                b"__extension__ ({ __typeof__(%s) __ss_x = %s; (unsigned long long)__ss_x + "
                 b"((long double)(unsigned long long)__ss_x < (long double)__ss_x); })"
             ) % (span, span)
             count = b"(%s %s %s ? (%s - 1) / %s + 1 : 0ull)" % (v0, op, lim, diff, st)

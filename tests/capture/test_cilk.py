@@ -9,10 +9,13 @@ as the serial elision is checked by tests/capture/test_cilkcc.py.
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simsched.capture import compile_program
 from simsched.capture.cilk import CilkOptions, find_keyword, mentions_cilk, rewrite
 from simsched.errors import CaptureError
 
@@ -40,11 +43,11 @@ ACCEPTED = {
     ),
     "spawn_decl_const": (
         "long g(void) {\n  const long x = cilk_spawn f(1), y = 2;\n  cilk_sync;\n  return x + y;\n}\n",
-        "long g(void) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  const long x = ({ __ss_cilk_spawn(); __auto_type __ss_sv = (f(1)); __ss_cilk_spawn_end(); __ss_sv; }), y = 2;\n  __ss_cilk_sync();\n  return x + y;\n}\n",
+        "long g(void) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  const long x = __extension__ ({ __ss_cilk_spawn(); __auto_type __ss_sv = (f(1)); __ss_cilk_spawn_end(); __ss_sv; }), y = 2;\n  __ss_cilk_sync();\n  return x + y;\n}\n",
     ),
     "spellings": (
         "void g(void) {\n  _Cilk_spawn f(1);\n  _Cilk_sync;\n  _Cilk_scope { _Cilk_spawn f(2); }\n  _Cilk_for (int i = 0; i < 4; i++) f(i);\n}\n",
-        "void g(void) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { __ss_cilk_spawn(); f(1); __ss_cilk_spawn_end(); }\n  __ss_cilk_sync();\n  { { { __ss_cilk_spawn(); f(2); __ss_cilk_spawn_end(); } } __ss_cilk_sync(); }\n  { int i = 0; __typeof__(0 ? (i) : (4)) __ss_lim0 = (4); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? (({ __typeof__((0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00)) __ss_x = (0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00); (unsigned long long)__ss_x + ((long double)(unsigned long long)__ss_x < (long double)__ss_x); }) - 1) / __ss_st0 + 1 : 0ull), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do f(i); while (0); } }\n__ss_cilk_sync(); }\n",
+        "void g(void) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { __ss_cilk_spawn(); f(1); __ss_cilk_spawn_end(); }\n  __ss_cilk_sync();\n  { { { __ss_cilk_spawn(); f(2); __ss_cilk_spawn_end(); } } __ss_cilk_sync(); }\n  { int i = 0; __typeof__(0 ? (i) : (4)) __ss_lim0 = (4); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? (__extension__ ({ __typeof__((0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00)) __ss_x = (0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00); (unsigned long long)__ss_x + ((long double)(unsigned long long)__ss_x < (long double)__ss_x); }) - 1) / __ss_st0 + 1 : 0ull), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do f(i); while (0); } }\n__ss_cilk_sync(); }\n",
     ),
     "string": (
         'void g(void) {\n  puts("cilk_spawn f(1);");\n  cilk_spawn f(1);\n}\n',
@@ -56,7 +59,7 @@ ACCEPTED = {
     ),
     "for_lt": (
         "void g(int n) {\n  cilk_for (int i = 0; i < n; i++)\n    a[i] = i;\n}\n",
-        "void g(int n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { int i = 0; __typeof__(0 ? (i) : (n)) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? (({ __typeof__((0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00)) __ss_x = (0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00); (unsigned long long)__ss_x + ((long double)(unsigned long long)__ss_x < (long double)__ss_x); }) - 1) / __ss_st0 + 1 : 0ull), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do \na[i] = i; while (0); } }\n}\n",
+        "void g(int n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { int i = 0; __typeof__(0 ? (i) : (n)) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? (__extension__ ({ __typeof__((0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00)) __ss_x = (0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00); (unsigned long long)__ss_x + ((long double)(unsigned long long)__ss_x < (long double)__ss_x); }) - 1) / __ss_st0 + 1 : 0ull), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do \na[i] = i; while (0); } }\n}\n",
     ),
     "for_pragma": (
         "void g(long n, long k) {\n#pragma cilk grainsize k\n  cilk_for (long i = 1; i <= n; ++i) {\n    a[i] = i;\n  }\n}\n",
@@ -64,15 +67,15 @@ ACCEPTED = {
     ),
     "for_down": (
         "void g(unsigned n) {\n  cilk_for (unsigned i = n; i > 0; i -= 2) a[i] = 0;\n}\n",
-        "void g(unsigned n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { unsigned i = n; __typeof__(0 ? (i) : (0)) __ss_lim0 = (0); unsigned long long __ss_st0 = (unsigned long long)(2); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 > __ss_lim0 ? (({ __typeof__((0ull + ((__typeof__(__ss_lim0))__ss_v00)) - __ss_lim0) __ss_x = (0ull + ((__typeof__(__ss_lim0))__ss_v00)) - __ss_lim0; (unsigned long long)__ss_x + ((long double)(unsigned long long)__ss_x < (long double)__ss_x); }) - 1) / __ss_st0 + 1 : 0ull), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 - __ss_i0 * __ss_st0; do a[i] = 0; while (0); } }\n}\n",
+        "void g(unsigned n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { unsigned i = n; __typeof__(0 ? (i) : (0)) __ss_lim0 = (0); unsigned long long __ss_st0 = (unsigned long long)(2); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 > __ss_lim0 ? (__extension__ ({ __typeof__((0ull + ((__typeof__(__ss_lim0))__ss_v00)) - __ss_lim0) __ss_x = (0ull + ((__typeof__(__ss_lim0))__ss_v00)) - __ss_lim0; (unsigned long long)__ss_x + ((long double)(unsigned long long)__ss_x < (long double)__ss_x); }) - 1) / __ss_st0 + 1 : 0ull), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 - __ss_i0 * __ss_st0; do a[i] = 0; while (0); } }\n}\n",
     ),
     "for_ptr": (
         "void g(double *b, double *e) {\n  cilk_for (double *p = b; e != p; p++) *p = 0;\n}\n",
-        "void g(double *b, double *e) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { double *p = b; __typeof__(p) __ss_lim0 = (e); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(p) __ss_v00 = p; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, ({ unsigned long long __ss_m = __ss_st0 & (sizeof(__ss_v00) < 8 ? (1ull << (8 * sizeof(__ss_v00))) - 1 : ~0ull), __ss_d = (unsigned long long)((0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00)) & (sizeof(__ss_v00) < 8 ? (1ull << (8 * sizeof(__ss_v00))) - 1 : ~0ull); __ss_d == 0 ? 0ull : __ss_m >> (8 * sizeof(__ss_v00) - 1) ? ((0ull - __ss_d) & (sizeof(__ss_v00) < 8 ? (1ull << (8 * sizeof(__ss_v00))) - 1 : ~0ull)) / ((0ull - __ss_m) & (sizeof(__ss_v00) < 8 ? (1ull << (8 * sizeof(__ss_v00))) - 1 : ~0ull)) : __ss_d / __ss_m; }), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { p = __ss_v00 + (long long)(__ss_i0 * __ss_st0); do *p = 0; while (0); } }\n}\n",
+        "void g(double *b, double *e) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { double *p = b; __typeof__(p) __ss_lim0 = (e); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(p) __ss_v00 = p; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, __extension__ ({ unsigned long long __ss_m = __ss_st0 & (sizeof(__ss_v00) < 8 ? (1ull << (8 * sizeof(__ss_v00))) - 1 : ~0ull), __ss_d = (unsigned long long)((0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00)) & (sizeof(__ss_v00) < 8 ? (1ull << (8 * sizeof(__ss_v00))) - 1 : ~0ull); __ss_d == 0 ? 0ull : __ss_m >> (8 * sizeof(__ss_v00) - 1) ? ((0ull - __ss_d) & (sizeof(__ss_v00) < 8 ? (1ull << (8 * sizeof(__ss_v00))) - 1 : ~0ull)) / ((0ull - __ss_m) & (sizeof(__ss_v00) < 8 ? (1ull << (8 * sizeof(__ss_v00))) - 1 : ~0ull)) : __ss_d / __ss_m; }), (long long)(0), 1, 0, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { p = __ss_v00 + (long long)(__ss_i0 * __ss_st0); do *p = 0; while (0); } }\n}\n",
     ),
     "for_nested": (
         "void g(int n) {\n  cilk_for (int i = 0; i < n; i++) {\n    cilk_spawn f(i);\n    f(-i);\n  }\n}\n",
-        "void g(int n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { int i = 0; __typeof__(0 ? (i) : (n)) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? (({ __typeof__((0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00)) __ss_x = (0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00); (unsigned long long)__ss_x + ((long double)(unsigned long long)__ss_x < (long double)__ss_x); }) - 1) / __ss_st0 + 1 : 0ull), (long long)(0), 1, 0, 1); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do {\n    { __ss_cilk_spawn(); f(i); __ss_cilk_spawn_end(); }\n    f(-i);\n  } while (0); __ss_cilk_sync(); } }\n__ss_cilk_sync(); }\n",
+        "void g(int n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { int i = 0; __typeof__(0 ? (i) : (n)) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? (__extension__ ({ __typeof__((0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00)) __ss_x = (0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00); (unsigned long long)__ss_x + ((long double)(unsigned long long)__ss_x < (long double)__ss_x); }) - 1) / __ss_st0 + 1 : 0ull), (long long)(0), 1, 0, 1); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do {\n    { __ss_cilk_spawn(); f(i); __ss_cilk_spawn_end(); }\n    f(-i);\n  } while (0); __ss_cilk_sync(); } }\n__ss_cilk_sync(); }\n",
     ),
     "ret_void": (
         "void g(int n) {\n  if (n < 2) return;\n  cilk_spawn f(n);\n  if (n > 9) return;\n  f(n);\n}\n",
@@ -84,7 +87,7 @@ ACCEPTED = {
     ),
     "opts_binary": (
         "void g(int n) {\n  cilk_for (int i = 0; i < n; i++)\n    a[i] = i;\n}\n",
-        "void g(int n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { int i = 0; __typeof__(0 ? (i) : (n)) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? (({ __typeof__((0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00)) __ss_x = (0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00); (unsigned long long)__ss_x + ((long double)(unsigned long long)__ss_x < (long double)__ss_x); }) - 1) / __ss_st0 + 1 : 0ull), (long long)(64), 16, 1, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do \na[i] = i; while (0); } }\n}\n",
+        "void g(int n) { __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave))) = __ss_cilk_enter();\n  { int i = 0; __typeof__(0 ? (i) : (n)) __ss_lim0 = (n); unsigned long long __ss_st0 = (unsigned long long)(1); __typeof__(i) __ss_v00 = i; __ss_cilk_for_t __ss_cf0; unsigned long long __ss_a0, __ss_b0, __ss_i0; __ss_cilk_for_begin(&__ss_cf0, (__ss_v00 < __ss_lim0 ? (__extension__ ({ __typeof__((0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00)) __ss_x = (0ull + __ss_lim0) - ((__typeof__(__ss_lim0))__ss_v00); (unsigned long long)__ss_x + ((long double)(unsigned long long)__ss_x < (long double)__ss_x); }) - 1) / __ss_st0 + 1 : 0ull), (long long)(64), 16, 1, 0); while (__ss_cilk_for_next(&__ss_cf0, &__ss_a0, &__ss_b0)) for (__ss_i0 = __ss_a0; __ss_i0 < __ss_b0; __ss_i0++) { i = __ss_v00 + __ss_i0 * __ss_st0; do \na[i] = i; while (0); } }\n}\n",
     ),
     "pragma_beats_option": (
         "void g(long n, long k) {\n#pragma cilk grainsize k\n  cilk_for (long i = 1; i <= n; ++i) {\n    a[i] = i;\n  }\n}\n",
@@ -393,3 +396,26 @@ def test_longjmp_in_a_plain_function_is_left_for_the_import_to_check():
     src = "void leaf(void) {\n  longjmp(env, 1);\n}\nvoid g(void) {\n  cilk_spawn leaf();\n}\n"
     out = _rewrite(src)
     assert "longjmp(env, 1);" in out and "__ss_cilk_spawn()" in out
+
+
+PEDANTIC = """\
+#include <cilk/cilk.h>
+static long f(long x) { return x + 1; }
+long g(double *a, unsigned n) {
+    const long x = cilk_spawn f(1), y = 2;
+    cilk_for (unsigned i = 0; i < n; i++) a[i] = i;
+    cilk_for (double *p = a; p != a + n; p++) *p += 1;
+    cilk_sync;
+    return x + y;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+def test_rewritten_code_builds_with_pedantic_errors(tmp_path):
+    # the statement expressions of the rewrite are a GNU extension: -pedantic-errors
+    # failed a correct program on code the user never wrote
+    src = tmp_path / "p.c"
+    src.write_text(PEDANTIC)
+    flags = ["-std=c11", "-pedantic-errors", "-c", str(src), "-o", str(tmp_path / "p.o")]
+    assert compile_program(flags, backend="valgrind") == 0
