@@ -92,7 +92,8 @@ __ss_cilk_for_grain(unsigned long long n, long long grain, long long workers)
 {
     if (grain > 0)
         return (unsigned long long)grain;
-    unsigned long long small = n / (8ull * (unsigned long long)(workers > 0 ? workers : 1));
+    /* n / 8 / P, which is n / (8 P) without the product: 8 P wraps to 0 from P = 2^61 */
+    unsigned long long small = n / 8ull / (unsigned long long)(workers > 0 ? workers : 1);
     if (small <= 1)
         return 1;
     return small < 2048 ? small : 2048;

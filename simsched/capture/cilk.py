@@ -101,6 +101,7 @@ _TYPE_DROP = {"storage_class_specifier", "attribute_specifier", "attribute_decla
 _SPECIFIERS = {b"_Noreturn", b"noreturn", b"inline", b"__inline", b"__inline__", b"__extension__"}
 _CMP_FLIP = {b"<": b">", b"<=": b">=", b">": b"<", b">=": b"<=", b"!=": b"!="}
 _FORMS = "cilk_spawn f(...);, x = cilk_spawn f(...); or T x = cilk_spawn f(...);"
+_LLONG_MAX = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -124,10 +125,16 @@ class CilkOptions:
     split: str = "opencilk"
 
     def __post_init__(self) -> None:
-        if self.grain is not None and self.grain < 1:
-            raise CaptureError(f"--cilk-for-grain {self.grain}: must be a positive integer")
-        if self.workers < 1:
-            raise CaptureError(f"--cilk-workers {self.workers}: must be a positive integer")
+        # both are written into the program as long long constants: a larger one did not
+        # fit, and gcc only warned and truncated it
+        if self.grain is not None and not 1 <= self.grain <= _LLONG_MAX:
+            raise CaptureError(
+                f"--cilk-for-grain {self.grain}: must be a positive integer up to 2^63 - 1"
+            )
+        if not 1 <= self.workers <= _LLONG_MAX:
+            raise CaptureError(
+                f"--cilk-workers {self.workers}: must be a positive integer up to 2^63 - 1"
+            )
         if self.split not in SPLITS:
             raise CaptureError(f"--cilk-for-split {self.split}: choose one of {', '.join(SPLITS)}")
 

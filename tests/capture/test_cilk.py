@@ -255,6 +255,11 @@ def test_options_are_validated():
     for bad in (dict(grain=0), dict(workers=0), dict(split="random")):
         with pytest.raises(CaptureError):
             CilkOptions(**bad)
+    # the program holds them as long long: a larger value was truncated by gcc
+    for bad in (dict(grain=1 << 63), dict(workers=10**20)):
+        with pytest.raises(CaptureError, match="up to 2\\^63 - 1"):
+            CilkOptions(**bad)
+    CilkOptions(grain=(1 << 63) - 1, workers=(1 << 63) - 1)
 
 
 def test_find_keyword_skips_comments_and_strings():
@@ -373,6 +378,19 @@ def test_cilk_for_runtime_hands_out_the_leaves_with_balanced_markers(
     # a frame syncs if it spawned: every frame that split, plus (wrap) leaf-holding frames
     if not wrap:
         assert syncs == (inner if split == 1 else _opencilk_syncing_frames(n, g))
+
+
+@pytest.mark.parametrize("workers", [1 << 61, (1 << 63) - 1])
+def test_cilk_for_default_grain_with_a_huge_worker_count(harness, workers):
+    # 8 * P wrapped around to 0 from P = 2^61: the program died dividing by it
+    import subprocess
+
+    out = subprocess.run(
+        [harness, "100", "0", str(workers), "0", "0"], capture_output=True, text=True
+    )
+    assert out.returncode == 0
+    leaves = [tuple(map(int, ln.split()[1:])) for ln in out.stdout.split("\n") if ln[:1] == "L"]
+    assert leaves == _leaves(100, 1)
 
 
 def _opencilk_syncing_frames(n: int, grain: int) -> int:
