@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 
 BACKENDS = build.BACKENDS
 GCC_IDENT = b"simsched-gcc-runtime-v1"
+# A function of capture/simsched_cilk.h, in the symbol table of a program whose cilk_for
+# loops simsched cc rewrote (unless the program was stripped).
+CILK_FOR_SYMBOL = b"__ss_cilk_for_next"
 PIN_INSTALL = (
     "Pin is not packaged: download a Pin 3.x kit from Intel, unpack it and set PIN_ROOT "
     "to its folder"
@@ -244,13 +247,17 @@ def _resolve_program(program: str) -> Path:
     return p.absolute()  # "./prog" must not turn into a PATH lookup of "prog"
 
 
-def _has_gcc_runtime(path: Path) -> bool:
+def _contains(path: Path, needle: bytes) -> bool:
     with open(path, "rb") as f:
         try:
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-                return m.find(GCC_IDENT) >= 0
+                return m.find(needle) >= 0
         except ValueError:  # empty file
             return False
+
+
+def _has_gcc_runtime(path: Path) -> bool:
+    return _contains(path, GCC_IDENT)
 
 
 def _tail(path: Path, lines: int = 4) -> str:
@@ -587,6 +594,15 @@ def capture(
         )
         if header.n_frames == 1 and not header.roi and count_markers(raw_path) == 0:
             out.unlink(missing_ok=True)
+            if _contains(prog, CILK_FOR_SYMBOL):
+                # A rewritten Cilk program: telling its user to add markers or to build
+                # it with simsched cc, as they did, names the wrong cause.
+                raise CaptureError(
+                    f"{prog}: wrote no simsched markers: its Cilk code spawned nothing in "
+                    "this run (a cilk_for of no more iterations than its grain runs as one "
+                    "serial leaf); run it on a larger input, or build it with a smaller "
+                    "--cilk-for-grain or #pragma cilk grainsize"
+                )
             raise CaptureError(
                 f"{prog}: wrote no simsched markers; include simsched.h and mark the "
                 "program's tasks with SS_SPAWN/SS_SYNC, or, for a Cilk program, build it "

@@ -22,6 +22,7 @@ import zstandard
 
 from simsched.capture import build, capture, compile_program, count_markers
 from simsched.capture import run as capture_run
+from simsched.capture.cilk import CilkOptions
 from simsched.capture.run import MIN_SAMPLES, UNINSTRUMENTED_WARN, _significantly_above
 from simsched.errors import CaptureError, TraceFormatError
 from simsched.trace import open_trace
@@ -129,6 +130,34 @@ def test_program_without_markers_is_a_capture_error(cache, bindir, tmp_path):
         match="no simsched markers.*SS_SPAWN.*for a Cilk program, build it .*simsched cc",
     ):
         capture(str(prog), [], tmp_path / "x.sst")
+
+
+ONE_LEAF = r"""
+#include <stdlib.h>
+#include <cilk/cilk.h>
+int main(int argc, char **argv) {
+    long n = atol(argv[1]);
+    double *a = malloc(n * sizeof *a);
+    cilk_for (long i = 0; i < n; i++) a[i] = i;
+    return a[n - 1] < 0;
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["gcc", pytest.param("valgrind", marks=needs_valgrind)])
+def test_a_cilk_program_that_spawned_nothing_is_told_why(cache, tmp_path, backend):
+    # It was told to add SS_SPAWN markers or to build it with simsched cc, as it was.
+    src = tmp_path / "leaf.c"
+    src.write_text(ONE_LEAF)
+    prog = tmp_path / "leaf"
+    opts = CilkOptions(grain=64)
+    assert compile_program([str(src), "-o", str(prog)], backend=backend, cilk=opts) == 0
+    with pytest.raises(CaptureError) as info:
+        capture(str(prog), ["64"], tmp_path / "x.sst", backend=backend)
+    msg = str(info.value)
+    assert "its Cilk code spawned nothing in this run" in msg and "SS_SPAWN" not in msg
+    assert not (tmp_path / "x.sst").exists()
+    assert capture(str(prog), ["65"], tmp_path / "x.sst", backend=backend).header.n_frames == 2
 
 
 def _build_for(backend: str, tmp_path: Path, name: str, source: str) -> Path:
