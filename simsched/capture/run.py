@@ -210,7 +210,8 @@ def compile_program(
 
 
 def output_of(args: Sequence[str]) -> Path:
-    """Return the program a gcc command line links (``-o X``, ``-oX``, default ``a.out``).
+    """Return the program a gcc command line links (``-o X``, ``-oX``, ``--output X``,
+    ``--output=X``; default ``a.out``).
 
     Parameters
     ----------
@@ -220,13 +221,15 @@ def output_of(args: Sequence[str]) -> Path:
     Returns
     -------
     Path
-        The last ``-o`` given, or ``a.out``.
+        The last output given, or ``a.out``.
     """
     out = None
     for i, a in enumerate(args):
-        if a == "-o" and i + 1 < len(args):
+        if a in ("-o", "--output") and i + 1 < len(args):
             out = args[i + 1]
-        elif a.startswith("-o") and len(a) > 2:
+        elif a.startswith("--output="):
+            out = a.removeprefix("--output=")
+        elif a.startswith("-o") and len(a) > 2 and not a.startswith("--"):
             out = a[2:]
     return Path(out or "a.out")
 

@@ -63,3 +63,6 @@ def test_output_of_finds_the_linked_program():
     assert output_of(["-O2", "x.c", "-o", "prog"]) == Path("prog")
     assert output_of(["-oprog2", "x.c"]) == Path("prog2")
     assert output_of(["x.c"]) == Path("a.out")
+    # gcc's long spelling: the table was not written, and every block counted the default
+    assert output_of(["x.c", "--output=prog3"]) == Path("prog3")
+    assert output_of(["x.c", "--output", "prog4"]) == Path("prog4")
