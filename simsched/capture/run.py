@@ -623,8 +623,24 @@ def capture(
         t2 - t1,
         raw_bytes,
         stats,
-        _warnings(prog, stats) + stack_warnings,
+        _block_table_warning(prog, backend) + _warnings(prog, stats) + stack_warnings,
     )
+
+
+def _block_table_warning(prog: Path, backend: str) -> list[str]:
+    """A gcc-backend program without its block table: its gaps are the cruder default."""
+    if backend != "gcc":
+        return []
+    # where the runtime looks: beside the program's resolved path (/proc/self/exe)
+    table = Path(os.path.realpath(prog) + ".ssbb")
+    if table.is_file():
+        return []
+    return [
+        f"{prog.name}: no block table {table} (simsched cc writes it beside the program it "
+        "links), so every basic block counted SIMSCHED_BB_INSNS (default 5) instructions "
+        "and the trace's instruction gaps are cruder estimates; keep the .ssbb file with "
+        "the program, or build it again"
+    ]
 
 
 UNINSTRUMENTED_WARN = 0.05

@@ -595,6 +595,17 @@ def test_capture_of_the_programs_own_code_gives_no_library_warning(cache, bindir
     assert res.warnings == []
 
 
+def test_capture_without_the_block_table_warns(cache, bindir, tmp_path):
+    # a program copied without its .ssbb counted the default for every block, silently
+    prog = compile_gcc(cache, bindir, "fib.c", "fib_gcc", "-O2")
+    copy = tmp_path / "fib_copy"
+    copy.write_bytes(prog.read_bytes())
+    copy.chmod(0o755)
+    said = capture(str(copy), ["8", "3"], tmp_path / "c.sst").warnings
+    assert len(said) == 1 and said[0].startswith(f"fib_copy: no block table {copy}.ssbb")
+    assert capture(str(prog), ["8", "3"], tmp_path / "p.sst").warnings == []
+
+
 @needs_valgrind
 def test_valgrind_capture_names_the_stack_and_warns_of_a_shared_stack_object(cache, tmp_path):
     """The valgrind tool names the stack region, so replays give every core its own
