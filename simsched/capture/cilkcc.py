@@ -21,6 +21,7 @@ resolved while preprocessing, next to the original source.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -332,6 +333,8 @@ def show_rewrite(cmd: Sequence[str], path: str, options: CilkOptions, work: Path
         The source is missing, does not preprocess, or cannot be rewritten.
     """
     p = Path(path)
+    if p.is_dir():
+        raise CaptureError(f"{path}: is a folder, not a source file")
     if not p.is_file():
         raise CaptureError(f"{path}: no such source file")
     original = p.read_text(errors="replace").split("\n")
@@ -347,8 +350,12 @@ def show_rewrite(cmd: Sequence[str], path: str, options: CilkOptions, work: Path
         errors="replace",
     )
     if proc.returncode != 0:
-        tail = "; ".join(proc.stderr.strip().splitlines()[-2:])
-        raise CaptureError(f"{path}: preprocessing failed: {tail}")
+        # the first error line names the place and the cause; the last lines are gcc's
+        # quote of the source, its caret and "compilation terminated."
+        lines = proc.stderr.strip().splitlines()
+        errors = [ln for ln in lines if re.search(r": (fatal )?error: ", ln)]
+        why = errors[0] if errors else "; ".join(lines[-2:])
+        raise CaptureError(f"{path}: preprocessing failed: {why}")
     pre = (work / "show.i").read_bytes()
     out = rewrite(pre, path, options) if mentions_cilk(pre) else pre
     if out is pre:

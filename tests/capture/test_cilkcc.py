@@ -125,6 +125,23 @@ def test_show_rewrite_of_a_source_that_is_not_utf8(tmp_path, capsys):
     assert capsys.readouterr().out.split("\n")[1] == "int main(){return 0;}"
 
 
+@needs_gcc
+def test_show_rewrite_of_a_source_that_does_not_preprocess_or_a_folder(tmp_path, capsys):
+    # the message quoted gcc's last two lines, its caret line and "compilation terminated."
+    from simsched.cli import main
+
+    src = tmp_path / "inc.c"
+    src.write_text('#include "nonexist.h"\nint main(void) { return 0; }\n')
+    for path, message in (
+        (src, f"{src}: preprocessing failed: {src}:1:10: fatal error: nonexist.h: No such file"),
+        (tmp_path, f"{tmp_path}: is a folder, not a source file"),
+    ):
+        with pytest.raises(SystemExit) as e:
+            main(["cc", "--show-rewrite", str(path)])
+        assert e.value.code == 2
+        assert f"simsched: error: {message}" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_cc_help_describes_simsched_cc(flag, capsys):
     from simsched.cli import main
