@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 from simsched.errors import CaptureError
-from simsched.files import cache_dir
+from simsched.files import cache_dir, describe_os_error
 
 #: capture backends, in the order the docs present them (defined here, the lowest capture
 #: module, because both the compiler wrapper and the runner check a backend name)
@@ -131,8 +131,17 @@ def _install(final: Path, build) -> Path:  # noqa: ANN001 - build: Callable[[Pat
     """Build into a temporary sibling of ``final`` and rename it into place."""
     if final.is_dir():
         return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=final.name + ".", dir=final.parent))
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=final.name + ".", dir=final.parent))
+    except OSError as exc:
+        # Said bare ("/x/fib.c: File exists"), the path did not tell what it was for.
+        in_the_way = isinstance(exc, (FileExistsError, NotADirectoryError))
+        why = "a file is in the way" if in_the_way else describe_os_error(exc)
+        raise CaptureError(
+            f"{final.parent}: cannot build the capture backend's native parts in simsched's "
+            f"cache folder ({why}); set SIMSCHED_CACHE_DIR to a writable folder"
+        ) from None
     try:
         build(tmp)
         try:

@@ -44,6 +44,19 @@ def test_missing_valgrind_names_the_install_command(cache, monkeypatch):
         build.valgrind_tool()
 
 
+@needs_gcc
+def test_a_cache_folder_that_cannot_be_made_is_named_as_the_cache(monkeypatch, tmp_path):
+    # the message was the bare OSError: "/x/file: File exists"
+    (tmp_path / "file").write_text("")
+    for root in (tmp_path / "file", tmp_path / "file" / "sub"):
+        monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(root))
+        with pytest.raises(CaptureError) as info:
+            build.gcc_runtime()
+        msg = str(info.value)
+        assert msg.startswith(f"{root}: cannot build the capture backend's native parts")
+        assert "SIMSCHED_CACHE_DIR" in msg
+
+
 def test_missing_sources_are_reported(monkeypatch, tmp_path):
     monkeypatch.setenv("SIMSCHED_CAPTURE_SRC", str(tmp_path))
     with pytest.raises(CaptureError, match="SIMSCHED_CAPTURE_SRC"):
