@@ -468,11 +468,14 @@ def _run_backend(
         for m in _STAT.finditer(log.read_text(errors="replace")):
             stats[m.group(1).replace(" ", "_")] = int(m.group(2))
     if proc.returncode != 0:
-        why = _tail(out_log) or _backend_reason(log)
-        raise CaptureError(
-            f"{prog} {_ended(proc.returncode)} under the {backend} backend"
-            + (f": {why}" if why else "")
-        )
+        # the program's own last words are labelled as such: "...backend: 6" read as a
+        # reason of the backend's
+        said = _tail(out_log)
+        why = f" (its last output: {said})" if said else ""
+        if not said:
+            reason = _backend_reason(log)
+            why = f": {reason}" if reason else ""
+        raise CaptureError(f"{prog} {_ended(proc.returncode)} under the {backend} backend{why}")
     failed = _runtime_failure(out_log)
     if failed:  # the gcc runtime stopped recording (it cannot write its stream, ...)
         raise CaptureError(f"{prog}: the {backend} backend stopped recording: {failed}")

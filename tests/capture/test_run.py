@@ -173,13 +173,18 @@ def _build_for(backend: str, tmp_path: Path, name: str, source: str) -> Path:
 
 
 FAILS = r"""
-#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
 #include "simsched.h"
 static long g;
 static void leaf(void) { g++; }
 int main(int argc, char **argv) {
     SS_SPAWN(leaf());
     SS_SYNC();
+    if (argc > 1 && strcmp(argv[1], "talk") == 0) {
+        printf("%ld\n", g + 5);
+        return 3;
+    }
     if (argc > 1)
         *(volatile int *)0 = 1;
     return 3;
@@ -199,6 +204,12 @@ def test_a_failed_run_is_told_by_its_signal_and_not_by_the_backends_figures(
     with pytest.raises(CaptureError) as info:
         capture(str(prog), [], tmp_path / "x.sst", backend=backend)
     assert str(info.value) == f"{prog} exited with status 3 under the {backend} backend"
+    # what the program printed last is said to be that, not left as a bare number
+    with pytest.raises(CaptureError) as info:
+        capture(str(prog), ["talk"], tmp_path / "x.sst", backend=backend)
+    assert str(info.value) == (
+        f"{prog} exited with status 3 under the {backend} backend (its last output: 6)"
+    )
     with pytest.raises(CaptureError) as info:
         capture(str(prog), ["crash"], tmp_path / "x.sst", backend=backend)
     msg = str(info.value)
