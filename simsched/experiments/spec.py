@@ -794,6 +794,7 @@ def expand(loaded: LoadedSpec) -> list[Point]:
 
     points: list[Point] = []
     seen: dict[str, str] = {}
+    labelled: dict[str, str] = {}
     cache = str(loaded.trace_cache)
     for combo in itertools.product(*(values for _, values in factors)):
         chosen: dict[str, Any] = {}
@@ -843,6 +844,14 @@ def expand(loaded: LoadedSpec) -> list[Point]:
                 continue
             if any(_matches(r, cols) for r in spec.exclude):
                 continue
+            # Rows, --where, include/exclude and figures know a point by its labels only:
+            # two different points under one set of labels would be mixed in all of them.
+            if labelled.setdefault(label, pid) != pid:
+                raise ConfigError(
+                    f"{loaded.path}: two different points are both labelled {label!r}; give "
+                    "their entries different names (name: of a workload, label: of a machine "
+                    "or scheduler)"
+                )
             points.append(point)
     return points
 

@@ -184,6 +184,25 @@ def test_duplicate_points_rejected(tmp_path):
         load_spec(write(tmp_path, text), small=False).points()
 
 
+@pytest.mark.parametrize(
+    "entries",
+    [
+        # two schedulers both labelled ws (parameters do not enter the label)
+        "workloads: [fib]\nmachines: [itrs-scaling-1]\n"
+        "schedulers: [ws, {name: ws, params: {spawn_policy: parent-first}}]\n",
+        # two different machines under one label
+        "workloads: [fib]\nmachines: [itrs-scaling-1, {name: itrs-scaling-2, label: itrs-scaling-1}]\n"
+        "schedulers: [ws]\n",
+        # two different workloads under one name
+        "workloads: [fib, {name: fib, generator: fib, params: {n: 12}}]\n"
+        "machines: [itrs-scaling-1]\nschedulers: [ws]\n",
+    ],
+)
+def test_points_that_share_every_label_are_rejected(tmp_path, entries):
+    with pytest.raises(ConfigError, match="both labelled 'fib / itrs-scaling-1 / ws / seed 0'"):
+        load_spec(write(tmp_path, "name: d\n" + entries), small=False).points()
+
+
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs" / "sweeps").glob("*.yaml"))
 
 
