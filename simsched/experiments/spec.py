@@ -947,9 +947,18 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
                     check_quantum(w.quantum, "quantum")  # its floor, before any point runs
             if w.generator is not None and generators:
                 gen = get_workload(w.generator)
-                base = {**w.params, **(w.small if loaded.small else {})}
-                for combo in _grid(w.grid):
-                    gen.resolve({**base, **combo})
+                # The small values too, as a small run takes them (grid axes they set are
+                # dropped): a typo there would otherwise wait for the first --small run.
+                for small in dict.fromkeys((loaded.small, True)):
+                    base = {**w.params, **(w.small if small else {})}
+                    grid = {k: v for k, v in w.grid.items() if not (small and k in w.small)}
+                    try:
+                        for combo in _grid(grid):
+                            gen.resolve({**base, **combo})
+                    except ConfigError as exc:
+                        if small and not loaded.small:
+                            raise ConfigError(f"small: {exc}") from None
+                        raise
         except ConfigError as exc:
             raise ConfigError(f"{where}: workloads.{i}: {exc}") from None
     from simsched.machine import Machine

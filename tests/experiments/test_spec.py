@@ -277,6 +277,25 @@ def test_check_spec_reports_the_first_problem_before_any_point(tmp_path, edit, m
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            "workloads.0.small={nn: 256}",
+            "workloads.0: small: workload mergesort: unknown parameter",
+        ),
+        ("workloads.0.small={n: -1}", "workloads.0: small: workload mergesort: parameter n"),
+    ],
+)
+def test_check_spec_checks_the_small_values_of_a_full_run(tmp_path, edit, message):
+    from simsched.experiments.spec import check_spec
+
+    valid = BASE.replace("records: [100, 200]", "n_build: [100, 200]")
+    assert check_spec(load_spec(write(tmp_path, valid), small=False))
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_spec(load_spec(write(tmp_path, valid), small=False, sets=[edit]))
+
+
 def test_sweep_run_and_status_check_the_spec_first(tmp_path, capsys):
     from simsched.cli import main
 
