@@ -334,12 +334,25 @@ class LruTree:
             raise SimschedError("LruTree.feed() after finish()")
         if int(start) != self._next:
             raise SimschedError(f"chunk starts at reference {start}, expected {self._next}")
-        addr = np.ascontiguousarray(addr, np.uint64)
-        size = np.ascontiguousarray(size, np.uint8)
+        addr, size = np.asarray(addr), np.asarray(size)
         if addr.shape != size.shape or addr.ndim != 1:
             raise SimschedError("addr and size must be 1-D arrays of the same length")
-        if len(size) and int(size.min()) == 0:
-            raise SimschedError("reference sizes must be at least 1 byte")
+        # Checked before the casts below, which would wrap a size of 300 to 44, a negative
+        # address to a huge one, and truncate a float without a word.
+        for name, a in (("addresses", addr), ("sizes", size)):
+            if len(a) and a.dtype.kind not in "iu":
+                raise SimschedError(f"reference {name} must be integers, not {a.dtype}")
+        if len(size) and (int(size.min()) < 1 or int(size.max()) > 255):
+            raise SimschedError("reference sizes must be at least 1 byte and at most 255")
+        if len(addr) and addr.dtype.kind == "i" and int(addr.min()) < 0:
+            raise SimschedError(f"reference {int(np.argmin(addr))}: negative address")
+        addr = np.ascontiguousarray(addr, np.uint64)
+        size = np.ascontiguousarray(size, np.uint8)
+        # A reference whose last byte passes 2**64 wraps to line 0: the kernel took it for a
+        # negative number of lines and dropped it, counting no access.
+        past = addr > np.uint64(2**64 - 1) - (size.astype(np.uint64) - np.uint64(1))
+        if past.any():
+            raise SimschedError(f"reference {int(np.argmax(past))}: its bytes pass 2**64")
         if self._next + len(addr) > self._ref_start[-1]:
             raise SimschedError("more references than the strands own")
         pos = 0

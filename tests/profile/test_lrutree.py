@@ -159,6 +159,26 @@ def test_feed_validates_its_input():
         bucket_bounds([32], 64)
 
 
+@pytest.mark.parametrize(
+    ("addr", "size", "message"),
+    [
+        (np.array([2**64 - 4], np.uint64), np.array([8], np.uint8), "pass 2\\*\\*64"),
+        (np.array([0]), np.array([300]), "at most 255"),
+        (np.array([-64]), np.array([8]), "negative address"),
+        (np.array([0.5]), np.array([8]), "must be integers"),
+        (np.array([0]), np.array([8.0]), "must be integers"),
+    ],
+)
+def test_feed_refuses_references_it_would_wrap(addr, size, message):
+    lt = LruTree(np.array([4]), line=64)
+    with pytest.raises(SimschedError, match=message):
+        lt.feed(addr, size, 0)
+    # nothing was counted: the same tree still takes the chunk's valid form
+    lt.feed(np.array([0, 64, 0], np.uint64), np.full(3, 8, np.uint8), 0)
+    h = lt.finish()
+    assert h.accesses.tolist() == [3] and h.cold.tolist() == [2]
+
+
 def test_profile_save_load_round_trip(tmp_path):
     path = build_random(tmp_path / "r.sst", 11)
     p = profile_trace(path, sizes=[1024, 4096], line=64)
