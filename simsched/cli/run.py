@@ -426,6 +426,14 @@ def compare_cmd(
 
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a folder (--out names a folder)")
+    if out is not None:
+        from simsched.files import folder_blocker
+
+        # The runs are saved only once all of them have run: a folder that cannot be made
+        # would throw away the whole comparison's work.
+        blocker = folder_blocker(out)
+        if blocker is not None:
+            raise ConfigError(f"--out {out}: {blocker}")
     names = parse_scheduler_names(schedulers)
     base = None
     if baseline is not None:

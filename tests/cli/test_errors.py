@@ -147,6 +147,25 @@ def test_run_with_missing_trace_or_file_as_output_folder(cli, fib_trace, tmp_pat
         assert code == 2 and "cannot create the folder" in line and "exists" not in line
 
 
+@pytest.mark.parametrize("where", ["under-a-file", "dangling-link"])
+def test_compare_output_folder_is_checked_before_any_run(
+    cli, fib_trace, tmp_path, monkeypatch, where
+):
+    (tmp_path / "file").write_text("keep me")
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    out = tmp_path / ("file/cmp" if where == "under-a-file" else "link")
+    ran = []
+    monkeypatch.setattr("simsched.api.compare", lambda *a, **k: ran.append(1))
+    code, _, err = cli(
+        "compare", "-t", fib_trace, "-m", "itrs-scaling-2", "-s", "ws,pdf", "-o", out
+    )
+    line = one_line(err)
+    assert code == 2 and line.startswith(f"simsched: error: --out {out}: ")
+    assert ("is a file, not a folder" if where == "under-a-file" else "does not exist") in line
+    assert not ran  # refused before simulating, not after
+    assert (tmp_path / "file").read_text() == "keep me" and not (tmp_path / "nowhere").exists()
+
+
 def test_sweep_output_that_is_a_file(cli, tmp_path):
     spec = tmp_path / "s.yaml"
     spec.write_text(
