@@ -15,7 +15,7 @@ import typer
 
 from simsched.cli._common import check_line, console, err_console, print_json, print_table
 from simsched.errors import ConfigError
-from simsched.files import atomic_output, check_not_input
+from simsched.files import atomic_output, check_not_input, folder_blocker
 
 
 def _parse_sizes(text: str | None) -> list[int] | None:
@@ -78,6 +78,11 @@ def profile_cmd(
     for option, target in (("--out", out), ("--plot", plot)):
         if target is not None:
             check_not_input(target, option, {"the trace": trace})
+            # both are written after the long pass, which a folder that cannot be made
+            # would waste
+            blocker = folder_blocker(target.parent)
+            if blocker is not None:
+                raise ConfigError(f"{option} {target}: {blocker}")
     if plot is not None:
         from simsched.plotting import figure_format
 

@@ -93,6 +93,24 @@ def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys, args, message):
     assert len(lines) == 1 and message in lines[0], err
 
 
+@pytest.mark.parametrize("option", ["--out", "--plot"])
+def test_outputs_that_cannot_be_written_are_refused_before_the_pass(
+    tmp_path, capsys, monkeypatch, option
+):
+    src = build_random(tmp_path / "r.sst", 4)
+    (tmp_path / "file").write_text("keep me")
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    ran = []
+    monkeypatch.setattr("simsched.profile.profile_trace", lambda *a, **k: ran.append(1))
+    for target, why in (("file/p.png", "is a file, not a folder"), ("link/p.png", "not exist")):
+        code, _, err = run(["profile", src, option, tmp_path / target], capsys)
+        assert code == 2 and not ran, err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and f"{option} {tmp_path / target}: " in lines[0], err
+        assert why in lines[0]
+    assert (tmp_path / "file").read_text() == "keep me" and not (tmp_path / "nowhere").exists()
+
+
 def test_a_bad_size_is_named_once(tmp_path, capsys):
     """The message names the size once, not once more inside the parser's own words."""
     src = build_random(tmp_path / "r.sst", 4)
