@@ -129,7 +129,10 @@ def _workload_names(workloads: Any) -> list[Any]:
         raise ConfigError(
             f"workloads={workloads!r}: expected a list of workload names, e.g. ['mergesort']"
         )
-    return list(workloads)
+    names = list(workloads)
+    if not names:  # a figure of no rows: matplotlib's own error named no argument
+        raise ConfigError("workloads=[]: give at least one workload name, e.g. ['mergesort']")
+    return names
 
 
 def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -434,6 +437,12 @@ def figure_time_vs_cores(
     per workload, with a second panel zoomed on ``zoom`` cores."""
     data = _family(df, machine_prefix)
     workloads = _workload_names(workloads)
+    if zoom and not (
+        isinstance(zoom, Sequence)
+        and len(zoom) == 2
+        and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in zoom)
+    ):
+        raise ConfigError(f"zoom={zoom!r}: expected (lowest, highest) cores, or None")
     ncols = 2 if zoom else 1
     fig, axes = plt.subplots(
         len(workloads), ncols, figsize=(4.6 * ncols, 3.0 * len(workloads)), squeeze=False

@@ -214,3 +214,17 @@ def test_a_lone_workload_name_is_refused(draw):
     # any iterable of names is a list of names
     draw(results(), results()["workload"].unique())
     plt.close("all")
+
+
+@pytest.mark.parametrize("draw", [figure_speedup_misses, figure_time_vs_cores])
+def test_no_workloads_is_refused(draw):
+    with pytest.raises(ConfigError, match=r"workloads=\[\]: give at least one workload"):
+        draw(results(), [])
+
+
+@pytest.mark.parametrize("zoom", [(10,), (10, 20, 26), ("a", "b"), 10])
+def test_a_zoom_that_is_not_two_core_counts_is_refused(zoom):
+    with pytest.raises(ConfigError, match=r"zoom=.*: expected \(lowest, highest\) cores"):
+        figure_time_vs_cores(results(), ["mergesort"], zoom=zoom)
+    figure_time_vs_cores(results(), ["mergesort"], zoom=None)
+    plt.close("all")
