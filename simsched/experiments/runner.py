@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -261,6 +261,24 @@ def is_finished(
     return not (rerun_stale and is_stale(row))
 
 
+def _point_record(result: Any) -> dict[str, Any]:
+    """A point function's return value as a record: a mapping with string keys, else a
+    ``TypeError`` naming what came back, which fails the point.  Non-string keys used to
+    pass here and crash the runner itself when it wrote the row."""
+    if not isinstance(result, Mapping):
+        raise TypeError(
+            f"the point function returned {type(result).__name__}, "
+            "expected a dict of metrics (str keys)"
+        )
+    bad = next((k for k in result if not isinstance(k, str)), None)
+    if bad is not None:
+        raise TypeError(
+            f"the point function returned a dict with the key {bad!r} "
+            f"({type(bad).__name__}); its keys become column names, so they must be str"
+        )
+    return dict(result)
+
+
 def execute_point(
     point_data: dict[str, Any],
     out_dir: str,
@@ -312,7 +330,7 @@ def execute_point(
             write_json_atomic(pdir / POINT_FILE, point_data, sort_keys=False)
             t0 = time.perf_counter()
             try:
-                record = dict(fn(point, pdir))
+                record = _point_record(fn(point, pdir))
                 record.setdefault("status", "ok")
             except Exception as exc:  # one failing point never stops the sweep: record it
                 if out_of_space(exc):

@@ -99,6 +99,25 @@ def test_record_fields_merge_with_point_columns(tmp_path):
     assert not ran2 and row2 == row
 
 
+@pytest.mark.parametrize(
+    ("result", "message"),
+    [
+        ([1, 2], "returned list, expected a dict of metrics"),
+        (None, "returned NoneType, expected a dict of metrics"),
+        ({1: 2}, "the key 1 (int); its keys become column names"),
+    ],
+)
+def test_a_point_function_returning_no_record_fails_its_point(tmp_path, result, message):
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    # the runner used to crash on the int key, writing the row
+    report = run_sweep(loaded, workers=0, point_fn=lambda p, d: result, progress=False)
+    assert (report.ran, report.failed) == (6, 6)
+    assert all(
+        error.startswith("TypeError: the point function returned ") and message in error
+        for _, error in report.failures
+    )
+
+
 def test_default_point_function_failure_is_a_row(tmp_path):
     # A trace file that is not a trace: the default simulation fails before simulating.
     (tmp_path / "junk.sst").write_bytes(b"not a trace at all" * 10)
