@@ -274,9 +274,14 @@ def check_jobset(
     *,
     controller: str | None = None,
     scheduler: str | None = None,
+    machine: Any = None,
+    quantum: int | None = None,
 ) -> None:
     """Check a job set whole without making any trace: schema, schedulers and their
-    parameters, trace files, generators and their parameters, the controller's name.
+    parameters, trace files, generators and their parameters, the controller's name, and
+    — given the ``machine`` (a :class:`~simsched.machine.Machine`) — the controller as
+    :func:`simsched.run_jobs` makes it there (its parameters, the quantum and its floor,
+    ``static`` shares), ``controller`` and ``quantum`` replacing the file's.
 
     Raises
     ------
@@ -289,7 +294,13 @@ def check_jobset(
     for gi, g in enumerate(spec.jobs):
         _check_group(name, gi, g, base, scheduler, None)
     try:
-        get_controller(controller or spec.controller)
+        cls = get_controller(controller or spec.controller)
+        if machine is not None:
+            cparams = dict(spec.controller_params)
+            if spec.quantum_ms is not None:
+                cparams["quantum_ms"] = spec.quantum_ms
+            n_jobs = sum(g.copies for g in spec.jobs)
+            cls(machine, n_jobs, cparams, spec.quantum if quantum is None else int(quantum))
     except ConfigError as exc:
         raise ConfigError(f"{name}: {exc}") from None
 

@@ -967,10 +967,29 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
     points = expand(loaded)
     if not points:
         raise ConfigError(f"{where}: the sweep has no points (check seeds, include and exclude)")
-    seen: set[str] = set()
+    machines: dict[str, Machine] = {}
+    jobsets: set[tuple[str, str]] = set()
     for p in points:
-        if p.machine["label"] not in seen:
-            seen.add(p.machine["label"])
-            machine = Machine.model_validate(p.machine["resolved"])
-            check_fits(machine, f"{where}: machine {p.machine['label']}")
+        m_label = p.machine["label"]
+        if m_label not in machines:
+            machines[m_label] = Machine.model_validate(p.machine["resolved"])
+            check_fits(machines[m_label], f"{where}: machine {m_label}")
+        wl = p.workload
+        if wl["kind"] == "jobs" and (wl["label"], m_label) not in jobsets:
+            # The controller needs the machine (a static split of its cores, a quantum in
+            # ms at its clock): else every point of the pair fails alike once it runs.
+            jobsets.add((wl["label"], m_label))
+            from simsched.jobset import check_jobset
+
+            try:
+                check_jobset(
+                    loaded.spec_dir / wl["path"],
+                    controller=wl.get("controller"),
+                    quantum=wl.get("quantum"),
+                    machine=machines[m_label],
+                )
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"{where}: workload {wl['label']} on machine {m_label}: {exc}"
+                ) from None
     return points

@@ -4,6 +4,7 @@ scheduler; the rows carry the multi-job record (nested fields as JSON text in Pa
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -81,6 +82,30 @@ def test_job_set_quantum_checked_before_the_first_point(tmp_path, quantum, messa
     spec = _write(tmp_path)
     spec.write_text(spec.read_text().replace("controller: equi}", f"quantum: {quantum}}}"))
     with pytest.raises(ConfigError, match=message):
+        check_spec(load_spec(spec))
+
+
+@pytest.mark.parametrize(
+    ("job_set", "message"),
+    [
+        ("quantum: 5\n", "quantum 5 cycles is below the floor"),
+        ("controller_params: {nope: 1}\n", "controller 'equi': unknown parameter(s) nope"),
+        ("controller: deq\n", "controller 'deq' needs a quantum"),
+        ("controller: static\ncontroller_params: {shares: [0, 4]}\n", "give job(s) 0 no core"),
+        ("controller: static\ncontroller_params: {shares: [4, 4]}\n", "4 in all at most"),
+    ],
+)
+def test_job_set_controller_checked_on_each_machine_before_the_first_point(
+    tmp_path, job_set, message
+):
+    """The job set's own controller settings were checked only by name, so every point
+    of the set failed alike once it ran."""
+    spec = _write(tmp_path)
+    spec.write_text(spec.read_text().replace(", controller: equi}", "}"))
+    jobs = tmp_path / "two.yaml"
+    jobs.write_text(jobs.read_text() + job_set)
+    where = f"workload two on machine itrs-scaling-4: {jobs}: "
+    with pytest.raises(ConfigError, match=re.escape(where) + ".*" + re.escape(message)):
         check_spec(load_spec(spec))
 
 
