@@ -446,6 +446,16 @@ def load_results(
         raise ConfigError(f"{p}: not a sweep output folder (no {POINTS_DIR}/ or {RESULTS_FILE})")
     if p.suffix in (".parquet", ".csv") and p.is_file():
         return _read_table(p)
+    if p.exists():
+        # "no such" misled for a file that is there: most often the sweep's spec
+        hint = (
+            " (a sweep spec? give its output folder, which `simsched sweep status` names)"
+            if p.suffix in (".yaml", ".yml")
+            else ""
+        )
+        raise ConfigError(
+            f"{p}: not a sweep output folder or a results file (.parquet, .csv){hint}"
+        )
     raise ConfigError(f"{p}: no such sweep folder or results file (.parquet, .csv)")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -302,6 +303,22 @@ def test_damaged_results_files(tmp_path, name, content, message):
     (only / "results.parquet").write_bytes(b"junk")  # a table without its rows
     with pytest.raises(ConfigError, match="results.parquet: not a readable Parquet table"):
         load_results(only)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("s.yaml", "not a sweep output folder or a results file (.parquet, .csv) (a sweep spec?"),
+        ("r.json", "not a sweep output folder or a results file (.parquet, .csv)"),
+        ("missing.csv", "no such sweep folder or results file"),
+    ],
+)
+def test_a_path_that_is_no_results_says_what_it_is(tmp_path, name, message):
+    path = tmp_path / name
+    if name != "missing.csv":
+        path.write_text("name: s\n")  # "no such ..." was said of files that were there
+    with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: {re.escape(message)}"):
+        load_results(path)
 
 
 def _damaged(table: bytes, at: slice, fill: int) -> bytes:
