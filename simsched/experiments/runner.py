@@ -246,6 +246,34 @@ def trace_changed(point: Point, row: dict[str, Any] | None) -> bool:
     return isinstance(recorded, str) and recorded != digest
 
 
+#: Columns naming a point as the spec labels it, and the sweep's name: the point id leaves
+#: them out, so a renamed entry finds its finished points (:func:`relabel_row`).
+LABEL_COLUMNS = ("sweep", "workload", "machine", "scheduler")
+
+
+def relabel_row(out_dir: str | Path, point: Point, row: dict[str, Any]) -> dict[str, Any]:
+    """A finished point's row with the labels the spec gives the point now, rewritten when
+    they changed.  The row kept the labels of the run that made it: after a renamed entry
+    a table and its figures showed one entry under two labels (its finished points under
+    the old one, its new points under the new one)."""
+    cols = point.columns()
+    changed = {k: cols[k] for k in LABEL_COLUMNS if k in row and row[k] != cols[k]}
+    if not changed:
+        return row
+    new = dict(row)
+    for key, label in changed.items():
+        run_key = f"run.{key}"
+        if run_key not in new and key in ("machine", "scheduler") and "record_version" in new:
+            # a simsched record's machine name or scheduler, merged into the old label when
+            # equal to it: kept beside the new label as merge_row would keep it
+            new[run_key] = new[key]
+        new[key] = label
+        if new.get(run_key) == label:
+            del new[run_key]
+    save_row(out_dir, point.id, new)
+    return new
+
+
 def is_finished(
     row: dict[str, Any] | None,
     retry_failed: bool = False,
@@ -830,6 +858,12 @@ def run_sweep(
         report = SweepReport(out_dir=out_dir, total=len(todo) + finished, skipped=finished)
         redo = (retry_failed, rerun_stale)
         for p, row in done:
+            try:
+                row = relabel_row(out_dir, p, row)
+            except OutputError as exc:
+                if not out_of_space(exc):
+                    raise
+                # the row keeps its old labels; the next run relabels it
             # Points that failed in an earlier run are still failed: say so (--retry-failed).
             if row.get("status") != "ok":
                 report.failed += 1

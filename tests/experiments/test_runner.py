@@ -118,6 +118,33 @@ def test_a_point_function_returning_no_record_fails_its_point(tmp_path, result, 
     )
 
 
+def test_renamed_entries_relabel_their_finished_rows(tmp_path):
+    spec = make_spec(tmp_path)
+    spec.write_text(spec.read_text().replace("{name: pdf,", "{name: pdf, label: p1,"))
+
+    def record(p, d):
+        return {"record_version": 1, "scheduler": p.scheduler["name"], "makespan_cycles": 1}
+
+    first = run_sweep(load_spec(spec, small=False), workers=0, point_fn=record, progress=False)
+    assert first.ran == 6
+    # labels are not in the ids: renaming finds the finished points, and their rows
+    # take the new labels instead of keeping the old ones beside new points' labels
+    spec.write_text(
+        spec.read_text()
+        .replace("label: p1,", "label: p2,")
+        .replace("[ws, ", "[{name: ws, label: w}, ")
+    )
+    loaded = load_spec(spec, small=False)
+    again = run_sweep(loaded, workers=0, point_fn=record, progress=False)
+    assert (again.ran, again.skipped) == (0, 6)
+    df = load_results(loaded.out_dir)
+    assert sorted(set(df["scheduler"])) == ["p2", "w"]
+    # the record's own value, merged into the old label "ws" before, is kept as a fresh
+    # run of the new label would keep it
+    assert set(df["run.scheduler"]) == {"pdf", "ws"}
+    assert run_sweep(loaded, workers=0, point_fn=record, progress=False).ran == 0
+
+
 def test_default_point_function_failure_is_a_row(tmp_path):
     # A trace file that is not a trace: the default simulation fails before simulating.
     (tmp_path / "junk.sst").write_bytes(b"not a trace at all" * 10)
