@@ -20,7 +20,7 @@ from typing import Any
 from simsched.canonical import content_hash
 from simsched.engine.record import nest_fields, write_npz_atomic
 from simsched.errors import ConfigError
-from simsched.experiments.spec import Point
+from simsched.experiments.spec import Point, _fmt_params
 from simsched.experiments.store import POINT_FILE, consolidate, point_dir, write_row
 from simsched.files import write_json_atomic
 
@@ -59,12 +59,15 @@ def comparison_point(
         {"workload": workload, "machine": resolved, "scheduler": scheduler, "seed": record["seed"]}
     )
     source = os.fspath(machine) if isinstance(machine, str | os.PathLike) else record["machine"]
+    # Labelled as a sweep labels a machine entry with overrides: comparisons of one machine
+    # with and without them, saved into one folder, were rows of the same machine label.
+    label = record["machine"] + (f"[{_fmt_params(overrides)}]" if overrides else "")
     return Point(
         id=pid,
         sweep=SWEEP_NAME,
         workload={"label": Path(trace_path).stem, **workload},
         machine={
-            "label": record["machine"],
+            "label": label,
             "source": source,
             "overrides": dict(overrides or {}),
             "resolved": resolved,
