@@ -24,7 +24,10 @@ def timeline(
         Path, typer.Argument(help="result folder (simsched run --out) or result.json")
     ],
     out: Annotated[Path, typer.Option("-o", "--out", help="figure file (.png, .pdf, .svg)")],
-    color_by: Annotated[str, typer.Option("--color-by", help="subtree or socket")] = "subtree",
+    color_by: Annotated[
+        str,
+        typer.Option("--color-by", help="subtree or socket, or job (a job set's default)"),
+    ] = "subtree",
     trace: Annotated[
         Path | None,
         typer.Option("--trace", help="the run's trace (for subtree colours; default: from config)"),
@@ -34,17 +37,24 @@ def timeline(
         typer.Option("--level", help="subtree level (default: first level with >= cores frames)"),
     ] = None,
 ) -> None:
-    """Draw per-core strand timelines of one run, coloured by subtree or socket."""
+    """Draw per-core strand timelines of one run, coloured by subtree, socket or job."""
     from simsched.errors import ConfigError
     from simsched.plotting.figures import figure_format, save
     from simsched.plotting.runfolder import TIMELINE_FILE, check_frames, run_trace_paths
     from simsched.plotting.timeline import load_timeline, plot_timeline, subtree_of_frames
 
-    if color_by not in ("subtree", "socket"):
-        raise ConfigError(f"--color-by {color_by!r}: use subtree or socket")
+    if color_by not in ("subtree", "socket", "job"):
+        raise ConfigError(f"--color-by {color_by!r}: use subtree, socket or job")
     check_not_input(out, "--out", {**run_files(result), "the trace": trace})
     figure_format(out)
     arrays, record = load_timeline(result)
+    jobs = record.get("kind") == "jobs"
+    if color_by == "job" and not jobs:
+        raise ConfigError(f"--color-by job: {result} is not a job-set run (simsched run --jobs)")
+    if jobs and color_by == "subtree" and trace is None and level is None:
+        # Frame numbers are each job's own: coloured by frame, the jobs' strands mixed
+        # under shared colours (and a legend counting frames of different jobs as one).
+        color_by = "job"
     folder = result if result.is_dir() else result.parent
     subtree = None
     if color_by == "subtree":
@@ -74,10 +84,16 @@ def timeline(
                     )
         elif level is not None:
             raise ConfigError("--level needs the run's trace (--trace)")
-    title = (
-        f"{record.get('trace_program', '')} — {record.get('scheduler', '')} on "
-        f"{record.get('machine', '')} (seed {record.get('seed', '')})"
-    )
+    if jobs:  # no one program or scheduler: the set and its controller
+        title = (
+            f"{record.get('n_jobs', '')} jobs, controller {record.get('controller', '')} on "
+            f"{record.get('machine', '')} (seed {record.get('seed', '')})"
+        )
+    else:
+        title = (
+            f"{record.get('trace_program', '')} — {record.get('scheduler', '')} on "
+            f"{record.get('machine', '')} (seed {record.get('seed', '')})"
+        )
     fig = plot_timeline(arrays, color_by=color_by, subtree=subtree, title=title)
     save(fig, out)
     print(out)

@@ -91,12 +91,17 @@ def _colour_key(ax: Any, entries: list[tuple[bool, int, Any]], color_by: str, ha
 
     handles = []
     coloured = [e for e in entries if not e[0]]
-    noun = "socket" if color_by == "socket" else ("subtree of frame" if has_subtree else "frame")
+    if color_by in ("socket", "job"):
+        noun = color_by
+    else:
+        noun = "subtree of frame" if has_subtree else "frame"
     if len(coloured) <= 8:
         for _, k, color in coloured:
             handles.append(Patch(facecolor=color, label=f"{noun} {k}"))
     else:  # too many to name: say what a colour means and how many there are
-        what = "subtrees" if has_subtree else "frames"
+        what = {"job": "jobs", "socket": "sockets"}.get(color_by) or (
+            "subtrees" if has_subtree else "frames"
+        )
         label = f"{len(coloured)} {what}, one colour each (20 colours repeat)"
         handles.append(Patch(facecolor=coloured[0][2], label=label))
     if any(e[0] for e in entries):
@@ -121,8 +126,8 @@ def plot_timeline(
     arrays
         Timeline arrays (``core``, ``start``, ``end``, ``frame``, ``socket_of_core``).
     color_by
-        ``"subtree"`` (ancestor frame; needs ``subtree``, else the frame itself) or
-        ``"socket"``.
+        ``"subtree"`` (ancestor frame; needs ``subtree``, else the frame itself),
+        ``"socket"`` or ``"job"`` (a job-set run's ``job`` array).
     subtree
         Subtree (ancestor frame) of every frame (see :func:`subtree_of_frames`).
     title
@@ -138,8 +143,10 @@ def plot_timeline(
 
     from simsched.plotting.figures import literal, style
 
-    if color_by not in ("subtree", "socket"):
-        raise ConfigError(f"color_by {color_by!r}: expected subtree or socket")
+    if color_by not in ("subtree", "socket", "job"):
+        raise ConfigError(f"color_by {color_by!r}: expected subtree, socket or job")
+    if color_by == "job" and "job" not in arrays:
+        raise ConfigError("color_by 'job': not the timeline of a job-set run (no job array)")
     core = np.asarray(arrays["core"])
     start = np.asarray(arrays["start"])
     end = np.asarray(arrays["end"])
@@ -153,6 +160,8 @@ def plot_timeline(
             fig = ax.figure
         if color_by == "socket":
             key = sock[core]
+        elif color_by == "job":
+            key = np.asarray(arrays["job"])
         else:
             key = subtree[frame] if subtree is not None else frame
         cmap = plt.get_cmap("tab20")

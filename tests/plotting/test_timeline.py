@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 
 import simsched  # noqa: E402
 from simsched.cli import main  # noqa: E402
+from simsched.errors import ConfigError  # noqa: E402
 from simsched.plotting.timeline import plot_timeline  # noqa: E402
 from simsched.workloads import generate  # noqa: E402
 
@@ -86,3 +87,39 @@ def test_plot_timeline_checks_the_traces_digest_and_level(run_dir, capsys):
         ["plot", "timeline", run, "-o", out, "--trace", str(run_dir / "fib.sst")], capsys
     )
     assert code == 0 and (run_dir / "t.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_job_sets_timeline_is_coloured_by_job_and_titled_by_its_controller(
+    tmp_path, capsys, monkeypatch
+):
+    generate("fib", tmp_path / "fib.sst", n=10)
+    (tmp_path / "jobs.yaml").write_text(
+        "controller: equi\njobs:\n  - {trace: fib.sst, copies: 2, arrival: [0, 2000]}\n"
+    )
+    simsched.run_jobs(tmp_path / "jobs.yaml", "itrs-scaling-2", out_dir=tmp_path / "run")
+    drawn = {}
+
+    def spy(arrays, **kw):
+        drawn.update(kw, fig=plot_timeline(arrays, **kw))
+        return drawn["fig"]
+
+    monkeypatch.setattr("simsched.plotting.timeline.plot_timeline", spy)
+    out = str(tmp_path / "t.png")
+    code, err = _cli(["plot", "timeline", str(tmp_path / "run"), "-o", out], capsys)
+    assert code == 0, err
+    # frame numbers are each job's own: colouring by them mixed the jobs
+    assert drawn["color_by"] == "job"
+    # the title read " —  on itrs-scaling-2 (seed 0)": a job set has no one program
+    assert drawn["title"] == "2 jobs, controller equi on itrs-scaling-2 (seed 0)"
+    labels = [t.get_text() for t in drawn["fig"].axes[0].get_legend().get_texts()]
+    assert labels == ["job 0", "job 1"]
+    plt.close("all")
+    code, err = _cli(
+        ["plot", "timeline", str(tmp_path / "run"), "-o", out, "--color-by", "socket"], capsys
+    )
+    assert code == 0 and drawn["color_by"] == "socket"
+
+
+def test_colour_by_job_needs_a_job_set():
+    with pytest.raises(ConfigError, match="not the timeline of a job-set run"):
+        plot_timeline(_arrays([10, 20], [0, 1]), color_by="job")
