@@ -69,6 +69,7 @@ from simsched.experiments.spec import (
     check_trace_cache,
 )
 from simsched.experiments.store import (
+    _INT64,
     POINT_FILE,
     ROW_FILE,
     PointClaim,
@@ -303,6 +304,14 @@ def _point_record(result: Any) -> dict[str, Any]:
         raise TypeError(
             f"the point function returned a dict with the key {bad!r} "
             f"({type(bad).__name__}); its keys become column names, so they must be str"
+        )
+    # a table column holds 64-bit integers: such a row, written as finished, was left out
+    # of every table (with a warning) and never run again
+    big = next((k for k, v in result.items() if isinstance(v, int) and v not in _INT64), None)
+    if big is not None:
+        raise TypeError(
+            f"the point function returned {big}={result[big]}, beyond a 64-bit integer; "
+            "give a float or a string"
         )
     return dict(result)
 

@@ -105,6 +105,7 @@ def test_record_fields_merge_with_point_columns(tmp_path):
         ([1, 2], "returned list, expected a dict of metrics"),
         (None, "returned NoneType, expected a dict of metrics"),
         ({1: 2}, "the key 1 (int); its keys become column names"),
+        ({"x": 2**64}, f"returned x={2**64}, beyond a 64-bit integer"),
     ],
 )
 def test_a_point_function_returning_no_record_fails_its_point(tmp_path, result, message):
