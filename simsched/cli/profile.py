@@ -19,7 +19,7 @@ from simsched.files import atomic_output, check_not_input, folder_blocker
 
 
 def _parse_sizes(text: str | None) -> list[int] | None:
-    if not text:
+    if text is None:
         return None
     from simsched.machine import parse_size
 

@@ -841,7 +841,12 @@ def profile_trace(
     """
     from simsched.trace.reader import as_trace
 
-    sizes = (check_sizes(sizes) if sizes is not None else []) or list(DEFAULT_SIZES)
+    if sizes is None:
+        sizes = list(DEFAULT_SIZES)
+    else:
+        sizes = check_sizes(sizes)
+        if not sizes:  # an empty list is a mistake, not a request for the default sizes
+            raise ConfigError("sizes=[]: give at least one cache size (None: the default sizes)")
     if line is not None:
         line = check_int("line", line, 1)
     t, owned = as_trace(trace)

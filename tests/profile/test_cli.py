@@ -74,6 +74,7 @@ def test_profile_table_output_and_sizes(tmp_path, capsys):
         (["profile", "{src}", "--sizes", "4K,1K"], "not strictly increasing"),
         (["profile", "{src}", "--sizes", "abc"], "--sizes"),
         (["profile", "{src}", "--sizes", "16Q"], "--sizes: '16Q' is not a size (use bytes"),
+        (["profile", "{src}", "--sizes", ""], "--sizes: no sizes given"),
         (["profile", "{src}", "--line", "48"], "power of two"),
         (["profile", "{tmp}/missing.sst"], "missing.sst"),
         (["coarsen", "{tmp}/bad.prof", "--machine", "itrs-scaling-4"], "bad.prof"),

@@ -281,6 +281,9 @@ def test_load_rejects_a_damaged_profile_naming_it(tmp_path, damage, message):
         ),
         ({"sizes": [4096, float("nan")]}, r"sizes\[1\]=nan: expected an integer"),
         ({"sizes": [0]}, r"sizes\[0\]=0: must be between 1 and"),
+        # an empty list was taken for the 13 default sizes
+        ({"sizes": []}, r"sizes=\[\]: give at least one cache size \(None: the default sizes\)"),
+        ({"sizes": np.array([], np.int64)}, r"sizes=\[\]: give at least one cache size"),
         ({"line": float("nan")}, r"line=nan: expected an integer"),
         ({"line": "64"}, r"line='64': expected an integer"),
     ],
