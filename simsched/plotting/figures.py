@@ -345,6 +345,14 @@ def normalised_time_bars(
     return ax
 
 
+def _missing_as_text(values: pd.Series) -> pd.Series:
+    """``values`` with missing ones as ``n/a`` (and whole floats, which a column of
+    integers with gaps holds, as integers): labels of panels and lines."""
+    return values.map(
+        lambda v: "n/a" if pd.isna(v) else int(v) if isinstance(v, float) and v.is_integer() else v
+    )
+
+
 @_styled
 def sweep_figure(
     df: pd.DataFrame,
@@ -364,6 +372,12 @@ def sweep_figure(
     data = ok_rows(df)
     if data.empty:
         raise ConfigError("no successful runs to plot")
+    for key in dict.fromkeys(k for k in (hue, col) if k and k != x):
+        if data[key].isna().any():
+            # Rows without a value (a parameter that other workloads of the sweep lack) are
+            # a group of their own: NaN equals nothing, so they vanished from the figure
+            # under an empty "nan" panel.
+            data = data.assign(**{key: _missing_as_text(data[key])})
     panels = _natural(data[col]) if col else [None]
     if kind == "auto":
         kind = "line" if pd.api.types.is_numeric_dtype(data[x]) else "bar"

@@ -228,3 +228,18 @@ def test_a_zoom_that_is_not_two_core_counts_is_refused(zoom):
         figure_time_vs_cores(results(), ["mergesort"], zoom=zoom)
     figure_time_vs_cores(results(), ["mergesort"], zoom=None)
     plt.close("all")
+
+
+def test_rows_without_a_value_of_hue_or_col_are_a_group_of_their_own():
+    # a parameter of one workload only (a trace workload has no grain): NaN elsewhere
+    df = results()
+    df["workload.grain"] = df["workload"].map({"mergesort": 256}).astype(float)
+    fig = sweep_figure(df, "cores", "speedup", "scheduler", col="workload.grain")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["workload.grain = 256", "workload.grain = n/a"]
+    # hashjoin's rows used to vanish under an empty "nan" panel
+    assert all(len(ax.get_lines()) > 0 for ax in fig.axes)
+    fig = sweep_figure(df, "cores", "speedup", "workload.grain")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["256", "n/a"]
+    plt.close("all")
