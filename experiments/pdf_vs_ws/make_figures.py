@@ -17,7 +17,7 @@ from pathlib import Path
 
 from simsched.experiments import study_results
 from simsched.experiments.analysis import ratio_ranges, scheduler_ratios
-from simsched.experiments.scripts import load_figure_rows, run_script
+from simsched.experiments.scripts import load_figure_rows, run_script, usage_error
 from simsched.plotting import (
     figure_speedup_misses,
     figure_time_vs_cores,
@@ -40,8 +40,11 @@ def main() -> None:
     ap.add_argument("results", nargs="?", type=Path, default=None)
     ap.add_argument("-o", "--out", type=Path, default=HERE / "figures")
     args = ap.parse_args()
-    df = load_figure_rows(args.results or default_results(), HERE)
+    results = args.results or default_results()
+    df = load_figure_rows(results, HERE)
     present = [w for w in WORKLOADS if w in set(df["workload"])]
+    if not present:
+        usage_error(f"{results}: no runs of {', '.join(WORKLOADS)}: not a pdf_vs_ws sweep")
     save(figure_speedup_misses(df, present), args.out / "fig2_scaling.png")
     save(figure_time_vs_cores(df, present), args.out / "fig3_45nm.png")
     import matplotlib.pyplot as plt

@@ -70,13 +70,17 @@ def run_script(main: Callable[[], object], prog: str = PROG) -> None:
     Raises
     ------
     SystemExit
-        Status 130, after one line on stderr, when the user interrupts the script.
+        Status 130, after one line on stderr, when the user interrupts the script; status
+        2, after one line, on a :class:`ConfigError` (the figure functions' word for a
+        table they cannot draw: a folder of another study, a column it lacks).
     """
     try:
         main()
     except KeyboardInterrupt:
         print(f"{prog}: interrupted (Ctrl-C); figures already written are whole", file=sys.stderr)
         raise SystemExit(130) from None
+    except ConfigError as exc:  # a traceback, before, for what is the user's input
+        usage_error(str(exc), prog)
 
 
 def load_figure_rows(

@@ -49,6 +49,16 @@ def test_ctrl_c_ends_a_script_in_one_line_with_status_130(capsys):
     assert run_script(lambda: 1) is None
 
 
+def test_a_table_the_figures_cannot_draw_ends_a_script_in_one_line(capsys):
+    from simsched.errors import ConfigError
+
+    def draw():  # e.g. the folder of another study: none of this one's workloads
+        raise ConfigError("workloads=[]: give at least one workload name")
+
+    err = one_line_exit(capsys, lambda: run_script(draw, prog="x.py"))
+    assert err == "x.py: workloads=[]: give at least one workload name\n"
+
+
 def test_json_line_writes_missing_values_as_null():
     import json
 

@@ -436,3 +436,18 @@ def test_step_affinity_reads_a_cab_run_and_refuses_bad_input(tmp_path, capsys):
     bad = [str(trace), str(tmp_path / "cab"), "--figure", str(tmp_path / "f.nope")]
     err = one_line_exit(capsys, lambda: sa.main(bad))
     assert "f.nope" in err and "unsupported figure format" in err
+
+
+def test_pdf_vs_ws_figures_of_another_sweep_exit_2_naming_it(tmp_path, monkeypatch, capsys):
+    mod = _script("pdf_vs_ws")
+    rows = tmp_path / "other.csv"  # a sweep of another study: none of its workloads
+    rows.write_text(
+        "workload,machine,cores,scheduler,seed,status,makespan_cycles\n"
+        "heat,itrs-scaling-1,1,ws,0,ok,100\n"
+    )
+    monkeypatch.setattr(sys, "argv", ["make_figures.py", str(rows), "-o", str(tmp_path / "fig")])
+    err = one_line_exit(capsys, mod.main)  # a traceback from the figure code, before
+    assert err == (
+        f"make_figures.py: {rows}: no runs of mergesort, hashjoin, fib: not a pdf_vs_ws sweep\n"
+    )
+    assert not (tmp_path / "fig").exists()
