@@ -795,6 +795,7 @@ def expand(loaded: LoadedSpec) -> list[Point]:
     points: list[Point] = []
     seen: dict[str, str] = {}
     labelled: dict[str, str] = {}
+    seen_values: dict[str, set[str]] = {key: set() for key in FILTER_KEYS}
     cache = str(loaded.trace_cache)
     for combo in itertools.product(*(values for _, values in factors)):
         chosen: dict[str, Any] = {}
@@ -840,6 +841,8 @@ def expand(loaded: LoadedSpec) -> list[Point]:
                 sample_precision=spec.sample_precision,
             )
             cols = point.columns()
+            for key in FILTER_KEYS:
+                seen_values[key].add(str(cols[key]))
             if spec.include and not any(_matches(r, cols) for r in spec.include):
                 continue
             if any(_matches(r, cols) for r in spec.exclude):
@@ -853,7 +856,32 @@ def expand(loaded: LoadedSpec) -> list[Point]:
                     "or scheduler)"
                 )
             points.append(point)
+    _check_filter_values(loaded, seen_values)
     return points
+
+
+def _check_filter_values(loaded: LoadedSpec, seen: dict[str, set[str]]) -> None:
+    """Refuse an include/exclude value that matches no point of the sweep: a misspelt
+    label silently kept fewer points (include) or dropped none (exclude).  A small run
+    keeps fewer machines and seeds, so only a full one is checked."""
+    if loaded.small:
+        return
+    for name in ("include", "exclude"):
+        for i, rule in enumerate(getattr(loaded.spec, name)):
+            for key, want in rule.items():
+                values = seen[key]
+                bases = {v.split("[", 1)[0] for v in values}
+                for w in want if isinstance(want, list) else [want]:
+                    if str(w) not in values and str(w) not in bases:
+                        known = ", ".join(sorted(values, key=_natural_key)[:12])
+                        raise ConfigError(
+                            f"{loaded.path}: {name}.{i}.{key}: {w!r} matches no point "
+                            f"(the sweep's {key} values: {known})"
+                        )
+
+
+def _natural_key(text: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
 
 
 def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:

@@ -112,6 +112,24 @@ def test_filters(tmp_path):
     assert len(points) == 3 * 3 * 3 - 3
 
 
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("include=[{scheduler: [ws, pdff]}]", "include.0.scheduler: 'pdff' matches no point"),
+        ("exclude=[{machine: itrs-scaling-44}]", "exclude.0.machine: 'itrs-scaling-44' matches"),
+        ("exclude=[{workload: hj}, {seed: 7}]", "exclude.1.seed: 7 matches no point"),
+        ("include=[{cores: [1, 3]}]", "include.0.cores: 3 matches no point"),
+    ],
+)
+def test_a_filter_value_that_matches_no_point_is_refused(tmp_path, edit, message):
+    # a misspelt label kept fewer points (include) or dropped none (exclude), silently
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_spec(write(tmp_path, BASE), small=False, sets=[edit]).points()
+    # a grid's entry name matches its labels; small runs keep fewer values and pass
+    assert load_spec(write(tmp_path, BASE), small=False, sets=["exclude=[{workload: hj}]"]).points()
+    assert load_spec(write(tmp_path, BASE), small=True, sets=[edit]).points() is not None
+
+
 def test_zip(tmp_path):
     text = """
     name: z
@@ -319,9 +337,12 @@ def test_filter_by_grid_entry_name(tmp_path):
     schedulers: [ws]
     exclude:
       - {workload: fib, machine: itrs-scaling-2}
-      - {workload: "other[n=8]"}
     """
     points = load_spec(write(tmp_path, text), small=False).points()
+    # a grid label does not match an entry without that grid: "other" has no [n=8]
+    other = text.rstrip(" ") + '      - {workload: "other[n=8]"}\n'
+    with pytest.raises(ConfigError, match=r"exclude.1.workload: 'other\[n=8\]' matches no"):
+        load_spec(write(tmp_path, other), small=False).points()
     labels = sorted((p.workload["label"], p.machine["label"]) for p in points)
     assert labels == [
         ("fib[n=10]", "itrs-scaling-1"),
