@@ -386,6 +386,8 @@ def sweep_figure(
     _check_numeric(data, y, f"--y {y}", bools=False)
     if kind == "line" and not pd.api.types.is_numeric_dtype(data[x]):
         raise ConfigError(f"--x {x}: a line plot needs a numeric column; use --kind bar")
+    if logx and kind == "bar":  # bars stand at categories: it was ignored without a word
+        raise ConfigError(f"--logx: applies to line plots; --x {x} is drawn as bars")
     if logx and kind == "line" and (data[x].dropna() <= 0).any():
         # A log axis cannot place them: matplotlib would drop them, or fail when all are.
         low = data[x][data[x] <= 0].iloc[0]

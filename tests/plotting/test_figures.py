@@ -243,3 +243,10 @@ def test_rows_without_a_value_of_hue_or_col_are_a_group_of_their_own():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels == ["256", "n/a"]
     plt.close("all")
+
+
+@pytest.mark.parametrize(("x", "kind"), [("machine", "auto"), ("cores", "bar")])
+def test_log_x_of_bars_is_refused(x, kind):
+    # bars stand at categories: --logx was ignored without a word
+    with pytest.raises(ConfigError, match=f"--logx: applies to line plots; --x {x} is drawn"):
+        sweep_figure(results(), x, "makespan_cycles", kind=kind, logx=True)
