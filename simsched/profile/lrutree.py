@@ -737,7 +737,8 @@ def _check_histograms(
         )
     if len(a["strand_accesses"]) != n or len(a["strand_cold"]) != n:
         raise ProfileFormatError(f"{name}: per-strand counts are not one per strand ({n})")
-    if (a["strand_accesses"] < 0).any() or (a["strand_cold"] > a["strand_accesses"]).any():
+    cold, acc = a["strand_cold"], a["strand_accesses"]
+    if (cold < 0).any() or (cold > acc).any():  # a negative cold count used to load
         raise ProfileFormatError(f"{name}: per-strand access counts are inconsistent")
     m = len(a["hist_strand"])
     if any(len(a[k]) != m for k in ("hist_level", "hist_bucket", "hist_count")):
@@ -746,6 +747,11 @@ def _check_histograms(
     # group_hits indexes with a cell's level and bucket
     if _cells_out_of_range(groups, st, lv, bk, len(meta["sizes"])) or (a["hist_count"] < 0).any():
         raise ProfileFormatError(f"{name}: profile histogram entries are out of range")
+    # Every access that is not cold lands in one cell of its strand: more hits than that
+    # gave negative misses.
+    hits = np.bincount(st, weights=a["hist_count"], minlength=n)
+    if (hits > acc - cold).any():
+        raise ProfileFormatError(f"{name}: a strand's histogram holds more hits than accesses")
     return StrandHistograms(
         accesses=a["strand_accesses"],
         cold=a["strand_cold"],

@@ -244,6 +244,9 @@ def _set(key, index, value):
         (_set("hist_level", 0, 300), "out of range"),
         (_set("hist_bucket", 0, -5), "out of range"),
         (lambda a, m: a.__setitem__("hist_count", a["hist_count"] * 1.0), "hist_count"),
+        # both loaded, and gave wrong (negative) misses
+        (_set("strand_cold", 0, -1), "per-strand access counts are inconsistent"),
+        (_set("hist_count", 0, 10**9), "more hits than accesses"),
         (_set("frame_parent", 2, 2), "frame parents"),
         (lambda a, m: a.__setitem__("frame_spawn_index", a["frame_spawn_index"][:-1]), "parents"),
         # the coarsening table named groups by these as they were: key "4611686018427387904"
