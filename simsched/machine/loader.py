@@ -74,6 +74,15 @@ def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
         node: Any = data
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
+            if last and isinstance(value, dict) and isinstance(node, dict):
+                if isinstance(node.get(part), list):
+                    # {caches: {L2: {size: 1MB}}} put a mapping where the list of levels
+                    # (or links) is, and validation then spoke of a tuple
+                    raise ConfigError(
+                        f"{source}: override {key}: a mapping cannot replace the list "
+                        f"{part!r}; set one field with a dotted key, e.g. "
+                        f"{_dotted_example(key, value)}"
+                    )
             if isinstance(node, list):
                 idx = next(
                     (
@@ -137,7 +146,25 @@ def load_machine(
     try:
         return Machine.model_validate(python_scalars(data))
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(source, exc)) from None
+        msg = format_validation_error(source, exc)
+        sections = [k for k, v in (overrides or {}).items() if isinstance(v, dict)]
+        if sections:
+            # A mapping replaces its whole section, so the fields it leaves out are
+            # "missing": say how to change one field and keep the rest.
+            k = sections[0]
+            msg += (
+                f" (override {k} replaces the whole section; to change one field and keep "
+                f"the others use a dotted key, e.g. {_dotted_example(k, overrides[k])})"
+            )
+        raise ConfigError(msg) from None
+
+
+def _dotted_example(key: str, value: dict) -> str:
+    """The first leaf of a nested override as a dotted key: ``memory.placement: x``."""
+    while isinstance(value, dict) and value:
+        sub, value = next(iter(value.items()))
+        key = f"{key}.{sub}"
+    return f"{key}: {value}"
 
 
 def check_machine(value: Any, name: str = "machine", *, reads: tuple[str, ...] = ()) -> None:

@@ -194,6 +194,30 @@ def test_overrides_must_be_a_mapping_of_dotted_names():
         load_machine("itrs-scaling-4", {1: 2})
 
 
+def test_a_nested_override_says_how_to_set_one_field():
+    """Before: 'caches: Input should be a valid tuple' for a mapping given for the list of
+    levels, and 'memory.latency: required key missing' with no word on why."""
+    with pytest.raises(ConfigError) as info:
+        load_machine("opteron-8380-4x4", {"caches": {"L2": {"size": "1MB"}}})
+    assert str(info.value) == (
+        "opteron-8380-4x4: override caches: a mapping cannot replace the list 'caches'; "
+        "set one field with a dotted key, e.g. caches.L2.size: 1MB"
+    )
+    with pytest.raises(ConfigError, match=r"override links: a mapping cannot replace"):
+        load_machine("opteron-8380-4x4", {"links": {"0": {"bandwidth": 8.8}}})
+    with pytest.raises(ConfigError) as info:
+        load_machine("opteron-8380-4x4", {"memory": {"placement": "interleave"}})
+    assert str(info.value).endswith(
+        "(override memory replaces the whole section; to change one field and keep the "
+        "others use a dotted key, e.g. memory.placement: interleave)"
+    )
+    # a whole section given in full is still a replacement, and a dotted key a change
+    full = load_machine("opteron-8380-4x4").as_dict()["memory"] | {"placement": "interleave"}
+    assert load_machine("opteron-8380-4x4", {"memory": full}) == load_machine(
+        "opteron-8380-4x4", {"memory.placement": "interleave"}
+    )
+
+
 def test_numpy_scalars_are_accepted_in_machine_dicts_and_overrides():
     """Before: 'cores_per_socket: Input should be a valid integer' for np.int64(2), and
     'np.int64(1048576) is not a size' for a cache size computed with numpy."""
