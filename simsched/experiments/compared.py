@@ -20,7 +20,7 @@ from typing import Any
 from simsched.canonical import content_hash
 from simsched.engine.record import nest_fields, write_npz_atomic
 from simsched.errors import ConfigError
-from simsched.experiments.spec import Point, _fmt_params
+from simsched.experiments.spec import Point, format_params
 from simsched.experiments.store import POINT_FILE, consolidate, point_dir, write_row
 from simsched.files import write_json_atomic
 
@@ -61,7 +61,7 @@ def comparison_point(
     source = os.fspath(machine) if isinstance(machine, str | os.PathLike) else record["machine"]
     # Labelled as a sweep labels a machine entry with overrides: comparisons of one machine
     # with and without them, saved into one folder, were rows of the same machine label.
-    label = record["machine"] + (f"[{_fmt_params(overrides)}]" if overrides else "")
+    label = record["machine"] + (f"[{format_params(overrides)}]" if overrides else "")
     return Point(
         id=pid,
         sweep=SWEEP_NAME,
@@ -72,11 +72,23 @@ def comparison_point(
             "overrides": dict(overrides or {}),
             "resolved": resolved,
         },
-        scheduler={"label": record["scheduler"], **scheduler},
+        scheduler={"label": _scheduler_label(record["scheduler"], params), **scheduler},
         seed=int(record["seed"]),
         trace_cache=str(out_dir / "traces"),
         spec_dir=str(out_dir),
     )
+
+
+def _scheduler_label(name: str, params: dict[str, Any]) -> str:
+    """A compared scheduler's label: its name, and the parameters given that differ from
+    its defaults as a sweep's grid shows them (``ws[spawn_policy=parent-first]``), so two
+    comparisons of one policy with different parameters saved into one folder are not rows
+    of one label."""
+    from simsched.schedulers import get_scheduler  # as check_spec: only when asked
+
+    defaults = get_scheduler(name).params_schema.defaults()
+    given = {k: v for k, v in params.items() if k not in defaults or defaults[k] != v}
+    return name + (f"[{format_params(given)}]" if given else "")
 
 
 def save_comparison(

@@ -125,7 +125,8 @@ def _grid_size(grid: dict[str, list[Any]]) -> int:
     return math.prod(len(v) for v in grid.values())
 
 
-def _fmt_params(params: dict[str, Any]) -> str:
+def format_params(params: dict[str, Any]) -> str:
+    """``k=v,k=v``: what a label shows of an entry's grid values, overrides or parameters."""
     return ",".join(f"{k}={v}" for k, v in params.items())
 
 
@@ -607,7 +608,7 @@ def _workload_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
                 params = {**base, **combo}
                 label = w.name or w.generator
                 if len(combos) > 1:
-                    label = f"{label}[{_fmt_params(combo)}]"
+                    label = f"{label}[{format_params(combo)}]"
                 entries.append(
                     (label, {"kind": "generator", "generator": w.generator, "params": params})
                 )
@@ -629,7 +630,7 @@ def _machine_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
             label = base_label
             shown = {**m.overrides, **combo} if m.label is None else combo
             if shown:
-                label = f"{label}[{_fmt_params(shown)}]"
+                label = f"{label}[{format_params(shown)}]"
             try:
                 machine = load_machine(source, overrides or None)
             except ConfigError as exc:
@@ -655,7 +656,7 @@ def _scheduler_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any], li
             params = {**s.params, **combo}
             label = s.label or s.name
             if len(combos) > 1:
-                label = f"{label}[{_fmt_params(combo)}]"
+                label = f"{label}[{format_params(combo)}]"
             seeds = s.seeds
             if seeds is not None and loaded.small and loaded.spec.small.seeds is not None:
                 seeds = [x for x in seeds if x in loaded.spec.small.seeds] or seeds[:1]
