@@ -261,14 +261,15 @@ def plot_sweep(
     kind: Annotated[str, typer.Option(help="line, bar or auto")] = "auto",
     logx: Annotated[bool, typer.Option(help="log2 x axis")] = False,
 ) -> None:
-    """Plot Y against X from a sweep's results (mean over seeds, min-max bars)."""
+    """Plot Y against X from a sweep's results (mean over seeds, min-max bars; a warning
+    when a mark also averages several workloads, machines or schedulers)."""
     from simsched.experiments.store import filter_frame, load_results
     from simsched.files import check_not_input
     from simsched.plotting import save, sweep_figure
 
     check_not_input(out, "--out", {"the results": path})
     df = filter_frame(load_results(path, warn=_warn), where or [])
-    print(save(sweep_figure(df, x, y, hue, kind=kind, col=col, logx=logx), out))
+    print(save(sweep_figure(df, x, y, hue, kind=kind, col=col, logx=logx, warn=_warn), out))
 
 
 def register_plot(plot_app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ import contextlib
 import functools
 import numbers
 import os
+import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
@@ -363,15 +364,30 @@ def sweep_figure(
     kind: str = "auto",
     col: str | None = None,
     logx: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> Figure:
     """One figure of ``y`` against ``x`` by ``hue``; one panel per ``col`` value.
 
-    ``kind`` is ``line`` (numeric ``x``), ``bar`` (categorical ``x``) or ``auto``.
+    ``kind`` is ``line`` (numeric ``x``), ``bar`` (categorical ``x``) or ``auto``.  Each
+    mark is the mean over the rows it stands for; when those rows differ in a workload,
+    machine or scheduler label that ``x``, ``hue`` and ``col`` leave out, ``warn`` (default:
+    :func:`warnings.warn`) is told which, since the mean then mixes different runs, not
+    only seeds.
     """
     _check_columns(df, [x, y, hue, col])
     data = ok_rows(df)
     if data.empty:
         raise ConfigError("no successful runs to plot")
+    mixed = _mixed_labels(data, [k for k in (x, hue, col) if k])
+    if mixed:
+        (warn or _warn_user)(
+            "each mark averages rows of several "
+            + ", ".join(
+                f"{k}s ({', '.join(map(str, v[:3]))}{', ...' if len(v) > 3 else ''})"
+                for k, v in mixed.items()
+            )
+            + "; give them --hue or --col, or keep one with --where"
+        )
     for key in dict.fromkeys(k for k in (hue, col) if k and k != x):
         if data[key].isna().any():
             # Rows without a value (a parameter that other workloads of the sweep lack) are
@@ -405,6 +421,23 @@ def sweep_figure(
             bar_plot(part, x, y, hue, ax, title=title)
     fig.tight_layout()
     return fig
+
+
+def _mixed_labels(data: pd.DataFrame, keys: list[str]) -> dict[str, list[Any]]:
+    """The label columns (workload, machine, scheduler) outside ``keys`` that take several
+    values within one group of ``keys``, with their values."""
+    out: dict[str, list[Any]] = {}
+    for label in ("workload", "machine", "scheduler"):
+        if label in keys or label not in data:
+            continue
+        groups = data.groupby([data[k].astype(str) for k in dict.fromkeys(keys)], sort=False)
+        if (groups[label].nunique(dropna=False) > 1).any():
+            out[label] = _natural(data[label])
+    return out
+
+
+def _warn_user(message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=4)  # the caller of sweep_figure
 
 
 def _family(df: pd.DataFrame, prefix: str) -> pd.DataFrame:

@@ -161,6 +161,27 @@ def test_log_x_needs_positive_values_and_hue_may_be_x():
     plt.close("all")
 
 
+def test_a_mark_that_averages_other_runs_than_seeds_is_warned_about():
+    """``plot sweep`` said "mean over seeds" while a mark at 1 core averaged both workloads
+    and both machine families without a word."""
+    df = results()
+    told: list[str] = []
+    sweep_figure(df, "cores", "makespan_cycles", "scheduler", warn=told.append)
+    assert told == [
+        "each mark averages rows of several workloads (hashjoin, mergesort), machines "
+        "(itrs-45nm-1, itrs-45nm-10, itrs-45nm-26, ...); give them --hue or --col, or keep "
+        "one with --where"
+    ]
+    told.clear()
+    one = df[df["machine"].str.startswith("itrs-scaling-")]
+    sweep_figure(one, "cores", "makespan_cycles", "scheduler", col="workload", warn=told.append)
+    sweep_figure(one, "machine", "makespan_cycles", "workload", col="scheduler", warn=told.append)
+    assert told == []
+    with pytest.warns(UserWarning, match="averages rows of several workloads"):
+        sweep_figure(one, "cores", "makespan_cycles", "scheduler")
+    plt.close("all")
+
+
 def test_user_text_is_drawn_literally(tmp_path):
     """Names with ``$`` used to stop the figure with a mathtext ParseException."""
     df = results()
