@@ -244,8 +244,11 @@ class SweepSpec(_Strict):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
-    out: str | None = Field(default=None, description="output folder, relative to the spec")
-    trace_cache: str | None = Field(default=None, description="trace cache folder")
+    # min_length: an empty string silently meant the default folder
+    out: str | None = Field(
+        default=None, min_length=1, description="output folder, relative to the spec"
+    )
+    trace_cache: str | None = Field(default=None, min_length=1, description="trace cache folder")
     workloads: list[WorkloadSpec] = Field(min_length=1)
     machines: list[MachineSpec] = Field(min_length=1)
     schedulers: list[SchedulerSpec] = Field(min_length=1)

@@ -177,6 +177,9 @@ def test_machine_overrides_and_grid(tmp_path):
         ("colour: red", "colour: unknown key"),
         ("exclude: [{flavour: x}]", "unknown filter key 'flavour'"),
         ("zip: [[workloads]]", "at least two axes"),
+        # an empty folder name silently meant the default folder
+        ("out: ''", "out: String should have at least 1 character"),
+        ("trace_cache: ''", "trace_cache: String should have at least 1 character"),
     ],
 )
 def test_errors_name_the_field(tmp_path, edit, message):
