@@ -48,6 +48,13 @@ def load_timeline(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, An
     folder = p if p.is_dir() else p.parent
     rec_path = result_file(p)
     if not rec_path.exists():
+        if (folder / "points").is_dir():
+            # a sweep's (or a saved comparison's) folder: the runs are its points
+            raise ConfigError(
+                f"{path}: a sweep's output folder; a timeline is one run's: give one of "
+                f"its points, {folder / 'points'}/<id> (`simsched results show {path}` "
+                "lists them by point_id)"
+            )
         raise ConfigError(f"{path}: no result.json there (write one with `simsched run --out`)")
     record = read_record(rec_path)
     if record.get("status") == "interrupted":

@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 import simsched  # noqa: E402
 from simsched.cli import main  # noqa: E402
 from simsched.errors import ConfigError  # noqa: E402
-from simsched.plotting.timeline import plot_timeline  # noqa: E402
+from simsched.plotting.timeline import load_timeline, plot_timeline  # noqa: E402
 from simsched.workloads import generate  # noqa: E402
 
 
@@ -123,3 +123,21 @@ def test_a_job_sets_timeline_is_coloured_by_job_and_titled_by_its_controller(
 def test_colour_by_job_needs_a_job_set():
     with pytest.raises(ConfigError, match="not the timeline of a job-set run"):
         plot_timeline(_arrays([10, 20], [0, 1]), color_by="job")
+
+
+def test_a_sweep_folder_is_named_as_such_with_where_its_runs_are(tmp_path, capsys):
+    """Before: 'no result.json there (write one with `simsched run --out`)' for a sweep's
+    folder, whose runs are its points."""
+    sweep = tmp_path / "results"
+    (sweep / "points" / "abc").mkdir(parents=True)
+    with pytest.raises(ConfigError) as info:
+        load_timeline(sweep)
+    assert str(info.value) == (
+        f"{sweep}: a sweep's output folder; a timeline is one run's: give one of its "
+        f"points, {sweep / 'points'}/<id> (`simsched results show {sweep}` lists them by "
+        "point_id)"
+    )
+    code, err = _cli(["export", "timeline", str(sweep), "-o", str(tmp_path / "t.json")], capsys)
+    assert code == 2 and "a sweep's output folder" in err
+    with pytest.raises(ConfigError, match="no result.json there"):
+        load_timeline(tmp_path)
