@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import operator
 import os
+import re
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
@@ -62,6 +63,22 @@ class _Frame:
 
 class _Aborted(Exception):
     """Raised into the output block to discard an unfinished trace."""
+
+
+def writer_name(v: str) -> str:
+    """The meta section's ``writer`` for simsched version ``v``: its release, not its commit.
+
+    A development version (``0.1.1.dev568+gb76f7ea9d``) is named by the release it leads
+    to, ``simsched 0.1.1 (development)``: with the commit in it, the same trace written
+    by two commits had other bytes and another digest, so records of one trace looked like
+    records of two (``compare --out`` added points instead of replacing them, cached
+    baselines were not found).  Results name the exact version (``simsched_version``).
+    """
+    m = re.match(r"(\d+(?:\.\d+)*)(.*)", v)
+    if m is None:
+        return f"simsched {v}"
+    base, rest = m.groups()
+    return f"simsched {base}" + (" (development)" if rest else "")
 
 
 class TraceBuilder:
@@ -132,7 +149,7 @@ class TraceBuilder:
             "line_size_hint": int(line_size_hint),
             "params": params or {},
             "roi": bool(roi),
-            "writer": f"simsched {version()}",
+            "writer": writer_name(version()),
         }
         if stack is not None:
             self.set_stack(*stack)

@@ -323,3 +323,31 @@ def test_deep_recursion_costs_its_depth_not_its_square(tmp_path):
         assert t.frames.key(n) == (0,) * n and t.frames.key(1) == (0,)
         assert int(t.frames.key_hash[n]) == fmt.key_hash((0,) * n)
         assert validate(t)["ok"]
+
+
+def test_a_trace_written_by_two_commits_is_the_same_file(tmp_path, monkeypatch):
+    """The meta section named the writer's commit (``simsched 0.1.1.dev568+gb76f...``), so
+    the same trace made by two commits had other bytes and another digest."""
+    from simsched.trace import builder
+    from simsched.workloads import generate
+
+    files = []
+    for v in ("0.1.1.dev568+gb76f7ea9d", "0.1.1.dev570+g0123456789.d20261130"):
+        monkeypatch.setattr(builder, "version", lambda v=v: v)
+        files.append(tmp_path / f"{len(files)}.sst")
+        generate("fib", files[-1], n=8)
+    assert files[0].read_bytes() == files[1].read_bytes()
+    assert _writer(files[0]) == "simsched 0.1.1 (development)"
+    monkeypatch.setattr(builder, "version", lambda: "0.1.1")
+    generate("fib", tmp_path / "r.sst", n=8)
+    assert _writer(tmp_path / "r.sst") == "simsched 0.1.1"
+    with open_trace(tmp_path / "r.sst") as t, open_trace(files[0]) as dev:
+        assert t.header.digest != dev.header.digest
+
+
+def _writer(path) -> str:
+    from simsched.trace import format as fmt
+
+    data = path.read_bytes()
+    off, n = fmt.unpack_header(data[: fmt.HEADER_SIZE], str(path))["meta"]
+    return fmt.decode_json(data[off : off + n], "meta")["writer"]
