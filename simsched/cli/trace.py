@@ -125,6 +125,14 @@ def import_cmd(
     raw: Annotated[Path, typer.Argument(help="raw capture stream (plain or .zst)")],
     out: Annotated[Path, typer.Option("-o", "--out", help="output trace (.sst)")],
     program: Annotated[str, typer.Option(help="program name for the header")] = "",
+    arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--arg",
+            help="an argument of the program for the header (repeatable): with --program, "
+            "re-importing `capture --raw`'s stream gives the capture's trace",
+        ),
+    ] = None,
     iterations: Annotated[
         str,
         typer.Option(
@@ -151,6 +159,7 @@ def import_cmd(
             raw,
             tmp,
             program=program or raw.stem,
+            args=list(arg or []),
             progress=bar,
             iterations=iterations,
             warn=warnings.append,

@@ -31,7 +31,17 @@ def test_import_validate_info(tmp_path, capsys):
     info = json.loads(out)
     for key in ("strands", "frames", "refs", "instructions", "footprint_lines", "work", "span"):
         assert key in info
-    assert info["program"] == "fib" and info["frames"] == 25
+    assert info["program"] == "fib" and info["frames"] == 25 and info["args"] == []
+    # the program's arguments belong to the header too: without them a re-import of a
+    # capture's raw stream was another trace (another digest) than the capture's
+    again = tmp_path / "again.sst"
+    argv = ["trace", "import", str(raw), "-o", str(again), "--program", "fib"]
+    code, _, _ = run([*argv, "--arg", "6", "--arg", "-v"], capsys)
+    assert code == 0
+    code, out, _ = run(["trace", "info", str(again), "--json"], capsys)
+    assert json.loads(out)["args"] == ["6", "-v"]
+    with_args = R.import_raw(raw, tmp_path / "api.sst", program="fib", args=["6", "-v"])
+    assert json.loads(out)["digest"] == with_args.digest != info["digest"]
 
 
 def test_validate_detects_flipped_chunk_byte(tmp_path, capsys):
