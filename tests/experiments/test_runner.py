@@ -85,6 +85,28 @@ def test_failures_are_recorded_and_do_not_stop_the_sweep(tmp_path):
     assert retry.ran == 2
 
 
+def test_points_rerun_longest_first_by_their_earlier_wall_time(tmp_path):
+    """Points to run again (here: failed, retried) start longest first by the wall time of
+    their earlier run, after the points never run, which keep the spec's order."""
+    from simsched.experiments.runner import pending_points
+    from simsched.experiments.store import save_row
+
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    points = loaded.points()
+    walls = {points[1].id: 1.0, points[2].id: 5.0, points[4].id: 3.0}
+    for p in points:
+        if p.id in walls:
+            row = {**p.columns(), "status": "error", "error": "x", "point_wall_s": walls[p.id]}
+            save_row(loaded.out_dir, p.id, row)
+    todo, done = pending_points(loaded, retry_failed=True)
+    never = [p.id for p in points if p.id not in walls]
+    assert [p.id for p in todo] == [*never, points[2].id, points[4].id, points[1].id]
+    assert done == []
+    # not retried, the failed points are finished, and the rest keep the spec's order
+    todo, done = pending_points(loaded)
+    assert [p.id for p in todo] == never and len(done) == 3
+
+
 def test_record_fields_merge_with_point_columns(tmp_path):
     loaded = load_spec(make_spec(tmp_path), small=False)
     point = loaded.points()[0]
