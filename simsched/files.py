@@ -486,12 +486,17 @@ def _flow_depth(text: str) -> int:
     return deepest
 
 
-def _expanded_size(root: Any) -> int:
+def _expanded_size(root: Any) -> int | None:
     """Number of values the YAML node ``root`` stands for with every alias expanded
-    (shared nodes are counted once per use; a node inside itself counts once)."""
+    (shared nodes are counted once per use), or None when a collection contains itself
+    (``a: &a [*a]``)."""
     import yaml
 
     sizes: dict[int, int] = {}
+    # Nodes whose children are being walked: the ancestors of the node at hand.  A child
+    # among them is a cycle, which constructs a list inside itself, and every walk of the
+    # values after parsing (overrides, canonical JSON, validation) recursed without end.
+    walking: set[int] = set()
     stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
         node, done = stack.pop()
@@ -503,9 +508,13 @@ def _expanded_size(root: Any) -> int:
         elif isinstance(node, yaml.MappingNode):
             children = [n for pair in node.value for n in pair]
         if done:
+            walking.discard(id(node))
             sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in children)
             continue
-        sizes[id(node)] = 1  # in progress: a node inside itself counts once
+        walking.add(id(node))
+        if any(id(c) in walking for c in children):
+            return None
+        sizes[id(node)] = 1
         stack.append((node, True))
         stack.extend((c, False) for c in children if id(c) not in sizes)
     return sizes[id(root)]
@@ -540,7 +549,13 @@ def parse_yaml(text: str, source: str) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        if _expanded_size(node) > MAX_YAML_VALUES:
+        size = _expanded_size(node)
+        if size is None:
+            raise ConfigError(
+                f"{source}: invalid YAML: an alias refers to a collection that contains it "
+                "(a recursive alias)"
+            )
+        if size > MAX_YAML_VALUES:
             raise ConfigError(
                 f"{source}: the YAML stands for more than {MAX_YAML_VALUES:,} values once "
                 "its aliases are expanded (aliases of aliases?)"

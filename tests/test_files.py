@@ -406,6 +406,20 @@ def test_yaml_alias_bomb_and_deep_nesting_are_refused_at_once():
 
 
 @pytest.mark.parametrize(
+    "text", ["a: &a [*a]", "a: &a {b: *a}", "a: &a [1, [2, *a]]", "&r [*r]", "a: &a {*a: 1}"]
+)
+def test_yaml_recursive_alias_is_one_line(text: str) -> None:
+    with pytest.raises(ConfigError, match=r"rec\.yaml: invalid YAML: .*recursive alias"):
+        parse_yaml(text, "rec.yaml")
+
+
+def test_yaml_shared_aliases_are_not_recursive() -> None:
+    doc = parse_yaml("a: &a [1]\nb: [*a, *a, {c: *a}]\nd: &d {e: *a}\nf: [*d, *d]", "ok.yaml")
+    assert doc["b"] == [[1], [1], {"c": [1]}]
+    assert doc["f"] == [{"e": [1]}, {"e": [1]}]
+
+
+@pytest.mark.parametrize(
     ("data", "message"),
     [
         (b"{x", "Expecting property name"),
