@@ -20,6 +20,7 @@ from pydantic import (
     StrictBool,
     StrictFloat,
     StrictInt,
+    field_validator,
     model_validator,
 )
 
@@ -323,6 +324,18 @@ class Link(_Strict):
     latency: Cycles = Field(
         default=0, description="cycles a remote access pays for crossing this link"
     )
+
+    @field_validator("bandwidth", mode="before")
+    @classmethod
+    def _number(cls, value: object) -> object:
+        # Checked before the union, whose two failures read "bandwidth.float: ... ;
+        # bandwidth.int: ...".  YAML reads 1e9 (no dot) as text, a common way to get here.
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            hint = ""
+            if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+[eE][-+]?\d+\s*", value):
+                hint = " (YAML reads a number such as 1e9 without a dot as text: 1.0e9)"
+            raise ValueError(f"{value!r} is not a number of GB/s{hint}")
+        return value
 
 
 class Machine(_Strict):

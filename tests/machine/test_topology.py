@@ -92,6 +92,10 @@ def test_sunfire_ladder_has_at_most_three_hops():
         # a bandwidth so low that a line's cycles overflowed the engine's int64 clock
         ([*CHAIN[:2], {"a": 2, "b": 3, "bandwidth": 1e-300}], "links.2.bandwidth: 1e-300"),
         ([*CHAIN[:2], {"a": 2, "b": 3, "bandwidth": 1e-15}], "at least 7.63e-06 GB/s"),
+        # one message, not the union's two ("bandwidth.float: ...; bandwidth.int: ...")
+        ([*CHAIN[:2], {"a": 2, "b": 3, "bandwidth": "fast"}], "links.2.bandwidth: 'fast' is not"),
+        ([*CHAIN[:2], {"a": 2, "b": 3, "bandwidth": True}], "links.2.bandwidth: True is not"),
+        ([*CHAIN[:2], {"a": 2, "b": 3, "bandwidth": "1e9"}], "without a dot as text: 1.0e9"),
     ],
 )
 def test_bad_links_name_the_field(links, needle):
