@@ -44,12 +44,12 @@ def run_files(result: Path, label: str = "the run's") -> dict[str, Path]:
     """The files a command reading the run ``result`` (a run folder or its ``result.json``)
     may read, named for messages: what an output must not replace
     (:func:`simsched.files.check_not_input`)."""
-    if not result.is_dir():
-        return {f"{label} record": result}
+    # Given its result.json, a reader still takes the config and timeline beside it.
+    folder, record = (result, result / RESULT_FILE) if result.is_dir() else (result.parent, result)
     return {
-        f"{label} record": result / RESULT_FILE,
-        f"{label} config": result / CONFIG_FILE,
-        f"{label} timeline": result / TIMELINE_FILE,
+        f"{label} record": record,
+        f"{label} config": folder / CONFIG_FILE,
+        f"{label} timeline": folder / TIMELINE_FILE,
     }
 
 

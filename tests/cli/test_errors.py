@@ -465,10 +465,14 @@ def test_an_output_in_a_run_folder_may_not_replace_what_the_command_reads(cli, t
     generate("fib", trace, n=8)
     run(trace, "itrs-scaling-2", "ws", out_dir=tmp_path / "r")
     saved = {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir()}
+    r_json = tmp_path / "r" / "result.json"
     for args, what in (
         (["export", "timeline", tmp_path / "r", "-o", tmp_path / "r" / "result.json"], "record"),
         (["plot", "timeline", tmp_path / "r", "-o", tmp_path / "r" / "timeline.npz"], "timeline"),
         (["plot", "iterations", tmp_path / "r", "-o", tmp_path / "r" / "config.json"], "config"),
+        # given as its result.json, the run's timeline and config beside it are read too
+        (["export", "timeline", r_json, "-o", tmp_path / "r" / "timeline.npz"], "timeline"),
+        (["plot", "timeline", r_json, "-o", tmp_path / "r" / "config.json"], "config"),
     ):
         code, _, err = cli(*args)
         assert code == 2, args

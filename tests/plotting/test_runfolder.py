@@ -12,7 +12,7 @@ import simsched
 from simsched.errors import ConfigError
 from simsched.plotting.allotment import load_jobs_record
 from simsched.plotting.iterations import load_records
-from simsched.plotting.runfolder import run_trace_paths
+from simsched.plotting.runfolder import run_files, run_trace_paths
 from simsched.plotting.timeline import load_timeline
 from simsched.workloads import generate
 from tests.engine.machines import TWO_BY_TWO
@@ -208,3 +208,15 @@ def test_sockets_of_cores_beyond_the_machine(runs, tmp_path, which, sockets, mes
     for load in (load_timeline, chrome_trace):
         with pytest.raises(ConfigError, match=f"^{d / 'timeline.npz'}: array {message}"):
             load(d)
+
+
+def test_run_files_of_a_result_json_name_the_files_beside_it(tmp_path):
+    (tmp_path / "r").mkdir()
+    by_folder = run_files(tmp_path / "r")
+    by_record = run_files(tmp_path / "r" / "result.json")
+    assert by_folder == by_record
+    assert sorted(p.name for p in by_record.values()) == [
+        "config.json",
+        "result.json",
+        "timeline.npz",
+    ]
