@@ -31,9 +31,9 @@ def timeline(
     """Write a run's timeline as trace-event JSON: cores by socket, strands, steals, counters."""
     from simsched.export import export_timeline
     from simsched.files import check_not_input
-    from simsched.plotting.runfolder import run_files
+    from simsched.plotting.runfolder import timeline_inputs
 
-    check_not_input(out, "--out", {**run_files(result), "the trace": trace})
+    check_not_input(out, "--out", timeline_inputs(result, trace))
     doc = export_timeline(result, out, fmt, trace)
     other = doc["otherData"]
     slices = sum(1 for e in doc["traceEvents"] if e["ph"] == "X")

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from simsched.files import check_not_input
-from simsched.plotting.runfolder import run_files
+from simsched.plotting.runfolder import run_files, timeline_inputs
 
 plot_app = typer.Typer(help="Draw figures of results.", no_args_is_help=True)
 
@@ -45,7 +45,7 @@ def timeline(
 
     if color_by not in ("subtree", "socket", "job"):
         raise ConfigError(f"--color-by {color_by!r}: use subtree, socket or job")
-    check_not_input(out, "--out", {**run_files(result), "the trace": trace})
+    check_not_input(out, "--out", timeline_inputs(result, trace))
     figure_format(out)
     arrays, record = load_timeline(result)
     jobs = record.get("kind") == "jobs"

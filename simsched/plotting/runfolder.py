@@ -53,6 +53,17 @@ def run_files(result: Path, label: str = "the run's") -> dict[str, Path]:
     }
 
 
+def timeline_inputs(result: Path, trace: Path | None) -> dict[str, Path | None]:
+    """:func:`run_files` and the traces a timeline's reader opens: ``trace`` when given,
+    else those the run's config names (what ``export timeline -o`` must not replace)."""
+    if trace is not None:
+        return {**run_files(result), "the trace": trace}
+    paths = run_trace_paths(result if result.is_dir() else result.parent)
+    if len(paths) == 1:
+        return {**run_files(result), "the run's trace": paths[0]}
+    return {**run_files(result), **{f"the trace of job {j}": p for j, p in enumerate(paths)}}
+
+
 # Counts of a record that its readers draw or check against, with their least value.
 _RECORD_COUNTS = {"cores": 1, "sockets": 1, "makespan_cycles": 0}
 

@@ -466,6 +466,8 @@ def test_an_output_in_a_run_folder_may_not_replace_what_the_command_reads(cli, t
     run(trace, "itrs-scaling-2", "ws", out_dir=tmp_path / "r")
     saved = {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir()}
     r_json = tmp_path / "r" / "result.json"
+    (tmp_path / "link.sst").symlink_to(trace)
+    before = trace.read_bytes()
     for args, what in (
         (["export", "timeline", tmp_path / "r", "-o", tmp_path / "r" / "result.json"], "record"),
         (["plot", "timeline", tmp_path / "r", "-o", tmp_path / "r" / "timeline.npz"], "timeline"),
@@ -473,8 +475,12 @@ def test_an_output_in_a_run_folder_may_not_replace_what_the_command_reads(cli, t
         # given as its result.json, the run's timeline and config beside it are read too
         (["export", "timeline", r_json, "-o", tmp_path / "r" / "timeline.npz"], "timeline"),
         (["plot", "timeline", r_json, "-o", tmp_path / "r" / "config.json"], "config"),
+        # without --trace, the trace the run's config names is read
+        (["export", "timeline", tmp_path / "r", "-o", trace], "trace"),
+        (["export", "timeline", r_json, "-o", tmp_path / "link.sst"], "trace"),
     ):
         code, _, err = cli(*args)
         assert code == 2, args
         assert f"'s {what} this command reads" in one_line(err), err
     assert saved == {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir()}
+    assert trace.read_bytes() == before
