@@ -84,7 +84,8 @@ def check_path(value: Any, name: str) -> Path:
     return Path(text)
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (a link or another spelling counts)."""
     try:
         return os.path.samefile(a, b)
     except OSError:  # one of them does not exist (yet): compare where they would be
@@ -108,7 +109,7 @@ def check_not_input(out: str | os.PathLike, option: str, inputs: dict[str, Any])
         What each input is (``"the trace"``) and its path; None entries are skipped.
     """
     for what, path in inputs.items():
-        if path is not None and _same_file(Path(out), Path(path)):
+        if path is not None and same_file(Path(out), Path(path)):
             raise ConfigError(
                 f"{option} {out}: is {what} this command reads; writing there would replace "
                 "it (choose another file)"

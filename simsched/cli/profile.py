@@ -15,7 +15,7 @@ import typer
 
 from simsched.cli._common import check_line, console, err_console, print_json, print_table
 from simsched.errors import ConfigError
-from simsched.files import atomic_output, check_not_input, folder_blocker
+from simsched.files import atomic_output, check_not_input, folder_blocker, same_file
 
 
 def _parse_sizes(text: str | None) -> list[int] | None:
@@ -75,6 +75,12 @@ def profile_cmd(
 
     sz = _parse_sizes(sizes)
     check_line(line)
+    if out is not None and plot is not None and same_file(out, plot):
+        # both are written at the end, the figure last: the profile would be lost
+        raise ConfigError(
+            f"--plot {plot}: is also the --out file; the figure would replace the profile "
+            "(choose another file)"
+        )
     for option, target in (("--out", out), ("--plot", plot)):
         if target is not None:
             check_not_input(target, option, {"the trace": trace})

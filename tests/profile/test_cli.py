@@ -112,6 +112,21 @@ def test_outputs_that_cannot_be_written_are_refused_before_the_pass(
     assert (tmp_path / "file").read_text() == "keep me" and not (tmp_path / "nowhere").exists()
 
 
+def test_out_and_plot_on_one_file_are_refused_before_the_pass(tmp_path, capsys, monkeypatch):
+    src = build_random(tmp_path / "r.sst", 4)
+    (tmp_path / "p.png").write_text("keep me")
+    (tmp_path / "link.png").symlink_to(tmp_path / "p.png")
+    ran = []
+    monkeypatch.setattr("simsched.profile.profile_trace", lambda *a, **k: ran.append(1))
+    for plot in ("p.png", "link.png", "new.png"):
+        out = tmp_path / ("new.png" if plot == "new.png" else "p.png")
+        code, _, err = run(["profile", src, "-o", out, "--plot", tmp_path / plot], capsys)
+        assert code == 2 and not ran, err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and "is also the --out file" in lines[0], err
+    assert (tmp_path / "p.png").read_text() == "keep me" and not (tmp_path / "new.png").exists()
+
+
 def test_a_bad_size_is_named_once(tmp_path, capsys):
     """The message names the size once, not once more inside the parser's own words."""
     src = build_random(tmp_path / "r.sst", 4)
