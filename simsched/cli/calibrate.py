@@ -37,7 +37,7 @@ def calibrate(
         Column("published", justify="right"),
         Column("sim/pub", justify="right"),
         "source",
-        caption=f"{res['machine']}: the memory model's microbenchmarks (docs/machine-model.md §10)",
+        caption=f"{res['machine']}: the memory model's microbenchmarks (docs/machine-model.md §11)",
     )
     for r in res["rows"]:
         pub = r["published"]

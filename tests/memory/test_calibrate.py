@@ -116,3 +116,23 @@ def test_cli_machine_without_clock(capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "clock_ghz" in err
+
+
+def test_cli_table_caption_names_the_calibration_section(capsys, monkeypatch):
+    import re
+    from pathlib import Path
+
+    fake = {
+        "machine": "m",
+        "rows": [
+            {"metric": "x", "unit": "ns", "simulated": 1.0, "published": None, "source": "none"}
+        ],
+    }
+    monkeypatch.setattr("simsched.memory.calibrate.calibrate", lambda m: fake)
+    with pytest.raises(SystemExit) as info:
+        main(["calibrate", "--machine", "opteron-8380-4x4"])
+    assert info.value.code in (0, None)
+    out = " ".join(capsys.readouterr().out.split())  # the caption wraps at the table's width
+    section = re.search(r"docs/machine-model\.md §(\d+)", out).group(1)
+    doc = (Path(__file__).parents[2] / "docs" / "machine-model.md").read_text(encoding="utf-8")
+    assert re.search(rf"^## {section}\. Calibration: `simsched calibrate`$", doc, re.M)
