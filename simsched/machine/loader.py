@@ -106,7 +106,10 @@ def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
                 else:
                     node = node.setdefault(part, {})
             else:
-                raise ConfigError(f"{source}: override {key}: {part!r} is not a mapping")
+                # name the field that holds a value, not the key looked up inside it
+                raise ConfigError(
+                    f"{source}: override {key}: {'.'.join(parts[:i])} is {node!r}, not a mapping"
+                )
     return data
 
 

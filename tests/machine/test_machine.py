@@ -194,6 +194,15 @@ def test_overrides_must_be_a_mapping_of_dotted_names():
         load_machine("itrs-scaling-4", {1: 2})
 
 
+def test_an_override_inside_a_value_names_the_value():
+    with pytest.raises(
+        ConfigError, match=r"caches\.L1\.size\.x: caches\.L1\.size is .*, not a mapping"
+    ):
+        load_machine("itrs-scaling-4", {"caches.L1.size.x": 1})
+    with pytest.raises(ConfigError, match=r"memory\.latency\.x\.y: memory\.latency is 300, not a"):
+        load_machine("itrs-scaling-4", {"memory.latency.x.y": 1})
+
+
 def test_a_nested_override_says_how_to_set_one_field():
     """Before: 'caches: Input should be a valid tuple' for a mapping given for the list of
     levels, and 'memory.latency: required key missing' with no word on why."""
