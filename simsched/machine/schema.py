@@ -369,6 +369,17 @@ class Machine(_Strict):
         description="how a core overlaps its misses; default (and None): blocking",
     )
 
+    @field_validator("name")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        # The name heads one-line messages and the comment line of ``machine show``,
+        # whose output must load back: a newline in it broke that file.
+        if not value.strip():
+            raise ValueError("empty; a machine needs a name")
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+            raise ValueError(f"{value!r}: a name is one line of text (no control characters)")
+        return value
+
     @model_validator(mode="after")
     def _check(self) -> Machine:
         self._check_links()

@@ -76,6 +76,9 @@ def test_extrapolated_itrs_chips_follow_table_2s_rule():
     "patch, field",
     [
         ({"bogus": 1}, "bogus: unknown key"),
+        # the name heads messages and machine show's comment line (a newline broke its YAML)
+        ({"name": "x\nsockets: 7"}, "name: 'x\\nsockets: 7': a name is one line of text"),
+        ({"name": " "}, "name: empty"),
         ({"caches": [{**BASE["caches"][0], "size": "33KB"}]}, "caches.0"),
         ({"caches": [{**BASE["caches"][0], "scope": "chip"}]}, "caches.0.scope"),
         ({"caches": [{**BASE["caches"][0], "line": 48}]}, "line: 48 is not a power of two"),
