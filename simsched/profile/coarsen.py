@@ -276,12 +276,18 @@ def read_table(path: str | os.PathLike) -> list[dict[str, Any]]:
         raise SimschedError(f"{name}: not a parallelization table (missing {missing})")
     rows = []
     for i, row in enumerate(r, start=2):
-        try:
-            out: dict[str, Any] = dict(row)
-            for c in _INT_COLUMNS:
-                out[c] = int(row[c])
-            out["factor"] = float(row["factor"])
-        except (TypeError, ValueError):
-            raise SimschedError(f"{name}: line {i}: a numeric column is not a number") from None
+        out: dict[str, Any] = dict(row)
+        for c in TABLE_COLUMNS:  # in file order: the first bad column is named
+            conv = int if c in _INT_COLUMNS else float if c == "factor" else None
+            if conv is None:
+                continue
+            try:
+                out[c] = conv(row[c])
+            except (TypeError, ValueError):
+                # a short row leaves its last columns None
+                got = "missing" if row[c] is None else repr(row[c])
+                raise SimschedError(
+                    f"{name}: line {i}: column {c} is not a number ({got})"
+                ) from None
         rows.append(out)
     return rows

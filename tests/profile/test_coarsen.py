@@ -113,8 +113,11 @@ def test_table_round_trip_and_errors(tmp_path):
     cols = text[1].split(",")
     cols[TABLE_COLUMNS.index("first_strand")] = "one"
     (tmp_path / "bad2.csv").write_text("\n".join([text[0], ",".join(cols)]) + "\n")
-    with pytest.raises(SimschedError, match="line 2"):
+    with pytest.raises(SimschedError, match="line 2: column first_strand is not a number .'one'"):
         read_table(tmp_path / "bad2.csv")
+    (tmp_path / "short.csv").write_text(text[0] + "\n" + ",".join(cols[:5]) + "\n")
+    with pytest.raises(SimschedError, match="line 2: column group is not a number .missing"):
+        read_table(tmp_path / "short.csv")
     with pytest.raises(ConfigError, match="factor"):
         coarsen(p, load_machine("itrs-scaling-16"), factor=0)
     with pytest.raises(ConfigError, match="no cache level 'L3'"):
