@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from simsched.machine.presets import PRESET_DICTS, PRESET_FILES, preset_names
 from simsched.machine.schema import Machine
 from simsched.params import check_mapping, python_scalars
 
+_EXPONENT = re.compile(r"\s*[-+]?\d+[eE][-+]?\d+\s*")
+
 
 def format_validation_error(source: str, exc: ValidationError) -> str:
     """One line naming ``source`` and every offending field of a pydantic error."""
@@ -22,6 +25,12 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
         msg = field_message(err)
+        given = err.get("input")
+        if err["type"] in ("int_type", "float_type", "bool_type", "string_type"):
+            # "should be a valid integer" alone left 2.5, true or YAML's text '1e9' unnamed
+            msg += f", got {'the text ' if isinstance(given, str) else ''}{given!r}"
+            if isinstance(given, str) and _EXPONENT.fullmatch(given):
+                msg += " (YAML reads 1e9 without a dot as text: write 1.0e9, or 1000000000)"
         # a check of the whole file (links, caches, placement) names its fields itself
         parts.append(f"{loc}: {msg}" if loc else msg)
     return f"{source}: " + "; ".join(parts)

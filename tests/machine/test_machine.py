@@ -164,6 +164,24 @@ def test_clock_ghz_is_a_number_not_a_bool(value):
     assert load_machine("itrs-scaling-1", {"clock_ghz": 2}).clock_ghz == 2.0
 
 
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        ({"clock_ghz": "2e0"}, "clock_ghz: Input should be a valid number, got the text '2e0' ("),
+        ({"memory.latency": 2.5}, "memory.latency: Input should be a valid integer, got 2.5"),
+        ({"coherence": 3}, "coherence: Input should be a valid boolean, got 3"),
+        ({"memory.latency": "fast"}, "got the text 'fast'"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_quoted(overrides, says):
+    """YAML reads ``clock_ghz: 2e0`` as text; the message said "should be a valid number"
+    without a word of what it got."""
+    with pytest.raises(ConfigError) as info:
+        load_machine("itrs-scaling-1", overrides)
+    assert says in str(info.value)
+    assert ("1.0e9" in str(info.value)) == ("2e0" in says)
+
+
 def test_clock_and_page_must_be_physical():
     # a 1e-300 GHz clock turned cycles into 1e300 microseconds in records and figures; a
     # page smaller than a line put a line on several NUMA pages
