@@ -23,9 +23,11 @@ def calibrate(
 ) -> None:
     """Measure latency and STREAM bandwidth on the model and print the published figures."""
     from simsched.machine import load_machine
+    from simsched.machine.resources import check_fits
     from simsched.memory.calibrate import calibrate as run_calibration
 
     m = load_machine(machine, parse_kv(set_, "--set"))
+    check_fits(m, machine)
     res = run_calibration(m)
     if json_:
         print_json(res)

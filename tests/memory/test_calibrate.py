@@ -136,3 +136,17 @@ def test_cli_table_caption_names_the_calibration_section(capsys, monkeypatch):
     section = re.search(r"docs/machine-model\.md §(\d+)", out).group(1)
     doc = (Path(__file__).parents[2] / "docs" / "machine-model.md").read_text(encoding="utf-8")
     assert re.search(rf"^## {section}\. Calibration: `simsched calibrate`$", doc, re.M)
+
+
+def test_cli_refuses_caches_larger_than_the_host_before_running(capsys, monkeypatch):
+    """As memsim and run do: the benchmarks allocated the caches' state and failed (or
+    were killed) in the middle instead."""
+    ran = []
+    monkeypatch.setattr("simsched.memory.calibrate.calibrate", lambda m: ran.append(m))
+    monkeypatch.setattr("simsched.machine.resources.available_bytes", lambda: 1 << 20)
+    with pytest.raises(SystemExit) as info:
+        main(["calibrate", "--machine", "opteron-8380-4x4"])
+    assert info.value.code == 2 and not ran
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "opteron-8380-4x4: simulating its caches needs about" in err
