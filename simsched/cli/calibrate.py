@@ -22,11 +22,18 @@ def calibrate(
     json_: JsonOpt = False,
 ) -> None:
     """Measure latency and STREAM bandwidth on the model and print the published figures."""
+    from simsched.errors import ConfigError
     from simsched.machine import load_machine
     from simsched.machine.resources import check_fits
     from simsched.memory.calibrate import calibrate as run_calibration
 
     m = load_machine(machine, parse_kv(set_, "--set"))
+    if m.clock_ghz is None:
+        # named as given: a file's machine name need not say which file it is
+        raise ConfigError(
+            f"{machine}: clock_ghz is not set (calibrate reports ns and GB/s; give it, e.g. "
+            "--set clock_ghz=2.5)"
+        )
     check_fits(m, machine)
     res = run_calibration(m)
     if json_:

@@ -110,12 +110,19 @@ def test_cli_json_rows_have_sources(capsys):
     assert r["latency_local_ns"]["simulated"] == pytest.approx(80.0, rel=0.01)
 
 
-def test_cli_machine_without_clock(capsys):
+def test_cli_machine_without_clock(capsys, tmp_path):
     with pytest.raises(SystemExit) as info:
         main(["calibrate", "--machine", "itrs-scaling-4"])
     assert info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "clock_ghz" in err
+    # a file is named as given, not by the machine name inside it
+    path = tmp_path / "mine.yaml"
+    path.write_text(json.dumps({**load_machine("itrs-scaling-4").as_dict(), "name": "t"}))
+    with pytest.raises(SystemExit) as info:
+        main(["calibrate", "--machine", str(path)])
+    err = capsys.readouterr().err.strip()
+    assert info.value.code == 2 and err.startswith(f"simsched: error: {path}: clock_ghz"), err
 
 
 def test_cli_table_caption_names_the_calibration_section(capsys, monkeypatch):
