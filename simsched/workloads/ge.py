@@ -82,7 +82,9 @@ def memory(params: dict[str, Any]) -> float:
 
 
 def finish_params(params: dict[str, Any]) -> dict[str, Any]:
-    """``steps`` defaults to, and is capped at, ``n - 1`` (as ge.c does)."""
+    """``steps`` defaults to, and is capped at, ``n - 1`` (as ge.c does); ``uneven`` needs
+    ``irregular``."""
+    stencil.check_uneven("ge", params)
     p = dict(params)
     p["steps"] = min(p["steps"] or p["n"] - 1, p["n"] - 1)
     return p

@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from simsched.errors import ConfigError
 from simsched.workloads._common import (
     Heap,
     Param,
@@ -274,8 +275,20 @@ def layout(params: dict[str, Any]) -> Heap:
 
 
 def finish_params(params: dict[str, Any]) -> dict[str, Any]:
-    """No derived parameters."""
+    """No derived parameters; ``uneven`` needs ``irregular``."""
+    check_uneven(params.get("kind", "heat"), params)
     return dict(params)
+
+
+def check_uneven(workload: str, params: dict[str, Any]) -> None:
+    """Refuse ``uneven`` without ``irregular`` (shared with GE)."""
+    if params.get("uneven") and not params.get("irregular"):
+        # a regular node halves its range whatever uneven says: the trace was the even
+        # program while its header said uneven=True
+        raise ConfigError(
+            f"workload {workload}: parameter uneven: applies only with irregular=true (a "
+            "regular node splits its range in halves)"
+        )
 
 
 def split_ir(lo: int, hi: int, grain: int, uneven: bool = False) -> list[tuple[int, int]]:

@@ -63,3 +63,11 @@ def test_fast_path_equals_oracle(n, cutoff, irregular, init):
     fast, _, _, _ = record("ge", ge.emit, **params)
     slow, _, _, _ = record("ge", oracle.ge, **params)
     assert_same_stream(fast, slow)
+
+
+def test_uneven_without_irregular_is_refused(tmp_path):
+    from simsched.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="workload ge: parameter uneven: applies only"):
+        generate("ge", tmp_path / "u.sst", n=8, uneven=True)
+    assert generate("ge", tmp_path / "u.sst", n=8, irregular=True, uneven=True).params["uneven"]

@@ -231,3 +231,16 @@ def test_variant_tables(tmp_path):
         generate("sor", tmp_path / "c.sst", ny=3)
     with pytest.raises(ConfigError, match="workload heat: unknown parameter 'nz'"):
         generate("heat", tmp_path / "d.sst", nz=3)
+
+
+@pytest.mark.parametrize("name", ["heat", "sor", "9p", "6p", "25p"])
+def test_uneven_without_irregular_is_refused(tmp_path, name):
+    """It was ignored: the even program, under a header saying uneven=True."""
+    from simsched.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"workload {name}: parameter uneven: applies only"):
+        generate(name, tmp_path / "u.sst", uneven=True)
+    assert not (tmp_path / "u.sst").exists()
+    shape = {"nx": 12, "ny": 12, **({"nz": 12} if name in ("6p", "25p") else {})}
+    h = generate(name, tmp_path / "u.sst", **shape, iters=1, irregular=True, uneven=True)
+    assert h.params["uneven"] is True
