@@ -22,7 +22,14 @@ _EXPONENT = re.compile(r"\s*[-+]?\d+[eE][-+]?\d+\s*")
 def format_validation_error(source: str, exc: ValidationError) -> str:
     """One line naming ``source`` and every offending field of a pydantic error."""
     parts = []
-    for err in exc.errors():
+    errors = exc.errors()
+    for err in errors:
+        if err["type"] == "too_short" and any(
+            e["loc"][: len(err["loc"])] == err["loc"] and len(e["loc"]) > len(err["loc"])
+            for e in errors
+        ):
+            # a list whose only item failed is also "too short": the item's error says why
+            continue
         loc = ".".join(str(p) for p in err["loc"])
         msg = field_message(err)
         given = err.get("input")

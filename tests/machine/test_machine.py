@@ -108,6 +108,17 @@ def test_errors_name_the_field(patch, field):
         load_machine({**BASE, **patch})
 
 
+def test_a_failing_only_cache_is_one_error_not_also_an_empty_list():
+    with pytest.raises(ConfigError) as info:
+        load_machine({**BASE, "caches": [{**BASE["caches"][0], "size": "lots"}]})
+    assert str(info.value) == (
+        "machine: caches.0.size: 'lots' is not a size (use bytes or a string such as '64KB', "
+        "'20MB')"
+    )
+    with pytest.raises(ConfigError, match="caches: Tuple should have at least 1 item"):
+        load_machine({**BASE, "caches": []})
+
+
 def test_yaml_file_and_overrides(tmp_path):
     p = tmp_path / "m.yaml"
     p.write_text(
