@@ -63,13 +63,18 @@ def parse_size(value: object) -> int:
         return int(value)
     if isinstance(value, str):
         m = _SIZE_RE.match(value)
-        if m and m.group(2).lower() in _UNITS:
+        # More digits than any size needs: Python refuses past 4300 with advice on
+        # sys.set_int_max_str_digits, which is no answer to a typo.
+        if m and m.group(2).lower() in _UNITS and len(m.group(1)) <= 4000:
             # Exact: in floats "9007199254740993" read as ...992 (and the bound's message
             # then quoted a number nobody gave), and "1.0000000000000001 KB" as 1024.
             nbytes = Fraction(m.group(1)) * _UNITS[m.group(2).lower()]
             if nbytes.denominator == 1:
                 return int(nbytes)
-    raise ValueError(f"{value!r} is not a size (use bytes or a string such as '64KB', '20MB')")
+    shown = repr(value)
+    if isinstance(value, str) and len(value) > 60:
+        shown = f"{value[:40]!r}... ({len(value):,} characters)"
+    raise ValueError(f"{shown} is not a size (use bytes or a string such as '64KB', '20MB')")
 
 
 #: Largest size the model represents: 1 TB (a cache of more lines than that is a typo).

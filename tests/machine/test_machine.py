@@ -147,6 +147,13 @@ def test_sizes():
         parse_size("1.0000000000000001 KB")
     with pytest.raises(ConfigError, match="caches.0.size: Input should be less than or equal"):
         load_machine("itrs-scaling-1", {"caches.L1.size": "9" * 400})
+    # past Python's 4300 digits: no advice on sys.set_int_max_str_digits, no 5000-digit echo
+    with pytest.raises(ValueError) as info:
+        parse_size("9" * 5000 + "KB")
+    assert str(info.value) == (
+        f"{'9' * 40!r}... (5,002 characters) is not a size (use bytes or a string such as "
+        "'64KB', '20MB')"
+    )
 
 
 def test_cli_show_json(capsys):
