@@ -276,6 +276,8 @@ def read_table(path: str | os.PathLike) -> list[dict[str, Any]]:
         raise SimschedError(f"{name}: not a parallelization table (missing {missing})")
     rows = []
     for i, row in enumerate(r, start=2):
+        if all(row.get(c) == c for c in TABLE_COLUMNS):
+            continue  # the header of a table appended with cat (tables concatenate)
         out: dict[str, Any] = dict(row)
         for c in TABLE_COLUMNS:  # in file order: the first bad column is named
             conv = int if c in _INT_COLUMNS else float if c == "factor" else None

@@ -105,6 +105,10 @@ def test_table_round_trip_and_errors(tmp_path):
     rows = read_table(tmp_path / "t.csv")
     assert rows == r.rows
     assert rows and list(rows[0]) == list(TABLE_COLUMNS)
+    # concatenated with cat: the second table's header is not a row
+    both = (tmp_path / "t.csv").read_text() * 2
+    (tmp_path / "both.csv").write_text(both)
+    assert read_table(tmp_path / "both.csv") == rows + rows
     (tmp_path / "bad.csv").write_text("machine,group\nx,1\n")
     with pytest.raises(SimschedError, match="bad.csv.*missing"):
         read_table(tmp_path / "bad.csv")
