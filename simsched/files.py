@@ -305,8 +305,9 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
                     tmp = Path(tmpdir) / f"out{target.suffix}"
                     tmp.touch()
                 else:
+                    stem, suffix = _temp_parts(target)
                     fd, name = tempfile.mkstemp(
-                        prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent
+                        prefix=f".{stem}.", suffix=f".tmp{suffix}", dir=target.parent
                     )
                     tmp = Path(name)
                     os.close(fd)
@@ -336,6 +337,21 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
                 tmp.unlink(missing_ok=True)
 
 
+#: Most bytes of an output's name (and of its suffix) that its temporary file repeats:
+#: with the dots, random letters and ".tmp" mkstemp adds, a name near the 255-byte limit
+#: of a file name made a temporary name too long to create, and a valid output failed.
+_TEMP_NAME_BYTES, _TEMP_SUFFIX_BYTES = 160, 32
+
+
+def _temp_parts(target: Path) -> tuple[str, str]:
+    """The part of ``target``'s name and the suffix that its temporary file's name keeps."""
+    stem = target.name
+    while len(os.fsencode(stem)) > _TEMP_NAME_BYTES:
+        stem = stem[:-1]
+    suffix = target.suffix if len(os.fsencode(target.suffix)) <= _TEMP_SUFFIX_BYTES else ""
+    return stem, suffix
+
+
 def remove_orphan_temporaries(path: str | os.PathLike) -> None:
     """Remove the temporary files of :func:`atomic_output` for ``path`` left by a writer
     that was killed (kill -9 skips every cleanup).
@@ -345,7 +361,7 @@ def remove_orphan_temporaries(path: str | os.PathLike) -> None:
     was handed names its own after it, hence any number of leading dots.
     """
     target = Path(path)
-    orphan = re.compile(r"\.+" + re.escape(target.name) + r"\..*\.tmp.*")
+    orphan = re.compile(r"\.+" + re.escape(_temp_parts(target)[0]) + r"\..*\.tmp.*")
     try:
         for entry in target.parent.iterdir():
             if orphan.fullmatch(entry.name):

@@ -16,6 +16,7 @@ from simsched.files import (
     parse_json,
     parse_yaml,
     read_user_text,
+    remove_orphan_temporaries,
     write_json_atomic,
     write_text_atomic,
 )
@@ -447,3 +448,19 @@ def test_check_path_refuses_what_is_no_path(tmp_path):
         check_path(b"x", "out_dir")
     with pytest.raises(ConfigError, match="^out_dir='': expected a path, got an empty string"):
         check_path("", "out_dir")
+
+
+@pytest.mark.parametrize("name", ["a" * 251 + ".sst", "é" * 125 + "x.csv", "b." + "c" * 253])
+def test_an_output_named_up_to_the_file_name_limit_is_written(tmp_path, name):
+    """The temporary beside it repeated the whole name: at 255 bytes it was too long to
+    create, and a valid output failed with "File name too long"."""
+    assert len(os.fsencode(name)) == 255
+    write_text_atomic(tmp_path / name, "x")
+    assert (tmp_path / name).read_text() == "x" and _leftovers(tmp_path) == []
+    with atomic_output(tmp_path / name) as tmp:
+        tmp.write_text("y")
+        left = tmp.name
+        # a killed writer's temporary of such a name is still found as an orphan
+        (tmp_path / (left + "x")).write_text("orphan")
+    remove_orphan_temporaries(tmp_path / name)
+    assert _leftovers(tmp_path) == [] and (tmp_path / name).read_text() == "y"
