@@ -111,6 +111,12 @@ def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
                 if idx is None and part.isdigit() and int(part) < len(node):
                     idx = int(part)
                 if idx is None:
+                    where = ".".join(parts[:i])
+                    if where != "caches":  # the links, say: "no cache level" misled
+                        have = f"0 to {len(node) - 1}" if node else "it is empty"
+                        raise ConfigError(
+                            f"{source}: override {key}: {where} has no item {part!r} ({have})"
+                        )
                     raise ConfigError(f"{source}: override {key}: no cache level {part!r}")
                 if last:
                     node[idx] = value

@@ -233,6 +233,15 @@ def test_overrides_must_be_a_mapping_of_dotted_names():
         load_machine("itrs-scaling-4", {1: 2})
 
 
+def test_an_override_of_a_missing_link_names_the_links():
+    with pytest.raises(
+        ConfigError, match=r"override links\.9\.a: links has no item '9' \(0 to 4\)$"
+    ):
+        load_machine("opteron-8380-4x4", {"links.9.a": 1})
+    with pytest.raises(ConfigError, match=r"override caches\.L9\.size: no cache level 'L9'$"):
+        load_machine("opteron-8380-4x4", {"caches.L9.size": 1})
+
+
 def test_an_override_inside_a_value_names_the_value():
     with pytest.raises(
         ConfigError, match=r"caches\.L1\.size\.x: caches\.L1\.size is .*, not a mapping"
