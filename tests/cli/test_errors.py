@@ -226,6 +226,7 @@ def test_trace_gen_without_workload_or_output(cli, tmp_path):
     assert code == 2 and "no output given" in one_line(err)
     code, out, _ = cli("trace", "gen", "--list")
     assert code == 0 and "fib" in out
+    assert "chunk_refs = 1048576  (int in [4096, 1048576])" in out  # every workload's
     # Each workload's line says what the program is; the papers' keys survive as text.
     assert (
         "heat  iterative 5-point heat stencil on a 2-D grid, rows split in two ([CAB11] §II)" in out
