@@ -75,6 +75,10 @@ def profile_cmd(
 
     sz = _parse_sizes(sizes)
     check_line(line)
+    if line is not None and machine is not None:
+        # alternatives (docs/profiler.md): --line won and the machine, even a misspelt
+        # one, was ignored without a word
+        raise ConfigError("--line and --machine both give the line size: give one of them")
     if out is not None and plot is not None and same_file(out, plot):
         # both are written at the end, the figure last: the profile would be lost
         raise ConfigError(

@@ -76,6 +76,7 @@ def test_profile_table_output_and_sizes(tmp_path, capsys):
         (["profile", "{src}", "--sizes", "16Q"], "--sizes: '16Q' is not a size (use bytes"),
         (["profile", "{src}", "--sizes", ""], "--sizes: no sizes given"),
         (["profile", "{src}", "--line", "48"], "power of two"),
+        (["profile", "{src}", "--line", "64", "--machine", "no-such"], "give one of them"),
         (["profile", "{tmp}/missing.sst"], "missing.sst"),
         (["coarsen", "{tmp}/bad.prof", "--machine", "itrs-scaling-4"], "bad.prof"),
         (["coarsen", "{tmp}/r.prof", "--machine", "no-such-machine"], "no-such-machine"),
