@@ -32,6 +32,7 @@ Design (docs/engine.md; docs/architecture.md §3):
 from __future__ import annotations
 
 import heapq
+import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -63,7 +64,37 @@ from simsched.engine.spin import batching_enabled, spin
 from simsched.errors import ConfigError, DeadlockError
 from simsched.memory.window import INF
 from simsched.params import MAX_ARRIVAL, check_int, check_seed
-from simsched.schedulers.base import RETRY, RUN, Scheduler
+from simsched.schedulers.base import RETRY, RUN, SLEEP, Scheduler
+
+
+def bad_decision(job: Job, c: int, now: int, dec: Any, why: str) -> RuntimeError:
+    """The error of a scheduler that answered ``dec`` for core ``c``: the scheduler's fault,
+    named with its job, like a strand that is not ready (:meth:`Job.check_runnable`)."""
+    return RuntimeError(
+        f"scheduler {job.sched.name!r} of job {job.name!r} answered {dec!r} for core {c} at "
+        f"{now}: {why} (build decisions with run(strand, cost), retry(cost) or WAIT, "
+        "simsched.schedulers.base)"
+    )
+
+
+def decision_cost(job: Job, c: int, now: int, dec: tuple[int, int, int]) -> int:
+    """The cost of decision ``dec`` as an int (numpy integers are fine), else the error."""
+    try:
+        cost = operator.index(dec[2])
+    except TypeError:
+        raise bad_decision(job, c, now, dec, "its cost is not an integer") from None
+    if cost < 0:
+        raise bad_decision(job, c, now, dec, "its cost is negative")
+    return int(cost)
+
+
+def decision_strand(job: Job, c: int, now: int, dec: tuple[int, int, int]) -> int:
+    """The strand of run decision ``dec`` as an int (numpy integers are fine), else the error."""
+    try:
+        return int(operator.index(dec[1]))
+    except TypeError:
+        raise bad_decision(job, c, now, dec, "its strand is not an integer") from None
+
 
 #: Default interleaving window in cycles (see docs/engine.md for its measured error).
 DEFAULT_WINDOW = 100
@@ -422,8 +453,18 @@ class Replay:
 
     # -- decisions ----------------------------------------------------------------------
     def _apply(self, job: Job, c: int, now: int, dec: tuple[int, int, int]) -> None:
-        kind, s, cost = dec
+        try:
+            kind, s, cost = dec
+        except (TypeError, ValueError):
+            raise bad_decision(job, c, now, dec, "it is not a decision") from None
+        # A plug-in's nonsense must fail here, naming it: a negative cost started strands
+        # before their predecessors ended, a zero retry spun forever at one cycle, and an
+        # unknown kind ended in a deadlock that did not say why.
+        if type(cost) is not int or cost < 0:
+            cost = decision_cost(job, c, now, dec)
         if kind == RUN:
+            if type(s) is not int:
+                s = decision_strand(job, c, now, dec)
             job.check_runnable(s, c, now)
             start = now + cost
             self.schedc[c] += cost
@@ -437,9 +478,13 @@ class Replay:
             self.n_running += 1
             self._stall = 0
         elif kind == RETRY:
+            if cost < 1:
+                raise bad_decision(job, c, now, dec, "a retry must last at least 1 cycle")
             self._timer(now + cost, c)
-        else:
+        elif kind == SLEEP:
             job.sleeping.add(c)
+        else:
+            raise bad_decision(job, c, now, dec, f"its kind {kind!r} is none of RUN, RETRY, SLEEP")
 
     def _core_done(self, c: int, perf: Callable[[], int]) -> None:
         t0 = perf()

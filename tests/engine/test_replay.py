@@ -12,6 +12,7 @@ from simsched.engine.replay import Engine
 from simsched.machine import load_machine
 from simsched.memory import MemorySystem
 from simsched.schedulers import get_scheduler, scheduler_names
+from simsched.schedulers.base import RETRY, RUN, WAIT, Scheduler, run
 from simsched.trace import TraceBuilder, open_trace
 from tests.engine.conftest import iterated_tasks, make_trace
 from tests.engine.machines import CHAIN_4X1, ONE_BY_THREE, TWO_BY_TWO, out_of_order
@@ -206,6 +207,60 @@ def test_the_engine_bounds_its_window(tmp_path, window):
         _fast(trace, machine, get_scheduler("ws"), {}, 1, window=window)
     res, _ = _fast(trace, machine, get_scheduler("ws"), {}, 1, window=2**40)
     assert res.makespan == res.strand_end.max()
+
+
+class _Answers(Scheduler):
+    """One pool; every on_idle answers ``self.answer(strand)`` for its strand (or WAIT)."""
+
+    name = "test-answers"
+
+    def __init__(self, ctx, params, rng):
+        super().__init__(ctx, params, rng)
+        self.pool = []
+
+    def on_start(self, strand, now):
+        self.pool.append(strand)
+        self.ctx.wake(1)
+
+    def on_finish(self, core, strand, now, ready, kinds):
+        self.pool.extend(ready)
+        return self.on_idle(core, now)
+
+    def on_idle(self, core, now):
+        return self.answer(self.pool.pop()) if self.pool else WAIT
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        (lambda s: None, "it is not a decision"),
+        (lambda s: (RUN, s), "it is not a decision"),
+        (lambda s: run(s, -5), "its cost is negative"),
+        (lambda s: run(s, 1.5), "its cost is not an integer"),
+        (lambda s: (RUN, None, 0), "its strand is not an integer"),
+        (lambda s: (RETRY, -1, 0), "a retry must last at least 1 cycle"),
+        (lambda s: (7, s, 0), "its kind 7 is none of RUN, RETRY, SLEEP"),
+    ],
+)
+def test_a_nonsense_decision_names_the_scheduler(tmp_path, answer, why):
+    # A negative cost started strands before their predecessors ended in a record marked
+    # ok, a zero retry spun at one cycle forever, None failed inside the engine with
+    # "cannot unpack", and an unknown kind ended in a deadlock that did not say why.
+    machine = load_machine("itrs-scaling-4")
+    trace = open_trace(make_trace(tmp_path / "t.sst", seed=5, depth=3, max_refs=20))
+    cls = type("Answers", (_Answers,), {"answer": staticmethod(answer)})
+    with pytest.raises(RuntimeError, match=f"scheduler 'test-answers' of job 'job0' .*: {why}"):
+        _fast(trace, machine, cls, {}, 1, window=0)
+
+
+def test_numpy_integers_are_decisions(tmp_path):
+    machine = load_machine("itrs-scaling-4")
+    trace = open_trace(make_trace(tmp_path / "t.sst", seed=5, depth=3, max_refs=20))
+    cls = type(
+        "Answers", (_Answers,), {"answer": staticmethod(lambda s: run(np.int64(s), np.int32(2)))}
+    )
+    res, stats = _fast(trace, machine, cls, {}, 1, window=0)
+    check_invariants(trace, res, stats)
 
 
 def _check_cycles(res):
