@@ -315,6 +315,14 @@ class Param:
     parse: Callable[[Any, str], Any] | None = None
     kind_name: str = ""
 
+    def __post_init__(self) -> None:
+        # A bound of another type failed at the first value checked, as a TypeError
+        # inside simsched; the plug-in's declaration is the place to say so.
+        for bound in ("gt", "ge", "le"):
+            b = getattr(self, bound)
+            if b is not None and (isinstance(b, bool) or not isinstance(b, int | float)):
+                raise ConfigError(f"Param({self.default!r}, ...): {bound}={b!r} is not a number")
+
     @property
     def kind(self) -> type:
         """The declared type: that of the default (``str`` when it is None)."""
@@ -365,6 +373,12 @@ class ParamSchema:
     """
 
     def __init__(self, **params: Param) -> None:
+        for name, p in params.items():
+            if not isinstance(p, Param):
+                raise ConfigError(
+                    f"ParamSchema: {name}={p!r} is not a Param (declare {name}=Param(default, "
+                    "doc, ...))"
+                )
         self.params: dict[str, Param] = dict(params)
 
     def __iter__(self) -> Iterator[str]:
@@ -434,3 +448,27 @@ class ParamSchema:
             default = d if isinstance(d, str) else repr(d)
             lines.append(f"| `{name}` | {kind} | `{default}` | {p.doc} |")
         return "\n".join(lines) + "\n"
+
+
+def declared_schema(cls: type, kind: str) -> ParamSchema:
+    """The :class:`ParamSchema` a scheduler or controller class declares: its
+    ``params_schema``, or one made from an older plug-in's ``param_defaults`` table.
+
+    Raises
+    ------
+    ConfigError
+        The declaration is of another type, naming the class (it failed inside simsched
+        with "'dict' object has no attribute 'defaults'").
+    """
+    where = f"{kind} class {cls.__name__}"
+    if "params_schema" in cls.__dict__:
+        schema = cls.__dict__["params_schema"]
+        if not isinstance(schema, ParamSchema):
+            raise ConfigError(
+                f"{where}: params_schema must be a simsched.params.ParamSchema, not "
+                f"{type(schema).__name__}"
+            )
+        return schema
+    return ParamSchema.from_defaults(
+        check_mapping(cls.__dict__["param_defaults"], f"{where}: param_defaults")
+    )

@@ -106,6 +106,25 @@ def test_a_plugin_with_a_plain_defaults_table_still_works():
         Old.resolve_params({"j": 1})
 
 
+def test_a_broken_declaration_is_refused_naming_the_class():
+    # These failed inside simsched, naming no class: "'dict' object has no attribute
+    # 'defaults'", "'int' object has no attribute 'default'", "'>=' not supported".
+    from simsched.engine.controllers import Controller
+    from simsched.params import Param, ParamSchema
+    from simsched.schedulers.base import Scheduler
+
+    with pytest.raises(ConfigError, match="scheduler class Mine: params_schema must be a "):
+        type("Mine", (Scheduler,), {"name": "mine", "params_schema": {"k": 3}})
+    with pytest.raises(ConfigError, match=r"class Mine: param_defaults=\[\('k', 3\)\]: expected"):
+        type("Mine", (Scheduler,), {"name": "mine", "param_defaults": [("k", 3)]})
+    with pytest.raises(ConfigError, match="controller class Mine: params_schema must be a "):
+        type("Mine", (Controller,), {"name": "mine", "params_schema": None})
+    with pytest.raises(ConfigError, match=r"ParamSchema: k=3 is not a Param \(declare k=Param"):
+        ParamSchema(k=3)
+    with pytest.raises(ConfigError, match=r"Param\(5, ...\): ge='0' is not a number"):
+        Param(5, "doc", ge="0")
+
+
 def test_controller_parameters_come_from_their_schema():
     from simsched.engine.controllers import get_controller
     from simsched.machine import load_machine

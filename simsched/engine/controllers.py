@@ -51,7 +51,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from simsched.engine.allot import deq_allot, equi_allot
 from simsched.errors import ConfigError
-from simsched.params import MAX_QUANTUM, Param, ParamSchema, check_int, check_mapping, coerce
+from simsched.params import (
+    MAX_QUANTUM,
+    Param,
+    ParamSchema,
+    check_int,
+    check_mapping,
+    coerce,
+    declared_schema,
+)
 from simsched.registry import Registry, class_registry
 
 if TYPE_CHECKING:
@@ -186,10 +194,9 @@ class Controller:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "params_schema" in cls.__dict__:
+        if "params_schema" in cls.__dict__ or "param_defaults" in cls.__dict__:
+            cls.params_schema = declared_schema(cls, "controller")
             cls.param_defaults = cls.params_schema.defaults()
-        elif "param_defaults" in cls.__dict__:  # a plug-in with a plain table
-            cls.params_schema = ParamSchema.from_defaults(cls.param_defaults)
 
     def __init__(
         self, machine: Any, n_jobs: int, params: Mapping[str, Any] | None = None, quantum: int = 0

@@ -71,7 +71,7 @@ import numpy as np
 
 from simsched.errors import ConfigError
 from simsched.machine.topology import steal_costs
-from simsched.params import Param, ParamSchema
+from simsched.params import Param, ParamSchema, declared_schema
 
 # Edge kinds are defined once, with the trace format: spawn, continuation, join.
 from simsched.trace.format import EDGE_CONT, EDGE_JOIN, EDGE_SPAWN
@@ -419,10 +419,9 @@ class Scheduler:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "params_schema" in cls.__dict__:
+        if "params_schema" in cls.__dict__ or "param_defaults" in cls.__dict__:
+            cls.params_schema = declared_schema(cls, "scheduler")
             cls.param_defaults = cls.params_schema.defaults()
-        elif "param_defaults" in cls.__dict__:
-            cls.params_schema = ParamSchema.from_defaults(cls.param_defaults)
 
     def __init__(self, ctx: SchedContext, params: dict[str, Any], rng: np.random.Generator):
         self.ctx = ctx
