@@ -156,14 +156,14 @@ class RunResult:
         }
 
 
-def _open_trace(trace: str | os.PathLike | Trace) -> tuple[Trace, bool]:
+def _open_trace(trace: str | os.PathLike | Trace, cache_chunks: int = 4) -> tuple[Trace, bool]:
     from simsched.trace import Trace, open_trace
 
     if isinstance(trace, Trace):
         return trace, False
     if isinstance(trace, str | os.PathLike):
         try:
-            return open_trace(trace, cache_chunks=4), True
+            return open_trace(trace, cache_chunks=cache_chunks), True
         except FileNotFoundError:
             raise ConfigError(f"{os.fspath(trace)}: no such trace file") from None
         except IsADirectoryError:
@@ -772,7 +772,6 @@ def run_jobs(
     from simsched.engine.record import jobs_metrics, jobs_timeline_arrays
     from simsched.jobset import JobSet, load_jobset
     from simsched.schedulers import get_scheduler
-    from simsched.trace import open_trace
 
     seed, win = _options(seed, window)
     if quantum is not None:
@@ -836,7 +835,11 @@ def run_jobs(
         for j in js.jobs:
             t = opened.get(j.trace)
             if t is None:
-                t = opened[j.trace] = open_trace(j.trace, cache_chunks=2)
+                # a JobSet made in Python skipped load_jobset's check of its trace files
+                try:
+                    t = opened[j.trace] = _open_trace(j.trace, cache_chunks=2)[0]
+                except ConfigError as exc:
+                    raise ConfigError(f"job {j.name!r}: {exc}") from None
             traces.append(t)
             specs.append(JobSpec(t, get_scheduler(j.scheduler), j.params, j.arrival, j.name))
         res, stats = _replay(

@@ -281,3 +281,13 @@ def test_run_jobs_checks_a_job_set_made_in_python(ms_trace, field, value, messag
     js = JobSet(jobs=jobs, **({"seed": value} if field == "seed" else {}))
     with pytest.raises(ConfigError, match=message):
         simsched.run_jobs(js, "itrs-scaling-2", controller="equi")
+
+
+def test_run_jobs_names_the_job_of_a_missing_trace(tmp_path):
+    # A JobSet made in Python skips load_jobset's check of its trace files: a missing one
+    # raised FileNotFoundError from the trace reader.
+    from simsched.jobset import JobEntry, JobSet
+
+    js = JobSet(jobs=[JobEntry("a", tmp_path / "no.sst", "ws", {}, 0, 0)])
+    with pytest.raises(ConfigError, match=r"^job 'a': .*no\.sst: no such trace file$"):
+        simsched.run_jobs(js, "itrs-scaling-2", controller="equi")
