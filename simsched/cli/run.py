@@ -359,6 +359,8 @@ def jobs_summary(rec: dict[str, Any]) -> str:
     extra = float(w["extra_misses"])
     if extra > 0:
         cost = f"{extra:,.0f} private-cache misses more than"
+    elif round(extra) == 0:  # "-0 ... fewer" for no difference at all
+        cost = "as many private-cache misses as"
     else:
         cost = f"{-extra:,.0f} private-cache misses fewer than"
     tail = "" if extra > 0 else " (no warm-up cost shows)"

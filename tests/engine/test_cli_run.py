@@ -150,6 +150,10 @@ def test_jobs_summary_names_each_count_once_and_no_negative_cost():
     assert "2,412 private-cache misses fewer" in text and "no warm-up cost" in text
     rec["realloc_warmup"] = {"joins": 3, "extra_misses": 812.0}
     assert "812 private-cache misses more than" in jobs_summary(rec)
+    for none in (0.0, -0.2):  # printed "-0 private-cache misses fewer"
+        rec["realloc_warmup"] = {"joins": 16, "extra_misses": none}
+        text = jobs_summary(rec)
+        assert "-0" not in text and "as many private-cache misses as" in text
     rec["realloc_warmup"] = {"joins": 0, "extra_misses": 0.0}
     assert jobs_summary(rec).count("\n") == 0
     rec.update(core_moves=4, move_cycles=40_000)
