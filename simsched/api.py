@@ -656,7 +656,9 @@ def compare(
     **kw
         Passed on to :func:`run` (``overrides``, ``window``, ``progress``...).
         ``params`` go to the schedulers that have them (a parameter no scheduler
-        knows is an error).
+        knows is an error).  Not ``seed`` (see ``seeds``) nor ``out_dir``: save the runs
+        with :func:`simsched.experiments.compared.save_comparison`, as ``compare --out``
+        does.
 
     Returns
     -------
@@ -677,6 +679,13 @@ def compare(
     if "seed" in kw:
         raise ConfigError(
             f"compare: seed={kw['seed']!r}: compare runs seeds 0..seeds-1; give seeds=N"
+        )
+    if kw.get("out_dir") is not None:
+        # every run wrote the same three files there: only the last run was left
+        raise ConfigError(
+            f"compare: out_dir={kw['out_dir']!r} would keep only the last run; "
+            "save the runs with simsched.experiments.compared.save_comparison(out_dir, "
+            "results, trace, machine)"
         )
     params = check_mapping(kw.pop("params", None), "params")
     unknown = sorted(k for k in params if not any(k in c.param_defaults for c in classes))

@@ -219,6 +219,13 @@ def test_compare_refuses_bad_scheduler_lists_and_seed(ms_trace):
         simsched.compare(ms_trace, "itrs-scaling-2", "ws", params=["x"])
 
 
+def test_compare_refuses_one_out_dir_for_all_its_runs(ms_trace, tmp_path):
+    # Every run wrote its record into the same folder: only the last one was left there.
+    with pytest.raises(ConfigError, match="^compare: out_dir=.* would keep only the last run"):
+        simsched.compare(ms_trace, "itrs-scaling-2", "ws,pdf", out_dir=tmp_path / "cmp")
+    assert not (tmp_path / "cmp").exists()
+
+
 def test_baseline_makespan_checks_its_machine_and_sampling(ms_trace):
     """Before: AttributeError ('str' object has no attribute 'as_dict') for a preset name,
     ValueError for sample_iterations=nan; a window of any type was accepted."""
