@@ -19,6 +19,7 @@ Job 0 of a single-job run uses the addresses of the trace unchanged.
 
 from __future__ import annotations
 
+import operator
 from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
@@ -191,6 +192,25 @@ class Job:
         """The per-strand memory counters as int64 arrays, one per name (in order)."""
         table = np.asarray(self.strand_mem, dtype=np.int64).reshape(self.n, len(names))
         return {name: table[:, i].copy() for i, name in enumerate(names)}
+
+    def ask_desire(self, now: int) -> int | None:
+        """The scheduler's :meth:`~Scheduler.on_quantum` at ``now``: the job's processor
+        desire, or None when it reports none."""
+        d = self.sched.on_quantum(now)
+        if d is None:
+            return None
+        # A desire of another kind failed later inside the controller ("invalid literal
+        # for int()"), a float was truncated, a negative one blamed "desires".
+        try:
+            v = operator.index(d) if not isinstance(d, bool) else -1
+        except TypeError:
+            v = -1
+        if v < 0:
+            raise RuntimeError(
+                f"scheduler {self.sched.name!r} of job {self.name!r} answered on_quantum at "
+                f"{now} with {d!r}: a processor desire is an integer >= 0, or None"
+            )
+        return int(v)
 
     def check_runnable(self, s: int, c: int, now: int) -> None:
         """Raise if the scheduler chose a strand that is not ready or already ran."""

@@ -342,7 +342,7 @@ class Replay:
         """The controller's quantum ended: ask desires, then reallocate."""
         for job in self.active:
             if job.start_cycle >= 0:
-                job.desire = job.sched.on_quantum(now)
+                job.desire = job.ask_desire(now)
         self.reallocate(now, record=True)
 
     def reallocate(self, now: int, record: bool = False) -> None:
@@ -640,7 +640,7 @@ class Replay:
                 job = self._job(a)
                 if job.done:
                     continue
-                job.desire = job.sched.on_quantum(t)
+                job.desire = job.ask_desire(t)
                 self._push_quantum(t + job.sched.quantum, a)
                 self._check_stall(periodic, t)
         if progress is not None:
