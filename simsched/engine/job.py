@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from simsched.canonical import canonical_json
 from simsched.memory.stacks import stack_layout
 from simsched.schedulers.base import SchedContext, Scheduler
 from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
@@ -35,6 +36,14 @@ from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
 JOB_SHIFT = VIRTUAL_BITS + 1
 #: Largest number of jobs one run may hold (the job tag has 8 bits).
 MAX_JOBS = 256
+
+
+def _is_integer(v: Any) -> bool:
+    try:
+        operator.index(v)
+    except TypeError:
+        return False
+    return True
 
 
 def addr_offset(job: int) -> int:
@@ -192,6 +201,28 @@ class Job:
         """The per-strand memory counters as int64 arrays, one per name (in order)."""
         table = np.asarray(self.strand_mem, dtype=np.int64).reshape(self.n, len(names))
         return {name: table[:, i].copy() for i, name in enumerate(names)}
+
+    def outputs(self) -> tuple[dict[str, int], dict[str, Any]]:
+        """The scheduler's ``counters`` and :meth:`~Scheduler.record_fields` after the
+        replay, checked: a value the record cannot hold failed later, naming no
+        scheduler (``int()`` of a counter, or ``run --json`` printing the record)."""
+        where = f"scheduler {self.sched.name!r} of job {self.name!r}"
+        counters = self.sched.counters
+        if not isinstance(counters, dict):
+            raise RuntimeError(f"{where}: counters is {counters!r}, not a dict of integers")
+        for k, v in counters.items():
+            if not isinstance(k, str) or isinstance(v, bool) or not _is_integer(v):
+                raise RuntimeError(f"{where}: counter {k!r} is {v!r}, not an integer")
+        fields = self.sched.record_fields()
+        if not isinstance(fields, dict) or any(not isinstance(k, str) for k in fields):
+            raise RuntimeError(f"{where}: record_fields() gave {fields!r}, not a dict by name")
+        try:
+            canonical_json(fields, strict=True)
+        except (TypeError, ValueError) as exc:
+            raise RuntimeError(
+                f"{where}: record_fields() gave a value no record holds ({exc})"
+            ) from None
+        return dict(counters), dict(fields)
 
     def ask_desire(self, now: int) -> int | None:
         """The scheduler's :meth:`~Scheduler.on_quantum` at ``now``: the job's processor

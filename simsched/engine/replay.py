@@ -699,6 +699,7 @@ class Replay:
         for jid in range(len(self.jobs)):
             j = self._job(jid)
             core, start, end = j.arrays()
+            counters, fields = j.outputs()
             outs.append(
                 JobOutcome(
                     jid=j.jid,
@@ -714,8 +715,8 @@ class Replay:
                     allotted_cycles=int(j.allot_cycles),
                     instructions=int(j.trace.header.n_instructions),
                     refs=int(j.n_refs),
-                    counters=dict(j.sched.counters),
-                    sched_fields=dict(j.sched.record_fields()),
+                    counters=counters,
+                    sched_fields=fields,
                     core_moves=j.core_moves,
                     move_cycles=j.core_moves * self.move_cost,
                     strand_mem=j.mem_arrays(STRAND_MEM_FIELDS),

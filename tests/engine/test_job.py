@@ -47,3 +47,34 @@ def test_numpy_desires_are_desires(tmp_path):
     specs = [JobSpec(t, Wanting, Wanting.resolve_params({}), 0, f"j{i}") for i in range(2)]
     res = Replay(m, specs, controller=get_controller("deq")(m, 2, {}, 200)).run()
     assert any(2 in desires for _, _, desires, *_ in res.series)
+
+
+@pytest.mark.parametrize(
+    ("counters", "fields", "message"),
+    [
+        ({"mine": "many"}, {}, r"counter 'mine' is 'many', not an integer"),
+        ({"mine": 1.5}, {}, r"counter 'mine' is 1.5, not an integer"),
+        ({}, {"x": object()}, r"record_fields\(\) gave a value no record holds"),
+        ({}, {"x": {1, 2}}, r"record_fields\(\) gave a value no record holds"),
+        ({}, [("x", 1)], r"record_fields\(\) gave \[\('x', 1\)\], not a dict by name"),
+    ],
+)
+def test_outputs_the_record_cannot_hold_name_the_scheduler(tmp_path, counters, fields, message):
+    # A counter "many" failed in int() while the record was made; an object in
+    # record_fields was recorded, and `run --json` then failed with "object is not JSON
+    # serialisable", naming no scheduler.
+    class Telling(WorkStealing):
+        name = "test-telling"
+
+        def __init__(self, ctx, params, rng):
+            super().__init__(ctx, params, rng)
+            self.counters.update(counters)
+
+        def record_fields(self):
+            return fields
+
+    m = load_machine("itrs-scaling-4")
+    t = open_trace(make_trace(tmp_path / "t.sst", seed=2, depth=3))
+    spec = JobSpec(t, Telling, Telling.resolve_params({}), 0, "j0")
+    with pytest.raises(RuntimeError, match=f"^scheduler 'test-telling' of job 'j0': {message}"):
+        Replay(m, [spec]).run()
