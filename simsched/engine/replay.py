@@ -61,7 +61,7 @@ from simsched.engine.outcome import (
     warmup_summary,
 )
 from simsched.engine.spin import batching_enabled, spin
-from simsched.errors import ConfigError, DeadlockError
+from simsched.errors import ConfigError, DeadlockError, SimschedError
 from simsched.memory.window import INF
 from simsched.params import MAX_ARRIVAL, check_int, check_seed
 from simsched.schedulers.base import RETRY, RUN, SLEEP, Scheduler
@@ -573,6 +573,42 @@ class Replay:
     # -- the loop -----------------------------------------------------------------------
     def run(self) -> ReplayResult:
         """Replay every job to its end; returns the :class:`ReplayResult`."""
+        try:
+            return self._run()
+        except SimschedError:
+            raise
+        except Exception as exc:
+            # A plug-in's own error ended with a traceback into simsched and named no
+            # policy: the note says whose code raised it.
+            self._blame(exc)
+            raise
+
+    def _blame(self, exc: BaseException) -> None:
+        """Add a note to ``exc`` naming the scheduler or controller whose code raised it
+        (the innermost one on its traceback), with its job and the cycle."""
+        culprit = None
+        # SimPy raises a copy of a process's exception, the original as its cause.
+        chain: BaseException | None = exc
+        while chain is not None and culprit is None:
+            tb = chain.__traceback__
+            while tb is not None:
+                obj = tb.tb_frame.f_locals.get("self")
+                if isinstance(obj, Scheduler | Controller):
+                    culprit = obj
+                tb = tb.tb_next
+            chain = chain.__cause__
+        if culprit is None:
+            return
+        cls = type(culprit)
+        kind = "scheduler" if isinstance(culprit, Scheduler) else "controller"
+        where = f"{kind} {cls.name!r} ({cls.__module__}.{cls.__qualname__})"
+        jid = getattr(getattr(culprit, "ctx", None), "job", -1)
+        job = self.jobs[jid] if 0 <= jid < len(self.jobs) else None
+        if job is not None:
+            where += f" of job {job.name!r}"
+        exc.add_note(f"raised by {where} at cycle {self.now}")
+
+    def _run(self) -> ReplayResult:
         t_wall = time.perf_counter()
         self._cpu0 = time.thread_time()
         perf = time.perf_counter_ns

@@ -263,6 +263,27 @@ def test_numpy_integers_are_decisions(tmp_path):
     check_invariants(trace, res, stats)
 
 
+@pytest.mark.parametrize("where", ["__init__", "on_start", "on_idle"])
+def test_an_error_in_a_schedulers_code_names_the_scheduler(tmp_path, where):
+    # The traceback ended in the engine (or in SimPy's copy of the error) and named no
+    # policy.
+    from simsched.engine import JobSpec, Replay
+
+    def boom(self, *args):
+        raise ZeroDivisionError("plug-in bug")
+
+    cls = type("Boom", (_Answers,), {"name": "test-boom", where: boom})
+    machine = load_machine("itrs-scaling-4")
+    trace = open_trace(make_trace(tmp_path / "t.sst", seed=5, depth=3, max_refs=20))
+    r = Replay(machine, [JobSpec(trace, cls, {}, 0, "j0")])
+    with pytest.raises(ZeroDivisionError, match="plug-in bug") as err:
+        r.run()
+    job = "" if where == "__init__" else " of job 'j0'"
+    assert err.value.__notes__ == [
+        f"raised by scheduler 'test-boom' (tests.engine.test_replay.Boom){job} at cycle 0"
+    ]
+
+
 def _check_cycles(res):
     """Busy cycles equal the strands' durations on the timeline; idle cycles are what the
     timeline leaves: no core is busy or scheduling longer than the makespan."""
