@@ -194,6 +194,11 @@ class Controller:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__ and "aliases" not in cls.__dict__:
+            # A subclass under a new name is another policy: its parent's aliases
+            # (WS's "cilk") are taken by the parent, so inheriting them made
+            # `class MyWS(WorkStealing): name = "myws"` fail to register.
+            cls.aliases = ()
         if "params_schema" in cls.__dict__ or "param_defaults" in cls.__dict__:
             cls.params_schema = declared_schema(cls, "controller")
             cls.param_defaults = cls.params_schema.defaults()

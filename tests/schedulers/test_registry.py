@@ -37,6 +37,32 @@ def test_register_conflict_and_replace():
         register(int)  # type: ignore[arg-type]
 
 
+def test_a_subclass_under_a_new_name_registers_without_its_parents_aliases(monkeypatch):
+    # It inherited WS's aliases, so registering it failed with "scheduler name
+    # 'work-stealing' is already taken by WorkStealing" (an entry-point plug-in named as
+    # its class failed to load the same way).
+    from simsched.engine.controllers import CONTROLLERS, Equi
+
+    monkeypatch.setattr(reg.SCHEDULERS, "entries", dict(reg.REGISTRY))
+    monkeypatch.setattr(CONTROLLERS, "entries", dict(CONTROLLERS.entries))
+
+    class MyWS(WorkStealing):
+        name = "test-myws"
+
+    class MyAliased(WorkStealing):
+        name = "test-myws2"
+        aliases = ("test-mine",)
+
+    class MyEqui(Equi):
+        name = "test-myequi"
+
+    assert MyWS.aliases == () and MyAliased.aliases == ("test-mine",)
+    assert register(MyWS) is MyWS and get_scheduler("test-myws") is MyWS
+    assert register(MyAliased) is MyAliased and get_scheduler("test-mine") is MyAliased
+    assert get_scheduler("cilk") is WorkStealing
+    assert CONTROLLERS.register(MyEqui) is MyEqui and MyEqui.aliases == ()
+
+
 def test_params_validation():
     assert WorkStealing.resolve_params(None) == {"spawn_policy": "child-first"}
     assert WorkStealing.resolve_params({"spawn_policy": "parent-first"})["spawn_policy"] == (
