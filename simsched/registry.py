@@ -170,7 +170,9 @@ def class_registry(kind: str, group: str, base: type) -> Registry:
         check(cls)
         assert isinstance(cls, type)
         if getattr(cls, "name", "") != name:
-            cls = type(cls.__name__, (cls,), {"name": name, "aliases": ()})
+            # in the plug-in's module, not simsched.registry, for reprs and error notes
+            attrs = {"name": name, "aliases": (), "__module__": cls.__module__}
+            cls = type(cls.__name__, (cls,), attrs)
         return cls
 
     return Registry(kind, group, lambda c: (c.name, *c.aliases), adapt, check)

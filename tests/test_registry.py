@@ -113,6 +113,7 @@ def test_plugins_of_each_kind(plugins):
     # a plug-in class is registered under its entry point's name
     assert CONTROLLERS.get("mine").name == "mine" and "mine" in CONTROLLERS.names()
     assert issubclass(CONTROLLERS.get("mine"), Other)
+    assert CONTROLLERS.get("mine").__module__ == Other.__module__  # was simsched.registry
     assert GENERATORS.get("mygen").module is gen and "mygen" in GENERATORS.names()
     with pytest.raises(ConfigError, match="lacks SUMMARY, PARAMS, finish_params"):
         GENERATORS.get("half")
