@@ -156,6 +156,8 @@ def test_every_json_text_field_is_declared_nested(ms_trace):
         ({"window": True}, "window=True: expected an integer"),
         ({"seed": -1}, "seed=-1: must be between 0"),
         ({"seed": 2.5}, "seed=2.5: expected an integer"),
+        ({"progress": "yes"}, "progress='yes': expected True or False"),
+        ({"progress": 1}, "progress=1: expected True or False"),
     ],
 )
 def test_run_and_run_jobs_refuse_the_same_options_the_same_way(ms_trace, tmp_path, kwargs, message):
@@ -167,6 +169,14 @@ def test_run_and_run_jobs_refuse_the_same_options_the_same_way(ms_trace, tmp_pat
     with pytest.raises(ConfigError, match=f"^{message}"):
         simsched.run_jobs(jobs, "itrs-scaling-2", out_dir=tmp_path / "o", **kwargs)
     assert not (tmp_path / "o").exists()
+
+
+def test_run_refuses_a_speedup_that_is_no_flag(ms_trace):
+    # "no" is true: the baseline was computed and the speedup recorded.
+    with pytest.raises(ConfigError, match="^speedup='no': expected True or False"):
+        simsched.run(ms_trace, "itrs-scaling-2", "ws", speedup="no")
+    rec = simsched.run(ms_trace, "itrs-scaling-2", "ws", speedup=np.bool_(False)).record
+    assert rec["speedup"] == 0.0
 
 
 def test_run_records_what_run_jobs_of_one_job_records(ms_trace):
