@@ -132,8 +132,9 @@ class RunResult:
 
     def to_parquet(self, path: str | os.PathLike) -> Path:
         """Write the record as a one-row Parquet file (atomically); returns the path."""
-        write_parquet_atomic(Path(path), [self.record])
-        return Path(path)
+        out = check_path(path, "path")  # None or a number raised TypeError
+        write_parquet_atomic(out, [self.record])
+        return out
 
     def timeline_arrays(self) -> dict[str, np.ndarray]:
         """Arrays stored in ``timeline.npz``: per strand core, start, end, frame and the

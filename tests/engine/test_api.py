@@ -179,6 +179,14 @@ def test_run_refuses_a_speedup_that_is_no_flag(ms_trace):
     assert rec["speedup"] == 0.0
 
 
+def test_to_parquet_refuses_what_is_no_path(ms_trace, tmp_path):
+    r = simsched.run(ms_trace, "itrs-scaling-2", "ws", speedup=False)
+    for bad, shown in ((None, "None"), (5, "5"), ("", "''")):
+        with pytest.raises(ConfigError, match=f"^path={shown}: expected a path"):
+            r.to_parquet(bad)
+    assert r.to_parquet(str(tmp_path / "r.parquet")) == tmp_path / "r.parquet"
+
+
 def test_run_records_what_run_jobs_of_one_job_records(ms_trace):
     """The same replay: one job under 'all' with the same seed and window gives the same
     strands, cycles and counters in both records."""
