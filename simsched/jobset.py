@@ -255,7 +255,10 @@ def _check_group(
         raise ConfigError(f"{where}: {exc}") from None
     if g.trace is not None:
         p = Path(g.trace)
-        if not (p if p.is_absolute() else base / p).is_file():
+        full = p if p.is_absolute() else base / p
+        if full.is_dir():  # it said "does not exist"
+            raise ConfigError(f"{where}.trace: {g.trace} is a folder, expected a trace file")
+        if not full.is_file():
             raise ConfigError(f"{where}.trace: {g.trace} does not exist")
     else:
         try:

@@ -1,0 +1,21 @@
+"""Job-set files: what load_jobset and check_jobset refuse, and how they say it."""
+
+from __future__ import annotations
+
+import pytest
+
+from simsched.errors import ConfigError
+from simsched.jobset import check_jobset, load_jobset
+
+
+def test_a_trace_that_is_a_folder_is_said_to_be_one(tmp_path):
+    # It was said not to exist.
+    spec = {"jobs": [{"trace": str(tmp_path)}]}
+    for check in (load_jobset, check_jobset):
+        with pytest.raises(
+            ConfigError, match=r"^job set: jobs\.0\.trace: .* is a folder, expected"
+        ):
+            check(spec)
+    spec = {"jobs": [{"trace": str(tmp_path / "none.sst")}]}
+    with pytest.raises(ConfigError, match=r"^job set: jobs\.0\.trace: .*none\.sst does not exist"):
+        load_jobset(spec)
