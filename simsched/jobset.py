@@ -67,7 +67,13 @@ class PoissonArrivals(_Strict):
 
     _NUMBERS = ("mean", "start")
 
-    mean: float = Field(gt=0, le=MAX_ARRIVAL, description="mean cycles between arrivals (1/lambda)")
+    # allow_inf_nan: nan was refused as "should be less than or equal to 1152921504606847000"
+    mean: float = Field(
+        gt=0,
+        le=MAX_ARRIVAL,
+        allow_inf_nan=False,
+        description="mean cycles between arrivals (1/lambda)",
+    )
     start: StrictInt = Field(
         default=0, ge=0, le=MAX_ARRIVAL, description="cycle the process starts at"
     )
@@ -127,7 +133,11 @@ class JobSetSpec(_Strict):
         default=0, ge=0, le=MAX_QUANTUM, description="controller quantum in cycles"
     )
     quantum_ms: float | None = Field(
-        default=None, gt=0, le=1e6, description="controller quantum in ms (machine clock_ghz)"
+        default=None,
+        gt=0,
+        le=1e6,
+        allow_inf_nan=False,
+        description="controller quantum in ms (machine clock_ghz)",
     )
     jobs: list[JobGroup] = Field(min_length=1)
 

@@ -19,3 +19,13 @@ def test_a_trace_that_is_a_folder_is_said_to_be_one(tmp_path):
     spec = {"jobs": [{"trace": str(tmp_path / "none.sst")}]}
     with pytest.raises(ConfigError, match=r"^job set: jobs\.0\.trace: .*none\.sst does not exist"):
         load_jobset(spec)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_mean_or_quantum_that_is_no_finite_number_is_said_to_be_one(value):
+    # nan was refused as "Input should be less than or equal to 1152921504606847000".
+    group = {"trace": "x.sst", "copies": 2, "arrival": {"poisson": {"mean": value}}}
+    with pytest.raises(ConfigError, match=r"poisson\.mean: Input should be a finite number"):
+        load_jobset({"jobs": [group]})
+    with pytest.raises(ConfigError, match=r"quantum_ms: Input should be a finite number"):
+        load_jobset({"quantum_ms": value, "jobs": [{"trace": "x.sst"}]})
