@@ -107,7 +107,8 @@ def show(
         return
     sets = ", ".join(f"{c.name} {c.sets} sets" for c in m.caches)
     # Plain print: a console would wrap long lines and break the YAML.
-    print(f"# {m.name}: {m.cores} cores ({m.sockets} × {m.cores_per_socket}); {sets}")
+    cores = f"{m.cores} core" + ("s" if m.cores != 1 else "")
+    print(f"# {m.name}: {cores} ({m.sockets} × {m.cores_per_socket}); {sets}")
     if r is not None:
         print("# hops between sockets (row: from, column: to):")
         for row in r.hops:

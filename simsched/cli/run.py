@@ -109,11 +109,21 @@ def _split(
         known |= set(get_scheduler(name).param_defaults)
     params = parse_kv(param, "--param")
     overrides = {}
+    from simsched.machine import Machine
+
+    fields = {*Machine.model_fields, "cores"}  # `cores`: the one-socket shorthand
     for k, v in parse_kv(set_, "--set").items():
         if k in known:
             params[k] = v
-        else:
+        elif k.split(".")[0] in fields:
             overrides[k] = v
+        else:
+            # taken for a machine field, a misspelt parameter was "<machine>: k: unknown key"
+            names = ", ".join(sorted(known)) or "none"
+            raise ConfigError(
+                f"--set {k}={v}: neither a parameter of {', '.join(schedulers)} ({names}) "
+                "nor a machine field (simsched machine show)"
+            )
     return params, overrides
 
 

@@ -126,6 +126,13 @@ def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
                 if last:
                     node[part] = value
                 else:
+                    if part not in node and parts[i + 1].isdigit():
+                        # links.0.a on a machine without links made a mapping where the
+                        # list belongs, and validation then spoke of a tuple
+                        raise ConfigError(
+                            f"{source}: override {key}: the machine has no {part!r} to "
+                            f"index; give the whole list (e.g. in a machine file)"
+                        )
                     node = node.setdefault(part, {})
             else:
                 # name the field that holds a value, not the key looked up inside it

@@ -130,6 +130,17 @@ def test_user_errors_exit_2(ms, tmp_path, capsys):
     assert code == 2 and "unknown parameter" in err
     code, _, err = _run(["plot", "timeline", str(tmp_path), "-o", str(tmp_path / "x.png")], capsys)
     assert code == 2 and "result.json" in err
+    # a --set key that is no parameter was taken for a machine field: "itrs-scaling-4:
+    # spawn_polcy: unknown key"
+    for cmd in (["run", "-s", "ws"], ["compare", "--schedulers", "ws,pdf"]):
+        argv = [*cmd, "-t", str(ms), "-m", "itrs-scaling-4", "--set", "spawn_polcy=parent-first"]
+        code, _, err = _run(argv, capsys)
+        assert code == 2 and err.count("\n") == 1
+        names = ", ".join(cmd[-1].split(",")) if cmd[0] == "compare" else "ws"
+        assert (
+            f"--set spawn_polcy=parent-first: neither a parameter of {names} (spawn_policy) "
+            "nor a machine field (simsched machine show)"
+        ) in err
 
 
 def test_jobs_summary_names_each_count_once_and_no_negative_cost():

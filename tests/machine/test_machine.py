@@ -167,6 +167,14 @@ def test_cli_show_json(capsys):
     assert d["cores"] == 16 and d["caches"][1]["size"] == 20 * 2**20
 
 
+def test_cli_show_counts_one_core_in_the_singular(capsys):
+    for name, head in (("itrs-scaling-1", "1 core (1 × 1)"), ("itrs-scaling-2", "2 cores (1 × 2)")):
+        with pytest.raises(SystemExit) as exc:
+            main(["machine", "show", name])
+        assert exc.value.code == 0
+        assert capsys.readouterr().out.splitlines()[0].startswith(f"# {name}: {head};")
+
+
 def test_cli_unknown_machine_exit_2(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["machine", "show", "itrs-scaling-17"])
@@ -273,6 +281,18 @@ def test_a_nested_override_says_how_to_set_one_field():
     assert load_machine("opteron-8380-4x4", {"memory": full}) == load_machine(
         "opteron-8380-4x4", {"memory.placement": "interleave"}
     )
+
+
+def test_an_override_indexing_a_list_the_machine_lacks_says_so():
+    """Before: 'links: Input should be a valid tuple' for links.0.a on a machine without
+    links."""
+    with pytest.raises(ConfigError) as info:
+        load_machine("itrs-scaling-4", {"links.0.a": 1})
+    assert str(info.value) == (
+        "itrs-scaling-4: override links.0.a: the machine has no 'links' to index; give the "
+        "whole list (e.g. in a machine file)"
+    )
+    assert load_machine("opteron-8380-4x4", {"links.0.bandwidth": 8.8}).links[0].bandwidth == 8.8
 
 
 def test_numpy_scalars_are_accepted_in_machine_dicts_and_overrides():
