@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,12 @@ def safe_load_yaml(path: Path) -> Any:
 def _raw_machine(spec: str | Path | dict) -> tuple[str, dict]:
     if isinstance(spec, dict):
         return "machine", copy.deepcopy(spec)
+    if not isinstance(spec, str | os.PathLike):
+        # str(None) was looked up as a preset: "machine 'None': no such preset or file"
+        raise ConfigError(
+            f"machine={spec!r}: expected a preset name, a machine file, a mapping of "
+            "machine fields or a Machine"
+        )
     key = str(spec)
     if key in PRESET_DICTS:
         return key, copy.deepcopy(PRESET_DICTS[key])

@@ -295,6 +295,17 @@ def test_an_override_indexing_a_list_the_machine_lacks_says_so():
     assert load_machine("opteron-8380-4x4", {"links.0.bandwidth": 8.8}).links[0].bandwidth == 8.8
 
 
+def test_a_machine_that_is_no_name_path_mapping_or_machine_is_refused_as_such():
+    """Before: "machine 'None': no such preset or file", str(None) taken for a name."""
+    for bad in (None, 5, ["itrs-scaling-1"]):
+        with pytest.raises(ConfigError) as info:
+            load_machine(bad)
+        assert str(info.value) == (
+            f"machine={bad!r}: expected a preset name, a machine file, a mapping of machine "
+            "fields or a Machine"
+        )
+
+
 def test_numpy_scalars_are_accepted_in_machine_dicts_and_overrides():
     """Before: 'cores_per_socket: Input should be a valid integer' for np.int64(2), and
     'np.int64(1048576) is not a size' for a cache size computed with numpy."""
