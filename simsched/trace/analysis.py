@@ -160,18 +160,19 @@ class _LineSet:
         keys = lines >> np.uint64(self.BLOCK_SHIFT)
         first = int(keys[0])
         if (keys == first).all():
-            self._flag(first, lines)
+            self._flag(first, lines, unique=False)
             return
         u = np.unique(lines)
         cuts = np.flatnonzero(np.diff(u >> np.uint64(self.BLOCK_SHIFT))) + 1
         for part in np.split(u, cuts):
-            self._flag(int(part[0] >> np.uint64(self.BLOCK_SHIFT)), part)
+            self._flag(int(part[0] >> np.uint64(self.BLOCK_SHIFT)), part, unique=True)
 
-    def _flag(self, key: int, lines: np.ndarray) -> None:
+    def _flag(self, key: int, lines: np.ndarray, unique: bool) -> None:
         flags = self.blocks.get(key)
         if flags is None:
             if len(self.blocks) >= self.MAX_BLOCKS:
-                self._keep(np.unique(lines))
+                # a part of add's sorted lines is sorted and unique already
+                self._keep(lines if unique else np.unique(lines))
                 return
             flags = self.blocks[key] = np.zeros(1 << self.BLOCK_SHIFT, np.bool_)
         flags[lines & np.uint64((1 << self.BLOCK_SHIFT) - 1)] = True
