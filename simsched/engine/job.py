@@ -232,16 +232,12 @@ class Job:
             return None
         # A desire of another kind failed later inside the controller ("invalid literal
         # for int()"), a float was truncated, a negative one blamed "desires".
-        try:
-            v = operator.index(d) if not isinstance(d, bool) else -1
-        except TypeError:
-            v = -1
-        if v < 0:
+        if isinstance(d, bool) or not _is_integer(d) or d < 0:
             raise RuntimeError(
                 f"scheduler {self.sched.name!r} of job {self.name!r} answered on_quantum at "
                 f"{now} with {d!r}: a processor desire is an integer >= 0, or None"
             )
-        return int(v)
+        return int(d)
 
     def check_runnable(self, s: int, c: int, now: int) -> None:
         """Raise if the scheduler chose a strand that is not ready or already ran."""

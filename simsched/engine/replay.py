@@ -77,23 +77,13 @@ def bad_decision(job: Job, c: int, now: int, dec: Any, why: str) -> RuntimeError
     )
 
 
-def decision_cost(job: Job, c: int, now: int, dec: tuple[int, int, int]) -> int:
-    """The cost of decision ``dec`` as an int (numpy integers are fine), else the error."""
+def decision_int(job: Job, c: int, now: int, dec: tuple[int, int, int], what: str) -> int:
+    """Decision ``dec``'s ``what`` (``strand`` or ``cost``) as an int (numpy integers are
+    fine), else the error."""
     try:
-        cost = operator.index(dec[2])
+        return int(operator.index(dec[1 if what == "strand" else 2]))
     except TypeError:
-        raise bad_decision(job, c, now, dec, "its cost is not an integer") from None
-    if cost < 0:
-        raise bad_decision(job, c, now, dec, "its cost is negative")
-    return int(cost)
-
-
-def decision_strand(job: Job, c: int, now: int, dec: tuple[int, int, int]) -> int:
-    """The strand of run decision ``dec`` as an int (numpy integers are fine), else the error."""
-    try:
-        return int(operator.index(dec[1]))
-    except TypeError:
-        raise bad_decision(job, c, now, dec, "its strand is not an integer") from None
+        raise bad_decision(job, c, now, dec, f"its {what} is not an integer") from None
 
 
 #: Default interleaving window in cycles (see docs/engine.md for its measured error).
@@ -460,11 +450,13 @@ class Replay:
         # A plug-in's nonsense must fail here, naming it: a negative cost started strands
         # before their predecessors ended, a zero retry spun forever at one cycle, and an
         # unknown kind ended in a deadlock that did not say why.
-        if type(cost) is not int or cost < 0:
-            cost = decision_cost(job, c, now, dec)
+        if type(cost) is not int:
+            cost = decision_int(job, c, now, dec, "cost")
+        if cost < 0:
+            raise bad_decision(job, c, now, dec, "its cost is negative")
         if kind == RUN:
             if type(s) is not int:
-                s = decision_strand(job, c, now, dec)
+                s = decision_int(job, c, now, dec, "strand")
             job.check_runnable(s, c, now)
             start = now + cost
             self.schedc[c] += cost
