@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import difflib
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +13,8 @@ from pydantic import ValidationError
 from simsched.errors import ConfigError, field_message
 from simsched.files import parse_yaml, read_yaml
 from simsched.machine.presets import PRESET_DICTS, PRESET_FILES, preset_names
-from simsched.machine.schema import Machine
+from simsched.machine.schema import Machine, exponent_hint
 from simsched.params import check_mapping, python_scalars
-
-_EXPONENT = re.compile(r"\s*[-+]?\d+[eE][-+]?\d+\s*")
 
 
 def format_validation_error(source: str, exc: ValidationError) -> str:
@@ -37,8 +34,7 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
         if err["type"] in ("int_type", "float_type", "bool_type", "string_type"):
             # "should be a valid integer" alone left 2.5, true or YAML's text '1e9' unnamed
             msg += f", got {'the text ' if isinstance(given, str) else ''}{given!r}"
-            if isinstance(given, str) and _EXPONENT.fullmatch(given):
-                msg += " (YAML reads 1e9 without a dot as text: write 1.0e9, or 1000000000)"
+            msg += exponent_hint(given)
         # a check of the whole file (links, caches, placement) names its fields itself
         parts.append(f"{loc}: {msg}" if loc else msg)
     return f"{source}: " + "; ".join(parts)

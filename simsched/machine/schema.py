@@ -40,6 +40,16 @@ _UNITS = {
     "gib": 1024**3,
 }
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+#: A number in exponent form without a dot (``1e9``), which YAML reads as text.
+_EXPONENT_TEXT = re.compile(r"\s*[-+]?\d+[eE][-+]?\d+\s*")
+
+
+def exponent_hint(value: object) -> str:
+    """A note for a text that YAML would have read as a number had it a dot, else ``""``:
+    the common way to get a string where a number belongs."""
+    if isinstance(value, str) and _EXPONENT_TEXT.fullmatch(value):
+        return " (YAML reads 1e9 without a dot as text: 1.0e9, or 1000000000)"
+    return ""
 
 
 def parse_size(value: object) -> int:
@@ -336,10 +346,7 @@ class Link(_Strict):
         # Checked before the union, whose two failures read "bandwidth.float: ... ;
         # bandwidth.int: ...".  YAML reads 1e9 (no dot) as text, a common way to get here.
         if isinstance(value, bool) or not isinstance(value, int | float):
-            hint = ""
-            if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+[eE][-+]?\d+\s*", value):
-                hint = " (YAML reads a number such as 1e9 without a dot as text: 1.0e9)"
-            raise ValueError(f"{value!r} is not a number of GB/s{hint}")
+            raise ValueError(f"{value!r} is not a number of GB/s{exponent_hint(value)}")
         return value
 
 
