@@ -70,10 +70,10 @@ from simsched.experiments.spec import (
     check_trace_cache,
 )
 from simsched.experiments.store import (
-    _INT64,
     POINT_FILE,
     ROW_FILE,
     PointClaim,
+    beyond_int64,
     consolidate,
     point_dir,
     read_row,
@@ -308,7 +308,7 @@ def _point_record(result: Any) -> dict[str, Any]:
         )
     # a table column holds 64-bit integers: such a row, written as finished, was left out
     # of every table (with a warning) and never run again
-    big = next((k for k, v in result.items() if isinstance(v, int) and v not in _INT64), None)
+    big = beyond_int64(result)
     if big is not None:
         raise TypeError(
             f"the point function returned {big}={result[big]}, beyond a 64-bit integer; "

@@ -38,6 +38,7 @@ from pydantic import (
 
 from simsched.canonical import canonical_json, content_hash
 from simsched.errors import ConfigError
+from simsched.experiments.store import natural_key
 from simsched.files import check_path, folder_blocker, parse_yaml
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
@@ -877,15 +878,11 @@ def _check_filter_values(loaded: LoadedSpec, seen: dict[str, set[str]]) -> None:
                 bases = {v.split("[", 1)[0] for v in values}
                 for w in want if isinstance(want, list) else [want]:
                     if str(w) not in values and str(w) not in bases:
-                        known = ", ".join(sorted(values, key=_natural_key)[:12])
+                        known = ", ".join(sorted(values, key=natural_key)[:12])
                         raise ConfigError(
                             f"{loaded.path}: {name}.{i}.{key}: {w!r} matches no point "
                             f"(the sweep's {key} values: {known})"
                         )
-
-
-def _natural_key(text: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
 
 
 def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:

@@ -32,7 +32,7 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -147,10 +147,16 @@ def _load_row(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, str(exc).removeprefix(f"{path}: ")
     if not isinstance(row, dict):
         return None, f"not a JSON object ({type(row).__name__})"
-    for key, value in row.items():
-        if isinstance(value, int) and value not in _INT64:
-            return None, f"field {key!r} is out of the 64-bit integer range"
+    key = beyond_int64(row)
+    if key is not None:
+        return None, f"field {key!r} is out of the 64-bit integer range"
     return row, None
+
+
+def beyond_int64(row: Mapping[str, Any]) -> str | None:
+    """The first field of ``row`` holding an integer no table column holds (beyond 64
+    bits), or None."""
+    return next((k for k, v in row.items() if isinstance(v, int) and v not in _INT64), None)
 
 
 def merge_row(columns: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
@@ -265,7 +271,9 @@ def rows_to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 SORT_COLUMNS = ("workload", "machine", "scheduler", "seed", "point_id")
 
 
-def _natural_key(value: Any) -> tuple:
+def natural_key(value: Any) -> tuple:
+    """Sort key of a label with its numbers compared as numbers (``itrs-45nm-2`` before
+    ``itrs-45nm-10``)."""
     parts = re.split(r"(\d+)", str(value))
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
 
@@ -275,7 +283,7 @@ def sort_rows(df: pd.DataFrame) -> pd.DataFrame:
     cols = [c for c in SORT_COLUMNS if c in df.columns]
     if df.empty or not cols:
         return df
-    keys = df[cols].map(_natural_key) if hasattr(df, "map") else df[cols].applymap(_natural_key)
+    keys = df[cols].map(natural_key) if hasattr(df, "map") else df[cols].applymap(natural_key)
     order = sorted(range(len(df)), key=lambda i: tuple(keys.iloc[i]))
     return df.iloc[order].reset_index(drop=True)
 
