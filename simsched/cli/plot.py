@@ -41,9 +41,14 @@ def timeline(
     from simsched.errors import ConfigError
     from simsched.plotting.figures import figure_format, save
     from simsched.plotting.runfolder import TIMELINE_FILE, check_frames, run_trace_paths
-    from simsched.plotting.timeline import load_timeline, plot_timeline, subtree_of_frames
+    from simsched.plotting.timeline import (
+        COLOR_BY,
+        load_timeline,
+        plot_timeline,
+        subtree_of_frames,
+    )
 
-    if color_by not in ("subtree", "socket", "job"):
+    if color_by not in COLOR_BY:
         raise ConfigError(f"--color-by {color_by!r}: use subtree, socket or job")
     check_not_input(out, "--out", timeline_inputs(result, trace))
     figure_format(out)

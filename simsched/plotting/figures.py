@@ -426,14 +426,12 @@ def sweep_figure(
 def _mixed_labels(data: pd.DataFrame, keys: list[str]) -> dict[str, list[Any]]:
     """The label columns (workload, machine, scheduler) outside ``keys`` that take several
     values within one group of ``keys``, with their values."""
-    out: dict[str, list[Any]] = {}
-    for label in ("workload", "machine", "scheduler"):
-        if label in keys or label not in data:
-            continue
-        groups = data.groupby([data[k].astype(str) for k in dict.fromkeys(keys)], sort=False)
-        if (groups[label].nunique(dropna=False) > 1).any():
-            out[label] = _natural(data[label])
-    return out
+    labels = [c for c in ("workload", "machine", "scheduler") if c not in keys and c in data]
+    if not labels:
+        return {}
+    groups = data.groupby([data[k].astype(str) for k in dict.fromkeys(keys)], sort=False)
+    several = (groups[labels].nunique(dropna=False) > 1).any()
+    return {label: _natural(data[label]) for label in labels if several[label]}
 
 
 def _warn_user(message: str) -> None:

@@ -22,6 +22,9 @@ import numpy as np
 from simsched.errors import ConfigError
 from simsched.plotting.runfolder import TIMELINE_FILE, read_record, read_timeline, result_file
 
+#: What a timeline's strands may be coloured by (``plot_timeline``'s ``color_by``).
+COLOR_BY = ("subtree", "socket", "job")
+
 
 def load_timeline(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Load a run's timeline and record from a result folder or its ``result.json``.
@@ -150,7 +153,7 @@ def plot_timeline(
 
     from simsched.plotting.figures import literal, style
 
-    if color_by not in ("subtree", "socket", "job"):
+    if color_by not in COLOR_BY:
         raise ConfigError(f"color_by {color_by!r}: expected subtree, socket or job")
     if color_by == "job" and "job" not in arrays:
         raise ConfigError("color_by 'job': not the timeline of a job-set run (no job array)")
