@@ -450,6 +450,21 @@ class ParamSchema:
         return "\n".join(lines) + "\n"
 
 
+def settle_plugin_class(cls: Any, kind: str) -> None:
+    """Settle what a scheduler or controller subclass declares, as it is made (the base
+    classes' ``__init_subclass__``): its parameters, and its aliases.
+
+    A subclass under a new ``name`` is another policy: its parent's aliases (WS's
+    ``cilk``) are taken by the parent, so inheriting them made ``class MyWS(WorkStealing):
+    name = "myws"`` fail to register; it gets none unless it declares its own.
+    """
+    if "name" in cls.__dict__ and "aliases" not in cls.__dict__:
+        cls.aliases = ()
+    if "params_schema" in cls.__dict__ or "param_defaults" in cls.__dict__:
+        cls.params_schema = declared_schema(cls, kind)
+        cls.param_defaults = cls.params_schema.defaults()
+
+
 def declared_schema(cls: type, kind: str) -> ParamSchema:
     """The :class:`ParamSchema` a scheduler or controller class declares: its
     ``params_schema``, or one made from an older plug-in's ``param_defaults`` table.

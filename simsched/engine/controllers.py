@@ -58,7 +58,7 @@ from simsched.params import (
     check_int,
     check_mapping,
     coerce,
-    declared_schema,
+    settle_plugin_class,
 )
 from simsched.registry import Registry, class_registry
 
@@ -194,14 +194,7 @@ class Controller:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__ and "aliases" not in cls.__dict__:
-            # A subclass under a new name is another policy: its parent's aliases
-            # (WS's "cilk") are taken by the parent, so inheriting them made
-            # `class MyWS(WorkStealing): name = "myws"` fail to register.
-            cls.aliases = ()
-        if "params_schema" in cls.__dict__ or "param_defaults" in cls.__dict__:
-            cls.params_schema = declared_schema(cls, "controller")
-            cls.param_defaults = cls.params_schema.defaults()
+        settle_plugin_class(cls, "controller")
 
     def __init__(
         self, machine: Any, n_jobs: int, params: Mapping[str, Any] | None = None, quantum: int = 0

@@ -71,7 +71,7 @@ import numpy as np
 
 from simsched.errors import ConfigError
 from simsched.machine.topology import steal_costs
-from simsched.params import Param, ParamSchema, declared_schema
+from simsched.params import Param, ParamSchema, settle_plugin_class
 
 # Edge kinds are defined once, with the trace format: spawn, continuation, join.
 from simsched.trace.format import EDGE_CONT, EDGE_JOIN, EDGE_SPAWN
@@ -419,14 +419,7 @@ class Scheduler:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__ and "aliases" not in cls.__dict__:
-            # A subclass under a new name is another policy: its parent's aliases
-            # (WS's "cilk") are taken by the parent, so inheriting them made
-            # `class MyWS(WorkStealing): name = "myws"` fail to register.
-            cls.aliases = ()
-        if "params_schema" in cls.__dict__ or "param_defaults" in cls.__dict__:
-            cls.params_schema = declared_schema(cls, "scheduler")
-            cls.param_defaults = cls.params_schema.defaults()
+        settle_plugin_class(cls, "scheduler")
 
     def __init__(self, ctx: SchedContext, params: dict[str, Any], rng: np.random.Generator):
         self.ctx = ctx
