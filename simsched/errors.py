@@ -41,6 +41,15 @@ class DeadlockError(SimschedError):
     core and never will); the message names the cycle, the jobs left and their cores."""
 
 
+class PluginError(SimschedError, RuntimeError):
+    """A scheduler or controller from outside simsched broke the engine's contract: a
+    decision, desire, allotment, counter or record field the engine cannot take.  The
+    message names the plug-in, its job, the core and the cycle; the plug-in's author can
+    fix it, so the CLI says it in one line.  The same fault in a built-in policy is a bug
+    in simsched and stays a plain ``RuntimeError`` with its traceback
+    (:func:`simsched.engine.job.contract_error`)."""
+
+
 class OutputError(SimschedError):
     """An output file cannot be written (full disk, read-only file system, permission...).
 

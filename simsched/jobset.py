@@ -225,7 +225,32 @@ def _read_spec(source: str | os.PathLike | dict[str, Any]) -> tuple[JobSetSpec, 
         loc = ".".join(str(x) for x in err["loc"] if x not in _UNION_TAGS)
         msg = field_message(err)
         raise ConfigError(f"{name}: {loc}: {msg}" if loc else f"{name}: {msg}") from None
+    _check_names(spec, name)
     return spec, base, name
+
+
+def _job_names(g: JobGroup) -> list[str]:
+    """The names of group ``g``'s jobs: its label, numbered when it has copies."""
+    label = _label(g)
+    return [f"{label}#{k}" for k in range(g.copies)] if g.copies > 1 else [label]
+
+
+def _check_names(spec: JobSetSpec, name: str) -> None:
+    """Refuse two jobs of one name: records, tables and figures tell jobs apart by it."""
+    seen: dict[str, int] = {}
+    for gi, g in enumerate(spec.jobs):
+        for job in _job_names(g):
+            if job in seen:
+                how = (
+                    ""
+                    if g.name
+                    else " (from its " + ("generator)" if g.generator else "trace file's name)")
+                )
+                raise ConfigError(
+                    f"{name}: jobs.{gi}: job name {job!r}{how} is also a job of jobs.{seen[job]}; "
+                    "give one of the groups another `name:`"
+                )
+            seen[job] = gi
 
 
 # pydantic names the branch of ``arrival`` (int | list[int] | PoissonSpec) it tried.
@@ -381,11 +406,10 @@ def load_jobset(
         sched_name, params = _check_group(name, gi, g, base, scheduler, scheduler_params)
         trace = ensure_trace(_recipe(g), cache, base, generate=generate)
         arrivals = _arrivals(g, np.random.default_rng([s, gi]), f"{name}: jobs.{gi}")
-        label = _label(g)
-        for k, t in enumerate(arrivals):
+        for job_name, t in zip(_job_names(g), arrivals, strict=True):
             jobs.append(
                 JobEntry(
-                    name=f"{label}#{k}" if g.copies > 1 else label,
+                    name=job_name,
                     trace=Path(trace),
                     scheduler=sched_name,
                     params=params,

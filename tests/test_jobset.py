@@ -29,3 +29,36 @@ def test_a_mean_or_quantum_that_is_no_finite_number_is_said_to_be_one(value):
         load_jobset({"jobs": [group]})
     with pytest.raises(ConfigError, match=r"quantum_ms: Input should be a finite number"):
         load_jobset({"quantum_ms": value, "jobs": [{"trace": "x.sst"}]})
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        # Two groups named alike: the record's jobs, the tables and the allotment figure
+        # showed two 'heat' jobs that could not be told apart.
+        (
+            [{"name": "heat", "generator": "fib"}, {"name": "heat", "generator": "fib"}],
+            r"^job set: jobs\.1: job name 'heat' is also a job of jobs\.0; give one",
+        ),
+        # A group's copies against another group's label.
+        (
+            [{"name": "fib#1", "generator": "fib"}, {"generator": "fib", "copies": 2}],
+            r"^job set: jobs\.1: job name 'fib#1' \(from its generator\) is also a job of jobs\.0",
+        ),
+        (
+            [{"trace": "a/heat.sst"}, {"trace": "b/heat.sst"}],
+            r"jobs\.1: job name 'heat' \(from its trace file's name\) is also",
+        ),
+    ],
+)
+def test_two_jobs_of_one_name_are_refused(groups, message):
+    for check in (load_jobset, check_jobset):
+        with pytest.raises(ConfigError, match=message):
+            check({"jobs": groups})
+
+
+def test_distinct_names_stay_as_they_were():
+    js = load_jobset(
+        {"jobs": [{"generator": "fib", "copies": 2}, {"name": "f", "generator": "fib"}]}
+    )
+    assert [j.name for j in js.jobs] == ["fib#0", "fib#1", "f"]

@@ -290,8 +290,10 @@ def main() -> None:
         "# small (CI): Fig. 8's shape, 2 copies of heat\n",
     )
     mix = [
-        {"name": p, **PROGRAMS[p], "scheduler": "saws", "arrival": a}
-        for p, a in (("heat", 0), ("ck", 150_000), ("lu", 400_000), ("heat", 700_000))
+        {"name": f"{p}-{i}", **PROGRAMS[p], "scheduler": "saws", "arrival": a}
+        for i, (p, a) in enumerate(
+            (("heat", 0), ("ck", 150_000), ("lu", 400_000), ("heat", 700_000))
+        )
     ]
     dump(
         JOBSETS / "small-mix-4.yaml",

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from simsched.canonical import canonical_json
+from simsched.errors import PluginError
 from simsched.memory.stacks import stack_layout
 from simsched.schedulers.base import SchedContext, Scheduler
 from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
@@ -52,6 +53,17 @@ def addr_offset(job: int) -> int:
         return 0
     colour = ((job * 0x9E3779B97F4A7C15) & ((1 << 64) - 1)) >> 36  # 28 bits of pages
     return (job << JOB_SHIFT) + (colour << 12)
+
+
+def contract_error(policy: object, message: str) -> RuntimeError:
+    """The error of a scheduler or controller ``policy`` that broke the engine's contract.
+
+    A :class:`~simsched.errors.PluginError` (one line and exit status 2 from the CLI) for a
+    plug-in from outside simsched, whose author can fix it; a plain ``RuntimeError``, its
+    traceback kept, for a built-in policy, where the fault is simsched's.
+    """
+    builtin = type(policy).__module__.startswith("simsched.")
+    return RuntimeError(message) if builtin else PluginError(message)
 
 
 def _woken_after_run(n: int | None = None, cores: Sequence[int] | None = None) -> None:
@@ -209,18 +221,22 @@ class Job:
         where = f"scheduler {self.sched.name!r} of job {self.name!r}"
         counters = self.sched.counters
         if not isinstance(counters, dict):
-            raise RuntimeError(f"{where}: counters is {counters!r}, not a dict of integers")
+            raise contract_error(
+                self.sched, f"{where}: counters is {counters!r}, not a dict of integers"
+            )
         for k, v in counters.items():
             if not isinstance(k, str) or isinstance(v, bool) or not _is_integer(v):
-                raise RuntimeError(f"{where}: counter {k!r} is {v!r}, not an integer")
+                raise contract_error(self.sched, f"{where}: counter {k!r} is {v!r}, not an integer")
         fields = self.sched.record_fields()
         if not isinstance(fields, dict) or any(not isinstance(k, str) for k in fields):
-            raise RuntimeError(f"{where}: record_fields() gave {fields!r}, not a dict by name")
+            raise contract_error(
+                self.sched, f"{where}: record_fields() gave {fields!r}, not a dict by name"
+            )
         try:
             canonical_json(fields, strict=True)
         except (TypeError, ValueError) as exc:
-            raise RuntimeError(
-                f"{where}: record_fields() gave a value no record holds ({exc})"
+            raise contract_error(
+                self.sched, f"{where}: record_fields() gave a value no record holds ({exc})"
             ) from None
         return dict(counters), dict(fields)
 
@@ -233,16 +249,18 @@ class Job:
         # A desire of another kind failed later inside the controller ("invalid literal
         # for int()"), a float was truncated, a negative one blamed "desires".
         if isinstance(d, bool) or not _is_integer(d) or d < 0:
-            raise RuntimeError(
+            raise contract_error(
+                self.sched,
                 f"scheduler {self.sched.name!r} of job {self.name!r} answered on_quantum at "
-                f"{now} with {d!r}: a processor desire is an integer >= 0, or None"
+                f"{now} with {d!r}: a processor desire is an integer >= 0, or None",
             )
         return int(d)
 
     def check_runnable(self, s: int, c: int, now: int) -> None:
         """Raise if the scheduler chose a strand that is not ready or already ran."""
         if s < 0 or s >= self.n or self.strand_core[s] != -1 or self.pred_rem[s] != 0:
-            raise RuntimeError(
+            raise contract_error(
+                self.sched,
                 f"scheduler {self.sched.name!r} of job {self.name!r} chose strand {s} on "
-                f"core {c} at {now}, which is not ready or already ran"
+                f"core {c} at {now}, which is not ready or already ran",
             )

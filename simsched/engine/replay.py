@@ -34,7 +34,7 @@ from __future__ import annotations
 import heapq
 import operator
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,7 @@ from simsched.engine.controllers import (
 )
 from simsched.engine.cores import BufferPlan, CoreDriver, buffer_plan, check_buffers
 from simsched.engine.facts import TraceFacts
-from simsched.engine.job import MAX_JOBS, Job
+from simsched.engine.job import MAX_JOBS, Job, contract_error
 from simsched.engine.outcome import (
     STRAND_MEM_FIELDS,
     WARMUP_REFS,
@@ -70,11 +70,59 @@ from simsched.schedulers.base import RETRY, RUN, SLEEP, Scheduler
 def bad_decision(job: Job, c: int, now: int, dec: Any, why: str) -> RuntimeError:
     """The error of a scheduler that answered ``dec`` for core ``c``: the scheduler's fault,
     named with its job, like a strand that is not ready (:meth:`Job.check_runnable`)."""
-    return RuntimeError(
+    return contract_error(
+        job.sched,
         f"scheduler {job.sched.name!r} of job {job.name!r} answered {dec!r} for core {c} at "
         f"{now}: {why} (build decisions with run(strand, cost), retry(cost) or WAIT, "
-        "simsched.schedulers.base)"
+        "simsched.schedulers.base)",
     )
+
+
+def checked_allotment(
+    controller: Any, now: int, targets: Any, jids: Sequence[int], P: int
+) -> dict[int, int | tuple[int, ...]]:
+    """Controller ``controller``'s answer ``targets`` at ``now``, normalised (ints, tuples of
+    cores), or the error naming what is wrong with it.
+
+    An answer the engine cannot take otherwise ended in an ``IndexError``, or in a
+    deadlock message blaming the jobs (a count of -1, 2.5 or "4"), or was taken silently
+    (two jobs given the same core: the later took it).
+    """
+    where = f"controller {getattr(controller, 'name', type(controller).__name__)!r} at cycle {now}"
+    if not isinstance(targets, Mapping):
+        raise contract_error(controller, f"{where} answered {targets!r}, not a dict by job")
+    out: dict[int, int | tuple[int, ...]] = {}
+    owner: dict[int, int] = {}
+    for jid, v in targets.items():
+        if isinstance(jid, bool) or not isinstance(jid, int | np.integer) or jid not in jids:
+            raise contract_error(
+                controller,
+                f"{where} gave cores to {jid!r}, which is no active job (active: {list(jids)})",
+            )
+        what = f"{where} gave job {int(jid)}"
+        if isinstance(v, tuple | list):
+            cores = tuple(v)
+            if any(
+                isinstance(c, bool) or not isinstance(c, int | np.integer) or not 0 <= c < P
+                for c in cores
+            ):
+                raise contract_error(
+                    controller, f"{what} cores {v!r}: cores are integers 0..{P - 1}"
+                )
+            for c in cores:
+                if int(c) in owner:
+                    raise contract_error(
+                        controller, f"{what} core {int(c)}, also given to job {owner[int(c)]}"
+                    )
+                owner[int(c)] = int(jid)
+            out[int(jid)] = tuple(int(c) for c in cores)
+        elif isinstance(v, bool) or not isinstance(v, int | np.integer) or not 0 <= v <= P:
+            raise contract_error(
+                controller, f"{what} {v!r}: a count of cores 0..{P} or a tuple of cores"
+            )
+        else:
+            out[int(jid)] = int(v)
+    return out
 
 
 def decision_int(job: Job, c: int, now: int, dec: tuple[int, int, int], what: str) -> int:
@@ -338,7 +386,10 @@ class Replay:
     def reallocate(self, now: int, record: bool = False) -> None:
         """Ask the controller for allotments and move cores accordingly."""
         self.now = now
-        targets = self.controller.allot(now, self._views())
+        views = self._views()
+        targets = checked_allotment(
+            self.controller, now, self.controller.allot(now, views), [v.jid for v in views], self.P
+        )
         current = {j.jid: frozenset(j.cores) for j in self.active}
         busy = {c for c in range(self.P) if self.run_job[c] is not None}
         want = assign_cores(current, targets, self.alloc_socket_of, busy)

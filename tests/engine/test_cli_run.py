@@ -231,3 +231,25 @@ def test_sampling_that_leaves_nothing_out_is_said(heat4, capsys):
     assert "all 4 (not sampled:" in out and "5 samples would leave none out" in out
     code, out, _ = _run(argv[:-2], capsys)
     assert code == 0 and "detailed iterations" not in out
+
+
+def test_a_plugins_nonsense_decision_is_one_line_and_status_2(ms, monkeypatch, capsys):
+    # The engine's refusal named the plug-in but came with a traceback and status 1, as
+    # if simsched had failed; the plug-in's author is the one to fix it.
+    from simsched.schedulers.registry import SCHEDULERS
+    from simsched.schedulers.ws import WorkStealing
+
+    class Nonsense(WorkStealing):
+        name = "test-nonsense"
+        aliases = ()
+
+        def on_idle(self, core, now):
+            return (7, 0, 0)
+
+    monkeypatch.setattr(SCHEDULERS, "entries", dict(SCHEDULERS.entries))
+    SCHEDULERS.register(Nonsense)
+    code, _, err = _run(
+        ["run", "-t", str(ms), "-m", "itrs-scaling-4", "-s", "test-nonsense"], capsys
+    )
+    assert code == 2 and err.count("\n") == 1
+    assert "scheduler 'test-nonsense' of job " in err and "its kind 7 is none of" in err

@@ -78,3 +78,17 @@ def test_outputs_the_record_cannot_hold_name_the_scheduler(tmp_path, counters, f
     spec = JobSpec(t, Telling, Telling.resolve_params({}), 0, "j0")
     with pytest.raises(RuntimeError, match=f"^scheduler 'test-telling' of job 'j0': {message}"):
         Replay(m, [spec]).run()
+
+
+def test_a_broken_contract_is_the_plugins_or_simscheds():
+    from simsched.engine.controllers import Equi
+    from simsched.engine.job import contract_error
+    from simsched.errors import PluginError
+    from simsched.schedulers.ws import WorkStealing
+
+    for builtin in (object.__new__(WorkStealing), object.__new__(Equi)):
+        # A built-in policy's broken contract is simsched's bug: its traceback is kept.
+        assert type(contract_error(builtin, "m")) is RuntimeError
+    outside = type("Mine", (WorkStealing,), {"name": "test-mine", "aliases": ()})
+    err = contract_error(object.__new__(outside), "m")
+    assert isinstance(err, PluginError) and isinstance(err, RuntimeError) and str(err) == "m"

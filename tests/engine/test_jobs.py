@@ -13,8 +13,8 @@ import pytest
 
 from simsched.engine import JobSpec, Replay
 from simsched.engine.check import check_invariants
-from simsched.engine.controllers import assign_cores, get_controller
-from simsched.errors import ConfigError
+from simsched.engine.controllers import Controller, assign_cores, get_controller
+from simsched.errors import ConfigError, PluginError
 from simsched.jobset import load_jobset
 from simsched.machine import load_machine
 from simsched.memory import MemorySystem
@@ -86,6 +86,50 @@ def test_a_moved_core_starts_its_new_job_core_move_cycles_later(tmp_path, move):
     (c0, s0, j0), (c1, s1, j1) = got[0], got[move]
     assert c0 == c1 and j0 == j1  # the same core joined at the same cycle
     assert s1 - s0 == move
+
+
+class _Answers(Controller):
+    """A controller from outside simsched that answers what the test gives it."""
+
+    name = "test-allots"
+
+    def __init__(self, machine, answer):
+        super().__init__(machine, 2)
+        self.answer = answer
+
+    def allot(self, now, jobs):
+        return self.answer([j.jid for j in jobs])
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (lambda jids: None, r"answered None, not a dict by job"),
+        (lambda jids: {99: 2}, r"gave cores to 99, which is no active job \(active: \[0, 1\]\)"),
+        (lambda jids: {jids[0]: -1}, r"gave job 0 -1: a count of cores 0\.\.4 or a tuple"),
+        (lambda jids: {jids[0]: 2.5}, r"gave job 0 2\.5: a count"),
+        (lambda jids: {jids[0]: "2"}, r"gave job 0 '2': a count"),
+        (lambda jids: {jids[0]: 5}, r"gave job 0 5: a count of cores 0\.\.4"),
+        (lambda jids: {jids[0]: (0, 9)}, r"gave job 0 cores \(0, 9\): cores are integers 0\.\.3"),
+        (lambda jids: {j: (0, 1) for j in jids}, r"gave job 1 core 0, also given to job 0"),
+    ],
+)
+def test_a_controllers_nonsense_allotment_names_the_controller(tmp_path, answer, message):
+    # Counts of -1, 2.5 or "2" ended in a deadlock message that blamed the jobs, an
+    # unknown job or core in an IndexError, and one core given to two jobs went to the
+    # later one without a word.
+    m = load_machine("itrs-scaling-4")
+    specs = _specs(tmp_path, [0, 0], ["ws", "ws"])
+    with pytest.raises(PluginError, match=r"^controller 'test-allots' at cycle 0 " + message):
+        Replay(m, specs, controller=_Answers(m, answer), window=0, memory=MemorySystem(m)).run()
+
+
+def test_an_allotment_of_numpy_integers_and_lists_is_taken(tmp_path):
+    m = load_machine("itrs-scaling-4")
+    specs = _specs(tmp_path, [0, 0], ["ws", "ws"])
+    ctl = _Answers(m, lambda jids: {jids[0]: np.int64(2), jids[-1]: [np.int32(2), 3]})
+    r = Replay(m, specs, controller=ctl, window=0, memory=MemorySystem(m)).run()
+    assert r.makespan > 0
 
 
 def test_jobs_never_share_a_line(tmp_path):
