@@ -224,6 +224,12 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
         fields.update(rec)
         fields["bl"] = bl
         fields["bl_auto"] = auto.bl
+        # The leaf fields describe the level this run cuts at, not auto's: a DAG with no
+        # frame at that level has no leaf inter-socket task.
+        leaves = br.B ** (bl - 1) if 0 < bl <= _depth(ctx.trace.frames) else 0
+        sd_model = fields["bl_data_bytes"]
+        fields["bl_leaf_tasks"] = leaves
+        fields["bl_leaf_bytes"] = sd_model / leaves if leaves else float(sd_model)
     return bl, fields
 
 

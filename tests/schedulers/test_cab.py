@@ -273,6 +273,13 @@ def test_cli_record_shows_bl_and_bad_bl_is_one_line(heat, capsys):
     code, out, _ = _run([*base, "--set", "bl=2", "--json"], capsys)
     rec = json.loads(out)
     assert code == 0 and rec["bl"] == 2 and rec["bl_source"] == "given" and rec["bl_eq4"] == 3
+    # the leaf fields are the given level's (B**(BL-1) tasks), not those auto would cut at
+    assert rec["bl_auto"] == 3 and rec["bl_leaf_tasks"] == 2
+    assert rec["bl_leaf_bytes"] == rec["bl_data_bytes"] / 2
+    code, out, _ = _run([*base, "--set", "bl=9", "--json"], capsys)
+    rec = json.loads(out)  # below the DAG's deepest level: no leaf inter-socket task
+    assert code == 0 and rec["bl_leaf_tasks"] == 0
+    assert rec["bl_leaf_bytes"] == rec["bl_data_bytes"]
     for bad in ("bl=-1", "bl=x"):
         code, out, err = _run([*base, "--set", bad, "--json"], capsys)
         assert code == 2 and "bl=" in err and len(err.strip().splitlines()) == 1
