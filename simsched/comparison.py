@@ -21,6 +21,9 @@ The causes:
   initialisation, the heat generator's ``init=true``), so no placement can make it local;
 * ``cab-bl``: CAB's boundary level and why ([CAB11] §III-B Eq. 4); ``bl = 0`` makes every
   task intra-socket, i.e. CAB is WS;
+* ``no-controller``: a policy that reports a processor desire ([SAWS12]'s SAWS and
+  A-Steal: :attr:`Scheduler.initial_desire`) in a single run, where no processor
+  controller asks for it, so its desire parameters change nothing;
 * ``uneven-allocation``: LAWS's allocator (also LAWS-NC's and CATS') gave one socket at
   least :data:`UNEVEN_ALLOCATION` times its even share of the first iteration's references
   (the record's ``allocator_shares``) because the trace's tasks do not divide their data
@@ -74,7 +77,8 @@ class Note:
     ----------
     code
         Stable name of the cause (``compulsory-misses``, ``one-socket``,
-        ``no-iterations``, ``data-one-node``, ``cab-bl``, ``uneven-allocation``).
+        ``no-iterations``, ``data-one-node``, ``cab-bl``, ``no-controller``,
+        ``uneven-allocation``).
     text
         One line for a person.
     level
@@ -214,6 +218,17 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
             text = f"{name}: boundary level BL = {bl} ({why})"
         notes.append(
             Note("cab-bl", text, level="warning" if bl == 0 else "info", schedulers=(name,))
+        )
+    if cls.initial_desire is not None:
+        notes.append(
+            Note(
+                "no-controller",
+                f"{name}: a single run has no processor controller to ask for its "
+                "desire, so its desire parameters change nothing: it schedules as "
+                "ws-equi (work stealing with mugging) on every core; run it in a job set "
+                "under --controller deq with a quantum (docs/jobs.md)",
+                schedulers=(name,),
+            )
         )
     uneven = _uneven_allocation(name, record, trace)
     if uneven is not None:

@@ -71,6 +71,19 @@ def test_one_socket_and_no_iterations_and_cab_bl(traces):
     assert [w["code"] for w in json.loads(recs[3]["warnings"])] == ["cab-bl"]
 
 
+def test_desire_policies_in_a_single_run_warn_that_no_controller_asks(traces):
+    """SAWS's beta and A-Steal's rho/delta act only through a controller's quanta."""
+    runs = {
+        s: simsched.run(traces / "ms.sst", TWO_BY_TWO, s, params=p, speedup=False).record
+        for s, p in (("ws-equi", {}), ("saws", {"beta": 7}), ("asteal", {"rho": 3}))
+    }
+    assert json.loads(runs["ws-equi"]["warnings"]) == []
+    for s in ("saws", "asteal"):
+        (w,) = json.loads(runs[s]["warnings"])
+        assert w["code"] == "no-controller" and w["message"].startswith(f"{s}: ")
+        assert runs[s]["makespan_cycles"] == runs["ws-equi"]["makespan_cycles"]
+
+
 def test_compulsory_misses_note_only_when_footprint_fits(traces):
     big = {**ONE_BY_THREE, "name": "big-l2"}
     big["caches"] = [dict(c) for c in ONE_BY_THREE["caches"]]
