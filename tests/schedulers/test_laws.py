@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -310,6 +311,23 @@ def test_a_cf_subtree_ending_on_another_socket_frees_its_own(tmp_path, sched):
     res, _, pol = _replay(open_trace(path), machine, sched)
     assert res.sched_fields["packing"][1]["cf_roots"] > 0  # it ran packed
     assert pol.active_last == {} and pol.active == [0] * pol.S
+
+
+def test_packing_modes_are_the_documented_ones(small_traces, tmp_path):
+    """docs/results.md's ``packing_mode`` row names what each kind of run records."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text()
+    row = next(x for x in doc.splitlines() if x.startswith("| `packing_mode` |"))
+    machine = load_machine(TWO_BY_TWO)
+    generate("fib", tmp_path / "fib.sst", n=8)
+    runs = [("fib", tmp_path / "fib.sst", "laws"), ("heat", small_traces["heat"], "laws")]
+    runs.append(("heat", small_traces["heat"], "laws-nc"))
+    modes = {}
+    for name, path, sched in runs:
+        with open_trace(path) as trace:
+            modes[name, sched] = _replay(trace, machine, sched)[0].sched_fields["packing_mode"]
+    assert modes["fib", "laws"] == "first iteration"  # no iteration marks
+    for mode in modes.values():
+        assert f"`{mode}`" in row
 
 
 def test_cpu_bound_program_falls_back_to_ws(small_traces):
