@@ -114,6 +114,8 @@ def _split(
     fields = {*Machine.model_fields, "cores"}  # `cores`: the one-socket shorthand
     for k, v in parse_kv(set_, "--set").items():
         if k in known:
+            if k in params:  # one of the two values would be dropped without a word
+                raise ConfigError(f"--set {k}: also given as --param {k}")
             params[k] = v
         elif k.split(".")[0] in fields:
             overrides[k] = v

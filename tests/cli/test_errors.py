@@ -92,6 +92,11 @@ def test_link_bandwidth_too_low_for_the_engine(cli, fib_trace, tmp_path, bandwid
         (["--seed", "-1"], "seed=-1: must be between 0 and"),
         (["--window", "99999999999999999999"], "window=99999999999999999999: must be between"),
         (["-p", "spawn_policy=parent-first", "-p", "spawn_policy=child-first"], "given twice"),
+        # --set's value won over -p's without a word
+        (
+            ["-p", "spawn_policy=parent-first", "--set", "spawn_policy=child-first"],
+            "--set spawn_policy: also given as --param spawn_policy",
+        ),
         # was ignored (a sweep spec refuses it)
         (["--sample-precision", "1"], "--sample-precision applies with --sample-iterations"),
     ],
