@@ -212,13 +212,21 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
     if "bl" in record and "bl_reason" in record:
         bl = int(record["bl"])
         why = _BL_REASONS.get(str(record["bl_reason"]), str(record["bl_reason"]))
+        depth = record.get("bl_depth")
+        # a level at or below the DAG's leaves leaves no task to the intra-socket tier
+        too_deep = bl > 0 and depth is not None and bl >= int(depth)
         if bl == 0:
             text = f"{name}: BL = 0 ({why}): every task is intra-socket, so {name} is WS"
+        elif too_deep:
+            text = (
+                f"{name}: boundary level BL = {bl} ({why}) is at or below the DAG's "
+                f"deepest level ({depth}): no task is intra-socket, so only the head "
+                "worker of each socket runs tasks"
+            )
         else:
             text = f"{name}: boundary level BL = {bl} ({why})"
-        notes.append(
-            Note("cab-bl", text, level="warning" if bl == 0 else "info", schedulers=(name,))
-        )
+        level: Literal["warning", "info"] = "warning" if bl == 0 or too_deep else "info"
+        notes.append(Note("cab-bl", text, level=level, schedulers=(name,)))
     if cls.initial_desire is not None:
         notes.append(
             Note(

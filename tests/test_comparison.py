@@ -71,6 +71,25 @@ def test_one_socket_and_no_iterations_and_cab_bl(traces):
     assert [w["code"] for w in json.loads(recs[3]["warnings"])] == ["cab-bl"]
 
 
+def test_cab_with_a_given_bl_below_the_dags_leaves_warns(traces, tmp_path):
+    """Only head workers run tasks when no task is left to the intra-socket tier."""
+    recs = {
+        bl: simsched.run(
+            traces / "ms.sst", TWO_BY_TWO, "cab", params={"bl": bl}, speedup=False
+        ).record
+        for bl in (2, 30)
+    }
+    assert recs[2]["bl_depth"] < 30 and json.loads(recs[2]["warnings"]) == []
+    (w,) = json.loads(recs[30]["warnings"])
+    assert w["code"] == "cab-bl" and "only the head worker of each socket" in w["message"]
+    assert f"deepest level ({recs[30]['bl_depth']})" in w["message"]
+    # main spawning only leaves (no recursion, no Eq. 4): level 1 is already the leaves
+    generate("datapar", tmp_path / "dp.sst", n=4, elems=64, reps=1)
+    rec = simsched.run(tmp_path / "dp.sst", TWO_BY_TWO, "cab", params={"bl": 1}, speedup=False)
+    (w,) = json.loads(rec.record["warnings"])
+    assert w["code"] == "cab-bl" and "deepest level (1)" in w["message"]
+
+
 def test_desire_policies_in_a_single_run_warn_that_no_controller_asks(traces):
     """SAWS's beta and A-Steal's rho/delta act only through a controller's quanta."""
     runs = {

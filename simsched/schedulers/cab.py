@@ -208,6 +208,7 @@ def resolve_boundary(ctx: Any, params: dict[str, Any]) -> tuple[int, dict[str, A
         return choice.bl, fields
     bl = int(bl_param)
     fields.update({"bl": bl, "bl_source": "given", "bl_reason": "given"})
+    fields["bl_depth"] = _depth(ctx.trace.frames)  # also without recursion: bl may pass it
     if br is not None and br.B >= 2:
         sd = data if data > 0 else ctx.facts.footprint_bytes()
         auto = choose_boundary_level(
