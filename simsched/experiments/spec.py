@@ -144,6 +144,14 @@ class _Strict(BaseModel):
         return grid
 
 
+def _fixed_and_swept(fixed: dict[str, Any], grid: dict[str, Any], what: str) -> None:
+    """Refuse a key both fixed and swept: the grid's values would replace the fixed one
+    without a word."""
+    both = [k for k in fixed if k in grid]
+    if both:
+        raise ValueError(f"{', '.join(both)}: given in both {what} and grid (keep one)")
+
+
 class CaptureRecipe(_Strict):
     """Capture a real program on demand (``simsched capture``), cached by the recipe's hash."""
 
@@ -193,6 +201,7 @@ class WorkloadSpec(_Strict):
             raise ValueError("params, grid and small apply to generators only")
         if (self.controller is not None or self.quantum is not None) and self.jobs is None:
             raise ValueError("controller and quantum apply to job sets (jobs) only")
+        _fixed_and_swept(self.params, self.grid, "params")
         return self
 
 
@@ -209,6 +218,7 @@ class MachineSpec(_Strict):
     def _one_source(self) -> MachineSpec:
         if (self.name is None) == (self.file is None):
             raise ValueError("give exactly one of name (a preset) or file")
+        _fixed_and_swept(self.overrides, self.grid, "overrides")
         return self
 
 
@@ -224,6 +234,11 @@ class SchedulerSpec(_Strict):
         min_length=1,
         description="seeds for this scheduler only (e.g. [0] for a deterministic one)",
     )
+
+    @model_validator(mode="after")
+    def _params_or_grid(self) -> SchedulerSpec:
+        _fixed_and_swept(self.params, self.grid, "params")
+        return self
 
 
 class SeedRange(_Strict):

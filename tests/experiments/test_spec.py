@@ -421,6 +421,32 @@ def test_empty_grid_axis_is_refused(tmp_path, edit, message):
         load_spec(write(tmp_path, BASE), sets=[edit])
 
 
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            "workloads.1={name: hj, generator: hashjoin, params: {grain: 64}, "
+            "grid: {grain: [32, 128]}}",
+            "workloads.1: grain: given in both params and grid",
+        ),
+        (
+            "machines.0={name: itrs-scaling-4, overrides: {caches.L2.hit_latency: 9}, "
+            "grid: {caches.L2.hit_latency: [7, 13]}}",
+            "machines.0: caches.L2.hit_latency: given in both overrides and grid",
+        ),
+        (
+            "schedulers.0={name: ws, params: {spawn_policy: parent-first}, "
+            "grid: {spawn_policy: [child-first, parent-first]}}",
+            "schedulers.0: spawn_policy: given in both params and grid",
+        ),
+    ],
+)
+def test_a_key_both_fixed_and_swept_is_refused(tmp_path, edit, message):
+    """The grid's values replaced the fixed one without a word."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_spec(write(tmp_path, BASE), sets=[edit])
+
+
 def test_dangling_symlink_out_creates_nothing_at_its_target(tmp_path):
     from simsched.errors import OutputError
     from simsched.experiments import run_sweep

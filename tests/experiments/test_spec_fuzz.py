@@ -27,7 +27,7 @@ from simsched.cli import main
 BASE: dict[str, Any] = {
     "name": "fz",
     "workloads": [
-        {"name": "f", "generator": "fib", "params": {"n": 6}, "grid": {"n": [5, 6]}},
+        {"name": "f", "generator": "fib", "params": {"cutoff": 2}, "grid": {"n": [5, 6]}},
         {"generator": "mergesort", "params": {"n": 256, "grain": 32}},
     ],
     "machines": [
