@@ -264,6 +264,17 @@ class CacheAwareBiTier(Scheduler):
     )
 
     @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        """``cpu_bound=yes`` (BL = 0) with a given ``bl`` above 0 asks for two levels."""
+        bl = params["bl"]
+        if params["cpu_bound"] == "yes" and bl != "auto" and bl > 0:
+            # a given bl skips the CPU-bound rule, so one of the two would be dropped
+            raise ConfigError(
+                f"scheduler {cls.name!r}: cpu_bound=yes sets BL = 0, which contradicts "
+                f"bl={bl} (give one of them)"
+            )
+
+    @classmethod
     def wanted_facts(cls, params: dict[str, Any], trace: Any, machine: Any) -> tuple[str, ...]:
         """The footprint when ``data_bytes`` is 0 and Eq. 4 applies; the one-core miss
         intensity when ``bl`` and ``cpu_bound`` are ``auto`` on several sockets."""

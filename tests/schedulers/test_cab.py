@@ -251,6 +251,14 @@ def test_bad_bl_is_config_error(value, msg):
         CacheAwareBiTier.resolve_params({"cpu_bound": "maybe"})
 
 
+def test_cpu_bound_yes_with_a_given_bl_above_zero_is_refused():
+    """A given bl skipped the rule, so ``cpu_bound=yes`` (BL = 0) was dropped silently."""
+    with pytest.raises(ConfigError, match=r"cpu_bound=yes sets BL = 0, which contradicts bl=3"):
+        CacheAwareBiTier.resolve_params({"bl": 3, "cpu_bound": "yes"})
+    for ok in ({"bl": 0, "cpu_bound": "yes"}, {"bl": 3, "cpu_bound": "no"}, {"cpu_bound": "yes"}):
+        CacheAwareBiTier.resolve_params(ok)
+
+
 @pytest.fixture(scope="module")
 def heat(tmp_path_factory):
     p = tmp_path_factory.mktemp("cab") / "heat.sst"
