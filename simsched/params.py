@@ -20,7 +20,7 @@ import operator
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from simsched.canonical import numpy_instance
@@ -484,6 +484,13 @@ def declared_schema(cls: type, kind: str) -> ParamSchema:
                 f"{type(schema).__name__}"
             )
         return schema
-    return ParamSchema.from_defaults(
-        check_mapping(cls.__dict__["param_defaults"], f"{where}: param_defaults")
-    )
+    table = check_mapping(cls.__dict__["param_defaults"], f"{where}: param_defaults")
+    # A name the parent class declares keeps the parent's kind, bounds and choices (a WS
+    # subclass's spawn_policy took any string, and a misspelt one ran parent-first).
+    parent = getattr(super(cls, cls), "params_schema", None)
+    inherited = parent.params if isinstance(parent, ParamSchema) else {}
+    params = {}
+    for k, v in table.items():
+        p = inherited.get(k)
+        params[k] = Param(v, "") if p is None else replace(p, default=p.check(v, where, k))
+    return ParamSchema(**params)

@@ -106,6 +106,22 @@ def test_a_plugin_with_a_plain_defaults_table_still_works():
         Old.resolve_params({"j": 1})
 
 
+def test_a_plain_defaults_table_keeps_what_the_parent_declares():
+    """A WS subclass's ``spawn_policy`` took any string; a misspelt one ran parent-first."""
+    from simsched.schedulers.ws import WorkStealing
+
+    class OldWS(WorkStealing):
+        name = "old-ws"
+        param_defaults = {"spawn_policy": "parent-first", "k": 3}
+
+    assert OldWS.resolve_params({}) == {"spawn_policy": "parent-first", "k": 3}
+    assert OldWS.params_schema["spawn_policy"].choices == ("child-first", "parent-first")
+    with pytest.raises(ConfigError, match="spawn_policy='bogus' is not child-first or parent"):
+        OldWS.resolve_params({"spawn_policy": "bogus"})
+    with pytest.raises(ConfigError, match="class Bad: spawn_policy='x' is not child-first"):
+        type("Bad", (WorkStealing,), {"name": "bad", "param_defaults": {"spawn_policy": "x"}})
+
+
 def test_a_broken_declaration_is_refused_naming_the_class():
     # These failed inside simsched, naming no class: "'dict' object has no attribute
     # 'defaults'", "'int' object has no attribute 'default'", "'>=' not supported".
