@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -297,6 +298,19 @@ def test_cli_record_shows_bl_and_bad_bl_is_one_line(heat, capsys):
     rec = json.loads(out)
     assert code == 0 and rec["bl_eq4"] == 7 and rec["bl_depth"] == 5
     assert rec["bl"] == rec["bl_level_intra"] == 3 and rec["bl_reason"] == "intra-tasks"
+
+
+def test_results_md_says_where_the_cross_socket_steals_are_counted(heat):
+    """CAB's and LAWS's record ``steals`` leave out their steals from other sockets' pools."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text()
+    row = next(x for x in doc.splitlines() if x.startswith("| `steal_attempts` |"))
+    m = load_machine("opteron-8380-4x4")
+    with open_trace(heat) as t:
+        cab, _ = _replay(t, m, "cab", {"bl": 2}, 0)
+        laws, _ = _replay(t, m, "laws", {}, 0)
+    assert cab.counters["inter_steals"] > 0 and "pool_steals" in laws.counters
+    for name in ("inter_steal_attempts", "inter_steals", "pool_steal_attempts", "pool_steals"):
+        assert f"`{name}`" in row
 
 
 def test_cpu_bound_program_gets_bl_zero(tmp_path):

@@ -4,6 +4,8 @@ paper for a two-quantum script."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -79,6 +81,32 @@ def test_mugging_second_quantum_by_hand(tmp_path):
         "sleeping": 2000 + (4 * 500 - 600),
     }
     assert rec["quantum_desires"] == [1.28, 2.6]
+
+
+def test_results_md_gives_the_desire_fields_to_the_policies_with_a_desire(tmp_path):
+    """docs/results.md gave ws-equi's jobs ``quantum_desires``, which it never records."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text()
+    row = next(x for x in doc.splitlines() if x.startswith("| `jobs` |"))
+    fields = {}
+    for name in ("ws-equi", "saws", "asteal"):
+        s, _ = make(tmp_path, name)
+        first_quantum(s)
+        fields[name] = sorted(s.record_fields())
+    assert fields["ws-equi"] == ["worker_cycles"]
+    assert (
+        fields["saws"]
+        == fields["asteal"]
+        == [
+            "quantum_desires",
+            "quantum_utilization",
+            "worker_cycles",
+        ]
+    )
+    assert "for `saws`, `asteal` and `ws-equi`: `worker_cycles`" in row
+    assert (
+        "for `saws` and `asteal` (a desire: `ws-equi` has none) once a quantum has ended, "
+        "`quantum_desires` and `quantum_utilization`"
+    ) in row
 
 
 def test_purely_unsuccessful_when_the_victim_steals(tmp_path):
