@@ -154,7 +154,13 @@ def run_cmd(
     ] = None,
     set_: SetOpt = None,
     param: ParamOpt = None,
-    seed: Annotated[int, typer.Option("--seed", help="random seed of the scheduler")] = 0,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            help="random seed of the scheduler [default: 0; --jobs: the job set's seed]",
+        ),
+    ] = None,
     json_: Annotated[bool, typer.Option("--json", help="print the result record as JSON")] = False,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="folder for config, result and timeline")
@@ -202,7 +208,7 @@ def run_cmd(
         machine,
         scheduler,
         params,
-        seed,
+        0 if seed is None else seed,
         overrides=overrides or None,
         out_dir=out,
         progress=want_progress(progress),
@@ -308,7 +314,7 @@ def _run_jobs(
         machine,
         controller=controller,
         quantum=quantum,
-        seed=seed if seed != 0 else None,
+        seed=seed,  # None: the job set's own (an explicit --seed 0 overrides it too)
         overrides=overrides or None,
         window=window,
         out_dir=out,

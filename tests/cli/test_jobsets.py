@@ -7,6 +7,8 @@ for minutes); a deadlock that does happen is one line naming the jobs and their 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -266,3 +268,15 @@ def test_ctrl_c_during_run_jobs_records_interrupted(cli, fib_trace, tmp_path, mo
     code, _, err = cli("plot", "allotment", out, "-o", tmp_path / "a.png")
     assert code == 2 and "interrupted (Ctrl-C or SIGTERM) before it ended" in err
     assert err.count("\n") == 1
+
+
+def test_seed_zero_overrides_the_job_sets_seed(cli, tmp_path, fib_trace):
+    """``--seed 0`` was taken for "no --seed" and the file's seed ran instead."""
+    head = "seed: 5\ncontroller: equi\n"
+    path = _jobset(tmp_path, fib_trace, "    copies: 2\n", head)
+    seeds = {}
+    for args in ((), ("--seed", "0"), ("--seed", "3")):
+        code, out, err = cli("run", "--jobs", path, "-m", "itrs-scaling-4", "--json", *args)
+        assert code == 0, err
+        seeds[args] = json.loads(out)["seed"]
+    assert seeds == {(): 5, ("--seed", "0"): 0, ("--seed", "3"): 3}
