@@ -787,6 +787,7 @@ def run_jobs(
     JobsResult
         ``record`` holds the multi-job result record.
     """
+    from simsched.comparison import jobs_notes
     from simsched.engine import JobSpec
     from simsched.engine.controllers import get_controller
     from simsched.engine.record import jobs_metrics, jobs_timeline_arrays
@@ -868,6 +869,9 @@ def run_jobs(
         )
         rec = {**base, "status": "ok", "error": ""}
         rec.update(jobs_metrics(res, stats, m, traces))
+        rec["warnings"] = [
+            n.as_dict() for n in jobs_notes([j.scheduler for j in js.jobs], ctl.name)
+        ]
         for jr, j in zip(rec["jobs"], js.jobs, strict=True):
             jr["scheduler"] = j.scheduler
             jr["params"] = dict(j.params)  # resolved, as a single run records them

@@ -244,6 +244,43 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
     return notes
 
 
+def jobs_notes(schedulers: list[str], controller: str) -> list[Note]:
+    """The warnings of a job set: ``no-controller`` for each policy that reports a
+    processor desire ([SAWS12]'s SAWS and A-Steal) under a controller that reads none.
+
+    Parameters
+    ----------
+    schedulers
+        The jobs' scheduler names (aliases allowed).
+    controller
+        The processor controller's name.
+
+    Returns
+    -------
+    list of Note
+        One per such policy, in order of first appearance.
+    """
+    from simsched.engine.controllers import get_controller
+
+    ctl = get_controller(controller)
+    if ctl.uses_desire:
+        return []
+    out = []
+    for name in dict.fromkeys(get_scheduler(s).name for s in schedulers):
+        if get_scheduler(name).initial_desire is not None:
+            out.append(
+                Note(
+                    "no-controller",
+                    f"{name}: controller {ctl.name} does not read the jobs' desires, so "
+                    f"its desire parameters change nothing: {name}'s jobs schedule as "
+                    "ws-equi (work stealing with mugging); use --controller deq with a "
+                    "quantum (docs/jobs.md)",
+                    schedulers=(name,),
+                )
+            )
+    return out
+
+
 def footprint_bytes(trace: Any) -> int:
     """The trace's footprint in bytes (distinct lines × line-size hint), cached per digest."""
     from simsched.engine.facts import trace_footprint_bytes

@@ -103,6 +103,20 @@ def test_desire_policies_in_a_single_run_warn_that_no_controller_asks(traces):
         assert runs[s]["makespan_cycles"] == runs["ws-equi"]["makespan_cycles"]
 
 
+def test_desire_policies_under_a_controller_that_reads_no_desire_warn(traces):
+    from simsched.comparison import jobs_notes
+
+    notes = jobs_notes(["saws", "ws", "a-steal", "saws"], "equi")
+    assert [(n.code, n.schedulers) for n in notes] == [
+        ("no-controller", ("saws",)),
+        ("no-controller", ("asteal",)),
+    ]
+    assert jobs_notes(["saws", "asteal"], "deq") == [] and jobs_notes(["ws-equi"], "all") == []
+    js = {"controller": "static", "jobs": [{"trace": str(traces / "ms.sst"), "scheduler": "saws"}]}
+    (w,) = simsched.run_jobs(js, TWO_BY_TWO).record["warnings"]
+    assert w["code"] == "no-controller" and "controller static does not read" in w["message"]
+
+
 def test_compulsory_misses_note_only_when_footprint_fits(traces):
     big = {**ONE_BY_THREE, "name": "big-l2"}
     big["caches"] = [dict(c) for c in ONE_BY_THREE["caches"]]

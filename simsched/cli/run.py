@@ -347,6 +347,8 @@ def _run_jobs(
         )
     print_table(table)
     console.print(jobs_summary(rec))
+    for w in rec.get("warnings", []):
+        print(f"warning: {w['message']}", file=sys.stderr)
 
 
 def jobs_summary(rec: dict[str, Any]) -> str:
