@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from simsched.cli._common import plugin_warnings, print_json, print_table
+from simsched.errors import ConfigError
 
 #: What every controller accepts besides its own parameters.
 QUANTUM_MS_DOC = (
@@ -73,6 +74,8 @@ def schedulers_cmd(
     json_: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """List the schedulers and processor controllers (--params: with their parameters)."""
+    if markdown and json_:  # two output formats: one of them was dropped without a word
+        raise ConfigError("--markdown and --json: give one of them")
     if markdown:
         print(params_reference(), end="")
         return

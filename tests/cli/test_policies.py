@@ -31,3 +31,10 @@ def test_params_lists_every_parameter_with_type_default_and_meaning(cli):
     assert code == 0
     for word in ("cpu_threshold", "spawn_policy", "shares", "quantum_ms", "parent-first"):
         assert word in out
+
+
+def test_markdown_and_json_together_are_refused(cli):
+    """``--markdown --json`` printed the Markdown and dropped --json."""
+    code, out, err = cli("schedulers", "--markdown", "--json")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == ["simsched: error: --markdown and --json: give one of them"]
