@@ -277,6 +277,11 @@ def _phrase(words: Sequence[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
+def _param_bound(b: float) -> str:
+    """A declared bound for a message: an integer exactly (``:g`` rounds 2^63 - 1)."""
+    return _bound(b) if isinstance(b, int) else f"{b:g}"
+
+
 @dataclass(frozen=True)
 class Param:
     """One declared parameter of a scheduler or processor controller.
@@ -355,11 +360,11 @@ class Param:
                     return choice
             raise ConfigError(f"{where}: {name}={value!r} is not {_phrase(self.choices)}")
         if self.gt is not None and not v > self.gt:
-            raise ConfigError(f"{where}: {name}={v!r} must be > {self.gt:g}")
+            raise ConfigError(f"{where}: {name}={v!r} must be > {_param_bound(self.gt)}")
         if self.ge is not None and not v >= self.ge:
-            raise ConfigError(f"{where}: {name}={v!r} must be >= {self.ge:g}")
+            raise ConfigError(f"{where}: {name}={v!r} must be >= {_param_bound(self.ge)}")
         if self.le is not None and not v <= self.le:
-            raise ConfigError(f"{where}: {name}={v!r} must be <= {self.le:g}")
+            raise ConfigError(f"{where}: {name}={v!r} must be <= {_param_bound(self.le)}")
         return v
 
 

@@ -76,6 +76,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from simsched.errors import ConfigError
+from simsched.params import MAX_SEED
 from simsched.schedulers.base import (
     EDGE_SPAWN,
     WAIT,
@@ -111,6 +112,8 @@ def _parse_bl(value: Any, where: str) -> str | int:
         raise ConfigError(f"{where}={value!r} is not an integer level or auto") from None
     if bl < 0:
         raise ConfigError(f"{where}={bl} must be a level >= 0 or auto")
+    if bl > MAX_SEED:  # a record holds 64-bit integers (results stores refuse more)
+        raise ConfigError(f"{where}={bl} is beyond any level (at most 2^63 - 1)")
     return bl
 
 
@@ -248,7 +251,13 @@ class CacheAwareBiTier(Scheduler):
             parse=_parse_bl,
             kind_name="auto | int (>= 0)",
         ),
-        data_bytes=Param(0, "Sd of Eq. 4 in bytes; 0: the trace's data footprint", ge=0),
+        data_bytes=Param(
+            0,
+            "Sd of Eq. 4 in bytes; 0: the trace's data footprint",
+            ge=0,
+            le=MAX_SEED,  # a record holds 64-bit integers (results stores refuse more)
+            kind_name="int (>= 0, < 2^63)",
+        ),
         cpu_bound=Param(
             "auto",
             "CPU-bound rule (§IV-D, §V-D): auto measures the one-core miss intensity; "

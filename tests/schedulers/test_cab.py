@@ -252,6 +252,17 @@ def test_bad_bl_is_config_error(value, msg):
         CacheAwareBiTier.resolve_params({"cpu_bound": "maybe"})
 
 
+def test_bl_and_data_bytes_beyond_64_bits_are_refused():
+    """They ran, and the record's 10^30 left the point out of a results store."""
+    with pytest.raises(ConfigError, match=r"bl=10{30} is beyond any level \(at most 2\^63 - 1\)"):
+        CacheAwareBiTier.resolve_params({"bl": str(10**30)})
+    with pytest.raises(
+        ConfigError, match=rf"data_bytes=10{{30}} must be <= {2**63 - 1} \(2\^63 - 1\)$"
+    ):
+        CacheAwareBiTier.resolve_params({"data_bytes": 10**30})
+    assert CacheAwareBiTier.resolve_params({"data_bytes": 2**63 - 1})["data_bytes"] == 2**63 - 1
+
+
 def test_cpu_bound_yes_with_a_given_bl_above_zero_is_refused():
     """A given bl skipped the rule, so ``cpu_bound=yes`` (BL = 0) was dropped silently."""
     with pytest.raises(ConfigError, match=r"cpu_bound=yes sets BL = 0, which contradicts bl=3"):
