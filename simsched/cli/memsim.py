@@ -87,6 +87,33 @@ def memsim(
             f"{n['queue_delay']:,}",
         )
     print_table(nodes)
+    if "links" in res:
+        # Remote fetches and write-backs cross these; without them a machine with links
+        # showed remote lines but not where they waited.
+        links = Table(
+            *[Column(h, justify="right") for h in ("from", "to", "lines", "busy", "queue")],
+            caption="lines carried per directed socket link; busy and queue delay in cycles",
+        )
+        for ln in res["links"]:
+            links.add_row(
+                str(ln["from"]),
+                str(ln["to"]),
+                f"{ln['lines']:,}",
+                f"{ln['busy_cycles']:,}",
+                f"{ln['queue_delay']:,}",
+            )
+        print_table(links)
+    if "prefetch" in res:
+        # The prefetcher's memory fetches count in the nodes' local and remote lines but
+        # in no level's misses: without this line the nodes' DRAM lines exceeded the
+        # last level's misses with no word why.
+        pf = res["prefetch"]
+        console.print(
+            f"prefetcher at {pf['level']}: {pf['issued']:,} lines issued "
+            f"({pf['beyond']:,} from beyond the per-core levels), {pf['useful']:,} useful "
+            f"({pf['late']:,} of them late), {pf['useless']:,} useless; its memory fetches "
+            "count in the nodes' local and remote lines, not in any level's misses"
+        )
     console.print(f"off-chip traffic: {res['offchip_bytes']:,} bytes")
 
 

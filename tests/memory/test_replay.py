@@ -178,3 +178,37 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "bad.sst" in err[0]
+
+
+def test_cli_table_shows_the_prefetcher_and_the_links(tmp_path):
+    """The table showed neither: with a prefetcher the nodes' DRAM lines exceeded the last
+    level's misses, and remote lines came with no word of the links they crossed."""
+    path = tmp_path / "t.sst"
+    build_trace(path, seed=3)
+    machine = {
+        **TWO_CORES,
+        "sockets": 2,
+        "cores_per_socket": 1,
+        "clock_ghz": 2.0,
+        "caches": [{**TWO_CORES["caches"][0], "prefetch": {}}, TWO_CORES["caches"][1]],
+        "memory": {**TWO_CORES["memory"], "placement": "interleave"},
+        "links": [{"a": 0, "b": 1, "bandwidth": 8.0, "latency": 30}],
+    }
+    mfile = tmp_path / "m.yaml"
+    mfile.write_text(json.dumps(machine))
+    runner = CliRunner()
+    args = ["memsim", "-m", str(mfile), "-t", str(path), "--core-of-strand", "rr"]
+    res = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    pf = res["prefetch"]
+    assert pf["issued"] > 0 and sum(ln["lines"] for ln in res["links"]) > 0
+    out = runner.invoke(app, args, terminal_width=200)
+    assert out.exit_code == 0, out.output
+    assert (
+        f"prefetcher at L1: {pf['issued']:,} lines issued ({pf['beyond']:,} from beyond "
+        f"the per-core levels), {pf['useful']:,} useful ({pf['late']:,} of them late), "
+        f"{pf['useless']:,} useless"
+    ) in out.stdout
+    rows = [ln.split("│")[1:-1] for ln in out.stdout.splitlines() if ln.count("│") == 6]
+    cells = {tuple(c.strip() for c in r[:3]) for r in rows}
+    for ln in res["links"]:
+        assert (str(ln["from"]), str(ln["to"]), f"{ln['lines']:,}") in cells
