@@ -39,25 +39,35 @@ def calibrate(
     if json_:
         print_json(res)
         return
+    # A machine without published figures (one's own file) gets the simulated column
+    # only: three columns of dashes beside it said nothing.
+    compared = any(r["published"] is not None for r in res["rows"])
+    extra = (
+        [
+            Column("published", justify="right"),
+            Column("sim/pub", justify="right"),
+            Column("source"),
+        ]
+        if compared
+        else []
+    )
     table = Table(
         "metric",
         Column("unit"),
         Column("simulated", justify="right"),
-        Column("published", justify="right"),
-        Column("sim/pub", justify="right"),
-        "source",
+        *extra,
         caption=f"{res['machine']}: the memory model's microbenchmarks (docs/machine-model.md §11)",
     )
     for r in res["rows"]:
         pub = r["published"]
-        table.add_row(
-            r["metric"],
-            r["unit"],
-            f"{r['simulated']:.2f}",
-            "—" if pub is None else f"{pub:.2f}",
-            "—" if pub is None else f"{r['simulated'] / pub:.2f}",
-            r["source"],
-        )
+        cells = [r["metric"], r["unit"], f"{r['simulated']:.2f}"]
+        if compared:
+            cells += [
+                "—" if pub is None else f"{pub:.2f}",
+                "—" if pub is None else f"{r['simulated'] / pub:.2f}",
+                r["source"],
+            ]
+        table.add_row(*cells)
     print_table(table)
 
 

@@ -157,3 +157,30 @@ def test_cli_refuses_caches_larger_than_the_host_before_running(capsys, monkeypa
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "opteron-8380-4x4: simulating its caches needs about" in err
+
+
+@pytest.mark.parametrize("published", [None, 2.0])
+def test_cli_table_without_published_figures_has_the_simulated_column_only(
+    capsys, monkeypatch, published
+):
+    """docs/machine-model.md §11: a machine without figures gets the simulated column
+    only; it got three columns of dashes and "no published figure recorded" on every row."""
+    fake = {
+        "machine": "m",
+        "rows": [
+            {"metric": "x", "unit": "ns", "simulated": 1.0, "published": published, "source": "S"},
+            {"metric": "y", "unit": "ns", "simulated": 3.0, "published": None, "source": "T"},
+        ],
+    }
+    monkeypatch.setattr("simsched.memory.calibrate.calibrate", lambda m: fake)
+    with pytest.raises(SystemExit) as info:
+        main(["calibrate", "--machine", "opteron-8380-4x4"])
+    assert info.value.code in (0, None)
+    lines = capsys.readouterr().out.splitlines()
+    header = [c.strip() for c in next(ln for ln in lines if "metric" in ln).split("┃")[1:-1]]
+    row = [c.strip() for c in next(ln for ln in lines if "│ y " in ln).split("│")[1:-1]]
+    if published is None:
+        assert header == ["metric", "unit", "simulated"] and row == ["y", "ns", "3.00"]
+    else:
+        assert header == ["metric", "unit", "simulated", "published", "sim/pub", "source"]
+        assert row == ["y", "ns", "3.00", "—", "—", "T"]
