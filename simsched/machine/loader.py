@@ -129,6 +129,22 @@ def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
                 if last:
                     node[part] = value
                 else:
+                    if (
+                        parts[0] == "caches"
+                        and i == 2
+                        and part == "prefetch"
+                        and node.get(part) is None
+                    ):
+                        # caches.L1.prefetch.distance on a level without a prefetcher
+                        # added one, with defaults for the other fields: a study of the
+                        # distance turned prefetching on where the machine had none
+                        raise ConfigError(
+                            f"{source}: override {key}: cache level "
+                            f"{node.get('name', parts[1])!r} has no "
+                            "prefetcher to change; add one as a whole: prefetch: {streams: 16, "
+                            "distance: 4, degree: 2} in a machine file, or that mapping as "
+                            f"the value of caches.{parts[1]}.prefetch"
+                        )
                     if part not in node and parts[i + 1].isdigit():
                         # links.0.a on a machine without links made a mapping where the
                         # list belongs, and validation then spoke of a tuple

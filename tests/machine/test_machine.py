@@ -315,3 +315,27 @@ def test_numpy_scalars_are_accepted_in_machine_dicts_and_overrides():
     assert m.cores == 2 and m.caches[1].size == 2**20
     d = load_machine("itrs-scaling-4").as_dict()
     assert load_machine({**d, "cores_per_socket": np.int64(2)}).cores == 2
+
+
+def test_an_override_of_a_prefetcher_field_needs_a_prefetcher():
+    """Before: caches.L1.prefetch.distance on a level without a prefetcher added one (16
+    streams, degree 2), so a study of the distance turned prefetching on silently."""
+    for machine, level in (("itrs-45nm-2", "L1"), ("opteron-8380-4x4", "L2")):
+        with pytest.raises(ConfigError) as info:
+            load_machine(machine, {f"caches.{level}.prefetch.distance": 8})
+        assert str(info.value) == (
+            f"{machine}: override caches.{level}.prefetch.distance: cache level '{level}' has "
+            "no prefetcher to change; add one as a whole: prefetch: {streams: 16, distance: 4, "
+            "degree: 2} in a machine file, or that mapping as the value of "
+            f"caches.{level}.prefetch"
+        )
+    with pytest.raises(ConfigError, match=r"caches\.0\.prefetch\.degree: cache level 'L1' has"):
+        load_machine("itrs-45nm-2", {"caches.0.prefetch.degree": 3})
+    # a prefetcher the level has is changed, and one given whole is added
+    pf = load_machine("opteron-8380-4x4", {"caches.L1.prefetch.distance": 8}).caches[0].prefetch
+    assert (pf.streams, pf.distance, pf.degree) == (8, 8, 2)
+    pf = load_machine("itrs-45nm-2", {"caches.L1.prefetch": {"distance": 8}}).caches[0].prefetch
+    assert (pf.streams, pf.distance, pf.degree) == (16, 8, 2)
+    spec = {**load_machine("itrs-45nm-2").as_dict(), "name": "pf"}
+    spec["caches"][0]["prefetch"] = {}
+    assert load_machine(spec, {"caches.0.prefetch.degree": 3}).caches[0].prefetch.degree == 3
