@@ -8,6 +8,7 @@ See ``docs/machine-model.md`` for the meaning of every field.
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from typing import Annotated, Literal
@@ -347,6 +348,9 @@ class Link(_Strict):
         # bandwidth.int: ...".  YAML reads 1e9 (no dot) as text, a common way to get here.
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"{value!r} is not a number of GB/s{exponent_hint(value)}")
+        if not math.isfinite(value):
+            # .nan was refused as "Input should be greater than 0"
+            raise ValueError("Input should be a finite number")
         return value
 
 
@@ -369,6 +373,8 @@ class Machine(_Strict):
         default=None,
         ge=0.001,
         le=100,
+        # .nan was refused as "Input should be less than or equal to 100"
+        allow_inf_nan=False,
         description="core clock in GHz: converts milliseconds to cycles (quantum_ms)",
     )
 

@@ -339,3 +339,13 @@ def test_an_override_of_a_prefetcher_field_needs_a_prefetcher():
     spec = {**load_machine("itrs-45nm-2").as_dict(), "name": "pf"}
     spec["caches"][0]["prefetch"] = {}
     assert load_machine(spec, {"caches.0.prefetch.degree": 3}).caches[0].prefetch.degree == 3
+
+
+@pytest.mark.parametrize("key", ["clock_ghz", "links.0.bandwidth"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_clock_or_bandwidth_that_is_no_finite_number_is_refused_as_such(key, value):
+    """Before: YAML's .nan was refused as "Input should be less than or equal to 100"
+    (clock_ghz) or "greater than 0" (bandwidth), which named a bound it had not crossed."""
+    with pytest.raises(ConfigError) as info:
+        load_machine("opteron-8380-4x4", {key: value})
+    assert str(info.value) == f"opteron-8380-4x4: {key}: Input should be a finite number"
