@@ -318,8 +318,12 @@ class Core(_Strict):
         else:
             given = [k for k in ("mshrs", "rob") if getattr(self, k) is not None]
             if given:
+                # --set core.model=blocking on an out-of-order preset ends here, and the
+                # way to a blocking core (the whole section as one word) was nowhere said
                 raise ValueError(
-                    f"{' and '.join(given)} apply to model: out-of-order, not to a blocking core"
+                    f"{' and '.join(given)} apply to model: out-of-order, not to a blocking "
+                    "core (core: blocking alone, or --set core=blocking, makes the cores "
+                    "blocking)"
                 )
         return self
 

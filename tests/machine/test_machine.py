@@ -349,3 +349,16 @@ def test_a_clock_or_bandwidth_that_is_no_finite_number_is_refused_as_such(key, v
     with pytest.raises(ConfigError) as info:
         load_machine("opteron-8380-4x4", {key: value})
     assert str(info.value) == f"opteron-8380-4x4: {key}: Input should be a finite number"
+
+
+def test_a_blocking_model_on_an_out_of_order_preset_says_how_to_get_one():
+    """Before: core.model=blocking on an out-of-order preset was refused because mshrs and
+    rob stayed, with no word of core=blocking, the override that does it."""
+    with pytest.raises(ConfigError) as info:
+        load_machine("opteron-8380-4x4", {"core.model": "blocking"})
+    assert str(info.value) == (
+        "opteron-8380-4x4: core: mshrs and rob apply to model: out-of-order, not to a "
+        "blocking core (core: blocking alone, or --set core=blocking, makes the cores "
+        "blocking)"
+    )
+    assert load_machine("opteron-8380-4x4", {"core": "blocking"}).out_of_order is None
