@@ -44,6 +44,7 @@ from simsched.memory._geometry import (
     PF_ISSUED,
     PF_LATE,
     PF_NEXT,
+    PF_OLD,
     PF_STREAMS,
     PF_USEFUL,
     PLACE_FIRST_TOUCH,
@@ -124,12 +125,15 @@ def _g_pf_used(g: Geometry) -> list[str]:
     k = g.pf_level
     return [
         f"pfe = {_pf_slot(g, f'a{k}')}",
-        f"if PF[pfe] == a{k}:",
-        f"    PF[pfb + {PF_USEFUL}] += 1",
+        "pft = PF[pfe]",
+        # An entry of before the last reset_stats (PF_OLD) times and trains as any other.
+        f"if pft & {~PF_OLD} == a{k}:",
+        f"    pfn = 1 if pft == a{k} else 0",
+        f"    PF[pfb + {PF_USEFUL}] += pfn",
         "    pfr = PF[pfe + 1]",
         f"    if pfr > tl + H{k}:",
         "        dl = pfr - tl",
-        f"        PF[pfb + {PF_LATE}] += 1",
+        f"        PF[pfb + {PF_LATE}] += pfn",
         "    PF[pfe] = -1",
         "    trig = True",
     ]

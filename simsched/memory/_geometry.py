@@ -61,6 +61,7 @@ __all__ = [
     "PF_ISSUED",
     "PF_LATE",
     "PF_NEXT",
+    "PF_OLD",
     "PF_STREAMS",
     "PF_TABLE_MAX",
     "PF_USEFUL",
@@ -127,6 +128,11 @@ PF_FIELDS = ("issued", "useful", "late", "beyond")
 #: size sweep shares one compiled module; the table only times and counts prefetches, a
 #: collision forgets one).
 PF_TABLE_MAX = 4096
+#: Flag of a table entry whose prefetch was issued before the last ``reset_stats``: a
+#: demand access still waits for it and trains on it, but it counts as neither useful nor
+#: late (the counters it would add to were zeroed with its ``issued``).  Line numbers stay
+#: below 2**57, so the bit is free.
+PF_OLD = 1 << 62
 
 #: Coherence filter: 2**FILTER_BITS buckets of counters of the lines each core's private
 #: levels and each socket's shared levels hold, by address region of

@@ -431,13 +431,19 @@ class MemorySystem:
 
     # ------------------------------------------------------------------ statistics
     def reset_stats(self) -> None:
-        """Zero every statistic; cache contents, controllers and pages are kept."""
+        """Zero every statistic; cache contents, controllers, pages and the prefetchers'
+        streams and tables are kept.  A prefetch issued before the reset still times and
+        trains a later access to its line, but counts as neither useful nor late after
+        it, so that ``useful <= issued``: counted, a warm-up's prefetches used after the
+        reset made ``useless`` negative."""
         g = self.geometry
         for idx in (g.st_lvl, g.st_core, g.st_node):
             self.state[idx][:] = 0
         if g.pf_level >= 0:
             per_core = self.state[g.st_pf].reshape(g.cores, g.pf_stride)
             per_core[:, K.PF_ISSUED : K.PF_STREAMS] = 0
+            lines = per_core[:, K.PF_STREAMS + 3 * g.pf_streams :: 2]
+            lines[lines >= 0] |= K.PF_OLD
 
     def stats(self) -> dict:
         """Statistics per level (and instance), core, socket and node.

@@ -54,6 +54,33 @@ def test_worked_stream():
     assert "prefetch" not in plain.stats()
 
 
+def test_a_reset_keeps_the_timing_and_leaves_earlier_prefetches_uncounted():
+    """The worked stream with reset_stats after line 5: lines 6 and 7 hit prefetches of
+    before the reset.  They wait and train as without the reset, but count as neither
+    useful nor late after it; before, they did (useful 2 with issued 1, useless -1)."""
+    ms = MemorySystem(two_levels({"streams": 4, "distance": 2, "degree": 2}))
+    lines = (np.arange(8) * 64).astype(np.uint64)
+    first = ms.access_batch(0, lines[:6], 8, False, 0).tolist()
+    before = ms.stats()["prefetch"]
+    ms.reset_stats()
+    assert first + ms.access_batch(0, lines[6:], 8, False, ms.last_time).tolist() == [
+        100,
+        100,
+        100,
+        10,
+        10,
+        10,
+        70,
+        10,
+    ]
+    after = ms.stats()["prefetch"]
+    assert (before["issued"], before["useful"], before["late"]) == (6, 3, 0)
+    assert (after["issued"], after["useful"], after["late"], after["useless"]) == (2, 0, 0, 2)
+    # line 8 was prefetched before the reset, line 9 after it: only line 9 is useful
+    ms.access_batch(0, (np.arange(8, 10) * 64).astype(np.uint64), 8, False, ms.last_time)
+    assert ms.stats()["prefetch"]["useful"] == 1
+
+
 def test_stream_stops_at_the_page():
     """Prefetches never cross the trigger's page: a sweep of the last lines of a 4 KB page
     prefetches nothing past it."""
