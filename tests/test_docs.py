@@ -151,3 +151,25 @@ def test_readme_quick_tour_runs(tmp_path):
             continue
         res = simsched_cli(args, tmp_path, env)
         assert res.returncode == 0, f"`{line}`: {res.stderr}"
+
+
+def test_trace_format_doc_matches_the_layout_in_code():
+    """The byte layout docs/trace-format.md gives is the one simsched.trace.format writes."""
+    from simsched.trace import format as fmt
+
+    doc = (ROOT / "docs" / "trace-format.md").read_text(encoding="utf-8")
+    header = re.search(r'`HEADER = struct "([^"]+)"`', doc)
+    assert header and header.group(1) == fmt.HEADER.format
+    assert f"header size ({fmt.HEADER_SIZE})" in doc
+    rows = re.search(r"### Index rows \(`INDEX_DTYPE`, (\d+) bytes\)\n\n(.*?)\n\n", doc, re.S)
+    assert rows, "the index rows' heading"
+    assert int(rows.group(1)) == fmt.INDEX_DTYPE.itemsize
+    fields = re.findall(r"`(\w+)` (u8|u32|u64)", rows.group(2))
+    named = [n for n in fmt.INDEX_DTYPE.names if n != "pad"]
+    assert [n for n, _ in fields] == named
+    sizes = {"u8": 1, "u32": 4, "u64": 8}
+    padding = fmt.INDEX_DTYPE.itemsize - sum(fmt.INDEX_DTYPE[n].itemsize for n in named)
+    assert [sizes[t] for _, t in fields] == [fmt.INDEX_DTYPE[n].itemsize for n in named]
+    assert f"{padding} byte padding" in rows.group(2)
+    tables = re.search(r"Arrays \(`TABLES` in `format.py`\): (.*?)\. The reader", doc, re.S)
+    assert tables and re.findall(r"`(\w+)`", tables.group(1)) == list(fmt.TABLES)
