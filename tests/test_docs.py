@@ -173,3 +173,43 @@ def test_trace_format_doc_matches_the_layout_in_code():
     assert f"{padding} byte padding" in rows.group(2)
     tables = re.search(r"Arrays \(`TABLES` in `format.py`\): (.*?)\. The reader", doc, re.S)
     assert tables and re.findall(r"`(\w+)`", tables.group(1)) == list(fmt.TABLES)
+
+
+def _leaf_commands():
+    """(command words, click command) of every leaf command of the application."""
+    out, todo = [], [([], typer.main.get_command(app))]
+    while todo:
+        path, cmd = todo.pop()
+        if hasattr(cmd, "commands"):
+            todo += [([*path, name], sub) for name, sub in cmd.commands.items()]
+        else:
+            out.append((path, cmd))
+    return sorted(out, key=lambda c: c[0])
+
+
+_BRACKETED = [
+    (path, cmd)
+    for path, cmd in _leaf_commands()
+    if path != ["cc"]  # prints its own help, as text
+    and any("[" in (getattr(p, "help", None) or "") for p in cmd.params)
+]
+
+
+def test_some_option_help_has_brackets():
+    assert _BRACKETED
+
+
+@pytest.mark.parametrize(("path", "cmd"), _BRACKETED, ids=[" ".join(p) for p, _ in _BRACKETED])
+def test_help_prints_the_bracketed_text_of_its_options(path, cmd, capsys, monkeypatch):
+    """`--help` renders help texts as rich markup: a `[default: ...]` written in a help text
+    must survive that, not vanish as an unknown style tag."""
+    from simsched.cli import main
+
+    monkeypatch.setenv("COLUMNS", "4000")
+    with pytest.raises(SystemExit) as e:
+        main([*path, "--help"])
+    assert e.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    for p in cmd.params:
+        for text in re.findall(r"\\?\[[^\]]*\]", getattr(p, "help", None) or ""):
+            assert " ".join(text.removeprefix("\\").split()) in shown, (p.name, text)

@@ -55,12 +55,14 @@ SetOpt = Annotated[
 ParamOpt = Annotated[
     list[str] | None, typer.Option("--param", "-p", help="scheduler parameter key=value")
 ]
+# `\\[default: ...]` in a help text: --help renders it as rich markup, which would take a
+# bare `[default: ...]` for a style tag and print nothing of it.
 IterationsOpt = Annotated[
     str | None,
     typer.Option(
         "--iterations",
         help="relabel the trace's iterations: auto (its own, else found from the DAG) | "
-        "markers (SS_ITER marks only) | none [default: as the trace has them]",
+        "markers (SS_ITER marks only) | none \\[default: as the trace has them]",
     ),
 ]
 SampleOpt = Annotated[
@@ -76,7 +78,7 @@ PrecisionOpt = Annotated[
     typer.Option(
         "--sample-precision",
         help="with --sample-iterations: replay further iterations until the makespan's 95 % "
-        "interval is within this many percent of it (0: exactly K) [default: 0.5]",
+        "interval is within this many percent of it (0: exactly K) \\[default: 0.5]",
     ),
 ]
 
@@ -150,7 +152,7 @@ def run_cmd(
         typer.Option("--quantum-ms", help="controller quantum in ms at the machine's clock_ghz"),
     ] = None,
     scheduler: Annotated[
-        str | None, typer.Option("--scheduler", "-s", help="ws, pdf, ... [default: ws]")
+        str | None, typer.Option("--scheduler", "-s", help="ws, pdf, ... \\[default: ws]")
     ] = None,
     set_: SetOpt = None,
     param: ParamOpt = None,
