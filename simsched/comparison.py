@@ -156,6 +156,14 @@ _BL_REASONS = {
     "sockets": "Eq. 4's socket term decides",
     "cache": "Eq. 4's cache term decides (data / shared cache)",
     "both": "Eq. 4's two terms agree",
+    "intra-tasks": (
+        "lowered from Eq. 4's by §III-B's third constraint: each leaf inter-socket task keeps "
+        "a task for every worker of its squad"
+    ),
+    "too-shallow": (
+        "the DAG is too shallow for two tiers: §III-B's third constraint, a task for every "
+        "worker of a squad below each leaf inter-socket task, leaves fewer of them than sockets"
+    ),
 }
 
 

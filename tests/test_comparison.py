@@ -297,3 +297,19 @@ def test_uneven_allocation_needs_iterations_and_a_mismatch():
     assert _codes(run_notes({**rec, "allocator_shares": [0.55, 0.45]}, _T, m)) == []
     _T.frames.iteration = np.array([-1, -1])
     assert _codes(run_notes(rec, _T, m)) == ["no-iterations"]
+
+
+@pytest.mark.parametrize(("level_intra", "reason"), [(1, "too-shallow"), (3, "intra-tasks")])
+def test_cab_bl_note_explains_the_third_constraint_in_words(traces, level_intra, reason):
+    """Every reason CAB's boundary level can have reads as a phrase in the note, not as the
+    record's code word (a small heat on four sockets gave "BL = 0 (too-shallow)")."""
+    from simsched.schedulers.boundary import choose_boundary_level
+
+    choice = choose_boundary_level(2, 4, 1 << 20, 1 << 30, level_intra=level_intra)
+    assert choice.reason == reason
+    record = {"scheduler": "cab", "bl": choice.bl, "bl_reason": choice.reason}
+    with open_trace(traces / "ms.sst") as t:
+        (note,) = run_notes(record, t, load_machine(TWO_BY_TWO))
+    assert note.code == "cab-bl"
+    assert reason not in note.text
+    assert "third constraint" in note.text
