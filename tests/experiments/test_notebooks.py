@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,36 @@ def test_laws_scaling_spec_pairs_programs_with_servers():
         ("9p", "xeon-1/64"),
     }
     assert len(loaded.points()) == 4 * 5 * 3 * 3
+
+
+def _readme_rows() -> dict[str, str]:
+    """notebook file name -> its row of notebooks/README.md's table."""
+    text = (ROOT / "notebooks" / "README.md").read_text(encoding="utf-8")
+    return {
+        m.group(1): line
+        for line in text.splitlines()
+        if (m := re.match(r"\| `(\w+\.ipynb)` \|", line))
+    }
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_readme_names_the_specs_a_notebook_runs(path):
+    """Every spec a notebook loads by name is in its README row, and every spec the row
+    names exists in the study's folder."""
+    row = _readme_rows()[path.name]
+    code = "\n".join(
+        "".join(c["source"])
+        for c in json.loads(path.read_text())["cells"]
+        if c["cell_type"] == "code"
+    )
+    named = set(re.findall(r"[\"'](\w[\w-]*\.yaml)[\"']", code))
+    expanded = re.sub(
+        r"\{([\w,-]+)\}\.yaml",
+        lambda m: " ".join(f"{n}.yaml" for n in m.group(1).split(",")),
+        row,
+    )
+    listed = set(re.findall(r"[\w-]+\.yaml", expanded))
+    assert named <= listed, f"{path.name} loads {sorted(named - listed)}, not in its README row"
+    study = re.search(r"`experiments/(\w+)/", row).group(1)
+    for name in listed:
+        assert (ROOT / "experiments" / study / name).is_file(), name
