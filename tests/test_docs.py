@@ -213,3 +213,13 @@ def test_help_prints_the_bracketed_text_of_its_options(path, cmd, capsys, monkey
     for p in cmd.params:
         for text in re.findall(r"\\?\[[^\]]*\]", getattr(p, "help", None) or ""):
             assert " ".join(text.removeprefix("\\").split()) in shown, (p.name, text)
+
+
+def test_every_cited_key_is_in_the_bibliography():
+    """A citation such as [LAWS15] names an entry of docs/architecture.md's bibliography."""
+    bib = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split("Bibliography")[-1]
+    defined = set(re.findall(r"^\* \*\*\[(\w+)\]\*\*", bib, re.M))
+    assert {"PDF07", "CAB11", "LAWS15", "SAWS12"} <= defined
+    for doc in [*DOCS, ROOT / "notebooks" / "README.md"]:
+        cited = set(re.findall(r"\[([A-Z][A-Za-z]*\d{2})\]", doc.read_text(encoding="utf-8")))
+        assert cited <= defined, f"{doc.name} cites {sorted(cited - defined)}"
