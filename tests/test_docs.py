@@ -223,3 +223,41 @@ def test_every_cited_key_is_in_the_bibliography():
     for doc in [*DOCS, ROOT / "notebooks" / "README.md"]:
         cited = set(re.findall(r"\[([A-Z][A-Za-z]*\d{2})\]", doc.read_text(encoding="utf-8")))
         assert cited <= defined, f"{doc.name} cites {sorted(cited - defined)}"
+
+
+def _documented_value(text: str):
+    """A default as docs/workloads.md writes it (`2^20`, `65 536`, `true`), else None."""
+    text = text.replace(" ", "").replace("\u202f", "")
+    if text in ("true", "false"):
+        return text == "true"
+    if m := re.fullmatch(r"(\d+)\^(\d+)", text):
+        return int(m.group(1)) ** int(m.group(2))
+    return int(text) if text.isdigit() else None
+
+
+_SECTIONS = {
+    "mergesort": "mergesort",
+    "hashjoin": "hashjoin",
+    "ge": "ge",
+    "datapar": "datapar",
+    "fib": "fib",
+    **{s: "Stencils: heat, sor, 9p, 6p, 25p" for s in ("heat", "sor", "9p", "6p", "25p")},
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SECTIONS))
+def test_workloads_doc_lists_every_parameter_with_its_default(name):
+    """The **Parameters** item of a generator's section in docs/workloads.md names every
+    parameter `trace gen --list` shows, and a plain default it states is the code's."""
+    from simsched.workloads import params_of
+
+    doc = (ROOT / "docs" / "workloads.md").read_text(encoding="utf-8")
+    section = doc.split(f"\n## {_SECTIONS[name]}\n", 1)[1].split("\n## ", 1)[0]
+    item = re.search(r"^\* \*\*Parameters\*\*: (.*?)(?=^\* |\Z)", section, re.S | re.M)
+    assert item, f"no **Parameters** item in the {name} section"
+    for param, info in params_of(name).items():
+        stated = re.search(rf"`{param}`\s+\(([^;,:)]*)", item.group(1))
+        assert stated, f"{name}: parameter {param} is not in the Parameters item"
+        value = _documented_value(stated.group(1))
+        if value is not None and name not in ("6p", "25p"):  # the first value is 2-D's
+            assert value == info.default, (name, param, stated.group(1), info.default)
