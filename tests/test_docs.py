@@ -261,3 +261,62 @@ def test_workloads_doc_lists_every_parameter_with_its_default(name):
         value = _documented_value(stated.group(1))
         if value is not None and name not in ("6p", "25p"):  # the first value is 2-D's
             assert value == info.default, (name, param, stated.group(1), info.default)
+
+
+def _documented_fields(text: str) -> set[str]:
+    """The field names in the first column of the tables of a part of docs/results.md."""
+    out: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("| ") and not line.startswith("| field"):
+            out |= set(re.findall(r"`([^`]+)`", line.split("|")[1]))
+    return out
+
+
+def _is_documented(field: str, documented: set[str]) -> bool:
+    """Whether ``field`` is among ``documented``, whose ``<level>_x``, ``a_…`` and ``a_*``
+    stand for families of fields."""
+    for doc in documented:
+        pattern = re.escape(doc).replace("<level>", r"L\d+").replace("…", ".+")
+        if re.fullmatch(pattern.replace(r"\*", ".+"), field):
+            return True
+    return False
+
+
+@pytest.fixture(scope="module")
+def small_heat(tmp_path_factory):
+    from simsched.workloads import generate
+
+    path = tmp_path_factory.mktemp("docs") / "heat.sst"
+    generate("heat", path, nx=18, ny=18, iters=2, cutoff=4, init=False)
+    return path
+
+
+def test_results_doc_describes_every_field_of_a_run_record(small_heat):
+    """docs/results.md has a row for every field of a single run's record, under every
+    scheduler, on a machine with links and prefetchers."""
+    import simsched
+    from simsched.schedulers import REGISTRY
+
+    doc = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    documented = _documented_fields(doc.split("## `simsched compare --json`")[0])
+    for name in sorted({cls.name for cls in REGISTRY.values()}):
+        record = simsched.run(small_heat, "sunfire-x4600-8x4", name, speedup=False).record
+        missing = [f for f in record if not _is_documented(f, documented)]
+        assert not missing, f"{name}: {missing} not in docs/results.md"
+    assert "link_traffic" in record and "prefetch_useful" in record
+
+
+def test_results_doc_describes_every_field_of_a_job_set_record(small_heat, tmp_path):
+    import simsched
+
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(f"jobs:\n  - trace: {small_heat}\n    copies: 2\n", encoding="utf-8")
+    record = simsched.run_jobs(jobs, "sunfire-x4600-8x4").record
+    doc = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    part = doc.split("## Multi-job records")[1]
+    documented = _documented_fields(part)
+    # "cache and memory fields | as in single runs (...)": the names in its second column
+    row = next(line for line in part.splitlines() if line.startswith("| cache and memory"))
+    documented |= set(re.findall(r"`([^`]+)`", row.split("|")[2]))
+    missing = [f for f in record if not _is_documented(f, documented)]
+    assert not missing, f"{missing} not in docs/results.md, Multi-job records"
