@@ -181,8 +181,10 @@ def run_cmd(
     if (trace is None) == (jobs is None):
         raise ConfigError("give exactly one of --trace and --jobs")
     if quantum_ms is not None:
-        if quantum is not None or jobs is None:
-            raise ConfigError("--quantum-ms applies to --jobs runs, instead of --quantum")
+        if jobs is None:
+            raise ConfigError("--quantum-ms applies to --jobs runs")
+        if quantum is not None:
+            raise ConfigError("give --quantum or --quantum-ms, not both")
         from simsched.engine.controllers import quantum_cycles
         from simsched.machine import load_machine
 

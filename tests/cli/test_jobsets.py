@@ -114,6 +114,17 @@ def test_quanta_and_seeds_on_the_command_line(cli, fib_trace, tmp_path, args, me
     assert message in err
 
 
+def test_quantum_in_two_units_or_without_jobs_says_which(cli, fib_trace, tmp_path):
+    """Both units at once, and a quantum for a single trace, are two mistakes with two
+    messages (one message, "applies to --jobs runs, instead of --quantum", read wrong for
+    both)."""
+    js = _jobset(tmp_path, fib_trace, "")
+    err = _refused(cli, "--jobs", js, "-m", MACHINE, "--quantum-ms", "1", "--quantum", "5000")
+    assert "give --quantum or --quantum-ms, not both" in err
+    err = _refused(cli, "--trace", str(fib_trace), "-m", MACHINE, "--quantum-ms", "1")
+    assert "--quantum-ms applies to --jobs runs" in err and "instead" not in err
+
+
 @pytest.mark.parametrize(
     "head,message",
     [
