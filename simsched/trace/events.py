@@ -118,8 +118,13 @@ def events(t: Trace, *, repeat: bool = False) -> Iterator[Event]:
 def copy(t: Trace, b: TraceBuilder) -> None:
     """Replay every event of ``t`` into builder ``b`` (which the caller then closes).
 
-    A repeated part is copied as one (:func:`events` with ``repeat``).
+    A repeated part is copied as one (:func:`events` with ``repeat``).  A builder made with
+    ``roi=True`` is put inside its region of interest first: every reference of ``t`` was
+    kept when ``t`` was made, so all of them belong in the copy.
     """
+    if not b.recording:
+        # a builder made with roi=True starts outside its region and would drop them all
+        b.roi_begin()
     for ev in events(t, repeat=True):
         if ev[0] == "refs":
             c = ev[1]

@@ -351,3 +351,26 @@ def _writer(path) -> str:
     data = path.read_bytes()
     off, n = fmt.unpack_header(data[: fmt.HEADER_SIZE], str(path))["meta"]
     return fmt.decode_json(data[off : off + n], "meta")["writer"]
+
+
+def test_copy_of_a_region_of_interest_trace_keeps_its_references(tmp_path):
+    """A trace built with roi=True holds only its region's references; copied into a
+    builder made like it (roi=True), every one of them is kept and the digest is the same
+    (the copy dropped them all: the builder starts outside the region)."""
+    p, q = tmp_path / "a.sst", tmp_path / "b.sst"
+    with TraceBuilder(p, program="x", roi=True) as b:
+        b.ref(0x1000, 8, False)  # before the region: not kept
+        b.roi_begin()
+        b.spawn()
+        b.refs(0x2000 + 8 * np.arange(10), 8, True, 1)
+        b.ret()
+        b.sync()
+        b.roi_end()
+        b.ref(0x3000, 8, False)  # after it: not kept
+    t = open_trace(p)
+    assert t.header.roi and t.header.n_refs == 10
+    with TraceBuilder(q, program="x", roi=True) as b2:
+        copy(t, b2)
+    c = open_trace(q)
+    assert c.header.n_refs == 10
+    assert c.header.digest == t.header.digest
