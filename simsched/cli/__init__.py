@@ -223,6 +223,10 @@ def main(argv: list[str] | None = None) -> None:
             exc.show()  # type: ignore[attr-defined]
         raise SystemExit(getattr(exc, "exit_code", 2)) from None
     except SimschedError as exc:
+        if getattr(exc, "errno", None) == errno.EPIPE:
+            # `-o /dev/stdout | head`: the output file is the pipe, its reader has enough
+            _silence_stdout()
+            raise SystemExit(0) from None
         fail(str(exc))
     except MemoryError as exc:
         # The up-front estimate (simsched.machine.resources) covers the caches; anything

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -30,18 +31,24 @@ def timeline(
 ) -> None:
     """Write a run's timeline as trace-event JSON: cores by socket, strands, steals, counters."""
     from simsched.export import export_timeline
-    from simsched.files import check_not_input
+    from simsched.files import check_not_input, is_stream
     from simsched.plotting.runfolder import timeline_inputs
 
     check_not_input(out, "--out", timeline_inputs(result, trace))
     doc = export_timeline(result, out, fmt, trace)
     other = doc["otherData"]
     slices = sum(1 for e in doc["traceEvents"] if e["ph"] == "X")
+    # -o /dev/stdout: the JSON is the output, so the summary goes where it cannot mix in
+    report = sys.stderr if is_stream(out) else sys.stdout
     print(
-        f"{out}: {slices:,} strands, {other['flows']:,} steal/migration flows; open in ui.perfetto.dev"
+        f"{out}: {slices:,} strands, {other['flows']:,} steal/migration flows; open in ui.perfetto.dev",
+        file=report,
     )
     if other["traces_found"].startswith("none"):
-        print("note: the run's trace was not found: no subtree names or flows (give --trace)")
+        print(
+            "note: the run's trace was not found: no subtree names or flows (give --trace)",
+            file=report,
+        )
 
 
 def register(app: typer.Typer) -> None:

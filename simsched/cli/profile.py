@@ -13,9 +13,10 @@ from typing import Annotated
 
 import typer
 
+from simsched.canonical import strict_json
 from simsched.cli._common import check_line, console, err_console, print_json, print_table
 from simsched.errors import ConfigError
-from simsched.files import atomic_output, check_not_input, folder_blocker, same_file
+from simsched.files import atomic_output, check_not_input, folder_blocker, is_stream, same_file
 
 
 def _parse_sizes(text: str | None) -> list[int] | None:
@@ -192,14 +193,19 @@ def coarsen_cmd(
         "merged_groups": len(r.rows),
         "tasks": r.tasks,
     }
+    # -o /dev/stdout: the table is the output, so the summary goes where it cannot mix in
+    to_stream = out is not None and is_stream(out)
     if json_:
-        print_json(summary)
+        if to_stream:
+            print(strict_json(summary), file=sys.stderr)
+        else:
+            print_json(summary)
         return
-    console.print(
+    (err_console if to_stream else console).print(
         f"{m.name}: {share.name} {_human(share.size)} shared by {share.cores} core(s); "
         f"{len(r.rows)} groups merged, {p.groups.n_strands} strands -> {r.tasks} tasks"
     )
-    if out is not None:
+    if out is not None and not to_stream:
         err_console.print(f"wrote {out}")
 
 

@@ -134,6 +134,30 @@ def test_closed_stdout_exits_0_quietly(fib_trace, args):
     assert (code, err) == (0, "")
 
 
+def test_output_to_a_closed_pipe_exits_0_quietly(fib_trace, tmp_path):
+    """``-o /dev/stdout | head -c 10``: the output file is the pipe, and a reader that has
+    read enough ends the command quietly, as for printed output (it was "cannot write
+    (Broken pipe)", exit 2)."""
+    code, err = _closed_reader("trace", "gen", "fib", "--param", "n=8", "-o", "/dev/stdout")
+    assert (code, err.splitlines()[1:]) == (0, []), err  # stderr: the trace's summary only
+
+
+def test_export_timeline_to_dev_stdout_writes_only_the_json(fib_trace, tmp_path):
+    """``export timeline -o /dev/stdout``: stdout is the JSON document alone, its summary
+    line on stderr (the line followed the JSON on stdout, which no JSON reader accepts)."""
+    import json
+
+    from tests.cli.conftest import run_process
+
+    run = tmp_path / "run"
+    proc = run_process("run", "-t", fib_trace, "-m", "itrs-45nm-2", "--out", run)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_process("export", "timeline", run, "-o", "/dev/stdout")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["traceEvents"]
+    assert "strands" in proc.stderr
+
+
 def test_dev_stdout_on_a_pipe(fib_trace, tmp_path):
     """``-o /dev/stdout`` on a pipe: /dev/stdout resolves to a name that does not exist
     ('pipe:[...]'); the output is written into the pipe."""

@@ -133,3 +133,23 @@ def test_a_bad_size_is_named_once(tmp_path, capsys):
     src = build_random(tmp_path / "r.sst", 4)
     code, _, err = run(["profile", src, "--sizes", "1K,16Q"], capsys)
     assert code == 2 and err.count("16Q") == 1, err
+
+
+def test_coarsen_to_dev_stdout_writes_only_the_table(tmp_path):
+    """``coarsen -o /dev/stdout``: stdout is the CSV table alone, the summary on stderr (it
+    followed the table on stdout)."""
+    import csv
+    import io
+
+    from simsched.workloads import generate
+    from tests.cli.conftest import run_process
+
+    ms, prof = tmp_path / "ms.sst", tmp_path / "ms.prof"
+    generate("mergesort", ms, n=8192, grain=128)
+    assert run_process("profile", ms, "-o", prof).returncode == 0
+    proc = run_process("coarsen", prof, "--machine", "itrs-scaling-4", "-o", "/dev/stdout")
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.reader(io.StringIO(proc.stdout)))
+    assert rows[0][:2] == ["machine", "cache"] and len(rows) > 1
+    assert all(len(r) == len(rows[0]) for r in rows)
+    assert "groups merged" in proc.stderr
