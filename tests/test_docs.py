@@ -320,3 +320,22 @@ def test_results_doc_describes_every_field_of_a_job_set_record(small_heat, tmp_p
     documented |= set(re.findall(r"`([^`]+)`", row.split("|")[2]))
     missing = [f for f in record if not _is_documented(f, documented)]
     assert not missing, f"{missing} not in docs/results.md, Multi-job records"
+
+
+_TOP = ("simsched", "tests", "experiments", "configs", "traces", "capture", "benchmarks")
+_TOP += ("notebooks", "docs", "pintools")
+_REPO_PATH = re.compile(r"(?<![\w./-])((?:" + "|".join(_TOP) + r")/[\w./-]*\w)")
+
+
+def test_repository_paths_named_in_the_docs_exist():
+    """A path into the repository that the README or a doc names is there (a sample trace
+    may be named by its stem); placeholders and results folders are left out."""
+    missing = []
+    for doc in [*DOCS, ROOT / "notebooks" / "README.md"]:
+        for path in _REPO_PATH.findall(doc.read_text(encoding="utf-8")):
+            if any(c in path for c in "<{*…") or "/results" in path:
+                continue
+            target = ROOT / path
+            if not target.exists() and not list(target.parent.glob(target.name + ".*")):
+                missing.append(f"{doc.name}: {path}")
+    assert not missing
