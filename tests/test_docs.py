@@ -339,3 +339,18 @@ def test_repository_paths_named_in_the_docs_exist():
             if not target.exists() and not list(target.parent.glob(target.name + ".*")):
                 missing.append(f"{doc.name}: {path}")
     assert not missing
+
+
+def test_job_set_example_of_the_jobs_doc_is_valid(tmp_path):
+    """The job-set file docs/jobs.md shows is checked whole, as `run --jobs` does, from a
+    folder one below the repository (its trace paths are relative to the file)."""
+    from simsched.jobset import check_jobset
+    from simsched.machine import load_machine
+
+    doc = (ROOT / "docs" / "jobs.md").read_text(encoding="utf-8")
+    example = re.search(r"```yaml\n(.*?)```", doc, re.S).group(1)
+    (tmp_path / "traces").symlink_to(ROOT / "traces")
+    (tmp_path / "configs").mkdir()
+    path = tmp_path / "configs" / "J.yaml"
+    path.write_text(example, encoding="utf-8")
+    check_jobset(path, machine=load_machine("sunfire-x4600-8x4"))
