@@ -34,7 +34,9 @@ def gen(
         list[str] | None, typer.Option("--param", "-p", help="generator parameter key=value")
     ] = None,
     out: Annotated[Path | None, typer.Option("-o", "--out", help="output trace (.sst)")] = None,
-    list_: Annotated[bool, typer.Option("--list", help="list workloads and parameters")] = False,
+    list_: Annotated[
+        bool, typer.Option("--list", help="list the workloads (or the one named) and parameters")
+    ] = False,
     progress: ProgressOpt = None,
 ) -> None:
     """Generate a synthetic workload trace."""
@@ -42,7 +44,9 @@ def gen(
 
     if list_:
         plugin_warnings(GENERATORS)
-        for wname in GENERATORS.names():
+        # with a name, that workload alone: `trace gen heat --list` asks for heat's parameters
+        names = [GENERATORS.get(name).name] if name else GENERATORS.names()
+        for wname in names:
             console.print(Text.assemble((wname, "bold"), f"  {GENERATORS.get(wname).summary}"))
             for pname, (default, doc) in params_of(wname).items():
                 console.print(f"  {pname} = {default!r}  {doc}")

@@ -239,6 +239,16 @@ def test_trace_gen_without_workload_or_output(cli, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_trace_gen_list_with_a_name_lists_that_workload(cli):
+    """`trace gen heat --list` shows heat's parameters (and chunk_refs), not every
+    generator's; an unknown name is the usual one-line error."""
+    code, out, _ = cli("trace", "gen", "heat", "--list")
+    assert code == 0 and out.startswith("heat  iterative 5-point heat stencil")
+    assert "mergesort" not in out and "  nx = 1024" in out and "chunk_refs = " in out
+    code, _, err = cli("trace", "gen", "hest", "--list")
+    assert code == 2 and "unknown workload 'hest'" in one_line(err)
+
+
 def test_profile_and_coarsen_options(cli, fib_trace, tmp_path):
     code, _, err = cli("profile", fib_trace, "--line", "0")
     assert code == 2 and "--line 0: a line size is a power of two" in one_line(err)
