@@ -561,6 +561,13 @@ def load_spec(
     data = safe_load_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping with name, workloads, machines, schedulers")
+    if "jobs" in data and "workloads" not in data:
+        # the other YAML of simsched: name it rather than list every key this schema misses
+        raise ConfigError(
+            f"{path}: a job-set file (top-level jobs:, docs/jobs.md), not a sweep spec: run it "
+            f"with `simsched run --jobs {path} -m MACHINE`, or name it in a sweep spec's "
+            "workloads as {jobs: FILE}"
+        )
     data = copy.deepcopy(data)
     for item in sets:
         keys, value = parse_set(item)

@@ -291,3 +291,18 @@ def test_seed_zero_overrides_the_job_sets_seed(cli, tmp_path, fib_trace):
         assert code == 0, err
         seeds[args] = json.loads(out)["seed"]
     assert seeds == {(): 5, ("--seed", "0"): 0, ("--seed", "3"): 3}
+
+
+def test_a_job_set_and_a_sweep_spec_given_for_each_other_say_so(cli, fib_trace, tmp_path):
+    """A job-set file given to `sweep run` (or a spec to `run --jobs`) is named for what it
+    is, instead of a list of every key the other schema misses and refuses."""
+    js = _jobset(tmp_path, fib_trace, "")
+    for cmd in (("sweep", "run"), ("sweep", "status")):
+        code, _, err = cli(*cmd, js)
+        assert code == 2 and err.count("\n") == 1, err
+        assert "a job-set file" in err and "simsched run --jobs" in err
+        assert "required key missing" not in err
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nworkloads: [fib]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n")
+    err = _refused(cli, "--jobs", spec, "-m", MACHINE)
+    assert "a sweep spec" in err and "simsched sweep run" in err
