@@ -148,6 +148,12 @@ def test_cli_compare_prints_notes_and_run_prints_warnings(traces, tmp_path, caps
         main(["run", "-t", str(traces / "heat-init.sst"), "-m", str(path), "-s", "laws"])
     err = capsys.readouterr().err
     assert "warning: laws: NUMA-aware" in err
+    # --json too: its stdout stays one object, and the warning is on stderr all the same
+    with pytest.raises(SystemExit):
+        main(["run", "-t", str(traces / "heat-init.sst"), "-m", str(path), "-s", "laws", "--json"])
+    got = capsys.readouterr()
+    assert json.loads(got.out)["warnings"][0]["code"] == "one-socket"
+    assert "warning: laws: NUMA-aware" in got.err
 
 
 # ------------------------------------------------------------------ baseline ratios

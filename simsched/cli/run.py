@@ -229,6 +229,7 @@ def run_cmd(
         from simsched.engine.record import nest_fields
 
         print_json(nest_fields(rec))
+        _print_warnings(rec, note)
         return
     table = Table("metric", "value", title=f"{rec['scheduler']} on {rec['machine']}")
     levels = [c["name"] for c in res.mem_stats["levels"]]
@@ -257,6 +258,11 @@ def run_cmd(
             f"{rec['sample_iterations']} samples would leave none out)",
         )
     print_table(table)
+    _print_warnings(rec, note)
+
+
+def _print_warnings(rec: dict, note: str) -> None:
+    """The record's warnings on stderr, but the one ``note`` has said already."""
     for w in json.loads(rec.get("warnings", "[]")):
         if note and w["code"] == "no-iterations":
             continue  # the note above said it, with what to do about it
