@@ -354,3 +354,12 @@ def test_job_set_example_of_the_jobs_doc_is_valid(tmp_path):
     path = tmp_path / "configs" / "J.yaml"
     path.write_text(example, encoding="utf-8")
     check_jobset(path, machine=load_machine("sunfire-x4600-8x4"))
+
+
+def test_the_sweep_spec_example_of_the_sweeps_doc_loads(tmp_path):
+    """The spec docs/sweeps.md shows under "The spec" passes the schema and its rules (its
+    files are examples, so its points are not expanded)."""
+    doc = (ROOT / "docs" / "sweeps.md").read_text(encoding="utf-8")
+    example = re.search(r"## The spec\n\n```yaml\n(.*?)```", doc, re.S).group(1)
+    (tmp_path / "s.yaml").write_text(example, encoding="utf-8")
+    assert load_spec(tmp_path / "s.yaml").spec.name == "pdf_vs_ws"
