@@ -3,7 +3,8 @@
 ``experiments/*/make_figures.py`` are small programs run by hand and by the notebooks.  A
 results folder that does not exist (the sweep has not run yet, or a mistyped path) is the
 user's mistake, so it ends the script with exit status 2 and one line naming the folder and
-the sweep that fills it, as the ``simsched`` CLI does for bad input, never a traceback.
+the sweep that fills it, as the ``simsched`` CLI does for bad input, never a traceback; so
+does a folder with nothing to draw (no point finished yet, or every one failed).
 Ctrl-C likewise ends in one line and status 130; the figures already saved are whole,
 because every figure and table is written to a temporary file and renamed.
 """
@@ -20,7 +21,7 @@ import pandas as pd
 
 from simsched.canonical import strict_json
 from simsched.errors import ConfigError
-from simsched.experiments.store import load_ok_results
+from simsched.experiments.store import load_results
 from simsched.plotting.runfolder import TIMELINE_FILE, read_record, read_timeline
 
 PROG = "make_figures.py"
@@ -106,24 +107,51 @@ def load_figure_rows(
     Raises
     ------
     SystemExit
-        Status 2, after one line on stderr, when a folder is not a results store.
+        Status 2, after one line on stderr, when a folder is not a results store or has
+        no successful run (none finished yet, or all failed).
     """
     paths = [folders] if isinstance(folders, (str, Path)) else list(folders)
     frames = []
     for p in paths:
+        cmd = _study_command(p, study)
         try:
-            frames.append(load_ok_results(p))
+            df = load_results(p)
         except ConfigError as e:
-            hint = ""
-            if study is not None:
-                # Only the study's own results/NAME has a spec to name; a folder elsewhere is
-                # more likely mistyped than not yet run.
-                name = Path(p).name
-                own = Path(p).resolve() == (study / "results" / name).resolve()
-                if own and (study / f"{name}.yaml").is_file():
-                    hint = f"; run `simsched sweep run experiments/{study.name}/{name}.yaml` first"
-            usage_error(f"{e}{hint}", prog)
+            usage_error(f"{e}; run `{cmd}` first" if cmd else str(e), prog)
+        ok = df[df["status"] == "ok"] if "status" in df else df
+        if ok.empty:
+            # every figure indexes the columns of successful runs: without one a script
+            # ended in a KeyError traceback
+            usage_error(f"{p}: {_no_successful_run(df, cmd)}", prog)
+        frames.append(ok.copy())
     return pd.concat(frames, ignore_index=True)
+
+
+def _study_command(folder: str | Path, study: Path | None) -> str:
+    """``simsched sweep run experiments/STUDY/NAME.yaml`` when ``folder`` is the study's own
+    ``results/NAME`` and the study holds ``NAME.yaml``, else ``""``: a folder elsewhere is
+    more likely mistyped than not yet run."""
+    if study is None:
+        return ""
+    name = Path(folder).name
+    own = Path(folder).resolve() == (study / "results" / name).resolve()
+    if own and (study / f"{name}.yaml").is_file():
+        return f"simsched sweep run experiments/{study.name}/{name}.yaml"
+    return ""
+
+
+def _no_successful_run(df: pd.DataFrame, cmd: str) -> str:
+    """Why a results table has no row to draw: no point has finished, or every one failed
+    (the first error named), and the command that fills it."""
+    if df.empty:
+        return f"no point has finished yet; run `{cmd}`" if cmd else "no point has finished yet"
+    errors = df["error"] if "error" in df else pd.Series(dtype=object)
+    first = next((e.splitlines()[0] for e in errors if isinstance(e, str) and e.strip()), "")
+    said = f" (the first: {first})" if first else ""
+    return (
+        f"all {len(df)} of its points failed{said}; fix the cause and run "
+        f"`{cmd or 'simsched sweep run SPEC'} --retry-failed`"
+    )
 
 
 def load_run(

@@ -594,6 +594,8 @@ def export_results(
 def load_ok_results(path: str | Path) -> pd.DataFrame:
     """The successful rows of a results store (a copy, for the figure scripts)."""
     df = load_results(path)
+    if "status" not in df:  # no point has finished yet: a table without columns
+        return df.copy()
     return df[df["status"] == "ok"].copy()
 
 

@@ -37,6 +37,31 @@ def test_rows_of_several_folders_are_concatenated_ok_only(tmp_path):
     assert list(df["status"]) == ["ok"] * 3 and len(df) == 3
 
 
+def test_a_folder_without_a_successful_run_ends_in_one_line(tmp_path, capsys):
+    from simsched.experiments import store
+
+    study = tmp_path / "mystudy"
+    (study / "results" / "medium" / "points").mkdir(parents=True)
+    (study / "medium.yaml").write_text("name: x\n")
+    # a sweep started but no point finished: a table without columns, a KeyError before
+    err = one_line_exit(capsys, lambda: load_figure_rows(study / "results" / "medium", study))
+    assert "no point has finished yet" in err
+    assert "`simsched sweep run experiments/mystudy/medium.yaml`" in err
+    assert store.load_ok_results(study / "results" / "medium").empty
+    # every point failed: the first error is named, and the retry
+    failed = tmp_path / "failed.csv"
+    rows = {"status": ["error", "error"], "error": ["ValueError: boom\nmore", "X: y"]}
+    pd.DataFrame(rows).to_csv(failed)
+    err = one_line_exit(capsys, lambda: load_figure_rows([tmp_path / "ok.csv", failed]))
+    assert "ok.csv" in err  # a missing first folder is named first
+    pd.DataFrame({"status": ["ok"], "x": [1]}).to_csv(tmp_path / "ok.csv")
+    err = one_line_exit(capsys, lambda: load_figure_rows([tmp_path / "ok.csv", failed]))
+    assert err == (
+        f"make_figures.py: {failed}: all 2 of its points failed (the first: ValueError: "
+        "boom); fix the cause and run `simsched sweep run SPEC --retry-failed`\n"
+    )
+
+
 def test_ctrl_c_ends_a_script_in_one_line_with_status_130(capsys):
     def interrupted():
         raise KeyboardInterrupt
