@@ -138,7 +138,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
         half = df["makespan_ci95"].map(_half_width)
         h = half.groupby([df["workload"], df["scheduler"]]).mean()
         out["norm_ci95"] = [
-            h.get((w, sc), float("nan")) / ws[w]
+            h.get((w, sc), float("nan")) / ws.get(w, float("nan"))
             for w, sc in zip(out["workload"], out["scheduler"], strict=True)
         ]
     out["steady_iteration_cycles"] = [
@@ -254,6 +254,11 @@ def scaling(df: pd.DataFrame, out: Path) -> list[dict]:
         strag = sub.pivot(index="x", columns="scheduler", values=cols[1])
         local = sub.pivot(index="x", columns="scheduler", values=cols[2])
         row = {"program": prog, "server": srv, "x": [int(v) for v in piv.index]}
+        # a partly-run study may lack WS at some x (or at all): NaN there, not a KeyError
+        piv, strag, local = (
+            t.reindex(columns=[*t.columns.drop("ws", errors="ignore"), "ws"])
+            for t in (piv, strag, local)
+        )
         for sched in ("cats", "laws"):
             if sched in piv:
                 row[f"{sched}_reduction_vs_ws"] = [round(1 - v, 3) for v in piv[sched] / piv["ws"]]
@@ -281,7 +286,9 @@ def cpu_bound(df: pd.DataFrame, out: Path) -> list[dict]:
     import matplotlib.pyplot as plt
 
     m = df.groupby(["machine", "workload", "scheduler"])["makespan_cycles"].mean()
-    norm = m / m.xs("ws", level="scheduler").reindex(m.index.droplevel("scheduler")).values
+    # a program without a WS row (a partly-run study) is NaN, not a KeyError
+    ws = m[m.index.get_level_values("scheduler") == "ws"].droplevel("scheduler")
+    norm = m / ws.reindex(m.index.droplevel("scheduler")).values
     t = norm.unstack("scheduler")[[s for s in SCHEDS if s in norm.index.get_level_values(2)]]
     util = df[df["scheduler"] == "ws"].groupby(["machine", "workload"])["utilization"].mean()
     t.assign(ws_utilization=util).round(4).to_csv(out / "fig13.csv")
@@ -318,19 +325,22 @@ def sensitivity(df: pd.DataFrame, out: Path) -> list[dict]:
     import matplotlib.pyplot as plt
 
     m = df.groupby(["machine", "scheduler"])["makespan_cycles"].mean().unstack("scheduler")
+    m = m.reindex(columns=[*m.columns.drop(["ws", "laws"], errors="ignore"), "laws", "ws"])
     m["gain"] = m["ws"] / m["laws"] - 1
     m.round(4).to_csv(out / "sensitivity.csv")
     variants = ["", "-links/2", "-dram/2", "-dram/8"]
     models = ["blocking", "ooo"]
+    # a variant a partly-run study has not reached is drawn empty (NaN), not a KeyError
+    grid = m.reindex([model + v for model in models for v in variants])
     fig, axes = plt.subplots(1, 2, figsize=(9, 3))
     x = np.arange(len(variants))
     for i, model in enumerate(models):
-        rows = [m.loc[model + v] for v in variants]
+        rows = [grid.loc[model + v] for v in variants]
         axes[0].bar(x + 0.4 * i, [r["gain"] * 100 for r in rows], 0.4, label=model)
         for j, sched in enumerate(("ws", "laws")):
             axes[1].bar(
                 x + 0.2 * (2 * i + j),
-                [r[sched] / m.loc[model, sched] for r in rows],
+                [r[sched] / grid.loc[model, sched] for r in rows],
                 0.2,
                 label=f"{model} {sched}",
             )

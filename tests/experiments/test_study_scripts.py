@@ -113,6 +113,62 @@ def test_sampling_cost_is_empty_for_a_detailed_study():
     assert laws.sampling_cost(df) == []
 
 
+def _laws_rows(workloads, machines, scheds, **extra) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "workload": w,
+                "machine": m,
+                "scheduler": s,
+                "seed": 0,
+                "makespan_cycles": 100.0 if s == "ws" else 80.0,
+                "straggler_shared_misses": 5.0,
+                "straggler_dram_local": 3.0,
+                "utilization": 0.9,
+                "packing_mode": "cpu-bound",
+                **extra,
+            }
+            for w in workloads
+            for m in machines
+            for s in scheds
+        ]
+    )
+
+
+def test_laws_figures_of_a_partly_run_study_leave_what_lacks_ws_empty(tmp_path):
+    """A study interrupted before WS ran a program (or a machine variant) draws the rest;
+    each figure ended in a KeyError traceback."""
+    laws = _script("laws")
+    # Fig. 7: heat has no WS row yet, GE has
+    df = pd.concat(
+        [
+            _laws_rows(["heat"], ["m"], ["laws"], makespan_ci95=json.dumps([79.0, 81.0])),
+            _laws_rows(["ge"], ["m"], ["ws", "laws"], makespan_ci95=json.dumps([79.0, 81.0])),
+        ]
+    ).assign(packing="[]", iteration_cycles="[]", L3_misses=1.0, dram_local=1.0)
+    s = laws.summary(df.assign(dram_remote=1.0, straggler_dram_remote=1.0)).set_index(
+        ["workload", "scheduler"]
+    )
+    assert np.isnan(s.loc[("heat", "laws"), "norm_time"])
+    assert np.isnan(s.loc[("heat", "laws"), "norm_ci95"])
+    assert s.loc[("ge", "laws"), "norm_time"] == 0.8
+    # Figs. 9-12 and 13: no WS row at all
+    (row,) = laws.scaling(_laws_rows(["heat-ir[nx=66]"], ["m"], ["laws"]), tmp_path)[0]["rows"]
+    assert np.isnan(row["laws_reduction_vs_ws"][0])
+    (fig13,) = laws.cpu_bound(_laws_rows(["fib", "qs"], ["m"], ["laws"]), tmp_path)
+    assert np.isnan(fig13["norm_time"]["m/fib"]["laws"])
+    part = _laws_rows(["fib"], ["m"], ["ws", "laws"])
+    (fig13,) = laws.cpu_bound(pd.concat([part, _laws_rows(["qs"], ["m"], ["laws"])]), tmp_path)
+    assert fig13["norm_time"]["m/fib"]["laws"] == 0.8
+    assert np.isnan(fig13["norm_time"]["m/qs"]["laws"])
+    # the sensitivity study before its out-of-order variants ran
+    (sens,) = laws.sensitivity(
+        _laws_rows(["heat"], ["blocking", "blocking-links/2"], ["ws", "laws"]), tmp_path
+    )
+    assert [r["gain"] for r in sens["rows"]] == [0.25, 0.25]
+    assert (tmp_path / "sensitivity.png").is_file()
+
+
 def _link_row(sched: str, seed: int, lines01: int, util01: float, dram: int) -> dict:
     links = [
         {"from": 0, "to": 1, "lines": lines01, "queue_delay": 10 * lines01, "utilization": util01},
