@@ -198,6 +198,23 @@ def means(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+VERSUS_COLUMNS = [
+    "workload",
+    "seeds",
+    "bl",
+    "time_ws",
+    "time_cab",
+    "norm_time",
+    "gain",
+    "L2_ws",
+    "L2_cab",
+    "L2_reduction",
+    "L3_ws",
+    "L3_cab",
+    "L3_reduction",
+]
+
+
 def versus_ws(df: pd.DataFrame, workloads: list[str], machine: str = SCALED, other: str = "cab"):
     """Per workload: WS and ``other``'s means, normalised time, gain and miss reductions."""
     m = means(df[(df["machine"] == machine) & df["workload"].isin(workloads)])
@@ -225,7 +242,9 @@ def versus_ws(df: pd.DataFrame, workloads: list[str], machine: str = SCALED, oth
                 "L3_reduction": 1 - b["L3_misses"] / max(a["L3_misses"], 1),
             }
         )
-    return pd.DataFrame(rows)
+    # the columns also when no workload has both runs yet (a partly-run study): the
+    # figures index them, which ended an empty table in a KeyError traceback
+    return pd.DataFrame(rows, columns=VERSUS_COLUMNS)
 
 
 def fig8_table(df: pd.DataFrame, machine: str = SCALED) -> pd.DataFrame:
@@ -331,7 +350,8 @@ def draw(df: pd.DataFrame, out: Path) -> None:
         axes[1].set_title("Fig. 6: miss reduction (1 - CAB/WS)")
         for ax in axes:
             ax.set_xlabel("input" + (" (paper's size; simulated / 16)" if mach == SCALED else ""))
-            ax.legend()
+            if ax.get_legend_handles_labels()[0]:  # a partly-run study may have neither
+                ax.legend()
         fig.tight_layout()
         save(fig, out / "fig5_6.png")
 
@@ -344,7 +364,8 @@ def draw(df: pd.DataFrame, out: Path) -> None:
             ax.set_xticks(list(x), ["128 rows", "64 rows", "32 rows"][: len(f7)])
         ax.set_ylabel("makespan (cycles)")
         ax.set_title("Fig. 7: heat 2k, leaf size (paper's rows)")
-        ax.legend()
+        if not f7.empty:
+            ax.legend()
         fig.tight_layout()
         save(fig, out / "fig7.png")
 

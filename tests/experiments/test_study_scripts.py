@@ -169,6 +169,30 @@ def test_laws_figures_of_a_partly_run_study_leave_what_lacks_ws_empty(tmp_path):
     assert (tmp_path / "sensitivity.png").is_file()
 
 
+def test_cab_figures_of_a_study_interrupted_before_its_first_figure_program(tmp_path):
+    """Only heat-512 ran (the spec's first program): the figures that need the others
+    draw empty; an empty table of Fig. 4 ended in a KeyError traceback."""
+    cab = _script("cab")
+    df = pd.DataFrame(
+        {
+            "workload": ["heat-512", "heat-512"],
+            "machine": [cab.SCALED] * 2,
+            "scheduler": ["ws", "cab"],
+            "seed": [0, 0],
+            "makespan_cycles": [100.0, 90.0],
+            "L2_misses": [10.0, 8.0],
+            "L3_misses": [5.0, 4.0],
+            "bl": [float("nan"), 0.0],
+            "bl_reason": ["", "too-shallow"],
+        }
+    )
+    cab.draw(df, tmp_path)
+    assert (tmp_path / "fig4.png").is_file() and (tmp_path / "fig9.png").is_file()
+    assert pd.read_csv(tmp_path / "table4.csv").empty
+    rows = {line["figure"]: line["rows"] for line in cab.summary(df) if "rows" in line}
+    assert rows["4+table4"] == [] and rows["5-6 heat"][0]["norm_time"] == 0.9
+
+
 def _link_row(sched: str, seed: int, lines01: int, util01: float, dram: int) -> dict:
     links = [
         {"from": 0, "to": 1, "lines": lines01, "queue_delay": 10 * lines01, "utilization": util01},
