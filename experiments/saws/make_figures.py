@@ -161,11 +161,20 @@ def published_improvements(df: pd.DataFrame, figure: str = "published") -> list[
     for lam in [None, *sorted(df["lam"].unique())]:
         part = mean if lam is None else mean.loc[[lam]]
         row: dict[str, Any] = {"figure": figure, "lam": lam or "all"}
-        s = part.xs("saws", level="sched")
+        rows.append(row)
+        # a partly-run study compares the mixes both schedulers ran (as improvements()
+        # does), and leaves out a scheduler not run yet: a KeyError traceback before
+        scheds = set(part.index.get_level_values("sched"))
+        if "saws" not in scheds:
+            continue
+        saws = part.xs("saws", level="sched")
         for other in ("asteal", "ws-equi"):
-            o = part.xs(other, level="sched").loc[s.index]
-            out: dict[str, Any] = {"mixes": len(s)}
-            for key, v in _gains(s, o).items():
+            if other not in scheds:
+                continue
+            o = part.xs(other, level="sched")
+            both = saws.index.intersection(o.index)
+            out: dict[str, Any] = {"mixes": len(both)}
+            for key, v in _gains(saws.loc[both], o.loc[both]).items():
                 half = (
                     round(t_quantile(0.975, len(v) - 1) * v.std(ddof=1) / len(v) ** 0.5, 2)
                     if len(v) > 1
@@ -173,7 +182,6 @@ def published_improvements(df: pd.DataFrame, figure: str = "published") -> list[
                 )
                 out[key] = [round(v.mean(), 2), half]
             row[f"vs_{other}"] = out
-        rows.append(row)
     return rows
 
 

@@ -193,6 +193,39 @@ def test_cab_figures_of_a_study_interrupted_before_its_first_figure_program(tmp_
     assert rows["4+table4"] == [] and rows["5-6 heat"][0]["norm_time"] == 0.9
 
 
+def test_saws_published_improvements_of_a_partly_run_study():
+    """Mixes a scheduler has not run yet are left out of its comparison, a scheduler not
+    run at all is left out; both ended in a KeyError traceback."""
+    saws = _script("saws")
+    rows = [
+        {
+            "lam": lam,
+            "mix": mix,
+            "sched": sched,
+            "seed": seed,
+            "makespan_cycles": 100.0 if sched == "saws" else 100.0 + 10 * (mix + 1),
+            "mean_response_cycles": 50.0,
+            "utilization": 0.5,
+        }
+        for lam in (0.0625, 1.0)
+        for mix in (0, 1)
+        for sched in ("saws", "asteal", "ws-equi")
+        for seed in (0, 1)
+    ]
+    df = pd.DataFrame(rows)
+    whole = saws.published_improvements(df)
+    assert [r["vs_asteal"]["mixes"] for r in whole] == [4, 2, 2]
+    # A-Steal has not run mix 1 at lambda 1, WS-EQUI nothing, SAWS nothing at lambda 1
+    part = df[~((df["mix"] == 1) & (df["lam"] == 1.0) & (df["sched"] == "asteal"))]
+    part = part[part["sched"] != "ws-equi"]
+    got = saws.published_improvements(part)
+    assert [r["vs_asteal"]["mixes"] for r in got] == [3, 2, 1]
+    assert all("vs_ws-equi" not in r for r in got)
+    assert got[2]["vs_asteal"]["makespan_pct"] == [round(100 * 10 / 110, 2), None]
+    no_saws = saws.published_improvements(df[~((df["lam"] == 1.0) & (df["sched"] == "saws"))])
+    assert no_saws[2] == {"figure": "published", "lam": 1.0}
+
+
 def _link_row(sched: str, seed: int, lines01: int, util01: float, dram: int) -> dict:
     links = [
         {"from": 0, "to": 1, "lines": lines01, "queue_delay": 10 * lines01, "utilization": util01},
