@@ -79,9 +79,16 @@ def run_cmd(
         rerun_stale=rerun_stale,
         progress=progress,
     )
+    # A point that failed in an earlier run is skipped and still failed: "skipped 14
+    # (already done), failed 2" of 14 points read as 16 points, two of them not done.
+    skipped = (
+        f"already run: {report.skipped - report.failed_before} done, {report.failed_before} failed"
+        if report.failed_before
+        else "already done"
+    )
     print(
         f"{loaded.spec.name}: {report.total} points, ran {report.ran}, "
-        f"skipped {report.skipped} (already done), failed {report.failed}, "
+        f"skipped {report.skipped} ({skipped}), failed {report.failed}, "
         f"{report.wall_s:.1f} s; results in {report.out_dir}",
         file=sys.stderr,
     )

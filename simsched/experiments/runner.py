@@ -404,6 +404,8 @@ class SweepReport:
     interrupted: list[tuple[str, str]] = field(default_factory=list)  # left pending (disk full)
     elsewhere: int = 0  # points another runner was running when this one reached them
     stale: int = 0  # finished points kept although other simsched code simulated them
+    # of the skipped points, those whose row records a failure (also counted in failed)
+    failed_before: int = 0
     table_error: str = ""  # why results.parquet could not be written (a full disk), or ""
 
 
@@ -892,6 +894,7 @@ def run_sweep(
             # Points that failed in an earlier run are still failed: say so (--retry-failed).
             if row.get("status") != "ok":
                 report.failed += 1
+                report.failed_before += 1
                 report.failures.append((p.id, str(row.get("error", ""))))
             elif is_stale(row):
                 report.stale += 1
@@ -920,6 +923,7 @@ def run_sweep(
                 report.skipped += 1
             if row.get("status") != "ok":
                 report.failed += 1
+                report.failed_before += not ran
                 report.failures.append((row.get("point_id", point.id), str(row.get("error", ""))))
             display.update(state["done"], report.failed, state["running"])
 

@@ -551,6 +551,21 @@ def _sweep_run_exit(spec: Path, point_fn: str, capsys) -> tuple[object, str]:
     return info.value.code, capsys.readouterr().err
 
 
+def test_the_summary_counts_points_that_failed_before_once(tmp_path, capsys):
+    """A rerun skips the points that failed before and still counts them failed: its
+    summary said "skipped 6 (already done), failed 2" of 6 points."""
+    spec = make_spec(tmp_path, fail=True)
+    code, err = _sweep_run_exit(spec, "fake_point", capsys)
+    assert code == 1 and "6 points, ran 6, skipped 0 (already done), failed 2," in err
+    code, err = _sweep_run_exit(spec, "fake_point", capsys)
+    assert code == 1
+    assert "6 points, ran 0, skipped 6 (already run: 4 done, 2 failed), failed 2," in err
+    report = run_sweep(
+        load_spec(spec, small=False), workers=0, point_fn=sweep_pointfns.fake_point, progress=False
+    )
+    assert (report.skipped, report.failed_before, report.failed) == (6, 2, 2)
+
+
 @pytest.mark.parametrize("name", ["point.json", "row.json"])
 def test_full_disk_for_the_runners_own_files_leaves_the_point_pending(tmp_path, monkeypatch, name):
     """A disk that filled up while the runner wrote a point's point.json or row.json (not
