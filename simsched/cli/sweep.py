@@ -233,6 +233,10 @@ def _isna(v: object) -> bool:
 
 def _fmt(v: object) -> str:
     if isinstance(v, float):
+        # A count column holding a failed point's NaN is float: 27834 cycles showed as
+        # 2.783e+04.  A whole number is shown whole (exactly, below 2^53).
+        if v.is_integer() and abs(v) < 2**53:
+            return str(int(v))
         return f"{v:.4g}"
     return str(v)
 

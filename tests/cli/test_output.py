@@ -206,3 +206,17 @@ def test_print_json_is_strict_json(capsys):
     out = capsys.readouterr().out
     assert out == '{"a": 1.5, "b": null, "c": [null]}\n'
     json.loads(out, parse_constant=lambda name: pytest.fail(f"bare {name}"))
+
+
+def test_results_show_keeps_counts_whole_beside_a_failed_point(cli, tmp_path):
+    """A failed point's missing makespan makes the column float: 27834 cycles showed as
+    2.783e+04, its last digit lost."""
+    save_row(tmp_path, "p0", {"point_id": "p0", "status": "ok", "makespan_cycles": 27834})
+    save_row(tmp_path, "p1", {"point_id": "p1", "status": "ok", "makespan_cycles": 2**60})
+    save_row(tmp_path, "p2", {"point_id": "p2", "status": "error", "error": "X: y"})
+    save_row(tmp_path, "p3", {"point_id": "p3", "status": "ok", "speedup": 1.23456})
+    code, out, _ = cli("results", "show", tmp_path, "--columns", "makespan_cycles,speedup")
+    assert code == 0
+    assert "27834" in out and "e+04" not in out
+    assert "1.153e+18" in out  # beyond a float's whole numbers: not shown as exact
+    assert "1.235" in out  # a fraction keeps four digits
