@@ -544,11 +544,13 @@ def run(
         base["trace_program"] = h.program
         base["trace_args"] = dumps(list(h.args))
         base["trace_iterations"] = trace_iterations(t)
+        # the configuration is resolved here: written before the sampler can refuse the
+        # trace, so that such a failed run (a sweep point too) keeps it beside its record
+        if out is not None:
+            write_json_atomic(out / "config.json", config)
         sampler = None
         if sample_iterations is not None:
             sampler = make_sampler(t, sample_iterations, sample_precision, config["trace"])
-        if out is not None:
-            write_json_atomic(out / "config.json", config)
         # A one-job set under ``all``: the pipeline of run_jobs, the single-run record.
         one = [JobSpec(t, cls, resolved_params, 0, "job0")]
         replayed, stats = _replay(

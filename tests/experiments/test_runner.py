@@ -357,6 +357,24 @@ def test_default_point_function_simulates(tmp_path):
     assert len(list((loaded.out_dir / "traces").glob("*.sst"))) == 1  # made once, shared
 
 
+def test_a_point_the_sampler_refuses_keeps_its_configuration(tmp_path):
+    """A sampled sweep on a trace without iterations fails every point of it; the failed
+    point's folder had its record but not its resolved configuration."""
+    spec = tmp_path / "real.yaml"
+    spec.write_text(
+        "name: real\nworkloads: [{generator: fib, params: {n: 8, cutoff: 2}}]\n"
+        "machines: [itrs-scaling-2]\nschedulers: [ws]\nsample_iterations: 2\n"
+    )
+    loaded = load_spec(spec, small=False)
+    report = run_sweep(loaded, workers=0, progress=False)
+    assert report.failed == 1 and "has no iterations" in report.failures[0][1]
+    pdir = loaded.out_dir / "points" / report.failures[0][0]
+    record = json.loads((pdir / "result.json").read_text())
+    config = json.loads((pdir / "config.json").read_text())
+    assert record["status"] == "error" and config["sample_iterations"] == 2
+    assert config["machine_resolved"]["cores_per_socket"] == 2
+
+
 def _wait_for(log: Path, word: str, count: int, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
