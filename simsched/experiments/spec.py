@@ -343,6 +343,15 @@ class SweepSpec(_Strict):
             raise ValueError("sample_iterations applies to single programs, not to job sets")
         if self.sample_precision is not None and self.sample_iterations is None:
             raise ValueError("sample_precision applies with sample_iterations only")
+        for where, seeds in (
+            ("seeds", self.seeds),
+            *((f"schedulers.{i}.seeds", s.seeds) for i, s in enumerate(self.schedulers)),
+        ):
+            if isinstance(seeds, list):
+                # else "two entries resolve to the same point" named the same labels twice
+                twice = next((x for i, x in enumerate(seeds) if x in seeds[:i]), None)
+                if twice is not None:
+                    raise ValueError(f"{where}: seed {twice} is given twice")
         r = self.seeds
         if isinstance(r, SeedRange) and r.start + r.count - 1 > MAX_SEED:
             # the last seed, not only the first, must be one (else every point fails in run)

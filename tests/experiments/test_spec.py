@@ -206,6 +206,25 @@ def test_duplicate_points_rejected(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("seeds", "message"),
+    [
+        ("seeds: [0, 1, 0]", "s.yaml: seeds: seed 0 is given twice$"),
+        (
+            "schedulers: [ws, {name: pdf, seeds: [2, 2]}]",
+            "schedulers.1.seeds: seed 2 is given twice",
+        ),
+    ],
+)
+def test_a_seed_given_twice_is_named(tmp_path, seeds, message):
+    """It was "two entries resolve to the same point", naming one point's labels twice."""
+    text = "name: d\nworkloads: [fib]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
+    key = seeds.split(":")[0]
+    text = "\n".join(ln for ln in text.splitlines() if not ln.startswith(key)) + "\n" + seeds
+    with pytest.raises(ConfigError, match=message):
+        load_spec(write(tmp_path, text), small=False)
+
+
+@pytest.mark.parametrize(
     "entries",
     [
         # two schedulers both labelled ws (parameters do not enter the label)
