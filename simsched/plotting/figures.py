@@ -374,6 +374,10 @@ def sweep_figure(
     :func:`warnings.warn`) is told which, since the mean then mixes different runs, not
     only seeds.
     """
+    if isinstance(df, pd.DataFrame) and df.empty and not len(df.columns):
+        # the table of a sweep with no finished point: "no column 'seed' in the results
+        # (have: )" blamed the option
+        raise ConfigError("no runs to plot: the results have no rows (no point has finished)")
     _check_columns(df, [x, y, hue, col])
     data = ok_rows(df)
     if data.empty:

@@ -148,6 +148,28 @@ def test_plot_sweep_command(tmp_path):
     assert isinstance(res.exception, ConfigError)
 
 
+def test_a_sweep_with_no_finished_point_says_so(tmp_path):
+    """Its table has no columns: the error blamed the x option ("no column 'seed' in
+    the results (have: )")."""
+    (tmp_path / "points").mkdir()
+    app = typer.Typer()
+    register_plot(app)
+
+    @app.command("noop")
+    def _noop() -> None:  # a second command keeps typer's sub-command syntax
+        pass
+
+    res = CliRunner().invoke(
+        app,
+        ["sweep", str(tmp_path), "--x", "seed", "--y", "makespan_cycles", "-o", "f.png"],
+    )
+    assert isinstance(res.exception, ConfigError)
+    assert str(res.exception) == "no runs to plot: the results have no rows (no point has finished)"
+    # rows that a filter leaves out keep their columns: the option is still checked
+    with pytest.raises(ConfigError, match="no column 'bogus'"):
+        sweep_figure(results().iloc[:0], "bogus", "makespan_cycles")
+
+
 def test_log_x_needs_positive_values_and_hue_may_be_x():
     """Used to fail with matplotlib's 'Data cannot be log-scaled' and pandas' 'cannot
     insert seed, already exists'."""
