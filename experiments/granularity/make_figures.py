@@ -133,16 +133,26 @@ def main() -> None:
     for m, part in t6.groupby("machine"):
         ws = part[part["scheduler"] == "ws"].set_index("grain")
         pdf = part[part["scheduler"] == "pdf"].set_index("grain")
+        if ws.empty or pdf.empty:
+            # a partly-run study: an empty argmin ended the script in a traceback
+            ran = "WS" if pdf.empty else "PDF"
+            print(f"{m}: only {ran} has run so far; PDF/WS needs both")
+            continue
         g0 = int(part["grain"].min())
+        l2 = (
+            f"{pdf.loc[g0, 'L2_misses'] / ws.loc[g0, 'L2_misses']:.3f}"
+            if g0 in ws.index and g0 in pdf.index
+            else "n/a (not run by both yet)"
+        )
         print(
             f"{m}: PDF/WS at their best grains {ws['makespan_cycles'].min() / pdf['makespan_cycles'].min():.3f}x "
             f"(best WS grain {int(ws['makespan_cycles'].idxmin())}, best PDF grain "
-            f"{int(pdf['makespan_cycles'].idxmin())}); L2 misses PDF/WS at grain {g0}: "
-            f"{pdf.loc[g0, 'L2_misses'] / ws.loc[g0, 'L2_misses']:.3f}"
+            f"{int(pdf['makespan_cycles'].idxmin())}); L2 misses PDF/WS at grain {g0}: {l2}"
         )
     auto_dir = HERE / "results" / "auto"
-    if (auto_dir / "points").is_dir():
-        t8 = fig8_table(t6, auto_table(load_results(auto_dir)))
+    auto = load_results(auto_dir) if (auto_dir / "points").is_dir() else pd.DataFrame()
+    if "status" in auto and (auto["status"] == "ok").any():  # a run point, not only failures
+        t8 = fig8_table(t6, auto_table(auto))
         save(draw_fig8(t8), args.out / "fig8_auto.png")
         t8.to_csv(args.out / "summary.csv", index=False)
         print(t8.to_string(index=False))

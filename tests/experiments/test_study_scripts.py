@@ -386,6 +386,38 @@ def test_every_study_script_exits_2_on_a_study_that_has_not_run(
     assert not (tmp_path / "fig").exists()  # nothing written for a study that has not run
 
 
+def test_granularity_figures_of_a_partly_run_study(tmp_path, monkeypatch, capsys):
+    """WS ran, PDF not yet, and the automatic sweep has no finished point: the script
+    ended in a traceback (an empty argmin; a table without a status column)."""
+    from simsched.experiments.store import save_row
+
+    mod = _script("granularity")
+    monkeypatch.setattr(mod, "HERE", tmp_path)
+    runs = [  # machine, scheduler, grain
+        ("itrs-scaling-8", "ws", 64),
+        ("itrs-scaling-8", "ws", 256),
+        ("itrs-scaling-8", "pdf", 256),
+        ("itrs-scaling-16", "ws", 64),
+    ]
+    for i, (m, sched, grain) in enumerate(runs):
+        row = {
+            "point_id": f"p{i}", "status": "ok", "machine": m, "cores": int(m.split("-")[-1]),
+            "scheduler": sched, "seed": 0, "workload.n": 1024, "workload.grain": grain,
+            "makespan_cycles": 1000, "mpki": 1.0, "L2_misses": grain, "instructions": 10**6,
+        }  # fmt: skip
+        save_row(tmp_path / "results" / "fig6", f"p{i}", row)
+    (tmp_path / "results" / "auto" / "points").mkdir(parents=True)
+    monkeypatch.setattr(sys, "argv", ["make_figures.py", "-o", str(tmp_path / "fig")])
+    mod.main()
+    out = capsys.readouterr().out
+    assert "itrs-scaling-16: only WS has run so far; PDF/WS needs both" in out
+    # both ran, but not both at the smallest grain
+    assert "itrs-scaling-8: PDF/WS at their best grains 1.000x" in out
+    assert "L2 misses PDF/WS at grain 64: n/a (not run by both yet)" in out
+    assert (tmp_path / "fig" / "fig6_grain.png").is_file()
+    assert not (tmp_path / "fig" / "fig8_auto.png").exists()
+
+
 @pytest.mark.parametrize("study", ["laws", "cab", "saws", "granularity", "pdf_vs_ws"])
 def test_every_study_script_ends_ctrl_c_in_one_line(study, tmp_path, monkeypatch, capsys):
     def interrupt(*args, **kwargs):
