@@ -115,7 +115,7 @@ def load_figure_rows(
     for p in paths:
         cmd = _study_command(p, study)
         try:
-            df = load_results(p)
+            df = load_results(p, warn=lambda m: print(f"{prog}: warning: {m}", file=sys.stderr))
         except ConfigError as e:
             usage_error(f"{e}; run `{cmd}` first" if cmd else str(e), prog)
         ok = df[df["status"] == "ok"] if "status" in df else df

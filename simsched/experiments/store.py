@@ -432,8 +432,9 @@ def load_results(
         A current table is read as it is; a stale one is rebuilt, or, when the folder
         cannot be written, the rows are read in memory (nothing is written).
     warn
-        Receives one line per damaged ``row.json`` left out (a point a sweep runs again);
-        default: :func:`warnings.warn`.
+        Receives one line per damaged ``row.json`` left out (a point a sweep runs again),
+        and one line when rows share their labels (:func:`same_labels`); default:
+        :func:`warnings.warn`.
 
     Returns
     -------
@@ -446,14 +447,15 @@ def load_results(
         The path is neither a sweep folder nor a results file, or that file is damaged.
     """
     p = check_path(path, "path")
+    warn = warn or _warn
     if p.is_dir():
         if (p / POINTS_DIR).is_dir() and refresh:
-            return _current_rows(p, warn or _warn)
+            return _told_same_labels(p, _current_rows(p, warn), warn)
         if (p / RESULTS_FILE).is_file():
-            return _read_table(p / RESULTS_FILE)
+            return _told_same_labels(p, _read_table(p / RESULTS_FILE), warn)
         raise ConfigError(f"{p}: not a sweep output folder (no {POINTS_DIR}/ or {RESULTS_FILE})")
     if p.suffix in (".parquet", ".csv") and p.is_file():
-        return _read_table(p)
+        return _told_same_labels(p, _read_table(p), warn)
     if p.exists():
         # "no such" misled for a file that is there: most often the sweep's spec
         hint = (
@@ -465,6 +467,51 @@ def load_results(
             f"{p}: not a sweep output folder or a results file (.parquet, .csv){hint}"
         )
     raise ConfigError(f"{p}: no such sweep folder or results file (.parquet, .csv)")
+
+
+#: The columns that name a run in tables and figures (the spec refuses two points of one
+#: sweep with the same values of all four).
+LABELS = ("workload", "machine", "scheduler", "seed")
+
+
+def same_labels(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``df`` whose labels (:data:`LABELS`) another row has too.
+
+    A sweep's spec never makes two such points, but its folder keeps the rows of points
+    an edited spec no longer has (a changed parameter, a ``--small`` run beside the full
+    one: ``sweep status``'s orphans), and ``compare --out`` into one folder with other
+    settings adds runs under the same names.  Tables, means and figures cannot tell such
+    rows apart.  Empty when ``df`` lacks one of the label columns.
+
+    Parameters
+    ----------
+    df
+        A results table (:func:`load_results`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Those rows, in ``df``'s order.
+    """
+    if not set(LABELS) <= set(df.columns):
+        return df.iloc[:0]
+    return df[df.duplicated(list(LABELS), keep=False)]
+
+
+def _told_same_labels(path: Path, df: pd.DataFrame, warn: Callable[[str], None]) -> pd.DataFrame:
+    """``df``, after telling ``warn`` of rows that share their labels (:func:`same_labels`)."""
+    dup = same_labels(df)
+    if not dup.empty:
+        first = (
+            " / ".join(str(dup.iloc[0][k]) for k in LABELS[:3]) + f" / seed {dup.iloc[0]['seed']}"
+        )
+        groups = len(dup.drop_duplicates(list(LABELS)))
+        warn(
+            f"{path}: {len(dup)} rows share {groups} set(s) of labels (workload, machine, "
+            f"scheduler, seed; e.g. {first}): tables and figures mix them; rows of points "
+            "the spec no longer has are the orphans `sweep status` counts"
+        )
+    return df
 
 
 _WHERE_RE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(==|!=|<=|>=|=|<|>)\s*(.*?)\s*$")
@@ -591,9 +638,10 @@ def export_results(
     return target
 
 
-def load_ok_results(path: str | Path) -> pd.DataFrame:
-    """The successful rows of a results store (a copy, for the figure scripts)."""
-    df = load_results(path)
+def load_ok_results(path: str | Path, warn: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """The successful rows of a results store (a copy, for the figure scripts); ``warn``
+    as for :func:`load_results`."""
+    df = load_results(path, warn=warn)
     if "status" not in df:  # no point has finished yet: a table without columns
         return df.copy()
     return df[df["status"] == "ok"].copy()

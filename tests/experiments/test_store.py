@@ -385,3 +385,33 @@ def test_filter_and_load_arguments_are_checked():
         filter_frame(df, "cores>1")
     with pytest.raises(ConfigError, match=r"path=None: expected a path"):
         load_results(None)
+
+
+def test_rows_that_share_their_labels_are_reported(tmp_path, capsys):
+    """An edited spec's old points stay in the folder under the same labels as the new
+    ones: `results show`, `plot sweep` and the figure scripts mixed them without a word."""
+    from simsched.cli import main
+
+    sweep = tmp_path / "sweep"
+    for pid, iters, seed in (("a", 3, 0), ("b", 4, 0), ("c", 3, 1), ("d", 3, 2), ("e", 4, 2)):
+        labels = {"workload": "heat", "machine": "m4", "scheduler": "ws", "seed": seed}
+        save_row(sweep, pid, {"point_id": pid, "status": "ok", **labels, "iters": iters})
+    told: list[str] = []
+    assert len(load_results(sweep, warn=told.append)) == 5
+    assert told == [
+        f"{sweep}: 4 rows share 2 set(s) of labels (workload, machine, scheduler, seed; e.g. "
+        "heat / m4 / ws / seed 0): tables and figures mix them; rows of points the spec no "
+        "longer has are the orphans `sweep status` counts"
+    ]
+    with pytest.raises(SystemExit) as info:
+        main(["results", "show", str(sweep)])
+    assert info.value.code == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"warning: {sweep}: 4 rows share") and err.count("\n") == 1
+    # distinct labels, or a table without them, say nothing
+    told.clear()
+    save_row(sweep, "b", {"point_id": "b", "status": "ok", "workload": "heat", "seed": 5})
+    load_results(tmp_path / "sweep", warn=told.append)
+    pd.DataFrame({"workload": ["x", "x"]}).to_csv(tmp_path / "t.csv", index=False)
+    load_results(tmp_path / "t.csv", warn=told.append)
+    assert told == [told[0]] and "2 rows share 1 set(s)" in told[0]
