@@ -77,6 +77,7 @@ from simsched.experiments.store import (
     consolidate,
     point_dir,
     read_row,
+    remove_temporaries,
     save_row,
     write_row,
 )
@@ -363,6 +364,7 @@ def execute_point(
         if old is not None:
             return old, False
         pdir = point_dir(out_dir, point.id)
+        remove_temporaries(out_dir, point.id)  # of a run of this point killed mid-write
         fn = point_fn or simulate_point
         try:
             write_json_atomic(pdir / POINT_FILE, point_data, sort_keys=False)

@@ -27,6 +27,7 @@ numbers when the column is numeric.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -119,6 +120,41 @@ def is_claimed(out_dir: str | Path, point_id: str) -> bool:
 def point_dir(out_dir: str | Path, point_id: str) -> Path:
     """Folder of one point inside a sweep's output folder."""
     return Path(out_dir) / POINTS_DIR / point_id
+
+
+# The name of a temporary file of simsched.files.atomic_output (mkstemp's 8 random letters)
+_TEMPORARY = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp(\.[^.]*)?")
+
+
+def remove_temporaries(out_dir: str | Path, point_id: str) -> list[str]:
+    """Remove the temporary files a write cut short left in a point's folder.
+
+    Only the runner that holds the point's claim (:class:`PointClaim`) may call this: no
+    one else writes there then.  Such files are left by a worker killed mid-write (kill
+    -9, or a Dask worker stopped after Ctrl-C: its point runs in a thread, which cannot
+    unwind).
+
+    Parameters
+    ----------
+    out_dir
+        The store's folder.
+    point_id
+        The point.
+
+    Returns
+    -------
+    list[str]
+        The names removed.
+    """
+    pdir = point_dir(out_dir, point_id)
+    gone = []
+    with contextlib.suppress(FileNotFoundError):
+        for f in pdir.iterdir():
+            if _TEMPORARY.fullmatch(f.name) and f.is_file():
+                with contextlib.suppress(FileNotFoundError):
+                    f.unlink()
+                    gone.append(f.name)
+    return sorted(gone)
 
 
 def read_row(out_dir: str | Path, point_id: str) -> dict[str, Any] | None:

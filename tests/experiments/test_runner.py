@@ -569,6 +569,25 @@ def _sweep_run_exit(spec: Path, point_fn: str, capsys) -> tuple[object, str]:
     return info.value.code, capsys.readouterr().err
 
 
+def test_a_rerun_point_removes_the_temporaries_of_a_killed_write(tmp_path):
+    """A worker killed mid-write (kill -9; a Dask worker stopped after Ctrl-C) leaves the
+    hidden temporary of its row.json or timeline.npz; they stayed for ever."""
+    from simsched.experiments.store import point_dir
+
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    point = loaded.points()[0]
+    pdir = point_dir(loaded.out_dir, point.id)
+    pdir.mkdir(parents=True)
+    left = [".row.json.mv1hh8l7.tmp.json", ".timeline.npz.x8d45fh1.tmp.npz", ".a.b_c3_567.tmp"]
+    kept = ["notes.txt", ".hidden", ".row.json.short.tmp.json"]
+    for name in left + kept:
+        (pdir / name).write_text("x")
+    report = run_sweep(loaded, workers=0, point_fn=sweep_pointfns.fake_point, progress=False)
+    assert report.ran == 6
+    names = {p.name for p in pdir.iterdir()}
+    assert not names & set(left) and set(kept) | {"point.json", "row.json"} <= names
+
+
 def test_the_summary_counts_points_that_failed_before_once(tmp_path, capsys):
     """A rerun skips the points that failed before and still counts them failed: its
     summary said "skipped 6 (already done), failed 2" of 6 points."""
