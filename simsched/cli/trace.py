@@ -43,6 +43,11 @@ def gen(
     from simsched.workloads import CHUNK_PARAM, GENERATORS, generate, params_of
 
     if list_:
+        # `--list` makes no trace: an output or parameters given beside it were ignored
+        # without a word, and the user waited for a file that never came.
+        if out is not None or param:
+            extra = " and ".join(x for x, v in (("-o", out is not None), ("-p", bool(param))) if v)
+            raise ConfigError(f"trace gen --list makes no trace: drop {extra}, or drop --list")
         plugin_warnings(GENERATORS)
         # with a name, that workload alone: `trace gen heat --list` asks for heat's parameters
         names = [GENERATORS.get(name).name] if name else GENERATORS.names()

@@ -249,6 +249,21 @@ def test_trace_gen_list_with_a_name_lists_that_workload(cli):
     assert code == 2 and "unknown workload 'hest'" in one_line(err)
 
 
+def test_trace_gen_list_says_it_makes_no_trace(cli, tmp_path):
+    """`trace gen heat --list -o x.sst` listed and left no x.sst, without a word."""
+    out = tmp_path / "x.sst"
+    for extra, named in (
+        (("-o", str(out)), "drop -o,"),
+        (("-p", "nx=66"), "drop -p,"),
+        (("-o", str(out), "-p", "nx=66"), "drop -o and -p,"),
+    ):
+        code, _, err = cli("trace", "gen", "heat", "--list", *extra)
+        assert code == 2 and f"trace gen --list makes no trace: {named} or drop --list" in one_line(
+            err
+        )
+    assert not out.exists()
+
+
 def test_profile_and_coarsen_options(cli, fib_trace, tmp_path):
     code, _, err = cli("profile", fib_trace, "--line", "0")
     assert code == 2 and "--line 0: a line size is a power of two" in one_line(err)
