@@ -160,7 +160,7 @@ def run_cmd(
         int | None,
         typer.Option(
             "--seed",
-            help="random seed of the scheduler [default: 0; --jobs: the job set's seed]",
+            help="random seed of the scheduler \\[default: 0; --jobs: the job set's seed]",
         ),
     ] = None,
     json_: Annotated[bool, typer.Option("--json", help="print the result record as JSON")] = False,
