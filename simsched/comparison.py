@@ -15,7 +15,8 @@ The causes:
 * ``one-socket``: a NUMA-aware policy (:attr:`Scheduler.numa_aware`) on a machine with
   one socket, where it has no nodes to place data and tasks on;
 * ``no-iterations``: a policy that learns from its first iteration
-  (:attr:`Scheduler.without_iterations`) on a trace without iteration marks;
+  (:attr:`Scheduler.without_iterations`) on a trace without iteration marks or with a
+  single iteration;
 * ``data-one-node``: a NUMA-aware policy on a multi-socket machine whose memory traffic
   all went to one node: the data was first-touched there (e.g. by a serial
   initialisation, the heat generator's ``init=true``), so no placement can make it local;
@@ -39,6 +40,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from simsched.engine.sampled import trace_iterations
 from simsched.schedulers import get_scheduler
 from simsched.stats import t_quantile
 
@@ -196,11 +198,14 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
                 schedulers=(name,),
             )
         )
-    if cls.without_iterations and not has_iterations(trace):
+    # one iteration is the profiled one: nothing runs after it, as with none
+    n_iterations = trace_iterations(trace) if cls.without_iterations else 2
+    if n_iterations < 2:
+        has = "has no iteration marks" if n_iterations == 0 else "has a single iteration"
         notes.append(
             Note(
                 "no-iterations",
-                f"{name}: the trace has no iteration marks, so {cls.without_iterations}",
+                f"{name}: the trace {has}, so {cls.without_iterations}",
                 schedulers=(name,),
             )
         )

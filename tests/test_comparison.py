@@ -117,6 +117,17 @@ def test_desire_policies_under_a_controller_that_reads_no_desire_warn(traces):
     assert w["code"] == "no-controller" and "controller static does not read" in w["message"]
 
 
+def test_a_single_iteration_is_the_first_one_and_warns(traces, tmp_path):
+    """With one iteration nothing runs packed, yet the record said nothing."""
+    generate("heat", tmp_path / "one.sst", nx=34, ny=18, iters=1, cutoff=8, init=False)
+    rec = simsched.run(tmp_path / "one.sst", TWO_BY_TWO, "laws", speedup=False).record
+    assert rec["trace_iterations"] == 1
+    (w,) = [w for w in json.loads(rec["warnings"]) if w["code"] == "no-iterations"]
+    assert w["message"].startswith("laws: the trace has a single iteration, so the whole run")
+    two = simsched.run(traces / "heat-noinit.sst", TWO_BY_TWO, "laws", speedup=False).record
+    assert two["trace_iterations"] == 2 and json.loads(two["warnings"]) == []
+
+
 def test_compulsory_misses_note_only_when_footprint_fits(traces):
     big = {**ONE_BY_THREE, "name": "big-l2"}
     big["caches"] = [dict(c) for c in ONE_BY_THREE["caches"]]
@@ -293,15 +304,15 @@ def test_uneven_division_warns_the_allocators_policies_only(tmp_path):
 def test_uneven_allocation_needs_iterations_and_a_mismatch():
     m = load_machine(TWO_BY_TWO)
 
-    class _T:  # frames with iteration marks
-        frames = type("F", (), {"iteration": np.array([-1, 0])})()
+    class _T:  # frames with iteration marks (two: one alone is only the profiled one)
+        frames = type("F", (), {"iteration": np.array([-1, 0, 1])})()
 
     rec = {"scheduler": "laws", "allocator_shares": "[0.7, 0.3]", "allocator_mismatch": 0.3}
     assert _codes(run_notes(rec, _T, m)) == ["uneven-allocation"]
     # the imbalance of too few leaves for the sockets is not an uneven division
     assert _codes(run_notes({**rec, "allocator_mismatch": 0.05}, _T, m)) == []
     assert _codes(run_notes({**rec, "allocator_shares": [0.55, 0.45]}, _T, m)) == []
-    _T.frames.iteration = np.array([-1, -1])
+    _T.frames.iteration = np.array([-1, -1, -1])
     assert _codes(run_notes(rec, _T, m)) == ["no-iterations"]
 
 
