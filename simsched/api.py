@@ -686,9 +686,14 @@ def compare(
     seeds = check_int("compare: seeds", seeds, 1, 1_000_000)
     classes = [get_scheduler(s.strip()) for s in schedulers]
     canonical = [c.name for c in classes]
-    for name, cls in zip(schedulers, classes, strict=True):
+    for cls in classes:
         if canonical.count(cls.name) > 1:
-            raise ConfigError(f"schedulers: {name} and another alias both mean {cls.name}")
+            # name every spelling: "ws,WS" read "ws and another alias both mean ws"
+            same = [n for n, c in zip(schedulers, classes, strict=True) if c.name == cls.name]
+            both = "both" if len(same) == 2 else "all"
+            raise ConfigError(
+                f"schedulers: {', '.join(same[:-1])} and {same[-1]} {both} mean {cls.name}"
+            )
     if "seed" in kw:
         raise ConfigError(
             f"compare: seed={kw['seed']!r}: compare runs seeds 0..seeds-1; give seeds=N"

@@ -131,7 +131,14 @@ def test_compare_sample_precision_alone(cli, fib_trace):
 
 @pytest.mark.parametrize(
     ("schedulers", "message"),
-    [("ws,", "an empty name"), ("ws,ws", "ws is given twice"), ("ws,cilk", "both mean ws")],
+    [
+        ("ws,", "an empty name"),
+        ("ws,ws", "ws is given twice"),
+        ("ws,cilk", "ws and cilk both mean ws"),
+        # read "ws and another alias both mean ws"
+        ("ws,WS", "ws and WS both mean ws"),
+        ("pdf,cilk,ws,WS", "cilk, ws and WS all mean ws"),
+    ],
 )
 def test_compare_scheduler_list(cli, fib_trace, schedulers, message):
     code, _, err = cli("compare", "-t", fib_trace, "-m", "itrs-scaling-2", "-s", schedulers)
