@@ -76,7 +76,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from simsched.errors import ConfigError
-from simsched.params import MAX_SEED
+from simsched.machine.schema import parse_size
+from simsched.params import MAX_SEED, parse_int
 from simsched.schedulers.base import (
     EDGE_SPAWN,
     WAIT,
@@ -115,6 +116,32 @@ def _parse_bl(value: Any, where: str) -> str | int:
     if bl > MAX_SEED:  # a record holds 64-bit integers (results stores refuse more)
         raise ConfigError(f"{where}={bl} is beyond any level (at most 2^63 - 1)")
     return bl
+
+
+def _parse_data_bytes(value: Any, where: str) -> int:
+    """``data_bytes``: bytes as an integer (``209715200``, ``2^20``) or a size with a unit
+    (``200MiB``, ``1.5 GB``), as machine files write cache sizes; 0 means the trace's
+    footprint."""
+    # The words of every integer parameter's refusal (params.coerce), with the units.
+    wrong = f"{where}: expected an integer number of bytes (e.g. 209715200, 2^20) or a size such as 200MiB, got {value!r}"
+    if isinstance(value, bool):
+        raise ConfigError(wrong)
+    n: int | None = None
+    if isinstance(value, str):
+        try:
+            n = parse_int(value)
+        except ValueError:
+            pass
+    if n is None:
+        try:
+            n = parse_size(value)
+        except ValueError:
+            raise ConfigError(wrong) from None
+    if n < 0:
+        raise ConfigError(f"{where}={n} must be >= 0 (0: the trace's data footprint)")
+    if n > MAX_SEED:  # a record holds 64-bit integers (results stores refuse more)
+        raise ConfigError(f"{where}={n} must be <= {MAX_SEED} (2^63 - 1)")
+    return n
 
 
 def _branching(frames: Any) -> BranchingDegree | None:
@@ -253,10 +280,9 @@ class CacheAwareBiTier(Scheduler):
         ),
         data_bytes=Param(
             0,
-            "Sd of Eq. 4 in bytes; 0: the trace's data footprint",
-            ge=0,
-            le=MAX_SEED,  # a record holds 64-bit integers (results stores refuse more)
-            kind_name="int (>= 0, < 2^63)",
+            "Sd of Eq. 4 in bytes (or a size such as 200MiB); 0: the trace's data footprint",
+            parse=_parse_data_bytes,
+            kind_name="int (>= 0, < 2^63) | size",
         ),
         cpu_bound=Param(
             "auto",

@@ -263,6 +263,26 @@ def test_bl_and_data_bytes_beyond_64_bits_are_refused():
     assert CacheAwareBiTier.resolve_params({"data_bytes": 2**63 - 1})["data_bytes"] == 2**63 - 1
 
 
+@pytest.mark.parametrize(
+    ("given", "nbytes"),
+    [("200MiB", 200 << 20), ("200 MB", 200 << 20), ("1.5GB", 3 << 29), ("2^20", 1 << 20),
+     ("209715200", 209715200), (209715200, 209715200), (0, 0), ("0", 0)],
+)  # fmt: skip
+def test_data_bytes_takes_a_size_as_machine_files_write_one(given, nbytes):
+    # "200MiB" was refused ("expected an integer"), although docs/schedulers.md gives
+    # CAB's data as 200 MiB and machine files take sizes with units.
+    assert CacheAwareBiTier.resolve_params({"data_bytes": given})["data_bytes"] == nbytes
+
+
+@pytest.mark.parametrize("given", ["200 parsecs", "-5", -5, True, 2.5, "lots"])
+def test_data_bytes_that_is_no_size_is_refused(given):
+    with pytest.raises(
+        ConfigError,
+        match=r"scheduler 'cab': data_bytes(: expected an integer number of bytes|=-5 must be >= 0)",
+    ):
+        CacheAwareBiTier.resolve_params({"data_bytes": given})
+
+
 def test_cpu_bound_yes_with_a_given_bl_above_zero_is_refused():
     """A given bl skipped the rule, so ``cpu_bound=yes`` (BL = 0) was dropped silently."""
     with pytest.raises(ConfigError, match=r"cpu_bound=yes sets BL = 0, which contradicts bl=3"):
