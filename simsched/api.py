@@ -33,6 +33,7 @@ from simsched.engine.record import (
     dumps,
     metrics,
     nest_fields,
+    scheduler_fields,
     write_npz_atomic,
     write_parquet_atomic,
 )
@@ -568,7 +569,10 @@ def run(
         rec["status"] = "ok"
         rec["error"] = ""
         rec.update(metrics(res, stats, m, h))
-        rec.update(sample_fields(rec, sample_iterations, sampler, res, t))
+        sampled = sample_fields(rec, sample_iterations, sampler, res, t)
+        taken = {*rec, *sampled, *_LATE_FIELDS}
+        rec.update(scheduler_fields(res.sched_fields, taken, f"scheduler {cls.name!r}"))
+        rec.update(sampled)
         rec["sample_precision"] = float(sample_precision or 0.0) if sample_iterations else 0.0
         rec["warnings"] = dumps(_warnings(rec, t, m))
         if speedup:
@@ -601,6 +605,11 @@ def run(
     finally:
         if owned and t is not None:
             t.close()
+
+
+#: Fields a single run's record gets after the scheduler's own (a scheduler's field of one of
+#: these names would be replaced without a word).
+_LATE_FIELDS = ("sample_precision", "warnings", "baseline_makespan_cycles", "speedup", "wall_s")
 
 
 def _warnings(rec: dict[str, Any], trace: Trace, machine: Machine) -> list[dict[str, str]]:

@@ -10,6 +10,7 @@ strings with sorted keys.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from simsched import files
 from simsched.canonical import canonical_json
+from simsched.errors import PluginError
 
 if TYPE_CHECKING:  # the record module is imported by the engine: types only
     from simsched.engine.outcome import EngineResult, ReplayResult
@@ -163,11 +165,36 @@ def metrics(
     out["utilization"] = out["busy_cycles"] / (machine.cores * makespan) if makespan else 0.0
     out["private_misses"] = int(r.private_misses.sum())
     out.update(socket_fields(r, mem_stats, machine))
-    for k, v in getattr(r, "sched_fields", {}).items():
-        if k in out:
-            raise ValueError(f"scheduler record field {k!r} clashes with a record field")
-        out[k] = dumps(v) if isinstance(v, dict | list | tuple) else v
     return out
+
+
+#: Fields a job-set record's job entry gets after :func:`jobs_metrics` (its scheduler,
+#: resolved parameters and trace path, set by :func:`simsched.run_jobs`).
+JOB_ENTRY_LATE_FIELDS = ("scheduler", "params", "trace", "realloc_warmup")
+
+
+def scheduler_fields(
+    fields: dict[str, Any], taken: Collection[str], who: str, flat: bool = True
+) -> dict[str, Any]:
+    """A scheduler's :meth:`~simsched.schedulers.base.Scheduler.record_fields`, ready for
+    its record (``flat``: nested values as JSON text, as tables hold them).
+
+    Raises
+    ------
+    PluginError
+        A name among ``taken`` (the record's own fields, those set before and after these),
+        naming ``who``: a plug-in's ``seed`` or ``status`` replaced the run's own without
+        a word, and ``scheduler`` made the record name no scheduler at all.
+    """
+    for k in fields:
+        if k in taken:
+            raise PluginError(
+                f"{who}: record_fields() gives {k!r}, a field the record has already; give "
+                "it another name"
+            )
+    if not flat:
+        return dict(fields)
+    return {k: dumps(v) if isinstance(v, dict | list | tuple) else v for k, v in fields.items()}
 
 
 def socket_fields(engine_result: EngineResult, mem_stats: dict, machine: Machine) -> dict[str, Any]:
@@ -266,7 +293,7 @@ def jobs_metrics(
     """
     r = result
     out: dict[str, Any] = {}
-    jobs = []
+    jobs: list[dict[str, Any]] = []
     for j, t in zip(r.jobs, traces, strict=True):
         useful = int(j.busy_cycles)
         jobs.append(
@@ -290,8 +317,11 @@ def jobs_metrics(
                 "core_moves": int(j.core_moves),
                 "move_cycles": int(j.move_cycles),
                 "scheduler_counters": {k: int(v) for k, v in sorted(j.counters.items())},
-                **j.sched_fields,
             }
+        )
+        taken = {*jobs[-1], *JOB_ENTRY_LATE_FIELDS}
+        jobs[-1].update(
+            scheduler_fields(j.sched_fields, taken, f"scheduler of job {j.name!r}", flat=False)
         )
     makespan = int(r.makespan)
     out["makespan_cycles"] = makespan

@@ -316,3 +316,52 @@ def test_run_jobs_names_the_job_of_a_missing_trace(tmp_path):
     js = JobSet(jobs=[JobEntry("a", tmp_path / "no.sst", "ws", {}, 0, 0)])
     with pytest.raises(ConfigError, match=r"^job 'a': .*no\.sst: no such trace file$"):
         simsched.run_jobs(js, "itrs-scaling-2", controller="equi")
+
+
+@pytest.mark.parametrize("key", ["seed", "status", "scheduler", "makespan_cycles", "speedup"])
+def test_a_plugins_record_field_cannot_replace_the_records_own(tmp_path, key, monkeypatch):
+    # A plug-in's record_fields() {"seed": ...} replaced the run's seed in its record
+    # without a word, and {"scheduler": ...} left a record naming no known scheduler.
+    from simsched.errors import PluginError
+    from simsched.schedulers.registry import SCHEDULERS
+    from simsched.schedulers.ws import WorkStealing
+
+    cls = type(
+        "Clash",
+        (WorkStealing,),
+        {"name": "test-clash", "aliases": (), "record_fields": lambda self: {key: 5, "mine": 1}},
+    )
+    monkeypatch.setattr(SCHEDULERS, "entries", dict(SCHEDULERS.entries))
+    SCHEDULERS.register(cls)
+    trace = tmp_path / "f.sst"
+    generate("fib", trace, n=8)
+    with pytest.raises(
+        PluginError, match=rf"^scheduler 'test-clash': record_fields\(\) gives '{key}', a field"
+    ):
+        simsched.run(trace, "itrs-scaling-4", "test-clash")
+    ok = type("Fine", (cls,), {"name": "test-fine", "record_fields": lambda self: {"mine": [1]}})
+    SCHEDULERS.register(ok)
+    assert simsched.run(trace, "itrs-scaling-4", "test-fine").record["mine"] == "[1]"
+
+
+@pytest.mark.parametrize("key", ["name", "arrival", "scheduler", "trace"])
+def test_a_plugins_record_field_cannot_replace_a_job_entrys_own(key, monkeypatch):
+    # In a job set's record {"name": ...} renamed the job, {"arrival": ...} moved it.
+    from simsched.errors import PluginError
+    from simsched.schedulers.registry import SCHEDULERS
+    from simsched.schedulers.ws import WorkStealing
+
+    cls = type(
+        "Clash",
+        (WorkStealing,),
+        {"name": "test-clash", "aliases": (), "record_fields": lambda self: {key: 5}},
+    )
+    monkeypatch.setattr(SCHEDULERS, "entries", dict(SCHEDULERS.entries))
+    SCHEDULERS.register(cls)
+    spec = {
+        "jobs": [{"name": "j", "generator": "fib", "params": {"n": 8}, "scheduler": "test-clash"}]
+    }
+    with pytest.raises(
+        PluginError, match=rf"^scheduler of job 'j': record_fields\(\) gives '{key}'"
+    ):
+        simsched.run_jobs(spec, "itrs-scaling-4")
