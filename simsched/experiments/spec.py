@@ -30,6 +30,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictFloat,
     StrictInt,
     ValidationError,
     field_validator,
@@ -281,10 +282,13 @@ class SweepSpec(_Strict):
         le=1_000_000,
         description="steady-state sampling of every point (simsched run --sample-iterations)",
     )
-    sample_precision: float | None = Field(
+    # strict: `true` and the text "1" passed as 1 %; nan was refused as "should be less
+    # than or equal to 100"
+    sample_precision: StrictFloat | None = Field(
         default=None,
         ge=0,
         le=100,
+        allow_inf_nan=False,
         description="with sample_iterations: the interval to reach, in percent (run's "
         "--sample-precision; default 0.5)",
     )

@@ -206,6 +206,30 @@ def test_duplicate_points_rejected(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("true", "sample_precision: Input should be a valid number, got True$"),
+        ('"1"', "sample_precision: Input should be a valid number, got the text '1'$"),
+        (".nan", "sample_precision: Input should be a finite number$"),
+        (".inf", "sample_precision: Input should be a finite number$"),
+        ("-0.5", "sample_precision: Input should be greater than or equal to 0$"),
+        ("100.5", "sample_precision: Input should be less than or equal to 100$"),
+        ("1", None),
+        ("0.25", None),
+    ],
+)
+def test_sample_precision_is_a_finite_number_in_range(tmp_path, value, message):
+    """`true` and the text "1" were taken for 1 %, and nan was "less than or equal to 100"."""
+    text = "name: d\nworkloads: [heat]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
+    path = write(tmp_path, f"{text}sample_iterations: 2\nsample_precision: {value}\n")
+    if message is None:
+        assert load_spec(path, small=False).spec.sample_precision == float(value)
+        return
+    with pytest.raises(ConfigError, match=message):
+        load_spec(path, small=False)
+
+
+@pytest.mark.parametrize(
     ("seeds", "message"),
     [
         ("seeds: [0, 1, 0]", "s.yaml: seeds: seed 0 is given twice$"),
