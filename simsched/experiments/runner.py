@@ -26,7 +26,8 @@ without simulating.  Executors only decide *where* ``execute_point`` runs:
   tasks of a lost worker elsewhere, and step 1 makes that rerun idempotent.  Rows come back to
   the client, which also writes them if the workers do not share the output folder.
 
-Progress (done, failed, running, ETA) is drawn with rich.
+Progress (done, failed, running, ETA) is a rich bar at a terminal; in a log file or a pipe it
+is a plain line whenever points have finished, at most one every 10 s.
 """
 
 from __future__ import annotations
@@ -412,9 +413,17 @@ class SweepReport:
 
 
 class _Display:
-    """rich progress: done, failed, running, ETA."""
+    """A sweep's progress on stderr: at a terminal a rich bar (done, failed, running,
+    ETA); elsewhere (a log file, a pipe) a plain line whenever points have finished, at
+    most one every :data:`simsched.progress.LINE_INTERVAL_S`, as :mod:`simsched.progress`
+    reports a run.  rich draws its bar there only once, at the end: a study of hours run
+    with its output in a log said nothing of its progress until it had finished."""
 
     def __init__(self, total: int, enabled: bool, console: Console | None) -> None:
+        console = console or Console(stderr=True)
+        self.plain = enabled and not console.is_terminal
+        self.file = console.file
+        self.total = total
         self.progress = Progress(
             TextColumn("[bold]sweep"),
             BarColumn(),
@@ -423,14 +432,18 @@ class _Display:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            console=console or Console(stderr=True),
-            disable=not enabled,
+            console=console,
+            disable=not enabled or self.plain,
             transient=False,
         )
         self.task = self.progress.add_task("sweep", total=total, failed=0, running=0)
+        self._t0 = self._last = time.monotonic()
+        self._shown: tuple[int, int] | None = None
 
     def __enter__(self) -> _Display:
         self.progress.__enter__()
+        if self.plain:
+            self._shown = (-1, -1)  # the first count after the interval is shown
         return self
 
     def __exit__(
@@ -443,6 +456,20 @@ class _Display:
 
     def update(self, done: int, failed: int, running: int) -> None:
         self.progress.update(self.task, completed=done, failed=failed, running=running)
+        if not self.plain or self._shown == (done, failed):
+            return
+        from simsched.progress import LINE_INTERVAL_S
+
+        now = time.monotonic()
+        if now - self._last < LINE_INTERVAL_S:
+            return
+        self._last, self._shown = now, (done, failed)
+        print(
+            f"sweep: {done}/{self.total} points done, {failed} failed, {running} running "
+            f"({now - self._t0:.0f} s)",
+            file=self.file,
+            flush=True,
+        )
 
 
 def pending_points(

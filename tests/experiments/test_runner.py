@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -586,6 +587,31 @@ def test_a_rerun_point_removes_the_temporaries_of_a_killed_write(tmp_path):
     assert report.ran == 6
     names = {p.name for p in pdir.iterdir()}
     assert not names & set(left) and set(kept) | {"point.json", "row.json"} <= names
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_progress_in_a_log_is_plain_lines_as_points_finish(tmp_path, monkeypatch, terminal):
+    """Outside a terminal rich drew the sweep's bar once, at the end: a study of hours with
+    its output in a log said nothing until it had finished."""
+    import io
+
+    from rich.console import Console
+
+    import simsched.progress
+
+    monkeypatch.setattr(simsched.progress, "LINE_INTERVAL_S", 0.0)
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=terminal, width=100)
+    loaded = load_spec(make_spec(tmp_path, fail=True), small=False)
+    run_sweep(loaded, workers=0, point_fn=sweep_pointfns.fake_point, console=console)
+    lines = buf.getvalue().splitlines()
+    if terminal:  # the bar, drawn by rich
+        assert not any(ln.startswith("sweep: ") for ln in lines) and "6/6" in buf.getvalue()
+        return
+    done = [ln.split(" points")[0] for ln in lines]
+    assert done == [f"sweep: {i}/6" for i in range(7)], lines  # 0/6: it has started
+    assert lines[-1].startswith("sweep: 6/6 points done, 2 failed, ")
+    assert re.fullmatch(r"sweep: 6/6 points done, 2 failed, \d+ running \(\d+ s\)", lines[-1])
 
 
 def test_the_summary_counts_points_that_failed_before_once(tmp_path, capsys):
