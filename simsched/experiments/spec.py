@@ -727,6 +727,21 @@ def _seed_values(loaded: LoadedSpec) -> list[int] | range:
     )
     if loaded.small and spec.small.seeds is not None:
         keep = set(spec.small.seeds)
+        own = {x for sch in spec.schedulers for x in sch.seeds or ()}
+        stray = sorted(x for x in keep if x not in seeds and x not in own)
+        if stray:
+            # as small.machines does for a label: a misspelt seed ran the first seed instead
+            shown = (
+                f"{seeds.start}..{seeds.stop - 1}"
+                if isinstance(seeds, range)
+                else ", ".join(map(str, seeds))
+            )
+            if own:
+                shown += "; the schedulers' own: " + ", ".join(map(str, sorted(own)))
+            raise ConfigError(
+                f"{loaded.path}: small.seeds: {stray[0]} is not a seed of the sweep "
+                f"(its seeds: {shown})"
+            )
         # A range ascends: its members among ``keep``, sorted, are in the axis's order.
         chosen = (
             sorted(s for s in keep if s in seeds)

@@ -229,6 +229,27 @@ def test_sample_precision_is_a_finite_number_in_range(tmp_path, value, message):
         load_spec(path, small=False)
 
 
+def test_a_small_seed_the_sweep_does_not_have_is_an_error(tmp_path):
+    """It ran the first seed instead, without a word (a small machine label that is not
+    one is an error already)."""
+    text = (
+        "name: d\nworkloads: [fib]\nmachines: [itrs-scaling-1]\n"
+        "schedulers: [ws, {name: pdf, seeds: [7]}]\nseeds: {count: 3}\nsmall: {seeds: SMALL}\n"
+    )
+    path = write(tmp_path, text.replace("SMALL", "[1, 5]"))
+    with pytest.raises(ConfigError, match=re.escape(
+        "small.seeds: 5 is not a seed of the sweep (its seeds: 0..2; the schedulers' own: 7)"
+    )):  # fmt: skip
+        load_spec(path, small=True).points()
+    assert len(load_spec(path, small=False).points()) == 4  # only --small reads it
+    # a scheduler's own seed is one of the sweep's: pdf keeps it, the axis its first seed
+    path = write(tmp_path, text.replace("SMALL", "[7]"))
+    assert [(p.scheduler["name"], p.seed) for p in load_spec(path, small=True).points()] == [
+        ("ws", 0),
+        ("pdf", 7),
+    ]
+
+
 @pytest.mark.parametrize(
     ("seeds", "message"),
     [
