@@ -36,13 +36,15 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from simsched.canonical import canonical_json, content_hash
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, field_message
 from simsched.experiments.store import natural_key
 from simsched.files import check_path, folder_blocker, parse_yaml
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
+from simsched.machine.schema import exponent_hint
 from simsched.params import MAX_QUANTUM, MAX_SEED, check_strings
 
 Scalar = str | int | float | bool
@@ -316,6 +318,35 @@ class SweepSpec(_Strict):
             else:
                 out.append(item)
         return out
+
+    @field_validator("seeds", mode="wrap")
+    @classmethod
+    def _seeds_in_one_form(cls, value: Any, handler: Any) -> Any:
+        # pydantic reports every form of the union it tried, in its own type names:
+        # `seeds: 3` said "seeds.list[constrained-int]: Input should be a valid list;
+        # seeds.SeedRange: Input should be a valid dictionary or instance of SeedRange"
+        try:
+            return handler(value)
+        except ValidationError as exc:
+            form = "SeedRange" if isinstance(value, dict) else "list"
+            errors = [e for e in exc.errors() if str(e["loc"][0]).startswith(form)]
+            if not isinstance(value, list | dict) or not errors:
+                raise PydanticCustomError(
+                    "seeds_form",
+                    "expected a list of seeds ([0, 1, 2]) or a range ({count: 3, start: 0}), "
+                    "got {given}",
+                    {"given": repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."},
+                ) from None
+            parts = []
+            for e in errors:
+                msg = field_message(e)
+                if e["type"] in ("int_type", "int_parsing"):
+                    given = e.get("input")
+                    text = "the text " if isinstance(given, str) else ""
+                    msg += f", got {text}{given!r}{exponent_hint(given)}"
+                where = [f"item {p}" if isinstance(p, int) else str(p) for p in e["loc"][1:]]
+                parts.append(f"{' '.join(where)}: {msg}" if where else msg)
+            raise PydanticCustomError("seeds_form", "; ".join(parts)) from None
 
     @field_validator("include", "exclude")
     @classmethod

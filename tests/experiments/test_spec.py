@@ -229,6 +229,32 @@ def test_sample_precision_is_a_finite_number_in_range(tmp_path, value, message):
         load_spec(path, small=False)
 
 
+@pytest.mark.parametrize(
+    ("seeds", "message"),
+    [
+        (
+            "3",
+            "seeds: expected a list of seeds ([0, 1, 2]) or a range ({count: 3, start: 0}), got 3",
+        ),
+        ("[]", "seeds: List should have at least 1 item after validation, not 0"),
+        ("[0, -1]", "seeds: item 1: Input should be greater than or equal to 0"),
+        ('[0, "1"]', "seeds: item 1: Input should be a valid integer, got the text '1'"),
+        ("{count: 0}", "seeds: count: Input should be greater than or equal to 1"),
+        ("{count: 2, stop: 3}", "seeds: stop: unknown key"),
+    ],
+)
+def test_bad_seeds_are_named_in_the_form_written(tmp_path, seeds, message):
+    """pydantic named both forms of the union in its own type names: `seeds: 3` said
+    "seeds.list[constrained-int]: Input should be a valid list; seeds.SeedRange: Input
+    should be a valid dictionary or instance of SeedRange"."""
+    text = (
+        f"name: d\nworkloads: [fib]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\nseeds: {seeds}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_spec(write(tmp_path, text), small=False)
+    assert str(info.value) == f"{tmp_path / 's.yaml'}: {message}"
+
+
 def test_a_small_seed_the_sweep_does_not_have_is_an_error(tmp_path):
     """It ran the first seed instead, without a word (a small machine label that is not
     one is an error already)."""
@@ -313,9 +339,9 @@ def test_brace_expansion_is_bounded_before_it_is_built():
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        ("seeds=[-1]", "seeds.list[constrained-int].0: Input should be greater than or equal to 0"),
-        ("seeds=[]", "seeds.list[constrained-int]: List should have at least 1 item"),
-        ("seeds={count: 2, start: -5}", "seeds.SeedRange.start"),
+        ("seeds=[-1]", "seeds: item 0: Input should be greater than or equal to 0"),
+        ("seeds=[]", "seeds: List should have at least 1 item"),
+        ("seeds={count: 2, start: -5}", "seeds: start: Input should be greater than or equal to 0"),
         # the range's last seed too (status passed it and every point failed in run)
         (
             "seeds={count: 2, start: 9223372036854775807}",
