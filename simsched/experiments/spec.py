@@ -569,8 +569,24 @@ def _apply_set(data: Any, path: list[str], value: Any, item: str) -> None:
 
 
 def small_from_env() -> bool:
-    """True when the environment asks for small runs (``SIMSCHED_SMALL=1``)."""
-    return os.environ.get("SIMSCHED_SMALL", "").strip().lower() in ("1", "true", "yes", "on")
+    """True when the environment asks for small runs (``SIMSCHED_SMALL=1``).
+
+    Raises
+    ------
+    ConfigError
+        Another value than 1/true/yes/on, 0/false/no/off or empty: ``SIMSCHED_SMALL=abc``
+        (or a typo such as ``ture``) meant "not small" without a word, and a study ran at
+        full size where a small run was wanted.
+    """
+    value = os.environ.get("SIMSCHED_SMALL", "")
+    v = value.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("", "0", "false", "no", "off"):
+        return False
+    raise ConfigError(
+        f"SIMSCHED_SMALL={value!r}: expected 1 (small runs) or 0, true or false, yes or no, on or off"
+    )
 
 
 def load_spec(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from simsched.errors import ConfigError
-from simsched.experiments.spec import expand, expand_braces, load_spec
+from simsched.experiments.spec import expand, expand_braces, load_spec, small_from_env
 
 
 def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
@@ -84,6 +84,24 @@ def test_small_from_environment(tmp_path, monkeypatch):
     assert {p.workload["params"]["n"] for p in points if p.workload["label"] == "mergesort"} == {
         256
     }
+
+
+@pytest.mark.parametrize(
+    ("value", "small"), [("", False), ("0", False), ("Off", False), (" yes ", True)]
+)
+def test_small_from_environment_reads_the_usual_words(monkeypatch, value, small):
+    monkeypatch.setenv("SIMSCHED_SMALL", value)
+    assert small_from_env() is small
+
+
+@pytest.mark.parametrize("value", ["abc", "ture", "2"])
+def test_small_from_environment_refuses_another_word(tmp_path, monkeypatch, value):
+    # "abc" or a typo meant "not small" without a word: the study ran at full size.
+    monkeypatch.setenv("SIMSCHED_SMALL", value)
+    with pytest.raises(
+        ConfigError, match=rf"^SIMSCHED_SMALL='{value}': expected 1 \(small runs\) or 0"
+    ):
+        load_spec(write(tmp_path, BASE))
 
 
 def test_set_overrides(tmp_path):
