@@ -27,6 +27,18 @@ from simsched.plotting import (
 )
 
 HERE = Path(__file__).resolve().parent
+
+
+def miss_words(lo: float, hi: float) -> str:
+    """A range of L2-miss reductions (fractions, negative: more misses) in words: a range
+    on both sides of 0 read "-3.2%--1.0% fewer"."""
+    if lo >= 0:
+        return f"{100 * lo:.1f}%-{100 * hi:.1f}% fewer"
+    if hi <= 0:
+        return f"{-100 * hi:.1f}%-{-100 * lo:.1f}% more"
+    return f"from {-100 * lo:.1f}% more to {100 * hi:.1f}% fewer"
+
+
 WORKLOADS = ["mergesort", "hashjoin", "fib"]
 
 
@@ -66,8 +78,8 @@ def main() -> None:
         for r in ranges.itertuples():
             print(
                 f"  {r.workload:10s} speedup {r.speedup_min:.3f}-{r.speedup_max:.3f}x, "
-                f"L2 misses/instr {100 * r.miss_reduction_min:.1f}%-{100 * r.miss_reduction_max:.1f}% fewer "
-                f"({r.configs} machines)"
+                f"L2 misses/instr {miss_words(r.miss_reduction_min, r.miss_reduction_max)} "
+                f"({r.configs} machine{'' if r.configs == 1 else 's'})"
             )
     print(f"\nfigures and ratios.csv in {args.out}")
 

@@ -596,3 +596,11 @@ def test_pdf_vs_ws_figures_of_another_sweep_exit_2_naming_it(tmp_path, monkeypat
         f"make_figures.py: {rows}: no runs of mergesort, hashjoin, fib: not a pdf_vs_ws sweep\n"
     )
     assert not (tmp_path / "fig").exists()
+
+
+def test_pdf_vs_ws_says_more_or_fewer_misses_in_words():
+    # A range below 0 printed "-3.2%--1.0% fewer".
+    words = _script("pdf_vs_ws").miss_words
+    assert words(0.1, 0.47) == "10.0%-47.0% fewer"
+    assert words(-0.032, -0.01) == "1.0%-3.2% more"
+    assert words(-0.032, 0.2) == "from 3.2% more to 20.0% fewer"
