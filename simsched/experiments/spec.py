@@ -539,6 +539,10 @@ def parse_set(item: str) -> tuple[list[str], Any]:
     key, _, raw = item.partition("=")
     if not key.strip():
         raise ConfigError(f"--set {item!r}: empty key")
+    if not raw.strip():
+        # YAML reads nothing as null, which the schema takes as "the default": `--set
+        # out=$OUT` with OUT unset wrote to the default folder without a word.
+        raise ConfigError(f"--set {item!r}: no value after '=' (write null to mean none)")
     try:
         value = parse_yaml(raw, f"--set {item!r}")
     except ConfigError as exc:

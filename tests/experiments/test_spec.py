@@ -114,6 +114,10 @@ def test_set_overrides(tmp_path):
     assert loaded.out_dir == (tmp_path / "o").resolve()
     with pytest.raises(ConfigError, match="expected key=value"):
         load_spec(write(tmp_path, BASE), sets=["seeds"])
+    # `--set out=$OUT` with OUT unset wrote to the default folder without a word
+    for item in ("out=", "out=  "):
+        with pytest.raises(ConfigError, match=rf"^--set '{item}': no value after '='"):
+            load_spec(write(tmp_path, BASE), sets=[item])
 
 
 def test_filters(tmp_path):
