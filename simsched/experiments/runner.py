@@ -874,6 +874,12 @@ def run_sweep(
         raise ConfigError(f"address={address!r}: expected a string tcp://HOST:PORT")
     if executor not in ("local", "dask"):
         raise ConfigError(f"--executor {executor!r}: use local or dask")
+    if executor == "dask" and address is None and workers == 0:
+        # It started a cluster of one worker without a word.
+        raise ConfigError(
+            "--workers 0 runs the points in this process, which the local executor does; "
+            "a local Dask cluster needs at least 1 worker"
+        )
     if point_fn is not None and not callable(point_fn):
         raise ConfigError(f"point_fn={point_fn!r}: expected a function of one point")
     if console is not None and not isinstance(console, Console):

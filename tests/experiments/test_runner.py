@@ -780,6 +780,15 @@ def test_unreachable_dask_scheduler_leaves_no_output_folder(tmp_path, monkeypatc
     assert not (tmp_path / "results").exists()
 
 
+def test_a_local_dask_cluster_of_no_worker_is_refused(tmp_path, capsys):
+    """`--executor dask --workers 0` started a cluster of one worker without a word."""
+    args = ["--point-fn", "sweep_pointfns:fake_point", "--executor", "dask", "--workers", "0"]
+    code, _, err = _cli(["sweep", "run", str(make_spec(tmp_path)), *args], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "--workers 0 runs the points in this process, which the local executor does" in err
+    assert not (tmp_path / "results").exists()
+
+
 @pytest.mark.parametrize("where", ["make_output_dir", "_Display"])
 def test_a_failure_before_the_dask_run_closes_the_connection(tmp_path, monkeypatch, where):
     """Between connecting and handing the connection to the Dask run, a failure (or Ctrl-C)
