@@ -167,6 +167,30 @@ def test_cli_compare_prints_notes_and_run_prints_warnings(traces, tmp_path, caps
     assert "warning: laws: NUMA-aware" in got.err
 
 
+def test_cli_run_jobs_json_prints_the_job_sets_warnings(traces, tmp_path, capsys):
+    from simsched.cli import main
+    from simsched.machine import Machine
+
+    machine = tmp_path / "m.yaml"
+    import yaml
+
+    machine.write_text(yaml.safe_dump(Machine.model_validate(TWO_BY_TWO).model_dump(mode="json")))
+    jobs = tmp_path / "j.yaml"
+    jobs.write_text(
+        yaml.safe_dump(
+            {"controller": "equi", "jobs": [{"trace": str(traces / "ms.sst"), "scheduler": "saws"}]}
+        )
+    )
+    for extra in ([], ["--json"]):
+        with pytest.raises(SystemExit) as exc:
+            main(["run", "--jobs", str(jobs), "-m", str(machine), *extra])
+        assert exc.value.code in (0, None)
+        got = capsys.readouterr()
+        assert "warning: saws: controller equi does not read" in got.err, extra
+    # --json: stdout stays one object, holding the warning as well
+    assert json.loads(got.out)["warnings"][0]["code"] == "no-controller"
+
+
 # ------------------------------------------------------------------ baseline ratios
 
 

@@ -333,6 +333,7 @@ def _run_jobs(
     rec = res.record
     if json_:
         print_json(rec)
+        _print_jobs_warnings(rec)
         return
     table = Table(
         "job",
@@ -357,6 +358,12 @@ def _run_jobs(
         )
     print_table(table)
     console.print(jobs_summary(rec))
+    _print_jobs_warnings(rec)
+
+
+def _print_jobs_warnings(rec: dict[str, Any]) -> None:
+    """A job-set record's warnings on stderr, whether the record is printed as a table or
+    as JSON (stdout then stays one JSON object)."""
     for w in rec.get("warnings", []):
         print(f"warning: {w['message']}", file=sys.stderr)
 
