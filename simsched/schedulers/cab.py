@@ -77,7 +77,7 @@ import numpy as np
 
 from simsched.errors import ConfigError
 from simsched.machine.schema import parse_size
-from simsched.params import MAX_SEED, parse_int
+from simsched.params import MAX_SEED, coerce
 from simsched.schedulers.base import (
     EDGE_SPAWN,
     WAIT,
@@ -127,11 +127,12 @@ def _parse_data_bytes(value: Any, where: str) -> int:
     if isinstance(value, bool):
         raise ConfigError(wrong)
     n: int | None = None
-    if isinstance(value, str):
-        try:
-            n = parse_int(value)
-        except ValueError:
-            pass
+    try:
+        # as every integer parameter takes it: numpy integers (a grid computed with
+        # numpy), whole floats, and the spellings of parse_int
+        n = coerce(value, int, where)
+    except ConfigError:
+        pass
     if n is None:
         try:
             n = parse_size(value)

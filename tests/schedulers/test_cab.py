@@ -274,6 +274,13 @@ def test_data_bytes_takes_a_size_as_machine_files_write_one(given, nbytes):
     assert CacheAwareBiTier.resolve_params({"data_bytes": given})["data_bytes"] == nbytes
 
 
+@pytest.mark.parametrize("given", [np.int64(1 << 20), np.uint32(1 << 20), 1048576.0, "1<<20"])
+def test_data_bytes_takes_numpy_integers_as_every_integer_parameter(given):
+    # the size parser refused np.int64 ("expected an integer number of bytes"), which
+    # data_bytes took as any integer parameter does before it learnt units
+    assert CacheAwareBiTier.resolve_params({"data_bytes": given})["data_bytes"] == 1 << 20
+
+
 @pytest.mark.parametrize("given", ["200 parsecs", "-5", -5, True, 2.5, "lots"])
 def test_data_bytes_that_is_no_size_is_refused(given):
     with pytest.raises(
