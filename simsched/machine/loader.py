@@ -143,7 +143,9 @@ def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
                             f"{node.get('name', parts[1])!r} has no "
                             "prefetcher to change; add one as a whole: prefetch: {streams: 16, "
                             "distance: 4, degree: 2} in a machine file, or that mapping as "
-                            f"the value of caches.{parts[1]}.prefetch"
+                            f"the value of caches.{parts[1]}.prefetch in a sweep spec's "
+                            # --set reads a value as a number, true/false, null or text
+                            "overrides or the Python API (--set takes no mapping)"
                         )
                     if part not in node and parts[i + 1].isdigit():
                         # links.0.a on a machine without links made a mapping where the

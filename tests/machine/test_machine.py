@@ -327,7 +327,8 @@ def test_an_override_of_a_prefetcher_field_needs_a_prefetcher():
             f"{machine}: override caches.{level}.prefetch.distance: cache level '{level}' has "
             "no prefetcher to change; add one as a whole: prefetch: {streams: 16, distance: 4, "
             "degree: 2} in a machine file, or that mapping as the value of "
-            f"caches.{level}.prefetch"
+            f"caches.{level}.prefetch in a sweep spec's overrides or the Python API (--set "
+            "takes no mapping)"
         )
     with pytest.raises(ConfigError, match=r"caches\.0\.prefetch\.degree: cache level 'L1' has"):
         load_machine("itrs-45nm-2", {"caches.0.prefetch.degree": 3})
