@@ -220,10 +220,13 @@ def _read_spec(source: str | os.PathLike | dict[str, Any]) -> tuple[JobSetSpec, 
             raise ConfigError(f"{path}: a job set is a mapping with a 'jobs' list")
     if isinstance(data, dict) and "workloads" in data and "jobs" not in data:
         # the other YAML of simsched: name it rather than list every key this schema misses
-        raise ConfigError(
-            f"{name}: a sweep spec (top-level workloads:, docs/sweeps.md), not a job-set file: "
-            f"run it with `simsched sweep run {name}`"
+        # a dict has no file to give `sweep run` ("run it with `simsched sweep run job set`")
+        how = (
+            "not a job set"
+            if isinstance(source, dict)
+            else f"not a job-set file: run it with `simsched sweep run {name}`"
         )
+        raise ConfigError(f"{name}: a sweep spec (top-level workloads:, docs/sweeps.md), {how}")
     try:
         spec = JobSetSpec.model_validate(data)
     except ValidationError as exc:

@@ -62,3 +62,14 @@ def test_distinct_names_stay_as_they_were():
         {"jobs": [{"generator": "fib", "copies": 2}, {"name": "f", "generator": "fib"}]}
     )
     assert [j.name for j in js.jobs] == ["fib#0", "fib#1", "f"]
+
+
+def test_a_sweep_spec_given_as_a_dict_is_named_without_a_command_for_a_file():
+    # a dict has no path to give `sweep run`: the advice read "simsched sweep run job set"
+    spec = {"name": "s", "workloads": ["fib"], "machines": ["itrs-scaling-1"], "schedulers": ["ws"]}
+    for check in (load_jobset, check_jobset):
+        with pytest.raises(ConfigError) as info:
+            check(spec)
+        assert str(info.value) == (
+            "job set: a sweep spec (top-level workloads:, docs/sweeps.md), not a job set"
+        )
