@@ -116,11 +116,13 @@ def checked_allotment(
                     )
                 owner[int(c)] = int(jid)
             out[int(jid)] = tuple(int(c) for c in cores)
-        elif isinstance(v, bool) or not isinstance(v, int | np.integer) or not 0 <= v <= P:
+        elif isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
             raise contract_error(
-                controller, f"{what} {v!r}: a count of cores 0..{P} or a tuple of cores"
+                controller, f"{what} {v!r}: a count of cores >= 0 or a tuple of cores"
             )
         else:
+            # a count above P is as many cores as are free: a controller that passes on
+            # the jobs' desires (which may exceed P) is a fair one to write
             out[int(jid)] = int(v)
     return out
 
