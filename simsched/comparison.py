@@ -254,6 +254,20 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
     uneven = _uneven_allocation(name, record, trace)
     if uneven is not None:
         notes.append(uneven)
+    given = record.get("params")
+    if isinstance(given, str):  # flat records hold it as JSON text
+        given = json.loads(given)
+    params: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
+    idle = cls.idle_params(params) if params else {}
+    if idle:
+        said = "; ".join(f"{k}={params[k]!r} ({why})" for k, why in idle.items())
+        notes.append(
+            Note(
+                "idle-params",
+                f"{name}: these parameters have no effect in this run: {said}",
+                schedulers=(name,),
+            )
+        )
     return notes
 
 

@@ -354,3 +354,34 @@ def test_cab_bl_note_explains_the_third_constraint_in_words(traces, level_intra,
     assert note.code == "cab-bl"
     assert reason not in note.text
     assert "third constraint" in note.text
+
+
+@pytest.mark.parametrize(
+    ("sched", "params", "said"),
+    [
+        ("laws", {"cpu_check": False, "cpu_threshold": 0.5}, "cpu_threshold=0.5 (cpu_check=false"),
+        ("cats", {"pack": False, "cf_start": "any-core"}, "cf_start='any-core' (pack=false"),
+        ("cab", {"bl": 2, "data_bytes": "1MiB"}, "data_bytes=1048576 (bl=2 is given"),
+        ("cab", {"cpu_bound": "no", "cpu_threshold": 0.5}, "cpu_threshold=0.5 (cpu_bound=no"),
+    ],
+)
+def test_a_parameter_the_others_idle_is_said_to_have_no_effect(tmp_path, sched, params, said):
+    # Each changed nothing without a word: a sweep over it measured noise.
+    trace = tmp_path / "h.sst"
+    generate("heat", trace, nx=34, ny=34, iters=2, cutoff=8)
+    rec = simsched.run(trace, "opteron-8380-4x4", sched, params).record
+    idle = [w for w in json.loads(rec["warnings"]) if w["code"] == "idle-params"]
+    assert len(idle) == 1 and said in idle[0]["message"], idle
+
+
+def test_defaults_and_effective_parameters_are_not_called_idle():
+    for name in ("laws", "laws-nc", "cats", "cab", "ws"):
+        cls = get_scheduler(name)
+        assert cls.idle_params(cls.resolve_params({})) == {}
+    cab = get_scheduler("cab")
+    assert cab.idle_params(cab.resolve_params({"data_bytes": "1MiB", "cpu_threshold": 0.5})) == {}
+    laws = get_scheduler("laws")
+    assert laws.idle_params(laws.resolve_params({"cpu_threshold": 0.5})) == {}
+    # CATS's cpu_check is off by default: only a changed threshold is idle
+    cats = get_scheduler("cats")
+    assert cats.idle_params(cats.resolve_params({"cf_start": "any-core"})) == {}

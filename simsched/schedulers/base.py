@@ -421,6 +421,21 @@ class Scheduler:
         super().__init_subclass__(**kwargs)
         settle_plugin_class(cls, "scheduler")
 
+    @classmethod
+    def idle_params(cls, params: dict[str, Any]) -> dict[str, str]:
+        """Parameters given a value other than their default that the other parameters
+        leave without effect, each with the reason (resolved ``params``).
+
+        A sweep may grid over such a parameter beside a setting that idles it, so they
+        are told (the record's ``idle-params`` warning), not refused.  The default: none.
+        """
+        return {}
+
+    @classmethod
+    def _changed(cls, params: dict[str, Any], name: str) -> bool:
+        """Whether ``params`` gives ``name`` a value other than its declared default."""
+        return name in params and params[name] != cls.param_defaults.get(name)
+
     def __init__(self, ctx: SchedContext, params: dict[str, Any], rng: np.random.Generator):
         self.ctx = ctx
         self.rng = rng

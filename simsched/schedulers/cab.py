@@ -300,6 +300,22 @@ class CacheAwareBiTier(Scheduler):
     )
 
     @classmethod
+    def idle_params(cls, params: dict[str, Any]) -> dict[str, str]:
+        """What a given ``bl`` or a declared ``cpu_bound`` leaves unused."""
+        idle = {}
+        if params["bl"] != "auto":
+            for name in ("data_bytes", "cpu_threshold", "cpu_bound"):
+                if cls._changed(params, name):
+                    idle[name] = (
+                        f"bl={params['bl']} is given, so Eq. 4 and §V-D's rule are not applied"
+                    )
+        elif params["cpu_bound"] != "auto" and cls._changed(params, "cpu_threshold"):
+            idle["cpu_threshold"] = (
+                f"cpu_bound={params['cpu_bound']} decides without measuring the miss intensity"
+            )
+        return idle
+
+    @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
         """``cpu_bound=yes`` (BL = 0) with a given ``bl`` above 0 asks for two levels."""
         bl = params["bl"]

@@ -252,6 +252,17 @@ class LocalityAware(Scheduler):
     randomized: ClassVar[bool] = True
     wants_profile: bool = True
     params_schema: ClassVar[ParamSchema] = ALLOCATOR_PARAMS.extend(cf_start=CF_START)
+
+    @classmethod
+    def idle_params(cls, params: dict[str, Any]) -> dict[str, str]:
+        """``cpu_threshold`` without the CPU-bound test; ``cf_start`` without packing."""
+        idle = {}
+        if not params.get("cpu_check", True) and cls._changed(params, "cpu_threshold"):
+            idle["cpu_threshold"] = "cpu_check=false skips the CPU-bound test it sets"
+        if params.get("pack", True) is False and cls._changed(params, "cf_start"):
+            idle["cf_start"] = "pack=false makes no CF subtree to start"
+        return idle
+
     #: Pack the DAG into CF subtrees after the first iteration.
     PACK: ClassVar[bool] = True
     #: Tune the packing across iterations (Algorithm 1); else it is fixed once.
