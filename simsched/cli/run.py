@@ -251,11 +251,17 @@ def run_cmd(
     elif rec.get("sample_iterations"):
         # asked for, but nothing could be left out: say so rather than look like a sample
         settled = rec["settled_at"]
-        why = "the policy never settled" if settled < 0 else f"settled at {settled}"
+        k = rec["sample_iterations"]
+        if json.loads(rec["iteration_ends"]) == []:
+            # K + 1 iterations or more: the run never asked the policy, so -1 is "unknown"
+            why = f"{k} samples after the first iteration"
+        elif settled < 0:
+            why = f"the policy never settled, {k} samples"
+        else:
+            why = f"settled at {settled}, {k} samples"
         table.add_row(
             "detailed iterations",
-            f"all {rec['trace_iterations']} (not sampled: {why}, "
-            f"{rec['sample_iterations']} samples would leave none out)",
+            f"all {rec['trace_iterations']} (not sampled: {why} would leave none out)",
         )
     print_table(table)
     _print_warnings(rec, note)

@@ -228,9 +228,19 @@ def test_sampling_that_leaves_nothing_out_is_said(heat4, capsys):
     argv = ["run", "-t", str(heat4), "-m", "itrs-45nm-4", "-s", "ws", "--sample-iterations", "5"]
     code, out, _ = _run(argv, capsys)
     assert code == 0
-    assert "all 4 (not sampled:" in out and "5 samples would leave none out" in out
+    assert "all 4 (not sampled: 5 samples after the first iteration would leave none" in out
     code, out, _ = _run(argv[:-2], capsys)
     assert code == 0 and "detailed iterations" not in out
+
+
+def test_sampling_too_few_iterations_does_not_blame_the_policy(heat4, capsys):
+    """With K + 1 iterations or more the policy is never asked whether it settled
+    (``settled_at`` -1: unknown); the table said "the policy never settled"."""
+    argv = ["run", "-t", str(heat4), "-m", "itrs-45nm-4", "-s", "ws", "--sample-iterations", "3"]
+    code, out, _ = _run(argv, capsys)
+    assert code == 0
+    assert "never settled" not in out
+    assert "3 samples after the first iteration would leave none out" in out
 
 
 def test_a_plugins_nonsense_decision_is_one_line_and_status_2(ms, monkeypatch, capsys):
