@@ -78,8 +78,8 @@ class Note:
     Attributes
     ----------
     code
-        Stable name of the cause (``compulsory-misses``, ``one-socket``,
-        ``no-iterations``, ``data-one-node``, ``cab-bl``, ``no-controller``,
+        Stable name of the cause (``compulsory-misses``, ``sampled-counters``,
+        ``one-socket``, ``no-iterations``, ``data-one-node``, ``cab-bl``, ``no-controller``,
         ``uneven-allocation``).
     text
         One line for a person.
@@ -315,6 +315,41 @@ def footprint_bytes(trace: Any) -> int:
     return int(trace_footprint_bytes(trace))
 
 
+def sampled_note(records: list[dict[str, Any]]) -> Note | None:
+    """``sampled-counters`` when sampled runs replayed different numbers of iterations in
+    detail, else None.
+
+    Parameters
+    ----------
+    records
+        The comparison's run records.
+
+    Returns
+    -------
+    Note or None
+        An ``info`` note naming each scheduler's detailed iterations.
+    """
+    if not any(r.get("sampled") for r in records):
+        return None
+    counts: dict[str, list[int]] = {}
+    for r in records:
+        counts.setdefault(str(r["scheduler"]), []).append(int(r["detailed_iterations"]))
+    if len({c for cs in counts.values() for c in cs}) == 1:
+        return None  # the same iterations everywhere: the counters compare as they are
+    each = ", ".join(
+        f"{name} {min(cs)}" if min(cs) == max(cs) else f"{name} {min(cs)}–{max(cs)}"
+        for name, cs in counts.items()
+    )
+    total = int(records[0]["trace_iterations"])
+    return Note(
+        "sampled-counters",
+        "sampled: makespan_cycles and speedup are extrapolated, but every other count "
+        f"covers only the iterations replayed in detail ({each} of {total}), so counts "
+        "do not compare across these runs; compare rates (mpki) or run in detail",
+        level="info",
+    )
+
+
 def compulsory_note(records: list[dict[str, Any]], trace: Any, machine: Any) -> Note | None:
     """``compulsory-misses`` when the footprint fits one last-level cache, else None."""
     last = machine.caches[-1]
@@ -353,12 +388,15 @@ def compare_notes(records: list[dict[str, Any]], trace: Any, machine: Any) -> li
     Returns
     -------
     list of Note
-        ``compulsory-misses`` first, then the per-run causes in order of first
+        ``compulsory-misses`` and ``sampled-counters`` first, then the per-run causes in order of first
         appearance; a cause shared by several schedulers with the same text (after the
         scheduler's name) is one note naming them all.
     """
     out: list[Note] = []
     note = compulsory_note(records, trace, machine)
+    if note is not None:
+        out.append(note)
+    note = sampled_note(records)
     if note is not None:
         out.append(note)
     seen: dict[tuple[str, str], int] = {}

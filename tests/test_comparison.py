@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import simsched
-from simsched.comparison import Note, compare_notes, run_notes
+from simsched.comparison import Note, compare_notes, run_notes, sampled_note
 from simsched.machine import load_machine
 from simsched.schedulers import REGISTRY, get_scheduler
 from simsched.trace import open_trace
@@ -137,6 +137,26 @@ def test_compulsory_misses_note_only_when_footprint_fits(traces):
     assert len(comp) == 1 and "fits one L2" in comp[0].text
     small = simsched.compare(traces / "ms.sst", ONE_BY_THREE, "ws,pdf", speedup=False)
     assert "compulsory-misses" not in _codes(small.notes)
+
+
+def test_sampled_runs_of_different_detailed_iterations_say_counts_do_not_compare(traces):
+    """A sampled WS run replayed 29 of 40 iterations in detail and PDF 22: the table put
+    their cache and DRAM counts side by side with nothing saying they cover different
+    iterations."""
+
+    def rec(name, detailed, sampled=True):
+        return dict(scheduler=name, sampled=sampled, detailed_iterations=detailed,
+                    trace_iterations=40)  # fmt: skip
+
+    note = sampled_note([rec("ws", 29), rec("ws", 31), rec("pdf", 22)])
+    assert note is not None and note.code == "sampled-counters" and note.level == "info"
+    assert "(ws 29–31, pdf 22 of 40)" in note.text
+    assert sampled_note([rec("ws", 29), rec("pdf", 29)]) is None
+    assert sampled_note([rec("ws", 40, False), rec("pdf", 40, False)]) is None
+    assert sampled_note([rec("ws", 40, False), rec("pdf", 22)]) is not None
+    with open_trace(traces / "ms.sst") as t:
+        notes = compare_notes([rec("ws", 29), rec("pdf", 22)], t, load_machine(ONE_BY_THREE))
+    assert "sampled-counters" in _codes(notes)
 
 
 def test_note_as_dict():
