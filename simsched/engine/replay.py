@@ -725,7 +725,11 @@ class Replay:
                 self._push_quantum(t + job.sched.quantum, a)
                 self._check_stall(periodic, t)
         if progress is not None:
-            progress(self.refs_total, self.refs_total)
+            # a sampled replay stops early: its last report is what it replayed, not 100 %
+            done = self.refs_total
+            if self.stopped:
+                done = sum(j.refs_done for j in self.jobs if j is not None)
+            progress(done, self.refs_total)
         self.driver.slots.close()
         self.control_ns = ctl_ns
         try:

@@ -39,6 +39,19 @@ def _run(trace, scheduler, k=None, precision=0):
     ).record
 
 
+def test_progress_of_a_sampled_run_ends_where_the_replay_stopped(heat, capsys):
+    """The last progress line said "done, 100.0 %" of a replay that stopped after a few
+    of the trace's iterations."""
+    rec = simsched.run(heat, TWO_BY_TWO, "ws", speedup=False, progress=True,
+                       sample_iterations=2, sample_precision=0).record  # fmt: skip
+    assert rec["sampled"] is True and rec["detailed_iterations"] < ITERS
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    share = float(last.split("done, ")[1].split(" %")[0])
+    assert 0 < share < 100 * (rec["detailed_iterations"] + 1) / ITERS
+    simsched.run(heat, TWO_BY_TWO, "ws", speedup=False, progress=True)
+    assert "done, 100.0 %" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("scheduler", ["ws", "laws"])
 def test_sampled_makespan_close_to_detailed(heat, scheduler):
     full = _run(heat, scheduler)
