@@ -551,7 +551,9 @@ def run(
             write_json_atomic(out / "config.json", config)
         sampler = None
         if sample_iterations is not None:
-            sampler = make_sampler(t, sample_iterations, sample_precision, config["trace"])
+            sampler = make_sampler(
+                t, sample_iterations, sample_precision, config["trace"], iterations
+            )
         # A one-job set under ``all``: the pipeline of run_jobs, the single-run record.
         one = [JobSpec(t, cls, resolved_params, 0, "job0")]
         replayed, stats = _replay(

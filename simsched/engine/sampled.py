@@ -59,7 +59,9 @@ def check_sampled_iterations(iterations: str | None) -> None:
         )
 
 
-def make_sampler(t: Trace, k: int, precision: float | None, name: str) -> IterationSampler | None:
+def make_sampler(
+    t: Trace, k: int, precision: float | None, name: str, iterations: str | None = None
+) -> IterationSampler | None:
     """The sampler of a run of ``t`` with at least ``k`` samples.
 
     Parameters
@@ -73,6 +75,9 @@ def make_sampler(t: Trace, k: int, precision: float | None, name: str) -> Iterat
         share (%) of the extrapolated makespan (``--sample-precision``).
     name
         The trace as the user named it, for the error.
+    iterations
+        The run's ``--iterations`` relabelling (None: as the trace has them), for the
+        error's remedy.
 
     Returns
     -------
@@ -87,9 +92,15 @@ def make_sampler(t: Trace, k: int, precision: float | None, name: str) -> Iterat
     """
     n = trace_iterations(t)
     if n == 0:
+        # the usual remedy is --iterations auto: when that is what found none, say so
+        remedy = {
+            None: "mark them with SS_ITER or replay with --iterations auto",
+            "markers": "it has no SS_ITER marks; try --iterations auto",
+            "auto": "--iterations auto found none in its DAG either",
+        }.get(iterations, "mark them with SS_ITER")
         raise ConfigError(
             f"{name}: the trace has no iterations, so --sample-iterations cannot sample it; "
-            "mark them with SS_ITER or replay with --iterations auto"
+            + remedy
         )
     if k + 1 >= n:
         return None

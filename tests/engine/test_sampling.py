@@ -149,6 +149,13 @@ def test_cli_refuses_a_trace_without_iterations(tmp_path, capsys):
     err = capsys.readouterr().err
     assert exc.value.code == 2
     assert str(ms) in err and "has no iterations" in err and "Traceback" not in err
+    # the remedy was "replay with --iterations auto" even when that is what found none
+    for mode, remedy in [("auto", "--iterations auto found none in its DAG"),
+                         ("markers", "no SS_ITER marks; try --iterations auto")]:  # fmt: skip
+        with pytest.raises(SystemExit) as exc:
+            main([*argv, "--iterations", mode])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and remedy in err and "replay with" not in err
 
 
 SPEC = """
