@@ -242,7 +242,8 @@ def run_cmd(
         table.add_row(k, f"{v:.4g}" if isinstance(v, float) else f"{v:,}")
     if rec.get("sampled"):
         lo, hi = json.loads(rec["makespan_ci95"])
-        table.add_row("makespan 95 % CI", f"{lo:,}–{hi:,}")
+        # a prediction interval of the detailed makespan, not a confidence interval of a mean
+        table.add_row("makespan 95 % prediction interval", f"{lo:,}–{hi:,}")
         table.add_row(
             "detailed iterations",
             f"{rec['detailed_iterations']} of {rec['trace_iterations']} "

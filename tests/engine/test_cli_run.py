@@ -233,6 +233,18 @@ def test_sampling_that_leaves_nothing_out_is_said(heat4, capsys):
     assert code == 0 and "detailed iterations" not in out
 
 
+def test_a_sampled_runs_table_names_its_interval_as_the_record_does(tmp_path, capsys):
+    """The row said "makespan 95 % CI", a confidence interval, where the record's interval
+    is a prediction interval of the detailed makespan (docs/results.md)."""
+    heat = tmp_path / "heat.sst"
+    generate("heat", heat, nx=34, ny=10, cutoff=8, iters=12, init=False)
+    argv = ["run", "-t", str(heat), "-m", "itrs-45nm-4", "--sample-iterations", "2",
+            "--sample-precision", "0"]  # fmt: skip
+    code, out, _ = _run(argv, capsys)
+    assert code == 0 and "counters are theirs" in out
+    assert "makespan 95 % prediction interval" in out and "95 % CI" not in out
+
+
 def test_sampling_too_few_iterations_does_not_blame_the_policy(heat4, capsys):
     """With K + 1 iterations or more the policy is never asked whether it settled
     (``settled_at`` -1: unknown); the table said "the policy never settled"."""
