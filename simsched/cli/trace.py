@@ -114,7 +114,7 @@ def _cell(key: str, v) -> str:
         return (
             f"strands {s0}-{s1 - 1} run {v['count']} times (iterations +{v['iteration_stride']} "
             f"each); the file stores {v['stored_strands']} strands, {v['stored_refs']} "
-            f"references in {v['stored_chunks']} chunks"
+            f"references in {v['stored_chunks']} chunk{'' if v['stored_chunks'] == 1 else 's'}"
         )
     if key == "frames_per_iteration":
         return f"{v['min']}-{v['max']}, mean {v['mean']:.3f}"

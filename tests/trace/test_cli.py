@@ -104,6 +104,7 @@ def test_gen_heat_info_shows_the_repeat(tmp_path, capsys, monkeypatch):
     code, out, _ = run(["trace", "info", str(heat)], capsys)
     assert code == 0
     assert "run 4 times (iterations +2 each); the file stores" in " ".join(out.split())
+    assert " references in 1 chunk " in " ".join(out.split()) + " "  # not "1 chunks"
     code, out, _ = run(["trace", "info", str(heat), "--json"], capsys)
     info = json.loads(out)
     assert info["iterations"] == 8 and info["repeat"]["count"] == 4
