@@ -115,8 +115,8 @@ def bucket_bounds(sizes: Sequence[int], line: int) -> np.ndarray:
     Raises
     ------
     SimschedError
-        If the line size is not a power of two, a size is smaller than a line or the sizes
-        are not strictly increasing in lines.
+        If the line size is not a power of two, a size is smaller than a line or not a
+        whole number of lines, or the sizes are not strictly increasing.
     """
     line = int(line)
     if not is_power_of_two(line):
@@ -126,6 +126,13 @@ def bucket_bounds(sizes: Sequence[int], line: int) -> np.ndarray:
     b = np.asarray([int(s) // line for s in sizes], np.int64)
     if (b < 1).any():
         raise SimschedError(f"cache size {min(sizes)} bytes is smaller than a {line}-byte line")
+    for s in sizes:
+        if int(s) % line:
+            # a cache holds whole lines: the size would be cut down to one silently while the
+            # output still names the size asked for
+            raise SimschedError(
+                f"cache size {int(s)} bytes is not a whole number of {line}-byte lines"
+            )
     if (np.diff(b) <= 0).any():
         raise SimschedError(f"cache sizes {list(sizes)} are not strictly increasing in lines")
     return b

@@ -75,6 +75,8 @@ def test_profile_table_output_and_sizes(tmp_path, capsys):
         (["profile", "{src}", "--sizes", "abc"], "--sizes"),
         (["profile", "{src}", "--sizes", "16Q"], "--sizes: '16Q' is not a size (use bytes"),
         (["profile", "{src}", "--sizes", ""], "--sizes: no sizes given"),
+        (["profile", "{src}", "--sizes", "100", "--line", "64"], "100 bytes is not a whole"),
+        (["profile", "{src}", "--sizes", "16K,30000", "--line", "64"], "30000 bytes"),
         (["profile", "{src}", "--line", "48"], "power of two"),
         (["profile", "{src}", "--line", "64", "--machine", "no-such"], "give one of them"),
         (["profile", "{tmp}/missing.sst"], "missing.sst"),

@@ -157,6 +157,9 @@ def test_feed_validates_its_input():
         bucket_bounds([4096, 4096], 64)
     with pytest.raises(SimschedError, match="smaller than"):
         bucket_bounds([32], 64)
+    with pytest.raises(SimschedError, match="not a whole number of 64-byte lines"):
+        bucket_bounds([1000], 64)
+    assert bucket_bounds([5 << 20], 128).tolist() == [40960]  # not a power of two: allowed
 
 
 @pytest.mark.parametrize(
