@@ -45,7 +45,7 @@ import numpy as np
 
 from simsched.errors import ConfigError, SimschedError
 from simsched.files import read_user_text, write_text_atomic
-from simsched.profile.groups import KIND_NAMES, ROLE_PAR, ROLE_SEQ
+from simsched.profile.groups import KIND_NAMES, KIND_PHASE, ROLE_PAR, ROLE_SEQ, GroupTree
 from simsched.profile.lrutree import Profile
 
 if TYPE_CHECKING:
@@ -127,8 +127,10 @@ class CoarsenResult:
     rows
         The parallelization table: one dict per chosen group with more than one strand.
     tasks
-        Number of tasks (strands) the coarse program has: chosen groups plus the strands
-        outside them.
+        Number of tasks (strands) the coarse program has, as
+        :func:`simsched.profile.regrain_from_table` writes it: chosen groups plus the strands
+        outside them, less the strands after a chosen phase (its sync no longer splits the
+        frame's strand).
     """
 
     chosen: np.ndarray
@@ -228,7 +230,7 @@ def coarsen(
             }
         )
     covered = int(((g.stop[ids] - g.start[ids]) + 1).sum()) if len(ids) else 0
-    tasks = g.n_strands - covered + len(ids)
+    tasks = g.n_strands - covered + len(ids) - _syncs_left_empty(g, ids)
     return CoarsenResult(chosen=ids, rows=rows, tasks=tasks)
 
 
@@ -293,3 +295,20 @@ def read_table(path: str | os.PathLike) -> list[dict[str, Any]]:
                 ) from None
         rows.append(out)
     return rows
+
+
+def _syncs_left_empty(g: GroupTree, ids: np.ndarray) -> int:
+    """How many syncs no longer start a strand once the groups ``ids`` run sequentially.
+
+    A chosen phase runs inline in its frame with its spawns gone, so the sync after it has
+    nothing to wait for and the strand after it continues the phase's strand (as
+    :func:`simsched.profile.regrain` writes it); a phase that ends its frame has no sync
+    after it."""
+    n = 0
+    for c in ids:
+        if g.kind[c] != KIND_PHASE:
+            continue
+        nxt = int(g.stop[c]) + 1
+        if nxt < g.n_strands and g.frame[g.leaf_of[nxt]] == g.frame[c]:
+            n += 1
+    return n

@@ -93,10 +93,35 @@ def test_coarsened_trace_replays_the_same_references(tmp_path_factory, seed, cac
         h = regrain_from_table(t, d / "c.sst", r.rows)
     ranges = [(row["first_strand"], row["last_strand"]) for row in r.rows]
     _check(src, d / "c.sst", ranges)
-    assert h.n_strands <= r.tasks
+    assert h.n_strands == r.tasks  # the count coarsen reports is the program regrain writes
     # serial order is unchanged, so the whole program's miss curve is too
     q = profile_trace(d / "c.sst", sizes=[1024, 4096], line=64)
     assert (q.misses[0] == p.misses[0]).all()
+
+
+def test_coarsen_counts_the_tasks_regrain_writes_when_phases_run_inline(tmp_path):
+    """A chosen phase runs inline, so the sync after it no longer starts a strand: a program
+    whose phases are all chosen is one task, not one per phase plus the last strand."""
+    src = tmp_path / "phases.sst"
+    with TraceBuilder(src, program="phases") as b:
+        for phase in range(3):
+            for i in range(2):
+                b.spawn()
+                b.refs(4096 * (2 * phase + i + 1) + 8 * np.arange(16), 8, False)
+                b.ret()
+            b.sync()
+        b.ref(0, 8, False)
+    p = profile_trace(src, sizes=[4096], line=64)
+    m = SimpleNamespace(
+        name="m",
+        cores_per_socket=1,
+        caches=(SimpleNamespace(name="L2", scope="socket", size=1 << 20, line=64),),
+    )
+    r = coarsen(p, m)
+    assert [row["kind"] for row in r.rows] == ["phase"] * 3
+    with open_trace(src) as t:
+        h = regrain_from_table(t, tmp_path / "c.sst", r.rows)
+    assert h.n_strands == r.tasks == 1
 
 
 def _table_rows(trace):
