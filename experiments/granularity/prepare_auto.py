@@ -20,8 +20,7 @@ The steps are functions (:func:`prepare`) so that the notebook calls them direct
 from __future__ import annotations
 
 import argparse
-import os
-import sys
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,13 +29,15 @@ import numpy as np
 
 from simsched.errors import ConfigError, SimschedError
 from simsched.experiments import load_spec
-from simsched.experiments.spec import LoadedSpec
+from simsched.experiments.scripts import run_script, usage_error
+from simsched.experiments.spec import LoadedSpec, small_from_env
 from simsched.machine import Machine, load_machine
 from simsched.profile import coarsen, profile_trace, regrain_from_table, write_table
 from simsched.trace import open_trace
 from simsched.workloads import generate
 
 HERE = Path(__file__).resolve().parent
+PROG = "prepare_auto.py"
 #: (grain sweep, automatic sweep) spec files, full size and small
 SPECS = {False: ("fig6.yaml", "auto.yaml"), True: ("small.yaml", "small-auto.yaml")}
 
@@ -184,13 +185,17 @@ def main() -> None:
     ap.add_argument(
         "--small",
         action="store_true",
-        default=os.environ.get("SIMSCHED_SMALL", "").strip().lower() in ("1", "true", "yes", "on"),
+        # the notebook's reading: a typo such as SIMSCHED_SMALL=ture is refused, not a full run
+        default=small_from_env(),
         help="small.yaml / small-auto.yaml instead of fig6.yaml / auto.yaml",
     )
     ap.add_argument("--n", type=int, default=None, help="keys (default: the spec's)")
     ap.add_argument("--grain", type=int, default=None, help="finest grain (default: the spec's)")
     ap.add_argument("-K", "--factor", type=float, default=1.0, help="Eq. 3 multiplier")
     args = ap.parse_args()
+    if not 0 < args.factor < math.inf:
+        # coarsen refuses it too, but only after the trace is generated and profiled
+        usage_error(f"-K {args.factor}: the factor is a positive finite number", PROG)
     grain_file, auto_file = SPECS[args.small]
     try:
         # The small pair is small by construction: load both at their own sizes.
@@ -202,8 +207,9 @@ def main() -> None:
             factor=args.factor,
         )
     except SimschedError as exc:
-        sys.exit(f"error: {exc}")
+        # bad input ends as the simsched CLI's does: one line, status 2 (it was status 1)
+        usage_error(f"error: {exc}", PROG)
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main, PROG)

@@ -604,3 +604,26 @@ def test_pdf_vs_ws_says_more_or_fewer_misses_in_words():
     assert words(0.1, 0.47) == "10.0%-47.0% fewer"
     assert words(-0.032, -0.01) == "1.0%-3.2% more"
     assert words(-0.032, 0.2) == "from 3.2% more to 20.0% fewer"
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "message"),
+    [
+        (["--small", "--grain", "0"], "", "parameter grain: must be at least 1, got 0"),
+        (["--small", "-K", "0"], "", "-K 0.0: the factor is a positive finite number"),
+        ([], "ture", "SIMSCHED_SMALL='ture'"),
+    ],
+)
+def test_prepare_auto_exits_2_in_one_line_on_bad_input(
+    argv, env, message, tmp_path, monkeypatch, capsys
+):
+    """It exited with status 1, -K 0 only after the trace was generated and profiled, and
+    SIMSCHED_SMALL=ture ran the full-size study."""
+    path = ROOT / "experiments" / "granularity" / "prepare_auto.py"
+    profiled = []
+    monkeypatch.setattr("simsched.profile.profile_trace", lambda *a, **k: profiled.append(1))
+    monkeypatch.setenv("SIMSCHED_SMALL", env)
+    monkeypatch.setattr(sys, "argv", [str(path), *argv])
+    err = one_line_exit(capsys, lambda: runpy.run_path(str(path), run_name="__main__"))
+    assert err.startswith("prepare_auto.py: ") and message in err, err
+    assert not profiled
