@@ -68,6 +68,17 @@ def test_profile_table_output_and_sizes(tmp_path, capsys):
     assert code == 0 and "1 KB" in out and "4 KB" in out
 
 
+def test_profile_table_output_reports_the_check_and_the_figure(tmp_path, capsys):
+    """--verify and --plot said nothing outside --json: the user could not tell they ran."""
+    src = build_random(tmp_path / "r.sst", 4)
+    fig = tmp_path / "r.png"
+    args = ["profile", src, "--sizes", "1K,4K", "--line", "64", "--verify", "--plot", fig]
+    code, _, err = run(args, capsys)
+    assert code == 0 and fig.is_file(), err
+    assert "verified: the SetAssoc replay gives the same misses" in err
+    assert f"wrote {fig}" in err
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
