@@ -24,17 +24,18 @@ def _parse_sizes(text: str | None) -> list[int] | None:
         return None
     from simsched.machine import parse_size
 
+    if not text.strip():
+        raise ConfigError("--sizes: no sizes given")
     out = []
-    for item in text.split(","):
+    for i, item in enumerate(text.split(","), 1):
         item = item.strip()
         if not item:
-            continue
+            # a size left out by mistake ('16K,,64K') was skipped without a word
+            raise ConfigError(f"--sizes {text!r}: item {i} is empty")
         try:
             out.append(int(parse_size(item)))
         except (ValueError, TypeError) as exc:
             raise ConfigError(f"--sizes: {exc}") from None
-    if not out:
-        raise ConfigError("--sizes: no sizes given")
     return out
 
 
