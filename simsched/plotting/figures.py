@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
+import io
 import numbers
 import os
 import warnings
@@ -550,6 +552,13 @@ def figure_format(path: str | Path) -> str:
     return fmt
 
 
+#: savefig metadata that leaves out the formats' creation dates
+_UNDATED: dict[str, dict[str, None]] = {
+    "pdf": {"CreationDate": None},
+    "svg": {"Date": None},
+}
+
+
 def save(fig: Figure, path: str | os.PathLike) -> Path:
     """Save ``fig`` atomically (:func:`simsched.files.atomic_output`) and close it.
 
@@ -560,8 +569,16 @@ def save(fig: Figure, path: str | os.PathLike) -> Path:
     path = Path(path)
     try:
         fmt = figure_format(path)
-        with atomic_output(path) as tmp:
-            fig.savefig(tmp, format=fmt)
+        # a PDF or SVG dated by the clock, with SVG ids salted at random, differed on every
+        # save of the same figure
+        with atomic_output(path) as tmp, plt.rc_context({"svg.hashsalt": "simsched"}):
+            if fmt == "svgz":
+                # matplotlib's gzip stream carries the clock's time and the temporary's name
+                buf = io.BytesIO()
+                fig.savefig(buf, format="svg", metadata=_UNDATED["svg"])
+                tmp.write_bytes(gzip.compress(buf.getvalue(), mtime=0))
+            else:
+                fig.savefig(tmp, format=fmt, metadata=_UNDATED.get(fmt))
     finally:
         plt.close(fig)
     return path

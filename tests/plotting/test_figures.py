@@ -293,3 +293,28 @@ def test_log_x_of_bars_is_refused(x, kind):
     # bars stand at categories: --logx was ignored without a word
     with pytest.raises(ConfigError, match=f"--logx: applies to line plots; --x {x} is drawn"):
         sweep_figure(results(), x, "makespan_cycles", kind=kind, logx=True)
+
+
+@pytest.mark.parametrize("fmt", ["pdf", "svg", "svgz"])
+def test_a_figure_saved_twice_is_the_same_file(tmp_path, fmt, monkeypatch):
+    """PDF and SVG carried the clock's date (and SVG random ids, svgz the gzip time): the
+    same figure saved twice gave two different files."""
+    import gzip
+    import time
+
+    def draw():
+        fig, ax = plt.subplots()
+        ax.plot([1, 2, 3], [3, 1, 2])
+        ax.set_title("same")
+        return fig
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")  # matplotlib's dates read it
+    save(draw(), tmp_path / f"a.{fmt}")
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 86_400)  # a day later
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")
+    save(draw(), tmp_path / f"b.{fmt}")
+    a, b = ((tmp_path / f"{n}.{fmt}").read_bytes() for n in "ab")
+    if fmt == "svgz":
+        assert gzip.decompress(a).startswith(b"<?xml")
+    assert a == b
