@@ -254,9 +254,7 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
     uneven = _uneven_allocation(name, record, trace)
     if uneven is not None:
         notes.append(uneven)
-    given = record.get("params")
-    if isinstance(given, str):  # flat records hold it as JSON text
-        given = json.loads(given)
+    given = _field(record, "params")
     params: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
     idle = cls.idle_params(params) if params else {}
     if idle:
