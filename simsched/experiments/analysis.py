@@ -66,7 +66,9 @@ def scheduler_ratios(
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise ConfigError(f"scheduler ratios: no column {missing[0]!r} in the results")
-    data = df[df["status"] == "ok"] if "status" in df.columns else df
+    from simsched.plotting.figures import ok_rows  # matplotlib: only when it is asked for
+
+    data = ok_rows(df)
     keys = list(by)
     per = (
         data[data["scheduler"].isin([a, b])]

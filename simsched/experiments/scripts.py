@@ -110,6 +110,8 @@ def load_figure_rows(
         Status 2, after one line on stderr, when a folder is not a results store or has
         no successful run (none finished yet, or all failed).
     """
+    from simsched.plotting.figures import ok_rows
+
     paths = [folders] if isinstance(folders, (str, Path)) else list(folders)
     frames = []
     for p in paths:
@@ -118,7 +120,7 @@ def load_figure_rows(
             df = load_results(p, warn=lambda m: print(f"{prog}: warning: {m}", file=sys.stderr))
         except ConfigError as e:
             usage_error(f"{e}; run `{cmd}` first" if cmd else str(e), prog)
-        ok = df[df["status"] == "ok"] if "status" in df else df
+        ok = ok_rows(df)
         if ok.empty:
             # every figure indexes the columns of successful runs: without one a script
             # ended in a KeyError traceback

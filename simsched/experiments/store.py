@@ -677,10 +677,9 @@ def export_results(
 def load_ok_results(path: str | Path, warn: Callable[[str], None] | None = None) -> pd.DataFrame:
     """The successful rows of a results store (a copy, for the figure scripts); ``warn``
     as for :func:`load_results`."""
-    df = load_results(path, warn=warn)
-    if "status" not in df:  # no point has finished yet: a table without columns
-        return df.copy()
-    return df[df["status"] == "ok"].copy()
+    from simsched.plotting.figures import ok_rows  # matplotlib: not when the store loads
+
+    return ok_rows(load_results(path, warn=warn)).copy()
 
 
 def study_results(study: str | Path, preferred: str) -> Path:
