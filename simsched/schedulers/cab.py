@@ -122,22 +122,19 @@ def _parse_data_bytes(value: Any, where: str) -> int:
     """``data_bytes``: bytes as an integer (``209715200``, ``2^20``) or a size with a unit
     (``200MiB``, ``1.5 GB``), as machine files write cache sizes; 0 means the trace's
     footprint."""
-    # The words of every integer parameter's refusal (params.coerce), with the units.
-    wrong = f"{where}: expected an integer number of bytes (e.g. 209715200, 2^20) or a size such as 200MiB, got {value!r}"
-    if isinstance(value, bool):
-        raise ConfigError(wrong)
-    n: int | None = None
     try:
         # as every integer parameter takes it: numpy integers (a grid computed with
-        # numpy), whole floats, and the spellings of parse_int
+        # numpy), whole floats, and the spellings of parse_int; not true or false
         n = coerce(value, int, where)
     except ConfigError:
-        pass
-    if n is None:
         try:
-            n = parse_size(value)
+            n = parse_size(value)  # refuses true and false too
         except ValueError:
-            raise ConfigError(wrong) from None
+            # the words of every integer parameter's refusal (params.coerce), with units
+            raise ConfigError(
+                f"{where}: expected an integer number of bytes (e.g. 209715200, 2^20) or a "
+                f"size such as 200MiB, got {value!r}"
+            ) from None
     if n < 0:
         raise ConfigError(f"{where}={n} must be >= 0 (0: the trace's data footprint)")
     if n > MAX_SEED:  # a record holds 64-bit integers (results stores refuse more)
