@@ -339,14 +339,19 @@ def test_killed_runner_resumes_only_missing_points(tmp_path):
     assert done_before <= first
 
 
-def test_default_point_function_simulates(tmp_path):
-    """End to end through simsched.run: a tiny generated trace under ws and pdf."""
+def _fib_sweep(tmp_path, rest):
+    """A sweep of a tiny generated fib on itrs-scaling-2, the spec ending in ``rest``."""
     spec = tmp_path / "real.yaml"
     spec.write_text(
         "name: real\nworkloads: [{generator: fib, params: {n: 8, cutoff: 2}}]\n"
-        "machines: [itrs-scaling-2]\nschedulers: [ws, pdf]\n"
+        "machines: [itrs-scaling-2]\n" + rest
     )
-    loaded = load_spec(spec, small=False)
+    return load_spec(spec, small=False)
+
+
+def test_default_point_function_simulates(tmp_path):
+    """End to end through simsched.run: a tiny generated trace under ws and pdf."""
+    loaded = _fib_sweep(tmp_path, "schedulers: [ws, pdf]\n")
     report = run_sweep(loaded, workers=0, progress=False)
     assert (report.ran, report.failed) == (2, 0), report.failures
     df = load_results(loaded.out_dir)
@@ -361,12 +366,7 @@ def test_default_point_function_simulates(tmp_path):
 def test_a_point_the_sampler_refuses_keeps_its_configuration(tmp_path):
     """A sampled sweep on a trace without iterations fails every point of it; the failed
     point's folder had its record but not its resolved configuration."""
-    spec = tmp_path / "real.yaml"
-    spec.write_text(
-        "name: real\nworkloads: [{generator: fib, params: {n: 8, cutoff: 2}}]\n"
-        "machines: [itrs-scaling-2]\nschedulers: [ws]\nsample_iterations: 2\n"
-    )
-    loaded = load_spec(spec, small=False)
+    loaded = _fib_sweep(tmp_path, "schedulers: [ws]\nsample_iterations: 2\n")
     report = run_sweep(loaded, workers=0, progress=False)
     assert report.failed == 1 and "has no iterations" in report.failures[0][1]
     pdir = loaded.out_dir / "points" / report.failures[0][0]
