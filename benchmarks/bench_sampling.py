@@ -73,7 +73,7 @@ def _pair(trace: Path, machine: object, scheduler: str, k: int, precision: float
             scheduler,
             speedup=False,
             sample_iterations=samples,
-            sample_precision=precision,
+            sample_precision=None if samples is None else precision,
         ).record
 
     full, cpu_full, _ = _timed(lambda: run(None))
@@ -321,7 +321,7 @@ def main() -> None:
                 overrides=OVERRIDES,
                 speedup=False,
                 sample_iterations=k,
-                sample_precision=a.precision,
+                sample_precision=None if k is None else a.precision,
             ).record
 
         _warm_up(MACHINE, [a.scheduler], OVERRIDES)

@@ -15,6 +15,7 @@ digest, machine) and cached on disk in ``$SIMSCHED_CACHE_DIR/baselines`` (defaul
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import os
@@ -186,6 +187,21 @@ def _with_iterations(t: Trace, mode: str | None) -> Trace:
 MAX_SAMPLES = 1_000_000
 
 
+class _Unset(enum.Enum):
+    """Type of :data:`PRECISION_UNSET`."""
+
+    PRECISION_UNSET = "unset"
+
+    def __repr__(self) -> str:
+        return f"<default: {DEFAULT_SAMPLE_PRECISION} % when sampling>"
+
+
+#: Default ``sample_precision`` of :func:`run`: told apart from a given value, so that a
+#: precision given without ``sample_iterations`` (which would be ignored) is refused, as
+#: ``--sample-precision`` alone is.
+PRECISION_UNSET = _Unset.PRECISION_UNSET
+
+
 def _check_precision(value: Any) -> float | None:
     """``sample_precision`` as a float in ``[0, 100]`` (None stays None), else a one-line
     :class:`ConfigError`."""
@@ -202,11 +218,21 @@ def _check_sampling(
     sample_iterations: Any, sample_precision: Any
 ) -> tuple[int | None, float | None]:
     """``sample_iterations`` (None: no sampling) and ``sample_precision`` checked as
-    :func:`run` and :func:`baseline_makespan` take them; the precision is checked also
-    when it goes unused, so that a bad value is never silently ignored."""
-    precision = _check_precision(sample_precision)
+    :func:`run` and :func:`baseline_makespan` take them (:data:`PRECISION_UNSET`: the
+    default, :data:`DEFAULT_SAMPLE_PRECISION`).  A precision given without
+    ``sample_iterations`` is refused: it would be ignored without a word."""
+    if sample_precision is PRECISION_UNSET:
+        precision: float | None = DEFAULT_SAMPLE_PRECISION
+    else:
+        precision = _check_precision(sample_precision)
+        if sample_iterations is None and precision is not None:
+            given = python_scalars(sample_precision)
+            raise ConfigError(
+                f"sample_precision={given!r} applies with sample_iterations only "
+                "(it would be ignored)"
+            )
     if sample_iterations is None:
-        return None, precision
+        return None, None
     return check_int("sample_iterations", sample_iterations, MIN_SAMPLES, MAX_SAMPLES), precision
 
 
@@ -434,7 +460,7 @@ def run(
     speedup: bool = True,
     iterations: str | None = None,
     sample_iterations: int | None = None,
-    sample_precision: float | None = DEFAULT_SAMPLE_PRECISION,
+    sample_precision: float | None | _Unset = PRECISION_UNSET,
 ) -> RunResult:
     """Replay a trace on a machine under a scheduler and return the result.
 
@@ -473,8 +499,9 @@ def run(
         one-core baseline is sampled alike.  None: replay every iteration.
     sample_precision
         With ``sample_iterations``: replay further iterations until the makespan's 95 %
-        interval is within this many percent of it (0 or None: exactly
-        ``sample_iterations``).
+        interval is within this many percent of it (default
+        :data:`DEFAULT_SAMPLE_PRECISION`, 0.5; 0 or None: exactly ``sample_iterations``).
+        Given without ``sample_iterations``, it is refused (it would be ignored).
 
     Returns
     -------

@@ -83,16 +83,17 @@ PrecisionOpt = Annotated[
 ]
 
 
-def _precision(sample_iterations: int | None, sample_precision: float | None) -> float:
-    """``--sample-precision``, or its default; refused without ``--sample-iterations``
-    (it would be ignored, as a sweep spec refuses it)."""
+def _precision(sample_iterations: int | None, sample_precision: float | None) -> float | None:
+    """``--sample-precision``, or its default when sampling (None when not: the API refuses
+    a precision without samples); refused without ``--sample-iterations`` (it would be
+    ignored, as a sweep spec refuses it)."""
     from simsched.engine.sampled import DEFAULT_SAMPLE_PRECISION
 
-    if sample_precision is None:
-        return DEFAULT_SAMPLE_PRECISION
-    if sample_iterations is None:
+    if sample_precision is not None and sample_iterations is None:
         raise ConfigError("--sample-precision applies with --sample-iterations")
-    return sample_precision
+    if sample_iterations is None:
+        return None
+    return DEFAULT_SAMPLE_PRECISION if sample_precision is None else sample_precision
 
 
 WindowOpt = Annotated[

@@ -11,6 +11,7 @@ import pytest
 
 import simsched
 from simsched.cli import main
+from simsched.engine.sampled import DEFAULT_SAMPLE_PRECISION
 from simsched.engine.sampling import IterationSampler
 from simsched.errors import ConfigError
 from simsched.experiments.spec import load_spec
@@ -35,7 +36,7 @@ def _run(trace, scheduler, k=None, precision=0):
         scheduler,
         speedup=False,
         sample_iterations=k,
-        sample_precision=precision,
+        **({} if k is None else {"sample_precision": precision}),
     ).record
 
 
@@ -97,6 +98,27 @@ def test_samples_must_be_at_least_two(heat):
         _run(heat, "ws", 1)
     with pytest.raises(ConfigError, match="sample_precision=101"):
         _run(heat, "ws", 2, 101)
+
+
+def test_precision_without_samples_is_refused(heat):
+    """``run(..., sample_precision=P)`` without ``sample_iterations`` replayed every
+    iteration and ignored P without a word (``--sample-precision`` alone is refused)."""
+    for precision in (3, 0):
+        with pytest.raises(ConfigError, match=f"^sample_precision={precision} applies with "):
+            simsched.run(heat, TWO_BY_TWO, "ws", speedup=False, sample_precision=precision)
+        with pytest.raises(ConfigError, match=f"^sample_precision={precision} applies with "):
+            simsched.compare(heat, TWO_BY_TWO, "ws", speedup=False, sample_precision=precision)
+    # the default with samples is 0.5 %, and None (like 0) asks for exactly K samples
+    rec = simsched.run(heat, TWO_BY_TWO, "ws", speedup=False, sample_iterations=2).record
+    assert rec["sample_precision"] == DEFAULT_SAMPLE_PRECISION
+    exact = simsched.run(
+        heat, TWO_BY_TWO, "ws", speedup=False, sample_iterations=2, sample_precision=None
+    ).record
+    assert exact["sample_precision"] == 0.0
+    assert (
+        simsched.run(heat, TWO_BY_TWO, "ws", speedup=False, sample_precision=None).record["sampled"]
+        is False
+    )
 
 
 def test_iterations_none_cannot_be_sampled(heat):
