@@ -196,9 +196,9 @@ class _Unset(enum.Enum):
         return f"<default: {DEFAULT_SAMPLE_PRECISION} % when sampling>"
 
 
-#: Default ``sample_precision`` of :func:`run`: told apart from a given value, so that a
-#: precision given without ``sample_iterations`` (which would be ignored) is refused, as
-#: ``--sample-precision`` alone is.
+#: Default ``sample_precision`` of :func:`run` and :func:`baseline_makespan`: told apart
+#: from a given value, so that a precision given without ``sample_iterations`` (which
+#: would be ignored) is refused, as ``--sample-precision`` alone is.
 PRECISION_UNSET = _Unset.PRECISION_UNSET
 
 
@@ -314,7 +314,7 @@ def baseline_makespan(
     *,
     window: int = DEFAULT_WINDOW,
     sample_iterations: int | None = None,
-    sample_precision: float | None = None,
+    sample_precision: float | None | _Unset = PRECISION_UNSET,
 ) -> int:
     """Makespan of ``trace`` on the one-core version of ``machine``, cached on disk.
 
@@ -327,7 +327,10 @@ def baseline_makespan(
     window
         Unused on one core (kept for the cache key's independence from it).
     sample_iterations, sample_precision
-        Sample the baseline's iterations as :func:`run` does (None: replay all of them).
+        Sample the baseline's iterations as :func:`run` does, with the same defaults
+        (``sample_iterations`` None: replay all of them; ``sample_precision`` not given:
+        :data:`DEFAULT_SAMPLE_PRECISION` %, 0 or None: exactly ``sample_iterations``;
+        given without ``sample_iterations``: a :class:`ConfigError`).
 
     Returns
     -------

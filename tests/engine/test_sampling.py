@@ -121,6 +121,28 @@ def test_precision_without_samples_is_refused(heat):
     )
 
 
+def test_baseline_is_sampled_like_the_run_by_default(heat, tmp_path, monkeypatch):
+    """``baseline_makespan(..., sample_iterations=K)`` sampled exactly K iterations where
+    ``run(..., sample_iterations=K)`` samples to 0.5 %, its own baseline too."""
+    from simsched.api import baseline_makespan, baseline_path
+    from simsched.machine import load_machine
+    from tests.conftest import private_cache
+
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(private_cache(tmp_path / "cache")))
+    m = load_machine(TWO_BY_TWO)
+    b = baseline_makespan(heat, m, sample_iterations=2)
+    t = open_trace(heat)
+    digest = t.header.digest
+    t.close()
+    cached = json.loads(baseline_path(digest, m, 2, DEFAULT_SAMPLE_PRECISION).read_text())
+    assert cached["makespan_cycles"] == b
+    assert cached["sample_precision"] == DEFAULT_SAMPLE_PRECISION
+    rec = simsched.run(heat, m, "ws", sample_iterations=2).record
+    assert rec["baseline_makespan_cycles"] == b
+    with pytest.raises(ConfigError, match="^sample_precision=1 applies with sample_iterations"):
+        baseline_makespan(heat, m, sample_precision=1)
+
+
 def test_iterations_none_cannot_be_sampled(heat):
     """``--iterations none`` removes the iterations sampling needs: said as such, not as a
     trace without iterations (whose advice, ``--iterations auto``, contradicts the run's)."""
