@@ -5,8 +5,9 @@ sets a scheduler parameter when a chosen scheduler has a parameter of that name,
 otherwise overrides a machine field (dotted, as ``simsched machine show --set``);
 ``--param`` always means a scheduler parameter.  ``compare`` prints one column per
 scheduler with the mean and, for randomised schedulers run with several seeds, the spread
-(min–max) over seeds; with ``--baseline`` the other schedulers' columns are ratios to the
-baseline with a 95 % confidence interval (:func:`simsched.comparison.baseline_ratios`);
+(min–max) over seeds, and for a sampled makespan its 95 % interval's half-width; with
+``--baseline`` the other schedulers' columns are ratios to the baseline with a 95 %
+confidence interval (:func:`simsched.comparison.baseline_ratios`);
 the notes under the table come from :func:`simsched.comparison.compare_notes`;
 ``--out`` saves the runs as a results store (:mod:`simsched.experiments.compared`).
 """
@@ -554,6 +555,12 @@ def _compare_table(first, groups, summary, cols, last, base, ratios) -> Table:
             f"mpki = {last} misses per 1000 instructions; {base}: mean [min–max] over "
             f"seeds; others: ratio to {base} (geometric mean) [95 % CI: {RATIO_TEST}]"
         )
+    spread = {name: _sampled_spread(recs) for name, recs in groups.items()}
+    if any(v is not None for v in spread.values()):
+        caption += (
+            "; ±: half-width of a sampled makespan's 95 % prediction interval, in % of it "
+            "(the widest over seeds)"
+        )
     table = Table(
         "metric",
         *[Column(name, justify="right") for name in groups],
@@ -572,9 +579,24 @@ def _compare_table(first, groups, summary, cols, last, base, ratios) -> Table:
             cell = fmt(s["mean"])
             if s["n"] > 1:
                 cell += f" [{fmt(s['min'])}–{fmt(s['max'])}]"
+            if k == "makespan_cycles" and spread[name] is not None:
+                cell += f" ±{spread[name]:.2g} %"
             row.append(cell)
         table.add_row(*row)
     return table
+
+
+def _sampled_spread(records: list[dict[str, Any]]) -> float | None:
+    """The widest half-width, in percent of its makespan, of the sampled records'
+    ``makespan_ci95`` (None: no record is sampled, its makespan is the detailed one's)."""
+    widths = []
+    for rec in records:
+        if not rec.get("sampled"):
+            continue
+        lo, hi = json.loads(rec["makespan_ci95"])
+        if rec["makespan_cycles"]:
+            widths.append(50.0 * (hi - lo) / rec["makespan_cycles"])
+    return max(widths) if widths else None
 
 
 def _ratio_cell(r: Any) -> str:

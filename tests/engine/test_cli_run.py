@@ -275,3 +275,28 @@ def test_a_plugins_nonsense_decision_is_one_line_and_status_2(ms, monkeypatch, c
     )
     assert code == 2 and err.count("\n") == 1
     assert "scheduler 'test-nonsense' of job " in err and "its kind 7 is none of" in err
+
+
+def test_compare_shows_a_sampled_makespans_interval(tmp_path, capsys):
+    """A sampled makespan is an extrapolation, but compare's table showed it as bare as a
+    detailed one: its record's 95 % interval is now beside it, and only beside it."""
+    heat = tmp_path / "heat.sst"
+    generate("heat", heat, nx=34, ny=10, cutoff=8, iters=12, init=False)
+    argv = ["compare", "-t", str(heat), "-m", "itrs-45nm-4", "-s", "ws,pdf"]
+    sampled = [*argv, "--sample-iterations", "2", "--sample-precision", "0"]
+    code, out, _ = _run([*sampled, "--json"], capsys)
+    assert code == 0
+    want = {}
+    for rec in json.loads(out)["runs"]:
+        assert rec["sampled"] is True
+        lo, hi = rec["makespan_ci95"]
+        want[rec["scheduler"]] = (
+            f"{rec['makespan_cycles']:,} ±{50 * (hi - lo) / rec['makespan_cycles']:.2g} %"
+        )
+    code, out, _ = _run(sampled, capsys)
+    assert code == 0
+    row = next(line for line in out.splitlines() if "makespan_cycles" in line)
+    assert all(cell in row for cell in want.values()), (row, want)
+    assert "prediction interval" in " ".join(out.split())
+    code, out, _ = _run(argv, capsys)
+    assert code == 0 and "±" not in out and "prediction interval" not in out
