@@ -252,20 +252,24 @@ def run_cmd(
             f"(settled at {rec['settled_at']}; counters are theirs)",
         )
     elif rec.get("sample_iterations"):
-        # asked for, but nothing could be left out: say so rather than look like a sample
+        # asked for, but nothing was left out: say why rather than look like a sample
         settled = rec["settled_at"]
         k = rec["sample_iterations"]
+        n = rec["trace_iterations"]
         if json.loads(rec["iteration_ends"]) == []:
             # K + 1 iterations or more: the run never asked the policy, so -1 is "unknown"
-            why = f"{k} samples after the first iteration"
+            why = f"{k} samples after the first iteration would leave none out"
         elif settled < 0:
-            why = f"the policy never settled, {k} samples"
+            why = f"the policy never settled, {k} samples would leave none out"
+        elif settled + k < n:
+            # K samples left iterations out: the precision asked for took them all
+            why = (
+                f"settled at {settled}, but the 95 % interval did not come within "
+                f"{rec['sample_precision']:g} % before the last iteration"
+            )
         else:
-            why = f"settled at {settled}, {k} samples"
-        table.add_row(
-            "detailed iterations",
-            f"all {rec['trace_iterations']} (not sampled: {why} would leave none out)",
-        )
+            why = f"settled at {settled}, {k} samples would leave none out"
+        table.add_row("detailed iterations", f"all {n} (not sampled: {why})")
     print_table(table)
     _print_warnings(rec, note)
 

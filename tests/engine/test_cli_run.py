@@ -300,3 +300,20 @@ def test_compare_shows_a_sampled_makespans_interval(tmp_path, capsys):
     assert "prediction interval" in " ".join(out.split())
     code, out, _ = _run(argv, capsys)
     assert code == 0 and "±" not in out and "prediction interval" not in out
+
+
+def test_a_precision_never_reached_is_not_blamed_on_too_few_iterations(tmp_path, capsys):
+    """Samples that left iterations out but never met the precision asked for made the
+    run detailed, and the table said "settled at 3, 2 samples would leave none out"."""
+    heat = tmp_path / "heat.sst"
+    generate("heat", heat, nx=34, ny=10, cutoff=8, iters=12, init=False)
+    argv = ["run", "-t", str(heat), "-m", "itrs-45nm-4", "--sample-iterations", "2",
+            "--sample-precision", "0.01"]  # fmt: skip
+    code, out, _ = _run([*argv, "--json"], capsys)
+    rec = json.loads(out)
+    assert code == 0 and rec["sampled"] is False
+    assert 0 <= rec["settled_at"] and rec["settled_at"] + 2 < rec["trace_iterations"]
+    code, out, _ = _run(argv, capsys)
+    text = " ".join(out.split())
+    assert code == 0 and "would leave none out" not in text
+    assert "did not come within 0.01 % before the last iteration" in text
