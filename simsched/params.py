@@ -151,6 +151,9 @@ def coerce(value: Any, kind: type, where: str) -> Any:
         The value is not of that type (booleans are not integers; floats must be whole
         to be integers; numbers must be finite).
     """
+    # numpy's scalars as the Python values they hold: np.True_ was refused as a bool, and
+    # taken as 1.0 by a float parameter that refuses True
+    value = python_scalars(value)
     if kind is bool:
         if isinstance(value, bool):
             return value

@@ -34,6 +34,25 @@ def test_refused_values_name_the_parameter(value, kind):
         coerce(value, kind, "p")
 
 
+def test_numpy_scalars_are_taken_as_the_python_values_they_hold():
+    """A parameter read from a numpy array or a DataFrame: ``np.True_`` was refused as a
+    bool ("got np.True_") and taken as 1.0 by a float parameter, where True is refused."""
+    import numpy as np
+
+    assert coerce(np.True_, bool, "p") is True
+    assert coerce(np.bool_(False), bool, "p") is False
+    assert coerce(np.float32(8.0), int, "p") == 8
+    assert (
+        coerce(np.str_("auto"), str, "p") == "auto" and type(coerce(np.str_("a"), str, "p")) is str
+    )
+    for kind in (int, float):
+        with pytest.raises(ConfigError, match="^p: expected .*got True$"):
+            coerce(np.True_, kind, "p")
+    assert get_scheduler("cats").resolve_params({"pack": np.False_})["pack"] is False
+    with pytest.raises(ConfigError, match="cpu_threshold: expected a number, got True"):
+        get_scheduler("cats").resolve_params({"cpu_threshold": np.True_})
+
+
 def test_schedulers_and_workloads_refuse_the_same_spellings():
     """An integer parameter given as 2.5 is refused by a generator and by a scheduler."""
     with pytest.raises(ConfigError, match="mergesort: parameter n: expected an integer"):
