@@ -193,7 +193,7 @@ def show_cmd(
     from simsched.errors import ConfigError
     from simsched.experiments.store import filter_frame, load_results, select_columns
 
-    df = load_results(path, warn=_warn)
+    df = load_results(path, warn=_warn, nullable_int=True)
     if list_columns:
         print("\n".join(df.columns))
         return
@@ -228,7 +228,10 @@ def _warn(message: str) -> None:
 
 
 def _isna(v: object) -> bool:
-    return v is None or (isinstance(v, float) and v != v)
+    from pandas import NA  # loaded already by the table this cell comes from
+
+    # pd.NA: a missing value of a nullable integer column (a failed point's count)
+    return v is None or v is NA or (isinstance(v, float) and v != v)
 
 
 def _fmt(v: object) -> str:

@@ -300,7 +300,24 @@ def rows_to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
                 df[col] = df[col].map(lambda v: None if v is None else str(v))
             elif kinds <= {int, float} and kinds:
                 df[col] = pd.to_numeric(df[col])
+        if df[col].hasnans and _whole_numbers(r.get(col) for r in flat):
+            # a failed point's missing count made the column float: 1234 cycles exported
+            # as 1234.0; a nullable integer column keeps them integers (int64 with nulls
+            # in Parquet, empty cells in CSV)
+            df[col] = pd.array([r.get(col) for r in flat], dtype="Int64")
     return df
+
+
+def _whole_numbers(values: Any) -> bool:
+    """Whether the present values (neither None nor NaN) are all ints, and one is."""
+    seen = False
+    for v in values:
+        if v is None or (isinstance(v, float) and v != v):
+            continue
+        if type(v) is not int:  # a bool is no count, a float no integer
+            return False
+        seen = True
+    return seen
 
 
 # Row order of the table: by configuration, numbers inside labels compared as numbers.
@@ -441,7 +458,7 @@ def _read_table(path: Path) -> pd.DataFrame:
     """
     what = "Parquet table" if path.suffix == ".parquet" else "CSV table"
     try:
-        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+        return pd.read_parquet(path) if path.suffix == ".parquet" else _read_csv(path)
     except (OSError, ValueError) as exc:
         # pyarrow reports damaged pages (a page header, the compression) as a bare OSError
         # without errno; the file system's errors carry one, or are a subclass.
@@ -453,8 +470,40 @@ def _read_table(path: Path) -> pd.DataFrame:
         raise ConfigError(f"{path}: not a readable {what} ({detail})") from None
 
 
+def _read_csv(path: Path) -> pd.DataFrame:
+    """A CSV results file, a column of whole numbers with empty cells (a failed point's
+    counts) as nullable integers: pandas reads it as float, and an export of it wrote
+    1234 cycles as 1234.0."""
+    df = pd.read_csv(path)
+    holed = [c for c in df.columns if df[c].dtype.kind == "f" and df[c].hasnans]
+    if holed:
+        text = pd.read_csv(path, dtype=str, usecols=holed)
+        for col in holed:
+            cells = text[col].dropna()
+            if len(cells) and cells.str.fullmatch(r"[+-]?\d{1,18}").all():
+                df[col] = pd.array([None if pd.isna(v) else int(v) for v in text[col]], "Int64")
+    return df
+
+
+def _ints(df: pd.DataFrame, nullable: bool) -> pd.DataFrame:
+    """``df`` with its nullable integer columns kept (``nullable``) or made ``float64``
+    (missing: NaN), the type they had before the table kept them integers."""
+    if nullable:
+        return df
+    kinds = {
+        c: "float64" if df[c].hasnans else "int64"
+        for c in df.columns
+        if str(df[c].dtype) == "Int64"
+    }
+    return df.astype(kinds) if kinds else df
+
+
 def load_results(
-    path: str | Path, *, refresh: bool = True, warn: Callable[[str], None] | None = None
+    path: str | Path,
+    *,
+    refresh: bool = True,
+    warn: Callable[[str], None] | None = None,
+    nullable_int: bool = False,
 ) -> pd.DataFrame:
     """Load a sweep's results as a DataFrame.
 
@@ -471,6 +520,10 @@ def load_results(
         Receives one line per damaged ``row.json`` left out (a point a sweep runs again),
         and one line when rows share their labels (:func:`same_labels`); default:
         :func:`warnings.warn`.
+    nullable_int
+        Keep a column of whole numbers that some rows lack (a failed point's counts) as
+        pandas' nullable ``Int64``, as ``results show`` and ``results export`` write it;
+        by default it is ``float64`` with NaN, which arithmetic and figures expect.
 
     Returns
     -------
@@ -486,12 +539,12 @@ def load_results(
     warn = warn or _warn
     if p.is_dir():
         if (p / POINTS_DIR).is_dir() and refresh:
-            return _told_same_labels(p, _current_rows(p, warn), warn)
+            return _ints(_told_same_labels(p, _current_rows(p, warn), warn), nullable_int)
         if (p / RESULTS_FILE).is_file():
-            return _told_same_labels(p, _read_table(p / RESULTS_FILE), warn)
+            return _ints(_told_same_labels(p, _read_table(p / RESULTS_FILE), warn), nullable_int)
         raise ConfigError(f"{p}: not a sweep output folder (no {POINTS_DIR}/ or {RESULTS_FILE})")
     if p.suffix in (".parquet", ".csv") and p.is_file():
-        return _told_same_labels(p, _read_table(p), warn)
+        return _ints(_told_same_labels(p, _read_table(p), warn), nullable_int)
     if p.exists():
         # "no such" misled for a file that is there: most often the sweep's spec
         hint = (
@@ -665,7 +718,7 @@ def export_results(
         if not is_stream(target):
             raise ConfigError(f"{target}: export to a .csv or .parquet file")
         fmt = ".csv"
-    df = filter_frame(load_results(path, warn=warn), wheres or [])
+    df = filter_frame(load_results(path, warn=warn, nullable_int=True), wheres or [])
     with atomic_output(target) as tmp:
         if fmt == ".csv":
             df.to_csv(tmp, index=False)

@@ -218,5 +218,5 @@ def test_results_show_keeps_counts_whole_beside_a_failed_point(cli, tmp_path):
     code, out, _ = cli("results", "show", tmp_path, "--columns", "makespan_cycles,speedup")
     assert code == 0
     assert "27834" in out and "e+04" not in out
-    assert "1.153e+18" in out  # beyond a float's whole numbers: not shown as exact
+    assert "1152921504606846976" in out  # an integer column: exact beyond a float's
     assert "1.235" in out  # a fraction keeps four digits

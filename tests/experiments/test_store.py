@@ -83,7 +83,32 @@ def test_mixed_types_become_text_and_nested_values_json():
     )
     assert list(df["a"]) == ["1", "two"]
     assert list(df["b"]) == ['{"x":1}', "[1,2]"]  # canonical JSON text
-    assert df["c"].dtype.kind == "f" and df["d"].dtype.kind == "f"
+    assert df["c"].dtype.kind == "f" and str(df["d"].dtype) == "Int64"
+
+
+def test_counts_stay_integers_beside_a_failed_point(tmp_path, capsys):
+    from simsched.cli import main
+
+    ok = {"point_id": "a", "workload": "w", "status": "ok", "makespan_cycles": 1234}
+    ok["speedup"] = 2.0
+    save_row(tmp_path, "a", ok)
+    save_row(tmp_path, "b", {"point_id": "b", "workload": "w", "status": "error"})
+    pq = export_results(tmp_path, tmp_path / "out.parquet")
+    import pyarrow.parquet as pa_pq
+
+    assert str(pa_pq.read_schema(pq).field("makespan_cycles").type) == "int64"
+    for source in (tmp_path, pq, export_results(tmp_path, tmp_path / "first.csv")):
+        text = export_results(source, tmp_path / "out.csv").read_text()
+        assert ",1234," in text and "1234.0" not in text and ",2.0" in text
+    # in memory the count is a float beside a NaN, as arithmetic and figures expect
+    assert load_results(tmp_path)["makespan_cycles"].dtype == "float64"
+    assert str(load_results(pq, nullable_int=True)["makespan_cycles"].dtype) == "Int64"
+    ok_only = export_results(tmp_path, tmp_path / "ok.parquet", ["status=ok"])
+    assert load_results(ok_only)["makespan_cycles"].dtype == "int64"
+    with pytest.raises(SystemExit):
+        main(["results", "show", str(tmp_path), "--columns", "status,makespan_cycles"])
+    shown = capsys.readouterr().out
+    assert "1234" in shown and "<NA>" not in shown and "nan" not in shown.lower()
 
 
 def test_consolidate_export_and_order(tmp_path):
