@@ -104,6 +104,12 @@ MAX_WORKERS = 1024
 def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
     """Default point function: make the trace from the recipe and simulate it.
 
+    A point that fails before :func:`simsched.run` (or :func:`simsched.run_jobs`) is
+    called, or before the run resolved its configuration (the trace cannot be made, a
+    job file is refused, a scheduler refuses a parameter), still leaves ``config.json``
+    (what the point had resolved) and a ``result.json`` failure record, as a run that
+    fails later does.
+
     Parameters
     ----------
     point
@@ -117,14 +123,35 @@ def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
     dict
         The run's flat result record.
     """
+    # A point run again (--retry-failed, --rerun-stale) must not keep an earlier attempt's
+    # files beside the new record: a failure before the run wrote them left them standing.
+    for name in RUN_FILES:
+        (run_dir / name).unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    resolved: dict[str, Any] = {}
+    try:
+        return _simulate(point, run_dir, resolved)
+    except BaseException as exc:
+        _write_early_failure(point, run_dir, resolved, exc, t0)
+        raise
+
+
+#: The files :func:`simsched.run` and :func:`simsched.run_jobs` write in a point's folder.
+RUN_FILES = ("config.json", "result.json", "timeline.npz")
+
+
+def _simulate(point: Point, run_dir: Path, resolved: dict[str, Any]) -> dict[str, Any]:
+    """:func:`simulate_point`'s work; ``resolved`` receives the machine and the trace as
+    they are made, for the failure record."""
     from simsched.machine import Machine
     from simsched.trace.recipes import ensure_trace
     from simsched.workloads import generate
 
-    machine = Machine.model_validate(point.machine["resolved"])
+    machine = resolved["machine"] = Machine.model_validate(point.machine["resolved"])
     if point.workload.get("kind") == "jobs":
         return _simulate_jobs(point, machine, run_dir)
     trace = ensure_trace(point.workload, point.trace_cache, point.spec_dir, generate=generate)
+    resolved["trace"] = trace
     import simsched
 
     run = getattr(simsched, "run", None)
@@ -141,6 +168,64 @@ def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
         **({} if point.sample_precision is None else {"sample_precision": point.sample_precision}),
     )
     return dict(result.record)
+
+
+def _write_early_failure(
+    point: Point, run_dir: Path, resolved: dict[str, Any], exc: BaseException, t0: float
+) -> None:
+    """Write what a failed point's run did not: ``config.json`` from the point (and the
+    machine and trace when they were made) and the ``result.json`` failure record, in the
+    forms :func:`simsched.run` and :func:`simsched.run_jobs` give them."""
+    from simsched.api import DEFAULT_SAMPLE_PRECISION, _write_error
+    from simsched.engine.record import RECORD_VERSION, dumps
+    from simsched.engine.replay import DEFAULT_WINDOW
+    from simsched.identity import results_identity, version
+    from simsched.machine.loader import machine_config
+
+    base: dict[str, Any] = {
+        "record_version": RECORD_VERSION,
+        "window": DEFAULT_WINDOW,
+        "simsched_version": version(),
+        "code_identity": results_identity(),
+    }
+    machine = resolved.get("machine")
+    mconfig = None if machine is None else machine_config(machine)
+    if point.workload.get("kind") == "jobs":
+        base.update(kind="jobs", seed=point.seed, jobset=point.workload.get("path"))
+        if machine is not None:
+            base.update(machine=machine.name, cores=machine.cores, sockets=machine.sockets)
+        config: dict[str, Any] = dict(base)
+    else:
+        params = dict(point.scheduler["params"])
+        base.update(scheduler=point.scheduler["name"], params=dumps(params))
+        base["seed"] = point.seed
+        if machine is not None:
+            base.update(machine=machine.name, cores=machine.cores, sockets=machine.sockets)
+            base["machine_config"] = dumps(mconfig)
+        sampled = point.sample_iterations is not None
+        precision = point.sample_precision
+        config = {
+            "trace": None if "trace" not in resolved else str(resolved["trace"]),
+            "machine": None,  # as run() records a machine given resolved, not by name
+            "overrides": {},
+            "scheduler": point.scheduler["name"],
+            "params": params,
+            "seed": point.seed,
+            "window": DEFAULT_WINDOW,
+            "iterations": None,
+            "sample_iterations": point.sample_iterations,
+            "sample_precision": (DEFAULT_SAMPLE_PRECISION if precision is None else precision)
+            if sampled
+            else None,
+        }
+    if mconfig is not None:
+        config["machine_resolved"] = mconfig
+    # the point's own error is the one to report: a file that cannot be written is skipped
+    if not (run_dir / "config.json").exists():
+        with contextlib.suppress(SimschedError, OSError):
+            write_json_atomic(run_dir / "config.json", config)
+    if not (run_dir / "result.json").exists():
+        _write_error(run_dir, base, exc, t0)  # the form and the message of run()'s own
 
 
 def _simulate_jobs(point: Point, machine: Any, run_dir: Path) -> dict[str, Any]:

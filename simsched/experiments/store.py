@@ -4,7 +4,7 @@ Layout of a sweep's output folder::
 
     <out>/points/<point_id>/point.json    the resolved point (written before it runs)
     <out>/points/<point_id>/row.json      its result row (written when it ends, ok or not)
-    <out>/points/<point_id>/...           whatever the run itself writes (config.json, result.json)
+    <out>/points/<point_id>/...           the run's config.json, result.json (also on failure)
     <out>/results.parquet                 every row.json as one table (rebuilt by consolidate)
     <out>/traces/                         generated and captured traces (the default cache)
 

@@ -376,6 +376,57 @@ def test_a_point_the_sampler_refuses_keeps_its_configuration(tmp_path):
     assert config["machine_resolved"]["cores_per_socket"] == 2
 
 
+def test_a_point_failing_before_its_run_keeps_its_configuration_and_record(
+    tmp_path, monkeypatch, capsys
+):
+    """A trace that cannot be made (before simsched.run), then one that is no trace (in
+    run, before it resolved the configuration): each failed point's folder had only
+    point.json and row.json, or result.json without config.json."""
+    import simsched.workloads
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("generator crashed")
+
+    loaded = _fib_sweep(tmp_path, "schedulers: [ws]\n")
+    monkeypatch.setattr(simsched.workloads, "generate", broken)
+    report = run_sweep(loaded, workers=0, progress=False)
+    assert report.failed == 1 and "generator crashed" in report.failures[0][1]
+    pdir = loaded.out_dir / "points" / report.failures[0][0]
+    record = json.loads((pdir / "result.json").read_text())
+    config = json.loads((pdir / "config.json").read_text())
+    assert record["status"] == "error" and record["error"] == "RuntimeError: generator crashed"
+    assert record["scheduler"] == "ws" and record["cores"] == 2 and "traceback" in record
+    assert record["params"] == {} and record["machine_config"]["cores_per_socket"] == 2
+    assert config["scheduler"] == "ws" and config["trace"] is None
+    assert config["machine_resolved"]["cores_per_socket"] == 2
+    # the retried point fails in the run, after the trace: its own files, none of before
+    monkeypatch.undo()
+    junk = tmp_path / "junk.sst"
+    junk.write_bytes(b"not a trace at all" * 10)
+    monkeypatch.setattr("simsched.trace.recipes.ensure_trace", lambda *a, **k: junk)
+    report = run_sweep(loaded, workers=0, progress=False, retry_failed=True)
+    assert report.failed == 1 and "junk.sst" in report.failures[0][1]
+    record = json.loads((pdir / "result.json").read_text())
+    config = json.loads((pdir / "config.json").read_text())
+    assert "junk.sst" in record["error"] and config["trace"] == str(junk)
+    assert sorted(p.name for p in pdir.iterdir()) == [
+        "config.json",
+        "point.json",
+        "result.json",
+        "row.json",
+    ]
+    assert main_exit(["results", "show", str(loaded.out_dir)]) == 0
+    assert "junk.sst" in capsys.readouterr().out
+    assert sweep_status(loaded)["failed"] == 1
+
+
+def main_exit(args: list[str]) -> int:
+    """The exit status of ``simsched ARGS``."""
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    return info.value.code or 0
+
+
 def _wait_for(log: Path, word: str, count: int, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
