@@ -4,7 +4,8 @@ A bar redrawn in place means nothing in a log file or a pipe, so when stderr is 
 terminal the same progress is written as one plain line every ``interval`` seconds
 (``simulating ws on itrs-scaling-16: 42.0 % (31 s)``) and a last line when the step ends.
 Whether to report at all is the caller's choice (the CLI's ``--progress`` / ``--no-progress``,
-by default only at a terminal); how is decided here.
+by default only at a terminal); how is decided here.  :func:`plural` words the counts of
+such lines and of the commands' summaries.
 """
 
 from __future__ import annotations
@@ -15,6 +16,29 @@ from typing import IO, Any
 
 #: Seconds between two plain progress lines.
 LINE_INTERVAL_S = 10.0
+
+
+def plural(count: int, noun: str, nouns: str | None = None, *, thousands: bool = False) -> str:
+    """A count with its noun in agreement, for messages: ``1 point``, ``2 points``.
+
+    Parameters
+    ----------
+    count
+        How many.
+    noun
+        The singular form.
+    nouns
+        The plural form, when it is not ``noun + "s"`` (``"entries"``).
+    thousands
+        Group the count's digits by thousands (``1,234 times``).
+
+    Returns
+    -------
+    str
+        ``"{count} {noun}"`` for a count of 1, else ``"{count} {nouns}"``.
+    """
+    shown = f"{count:,}" if thousands else str(count)
+    return f"{shown} {noun if count == 1 else nouns or noun + 's'}"
 
 
 class Progress:

@@ -80,3 +80,13 @@ def test_generate_and_summary_report_through_their_callbacks(tmp_path):
     seen.clear()
     summary(tmp_path / "f.sst", progress=lambda d, t: seen.append((d, t)))
     assert seen[-1] == (h.n_refs, h.n_refs)
+
+
+def test_plural_agrees_with_its_count():
+    from simsched.progress import plural
+
+    assert [plural(n, "point") for n in (0, 1, 2)] == ["0 points", "1 point", "2 points"]
+    assert plural(1234, "time", thousands=True) == "1,234 times"
+    assert (
+        plural(1, "entry", "entries") == "1 entry" and plural(3, "entry", "entries") == "3 entries"
+    )

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from simsched.cli._common import parse_kv, print_json, print_table
+from simsched.progress import plural
 
 machine_app = typer.Typer(help="List and show simulated machines.", no_args_is_help=True)
 
@@ -107,7 +108,7 @@ def show(
         return
     sets = ", ".join(f"{c.name} {c.sets} sets" for c in m.caches)
     # Plain print: a console would wrap long lines and break the YAML.
-    cores = f"{m.cores} core" + ("s" if m.cores != 1 else "")
+    cores = plural(m.cores, "core")
     print(f"# {m.name}: {cores} ({m.sockets} × {m.cores_per_socket}); {sets}")
     if r is not None:
         print("# hops between sockets (row: from, column: to):")

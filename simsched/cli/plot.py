@@ -91,7 +91,7 @@ def timeline(
             raise ConfigError("--level needs the run's trace (--trace)")
     if jobs:  # no one program or scheduler: the set and its controller
         title = (
-            f"{record.get('n_jobs', '')} jobs, controller {record.get('controller', '')} on "
+            f"{_jobs(record.get('n_jobs', ''))}, controller {record.get('controller', '')} on "
             f"{record.get('machine', '')} (seed {record.get('seed', '')})"
         )
     else:
@@ -137,6 +137,13 @@ def iterations(
     )
     save(plot_iterations(load_records(results), title=title), out)
     print(out)
+
+
+def _jobs(count: object) -> str:
+    """``1 job``, ``3 jobs``; a record without the count gives ``jobs``."""
+    from simsched.progress import plural
+
+    return plural(count, "job") if isinstance(count, int) else f"{count} jobs".strip()
 
 
 def register(app: typer.Typer) -> None:

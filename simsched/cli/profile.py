@@ -17,6 +17,7 @@ from simsched.canonical import strict_json
 from simsched.cli._common import check_line, console, err_console, print_json, print_table
 from simsched.errors import ConfigError
 from simsched.files import atomic_output, check_not_input, folder_blocker, is_stream, same_file
+from simsched.progress import plural
 
 
 def _parse_sizes(text: str | None) -> list[int] | None:
@@ -207,8 +208,9 @@ def coarsen_cmd(
             print_json(summary)
         return
     (err_console if to_stream else console).print(
-        f"{m.name}: {share.name} {_human(share.size)} shared by {share.cores} core(s); "
-        f"{len(r.rows)} groups merged, {p.groups.n_strands} strands -> {r.tasks} tasks"
+        f"{m.name}: {share.name} {_human(share.size)} shared by {plural(share.cores, 'core')}; "
+        f"{plural(len(r.rows), 'group')} merged, {p.groups.n_strands} strands -> "
+        f"{plural(r.tasks, 'task')}"
     )
     if out is not None and not to_stream:
         err_console.print(f"wrote {out}")
@@ -232,7 +234,9 @@ def regrain_cmd(
         before = t.header.n_strands
         h = regrain_from_table(t, tmp, rows, machine=machine, table=table)
     merged = h.params.get("merged_groups", 0)
-    err_console.print(f"{out}: {before} strands -> {h.n_strands} strands ({merged} groups merged)")
+    err_console.print(
+        f"{out}: {before} strands -> {h.n_strands} strands ({plural(merged, 'group')} merged)"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -33,6 +33,7 @@ from simsched.cli._common import (
     want_progress,
 )
 from simsched.errors import ConfigError
+from simsched.progress import plural
 
 #: Metrics shown by ``compare`` and summarised over seeds in its JSON.
 SUMMARY_METRICS = (
@@ -356,7 +357,7 @@ def _run_jobs(
         "finish",
         "response",
         "util",
-        title=f"{rec['n_jobs']} jobs on {rec['machine']} under {rec['controller']}"
+        title=f"{plural(rec['n_jobs'], 'job')} on {rec['machine']} under {rec['controller']}"
         + (f" (quantum {rec['quantum']:,})" if rec["quantum"] else ""),
     )
     for j in rec["jobs"]:
@@ -401,7 +402,8 @@ def jobs_summary(rec: dict[str, Any]) -> str:
     )
     if rec.get("core_moves"):
         text += (
-            f"  Cores switched to another job {rec['core_moves']:,} times, away "
+            "  Cores switched to another job "
+            f"{plural(rec['core_moves'], 'time', thousands=True)}, away "
             f"{rec['move_cycles']:,} cycles in all (costs.core_move each)."
         )
     if not w["joins"]:
@@ -415,7 +417,8 @@ def jobs_summary(rec: dict[str, Any]) -> str:
         cost = f"{-extra:,.0f} private-cache misses fewer than"
     tail = "" if extra > 0 else " (no warm-up cost shows)"
     return (
-        f"{text}\nCores joined a job after serving another {w['joins']:,} times; in their "
+        f"{text}\nCores joined a job after serving another "
+        f"{plural(w['joins'], 'time', thousands=True)}; in their "
         f"first {WARMUP_REFS:,} references there they had {cost} their jobs' miss rates "
         f"over their other references predict{tail}."
     )

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from simsched.cli._common import err_console, print_table
+from simsched.progress import plural
 
 sweep_app = typer.Typer(help="Run sweeps of simulations from a YAML spec.", no_args_is_help=True)
 results_app = typer.Typer(help="Show and export the results of sweeps.", no_args_is_help=True)
@@ -87,7 +88,7 @@ def run_cmd(
         else "already done"
     )
     print(
-        f"{loaded.spec.name}: {report.total} points, ran {report.ran}, "
+        f"{loaded.spec.name}: {plural(report.total, 'point')}, ran {report.ran}, "
         f"skipped {report.skipped} ({skipped}), failed {report.failed}, "
         f"{report.wall_s:.1f} s; results in {report.out_dir}",
         file=sys.stderr,
@@ -98,20 +99,24 @@ def run_cmd(
         print(f"  ... and {len(report.failures) - 10} more", file=sys.stderr)
     if report.elsewhere:
         print(
-            f"  {report.elsewhere} point(s) were run by another `sweep run` of this sweep",
+            f"  {plural(report.elsewhere, 'point')} {_were(report.elsewhere)} run by another "
+            "`sweep run` of this sweep",
             file=sys.stderr,
         )
     if report.stale:
         print(
-            f"  {report.stale} finished point(s) were simulated by other simsched code "
-            "(changed since); --rerun-stale runs them again",
+            f"  {plural(report.stale, 'finished point')} {_were(report.stale)} simulated by "
+            f"other simsched code (changed since); --rerun-stale runs {_them(report.stale)} "
+            "again",
             file=sys.stderr,
         )
     if report.interrupted:
         pid, msg = report.interrupted[0]
         print(
-            f"{len(report.interrupted)} point(s) could not finish for want of disk space "
-            f"({pid}: {msg}); they stay pending: free space and run the command again",
+            f"{plural(len(report.interrupted), 'point')} could not finish for want of disk "
+            f"space ({pid}: {msg}); "
+            + ("it stays" if len(report.interrupted) == 1 else "they stay")
+            + " pending: free space and run the command again",
             file=sys.stderr,
         )
     if report.table_error:
@@ -122,7 +127,8 @@ def run_cmd(
         )
     if report.failed:
         print(
-            f"{report.failed} point(s) failed; run again with --retry-failed to retry them",
+            f"{plural(report.failed, 'point')} failed; run again with --retry-failed to "
+            f"retry {_them(report.failed)}",
             file=sys.stderr,
         )
     if report.failed or report.interrupted or report.table_error:
@@ -154,7 +160,7 @@ def status_cmd(
         print_json(status)
         return
     print(
-        f"{status['sweep']}: {status['total']} points: {status['ok']} done, "
+        f"{status['sweep']}: {plural(status['total'], 'point')}: {status['ok']} done, "
         f"{status['failed']} failed, {status['missing']} missing"
         + (
             f"; {status['stale']} done by other simsched code (sweep run --rerun-stale)"
@@ -162,13 +168,14 @@ def status_cmd(
             else ""
         )
         + (
-            f"; {status['orphans']} rows of points no longer in the spec"
+            f"; {plural(status['orphans'], 'row')} of points no longer in the spec"
             if status["orphans"]
             else ""
         )
         + (
-            f"; {status['trace_changed']} of the missing were run on a trace file that "
-            "holds another trace since (sweep run runs them again)"
+            f"; {status['trace_changed']} of the missing {_were(status['trace_changed'])} run "
+            "on a trace file that holds another trace since (sweep run runs "
+            f"{_them(status['trace_changed'])} again)"
             if status["trace_changed"]
             else ""
         )
@@ -217,9 +224,17 @@ def show_cmd(
             # Text cells: a label such as heat[iters=2] is data, not rich markup.
             table.add_row(*[Text("" if _isna(v) else _fmt(v)) for v in row])
         print_table(table)
-        print(f"{len(df)} rows")
+        print(plural(len(df), "row"))
     else:
         raise ConfigError(f"--format {fmt!r}: use table, csv or json")
+
+
+def _were(count: int) -> str:
+    return "was" if count == 1 else "were"
+
+
+def _them(count: int) -> str:
+    return "it" if count == 1 else "them"
 
 
 def _warn(message: str) -> None:

@@ -23,6 +23,7 @@ from simsched.cli._common import (
 )
 from simsched.errors import ConfigError
 from simsched.files import atomic_output, check_not_input
+from simsched.progress import plural
 
 trace_app = typer.Typer(help="Generate, import, inspect and validate traces.", no_args_is_help=True)
 
@@ -106,15 +107,17 @@ def _cell(key: str, v) -> str:
         return f"{v['min']}-{v['max']}, mean {v['mean']:.3f} (degree: groups  {hist})"
     if key == "branching_by_level":
         return "\n".join(
-            f"level {r['level']}: {r['groups']} groups, {r['min']}-{r['max']}, mean {r['mean']:.3f}"
+            f"level {r['level']}: {plural(r['groups'], 'group')}, {r['min']}-{r['max']}, "
+            f"mean {r['mean']:.3f}"
             for r in v
         )
     if key == "repeat":
         s0, s1 = v["strands"]
         return (
-            f"strands {s0}-{s1 - 1} run {v['count']} times (iterations +{v['iteration_stride']} "
+            f"strands {s0}-{s1 - 1} run {plural(v['count'], 'time')} "
+            f"(iterations +{v['iteration_stride']} "
             f"each); the file stores {v['stored_strands']} strands, {v['stored_refs']} "
-            f"references in {v['stored_chunks']} chunk{'' if v['stored_chunks'] == 1 else 's'}"
+            f"references in {plural(v['stored_chunks'], 'chunk')}"
         )
     if key == "frames_per_iteration":
         return f"{v['min']}-{v['max']}, mean {v['mean']:.3f}"

@@ -543,15 +543,15 @@ class _Display:
         self.progress.update(self.task, completed=done, failed=failed, running=running)
         if not self.plain or self._shown == (done, failed):
             return
-        from simsched.progress import LINE_INTERVAL_S
+        from simsched.progress import LINE_INTERVAL_S, plural
 
         now = time.monotonic()
         if now - self._last < LINE_INTERVAL_S:
             return
         self._last, self._shown = now, (done, failed)
         print(
-            f"sweep: {done}/{self.total} points done, {failed} failed, {running} running "
-            f"({now - self._t0:.0f} s)",
+            f"sweep: {done}/{plural(self.total, 'point')} done, {failed} failed, "
+            f"{running} running ({now - self._t0:.0f} s)",
             file=self.file,
             flush=True,
         )

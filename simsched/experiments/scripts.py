@@ -151,9 +151,8 @@ def _no_successful_run(df: pd.DataFrame, cmd: str) -> str:
     first = next((e.splitlines()[0] for e in errors if isinstance(e, str) and e.strip()), "")
     said = f" (the first: {first})" if first else ""
     return (
-        f"all {len(df)} of its points failed{said}; fix the cause and run "
-        f"`{cmd or 'simsched sweep run SPEC'} --retry-failed`"
-    )
+        "its one point" if len(df) == 1 else f"all {len(df)} of its points"
+    ) + f" failed{said}; fix the cause and run `{cmd or 'simsched sweep run SPEC'} --retry-failed`"
 
 
 def load_run(

@@ -589,6 +589,8 @@ def same_labels(df: pd.DataFrame) -> pd.DataFrame:
 
 def _told_same_labels(path: Path, df: pd.DataFrame, warn: Callable[[str], None]) -> pd.DataFrame:
     """``df``, after telling ``warn`` of rows that share their labels (:func:`same_labels`)."""
+    from simsched.progress import plural
+
     dup = same_labels(df)
     if not dup.empty:
         first = (
@@ -596,7 +598,7 @@ def _told_same_labels(path: Path, df: pd.DataFrame, warn: Callable[[str], None])
         )
         groups = len(dup.drop_duplicates(list(LABELS)))
         warn(
-            f"{path}: {len(dup)} rows share {groups} set(s) of labels (workload, machine, "
+            f"{path}: {len(dup)} rows share {plural(groups, 'set')} of labels (workload, machine, "
             f"scheduler, seed; e.g. {first}): tables and figures mix them; rows of points "
             "the spec no longer has are the orphans `sweep status` counts"
         )

@@ -455,7 +455,7 @@ def test_damaged_run_folder_and_results_store(cli, fib_trace, tmp_path):
     (sweep / "points" / "b").mkdir()
     (sweep / "points" / "b" / "row.json").write_text("[1, 2]")
     code, out, err = cli("results", "show", sweep)
-    assert code == 0 and "1 rows" in out
+    assert code == 0 and "\n1 row\n" in out
     assert err.strip() == (
         f"warning: {sweep / 'points' / 'b' / 'row.json'}: not a JSON object (list); "
         "the point is left out"

@@ -680,6 +680,24 @@ def test_the_summary_counts_points_that_failed_before_once(tmp_path, capsys):
     assert (report.skipped, report.failed_before, report.failed) == (6, 2, 2)
 
 
+def test_counts_of_one_are_singular(tmp_path, capsys):
+    """A sweep of one point said "1 points", "1 point(s) failed ... retry them", "1 rows"."""
+    spec = tmp_path / "one.yaml"
+    spec.write_text(
+        "name: one\nworkloads: [{name: w, generator: fake, params: {n: 10, fail: true}}]\n"
+        "machines: [itrs-scaling-1]\nschedulers: [ws]\nseeds: [1]\n"
+    )
+    code, err = _sweep_run_exit(spec, "fake_point", capsys)
+    assert code == 1 and "one: 1 point, ran 1, " in err
+    assert "\n1 point failed; run again with --retry-failed to retry it\n" in err
+    with pytest.raises(SystemExit):
+        main(["sweep", "status", str(spec), "--point-fn", "sweep_pointfns:fake_point"])
+    assert "one: 1 point: 0 done, 1 failed, 0 missing" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["results", "show", str(tmp_path / "results" / "one")])
+    assert capsys.readouterr().out.endswith("\n1 row\n")
+
+
 @pytest.mark.parametrize("name", ["point.json", "row.json"])
 def test_full_disk_for_the_runners_own_files_leaves_the_point_pending(tmp_path, monkeypatch, name):
     """A disk that filled up while the runner wrote a point's point.json or row.json (not
@@ -739,7 +757,7 @@ def test_full_disk_cli_message(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SIMSCHED_TEST_FULL", str(flag))
     code, err = _sweep_run_exit(make_spec(tmp_path), "full_disk_point", capsys)
     assert code == 1
-    assert "2 point(s) could not finish for want of disk space" in err
+    assert "2 points could not finish for want of disk space" in err
     assert "free space and run the command again" in err and "--retry-failed" not in err
 
 

@@ -424,7 +424,7 @@ def test_rows_that_share_their_labels_are_reported(tmp_path, capsys):
     told: list[str] = []
     assert len(load_results(sweep, warn=told.append)) == 5
     assert told == [
-        f"{sweep}: 4 rows share 2 set(s) of labels (workload, machine, scheduler, seed; e.g. "
+        f"{sweep}: 4 rows share 2 sets of labels (workload, machine, scheduler, seed; e.g. "
         "heat / m4 / ws / seed 0): tables and figures mix them; rows of points the spec no "
         "longer has are the orphans `sweep status` counts"
     ]
@@ -439,4 +439,4 @@ def test_rows_that_share_their_labels_are_reported(tmp_path, capsys):
     load_results(tmp_path / "sweep", warn=told.append)
     pd.DataFrame({"workload": ["x", "x"]}).to_csv(tmp_path / "t.csv", index=False)
     load_results(tmp_path / "t.csv", warn=told.append)
-    assert told == [told[0]] and "2 rows share 1 set(s)" in told[0]
+    assert told == [told[0]] and "2 rows share 1 set of labels" in told[0]

@@ -167,4 +167,4 @@ def test_coarsen_to_dev_stdout_writes_only_the_table(tmp_path):
     rows = list(csv.reader(io.StringIO(proc.stdout)))
     assert rows[0][:2] == ["machine", "cache"] and len(rows) > 1
     assert all(len(r) == len(rows[0]) for r in rows)
-    assert "groups merged" in proc.stderr
+    assert "1 group merged, 1150 strands -> 1 task\n" in proc.stderr  # "1 groups", "1 tasks"
