@@ -473,7 +473,13 @@ def _read_table(path: Path) -> pd.DataFrame:
 def _read_csv(path: Path) -> pd.DataFrame:
     """A CSV results file, a column of whole numbers with empty cells (a failed point's
     counts) as nullable integers: pandas reads it as float, and an export of it wrote
-    1234 cycles as 1234.0."""
+    1234 cycles as 1234.0.  A file of a line break alone is the export of a table without
+    a row or a column (a sweep no point of which has finished): an empty table, where an
+    empty file (cut short) stays refused."""
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+    if head and not head.strip() and len(head) < 64:
+        return pd.DataFrame()
     df = pd.read_csv(path)
     holed = [c for c in df.columns if df[c].dtype.kind == "f" and df[c].hasnans]
     if holed:

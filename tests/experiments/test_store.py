@@ -308,6 +308,15 @@ def test_a_damaged_row_is_left_out_and_reported_each_time(tmp_path, read_only, c
         load_results(tmp_path)  # library callers get a Python warning
 
 
+def test_an_exported_sweep_without_a_finished_point_reads_back(tmp_path):
+    """Its CSV (a line break: no row, no column) was refused as "not a readable CSV
+    table" by `results show` and `export` of it."""
+    (tmp_path / "sweep" / "points").mkdir(parents=True)
+    csv = export_results(tmp_path / "sweep", tmp_path / "none.csv")
+    assert load_results(csv).empty
+    assert load_results(export_results(csv, tmp_path / "again.csv")).empty
+
+
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
