@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -17,6 +17,9 @@ from rich.text import Text
 
 from simsched.cli._common import err_console, print_table
 from simsched.progress import plural
+
+if TYPE_CHECKING:
+    from simsched.experiments.spec import LoadedSpec
 
 sweep_app = typer.Typer(help="Run sweeps of simulations from a YAML spec.", no_args_is_help=True)
 results_app = typer.Typer(help="Show and export the results of sweeps.", no_args_is_help=True)
@@ -39,6 +42,20 @@ DEFAULT_COLUMNS = [
     "L2_misses",
     "error",
 ]
+
+
+def _small_checked(loaded: LoadedSpec, small: bool) -> LoadedSpec:
+    """``loaded``, after a warning when ``--small`` was given for a spec it changes nothing
+    in: `sweep run experiments/laws/published.yaml --small` started the full-size study
+    without a word."""
+    spec = loaded.spec
+    if small and spec.small.machines is None and spec.small.seeds is None:
+        if not any(w.small for w in spec.workloads):
+            _warn(
+                f"--small: {loaded.path} has no small variant (no small section, no "
+                "workload's small values): it runs as written"
+            )
+    return loaded
 
 
 @sweep_app.command("run")
@@ -69,7 +86,7 @@ def run_cmd(
     from simsched.experiments import load_spec, run_sweep
     from simsched.experiments.runner import resolve_point_function
 
-    loaded = load_spec(spec, small=True if small else None, sets=set_)
+    loaded = _small_checked(load_spec(spec, small=True if small else None, sets=set_), small)
     report = run_sweep(
         loaded,
         point_fn=resolve_point_function(point_fn),
@@ -152,7 +169,7 @@ def status_cmd(
     from simsched.experiments.runner import resolve_point_function
     from simsched.experiments.spec import check_spec
 
-    loaded = load_spec(spec, small=True if small else None, sets=set_)
+    loaded = _small_checked(load_spec(spec, small=True if small else None, sets=set_), small)
     resolve_point_function(point_fn)  # as `sweep run` would, so that status does not pass it
     check_spec(loaded, generators=point_fn is None)
     status = sweep_status(loaded)

@@ -680,6 +680,23 @@ def test_the_summary_counts_points_that_failed_before_once(tmp_path, capsys):
     assert (report.skipped, report.failed_before, report.failed) == (6, 2, 2)
 
 
+def test_small_on_a_spec_without_a_small_variant_is_said(tmp_path, capsys):
+    """`--small` on a spec it changes nothing in ran the full-size sweep without a word."""
+    spec = make_spec(tmp_path)
+    args = ["sweep", "status", str(spec), "--small", "--point-fn", "sweep_pointfns:fake_point"]
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    err = capsys.readouterr().err
+    assert info.value.code in (0, None)
+    assert err == f"warning: --small: {spec} has no small variant (no small section, no " + (
+        "workload's small values): it runs as written\n"
+    )
+    spec.write_text(spec.read_text() + "small: {seeds: [0]}\n")
+    with pytest.raises(SystemExit):
+        main(args)
+    assert capsys.readouterr().err == ""
+
+
 def test_counts_of_one_are_singular(tmp_path, capsys):
     """A sweep of one point said "1 points", "1 point(s) failed ... retry them", "1 rows"."""
     spec = tmp_path / "one.yaml"
