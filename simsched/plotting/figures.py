@@ -104,6 +104,14 @@ def _check_columns(df: pd.DataFrame, cols: Sequence[str | None]) -> None:
         )
 
 
+def _all_failed(df: pd.DataFrame) -> str:
+    """What a table of failed runs says: how many, and the first error."""
+    errors = df["error"] if "error" in df.columns else pd.Series(dtype=object)
+    first = next((e.splitlines()[0] for e in errors if isinstance(e, str) and e.strip()), "")
+    runs = "its one run" if len(df) == 1 else f"all {len(df)} runs"
+    return f"{runs} failed" + (f" (the first: {first})" if first else "")
+
+
 def _check_numeric(
     data: pd.DataFrame, col: str, what: str | None = None, bools: bool = True
 ) -> None:
@@ -380,6 +388,10 @@ def sweep_figure(
         # the table of a sweep with no finished point: "no column 'seed' in the results
         # (have: )" blamed the option
         raise ConfigError("no runs to plot: the results have no rows (no point has finished)")
+    if isinstance(df, pd.DataFrame) and not df.empty and ok_rows(df).empty:
+        # a sweep whose every point failed has no metric columns: "no column
+        # 'makespan_cycles' in the results" blamed --y
+        raise ConfigError(f"no successful runs to plot: {_all_failed(df)}")
     _check_columns(df, [x, y, hue, col])
     data = ok_rows(df)
     if data.empty:

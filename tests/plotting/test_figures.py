@@ -170,6 +170,21 @@ def test_a_sweep_with_no_finished_point_says_so(tmp_path):
         sweep_figure(results().iloc[:0], "bogus", "makespan_cycles")
 
 
+def test_a_sweep_whose_every_point_failed_says_so():
+    """Its table has no metric columns: the error blamed --y ("no column
+    'makespan_cycles' in the results")."""
+    failed = pd.DataFrame(
+        {"seed": [0, 1], "status": ["error", "error"], "error": ["ConfigError: x\nmore", "y"]}
+    )
+    with pytest.raises(ConfigError) as info:
+        sweep_figure(failed, "seed", "makespan_cycles")
+    assert str(info.value) == (
+        "no successful runs to plot: all 2 runs failed (the first: ConfigError: x)"
+    )
+    with pytest.raises(ConfigError, match="^no successful runs to plot: its one run failed$"):
+        sweep_figure(failed.iloc[:1].drop(columns="error"), "seed", "makespan_cycles")
+
+
 def test_log_x_needs_positive_values_and_hue_may_be_x():
     """Used to fail with matplotlib's 'Data cannot be log-scaled' and pandas' 'cannot
     insert seed, already exists'."""
