@@ -222,8 +222,13 @@ def show_cmd(
         print("\n".join(df.columns))
         return
     df = filter_frame(df, where or [])
-    if columns:
-        df = select_columns(df, [c.strip() for c in columns.split(",") if c.strip()])
+    if columns is not None:
+        names = [c.strip() for c in columns.split(",") if c.strip()]
+        if not names:  # select_columns([]) keeps every column: all 90 of them were printed
+            raise ConfigError(
+                f"--columns {columns!r}: no column name (e.g. --columns workload,makespan_cycles)"
+            )
+        df = select_columns(df, names)
     else:
         df = df[[c for c in DEFAULT_COLUMNS if c in df.columns]]
     if fmt == "csv":

@@ -308,6 +308,22 @@ def test_a_damaged_row_is_left_out_and_reported_each_time(tmp_path, read_only, c
         load_results(tmp_path)  # library callers get a Python warning
 
 
+@pytest.mark.parametrize("columns", ["", ",", " , "])
+def test_results_show_refuses_columns_without_a_name(tmp_path, capsys, columns):
+    """`--columns ,` printed every column of the table; `--columns ""` the default ones."""
+    from simsched.cli import main
+
+    save_row(tmp_path, "a", {"point_id": "a", "workload": "w", "status": "ok"})
+    with pytest.raises(SystemExit) as info:
+        main(["results", "show", str(tmp_path), "--columns", columns])
+    captured = capsys.readouterr()
+    assert info.value.code == 2 and captured.out == ""
+    assert captured.err == (
+        f"simsched: error: --columns {columns!r}: no column name "
+        "(e.g. --columns workload,makespan_cycles)\n"
+    )
+
+
 def test_an_exported_sweep_without_a_finished_point_reads_back(tmp_path):
     """Its CSV (a line break: no row, no column) was refused as "not a readable CSV
     table" by `results show` and `export` of it."""
