@@ -64,7 +64,11 @@ def run_cmd(
     executor: Annotated[str, typer.Option(help="local or dask")] = "local",
     workers: Annotated[
         int,
-        typer.Option(min=0, help="worker processes (local; 0 = in this process) or Dask size"),
+        # max: runner.MAX_WORKERS (not imported: the command module loads without it); the
+        # runner's own check named the option workers=5000, not --workers
+        typer.Option(
+            min=0, max=1024, help="worker processes (local; 0 = in this process) or Dask size"
+        ),
     ] = 2,
     address: Annotated[
         str | None, typer.Option(help="tcp://HOST:PORT of a running Dask scheduler")

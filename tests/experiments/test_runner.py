@@ -921,6 +921,19 @@ def test_workers_must_be_a_count(tmp_path, workers, message):
     assert not loaded.out_dir.exists()
 
 
+def test_the_workers_option_names_itself_and_the_runners_bound(tmp_path, capsys):
+    """`sweep run --workers 5000` said "workers=5000: must be between 0 and 1024"."""
+    from simsched.experiments.runner import MAX_WORKERS
+
+    spec = make_spec(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(["sweep", "run", str(spec), "--workers", str(MAX_WORKERS + 1)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "--workers" in err and "workers=" not in err
+    assert f"less than or equal to {MAX_WORKERS}" in err
+    assert not (tmp_path / "results").exists()
+
+
 def test_a_spec_path_is_not_a_loaded_spec(tmp_path):
     path = str(make_spec(tmp_path))
     for call in (run_sweep, sweep_status):
