@@ -571,6 +571,20 @@ _UNDATED: dict[str, dict[str, None]] = {
 }
 
 
+@contextlib.contextmanager
+def _source_date_epoch(value: str) -> Iterator[None]:
+    """Set ``SOURCE_DATE_EPOCH`` to ``value`` for the block, then restore it."""
+    before = os.environ.get("SOURCE_DATE_EPOCH")
+    os.environ["SOURCE_DATE_EPOCH"] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["SOURCE_DATE_EPOCH"]
+        else:
+            os.environ["SOURCE_DATE_EPOCH"] = before
+
+
 def save(fig: Figure, path: str | os.PathLike) -> Path:
     """Save ``fig`` atomically (:func:`simsched.files.atomic_output`) and close it.
 
@@ -581,14 +595,21 @@ def save(fig: Figure, path: str | os.PathLike) -> Path:
     path = Path(path)
     try:
         fmt = figure_format(path)
-        # a PDF or SVG dated by the clock, with SVG ids salted at random, differed on every
-        # save of the same figure
+        # a PDF, SVG or PostScript file dated by the clock, with SVG ids salted at random,
+        # differed on every save of the same figure
         with atomic_output(path) as tmp, plt.rc_context({"svg.hashsalt": "simsched"}):
             if fmt == "svgz":
                 # matplotlib's gzip stream carries the clock's time and the temporary's name
                 buf = io.BytesIO()
                 fig.savefig(buf, format="svg", metadata=_UNDATED["svg"])
                 tmp.write_bytes(gzip.compress(buf.getvalue(), mtime=0))
+            elif fmt in ("ps", "eps"):
+                # PostScript takes no date from metadata, only from SOURCE_DATE_EPOCH, and
+                # titles a file it is given by name with that name (here the temporary's)
+                buf = io.BytesIO()
+                with _source_date_epoch("0"):
+                    fig.savefig(buf, format=fmt)
+                tmp.write_bytes(buf.getvalue())
             else:
                 fig.savefig(tmp, format=fmt, metadata=_UNDATED.get(fmt))
     finally:

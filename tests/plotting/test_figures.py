@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -310,10 +312,10 @@ def test_log_x_of_bars_is_refused(x, kind):
         sweep_figure(results(), x, "makespan_cycles", kind=kind, logx=True)
 
 
-@pytest.mark.parametrize("fmt", ["pdf", "svg", "svgz"])
+@pytest.mark.parametrize("fmt", ["pdf", "svg", "svgz", "ps", "eps"])
 def test_a_figure_saved_twice_is_the_same_file(tmp_path, fmt, monkeypatch):
-    """PDF and SVG carried the clock's date (and SVG random ids, svgz the gzip time): the
-    same figure saved twice gave two different files."""
+    """PDF, SVG and PostScript carried the clock's date (and SVG random ids, svgz the gzip
+    time, PostScript the temporary's name): the same figure saved twice gave two files."""
     import gzip
     import time
 
@@ -329,7 +331,10 @@ def test_a_figure_saved_twice_is_the_same_file(tmp_path, fmt, monkeypatch):
     monkeypatch.setattr(time, "time", lambda: real() + 86_400)  # a day later
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")
     save(draw(), tmp_path / f"b.{fmt}")
+    assert os.environ["SOURCE_DATE_EPOCH"] == "86400"  # the user's setting is left as it was
     a, b = ((tmp_path / f"{n}.{fmt}").read_bytes() for n in "ab")
     if fmt == "svgz":
         assert gzip.decompress(a).startswith(b"<?xml")
+    if fmt in ("ps", "eps"):
+        assert a.startswith(b"%!PS")
     assert a == b
