@@ -82,6 +82,7 @@ class CacheShare:
     name: str
     size: int
     cores: int
+    line: int = 0  #: line size in bytes (0: not known)
 
 
 def cache_share(machine: Machine, level: str | None = None) -> CacheShare:
@@ -113,7 +114,7 @@ def cache_share(machine: Machine, level: str | None = None) -> CacheShare:
             raise ConfigError(f"machine {machine.name} has no cache level {level!r} ({names})")
         c = found[0]
     cores = machine.cores_per_socket if c.scope == "socket" else 1
-    return CacheShare(c.name, int(c.size), int(cores))
+    return CacheShare(c.name, int(c.size), int(cores), int(getattr(c, "line", 0) or 0))
 
 
 @dataclass
@@ -161,6 +162,12 @@ def coarsen(
     Returns
     -------
     CoarsenResult
+
+    Raises
+    ------
+    ConfigError
+        A bad argument, or the profile's line size is not the cache level's: working sets
+        are counted in the profile's lines.
     """
     if not isinstance(profile, Profile):
         raise ConfigError(
@@ -172,6 +179,15 @@ def coarsen(
     if not 0 < factor < math.inf:
         raise ConfigError(f"factor={factor!r}: must be a positive finite number")
     share = cache_share(machine, level)
+    if share.line and share.line != profile.line:
+        # W is distinct lines × the profile's line size: lines of another size count a
+        # different footprint, so Eq. 3 would compare the wrong working sets to the cache
+        raise ConfigError(
+            f"profile of {profile.meta.get('trace', 'the trace')} counts {profile.line}-byte "
+            f"lines but {machine.name}'s {share.name} has {share.line}-byte lines: profile "
+            f"the trace again with line {share.line} (simsched profile --machine "
+            f"{machine.name})"
+        )
     unit = factor * share.size / (share.cores * 2.0)
     g = profile.groups
     ws = profile.working_set_bytes

@@ -161,7 +161,7 @@ def test_coarsen_to_dev_stdout_writes_only_the_table(tmp_path):
 
     ms, prof = tmp_path / "ms.sst", tmp_path / "ms.prof"
     generate("mergesort", ms, n=8192, grain=128)
-    assert run_process("profile", ms, "-o", prof).returncode == 0
+    assert run_process("profile", ms, "--line", "128", "-o", prof).returncode == 0
     proc = run_process("coarsen", prof, "--machine", "itrs-scaling-4", "-o", "/dev/stdout")
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.reader(io.StringIO(proc.stdout)))

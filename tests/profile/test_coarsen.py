@@ -99,7 +99,7 @@ def test_coarsen_matches_the_recursive_oracle(tmp_path_factory, seed, cache, cor
 
 
 def test_table_round_trip_and_errors(tmp_path):
-    p = profile_trace(build_fanout(tmp_path / "f.sst", 8), sizes=[4096], line=64)
+    p = profile_trace(build_fanout(tmp_path / "f.sst", 8), sizes=[4096], line=128)
     r = coarsen(p, load_machine("itrs-scaling-16"))
     write_table(r.rows, tmp_path / "t.csv")
     rows = read_table(tmp_path / "t.csv")
@@ -160,3 +160,21 @@ def test_coarsen_wants_a_profile_and_a_machine(tmp_path):
         cache_share("itrs-scaling-4")
     with pytest.raises(ConfigError, match=r"profile: expected a Profile .* got PosixPath"):
         coarsen(path, load_machine("itrs-scaling-4"))
+
+
+def test_coarsen_refuses_a_profile_of_another_line_size(tmp_path):
+    """W is counted in the profile's lines: a 64-byte profile was coarsened for a machine of
+    128-byte lines without a word, comparing another footprint with the cache."""
+    path = build_fanout(tmp_path / "f.sst", 8)
+    m = load_machine("itrs-scaling-16")  # 128-byte lines at both levels
+    p = profile_trace(path, sizes=[4096], line=64)
+    with pytest.raises(
+        ConfigError,
+        match=r"profile of f\.sst counts 64-byte lines but itrs-scaling-16's L2 has "
+        r"128-byte lines: profile the trace again with line 128",
+    ):
+        coarsen(p, m)
+    with pytest.raises(ConfigError, match="itrs-scaling-16's L1 has 128-byte lines"):
+        coarsen(p, m, level="L1")
+    assert cache_share(m).line == 128
+    assert coarsen(profile_trace(path, sizes=[4096], line=128), m).tasks >= 1
