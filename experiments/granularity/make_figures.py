@@ -1,9 +1,13 @@
 """Redraw the PDF paper's Figs. 6 and 8 from the granularity sweeps and print the comparison.
 
-    python experiments/granularity/make_figures.py [-o FIGDIR]
+    python experiments/granularity/make_figures.py [FIG6] [--auto AUTO] [-o FIGDIR]
 
-Reads ``results/fig6`` (mergesort at several grains, WS and PDF) and, when present,
-``results/auto`` (the automatically coarsened traces of prepare_auto.py).  Writes
+Reads FIG6, the grain sweep's folder (mergesort at several grains, WS and PDF; default
+``results/fig6``, or ``results/small/fig6`` of the small study when only that has run) and
+AUTO, the automatic sweep's (the coarsened traces of prepare_auto.py; default ``auto``
+beside FIG6, drawn when it has run).  FIGDIR defaults to ``figures/`` for ``results/fig6``
+and to ``figures`` beside FIG6 for any other folder, so a small run does not overwrite the
+committed figures of the full one.  Writes
 ``fig6_grain.png`` (L2 misses per 1000 instructions and execution time against the task
 working set, 2 × grain × 4 bytes, one column per machine), ``fig8_auto.png`` (execution time
 of the automatically coarsened program against the best manual grain, per machine and
@@ -17,6 +21,7 @@ one (paper: within 5 %).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -122,13 +127,30 @@ def draw_fig8(t8: pd.DataFrame):
     return fig
 
 
+def default_fig6() -> Path:
+    """results/fig6 if it holds points, else results/small/fig6 if that does (the small
+    study, whose spec writes there), else results/fig6 (whose error says what to run)."""
+    full, small = HERE / "results" / "fig6", HERE / "results" / "small" / "fig6"
+    return small if not (full / "points").is_dir() and (small / "points").is_dir() else full
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-o", "--out", type=Path, default=HERE / "figures")
+    ap.add_argument("fig6", nargs="?", type=Path, default=None, help="the grain sweep's folder")
+    ap.add_argument("--auto", type=Path, default=None, help="the automatic sweep's folder")
+    ap.add_argument("-o", "--out", type=Path, default=None, help="folder for the figures")
     args = ap.parse_args()
-    t6 = fig6_table(load_figure_rows(HERE / "results" / "fig6", HERE))
-    args.out.mkdir(parents=True, exist_ok=True)
-    save(draw_fig6(t6), args.out / "fig6_grain.png")
+    fig6 = args.fig6 or default_fig6()
+    full = fig6.resolve() == (HERE / "results" / "fig6").resolve()
+    out = args.out or (HERE / "figures" if full else fig6.parent / "figures")
+    t6 = fig6_table(load_figure_rows(fig6, HERE))
+    if args.auto is not None:
+        auto = load_figure_rows(args.auto, HERE)
+    else:
+        auto_dir = fig6.parent / "auto"
+        auto = load_results(auto_dir) if (auto_dir / "points").is_dir() else pd.DataFrame()
+    out.mkdir(parents=True, exist_ok=True)
+    save(draw_fig6(t6), out / "fig6_grain.png")
     print(t6.to_string(index=False))
     for m, part in t6.groupby("machine"):
         ws = part[part["scheduler"] == "ws"].set_index("grain")
@@ -149,13 +171,12 @@ def main() -> None:
             f"(best WS grain {int(ws['makespan_cycles'].idxmin())}, best PDF grain "
             f"{int(pdf['makespan_cycles'].idxmin())}); L2 misses PDF/WS at grain {g0}: {l2}"
         )
-    auto_dir = HERE / "results" / "auto"
-    auto = load_results(auto_dir) if (auto_dir / "points").is_dir() else pd.DataFrame()
     if "status" in auto and (auto["status"] == "ok").any():  # a run point, not only failures
         t8 = fig8_table(t6, auto_table(auto))
-        save(draw_fig8(t8), args.out / "fig8_auto.png")
-        t8.to_csv(args.out / "summary.csv", index=False)
+        save(draw_fig8(t8), out / "fig8_auto.png")
+        t8.to_csv(out / "summary.csv", index=False)
         print(t8.to_string(index=False))
+    print(f"wrote {out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -418,6 +418,55 @@ def test_granularity_figures_of_a_partly_run_study(tmp_path, monkeypatch, capsys
     assert not (tmp_path / "fig" / "fig8_auto.png").exists()
 
 
+def _granularity_rows(folder, machines=("itrs-scaling-8",), auto=False):
+    """Finished points of the granularity sweeps (WS and PDF at grains 64 and 256) in
+    ``folder``; ``auto``: of the automatic sweep (one per machine and scheduler)."""
+    from simsched.experiments.store import save_row
+
+    i = 0
+    for m in machines:
+        for sched in ("ws", "pdf"):
+            for grain in [None] if auto else [64, 256]:
+                row = {
+                    "point_id": f"p{i}", "status": "ok", "machine": m,
+                    "cores": int(m.split("-")[-1]), "scheduler": sched, "seed": 0,
+                    "makespan_cycles": 1000 + i, "mpki": 1.0, "L2_misses": 10 + i,
+                    "instructions": 10**6,
+                }  # fmt: skip
+                if grain is not None:
+                    row.update({"workload.n": 16384, "workload.grain": grain})
+                save_row(folder, f"p{i}", row)
+                i += 1
+
+
+def test_granularity_figures_of_the_small_study(tmp_path, monkeypatch, capsys):
+    """The small study (small.yaml writes results/small/fig6, or wherever --set out= says)
+    could not be drawn: the script read results/fig6 only and took no folder."""
+    mod = _script("granularity")
+    monkeypatch.setattr(mod, "HERE", tmp_path)
+    # a folder given on the command line, its automatic sweep beside it
+    _granularity_rows(tmp_path / "elsewhere" / "g6")
+    _granularity_rows(tmp_path / "elsewhere" / "auto", auto=True)
+    monkeypatch.setattr(sys, "argv", ["make_figures.py", str(tmp_path / "elsewhere" / "g6")])
+    mod.main()
+    assert "itrs-scaling-8: PDF/WS at their best grains" in capsys.readouterr().out
+    drawn = tmp_path / "elsewhere" / "figures"
+    assert {p.name for p in drawn.iterdir()} == {"fig6_grain.png", "fig8_auto.png", "summary.csv"}
+    assert not (tmp_path / "figures").exists()  # the full study's figures are left alone
+    # no argument: the small study's own folders when the full one has not run
+    _granularity_rows(tmp_path / "results" / "small" / "fig6", ("itrs-scaling-16",))
+    monkeypatch.setattr(sys, "argv", ["make_figures.py"])
+    mod.main()
+    assert "itrs-scaling-16: PDF/WS" in capsys.readouterr().out
+    assert (tmp_path / "results" / "small" / "figures" / "fig6_grain.png").is_file()
+    # --auto names the automatic sweep; a folder that is not one is one line, status 2
+    bad = ["make_figures.py", "--auto", str(tmp_path / "none"), "-o", str(tmp_path / "fig")]
+    monkeypatch.setattr(sys, "argv", bad)
+    err = one_line_exit(capsys, mod.main)
+    assert err.startswith("make_figures.py: ") and str(tmp_path / "none") in err
+    assert not (tmp_path / "fig").exists()  # refused before anything is drawn
+
+
 @pytest.mark.parametrize("study", ["laws", "cab", "saws", "granularity", "pdf_vs_ws"])
 def test_every_study_script_ends_ctrl_c_in_one_line(study, tmp_path, monkeypatch, capsys):
     def interrupt(*args, **kwargs):
