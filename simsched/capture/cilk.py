@@ -514,12 +514,18 @@ class _Rewriter:
         lim, st, v0, cf, a, b, i = names.values()
         # the distance from the first value to the bound, in unsigned long long: an integer
         # variable's ends are converted before the subtraction (which then cannot overflow:
-        # int i from -2e9 to 2e9 is 4e9 apart), 0ull + p leaves a pointer a pointer
+        # int i from -2e9 to 2e9 is 4e9 apart), and a pointer stays a pointer;
         # the first value in the type it is compared in (signed char -64 against an
         # unsigned bound is 4294967232 there, not 2^64 - 64)
         first = b"((__typeof__(%s))%s)" % (lim, v0)
         hi_, lo_ = (lim, first) if up else (first, lim)
-        diff = b"(unsigned long long)((0ull + " + hi_ + b") - " + lo_ + b")"
+        # both ends cast to the type of bound + 0ull (unsigned long long for an integer, the
+        # bound's own type for a floating bound or a pointer): the values 0ull + hi - lo
+        # took, without the implicit sign conversions -Wsign-conversion (in C, part of
+        # -Wconversion) holds against code the user never wrote
+        wide = b"__typeof__((%s) + 0ull)" % lim
+        span = b"(%s)%s - (%s)%s" % (wide, hi_, wide, lo_)
+        diff = b"(unsigned long long)(" + span + b")"
         if op == b"!=":
             # the step reaches the bound exactly, in either direction: a negative step
             # (i += s with s < 0) runs down to it, and an unsigned variable may wrap on
@@ -536,10 +542,10 @@ class _Rewriter:
             # (diff + st - 1) / st overflowed when the distance and the step were near
             # 2^64 and ran no iteration; a floating bound's distance is rounded up
             # (int i = 0; i < 2.5 runs 3 iterations), an integer's is left alone
-            span = b"(0ull + %s) - %s" % (hi_, lo_)
             diff = (
                 b"__extension__ ({ __typeof__(%s) __ss_x = %s; (unsigned long long)__ss_x + "
-                b"((long double)(unsigned long long)__ss_x < (long double)__ss_x); })"
+                b"(unsigned long long)((long double)(unsigned long long)__ss_x "
+                b"< (long double)__ss_x); })"
             ) % (span, span)
             count = b"(%s %s %s ? (%s - 1) / %s + 1 : 0ull)" % (v0, op, lim, diff, st)
         else:
@@ -547,19 +553,23 @@ class _Rewriter:
         # a pointer moves by a signed offset (a negative step's i * st wraps to 2^64 - k)
         offset_ = b"(long long)(%s * %s)" if pointer else b"%s * %s"
         offset_ = offset_ % (i, st)
+        # an integer's next value is computed in unsigned long long and converted back, as
+        # the assignment did, but with casts that -Wconversion does not warn about
+        sign = b"+" if up else b"-"
+        value = b"(__typeof__(%s))((__typeof__((%s) + 0ull))%s %s %s)" % (v0, v0, v0, sign, offset_)
         split = SPLITS.index(self.opt.split)
         prefix = (
             b"{ %s __typeof__(%s) %s = (%s); unsigned long long %s = (unsigned long long)(%s); "
             b"__typeof__(%s) %s = %s; __ss_cilk_for_t %s; unsigned long long %s, %s, %s; "
             b"__ss_cilk_for_begin(&%s, %s, (long long)(%s), %d, %d, %d); "
             b"while (__ss_cilk_for_next(&%s, &%s, &%s)) for (%s = %s; %s < %s; %s++) { "
-            b"%s = %s %s %s; do "
+            b"%s = %s; do "
         ) % (
             init, ltype, lim, limit, st, step,
             var, v0, var, cf, a, b, i,
             cf, count, grain, self.opt.workers, split, 1 if inner else 0,
             cf, a, b, i, a, i, b, i,
-            var, v0, b"+" if up else b"-", offset_,
+            var, value,
         )  # fmt: skip
         self.replace((offset, body.start_byte), prefix)
         per_iter = b" __ss_cilk_sync();" if any(self.kinds[o] == SPAWN for o in inner) else b""

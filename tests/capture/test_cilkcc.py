@@ -199,6 +199,59 @@ def test_rejected_construct_is_one_line_and_exit_status_2(tmp_path, capsys):
     assert "\n" not in err
 
 
+WCONVERSION = """\
+#include <stddef.h>
+#include <cilk/cilk.h>
+#include "simsched.h"
+static long total;
+static void visit(long x) { total += x; }
+static long fib(long n) {
+    if (n < 2)
+        return n;
+    long a = cilk_spawn fib(n - 1);
+    long b = fib(n - 2);
+    cilk_sync;
+    return a + b;
+}
+int main(int argc, char **argv) {
+    (void)argv;
+    long n = argc + 40;
+    size_t m = (size_t)n;
+    double a[64];
+    SS_ROI_BEGIN();
+    cilk_for (int i = 0; i < argc + 3; i++) visit(i);
+    cilk_for (long i = n; i >= 2; i -= 3) visit(i);
+    cilk_for (unsigned u = 0; u < 12u; u += 5) visit((long)u);
+    cilk_for (unsigned char c = 250; c != 4; c++) visit(c);
+    cilk_for (size_t k = 0; k <= m; k++) visit((long)k);
+    cilk_for (int i = 0; i < 2.5; i++) visit(i);
+    cilk_for (double *p = a; p != a + 64; p++) *p = 1.0;
+    cilk_for (double *p = a + 63; p > a; p -= 2) *p = 2.0;
+    SS_SPAWN(visit(fib(10)));
+    SS_SYNC();
+    SS_ROI_END();
+    return (int)(total % 2);
+}
+"""
+
+
+@needs_gcc
+@pytest.mark.parametrize("name", ["wconversion.c", "cilk_forms.c"])
+def test_rewritten_code_is_warning_free_under_wconversion(cache, tmp_path, name):
+    """The cilk_for rewrite converted signed ends and values to unsigned long long and
+    back implicitly: -Wall -Wextra -Wconversion -Werror failed a clean program on code
+    its author never wrote."""
+    src = DATA / name
+    if name == "wconversion.c":
+        src = tmp_path / name
+        src.write_text(WCONVERSION)
+    flags = ["-Wall", "-Wextra", "-Wconversion", "-Werror", "-c", str(src)]
+    for backend in ("gcc", "valgrind"):
+        obj = tmp_path / f"{backend}.o"
+        assert compile_program([*flags, "-o", str(obj)], backend=backend) == 0
+        assert obj.is_file()
+
+
 @needs_gcc
 def test_every_accepted_form_behaves_as_the_serial_elision(cache, tmp_path):
     src = DATA / "cilk_forms.c"
