@@ -187,7 +187,7 @@ def gcc_runtime() -> tuple[Path, bool]:
     key = _digest([f.read_bytes() for f in files] + [version.encode(), bytes([zstd])])
 
     def build(tmp: Path) -> None:
-        flags = [cc, "-O2", "-fvisibility=hidden", "-fno-builtin", "-fno-sanitize=all"]
+        flags = [cc, "-x", "c", "-O2", "-fvisibility=hidden", "-fno-builtin", "-fno-sanitize=all"]
         flags += [f"-I{src}"] + ([] if zstd else ["-DSS_NO_ZSTD"])
         rt = src / "runtime"
         # gcc links libtsan_preinit.o into every -fsanitize=thread program (and an empty

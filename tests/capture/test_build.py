@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from simsched.capture import build, cc_command
@@ -30,6 +32,51 @@ def test_cc_command_instruments_and_links_the_runtime(cache):
     assert ("-lzstd" in cmd) == zstd
     compile_only = cc_command(["-c", "x.c"])
     assert f"-L{rt}" not in compile_only and "-fsanitize=thread" in compile_only
+
+
+CXX_PROGRAM = """\
+#include <cstdio>
+#include <vector>
+#include "simsched.h"
+static long sum(const std::vector<long> &v, std::size_t lo, std::size_t hi) {
+    if (hi - lo <= 4) {
+        long s = 0;
+        for (std::size_t i = lo; i < hi; i++)
+            s += v[i];
+        return s;
+    }
+    long a = 0, b = 0;
+    std::size_t mid = lo + (hi - lo) / 2;
+    SS_SPAWN(a = sum(v, lo, mid));
+    SS_SPAWN(b = sum(v, mid, hi));
+    SS_SYNC();
+    return a + b;
+}
+int main() {
+    std::vector<long> v(64, 1);
+    SS_ROI_BEGIN();
+    long s = sum(v, 0, v.size());
+    SS_ROI_END();
+    std::printf("%ld\\n", s);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_a_cxx_program_builds_and_captures_with_simsched_cc_gxx(cache, monkeypatch, tmp_path):
+    """SIMSCHED_CC=g++ (docs/capture.md) compiled the C runtime as C++, which failed: no
+    C++ program could be built; its markers are also warning-free under -Wconversion."""
+    from simsched.capture import capture, compile_program
+
+    monkeypatch.setenv("SIMSCHED_CC", "g++")
+    src, prog = tmp_path / "sum.cpp", tmp_path / "sum"
+    src.write_text(CXX_PROGRAM)
+    flags = ["-O2", "-Wall", "-Wextra", "-Wconversion", "-Wsign-conversion", "-Werror"]
+    assert compile_program([*flags, str(src), "-o", str(prog)]) == 0
+    res = capture(str(prog), [], tmp_path / "sum.sst")
+    assert res.header.n_frames == 31  # the 15 inner calls spawn 2 each, and main's frame
+    assert res.header.n_refs > 0
 
 
 def test_missing_compiler_names_the_install_command(cache, monkeypatch):
