@@ -99,9 +99,17 @@ def _check_columns(df: pd.DataFrame, cols: Sequence[str | None]) -> None:
         c for c in cols if c is not None and not (isinstance(c, Hashable) and c in df.columns)
     ]
     if missing:
-        raise ConfigError(
-            f"no column {missing[0]!r} in the results (have: {', '.join(map(str, df.columns[:20]))})"
-        )
+        name = str(missing[0]).lower()
+        names = [str(c) for c in df.columns]
+        # a sweep's parameter columns come first: the first 20 names alone hid the metric
+        # the user meant (makespan_cycles for "makespan") and read as the whole list
+        near = [c for c in names if name in c.lower()][:5]
+        if near:
+            hint = f"did you mean {', '.join(near)}?"
+        else:
+            more = f", ... ({len(names)} columns)" if len(names) > 20 else ""
+            hint = f"have: {', '.join(names[:20])}{more}"
+        raise ConfigError(f"no column {missing[0]!r} in the results ({hint})")
 
 
 def _all_failed(df: pd.DataFrame) -> str:

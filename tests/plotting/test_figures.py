@@ -87,6 +87,19 @@ def test_unknown_column_is_a_config_error():
         aggregate(results(), "cores", "nope")
 
 
+def test_an_unknown_column_names_the_columns_it_may_mean():
+    """The message listed the first 20 columns, a sweep's parameters, as if they were all:
+    --y makespan named neither makespan_cycles nor that the list went on."""
+    df = results()
+    for i in range(20):
+        df.insert(0, f"workload.p{i}", i)  # parameters come first in a sweep's table
+    with pytest.raises(ConfigError, match=r"no column 'makespan' in the results \(did you "
+                       r"mean makespan_cycles\?\)$"):  # fmt: skip
+        aggregate(df, "cores", "makespan")
+    with pytest.raises(ConfigError, match=r"\(have: workload.p19, .*, \.\.\. \(29 columns\)\)$"):
+        aggregate(df, "cores", "zzz")
+
+
 def test_style_file_is_packaged_and_applies():
     assert style_path().is_file()
     with style():
