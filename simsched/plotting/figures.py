@@ -593,16 +593,35 @@ def _source_date_epoch(value: str) -> Iterator[None]:
             os.environ["SOURCE_DATE_EPOCH"] = before
 
 
+def _check_tex(path: Path) -> None:
+    """PGF lays text out with TeX: without it matplotlib ended in a traceback."""
+    import shutil
+
+    tex = plt.rcParams["pgf.texsystem"]
+    if shutil.which(tex) is None:
+        raise ConfigError(
+            f"{path}: a PGF figure needs {tex} (TeX) to lay out its text, and {tex} is not "
+            f"installed; install TeX or save as .pdf or .svg"
+        )
+
+
 def save(fig: Figure, path: str | os.PathLike) -> Path:
     """Save ``fig`` atomically (:func:`simsched.files.atomic_output`) and close it.
 
     The format comes from the suffix (see :func:`figure_format`).
+
+    Raises
+    ------
+    ConfigError
+        The suffix is not a figure format, or the format is PGF and TeX is not installed.
     """
     from simsched.files import atomic_output
 
     path = Path(path)
     try:
         fmt = figure_format(path)
+        if fmt == "pgf" and (fig.axes or fig.texts or fig.legends):
+            _check_tex(path)
         # a PDF, SVG or PostScript file dated by the clock, with SVG ids salted at random,
         # differed on every save of the same figure
         with atomic_output(path) as tmp, plt.rc_context({"svg.hashsalt": "simsched"}):
@@ -619,7 +638,9 @@ def save(fig: Figure, path: str | os.PathLike) -> Path:
                     fig.savefig(buf, format=fmt)
                 tmp.write_bytes(buf.getvalue())
             else:
-                fig.savefig(tmp, format=fmt, metadata=_UNDATED.get(fmt))
+                # PGF takes no metadata at all (even None is a TypeError)
+                undated: dict[str, Any] = {"metadata": _UNDATED[fmt]} if fmt in _UNDATED else {}
+                fig.savefig(tmp, format=fmt, **undated)
     finally:
         plt.close(fig)
     return path

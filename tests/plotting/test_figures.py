@@ -325,6 +325,26 @@ def test_log_x_of_bars_is_refused(x, kind):
         sweep_figure(results(), x, "makespan_cycles", kind=kind, logx=True)
 
 
+def test_a_pgf_figure_is_saved_or_refused_in_one_line(tmp_path, monkeypatch):
+    """save passed metadata=None, which PGF refuses (a TypeError: no PGF file could be
+    written), and a PGF figure with text and no TeX installed ended in a traceback."""
+    from matplotlib.lines import Line2D
+
+    fig = plt.figure()
+    fig.add_artist(Line2D([0, 1], [0, 1]))  # no text: PGF writes it without TeX
+    save(fig, tmp_path / "line.pgf")
+    assert (tmp_path / "line.pgf").read_text().startswith("%% Creator: Matplotlib, PGF")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))  # no TeX on the path
+    fig, ax = plt.subplots()
+    ax.set_title("text")
+    tex = plt.rcParams["pgf.texsystem"]
+    with pytest.raises(
+        ConfigError, match=rf"text.pgf: a PGF figure needs {tex} \(TeX\) to lay out its text"
+    ):
+        save(fig, tmp_path / "text.pgf")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["line.pgf"]
+
+
 @pytest.mark.parametrize("fmt", ["pdf", "svg", "svgz", "ps", "eps"])
 def test_a_figure_saved_twice_is_the_same_file(tmp_path, fmt, monkeypatch):
     """PDF, SVG and PostScript carried the clock's date (and SVG random ids, svgz the gzip
