@@ -274,7 +274,7 @@ def valgrind_tool() -> Path:
     def build(tmp: Path) -> None:
         obj = tmp / "ss_main.o"
         _run(
-            [cc, *_VG_CFLAGS, f"-I{_VG_INCLUDE}", f"-I{src}", "-c"]
+            [cc, "-x", "c", *_VG_CFLAGS, f"-I{_VG_INCLUDE}", f"-I{src}", "-c"]
             + [str(src / "valgrind" / "ss_main.c"), "-o", str(obj)],
             "the valgrind tool",
         )

@@ -117,3 +117,14 @@ def test_valgrind_tool_lib_dir_has_the_tool_and_stock_files(cache):
     assert (lib / "simsched-amd64-linux").is_file()
     assert (lib / "vgpreload_core-amd64-linux.so").exists()
     assert build.valgrind_tool() == lib
+
+
+@needs_valgrind
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_valgrind_tool_builds_with_simsched_cc_gxx(monkeypatch, tmp_path):
+    """SIMSCHED_CC=g++ compiled the tool's C source as C++, which failed on valgrind's
+    headers: the valgrind backend could not be used with the documented C++ driver."""
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(tmp_path))  # a tool not built yet
+    monkeypatch.setenv("SIMSCHED_CC", "g++")
+    lib = build.valgrind_tool()
+    assert lib.parent == tmp_path and (lib / "simsched-amd64-linux").is_file()
