@@ -86,7 +86,10 @@ ss_client_request_(unsigned long code, unsigned long a1, unsigned long a2)
 #endif
 
 /* The marker function every backend intercepts.  Weak: the gcc backend's
- * runtime overrides it.  `used` keeps it in the symbol table for Pin. */
+ * runtime overrides it.  `used` keeps it in the symbol table for Pin.  Declared
+ * first: an external definition without a prototype fails -Wmissing-prototypes
+ * (-Wmissing-declarations in C++) under -Werror. */
+void simsched_marker(int kind, long arg);
 __attribute__((weak, noinline, used, visibility("default"))) void
 simsched_marker(int kind, long arg)
 {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 
 import pytest
 
@@ -128,3 +129,35 @@ def test_valgrind_tool_builds_with_simsched_cc_gxx(monkeypatch, tmp_path):
     monkeypatch.setenv("SIMSCHED_CC", "g++")
     lib = build.valgrind_tool()
     assert lib.parent == tmp_path and (lib / "simsched-amd64-linux").is_file()
+
+
+MARKERS_C = """\
+#include "simsched.h"
+static void leaf(void) {}
+int main(void) {
+    SS_ROI_BEGIN();
+    SS_SPAWN(leaf());
+    SS_SYNC();
+    SS_ROI_END();
+    return 0;
+}
+"""
+
+
+@needs_gcc
+@pytest.mark.parametrize(
+    ("compiler", "suffix", "flag"),
+    [("gcc", ".c", "-Wmissing-prototypes"), ("g++", ".cpp", "-Wmissing-declarations")],
+)
+def test_the_marker_header_builds_with_missing_prototype_warnings_as_errors(
+    tmp_path, compiler, suffix, flag
+):
+    """simsched.h defined simsched_marker without declaring it first: a program that
+    builds with -Wmissing-prototypes (C++: -Wmissing-declarations) -Werror failed on it."""
+    if shutil.which(compiler) is None:
+        pytest.skip(f"{compiler} is not installed")
+    src = tmp_path / f"m{suffix}"
+    src.write_text(MARKERS_C)
+    cmd = [compiler, "-Wall", "-Wextra", flag, "-Werror", f"-I{build.source_dir()}", "-c"]
+    proc = subprocess.run([*cmd, str(src), "-o", str(tmp_path / "m.o")], capture_output=True)
+    assert proc.returncode == 0, proc.stderr.decode()
