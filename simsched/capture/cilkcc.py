@@ -152,7 +152,13 @@ def cpp_command(cmd: Sequence[str], index: int, out: Path) -> list[str]:
             keep += cmd[i : i + n]
         i += n
     cilk_h = build.source_dir() / "simsched_cilk.h"
-    return [*keep, "-E", "-DSIMSCHED_CILK=1", "-include", str(cilk_h), cmd[index], "-o", str(out)]
+    # the rewritten unit is compiled as C (-x cpp-output), so it is preprocessed as C: a
+    # C++ driver ($SIMSCHED_CC=g++) read a .c source as C++ and the unit did not compile
+    lang = [] if cmd[index] == "-" else ["-x", "c"]
+    return [
+        *keep, "-E", "-DSIMSCHED_CILK=1", "-include", str(cilk_h), *lang, cmd[index],
+        "-o", str(out),
+    ]  # fmt: skip
 
 
 def preprocess(

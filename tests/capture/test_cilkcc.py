@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,7 +86,20 @@ def test_cpp_command_keeps_preprocessor_flags_only(tmp_path):
         "-include",
         str(build.source_dir() / "simsched_cilk.h"),
     ]
-    assert cpp[9:] == ["a.c", "-o", str(tmp_path / "a.i")]
+    assert cpp[9:] == ["-x", "c", "a.c", "-o", str(tmp_path / "a.i")]
+
+
+@needs_gcc
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_a_cilk_c_source_builds_under_a_cxx_driver(cache, tmp_path, monkeypatch):
+    """SIMSCHED_CC=g++ preprocessed a .c source as C++ (g++ reads .c as C++) but compiled
+    the rewritten unit as C: a wall of errors about extern "C" and static_assert."""
+    monkeypatch.setenv("SIMSCHED_CC", "g++")
+    prog = tmp_path / "fib"
+    flags = ["-O2", "-Wall", "-Wextra", "-Wconversion", "-Werror"]
+    assert compile_program([*flags, str(PROGRAMS / "cilk" / "fib.c"), "-o", str(prog)]) == 0
+    res = capture(str(prog), ["12", "4"], tmp_path / "fib.sst")
+    assert res.header.n_frames > 1
 
 
 def test_cplusplus_source_with_cilk_is_rejected(tmp_path):
