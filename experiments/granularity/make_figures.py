@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from simsched.experiments import load_results
-from simsched.experiments.scripts import load_figure_rows, run_script
+from simsched.experiments.scripts import load_figure_rows, run_script, usage_error
 from simsched.plotting import save, style
 
 HERE = Path(__file__).resolve().parent
@@ -143,9 +143,22 @@ def main() -> None:
     fig6 = args.fig6 or default_fig6()
     full = fig6.resolve() == (HERE / "results" / "fig6").resolve()
     out = args.out or (HERE / "figures" if full else fig6.parent / "figures")
-    t6 = fig6_table(load_figure_rows(fig6, HERE))
+    if out.exists() and not out.is_dir():
+        usage_error(f"-o {out}: not a folder (the figures are written into one)")
+    rows = load_figure_rows(fig6, HERE)
+    missing = [c for c in ("workload.n", "workload.grain") if c not in rows]
+    if missing:
+        # the automatic sweep's folder, or another study's, given for the grain sweep's
+        usage_error(
+            f"{fig6}: no column {missing[0]}: not the grain sweep (small.yaml, fig6.yaml); "
+            "give the automatic one with --auto"
+        )
+    t6 = fig6_table(rows)
     if args.auto is not None:
         auto = load_figure_rows(args.auto, HERE)
+        if "workload.grain" in auto:
+            # its mean over every grain would have stood for the automatic grain
+            usage_error(f"--auto {args.auto}: a grain sweep, not the automatic one (auto.yaml)")
     else:
         auto_dir = fig6.parent / "auto"
         auto = load_results(auto_dir) if (auto_dir / "points").is_dir() else pd.DataFrame()

@@ -467,6 +467,30 @@ def test_granularity_figures_of_the_small_study(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "fig").exists()  # refused before anything is drawn
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["{tmp}/auto"], "{tmp}/auto: no column workload.n: not the grain sweep"),
+        (["{tmp}/g6", "--auto", "{tmp}/g6"], "--auto {tmp}/g6: a grain sweep, not the automatic"),
+        (["{tmp}/g6", "-o", "{tmp}/file"], "-o {tmp}/file: not a folder"),
+    ],
+)
+def test_granularity_figures_refuse_the_wrong_folders(tmp_path, monkeypatch, capsys, argv, message):
+    """The automatic sweep given as the grain sweep ended in a KeyError traceback, a grain
+    sweep given as the automatic one was averaged over its grains, and -o naming a file
+    ended in a FileExistsError traceback."""
+    mod = _script("granularity")
+    monkeypatch.setattr(mod, "HERE", tmp_path)
+    _granularity_rows(tmp_path / "g6")
+    _granularity_rows(tmp_path / "auto", auto=True)
+    (tmp_path / "file").write_text("")
+    args = [a.format(tmp=tmp_path) for a in argv]
+    monkeypatch.setattr(sys, "argv", ["make_figures.py", *args])
+    err = one_line_exit(capsys, mod.main)
+    assert err.startswith(f"make_figures.py: {message.format(tmp=tmp_path)}"), err
+    assert not (tmp_path / "figures").exists()
+
+
 @pytest.mark.parametrize("study", ["laws", "cab", "saws", "granularity", "pdf_vs_ws"])
 def test_every_study_script_ends_ctrl_c_in_one_line(study, tmp_path, monkeypatch, capsys):
     def interrupt(*args, **kwargs):
