@@ -171,10 +171,17 @@ def prepare(
             }
             summary.append(row)
             if log:
+                # without a merged sort task there is no grain: "0 KB (~ grain 0 keys)"
+                # read as a chosen grain of nothing
+                grain_words = (
+                    f"median working set of the merged sort tasks {ws / 1024:.0f} KB "
+                    f"(~ grain {row['grain']} keys)"
+                    if sorts
+                    else "no sort task among the merged groups: no grain to report"
+                )
                 log(
                     f"{label}: L2 {row['l2_bytes']} B, {row['cores']} cores: {row['groups']} "
-                    f"groups merged, {row['strands']} strands; median working set of the "
-                    f"merged sort tasks {ws / 1024:.0f} KB (~ grain {row['grain']} keys)"
+                    f"groups merged, {row['strands']} strands; {grain_words}"
                 )
     return summary
 

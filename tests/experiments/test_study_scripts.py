@@ -700,3 +700,24 @@ def test_prepare_auto_exits_2_in_one_line_on_bad_input(
     err = one_line_exit(capsys, lambda: runpy.run_path(str(path), run_name="__main__"))
     assert err.startswith("prepare_auto.py: ") and message in err, err
     assert not profiled
+
+
+def test_prepare_auto_reports_no_grain_when_no_sort_task_is_merged(tmp_path):
+    """On an input that fits the cache share whole, the merged groups held no sort task,
+    and the log said "median working set of the merged sort tasks 0 KB (~ grain 0 keys)"."""
+    import shutil
+
+    from simsched.experiments import load_spec
+
+    pa = _script("granularity", "prepare_auto")
+    study = ROOT / "experiments" / "granularity"
+    for name in ("small.yaml", "small-auto.yaml"):  # their outputs land beside the copies
+        shutil.copy(study / name, tmp_path / name)
+    grain_spec = load_spec(tmp_path / "small.yaml", small=False)
+    auto_spec = load_spec(tmp_path / "small-auto.yaml", small=False)
+    lines: list[str] = []
+    pa.prepare(grain_spec, auto_spec, n=100, log=lines.append)
+    machines = [line for line in lines if line.startswith("itrs-scaling-")]
+    assert len(machines) == 2
+    assert all(line.endswith("no sort task among the merged groups: no grain to report")
+               for line in machines), machines  # fmt: skip
