@@ -99,7 +99,10 @@ def profile_cmd(
     if plot is not None:
         from simsched.plotting import figure_format
 
-        figure_format(plot)  # refuse an unknown format before the long pass
+        if figure_format(plot) == "pgf":  # refuse what cannot be written before the long pass
+            from simsched.plotting.figures import check_tex
+
+            check_tex(plot)
     if line is None and machine is not None:
         from simsched.machine import load_machine
 

@@ -593,8 +593,22 @@ def _source_date_epoch(value: str) -> Iterator[None]:
             os.environ["SOURCE_DATE_EPOCH"] = before
 
 
-def _check_tex(path: Path) -> None:
-    """PGF lays text out with TeX: without it matplotlib ended in a traceback."""
+def check_tex(path: str | os.PathLike) -> None:
+    """Refuse a PGF figure at ``path`` when its TeX program is not installed.
+
+    PGF lays text out with TeX (``pgf.texsystem``, xelatex by default): without it
+    matplotlib ended in a traceback after the figure was drawn.
+
+    Parameters
+    ----------
+    path
+        The figure file (named in the message).
+
+    Raises
+    ------
+    ConfigError
+        The TeX program is not on ``PATH``.
+    """
     import shutil
 
     tex = plt.rcParams["pgf.texsystem"]
@@ -621,7 +635,7 @@ def save(fig: Figure, path: str | os.PathLike) -> Path:
     try:
         fmt = figure_format(path)
         if fmt == "pgf" and (fig.axes or fig.texts or fig.legends):
-            _check_tex(path)
+            check_tex(path)
         # a PDF, SVG or PostScript file dated by the clock, with SVG ids salted at random,
         # differed on every save of the same figure
         with atomic_output(path) as tmp, plt.rc_context({"svg.hashsalt": "simsched"}):

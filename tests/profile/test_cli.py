@@ -143,6 +143,22 @@ def test_out_and_plot_on_one_file_are_refused_before_the_pass(tmp_path, capsys, 
     assert (tmp_path / "p.png").read_text() == "keep me" and not (tmp_path / "new.png").exists()
 
 
+def test_a_pgf_plot_without_tex_is_refused_before_the_pass(tmp_path, capsys, monkeypatch):
+    """--plot fig.pgf without TeX ran the whole pass, wrote the profile, then ended in a
+    traceback (or, after save learnt to refuse it, an error after the long pass)."""
+    src = build_random(tmp_path / "r.sst", 4)
+    ran = []
+    monkeypatch.setattr("simsched.profile.profile_trace", lambda *a, **k: ran.append(1))
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))  # no TeX on the path
+    out, fig = tmp_path / "r.prof", tmp_path / "ws.pgf"
+    code, _, err = run(["profile", src, "-o", out, "--plot", fig], capsys)
+    assert code == 2 and not ran, err
+    assert err.strip().endswith(f"{fig}: a PGF figure needs xelatex (TeX) to lay out its "
+                                "text, and xelatex is not installed; install TeX or save as "
+                                ".pdf or .svg")  # fmt: skip
+    assert not out.exists() and not fig.exists()
+
+
 def test_a_bad_size_is_named_once(tmp_path, capsys):
     """The message names the size once, not once more inside the parser's own words."""
     src = build_random(tmp_path / "r.sst", 4)
