@@ -318,12 +318,18 @@ def plot_sweep(
 ) -> None:
     """Plot Y against X from a sweep's results (mean over seeds, min-max bars; a warning
     when a mark also averages several workloads, machines or schedulers)."""
+    from simsched.errors import ConfigError
     from simsched.experiments.store import filter_frame, load_results
     from simsched.files import check_not_input
     from simsched.plotting import save, sweep_figure
 
     check_not_input(out, "--out", {"the results": path})
-    df = filter_frame(load_results(path, warn=_warn), where or [])
+    every = load_results(path, warn=_warn)
+    df = filter_frame(every, where or [])
+    if where and df.empty and not every.empty:
+        # sweep_figure would say "no successful runs to plot" of runs that all succeeded
+        shown = " ".join(f"--where {w!r}" for w in where)
+        raise ConfigError(f"{path}: no row matches {shown} (of {len(every)} rows)")
     print(save(sweep_figure(df, x, y, hue, kind=kind, col=col, logx=logx, warn=_warn), out))
 
 

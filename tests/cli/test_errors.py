@@ -326,6 +326,14 @@ def test_plot_timeline_level_and_sweep_y(cli, tmp_path):
     )
     assert code == 2 and "--y machine: not a numeric column" in one_line(err)
     assert not (tmp_path / "f.png").exists()
+    # a filter that keeps nothing was reported as "no successful runs to plot"
+    code, _, err = cli(
+        "plot", "sweep", tmp_path / "sw", "--x", "cores", "--y", "speedup",
+        "--where", "scheduler=wss", "-o", tmp_path / "f.png",
+    )  # fmt: skip
+    assert code == 2
+    assert one_line(err).endswith("sw: no row matches --where 'scheduler=wss' (of 1 rows)")
+    assert not (tmp_path / "f.png").exists()
 
 
 def test_sweep_workers_and_dask_address(cli, tmp_path):
