@@ -103,7 +103,8 @@ def _check_columns(df: pd.DataFrame, cols: Sequence[str | None]) -> None:
         names = [str(c) for c in df.columns]
         # a sweep's parameter columns come first: the first 20 names alone hid the metric
         # the user meant (makespan_cycles for "makespan") and read as the whole list
-        near = [c for c in names if name in c.lower()][:5]
+        # an empty name is in every name: it suggested the first five columns, as if near it
+        near = [c for c in names if name.strip() and name in c.lower()][:5]
         if near:
             hint = f"did you mean {', '.join(near)}?"
         else:

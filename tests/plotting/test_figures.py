@@ -98,6 +98,10 @@ def test_an_unknown_column_names_the_columns_it_may_mean():
         aggregate(df, "cores", "makespan")
     with pytest.raises(ConfigError, match=r"\(have: workload.p19, .*, \.\.\. \(29 columns\)\)$"):
         aggregate(df, "cores", "zzz")
+    # a blank name is in every column's: it was "did you mean workload.p19, ...?"
+    for blank in ("", " "):
+        with pytest.raises(ConfigError, match=rf"no column '{blank}' in the results \(have: "):
+            aggregate(df, "cores", blank)
 
 
 def test_style_file_is_packaged_and_applies():
