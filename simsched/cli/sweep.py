@@ -329,7 +329,7 @@ def plot_sweep(
     if where and df.empty and not every.empty:
         # sweep_figure would say "no successful runs to plot" of runs that all succeeded
         shown = " ".join(f"--where {w!r}" for w in where)
-        raise ConfigError(f"{path}: no row matches {shown} (of {len(every)} rows)")
+        raise ConfigError(f"{path}: no row matches {shown} (of {plural(len(every), 'row')})")
     print(save(sweep_figure(df, x, y, hue, kind=kind, col=col, logx=logx, warn=_warn), out))
 
 

@@ -332,7 +332,7 @@ def test_plot_timeline_level_and_sweep_y(cli, tmp_path):
         "--where", "scheduler=wss", "-o", tmp_path / "f.png",
     )  # fmt: skip
     assert code == 2
-    assert one_line(err).endswith("sw: no row matches --where 'scheduler=wss' (of 1 rows)")
+    assert one_line(err).endswith("sw: no row matches --where 'scheduler=wss' (of 1 row)")
     assert not (tmp_path / "f.png").exists()
 
 
