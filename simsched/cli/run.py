@@ -586,8 +586,9 @@ def _compare_table(first, groups, summary, cols, last, base, ratios) -> Table:
             cell = fmt(s["mean"])
             if s["n"] > 1:
                 cell += f" [{fmt(s['min'])}–{fmt(s['max'])}]"
-            if k == "makespan_cycles" and spread[name] is not None:
-                cell += f" ±{spread[name]:.2g} %"
+            width = spread[name]
+            if k == "makespan_cycles" and width is not None:
+                cell += f" ±{_two_digits(width)} %"
             row.append(cell)
         table.add_row(*row)
     return table
@@ -604,6 +605,14 @@ def _sampled_spread(records: list[dict[str, Any]]) -> float | None:
         if rec["makespan_cycles"]:
             widths.append(50.0 * (hi - lo) / rec["makespan_cycles"])
     return max(widths) if widths else None
+
+
+def _two_digits(value: float) -> str:
+    """``value`` to two significant digits, never in exponent form: a sampled interval of
+    108 % of its makespan (two samples) was written ``1.1e+02``."""
+    import numpy as np
+
+    return str(np.format_float_positional(float(f"{value:.2g}"), trim="-"))
 
 
 def _ratio_cell(r: Any) -> str:
