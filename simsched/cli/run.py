@@ -398,7 +398,7 @@ def jobs_summary(rec: dict[str, Any]) -> str:
     text = (
         f"makespan {rec['makespan_cycles']:,} cycles; mean response "
         f"{rec['mean_response_cycles']:,.0f}; utilisation {rec['utilization']:.3f}; "
-        f"{rec['reallocations']:,} cores taken from a running job."
+        f"{plural(rec['reallocations'], 'core', thousands=True)} taken from a running job."
     )
     if rec.get("core_moves"):
         text += (
@@ -409,13 +409,14 @@ def jobs_summary(rec: dict[str, Any]) -> str:
     if not w["joins"]:
         return text
     extra = float(w["extra_misses"])
-    if extra > 0:
-        cost = f"{extra:,.0f} private-cache misses more than"
-    elif round(extra) == 0:  # "-0 ... fewer" for no difference at all
+    misses = plural(round(abs(extra)), "private-cache miss", "private-cache misses", thousands=True)
+    if round(extra) == 0:  # "-0 ... fewer", "0 ... more" for no difference at all
         cost = "as many private-cache misses as"
+    elif extra > 0:
+        cost = f"{misses} more than"
     else:
-        cost = f"{-extra:,.0f} private-cache misses fewer than"
-    tail = "" if extra > 0 else " (no warm-up cost shows)"
+        cost = f"{misses} fewer than"
+    tail = "" if round(extra) > 0 else " (no warm-up cost shows)"
     return (
         f"{text}\nCores joined a job after serving another "
         f"{plural(w['joins'], 'time', thousands=True)}; in their "

@@ -161,7 +161,7 @@ def test_jobs_summary_names_each_count_once_and_no_negative_cost():
     assert "2,412 private-cache misses fewer" in text and "no warm-up cost" in text
     rec["realloc_warmup"] = {"joins": 3, "extra_misses": 812.0}
     assert "812 private-cache misses more than" in jobs_summary(rec)
-    for none in (0.0, -0.2):  # printed "-0 private-cache misses fewer"
+    for none in (0.0, -0.2, 0.3):  # printed "-0 private-cache misses fewer", "0 ... more"
         rec["realloc_warmup"] = {"joins": 16, "extra_misses": none}
         text = jobs_summary(rec)
         assert "-0" not in text and "as many private-cache misses as" in text
@@ -169,6 +169,19 @@ def test_jobs_summary_names_each_count_once_and_no_negative_cost():
     assert jobs_summary(rec).count("\n") == 0
     rec.update(core_moves=4, move_cycles=40_000)
     assert "switched to another job 4 times, away 40,000 cycles" in jobs_summary(rec)
+    # counts of one read "1 cores taken", "1 private-cache misses more than"
+    rec.update(reallocations=1, realloc_warmup={"joins": 1, "extra_misses": 0.8})
+    text = jobs_summary(rec)
+    assert (
+        "; 1 core taken from a running job." in text
+        and "joined a job after serving another 1 time;" in text
+    )
+    assert "they had 1 private-cache miss more than" in text
+    rec["realloc_warmup"] = {"joins": 2, "extra_misses": -1.2}
+    assert "they had 1 private-cache miss fewer than" in jobs_summary(rec)
+    rec.update(reallocations=1234, realloc_warmup={"joins": 2, "extra_misses": 1234.4})
+    text = jobs_summary(rec)
+    assert "1,234 cores taken" in text and "1,234 private-cache misses more than" in text
 
 
 def test_run_says_what_laws_does_on_a_trace_without_iterations(ms, tmp_path, capsys):
