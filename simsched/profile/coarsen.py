@@ -182,11 +182,12 @@ def coarsen(
     if share.line and share.line != profile.line:
         # W is distinct lines × the profile's line size: lines of another size count a
         # different footprint, so Eq. 3 would compare the wrong working sets to the cache
+        # the advice was profile --machine M: the outermost level's lines (not another
+        # level's), and M's name (not the file an edited machine came from)
         raise ConfigError(
             f"profile of {profile.meta.get('trace', 'the trace')} counts {profile.line}-byte "
             f"lines but {machine.name}'s {share.name} has {share.line}-byte lines: profile "
-            f"the trace again with line {share.line} (simsched profile --machine "
-            f"{machine.name})"
+            f"the trace again with line {share.line} (simsched profile --line {share.line})"
         )
     unit = factor * share.size / (share.cores * 2.0)
     g = profile.groups

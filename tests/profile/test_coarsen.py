@@ -178,3 +178,12 @@ def test_coarsen_refuses_a_profile_of_another_line_size(tmp_path):
         coarsen(p, m, level="L1")
     assert cache_share(m).line == 128
     assert coarsen(profile_trace(path, sizes=[4096], line=128), m).tasks >= 1
+    # profile --machine gives the outermost level's lines: it was the advice for L1 too
+    mixed = load_machine("itrs-scaling-16", {"caches.L1.line": 64})
+    with pytest.raises(ConfigError, match=r"with line 128 \(simsched profile --line 128\)$"):
+        coarsen(p, mixed)
+    with pytest.raises(
+        ConfigError, match=r"L1 has 64-byte lines: .* \(simsched profile --line 64\)$"
+    ):
+        coarsen(profile_trace(path, sizes=[4096], line=128), mixed, level="L1")
+    assert coarsen(p, mixed, level="L1").tasks >= 1
