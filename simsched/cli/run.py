@@ -572,7 +572,7 @@ def _compare_table(first, groups, summary, cols, last, base, ratios) -> Table:
     table = Table(
         "metric",
         *[Column(name, justify="right") for name in groups],
-        title=f"{first['trace_program']} on {first['machine']} ({first['cores']} cores)",
+        title=f"{first['trace_program']} on {first['machine']} ({plural(first['cores'], 'core')})",
         caption=caption,
     )
     table.add_row("runs", *[str(len(recs)) for recs in groups.values()])

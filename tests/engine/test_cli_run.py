@@ -342,3 +342,9 @@ def test_a_wide_sampled_interval_is_not_written_in_exponent_form(tmp_path, capsy
     code, out, _ = _run(argv, capsys)
     row = next(line for line in out.splitlines() if "makespan_cycles" in line)
     assert code == 0 and "e+" not in row and " ±110 %" in row, row
+
+
+def test_compare_on_one_core_says_one_core(ms, capsys):
+    """Its title read "mergesort on itrs-scaling-1 (1 cores)"."""
+    code, out, _ = _run(["compare", "-t", str(ms), "-m", "itrs-scaling-1", "-s", "ws"], capsys)
+    assert code == 0 and "on itrs-scaling-1 (1 core)" in " ".join(out.split()), out
