@@ -94,6 +94,36 @@ def check_frame(value: Any, name: str = "df") -> Any:
     return value
 
 
+def column_hint(name: Any, columns: Sequence[Any], shown: int) -> str:
+    """What to tell of a column a results table lacks, after ``no column NAME``.
+
+    A sweep's parameter columns come first: the first names alone hid the metric meant
+    (``makespan_cycles`` for ``makespan``) and read as the whole list.
+
+    Parameters
+    ----------
+    name
+        The column asked for.
+    columns
+        The table's columns.
+    shown
+        How many columns to list when none contains ``name``.
+
+    Returns
+    -------
+    str
+        ``did you mean a, b?`` (up to five columns containing ``name``, in any case; an
+        empty name is in none), else ``have: c, d, ... (N columns)``.
+    """
+    names = [str(c) for c in columns]
+    wanted = str(name).lower()
+    near = [c for c in names if wanted.strip() and wanted in c.lower()][:5]
+    if near:
+        return f"did you mean {', '.join(near)}?"
+    more = f", ... ({len(names)} columns)" if len(names) > shown else ""
+    return f"have: {', '.join(names[:shown])}{more}"
+
+
 def python_scalars(value: Any) -> Any:
     """``value`` with every numpy scalar in it (in nested dicts, lists and tuples) as the
     Python ``bool``, ``int``, ``float`` or ``str`` it holds, for the schemas that take

@@ -43,7 +43,7 @@ from simsched.canonical import canonical_json
 from simsched.engine.record import nest_fields
 from simsched.errors import ConfigError, OutputError
 from simsched.files import atomic_output, check_path, is_stream, parse_json, write_json_atomic
-from simsched.params import check_frame, check_strings
+from simsched.params import check_frame, check_strings, column_hint
 
 POINTS_DIR = "points"
 ROW_FILE = "row.json"
@@ -691,9 +691,9 @@ def select_columns(df: pd.DataFrame, columns: list[str] | None) -> pd.DataFrame:
         return df
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise ConfigError(
-            f"--columns: no column {missing[0]!r} (have {', '.join(df.columns[:12])}, ...)"
-        )
+        # the first 12 names were followed by "..." even when they were all
+        hint = column_hint(missing[0], df.columns, 12)
+        raise ConfigError(f"--columns: no column {missing[0]!r} ({hint})")
     return df[columns]
 
 

@@ -28,7 +28,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simsched.errors import ConfigError
-from simsched.params import check_frame
+from simsched.params import check_frame, column_hint
 
 # Readable axis labels for the record's fields (others are shown as they are named).
 LABELS = {
@@ -99,17 +99,7 @@ def _check_columns(df: pd.DataFrame, cols: Sequence[str | None]) -> None:
         c for c in cols if c is not None and not (isinstance(c, Hashable) and c in df.columns)
     ]
     if missing:
-        name = str(missing[0]).lower()
-        names = [str(c) for c in df.columns]
-        # a sweep's parameter columns come first: the first 20 names alone hid the metric
-        # the user meant (makespan_cycles for "makespan") and read as the whole list
-        # an empty name is in every name: it suggested the first five columns, as if near it
-        near = [c for c in names if name.strip() and name in c.lower()][:5]
-        if near:
-            hint = f"did you mean {', '.join(near)}?"
-        else:
-            more = f", ... ({len(names)} columns)" if len(names) > 20 else ""
-            hint = f"have: {', '.join(names[:20])}{more}"
+        hint = column_hint(missing[0], df.columns, 20)
         raise ConfigError(f"no column {missing[0]!r} in the results ({hint})")
 
 

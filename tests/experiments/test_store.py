@@ -135,6 +135,23 @@ def test_consolidate_export_and_order(tmp_path):
     assert sort_rows(df.iloc[::-1]).equals(df)
 
 
+def test_an_unknown_column_of_columns_names_the_columns_it_may_mean():
+    """`results show --columns makespan` listed the first 12 columns, a sweep's parameters,
+    then "...", even when they were all, and never makespan_cycles."""
+    few = pd.DataFrame({"workload": ["w"], "makespan_cycles": [1]})
+    with pytest.raises(ConfigError, match=r"no column 'zz' \(have: workload, makespan_cycles\)$"):
+        select_columns(few, ["zz"])
+    wide = pd.DataFrame({**{f"workload.p{i}": [i] for i in range(12)}, "makespan_cycles": [1]})
+    with pytest.raises(
+        ConfigError, match=r"no column 'Makespan' \(did you mean makespan_cycles\?\)$"
+    ):
+        select_columns(wide, ["Makespan"])
+    with pytest.raises(
+        ConfigError, match=r"\(have: workload.p0, .*, workload.p11, \.\.\. \(13 columns\)\)$"
+    ):
+        select_columns(wide, ["zz"])
+
+
 def test_nested_fields_are_objects_in_json_and_text_in_tables(tmp_path, capsys):
     from simsched.cli import main
     from simsched.engine.record import NESTED_FIELDS, nest_fields
