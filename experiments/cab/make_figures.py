@@ -11,7 +11,9 @@ results hold.  Writes fig4.png (normalised execution time, four memory-bound
 programs), table4.csv (L2/L3 misses, WS and CAB), fig5_6.png (heat and SOR over input
 sizes: normalised time and miss reductions), fig7.png (heat with 128-, 64- and 32-row
 leaves), fig8.png (heat under every BL, Eq. 4's choice marked), fig9.png (CPU-bound
-programs) and prints one JSON line per figure.  notebooks/cab.ipynb imports the tables
+programs) into ``figures/<results folder name>/`` (for the study's own results of a
+full-size spec; beside any other folder, e.g. ``results/figures/small/``, or FIGDIR) and
+prints one JSON line per figure.  notebooks/cab.ipynb imports the tables
 from here.  ``--placement`` reads placement.yaml's run (default results/placement) and
 draws placement.png instead: CAB over WS per program under first-touch and interleaved
 pages, one JSON line, and a second (``placement-links``) on the busiest link under first
@@ -31,7 +33,13 @@ from pathlib import Path
 import pandas as pd
 
 from simsched.experiments import load_ok_results, study_results
-from simsched.experiments.scripts import json_line, load_figure_rows, run_script, usage_error
+from simsched.experiments.scripts import (
+    default_figures,
+    json_line,
+    load_figure_rows,
+    run_script,
+    usage_error,
+)
 from simsched.schedulers.boundary import choose_boundary_level
 
 HERE = Path(__file__).resolve().parent
@@ -425,7 +433,9 @@ def main() -> None:
                 f"{res[0]}: no program with WS and CAB under both placements; run "
                 "`simsched sweep run experiments/cab/placement.yaml` first"
             )
-        draw_placement(table, a.out or HERE / "figures" / "placement")
+        draw_placement(
+            table, a.out or default_figures(res[0], HERE, HERE / "figures" / "placement")
+        )
         print(json_line({"figure": "placement", "rows": table.round(4).to_dict("records")}))
         links = link_table(df)
         if not links.empty:
@@ -438,7 +448,7 @@ def main() -> None:
     res = a.results or [default_results()]
     # published.yaml and published_whole.yaml write two folders: one table of both
     df = load_figure_rows(res, HERE)
-    draw(df, a.out or HERE / "figures" / Path(res[0]).name)
+    draw(df, a.out or default_figures(res[0], HERE, HERE / "figures" / Path(res[0]).name))
     for row in summary(df):
         print(json_line(row))
 

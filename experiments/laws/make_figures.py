@@ -29,7 +29,9 @@ sampled study also gets a ``projection`` line and ``projection.json``: its whole
 one runner and on 16 workers, projected from the points it ran beside REF's
 (:func:`cost_projection`).
 
-Figures go to ``figures/<results folder name>/`` (or FIGDIR); one JSON line per figure.  A
+Figures go to ``figures/<results folder name>/`` for the study's own results of a full-size
+spec, to ``figures/<name>/`` beside any other folder (results/small's to
+``results/figures/small/``), or to FIGDIR; one JSON line per figure.  A
 memory-bound sweep that ran several machines (by label) gets one set per machine: the
 first machine's in the folder, each other's in a subfolder named by its label.
 
@@ -52,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from simsched.experiments import load_ok_results, study_results
-from simsched.experiments.scripts import json_line, load_figure_rows, run_script
+from simsched.experiments.scripts import default_figures, json_line, load_figure_rows, run_script
 from simsched.files import write_json_atomic
 
 HERE = Path(__file__).resolve().parent
@@ -667,7 +669,7 @@ def main() -> None:
     a = ap.parse_args()
     ref = load_figure_rows(a.reference, HERE) if a.reference else None
     for res in a.results or default_results():
-        out = a.out or HERE / "figures" / res.name
+        out = a.out or default_figures(res, HERE, HERE / "figures" / res.name)
         df = load_figure_rows(res, HERE)  # before any folder is made: a bad path leaves none
         sweep = str(df["sweep"].iloc[0]) if "sweep" in df and len(df) else ""
         draw = {

@@ -3,7 +3,9 @@
     python experiments/pdf_vs_ws/make_figures.py [RESULTS] [-o FIGDIR]
 
 RESULTS is the sweep's output folder (default: results/full beside this file if it has
-rows, else results/small).  Writes fig2_scaling.png (speedup and L2 misses against cores on
+rows, else results/small).  Writes into FIGDIR, by default ``figures/`` for results/full,
+``figures/medium/`` for results/medium, and ``figures/NAME`` beside any other folder
+(``results/figures/small/``), fig2_scaling.png (speedup and L2 misses against cores on
 the itrs-scaling machines), fig3_45nm.png (execution time against cores on the itrs-45nm
 machines, with the 10-26 core zoom), normalised_time.png, and ratios.csv (per machine: PDF's
 speedup over WS and its L2-miss reduction), and prints the per-workload ranges as the paper
@@ -17,7 +19,12 @@ from pathlib import Path
 
 from simsched.experiments import study_results
 from simsched.experiments.analysis import ratio_ranges, scheduler_ratios
-from simsched.experiments.scripts import load_figure_rows, run_script, usage_error
+from simsched.experiments.scripts import (
+    default_figures,
+    load_figure_rows,
+    run_script,
+    usage_error,
+)
 from simsched.plotting import (
     figure_speedup_misses,
     figure_time_vs_cores,
@@ -50,9 +57,12 @@ def default_results() -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", nargs="?", type=Path, default=None)
-    ap.add_argument("-o", "--out", type=Path, default=HERE / "figures")
+    ap.add_argument("-o", "--out", type=Path, default=None, help="folder for the figures")
     args = ap.parse_args()
     results = args.results or default_results()
+    # the full run's figures are figures/, another study's (medium) figures/NAME
+    own = HERE / "figures" if results.name == "full" else HERE / "figures" / results.name
+    args.out = args.out or default_figures(results, HERE, own)
     df = load_figure_rows(results, HERE)
     present = [w for w in WORKLOADS if w in set(df["workload"])]
     if not present:

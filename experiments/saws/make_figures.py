@@ -4,7 +4,9 @@
 
 Fig. 4 is replayed here (``fig4.yaml``, two seconds); Figs. 7-9 are read from the sweeps'
 result stores (``results/fig7``, ``fig8``, ``fig9``; with ``--small``, ``results/small``,
-whose two workloads have Fig. 8's and Fig. 9's shapes).  Prints one JSON line per figure:
+whose two workloads have Fig. 8's and Fig. 9's shapes).  The figures go to ``figures/``
+(with ``--small``, to ``results/figures/small/``, leaving the full run's alone) or FIGDIR.
+Prints one JSON line per figure:
 Fig. 4's desire sequences, and for Figs. 8-9 SAWS's improvement over A-Steal and WS-EQUI
 in mean response time, utilisation and makespan (``(other - saws) / other`` for times,
 ``(saws - other) / other`` for utilisation, averaged over the x-axis points and seeds),
@@ -26,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from simsched.experiments.scripts import json_line, load_figure_rows, run_script
+from simsched.experiments.scripts import default_figures, json_line, load_figure_rows, run_script
 
 HERE = Path(__file__).resolve().parent
 MS_EQ = 5_000  # cycles per ms-equivalent (make_jobsets.py)
@@ -217,8 +219,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="read results/small")
     ap.add_argument("--published", action="store_true", help="read results/published")
-    ap.add_argument("-o", "--out", type=Path, default=HERE / "figures")
+    ap.add_argument("-o", "--out", type=Path, default=None, help="folder for the figures")
     args = ap.parse_args()
+    if args.out is None:
+        small = HERE / "results" / "small"
+        args.out = default_figures(small, HERE, HERE) if args.small else HERE / "figures"
     from simsched.plotting import save
     from simsched.plotting.allotment import plot_allotment
 

@@ -84,6 +84,34 @@ def run_script(main: Callable[[], object], prog: str = PROG) -> None:
         usage_error(str(exc), prog)
 
 
+def default_figures(results: str | Path, study: Path, committed: Path) -> Path:
+    """Where a study's figure script writes the figures of ``results`` when not told (``-o``).
+
+    Parameters
+    ----------
+    results
+        The sweep folder (or results file) the figures are drawn from.
+    study
+        The study's folder (``experiments/<study>``).
+    committed
+        Where the study keeps the committed figures of ``results``.
+
+    Returns
+    -------
+    Path
+        ``committed`` for the study's own ``results/NAME`` of a full-size spec (the study
+        holds ``NAME.yaml``, and NAME is not ``small``); ``figures/NAME`` beside any other
+        folder, so a small run, or a copy drawn elsewhere, does not overwrite the committed
+        figures of the full run.
+    """
+    results = Path(results)
+    name = results.name
+    own = results.resolve() == (study / "results" / name).resolve()
+    if own and name != "small" and (study / f"{name}.yaml").is_file():
+        return committed
+    return results.parent / "figures" / name
+
+
 def load_figure_rows(
     folders: str | Path | Iterable[str | Path], study: Path | None = None, prog: str = PROG
 ) -> pd.DataFrame:

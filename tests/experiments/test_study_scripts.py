@@ -721,3 +721,56 @@ def test_prepare_auto_reports_no_grain_when_no_sort_task_is_merged(tmp_path):
     assert len(machines) == 2
     assert all(line.endswith("no sort task among the merged groups: no grain to report")
                for line in machines), machines  # fmt: skip
+
+
+def test_a_small_run_is_drawn_beside_its_results_not_over_the_committed_figures(tmp_path):
+    """Each study's script wrote a small run's figures into the committed figures/ folder,
+    over the full run's; the study's own full-size results keep figures/."""
+    from simsched.experiments.scripts import default_figures
+
+    (tmp_path / "medium.yaml").write_text("")
+    (tmp_path / "small.yaml").write_text("")
+    committed = tmp_path / "figures" / "medium"
+    results = tmp_path / "results"
+    assert default_figures(results / "medium", tmp_path, committed) == committed
+    assert default_figures(results / "small", tmp_path, committed) == (
+        results / "figures" / "small"
+    )
+    # a folder elsewhere, or one no spec of the study writes
+    other = tmp_path / "copy" / "medium"
+    assert default_figures(other, tmp_path, committed) == tmp_path / "copy" / "figures" / "medium"
+    assert default_figures(results / "mine", tmp_path, committed) == results / "figures" / "mine"
+
+
+class _Drawn(Exception):
+    """Where a script was about to write its first figure."""
+
+
+@pytest.mark.parametrize("study", ["laws", "cab", "saws", "pdf_vs_ws"])
+def test_every_study_script_draws_its_small_run_outside_figures(study, tmp_path, monkeypatch):
+    mod = _script(study)
+    monkeypatch.setattr(mod, "HERE", tmp_path)
+    (tmp_path / "small.yaml").write_text("")
+
+    def drawn(*args, **kwargs):
+        raise _Drawn(*[a for a in (*args, *kwargs.values()) if isinstance(a, Path)])
+
+    rows = pd.DataFrame({"workload": ["fib"], "sweep": ["s"]})
+    monkeypatch.setattr(mod, "load_figure_rows", lambda *a, **k: rows, raising=False)
+    if study == "laws":
+        monkeypatch.setattr(mod, "memory_bound", drawn)
+    elif study == "cab":
+        monkeypatch.setattr(mod, "draw", drawn)
+    elif study == "saws":
+        monkeypatch.setattr(mod, "fig4", dict)
+        monkeypatch.setattr("simsched.plotting.allotment.plot_allotment", lambda *a, **k: None)
+        monkeypatch.setattr("simsched.plotting.save", drawn)
+    else:
+        monkeypatch.setattr(mod, "figure_speedup_misses", lambda *a: None)
+        monkeypatch.setattr(mod, "save", drawn)
+    argv = ["--small"] if study == "saws" else [str(tmp_path / "results" / "small")]
+    monkeypatch.setattr(sys, "argv", ["make_figures.py", *argv])
+    with pytest.raises(_Drawn) as got:
+        mod.main()
+    (path,) = got.value.args
+    assert tmp_path / "results" / "figures" / "small" in (path, *path.parents), path
