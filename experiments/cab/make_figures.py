@@ -39,6 +39,7 @@ from simsched.experiments.scripts import (
     load_figure_rows,
     run_script,
     usage_error,
+    write_csv,
 )
 from simsched.schedulers.boundary import choose_boundary_level
 
@@ -336,7 +337,7 @@ def draw(df: pd.DataFrame, out: Path) -> None:
     mach = study_machine(df)
     with style():
         f4 = versus_ws(df, MEMORY_BOUND, mach)
-        f4.to_csv(out / "table4.csv", index=False)
+        write_csv(f4, out / "table4.csv", index=False)
         fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
         _bars(axes[0], f4, "norm_time", "Fig. 4: CAB time / WS time", "normalised time")
         _bars(axes[1], f4, "L2_reduction", "Table IV: L2 miss reduction", "1 - CAB/WS")

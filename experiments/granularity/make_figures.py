@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from simsched.experiments import load_results
-from simsched.experiments.scripts import load_figure_rows, run_script, usage_error
+from simsched.experiments.scripts import load_figure_rows, run_script, usage_error, write_csv
 from simsched.plotting import save, style
 
 HERE = Path(__file__).resolve().parent
@@ -187,7 +187,7 @@ def main() -> None:
     if "status" in auto and (auto["status"] == "ok").any():  # a run point, not only failures
         t8 = fig8_table(t6, auto_table(auto))
         save(draw_fig8(t8), out / "fig8_auto.png")
-        t8.to_csv(out / "summary.csv", index=False)
+        write_csv(t8, out / "summary.csv", index=False)
         print(t8.to_string(index=False))
     print(f"wrote {out}", file=sys.stderr)
 

@@ -54,8 +54,15 @@ import numpy as np
 import pandas as pd
 
 from simsched.experiments import load_ok_results, study_results
-from simsched.experiments.scripts import default_figures, json_line, load_figure_rows, run_script
+from simsched.experiments.scripts import (
+    default_figures,
+    json_line,
+    load_figure_rows,
+    run_script,
+    write_csv,
+)
 from simsched.files import write_json_atomic
+from simsched.plotting import save
 
 HERE = Path(__file__).resolve().parent
 ORDER = [
@@ -176,8 +183,7 @@ def fig7(s: pd.DataFrame, path: Path) -> dict:
     ax.set_title(f"Fig. 7 (simsched): {', '.join(machines)}{what}", pad=18)
     ax.legend(ncol=4, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     plt.tight_layout()
-    plt.savefig(path, dpi=80)
-    plt.close()
+    save(plt.gcf(), path, dpi=80)
     return {"figure": "fig7", "norm_time": t.round(3).to_dict(orient="index")}
 
 
@@ -206,8 +212,7 @@ def fig8(df: pd.DataFrame, path: Path) -> dict:
     fig.supxlabel("iteration (i: initial packing, s: smaller, l: larger)", fontsize=9)
     fig.supylabel("M cycles", fontsize=9)
     plt.tight_layout()
-    plt.savefig(path, dpi=70)
-    plt.close()
+    save(plt.gcf(), path, dpi=70)
     return {"figure": "fig8", "laws_seed0": out}
 
 
@@ -231,7 +236,7 @@ def scaling(df: pd.DataFrame, out: Path) -> list[dict]:
     df = df.assign(program=df["workload"].str.split("[").str[0], x=df["workload"].map(_x))
     cols = ["makespan_cycles", "straggler_shared_misses", "straggler_dram_local"]
     m = df.groupby(["program", "x", "scheduler"])[cols].mean().reset_index()
-    m.round(1).to_csv(out / "scaling.csv", index=False)
+    write_csv(m.round(1), out / "scaling.csv", index=False)
     progs = [(p, srv) for p, srv in SCALING if p in set(m["program"])]
     fig, axes = plt.subplots(1, len(progs), figsize=(3 * len(progs), 2.8), squeeze=False)
     fig2, axes2 = plt.subplots(2, len(progs), figsize=(3 * len(progs), 5), squeeze=False)
@@ -276,10 +281,8 @@ def scaling(df: pd.DataFrame, out: Path) -> list[dict]:
     fig2.suptitle("Figs. 11-12 (simsched): straggler socket", fontsize=10)
     fig.tight_layout()
     fig2.tight_layout()
-    fig.savefig(out / "fig9_10.png", dpi=80)
-    fig2.savefig(out / "fig11_12.png", dpi=80)
-    plt.close(fig)
-    plt.close(fig2)
+    save(fig, out / "fig9_10.png", dpi=80)
+    save(fig2, out / "fig11_12.png", dpi=80)
     return [{"figure": "fig9-12", "rows": res}]
 
 
@@ -293,7 +296,7 @@ def cpu_bound(df: pd.DataFrame, out: Path) -> list[dict]:
     norm = m / ws.reindex(m.index.droplevel("scheduler")).values
     t = norm.unstack("scheduler")[[s for s in SCHEDS if s in norm.index.get_level_values(2)]]
     util = df[df["scheduler"] == "ws"].groupby(["machine", "workload"])["utilization"].mean()
-    t.assign(ws_utilization=util).round(4).to_csv(out / "fig13.csv")
+    write_csv(t.assign(ws_utilization=util).round(4), out / "fig13.csv")
     machines = list(dict.fromkeys(t.index.get_level_values(0)))
     fig, axes = plt.subplots(1, len(machines), figsize=(5 * len(machines), 3), squeeze=False)
     for ax, mach in zip(axes[0], machines, strict=True):
@@ -305,8 +308,7 @@ def cpu_bound(df: pd.DataFrame, out: Path) -> list[dict]:
     axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.suptitle("Fig. 13 (simsched): CPU-bound programs", fontsize=10)
     fig.tight_layout()
-    fig.savefig(out / "fig13.png", dpi=80)
-    plt.close(fig)
+    save(fig, out / "fig13.png", dpi=80)
     modes = (
         df[df["scheduler"] == "laws"].groupby(["machine", "workload"])["packing_mode"].first()
         if "packing_mode" in df
@@ -329,7 +331,7 @@ def sensitivity(df: pd.DataFrame, out: Path) -> list[dict]:
     m = df.groupby(["machine", "scheduler"])["makespan_cycles"].mean().unstack("scheduler")
     m = m.reindex(columns=[*m.columns.drop(["ws", "laws"], errors="ignore"), "laws", "ws"])
     m["gain"] = m["ws"] / m["laws"] - 1
-    m.round(4).to_csv(out / "sensitivity.csv")
+    write_csv(m.round(4), out / "sensitivity.csv")
     variants = ["", "-links/2", "-dram/2", "-dram/8"]
     models = ["blocking", "ooo"]
     # a variant a partly-run study has not reached is drawn empty (NaN), not a KeyError
@@ -354,8 +356,7 @@ def sensitivity(df: pd.DataFrame, out: Path) -> list[dict]:
         ax.legend(fontsize=7, frameon=False)
     fig.suptitle("LAWS sensitivity (medium heat, opteron-8380-4x4 caches / 64)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(out / "sensitivity.png", dpi=80)
-    plt.close(fig)
+    save(fig, out / "sensitivity.png", dpi=80)
     return [{"figure": "sensitivity", "rows": m.round(4).reset_index().to_dict(orient="records")}]
 
 
@@ -633,7 +634,7 @@ def iteration_locality(point: Path) -> pd.DataFrame:
 def memory_bound(df: pd.DataFrame, out: Path) -> list[dict]:
     """Fig. 7, Table IV and Fig. 8 of one sweep."""
     s = summary(df)
-    s.round(4).to_csv(out / "summary.csv", index=False)
+    write_csv(s.round(4), out / "summary.csv", index=False)
     t4 = s[
         [
             "workload",
@@ -644,7 +645,7 @@ def memory_bound(df: pd.DataFrame, out: Path) -> list[dict]:
             "local_share",
         ]
     ]
-    t4.round(3).to_csv(out / "table4.csv", index=False)
+    write_csv(t4.round(3), out / "table4.csv", index=False)
     lines = [
         fig7(s, out / "fig7.png"),
         {"figure": "table4", "rows": t4.round(3).to_dict(orient="records")},

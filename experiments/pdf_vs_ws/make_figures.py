@@ -24,6 +24,7 @@ from simsched.experiments.scripts import (
     load_figure_rows,
     run_script,
     usage_error,
+    write_csv,
 )
 from simsched.plotting import (
     figure_speedup_misses,
@@ -80,7 +81,7 @@ def main() -> None:
 
     ratios = scheduler_ratios(df)
     args.out.mkdir(parents=True, exist_ok=True)
-    ratios.to_csv(args.out / "ratios.csv", index=False)
+    write_csv(ratios, args.out / "ratios.csv", index=False)
     for family in ("itrs-scaling-", "itrs-45nm-"):
         part = ratios[ratios["machine"].str.startswith(family)]
         ranges = ratio_ranges(part)

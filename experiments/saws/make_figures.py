@@ -28,7 +28,13 @@ from typing import Any
 
 import pandas as pd
 
-from simsched.experiments.scripts import default_figures, json_line, load_figure_rows, run_script
+from simsched.experiments.scripts import (
+    default_figures,
+    json_line,
+    load_figure_rows,
+    run_script,
+    write_csv,
+)
 
 HERE = Path(__file__).resolve().parent
 MS_EQ = 5_000  # cycles per ms-equivalent (make_jobsets.py)
@@ -228,13 +234,11 @@ def main() -> None:
     from simsched.plotting.allotment import plot_allotment
 
     if args.published:
-        from simsched.files import atomic_output
-
         df = load("published")
         save(draw_published(df), args.out / "published" / "fig9.png")
         # The rows carry every allotment (0.5 MB each); the figure's numbers fit a table.
-        with atomic_output(args.out / "published" / "points.csv") as tmp:
-            df.sort_values(["mix", "sched", "seed"])[POINT_COLUMNS].to_csv(tmp, index=False)
+        points = df.sort_values(["mix", "sched", "seed"])[POINT_COLUMNS]
+        write_csv(points, args.out / "published" / "points.csv", index=False)
         for row in published_improvements(df):
             print(json_line(row))
         if (HERE / "results" / "published_moves" / "points").is_dir():

@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from simsched.files import write_text_atomic
+
 HERE = Path(__file__).resolve().parent
 JOBSETS = HERE / "jobsets"
 SAMPLES = "../../../traces/samples"
@@ -117,7 +119,7 @@ SCHEDULERS = [
 def dump(path: Path, data: dict, header: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
-    path.write_text(header + body, encoding="utf-8")
+    write_text_atomic(path, header + body)
 
 
 def jobset(groups: list[dict], seed: int = 0) -> dict:

@@ -84,6 +84,32 @@ def run_script(main: Callable[[], object], prog: str = PROG) -> None:
         usage_error(str(exc), prog)
 
 
+def write_csv(table: pd.DataFrame, path: str | Path, *, index: bool = True) -> Path:
+    """Write ``table`` as CSV to ``path`` through a temporary file renamed over it
+    (:func:`simsched.files.atomic_output`), so an interrupted script leaves the previous
+    table, never half of one.
+
+    Parameters
+    ----------
+    table
+        The table.
+    path
+        The CSV file.
+    index
+        Whether the index is written as the first column (as ``DataFrame.to_csv``).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    from simsched.files import atomic_output
+
+    with atomic_output(path) as tmp:
+        table.to_csv(tmp, index=index)
+    return Path(path)
+
+
 def default_figures(results: str | Path, study: Path, committed: Path) -> Path:
     """Where a study's figure script writes the figures of ``results`` when not told (``-o``).
 

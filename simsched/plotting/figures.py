@@ -610,10 +610,11 @@ def check_tex(path: str | os.PathLike) -> None:
         )
 
 
-def save(fig: Figure, path: str | os.PathLike) -> Path:
+def save(fig: Figure, path: str | os.PathLike, *, dpi: float | None = None) -> Path:
     """Save ``fig`` atomically (:func:`simsched.files.atomic_output`) and close it.
 
-    The format comes from the suffix (see :func:`figure_format`).
+    The format comes from the suffix (see :func:`figure_format`); ``dpi`` is the resolution
+    of a raster format (None: the style's).
 
     Raises
     ------
@@ -623,6 +624,7 @@ def save(fig: Figure, path: str | os.PathLike) -> Path:
     from simsched.files import atomic_output
 
     path = Path(path)
+    dots: dict[str, Any] = {} if dpi is None else {"dpi": dpi}
     try:
         fmt = figure_format(path)
         if fmt == "pgf" and (fig.axes or fig.texts or fig.legends):
@@ -633,19 +635,19 @@ def save(fig: Figure, path: str | os.PathLike) -> Path:
             if fmt == "svgz":
                 # matplotlib's gzip stream carries the clock's time and the temporary's name
                 buf = io.BytesIO()
-                fig.savefig(buf, format="svg", metadata=_UNDATED["svg"])
+                fig.savefig(buf, format="svg", metadata=_UNDATED["svg"], **dots)
                 tmp.write_bytes(gzip.compress(buf.getvalue(), mtime=0))
             elif fmt in ("ps", "eps"):
                 # PostScript takes no date from metadata, only from SOURCE_DATE_EPOCH, and
                 # titles a file it is given by name with that name (here the temporary's)
                 buf = io.BytesIO()
                 with _source_date_epoch("0"):
-                    fig.savefig(buf, format=fmt)
+                    fig.savefig(buf, format=fmt, **dots)
                 tmp.write_bytes(buf.getvalue())
             else:
                 # PGF takes no metadata at all (even None is a TypeError)
                 undated: dict[str, Any] = {"metadata": _UNDATED[fmt]} if fmt in _UNDATED else {}
-                fig.savefig(tmp, format=fmt, **undated)
+                fig.savefig(tmp, format=fmt, **dots, **undated)
     finally:
         plt.close(fig)
     return path

@@ -774,3 +774,42 @@ def test_every_study_script_draws_its_small_run_outside_figures(study, tmp_path,
         mod.main()
     (path,) = got.value.args
     assert tmp_path / "results" / "figures" / "small" in (path, *path.parents), path
+
+
+def test_figures_and_tables_are_written_through_a_temporary_file(tmp_path, monkeypatch):
+    """The laws and cab scripts saved PNGs and CSVs in place: an interrupted script left
+    half a file over the previous one."""
+    import simsched.files
+
+    written: list[Path] = []
+    real = simsched.files.atomic_output
+
+    def recording(path, **kwargs):
+        written.append(Path(path))
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(simsched.files, "atomic_output", recording)
+    laws, cab = _script("laws"), _script("cab")
+    for sub in ("s", "c", "x"):  # main makes them
+        (tmp_path / sub).mkdir()
+    laws.sensitivity(_laws_rows(["heat"], ["blocking"], ["ws", "laws"]), tmp_path / "s")
+    laws.cpu_bound(_laws_rows(["fib"], ["m"], ["ws", "laws"]), tmp_path / "c")
+    rows = _laws_rows(["heat-ir[nx=66]"], ["m"], ["ws", "laws"])
+    laws.scaling(rows.assign(L3_misses=1.0, dram_local=1.0), tmp_path / "x")
+    df = pd.DataFrame(
+        {
+            "workload": ["heat-512"] * 2,
+            "machine": [cab.SCALED] * 2,
+            "scheduler": ["ws", "cab"],
+            "seed": [0, 0],
+            "makespan_cycles": [100.0, 90.0],
+            "L2_misses": [10.0, 8.0],
+            "L3_misses": [5.0, 4.0],
+            "bl": [float("nan"), 0.0],
+            "bl_reason": ["", "too-shallow"],
+        }
+    )
+    cab.draw(df, tmp_path / "cab")
+    files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
+    assert {p.suffix for p in files} == {".png", ".csv"}
+    assert files == sorted(written)
