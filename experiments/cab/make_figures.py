@@ -253,7 +253,10 @@ def versus_ws(df: pd.DataFrame, workloads: list[str], machine: str = SCALED, oth
         )
     # the columns also when no workload has both runs yet (a partly-run study): the
     # figures index them, which ended an empty table in a KeyError traceback
-    return pd.DataFrame(rows, columns=VERSUS_COLUMNS)
+    table = pd.DataFrame(rows, columns=VERSUS_COLUMNS)
+    # WS's rows carry no bl, which made the column float: a level printed as 0.0
+    table["bl"] = pd.to_numeric(table["bl"]).astype("Int64")
+    return table
 
 
 def fig8_table(df: pd.DataFrame, machine: str = SCALED) -> pd.DataFrame:

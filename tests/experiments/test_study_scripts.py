@@ -813,3 +813,24 @@ def test_figures_and_tables_are_written_through_a_temporary_file(tmp_path, monke
     files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
     assert {p.suffix for p in files} == {".png", ".csv"}
     assert files == sorted(written)
+
+
+def test_cab_prints_a_boundary_level_as_an_integer():
+    """WS's rows carry no bl, so Fig. 9's JSON printed CAB's level as 0.0."""
+    cab = _script("cab")
+    df = pd.DataFrame(
+        {
+            "workload": ["fib"] * 4,
+            "machine": [cab.SCALED] * 4,
+            "scheduler": ["ws", "cab", "ws", "cab"],
+            "seed": [0, 0, 1, 1],
+            "makespan_cycles": [100.0, 90.0, 100.0, 90.0],
+            "L2_misses": [10.0] * 4,
+            "L3_misses": [5.0] * 4,
+            "bl": [float("nan"), 0.0, float("nan"), 0.0],
+        }
+    )
+    f9 = cab.versus_ws(df, ["fib"])
+    line = simsched.experiments.scripts.json_line(f9.round(4).to_dict("records"))
+    assert '"bl": 0,' in line, line
+    assert cab.versus_ws(df, ["ge"])["bl"].dtype == "Int64"  # none run yet: still a level
