@@ -204,6 +204,43 @@ def make_output_dir(path: str | os.PathLike) -> Path:
     return p
 
 
+def check_output_dir(path: str | os.PathLike) -> None:
+    """Refuse, as :func:`make_output_dir` would and with its message, a folder that cannot
+    be created, yet leave none created.
+
+    An existing folder passes.  Otherwise the first missing folder along the path is made
+    and removed again: only the file system knows that it refuses one (``/proc`` answers
+    "no such file" to any new name), and asking it is what a command that only reads an
+    output folder (``sweep status``) needs to refuse what the writing one refuses.
+
+    Parameters
+    ----------
+    path
+        The output folder.
+
+    Raises
+    ------
+    OutputError
+        As :func:`make_output_dir`.
+    """
+    p = Path(path)
+    if p.is_dir():
+        return
+    first = next((q for q in (*reversed(p.parents), p) if not os.path.lexists(q)), None)
+    if first is None or folder_blocker(p) is not None:
+        make_output_dir(p)  # a part is a file or a dangling link: refused, nothing made
+        return
+    try:
+        os.mkdir(first)
+    except OSError:
+        make_output_dir(p)  # fails as the first mkdir did, and says so as a run would
+        return
+    try:
+        os.rmdir(first)
+    except OSError:
+        pass  # another process wrote there meanwhile: its folder stays
+
+
 # Signals that interrupt a write (Ctrl-C; SIGTERM, which sweep workers turn into an
 # interrupt): held back while a temporary file is created or removed.
 _DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)

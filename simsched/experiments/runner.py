@@ -82,7 +82,7 @@ from simsched.experiments.store import (
     save_row,
     write_row,
 )
-from simsched.files import make_output_dir, write_json_atomic
+from simsched.files import check_output_dir, make_output_dir, write_json_atomic
 from simsched.params import check_int
 from simsched.trace.reader import keep_bytes
 
@@ -1083,8 +1083,11 @@ def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:
     simsched code (``stale``, :func:`is_stale`), rows of points no longer in the spec
     (``orphans``) and, among the missing, rows made on a trace file that holds another
     trace since (``trace_changed``, :func:`trace_changed`: they run again).  Reads only
-    the output folder and the trace files' headers; runs nothing."""
+    the output folder and the trace files' headers; runs nothing.  An output folder that
+    :func:`run_sweep` could not create is refused as it refuses it (``OutputError``)."""
     check_loaded(loaded)
+    # counting every point missing from a folder that can never hold one misled
+    check_output_dir(loaded.out_dir)
     points = loaded.points()
     ok = failed = stale = changed = 0
     ids = set()

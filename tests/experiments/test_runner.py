@@ -953,3 +953,21 @@ def test_points_and_point_fn_are_checked(tmp_path):
         with pytest.raises(ConfigError, match=message):
             run_sweep(loaded, points=points, progress=False)
     assert not loaded.out_dir.exists()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_status_refuses_an_output_folder_run_refuses(tmp_path, capsys):
+    """status counted every point "missing" in /proc/x, a folder run cannot create, and
+    exited 0; it now refuses it with run's own line."""
+    spec = str(make_spec(tmp_path))
+    fn = ["--point-fn", "sweep_pointfns:fake_point"]
+    outs = ["--set", "out=/proc/simsched-status-test"]
+    code, _, run_err = _cli(["sweep", "run", spec, "--workers", "0", *fn, *outs], capsys)
+    assert code == 2
+    code, out, err = _cli(["sweep", "status", spec, *fn, *outs], capsys)
+    assert (code, out, err) == (2, "", run_err)
+    # a folder that can be made is left unmade
+    outs = ["--set", f"out={tmp_path / 'new' / 'sub'}"]
+    code, out, _ = _cli(["sweep", "status", spec, *fn, *outs], capsys)
+    assert code in (0, None) and "6 missing" in out
+    assert not (tmp_path / "new").exists()
