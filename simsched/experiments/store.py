@@ -456,9 +456,10 @@ def _read_table(path: Path) -> pd.DataFrame:
     ConfigError
         The file is empty, truncated, damaged, not of its format, or not UTF-8 text (CSV).
     """
-    what = "Parquet table" if path.suffix == ".parquet" else "CSV table"
+    parquet = path.suffix.lower() == ".parquet"
+    what = "Parquet table" if parquet else "CSV table"
     try:
-        return pd.read_parquet(path) if path.suffix == ".parquet" else _read_csv(path)
+        return pd.read_parquet(path) if parquet else _read_csv(path)
     except (OSError, ValueError) as exc:
         # pyarrow reports damaged pages (a page header, the compression) as a bare OSError
         # without errno; the file system's errors carry one, or are a subclass.
@@ -549,13 +550,13 @@ def load_results(
         if (p / RESULTS_FILE).is_file():
             return _ints(_told_same_labels(p, _read_table(p / RESULTS_FILE), warn), nullable_int)
         raise ConfigError(f"{p}: not a sweep output folder (no {POINTS_DIR}/ or {RESULTS_FILE})")
-    if p.suffix in (".parquet", ".csv") and p.is_file():
+    if p.suffix.lower() in (".parquet", ".csv") and p.is_file():  # as export writes them
         return _ints(_told_same_labels(p, _read_table(p), warn), nullable_int)
     if p.exists():
         # "no such" misled for a file that is there: most often the sweep's spec
         hint = (
             " (a sweep spec? give its output folder, which `simsched sweep status` names)"
-            if p.suffix in (".yaml", ".yml")
+            if p.suffix.lower() in (".yaml", ".yml")
             else ""
         )
         raise ConfigError(
@@ -707,7 +708,7 @@ def export_results(
     wheres: list[str] | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> Path:
-    """Write a sweep's results to ``target`` (``.csv`` or ``.parquet``) atomically.
+    """Write a sweep's results to ``target`` (``.csv`` or ``.parquet``, in any case) atomically.
 
     A device, FIFO or ``/dev/...`` name without one of those suffixes (``/dev/stdout``)
     receives CSV.
@@ -720,7 +721,7 @@ def export_results(
     ``warn`` receives the damaged rows left out (see :func:`load_results`).
     """
     target = Path(target)
-    fmt = target.suffix
+    fmt = target.suffix.lower()  # X.CSV is a CSV file, as a figure's X.PNG is a PNG
     if fmt not in (".csv", ".parquet"):
         # -o /dev/stdout (a pipe, a terminal, or redirected to a file) or a FIFO: text.
         if not is_stream(target):

@@ -482,3 +482,15 @@ def test_rows_that_share_their_labels_are_reported(tmp_path, capsys):
     pd.DataFrame({"workload": ["x", "x"]}).to_csv(tmp_path / "t.csv", index=False)
     load_results(tmp_path / "t.csv", warn=told.append)
     assert told == [told[0]] and "2 rows share 1 set of labels" in told[0]
+
+
+@pytest.mark.parametrize("suffix", [".CSV", ".Parquet"])
+def test_export_and_read_back_a_suffix_in_capitals(tmp_path, suffix):
+    """-o X.CSV was refused ("export to a .csv or .parquet file"), and such a file could
+    not be read back."""
+    for i in range(2):
+        save_row(tmp_path, f"id{i}", {"point_id": f"id{i}", "workload": "w", "v": i})
+    out = export_results(tmp_path, tmp_path / f"X{suffix}")
+    read = pd.read_csv if suffix == ".CSV" else pd.read_parquet
+    assert list(read(out)["v"]) == [0, 1]
+    assert list(load_results(out)["v"]) == [0, 1]
