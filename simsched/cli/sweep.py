@@ -215,12 +215,29 @@ def show_cmd(
         str | None, typer.Option("--columns", help="comma-separated columns to print")
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json")] = "table",
-    list_columns: Annotated[bool, typer.Option(help="print the column names and exit")] = False,
+    list_columns: Annotated[
+        bool,
+        typer.Option(
+            help="print the column names (one a line) and exit; takes no --where, --columns "
+            "or --format"
+        ),
+    ] = False,
 ) -> None:
     """Print a sweep's results, one row per point."""
     from simsched.errors import ConfigError
     from simsched.experiments.store import filter_frame, load_results, select_columns
 
+    if list_columns:
+        # the names are the table's whatever the rows: a filter or format given with it
+        # was ignored without a word
+        given = [
+            opt for opt, on in (("--where", where), ("--columns", columns is not None)) if on
+        ] + (["--format"] if fmt != "table" else [])
+        if given:
+            raise ConfigError(
+                f"--list-columns prints every column's name and takes no {given[0]} "
+                "(drop one of them)"
+            )
     df = load_results(path, warn=_warn, nullable_int=True)
     if list_columns:
         print("\n".join(df.columns))

@@ -971,3 +971,26 @@ def test_status_refuses_an_output_folder_run_refuses(tmp_path, capsys):
     code, out, _ = _cli(["sweep", "status", spec, *fn, *outs], capsys)
     assert code in (0, None) and "6 missing" in out
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--where", "workload=zz"], "--where"),
+        (["--columns", "workload"], "--columns"),
+        (["--format", "json"], "--format"),
+    ],
+)
+def test_list_columns_refuses_the_row_options(tmp_path, capsys, extra, named):
+    """--list-columns printed every name whatever --where, --columns or --format said."""
+    from simsched.experiments.store import save_row
+
+    save_row(tmp_path, "a", {"point_id": "a", "workload": "w", "status": "ok"})
+    code, out, _ = _cli(["results", "show", str(tmp_path), "--list-columns"], capsys)
+    assert code in (0, None) and "workload" in out.split()
+    code, out, err = _cli(["results", "show", str(tmp_path), "--list-columns", *extra], capsys)
+    assert (code, out) == (2, "")
+    assert (
+        err
+        == f"simsched: error: --list-columns prints every column's name and takes no {named} (drop one of them)\n"
+    )
