@@ -146,7 +146,17 @@ def run_cmd(
             "`sweep run` or `results show` once there is space",
             file=sys.stderr,
         )
-    if report.failed:
+    if report.failed and retry_failed:
+        # "run again with --retry-failed" after --retry-failed sent the user round in a loop
+        out = report.out_dir
+        print(
+            f"{plural(report.failed, 'point')} failed, with --retry-failed; each error and "
+            f"its traceback are in the point's {out}/points/ID/row.json (`simsched results "
+            f"show {out} --where 'status!=ok' --columns point_id,error`): fix the cause "
+            f"before retrying {_them(report.failed)}",
+            file=sys.stderr,
+        )
+    elif report.failed:
         print(
             f"{plural(report.failed, 'point')} failed; run again with --retry-failed to "
             f"retry {_them(report.failed)}",

@@ -710,6 +710,28 @@ def test_counts_of_one_are_singular(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["sweep", "status", str(spec), "--point-fn", "sweep_pointfns:fake_point"])
     assert "one: 1 point: 0 done, 1 failed, 0 missing" in capsys.readouterr().out
+
+
+def test_a_point_failing_under_retry_failed_points_to_its_error_not_to_retry_failed(
+    tmp_path, capsys
+):
+    """A point that failed again under --retry-failed was told "run again with
+    --retry-failed", which fails the same way until its cause is fixed."""
+    spec = tmp_path / "one.yaml"
+    spec.write_text(
+        "name: one\nworkloads: [{name: w, generator: fake, params: {n: 10, fail: true}}]\n"
+        "machines: [itrs-scaling-1]\nschedulers: [ws]\nseeds: [1]\n"
+    )
+    _sweep_run_exit(spec, "fake_point", capsys)
+    args = ["sweep", "run", str(spec), "--workers", "0", "--no-progress", "--retry-failed"]
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--point-fn", "sweep_pointfns:fake_point"])
+    err = capsys.readouterr().err
+    assert info.value.code == 1 and "run again with --retry-failed" not in err
+    out = tmp_path / "results" / "one"
+    last = err.splitlines()[-1]
+    assert last.startswith("1 point failed, with --retry-failed; each error and its traceback")
+    assert f"{out}/points/ID/row.json" in last and "fix the cause before retrying it" in last
     with pytest.raises(SystemExit):
         main(["results", "show", str(tmp_path / "results" / "one")])
     assert capsys.readouterr().out.endswith("\n1 row\n")
