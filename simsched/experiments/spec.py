@@ -1077,6 +1077,13 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
                     check_quantum(w.quantum, "quantum")  # its floor, before any point runs
             if w.generator is not None and generators:
                 gen = get_workload(w.generator)
+                if spec.sample_iterations is not None and gen.marks_iterations is False:
+                    # known from the generator alone: every point failed once it ran
+                    raise ConfigError(
+                        f"generator {w.generator} marks no iterations in its traces, so "
+                        "sample_iterations cannot sample it (drop the workload or "
+                        "sample_iterations)"
+                    )
                 # The small values too, as a small run takes them (grid axes they set are
                 # dropped): a typo there would otherwise wait for the first --small run.
                 for small in dict.fromkeys((loaded.small, True)):

@@ -18,7 +18,9 @@ elision, docs/architecture.md §4.1) and writes its DAG and memory references wi
 A generator module provides ``NAME``, ``SUMMARY``, ``PARAMS`` (a tuple of
 :class:`~simsched.workloads._common.Param`), ``finish_params(params)`` (derived defaults),
 ``layout(params) -> Heap`` (where the program's arrays live) and
-``emit(b, params, heap) -> dict`` (the program itself).  A module that models several
+``emit(b, params, heap) -> dict`` (the program itself), and may say in
+``MARKS_ITERATIONS`` whether its traces mark iterations (a sweep that samples iterations
+refuses one that says False before running it).  A module that models several
 programs with one code path (the stencils) lists them in ``VARIANTS`` and gives each its
 table with ``params_for(variant)`` and its summary in ``KINDS[variant].summary``; each variant is registered under its own name and
 receives ``params["kind"] = variant``.  Generators are deterministic: the
@@ -85,6 +87,12 @@ class Workload:
         if self.variant:
             return self.module.KINDS[self.variant].summary
         return self.module.SUMMARY
+
+    @property
+    def marks_iterations(self) -> bool | None:
+        """Whether the program's traces mark iterations (None: the module does not say)."""
+        marks = getattr(self.module, "MARKS_ITERATIONS", None)
+        return marks if isinstance(marks, bool) else None
 
     @property
     def params(self) -> tuple[Param, ...]:

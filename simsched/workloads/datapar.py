@@ -27,6 +27,8 @@ from simsched.workloads._common import Heap, Param, first_touch, gen_memory
 
 NAME = "datapar"
 SUMMARY = "a parent spawning n equal children at once ([SAWS12] Fig. 3)"
+#: its trace marks iterations (a sweep's sample_iterations needs them)
+MARKS_ITERATIONS = False
 
 PARAMS = (
     Param("n", int, 10, "children (the parallelism N of [SAWS12] Fig. 4)", minimum=1),

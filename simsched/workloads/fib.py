@@ -39,6 +39,8 @@ from simsched.workloads._common import STACK_SIZE, STACK_TOP, Heap, Param, Regio
 
 NAME = "fib"
 SUMMARY = "recursive Fibonacci: CPU-bound, only stack references"
+#: its trace marks iterations (a sweep's sample_iterations needs them)
+MARKS_ITERATIONS = False
 
 PARAMS = (
     Param("n", int, 22, "compute fib(n)", minimum=0, maximum=50),

@@ -34,6 +34,8 @@ from simsched.workloads._common import Heap, Param, first_touch, gen_memory, pfo
 
 NAME = "ge"
 SUMMARY = "Gaussian elimination, rows below the pivot in parallel, one iteration per pivot"
+#: its trace marks iterations (a sweep's sample_iterations needs them)
+MARKS_ITERATIONS = True
 
 PARAMS = (
     Param("n", int, 256, "the matrix is n x n doubles", minimum=2),

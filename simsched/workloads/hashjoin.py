@@ -69,6 +69,8 @@ GEN_MEMORY_PER_PROBE = 48
 
 NAME = "hashjoin"
 SUMMARY = "join phase of a partitioned hash join, parallel probe (PDF paper §4.2)"
+#: its trace marks iterations (a sweep's sample_iterations needs them)
+MARKS_ITERATIONS = False
 
 PARAMS = (
     Param("n_build", int, 1 << 17, "records of the build partition", minimum=1, maximum=1 << 26),

@@ -63,6 +63,8 @@ from simsched.workloads._common import Heap, Param, gen_memory, pfor_frames, rng
 
 NAME = "mergesort"
 SUMMARY = "parallel mergesort with parallel merge on random keys (PDF paper §4.2)"
+#: its trace marks iterations (a sweep's sample_iterations needs them)
+MARKS_ITERATIONS = False
 #: Generator memory per byte of the program's heap (keys, their sorted copy, the ping-pong
 #: buffer and the leaf tables: measured 3.3 at n = 2^24), for the up-front check.
 GEN_MEMORY_PER_HEAP_BYTE = 3.5

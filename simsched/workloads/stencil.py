@@ -66,6 +66,8 @@ from simsched.workloads._common import (
 
 NAME = "stencil"
 SUMMARY = "iterative stencils heat, sor, 9p (2-D), 6p, 25p (3-D); regular or irregular branching"
+#: its trace marks iterations (a sweep's sample_iterations needs them)
+MARKS_ITERATIONS = True
 
 ELEM = 8
 #: per innermost line: row pointers of old/new and the loop test

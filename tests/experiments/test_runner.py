@@ -366,7 +366,16 @@ def test_default_point_function_simulates(tmp_path):
 def test_a_point_the_sampler_refuses_keeps_its_configuration(tmp_path):
     """A sampled sweep on a trace without iterations fails every point of it; the failed
     point's folder had its record but not its resolved configuration."""
-    loaded = _fib_sweep(tmp_path, "schedulers: [ws]\nsample_iterations: 2\n")
+    from simsched.workloads import generate
+
+    # a trace file (a generator that marks no iterations is refused before any point runs)
+    generate("fib", tmp_path / "fib.sst", n=8, cutoff=2)
+    spec = tmp_path / "real.yaml"
+    spec.write_text(
+        "name: real\nworkloads: [{name: fib, trace: fib.sst}]\nmachines: [itrs-scaling-2]\n"
+        "schedulers: [ws]\nsample_iterations: 2\n"
+    )
+    loaded = load_spec(spec, small=False)
     report = run_sweep(loaded, workers=0, progress=False)
     assert report.failed == 1 and "has no iterations" in report.failures[0][1]
     pdir = loaded.out_dir / "points" / report.failures[0][0]

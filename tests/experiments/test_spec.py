@@ -671,3 +671,35 @@ def test_a_trace_cache_that_cannot_be_written_is_refused_while_traces_are_missin
         if p.workload["kind"] == "generator":
             cached_trace_path(p.workload, cache).write_bytes(b"")
     spec_module.check_trace_cache(loaded, loaded.points())
+
+
+def test_sampling_a_generator_that_marks_no_iterations_is_refused_up_front(tmp_path):
+    """sample_iterations on fib or mergesort failed every such point once it ran ("the
+    trace has no iterations"); the generator says so before any trace is made."""
+    from simsched.experiments.spec import check_spec
+    from simsched.workloads import WORKLOADS
+
+    text = (
+        "name: d\nworkloads: [{name: h, generator: heat, params: {nx: 10, ny: 10}}, "
+        "{name: f, generator: fib, params: {n: 8}}]\nmachines: [itrs-scaling-1]\n"
+        "schedulers: [ws]\nsample_iterations: 3\n"
+    )
+    loaded = load_spec(write(tmp_path, text), small=False)
+    with pytest.raises(ConfigError) as info:
+        check_spec(loaded)
+    assert str(info.value).endswith(
+        "workloads.1: generator fib marks no iterations in its traces, so sample_iterations "
+        "cannot sample it (drop the workload or sample_iterations)"
+    )
+    assert not (tmp_path / "results").exists()
+    # without sampling the same workloads pass; a generator that marks them passes sampled
+    check_spec(load_spec(write(tmp_path, text.replace("sample_iterations: 3\n", "")), small=False))
+    check_spec(
+        load_spec(
+            write(tmp_path, text.replace(", {name: f, generator: fib, params: {n: 8}}", "")),
+            small=False,
+        )
+    )
+    # every built-in generator says whether it marks iterations
+    assert {n for n, w in WORKLOADS.items() if w.marks_iterations is None} == set()
+    assert not WORKLOADS["mergesort"].marks_iterations and WORKLOADS["ge"].marks_iterations
