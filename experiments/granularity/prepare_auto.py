@@ -198,9 +198,14 @@ def main() -> None:
     )
     ap.add_argument("--n", type=int, default=None, help="keys (default: the spec's)")
     ap.add_argument("--grain", type=int, default=None, help="finest grain (default: the spec's)")
-    ap.add_argument("-K", "--factor", type=float, default=1.0, help="Eq. 3 multiplier")
+    # read here, not by argparse: a refused value is echoed as written (-K 0, not 0.0)
+    ap.add_argument("-K", "--factor", default="1", help="Eq. 3 multiplier")
     args = ap.parse_args()
-    if not 0 < args.factor < math.inf:
+    try:
+        factor = float(args.factor)
+    except ValueError:
+        usage_error(f"-K {args.factor}: not a number", PROG)
+    if not 0 < factor < math.inf:
         # coarsen refuses it too, but only after the trace is generated and profiled
         usage_error(f"-K {args.factor}: the factor is a positive finite number", PROG)
     grain_file, auto_file = SPECS[args.small]
@@ -211,7 +216,7 @@ def main() -> None:
             load_spec(HERE / auto_file, small=False),
             n=args.n,
             grain=args.grain,
-            factor=args.factor,
+            factor=factor,
         )
     except SimschedError as exc:
         # bad input ends as the simsched CLI's does: one line, status 2 (it was status 1)

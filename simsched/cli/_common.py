@@ -80,6 +80,40 @@ def print_json(obj: Any) -> None:
     print(strict_json(obj))
 
 
+class WrittenFloat(float):
+    """A number read from the command line that keeps its text (``text``), so that a
+    message refusing it echoes what the user wrote (``-K -1``, not ``-1.0``)."""
+
+    text: str
+
+    def __new__(cls, text: str) -> WrittenFloat:
+        obj = super().__new__(cls, text)
+        obj.text = text.strip()
+        return obj
+
+
+def written_float(text: str | float) -> float:
+    """Typer's parser of a float option whose text the command may echo (:class:`WrittenFloat`);
+    the default, already a number, passes as it is.
+
+    Raises
+    ------
+    ValueError
+        ``text`` is not a number (typer reports it as an invalid value of the option).
+    """
+    if isinstance(text, float):
+        return text
+    try:
+        return WrittenFloat(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+
+
+def as_written(value: float) -> str:
+    """``value`` as the user wrote it (:class:`WrittenFloat`), else as Python prints it."""
+    return value.text if isinstance(value, WrittenFloat) else str(value)
+
+
 def parse_value(text: str) -> Any:
     """Interpret a command-line value: int, float, true/false, null, else the string."""
     low = text.lower()

@@ -14,7 +14,15 @@ from typing import Annotated
 import typer
 
 from simsched.canonical import strict_json
-from simsched.cli._common import check_line, console, err_console, print_json, print_table
+from simsched.cli._common import (
+    as_written,
+    check_line,
+    console,
+    err_console,
+    print_json,
+    print_table,
+    written_float,
+)
 from simsched.errors import ConfigError
 from simsched.files import atomic_output, check_not_input, folder_blocker, is_stream, same_file
 from simsched.progress import plural
@@ -166,7 +174,13 @@ def coarsen_cmd(
     machine: Annotated[str, typer.Option(help="machine preset name or YAML file")],
     factor: Annotated[
         float,
-        typer.Option("-K", "--factor", help="multiplier of Eq. 3's right-hand side (> 0)"),
+        typer.Option(
+            "-K",
+            "--factor",
+            parser=written_float,
+            metavar="<float>",
+            help="multiplier of Eq. 3's right-hand side (> 0)",
+        ),
     ] = 1.0,
     level: Annotated[
         str | None, typer.Option(help="cache level to divide (default: the outermost)")
@@ -181,7 +195,8 @@ def coarsen_cmd(
     from simsched.profile import Profile, cache_share, coarsen, write_table
 
     if not (math.isfinite(factor) and 0 < factor <= 1e6):
-        raise ConfigError(f"-K {factor}: the factor is a finite number in (0, 1e6]")
+        raise ConfigError(f"-K {as_written(factor)}: the factor is a finite number in (0, 1e6]")
+    factor = float(factor)  # the summary prints a number, not the text
     if out is not None:
         check_not_input(out, "--out", {"the profile": profile})
     p = Profile.load(profile)

@@ -284,6 +284,12 @@ def test_profile_and_coarsen_options(cli, fib_trace, tmp_path):
     assert code == 0
     code, _, err = cli("coarsen", prof, "--machine", "itrs-scaling-2", "-K", "inf")
     assert code == 2 and "-K inf" in one_line(err)
+    # echoed as written: -1 and 0 read "-1.0" and "0.0"
+    for text in ("-1", "0", "1e9"):
+        code, _, err = cli("coarsen", prof, "--machine", "itrs-scaling-2", "-K", text)
+        assert code == 2 and f"error: -K {text}: the factor is a finite" in one_line(err)
+    code, _, err = cli("coarsen", prof, "--machine", "itrs-scaling-2", "-K", "abc")
+    assert code == 2 and "'abc' is not a number" in err
     code, _, err = cli("coarsen", fib_trace, "--machine", "itrs-scaling-2")
     line = one_line(err)
     assert code == 2 and "not a simsched profile" in line and "pickle" not in line

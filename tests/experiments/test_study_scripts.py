@@ -683,7 +683,9 @@ def test_pdf_vs_ws_says_more_or_fewer_misses_in_words():
     ("argv", "env", "message"),
     [
         (["--small", "--grain", "0"], "", "parameter grain: must be at least 1, got 0"),
-        (["--small", "-K", "0"], "", "-K 0.0: the factor is a positive finite number"),
+        (["--small", "-K", "0"], "", "-K 0: the factor is a positive finite number"),
+        (["--small", "-K", "-1"], "", "-K -1: the factor is a positive finite number"),
+        (["--small", "-K", "x"], "", "-K x: not a number"),
         ([], "ture", "SIMSCHED_SMALL='ture'"),
     ],
 )
