@@ -72,6 +72,82 @@ def _code_identity() -> str:
     return results_identity()
 
 
+def record_base(window: int, **fields: Any) -> dict[str, Any]:
+    """The fields a run's record (and a failed run's) starts with: the record's version,
+    the window, simsched's version and code identity, and ``fields``.
+
+    Parameters
+    ----------
+    window
+        The run's window (cycles).
+    **fields
+        Further fields, known before the run starts (``scheduler``, ``kind``...).
+
+    Returns
+    -------
+    dict
+        A new record.
+    """
+    return {
+        "record_version": RECORD_VERSION,
+        "window": window,
+        "simsched_version": version(),
+        "code_identity": _code_identity(),
+        **fields,
+    }
+
+
+def machine_fields(m: Machine) -> dict[str, Any]:
+    """A record's ``machine``, ``cores`` and ``sockets`` for the machine ``m``."""
+    return {"machine": m.name, "cores": m.cores, "sockets": m.sockets}
+
+
+def run_config(
+    trace: str | None,
+    machine: str | None,
+    overrides: dict[str, Any],
+    scheduler: str,
+    params: dict[str, Any],
+    seed: int,
+    window: int,
+    iterations: str | None,
+    sample_iterations: int | None,
+    sample_precision: float | None,
+) -> dict[str, Any]:
+    """A single run's ``config.json`` as given, before the machine and the scheduler's
+    parameters are resolved (:func:`run` adds them; a sweep point that fails before its
+    run writes it too).
+
+    Parameters
+    ----------
+    trace
+        The trace as named (None: not made yet).
+    machine
+        The preset's name (None: a machine given resolved).
+    overrides, scheduler, params, seed, window, iterations, sample_iterations
+        As :func:`run` takes them, checked.
+    sample_precision
+        The precision in force when sampling (recorded only with ``sample_iterations``).
+
+    Returns
+    -------
+    dict
+        The configuration.
+    """
+    return {
+        "trace": trace,
+        "machine": machine,
+        "overrides": overrides,
+        "scheduler": scheduler,
+        "params": params,
+        "seed": seed,
+        "window": window,
+        "iterations": iterations,
+        "sample_iterations": sample_iterations,
+        "sample_precision": sample_precision if sample_iterations else None,
+    }
+
+
 def cache_dir() -> Path:
     """Root of simsched's on-disk caches (:func:`simsched.files.cache_dir`)."""
     from simsched.files import cache_dir as root
@@ -532,27 +608,19 @@ def run(
     if sample_iterations is not None:
         check_sampled_iterations(iterations)
     t0 = time.perf_counter()
-    config: dict[str, Any] = {
-        "trace": str(trace) if not hasattr(trace, "header") else str(trace.path),
-        "machine": machine if isinstance(machine, str) else None,
-        "overrides": overrides,
-        "scheduler": scheduler,
-        "params": params,
-        "seed": int(seed),
-        "window": win,
-        "iterations": iterations,
-        "sample_iterations": sample_iterations,
-        "sample_precision": sample_precision if sample_iterations else None,
-    }
-    base: dict[str, Any] = {
-        "record_version": RECORD_VERSION,
-        "scheduler": str(scheduler),
-        "params": dumps(params),
-        "seed": int(seed),
-        "window": win,
-        "simsched_version": version(),
-        "code_identity": _code_identity(),
-    }
+    config = run_config(
+        str(trace) if not hasattr(trace, "header") else str(trace.path),
+        machine if isinstance(machine, str) else None,
+        overrides,
+        scheduler,
+        params,
+        int(seed),
+        win,
+        iterations,
+        sample_iterations,
+        sample_precision,
+    )
+    base = record_base(win, scheduler=str(scheduler), params=dumps(params), seed=int(seed))
     t = None
     owned = False
     try:
@@ -561,10 +629,7 @@ def run(
         m = _machine(machine, overrides)
         base["scheduler"] = cls.name
         base["params"] = dumps(resolved_params)
-        base["machine"] = m.name
-        base["cores"] = m.cores
-        base["sockets"] = m.sockets
-        base["machine_config"] = dumps(machine_config(m))
+        base.update(machine_fields(m), machine_config=dumps(machine_config(m)))
         config["machine_resolved"] = machine_config(m)
         config["scheduler"] = cls.name
         config["params"] = resolved_params
@@ -848,13 +913,7 @@ def run_jobs(
         quantum = check_int("quantum", quantum, 0, MAX_QUANTUM)
     out = _out_dir(out_dir)
     t0 = time.perf_counter()
-    base: dict[str, Any] = {
-        "record_version": RECORD_VERSION,
-        "kind": "jobs",
-        "window": win,
-        "simsched_version": version(),
-        "code_identity": _code_identity(),
-    }
+    base = record_base(win, kind="jobs")
     traces: list[Any] = []
     try:
         js = jobs if isinstance(jobs, JobSet) else load_jobset(jobs, seed=seed)
@@ -874,9 +933,7 @@ def run_jobs(
             raise
         base.update(
             {
-                "machine": m.name,
-                "cores": m.cores,
-                "sockets": m.sockets,
+                **machine_fields(m),
                 "controller": ctl.name,
                 "controller_params": dict(ctl.params),
                 "quantum": ctl.quantum,

@@ -176,48 +176,43 @@ def _write_early_failure(
     """Write what a failed point's run did not: ``config.json`` from the point (and the
     machine and trace when they were made) and the ``result.json`` failure record, in the
     forms :func:`simsched.run` and :func:`simsched.run_jobs` give them."""
-    from simsched.api import DEFAULT_SAMPLE_PRECISION, _write_error
-    from simsched.engine.record import RECORD_VERSION, dumps
+    from simsched.api import (
+        DEFAULT_SAMPLE_PRECISION,
+        _write_error,
+        machine_fields,
+        record_base,
+        run_config,
+    )
+    from simsched.engine.record import dumps
     from simsched.engine.replay import DEFAULT_WINDOW
-    from simsched.identity import results_identity, version
     from simsched.machine.loader import machine_config
 
-    base: dict[str, Any] = {
-        "record_version": RECORD_VERSION,
-        "window": DEFAULT_WINDOW,
-        "simsched_version": version(),
-        "code_identity": results_identity(),
-    }
+    base = record_base(DEFAULT_WINDOW)
     machine = resolved.get("machine")
     mconfig = None if machine is None else machine_config(machine)
     if point.workload.get("kind") == "jobs":
         base.update(kind="jobs", seed=point.seed, jobset=point.workload.get("path"))
         if machine is not None:
-            base.update(machine=machine.name, cores=machine.cores, sockets=machine.sockets)
+            base.update(machine_fields(machine))
         config: dict[str, Any] = dict(base)
     else:
         params = dict(point.scheduler["params"])
-        base.update(scheduler=point.scheduler["name"], params=dumps(params))
-        base["seed"] = point.seed
+        base.update(scheduler=point.scheduler["name"], params=dumps(params), seed=point.seed)
         if machine is not None:
-            base.update(machine=machine.name, cores=machine.cores, sockets=machine.sockets)
-            base["machine_config"] = dumps(mconfig)
-        sampled = point.sample_iterations is not None
+            base.update(machine_fields(machine), machine_config=dumps(mconfig))
         precision = point.sample_precision
-        config = {
-            "trace": None if "trace" not in resolved else str(resolved["trace"]),
-            "machine": None,  # as run() records a machine given resolved, not by name
-            "overrides": {},
-            "scheduler": point.scheduler["name"],
-            "params": params,
-            "seed": point.seed,
-            "window": DEFAULT_WINDOW,
-            "iterations": None,
-            "sample_iterations": point.sample_iterations,
-            "sample_precision": (DEFAULT_SAMPLE_PRECISION if precision is None else precision)
-            if sampled
-            else None,
-        }
+        config = run_config(
+            None if "trace" not in resolved else str(resolved["trace"]),
+            None,  # as run() records a machine given resolved, not by name
+            {},
+            point.scheduler["name"],
+            params,
+            point.seed,
+            DEFAULT_WINDOW,
+            None,
+            point.sample_iterations,
+            DEFAULT_SAMPLE_PRECISION if precision is None else precision,
+        )
     if mconfig is not None:
         config["machine_resolved"] = mconfig
     # the point's own error is the one to report: a file that cannot be written is skipped
