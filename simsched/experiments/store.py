@@ -544,14 +544,20 @@ def load_results(
     """
     p = check_path(path, "path")
     warn = warn or _warn
+    return _ints(_told_same_labels(p, _stored_table(p, refresh, warn), warn), nullable_int)
+
+
+def _stored_table(p: Path, refresh: bool, warn: Callable[[str], None]) -> pd.DataFrame:
+    """The table :func:`load_results` reads at ``p``: a folder's rows (``refresh``) or its
+    results file, or a results file given itself."""
     if p.is_dir():
         if (p / POINTS_DIR).is_dir() and refresh:
-            return _ints(_told_same_labels(p, _current_rows(p, warn), warn), nullable_int)
+            return _current_rows(p, warn)
         if (p / RESULTS_FILE).is_file():
-            return _ints(_told_same_labels(p, _read_table(p / RESULTS_FILE), warn), nullable_int)
+            return _read_table(p / RESULTS_FILE)
         raise ConfigError(f"{p}: not a sweep output folder (no {POINTS_DIR}/ or {RESULTS_FILE})")
     if p.suffix.lower() in (".parquet", ".csv") and p.is_file():  # as export writes them
-        return _ints(_told_same_labels(p, _read_table(p), warn), nullable_int)
+        return _read_table(p)
     if p.exists():
         # "no such" misled for a file that is there: most often the sweep's spec
         hint = (
