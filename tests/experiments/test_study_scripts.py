@@ -169,13 +169,12 @@ def test_laws_figures_of_a_partly_run_study_leave_what_lacks_ws_empty(tmp_path):
     assert (tmp_path / "sensitivity.png").is_file()
 
 
-def test_cab_figures_of_a_study_interrupted_before_its_first_figure_program(tmp_path):
-    """Only heat-512 ran (the spec's first program): the figures that need the others
-    draw empty; an empty table of Fig. 4 ended in a KeyError traceback."""
-    cab = _script("cab")
-    df = pd.DataFrame(
+def _cab_heat_rows(cab):
+    """A WS and a CAB row of heat-512 alone, CAB at BL 0 (too shallow): a CAB study
+    interrupted before its other programs."""
+    return pd.DataFrame(
         {
-            "workload": ["heat-512", "heat-512"],
+            "workload": ["heat-512"] * 2,
             "machine": [cab.SCALED] * 2,
             "scheduler": ["ws", "cab"],
             "seed": [0, 0],
@@ -186,6 +185,13 @@ def test_cab_figures_of_a_study_interrupted_before_its_first_figure_program(tmp_
             "bl_reason": ["", "too-shallow"],
         }
     )
+
+
+def test_cab_figures_of_a_study_interrupted_before_its_first_figure_program(tmp_path):
+    """Only heat-512 ran (the spec's first program): the figures that need the others
+    draw empty; an empty table of Fig. 4 ended in a KeyError traceback."""
+    cab = _script("cab")
+    df = _cab_heat_rows(cab)
     cab.draw(df, tmp_path)
     assert (tmp_path / "fig4.png").is_file() and (tmp_path / "fig9.png").is_file()
     assert pd.read_csv(tmp_path / "table4.csv").empty
@@ -798,19 +804,7 @@ def test_figures_and_tables_are_written_through_a_temporary_file(tmp_path, monke
     laws.cpu_bound(_laws_rows(["fib"], ["m"], ["ws", "laws"]), tmp_path / "c")
     rows = _laws_rows(["heat-ir[nx=66]"], ["m"], ["ws", "laws"])
     laws.scaling(rows.assign(L3_misses=1.0, dram_local=1.0), tmp_path / "x")
-    df = pd.DataFrame(
-        {
-            "workload": ["heat-512"] * 2,
-            "machine": [cab.SCALED] * 2,
-            "scheduler": ["ws", "cab"],
-            "seed": [0, 0],
-            "makespan_cycles": [100.0, 90.0],
-            "L2_misses": [10.0, 8.0],
-            "L3_misses": [5.0, 4.0],
-            "bl": [float("nan"), 0.0],
-            "bl_reason": ["", "too-shallow"],
-        }
-    )
+    df = _cab_heat_rows(cab)
     cab.draw(df, tmp_path / "cab")
     files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
     assert {p.suffix for p in files} == {".png", ".csv"}
