@@ -52,6 +52,7 @@ __all__ = [
     "footprint_bytes",
     "paired_ratio",
     "run_notes",
+    "sampled_ratio",
 ]
 
 #: ``uneven-allocation`` is noted when a socket's share of the allocator's references is
@@ -417,7 +418,10 @@ def compare_notes(records: list[dict[str, Any]], trace: Any, machine: Any) -> li
 # ------------------------------------------------------------------ baseline ratios
 
 #: The test behind ``compare --baseline``, as printed under the table.
-RATIO_TEST = "paired t interval on the log-ratios, seeds paired"
+RATIO_TEST = (
+    "paired t interval on the log-ratios, seeds paired; a sampled makespan's at least as "
+    "wide as the runs' own 95 % intervals combined"
+)
 
 
 @dataclass(frozen=True)
@@ -433,16 +437,26 @@ class Ratio:
         ``ratio`` when ``n`` is 1 or every pair has the same ratio.
     n
         Pairs (seeds).
+    sampled
+        The interval holds the sampled makespans' own uncertainty (:func:`sampled_ratio`):
+        wider than the seeds' alone, or the only interval of a single pair.
     """
 
     ratio: float
     lo: float
     hi: float
     n: int
+    sampled: bool = False
 
-    def as_dict(self) -> dict[str, float | int]:
+    def as_dict(self) -> dict[str, float | int | bool]:
         """Plain dict for JSON."""
-        return {"ratio": self.ratio, "lo": self.lo, "hi": self.hi, "n": self.n}
+        return {
+            "ratio": self.ratio,
+            "lo": self.lo,
+            "hi": self.hi,
+            "n": self.n,
+            "sampled": self.sampled,
+        }
 
 
 def paired_ratio(values: list[float], base: list[float], level: float = 0.95) -> Ratio | None:
@@ -467,6 +481,50 @@ def paired_ratio(values: list[float], base: list[float], level: float = 0.95) ->
         return Ratio(r, r, r, 1)
     half = t_quantile(0.5 + level / 2, n - 1) * statistics.stdev(d) / math.sqrt(n)
     return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n)
+
+
+def _log_half(record: dict[str, Any]) -> float:
+    """Half-width, on the log scale, of a record's makespan interval (0 for a detailed
+    run, whose ``makespan_ci95`` is the makespan twice)."""
+    if not record.get("sampled"):
+        return 0.0
+    raw = record.get("makespan_ci95", "[]")
+    lo, hi = (json.loads(raw) if isinstance(raw, str) else raw) or (0, 0)
+    if lo <= 0 or hi <= 0:
+        return math.inf  # an interval reaching zero bounds no ratio
+    return (math.log(hi) - math.log(lo)) / 2
+
+
+def sampled_ratio(ratio: Ratio, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Ratio:
+    """Widen a makespan ratio to hold the sampled runs' own uncertainty.
+
+    The geometric mean of ``n`` log-ratios, each the difference of two independent
+    estimates whose 95 % half-widths on the log scale are ``a_i`` and ``b_i``, has the
+    half-width ``sqrt(sum(a_i^2 + b_i^2)) / n`` from sampling alone (the normal
+    approximation, which adds variances).  The seeds' paired t interval already holds that
+    noise when there are enough seeds; with one pair it has no width at all, so the ratio
+    keeps the wider of the two.
+
+    Parameters
+    ----------
+    ratio
+        :func:`paired_ratio` of the pairs' makespans.
+    pairs
+        ``(record, baseline record)`` per seed, in the ratio's order.
+
+    Returns
+    -------
+    Ratio
+        ``ratio`` itself when no record of the pairs is sampled.
+    """
+    squares = [_log_half(a) ** 2 + _log_half(b) ** 2 for a, b in pairs]
+    if not any(squares):
+        return ratio
+    half = math.sqrt(sum(squares)) / len(pairs)
+    mean = math.log(ratio.ratio)
+    lo = min(ratio.lo, math.exp(mean - half))
+    hi = max(ratio.hi, math.exp(mean + half))
+    return Ratio(ratio.ratio, lo, hi, ratio.n, sampled=True)
 
 
 def baseline_ratios(
@@ -507,10 +565,14 @@ def baseline_ratios(
         else:
             seeds = sorted(set(runs) & set(base))
         pick = lambda d, s: d[s] if len(d) > 1 else next(iter(d.values()))  # noqa: E731
-        out[name] = {
-            k: paired_ratio(
-                [float(pick(runs, s)[k]) for s in seeds], [float(pick(base, s)[k]) for s in seeds]
-            )
-            for k in metrics
-        }
+        pairs = [(pick(runs, s), pick(base, s)) for s in seeds]
+        per: dict[str, Ratio | None] = {}
+        for k in metrics:
+            got = paired_ratio([float(a[k]) for a, _ in pairs], [float(b[k]) for _, b in pairs])
+            # only the makespan of a sampled run is an estimate; its other counters are
+            # its detailed iterations' own
+            if got is not None and k == "makespan_cycles":
+                got = sampled_ratio(got, pairs)
+            per[k] = got
+        out[name] = per
     return out

@@ -253,6 +253,43 @@ def test_baseline_ratios_pair_by_seed_and_broadcast_deterministic():
     assert "ws" not in out
 
 
+def test_a_sampled_makespan_ratio_holds_the_runs_intervals():
+    """A ratio of two sampled makespans from one seed was shown bare, as exact as a
+    detailed one; it now holds both runs' 95 % intervals (combined on the log scale)."""
+    import math
+
+    from simsched.comparison import baseline_ratios
+
+    def rec(name, seed, m, lo, hi, sampled=True):
+        return {"scheduler": name, "seed": seed, "makespan_cycles": m, "steals": 10,
+                "sampled": sampled, "makespan_ci95": json.dumps([lo, hi])}  # fmt: skip
+
+    recs = [rec("ws", 0, 1000, 980, 1020), rec("laws", 0, 800, 792, 808)]
+    out = baseline_ratios(recs, "ws", ["makespan_cycles", "steals"])
+    r = out["laws"]["makespan_cycles"]
+    a = (math.log(1020) - math.log(980)) / 2
+    b = (math.log(808) - math.log(792)) / 2
+    half = math.sqrt(a * a + b * b)
+    assert r.n == 1 and r.sampled and r.ratio == pytest.approx(0.8)
+    assert (r.lo, r.hi) == pytest.approx((0.8 * math.exp(-half), 0.8 * math.exp(half)))
+    assert r.as_dict()["sampled"] is True
+    # a counter of the detailed iterations is no estimate: no interval of its own
+    steals = out["laws"]["steals"]
+    assert not steals.sampled and steals.lo == steals.hi == 1.0
+    # detailed runs (their interval is the makespan twice) keep the bare ratio
+    det = [rec("ws", 0, 1000, 1000, 1000, False), rec("laws", 0, 800, 800, 800, False)]
+    r = baseline_ratios(det, "ws", ["makespan_cycles"])["laws"]["makespan_cycles"]
+    assert not r.sampled and r.lo == r.hi == pytest.approx(0.8)
+    # with seeds that disagree more than the samples do, the seeds' interval stands
+    recs = [rec("ws", s, 1000, 999, 1001) for s in (0, 1, 2)]
+    recs += [rec("laws", s, m, m - 1, m + 1) for s, m in ((0, 700), (1, 800), (2, 900))]
+    seeds_only = baseline_ratios(
+        [{**x, "sampled": False} for x in recs], "ws", ["makespan_cycles"]
+    )["laws"]["makespan_cycles"]
+    r = baseline_ratios(recs, "ws", ["makespan_cycles"])["laws"]["makespan_cycles"]
+    assert r.sampled and (r.lo, r.hi) == (seeds_only.lo, seeds_only.hi)
+
+
 def test_cli_compare_baseline_and_out_store(traces, tmp_path, capsys):
     from simsched.cli import main
     from simsched.experiments import load_results

@@ -617,10 +617,11 @@ def _two_digits(value: float) -> str:
 
 
 def _ratio_cell(r: Any) -> str:
-    """``0.912x [0.871–0.955]`` (no interval from one pair; ``n/a`` for a zero value)."""
+    """``0.912x [0.871–0.955]`` (no interval from one detailed pair; ``n/a`` for a zero
+    value)."""
     if r is None:
         return "n/a"
-    if r.n == 1:
+    if r.n == 1 and not r.sampled:
         return f"{r.ratio:.3f}x"
     return f"{r.ratio:.3f}x [{r.lo:.3f}–{r.hi:.3f}]"
 

@@ -315,6 +315,24 @@ def test_compare_shows_a_sampled_makespans_interval(tmp_path, capsys):
     assert code == 0 and "±" not in out and "prediction interval" not in out
 
 
+def test_compare_baseline_ratio_of_one_sampled_seed_has_an_interval(tmp_path, capsys):
+    """With one seed, ``--baseline`` printed a ratio of two extrapolations with no
+    interval at all, as if both were exact."""
+    heat = tmp_path / "heat.sst"
+    generate("heat", heat, nx=34, ny=10, cutoff=8, iters=12, init=False)
+    argv = ["compare", "-t", str(heat), "-m", "itrs-45nm-4", "-s", "ws,pdf",
+            "--baseline", "ws", "--sample-iterations", "2", "--sample-precision", "0"]  # fmt: skip
+    code, out, _ = _run([*argv, "--json"], capsys)
+    assert code == 0
+    ratio = json.loads(out)["baseline"]["ratios"]["pdf"]["makespan_cycles"]
+    assert ratio["n"] == 1 and ratio["sampled"] is True
+    assert ratio["lo"] < ratio["ratio"] < ratio["hi"]
+    code, out, _ = _run(argv, capsys)
+    row = next(line for line in out.splitlines() if "makespan_cycles" in line)
+    assert code == 0 and f"{ratio['ratio']:.3f}x [{ratio['lo']:.3f}–{ratio['hi']:.3f}]" in row
+    assert "at least as wide as the runs' own 95 % intervals" in " ".join(out.split())
+
+
 def test_a_precision_never_reached_is_not_blamed_on_too_few_iterations(tmp_path, capsys):
     """Samples that left iterations out but never met the precision asked for made the
     run detailed, and the table said "settled at 3, 2 samples would leave none out"."""
