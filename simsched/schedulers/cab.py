@@ -105,11 +105,11 @@ def _parse_bl(value: Any, where: str) -> str | int:
     """``bl``: ``auto`` or a level >= 0 (``where`` names it in messages)."""
     if isinstance(value, str) and value.strip().lower() == "auto":
         return "auto"
-    if isinstance(value, bool) or isinstance(value, float):
-        raise ConfigError(f"{where}={value!r} is not an integer level or auto")
     try:
-        bl = int(str(value).strip()) if isinstance(value, str) else int(value)
-    except (TypeError, ValueError):
+        # as every integer parameter takes it (params.coerce): numpy integers, whole
+        # floats (``bl=2.0``, as data_bytes takes them) and parse_int's spellings
+        bl = coerce(value, int, where)
+    except ConfigError:
         raise ConfigError(f"{where}={value!r} is not an integer level or auto") from None
     if bl < 0:
         raise ConfigError(f"{where}={bl} must be a level >= 0 or auto")

@@ -252,6 +252,19 @@ def test_bad_bl_is_config_error(value, msg):
         CacheAwareBiTier.resolve_params({"cpu_bound": "maybe"})
 
 
+@pytest.mark.parametrize("given", [2.0, np.int64(2), "2", " 2 ", "2^1"])
+def test_bl_takes_an_integer_as_every_integer_parameter_does(given):
+    """``bl=2.0`` was refused while ``data_bytes=2.0`` ran: a level is read as every
+    integer parameter is (params.coerce)."""
+    assert CacheAwareBiTier.resolve_params({"bl": given})["bl"] == 2
+
+
+@pytest.mark.parametrize("given", [2.5, True, "2.5", float("nan"), None])
+def test_bl_refuses_what_no_integer_parameter_takes(given):
+    with pytest.raises(ConfigError, match=r"is not an integer level or auto"):
+        CacheAwareBiTier.resolve_params({"bl": given})
+
+
 def test_bl_and_data_bytes_beyond_64_bits_are_refused():
     """They ran, and the record's 10^30 left the point out of a results store."""
     with pytest.raises(ConfigError, match=r"bl=10{30} is beyond any level \(at most 2\^63 - 1\)"):
