@@ -76,6 +76,8 @@ MIN_QUANTUM = 100
 
 #: values of every controller's ``placement`` parameter (module docstring)
 PLACEMENTS = ("sockets", "any")
+#: ``placement``, read as a declared parameter's choices are (any case, spaces around)
+_PLACEMENT = Param("sockets", "keep each job on few sockets, or ignore sockets", PLACEMENTS)
 
 
 def check_quantum(quantum: int, what: str) -> int:
@@ -201,12 +203,9 @@ class Controller:
     ) -> None:
         params = check_mapping(params, f"controller {self.name!r}: parameters")
         ms = params.pop("quantum_ms", None)
-        placement = params.pop("placement", "sockets")
-        if placement not in PLACEMENTS:
-            raise ConfigError(
-                f"controller {self.name!r}: placement={placement!r}: choose one of "
-                f"{', '.join(PLACEMENTS)}"
-            )
+        placement = _PLACEMENT.check(
+            params.pop("placement", "sockets"), f"controller {self.name!r}", "placement"
+        )
         resolved = self.params_schema.resolve(f"controller {self.name!r}", params)
         quantum = check_quantum(quantum, f"controller {self.name!r}")
         self.machine = machine

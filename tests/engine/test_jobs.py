@@ -584,8 +584,13 @@ def test_placement_any_ignores_sockets():
     assert assign_cores({0: frozenset({2})}, {0: 2}, [0] * 4, set()) == {0: frozenset({0, 2})}
     m = load_machine(TWO_BY_TWO)
     assert get_controller("deq")(m, 2, {"placement": "any"}, 311).placement == "any"
-    with pytest.raises(ConfigError, match="placement='near'"):
+    with pytest.raises(ConfigError, match="placement='near' is not sockets or any"):
         get_controller("equi")(m, 2, {"placement": "near"})
+    # read as every declared choice is: "Any" was refused while spawn_policy took any case
+    assert get_controller("equi")(m, 2, {"placement": " Any "}).placement == "any"
+    assert (
+        get_controller("deq")(m, 2, {"placement": "SOCKETS"}, 311).params.get("placement") is None
+    )
 
 
 @pytest.mark.parametrize("controller", ["equi", "deq"])
