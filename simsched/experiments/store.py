@@ -652,9 +652,9 @@ def parse_where(expr: str, columns: list[str]) -> tuple[str, str, str]:
         )
     col, op, value = m.groups()
     if col not in columns:
-        near = [c for c in columns if col.lower() in c.lower()][:5]
-        hint = f" (did you mean {', '.join(near)}?)" if near else ""
-        raise ConfigError(f"--where {expr!r}: no column {col!r}{hint}")
+        # as --columns words it: the names meant, else the columns there are
+        hint = column_hint(col, columns, 12)
+        raise ConfigError(f"--where {expr!r}: no column {col!r} ({hint})")
     return col, ("=" if op == "==" else op), value
 
 
