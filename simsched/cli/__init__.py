@@ -12,7 +12,9 @@ import errno
 import functools
 import importlib
 import os
+import re
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from simsched.errors import SimschedError, Terminated
@@ -176,6 +178,26 @@ def _unwind_on_sigterm() -> list[int]:
     return got
 
 
+_API_NAME = re.compile(r"([a-z][a-z0-9_]*)=(\S*?):")
+
+
+def as_typed(message: str, args: Sequence[str]) -> str:
+    """``message`` with a leading ``name=value:`` of the Python API spelled as the option
+    the user typed (``sample_iterations=1:`` -> ``--sample-iterations 1:``).
+
+    The API's checks name a value by its keyword, the one word that fits both callers;
+    only the command line knows it was an option, and only an option present in ``args``
+    is renamed, so a sweep spec's key or a scheduler's parameter keeps its own name.
+    """
+    m = _API_NAME.match(message)
+    if m is None:
+        return message
+    flag = "--" + m.group(1).replace("_", "-")
+    if not any(a == flag or a.startswith(flag + "=") for a in args):
+        return message
+    return f"{flag} {m.group(2)}:{message[m.end() :]}"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``simsched`` console script.
 
@@ -227,7 +249,7 @@ def main(argv: list[str] | None = None) -> None:
             # `-o /dev/stdout | head`: the output file is the pipe, its reader has enough
             _silence_stdout()
             raise SystemExit(0) from None
-        fail(str(exc))
+        fail(as_typed(str(exc), args))
     except MemoryError as exc:
         # The up-front estimate (simsched.machine.resources) covers the caches; anything
         # else too large for this host (huge inputs, page tables) still ends in one line.

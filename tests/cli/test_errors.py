@@ -89,8 +89,10 @@ def test_link_bandwidth_too_low_for_the_engine(cli, fib_trace, tmp_path, bandwid
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--seed", "-1"], "seed=-1: must be between 0 and"),
-        (["--window", "99999999999999999999"], "window=99999999999999999999: must be between"),
+        (["--seed", "-1"], "--seed -1: must be between 0 and"),
+        (["--window", "99999999999999999999"], "--window 99999999999999999999: must be between"),
+        # the API names a value by its keyword; the command line by the option typed
+        (["--sample-iterations=1"], "error: --sample-iterations 1: must be between 2"),
         (["-p", "spawn_policy=parent-first", "-p", "spawn_policy=child-first"], "given twice"),
         # --set's value won over -p's without a word
         (
