@@ -485,11 +485,15 @@ def paired_ratio(values: list[float], base: list[float], level: float = 0.95) ->
 
 def _log_half(record: dict[str, Any]) -> float:
     """Half-width, on the log scale, of a record's makespan interval (0 for a detailed
-    run, whose ``makespan_ci95`` is the makespan twice)."""
-    if not record.get("sampled"):
+    run, whose ``makespan_ci95`` is the makespan twice, and for a record that keeps no
+    interval: nothing to add to the seeds')."""
+    raw = record.get("makespan_ci95")
+    if not record.get("sampled") or raw is None:
         return 0.0
-    raw = record.get("makespan_ci95", "[]")
-    lo, hi = (json.loads(raw) if isinstance(raw, str) else raw) or (0, 0)
+    got = json.loads(raw) if isinstance(raw, str) else raw
+    if len(got) != 2:
+        return 0.0
+    lo, hi = got
     if lo <= 0 or hi <= 0:
         return math.inf  # an interval reaching zero bounds no ratio
     return (math.log(hi) - math.log(lo)) / 2

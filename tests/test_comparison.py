@@ -288,6 +288,13 @@ def test_a_sampled_makespan_ratio_holds_the_runs_intervals():
     )["laws"]["makespan_cycles"]
     r = baseline_ratios(recs, "ws", ["makespan_cycles"])["laws"]["makespan_cycles"]
     assert r.sampled and (r.lo, r.hi) == (seeds_only.lo, seeds_only.hi)
+    # a row that keeps no interval adds nothing; one reaching zero bounds no ratio
+    bare = [{k: v for k, v in x.items() if k != "makespan_ci95"} for x in recs[:1] + recs[3:4]]
+    r = baseline_ratios(bare, "ws", ["makespan_cycles"])["laws"]["makespan_cycles"]
+    assert not r.sampled and r.lo == r.hi
+    zero = [rec("ws", 0, 1000, 0, 2000), rec("laws", 0, 800, 792, 808)]
+    r = baseline_ratios(zero, "ws", ["makespan_cycles"])["laws"]["makespan_cycles"]
+    assert (r.lo, r.hi) == (0.0, math.inf)
 
 
 def test_cli_compare_baseline_and_out_store(traces, tmp_path, capsys):
