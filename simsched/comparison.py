@@ -487,10 +487,9 @@ def _log_half(record: dict[str, Any]) -> float:
     """Half-width, on the log scale, of a record's makespan interval (0 for a detailed
     run, whose ``makespan_ci95`` is the makespan twice, and for a record that keeps no
     interval: nothing to add to the seeds')."""
-    raw = record.get("makespan_ci95")
-    if not record.get("sampled") or raw is None:
+    if not record.get("sampled"):
         return 0.0
-    got = json.loads(raw) if isinstance(raw, str) else raw
+    got = _field(record, "makespan_ci95")
     if len(got) != 2:
         return 0.0
     lo, hi = got
