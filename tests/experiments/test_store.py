@@ -135,10 +135,13 @@ def test_consolidate_export_and_order(tmp_path):
     assert sort_rows(df.iloc[::-1]).equals(df)
 
 
-def test_an_unknown_column_of_where_is_worded_as_one_of_columns():
-    """--where said nothing at all when no column contained the name, where --columns
-    listed the columns there are: both now tell it alike (params.column_hint)."""
+def test_an_unknown_column_of_columns_or_where_names_the_columns_it_may_mean():
+    """`results show --columns makespan` listed the first 12 columns, a sweep's parameters,
+    then "...", even when they were all, and never makespan_cycles.  --where said nothing
+    at all when no column contained the name: both now tell it alike (params.column_hint)."""
     few = pd.DataFrame({"workload": ["w"], "makespan_cycles": [1]})
+    with pytest.raises(ConfigError, match=r"no column 'zz' \(have: workload, makespan_cycles\)$"):
+        select_columns(few, ["zz"])
     with pytest.raises(
         ConfigError, match=r"^--where 'zz=1': no column 'zz' \(have: workload, makespan_cycles\)$"
     ):
@@ -147,14 +150,6 @@ def test_an_unknown_column_of_where_is_worded_as_one_of_columns():
         ConfigError, match=r"no column 'Makespan' \(did you mean makespan_cycles\?\)$"
     ):
         filter_frame(few, ["Makespan<3"])
-
-
-def test_an_unknown_column_of_columns_names_the_columns_it_may_mean():
-    """`results show --columns makespan` listed the first 12 columns, a sweep's parameters,
-    then "...", even when they were all, and never makespan_cycles."""
-    few = pd.DataFrame({"workload": ["w"], "makespan_cycles": [1]})
-    with pytest.raises(ConfigError, match=r"no column 'zz' \(have: workload, makespan_cycles\)$"):
-        select_columns(few, ["zz"])
     wide = pd.DataFrame({**{f"workload.p{i}": [i] for i in range(12)}, "makespan_cycles": [1]})
     with pytest.raises(
         ConfigError, match=r"no column 'Makespan' \(did you mean makespan_cycles\?\)$"
