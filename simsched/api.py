@@ -56,7 +56,14 @@ from simsched.identity import version
 
 # Defined with the machine model; kept importable from here.
 from simsched.machine.loader import machine_config, one_core_machine  # noqa: F401
-from simsched.params import MAX_QUANTUM, check_int, check_mapping, check_seed, python_scalars
+from simsched.params import (
+    MAX_QUANTUM,
+    check_flag,
+    check_int,
+    check_mapping,
+    check_seed,
+    python_scalars,
+)
 
 if TYPE_CHECKING:
     from simsched.machine import Machine
@@ -480,14 +487,6 @@ def _options(seed: Any, window: Any) -> tuple[int | None, int]:
     return s, win
 
 
-def _flag(name: str, value: Any) -> bool:
-    """A yes/no argument of the Python API: ``speedup="no"`` was true, and silently
-    computed the baseline."""
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    raise ConfigError(f"{name}={python_scalars(value)!r}: expected True or False")
-
-
 def _out_dir(out_dir: Any) -> Path | None:
     """The ``out_dir`` of :func:`run` and :func:`run_jobs` (None: write nothing)."""
     return None if out_dir is None else check_path(out_dir, "out_dir")
@@ -599,8 +598,8 @@ def run(
 
     given_seed, win = _options(seed, window)
     seed = int(given_seed or 0)
-    progress = _flag("progress", progress)
-    speedup = _flag("speedup", speedup)
+    progress = check_flag(progress, "progress")
+    speedup = check_flag(speedup, "speedup")
     params = check_mapping(params, "params")
     overrides = check_mapping(overrides, "overrides")
     out = _out_dir(out_dir)
@@ -908,7 +907,7 @@ def run_jobs(
     from simsched.schedulers import get_scheduler
 
     seed, win = _options(seed, window)
-    progress = _flag("progress", progress)
+    progress = check_flag(progress, "progress")
     if quantum is not None:
         quantum = check_int("quantum", quantum, 0, MAX_QUANTUM)
     out = _out_dir(out_dir)

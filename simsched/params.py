@@ -50,6 +50,15 @@ def check_seed(value: Any, name: str = "seed") -> int:
     return check_int(name, value, 0, MAX_SEED)
 
 
+def check_flag(value: Any, name: str) -> bool:
+    """``value`` (a Python or numpy bool) as a ``bool``, else a one-line
+    :class:`ConfigError` naming ``name``: the yes/no arguments of the Python API, where
+    ``refresh="no"`` or ``retry_failed=0`` was taken as its truth value without a word."""
+    if isinstance(value, bool) or numpy_instance(value, "bool_"):
+        return bool(value)
+    raise ConfigError(f"{name}={python_scalars(value)!r}: expected True or False")
+
+
 def check_mapping(value: Any, name: str) -> dict[str, Any]:
     """``value`` (a mapping of names to values; None: empty) as a dict, else a one-line
     :class:`ConfigError` naming ``name``: the dict parameters of the Python API

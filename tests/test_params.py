@@ -191,6 +191,18 @@ def test_check_mapping_refuses_what_is_no_mapping_of_names():
         schema.resolve("scheduler 'ws'", "abc")
 
 
+def test_check_flag_takes_bools_only():
+    """A yes/no argument took any value by its truth: ``refresh="no"`` refreshed."""
+    import numpy as np
+
+    from simsched.params import check_flag
+
+    assert check_flag(True, "f") is True and check_flag(np.bool_(False), "f") is False
+    for bad, shown in (("no", "'no'"), (0, "0"), (None, "None"), (np.int64(1), "1")):
+        with pytest.raises(ConfigError, match=f"^refresh={shown}: expected True or False$"):
+            check_flag(bad, "refresh")
+
+
 def test_python_scalars_turns_numpy_scalars_into_python_values():
     import numpy as np
 

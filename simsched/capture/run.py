@@ -43,6 +43,7 @@ from simsched.capture.cilk import CilkOptions
 from simsched.capture.cilkcc import rewrite_command, stdin_source
 from simsched.errors import CaptureError
 from simsched.files import make_output_dir
+from simsched.params import check_flag
 from simsched.trace.raw import ITERATION_MODES
 
 if TYPE_CHECKING:
@@ -575,6 +576,8 @@ def capture(
         raise CaptureError(
             f"unknown --iterations {iterations!r}; choose one of {', '.join(ITERATION_MODES)}"
         )
+    verbose = check_flag(verbose, "verbose")
+    aslr = check_flag(aslr, "aslr")
     prog = _resolve_program(program)
     out = Path(out)
     make_output_dir(out.parent)

@@ -83,7 +83,7 @@ from simsched.experiments.store import (
     write_row,
 )
 from simsched.files import check_output_dir, make_output_dir, write_json_atomic
-from simsched.params import check_int
+from simsched.params import check_flag, check_int
 from simsched.trace.reader import keep_bytes
 
 PointFunction = Callable[[Point, Path], dict[str, Any]]
@@ -950,6 +950,9 @@ def run_sweep(
     """
     check_loaded(loaded)
     workers = check_int("workers", workers, 0, MAX_WORKERS)
+    retry_failed = check_flag(retry_failed, "retry_failed")
+    rerun_stale = check_flag(rerun_stale, "rerun_stale")
+    progress = check_flag(progress, "progress")
     if address is not None and not isinstance(address, str):
         raise ConfigError(f"address={address!r}: expected a string tcp://HOST:PORT")
     if executor not in ("local", "dask"):

@@ -43,7 +43,7 @@ from simsched.canonical import canonical_json
 from simsched.engine.record import nest_fields
 from simsched.errors import ConfigError, OutputError
 from simsched.files import atomic_output, check_path, is_stream, parse_json, write_json_atomic
-from simsched.params import check_frame, check_strings, column_hint
+from simsched.params import check_flag, check_frame, check_strings, column_hint
 
 POINTS_DIR = "points"
 ROW_FILE = "row.json"
@@ -543,6 +543,8 @@ def load_results(
         The path is neither a sweep folder nor a results file, or that file is damaged.
     """
     p = check_path(path, "path")
+    refresh = check_flag(refresh, "refresh")
+    nullable_int = check_flag(nullable_int, "nullable_int")
     warn = warn or _warn
     return _ints(_told_same_labels(p, _stored_table(p, refresh, warn), warn), nullable_int)
 

@@ -28,7 +28,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simsched.errors import ConfigError
-from simsched.params import check_frame, column_hint
+from simsched.params import check_flag, check_frame, column_hint
 
 # Readable axis labels for the record's fields (others are shown as they are named).
 LABELS = {
@@ -383,6 +383,7 @@ def sweep_figure(
     :func:`warnings.warn`) is told which, since the mean then mixes different runs, not
     only seeds.
     """
+    logx = check_flag(logx, "logx")
     if isinstance(df, pd.DataFrame) and df.empty and not len(df.columns):
         # the table of a sweep with no finished point: "no column 'seed' in the results
         # (have: )" blamed the option

@@ -24,7 +24,7 @@ from simsched.capture import build, capture, compile_program, count_markers
 from simsched.capture import run as capture_run
 from simsched.capture.cilk import CilkOptions
 from simsched.capture.run import MIN_SAMPLES, UNINSTRUMENTED_WARN, _significantly_above
-from simsched.errors import CaptureError, TraceFormatError
+from simsched.errors import CaptureError, ConfigError, TraceFormatError
 from simsched.trace import open_trace
 from simsched.trace import raw as R
 
@@ -407,6 +407,8 @@ def test_missing_program_and_pin_are_capture_errors(cache, tmp_path, monkeypatch
         capture("/bin/true", [], tmp_path / "x.sst", backend="pin")
     with pytest.raises(CaptureError, match="unknown backend"):
         capture("/bin/true", [], tmp_path / "x.sst", backend="dynamorio")
+    with pytest.raises(ConfigError, match="^aslr='off': expected True or False"):
+        capture("/bin/true", [], tmp_path / "x.sst", aslr="off")
 
 
 def _raw_v1(n_refs: int) -> bytes:

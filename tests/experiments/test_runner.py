@@ -55,6 +55,9 @@ def test_in_process_run_writes_rows_and_skips_on_rerun(tmp_path):
         assert (pdir / "result.json").is_file()
     again = run_sweep(loaded, workers=0, point_fn=sweep_pointfns.fake_point, progress=False)
     assert (again.ran, again.skipped) == (0, 6)
+    # "no" was true: every failed point would have run again
+    with pytest.raises(ConfigError, match="^retry_failed='no': expected True or False"):
+        run_sweep(loaded, workers=0, point_fn=sweep_pointfns.fake_point, retry_failed="no")
     assert sweep_status(loaded) == {
         "sweep": "fake",
         "out": str(loaded.out_dir),

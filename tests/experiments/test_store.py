@@ -105,6 +105,11 @@ def test_counts_stay_integers_beside_a_failed_point(tmp_path, capsys):
     assert str(load_results(pq, nullable_int=True)["makespan_cycles"].dtype) == "Int64"
     ok_only = export_results(tmp_path, tmp_path / "ok.parquet", ["status=ok"])
     assert load_results(ok_only)["makespan_cycles"].dtype == "int64"
+    # "no" was true: the counts came back as Int64
+    with pytest.raises(ConfigError, match="^nullable_int='no': expected True or False"):
+        load_results(pq, nullable_int="no")
+    with pytest.raises(ConfigError, match="^refresh=0: expected True or False"):
+        load_results(tmp_path, refresh=0)
     with pytest.raises(SystemExit):
         main(["results", "show", str(tmp_path), "--columns", "status,makespan_cycles"])
     shown = capsys.readouterr().out
