@@ -18,6 +18,7 @@ import numbers
 import os
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from glob import escape as glob_escape
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -611,6 +612,29 @@ def check_tex(path: str | os.PathLike) -> None:
         )
 
 
+def _save_pgf(fig: Figure, path: Path, tmp: Path, dots: dict[str, Any]) -> None:
+    """Write ``fig`` as PGF into ``tmp``, which becomes ``path``.
+
+    PGF keeps a raster image in a PNG beside the file, named after the file and named so
+    inside it: written to the temporary it was ``.<name>.<random>.tmp-img0.png``, left
+    behind and referenced by a name that the rename to ``path`` left dangling.  So the
+    figure is drawn under its own name in a private folder, its images moved beside
+    ``path`` first (each atomically), the PGF last.  PGF takes no metadata at all (even
+    None is a TypeError).
+    """
+    import tempfile
+
+    from simsched.files import atomic_output
+
+    with tempfile.TemporaryDirectory(prefix=".simsched-pgf-", dir=tmp.parent) as d:
+        drawn = Path(d) / path.name
+        fig.savefig(drawn, format="pgf", **dots)
+        for img in sorted(Path(d).glob(f"{glob_escape(path.stem)}-img*.png")):
+            with atomic_output(path.with_name(img.name)) as out:
+                os.replace(img, out)
+        os.replace(drawn, tmp)
+
+
 def save(fig: Figure, path: str | os.PathLike, *, dpi: float | None = None) -> Path:
     """Save ``fig`` atomically (:func:`simsched.files.atomic_output`) and close it.
 
@@ -628,7 +652,8 @@ def save(fig: Figure, path: str | os.PathLike, *, dpi: float | None = None) -> P
     dots: dict[str, Any] = {} if dpi is None else {"dpi": dpi}
     try:
         fmt = figure_format(path)
-        if fmt == "pgf" and (fig.axes or fig.texts or fig.legends):
+        if fmt == "pgf" and (fig.axes or fig.texts or fig.legends or fig.images):
+            # an image is placed with a TeX command matplotlib asks TeX for
             check_tex(path)
         # a PDF, SVG or PostScript file dated by the clock, with SVG ids salted at random,
         # differed on every save of the same figure
@@ -645,8 +670,9 @@ def save(fig: Figure, path: str | os.PathLike, *, dpi: float | None = None) -> P
                 with _source_date_epoch("0"):
                     fig.savefig(buf, format=fmt, **dots)
                 tmp.write_bytes(buf.getvalue())
+            elif fmt == "pgf":
+                _save_pgf(fig, path, tmp, dots)
             else:
-                # PGF takes no metadata at all (even None is a TypeError)
                 undated: dict[str, Any] = {"metadata": _UNDATED[fmt]} if fmt in _UNDATED else {}
                 fig.savefig(tmp, format=fmt, **dots, **undated)
     finally:

@@ -351,6 +351,33 @@ def test_a_pgf_figure_is_saved_or_refused_in_one_line(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["line.pgf"]
 
 
+def test_a_pgf_figure_keeps_its_images_beside_it_under_its_name(tmp_path, monkeypatch):
+    """A raster image was written beside the temporary (``.img.pgf.<random>.tmp-img0.png``),
+    left behind and referenced by that name; and without TeX the figure ended in
+    matplotlib's traceback, since placing an image asks TeX for a command."""
+    import numpy as np
+    from matplotlib.backends import backend_pgf
+
+    from simsched.plotting import figures
+
+    def image_figure():
+        fig = plt.figure()
+        fig.figimage(np.arange(16.0).reshape(4, 4))
+        return fig
+
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))  # no TeX on the path
+    with pytest.raises(ConfigError, match=r"img.pgf: a PGF figure needs .* \(TeX\)"):
+        save(image_figure(), tmp_path / "out" / "img.pgf")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    # with TeX: matplotlib asks it which command includes a graphic
+    monkeypatch.setattr(figures, "check_tex", lambda path: None)
+    monkeypatch.setattr(backend_pgf, "_get_image_inclusion_command", lambda: r"\includegraphics")
+    save(image_figure(), tmp_path / "out" / "img.pgf")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["img-img0.png", "img.pgf"]
+    text = (tmp_path / "out" / "img.pgf").read_text()
+    assert "img-img0.png" in text and ".tmp" not in text
+
+
 @pytest.mark.parametrize("fmt", ["pdf", "svg", "svgz", "ps", "eps"])
 def test_a_figure_saved_twice_is_the_same_file(tmp_path, fmt, monkeypatch):
     """PDF, SVG and PostScript carried the clock's date (and SVG random ids, svgz the gzip
