@@ -483,14 +483,23 @@ def paired_ratio(values: list[float], base: list[float], level: float = 0.95) ->
     return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n)
 
 
-def _log_half(record: dict[str, Any]) -> float:
-    """Half-width, on the log scale, of a record's makespan interval (0 for a detailed
-    run, whose ``makespan_ci95`` is the makespan twice, and for a record that keeps no
-    interval: nothing to add to the seeds')."""
+def sampled_interval(record: dict[str, Any]) -> tuple[float, float] | None:
+    """A sampled run's 95 % makespan interval, ``(lo, hi)`` in cycles, from its record (a
+    result record or a table's row); None for a detailed run, whose ``makespan_ci95`` is
+    the makespan twice, and for a record that keeps no interval."""
     if not record.get("sampled"):
-        return 0.0
+        return None
     got = _field(record, "makespan_ci95")
     if len(got) != 2:
+        return None
+    return float(got[0]), float(got[1])
+
+
+def _log_half(record: dict[str, Any]) -> float:
+    """Half-width, on the log scale, of a record's makespan interval (0 where
+    :func:`sampled_interval` has none: nothing to add to the seeds')."""
+    got = sampled_interval(record)
+    if got is None:
         return 0.0
     lo, hi = got
     if lo <= 0 or hi <= 0:

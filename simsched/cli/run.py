@@ -243,10 +243,13 @@ def run_cmd(
     for k in keys:
         v = rec[k]
         table.add_row(k, f"{v:.4g}" if isinstance(v, float) else f"{v:,}")
-    if rec.get("sampled"):
-        lo, hi = json.loads(rec["makespan_ci95"])
+    from simsched.comparison import sampled_interval
+
+    interval = sampled_interval(rec)
+    if interval is not None:
+        lo, hi = interval
         # a prediction interval of the detailed makespan, not a confidence interval of a mean
-        table.add_row("makespan 95 % prediction interval", f"{lo:,}–{hi:,}")
+        table.add_row("makespan 95 % prediction interval", f"{lo:,.0f}–{hi:,.0f}")
         table.add_row(
             "detailed iterations",
             f"{rec['detailed_iterations']} of {rec['trace_iterations']} "
@@ -598,13 +601,13 @@ def _compare_table(first, groups, summary, cols, last, base, ratios) -> Table:
 def _sampled_spread(records: list[dict[str, Any]]) -> float | None:
     """The widest half-width, in percent of its makespan, of the sampled records'
     ``makespan_ci95`` (None: no record is sampled, its makespan is the detailed one's)."""
+    from simsched.comparison import sampled_interval
+
     widths = []
     for rec in records:
-        if not rec.get("sampled"):
-            continue
-        lo, hi = json.loads(rec["makespan_ci95"])
-        if rec["makespan_cycles"]:
-            widths.append(50.0 * (hi - lo) / rec["makespan_cycles"])
+        got = sampled_interval(rec)
+        if got is not None and rec["makespan_cycles"]:
+            widths.append(50.0 * (got[1] - got[0]) / rec["makespan_cycles"])
     return max(widths) if widths else None
 
 
