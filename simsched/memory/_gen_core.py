@@ -25,6 +25,7 @@ from simsched.memory._gen_sets import (
     _s_touch,
     _sets,
     _tlist,
+    _u,
     _unpack,
 )
 from simsched.memory._geometry import (
@@ -125,16 +126,16 @@ def _g_pf_used(g: Geometry) -> list[str]:
     k = g.pf_level
     return [
         f"pfe = {_pf_slot(g, f'a{k}')}",
-        "pft = PF[pfe]",
+        f"pft = PF[{_u('pfe')}]",
         # An entry of before the last reset_stats (PF_OLD) times and trains as any other.
         f"if pft & {~PF_OLD} == a{k}:",
         f"    pfn = 1 if pft == a{k} else 0",
         f"    PF[pfb + {PF_USEFUL}] += pfn",
-        "    pfr = PF[pfe + 1]",
+        f"    pfr = PF[{_u('pfe + 1')}]",
         f"    if pfr > tl + H{k}:",
         "        dl = pfr - tl",
         f"        PF[pfb + {PF_LATE}] += pfn",
-        "    PF[pfe] = -1",
+        f"    PF[{_u('pfe')}] = -1",
         "    trig = True",
     ]
 
@@ -254,7 +255,7 @@ def _others(g: Geometry) -> list[str]:
     writer's core and socket (their lines are on the writer's path)."""
     se = f"{g.cores} + sock"
     if g.mask_words == 1:
-        return [f"others = FC[fb] & ~((np.int64(1) << core) | (np.int64(1) << ({se})))"]
+        return [f"others = FC[{_u('fb')}] & ~((np.int64(1) << core) | (np.int64(1) << ({se})))"]
     return [
         "others = 0",
         f"for wi in range({g.mask_words}):",
@@ -286,8 +287,8 @@ def _ooo_retire(g: Geometry) -> list[str]:
     """Retire the oldest miss in flight: the issue time ``now`` waits for it.  Nothing is
     committed: ``k`` counts the retired misses, ``j`` is the slot of the next one."""
     return [
-        "if OO[ob + j] > now:",
-        "    now = OO[ob + j]",
+        f"if OO[{_u('ob + j')}] > now:",
+        f"    now = OO[{_u('ob + j')}]",
         "k += 1",
         "j += 1",
         f"if j == {g.mshrs}:",
@@ -302,14 +303,14 @@ def _ooo_issue(g: Geometry) -> list[str]:
     on a load (``deps[i]``), and the oldest when every MSHR is busy."""
     M, R = g.mshrs, g.rob
     return [
-        "gi = np.int64(gaps[i]) if use_gaps else np.int64(0)",
+        f"gi = np.int64(gaps[{_u('i')}]) if use_gaps else np.int64(0)",
         "now = t + gi",
         "ins1 = ins + gi + 1",
         "k = 0",
         "j = head",
-        f"while k < cnt and OO[ob + {M} + j] <= ins1 - {R}:",
+        f"while k < cnt and OO[{_u(f'ob + {M} + j')}] <= ins1 - {R}:",
         *_ind(_ooo_retire(g), 1),
-        "if deps[i]:",
+        f"if deps[{_u('i')}]:",
         "    while k < cnt:",
         *_ind(_ooo_retire(g), 2),
         f"if cnt - k == {M}:",
@@ -390,8 +391,8 @@ def _entry(g: Geometry) -> str:
             if g.placement == PLACE_FIRST_TOUCH
             else []
         ),
-        "    addr = addrs[i] + off",
-        "    size = np.int64(sizes[i])",
+        f"    addr = addrs[{_u('i')}] + off",
+        f"    size = np.int64(sizes[{_u('i')}])",
         # Invalid references (size 0, address >= 2**ADDRESS_BITS) are flagged and skipped; a
         # branch that leaves the loop would cost ~15 % of the loop's speed.
         # (addr itself too: a negative one, 2**63 and up as uint64, ends past zero.)
@@ -403,7 +404,7 @@ def _entry(g: Geometry) -> str:
         *(
             _ind(_ooo_issue(g), 1)
             if ooo
-            else ["    now = t + np.int64(gaps[i]) if use_gaps else t"]
+            else [f"    now = t + np.int64(gaps[{_u('i')}]) if use_gaps else t"]
         ),
         # The time bound: shared levels and controllers must see every core's references
         # within the engine's window of global time order.  The first reference of a
@@ -432,7 +433,7 @@ def _entry(g: Geometry) -> str:
         "        stop = i",
         "        break",
         *(["    head = j", "    cnt -= k", "    ins = ins1"] if ooo else []),
-        "    w = 1 if writes[i] else 0",
+        f"    w = 1 if writes[{_u('i')}] else 0",
         f"    first = addr >> {g.shifts[0]}",
         f"    last = (addr + size - 1) >> {g.shifts[0]}",
         "    nrefs += 1",
@@ -457,8 +458,8 @@ def _entry(g: Geometry) -> str:
                 "        j = head + cnt",
                 f"        if j >= {M}:",
                 f"            j -= {M}",
-                "        OO[ob + j] = now + lat",
-                f"        OO[ob + {M} + j] = ins1",
+                f"        OO[{_u('ob + j')}] = now + lat",
+                f"        OO[{_u(f'ob + {M} + j')}] = ins1",
                 "        cnt += 1",
                 "        t = now + H0",
                 "    else:",
@@ -476,7 +477,7 @@ def _entry(g: Geometry) -> str:
             for a in ("addrs", "gaps", "sizes", "writes", "deps")
         ],
         # ... and the first-level set (and prefetch-table slot) its next reference reads.
-        f"    xa = (addrs[stop] + off) >> {g.shifts[0]}",
+        f"    xa = (addrs[{_u('stop')}] + off) >> {g.shifts[0]}",
         f"    host_prefetch(T0, {_base(g, 0, 'ix0', 'xa')})",
         *([f"    host_prefetch(PF, {_pf_slot(g, 'xa')})"] if g.pf_level == 0 else []),
         *_g_flush(g),

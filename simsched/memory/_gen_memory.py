@@ -20,6 +20,7 @@ from simsched.memory._gen_sets import (
     _s_touch,
     _sets,
     _tlist,
+    _u,
 )
 from simsched.memory._geometry import (
     _DEBRUIJN_MUL,
@@ -200,7 +201,7 @@ _CORE_VAR = {CORE_MEM_LOCAL: "cml", CORE_MEM_REMOTE: "cmr", CORE_QUEUE_DELAY: "c
 def _node_inc(g: Geometry, field: int, amount: str) -> str:
     if _local_node(g):
         return f"{_NODE_VAR[field]} += {amount}"
-    return f"NS[nd * {NNS} + {field}] += {amount}"
+    return f"NS[{_u(f'nd * {NNS} + {field}')}] += {amount}"
 
 
 def _core_inc(field: int, amount: str) -> str:
@@ -212,7 +213,7 @@ def _g_controller(g: Geometry, after_fetch: bool = False) -> list[str]:
 
     ``after_fetch``: a fetch from the same (fixed) node was reserved at ``tl`` just
     before, so the controller is free at ``ctrl >= tl`` and no comparison is needed."""
-    ctrl = "ctrl" if _local_node(g) else "CTRL[nd]"
+    ctrl = "ctrl" if _local_node(g) else f"CTRL[{_u('nd')}]"
     if after_fetch and _local_node(g):
         return ["t0 = ctrl", "ctrl = t0 + SVC"]
     return [
@@ -384,17 +385,17 @@ def _g_locals(g: Geometry) -> list[str]:
 
 def _g_flush(g: Geometry) -> list[str]:
     out = [
-        f"CS[cb + {CORE_REFS}] += nrefs",
-        f"CS[cb + {CORE_LINES}] += nlines",
-        f"CS[cb + {CORE_CYCLES}] += ncycles",
-        *[f"CS[cb + {f}] += {v}" for f, v in _CORE_VAR.items()],
+        f"CS[{_u(f'cb + {CORE_REFS}')}] += nrefs",
+        f"CS[{_u(f'cb + {CORE_LINES}')}] += nlines",
+        f"CS[{_u(f'cb + {CORE_CYCLES}')}] += ncycles",
+        *[f"CS[{_u(f'cb + {f}')}] += {v}" for f, v in _CORE_VAR.items()],
     ]
     if _local_node(g):
         out += [f"NS[{g.fixed_node * NNS + f}] += {v}" for f, v in _NODE_VAR.items()]
         out.append(f"CTRL[{g.fixed_node}] = ctrl")
     for k in range(g.levels):
         for field, var in _FIELD_VAR.items():
-            out.append(f"LS[{_lvl_idx(g, k, f'ix{k}', field)}] += {var}{k}")
+            out.append(f"LS[{_u(_lvl_idx(g, k, f'ix{k}', field))}] += {var}{k}")
             if not g.private[k] and field != LVL_WRITEBACKS:
-                out.append(f"CS[cb + {CORE_LEVEL0 + 3 * k + field}] += {var}{k}")
+                out.append(f"CS[{_u(f'cb + {CORE_LEVEL0 + 3 * k + field}')}] += {var}{k}")
     return out

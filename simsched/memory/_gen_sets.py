@@ -21,6 +21,16 @@ def _ind(lines: list[str], n: int) -> list[str]:
     return [("    " * n + s) if s else s for s in lines]
 
 
+def _u(index: str) -> str:
+    """``index`` as an unsigned array index.
+
+    Every index the kernels compute is non-negative; Numba cannot tell, and guards each
+    signed index against a negative value (Python's count from the end), which costs
+    instructions and a register for the array's length on every access.  An unsigned index
+    has no such guard; its value is the same."""
+    return f"np.uint64({index})"
+
+
 def _inst(g: Geometry, k: int, core: str = "core") -> str:
     """Expression for the instance of level k used by ``core``."""
     if g.cores == 1:
@@ -52,11 +62,11 @@ def _s_find(g: Geometry, k: int, T: str, b: str, a: str, p: str = "p") -> list[s
     """Set ``p`` to the way holding line ``a`` in the set at ``T[b]``, or -1."""
     w = g.ways[k]
     if w == 1:
-        return [f"{p} = 0 if ({T}[{b}] >> 1) == {a} else -1"]
+        return [f"{p} = 0 if ({T}[{_u(b)}] >> 1) == {a} else -1"]
     return [
         f"{p} = -1",
         f"for q in range({w}):",
-        f"    if ({T}[{b} + q] >> 1) == {a}:",
+        f"    if ({T}[{_u(f'{b} + q')}] >> 1) == {a}:",
         f"        {p} = q",
         "        break",
     ]
@@ -65,12 +75,12 @@ def _s_find(g: Geometry, k: int, T: str, b: str, a: str, p: str = "p") -> list[s
 def _s_touch(g: Geometry, k: int, T: str, b: str, p: str, d: str) -> list[str]:
     """Move way ``p`` to MRU, OR-ing in dirty bit ``d``."""
     if g.ways[k] == 1:
-        return [] if d == "0" else [f"{T}[{b}] |= {d}"]
+        return [] if d == "0" else [f"{T}[{_u(b)}] |= {d}"]
     return [
-        f"v_ = {T}[{b} + {p}] | {d}",
+        f"v_ = {T}[{_u(f'{b} + {p}')}] | {d}",
         f"for q in range({p}, 0, -1):",
-        f"    {T}[{b} + q] = {T}[{b} + q - 1]",
-        f"{T}[{b}] = v_",
+        f"    {T}[{_u(f'{b} + q')}] = {T}[{_u(f'{b} + q - 1')}]",
+        f"{T}[{_u(b)}] = v_",
     ]
 
 
@@ -78,13 +88,16 @@ def _s_insert(g: Geometry, k: int, T: str, b: str, a: str, d: str, v: str = "v")
     """Insert line ``a`` at MRU; ``v`` receives the evicted LRU entry (-1: none)."""
     w = g.ways[k]
     return [
-        f"{v} = {T}[{b} + {w - 1}]",
+        f"{v} = {T}[{_u(f'{b} + {w - 1}')}]",
         *(
-            [f"for q in range({w - 1}, 0, -1):", f"    {T}[{b} + q] = {T}[{b} + q - 1]"]
+            [
+                f"for q in range({w - 1}, 0, -1):",
+                f"    {T}[{_u(f'{b} + q')}] = {T}[{_u(f'{b} + q - 1')}]",
+            ]
             if w > 1
             else []
         ),
-        f"{T}[{b}] = ({a} << 1) | {d}",
+        f"{T}[{_u(b)}] = ({a} << 1) | {d}",
     ]
 
 
@@ -92,13 +105,16 @@ def _s_remove(g: Geometry, k: int, T: str, b: str, p: str, v: str = "v_") -> lis
     """Remove way ``p`` (later ways move up, an empty way enters at LRU); ``v`` = entry."""
     w = g.ways[k]
     return [
-        f"{v} = {T}[{b} + {p}]",
+        f"{v} = {T}[{_u(f'{b} + {p}')}]",
         *(
-            [f"for q in range({p}, {w - 1}):", f"    {T}[{b} + q] = {T}[{b} + q + 1]"]
+            [
+                f"for q in range({p}, {w - 1}):",
+                f"    {T}[{_u(f'{b} + q')}] = {T}[{_u(f'{b} + q + 1')}]",
+            ]
             if w > 1
             else []
         ),
-        f"{T}[{b} + {w - 1}] = -1",
+        f"{T}[{_u(f'{b} + {w - 1}')}] = -1",
     ]
 
 
@@ -141,16 +157,17 @@ def _f_add(g: Geometry, k: int, inst: str, line: str, delta: int) -> list[str]:
     # The bit changes only when the counter leaves or reaches zero, rarely: a predicted
     # branch is cheaper than rewriting the mask word on every fill and eviction.
     one = "np.int64(1) << (e_ & 63)"
-    word = f"FC[fb_ + {_mword(g, 'e_')}]"
+    mw = _mword(g, "e_")
+    word = f"FC[{_u(f'fb_ + {mw}')}]"
     upd = (
-        ["if FC[n_] == 1:", f"    {word} |= {one}"]
+        [f"if FC[{_u('n_')}] == 1:", f"    {word} |= {one}"]
         if delta > 0
-        else ["if FC[n_] == 0:", f"    {word} &= ~({one})"]
+        else [f"if FC[{_u('n_')}] == 0:", f"    {word} &= ~({one})"]
     )
     return [
         f"fb_ = {_fbase(g, k, line)}",
         f"e_ = {_entity(g, k, inst)}",
         f"n_ = fb_ + {g.mask_words} + e_",
-        f"FC[n_] += {delta}",
+        f"FC[{_u('n_')}] += {delta}",
         *upd,
     ]

@@ -69,6 +69,24 @@ def host_prefetch(typingctx, arr, index):  # type: ignore[no-untyped-def]
 HOST_LINE = 64
 
 
+@intrinsic
+def _line_elements(typingctx, arr):  # type: ignore[no-untyped-def]
+    """Elements of ``arr`` in one host cache line (at least 1), a compile-time constant.
+
+    ``arr.itemsize`` is a run-time field of a Numba array: a step computed from it costs a
+    division per span, and another for the loop's trip count, on every call of ``_serve``.
+    """
+    if not isinstance(arr, types.Array):
+        return None
+    sig = types.intp(arr)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        size = context.get_abi_sizeof(context.get_data_type(signature.args[0].dtype))
+        return context.get_constant(types.intp, max(HOST_LINE // size, 1))
+
+    return sig, codegen
+
+
 # Inlined where it is called, so the caller's compile options (no reference counting in
 # the kernels) are the ones that apply.
 @njit(nogil=True, inline="always")
@@ -78,6 +96,6 @@ def host_prefetch_span(arr, lo, hi):  # type: ignore[no-untyped-def]
     One hint per line whatever the element size: the step is the number of elements a
     line holds, and ``arr[hi]`` gets its own hint, since ``lo`` need not start a line.
     """
-    for q in range(lo, hi, max(HOST_LINE // arr.itemsize, 1)):
+    for q in range(lo, hi, _line_elements(arr)):  # type: ignore[call-arg]
         host_prefetch(arr, q)  # type: ignore[call-arg]  # (typingctx is Numba's)
     host_prefetch(arr, hi)  # type: ignore[call-arg]

@@ -9,7 +9,7 @@ from numba.core.errors import TypingError
 
 from simsched.machine import load_machine
 from simsched.memory import _kernels as K
-from simsched.memory._hostcache import host_prefetch, host_prefetch_span
+from simsched.memory._hostcache import _line_elements, host_prefetch, host_prefetch_span
 from tests.memory._streams import machine
 
 
@@ -99,3 +99,26 @@ def test_prefetch_hints_each_host_line_of_a_set_once():
                 break
             block.append(int(s.removeprefix("host_prefetch(T0, hb + ").rstrip(")")))
         assert block == hinted, ways
+
+
+@njit(cache=False, nogil=True, _nrt=False)
+def _steps(a, b, c, d):
+    return _line_elements(a), _line_elements(b), _line_elements(c), _line_elements(d)
+
+
+def test_span_step_is_a_line_of_elements_known_when_compiling():
+    arrs = (
+        np.zeros(4, np.int64),
+        np.zeros(4, np.uint32),
+        np.zeros(4, np.uint8),
+        np.zeros(4, np.bool_),
+    )
+    assert _steps(*arrs) == (8, 16, 64, 64)
+    # No division left for the step or the loop's trip count.
+    _span_only(arrs[0], 1, 3)
+    assert "div" not in _span_only.inspect_asm(_span_only.signatures[0])
+
+
+@njit(cache=False, nogil=True, _nrt=False)
+def _span_only(a, lo, hi):
+    host_prefetch_span(a, lo, hi)

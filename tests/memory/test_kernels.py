@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from simsched.machine import load_machine
 from simsched.memory import _kernels as K
 from tests.memory._streams import machine
 
@@ -48,6 +50,17 @@ def test_source_is_specialised_and_deterministic():
     plain = K.generate_source(K.geometry_of(machine([{"size": 2048, "assoc": 2, "line": 64}])))
     assert "_coherence" not in plain and "_page_node" not in plain
     assert K.generate_source(g, "x = 1\n").rstrip().endswith("x = 1")
+
+
+def test_set_and_reference_indices_are_unsigned():
+    """Numba guards every signed index against a negative value (counting from the end);
+    the kernels' indices are never negative, so the set operations and the reads of a
+    core's references index with unsigned values, which carry no guard."""
+    for g in (K.geometry_of(M), K.geometry_of(load_machine("opteron-8380-4x4"))):
+        src = K.generate_source(g)
+        subs = re.findall(r"\b(T\d|addrs|sizes|gaps|writes|deps)\[([^\]]*)\]", src)
+        code = [(a, i) for a, i in subs if i != "i"]  # ``addrs[i]`` of the docstring
+        assert code and all(i.startswith("np.uint64(") for _, i in code), code
 
 
 def test_cache_sizes_share_one_module():
