@@ -1,11 +1,12 @@
 """What the README and docs tell a user to type, and every bundled sweep spec, still work.
 
-Every ``simsched ...`` line in a shell block of README.md and docs/*.md is parsed by the
-real command line (command names, options and their types, without running it), and every
-bundled sweep spec is loaded and checked whole (schedulers, parameters, generators, traces),
-as ``sweep run`` does before its first point.  Running them all would take hours; parsing and
-checking catches what went wrong before (an option renamed, a scheduler parameter that does
-not exist).
+Every ``simsched ...`` line in a code block of README.md, docs/*.md and the studies'
+READMEs is parsed by the real command line (command names, options and their types, without
+running it); every option that a command in running text or a synopsis names is one of that
+command's; and every bundled sweep spec is loaded and checked whole (schedulers, parameters,
+generators, traces), as ``sweep run`` does before its first point.  Running them all would
+take hours; parsing and checking catches what went wrong before (an option renamed, a
+scheduler parameter that does not exist).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from simsched.experiments.spec import check_spec, load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# The documents whose commands are checked: the studies' READMEs too, which tell how to run
+# each study.
+COMMAND_DOCS = [*DOCS, *sorted((ROOT / "experiments").glob("*/README.md"))]
 SPECS = sorted(
     p
     for folder in ("configs/sweeps", "experiments")
@@ -33,19 +37,51 @@ SPECS = sorted(
 # The YAML files that are sweep specs (the others are machine files and job sets): chosen
 # here rather than skipped in the test, so a skip always means something was not checked.
 SWEEP_SPECS = [p for p in SPECS if "workloads:" in p.read_text(encoding="utf-8")]
-_BLOCK = re.compile(r"^```(?:sh|bash|console|shell)\n(.*?)^```", re.M | re.S)
+_FENCE = re.compile(r"^[ \t]*```(\w*)")
+_SHELL = ("sh", "bash", "console", "shell", "")
+
+
+def split_markdown(text: str) -> tuple[list[str], list[str]]:
+    """The shell blocks and blocks without a language (commands with their output, synopses)
+    of a Markdown text, each with its continuation lines joined, and the lines outside
+    blocks.  Fences are paired in order, so that a block's closing fence never opens
+    another; blocks may be indented under a list item."""
+    blocks: list[str] = []
+    prose: list[str] = []
+    current: list[str] | None = None
+    language = ""
+    for line in text.splitlines():
+        fence = _FENCE.match(line)
+        if fence and current is None:
+            current, language = [], fence.group(1)
+        elif fence and current is not None:
+            if language in _SHELL:
+                blocks.append("\n".join(current).replace("\\\n", " "))
+            current = None
+        elif current is not None:
+            current.append(line)
+        else:
+            prose.append(line)
+    return blocks, prose
 
 
 def documented_commands() -> list[tuple[str, str]]:
-    """(where, command line) of every ``simsched`` command in a shell block of the docs."""
+    """(where, command line) of every ``simsched`` command in a code block of the docs.
+
+    A synopsis (``simsched profile TRACE [--json]``) is left to
+    :func:`test_options_named_in_the_docs_exist`: its brackets are not a command line.
+    """
     out = []
-    for doc in DOCS:
-        for block in _BLOCK.findall(doc.read_text(encoding="utf-8")):
-            for line in block.replace("\\\n", " ").splitlines():
+    for doc in COMMAND_DOCS:
+        where = str(doc.relative_to(ROOT))
+        for block in split_markdown(doc.read_text(encoding="utf-8"))[0]:
+            for line in block.splitlines():
                 line = line.strip().removeprefix("$ ")
-                if line.startswith("simsched "):
-                    cmd = line.split(" #")[0].split(" > ")[0].split(" | ")[0]
-                    out.append((doc.name, cmd.strip()))
+                for part in line.split(" && "):
+                    cmd = part.split(" #")[0].split(" > ")[0].split(" | ")[0].split(" < ")[0]
+                    cmd = cmd.strip()
+                    if cmd.startswith("simsched ") and not re.search(r"(^|\s)\[", cmd):
+                        out.append((where, cmd))
     return out
 
 
@@ -91,7 +127,8 @@ COMMANDS = documented_commands()
 
 
 def test_the_docs_have_commands():
-    assert len(COMMANDS) >= 20
+    assert len(COMMANDS) >= 80
+    assert any(where.startswith("experiments/") for where, _ in COMMANDS)
     assert len(SWEEP_SPECS) >= 8
     # The other YAML files are job sets (a top-level `jobs:`), which the sweeps that name
     # them validate; nothing else may hide among them unchecked.
@@ -99,7 +136,7 @@ def test_the_docs_have_commands():
     assert all(re.search(r"^jobs:", p.read_text(encoding="utf-8"), re.M) for p in others)
 
 
-@pytest.mark.parametrize(("where", "line"), COMMANDS, ids=[c for _, c in COMMANDS])
+@pytest.mark.parametrize(("where", "line"), COMMANDS, ids=[f"{w}: {c}" for w, c in COMMANDS])
 def test_documented_command_parses(where, line):
     args = shlex.split(line)[1:]
     if args[0] == "cc":  # every argument goes to gcc
@@ -108,6 +145,86 @@ def test_documented_command_parses(where, line):
         parse(args)
     except Exception as exc:
         pytest.fail(f"{where}: `{line}` does not parse: {exc}")
+
+
+_ROOT_COMMAND = typer.main.get_command(app)
+
+
+def named_options(text: str) -> list[tuple[tuple[str, ...], str]]:
+    """(command words, option) of every option that a command of a Markdown text names.
+
+    Commands are read from the lines of shell blocks and blocks without a language, and from
+    inline code outside blocks (`` `simsched run --jobs J.yaml` ``, also without the leading
+    ``simsched`` when the first word is a command: `` `sweep run --executor dask` ``), so
+    synopses with placeholders and brackets count too.  ``cc`` is left out: gcc's flags mix
+    with its own.  Options after `` -- `` are the captured program's.
+    """
+    blocks, prose = split_markdown(text)
+    snippets = [line.split(" #")[0] for block in blocks for line in block.splitlines()]
+    snippets += [span for line in prose for span in re.findall(r"`([^`]+)`", line)]
+    out = []
+    for snippet in snippets:
+        for part in re.split(r" && | \| ", snippet):
+            words = part.split()
+            if words[:1] == ["$"]:
+                words = words[1:]
+            if words[:1] == ["simsched"]:
+                words = words[1:]
+            if not words or words[0] not in _ROOT_COMMAND.commands or words[0] == "cc":
+                continue
+            cmd, path = _ROOT_COMMAND, []
+            while hasattr(cmd, "commands") and words and words[0] in cmd.commands:
+                path.append(words[0])
+                cmd = cmd.commands[words.pop(0)]
+            for word in words:
+                if word == "--":
+                    break
+                option = re.match(r"--?[A-Za-z][\w-]*", word.lstrip("[("))
+                if option:
+                    out.append((tuple(path), option.group()))
+    return out
+
+
+def options_of(path: tuple[str, ...]) -> set[str]:
+    """Every option name (both forms of a flag) of the command ``simsched PATH``."""
+    cmd = _ROOT_COMMAND
+    for word in path:
+        cmd = cmd.commands[word]
+    return {name for p in cmd.params for name in (*p.opts, *p.secondary_opts)} | {"--help"}
+
+
+def test_options_named_in_the_docs_exist():
+    """An option a doc names with its command, in running text, a synopsis or an example,
+    is an option of that command (renaming one leaves no doc behind)."""
+    uses = [
+        (str(doc.relative_to(ROOT)), path, option)
+        for doc in COMMAND_DOCS
+        for path, option in named_options(doc.read_text(encoding="utf-8"))
+    ]
+    assert len(uses) >= 200
+    unknown = [f"{w}: simsched {' '.join(p)} {o}" for w, p, o in uses if o not in options_of(p)]
+    assert not unknown
+
+
+def test_an_unknown_option_in_a_doc_is_found():
+    text = (
+        "Run `sweep run --wrkers 2` or `simsched trace gen heat --paramm n=3`; not `cc -O9`.\n\n"
+        "```\nsimsched profile TRACE [--sise 16K] -o P && simsched capture -o T -- ./p --x\n```\n"
+        "```yaml\nrun --not-a-command-line\n```\n"
+    )
+    found = set(named_options(text))
+    assert found == {
+        (("sweep", "run"), "--wrkers"),
+        (("trace", "gen"), "--paramm"),
+        (("profile",), "--sise"),
+        (("profile",), "-o"),
+        (("capture",), "-o"),
+    }
+    assert {(p, o) for p, o in found if o not in options_of(p)} == {
+        (("sweep", "run"), "--wrkers"),
+        (("trace", "gen"), "--paramm"),
+        (("profile",), "--sise"),
+    }
 
 
 @pytest.mark.parametrize("spec", SWEEP_SPECS, ids=[str(p.relative_to(ROOT)) for p in SWEEP_SPECS])
