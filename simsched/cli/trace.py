@@ -140,7 +140,13 @@ def validate_cmd(trace: Annotated[Path, typer.Argument(help="trace file (.sst)")
 def import_cmd(
     raw: Annotated[Path, typer.Argument(help="raw capture stream (plain or .zst)")],
     out: Annotated[Path, typer.Option("-o", "--out", help="output trace (.sst)")],
-    program: Annotated[str, typer.Option(help="program name for the header")] = "",
+    program: Annotated[
+        str,
+        typer.Option(
+            help="program name for the header; a capture records the program's file name "
+            "(msort for ./msort)"
+        ),
+    ] = "",
     arg: Annotated[
         list[str] | None,
         typer.Option(
