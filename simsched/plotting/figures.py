@@ -200,6 +200,7 @@ def line_plot(
     title: str | None = None,
 ) -> Axes:
     """``y`` against numeric ``x``, one line per ``hue`` value, min–max bars over seeds."""
+    logx = check_flag(logx, "logx")
     agg = aggregate(df, x, y, hue)
     ax = _axes(ax)
     names = _natural(agg[hue]) if hue else [None]

@@ -212,6 +212,8 @@ def test_log_x_needs_positive_values_and_hue_may_be_x():
         sweep_figure(df, "seed", "makespan_cycles", logx=True)
     with pytest.raises(ConfigError, match="^logx='yes': expected True or False"):
         sweep_figure(df, "cores", "makespan_cycles", logx="yes")
+    with pytest.raises(ConfigError, match="^logx='no': expected True or False"):
+        line_plot(df, "cores", "makespan_cycles", logx="no")  # "no" drew a log axis
     fig = sweep_figure(df, "seed", "makespan_cycles", "seed")  # a colour per seed
     assert len(fig.axes[0].get_legend().get_texts()) == 3  # seeds 0, 1, 2 ran
     fig = sweep_figure(df, "scheduler", "makespan_cycles", "scheduler")
