@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +39,18 @@ def _cpu_s() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Run ``cmd`` to its end, its standard output thrown away; return its (CPU, wall)
+    seconds.  CPU is user + system of the child and of what it waited for, the
+    operating system's own accounting of finished children."""
+    kids = resource.RUSAGE_CHILDREN
+    r0, t0 = resource.getrusage(kids), time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(kids)
+    return r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, wall
 
 
 def emit(record: dict, *, sort_keys: bool = False) -> None:

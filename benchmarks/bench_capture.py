@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import resource
 import subprocess
 import tempfile
 import time
@@ -75,21 +74,9 @@ def _import_case(d: Path, n: int, repeat: int) -> dict[str, object]:
     }
 
 
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def _run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """Run ``cmd``; return its (wall, CPU) seconds."""
-    c0, t0 = _cpu(), time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
-    return time.perf_counter() - t0, _cpu() - c0
-
-
 def main() -> None:
     """Run the benchmark and print its JSON line."""
-    from _bench import emit
+    from _bench import emit, run_child
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=4 * 1024 * 1024, help="ints to sort")
@@ -132,7 +119,7 @@ def main() -> None:
                 ("inst", [str(inst), *args], None),  # instrumented, not recording
                 ("rec", [str(inst), *args], rec_env),  # recording the raw stream
             ):
-                wall, cpu = _run(cmd, env)
+                cpu, wall = run_child(cmd, env)
                 w0, c0 = best.get(key, (float("inf"), float("inf")))
                 best[key] = (min(w0, wall), min(c0, cpu))
         raw_bytes = raw.stat().st_size

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import subprocess
 import sys
-import time
 
 COMMANDS = {"version": ["--version"], "machine_list": ["machine", "list"]}
 TARGET_CPU_S = 0.15
@@ -26,21 +23,11 @@ TARGET_CPU_S = 0.15
 ENTRY = "import sys; from simsched.cli import main; main(sys.argv[1:])"
 
 
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def measure(args: list[str]) -> tuple[float, float]:
     """Run ``simsched ARGS`` once; return its (CPU, wall) seconds."""
-    c0, t0 = _cpu(), time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-c", ENTRY, *args],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        env={**os.environ, "COLUMNS": "120"},
-    )
-    return _cpu() - c0, time.perf_counter() - t0
+    from _bench import run_child
+
+    return run_child([sys.executable, "-c", ENTRY, *args], {**os.environ, "COLUMNS": "120"})
 
 
 def main() -> None:

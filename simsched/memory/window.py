@@ -138,6 +138,10 @@ def run_cores(st, cs, heap, saddr, ssize, swrite, sdep, sgap, limit, window, pth
     MISC = st[{ST_MISC}]
     ncores = cs.shape[1]
     nolat = heap[:0]
+    # A run-time True: a literal would make Numba compile ``_serve`` a second time for
+    # ``Literal[bool](True)``, beside the plain ``bool`` of ``access_batch``'s calls (as
+    # long again as the first, about 20 s for a three-level NUMA machine).
+    use_gaps = ncores > 0
     # Heap of the cores that run or have finished (keys computed here).
     nh = 0
     for c in range(ncores):
@@ -191,7 +195,7 @@ def run_cores(st, cs, heap, saddr, ssize, swrite, sdep, sgap, limit, window, pth
         n = cs[{F_LEN}, c]
         r = cs[{F_SLOT}, c]
         i = _serve(
-            st, c, saddr[r], ssize[r], swrite[r], sdep[r], sgap[r], True, cs[{F_CLOCK}, c], nolat,
+            st, c, saddr[r], ssize[r], swrite[r], sdep[r], sgap[r], use_gaps, cs[{F_CLOCK}, c], nolat,
             p, n,
             k2 + window, r2 == 2 and c < c2, pthresh, page_limit, cs[{F_OFF}, c],
         )

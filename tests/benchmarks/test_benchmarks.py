@@ -29,6 +29,7 @@ TINY: dict[str, list[str]] = {
     "bench_cilk.py": ["--lines", "50", "--rounds", "1"],
     "bench_coherence.py": ["--n", "2048", "--cores", "4", "--repeat", "1", "--rounds", "1"],
     "bench_engine.py": ["--n", "4096", "--cores=", "--machines", "itrs-scaling-16"],
+    "bench_firstrun.py": ["--machine", "itrs-scaling-2"],
     "bench_memory.py": ["--refs", "100000", "--repeat", "1"],
     "bench_profile.py": ["--refs", "100000", "--n", "4096", "--repeat", "1"],
     "bench_sampling.py": ["--iters", "8", "--samples", "2"],
@@ -55,6 +56,8 @@ FIGURES: dict[str, list[tuple[str, object]]] = {
         ("ooo_misses_equal", True),  # out-of-order cores miss as blocking ones do
     ],
     "bench_profile.py": [("ms_misses_equal_fa", True)],  # LruTree against SetAssoc
+    # the machine's and its one-core baseline's modules, each compiling ``_serve`` once
+    "bench_firstrun.py": [("modules", 2), ("met.one_serve_signature", True)],
     "bench_trace.py": [("met.size", True), ("met.iters_size", True)],
     "bench_capture.py": [("gcc_stored_bytes_per_ref", lambda v: 0 < v <= 1.5)],
 }

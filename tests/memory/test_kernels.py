@@ -63,6 +63,24 @@ def test_set_and_reference_indices_are_unsigned():
         assert code and all(i.startswith("np.uint64(") for _, i in code), code
 
 
+def test_window_loop_calls_serve_without_literals():
+    """``run_cores`` calls ``_serve`` with run-time values only: Numba types a literal
+    argument (``True``) as ``Literal[bool]`` and compiles ``_serve`` a second time for it,
+    beside the plain ``bool`` of ``access_batch``, which doubled a new machine's compile."""
+    import ast
+
+    tree = ast.parse(K.generate_source(K.geometry_of(load_machine("opteron-8380-4x4"))))
+    loop = next(f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == "run_cores")
+    calls = [
+        c
+        for c in ast.walk(loop)
+        if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "_serve"
+    ]
+    assert len(calls) == 1
+    literals = [ast.unparse(a) for a in calls[0].args if isinstance(a, ast.Constant)]
+    assert not literals, literals
+
+
 def test_cache_sizes_share_one_module():
     """Machines that differ only in cache sizes (set counts) load one generated module,
     so a sweep over cache sizes compiles once (issue 22, item 5)."""
