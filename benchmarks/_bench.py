@@ -12,6 +12,11 @@ error, so a script ends the way simsched's CLI does: one line on stderr and exit
 no traceback.  Scripts keep their scratch files in a ``tempfile.TemporaryDirectory`` unless
 told to keep them (``scratch_folder``), so the files go on the way out too.
 
+A mistake in a script's arguments (a machine or scheduler that does not exist, a spec
+file that is missing) is a user error as in the CLI: one line naming it and exit status 2.
+So is a ``simsched`` child that ended with status 2, simsched's own exit status for a user
+error, whose one line the child has already printed.
+
 A script imports this module where it runs as a script (its ``__main__`` block or
 ``main``): run as ``python benchmarks/bench_x.py``, the benchmark folder is first on
 ``sys.path``.
@@ -31,6 +36,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 _START: dict[str, float] = {}
+
+#: ``python -c`` code that runs simsched's CLI as the installed ``simsched`` does, without
+#: depending on which ``simsched`` comes first on PATH; its exit status is the CLI's.
+CLI_ENTRY = "import sys; from simsched.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _cpu_s() -> float:
@@ -53,6 +62,23 @@ def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float,
     return r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, wall
 
 
+def cli_command(*args: str) -> list[str]:
+    """The command that runs ``simsched ARGS`` in a child process with this Python."""
+    return [sys.executable, "-c", CLI_ENTRY, *args]
+
+
+def check_child(p: subprocess.CompletedProcess, what: str) -> None:
+    """Raise if the captured child ``p`` failed: exit status 2 (a user error, which the
+    child named in its last line) as :class:`subprocess.CalledProcessError`, which
+    :func:`run_main` reports as one line; any other status as a ``RuntimeError`` that
+    quotes the end of the child's stderr."""
+    if p.returncode == 2:
+        raise subprocess.CalledProcessError(2, p.args, p.stdout, p.stderr)
+    if p.returncode:
+        err = p.stderr.decode(errors="replace") if isinstance(p.stderr, bytes) else p.stderr
+        raise RuntimeError(f"{what} failed: {(err or '').strip().splitlines()[-3:]}")
+
+
 def emit(record: dict, *, sort_keys: bool = False) -> None:
     """Print ``record`` as the script's one JSON line, with the process's cost added."""
     wall0 = _START.get("wall", time.perf_counter())
@@ -66,13 +92,30 @@ def emit(record: dict, *, sort_keys: bool = False) -> None:
 
 
 def run_main(main: Callable[[], object]) -> None:
-    """Call a benchmark's ``main``; Ctrl-C ends the process with one line and status 130."""
+    """Call a benchmark's ``main``; Ctrl-C ends the process with one line and status 130,
+    a user error (simsched's, or a child's exit status 2) with one line and status 2."""
+    from simsched.errors import SimschedError
+
+    name = Path(sys.argv[0]).name
     _START.update(wall=time.perf_counter(), load=round(os.getloadavg()[0], 2))
     try:
         main()
     except KeyboardInterrupt:
-        print(f"{Path(sys.argv[0]).name}: interrupted", file=sys.stderr)
+        print(f"{name}: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
+    except SimschedError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except subprocess.CalledProcessError as exc:
+        if exc.returncode != 2:
+            raise
+        # The child's one line names the mistake: already on stderr, or passed on here when
+        # its output was captured.
+        err = exc.stderr or b""
+        said = (err.decode(errors="replace") if isinstance(err, bytes) else err).splitlines()
+        if said:
+            print(said[-1], file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 @contextlib.contextmanager

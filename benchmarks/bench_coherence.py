@@ -93,6 +93,19 @@ def _ratio(res: dict, hi: int, lo: int) -> float:
     return round(c[str(hi)]["cpu_ns_per_ref"] / c[str(lo)]["cpu_ns_per_ref"], 3)
 
 
+def _core_counts(text: str) -> list[int]:
+    """``--cores``: comma-separated positive core counts (argparse reports a bad one)."""
+    try:
+        counts = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of integers"
+        ) from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: core counts must be at least 1")
+    return counts
+
+
 def _child(src: Path, trace: str, cores: str, repeat: int) -> dict:
     """One measurement with the simsched source tree ``src``, in a fresh process."""
     cmd = [sys.executable, __file__, "--one", "--trace", trace, "--cores", cores]
@@ -100,8 +113,9 @@ def _child(src: Path, trace: str, cores: str, repeat: int) -> dict:
     p = subprocess.run(
         [*cmd, "--repeat", str(repeat)], env=env, capture_output=True, text=True, check=False
     )
-    if p.returncode:
-        raise SystemExit(f"run with {src} failed: {p.stderr.strip().splitlines()[-3:]}")
+    from _bench import check_child
+
+    check_child(p, f"run with {src}")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
@@ -111,14 +125,14 @@ def main(argv: list[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=1 << 17, help="mergesort keys")
-    ap.add_argument("--cores", default="4,32,256", help="core counts")
+    ap.add_argument("--cores", default="4,32,256", type=_core_counts, help="core counts")
     ap.add_argument("--repeat", type=int, default=2, help="runs per core count (best kept)")
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of versions")
     ap.add_argument("--baseline", default="", help="source tree of the 'before' code")
     ap.add_argument("--trace", default="", help="(internal) trace path")
     ap.add_argument("--one", action="store_true", help="(internal) measure and print JSON")
     args = ap.parse_args(argv)
-    cores = [int(x) for x in args.cores.split(",")]
+    cores = args.cores
     if args.one:
         emit(measure(args.trace, cores, args.repeat))
         return
@@ -136,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
         # affects both; the best time of each core count over the rounds is kept.
         for _ in range(args.rounds):
             for key, src in runs.items():
-                res = _child(src, trace, args.cores, args.repeat)
+                res = _child(src, trace, ",".join(map(str, cores)), args.repeat)
                 if key in result:
                     for p, old in result[key]["cores"].items():
                         new = res["cores"][p]

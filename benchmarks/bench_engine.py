@@ -147,8 +147,9 @@ def _child(*args: str) -> dict:
     p = subprocess.run(
         [sys.executable, __file__, "--one", *map(str, args)], capture_output=True, text=True
     )
-    if p.returncode:
-        raise RuntimeError(f"replay failed: {p.stderr.strip().splitlines()[-3:]}")
+    from _bench import check_child
+
+    check_child(p, "replay")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 

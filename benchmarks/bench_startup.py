@@ -14,20 +14,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 COMMANDS = {"version": ["--version"], "machine_list": ["machine", "list"]}
 TARGET_CPU_S = 0.15
-# The console script's own code: the same as running the installed `simsched`, without
-# depending on which `simsched` is first on PATH.
-ENTRY = "import sys; from simsched.cli import main; main(sys.argv[1:])"
 
 
 def measure(args: list[str]) -> tuple[float, float]:
     """Run ``simsched ARGS`` once; return its (CPU, wall) seconds."""
-    from _bench import run_child
+    from _bench import cli_command, run_child
 
-    return run_child([sys.executable, "-c", ENTRY, *args], {**os.environ, "COLUMNS": "120"})
+    return run_child(cli_command(*args), {**os.environ, "COLUMNS": "120"})
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ Anything else is a bug in simsched and keeps its traceback.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -70,6 +71,20 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the process was (``simsched`` turns the signal into this) so
     that it unwinds as after Ctrl-C: temporaries removed, a failed run's record written.
     A ``KeyboardInterrupt``, so every handler of Ctrl-C also handles it."""
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 60
+_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxset = _SHOWN.maxdict = 6
+_SHOWN.maxlevel = 3
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` as an error message quotes a value the user gave: a long text, list
+    or mapping shortened with ``...`` (a 5000-character value quoted in full made the
+    one-line message thousands of characters long), on one line (a table's repr has
+    several)."""
+    return _SHOWN.repr(value).replace("\n", " ")
 
 
 def field_message(err: Mapping[str, Any]) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, shown
 from simsched.files import check_path, write_text_atomic
 from simsched.trace.format import EDGE_JOIN
 
@@ -348,8 +348,8 @@ def export_timeline(
         An unknown format, or what :func:`chrome_trace` raises.
     """
     out = check_path(out, "out")
-    if fmt not in FORMATS:
-        raise ConfigError(f"--format {fmt!r}: use {' or '.join(FORMATS)}")
+    if not isinstance(fmt, str) or fmt not in FORMATS:
+        raise ConfigError(f"--format {shown(fmt)}: use {' or '.join(FORMATS)}")
     doc = chrome_trace(result, trace)
     write_text_atomic(out, json.dumps(doc, separators=(",", ":")) + "\n")
     return doc

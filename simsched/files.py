@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from simsched.canonical import plain
-from simsched.errors import ConfigError, OutputError, SimschedError
+from simsched.errors import ConfigError, OutputError, SimschedError, shown
 
 # Errors of the file system a user can act on; anything else is reported with its text too.
 _REASONS = {
@@ -75,10 +75,10 @@ def check_path(value: Any, name: str) -> Path:
     :class:`ConfigError` naming ``name``.  An empty string is refused too: ``Path("")`` is
     the current folder, where nobody meant to write."""
     if not isinstance(value, str | os.PathLike):
-        raise ConfigError(f"{name}={value!r}: expected a path (str or os.PathLike)")
+        raise ConfigError(f"{name}={shown(value)}: expected a path (str or os.PathLike)")
     text = os.fspath(value)
     if not isinstance(text, str):  # a PathLike of bytes
-        raise ConfigError(f"{name}={value!r}: expected a path (str or os.PathLike)")
+        raise ConfigError(f"{name}={shown(value)}: expected a path (str or os.PathLike)")
     if not text:
         raise ConfigError(f"{name}='': expected a path, got an empty string")
     return Path(text)

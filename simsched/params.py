@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from simsched.canonical import numpy_instance
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, shown
 
 if TYPE_CHECKING:
     import numpy as np
@@ -57,6 +57,15 @@ def check_flag(value: Any, name: str) -> bool:
     if isinstance(value, bool) or numpy_instance(value, "bool_"):
         return bool(value)
     raise ConfigError(f"{name}={python_scalars(value)!r}: expected True or False")
+
+
+def check_callable(value: Any, name: str) -> Any:
+    """``value`` if it is None or callable, else a one-line :class:`ConfigError` naming
+    ``name``: a callback (``progress``, ``warn``) of another type failed only when first
+    called, deep inside the work ("'int' object is not callable")."""
+    if value is not None and not callable(value):
+        raise ConfigError(f"{name}={shown(value)}: expected a function or None")
+    return value
 
 
 def check_mapping(value: Any, name: str) -> dict[str, Any]:
@@ -200,10 +209,10 @@ def coerce(value: Any, kind: type, where: str) -> Any:
             return bool(value)
         if isinstance(value, str) and value.strip().lower() in TRUE | FALSE:
             return value.strip().lower() in TRUE
-        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        raise ConfigError(f"{where}: expected true or false, got {shown(value)}")
     if kind is int:
         if isinstance(value, bool):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+            raise ConfigError(f"{where}: expected an integer, got {shown(value)}")
         if isinstance(value, int) or numpy_instance(value, "integer"):
             return int(value)
         if isinstance(value, float) and value.is_integer():
@@ -214,17 +223,17 @@ def coerce(value: Any, kind: type, where: str) -> Any:
             except ValueError:
                 pass
         raise ConfigError(
-            f"{where}: expected an integer (e.g. 1048576, 2^20, 1<<20), got {value!r}"
+            f"{where}: expected an integer (e.g. 1048576, 2^20, 1<<20), got {shown(value)}"
         )
     if kind is float:
         if isinstance(value, bool):
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
+            raise ConfigError(f"{where}: expected a number, got {shown(value)}")
         try:
             x = float(value)
         except (TypeError, ValueError):
-            raise ConfigError(f"{where}: expected a number, got {value!r}") from None
+            raise ConfigError(f"{where}: expected a number, got {shown(value)}") from None
         if not math.isfinite(x):
-            raise ConfigError(f"{where}: expected a finite number, got {value!r}")
+            raise ConfigError(f"{where}: expected a finite number, got {shown(value)}")
         return x
     if kind is str:
         return value

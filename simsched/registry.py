@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from importlib import metadata
 from typing import Generic, TypeVar
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, shown
 
 __all__ = ["Registry", "class_registry"]
 
@@ -150,7 +150,7 @@ class Registry(Generic[T]):
             raise ConfigError(
                 f"{self.kind} {name!r}: plug-in failed to load ({self._plugin_errors[key]})"
             )
-        raise ConfigError(f"unknown {self.kind} {name!r} (known: {', '.join(self.names())})")
+        raise ConfigError(f"unknown {self.kind} {shown(name)} (known: {', '.join(self.names())})")
 
 
 def class_registry(kind: str, group: str, base: type) -> Registry:

@@ -247,3 +247,26 @@ def test_check_int_takes_numpy_integers_and_the_bounds_themselves():
 def test_is_power_of_two():
     assert [n for n in range(-4, 70) if is_power_of_two(n)] == [1, 2, 4, 8, 16, 32, 64]
     assert is_power_of_two(2**63) and not is_power_of_two(2**63 - 1)
+
+
+def test_a_callback_that_is_no_function_is_named_before_any_work(tmp_path):
+    """Before: ``progress=3`` failed after the first chunk of work, deep inside it, as
+    "'int' object is not callable"."""
+    from simsched.params import check_callable
+    from simsched.profile import profile_trace
+    from simsched.trace import import_raw
+    from simsched.workloads import generate
+
+    assert check_callable(None, "progress") is None and check_callable(print, "p") is print
+    path = tmp_path / "h.sst"
+    calls = [
+        lambda: generate("heat", path, progress=3, nx=10, ny=10, iters=1),
+        lambda: profile_trace(path, progress="x"),
+        lambda: import_raw(tmp_path / "nosuch.raw", tmp_path / "o.sst", progress=[1]),
+    ]
+    for i, call in enumerate(calls):
+        with pytest.raises(ConfigError, match=r"^progress=.*: expected a function or None"):
+            call()
+        if i == 0:  # refused before a file was made; now one for the next call
+            assert not path.exists()
+            generate("heat", path, nx=10, ny=10, iters=1)

@@ -11,9 +11,11 @@ quotes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pandas as pd
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, shown
 
 #: the columns of :func:`scheduler_ratios` after the grouping keys
 _RATIO_COLUMNS = (
@@ -62,13 +64,27 @@ def scheduler_ratios(
     ConfigError
         A needed column is missing.
     """
-    need = ["scheduler", "makespan_cycles", misses, *by]
-    missing = [c for c in need if c not in df.columns]
-    if missing:
-        raise ConfigError(f"scheduler ratios: no column {missing[0]!r} in the results")
-    from simsched.plotting.figures import ok_rows  # matplotlib: only when it is asked for
+    # matplotlib: only when it is asked for
+    from simsched.plotting.figures import check_columns, check_given, check_numeric, ok_rows
 
+    if isinstance(by, str) or not isinstance(by, Iterable):
+        # a lone name was iterated letter by letter ("no column 'w'")
+        raise ConfigError(f"by={shown(by)}: expected a list of column names, e.g. ['workload']")
+    by = tuple(by)
+    if not by:  # one configuration of everything: the grouping below needs a key
+        raise ConfigError("by=(): give at least one column naming a configuration")
+    for name, label in (("a", a), ("b", b)):
+        if not isinstance(label, str):
+            raise ConfigError(f"{name}={shown(label)}: expected a scheduler label, e.g. 'ws'")
+    check_given(misses=misses, **{f"by[{i}]": c for i, c in enumerate(by)})
+    need = ["scheduler", "makespan_cycles", misses, *by]
+    try:
+        check_columns(df, need)
+    except ConfigError as exc:
+        raise ConfigError(f"scheduler ratios: {exc}") from None
     data = ok_rows(df)
+    for col, what in (("makespan_cycles", None), (misses, f"misses={misses!r}")):
+        check_numeric(data, col, what, bools=False)
     keys = list(by)
     per = (
         data[data["scheduler"].isin([a, b])]

@@ -38,8 +38,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from simsched.canonical import canonical_json, content_hash
-from simsched.errors import ConfigError, field_message
+from simsched.canonical import canonical_json, content_hash, numpy_instance
+from simsched.errors import ConfigError, field_message, shown
 from simsched.experiments.store import natural_key
 from simsched.files import check_path, folder_blocker, parse_yaml
 from simsched.machine import load_machine
@@ -620,8 +620,10 @@ def load_spec(
     """
     path = check_path(path, "path")
     sets = check_strings(sets, "sets", "key=value")
-    if small not in (None, True, False):  # a string such as "no" would read as true
-        raise ConfigError(f"small={small!r}: expected True, False or None")
+    # "no" would read as true; a table's truth was asked inside pandas
+    if small is not None and not (isinstance(small, bool) or numpy_instance(small, "bool_")):
+        raise ConfigError(f"small={shown(small)}: expected True, False or None")
+    small = None if small is None else bool(small)
     data = safe_load_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping with name, workloads, machines, schedulers")

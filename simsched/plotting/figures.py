@@ -28,7 +28,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, shown
 from simsched.params import check_flag, check_frame, column_hint
 
 # Readable axis labels for the record's fields (others are shown as they are named).
@@ -92,7 +92,7 @@ def _styled(fn: Callable[..., Figure]) -> Callable[..., Figure]:
     return wrapper
 
 
-def _check_columns(df: pd.DataFrame, cols: Sequence[str | None]) -> None:
+def check_columns(df: pd.DataFrame, cols: Sequence[str | None]) -> None:
     """``df`` is a results table (:func:`simsched.params.check_frame`) with every column
     of ``cols`` (``None`` entries skipped), else a one-line :class:`ConfigError`."""
     check_frame(df)
@@ -112,7 +112,36 @@ def _all_failed(df: pd.DataFrame) -> str:
     return f"{runs} failed" + (f" (the first: {first})" if first else "")
 
 
-def _check_numeric(
+def check_given(**columns: Any) -> None:
+    """Columns a figure cannot do without are named (``None`` means "no column" only
+    where a parameter is optional, such as ``hue``)."""
+    for name, col in columns.items():
+        if col is None:
+            raise ConfigError(f"{name}=None: give the name of a column of the results")
+
+
+def check_title(title: Any) -> str | None:
+    """A figure's or panel's ``title``: text or None (a table given as a title failed
+    inside pandas when its truth was asked)."""
+    if title is not None and not isinstance(title, str):
+        raise ConfigError(f"title={shown(title)}: expected a text or None")
+    return title
+
+
+def _check_label(value: Any, name: str) -> Any:
+    """A value a column is compared with (a scheduler label, a baseline): one number or
+    text, not a list, mapping or table, which pandas compared element by element."""
+    fits = isinstance(value, str) or (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and (not isinstance(value, numbers.Integral) or -(2**63) <= int(value) < 2**63)
+    )
+    if not fits:  # a number past int64 failed inside pyarrow
+        raise ConfigError(f"{name}={shown(value)}: expected one label, e.g. 'ws'")
+    return value
+
+
+def check_numeric(
     data: pd.DataFrame, col: str, what: str | None = None, bools: bool = True
 ) -> None:
     """Column ``col`` of ``data`` holds numbers (booleans too unless ``bools`` is false),
@@ -168,11 +197,12 @@ def aggregate(df: pd.DataFrame, x: str, y: str, hue: str | None = None) -> pd.Da
     pandas.DataFrame
         Columns ``hue`` (if given), ``x``, ``mean``, ``min``, ``max``, ``n``, sorted.
     """
-    _check_columns(df, [x, y, hue])
+    check_given(x=x, y=y)
+    check_columns(df, [x, y, hue])
     # hue may be x itself (a colour per x value): group by that column once.
     keys = [hue, x] if hue and hue != x else [x]
     data = ok_rows(df).dropna(subset=[y])
-    _check_numeric(data, y)
+    check_numeric(data, y)
     agg = data.groupby(keys, sort=True)[y].agg(["mean", "min", "max", "count"]).reset_index()
     return agg.rename(columns={"count": "n"})
 
@@ -182,9 +212,19 @@ def _yerr(g: pd.DataFrame) -> list[pd.Series]:
     return [(g["mean"] - g["min"]).clip(lower=0), (g["max"] - g["mean"]).clip(lower=0)]
 
 
+def axes_or_none(ax: Any) -> Axes | None:
+    """``ax`` if it is matplotlib axes or None; anything else is a one-line ConfigError (it
+    failed inside matplotlib as "'str' object has no attribute 'bar'")."""
+    if ax is not None and not isinstance(ax, Axes):
+        raise ConfigError(f"ax={shown(ax)}: expected matplotlib axes (from plt.subplots()) or None")
+    return ax
+
+
 def _axes(ax: Axes | None, figsize: tuple[float, float] | None = None) -> Axes:
-    if ax is not None:
-        return ax
+    """``ax`` (:func:`axes_or_none`), or new axes when it is None."""
+    given = axes_or_none(ax)
+    if given is not None:
+        return given
     _, ax = plt.subplots(figsize=figsize)
     return ax
 
@@ -201,6 +241,7 @@ def line_plot(
 ) -> Axes:
     """``y`` against numeric ``x``, one line per ``hue`` value, min–max bars over seeds."""
     logx = check_flag(logx, "logx")
+    title = check_title(title)
     agg = aggregate(df, x, y, hue)
     ax = _axes(ax)
     names = _natural(agg[hue]) if hue else [None]
@@ -233,6 +274,7 @@ def bar_plot(
     title: str | None = None,
 ) -> Axes:
     """Grouped bars of mean ``y`` per category ``x`` and ``hue``, min–max over seeds."""
+    title = check_title(title)
     agg = aggregate(df, x, y, hue)
     ax = _axes(ax)
     cats = list(dict.fromkeys(_natural(agg[x])))
@@ -322,9 +364,11 @@ def normalised_time(
     ConfigError
         No run of the baseline exists.
     """
-    _check_columns(df, [config, hue, "makespan_cycles"])
+    check_given(config=config, hue=hue)
+    check_columns(df, [config, hue, "makespan_cycles"])
+    _check_label(baseline, "baseline")
     data = ok_rows(df).copy()
-    _check_numeric(data, "makespan_cycles")
+    check_numeric(data, "makespan_cycles")
     keys = [k for k in ("workload", config) if k in data.columns]
     base = data[data[hue] == baseline].groupby(keys)["makespan_cycles"].mean()
     if base.empty:
@@ -386,6 +430,10 @@ def sweep_figure(
     only seeds.
     """
     logx = check_flag(logx, "logx")
+    if warn is not None and not callable(warn):
+        raise ConfigError(f"warn={shown(warn)}: expected a function of one message, or None")
+    if not isinstance(kind, str) or kind not in ("line", "bar", "auto"):
+        raise ConfigError(f"--kind {shown(kind)}: use line, bar or auto")
     if isinstance(df, pd.DataFrame) and df.empty and not len(df.columns):
         # the table of a sweep with no finished point: "no column 'seed' in the results
         # (have: )" blamed the option
@@ -394,7 +442,8 @@ def sweep_figure(
         # a sweep whose every point failed has no metric columns: "no column
         # 'makespan_cycles' in the results" blamed --y
         raise ConfigError(f"no successful runs to plot: {_all_failed(df)}")
-    _check_columns(df, [x, y, hue, col])
+    check_given(x=x, y=y)
+    check_columns(df, [x, y, hue, col])
     data = ok_rows(df)
     if data.empty:
         raise ConfigError("no successful runs to plot")
@@ -417,9 +466,7 @@ def sweep_figure(
     panels = _natural(data[col]) if col else [None]
     if kind == "auto":
         kind = "line" if pd.api.types.is_numeric_dtype(data[x]) else "bar"
-    if kind not in ("line", "bar"):
-        raise ConfigError(f"--kind {kind!r}: use line, bar or auto")
-    _check_numeric(data, y, f"--y {y}", bools=False)
+    check_numeric(data, y, f"--y {y}", bools=False)
     if kind == "line" and not pd.api.types.is_numeric_dtype(data[x]):
         raise ConfigError(f"--x {x}: a line plot needs a numeric column; use --kind bar")
     if logx and kind == "bar":  # bars stand at categories: it was ignored without a word
@@ -459,7 +506,9 @@ def _warn_user(message: str) -> None:
 
 
 def _family(df: pd.DataFrame, prefix: str) -> pd.DataFrame:
-    _check_columns(df, ["machine", "workload"])
+    if not isinstance(prefix, str):
+        raise ConfigError(f"machine_prefix={shown(prefix)}: expected a text, e.g. 'itrs-45nm-'")
+    check_columns(df, ["machine", "workload"])
     return df[df["machine"].astype(str).str.startswith(prefix)]
 
 
@@ -504,12 +553,13 @@ def figure_time_vs_cores(
     per workload, with a second panel zoomed on ``zoom`` cores."""
     data = _family(df, machine_prefix)
     workloads = _workload_names(workloads)
-    if zoom and not (
+    # None or an empty sequence: no zoomed panel (a table's truth was asked, inside pandas)
+    if zoom is not None and not (
         isinstance(zoom, Sequence)
-        and len(zoom) == 2
+        and len(zoom) in (0, 2)
         and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in zoom)
     ):
-        raise ConfigError(f"zoom={zoom!r}: expected (lowest, highest) cores, or None")
+        raise ConfigError(f"zoom={shown(zoom)}: expected (lowest, highest) cores, or None")
     ncols = 2 if zoom else 1
     fig, axes = plt.subplots(
         len(workloads), ncols, figsize=(4.6 * ncols, 3.0 * len(workloads)), squeeze=False

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from simsched.errors import ConfigError
-from simsched.plotting.figures import literal, style
+from simsched.errors import ConfigError, shown
+from simsched.plotting.figures import check_title, literal, style
 from simsched.plotting.runfolder import is_int, read_record, result_file
 
 
@@ -41,6 +42,10 @@ def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
         A path without a readable ``result.json``, or one that is not a result record
         (:func:`~simsched.plotting.runfolder.read_record`).
     """
+    if isinstance(paths, str | PathLike):  # one path, not the letters of one
+        paths = [paths]
+    if not isinstance(paths, Iterable):
+        raise ConfigError(f"paths={shown(paths)}: expected result folders or result.json files")
     out = []
     for p in paths:
         rec = read_record(p)
@@ -86,6 +91,15 @@ def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Fi
         No record has ``iteration_cycles`` (the run was not under a scheduler that
         measures iterations, or the trace has no iteration marks).
     """
+    title = check_title(title) or ""
+    if isinstance(records, Mapping):  # one record
+        records = [records]
+    if not isinstance(records, Iterable) or isinstance(records, str | bytes):
+        raise ConfigError(f"records={shown(records)}: expected result records (load_records)")
+    records = list(records)
+    for i, rec in enumerate(records):
+        if not isinstance(rec, Mapping):
+            raise ConfigError(f"records[{i}]={shown(rec)}: expected a result record (a dict)")
     rows = []
     for rec in records:
         cyc = _field(rec, "iteration_cycles")

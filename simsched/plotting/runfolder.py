@@ -21,7 +21,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from simsched.errors import ConfigError
-from simsched.files import parse_json, read_user_text
+from simsched.files import check_path, parse_json, read_user_text
 
 RESULT_FILE = "result.json"
 TIMELINE_FILE = "timeline.npz"
@@ -86,7 +86,7 @@ def read_json(path: str | Path) -> Any:
 
 def result_file(path: str | Path) -> Path:
     """``path/result.json`` for a run folder, else ``path`` itself."""
-    p = Path(path)
+    p = check_path(path, "path")
     return p / RESULT_FILE if p.is_dir() else p
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, shown
 from simsched.plotting.runfolder import TIMELINE_FILE, read_record, read_timeline, result_file
 
 #: What a timeline's strands may be coloured by (``plot_timeline``'s ``color_by``).
@@ -149,12 +149,25 @@ def plot_timeline(
     -------
     matplotlib.figure.Figure
     """
+    from collections.abc import Mapping
+
     import matplotlib.pyplot as plt
 
-    from simsched.plotting.figures import literal, style
+    from simsched.plotting.figures import axes_or_none, check_title, literal, style
 
-    if color_by not in COLOR_BY:
-        raise ConfigError(f"color_by {color_by!r}: expected subtree, socket or job")
+    if not isinstance(color_by, str) or color_by not in COLOR_BY:
+        raise ConfigError(f"color_by {shown(color_by)}: expected subtree, socket or job")
+    if not isinstance(arrays, Mapping):
+        raise ConfigError(f"arrays={shown(arrays)}: expected a run's timeline (load_timeline)")
+    lacking = [k for k in ("core", "start", "end", "frame", "socket_of_core") if k not in arrays]
+    if lacking:
+        raise ConfigError(f"arrays: no {lacking[0]!r} array; expected a run's timeline")
+    title = check_title(title) or ""
+    ax = axes_or_none(ax)
+    if subtree is not None:
+        subtree = np.asarray(subtree)
+        if subtree.ndim != 1 or subtree.dtype.kind not in "iu":
+            raise ConfigError("subtree: expected an integer array, one entry per frame")
     if color_by == "job" and "job" not in arrays:
         raise ConfigError("color_by 'job': not the timeline of a job-set run (no job array)")
     core = np.asarray(arrays["core"])
@@ -162,6 +175,10 @@ def plot_timeline(
     end = np.asarray(arrays["end"])
     frame = np.asarray(arrays["frame"])
     sock = np.asarray(arrays["socket_of_core"])
+    if subtree is not None and len(frame) and int(frame.max()) >= len(subtree):
+        raise ConfigError(
+            f"subtree: {len(subtree)} entries, but the timeline has frame {int(frame.max())}"
+        )
     ncores = len(sock)
     with style():
         if ax is None:

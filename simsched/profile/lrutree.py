@@ -70,7 +70,7 @@ import numpy as np
 from simsched.errors import ConfigError, SimschedError, TraceFormatError
 from simsched.files import parse_json, write_bytes_atomic
 from simsched.identity import version
-from simsched.params import check_int, is_power_of_two
+from simsched.params import check_callable, check_int, is_power_of_two
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, array_1d, build_groups, check_tree
 
@@ -862,6 +862,7 @@ def profile_trace(
             raise ConfigError("sizes=[]: give at least one cache size (None: the default sizes)")
     if line is not None:
         line = check_int("line", line, 1)
+    check_callable(progress, "progress")
     t, owned = as_trace(trace)
     try:
         h = t.header

@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 from simsched.errors import ConfigError, IterationMarkError, TraceBuildError
 from simsched.files import atomic_output, check_path
 from simsched.identity import version
-from simsched.params import check_int
+from simsched.params import check_callable, check_int
 from simsched.trace import format as fmt
 from simsched.trace import structure
 
@@ -139,8 +139,7 @@ class TraceBuilder:
             raise ConfigError(f"line_size_hint={line_size_hint} must be a power of 2 up to 2^20")
         if stack is not None and (not isinstance(stack, tuple | list) or len(stack) != 2):
             raise ConfigError(f"stack={stack!r}: expected a pair (lo, hi) or None")
-        if progress is not None and not callable(progress):
-            raise ConfigError(f"progress={progress!r}: expected a function or None")
+        check_callable(progress, "progress")
         self._meta: fmt.TraceMeta = {
             "backend": backend,
             "program": program,

@@ -37,7 +37,7 @@ from collections.abc import MutableSequence, Sequence
 
 import numpy as np
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, shown
 from simsched.trace import format as fmt
 from simsched.trace.reader import Trace
 
@@ -239,9 +239,10 @@ def with_iterations(t: Trace, mode: str | None) -> Trace:
     """
     if mode is None:
         return t
-    if mode not in ITERATION_MODES:
+    if not isinstance(mode, str) or mode not in ITERATION_MODES:
+        # not a text: "in" compared a table or an array element by element
         raise ConfigError(
-            f"unknown --iterations {mode!r}; choose one of {', '.join(ITERATION_MODES)}"
+            f"unknown --iterations {shown(mode)}; choose one of {', '.join(ITERATION_MODES)}"
         )
     fr = t.frames
     has = bool((np.asarray(fr.iteration) >= 0).any())

@@ -34,6 +34,7 @@ import numpy as np
 import zstandard
 
 from simsched.errors import SimschedError, TraceBuildError, TraceFormatError
+from simsched.params import check_callable
 from simsched.trace import _raw_kernels as _rk
 from simsched.trace import format as fmt
 from simsched.trace.builder import TraceBuilder
@@ -652,6 +653,7 @@ def import_raw(
         The stream is malformed: bad header, unknown record, unbalanced markers, missing
         END marker, truncation.
     """
+    check_callable(progress, "progress")
     raw_path = Path(raw_path)
     name = source or str(raw_path)
     if iterations not in ITERATION_MODES:

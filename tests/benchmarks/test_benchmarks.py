@@ -165,3 +165,36 @@ def test_ctrl_c_ends_with_one_line_and_no_scratch(tmp_path: Path) -> None:
     assert proc.returncode == 130, err[-3000:]
     assert (out, err) == ("", "bench_trace.py: interrupted\n")
     assert sorted(tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "says"),
+    [
+        # named by the script before any work
+        ("bench_firstrun.py", ["--machine", "nosuch"], "bench_firstrun.py: machine 'nosuch'"),
+        ("bench_sampling.py", ["--scheduler", "nosuch"], "unknown scheduler 'nosuch'"),
+        # named by a child process (simsched's status 2), passed on as its one line
+        ("bench_engine.py", ["--small", "--machines", "nosuch"], "machine 'nosuch'"),
+        ("bench_coherence.py", ["--cores", "4,x"], "argument --cores: '4,x' is not"),
+    ],
+)
+def test_a_bad_argument_is_one_line_and_exit_2(
+    script: str, args: list[str], says: str, tmp_path: Path
+) -> None:
+    """Before: a machine or scheduler that does not exist ended in a traceback and exit 1
+    (CalledProcessError, ConfigError, RuntimeError or ValueError)."""
+    tmp = tmp_path / "tmp"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,  # a folder named as the machine would be read as a machine file
+        env=_env(tmp),
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr and says in proc.stderr.splitlines()[-1]
+    if script != "bench_coherence.py":  # argparse prints its usage above the line
+        assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert not tmp.exists() or sorted(tmp.iterdir()) == []

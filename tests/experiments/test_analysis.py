@@ -75,3 +75,27 @@ def test_missing_scheduler_gives_empty_table_and_missing_column_an_error():
     assert scheduler_ratios(table(), a="cab").empty
     with pytest.raises(ConfigError, match="no column 'L3_misses'"):
         scheduler_ratios(table(), misses="L3_misses")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"df": 3}, "df: expected a pandas DataFrame"),
+        ({"by": "workload"}, "by='workload': expected a list of column names"),
+        ({"by": ()}, "by=(): give at least one column"),
+        ({"by": ["workload", None]}, "by[1]=None: give the name"),
+        ({"misses": None}, "misses=None: give the name"),
+        ({"misses": ["mpki"]}, "no column ['mpki']"),
+        ({"misses": "scheduler"}, "misses='scheduler': not a numeric column"),
+        ({"b": 2**70}, "b=1180591620717411303424: expected a scheduler label"),
+    ],
+)
+def test_a_wrong_argument_is_named(kwargs, says):
+    """Before: AttributeError ('int' object has no attribute 'columns'), TypeError
+    (unhashable type, a mean of text), OverflowError, or a lone name iterated letter by
+    letter ("no column 'w'")."""
+    args = {"df": table(), **kwargs}
+    df = args.pop("df")
+    with pytest.raises(ConfigError) as info:
+        scheduler_ratios(df, **args)
+    assert says in str(info.value)

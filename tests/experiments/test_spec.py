@@ -6,6 +6,7 @@ import re
 import textwrap
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from simsched.errors import ConfigError
@@ -606,7 +607,7 @@ def test_spec_path_and_loaded_spec_are_checked(tmp_path):
         expand(str(path))
 
 
-@pytest.mark.parametrize("small", ["no", [1], 2.5])
+@pytest.mark.parametrize("small", ["no", [1], 2.5, 1, pd.DataFrame()])
 def test_small_must_be_true_false_or_none(tmp_path, small):
     # a string such as "no" used to be read as true, and the sweep ran small
     with pytest.raises(ConfigError, match=r"small=.*: expected True, False or None"):

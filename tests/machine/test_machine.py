@@ -190,6 +190,15 @@ def test_clock_ghz_is_a_number_not_a_bool(value):
     assert load_machine("itrs-scaling-1", {"clock_ghz": 2}).clock_ghz == 2.0
 
 
+def test_a_long_value_is_quoted_shortened():
+    """A 5000-character text given as a count was quoted whole: a one-line message of
+    5000 characters."""
+    with pytest.raises(ConfigError) as info:
+        load_machine("itrs-scaling-1", {"memory.latency": "x" * 5000})
+    msg = str(info.value)
+    assert "got the text 'xxxxxxxx" in msg and "...xxx" in msg and len(msg) < 200, msg
+
+
 @pytest.mark.parametrize(
     ("overrides", "says"),
     [
@@ -363,3 +372,36 @@ def test_a_blocking_model_on_an_out_of_order_preset_says_how_to_get_one():
         "blocking)"
     )
     assert load_machine("opteron-8380-4x4", {"core": "blocking"}).out_of_order is None
+
+
+def test_the_one_core_machine_leaves_out_coherence_with_the_same_results():
+    """One core on one socket: a write finds no other holder, so the one-core baseline's
+    memory model is generated without coherence (less to compile) and must serve every
+    reference as the coherent one-core machine does: same latencies, same counters."""
+    import numpy as np
+
+    from simsched.machine import Machine
+    from simsched.machine.loader import machine_config, one_core_machine
+    from simsched.memory import MemorySystem
+
+    caches = [
+        {**BASE["caches"][0], "size": "4KB", "assoc": 2},
+        {**_L2, "scope": "socket", "size": "16KB", "assoc": 4, "inclusion": "inclusive"},
+    ]
+    m = load_machine({**BASE, "sockets": 2, "caches": caches})
+    one = one_core_machine(m)
+    assert m.coherent and not one.coherent and one.cores == 1
+    coherent_one = Machine.model_validate({**machine_config(one), "coherence": True})
+    rng = np.random.default_rng(7)
+    n = 4000
+    addrs = rng.integers(0, 64 * 1024, n).astype(np.uint64)
+    sizes = rng.choice(np.array([1, 8, 16, 64], np.uint8), n)
+    writes = rng.random(n) < 0.5
+    gaps = rng.integers(0, 20, n).astype(np.uint32)
+    served = []
+    for machine in (one, coherent_one):
+        ms = MemorySystem(machine)
+        lat = ms.access_batch(0, addrs, sizes, writes, 0, gaps=gaps).tolist()
+        served.append((lat, ms.stats()))
+    assert served[0] == served[1]
+    assert served[0][1]["levels"][0]["misses"] > 0

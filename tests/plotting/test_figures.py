@@ -406,3 +406,42 @@ def test_a_figure_saved_twice_is_the_same_file(tmp_path, fmt, monkeypatch):
     if fmt in ("ps", "eps"):
         assert a.startswith(b"%!PS")
     assert a == b
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda: speedup_vs_cores(results(), "cores"), "ax='cores': expected matplotlib axes"),
+        (lambda: mpki_by_config(results(), ax=[1, 2]), "ax=[1, 2]: expected matplotlib axes"),
+        (lambda: speedup_vs_cores(results(), title=pd.DataFrame()), "title="),
+        (lambda: aggregate(results(), None, "makespan_cycles"), "x=None: give the name"),
+        (lambda: mpki_by_config(results(), config=None), "x=None: give the name"),
+        (lambda: normalised_time(results(), hue=None), "hue=None: give the name"),
+        (lambda: normalised_time(results(), baseline=["ws"]), "baseline=['ws']: expected one"),
+        (lambda: normalised_time(results(), baseline=2**70), "baseline=1180591620717411303424"),
+        (lambda: sweep_figure(results(), "cores", "speedup", kind=["line"]), "--kind ['line']"),
+        (lambda: sweep_figure(results(), "cores", "speedup", warn=3), "warn=3: expected a"),
+        (
+            lambda: figure_time_vs_cores(results(), ["mergesort"], machine_prefix=45),
+            "machine_prefix=45: expected a text",
+        ),
+        (
+            lambda: figure_time_vs_cores(results(), ["mergesort"], zoom=pd.DataFrame()),
+            "zoom=",
+        ),
+    ],
+)
+def test_a_wrong_kind_of_argument_is_named(call, says):
+    """Before: each ended inside matplotlib or pandas ("'str' object has no attribute
+    'errorbar'", "The truth value of a DataFrame is ambiguous", "Python int too large",
+    "'NoneType' object is not callable") without naming the argument."""
+    with pytest.raises(ConfigError) as info:
+        call()
+    assert says in str(info.value)
+    plt.close("all")
+
+
+def test_an_empty_zoom_draws_no_zoomed_panel():
+    fig = figure_time_vs_cores(results(), ["mergesort"], zoom=())
+    assert len(fig.axes) == 1
+    plt.close(fig)

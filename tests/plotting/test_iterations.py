@@ -90,3 +90,27 @@ def test_damaged_fields_name_the_file(tmp_path, field, value, says):
         ConfigError, match=re.escape(f"{run / 'result.json'}: ") + ".*" + re.escape(says)
     ):
         load_records([run])
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda: plot_iterations(3), "records=3: expected result records"),
+        (lambda: plot_iterations(["x"]), "records[0]='x': expected a result record"),
+        (lambda: plot_iterations([], title=b"t"), "title=b't': expected a text"),
+        (lambda: load_records(None), "paths=None: expected result folders"),
+        (lambda: load_records([1]), "path=1: expected a path"),
+    ],
+)
+def test_a_wrong_argument_is_named(call, says):
+    """Before: "'int' object is not iterable", "'str' object has no attribute 'get'",
+    "expected str, bytes or os.PathLike object, not int"."""
+    with pytest.raises(ConfigError) as info:
+        call()
+    assert says in str(info.value)
+
+
+def test_one_path_is_one_record_not_its_letters(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_records(str(tmp_path / "nosuch"))
+    assert str(info.value).startswith(str(tmp_path / "nosuch"))

@@ -141,3 +141,25 @@ def test_a_sweep_folder_is_named_as_such_with_where_its_runs_are(tmp_path, capsy
     assert code == 2 and "a sweep's output folder" in err
     with pytest.raises(ConfigError, match="no result.json there"):
         load_timeline(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"arrays": 7}, "arrays=7: expected a run's timeline"),
+        ({"arrays": {"core": np.zeros(1)}}, "arrays: no 'start' array"),
+        ({"ax": "ax"}, "ax='ax': expected matplotlib axes"),
+        ({"title": ["t"]}, "title=['t']: expected a text"),
+        ({"color_by": np.array(["socket", "job"])}, "color_by array("),
+        ({"subtree": np.array([0])}, "subtree: 1 entries, but the timeline has frame 2"),
+        ({"subtree": True}, "subtree: expected an integer array"),
+    ],
+)
+def test_a_wrong_argument_is_named(kwargs, says):
+    """Before: "'int' object is not subscriptable", "'str' object has no attribute
+    'figure'", an IndexError, or an array compared element by element."""
+    args = {"arrays": _arrays([10, 20, 30], [0, 1, 2]), **kwargs}
+    with pytest.raises(ConfigError) as info:
+        plot_timeline(args.pop("arrays"), **args)
+    assert says in str(info.value)
+    plt.close("all")

@@ -107,3 +107,10 @@ def test_entry_point_plugin(monkeypatch):
     assert "plug" in scheduler_names()
     with pytest.raises(ConfigError, match="plug-in failed to load.*nowhere"):
         get_scheduler("broken")
+
+
+def test_an_unknown_long_name_is_quoted_shortened():
+    with pytest.raises(ConfigError) as info:
+        get_scheduler("z" * 5000)
+    msg = str(info.value)
+    assert msg.startswith("unknown scheduler 'zzzz") and "...zz" in msg and len(msg) < 300, msg

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsched.cli import main
+from simsched.errors import ConfigError
 from simsched.trace import TraceBuilder, open_trace, summary
 from simsched.trace.analysis import dag_shape
 
@@ -180,3 +181,23 @@ def test_footprint_equals_the_sorted_count_of_every_line():
                 hi = (c.addr + c.size.astype(np.uint64) - np.uint64(1)) >> np.uint64(6)
                 lines += [lo, hi]
         assert summary(SAMPLES / name, line=64)["footprint_lines"] == _naive_lines(lines)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"line": 48}, "line=48: a line size is a power of two"),
+        ({"line": b"x"}, "line"),
+        ({"progress": 3}, "progress=3: expected a function or None"),
+    ],
+)
+def test_summary_names_a_wrong_argument(tmp_path, kwargs, says):
+    """Before: int(b'x') failed, a line of 48 bytes gave a wrong footprint without a word,
+    and a progress that is no function failed after the first chunk."""
+    from simsched.workloads import generate
+
+    path = tmp_path / "h.sst"
+    generate("heat", path, nx=10, ny=10, iters=1)
+    with pytest.raises(ConfigError) as info:
+        summary(path, **kwargs)
+    assert says in str(info.value)

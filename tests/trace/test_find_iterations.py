@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from simsched.errors import ConfigError
 from simsched.trace import open_trace, validate
 from simsched.trace.builder import TraceBuilder
 
@@ -125,3 +127,15 @@ def test_with_iterations_gives_the_tables_an_import_with_that_mode_writes(tmp_pa
         assert with_iterations(marked, "markers") is marked
         assert with_iterations(found, "auto") is found
         assert with_iterations(plain, None) is plain
+
+
+@pytest.mark.parametrize("mode", [["auto"], np.array(["auto", "none"]), 3])
+def test_an_iterations_mode_that_is_no_text_is_named(tmp_path, mode):
+    """Before: an array or table as the mode was compared element by element ("The truth
+    value of an array ... is ambiguous")."""
+    from simsched.trace.iterations import with_iterations
+
+    _loop(tmp_path / "plain.sst", 2, ranges=False)
+    with open_trace(tmp_path / "plain.sst") as t, pytest.raises(ConfigError) as info:
+        with_iterations(t, mode)
+    assert str(info.value).startswith("unknown --iterations ")
