@@ -44,9 +44,11 @@ layout constants (``LVL_*``, ``NST``, ...) are defined once in
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import sys
+from collections.abc import Iterator
 from dataclasses import astuple, replace
 from pathlib import Path
 from types import ModuleType
@@ -192,3 +194,42 @@ def load_module(g: Geometry, extra_source: str = "", extra_name: str = "") -> Mo
         del sys.modules[name]
         raise
     return module
+
+
+#: Generated modules whose kernels this process has compiled or loaded already.
+_READY: set[str] = set()
+
+
+@contextlib.contextmanager
+def first_compile(module: ModuleType) -> Iterator[None]:
+    """Hold an exclusive lock on ``module``'s lock file while its kernels first compile or
+    load in this process.
+
+    Numba writes its on-disk cache only when a compile ends, so processes that start on a
+    new machine at the same moment (a sweep's workers, the test suite's) each compiled
+    the same module, about a minute of CPU each for a three-level preset.  Under the lock
+    the first one compiles and the others wait, then load its cache.  ``fcntl.flock`` is
+    enough here, and needs no package: the kernel cache is a local folder, and the
+    operating system drops the lock with the process, so a compiler that is killed never
+    leaves it taken.  Where there is no ``flock`` or the lock file cannot be opened (a
+    read-only cache of compiled kernels), the kernels compile side by side, as before.
+    """
+    name = module.__name__
+    if name in _READY or module.__file__ is None:
+        yield
+        return
+    try:
+        import fcntl
+
+        lock = open(Path(module.__file__).with_suffix(".lock"), "a")  # noqa: SIM115
+    except (ImportError, OSError):
+        yield
+        _READY.add(name)
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+            _READY.add(name)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -113,23 +113,27 @@ class MemorySystem:
         self.geometry = K.geometry_of(machine)
         self.module = K.load_module(self.geometry)
         self.state = self._new_state()
-        # Compile (or load from Numba's disk cache) now, with the real argument types.
-        self.access_batch(0, np.zeros(0, np.uint64), np.zeros(0, np.uint8), np.zeros(0, bool), 0)
-        P = self.geometry.cores
-        self.module.run_cores(
-            self.state,
-            np.zeros((W.NF, P), np.int64),
-            np.zeros(P, np.int64),
-            np.zeros((P, 1), np.int64),
-            np.zeros((P, 1), np.uint8),
-            np.zeros((P, 1), np.bool_),
-            np.zeros((P, 1), np.bool_),
-            np.zeros((P, 1), np.uint32),
-            np.int64(0),
-            np.int64(0),
-            np.int64(0),
-            np.int64(self.page_limit()),
-        )
+        # Compile (or load from Numba's disk cache) now, with the real argument types;
+        # one process at a time compiles a new module (K.first_compile).
+        with K.first_compile(self.module):
+            self.access_batch(
+                0, np.zeros(0, np.uint64), np.zeros(0, np.uint8), np.zeros(0, bool), 0
+            )
+            P = self.geometry.cores
+            self.module.run_cores(
+                self.state,
+                np.zeros((W.NF, P), np.int64),
+                np.zeros(P, np.int64),
+                np.zeros((P, 1), np.int64),
+                np.zeros((P, 1), np.uint8),
+                np.zeros((P, 1), np.bool_),
+                np.zeros((P, 1), np.bool_),
+                np.zeros((P, 1), np.uint32),
+                np.int64(0),
+                np.int64(0),
+                np.int64(0),
+                np.int64(self.page_limit()),
+            )
 
     # ------------------------------------------------------------------ state
     def _new_state(self) -> tuple[np.ndarray, ...]:

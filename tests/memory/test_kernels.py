@@ -120,6 +120,39 @@ def test_module_cache_reuses_files(tmp_path, monkeypatch):
     assert files[0].stat().st_mtime_ns == stamp
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="flock")
+def test_a_new_module_compiles_in_one_process_at_a_time():
+    """Two processes starting on a new machine at once each compiled its module (Numba
+    writes its cache only when a compile ends).  The first use of a module in a process
+    now waits for the module's lock, which another process holds while it compiles."""
+    import fcntl
+    import threading
+
+    from simsched.memory import MemorySystem
+
+    module = MemorySystem(M).module  # compiled or loaded: the lock is not held now
+    K._READY.discard(module.__name__)  # as if this process had not used it yet
+    done = threading.Event()
+
+    def first_use() -> None:
+        MemorySystem(M)
+        done.set()
+
+    with open(Path(module.__file__).with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process compiling it
+        waiter = threading.Thread(target=first_use)
+        waiter.start()
+        assert not done.wait(0.5)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    waiter.join(120)
+    assert done.is_set() and module.__name__ in K._READY
+    # once used, the module is taken without the lock
+    with open(Path(module.__file__).with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        MemorySystem(M)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @pytest.mark.parametrize("cores", [4, 32, 256])
 def test_coherence_directory_stays_small_at_many_cores(cores):
     """The directory's buckets shrink as holders grow: at most about 2 MB at any core
