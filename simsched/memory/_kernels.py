@@ -211,8 +211,9 @@ def first_compile(module: ModuleType) -> Iterator[None]:
     the first one compiles and the others wait, then load its cache.  ``fcntl.flock`` is
     enough here, and needs no package: the kernel cache is a local folder, and the
     operating system drops the lock with the process, so a compiler that is killed never
-    leaves it taken.  Where there is no ``flock`` or the lock file cannot be opened (a
-    read-only cache of compiled kernels), the kernels compile side by side, as before.
+    leaves it taken.  Where there is no ``flock``, the lock file cannot be opened (a
+    read-only cache of compiled kernels) or the file system keeps no locks, the kernels
+    compile side by side, as before.
     """
     name = module.__name__
     if name in _READY or module.__file__ is None:
@@ -227,9 +228,14 @@ def first_compile(module: ModuleType) -> Iterator[None]:
         _READY.add(name)
         return
     with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            locked = True
+        except OSError:  # a file system without locks (ENOLCK): no waiting, as before
+            locked = False
         try:
             yield
             _READY.add(name)
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            if locked:
+                fcntl.flock(lock, fcntl.LOCK_UN)

@@ -153,6 +153,23 @@ def test_a_new_module_compiles_in_one_process_at_a_time():
         fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="flock")
+def test_a_file_system_without_locks_compiles_without_waiting(monkeypatch):
+    import errno
+    import fcntl
+
+    from simsched.memory import MemorySystem
+
+    module = MemorySystem(M).module
+    K._READY.discard(module.__name__)
+
+    def no_locks(fd: object, op: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    assert MemorySystem(M).module is module and module.__name__ in K._READY
+
+
 @pytest.mark.parametrize("cores", [4, 32, 256])
 def test_coherence_directory_stays_small_at_many_cores(cores):
     """The directory's buckets shrink as holders grow: at most about 2 MB at any core
