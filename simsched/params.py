@@ -56,7 +56,7 @@ def check_flag(value: Any, name: str) -> bool:
     ``refresh="no"`` or ``retry_failed=0`` was taken as its truth value without a word."""
     if isinstance(value, bool) or numpy_instance(value, "bool_"):
         return bool(value)
-    raise ConfigError(f"{name}={python_scalars(value)!r}: expected True or False")
+    raise ConfigError(f"{name}={shown(python_scalars(value))}: expected True or False")
 
 
 def check_callable(value: Any, name: str) -> Any:
@@ -75,10 +75,10 @@ def check_mapping(value: Any, name: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{name}={value!r}: expected a mapping (dict) of names to values")
+        raise ConfigError(f"{name}={shown(value)}: expected a mapping (dict) of names to values")
     for key in value:
         if not isinstance(key, str):
-            raise ConfigError(f"{name}: key {key!r} is not a string")
+            raise ConfigError(f"{name}: key {shown(key)} is not a string")
     return dict(value)
 
 
@@ -90,10 +90,10 @@ def check_strings(value: Any, name: str, form: str) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list | tuple):
-        raise ConfigError(f"{name}={value!r}: expected a list of {form!r} strings")
+        raise ConfigError(f"{name}={shown(value)}: expected a list of {form!r} strings")
     for item in value:
         if not isinstance(item, str):
-            raise ConfigError(f"{name}: item {item!r} is not a {form!r} string")
+            raise ConfigError(f"{name}: item {shown(item)} is not a {form!r} string")
     return list(value)
 
 
@@ -278,11 +278,11 @@ def check_int(name: str, value: Any, minimum: int = 0, maximum: int | None = Non
     int
     """
     if isinstance(value, bool):
-        raise ConfigError(f"{name}={value!r}: expected an integer")
+        raise ConfigError(f"{name}={shown(value)}: expected an integer")
     try:
         v = operator.index(value)
     except TypeError:
-        raise ConfigError(f"{name}={python_scalars(value)!r}: expected an integer") from None
+        raise ConfigError(f"{name}={shown(python_scalars(value))}: expected an integer") from None
     if maximum is not None and not minimum <= v <= maximum:
         raise ConfigError(f"{name}={v}: must be between {minimum} and {_bound(maximum)}")
     if v < minimum:
@@ -409,7 +409,7 @@ class Param:
             for choice in self.choices:
                 if s == choice or s in self.synonyms.get(choice, ()):
                     return choice
-            raise ConfigError(f"{where}: {name}={value!r} is not {_phrase(self.choices)}")
+            raise ConfigError(f"{where}: {name}={shown(value)} is not {_phrase(self.choices)}")
         if self.gt is not None and not v > self.gt:
             raise ConfigError(f"{where}: {name}={v!r} must be > {_param_bound(self.gt)}")
         if self.ge is not None and not v >= self.ge:

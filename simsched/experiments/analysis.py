@@ -83,7 +83,7 @@ def scheduler_ratios(
     except ConfigError as exc:
         raise ConfigError(f"scheduler ratios: {exc}") from None
     data = ok_rows(df)
-    for col, what in (("makespan_cycles", None), (misses, f"misses={misses!r}")):
+    for col, what in (("makespan_cycles", None), (misses, f"misses={shown(misses)}")):
         check_numeric(data, col, what, bools=False)
     keys = list(by)
     per = (

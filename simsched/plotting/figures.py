@@ -101,7 +101,7 @@ def check_columns(df: pd.DataFrame, cols: Sequence[str | None]) -> None:
     ]
     if missing:
         hint = column_hint(missing[0], df.columns, 20)
-        raise ConfigError(f"no column {missing[0]!r} in the results ({hint})")
+        raise ConfigError(f"no column {shown(missing[0])} in the results ({hint})")
 
 
 def _all_failed(df: pd.DataFrame) -> str:
