@@ -16,6 +16,7 @@ allotment functions share; they live here, below both layers.
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 import re
 import sys
@@ -45,16 +46,36 @@ MAX_QUANTUM = 2**40
 MAX_ARRIVAL = 2**60
 
 
+def check_line_size(line: Any, where: str) -> int:
+    """``line`` as a cache-line size, a power of two from 4 to 65536 bytes, else a
+    one-line :class:`ConfigError` that begins with ``where`` (``"--line 48"`` on the
+    command line, ``"line=48"`` in the Python API)."""
+    ok = (
+        not isinstance(line, bool)
+        and isinstance(line, numbers.Integral)
+        and 4 <= int(line) <= 65536
+        and is_power_of_two(int(line))
+    )
+    if not ok:
+        raise ConfigError(f"{where}: a line size is a power of two from 4 to 65536 bytes")
+    return int(line)
+
+
 def check_seed(value: Any, name: str = "seed") -> int:
     """``value`` as a seed in ``[0, MAX_SEED]``, else a one-line :class:`ConfigError`."""
     return check_int(name, value, 0, MAX_SEED)
+
+
+def is_flag(value: Any) -> bool:
+    """Whether ``value`` is a Python or numpy bool (``0``, ``1`` and ``"no"`` are not)."""
+    return isinstance(value, bool) or numpy_instance(value, "bool_")
 
 
 def check_flag(value: Any, name: str) -> bool:
     """``value`` (a Python or numpy bool) as a ``bool``, else a one-line
     :class:`ConfigError` naming ``name``: the yes/no arguments of the Python API, where
     ``refresh="no"`` or ``retry_failed=0`` was taken as its truth value without a word."""
-    if isinstance(value, bool) or numpy_instance(value, "bool_"):
+    if is_flag(value):
         return bool(value)
     raise ConfigError(f"{name}={shown(python_scalars(value))}: expected True or False")
 

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from simsched.canonical import strict_json
 from simsched.errors import ConfigError
-from simsched.params import is_power_of_two
+from simsched.params import check_line_size
 
 
 class _Console(Console):
@@ -144,9 +144,7 @@ def parse_kv(items: list[str] | None, option: str) -> dict[str, Any]:
 
 def check_line(line: int | None, option: str = "--line") -> int | None:
     """A cache-line size from the command line: a power of two from 4 to 65536 bytes."""
-    if line is not None and not (4 <= line <= 65536 and is_power_of_two(line)):
-        raise ConfigError(f"{option} {line}: a line size is a power of two from 4 to 65536 bytes")
-    return line
+    return None if line is None else check_line_size(line, f"{option} {line}")
 
 
 def plugin_warnings(*registries: Any) -> None:

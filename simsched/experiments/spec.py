@@ -38,14 +38,14 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from simsched.canonical import canonical_json, content_hash, numpy_instance
+from simsched.canonical import canonical_json, content_hash
 from simsched.errors import ConfigError, field_message, shown
 from simsched.experiments.store import natural_key
 from simsched.files import check_path, folder_blocker, parse_yaml
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
 from simsched.machine.schema import exponent_hint
-from simsched.params import MAX_QUANTUM, MAX_SEED, check_strings
+from simsched.params import MAX_QUANTUM, MAX_SEED, check_strings, is_flag
 
 Scalar = str | int | float | bool
 #: A seed: a non-negative 64-bit integer (numpy's generators refuse negative ones).
@@ -621,7 +621,7 @@ def load_spec(
     path = check_path(path, "path")
     sets = check_strings(sets, "sets", "key=value")
     # "no" would read as true; a table's truth was asked inside pandas
-    if small is not None and not (isinstance(small, bool) or numpy_instance(small, "bool_")):
+    if small is not None and not is_flag(small):
         raise ConfigError(f"small={shown(small)}: expected True, False or None")
     small = None if small is None else bool(small)
     data = safe_load_yaml(path)

@@ -219,23 +219,14 @@ def first_compile(module: ModuleType) -> Iterator[None]:
     if name in _READY or module.__file__ is None:
         yield
         return
-    try:
-        import fcntl
+    with contextlib.ExitStack() as held:
+        try:
+            import fcntl
 
-        lock = open(Path(module.__file__).with_suffix(".lock"), "a")  # noqa: SIM115
-    except (ImportError, OSError):
+            lock = held.enter_context(open(Path(module.__file__).with_suffix(".lock"), "a"))
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            held.callback(fcntl.flock, lock, fcntl.LOCK_UN)
+        except (ImportError, OSError):  # no flock, no lock file, or no locks (ENOLCK)
+            pass
         yield
         _READY.add(name)
-        return
-    with lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            locked = True
-        except OSError:  # a file system without locks (ENOLCK): no waiting, as before
-            locked = False
-        try:
-            yield
-            _READY.add(name)
-        finally:
-            if locked:
-                fcntl.flock(lock, fcntl.LOCK_UN)

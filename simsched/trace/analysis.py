@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from simsched.errors import ConfigError, TraceFormatError
-from simsched.params import check_callable, check_int, is_power_of_two
+from simsched.errors import TraceFormatError, shown
+from simsched.params import check_callable, check_line_size
 from simsched.trace import _kernels, structure
 from simsched.trace.format import key_hashes
 from simsched.trace.reader import Trace, as_trace
@@ -305,9 +305,7 @@ def summary(
     part); ``progress(references_done, references)`` reports it.
     """
     if line is not None:
-        line = check_int("line", line, 4, 65536)
-        if not is_power_of_two(line):
-            raise ConfigError(f"line={line}: a line size is a power of two from 4 to 65536 bytes")
+        line = check_line_size(line, f"line={shown(line)}")
     check_callable(progress, "progress")
     t, owned = as_trace(trace)
     try:
