@@ -67,6 +67,11 @@ def cli_command(*args: str) -> list[str]:
     return [sys.executable, "-c", CLI_ENTRY, *args]
 
 
+def _text(output: str | bytes | None) -> str:
+    """A child's captured output as text, whether it was captured as bytes or not."""
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
+
+
 def check_child(p: subprocess.CompletedProcess, what: str) -> None:
     """Raise if the captured child ``p`` failed: exit status 2 (a user error, which the
     child named in its last line) as :class:`subprocess.CalledProcessError`, which
@@ -75,8 +80,7 @@ def check_child(p: subprocess.CompletedProcess, what: str) -> None:
     if p.returncode == 2:
         raise subprocess.CalledProcessError(2, p.args, p.stdout, p.stderr)
     if p.returncode:
-        err = p.stderr.decode(errors="replace") if isinstance(p.stderr, bytes) else p.stderr
-        raise RuntimeError(f"{what} failed: {(err or '').strip().splitlines()[-3:]}")
+        raise RuntimeError(f"{what} failed: {_text(p.stderr).strip().splitlines()[-3:]}")
 
 
 def emit(record: dict, *, sort_keys: bool = False) -> None:
@@ -111,8 +115,7 @@ def run_main(main: Callable[[], object]) -> None:
             raise
         # The child's one line names the mistake: already on stderr, or passed on here when
         # its output was captured.
-        err = exc.stderr or b""
-        said = (err.decode(errors="replace") if isinstance(err, bytes) else err).splitlines()
+        said = _text(exc.stderr).splitlines()
         if said:
             print(said[-1], file=sys.stderr)
         raise SystemExit(2) from None
