@@ -225,14 +225,25 @@ def _g_controller(g: Geometry, after_fetch: bool = False) -> list[str]:
 
 
 def _g_links(g: Geometry, src: str, dst: str, t: str) -> list[str]:
-    """Reserve, in order, the directed links from socket ``src`` to ``dst`` from time
-    ``t`` on, like controllers; ``tq`` = when the last one starts.  Link ``d``'s next
-    free time is ``CTRL[sockets + d]``; its statistics ``NS[sockets * NNS + 2 d]``
-    (transfers) and ``+ 1`` (queueing delay)."""
+    """Reserve the links from socket ``src`` to ``dst`` from time ``t`` on: ``tq`` = when
+    the last one starts (:func:`_links_source`)."""
+    return [f"tq = _links(CTRL, NS, TIM, {src}, {dst}, {t})"]
+
+
+def _links_source(g: Geometry) -> str:
+    """``_links(CTRL, NS, TIM, src, dst, t)``: reserve, in order, the directed links from
+    socket ``src`` to ``dst`` from time ``t`` on, like controllers; returns when the last
+    one starts.  Link ``d``'s next free time is ``CTRL[sockets + d]``; its statistics
+    ``NS[sockets * NNS + 2 d]`` (transfers) and ``+ 1`` (queueing delay).
+
+    A function, as the filter's updates are (:func:`~simsched.memory._gen_sets._filter_source`):
+    every fetch from and write-back to another socket's node crosses links."""
+    if not g.links:
+        return ""
     S, H = g.sockets, g.hops
-    return [
-        f"rb = ({src} * {S} + {dst}) * {H}",
-        f"tq = {t}",
+    body = [
+        f"rb = (src * {S} + dst) * {H}",
+        "tq = t",
         f"for h in range({H}):",
         f"    lk = TIM[{g.tim_routes} + rb + h]",
         "    if lk < 0:",
@@ -244,7 +255,9 @@ def _g_links(g: Geometry, src: str, dst: str, t: str) -> list[str]:
         f"    NS[{S * NNS} + 2 * lk] += 1",
         f"    NS[{S * NNS} + 2 * lk + 1] += s1 - tq",
         "    tq = s1",
+        "return tq",
     ]
+    return "\n\n@_jit\ndef _links(CTRL, NS, TIM, src, dst, t):\n" + "\n".join(_ind(body, 1)) + "\n"
 
 
 def _g_mem_fetch(g: Geometry) -> list[str]:

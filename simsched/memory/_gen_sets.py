@@ -2,10 +2,10 @@
 
 Part of the source generator of :mod:`simsched.memory._kernels`.  Each function returns
 Python source text specialised on a :class:`~simsched.memory._geometry.Geometry`: a cache
-instance's index, a set's base, and the set operations (find, move to MRU, insert at MRU,
-remove), which are emitted inline rather than compiled as functions so that a new
-geometry compiles few functions.  Sets are stored MRU-first, ``W`` int64 entries
-``line << 1 | dirty``, ``-1`` for an empty way.
+instance's index, a set's base, the set operations (find, move to MRU, insert at MRU,
+remove) and the coherence filter's updates: calls of small functions generated once per
+module (:func:`_sets_source`, :func:`_filter_source`).  Sets are stored MRU-first, ``W``
+int64 entries ``line << 1 | dirty``, ``-1`` for an empty way.
 """
 
 from __future__ import annotations
@@ -60,62 +60,80 @@ def _lvl_idx(g: Geometry, k: int, inst: str, field: int) -> str:
 
 def _s_find(g: Geometry, k: int, T: str, b: str, a: str, p: str = "p") -> list[str]:
     """Set ``p`` to the way holding line ``a`` in the set at ``T[b]``, or -1."""
-    w = g.ways[k]
-    if w == 1:
+    if g.ways[k] == 1:
         return [f"{p} = 0 if ({T}[{_u(b)}] >> 1) == {a} else -1"]
-    return [
-        f"{p} = -1",
-        f"for q in range({w}):",
-        f"    if ({T}[{_u(f'{b} + q')}] >> 1) == {a}:",
-        f"        {p} = q",
-        "        break",
-    ]
+    return [f"{p} = _find{k}({T}, {b}, {a})"]
 
 
 def _s_touch(g: Geometry, k: int, T: str, b: str, p: str, d: str) -> list[str]:
     """Move way ``p`` to MRU, OR-ing in dirty bit ``d``."""
     if g.ways[k] == 1:
         return [] if d == "0" else [f"{T}[{_u(b)}] |= {d}"]
-    return [
-        f"v_ = {T}[{_u(f'{b} + {p}')}] | {d}",
-        f"for q in range({p}, 0, -1):",
-        f"    {T}[{_u(f'{b} + q')}] = {T}[{_u(f'{b} + q - 1')}]",
-        f"{T}[{_u(b)}] = v_",
-    ]
+    return [f"_touch{k}({T}, {b}, {p}, {d})"]
 
 
 def _s_insert(g: Geometry, k: int, T: str, b: str, a: str, d: str, v: str = "v") -> list[str]:
     """Insert line ``a`` at MRU; ``v`` receives the evicted LRU entry (-1: none)."""
-    w = g.ways[k]
-    return [
-        f"{v} = {T}[{_u(f'{b} + {w - 1}')}]",
-        *(
-            [
-                f"for q in range({w - 1}, 0, -1):",
-                f"    {T}[{_u(f'{b} + q')}] = {T}[{_u(f'{b} + q - 1')}]",
-            ]
-            if w > 1
-            else []
-        ),
-        f"{T}[{_u(b)}] = ({a} << 1) | {d}",
-    ]
+    if g.ways[k] == 1:
+        return [f"{v} = {T}[{_u(b)}]", f"{T}[{_u(b)}] = ({a} << 1) | {d}"]
+    return [f"{v} = _insert{k}({T}, {b}, {a}, {d})"]
 
 
 def _s_remove(g: Geometry, k: int, T: str, b: str, p: str, v: str = "v_") -> list[str]:
     """Remove way ``p`` (later ways move up, an empty way enters at LRU); ``v`` = entry."""
-    w = g.ways[k]
-    return [
-        f"{v} = {T}[{_u(f'{b} + {p}')}]",
-        *(
-            [
-                f"for q in range({p}, {w - 1}):",
-                f"    {T}[{_u(f'{b} + q')}] = {T}[{_u(f'{b} + q + 1')}]",
-            ]
-            if w > 1
-            else []
-        ),
-        f"{T}[{_u(f'{b} + {w - 1}')}] = -1",
-    ]
+    if g.ways[k] == 1:
+        return [f"{v} = {T}[{_u(b)}]", f"{T}[{_u(b)}] = -1"]
+    return [f"{v} = _remove{k}({T}, {b}, {p})"]
+
+
+def _sets_source(g: Geometry) -> str:
+    """The set operations of each level with more than one way, as functions of the set's
+    array ``T`` and first entry ``b``: ``_find{k}(T, b, a)`` (the way holding line ``a``,
+    or -1), ``_touch{k}(T, b, p, d)`` (way ``p`` to MRU, OR-ing in dirty bit ``d``),
+    ``_insert{k}(T, b, a, d)`` (line ``a`` at MRU; returns the LRU entry it evicts, -1:
+    none) and ``_remove{k}(T, b, p)`` (returns way ``p``'s entry; later ways move up, an
+    empty way enters at LRU).
+
+    The ways are a constant of each function, so the compiler unrolls their loops as
+    before, when each operation was emitted in place: ``_serve`` performs about thirty,
+    and typing and lowering each of them there was a large part of a new machine's first
+    compile.  Numba compiles only those a module calls."""
+    src = ""
+    for k in range(g.levels):
+        w = g.ways[k]
+        if w == 1:
+            continue
+        bodies = {
+            f"_find{k}(T, b, a)": [
+                f"for q in range({w}):",
+                f"    if (T[{_u('b + q')}] >> 1) == a:",
+                "        return q",
+                "return -1",
+            ],
+            f"_touch{k}(T, b, p, d)": [
+                f"v_ = T[{_u('b + p')}] | d",
+                "for q in range(p, 0, -1):",
+                f"    T[{_u('b + q')}] = T[{_u('b + q - 1')}]",
+                f"T[{_u('b')}] = v_",
+            ],
+            f"_insert{k}(T, b, a, d)": [
+                f"v = T[{_u(f'b + {w - 1}')}]",
+                f"for q in range({w - 1}, 0, -1):",
+                f"    T[{_u('b + q')}] = T[{_u('b + q - 1')}]",
+                f"T[{_u('b')}] = (a << 1) | d",
+                "return v",
+            ],
+            f"_remove{k}(T, b, p)": [
+                f"v = T[{_u('b + p')}]",
+                f"for q in range(p, {w - 1}):",
+                f"    T[{_u('b + q')}] = T[{_u('b + q + 1')}]",
+                f"T[{_u(f'b + {w - 1}')}] = -1",
+                "return v",
+            ],
+        }
+        for head, body in bodies.items():
+            src += f"\n\n@_jit\ndef {head}:\n" + "\n".join(_ind(body, 1)) + "\n"
+    return src
 
 
 def _tlist(g: Geometry, n: int | None = None) -> str:
@@ -136,8 +154,12 @@ def _fbase(g: Geometry, k: int, line: str) -> str:
     64-bit words (bit ``e``: entity ``e``'s counter is non-zero), then the ``cores +
     sockets`` counters.  A write reads the mask only and visits its set bits, so its cost
     grows with the sharers, not with the cores."""
-    region = f"(({line}) >> {g.region_shift - g.shifts[k]})"
-    h = f"np.int64((np.uint64{region} * np.uint64({_GOLDEN})) >> np.uint64({64 - g.filter_bits}))"
+    return _fbase_of_region(g, f"(({line}) >> {g.region_shift - g.shifts[k]})")
+
+
+def _fbase_of_region(g: Geometry, region: str) -> str:
+    """First entry of the filter bucket of address region ``region`` (see _fbase)."""
+    h = f"np.int64((np.uint64({region}) * np.uint64({_GOLDEN})) >> np.uint64({64 - g.filter_bits}))"
     return f"{h} * {g.filter_stride}"
 
 
@@ -151,23 +173,40 @@ def _entity(g: Geometry, k: int, inst: str) -> str:
 
 
 def _f_add(g: Geometry, k: int, inst: str, line: str, delta: int) -> list[str]:
-    """Count a line entering (+1) or leaving (-1) instance ``inst`` of level k."""
+    """Count a line entering (+1) or leaving (-1) instance ``inst`` of level k: a call of
+    one of the functions :func:`_filter_source` generates."""
     if not g.filter_bits:
         return []
+    region = f"({line}) >> {g.region_shift - g.shifts[k]}"
+    return [f"{'_f_in' if delta > 0 else '_f_out'}(FC, {region}, {_entity(g, k, inst)})"]
+
+
+def _filter_source(g: Geometry) -> str:
+    """``_f_in(FC, region, e)`` and ``_f_out(FC, region, e)``: entity ``e`` holds one line
+    more (fewer) of ``region``.
+
+    They are functions, not snippets like the set operations: a fill or eviction of every
+    level updates the filter, about twenty places in ``_serve``.  The compiler inlines
+    them back (they are a few instructions), so the code that runs is the same, but
+    Numba types and lowers them once instead of at each place, which made a new
+    machine's first compile a good deal shorter."""
+    if not g.filter_bits:
+        return ""
     # The bit changes only when the counter leaves or reaches zero, rarely: a predicted
     # branch is cheaper than rewriting the mask word on every fill and eviction.
     one = "np.int64(1) << (e_ & 63)"
     mw = _mword(g, "e_")
     word = f"FC[{_u(f'fb_ + {mw}')}]"
-    upd = (
-        [f"if FC[{_u('n_')}] == 1:", f"    {word} |= {one}"]
-        if delta > 0
-        else [f"if FC[{_u('n_')}] == 0:", f"    {word} &= ~({one})"]
-    )
-    return [
-        f"fb_ = {_fbase(g, k, line)}",
-        f"e_ = {_entity(g, k, inst)}",
-        f"n_ = fb_ + {g.mask_words} + e_",
-        f"FC[{_u('n_')}] += {delta}",
-        *upd,
-    ]
+    src = ""
+    for name, delta, upd in (
+        ("_f_in", 1, [f"if FC[{_u('n_')}] == 1:", f"    {word} |= {one}"]),
+        ("_f_out", -1, [f"if FC[{_u('n_')}] == 0:", f"    {word} &= ~({one})"]),
+    ):
+        body = [
+            f"fb_ = {_fbase_of_region(g, 'r')}",
+            f"n_ = fb_ + {g.mask_words} + e_",
+            f"FC[{_u('n_')}] += {delta}",
+            *upd,
+        ]
+        src += f"\n\n@_jit\ndef {name}(FC, r, e_):\n" + "\n".join(_ind(body, 1)) + "\n"
+    return src

@@ -14,14 +14,22 @@ The generator is split by what it emits: the state's layout and the geometry
 (:mod:`~simsched.memory._gen_sets`), what happens below a miss
 (:mod:`~simsched.memory._gen_memory`), a core's access, the prefetcher and the entry points
 (:mod:`~simsched.memory._gen_core`); this module assembles them and caches the result.
-The set operations (find, move to MRU, insert at MRU, remove) are emitted inline as code
-snippets (``_s_find`` ...), which keeps the number of compiled functions, and so the
-compile time of a new geometry, small.  The generated module (see
-:func:`generate_source`) contains, per cache level ``k``:
+The set operations (find, move to MRU, insert at MRU, remove), the coherence filter's
+updates and the links' reservation are small generated functions (``_find{k}``,
+``_f_in``, ``_links`` ...), each written once and called wherever ``_serve`` needs it:
+the compiler inlines most of them back, and Numba types and lowers each once instead of
+at every place, which took a third off a new three-level machine's compile
+(docs/performance.md).  The generated module (see :func:`generate_source`) contains,
+per cache level ``k``:
 
-``_fill{k}`` / ``_wb{k}`` / ``_binv{k}`` / ``_inv{k}``
-    demand fill, write-back arrival, back-invalidation of the levels above, and coherence
-    invalidation at level ``k``;
+``_find{k}`` / ``_touch{k}`` / ``_insert{k}`` / ``_remove{k}``
+    the set operations of level ``k`` (one with more than one way);
+``_binv{k}``
+    back-invalidation of the levels above an inclusive level ``k``;
+
+and, where the machine has them, ``_f_in`` / ``_f_out`` and ``_coherence`` (the
+coherence filter's counts and a write's search of the other caches) and ``_links`` (the
+socket links).  Demand fills, victims and write-backs are emitted in place in ``_serve``;
 
 an *exclusive* (victim) level ``k`` is never demand-filled: every victim of level ``k-1``,
 clean or dirty, arrives there like a write-back carrying its dirty bit
@@ -55,7 +63,13 @@ from types import ModuleType
 
 from simsched.files import cache_dir, write_text_atomic
 from simsched.memory._gen_core import _drain, _entry
-from simsched.memory._gen_memory import _binv, _coherence, _page_table
+from simsched.memory._gen_memory import (
+    _binv,
+    _coherence,
+    _links_source,
+    _page_table,
+)
+from simsched.memory._gen_sets import _filter_source, _sets_source
 
 # The state's layout and the geometry, read as ``K.*`` by the Python side and the tests.
 from simsched.memory._geometry import *  # noqa: F403
@@ -71,7 +85,7 @@ from simsched.memory._geometry import (
 from simsched.memory.window import driver_source
 
 #: Version of the generated code layout; part of every module hash.
-TEMPLATE_VERSION = 6
+TEMPLATE_VERSION = 7
 
 #: The generator's source files: a change to any of them names a new kernel module.
 GENERATOR_FILES = (
@@ -109,6 +123,8 @@ def generate_source(g: Geometry, extra_source: str = "") -> str:
         '_jit_inline = njit(cache=True, nogil=True, _nrt=False, inline="always")\n',
         f'"""simsched memory kernels generated for {replace(g, sets=())!r} (any set counts)."""\n',
     ]
+    parts.append(_sets_source(g))
+    parts.append(_filter_source(g))
     for k in range(1, g.levels):
         if g.inclusive[k]:
             parts.append(_binv(g, k))
@@ -116,6 +132,7 @@ def generate_source(g: Geometry, extra_source: str = "") -> str:
         parts.append(f"_DEBRUIJN = np.array({list(_DEBRUIJN_TABLE)}, dtype=np.int64)\n")
         parts.append(_coherence(g))
     parts.append(_page_table(g))
+    parts.append(_links_source(g))
     parts.append(_entry(g))
     parts.append(_drain(g))
     misc = {
