@@ -62,68 +62,66 @@ def _s_find(g: Geometry, k: int, T: str, b: str, a: str, p: str = "p") -> list[s
     """Set ``p`` to the way holding line ``a`` in the set at ``T[b]``, or -1."""
     if g.ways[k] == 1:
         return [f"{p} = 0 if ({T}[{_u(b)}] >> 1) == {a} else -1"]
-    return [f"{p} = _find{k}({T}, {b}, {a})"]
+    return [f"{p} = _find_w{g.ways[k]}({T}, {b}, {a})"]
 
 
 def _s_touch(g: Geometry, k: int, T: str, b: str, p: str, d: str) -> list[str]:
     """Move way ``p`` to MRU, OR-ing in dirty bit ``d``."""
     if g.ways[k] == 1:
         return [] if d == "0" else [f"{T}[{_u(b)}] |= {d}"]
-    return [f"_touch{k}({T}, {b}, {p}, {d})"]
+    return [f"_touch_w{g.ways[k]}({T}, {b}, {p}, {d})"]
 
 
 def _s_insert(g: Geometry, k: int, T: str, b: str, a: str, d: str, v: str = "v") -> list[str]:
     """Insert line ``a`` at MRU; ``v`` receives the evicted LRU entry (-1: none)."""
     if g.ways[k] == 1:
         return [f"{v} = {T}[{_u(b)}]", f"{T}[{_u(b)}] = ({a} << 1) | {d}"]
-    return [f"{v} = _insert{k}({T}, {b}, {a}, {d})"]
+    return [f"{v} = _insert_w{g.ways[k]}({T}, {b}, {a}, {d})"]
 
 
 def _s_remove(g: Geometry, k: int, T: str, b: str, p: str, v: str = "v_") -> list[str]:
     """Remove way ``p`` (later ways move up, an empty way enters at LRU); ``v`` = entry."""
     if g.ways[k] == 1:
         return [f"{v} = {T}[{_u(b)}]", f"{T}[{_u(b)}] = -1"]
-    return [f"{v} = _remove{k}({T}, {b}, {p})"]
+    return [f"{v} = _remove_w{g.ways[k]}({T}, {b}, {p})"]
 
 
 def _sets_source(g: Geometry) -> str:
-    """The set operations of each level with more than one way, as functions of the set's
-    array ``T`` and first entry ``b``: ``_find{k}(T, b, a)`` (the way holding line ``a``,
-    or -1), ``_touch{k}(T, b, p, d)`` (way ``p`` to MRU, OR-ing in dirty bit ``d``),
-    ``_insert{k}(T, b, a, d)`` (line ``a`` at MRU; returns the LRU entry it evicts, -1:
-    none) and ``_remove{k}(T, b, p)`` (returns way ``p``'s entry; later ways move up, an
-    empty way enters at LRU).
+    """The set operations of a ``w``-way set, for each associativity ``w`` > 1 of the
+    machine's levels, as functions of the set's array ``T`` and first entry ``b``:
+    ``_find_w{w}(T, b, a)`` (the way holding line ``a``, or -1), ``_touch_w{w}(T, b, p,
+    d)`` (way ``p`` to MRU, OR-ing in dirty bit ``d``), ``_insert_w{w}(T, b, a, d)``
+    (line ``a`` at MRU; returns the LRU entry it evicts, -1: none) and
+    ``_remove_w{w}(T, b, p)`` (returns way ``p``'s entry; later ways move up, an empty
+    way enters at LRU).  Levels of equal associativity share them.
 
     The ways are a constant of each function, so the compiler unrolls their loops as
     before, when each operation was emitted in place: ``_serve`` performs about thirty,
     and typing and lowering each of them there was a large part of a new machine's first
     compile.  Numba compiles only those a module calls."""
     src = ""
-    for k in range(g.levels):
-        w = g.ways[k]
-        if w == 1:
-            continue
+    for w in sorted(set(g.ways) - {1}):
         bodies = {
-            f"_find{k}(T, b, a)": [
+            f"_find_w{w}(T, b, a)": [
                 f"for q in range({w}):",
                 f"    if (T[{_u('b + q')}] >> 1) == a:",
                 "        return q",
                 "return -1",
             ],
-            f"_touch{k}(T, b, p, d)": [
+            f"_touch_w{w}(T, b, p, d)": [
                 f"v_ = T[{_u('b + p')}] | d",
                 "for q in range(p, 0, -1):",
                 f"    T[{_u('b + q')}] = T[{_u('b + q - 1')}]",
                 f"T[{_u('b')}] = v_",
             ],
-            f"_insert{k}(T, b, a, d)": [
+            f"_insert_w{w}(T, b, a, d)": [
                 f"v = T[{_u(f'b + {w - 1}')}]",
                 f"for q in range({w - 1}, 0, -1):",
                 f"    T[{_u('b + q')}] = T[{_u('b + q - 1')}]",
                 f"T[{_u('b')}] = (a << 1) | d",
                 "return v",
             ],
-            f"_remove{k}(T, b, p)": [
+            f"_remove_w{w}(T, b, p)": [
                 f"v = T[{_u('b + p')}]",
                 f"for q in range(p, {w - 1}):",
                 f"    T[{_u('b + q')}] = T[{_u('b + q + 1')}]",
@@ -154,7 +152,12 @@ def _fbase(g: Geometry, k: int, line: str) -> str:
     64-bit words (bit ``e``: entity ``e``'s counter is non-zero), then the ``cores +
     sockets`` counters.  A write reads the mask only and visits its set bits, so its cost
     grows with the sharers, not with the cores."""
-    return _fbase_of_region(g, f"(({line}) >> {g.region_shift - g.shifts[k]})")
+    return _fbase_of_region(g, _region(g, k, line))
+
+
+def _region(g: Geometry, k: int, line: str) -> str:
+    """The address region (see _fbase) of level-k line ``line``."""
+    return f"({line}) >> {g.region_shift - g.shifts[k]}"
 
 
 def _fbase_of_region(g: Geometry, region: str) -> str:
@@ -177,19 +180,18 @@ def _f_add(g: Geometry, k: int, inst: str, line: str, delta: int) -> list[str]:
     one of the functions :func:`_filter_source` generates."""
     if not g.filter_bits:
         return []
-    region = f"({line}) >> {g.region_shift - g.shifts[k]}"
-    return [f"{'_f_in' if delta > 0 else '_f_out'}(FC, {region}, {_entity(g, k, inst)})"]
+    name = "_f_in" if delta > 0 else "_f_out"
+    return [f"{name}(FC, {_region(g, k, line)}, {_entity(g, k, inst)})"]
 
 
 def _filter_source(g: Geometry) -> str:
     """``_f_in(FC, region, e)`` and ``_f_out(FC, region, e)``: entity ``e`` holds one line
     more (fewer) of ``region``.
 
-    They are functions, not snippets like the set operations: a fill or eviction of every
-    level updates the filter, about twenty places in ``_serve``.  The compiler inlines
-    them back (they are a few instructions), so the code that runs is the same, but
-    Numba types and lowers them once instead of at each place, which made a new
-    machine's first compile a good deal shorter."""
+    Functions for the reason the set operations are (:func:`_sets_source`): a fill or
+    eviction of every level updates the filter, about twenty places in ``_serve``.  The
+    compiler inlines them back (they are a few instructions), so the code that runs is
+    the same, but Numba types and lowers them once instead of at each place."""
     if not g.filter_bits:
         return ""
     # The bit changes only when the counter leaves or reaches zero, rarely: a predicted

@@ -15,19 +15,19 @@ The generator is split by what it emits: the state's layout and the geometry
 (:mod:`~simsched.memory._gen_memory`), a core's access, the prefetcher and the entry points
 (:mod:`~simsched.memory._gen_core`); this module assembles them and caches the result.
 The set operations (find, move to MRU, insert at MRU, remove), the coherence filter's
-updates and the links' reservation are small generated functions (``_find{k}``,
+updates and the links' reservation are small generated functions (``_find_w{w}``,
 ``_f_in``, ``_links`` ...), each written once and called wherever ``_serve`` needs it:
 the compiler inlines most of them back, and Numba types and lowers each once instead of
 at every place, which took a third off a new three-level machine's compile
 (docs/performance.md).  The generated module (see :func:`generate_source`) contains,
 per cache level ``k``:
 
-``_find{k}`` / ``_touch{k}`` / ``_insert{k}`` / ``_remove{k}``
-    the set operations of level ``k`` (one with more than one way);
 ``_binv{k}``
     back-invalidation of the levels above an inclusive level ``k``;
 
-and, where the machine has them, ``_f_in`` / ``_f_out`` and ``_coherence`` (the
+per associativity ``w`` > 1 of its levels, ``_find_w{w}`` / ``_touch_w{w}`` /
+``_insert_w{w}`` / ``_remove_w{w}`` (the set operations, shared by levels of equal
+ways); and, where the machine has them, ``_f_in`` / ``_f_out`` and ``_coherence`` (the
 coherence filter's counts and a write's search of the other caches) and ``_links`` (the
 socket links).  Demand fills, victims and write-backs are emitted in place in ``_serve``;
 
