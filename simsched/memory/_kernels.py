@@ -55,7 +55,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import astuple, replace
 from pathlib import Path
@@ -245,5 +247,29 @@ def first_compile(module: ModuleType) -> Iterator[None]:
             held.callback(fcntl.flock, lock, fcntl.LOCK_UN)
         except (ImportError, OSError):  # no flock, no lock file, or no locks (ENOLCK)
             pass
+        held.enter_context(interrupt_after())
         yield
         _READY.add(name)
+
+
+@contextlib.contextmanager
+def interrupt_after() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) that arrives in the block until the block has ended, then
+    deliver it to the handler that was there before.
+
+    Numba's compiler is not safe to interrupt: a KeyboardInterrupt in the compile of a
+    function another one calls came out of Numba's cache as "RuntimeError: no compiled
+    object yet", and one left a lock taken that the trace's decoding threads then waited
+    on for ever.  A first compile of a machine therefore finishes before the interrupt
+    stops the run.  Outside the main thread (where no signal arrives) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if got:
+            signal.raise_signal(signal.SIGINT)

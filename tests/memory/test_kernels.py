@@ -170,6 +170,27 @@ def test_a_file_system_without_locks_compiles_without_waiting(monkeypatch):
     assert MemorySystem(M).module is module and module.__name__ in K._READY
 
 
+def test_a_ctrl_c_during_a_first_compile_stops_the_run_after_it():
+    """A SIGINT inside the block is held until the block has ended, then raised as the
+    KeyboardInterrupt the CLI turns into exit 130 (in Numba's compile it could come out
+    as a RuntimeError, or leave a lock taken); the handler before is back after it."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as the CLI has it
+    try:
+        done = []
+        with pytest.raises(KeyboardInterrupt):
+            with K.interrupt_after():
+                signal.raise_signal(signal.SIGINT)
+                done.append(True)
+        assert done == [True]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with K.interrupt_after():  # no SIGINT: nothing raised
+            pass
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 @pytest.mark.parametrize("cores", [4, 32, 256])
 def test_coherence_directory_stays_small_at_many_cores(cores):
     """The directory's buckets shrink as holders grow: at most about 2 MB at any core
