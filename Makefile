@@ -38,7 +38,10 @@ demo: $(STAMP)
 # (compiled kernels, baselines), private to it unless TEST_CACHE names a folder to keep
 # between runs (`make test TEST_CACHE=~/.cache/simsched-test`: everything in it is keyed
 # by the source that made it, so a kept cache is never stale).  Coverage of simsched is
-# measured and its total printed last.
+# measured and its total printed last.  The notebooks go first, in the order given
+# (--no-loadscope-reorder): they are the longest items, and pytest-xdist's default order
+# (files with the most tests first) started them last, where one worker could be left to
+# finish them alone.
 test: $(STAMP)
 	$(BIN)/ruff check simsched tests benchmarks experiments
 	$(BIN)/ruff format --check simsched tests benchmarks experiments
@@ -47,8 +50,8 @@ test: $(STAMP)
 	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
 	tar --exclude=results -cf - notebooks experiments traces/samples | tar -xf - -C "$$scratch" && \
 	SIMSCHED_SMALL=1 SIMSCHED_CACHE_DIR="$(or $(TEST_CACHE),$$scratch/cache)" COVERAGE_FILE="$$scratch/.coverage" \
-	  $(BIN)/python -m pytest -q -n 2 --dist loadfile -c pyproject.toml --rootdir . \
-	  --cov=simsched --cov-report= tests "$$scratch/notebooks" --nbmake && \
+	  $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -c pyproject.toml --rootdir . \
+	  --cov=simsched --cov-report= "$$scratch/notebooks" tests --nbmake && \
 	COVERAGE_FILE="$$scratch/.coverage" $(BIN)/coverage report --format=total | sed 's/^/coverage of simsched: /; s/$$/ % of lines/'
 
 bench: $(STAMP)
