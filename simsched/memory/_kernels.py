@@ -220,9 +220,9 @@ _READY: set[str] = set()
 
 
 @contextlib.contextmanager
-def first_compile(module: ModuleType) -> Iterator[None]:
-    """Hold an exclusive lock on ``module``'s lock file while its kernels first compile or
-    load in this process.
+def first_compile(module: ModuleType, part: str = "") -> Iterator[None]:
+    """Hold an exclusive lock on ``module``'s lock file while its kernels (or the entry
+    point ``part`` names) first compile or load in this process.
 
     Numba writes its on-disk cache only when a compile ends, so processes that start on a
     new machine at the same moment (a sweep's workers, the test suite's) each compiled
@@ -234,7 +234,7 @@ def first_compile(module: ModuleType) -> Iterator[None]:
     read-only cache of compiled kernels) or the file system keeps no locks, the kernels
     compile side by side, as before.
     """
-    name = module.__name__
+    name = f"{module.__name__}:{part}" if part else module.__name__
     if name in _READY or module.__file__ is None:
         yield
         return

@@ -114,26 +114,13 @@ class MemorySystem:
         self.module = K.load_module(self.geometry)
         self.state = self._new_state()
         # Compile (or load from Numba's disk cache) now, with the real argument types;
-        # one process at a time compiles a new module (K.first_compile).
+        # one process at a time compiles a new module (K.first_compile).  The window loop
+        # waits for its first use (:attr:`run_cores`).
         with K.first_compile(self.module):
             self.access_batch(
                 0, np.zeros(0, np.uint64), np.zeros(0, np.uint8), np.zeros(0, bool), 0
             )
-            P = self.geometry.cores
-            self.module.run_cores(
-                self.state,
-                np.zeros((W.NF, P), np.int64),
-                np.zeros(P, np.int64),
-                np.zeros((P, 1), np.int64),
-                np.zeros((P, 1), np.uint8),
-                np.zeros((P, 1), np.bool_),
-                np.zeros((P, 1), np.bool_),
-                np.zeros((P, 1), np.uint32),
-                np.int64(0),
-                np.int64(0),
-                np.int64(0),
-                np.int64(self.page_limit()),
-            )
+        self._run_cores_ready = False
 
     # ------------------------------------------------------------------ state
     def _new_state(self) -> tuple[np.ndarray, ...]:
@@ -223,7 +210,30 @@ class MemorySystem:
 
     @property
     def run_cores(self):
-        """The compiled multi-core window loop (:mod:`simsched.memory.window`)."""
+        """The compiled multi-core window loop (:mod:`simsched.memory.window`).
+
+        It compiles (or loads) on first use, like the module's first use, under
+        :func:`~simsched.memory._kernels.first_compile`: a model used only through
+        :meth:`access_batch` (``simsched memsim``, most of the memory tests) does not pay
+        the 3-4 CPU-s it adds to a new machine's compile."""
+        if not self._run_cores_ready:
+            P = self.geometry.cores
+            with K.first_compile(self.module, "run_cores"):
+                self.module.run_cores(
+                    self.state,
+                    np.zeros((W.NF, P), np.int64),
+                    np.zeros(P, np.int64),
+                    np.zeros((P, 1), np.int64),
+                    np.zeros((P, 1), np.uint8),
+                    np.zeros((P, 1), np.bool_),
+                    np.zeros((P, 1), np.bool_),
+                    np.zeros((P, 1), np.uint32),
+                    np.int64(0),
+                    np.int64(0),
+                    np.int64(0),
+                    np.int64(self.page_limit()),
+                )
+            self._run_cores_ready = True
         return self.module.run_cores
 
     def _grow(self, needed: int) -> None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from simsched.machine import load_machine
@@ -189,6 +190,27 @@ def test_a_ctrl_c_during_a_first_compile_stops_the_run_after_it():
             pass
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_the_window_loop_compiles_on_its_first_use(monkeypatch):
+    """A model used through ``access_batch`` alone never compiles the multi-core window
+    loop (3-4 CPU-s of a new machine's compile); its first use compiles it once."""
+    from simsched.memory import MemorySystem
+
+    module = K.load_module(K.geometry_of(M))
+    real = module.run_cores
+    calls: list[int] = []
+
+    def counted(*args: object) -> object:
+        calls.append(len(args))
+        return real(*args)
+
+    monkeypatch.setattr(module, "run_cores", counted)
+    ms = MemorySystem(M)
+    ms.access_batch(0, np.arange(8, dtype=np.uint64) * 64, np.full(8, 8, np.uint8), None, 0)
+    assert calls == []
+    assert ms.run_cores is counted and calls == [12]  # the first use: one call, no work
+    assert ms.run_cores is counted and calls == [12]
 
 
 @pytest.mark.parametrize("cores", [4, 32, 256])
