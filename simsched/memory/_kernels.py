@@ -261,8 +261,13 @@ def interrupt_after() -> Iterator[None]:
     function another one calls came out of Numba's cache as "RuntimeError: no compiled
     object yet", and one left a lock taken that the trace's decoding threads then waited
     on for ever.  A first compile of a machine therefore finishes before the interrupt
-    stops the run.  Outside the main thread (where no signal arrives) it does nothing."""
-    if threading.current_thread() is not threading.main_thread():
+    stops the run.  Outside the main thread (where no signal arrives), or where the handler
+    in place was not installed from Python (``signal.getsignal`` gives ``None``, and
+    ``signal.signal`` could not put it back), it does nothing."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is None
+    ):
         yield
         return
     got: list[int] = []

@@ -192,6 +192,20 @@ def test_a_ctrl_c_during_a_first_compile_stops_the_run_after_it():
         signal.signal(signal.SIGINT, before)
 
 
+def test_a_handler_not_installed_from_python_is_left_in_place(monkeypatch):
+    """``signal.signal`` cannot restore a handler that ``getsignal`` reports as ``None``
+    (one installed by C code): the block then runs without touching SIGINT."""
+    import signal
+
+    monkeypatch.setattr(signal, "getsignal", lambda signum: None)
+    installed: list[object] = []
+    monkeypatch.setattr(signal, "signal", lambda signum, handler: installed.append(handler))
+    done = []
+    with K.interrupt_after():
+        done.append(True)
+    assert done == [True] and installed == []
+
+
 def test_the_window_loop_compiles_on_its_first_use(monkeypatch):
     """A model used through ``access_batch`` alone never compiles the multi-core window
     loop (3-4 CPU-s of a new machine's compile); its first use compiles it once."""
