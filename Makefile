@@ -1,7 +1,8 @@
 # simsched: the two commands of the README, plus their set-up.
 #   make demo   replay the bundled mergesort trace under WS and PDF, print a comparison, draw a figure
 #   make test   check the style (ruff lint and format), the types (mypy) and the layering
-#               (lint-imports, docs/architecture.md §3), run the tests
+#               (lint-imports, docs/architecture.md §3), run the tests (COVERAGE=1: and
+#               measure their coverage of simsched)
 # Both create .venv and install simsched with its dependencies from the package registries first
 # (`make setup LOCKED=1` installs the exact versions of requirements.lock instead).  On Debian
 # or Ubuntu, set-up first installs the capture backends' system packages with apt-get (it says
@@ -37,8 +38,11 @@ demo: $(STAMP)
 # source tree (experiments/*/results stays the user's).  The whole run shares one cache
 # (compiled kernels, baselines), private to it unless TEST_CACHE names a folder to keep
 # between runs (`make test TEST_CACHE=~/.cache/simsched-test`: everything in it is keyed
-# by the source that made it, so a kept cache is never stale).  Coverage of simsched is
-# measured and its total printed last.  The notebooks go first, in the order given
+# by the source that made it, so a kept cache is never stale).  `make test COVERAGE=1` also
+# measures coverage of simsched and prints its total last; it is off by default because on
+# Python 3.11 coverage's tracer makes the tests' own Python about 1.8x as costly, which
+# took CI from about 16 to about 19.5 of its 20 minutes (docs/performance.md, "Test suite
+# (CI)").  The notebooks go first, in the order given
 # (--no-loadscope-reorder): they are the longest items, and pytest-xdist's default order
 # (files with the most tests first) started them last, where one worker could be left to
 # finish them alone.
@@ -51,8 +55,8 @@ test: $(STAMP)
 	tar --exclude=results -cf - notebooks experiments traces/samples | tar -xf - -C "$$scratch" && \
 	SIMSCHED_SMALL=1 SIMSCHED_CACHE_DIR="$(or $(TEST_CACHE),$$scratch/cache)" COVERAGE_FILE="$$scratch/.coverage" \
 	  $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -c pyproject.toml --rootdir . \
-	  --cov=simsched --cov-report= "$$scratch/notebooks" tests --nbmake && \
-	COVERAGE_FILE="$$scratch/.coverage" $(BIN)/coverage report --format=total | sed 's/^/coverage of simsched: /; s/$$/ % of lines/'
+	  $(if $(COVERAGE),--cov=simsched --cov-report=) "$$scratch/notebooks" tests --nbmake \
+	$(if $(COVERAGE),&& COVERAGE_FILE="$$scratch/.coverage" $(BIN)/coverage report --format=total | sed 's/^/coverage of simsched: /; s/$$/ % of lines/')
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b; done

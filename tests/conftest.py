@@ -29,7 +29,7 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 def _compile_untraced() -> None:
     """Let Numba compile without coverage's tracer on the compiling thread.
 
-    ``make test`` measures coverage, and on Python 3.11 a thread with a trace function
+    ``make test COVERAGE=1`` measures coverage, and on Python 3.11 a thread with a trace function
     runs every Python frame on the interpreter's slow path: Numba's compiler, which is
     Python, then took about 40 % longer (32.2 against 22.9 s for two random link
     topologies of ``tests/memory/test_links.py``), and compiling is most of the suite's
