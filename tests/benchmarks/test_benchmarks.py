@@ -66,6 +66,11 @@ SPECS = Path(__file__).resolve().parents[2] / "experiments"
 # Scripts with other modes than their default: (script, arguments, the record's name).
 MODES: list[tuple[str, list[str], str]] = [
     (
+        "bench_memory.py",
+        ["--stream-only", "--refs", "100000", "--repeat", "1", "--preset", "itrs-scaling-2"],
+        "memory-stream",
+    ),
+    (
         "bench_sampling.py",
         ["--coverage", "--nx", "258", "--total", "12", "--windows", "10", "--samples", "2"],
         "sampling-coverage",
@@ -143,6 +148,10 @@ def test_other_modes_print_one_json_line(
     script: str, args: list[str], name: str, tmp_path: Path
 ) -> None:
     record = _run_tiny(script, args, name, tmp_path)
+    if name == "memory-stream":  # the preset's first core of each socket first, all served
+        assert record["preset_stream_cores"] == 2 and record["preset_stream_refs"] == 100000
+        assert len(record["preset_stream_misses"]) == 2  # itrs-scaling-2: L1 and L2
+        return
     # the per-run detail is inside the one record, not on lines of its own
     rows = record["cells"] if name == "sampling-coverage" else record["runs"]
     assert len(rows) == (4 if name == "sampling-coverage" else 8)
