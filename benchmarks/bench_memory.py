@@ -202,7 +202,7 @@ def preset_stream(preset: str, refs: int, repeat: int) -> dict:
     order = [s * per_socket + c for c in range(per_socket) for s in range(machine.sockets)]
     cores = order[: min(4, machine.cores)]
     rng = np.random.default_rng(20261201)
-    per_core = max(STREAM_TURN, refs // len(cores))
+    per_core = max(1, refs // len(cores))
     streams = [_core_stream(c, per_core, rng) for c in cores]
     sizes = np.full(STREAM_TURN, 8, np.uint8)
     out = np.empty(STREAM_TURN, np.int64)
@@ -222,7 +222,7 @@ def preset_stream(preset: str, refs: int, repeat: int) -> dict:
                 clock[core] = ms.last_time
         return elapsed, [lvl["misses"] for lvl in ms.stats()["levels"]]
 
-    serve(STREAM_TURN)  # compile or load outside the timing
+    serve(min(STREAM_TURN, per_core))  # compile or load outside the timing
     best, misses = min(serve(per_core) for _ in range(repeat))
     return {
         "preset_stream_cores": len(cores),
@@ -271,13 +271,21 @@ def compile_times(spec: dict | str) -> tuple[float, float, float, float]:
     return out[0], out[1], out[2], out[3]
 
 
+def _positive(text: str) -> int:
+    """``--refs`` and ``--repeat``: a positive integer (argparse reports a bad one)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print one JSON line."""
     from _bench import emit
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--refs", type=int, default=40_000_000, help="stream length")
-    ap.add_argument("--repeat", type=int, default=2, help="runs per simulator (best kept)")
+    ap.add_argument("--refs", type=_positive, default=40_000_000, help="stream length")
+    ap.add_argument("--repeat", type=_positive, default=2, help="runs per simulator (best kept)")
     ap.add_argument(
         "--model-only", action="store_true", help="only the blocking/out-of-order comparison"
     )

@@ -208,3 +208,18 @@ def test_a_bad_argument_is_one_line_and_exit_2(
     if script != "bench_coherence.py":  # argparse prints its usage above the line
         assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert not tmp.exists() or sorted(tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("arg", ["--refs", "--repeat"])
+def test_a_count_below_one_is_refused_by_name(arg: str, tmp_path: Path) -> None:
+    # --refs 0 ran a stream of one turn and --repeat 0 ended in min()'s traceback
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_memory.py"), "--stream-only", arg, "0"],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path / "tmp"),
+        timeout=120,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"argument {arg}: '0' is not a positive integer" in proc.stderr
+    assert "Traceback" not in proc.stderr
