@@ -55,8 +55,8 @@ test: $(STAMP)
 	tar --exclude=results -cf - notebooks experiments traces/samples | tar -xf - -C "$$scratch" && \
 	SIMSCHED_SMALL=1 SIMSCHED_CACHE_DIR="$(or $(TEST_CACHE),$$scratch/cache)" COVERAGE_FILE="$$scratch/.coverage" \
 	  $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -c pyproject.toml --rootdir . \
-	  $(if $(COVERAGE),--cov=simsched --cov-report=) "$$scratch/notebooks" tests --nbmake \
-	$(if $(COVERAGE),&& COVERAGE_FILE="$$scratch/.coverage" $(BIN)/coverage report --format=total | sed 's/^/coverage of simsched: /; s/$$/ % of lines/')
+	  $(if $(filter 1,$(COVERAGE)),--cov=simsched --cov-report=) "$$scratch/notebooks" tests --nbmake \
+	$(if $(filter 1,$(COVERAGE)),&& COVERAGE_FILE="$$scratch/.coverage" $(BIN)/coverage report --format=total | sed 's/^/coverage of simsched: /; s/$$/ % of lines/')
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b; done
