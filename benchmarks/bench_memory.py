@@ -117,24 +117,38 @@ def model_costs(addrs: np.ndarray, writes: np.ndarray, repeat: int) -> dict:
 def run_simsched(spec: dict, addrs: np.ndarray, writes: np.ndarray, repeat: int):
     """Best simulation time over ``repeat`` runs and the per-level miss counts."""
     from simsched.machine import load_machine
+
+    return serve_streams(load_machine(spec), [(0, addrs, writes)], CHUNK, repeat)
+
+
+def serve_streams(
+    machine, streams: list[tuple[int, np.ndarray, np.ndarray]], turn: int, repeat: int
+) -> tuple[float, list[int]]:
+    """Best CPU time over ``repeat`` runs, each on fresh caches, of ``streams`` (a core,
+    its 8-byte references' addresses and write flags, all streams of one length) served
+    through ``MemorySystem.access_batch`` in turns of ``turn`` references, the cores in
+    the order given, each from its own clock; and the misses per level of the last run.
+    Only the ``access_batch`` calls are timed."""
     from simsched.memory import MemorySystem
 
-    machine = load_machine(spec)
+    n = len(streams[0][1])
+    sizes = np.full(min(turn, n), 8, np.uint8)
+    out = np.empty(min(turn, n), np.int64)
     best = float("inf")
-    misses = None
-    sizes = np.full(min(CHUNK, len(addrs)), 8, np.uint8)
-    out = np.empty(min(CHUNK, len(addrs)), np.int64)
+    misses: list[int] = []
     for _ in range(repeat):
         ms = MemorySystem(machine)
-        t = 0
+        clock = {core: 0 for core, _, _ in streams}
         elapsed = 0.0
-        for s in range(0, len(addrs), CHUNK):
-            a = addrs[s : s + CHUNK]
-            w = writes[s : s + CHUNK]
-            t0 = time.process_time()
-            ms.access_batch(0, a, sizes[: len(a)], w, t, out=out)
-            elapsed += time.process_time() - t0
-            t = ms.last_time
+        for s in range(0, n, turn):
+            for core, addrs, writes in streams:
+                a = addrs[s : s + turn]
+                t0 = time.process_time()
+                ms.access_batch(
+                    core, a, sizes[: len(a)], writes[s : s + turn], clock[core], out=out
+                )
+                elapsed += time.process_time() - t0
+                clock[core] = ms.last_time
         best = min(best, elapsed)
         misses = [lvl["misses"] for lvl in ms.stats()["levels"]]
     return best, misses
@@ -195,7 +209,6 @@ def preset_stream(preset: str, refs: int, repeat: int) -> dict:
     """Best CPU time of the preset stream, as references per second, and the misses per
     level; the kernels are compiled or loaded before the timed runs."""
     from simsched.machine import load_machine
-    from simsched.memory import MemorySystem
 
     machine = load_machine(preset)
     per_socket = machine.cores_per_socket
@@ -203,27 +216,10 @@ def preset_stream(preset: str, refs: int, repeat: int) -> dict:
     cores = order[: min(4, machine.cores)]
     rng = np.random.default_rng(20261201)
     per_core = max(1, refs // len(cores))
-    streams = [_core_stream(c, per_core, rng) for c in cores]
-    sizes = np.full(STREAM_TURN, 8, np.uint8)
-    out = np.empty(STREAM_TURN, np.int64)
-
-    def serve(n: int) -> tuple[float, list[int]]:
-        ms = MemorySystem(machine)
-        clock = dict.fromkeys(cores, 0)
-        elapsed = 0.0
-        for s in range(0, n, STREAM_TURN):
-            for core, (a, w) in zip(cores, streams, strict=True):
-                piece = slice(s, min(s + STREAM_TURN, n))
-                t0 = time.process_time()
-                ms.access_batch(
-                    core, a[piece], sizes[: len(a[piece])], w[piece], clock[core], out=out
-                )
-                elapsed += time.process_time() - t0
-                clock[core] = ms.last_time
-        return elapsed, [lvl["misses"] for lvl in ms.stats()["levels"]]
-
-    serve(min(STREAM_TURN, per_core))  # compile or load outside the timing
-    best, misses = min(serve(per_core) for _ in range(repeat))
+    streams = [(c, *_core_stream(c, per_core, rng)) for c in cores]
+    warm = min(STREAM_TURN, per_core)  # compile or load outside the timing
+    serve_streams(machine, [(c, a[:warm], w[:warm]) for c, a, w in streams], STREAM_TURN, 1)
+    best, misses = serve_streams(machine, streams, STREAM_TURN, repeat)
     return {
         "preset_stream_cores": len(cores),
         "preset_stream_refs": per_core * len(cores),
