@@ -13,6 +13,8 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.simsched-installed
 OUT     ?= demo-out
+# non-empty when `make test COVERAGE=1` asks for coverage (any other value: none)
+COV_ON  := $(filter 1,$(COVERAGE))
 
 .PHONY: setup demo test bench lint clean
 
@@ -55,8 +57,8 @@ test: $(STAMP)
 	tar --exclude=results -cf - notebooks experiments traces/samples | tar -xf - -C "$$scratch" && \
 	SIMSCHED_SMALL=1 SIMSCHED_CACHE_DIR="$(or $(TEST_CACHE),$$scratch/cache)" COVERAGE_FILE="$$scratch/.coverage" \
 	  $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -c pyproject.toml --rootdir . \
-	  $(if $(filter 1,$(COVERAGE)),--cov=simsched --cov-report=) "$$scratch/notebooks" tests --nbmake \
-	$(if $(filter 1,$(COVERAGE)),&& COVERAGE_FILE="$$scratch/.coverage" $(BIN)/coverage report --format=total | sed 's/^/coverage of simsched: /; s/$$/ % of lines/')
+	  $(if $(COV_ON),--cov=simsched --cov-report=) "$$scratch/notebooks" tests --nbmake \
+	$(if $(COV_ON),&& COVERAGE_FILE="$$scratch/.coverage" $(BIN)/coverage report --format=total | sed 's/^/coverage of simsched: /; s/$$/ % of lines/')
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b; done
