@@ -68,7 +68,10 @@ def _g_line(g: Geometry) -> list[str]:
             f"b{k} = {_base(g, k, f'ix{k}', f'a{k}')}",
             *_g_count(k, LVL_ACCESSES),
         ]
-        out += [*_s_find(g, k, f"T{k}", f"b{k}", f"a{k}"), "if p >= 0:"]
+        # A first-level hit is the common case; the levels below serve misses of every
+        # kind, with no outcome to expect.
+        hit_test = "if likely(p >= 0):" if k == 0 else "if p >= 0:"
+        out += [*_s_find(g, k, f"T{k}", f"b{k}", f"a{k}"), hit_test]
         hit = _g_count(k, LVL_HITS)
         if g.exclusive[k]:
             hit += _g_take(g, k)
@@ -105,7 +108,7 @@ def _g_line(g: Geometry) -> list[str]:
             "if w:",
             f"    fb = {_fbase(g, 0, 'a0')}",
             *_ind(_others(g), 1),
-            "    if others != 0:",
+            "    if unlikely(others != 0):",
             f"        _coherence({_tlist(g)}, LS, FC, core, a0)",
         ]
     if g.pf_level >= 0:
@@ -128,7 +131,7 @@ def _g_pf_used(g: Geometry) -> list[str]:
         f"pfe = {_pf_slot(g, f'a{k}')}",
         f"pft = PF[{_u('pfe')}]",
         # An entry of before the last reset_stats (PF_OLD) times and trains as any other.
-        f"if pft & {~PF_OLD} == a{k}:",
+        f"if unlikely(pft & {~PF_OLD} == a{k}):",
         f"    pfn = 1 if pft == a{k} else 0",
         f"    PF[pfb + {PF_USEFUL}] += pfn",
         f"    pfr = PF[{_u('pfe + 1')}]",
@@ -247,7 +250,7 @@ def _g_pf_trigger(g: Geometry) -> list[str]:
         *_ind(_g_pf_fetch(g), 2),
         "dl = pfdl",
     ]
-    return ["if trig:", *_ind(trig, 1)]
+    return ["if unlikely(trig):", *_ind(trig, 1)]
 
 
 def _others(g: Geometry) -> list[str]:
@@ -313,7 +316,7 @@ def _ooo_issue(g: Geometry) -> list[str]:
         f"if deps[{_u('i')}]:",
         "    while k < cnt:",
         *_ind(_ooo_retire(g), 2),
-        f"if cnt - k == {M}:",
+        f"if unlikely(cnt - k == {M}):",
         *_ind(_ooo_retire(g), 1),
     ]
 
@@ -384,7 +387,7 @@ def _entry(g: Geometry) -> str:
         "for i in range(i0, n):",
         *(
             [
-                f"    if MISC[{MISC_PAGES}] >= page_limit:",
+                f"    if unlikely(MISC[{MISC_PAGES}] >= page_limit):",
                 "        stop = i",
                 "        break",
             ]
@@ -396,7 +399,7 @@ def _entry(g: Geometry) -> str:
         # Invalid references (size 0, address >= 2**ADDRESS_BITS) are flagged and skipped; a
         # branch that leaves the loop would cost ~15 % of the loop's speed.
         # (addr itself too: a negative one, 2**63 and up as uint64, ends past zero.)
-        f"    if (addr | (addr + size - 1) | (size - 1)) >> {ADDRESS_BITS} != 0:",
+        f"    if unlikely((addr | (addr + size - 1) | (size - 1)) >> {ADDRESS_BITS} != 0):",
         f"        MISC[{MISC_STATUS}] = 1",
         "        if rec:",
         "            out[i] = 0",
@@ -414,9 +417,9 @@ def _entry(g: Geometry) -> str:
         # tie on its own, or stop (its stall committed below) and be ordered by its real
         # issue time.
         (
-            "    if now > bound or (now == bound and not tie_wins and (i > i0 or now > t + gi)):"
+            "    if unlikely(now > bound or (now == bound and not tie_wins and (i > i0 or now > t + gi))):"
             if ooo
-            else "    if now > bound or (now == bound and not tie_wins and i > i0):"
+            else "    if unlikely(now > bound or (now == bound and not tie_wins and i > i0)):"
         ),
         *(
             # A stall is committed (the waited-for misses retire, the clock moves to the
@@ -446,7 +449,7 @@ def _entry(g: Geometry) -> str:
         *_ind(_g_line(g), 2),
         "        lat += dl",
         "    ncycles += lat",
-        "    if lat > pthresh:",
+        "    if unlikely(lat > pthresh):",
         "        pm += 1",
         "    if rec:",
         "        out[i] = lat",
@@ -454,7 +457,7 @@ def _entry(g: Geometry) -> str:
             [
                 # A first-level miss stays in flight; the core goes on after the
                 # first level's latency, as after a hit.
-                "    if lat > H0:",
+                "    if unlikely(lat > H0):",
                 "        j = head + cnt",
                 f"        if j >= {M}:",
                 f"            j -= {M}",

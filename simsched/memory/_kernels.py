@@ -98,6 +98,7 @@ GENERATOR_FILES = (
     "_gen_core.py",
     "window.py",
     "_hostcache.py",
+    "_branch.py",
 )
 
 
@@ -118,6 +119,7 @@ def generate_source(g: Geometry, extra_source: str = "") -> str:
     """
     parts = [
         "import numpy as np\nfrom numba import njit\n\n"
+        "from simsched.memory._branch import likely, unlikely\n"
         "from simsched.memory._hostcache import host_prefetch, host_prefetch_span\n",
         # No reference counting: the kernels allocate nothing, and NRT's atomic
         # increments on every array argument would cost more than a window's work.

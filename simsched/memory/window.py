@@ -172,9 +172,9 @@ def run_cores(st, cs, heap, saddr, ssize, swrite, sdep, sgap, limit, window, pth
         c = heap[0]
         k1 = cs[{F_KEY}, c]
         r1 = cs[{F_RANK}, c]
-        if limit < k1 or (limit == k1 and r1 > 1):
+        if unlikely(limit < k1 or (limit == k1 and r1 > 1)):
             return {R_LIMIT} * {CODE_MUL}
-        if r1 == 0:
+        if unlikely(r1 == 0):
             return {R_DONE} * {CODE_MUL} + c
         # The second-smallest key: a child of the root, or the engine's limit.
         c2 = -1
@@ -189,7 +189,7 @@ def run_cores(st, cs, heap, saddr, ssize, swrite, sdep, sgap, limit, window, pth
             r2 = cs[{F_RANK}, c2]
         else:
             c2 = -1
-        if {FIRST_TOUCH} and MISC[{MISC_PAGES}] >= page_limit:
+        if {FIRST_TOUCH} and unlikely(MISC[{MISC_PAGES}] >= page_limit):
             return {R_GROW} * {CODE_MUL}
         p = cs[{F_POS}, c]
         n = cs[{F_LEN}, c]
@@ -203,9 +203,9 @@ def run_cores(st, cs, heap, saddr, ssize, swrite, sdep, sgap, limit, window, pth
         cs[{F_PMISS}, c] += MISC[{MISC_PMISS}]
         cs[{F_POS}, c] = i
         cs[{F_CLOCK}, c] = MISC[{MISC_TIME}]
-        if MISC[{MISC_STATUS}] != 0:
+        if unlikely(MISC[{MISC_STATUS}] != 0):
             return {R_INVALID} * {CODE_MUL} + c
-        if not _settle(st, cs, sgap, c):
+        if unlikely(not _settle(st, cs, sgap, c)):
             return {R_REFILL} * {CODE_MUL} + c
         _sift_down(cs, heap, nh, 0)
 """
