@@ -72,6 +72,7 @@ import numpy as np
 from simsched.errors import ConfigError
 from simsched.machine.topology import steal_costs
 from simsched.params import Param, ParamSchema, settle_plugin_class
+from simsched.schedulers._kernels import _eq1_ranges
 
 # Edge kinds are defined once, with the trace format: spawn, continuation, join.
 from simsched.trace.format import EDGE_CONT, EDGE_JOIN, EDGE_SPAWN
@@ -341,21 +342,15 @@ class SchedContext:
     def _compute_ranges(self) -> np.ndarray:
         n = len(self.frame_parent)
         out = np.empty((n, 2), dtype=np.float64)
-        parent = self.frame_parent
-        it = self.frame_iteration
-        idx = self.frame_spawn_index
-        br = self.frame_branching
-        # Parents precede children in frame numbering (frames are created in serial order).
-        for f in range(n):
-            p = int(parent[f])
-            if p < 0 or it[p] != it[f]:
-                out[f, 0], out[f, 1] = 0.0, 1.0
-                continue
-            b = max(int(br[f]), 1)  # the trace stores the parent's b on each child
-            lo, hi = out[p, 0], out[p, 1]
-            w = (hi - lo) / b
-            out[f, 0] = lo + int(idx[f]) * w
-            out[f, 1] = lo + (int(idx[f]) + 1) * w
+        # Parents precede children in frame numbering (frames are created in serial
+        # order); the trace stores the parent's b on each child.
+        _eq1_ranges(
+            np.ascontiguousarray(self.frame_parent, dtype=np.int64),
+            np.ascontiguousarray(self.frame_iteration, dtype=np.int64),
+            np.ascontiguousarray(self.frame_spawn_index, dtype=np.int64),
+            np.ascontiguousarray(self.frame_branching, dtype=np.int64),
+            out,
+        )
         return out
 
     # -- engine services ----------------------------------------------------------------

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simsched.machine import load_machine
 from simsched.schedulers import EDGE_CONT, EDGE_SPAWN, RETRY, RUN, SLEEP, WAIT, SchedContext
+from simsched.schedulers._kernels import _eq1_ranges
 from simsched.schedulers.pdf import ParallelDepthFirst
 from simsched.schedulers.ws import WorkStealing
 from simsched.trace import open_trace
@@ -115,3 +118,46 @@ def test_data_range_eq1(tmp_path):
         w = (phi - plo) / br[f]
         assert np.isclose(lo, plo + idx[f] * w) and np.isclose(hi, plo + (idx[f] + 1) * w)
     assert ctx.head_core(0) == 0 and ctx.cores_of_socket(0) == (0, 1, 2, 3)
+
+
+def _ranges_naive(parent, iteration, spawn_index, branching) -> np.ndarray:
+    """LAWS Eq. 1 frame by frame in plain Python: the oracle of ``data_ranges``."""
+    out = np.empty((len(parent), 2), dtype=np.float64)
+    for f in range(len(parent)):
+        p = int(parent[f])
+        if p < 0 or iteration[p] != iteration[f]:
+            out[f] = 0.0, 1.0
+            continue
+        b = max(int(branching[f]), 1)
+        lo, hi = out[p, 0], out[p, 1]
+        w = (hi - lo) / b
+        out[f] = lo + int(spawn_index[f]) * w, lo + (int(spawn_index[f]) + 1) * w
+    return out
+
+
+def test_data_ranges_equal_the_plain_loop_bit_for_bit(tmp_path):
+    ctx, _, _ = _ctx(tmp_path)
+    fast = ctx.data_ranges()
+    naive = _ranges_naive(
+        ctx.frame_parent, ctx.frame_iteration, ctx.frame_spawn_index, ctx.frame_branching
+    )
+    assert fast.tobytes() == naive.tobytes()
+    assert not fast.flags.writeable
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_eq1_kernel_equals_the_plain_loop_on_any_tree(data):
+    """Random frame trees (parents first, odd branchings, iterations that restart the
+    range, spawn indices beyond b, a zero branching): the same floats to the bit."""
+    n = data.draw(st.integers(1, 200))
+    parent = [-1]
+    for f in range(1, n):
+        parent.append(data.draw(st.integers(-1, f - 1)))
+    iteration = sorted(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)))
+    branching = data.draw(st.lists(st.integers(0, 7), min_size=n, max_size=n))
+    spawn_index = data.draw(st.lists(st.integers(0, 9), min_size=n, max_size=n))
+    cols = [np.array(x, dtype=np.int64) for x in (parent, iteration, spawn_index, branching)]
+    out = np.empty((n, 2), dtype=np.float64)
+    _eq1_ranges(*cols, out)
+    assert out.tobytes() == _ranges_naive(*cols).tobytes()
