@@ -143,15 +143,16 @@ def _unpack(g: Geometry) -> str:
 
 
 def _fbase(g: Geometry, k: int, line: str) -> str:
-    """First entry of the filter bucket of level-k line ``line``.
+    """First mask word of the filter bucket of level-k line ``line``.
 
     The filter (a directory by address region) counts, per *entity* (core ``c``: its
     private levels; socket ``s``, entity ``cores + s``: its shared levels), the lines it
     holds by address *region* (``2**region_shift`` bytes, whole lines of every level);
     bucket = Fibonacci hash of the region.  A bucket is a sharer mask of ``mask_words``
-    64-bit words (bit ``e``: entity ``e``'s counter is non-zero), then the ``cores +
-    sockets`` counters.  A write reads the mask only and visits its set bits, so its cost
-    grows with the sharers, not with the cores."""
+    64-bit words (bit ``e``: entity ``e``'s counter is non-zero) and ``cores + sockets``
+    counters; the masks of all buckets come first, then the counters from
+    ``filter_counts`` on.  A write reads the mask only and visits its set bits, so its
+    cost grows with the sharers, not with the cores."""
     return _fbase_of_region(g, _region(g, k, line))
 
 
@@ -160,10 +161,17 @@ def _region(g: Geometry, k: int, line: str) -> str:
     return f"({line}) >> {g.region_shift - g.shifts[k]}"
 
 
+def _fhash(g: Geometry, region: str) -> str:
+    """Bucket number of address region ``region`` (see _fbase)."""
+    return (
+        f"np.int64((np.uint64({region}) * np.uint64({_GOLDEN})) >> np.uint64({64 - g.filter_bits}))"
+    )
+
+
 def _fbase_of_region(g: Geometry, region: str) -> str:
-    """First entry of the filter bucket of address region ``region`` (see _fbase)."""
-    h = f"np.int64((np.uint64({region}) * np.uint64({_GOLDEN})) >> np.uint64({64 - g.filter_bits}))"
-    return f"{h} * {g.filter_stride}"
+    """First mask word of the filter bucket of address region ``region`` (see _fbase)."""
+    h = _fhash(g, region)
+    return h if g.mask_words == 1 else f"{h} * {g.mask_words}"
 
 
 def _mword(g: Geometry, e: str) -> str:
@@ -205,8 +213,9 @@ def _filter_source(g: Geometry) -> str:
         ("_f_out", -1, [f"if FC[{_u('n_')}] == 0:", f"    {word} &= ~({one})"]),
     ):
         body = [
-            f"fb_ = {_fbase_of_region(g, 'r')}",
-            f"n_ = fb_ + {g.mask_words} + e_",
+            f"h_ = {_fhash(g, 'r')}",
+            f"fb_ = h_ * {g.mask_words}" if g.mask_words > 1 else "fb_ = h_",
+            f"n_ = {g.filter_counts} + h_ * {g.entities} + e_",
             f"FC[{_u('n_')}] += {delta}",
             *upd,
         ]

@@ -136,8 +136,14 @@ PF_OLD = 1 << 62
 
 #: Coherence filter: 2**FILTER_BITS buckets of counters of the lines each core's private
 #: levels and each socket's shared levels hold, by address region of
-#: 2**FILTER_REGION_SHIFT bytes (at least the largest line).
-FILTER_BITS = 14
+#: 2**FILTER_REGION_SHIFT bytes (at least the largest line).  The buckets' sharer masks
+#: lie together before the counters, so a write's test reads a dense array (512 KB at
+#: 2**16 buckets) while the counters, touched only by fills and evictions, take the rest.
+#: A bucket shared by regions of different caches sends a write to search caches that
+#: hold none of its lines: at 2**13 buckets the Opteron's caches hold about as many
+#: regions as there are buckets, and those searches took a fifth of a CATS heat replay's
+#: kernel time (docs/performance.md, "A sparser coherence filter").
+FILTER_BITS = 17
 FILTER_REGION_SHIFT = 12
 FILTER_MIN_BITS = 8
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -293,8 +299,8 @@ class Geometry:
         """log2 of the coherence filter's buckets; 0 = no filter (no coherence).
 
         Fewer buckets for many holders: the filter stays within about
-        ``2**FILTER_BITS * 16`` entries (2 MB), so its hot part stays in the host's cache
-        (at 256 cores a full-size filter is 34 MB and every fill would miss in it)."""
+        ``2**FILTER_BITS * 16`` entries (16 MB; 11 MB on the Opteron's 20 holders, 8.6 MB
+        at 256 cores), its masks within 1 MB."""
         if not self.coherent:
             return 0
         over = max(0, (self.filter_stride - 1).bit_length() - 4)
@@ -314,6 +320,11 @@ class Geometry:
     def filter_stride(self) -> int:
         """int64 entries per filter bucket: the sharer mask, then one counter per entity."""
         return self.mask_words + self.entities
+
+    @property
+    def filter_counts(self) -> int:
+        """Index in the filter of the first counter: the masks of all buckets come first."""
+        return (1 << self.filter_bits) * self.mask_words if self.filter_bits else 0
 
     @property
     def region_shift(self) -> int:

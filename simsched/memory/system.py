@@ -135,8 +135,8 @@ class MemorySystem:
         arrays.append(np.zeros(g.sockets + g.links, np.int64))
         cap = _MIN_PT if g.placement == K.PLACE_FIRST_TOUCH else 1
         arrays.append(np.full(cap, -1, np.int64))
-        # Coherence filter: per bucket, the sharer mask, then the lines held by each core
-        # and socket.
+        # Coherence filter: the buckets' sharer masks, then per bucket the lines held by
+        # each core and socket.
         n_fc = (1 << g.filter_bits) * g.filter_stride if g.filter_bits else 1
         arrays.append(np.zeros(n_fc, np.int64))
         arrays.append(timing_of(self.machine))

@@ -229,13 +229,16 @@ def test_the_window_loop_compiles_on_its_first_use(monkeypatch):
 
 @pytest.mark.parametrize("cores", [4, 32, 256])
 def test_coherence_directory_stays_small_at_many_cores(cores):
-    """The directory's buckets shrink as holders grow: at most about 2 MB at any core
-    count (a full-size one is 34 MB at 256 cores), its mask one bit per holder."""
+    """The directory's buckets shrink as holders grow: at most about 16 MB at any core
+    count (a full-size one is 270 MB at 256 cores), its masks, which every write reads,
+    within 1.3 MB and before the counters, its mask one bit per holder."""
     from simsched.machine import load_machine
     from simsched.memory._kernels import geometry_of
 
     g = geometry_of(load_machine("itrs-scaling-32", {"cores_per_socket": cores}))
     assert g.mask_words == -(-(cores + 1) // 64)
     size = (1 << g.filter_bits) * g.filter_stride * 8
-    assert size <= 2.2 * 2**20 or g.filter_bits == 8
-    assert g.filter_bits == 14 if cores <= 8 else g.filter_bits < 14
+    assert size <= 17 * 2**20
+    assert g.filter_counts * 8 <= 1.3 * 2**20
+    assert g.filter_counts == (1 << g.filter_bits) * g.mask_words
+    assert g.filter_bits == 17 if cores <= 8 else g.filter_bits < 17
