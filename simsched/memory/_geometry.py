@@ -141,8 +141,9 @@ PF_OLD = 1 << 62
 #: 2**16 buckets) while the counters, touched only by fills and evictions, take the rest.
 #: A bucket shared by regions of different caches sends a write to search caches that
 #: hold none of its lines: at 2**13 buckets the Opteron's caches hold about as many
-#: regions as there are buckets, and those searches took a fifth of a CATS heat replay's
-#: kernel time (docs/performance.md, "A sparser coherence filter").
+#: regions as there are buckets, 40 % of a CATS heat's writes searched in vain, and the
+#: replay's kernel took 1.1-1.2x its time at 2**16 (the Xeon's, at 2**12: 96 %, 1.4x;
+#: docs/performance.md, "A sparser coherence filter").
 FILTER_BITS = 17
 FILTER_REGION_SHIFT = 12
 FILTER_MIN_BITS = 8
