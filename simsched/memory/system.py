@@ -45,6 +45,7 @@ kernels leave in MISC (invalid references).
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable
 from typing import Any
 
@@ -88,6 +89,17 @@ def timing_of(machine: Machine) -> np.ndarray:
 
 def _pt_shift(cap: int) -> int:
     return 64 - (cap.bit_length() - 1)
+
+
+def _zeros_lazy(n: int) -> npt.NDArray[np.int64]:
+    """``n`` zero int64s in pages of their own, mapped anonymously: the operating system
+    zeroes a page when the kernel first touches it.  ``np.zeros`` of the filter's
+    megabytes could come from the allocator's heap once earlier filters were freed
+    (glibc raises its mmap threshold to the largest block freed), and was then cleared
+    whole at every ``MemorySystem``, where a run touches a few of its pages."""
+    if n * 8 < 1 << 20:
+        return np.zeros(n, np.int64)
+    return np.frombuffer(mmap.mmap(-1, n * 8), np.int64)
 
 
 class MemorySystem:
@@ -138,7 +150,7 @@ class MemorySystem:
         # Coherence filter: the buckets' sharer masks, then per bucket the lines held by
         # each core and socket.
         n_fc = (1 << g.filter_bits) * g.filter_stride if g.filter_bits else 1
-        arrays.append(np.zeros(n_fc, np.int64))
+        arrays.append(_zeros_lazy(n_fc))
         arrays.append(timing_of(self.machine))
         arrays.append(np.zeros(max(g.cores * g.ooo_stride if g.mshrs else 0, 1), np.int64))
         pf = np.zeros(max(g.cores * g.pf_stride if g.pf_level >= 0 else 0, 1), np.int64)
