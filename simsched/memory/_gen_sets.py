@@ -170,7 +170,11 @@ def _fhash(g: Geometry, region: str) -> str:
 
 def _fbase_of_region(g: Geometry, region: str) -> str:
     """First mask word of the filter bucket of address region ``region`` (see _fbase)."""
-    h = _fhash(g, region)
+    return _fmask(g, _fhash(g, region))
+
+
+def _fmask(g: Geometry, h: str) -> str:
+    """First mask word of filter bucket number ``h``."""
     return h if g.mask_words == 1 else f"{h} * {g.mask_words}"
 
 
@@ -214,7 +218,7 @@ def _filter_source(g: Geometry) -> str:
     ):
         body = [
             f"h_ = {_fhash(g, 'r')}",
-            f"fb_ = h_ * {g.mask_words}" if g.mask_words > 1 else "fb_ = h_",
+            f"fb_ = {_fmask(g, 'h_')}",
             f"n_ = {g.filter_counts} + h_ * {g.entities} + e_",
             f"FC[{_u('n_')}] += {delta}",
             *upd,

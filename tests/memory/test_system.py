@@ -377,6 +377,7 @@ def test_agrees_with_oracle_on_random_machines(spec, seed):
     for k in range(len(m.caches)):
         for i in range(len(orc.sets[k])):
             assert ms.contents(k, i) == orc.contents(k, i)
+    check_invariants(ms.stats(), m)
 
 
 @pytest.mark.slow
