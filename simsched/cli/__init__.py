@@ -60,6 +60,20 @@ COMMAND_HOMES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Command lines run without typer: (module, function) printing their output.  Building the
+# typer application imports typer and the pydantic it loads, which cost more than these
+# commands' own work (docs/performance.md, "Start-up"); the same function is the typer
+# command's body, so both give the same output.  Any other spelling (an option, --help)
+# goes through typer.
+_QUICK: dict[tuple[str, ...], tuple[str, str]] = {
+    ("machine", "list"): ("simsched.cli._presets", "print_presets"),
+}
+
+
+class _NeverRaised(Exception):
+    """Stands in for typer's exceptions in :func:`main` on a path that does not load typer."""
+
+
 def _print_version(value: bool) -> None:
     if value:
         import typer
@@ -214,14 +228,24 @@ def main(argv: list[str] | None = None) -> None:
 
         print(f"simsched {version()}")
         raise SystemExit(0)
-    import typer
-    from typer import TyperException
+    quick = _QUICK.get(tuple(args))
+    if quick is None:
+        import typer
+        from typer import TyperException
 
+        abort: type[BaseException] = typer.Abort
+        usage: type[BaseException] = TyperException
+    else:
+        # typer's own exceptions cannot arise without typer: no clause below may name it.
+        abort = usage = _NeverRaised
     command = next((a for a in args if not a.startswith("-")), None)
     terminated = _unwind_on_sigterm()
     try:
         try:
-            status = build_app(command)(args=args, standalone_mode=False)
+            if quick is not None:
+                status = getattr(importlib.import_module(quick[0]), quick[1])()
+            else:
+                status = build_app(command)(args=args, standalone_mode=False)
         except SystemExit:
             if _stdout_was_closed():
                 raise BrokenPipeError(errno.EPIPE, "Broken pipe") from None
@@ -232,11 +256,11 @@ def main(argv: list[str] | None = None) -> None:
             _stopped(resumes, terminated)
     except KeyboardInterrupt:
         _stopped(resumes, terminated)
-    except typer.Abort:
+    except abort:
         if terminated:  # click turns an interrupt into Abort in some places
             _stopped(resumes, terminated)
         fail("aborted")
-    except TyperException as exc:  # usage errors: typer's own (rich) one-paragraph message
+    except usage as exc:  # usage errors: typer's own (rich) one-paragraph message
         try:
             from typer import rich_utils
 

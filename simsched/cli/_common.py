@@ -1,33 +1,22 @@
-"""Helpers shared by the command modules: JSON output, key=value options, consoles, tables.
+"""Helpers shared by the command modules: JSON output, key=value options, option types.
 
-The consoles print text as it is (no rich markup, so a label such as ``heat[iters=2]`` or a
-path with brackets is never eaten) and never wrap a message; tables go through
-:func:`print_table`, which keeps every cell whole at any terminal width and when piped.
+The consoles and :func:`print_table` live in :mod:`simsched.cli._table` (rich alone, no
+typer) and are re-exported here for the command modules.
 """
 
 from __future__ import annotations
 
-import errno
 import sys
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from simsched.canonical import strict_json
+from simsched.cli._table import console as console  # re-exported for the command modules
+from simsched.cli._table import err_console as err_console
+from simsched.cli._table import print_table as print_table
 from simsched.errors import ConfigError
 from simsched.params import check_line_size
-
-
-class _Console(Console):
-    """A rich console that reports a closed pipe as ``BrokenPipeError``: rich's own answer
-    is a silent ``exit(1)``, while ``simsched ... | head`` is a normal way to read output
-    (:func:`simsched.cli.main` ends it quietly with status 0)."""
-
-    def on_broken_pipe(self) -> None:
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
-
 
 #: Options shared by the commands that take one machine (``memsim``, ``calibrate``).
 MachineOpt = Annotated[str, typer.Option("--machine", "-m", help="preset name or YAML file")]
@@ -35,9 +24,6 @@ MachineSetOpt = Annotated[
     list[str] | None, typer.Option("--set", help="override a machine field: key=value")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
-
-console = _Console(markup=False, highlight=False, soft_wrap=True)
-err_console = _Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
 
 
 #: ``--progress/--no-progress`` of the long-running commands.
@@ -54,24 +40,6 @@ ProgressOpt = Annotated[
 def want_progress(flag: bool | None) -> bool:
     """Whether to report progress: as asked, else only when stderr is a terminal."""
     return sys.stderr.isatty() if flag is None else flag
-
-
-def print_table(table: Table, target: Console | None = None) -> None:
-    """Print ``table`` with every cell whole.
-
-    At a terminal, cells that do not fit wrap inside their column instead of being cut
-    (``36,6…``); piped or redirected, the table is as wide as its content needs, so a file
-    or ``grep`` sees every number on one line.
-    """
-    target = target or console
-    for col in table.columns:
-        col.overflow = "fold"
-    if target.is_terminal:
-        target.print(table)
-        return
-    wide = _Console(file=target.file, width=10_000, markup=False, highlight=False)
-    need = wide.measure(table).maximum
-    _Console(file=target.file, width=max(need, 40), markup=False, highlight=False).print(table)
 
 
 def print_json(obj: Any) -> None:

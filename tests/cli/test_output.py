@@ -9,7 +9,7 @@ import pytest
 import yaml
 from rich.console import Console
 
-from simsched.cli import _common
+from simsched.cli import _common, _table
 from simsched.experiments.store import save_row
 from simsched.machine import load_machine
 
@@ -21,7 +21,7 @@ def terminal80(monkeypatch):
     """A colour-less 80-column terminal in place of stdout's console."""
     buf = io.StringIO()
     term = Console(file=buf, width=80, force_terminal=True, color_system=None, markup=False)
-    monkeypatch.setattr(_common, "console", term)
+    monkeypatch.setattr(_table, "console", term)  # the console print_table prints on
     return buf
 
 
