@@ -8,6 +8,7 @@ Thin layers over :mod:`simsched.experiments`: :func:`~simsched.experiments.run_s
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -210,8 +211,16 @@ def status_cmd(
             if status["trace_changed"]
             else ""
         )
+        + (f"; {len(status['running'])} running" if status["running"] else "")
         + f" ({status['out']})"
     )
+    now = time.time()
+    for r in status["running"]:
+        where = "this host" if r["alive"] else r["host"]
+        print(
+            f"  running for {_elapsed(now - r['since'])}: {r['workload']}, {r['machine']}, "
+            f"{r['scheduler']}, seed {r['seed']} (pid {r['pid']} on {where})"
+        )
 
 
 @results_app.command("show")
@@ -280,6 +289,16 @@ def show_cmd(
         print(plural(len(df), "row"))
     else:
         raise ConfigError(f"--format {fmt!r}: use table, csv or json")
+
+
+def _elapsed(seconds: float) -> str:
+    """``1 h 02 min``, ``12 min 05 s`` or ``7 s``."""
+    s = max(0, int(seconds))
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    if s >= 60:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s} s"
 
 
 def _were(count: int) -> str:

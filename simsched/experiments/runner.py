@@ -75,6 +75,7 @@ from simsched.experiments.store import (
     ROW_FILE,
     PointClaim,
     beyond_int64,
+    claim_holder,
     consolidate,
     point_dir,
     read_row,
@@ -1080,19 +1081,37 @@ def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:
     """Counts of a sweep's points: total, ok, failed, missing, ok ones simulated by other
     simsched code (``stale``, :func:`is_stale`), rows of points no longer in the spec
     (``orphans``) and, among the missing, rows made on a trace file that holds another
-    trace since (``trace_changed``, :func:`trace_changed`: they run again).  Reads only
-    the output folder and the trace files' headers; runs nothing.  An output folder that
-    :func:`run_sweep` could not create is refused as it refuses it (``OutputError``)."""
+    trace since (``trace_changed``, :func:`trace_changed`: they run again).  ``running``
+    lists the missing points a runner or worker has claimed and is running now, in the
+    spec's order: ``point_id``, the workload's, machine's and scheduler's labels, the
+    seed, and the claim's ``pid``, ``host``, ``since`` and ``alive``
+    (:func:`~simsched.experiments.store.claim_holder`; a claim whose holder is gone from
+    this host is left out).  Reads only the output folder and the trace files' headers;
+    runs nothing.  An output folder that :func:`run_sweep` could not create is refused as
+    it refuses it (``OutputError``)."""
     check_loaded(loaded)
     # counting every point missing from a folder that can never hold one misled
     check_output_dir(loaded.out_dir)
     points = loaded.points()
     ok = failed = stale = changed = 0
     ids = set()
+    running: list[dict[str, Any]] = []
     for p in points:
         ids.add(p.id)
         row = read_row(loaded.out_dir, p.id)
         if row is None:
+            holder = claim_holder(loaded.out_dir, p.id)
+            if holder is not None and holder["alive"] is not False:
+                running.append(
+                    {
+                        "point_id": p.id,
+                        "workload": p.workload["label"],
+                        "machine": p.machine["label"],
+                        "scheduler": p.scheduler["label"],
+                        "seed": p.seed,
+                        **holder,
+                    }
+                )
             continue
         if trace_changed(p, row):
             changed += 1
@@ -1115,4 +1134,5 @@ def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:
         "stale": stale,
         "trace_changed": changed,
         "orphans": orphans,
+        "running": running,
     }

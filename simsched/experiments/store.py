@@ -30,8 +30,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import re
+import socket
+import time
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -66,8 +69,11 @@ class PointClaim:
         self.path = point_dir(out_dir, point_id) / CLAIM_FILE
         self._fd: int | None = None
 
-    def acquire(self) -> bool:
-        """Take the claim; ``False`` when another live process holds it."""
+    def acquire(self, *, note: bool = True) -> bool:
+        """Take the claim; ``False`` when another live process holds it.
+
+        With ``note`` the file then says who holds it (:func:`claim_holder`).
+        """
         self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -87,6 +93,17 @@ class PointClaim:
                 raise
             if current:
                 self._fd = fd
+                if note:
+                    # For `sweep status`, which reads it without taking the lock
+                    # (claim_holder); a full disk only leaves it unsaid.
+                    holder = {
+                        "pid": os.getpid(),
+                        "host": socket.gethostname(),
+                        "since": time.time(),
+                    }
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, 0)
+                        os.pwrite(fd, json.dumps(holder).encode(), 0)
                 return True
             os.close(fd)
 
@@ -111,10 +128,70 @@ def is_claimed(out_dir: str | Path, point_id: str) -> bool:
     claim = PointClaim(out_dir, point_id)
     if not claim.path.exists():
         return False
-    if claim.acquire():
+    if claim.acquire(note=False):
         claim.release(remove=False)  # we never ran it: just drop the probe
         return False
     return True
+
+
+def claim_holder(out_dir: str | Path, point_id: str) -> dict[str, Any] | None:
+    """Who claimed a point, as its claim file says, or ``None`` when it says nothing (no
+    claim file: the point never started or has finished; or an unreadable one).
+
+    The file is read without taking its lock: a probe holding the lock at the moment a
+    runner tries to take it would make that runner pass the point by.  So the file can
+    outlive its holder (a runner killed with SIGKILL leaves it; the kernel drops only the
+    lock), and ``alive`` says whether the holder still runs, where this host can tell.
+
+    Parameters
+    ----------
+    out_dir
+        The store's folder.
+    point_id
+        The point.
+
+    Returns
+    -------
+    dict or None
+        ``{"pid", "host", "since", "alive"}``: the holder's process id and host name, when
+        it took the claim (seconds since the epoch), and ``True``/``False`` whether that
+        process still exists when it ran on this host, ``None`` on another host (a
+        cluster's worker).  A process id reused since by another process reads as alive.
+    """
+    path = point_dir(out_dir, point_id) / CLAIM_FILE
+    try:
+        info = json.loads(path.read_bytes() or b"null")
+    except (OSError, ValueError):
+        return None
+    if not (
+        isinstance(info, dict)
+        and type(info.get("pid")) is int
+        and isinstance(info.get("host"), str)
+        and type(info.get("since")) in (int, float)
+        and math.isfinite(info["since"])
+    ):
+        return None
+    alive = _process_exists(info["pid"]) if info["host"] == socket.gethostname() else None
+    return {"pid": info["pid"], "host": info["host"], "since": float(info["since"]), "alive": alive}
+
+
+def _process_exists(pid: int) -> bool:
+    # A killed worker whose parent has not reaped it yet is a zombie: gone for our purpose.
+    if pid <= 0:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rpartition(")")[2].split()[:1] != ["Z"]
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc here
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 def point_dir(out_dir: str | Path, point_id: str) -> Path:

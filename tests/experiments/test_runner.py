@@ -68,6 +68,7 @@ def test_in_process_run_writes_rows_and_skips_on_rerun(tmp_path):
         "stale": 0,
         "orphans": 0,
         "trace_changed": 0,
+        "running": [],
     }
 
 
@@ -311,9 +312,17 @@ def _cli_cmd(spec: Path, *extra: str) -> list[str]:
     ]
 
 
-def test_killed_runner_resumes_only_missing_points(tmp_path):
+def _until(check, timeout: float = 10.0):
+    """``check()``'s first true value, or its last value after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := check()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return value
+
+
+def test_killed_runner_resumes_only_missing_points(tmp_path, capsys):
     """Kill the runner (SIGKILL) mid-sweep; the re-run completes only what is missing."""
-    spec = make_spec(tmp_path, sleep=0.4)
+    spec = make_spec(tmp_path, sleep=1.0)
     log = tmp_path / "log.txt"
     env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
     cmd = _cli_cmd(spec, "--workers", "0")
@@ -326,12 +335,28 @@ def test_killed_runner_resumes_only_missing_points(tmp_path):
             if log.exists() and log.read_text().count("start ") >= 3:
                 break
             time.sleep(0.05)
+        # `sweep status` names the point under way and who runs it (here: the runner).
+        # Between two points nothing runs for a moment: ask again then.
+        loaded = load_spec(spec, small=False)
+        running = _until(lambda: sweep_status(loaded)["running"])
+        assert len(running) == 1, running
+        assert running[0]["pid"] == proc.pid and running[0]["alive"] is True
+        assert running[0]["workload"] == "w" and running[0]["scheduler"] in {"ws", "pdf"}
+        args = ["sweep", "status", str(spec), "--point-fn", "sweep_pointfns:fake_point"]
+
+        def printed():
+            answer = _cli(args, capsys)
+            return answer if "running" in answer[1] else None
+
+        code, out, _ = _until(printed)
+        assert code == 0 and "; 1 running (" in out, out
+        assert "\n  running for " in out and f"(pid {proc.pid} on this host)" in out
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
-    loaded = load_spec(spec, small=False)
     before = sweep_status(loaded)
     assert 2 <= before["ok"] < 6
+    assert before["running"] == []  # its claim file stays, its holder is gone
     first = set(log.read_text().split()[1::2])
     log.unlink()
     subprocess.run(cmd, env=env, check=True, timeout=120)
@@ -520,13 +545,31 @@ def test_two_runners_of_one_sweep_run_each_point_once(tmp_path):
 
 
 def test_claim_is_exclusive_and_dies_with_its_holder(tmp_path):
-    from simsched.experiments.store import PointClaim, is_claimed
+    from simsched.experiments.store import PointClaim, claim_holder, is_claimed
 
     a = PointClaim(tmp_path, "p1")
+    t0 = time.time()
     assert a.acquire() and is_claimed(tmp_path, "p1")
+    # the file says who holds it, and asking (is_claimed's probe) did not overwrite that
+    held = claim_holder(tmp_path, "p1")
+    assert held is not None and held["pid"] == os.getpid() and held["alive"] is True
+    assert held["host"] == socket.gethostname() and t0 - 1 <= held["since"] <= time.time()
     assert not PointClaim(tmp_path, "p1").acquire()
     a.release()
-    assert not is_claimed(tmp_path, "p1")
+    assert not is_claimed(tmp_path, "p1") and claim_holder(tmp_path, "p1") is None
+    claim = tmp_path / "points" / "p1" / "claim"
+    bad = ["", "not json", "[1]", '{"pid": "1", "host": "h", "since": 0}']
+    bad += ['{"pid": 1, "host": "h", "since": NaN}', '{"pid": 1, "host": "h", "since": true}']
+    for text in bad:
+        claim.write_text(text)
+        assert claim_holder(tmp_path, "p1") is None, text  # says nothing readable
+    claim.write_text('{"pid": 1, "host": "another-host.invalid", "since": 5}')
+    assert claim_holder(tmp_path, "p1") == {
+        "pid": 1,
+        "host": "another-host.invalid",
+        "since": 5.0,
+        "alive": None,  # another host's process: not known from here
+    }
     # A holder killed with SIGKILL leaves the file but no claim.
     code = (
         "import os, sys, time; from simsched.experiments.store import PointClaim; "
@@ -537,9 +580,11 @@ def test_claim_is_exclusive_and_dies_with_its_holder(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "held"
         assert is_claimed(tmp_path, "p2")
+        assert claim_holder(tmp_path, "p2")["pid"] == holder.pid  # type: ignore[index]
         holder.kill()
         holder.wait()
         assert (tmp_path / "points" / "p2" / "claim").exists()
+        assert claim_holder(tmp_path, "p2")["alive"] is False  # type: ignore[index]
         assert not is_claimed(tmp_path, "p2")
         assert PointClaim(tmp_path, "p2").acquire()
     finally:
