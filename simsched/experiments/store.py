@@ -176,22 +176,25 @@ def claim_holder(out_dir: str | Path, point_id: str) -> dict[str, Any] | None:
 
 
 def _process_exists(pid: int) -> bool:
-    # A killed worker whose parent has not reaped it yet is a zombie: gone for our purpose.
     if pid <= 0:
         return False
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rpartition(")")[2].split()[:1] != ["Z"]
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc here
+    if os.path.isdir("/proc/self"):
+        # A killed worker whose parent has not reaped it yet is a zombie: gone for our
+        # purpose, while a signal 0 would still find it.
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+                return f.read().rpartition(")")[2].split()[:1] != ["Z"]
+        except FileNotFoundError:
             return False
-        except PermissionError:
-            return True
+        except OSError:
+            pass
+    try:  # no /proc (macOS): signal 0 only checks that the process exists
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
         return True
+    return True
 
 
 def point_dir(out_dir: str | Path, point_id: str) -> Path:

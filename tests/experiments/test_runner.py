@@ -592,6 +592,23 @@ def test_claim_is_exclusive_and_dies_with_its_holder(tmp_path):
             holder.kill()
 
 
+def test_claim_holder_without_proc_asks_the_process_itself(tmp_path, monkeypatch):
+    # macOS has no /proc: whether the holder is alive is then signal 0's answer
+    from simsched.experiments.store import PointClaim, claim_holder
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    real = os.path.isdir
+    monkeypatch.setattr(os.path, "isdir", lambda p: p != "/proc/self" and real(p))
+    a = PointClaim(tmp_path, "p1")
+    assert a.acquire()
+    assert claim_holder(tmp_path, "p1")["alive"] is True  # type: ignore[index]
+    claim = tmp_path / "points" / "p1" / "claim"
+    claim.write_text(json.dumps({"pid": gone.pid, "host": socket.gethostname(), "since": 1}))
+    assert claim_holder(tmp_path, "p1")["alive"] is False  # type: ignore[index]
+    a.release()
+
+
 def test_rerun_reports_earlier_failures_and_names_the_retry_option(tmp_path, capsys):
     spec = make_spec(tmp_path, fail=True)
     args = ["sweep", "run", str(spec), "--workers", "0", "--no-progress"]
