@@ -89,7 +89,7 @@ def run_cmd(
 ) -> None:
     """Run every unfinished point of SPEC; finished points are skipped."""
     from simsched.experiments import load_spec, run_sweep
-    from simsched.experiments.runner import resolve_point_function
+    from simsched.experiments.point import resolve_point_function
 
     loaded = _small_checked(load_spec(spec, small=True if small else None, sets=set_), small)
     report = run_sweep(
@@ -181,7 +181,7 @@ def status_cmd(
     """Check SPEC whole, then count its points that are done, failed and missing."""
     from simsched.cli._common import print_json
     from simsched.experiments import load_spec, sweep_status
-    from simsched.experiments.runner import resolve_point_function
+    from simsched.experiments.point import resolve_point_function
     from simsched.experiments.spec import check_spec
 
     loaded = _small_checked(load_spec(spec, small=True if small else None, sets=set_), small)

@@ -11,14 +11,10 @@ Public API::
 See ``docs/sweeps.md``.
 """
 
-from simsched.experiments.runner import (
-    SweepReport,
-    execute_point,
-    run_sweep,
-    simulate_point,
-    sweep_status,
-)
-from simsched.experiments.spec import LoadedSpec, Point, SweepSpec, expand, load_spec
+from simsched.experiments.point import execute_point, simulate_point
+from simsched.experiments.runner import SweepReport, run_sweep, sweep_status
+from simsched.experiments.schema import SweepSpec
+from simsched.experiments.spec import LoadedSpec, Point, expand, load_spec
 from simsched.experiments.store import (
     export_results,
     filter_frame,

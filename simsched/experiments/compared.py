@@ -20,7 +20,8 @@ from typing import Any
 from simsched.canonical import content_hash
 from simsched.engine.record import nest_fields, write_npz_atomic
 from simsched.errors import ConfigError
-from simsched.experiments.spec import Point, format_params
+from simsched.experiments.schema import format_params
+from simsched.experiments.spec import Point
 from simsched.experiments.store import POINT_FILE, consolidate, point_dir, write_row
 from simsched.files import write_json_atomic
 

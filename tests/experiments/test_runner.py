@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -10,36 +9,15 @@ import signal
 import socket
 import subprocess
 import sys
-import textwrap
 import time
-from pathlib import Path
 
 import pytest
 import sweep_pointfns
+from sweep_helpers import HERE, cli_cmd, make_spec, run_cli, sweep_run_exit, until
 
 from simsched.cli import main
 from simsched.errors import ConfigError
 from simsched.experiments import load_results, load_spec, run_sweep, sweep_status
-from simsched.experiments.runner import execute_point, resolve_point_function
-
-HERE = Path(__file__).parent
-
-SPEC = """
-name: fake
-workloads:
-  - {name: w, generator: fake, params: {n: 10, sleep: SLEEP, fail: FAIL}}
-machines: ["itrs-scaling-{1,2}"]
-schedulers: [ws, {name: pdf, seeds: [0]}]
-seeds: [0, 1]
-"""
-
-
-def make_spec(tmp_path: Path, sleep: float = 0.0, fail: bool = False) -> Path:
-    path = tmp_path / "fake.yaml"
-    path.write_text(
-        textwrap.dedent(SPEC).replace("SLEEP", str(sleep)).replace("FAIL", str(fail).lower())
-    )
-    return path
 
 
 def test_in_process_run_writes_rows_and_skips_on_rerun(tmp_path):
@@ -112,40 +90,6 @@ def test_points_rerun_longest_first_by_their_earlier_wall_time(tmp_path):
     assert [p.id for p in todo] == never and len(done) == 3
 
 
-def test_record_fields_merge_with_point_columns(tmp_path):
-    loaded = load_spec(make_spec(tmp_path), small=False)
-    point = loaded.points()[0]
-    row, ran = execute_point(
-        point.to_dict(), str(loaded.out_dir), lambda p, d: {"seed": p.seed, "machine": "{}", "x": 1}
-    )
-    assert ran
-    assert row["seed"] == point.seed and "run.seed" not in row  # equal values merge
-    assert row["machine"] == "itrs-scaling-1" and row["run.machine"] == "{}"  # clashes kept
-    assert row["x"] == 1 and row["status"] == "ok"
-    row2, ran2 = execute_point(point.to_dict(), str(loaded.out_dir), sweep_pointfns.fake_point)
-    assert not ran2 and row2 == row
-
-
-@pytest.mark.parametrize(
-    ("result", "message"),
-    [
-        ([1, 2], "returned list, expected a dict of metrics"),
-        (None, "returned NoneType, expected a dict of metrics"),
-        ({1: 2}, "the key 1 (int); its keys become column names"),
-        ({"x": 2**64}, f"returned x={2**64}, beyond a 64-bit integer"),
-    ],
-)
-def test_a_point_function_returning_no_record_fails_its_point(tmp_path, result, message):
-    loaded = load_spec(make_spec(tmp_path), small=False)
-    # the runner used to crash on the int key, writing the row
-    report = run_sweep(loaded, workers=0, point_fn=lambda p, d: result, progress=False)
-    assert (report.ran, report.failed) == (6, 6)
-    assert all(
-        error.startswith("TypeError: the point function returned ") and message in error
-        for _, error in report.failures
-    )
-
-
 def test_renamed_entries_relabel_their_finished_rows(tmp_path):
     spec = make_spec(tmp_path)
     spec.write_text(spec.read_text().replace("{name: pdf,", "{name: pdf, label: p1,"))
@@ -173,19 +117,6 @@ def test_renamed_entries_relabel_their_finished_rows(tmp_path):
     assert run_sweep(loaded, workers=0, point_fn=record, progress=False).ran == 0
 
 
-def test_default_point_function_failure_is_a_row(tmp_path):
-    # A trace file that is not a trace: the default simulation fails before simulating.
-    (tmp_path / "junk.sst").write_bytes(b"not a trace at all" * 10)
-    spec = tmp_path / "s.yaml"
-    spec.write_text(
-        "name: nt\nworkloads: [junk.sst]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
-    )
-    loaded = load_spec(spec, small=False)
-    report = run_sweep(loaded, workers=0, progress=False)
-    assert report.failed == 1
-    assert "junk.sst" in report.failures[0][1]
-
-
 def test_missing_trace_is_an_error_before_any_point(tmp_path):
     spec = tmp_path / "s.yaml"
     spec.write_text(
@@ -210,42 +141,9 @@ def test_a_bad_keep_limit_is_refused_before_any_point(tmp_path, monkeypatch, cap
     assert not (tmp_path / "results").exists()
 
 
-def test_crashing_worker_does_not_stop_the_sweep(tmp_path, monkeypatch):
-    monkeypatch.setenv("SIMSCHED_TEST_CRASH_SEED", "1")
-    loaded = load_spec(make_spec(tmp_path), small=False)
-    report = run_sweep(loaded, workers=2, point_fn=crash_point, progress=False)
-    df = load_results(loaded.out_dir)
-    assert len(df) == 6
-    crashed = df[df["status"] == "error"]
-    assert set(crashed["seed"]) == {1}
-    assert crashed["error"].str.contains("worker process died").all()
-    assert report.failed == len(crashed)
-
-
-def crash_point(point, run_dir):
-    if point.seed == int(os.environ.get("SIMSCHED_TEST_CRASH_SEED", "-1")):
-        os._exit(3)  # simulate a segfault / OOM kill of the worker process
-    return sweep_pointfns.fake_point(point, run_dir)
-
-
-def test_resolve_point_function():
-    assert resolve_point_function(None) is None
-    assert resolve_point_function("sweep_pointfns:fake_point") is sweep_pointfns.fake_point
-    for bad in ("nocolon", "no_such_module_xyz:f", "sweep_pointfns:nope"):
-        with pytest.raises(ConfigError):
-            resolve_point_function(bad)
-
-
-def _cli(args, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(args)
-    out = capsys.readouterr()
-    return info.value.code, out.out, out.err
-
-
 def test_cli_run_status_show_export(tmp_path, capsys):
     spec = str(make_spec(tmp_path))
-    code, _, err = _cli(
+    code, _, err = run_cli(
         [
             "sweep",
             "run",
@@ -260,15 +158,15 @@ def test_cli_run_status_show_export(tmp_path, capsys):
     )
     assert code in (0, None), err
     assert "ran 6" in err
-    code, out, _ = _cli(
+    code, out, _ = run_cli(
         ["sweep", "status", spec, "--json", "--point-fn", "sweep_pointfns:fake_point"], capsys
     )
     assert json.loads(out)["ok"] == 6
     # status checks the function as run does (it passed a module that does not exist)
-    code, _, err = _cli(["sweep", "status", spec, "--point-fn", "nomodule:fn"], capsys)
+    code, _, err = run_cli(["sweep", "status", spec, "--point-fn", "nomodule:fn"], capsys)
     assert code == 2 and "--point-fn 'nomodule:fn': cannot import nomodule" in err
     out_dir = str(tmp_path / "results" / "fake")
-    code, out, _ = _cli(
+    code, out, _ = run_cli(
         [
             "results",
             "show",
@@ -286,38 +184,15 @@ def test_cli_run_status_show_export(tmp_path, capsys):
     )
     lines = out.strip().splitlines()
     assert lines[0] == "scheduler,cores,seed" and sorted(lines[1:]) == ["ws,2,0", "ws,2,1"]
-    code, out, _ = _cli(["results", "show", out_dir], capsys)
+    code, out, _ = run_cli(["results", "show", out_dir], capsys)
     assert "6 rows" in out
     target = tmp_path / "r.csv"
-    _cli(["results", "export", out_dir, "-o", str(target)], capsys)
+    run_cli(["results", "export", out_dir, "-o", str(target)], capsys)
     assert len(target.read_text().strip().splitlines()) == 7
-    code, _, err = _cli(["results", "show", out_dir, "--where", "__import__('os')=1"], capsys)
+    code, _, err = run_cli(["results", "show", out_dir, "--where", "__import__('os')=1"], capsys)
     assert code == 2 and "expected COLUMN OP VALUE" in err
-    code, _, err = _cli(["results", "export", out_dir, "-o", str(tmp_path / "r.xlsx")], capsys)
+    code, _, err = run_cli(["results", "export", out_dir, "-o", str(tmp_path / "r.xlsx")], capsys)
     assert code == 2 and ".csv or .parquet" in err
-
-
-def _cli_cmd(spec: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-c",
-        "import sys; from simsched.cli import main; main(sys.argv[1:])",
-        "sweep",
-        "run",
-        str(spec),
-        "--no-progress",
-        "--point-fn",
-        "sweep_pointfns:fake_point",
-        *extra,
-    ]
-
-
-def _until(check, timeout: float = 10.0):
-    """``check()``'s first true value, or its last value after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not (value := check()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return value
 
 
 def test_killed_runner_resumes_only_missing_points(tmp_path, capsys):
@@ -325,7 +200,7 @@ def test_killed_runner_resumes_only_missing_points(tmp_path, capsys):
     spec = make_spec(tmp_path, sleep=1.0)
     log = tmp_path / "log.txt"
     env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
-    cmd = _cli_cmd(spec, "--workers", "0")
+    cmd = cli_cmd(spec, "--workers", "0")
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -338,17 +213,17 @@ def test_killed_runner_resumes_only_missing_points(tmp_path, capsys):
         # `sweep status` names the point under way and who runs it (here: the runner).
         # Between two points nothing runs for a moment: ask again then.
         loaded = load_spec(spec, small=False)
-        running = _until(lambda: sweep_status(loaded)["running"])
+        running = until(lambda: sweep_status(loaded)["running"])
         assert len(running) == 1, running
         assert running[0]["pid"] == proc.pid and running[0]["alive"] is True
         assert running[0]["workload"] == "w" and running[0]["scheduler"] in {"ws", "pdf"}
         args = ["sweep", "status", str(spec), "--point-fn", "sweep_pointfns:fake_point"]
 
         def printed():
-            answer = _cli(args, capsys)
+            answer = run_cli(args, capsys)
             return answer if "running" in answer[1] else None
 
-        code, out, _ = _until(printed)
+        code, out, _ = until(printed)
         assert code == 0 and "; 1 running (" in out, out
         assert "\n  running for " in out and f"(pid {proc.pid} on this host)" in out
         os.killpg(proc.pid, signal.SIGKILL)
@@ -367,172 +242,13 @@ def test_killed_runner_resumes_only_missing_points(tmp_path, capsys):
     assert done_before <= first
 
 
-def _fib_sweep(tmp_path, rest):
-    """A sweep of a tiny generated fib on itrs-scaling-2, the spec ending in ``rest``."""
-    spec = tmp_path / "real.yaml"
-    spec.write_text(
-        "name: real\nworkloads: [{generator: fib, params: {n: 8, cutoff: 2}}]\n"
-        "machines: [itrs-scaling-2]\n" + rest
-    )
-    return load_spec(spec, small=False)
-
-
-def test_default_point_function_simulates(tmp_path):
-    """End to end through simsched.run: a tiny generated trace under ws and pdf."""
-    loaded = _fib_sweep(tmp_path, "schedulers: [ws, pdf]\n")
-    report = run_sweep(loaded, workers=0, progress=False)
-    assert (report.ran, report.failed) == (2, 0), report.failures
-    df = load_results(loaded.out_dir)
-    assert set(df["scheduler"]) == {"ws", "pdf"}
-    assert (df["makespan_cycles"] > 0).all() and (df["instructions"] > 0).all()
-    for pid in df["point_id"]:
-        pdir = loaded.out_dir / "points" / pid
-        assert (pdir / "config.json").is_file() and (pdir / "result.json").is_file()
-    assert len(list((loaded.out_dir / "traces").glob("*.sst"))) == 1  # made once, shared
-
-
-def test_a_point_the_sampler_refuses_keeps_its_configuration(tmp_path):
-    """A sampled sweep on a trace without iterations fails every point of it; the failed
-    point's folder had its record but not its resolved configuration."""
-    from simsched.workloads import generate
-
-    # a trace file (a generator that marks no iterations is refused before any point runs)
-    generate("fib", tmp_path / "fib.sst", n=8, cutoff=2)
-    spec = tmp_path / "real.yaml"
-    spec.write_text(
-        "name: real\nworkloads: [{name: fib, trace: fib.sst}]\nmachines: [itrs-scaling-2]\n"
-        "schedulers: [ws]\nsample_iterations: 2\n"
-    )
-    loaded = load_spec(spec, small=False)
-    report = run_sweep(loaded, workers=0, progress=False)
-    assert report.failed == 1 and "has no iterations" in report.failures[0][1]
-    pdir = loaded.out_dir / "points" / report.failures[0][0]
-    record = json.loads((pdir / "result.json").read_text())
-    config = json.loads((pdir / "config.json").read_text())
-    assert record["status"] == "error" and config["sample_iterations"] == 2
-    assert config["machine_resolved"]["cores_per_socket"] == 2
-
-
-def test_a_point_failing_before_its_run_keeps_its_configuration_and_record(
-    tmp_path, monkeypatch, capsys
-):
-    """A trace that cannot be made (before simsched.run), then one that is no trace (in
-    run, before it resolved the configuration): each failed point's folder had only
-    point.json and row.json, or result.json without config.json."""
-    import simsched.workloads
-
-    def broken(*args, **kwargs):
-        raise RuntimeError("generator crashed")
-
-    loaded = _fib_sweep(tmp_path, "schedulers: [ws]\n")
-    monkeypatch.setattr(simsched.workloads, "generate", broken)
-    report = run_sweep(loaded, workers=0, progress=False)
-    assert report.failed == 1 and "generator crashed" in report.failures[0][1]
-    pdir = loaded.out_dir / "points" / report.failures[0][0]
-    record = json.loads((pdir / "result.json").read_text())
-    config = json.loads((pdir / "config.json").read_text())
-    assert record["status"] == "error" and record["error"] == "RuntimeError: generator crashed"
-    assert record["scheduler"] == "ws" and record["cores"] == 2 and "traceback" in record
-    assert record["params"] == {} and record["machine_config"]["cores_per_socket"] == 2
-    assert config["scheduler"] == "ws" and config["trace"] is None
-    assert config["machine_resolved"]["cores_per_socket"] == 2
-    # the retried point fails in the run, after the trace: its own files, none of before
-    monkeypatch.undo()
-    junk = tmp_path / "junk.sst"
-    junk.write_bytes(b"not a trace at all" * 10)
-    monkeypatch.setattr("simsched.trace.recipes.ensure_trace", lambda *a, **k: junk)
-    report = run_sweep(loaded, workers=0, progress=False, retry_failed=True)
-    assert report.failed == 1 and "junk.sst" in report.failures[0][1]
-    record = json.loads((pdir / "result.json").read_text())
-    config = json.loads((pdir / "config.json").read_text())
-    assert "junk.sst" in record["error"] and config["trace"] == str(junk)
-    assert sorted(p.name for p in pdir.iterdir()) == [
-        "config.json",
-        "point.json",
-        "result.json",
-        "row.json",
-    ]
-    assert main_exit(["results", "show", str(loaded.out_dir)]) == 0
-    assert "junk.sst" in capsys.readouterr().out
-    assert sweep_status(loaded)["failed"] == 1
-
-
-def main_exit(args: list[str]) -> int:
-    """The exit status of ``simsched ARGS``."""
-    with pytest.raises(SystemExit) as info:
-        main(args)
-    return info.value.code or 0
-
-
-def _wait_for(log: Path, word: str, count: int, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if log.exists() and log.read_text().count(word) >= count:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"no {count} {word!r} in {log} after {timeout} s")
-
-
-def _temporaries(folder: Path) -> list[Path]:
-    return [p for p in folder.rglob("*") if ".tmp" in p.name]
-
-
-@pytest.mark.parametrize(
-    ("executor", "target", "presses"),
-    [
-        ("local", "runner", 1),  # SIGINT to the runner alone (used to hang for ever)
-        ("local", "group", 1),  # Ctrl-C in a terminal (used to run every queued point)
-        ("local", "group", 2),  # a second Ctrl-C (used to print three tracebacks)
-        ("dask", "group", 1),  # used to print a CancelledError traceback
-    ],
-)
-def test_ctrl_c_stops_within_seconds_and_a_rerun_resumes(tmp_path, executor, target, presses):
-    spec = make_spec(tmp_path, sleep=1.5)
-    log = tmp_path / "log.txt"
-    env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
-    cmd = _cli_cmd(spec, "--workers", "2", "--executor", executor)
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stderr=subprocess.PIPE, text=True)
-    try:
-        _wait_for(log, "start", 2)
-        t0 = time.monotonic()
-        for _ in range(presses):
-            if target == "group":
-                os.killpg(proc.pid, signal.SIGINT)
-            else:
-                os.kill(proc.pid, signal.SIGINT)
-            time.sleep(0.2)
-        _, err = proc.communicate(timeout=30)
-        stopped_after = time.monotonic() - t0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 130, err
-    # Seconds on an idle host; a loaded one (shared CI machines) stretches process and
-    # cluster teardown in proportion.  That the queued points did not all run is checked below.
-    assert stopped_after < 6.0 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert "Traceback" not in err
-    assert lines[-1].startswith("simsched: error: interrupted"), err
-    assert len(lines) == 1, err
-    loaded = load_spec(spec, small=False)
-    before = sweep_status(loaded)
-    assert before["ok"] < 6  # stopped: the queued points did not all run
-    assert _temporaries(loaded.out_dir) == []
-    log.unlink()
-    subprocess.run(_cli_cmd(spec, "--workers", "2"), env=env, check=True, timeout=120)
-    ends = [ln.split()[1] for ln in log.read_text().splitlines() if ln.startswith("end")]
-    assert len(ends) == 6 - before["ok"] and len(set(ends)) == len(ends)
-    assert sweep_status(loaded)["ok"] == 6
-
-
 def test_two_runners_of_one_sweep_run_each_point_once(tmp_path):
     spec = make_spec(tmp_path, sleep=0.4)
     log = tmp_path / "log.txt"
     env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
     procs = [
         subprocess.Popen(
-            _cli_cmd(spec, "--workers", "1"), env=env, stderr=subprocess.PIPE, text=True
+            cli_cmd(spec, "--workers", "1"), env=env, stderr=subprocess.PIPE, text=True
         )
         for _ in range(2)
     ]
@@ -613,9 +329,9 @@ def test_rerun_reports_earlier_failures_and_names_the_retry_option(tmp_path, cap
     spec = make_spec(tmp_path, fail=True)
     args = ["sweep", "run", str(spec), "--workers", "0", "--no-progress"]
     args += ["--point-fn", "sweep_pointfns:fake_point"]
-    code, _, err = _cli(args, capsys)
+    code, _, err = run_cli(args, capsys)
     assert code == 1 and "failed 2" in err
-    code, _, err = _cli(args, capsys)
+    code, _, err = run_cli(args, capsys)
     assert code == 1 and "ran 0" in err and "failed 2" in err
     assert "--retry-failed" in err
 
@@ -638,7 +354,7 @@ def test_a_trace_file_replaced_since_its_points_ran_runs_them_again(tmp_path, ca
     generate("fib", trace, n=9, cutoff=2)
     status = sweep_status(loaded)
     assert (status["trace_changed"], status["ok"], status["missing"]) == (2, 0, 2)
-    code, out, _ = _cli(["sweep", "status", str(spec)], capsys)
+    code, out, _ = run_cli(["sweep", "status", str(spec)], capsys)
     assert code == 0 and "2 of the missing were run on a trace file that holds another" in out
     again = run_sweep(loaded, workers=0, progress=False)
     assert (again.ran, again.skipped) == (2, 0)
@@ -686,34 +402,6 @@ def test_full_disk_leaves_the_point_pending_not_failed(tmp_path, monkeypatch, ca
     assert sweep_status(loaded)["ok"] == 6
 
 
-def _sweep_run_exit(spec: Path, point_fn: str, capsys) -> tuple[object, str]:
-    """`sweep run SPEC` in this process with a point function of sweep_pointfns: its exit
-    status and stderr."""
-    args = ["sweep", "run", str(spec), "--workers", "0", "--no-progress"]
-    with pytest.raises(SystemExit) as info:
-        main([*args, "--point-fn", f"sweep_pointfns:{point_fn}"])
-    return info.value.code, capsys.readouterr().err
-
-
-def test_a_rerun_point_removes_the_temporaries_of_a_killed_write(tmp_path):
-    """A worker killed mid-write (kill -9; a Dask worker stopped after Ctrl-C) leaves the
-    hidden temporary of its row.json or timeline.npz; they stayed for ever."""
-    from simsched.experiments.store import point_dir
-
-    loaded = load_spec(make_spec(tmp_path), small=False)
-    point = loaded.points()[0]
-    pdir = point_dir(loaded.out_dir, point.id)
-    pdir.mkdir(parents=True)
-    left = [".row.json.mv1hh8l7.tmp.json", ".timeline.npz.x8d45fh1.tmp.npz", ".a.b_c3_567.tmp"]
-    kept = ["notes.txt", ".hidden", ".row.json.short.tmp.json"]
-    for name in left + kept:
-        (pdir / name).write_text("x")
-    report = run_sweep(loaded, workers=0, point_fn=sweep_pointfns.fake_point, progress=False)
-    assert report.ran == 6
-    names = {p.name for p in pdir.iterdir()}
-    assert not names & set(left) and set(kept) | {"point.json", "row.json"} <= names
-
-
 @pytest.mark.parametrize("terminal", [False, True])
 def test_progress_in_a_log_is_plain_lines_as_points_finish(tmp_path, monkeypatch, terminal):
     """Outside a terminal rich drew the sweep's bar once, at the end: a study of hours with
@@ -743,9 +431,9 @@ def test_the_summary_counts_points_that_failed_before_once(tmp_path, capsys):
     """A rerun skips the points that failed before and still counts them failed: its
     summary said "skipped 6 (already done), failed 2" of 6 points."""
     spec = make_spec(tmp_path, fail=True)
-    code, err = _sweep_run_exit(spec, "fake_point", capsys)
+    code, err = sweep_run_exit(spec, "fake_point", capsys)
     assert code == 1 and "6 points, ran 6, skipped 0 (already done), failed 2," in err
-    code, err = _sweep_run_exit(spec, "fake_point", capsys)
+    code, err = sweep_run_exit(spec, "fake_point", capsys)
     assert code == 1
     assert "6 points, ran 0, skipped 6 (already run: 4 done, 2 failed), failed 2," in err
     report = run_sweep(
@@ -778,7 +466,7 @@ def test_counts_of_one_are_singular(tmp_path, capsys):
         "name: one\nworkloads: [{name: w, generator: fake, params: {n: 10, fail: true}}]\n"
         "machines: [itrs-scaling-1]\nschedulers: [ws]\nseeds: [1]\n"
     )
-    code, err = _sweep_run_exit(spec, "fake_point", capsys)
+    code, err = sweep_run_exit(spec, "fake_point", capsys)
     assert code == 1 and "one: 1 point, ran 1, " in err
     assert "\n1 point failed; run again with --retry-failed to retry it\n" in err
     with pytest.raises(SystemExit):
@@ -796,7 +484,7 @@ def test_a_point_failing_under_retry_failed_points_to_its_error_not_to_retry_fai
         "name: one\nworkloads: [{name: w, generator: fake, params: {n: 10, fail: true}}]\n"
         "machines: [itrs-scaling-1]\nschedulers: [ws]\nseeds: [1]\n"
     )
-    _sweep_run_exit(spec, "fake_point", capsys)
+    sweep_run_exit(spec, "fake_point", capsys)
     args = ["sweep", "run", str(spec), "--workers", "0", "--no-progress", "--retry-failed"]
     with pytest.raises(SystemExit) as info:
         main([*args, "--point-fn", "sweep_pointfns:fake_point"])
@@ -809,37 +497,6 @@ def test_a_point_failing_under_retry_failed_points_to_its_error_not_to_retry_fai
     with pytest.raises(SystemExit):
         main(["results", "show", str(tmp_path / "results" / "one")])
     assert capsys.readouterr().out.endswith("\n1 row\n")
-
-
-@pytest.mark.parametrize("name", ["point.json", "row.json"])
-def test_full_disk_for_the_runners_own_files_leaves_the_point_pending(tmp_path, monkeypatch, name):
-    """A disk that filled up while the runner wrote a point's point.json or row.json (not
-    in the point function) ended the whole sweep with exit status 2, the status of a bad
-    input, instead of leaving the point pending as a full disk does elsewhere."""
-    import errno
-
-    from simsched.errors import OutputError
-    from simsched.experiments import runner, store
-    from simsched.files import write_json_atomic
-
-    full = {"on": True}
-
-    def writer(path, obj, **kw):
-        if full["on"] and Path(path).name == name:
-            raise OutputError(f"{path}: cannot write (no space left on the device)", errno.ENOSPC)
-        return write_json_atomic(path, obj, **kw)
-
-    monkeypatch.setattr(runner, "write_json_atomic", writer)
-    monkeypatch.setattr(store, "write_json_atomic", writer)
-    loaded = load_spec(make_spec(tmp_path), small=False)
-    fn = sweep_pointfns.fake_point
-    report = run_sweep(loaded, workers=0, point_fn=fn, progress=False)
-    assert (report.ran, report.failed, len(report.interrupted)) == (0, 0, 6)
-    assert all(name in msg and "no space" in msg for _, msg in report.interrupted)
-    assert sweep_status(loaded)["missing"] == 6
-    full["on"] = False  # space freed: a plain rerun finishes them
-    again = run_sweep(loaded, workers=0, point_fn=fn, progress=False)
-    assert (again.ran, again.failed, again.interrupted) == (6, 0, [])
 
 
 def test_full_disk_for_the_results_table_is_reported_not_fatal(tmp_path, monkeypatch, capsys):
@@ -856,7 +513,7 @@ def test_full_disk_for_the_results_table_is_reported_not_fatal(tmp_path, monkeyp
 
     monkeypatch.setattr(runner, "consolidate", consolidate)
     spec = make_spec(tmp_path)
-    code, err = _sweep_run_exit(spec, "fake_point", capsys)
+    code, err = sweep_run_exit(spec, "fake_point", capsys)
     assert code == 1
     assert "6 points, ran 6" in err
     assert "results.parquet: cannot write (no space)" in err and "rebuilt" in err
@@ -868,104 +525,16 @@ def test_full_disk_cli_message(tmp_path, monkeypatch, capsys):
     flag = tmp_path / "disk-is-full"
     flag.touch()
     monkeypatch.setenv("SIMSCHED_TEST_FULL", str(flag))
-    code, err = _sweep_run_exit(make_spec(tmp_path), "full_disk_point", capsys)
+    code, err = sweep_run_exit(make_spec(tmp_path), "full_disk_point", capsys)
     assert code == 1
     assert "2 points could not finish for want of disk space" in err
     assert "free space and run the command again" in err and "--retry-failed" not in err
 
 
-def _gone(pid: int) -> bool:
-    """Whether a process has exited (a zombie nobody reaped counts as exited)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().rpartition(")")[2].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-
-
-@pytest.mark.parametrize("executor", ["local", "dask"])
-def test_workers_exit_when_the_runner_is_killed(tmp_path, executor):
-    """kill -9 of the runner used to leave its workers running the queued points and then
-    idling under PID 1 for ever."""
-    import psutil
-
-    spec = make_spec(tmp_path, sleep=20)  # every point outlasts the test
-    log = tmp_path / "log.txt"
-    env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
-    proc = subprocess.Popen(
-        _cli_cmd(spec, "--workers", "2", "--executor", executor),
-        env=env,
-        start_new_session=True,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_for(log, "start", 2)
-        workers = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
-        assert workers
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        t0 = time.monotonic()
-        while not all(_gone(pid) for pid in workers) and time.monotonic() - t0 < 15:
-            time.sleep(0.1)
-        left = [pid for pid in workers if not _gone(pid)]
-        exited_after = time.monotonic() - t0
-    finally:
-        for child in workers:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGKILL)
-    assert left == [] and exited_after < 5.0
-    # the points they were running stay pending (no row), and no point started afterwards
-    loaded = load_spec(spec, small=False)
-    assert sweep_status(loaded)["ok"] == 0
-    assert log.read_text().count("start") == 2
-    assert _temporaries(loaded.out_dir) == []
-
-
-def test_a_worker_starting_when_the_runner_is_killed_exits_quietly(tmp_path):
-    """A worker still in its set-up when kill -9 hit the runner printed "Exception in
-    initializer" and a traceback of _RunnerGone on the terminal: the stop meant to unwind a
-    running point was raised where no point runs."""
-    script = textwrap.dedent(
-        """
-        import os
-        from concurrent.futures import ProcessPoolExecutor
-        from multiprocessing import get_context
-        from simsched.experiments.runner import _worker_init
-
-        pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_worker_init)
-        pool.submit(os.getpid)  # starts the worker
-        os._exit(0)  # the runner dies (as by kill -9) before the worker has set itself up
-        """
-    )
-    # The worker keeps the runner's stderr: reading it to its end waits for the worker.
-    proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
-    )
-    assert "Traceback" not in proc.stderr and "initializer" not in proc.stderr, proc.stderr
-
-
-def test_unreachable_dask_scheduler_leaves_no_output_folder(tmp_path, monkeypatch, capsys):
-    """The folder used to be made before the connection failed, and was left empty."""
-    from simsched.experiments import runner
-
-    monkeypatch.setattr(runner, "DASK_CONNECT_TIMEOUT_S", 1)
-    with socket.socket() as s:  # a port nobody listens on: bound, never listening
-        s.bind(("127.0.0.1", 0))
-        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
-        args = ["--point-fn", "sweep_pointfns:fake_point", "--executor", "dask"]
-        code, _, err = _cli(
-            ["sweep", "run", str(make_spec(tmp_path)), *args, "--address", address], capsys
-        )
-    assert code == 2
-    error = err.strip().splitlines()[-1]  # after the line saying it connects
-    assert error.startswith(f"simsched: error: --address {address}: cannot reach a Dask")
-    assert not (tmp_path / "results").exists()
-
-
 def test_a_local_dask_cluster_of_no_worker_is_refused(tmp_path, capsys):
     """`--executor dask --workers 0` started a cluster of one worker without a word."""
     args = ["--point-fn", "sweep_pointfns:fake_point", "--executor", "dask", "--workers", "0"]
-    code, _, err = _cli(["sweep", "run", str(make_spec(tmp_path)), *args], capsys)
+    code, _, err = run_cli(["sweep", "run", str(make_spec(tmp_path)), *args], capsys)
     assert code == 2 and err.count("\n") == 1
     assert "--workers 0 runs the points in this process, which the local executor does" in err
     assert not (tmp_path / "results").exists()
@@ -979,8 +548,8 @@ def test_a_failure_before_the_dask_run_closes_the_connection(tmp_path, monkeypat
 
     connection = (object(), object())
     closed = []
-    monkeypatch.setattr(runner, "_connect_dask", lambda address, workers: connection)
-    monkeypatch.setattr(runner, "_close_dask", lambda *c, interrupted: closed.append(c))
+    monkeypatch.setattr(runner, "connect_dask", lambda address, workers: connection)
+    monkeypatch.setattr(runner, "close_dask", lambda *c, interrupted: closed.append(c))
 
     def fail(*args, **kwargs):
         raise KeyboardInterrupt
@@ -1058,13 +627,13 @@ def test_status_refuses_an_output_folder_run_refuses(tmp_path, capsys):
     spec = str(make_spec(tmp_path))
     fn = ["--point-fn", "sweep_pointfns:fake_point"]
     outs = ["--set", "out=/proc/simsched-status-test"]
-    code, _, run_err = _cli(["sweep", "run", spec, "--workers", "0", *fn, *outs], capsys)
+    code, _, run_err = run_cli(["sweep", "run", spec, "--workers", "0", *fn, *outs], capsys)
     assert code == 2
-    code, out, err = _cli(["sweep", "status", spec, *fn, *outs], capsys)
+    code, out, err = run_cli(["sweep", "status", spec, *fn, *outs], capsys)
     assert (code, out, err) == (2, "", run_err)
     # a folder that can be made is left unmade
     outs = ["--set", f"out={tmp_path / 'new' / 'sub'}"]
-    code, out, _ = _cli(["sweep", "status", spec, *fn, *outs], capsys)
+    code, out, _ = run_cli(["sweep", "status", spec, *fn, *outs], capsys)
     assert code in (0, None) and "6 missing" in out
     assert not (tmp_path / "new").exists()
 
@@ -1082,9 +651,9 @@ def test_list_columns_refuses_the_row_options(tmp_path, capsys, extra, named):
     from simsched.experiments.store import save_row
 
     save_row(tmp_path, "a", {"point_id": "a", "workload": "w", "status": "ok"})
-    code, out, _ = _cli(["results", "show", str(tmp_path), "--list-columns"], capsys)
+    code, out, _ = run_cli(["results", "show", str(tmp_path), "--list-columns"], capsys)
     assert code in (0, None) and "workload" in out.split()
-    code, out, err = _cli(["results", "show", str(tmp_path), "--list-columns", *extra], capsys)
+    code, out, err = run_cli(["results", "show", str(tmp_path), "--list-columns", *extra], capsys)
     assert (code, out) == (2, "")
     assert (
         err

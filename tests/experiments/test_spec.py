@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from simsched.errors import ConfigError
-from simsched.experiments.spec import expand, expand_braces, load_spec, small_from_env
+from simsched.experiments.spec import expand, load_spec, small_from_env
 
 
 def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
@@ -30,14 +30,6 @@ schedulers:
   - {name: pdf, seeds: [0]}
 seeds: {count: 3}
 """
-
-
-def test_expand_braces():
-    assert expand_braces("itrs-45nm-{2..8..2}") == [f"itrs-45nm-{i}" for i in (2, 4, 6, 8)]
-    assert expand_braces("a{1,2}b{x,y}") == ["a1bx", "a1by", "a2bx", "a2by"]
-    assert expand_braces("plain") == ["plain"]
-    with pytest.raises(ConfigError):
-        expand_braces("a{1..x}")
 
 
 def test_product_with_scheduler_seeds(tmp_path):
@@ -345,18 +337,6 @@ CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs" / "sweeps").gl
 def test_bundled_sweep_configs_expand(path, small):
     points = load_spec(path, small=small).points()
     assert points and len({p.id for p in points}) == len(points)
-
-
-def test_brace_expansion_is_bounded_before_it_is_built():
-    import time
-
-    t0 = time.perf_counter()
-    with pytest.raises(ConfigError, match="gives more than 4096 names"):
-        expand_braces("itrs-scaling-{1..100000000}")
-    with pytest.raises(ConfigError, match="more than"):
-        expand_braces("a{1..100}{1..100}")
-    assert time.perf_counter() - t0 < 1.0
-    assert len(expand_braces("m{1..64}x{1..64}")) == 4096
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,375 @@
+"""The sweep file's schema: one strict pydantic model per part, names with braces, grids.
+
+Every model forbids unknown keys (``extra="forbid"``) and is frozen; defaults are declared
+here once.  A model checks what one entry can know on its own (a key fixed and swept, an
+empty grid axis, a seed beyond 64 bits); what needs the whole sweep (machine files,
+generators, filters naming values that exist) is checked when the spec is loaded and
+expanded (:mod:`simsched.experiments.spec`).  The full syntax is in ``docs/sweeps.md``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from simsched.errors import ConfigError, field_message
+from simsched.machine.schema import exponent_hint
+from simsched.params import MAX_QUANTUM, MAX_SEED
+
+Scalar = str | int | float | bool
+#: A seed: a non-negative 64-bit integer (numpy's generators refuse negative ones).
+Seed = Annotated[StrictInt, Field(ge=0, le=MAX_SEED)]
+AxisName = Literal["workloads", "machines", "schedulers", "seeds"]
+AXES: tuple[str, ...] = ("workloads", "machines", "schedulers", "seeds")
+
+# Keys a filter may test, each read from a point's columns.
+FILTER_KEYS = ("workload", "machine", "scheduler", "seed", "cores", "sockets")
+
+_BRACE_RE = re.compile(r"\{([^{}]*)\}")
+
+#: Most names one brace pattern may expand to (a sweep of more machines is a mistake).
+MAX_BRACE_NAMES = 4096
+
+
+def expand_braces(text: str, limit: int = MAX_BRACE_NAMES) -> list[str]:
+    """Expand shell-like braces: ``a-{1,2,4}`` and ``a-{2..8..2}`` (inclusive ranges).
+
+    Parameters
+    ----------
+    text
+        A name with zero or more ``{...}`` groups.
+
+    Returns
+    -------
+    list of str
+        The names in order; ``[text]`` when there is no brace group.
+
+    Raises
+    ------
+    ConfigError
+        A range is malformed (``{1..}``, a zero step, non-integer bounds), or the pattern
+        gives more than ``limit`` names (checked before any is built).
+    """
+    match = _BRACE_RE.search(text)
+    if match is None:
+        return [text]
+    body = match.group(1)
+    if ".." in body:
+        parts = body.split("..")
+        try:
+            nums = [int(p) for p in parts]
+        except ValueError:
+            raise ConfigError(f"{text!r}: range {{{body}}} needs integers") from None
+        if len(nums) not in (2, 3) or (len(nums) == 3 and nums[2] <= 0):
+            raise ConfigError(f"{text!r}: range must be {{a..b}} or {{a..b..step}} with step > 0")
+        step = nums[2] if len(nums) == 3 else 1
+        lo, hi = nums[0], nums[1]
+        if abs(hi - lo) // step + 1 > limit:
+            raise ConfigError(f"{text!r}: {{{body}}} gives more than {limit} names")
+        items = [
+            str(v) for v in (range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step))
+        ]
+    else:
+        items = body.split(",")
+    head, tail = text[: match.start()], text[match.end() :]
+    out: list[str] = []
+    for item in items:
+        out.extend(expand_braces(head + item + tail, max(1, limit // len(items))))
+        if len(out) > limit:
+            raise ConfigError(f"{text!r}: gives more than {limit} names")
+    return out
+
+
+def grid_product(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Cartesian product of a ``{key: [values]}`` mapping, in key order as written."""
+    if not grid:
+        return [{}]
+    keys = list(grid)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())]
+
+
+def grid_size(grid: dict[str, list[Any]]) -> int:
+    """Number of combinations of a grid, without building them."""
+    return math.prod(len(v) for v in grid.values())
+
+
+def format_params(params: dict[str, Any]) -> str:
+    """``k=v,k=v``: what a label shows of an entry's grid values, overrides or parameters."""
+    return ",".join(f"{k}={v}" for k, v in params.items())
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("grid", mode="after", check_fields=False)
+    @classmethod
+    def _no_empty_axis(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        # An empty axis would make the product empty: the entry would vanish silently.
+        for key, values in grid.items():
+            if not values:
+                raise ValueError(f"axis {key!r} has no values (give at least one)")
+        return grid
+
+
+def _fixed_and_swept(fixed: dict[str, Any], grid: dict[str, Any], what: str) -> None:
+    """Refuse a key both fixed and swept: the grid's values would replace the fixed one
+    without a word."""
+    both = [k for k in fixed if k in grid]
+    if both:
+        raise ValueError(f"{', '.join(both)}: given in both {what} and grid (keep one)")
+
+
+class CaptureRecipe(_Strict):
+    """Capture a real program on demand (``simsched capture``), cached by the recipe's hash."""
+
+    program: list[str] = Field(min_length=1, description="argv of the program to capture")
+    backend: Literal["gcc", "valgrind", "pin"] = "gcc"
+    build: list[str] | None = Field(
+        default=None, description="argv of a command run first (e.g. simsched cc ...)"
+    )
+    sources: list[str] = Field(
+        default_factory=list,
+        description="files whose content enters the cache key (edit one, recapture)",
+    )
+
+
+class WorkloadSpec(_Strict):
+    """One workload: exactly one of ``trace``, ``generator``, ``capture`` or ``jobs``.
+
+    ``jobs`` names a job-set file (docs/jobs.md): the point replays the whole set with
+    :func:`simsched.run_jobs`, the point's scheduler as every job's scheduler (its
+    parameters for all of them), under ``controller`` with ``quantum`` (default: the job
+    set's), and the point's seed as the job set's seed.
+    """
+
+    name: str | None = None
+    trace: str | None = None
+    generator: str | None = None
+    capture: CaptureRecipe | None = None
+    jobs: str | None = None
+    controller: str | None = None
+    quantum: StrictInt | None = Field(default=None, ge=0, le=MAX_QUANTUM)
+    params: dict[str, Scalar] = Field(default_factory=dict)
+    grid: dict[str, list[Scalar]] = Field(default_factory=dict)
+    small: dict[str, Scalar] = Field(
+        default_factory=dict, description="parameter values used when the sweep runs small"
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> WorkloadSpec:
+        kinds = ("trace", "generator", "capture", "jobs")
+        given = [k for k in kinds if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of trace, generator, capture or jobs"
+                + (f" (got {', '.join(given)})" if given else "")
+            )
+        if (self.params or self.grid or self.small) and self.generator is None:
+            raise ValueError("params, grid and small apply to generators only")
+        if (self.controller is not None or self.quantum is not None) and self.jobs is None:
+            raise ValueError("controller and quantum apply to job sets (jobs) only")
+        _fixed_and_swept(self.params, self.grid, "params")
+        return self
+
+
+class MachineSpec(_Strict):
+    """A machine: a preset ``name`` or a YAML ``file``, with dotted-key overrides."""
+
+    name: str | None = None
+    file: str | None = None
+    label: str | None = None
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> MachineSpec:
+        if (self.name is None) == (self.file is None):
+            raise ValueError("give exactly one of name (a preset) or file")
+        _fixed_and_swept(self.overrides, self.grid, "overrides")
+        return self
+
+
+class SchedulerSpec(_Strict):
+    """A scheduler by registered name, with parameters and optionally its own seeds."""
+
+    name: str
+    label: str | None = None
+    params: dict[str, Scalar] = Field(default_factory=dict)
+    grid: dict[str, list[Scalar]] = Field(default_factory=dict)
+    seeds: list[Seed] | None = Field(
+        default=None,
+        min_length=1,
+        description="seeds for this scheduler only (e.g. [0] for a deterministic one)",
+    )
+
+    @model_validator(mode="after")
+    def _params_or_grid(self) -> SchedulerSpec:
+        _fixed_and_swept(self.params, self.grid, "params")
+        return self
+
+
+class SeedRange(_Strict):
+    """``count`` consecutive seeds from ``start``."""
+
+    count: StrictInt = Field(ge=1, le=1_000_000)
+    start: Seed = 0
+
+
+class SmallSpec(_Strict):
+    """What a small run keeps (CI): only these machine labels and seeds."""
+
+    machines: list[str] | None = None
+    seeds: list[Seed] | None = None
+
+
+class SweepSpec(_Strict):
+    """The whole sweep file (see ``docs/sweeps.md``)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    # min_length: an empty string silently meant the default folder
+    out: str | None = Field(
+        default=None, min_length=1, description="output folder, relative to the spec"
+    )
+    trace_cache: str | None = Field(default=None, min_length=1, description="trace cache folder")
+    workloads: list[WorkloadSpec] = Field(min_length=1)
+    machines: list[MachineSpec] = Field(min_length=1)
+    schedulers: list[SchedulerSpec] = Field(min_length=1)
+    seeds: Annotated[list[Seed], Field(min_length=1)] | SeedRange = Field(
+        default_factory=lambda: [0]
+    )
+    zip: list[list[AxisName]] = Field(default_factory=list)
+    include: list[dict[str, Any]] = Field(default_factory=list)
+    exclude: list[dict[str, Any]] = Field(default_factory=list)
+    small: SmallSpec = Field(default_factory=SmallSpec)
+    sample_iterations: StrictInt | None = Field(
+        default=None,
+        ge=2,
+        le=1_000_000,
+        description="steady-state sampling of every point (simsched run --sample-iterations)",
+    )
+    # strict: `true` and the text "1" passed as 1 %; nan was refused as "should be less
+    # than or equal to 100"
+    sample_precision: StrictFloat | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        allow_inf_nan=False,
+        description="with sample_iterations: the interval to reach, in percent (run's "
+        "--sample-precision; default 0.5)",
+    )
+
+    @field_validator("workloads", "machines", "schedulers", mode="before")
+    @classmethod
+    def _strings_are_names(cls, value: Any, info: Any) -> Any:
+        # A bare string is shorthand: a preset or file for machines, a scheduler name, a
+        # generator name or a trace path for workloads.
+        if not isinstance(value, list):
+            return value
+        out: list[object] = []
+        for item in value:
+            if isinstance(item, str):
+                if info.field_name == "machines":
+                    is_file = item.endswith((".yaml", ".yml"))
+                    out.extend({"file" if is_file else "name": n} for n in expand_braces(item))
+                elif info.field_name == "schedulers":
+                    out.append({"name": item})
+                else:
+                    out.append({"trace": item} if item.endswith(".sst") else {"generator": item})
+            elif isinstance(item, dict) and info.field_name == "machines" and "name" in item:
+                names = expand_braces(str(item["name"]))
+                out.extend({**item, "name": n} for n in names)
+            else:
+                out.append(item)
+        return out
+
+    @field_validator("seeds", mode="wrap")
+    @classmethod
+    def _seeds_in_one_form(cls, value: Any, handler: Any) -> Any:
+        # pydantic reports every form of the union it tried, in its own type names:
+        # `seeds: 3` said "seeds.list[constrained-int]: Input should be a valid list;
+        # seeds.SeedRange: Input should be a valid dictionary or instance of SeedRange"
+        try:
+            return handler(value)
+        except ValidationError as exc:
+            form = "SeedRange" if isinstance(value, dict) else "list"
+            errors = [e for e in exc.errors() if str(e["loc"][0]).startswith(form)]
+            if not isinstance(value, list | dict) or not errors:
+                raise PydanticCustomError(
+                    "seeds_form",
+                    "expected a list of seeds ([0, 1, 2]) or a range ({count: 3, start: 0}), "
+                    "got {given}",
+                    {"given": repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."},
+                ) from None
+            parts = []
+            for e in errors:
+                msg = field_message(e)
+                if e["type"] in ("int_type", "int_parsing"):
+                    given = e.get("input")
+                    text = "the text " if isinstance(given, str) else ""
+                    msg += f", got {text}{given!r}{exponent_hint(given)}"
+                where = [f"item {p}" if isinstance(p, int) else str(p) for p in e["loc"][1:]]
+                parts.append(f"{' '.join(where)}: {msg}" if where else msg)
+            raise PydanticCustomError("seeds_form", "; ".join(parts)) from None
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _filter_keys(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        scalar = (str, int, float, bool)
+        for rule in value:
+            bad = sorted(set(rule) - set(FILTER_KEYS))
+            if bad:
+                raise ValueError(f"unknown filter key {bad[0]!r}; use {', '.join(FILTER_KEYS)}")
+            for key, want in rule.items():
+                items = want if isinstance(want, list) else [want]
+                if not all(isinstance(w, scalar) for w in items):
+                    raise ValueError(f"{key}: a value or a list of values (not nested)")
+        return value
+
+    @model_validator(mode="after")
+    def _zip_groups(self) -> SweepSpec:
+        seen: set[str] = set()
+        for group in self.zip:
+            if len(group) < 2:
+                raise ValueError("zip: each group names at least two axes")
+            for axis in group:
+                if axis in seen:
+                    raise ValueError(f"zip: axis {axis!r} appears in two groups")
+                seen.add(axis)
+        if "seeds" in seen and any(s.seeds is not None for s in self.schedulers):
+            raise ValueError("zip: seeds cannot be zipped when a scheduler has its own seeds")
+        if self.sample_iterations is not None and any(w.jobs for w in self.workloads):
+            raise ValueError("sample_iterations applies to single programs, not to job sets")
+        if self.sample_precision is not None and self.sample_iterations is None:
+            raise ValueError("sample_precision applies with sample_iterations only")
+        for where, seeds in (
+            ("seeds", self.seeds),
+            *((f"schedulers.{i}.seeds", s.seeds) for i, s in enumerate(self.schedulers)),
+        ):
+            if isinstance(seeds, list):
+                # else "two entries resolve to the same point" named the same labels twice
+                twice = next((x for i, x in enumerate(seeds) if x in seeds[:i]), None)
+                if twice is not None:
+                    raise ValueError(f"{where}: seed {twice} is given twice")
+        r = self.seeds
+        if isinstance(r, SeedRange) and r.start + r.count - 1 > MAX_SEED:
+            # the last seed, not only the first, must be one (else every point fails in run)
+            raise ValueError(
+                f"seeds: {r.start}..{r.start + r.count - 1} go past the largest seed, "
+                f"{MAX_SEED} (2^63 - 1)"
+            )
+        return self

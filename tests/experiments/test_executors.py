@@ -1,0 +1,182 @@
+"""Executors: a crashing worker, Ctrl-C, a killed runner, an unreachable Dask scheduler."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import sweep_pointfns
+from sweep_helpers import HERE, cli_cmd, gone, make_spec, run_cli, temporaries, wait_for
+
+from simsched.experiments import load_results, load_spec, run_sweep, sweep_status
+
+
+def crash_point(point, run_dir):
+    """Kill the worker (as a segfault or an out-of-memory kill would) at the seed in
+    ``SIMSCHED_TEST_CRASH_SEED``, after ``SIMSCHED_TEST_CRASH_AFTER`` seconds; the other
+    points sleep ``SIMSCHED_TEST_INNOCENT_SLEEP`` seconds and succeed."""
+    if point.seed == int(os.environ.get("SIMSCHED_TEST_CRASH_SEED", "-1")):
+        sweep_pointfns._log(point.id, "start")  # fake_point logs the others
+        time.sleep(float(os.environ.get("SIMSCHED_TEST_CRASH_AFTER", "0")))
+        os._exit(3)
+    time.sleep(float(os.environ.get("SIMSCHED_TEST_INNOCENT_SLEEP", "0")))
+    return sweep_pointfns.fake_point(point, run_dir)
+
+
+@pytest.mark.parametrize("beside", [False, True])
+def test_crashing_worker_does_not_stop_the_sweep(tmp_path, monkeypatch, beside):
+    """``beside``: the other points are still running when a worker dies (they used to be
+    failed with the crashing point when that happened in two pools)."""
+    log = tmp_path / "log.txt"
+    monkeypatch.setenv("SIMSCHED_TEST_POINT_LOG", str(log))
+    monkeypatch.setenv("SIMSCHED_TEST_CRASH_SEED", "1")
+    monkeypatch.setenv("SIMSCHED_TEST_CRASH_AFTER", "0.3" if beside else "0")
+    monkeypatch.setenv("SIMSCHED_TEST_INNOCENT_SLEEP", "1.0" if beside else "0")
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    report = run_sweep(loaded, workers=2, point_fn=crash_point, progress=False)
+    df = load_results(loaded.out_dir)
+    assert len(df) == 6
+    crashed = df[df["status"] == "error"]
+    assert set(crashed["seed"]) == {1} and len(crashed) == 2
+    assert crashed["error"].str.contains("worker process died").all()
+    assert report.failed == len(crashed)
+    # a crashing point ran twice, the last time alone; the others finished
+    starts = log.read_text().split()[1::2]
+    for pid in crashed["point_id"]:
+        assert starts.count(pid) == 2
+    assert all(starts.count(pid) <= 2 for pid in df["point_id"])
+
+
+@pytest.mark.parametrize(
+    ("executor", "target", "presses"),
+    [
+        ("local", "runner", 1),  # SIGINT to the runner alone (used to hang for ever)
+        ("local", "group", 1),  # Ctrl-C in a terminal (used to run every queued point)
+        ("local", "group", 2),  # a second Ctrl-C (used to print three tracebacks)
+        ("dask", "group", 1),  # used to print a CancelledError traceback
+    ],
+)
+def test_ctrl_c_stops_within_seconds_and_a_rerun_resumes(tmp_path, executor, target, presses):
+    spec = make_spec(tmp_path, sleep=1.5)
+    log = tmp_path / "log.txt"
+    env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
+    cmd = cli_cmd(spec, "--workers", "2", "--executor", executor)
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(log, "start", 2)
+        t0 = time.monotonic()
+        for _ in range(presses):
+            if target == "group":
+                os.killpg(proc.pid, signal.SIGINT)
+            else:
+                os.kill(proc.pid, signal.SIGINT)
+            time.sleep(0.2)
+        _, err = proc.communicate(timeout=30)
+        stopped_after = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    # Seconds on an idle host; a loaded one (shared CI machines) stretches process and
+    # cluster teardown in proportion.  That the queued points did not all run is checked below.
+    assert stopped_after < 6.0 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert "Traceback" not in err
+    assert lines[-1].startswith("simsched: error: interrupted"), err
+    assert len(lines) == 1, err
+    loaded = load_spec(spec, small=False)
+    before = sweep_status(loaded)
+    assert before["ok"] < 6  # stopped: the queued points did not all run
+    assert temporaries(loaded.out_dir) == []
+    log.unlink()
+    subprocess.run(cli_cmd(spec, "--workers", "2"), env=env, check=True, timeout=120)
+    ends = [ln.split()[1] for ln in log.read_text().splitlines() if ln.startswith("end")]
+    assert len(ends) == 6 - before["ok"] and len(set(ends)) == len(ends)
+    assert sweep_status(loaded)["ok"] == 6
+
+
+@pytest.mark.parametrize("executor", ["local", "dask"])
+def test_workers_exit_when_the_runner_is_killed(tmp_path, executor):
+    """kill -9 of the runner used to leave its workers running the queued points and then
+    idling under PID 1 for ever."""
+    import psutil
+
+    spec = make_spec(tmp_path, sleep=20)  # every point outlasts the test
+    log = tmp_path / "log.txt"
+    env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
+    proc = subprocess.Popen(
+        cli_cmd(spec, "--workers", "2", "--executor", executor),
+        env=env,
+        start_new_session=True,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(log, "start", 2)
+        workers = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+        assert workers
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        t0 = time.monotonic()
+        while not all(gone(pid) for pid in workers) and time.monotonic() - t0 < 15:
+            time.sleep(0.1)
+        left = [pid for pid in workers if not gone(pid)]
+        exited_after = time.monotonic() - t0
+    finally:
+        for child in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+    assert left == [] and exited_after < 5.0
+    # the points they were running stay pending (no row), and no point started afterwards
+    loaded = load_spec(spec, small=False)
+    assert sweep_status(loaded)["ok"] == 0
+    assert log.read_text().count("start") == 2
+    assert temporaries(loaded.out_dir) == []
+
+
+def test_a_worker_starting_when_the_runner_is_killed_exits_quietly(tmp_path):
+    """A worker still in its set-up when kill -9 hit the runner printed "Exception in
+    initializer" and a traceback of _RunnerGone on the terminal: the stop meant to unwind a
+    running point was raised where no point runs."""
+    script = textwrap.dedent(
+        """
+        import os
+        from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing import get_context
+        from simsched.experiments.executors import _worker_init
+
+        pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_worker_init)
+        pool.submit(os.getpid)  # starts the worker
+        os._exit(0)  # the runner dies (as by kill -9) before the worker has set itself up
+        """
+    )
+    # The worker keeps the runner's stderr: reading it to its end waits for the worker.
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert "Traceback" not in proc.stderr and "initializer" not in proc.stderr, proc.stderr
+
+
+def test_unreachable_dask_scheduler_leaves_no_output_folder(tmp_path, monkeypatch, capsys):
+    """The folder used to be made before the connection failed, and was left empty."""
+    from simsched.experiments import executors
+
+    monkeypatch.setattr(executors, "DASK_CONNECT_TIMEOUT_S", 1)
+    with socket.socket() as s:  # a port nobody listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+        args = ["--point-fn", "sweep_pointfns:fake_point", "--executor", "dask"]
+        code, _, err = run_cli(
+            ["sweep", "run", str(make_spec(tmp_path)), *args, "--address", address], capsys
+        )
+    assert code == 2
+    error = err.strip().splitlines()[-1]  # after the line saying it connects
+    assert error.startswith(f"simsched: error: --address {address}: cannot reach a Dask")
+    assert not (tmp_path / "results").exists()

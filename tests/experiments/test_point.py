@@ -1,0 +1,199 @@
+"""One sweep point: its record and row, its point function, its files when it fails."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sweep_pointfns
+from sweep_helpers import fib_sweep, main_exit, make_spec
+
+from simsched.errors import ConfigError
+from simsched.experiments import load_results, load_spec, run_sweep, sweep_status
+from simsched.experiments.point import execute_point, resolve_point_function
+
+
+def test_record_fields_merge_with_point_columns(tmp_path):
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    point = loaded.points()[0]
+    row, ran = execute_point(
+        point.to_dict(), str(loaded.out_dir), lambda p, d: {"seed": p.seed, "machine": "{}", "x": 1}
+    )
+    assert ran
+    assert row["seed"] == point.seed and "run.seed" not in row  # equal values merge
+    assert row["machine"] == "itrs-scaling-1" and row["run.machine"] == "{}"  # clashes kept
+    assert row["x"] == 1 and row["status"] == "ok"
+    row2, ran2 = execute_point(point.to_dict(), str(loaded.out_dir), sweep_pointfns.fake_point)
+    assert not ran2 and row2 == row
+
+
+@pytest.mark.parametrize(
+    ("result", "message"),
+    [
+        ([1, 2], "returned list, expected a dict of metrics"),
+        (None, "returned NoneType, expected a dict of metrics"),
+        ({1: 2}, "the key 1 (int); its keys become column names"),
+        ({"x": 2**64}, f"returned x={2**64}, beyond a 64-bit integer"),
+    ],
+)
+def test_a_point_function_returning_no_record_fails_its_point(tmp_path, result, message):
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    # the runner used to crash on the int key, writing the row
+    report = run_sweep(loaded, workers=0, point_fn=lambda p, d: result, progress=False)
+    assert (report.ran, report.failed) == (6, 6)
+    assert all(
+        error.startswith("TypeError: the point function returned ") and message in error
+        for _, error in report.failures
+    )
+
+
+def test_default_point_function_failure_is_a_row(tmp_path):
+    # A trace file that is not a trace: the default simulation fails before simulating.
+    (tmp_path / "junk.sst").write_bytes(b"not a trace at all" * 10)
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "name: nt\nworkloads: [junk.sst]\nmachines: [itrs-scaling-1]\nschedulers: [ws]\n"
+    )
+    loaded = load_spec(spec, small=False)
+    report = run_sweep(loaded, workers=0, progress=False)
+    assert report.failed == 1
+    assert "junk.sst" in report.failures[0][1]
+
+
+def test_resolve_point_function():
+    assert resolve_point_function(None) is None
+    assert resolve_point_function("sweep_pointfns:fake_point") is sweep_pointfns.fake_point
+    for bad in ("nocolon", "no_such_module_xyz:f", "sweep_pointfns:nope"):
+        with pytest.raises(ConfigError):
+            resolve_point_function(bad)
+
+
+def test_default_point_function_simulates(tmp_path):
+    """End to end through simsched.run: a tiny generated trace under ws and pdf."""
+    loaded = fib_sweep(tmp_path, "schedulers: [ws, pdf]\n")
+    report = run_sweep(loaded, workers=0, progress=False)
+    assert (report.ran, report.failed) == (2, 0), report.failures
+    df = load_results(loaded.out_dir)
+    assert set(df["scheduler"]) == {"ws", "pdf"}
+    assert (df["makespan_cycles"] > 0).all() and (df["instructions"] > 0).all()
+    for pid in df["point_id"]:
+        pdir = loaded.out_dir / "points" / pid
+        assert (pdir / "config.json").is_file() and (pdir / "result.json").is_file()
+    assert len(list((loaded.out_dir / "traces").glob("*.sst"))) == 1  # made once, shared
+
+
+def test_a_point_the_sampler_refuses_keeps_its_configuration(tmp_path):
+    """A sampled sweep on a trace without iterations fails every point of it; the failed
+    point's folder had its record but not its resolved configuration."""
+    from simsched.workloads import generate
+
+    # a trace file (a generator that marks no iterations is refused before any point runs)
+    generate("fib", tmp_path / "fib.sst", n=8, cutoff=2)
+    spec = tmp_path / "real.yaml"
+    spec.write_text(
+        "name: real\nworkloads: [{name: fib, trace: fib.sst}]\nmachines: [itrs-scaling-2]\n"
+        "schedulers: [ws]\nsample_iterations: 2\n"
+    )
+    loaded = load_spec(spec, small=False)
+    report = run_sweep(loaded, workers=0, progress=False)
+    assert report.failed == 1 and "has no iterations" in report.failures[0][1]
+    pdir = loaded.out_dir / "points" / report.failures[0][0]
+    record = json.loads((pdir / "result.json").read_text())
+    config = json.loads((pdir / "config.json").read_text())
+    assert record["status"] == "error" and config["sample_iterations"] == 2
+    assert config["machine_resolved"]["cores_per_socket"] == 2
+
+
+def test_a_point_failing_before_its_run_keeps_its_configuration_and_record(
+    tmp_path, monkeypatch, capsys
+):
+    """A trace that cannot be made (before simsched.run), then one that is no trace (in
+    run, before it resolved the configuration): each failed point's folder had only
+    point.json and row.json, or result.json without config.json."""
+    import simsched.workloads
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("generator crashed")
+
+    loaded = fib_sweep(tmp_path, "schedulers: [ws]\n")
+    monkeypatch.setattr(simsched.workloads, "generate", broken)
+    report = run_sweep(loaded, workers=0, progress=False)
+    assert report.failed == 1 and "generator crashed" in report.failures[0][1]
+    pdir = loaded.out_dir / "points" / report.failures[0][0]
+    record = json.loads((pdir / "result.json").read_text())
+    config = json.loads((pdir / "config.json").read_text())
+    assert record["status"] == "error" and record["error"] == "RuntimeError: generator crashed"
+    assert record["scheduler"] == "ws" and record["cores"] == 2 and "traceback" in record
+    assert record["params"] == {} and record["machine_config"]["cores_per_socket"] == 2
+    assert config["scheduler"] == "ws" and config["trace"] is None
+    assert config["machine_resolved"]["cores_per_socket"] == 2
+    # the retried point fails in the run, after the trace: its own files, none of before
+    monkeypatch.undo()
+    junk = tmp_path / "junk.sst"
+    junk.write_bytes(b"not a trace at all" * 10)
+    monkeypatch.setattr("simsched.trace.recipes.ensure_trace", lambda *a, **k: junk)
+    report = run_sweep(loaded, workers=0, progress=False, retry_failed=True)
+    assert report.failed == 1 and "junk.sst" in report.failures[0][1]
+    record = json.loads((pdir / "result.json").read_text())
+    config = json.loads((pdir / "config.json").read_text())
+    assert "junk.sst" in record["error"] and config["trace"] == str(junk)
+    assert sorted(p.name for p in pdir.iterdir()) == [
+        "config.json",
+        "point.json",
+        "result.json",
+        "row.json",
+    ]
+    assert main_exit(["results", "show", str(loaded.out_dir)]) == 0
+    assert "junk.sst" in capsys.readouterr().out
+    assert sweep_status(loaded)["failed"] == 1
+
+
+def test_a_rerun_point_removes_the_temporaries_of_a_killed_write(tmp_path):
+    """A worker killed mid-write (kill -9; a Dask worker stopped after Ctrl-C) leaves the
+    hidden temporary of its row.json or timeline.npz; they stayed for ever."""
+    from simsched.experiments.store import point_dir
+
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    point = loaded.points()[0]
+    pdir = point_dir(loaded.out_dir, point.id)
+    pdir.mkdir(parents=True)
+    left = [".row.json.mv1hh8l7.tmp.json", ".timeline.npz.x8d45fh1.tmp.npz", ".a.b_c3_567.tmp"]
+    kept = ["notes.txt", ".hidden", ".row.json.short.tmp.json"]
+    for name in left + kept:
+        (pdir / name).write_text("x")
+    report = run_sweep(loaded, workers=0, point_fn=sweep_pointfns.fake_point, progress=False)
+    assert report.ran == 6
+    names = {p.name for p in pdir.iterdir()}
+    assert not names & set(left) and set(kept) | {"point.json", "row.json"} <= names
+
+
+@pytest.mark.parametrize("name", ["point.json", "row.json"])
+def test_full_disk_for_the_runners_own_files_leaves_the_point_pending(tmp_path, monkeypatch, name):
+    """A disk that filled up while the runner wrote a point's point.json or row.json (not
+    in the point function) ended the whole sweep with exit status 2, the status of a bad
+    input, instead of leaving the point pending as a full disk does elsewhere."""
+    import errno
+
+    from simsched.errors import OutputError
+    from simsched.experiments import point, store
+    from simsched.files import write_json_atomic
+
+    full = {"on": True}
+
+    def writer(path, obj, **kw):
+        if full["on"] and Path(path).name == name:
+            raise OutputError(f"{path}: cannot write (no space left on the device)", errno.ENOSPC)
+        return write_json_atomic(path, obj, **kw)
+
+    monkeypatch.setattr(point, "write_json_atomic", writer)
+    monkeypatch.setattr(store, "write_json_atomic", writer)
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    fn = sweep_pointfns.fake_point
+    report = run_sweep(loaded, workers=0, point_fn=fn, progress=False)
+    assert (report.ran, report.failed, len(report.interrupted)) == (0, 0, 6)
+    assert all(name in msg and "no space" in msg for _, msg in report.interrupted)
+    assert sweep_status(loaded)["missing"] == 6
+    full["on"] = False  # space freed: a plain rerun finishes them
+    again = run_sweep(loaded, workers=0, point_fn=fn, progress=False)
+    assert (again.ran, again.failed, again.interrupted) == (6, 0, [])

@@ -1,0 +1,56 @@
+"""The sweep file's schema: brace patterns, grids, the models' own checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from simsched.errors import ConfigError
+from simsched.experiments.schema import (
+    SweepSpec,
+    expand_braces,
+    grid_product,
+    grid_size,
+)
+
+
+def test_expand_braces():
+    assert expand_braces("itrs-45nm-{2..8..2}") == [f"itrs-45nm-{i}" for i in (2, 4, 6, 8)]
+    assert expand_braces("a{1,2}b{x,y}") == ["a1bx", "a1by", "a2bx", "a2by"]
+    assert expand_braces("plain") == ["plain"]
+    assert expand_braces("n{3..1}") == ["n3", "n2", "n1"]
+    with pytest.raises(ConfigError):
+        expand_braces("a{1..x}")
+    with pytest.raises(ConfigError, match="step > 0"):
+        expand_braces("a{1..4..0}")
+
+
+def test_brace_expansion_is_bounded_before_it_is_built():
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match="gives more than 4096 names"):
+        expand_braces("itrs-scaling-{1..100000000}")
+    with pytest.raises(ConfigError, match="more than"):
+        expand_braces("a{1..100}{1..100}")
+    assert time.perf_counter() - t0 < 1.0
+    assert len(expand_braces("m{1..64}x{1..64}")) == 4096
+
+
+def test_grid_product_keeps_the_order_written_and_its_size_is_known_before():
+    grid = {"b": [1, 2], "a": ["x", "y", "z"]}
+    combos = grid_product(grid)
+    assert combos[:2] == [{"b": 1, "a": "x"}, {"b": 1, "a": "y"}]
+    assert len(combos) == grid_size(grid) == 6
+    assert grid_product({}) == [{}] and grid_size({}) == 1
+
+
+def test_unknown_keys_are_errors():
+    base = {
+        "name": "t",
+        "workloads": [{"generator": "fib"}],
+        "machines": ["itrs-scaling-2"],
+        "schedulers": ["ws"],
+    }
+    assert SweepSpec.model_validate(base).seeds == [0]
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
+        SweepSpec.model_validate({**base, "seed": [1]})
