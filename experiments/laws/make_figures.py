@@ -53,6 +53,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simsched.errors import ConfigError
 from simsched.experiments import load_ok_results, study_results
 from simsched.experiments.scripts import (
     default_figures,
@@ -604,7 +605,6 @@ def iteration_locality(point: Path) -> pd.DataFrame:
     ConfigError
         No timeline or record there, or the trace it names is gone.
     """
-    from simsched.errors import ConfigError
     from simsched.plotting.timeline import load_timeline
     from simsched.trace import open_trace
 
@@ -667,7 +667,14 @@ def main() -> None:
         default=None,
         help="a finished sampled study to project a partly-run one from (cost_projection)",
     )
+    ap.add_argument(
+        "--spec",
+        default=None,
+        help="the spec whose point order the schedule line uses (a name in this folder, "
+        "e.g. published, or a path); default: the one named like the results folder",
+    )
     a = ap.parse_args()
+    spec = _spec_path(a.spec) if a.spec else None
     ref = load_figure_rows(a.reference, HERE) if a.reference else None
     for res in a.results or default_results():
         out = a.out or default_figures(res, HERE, HERE / "figures" / res.name)
@@ -689,7 +696,8 @@ def main() -> None:
             for line in lines:
                 tag = {"machine": sub} if sub else {}
                 print(json_line({"results": res.name, **tag, **line}))
-        order = _spec_order(res.name) if draw is memory_bound and _sampled(df) else []
+        order = _spec_order(spec or HERE / f"{res.name}.yaml")
+        order = order if draw is memory_bound and _sampled(df) else []
         plan = schedule(df, order)
         if plan:
             print(json_line({"results": res.name, "figure": "schedule", **plan}))
@@ -699,13 +707,23 @@ def _sampled(df: pd.DataFrame) -> bool:
     return "sampled" in df and bool(df["sampled"].fillna(False).astype(bool).any())
 
 
-def _spec_order(name: str) -> list[str]:
-    """The point ids of the study's spec named like the results folder (``published`` ->
-    ``published.yaml``), in the runner's order; empty when there is no such spec."""
+def _spec_order(spec: Path) -> list[str]:
+    """The point ids of the sweep spec ``spec``, in the runner's order; empty when there is
+    no such file (a results folder named like no spec of the study)."""
     from simsched.experiments import load_spec
 
-    spec = HERE / f"{name}.yaml"
     return [p.id for p in load_spec(spec).points()] if spec.is_file() else []
+
+
+def _spec_path(name: str) -> Path:
+    """``--spec``: a spec of this study by name (``published``) or a path to one; a
+    :class:`ConfigError` naming it when there is no such file.  A rerun's rows copied to a
+    folder named otherwise (``rerun-2026-12-02``) then still get their ``schedule`` line."""
+    path = Path(name)
+    for cand in (path, HERE / name, HERE / f"{name}.yaml"):
+        if cand.is_file():
+            return cand
+    raise ConfigError(f"--spec {name}: no such sweep spec (a name in {HERE}, or a path)")
 
 
 def _by_machine(df: pd.DataFrame, split: bool) -> list[tuple[str, pd.DataFrame]]:

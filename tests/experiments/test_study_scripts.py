@@ -370,6 +370,35 @@ def test_make_figures_projects_the_intel_study_from_the_committed_records(
     assert plan["16_runners"]["longest_first"] <= plan["16_runners"]["spec_order"]
 
 
+def test_a_rerun_folder_gets_its_schedule_from_the_spec_it_names(tmp_path, monkeypatch, capsys):
+    """A rerun's rows kept under another name than the spec's printed no schedule line, so
+    its wall time on two runners could not be had from the rows with one command."""
+    laws = _script("laws")
+    rows = ROOT / "experiments" / "laws" / "published-records" / "rerun-2026-12-02"
+    shutil.copytree(rows, tmp_path / "rerun" / "points")
+    n = sum(1 for d in rows.iterdir() if (d / "row.json").is_file())
+    walls = [json.loads((d / "row.json").read_text())["point_wall_s"] for d in rows.iterdir()]
+
+    def schedule(*extra):
+        argv = ["make_figures.py", str(tmp_path / "rerun"), "-o", str(tmp_path / "fig"), *extra]
+        monkeypatch.setattr(sys, "argv", argv)
+        laws.main()
+        lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+        return [x for x in lines if x.get("figure") == "schedule"]
+
+    assert schedule() == []  # no spec is named like the folder
+    (plan,) = schedule("--spec", "published")
+    assert plan["points"] == n
+    assert plan["hours_one_runner"] == round(sum(walls) / 3600, 2)
+    assert plan["2_runners"]["bound"] <= plan["2_runners"]["spec_order"]
+    spec = ROOT / "experiments" / "laws" / "published.yaml"
+    assert schedule("--spec", str(spec)) == [plan]
+    argv = ["make_figures.py", str(tmp_path / "rerun"), "--spec", "nosuch"]
+    monkeypatch.setattr(sys, "argv", argv)
+    err = one_line_exit(capsys, lambda: simsched.experiments.scripts.run_script(laws.main))
+    assert err.startswith("make_figures.py: --spec nosuch: no such sweep spec"), err
+
+
 @pytest.mark.parametrize(
     ("study", "argv"),
     [
