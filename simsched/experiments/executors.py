@@ -135,9 +135,9 @@ def _worker_init() -> None:
 
 
 def _pool_execute_point(*args: Any) -> tuple[dict[str, Any] | None, bool]:
-    """:func:`execute_point` in a pool worker: none starts once the runner is gone, and a
-    point cut short by the runner's death ends the worker (the pool would otherwise catch
-    the exit and hand it the next queued point)."""
+    """:func:`~simsched.experiments.point.execute_point` in a pool worker: none starts once the
+    runner is gone, and a point cut short by the runner's death ends the worker (the pool
+    would otherwise catch the exit and hand it the next queued point)."""
     if _RUNNER_GONE.is_set():
         os._exit(1)
     try:

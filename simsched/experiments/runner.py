@@ -206,12 +206,14 @@ def run_sweep(
     address
         ``tcp://HOST:PORT`` of a running Dask scheduler (``dask`` executor only).
     point_fn
-        Function that runs one point (default :func:`simulate_point`); must be picklable.
+        Function that runs one point (default
+        :func:`~simsched.experiments.point.simulate_point`); must be picklable.
     retry_failed
         Also rerun points whose row records an error.
     rerun_stale
-        Also rerun finished points simulated by other simsched code (:func:`is_stale`);
-        without it they are kept and counted in :attr:`SweepReport.stale`.
+        Also rerun finished points simulated by other simsched code
+        (:func:`~simsched.experiments.point.is_stale`); without it they are kept and counted
+        in :attr:`SweepReport.stale`.
     progress
         Draw a progress bar on stderr.
     console
@@ -357,17 +359,18 @@ def run_sweep(
 
 
 def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:
-    """Counts of a sweep's points: total, ok, failed, missing, ok ones simulated by other
-    simsched code (``stale``, :func:`is_stale`), rows of points no longer in the spec
-    (``orphans``) and, among the missing, rows made on a trace file that holds another
-    trace since (``trace_changed``, :func:`trace_changed`: they run again).  ``running``
-    lists the missing points a runner or worker has claimed and is running now, in the
-    spec's order: ``point_id``, the workload's, machine's and scheduler's labels, the
-    seed, and the claim's ``pid``, ``host``, ``since`` and ``alive``
+    """Counts of a sweep's points: total, ok, failed, missing, ok ones simulated by other simsched
+    code (``stale``, :func:`~simsched.experiments.point.is_stale`), rows of points no longer
+    in the spec (``orphans``) and, among the missing, rows made on a trace file that holds
+    another trace since (``trace_changed``,
+    :func:`~simsched.experiments.point.trace_changed`: they run again).  ``running`` lists
+    the missing points a runner or worker has claimed and is running now, in the spec's
+    order: ``point_id``, the workload's, machine's and scheduler's labels, the seed, and the
+    claim's ``pid``, ``host``, ``since`` and ``alive``
     (:func:`~simsched.experiments.store.claim_holder`; a claim whose holder is gone from
-    this host is left out).  Reads only the output folder and the trace files' headers;
-    runs nothing.  An output folder that :func:`run_sweep` could not create is refused as
-    it refuses it (``OutputError``)."""
+    this host is left out).  Reads only the output folder and the trace files' headers; runs
+    nothing.  An output folder that :func:`run_sweep` could not create is refused as it
+    refuses it (``OutputError``)."""
     check_loaded(loaded)
     # counting every point missing from a folder that can never hold one misled
     check_output_dir(loaded.out_dir)
