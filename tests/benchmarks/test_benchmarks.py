@@ -121,8 +121,10 @@ def _run_tiny(script: str, args: list[str], name: str, tmp_path: Path) -> dict:
     assert record["bench"] == name
     # CPU time beside wall time, and the load both were measured under (_bench.emit)
     process = record["process"]
-    assert set(process) == {"cpu_s", "wall_s", "loadavg_1m_start", "loadavg_1m_end"}
+    host = {f"host_{w}_ms_{e}" for w in ("python", "gather") for e in ("start", "end")}
+    assert set(process) == {"cpu_s", "wall_s", "loadavg_1m_start", "loadavg_1m_end", *host}
     assert all(isinstance(v, float | int) and v >= 0 for v in process.values()), process
+    assert all(process[k] > 0 for k in host), process  # the host's speed, both ends
     assert process["cpu_s"] > 0 and process["wall_s"] > 0, process
     # Dask keeps one shared scratch folder in TMPDIR by design (bench_sweep's LocalCluster)
     left = sorted(p.name for p in tmp.iterdir() if p.name != "dask-scratch-space")
