@@ -212,6 +212,7 @@ def run_local(
     # Points that were running beside others when a worker died: each runs again alone,
     # so that a death is put down to the point that caused it, not to its neighbours.
     alone: list[Point] = []
+    barren = 0  # pools in a row that died before any of their points started or ended
     ctx = get_context("spawn")
     while remaining or alone:
         isolated = bool(alone)
@@ -221,7 +222,7 @@ def run_local(
         else:
             remaining = []
         by_future = {}
-        started = time.time()
+        started, done_before = time.time(), len(finished)
         pool = ProcessPoolExecutor(max_workers=size, mp_context=ctx, initializer=_worker_init)
         try:
             with _sigint_ignored():  # workers start here and inherit the ignored Ctrl-C
@@ -248,11 +249,22 @@ def run_local(
             raise
         pool.shutdown(wait=True)
         if not broken:
+            barren = 0
             continue
         # The pool died: every point without a row runs again in a new pool.  A point
         # was running when its point.json was written by this pool.
         left = [p for p in by_future.values() if p.id not in finished]
         running = [p for p in left if _started_since(out_dir, p, started)]
+        barren = 0 if running or len(finished) > done_before else barren + 1
+        if barren >= MAX_CRASHES:
+            # Workers that die before any point starts (the point function's module
+            # cannot be imported in a fresh process, the host kills every new process)
+            # would otherwise be started again for ever.
+            raise ConfigError(
+                f"the worker processes died {barren} times in a row before running any "
+                "point (can a fresh Python process import simsched and the point "
+                "function?); --workers 0 runs the points in this process"
+            )
         for p in left:
             if p not in running:
                 (alone if isolated else remaining).append(p)

@@ -54,6 +54,26 @@ def test_crashing_worker_does_not_stop_the_sweep(tmp_path, monkeypatch, beside):
     assert all(starts.count(pid) <= 2 for pid in df["point_id"])
 
 
+def test_workers_that_die_before_any_point_end_the_sweep_with_one_error(tmp_path, capsys):
+    """Workers that died before their first point (the point function's module ending
+    every fresh process) were started again for ever."""
+    import dies_in_workers
+
+    from simsched.errors import ConfigError
+
+    spec = make_spec(tmp_path)
+    loaded = load_spec(spec, small=False)
+    with pytest.raises(ConfigError, match=r"died 2 times in a row before running any point"):
+        run_sweep(loaded, workers=2, point_fn=dies_in_workers.point, progress=False)
+    assert sweep_status(loaded)["ok"] == 0
+    args = ["--point-fn", "dies_in_workers:point", "--workers", "2", "--no-progress"]
+    code, _, err = run_cli(["sweep", "run", str(spec), *args], capsys)
+    assert code == 2 and err.count("\n") == 1 and "before running any point" in err, err
+    # in the runner's own process the same function runs
+    report = run_sweep(loaded, workers=0, point_fn=dies_in_workers.point, progress=False)
+    assert (report.ran, report.failed) == (6, 0)
+
+
 @pytest.mark.parametrize(
     ("executor", "target", "presses"),
     [
