@@ -43,14 +43,6 @@ _START: dict[str, Any] = {}
 CLI_ENTRY = "import sys; from simsched.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
-def _cpu_s() -> float:
-    """CPU seconds of this process and of its children that have ended (compilers,
-    capture runs, pool workers)."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
 def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Run ``cmd`` to its end, its standard output thrown away; return its (CPU, wall)
     seconds.  CPU is user + system of the child and of what it waited for, the
@@ -84,56 +76,20 @@ def check_child(p: subprocess.CompletedProcess, what: str) -> None:
         raise RuntimeError(f"{what} failed: {_text(p.stderr).strip().splitlines()[-3:]}")
 
 
-#: Elements of the reference gather's array (32 MiB of 8-byte integers: larger than any
-#: last-level cache this host is likely to have, so the gather waits on memory).
-_GATHER_ELEMENTS = 1 << 22
-#: Random reads of the reference gather, and iterations of the reference loop.
-_GATHER_READS = 1 << 20
-_LOOP_ITERATIONS = 300_000
-
-
-def host_reference(repeat: int = 3) -> tuple[float, float, float]:
-    """CPU milliseconds of two fixed pieces of work on this host, the best of ``repeat``,
-    and the CPU seconds the measurement took.
-
-    The same host has run the same code at a third of its usual speed on some days, load
-    average or not (docs/performance.md, "Start-up"); these figures let a reader tell such
-    a host from a slower program.  ``python``: an interpreter loop of integer arithmetic,
-    what the engine's Python control pays; ``gather``: a million random reads of a 32 MiB
-    array through numpy, bound by memory latency as the memory kernels' lookups are.  The
-    array and its indices come from a fixed seed, so the work is the same in every run.
-    """
-    spent = time.process_time()  # numpy's import and the array count as the reference's
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    data = np.arange(_GATHER_ELEMENTS, dtype=np.int64)
-    idx = rng.integers(0, _GATHER_ELEMENTS, _GATHER_READS)
-    best_loop = best_gather = float("inf")
-    for _ in range(repeat):
-        t0 = time.process_time()
-        acc = 0
-        for i in range(_LOOP_ITERATIONS):
-            acc = (acc + i * 7) % 1_000_003
-        t1 = time.process_time()
-        int(data[idx].sum())
-        t2 = time.process_time()
-        best_loop, best_gather = min(best_loop, t1 - t0), min(best_gather, t2 - t1)
-    return round(best_loop * 1e3, 1), round(best_gather * 1e3, 1), time.process_time() - spent
-
-
 def emit(record: dict, *, sort_keys: bool = False) -> None:
     """Print ``record`` as the script's one JSON line, with the process's cost added, and
-    the host's speed at the start and at the end (:func:`host_reference`; its own CPU time
-    is not counted in the process's)."""
+    the host's speed at the start and at the end (:func:`simsched.host.speed_reference`,
+    best of three; its own CPU time is not counted in the process's)."""
+    from simsched.host import process_cpu_s, speed_reference
+
     wall0 = _START.get("wall", time.perf_counter())
     process = {
-        "cpu_s": round(_cpu_s() - _START.get("host_cpu", 0.0), 3),
+        "cpu_s": round(process_cpu_s() - _START.get("host_cpu", 0.0), 3),
         "wall_s": round(time.perf_counter() - wall0, 3),
         "loadavg_1m_start": _START.get("load", os.getloadavg()[0]),
         "loadavg_1m_end": round(os.getloadavg()[0], 2),
     }
-    loop, gather, _ = host_reference()
+    loop, gather, _ = speed_reference(3)
     start = _START.get("host", (loop, gather))
     process.update(
         host_python_ms_start=start[0],
@@ -150,7 +106,9 @@ def run_main(main: Callable[[], object]) -> None:
     from simsched.errors import SimschedError
 
     name = Path(sys.argv[0]).name
-    loop, gather, spent = host_reference()
+    from simsched.host import speed_reference
+
+    loop, gather, spent = speed_reference(3)
     _START.update(host=(loop, gather), host_cpu=spent)
     _START.update(wall=time.perf_counter(), load=round(os.getloadavg()[0], 2))
     try:

@@ -1,4 +1,5 @@
-"""The host's available memory, shared by the checks before a run and the trace reader."""
+"""The host's available memory, shared by the checks before a run and the trace reader,
+and its speed, timed beside benchmarks and sweep points."""
 
 from __future__ import annotations
 
@@ -35,3 +36,14 @@ def test_a_host_that_does_not_say_gives_none(monkeypatch):
     monkeypatch.setattr(builtins, "open", refuse)
     monkeypatch.setattr(host.os, "sysconf", no_sysconf)
     assert host.available_bytes() is None
+
+
+def test_speed_reference_times_the_same_work_every_call():
+    loop, gather, spent = host.speed_reference(2)
+    assert loop > 0 and gather > 0 and spent > 0
+    assert spent >= (loop + gather) / 1e3  # the best call is part of what it took
+    data, idx = host._GATHER  # made once: a second call reuses the same array and reads
+    host.speed_reference()
+    assert host._GATHER[0] is data and host._GATHER[1] is idx
+    assert data.nbytes == 32 << 20 and len(idx) == host.GATHER_READS
+    assert int(idx.max()) < host.GATHER_ELEMENTS

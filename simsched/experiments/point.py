@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import importlib
+import os
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -45,6 +46,7 @@ from simsched.experiments.store import (
     write_row,
 )
 from simsched.files import write_json_atomic
+from simsched.host import process_cpu_s, speed_reference
 
 PointFunction = Callable[[Point, Path], dict[str, Any]]
 
@@ -347,6 +349,26 @@ def _point_record(result: Any) -> dict[str, Any]:
     return dict(result)
 
 
+def _host_before() -> dict[str, float]:
+    """What a point's row says of the host, taken before the point runs: the load
+    average and :func:`simsched.host.speed_reference`, then the CPU clock."""
+    loop, gather, _ = speed_reference()
+    return {
+        "point_loadavg_1m": round(os.getloadavg()[0], 2),
+        "host_python_ms": loop,
+        "host_gather_ms": gather,
+        "cpu0": process_cpu_s(),
+    }
+
+
+def _point_cost(host: dict[str, float]) -> dict[str, float]:
+    """The row's cost columns: :func:`_host_before`'s and the CPU seconds since (the
+    process's: on a Dask worker of several threads they include its other points')."""
+    cost = {k: v for k, v in host.items() if k != "cpu0"}
+    cost["point_cpu_s"] = round(process_cpu_s() - host["cpu0"], 3)
+    return cost
+
+
 def execute_point(
     point_data: dict[str, Any],
     out_dir: str,
@@ -397,6 +419,7 @@ def execute_point(
         fn = point_fn or simulate_point
         try:
             write_json_atomic(pdir / POINT_FILE, point_data, sort_keys=False)
+            host = _host_before()
             t0 = time.perf_counter()
             try:
                 record = _point_record(fn(point, pdir))
@@ -410,7 +433,9 @@ def execute_point(
                     "error": f"{type(exc).__name__}: {exc}",
                     "traceback": "".join(tb[-6:]),
                 }
-            row = write_row(out_dir, point.id, point.columns(), record, time.perf_counter() - t0)
+            wall = time.perf_counter() - t0
+            cost = _point_cost(host)
+            row = write_row(out_dir, point.id, point.columns(), record, wall, cost)
         except Exception as exc:
             if not out_of_space(exc):
                 raise

@@ -294,6 +294,7 @@ def write_row(
     columns: dict[str, Any],
     record: dict[str, Any],
     wall_s: float,
+    cost: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Write a point's ``row.json`` (atomically) from its columns and its run's record.
 
@@ -309,6 +310,9 @@ def write_row(
         The run's flat record (or an error record).
     wall_s
         Seconds the point took, stored as ``point_wall_s``.
+    cost
+        Further columns of the point's cost and the host it ran on (``point_cpu_s``,
+        ``point_loadavg_1m``, ``host_python_ms``, ``host_gather_ms``), after it.
 
     Returns
     -------
@@ -317,6 +321,7 @@ def write_row(
     """
     row = nest_fields(merge_row(columns, record))
     row["point_wall_s"] = wall_s
+    row.update(cost or {})
     save_row(out_dir, point_id, row)
     return row
 

@@ -20,7 +20,14 @@ from simsched.experiments import load_results, load_spec, run_sweep
 HERE = Path(__file__).parent
 DASK = Path(sys.executable).with_name("dask")
 # Columns that legitimately differ between two runs of the same point.
-VOLATILE = {"point_wall_s", "wall_s"}
+VOLATILE = {
+    "point_wall_s",
+    "wall_s",
+    "point_cpu_s",
+    "point_loadavg_1m",
+    "host_python_ms",
+    "host_gather_ms",
+}
 
 SPEC = """
 name: dasktest

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,26 @@ def test_record_fields_merge_with_point_columns(tmp_path):
     assert row["x"] == 1 and row["status"] == "ok"
     row2, ran2 = execute_point(point.to_dict(), str(loaded.out_dir), sweep_pointfns.fake_point)
     assert not ran2 and row2 == row
+
+
+def test_a_row_records_its_cost_and_the_hosts_speed(tmp_path):
+    """A study's cost could not be read beside how fast the host was: the same code ran
+    2.6-3.4x slower on this host one morning than that afternoon."""
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    point = loaded.points()[0]
+
+    def busy(p, d):
+        t = time.process_time()
+        while time.process_time() - t < 0.2:
+            pass
+        return {"x": 1}
+
+    row, ran = execute_point(point.to_dict(), str(loaded.out_dir), busy)
+    assert ran and row["status"] == "ok"
+    assert 0.2 <= row["point_cpu_s"] < 5 and 0.2 <= row["point_wall_s"]
+    assert row["host_python_ms"] > 0 and row["host_gather_ms"] > 0
+    assert row["point_loadavg_1m"] >= 0
+    assert json.loads((loaded.out_dir / "points" / point.id / "row.json").read_text()) == row
 
 
 @pytest.mark.parametrize(
