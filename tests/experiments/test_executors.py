@@ -47,10 +47,11 @@ def test_crashing_worker_does_not_stop_the_sweep(tmp_path, monkeypatch, beside):
     assert set(crashed["seed"]) == {1} and len(crashed) == 2
     assert crashed["error"].str.contains("worker process died").all()
     assert report.failed == len(crashed)
-    # a crashing point ran twice, the last time alone; the others finished
+    # a crashing point ran at most twice, the last time alone (a first time may end before
+    # its function starts, when another worker's death stops the pool); none ran more
     starts = log.read_text().split()[1::2]
     for pid in crashed["point_id"]:
-        assert starts.count(pid) == 2
+        assert 1 <= starts.count(pid) <= 2
     assert all(starts.count(pid) <= 2 for pid in df["point_id"])
 
 
