@@ -104,13 +104,16 @@ def run_main(main: Callable[[], object]) -> None:
     """Call a benchmark's ``main``; Ctrl-C ends the process with one line and status 130,
     a user error (simsched's, or a child's exit status 2) with one line and status 2."""
     from simsched.errors import SimschedError
-
-    name = Path(sys.argv[0]).name
     from simsched.host import speed_reference
 
-    loop, gather, spent = speed_reference(3)
-    _START.update(host=(loop, gather), host_cpu=spent)
-    _START.update(wall=time.perf_counter(), load=round(os.getloadavg()[0], 2))
+    name = Path(sys.argv[0]).name
+    loop, gather, spent = speed_reference(3)  # before the clocks start: not the script's
+    _START.update(
+        host=(loop, gather),
+        host_cpu=spent,
+        wall=time.perf_counter(),
+        load=round(os.getloadavg()[0], 2),
+    )
     try:
         main()
     except KeyboardInterrupt:

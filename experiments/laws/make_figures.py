@@ -696,8 +696,8 @@ def main() -> None:
             for line in lines:
                 tag = {"machine": sub} if sub else {}
                 print(json_line({"results": res.name, **tag, **line}))
-        order = _spec_order(spec or HERE / f"{res.name}.yaml")
-        order = order if draw is memory_bound and _sampled(df) else []
+        drawn = draw is memory_bound and _sampled(df)
+        order = _spec_order(spec or HERE / f"{res.name}.yaml") if drawn else []
         plan = schedule(df, order)
         if plan:
             print(json_line({"results": res.name, "figure": "schedule", **plan}))

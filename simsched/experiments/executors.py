@@ -8,9 +8,8 @@ each row.
   ``spawn`` start method (no forked Numba or thread state).  A worker that dies (crash, out
   of memory) breaks the pool; the runner starts a new one and resubmits the unfinished
   points.  Those that were running when it died run again one at a time first, so that a
-  death is put down to the point that caused it: a point is recorded as failed after two
-  deaths, the last with it running alone (before, a point that merely ran beside a
-  crashing one in two pools was failed with it).
+  death is put down to the point that caused it, not to its neighbours: a point is
+  recorded as failed after two deaths, the last with it running alone.
   Workers ignore Ctrl-C (the runner stops them within :data:`STOP_GRACE_S`) and end when
   their runner dies, even by SIGKILL.
 * ``dask`` (:func:`connect_dask`, :func:`run_dask`): ``dask.distributed``; an existing
@@ -255,6 +254,7 @@ def run_local(
         # was running when its point.json was written by this pool.
         left = [p for p in by_future.values() if p.id not in finished]
         running = [p for p in left if _started_since(out_dir, p, started)]
+        running_ids = {p.id for p in running}
         barren = 0 if running or len(finished) > done_before else barren + 1
         if barren >= MAX_CRASHES:
             # Workers that die before any point starts (the point function's module
@@ -266,7 +266,7 @@ def run_local(
                 "function?); --workers 0 runs the points in this process"
             )
         for p in left:
-            if p not in running:
+            if p.id not in running_ids:
                 (alone if isolated else remaining).append(p)
         for p in running:
             crashes[p.id] = crashes.get(p.id, 0) + 1

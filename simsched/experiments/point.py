@@ -349,24 +349,15 @@ def _point_record(result: Any) -> dict[str, Any]:
     return dict(result)
 
 
-def _host_before() -> dict[str, float]:
-    """What a point's row says of the host, taken before the point runs: the load
-    average and :func:`simsched.host.speed_reference`, then the CPU clock."""
+def _host_columns() -> dict[str, float]:
+    """What a point's row says of the host, taken just before the point runs: the load
+    average and :func:`simsched.host.speed_reference`."""
     loop, gather, _ = speed_reference()
     return {
         "point_loadavg_1m": round(os.getloadavg()[0], 2),
         "host_python_ms": loop,
         "host_gather_ms": gather,
-        "cpu0": process_cpu_s(),
     }
-
-
-def _point_cost(host: dict[str, float]) -> dict[str, float]:
-    """The row's cost columns: :func:`_host_before`'s and the CPU seconds since (the
-    process's: on a Dask worker of several threads they include its other points')."""
-    cost = {k: v for k, v in host.items() if k != "cpu0"}
-    cost["point_cpu_s"] = round(process_cpu_s() - host["cpu0"], 3)
-    return cost
 
 
 def execute_point(
@@ -419,8 +410,8 @@ def execute_point(
         fn = point_fn or simulate_point
         try:
             write_json_atomic(pdir / POINT_FILE, point_data, sort_keys=False)
-            host = _host_before()
-            t0 = time.perf_counter()
+            host = _host_columns()
+            t0, cpu0 = time.perf_counter(), process_cpu_s()
             try:
                 record = _point_record(fn(point, pdir))
                 record.setdefault("status", "ok")
@@ -434,7 +425,8 @@ def execute_point(
                     "traceback": "".join(tb[-6:]),
                 }
             wall = time.perf_counter() - t0
-            cost = _point_cost(host)
+            # the process's CPU: on a Dask worker of several threads, its other points' too
+            cost = {**host, "point_cpu_s": round(process_cpu_s() - cpu0, 3)}
             row = write_row(out_dir, point.id, point.columns(), record, wall, cost)
         except Exception as exc:
             if not out_of_space(exc):
