@@ -4,12 +4,15 @@ Executors only decide *where* :func:`~simsched.experiments.point.execute_point` 
 runner (:mod:`simsched.experiments.runner`) gives them the points to run and a callback for
 each row.
 
-* ``local`` (:func:`run_local`): a :class:`concurrent.futures.ProcessPoolExecutor` with the
-  ``spawn`` start method (no forked Numba or thread state).  A worker that dies (crash, out
-  of memory) breaks the pool; the runner starts a new one and resubmits the unfinished
-  points.  Those that were running when it died run again one at a time first, so that a
-  death is put down to the point that caused it, not to its neighbours: a point is
-  recorded as failed after two deaths, the last with it running alone.
+* ``local`` (:func:`run_local`): one :class:`concurrent.futures.ProcessPoolExecutor` of a
+  single process per worker, with the ``spawn`` start method (no forked Numba or thread
+  state).  A worker that dies (crash, out of memory) breaks its own pool only, so the
+  death is the point it was running, never its neighbours': the runner starts a new
+  worker in its place and runs the point again.  A point is recorded as failed when its
+  worker died twice, the last time with no other point running (a point that died twice
+  beside others runs once more alone, as it may have died of their memory).  One shared
+  pool would break as a whole, leaving every point that ran beside the dead one to be
+  run again, one at a time to learn which one killed it.
   Workers ignore Ctrl-C (the runner stops them within :data:`STOP_GRACE_S`) and end when
   their runner dies, even by SIGKILL.
 * ``dask`` (:func:`connect_dask`, :func:`run_dask`): ``dask.distributed``; an existing
@@ -20,7 +23,7 @@ each row.
 
 The standard library's pool and Dask are used as they are; what is written here is the
 signal handling around them, which neither gives: a Ctrl-C that reaches only the runner, a
-worker that notices its runner's death, and a pool rebuilt after a worker crash.
+worker that notices its runner's death, and a worker replaced after it crashed.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
@@ -48,10 +51,12 @@ from simsched.experiments.point import (
 from simsched.experiments.spec import Point
 from simsched.experiments.store import POINT_FILE, point_dir, read_row, save_row
 
-# Deaths of a worker process while a point was running before the point is marked failed;
-# the last of them with the point running alone (a point running beside others when a
-# worker dies is run again alone first).
+# Deaths of the worker process running a point before the point is recorded as failed
+# (the last of them with no other point running).
 MAX_CRASHES = 2
+# Deaths in a row of one worker process before the point handed to it started, before the
+# sweep stops: a fresh process cannot run points at all.
+MAX_BARREN_STARTS = 2
 
 
 @contextlib.contextmanager
@@ -148,12 +153,14 @@ def _pool_execute_point(*args: Any) -> tuple[dict[str, Any] | None, bool]:
         _IN_POINT.clear()
 
 
-def _stop_pool(pool: ProcessPoolExecutor) -> None:
+def _stop_pools(pools: list[ProcessPoolExecutor]) -> None:
     """Cancel queued points and stop the running ones within :data:`STOP_GRACE_S`."""
     with _sigint_ignored():
-        # No public API lists a pool's processes before Python 3.14's terminate_workers().
-        procs = list(getattr(pool, "_processes", {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
+        procs = []
+        for pool in pools:
+            # No public API lists a pool's processes before Python 3.14's terminate_workers().
+            procs += list(getattr(pool, "_processes", {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
         _terminate(procs)
 
 
@@ -205,84 +212,133 @@ def run_local(
             on_running(1)
             on_row(p, *execute_point(p.to_dict(), str(out_dir), point_fn, *redo))
         return
+    queue = list(reversed(todo))  # popped from the end: the next point to start is last
+    slots = [_Slot() for _ in range(min(workers, len(todo)))]
     crashes: dict[str, int] = {}
-    finished: set[str] = set()
-    remaining = list(todo)
-    # Points that were running beside others when a worker died: each runs again alone,
-    # so that a death is put down to the point that caused it, not to its neighbours.
-    alone: list[Point] = []
-    barren = 0  # pools in a row that died before any of their points started or ended
+    # Points whose worker died twice, each time beside other points: each runs once more
+    # with nothing beside it, since a point may die only when others share the host's
+    # memory.  No other point starts while one of them waits or runs.
+    solo: list[Point] = []
+    soloist: _Slot | None = None  # the slot running a point of ``solo``
     ctx = get_context("spawn")
-    while remaining or alone:
-        isolated = bool(alone)
-        batch, size = (alone, 1) if isolated else (remaining, workers)
-        if isolated:
-            alone = []
-        else:
-            remaining = []
-        by_future = {}
-        started, done_before = time.time(), len(finished)
-        pool = ProcessPoolExecutor(max_workers=size, mp_context=ctx, initializer=_worker_init)
-        try:
-            with _sigint_ignored():  # workers start here and inherit the ignored Ctrl-C
-                for p in batch:
-                    fut = pool.submit(
-                        _pool_execute_point, p.to_dict(), str(out_dir), point_fn, *redo
-                    )
-                    by_future[fut] = p
-            pending = set(by_future)
-            broken = False
-            while pending:
-                on_running(min(size, len(pending)))
-                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    try:
-                        row, ran = fut.result()
-                    except BrokenProcessPool:
-                        broken = True
-                    else:
-                        finished.add(by_future[fut].id)
-                        on_row(by_future[fut], row, ran)
-        except BaseException:
-            _stop_pool(pool)
-            raise
-        pool.shutdown(wait=True)
-        if not broken:
-            barren = 0
-            continue
-        # The pool died: every point without a row runs again in a new pool.  A point
-        # was running when its point.json was written by this pool.
-        left = [p for p in by_future.values() if p.id not in finished]
-        running = [p for p in left if _started_since(out_dir, p, started)]
-        running_ids = {p.id for p in running}
-        barren = 0 if running or len(finished) > done_before else barren + 1
-        if barren >= MAX_CRASHES:
-            # Workers that die before any point starts (the point function's module
-            # cannot be imported in a fresh process, the host kills every new process)
-            # would otherwise be started again for ever.
-            raise ConfigError(
-                f"the worker processes died {barren} times in a row before running any "
-                "point (can a fresh Python process import simsched and the point "
-                "function?); --workers 0 runs the points in this process"
+    try:
+        while True:
+            idle = [s for s in slots if s.future is None]
+            if solo and soloist is None and len(idle) == len(slots):
+                soloist = idle[0]
+                soloist.start(solo.pop(), ctx, out_dir, point_fn, redo)
+            elif not solo and soloist is None:
+                for slot in idle[: len(queue)]:
+                    slot.start(queue.pop(), ctx, out_dir, point_fn, redo)
+            busy = {s.future: s for s in slots if s.future is not None}
+            if not busy:
+                break
+            on_running(len(busy))
+            done, _ = wait(busy, timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in done:
+                slot = busy[fut]
+                point = slot.point
+                assert point is not None
+                alone = len(busy) == 1  # nothing else ran while it died
+                if slot is soloist:
+                    soloist = None
+                try:
+                    row, ran = fut.result()
+                except BrokenProcessPool:
+                    slot.died()
+                else:
+                    slot.finished()
+                    on_row(point, row, ran)
+                    continue
+                if _marker(out_dir, point) == slot.marker:
+                    # The worker died before the point began: nothing to blame it on.
+                    slot.barren += 1
+                    if slot.barren >= MAX_BARREN_STARTS:
+                        # Workers that die before any point starts (the point function's
+                        # module cannot be imported in a fresh process, the host kills
+                        # every new process) would otherwise be started again for ever.
+                        raise ConfigError(
+                            f"the worker processes died {slot.barren} times in a row "
+                            "before running any point (can a fresh Python process import "
+                            "simsched and the point function?); --workers 0 runs the "
+                            "points in this process"
+                        )
+                    queue.append(point)
+                    continue
+                slot.barren = 0
+                crashes[point.id] = crashes.get(point.id, 0) + 1
+                if crashes[point.id] < MAX_CRASHES:
+                    queue.append(point)  # next to start, in a fresh worker
+                elif not alone:
+                    solo.append(point)
+                else:
+                    row = error_row(point, "the worker process died while running this point")
+                    save_row(out_dir, point.id, row)
+                    on_row(point, row, True)
+    except BaseException:
+        _stop_pools([s.pool for s in slots if s.pool is not None])
+        raise
+    for slot in slots:
+        if slot.pool is not None:
+            slot.pool.shutdown(wait=True)
+
+
+class _Slot:
+    """One worker process of :func:`run_local`, running one point at a time.
+
+    Each slot has a pool of its own (one process, reused from point to point), so a worker
+    that dies breaks that pool alone: the death is the running point's, and no other
+    point is disturbed or has to be run again.
+    """
+
+    def __init__(self) -> None:
+        self.pool: ProcessPoolExecutor | None = None
+        self.future: Future[Any] | None = None
+        self.point: Point | None = None
+        self.marker: tuple[int, int] | None = None  # its point.json when handed over
+        self.barren = 0  # deaths in a row before the handed point started
+
+    def start(
+        self,
+        point: Point,
+        ctx: Any,
+        out_dir: Path,
+        point_fn: PointFunction | None,
+        redo: tuple[bool, bool],
+    ) -> None:
+        if self.pool is None:
+            with _sigint_ignored():  # the worker starts here and inherits the ignored Ctrl-C
+                self.pool = ProcessPoolExecutor(
+                    max_workers=1, mp_context=ctx, initializer=_worker_init
+                )
+        self.point, self.marker = point, _marker(out_dir, point)
+        with _sigint_ignored():
+            self.future = self.pool.submit(
+                _pool_execute_point, point.to_dict(), str(out_dir), point_fn, *redo
             )
-        for p in left:
-            if p.id not in running_ids:
-                (alone if isolated else remaining).append(p)
-        for p in running:
-            crashes[p.id] = crashes.get(p.id, 0) + 1
-            if len(running) == 1 and crashes[p.id] >= MAX_CRASHES:
-                # It ran alone this time: the death was its own.
-                row = error_row(p, "the worker process died while running this point")
-                save_row(out_dir, p.id, row)
-                on_row(p, row, True)
-            else:
-                alone.append(p)
+
+    def finished(self) -> None:
+        self.future, self.barren = None, 0
+
+    def died(self) -> None:
+        assert self.pool is not None
+        self.pool.shutdown(wait=True)
+        self.pool = self.future = None
 
 
-def _started_since(out_dir: Path, point: Point, since: float) -> bool:
-    """Whether ``point`` started at or after ``since`` (its ``point.json`` written then)."""
-    marker = point_dir(out_dir, point.id) / POINT_FILE
-    return marker.is_file() and marker.stat().st_mtime >= since
+def _marker(out_dir: Path, point: Point) -> tuple[int, int] | None:
+    """The identity of ``point``'s ``point.json`` (inode and modification time), or None.
+
+    The file is written when the point starts, by a rename, so it is a new file each time:
+    a marker that differs from the one taken before the point was handed to a worker says
+    that the point started.  Comparing its time with the runner's clock instead would be
+    wrong by up to a tick of the file system's coarser clock.
+    """
+    try:
+        st = (point_dir(out_dir, point.id) / POINT_FILE).stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
 
 
 def connect_dask(address: str | None, workers: int) -> tuple[Any, Any]:
