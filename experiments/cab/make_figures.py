@@ -430,7 +430,7 @@ def main() -> None:
     a = ap.parse_args()
     if a.placement:
         res = a.results or [HERE / "results" / "placement"]
-        df = load_figure_rows(res, HERE)
+        df = load_figure_rows(res, HERE, schedulers=["cab"])
         table = placement_table(df)
         if table.empty:
             usage_error(
@@ -451,7 +451,7 @@ def main() -> None:
         return
     res = a.results or [default_results()]
     # published.yaml and published_whole.yaml write two folders: one table of both
-    df = load_figure_rows(res, HERE)
+    df = load_figure_rows(res, HERE, schedulers=["cab"])
     draw(df, a.out or default_figures(res[0], HERE, HERE / "figures" / Path(res[0]).name))
     for row in summary(df):
         print(json_line(row))

@@ -81,6 +81,8 @@ ORDER = [
     "ge-ir",
 ]
 SCHEDS = ["ws", "cats", "laws-nc", "laws"]
+#: A folder none of whose rows ran one of these is not a LAWS study's.
+LAWS_FAMILY = SCHEDS[1:]
 STUDIES = ["medium", "medium_intel", "uneven", "scaling", "cpu"]
 METRICS = [
     "makespan_cycles",
@@ -675,10 +677,11 @@ def main() -> None:
     )
     a = ap.parse_args()
     spec = _spec_path(a.spec) if a.spec else None
-    ref = load_figure_rows(a.reference, HERE) if a.reference else None
+    ref = load_figure_rows(a.reference, HERE, schedulers=LAWS_FAMILY) if a.reference else None
     for res in a.results or default_results():
         out = a.out or default_figures(res, HERE, HERE / "figures" / res.name)
-        df = load_figure_rows(res, HERE)  # before any folder is made: a bad path leaves none
+        # before any folder is made: a bad path leaves none
+        df = load_figure_rows(res, HERE, schedulers=LAWS_FAMILY)
         sweep = str(df["sweep"].iloc[0]) if "sweep" in df and len(df) else ""
         draw = {
             "laws_scaling": scaling,

@@ -1,6 +1,7 @@
 """Redraw [SAWS12] Figs. 4, 7, 8 and 9 from the SAWS study and print the paper's comparisons.
 
     python experiments/saws/make_figures.py [--small | --published] [-o FIGDIR]
+    python experiments/saws/make_figures.py RESULTS... [-o FIGDIR]
 
 Fig. 4 is replayed here (``fig4.yaml``, two seconds); Figs. 7-9 are read from the sweeps'
 result stores (``results/fig7``, ``fig8``, ``fig9``; with ``--small``, ``results/small``,
@@ -15,7 +16,9 @@ With ``--published``, reads ``results/published`` (ten job mixes at published jo
 lengths, three seeds) into ``figures/published/fig9.png`` and ``points.csv`` and prints
 SAWS's improvements with a 95 % t interval over the mixes (each mix's mean over its seeds
 is one sample), then the same, all lambdas together, for each core-move cost of
-``results/published_moves`` (seed 0) if it was run.
+``results/published_moves`` (seed 0) if it was run.  Sweep folders given by name
+(a spec run with ``--set out=...``) are drawn by their spec's name (``saws_fig9`` draws
+Fig. 9), into ``figures/NAME`` beside the folder or FIGDIR.
 The notebook ``notebooks/saws.ipynb`` uses these functions.
 """
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,7 @@ from simsched.experiments.scripts import (
     json_line,
     load_figure_rows,
     run_script,
+    usage_error,
     write_csv,
 )
 
@@ -68,9 +73,11 @@ def fig4_summary(rec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load(study: str) -> pd.DataFrame:
-    """Successful rows of ``results/<study>`` with the x-axis columns parsed from names."""
-    df = load_figure_rows(HERE / "results" / study, HERE)
+def load(study: str | Path) -> pd.DataFrame:
+    """Successful rows of ``results/<study>`` (or of the sweep folder ``study``) with the
+    x-axis columns parsed from names."""
+    folder = study if isinstance(study, Path) else HERE / "results" / study
+    df = load_figure_rows(folder, HERE, schedulers=ORDER)
     df["sched"] = df["scheduler_name"]
     parsed = df["workload"].map(_parse)
     for key in ("program", "copies", "quantum_ms", "lam", "mix"):
@@ -221,55 +228,111 @@ def draw_published(df: pd.DataFrame):
     return fig
 
 
+#: The x axis of each figure drawn from a sweep, by the sweep's name less ``saws_``.
+X_AXIS = {"fig7": "quantum_ms", "fig8": "copies", "fig9": "lam", "small": "copies"}
+#: What ``main`` draws when told no folder, by flag.
+DEFAULT_STUDIES = {"small": ["small"], "published": ["published"], "": ["fig7", "fig8", "fig9"]}
+
+
+def figure_of(df: pd.DataFrame, folder: Path) -> str:
+    """Which figure a sweep folder's rows draw: its spec's name less ``saws_`` (``fig7``,
+    ``fig8``, ``fig9``, ``small``, ``published`` or ``published_moves``)."""
+    names = sorted({str(n).removeprefix("saws_") for n in df["sweep"]}) if "sweep" in df else []
+    known = [*X_AXIS, "published", "published_moves"]
+    if len(names) != 1 or names[0] not in known:
+        usage_error(
+            f"{folder}: a sweep of {', '.join(names) or 'no name'}, not one of this study's "
+            f"specs ({', '.join(f'saws_{k}' for k in known)})"
+        )
+    return names[0]
+
+
+def draw_study(figure: str, df: pd.DataFrame, out: Path) -> None:
+    """Draw one sweep's figure into ``out`` and print its JSON lines."""
+    from simsched.plotting import save
+
+    if figure == "published":
+        save(draw_published(df), out / "published" / "fig9.png")
+        # The rows carry every allotment (0.5 MB each); the figure's numbers fit a table.
+        points = df.sort_values(["mix", "sched", "seed"])[POINT_COLUMNS]
+        write_csv(points, out / "published" / "points.csv", index=False)
+        for row in published_improvements(df):
+            print(json_line(row))
+        return
+    if figure == "published_moves":
+        for mach, part in df.groupby("machine", sort=True):
+            print(json_line(published_improvements(part, f"published {mach}")[0]))
+        return
+    x = X_AXIS[figure]
+    if figure == "small":
+        df["copies"] = df["copies"].fillna(0)
+    metrics = ["makespan_cycles"] if figure == "fig7" else list(METRICS)
+    save(draw(df, x, metrics, logx=figure in ("fig7", "fig9")), out / f"{figure}.png")
+    if figure == "fig7":
+        c = curves(df, x, "makespan_cycles")
+        print(json_line({"figure": "fig7", "makespan": c.to_dict(orient="records")}))
+        return
+    by = df if figure != "fig9" else df.assign(program="mix")
+    for row in improvements(by, x, figure):
+        print(json_line(row))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "results",
+        nargs="*",
+        type=Path,
+        help="sweep folders to draw, each by its spec's name (default: results/fig7, "
+        "fig8 and fig9, or the folder of --small or --published)",
+    )
     ap.add_argument("--small", action="store_true", help="read results/small")
     ap.add_argument("--published", action="store_true", help="read results/published")
     ap.add_argument("-o", "--out", type=Path, default=None, help="folder for the figures")
     args = ap.parse_args()
-    if args.out is None:
-        small = HERE / "results" / "small"
-        args.out = default_figures(small, HERE, HERE) if args.small else HERE / "figures"
-    from simsched.plotting import save
-    from simsched.plotting.allotment import plot_allotment
-
-    if args.published:
-        df = load("published")
-        save(draw_published(df), args.out / "published" / "fig9.png")
-        # The rows carry every allotment (0.5 MB each); the figure's numbers fit a table.
-        points = df.sort_values(["mix", "sched", "seed"])[POINT_COLUMNS]
-        write_csv(points, args.out / "published" / "points.csv", index=False)
-        for row in published_improvements(df):
-            print(json_line(row))
-        if (HERE / "results" / "published_moves" / "points").is_dir():
-            moves = load("published_moves")
-            for mach, part in moves.groupby("machine", sort=True):
-                print(json_line(published_improvements(part, f"published {mach}")[0]))
+    if args.small and args.published:
+        usage_error("--small and --published: give one of them")
+    if args.results:
+        # every folder is read before a figure is drawn: a bad one leaves nothing behind
+        named = [(folder, load(folder)) for folder in args.results]
+        for folder, df in named:
+            figure = figure_of(df, folder)
+            out = args.out or default_figures(folder, HERE, HERE / "figures")
+            draw_study(figure, df, out)
         return
+    flag = "small" if args.small else "published" if args.published else ""
+    studies = DEFAULT_STUDIES[flag]
+    if args.out is None:
+        args.out = (
+            default_figures(HERE / "results" / "small", HERE, HERE)
+            if args.small
+            else (HERE / "figures")
+        )
+    if flag:
+        # the one study asked for must have run: load() says how to run it, before Fig. 4
+        frames = {studies[0]: load(studies[0])}
+    else:
+        frames = {}
+        for study in studies:
+            if (HERE / "results" / study / "points").is_dir():
+                frames[study] = load(study)
+            else:
+                print(
+                    f"make_figures.py: results/{study} has not run (`simsched sweep run "
+                    f"experiments/saws/{study}.yaml`): {study}.png not drawn",
+                    file=sys.stderr,
+                )
+    if flag != "published":
+        from simsched.plotting import save
+        from simsched.plotting.allotment import plot_allotment
 
-    rec = fig4()
-    save(plot_allotment(rec, title="[SAWS12] Fig. 4: N = 10 under DEQ"), args.out / "fig4.png")
-    print(json_line(fig4_summary(rec)))
-    plan = (
-        [("small", "copies", "small")]
-        if args.small
-        else [("fig7", "quantum_ms", "fig7"), ("fig8", "copies", "fig8"), ("fig9", "lam", "fig9")]
-    )
-    for study, x, figure in plan:
-        if not (HERE / "results" / study / "points").is_dir():
-            continue
-        df = load(study)
-        if figure == "small":
-            df["copies"] = df["copies"].fillna(0)
-        metrics = ["makespan_cycles"] if figure == "fig7" else list(METRICS)
-        save(draw(df, x, metrics, logx=figure in ("fig7", "fig9")), args.out / f"{figure}.png")
-        if figure == "fig7":
-            c = curves(df, x, "makespan_cycles")
-            print(json_line({"figure": "fig7", "makespan": c.to_dict(orient="records")}))
-            continue
-        by = df if figure != "fig9" else df.assign(program="mix")
-        for row in improvements(by, x, figure):
-            print(json_line(row))
+        rec = fig4()
+        save(plot_allotment(rec, title="[SAWS12] Fig. 4: N = 10 under DEQ"), args.out / "fig4.png")
+        print(json_line(fig4_summary(rec)))
+    for study, df in frames.items():
+        draw_study(study, df, args.out)
+    if flag == "published" and (HERE / "results" / "published_moves" / "points").is_dir():
+        draw_study("published_moves", load("published_moves"), args.out)
 
 
 if __name__ == "__main__":

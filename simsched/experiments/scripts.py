@@ -139,7 +139,10 @@ def default_figures(results: str | Path, study: Path, committed: Path) -> Path:
 
 
 def load_figure_rows(
-    folders: str | Path | Iterable[str | Path], study: Path | None = None, prog: str = PROG
+    folders: str | Path | Iterable[str | Path],
+    study: Path | None = None,
+    prog: str = PROG,
+    schedulers: Iterable[str] | None = None,
 ) -> pd.DataFrame:
     """The successful rows of one or more sweep folders as one table.
 
@@ -152,6 +155,11 @@ def load_figure_rows(
         own ``results/NAME`` and the study holds ``NAME.yaml``, the error says to run it.
     prog
         The script's name, the error line's prefix.
+    schedulers
+        The policies the study is about (registry names): a folder none of whose
+        successful rows ran one of them is another study's, and is refused by name.
+        Without the check such a folder ended in a ``KeyError`` on a column its machines
+        lack, or in empty figures and exit status 0.
 
     Returns
     -------
@@ -179,6 +187,18 @@ def load_figure_rows(
             # every figure indexes the columns of successful runs: without one a script
             # ended in a KeyError traceback
             usage_error(f"{p}: {_no_successful_run(df, cmd)}", prog)
+        if schedulers is not None:
+            wanted = sorted(set(schedulers))
+            ran = set(ok["scheduler_name"]) if "scheduler_name" in ok else set()
+            if not ran & set(wanted):
+                study_name = (
+                    f"a {study.name} sweep" if study is not None else "a sweep of this study"
+                )
+                usage_error(
+                    f"{p}: not {study_name}: no successful run of {', '.join(wanted)} "
+                    f"(it ran {', '.join(sorted(map(str, ran))) or 'no scheduler'})",
+                    prog,
+                )
         frames.append(ok.copy())
     return pd.concat(frames, ignore_index=True)
 

@@ -93,3 +93,22 @@ def test_json_line_writes_missing_values_as_null():
     line = json_line({"a": {"ws": 1.0, "cats": float("nan")}, "b": [np.float64("inf"), 2]})
     assert json.loads(line) == {"a": {"ws": 1.0, "cats": None}, "b": [None, 2]}
     assert "NaN" not in line and "Infinity" not in line
+
+
+def test_a_folder_of_another_study_is_refused_by_name(tmp_path, capsys):
+    """A LAWS or CAB script given a PDF sweep ended in a KeyError on a column its machines
+    lack; the CAB script given a LAWS sweep drew empty figures and exited 0."""
+    study = tmp_path / "cab"
+    study.mkdir()
+    rows = {"status": ["ok", "ok"], "scheduler_name": ["ws", "pdf"], "x": [1, 2]}
+    pd.DataFrame(rows).to_csv(tmp_path / "pdf.csv")
+    err = one_line_exit(
+        capsys, lambda: load_figure_rows(tmp_path / "pdf.csv", study, schedulers=["cab"])
+    )
+    assert err == (
+        f"make_figures.py: {tmp_path / 'pdf.csv'}: not a cab sweep: no successful run of cab "
+        "(it ran pdf, ws)\n"
+    )
+    # one of the study's policies among the rows is enough
+    df = load_figure_rows(tmp_path / "pdf.csv", study, schedulers=["cab", "pdf"])
+    assert len(df) == 2

@@ -792,7 +792,7 @@ def test_every_study_script_draws_its_small_run_outside_figures(study, tmp_path,
     def drawn(*args, **kwargs):
         raise _Drawn(*[a for a in (*args, *kwargs.values()) if isinstance(a, Path)])
 
-    rows = pd.DataFrame({"workload": ["fib"], "sweep": ["s"]})
+    rows = pd.DataFrame({"workload": ["fib"], "sweep": ["s"], "scheduler_name": ["saws"]})
     monkeypatch.setattr(mod, "load_figure_rows", lambda *a, **k: rows, raising=False)
     if study == "laws":
         monkeypatch.setattr(mod, "memory_bound", drawn)
@@ -859,3 +859,54 @@ def test_cab_prints_a_boundary_level_as_an_integer():
     line = simsched.experiments.scripts.json_line(f9.round(4).to_dict("records"))
     assert '"bl": 0,' in line, line
     assert cab.versus_ws(df, ["ge"])["bl"].dtype == "Int64"  # none run yet: still a level
+
+
+@pytest.mark.parametrize(("study", "expected"), [("laws", "cats, laws, laws-nc"), ("cab", "cab")])
+def test_laws_and_cab_figures_refuse_another_studys_folder(
+    study, expected, tmp_path, monkeypatch, capsys
+):
+    """Given a PDF-vs-WS sweep the LAWS and CAB scripts ended in a KeyError on the L3
+    columns (its machines have two cache levels), and left an empty figure folder."""
+    rows = {"status": ["ok"] * 2, "scheduler_name": ["ws", "pdf"], "scheduler": ["ws", "pdf"]}
+    pd.DataFrame(rows).to_csv(tmp_path / "pdf.csv")
+    mod = _script(study)
+    argv = ["make_figures.py", str(tmp_path / "pdf.csv"), "-o", str(tmp_path / "fig")]
+    monkeypatch.setattr(sys, "argv", argv)
+    err = one_line_exit(capsys, mod.main)
+    assert f"not a {study} sweep: no successful run of {expected} (it ran pdf, ws)" in err, err
+    assert not (tmp_path / "fig").exists()
+
+
+def test_saws_figures_of_named_folders_and_of_studies_not_run(tmp_path, monkeypatch, capsys):
+    """The SAWS script read only results/NAME, so a sweep run with ``--set out=...`` could
+    not be drawn, and it skipped a study that had not run without a word."""
+    saws = _script("saws")
+    monkeypatch.setattr(saws, "HERE", tmp_path)
+    drawn: list[tuple[str, Path]] = []
+    monkeypatch.setattr(saws, "draw_study", lambda fig, df, out: drawn.append((fig, out)))
+    monkeypatch.setattr(saws, "fig4", dict)
+    monkeypatch.setattr(saws, "fig4_summary", lambda rec: {"figure": "fig4"})
+    monkeypatch.setattr("simsched.plotting.save", lambda *a, **k: None)
+    monkeypatch.setattr("simsched.plotting.allotment.plot_allotment", lambda *a, **k: None)
+    rows = {
+        "status": ["ok"] * 3,
+        "sweep": ["saws_fig9"] * 3,
+        "scheduler_name": ["saws", "asteal", "ws-equi"],
+        "workload": ["lambda-1", "lambda-1", "lambda-1"],
+    }
+    pd.DataFrame(rows).to_csv(tmp_path / "mine.csv")
+    monkeypatch.setattr(sys, "argv", ["make_figures.py", str(tmp_path / "mine.csv")])
+    saws.main()
+    assert drawn == [("fig9", tmp_path / "figures" / "mine.csv")]
+    # another sweep's rows are refused by name
+    rows["sweep"] = ["saws_other"] * 3
+    pd.DataFrame(rows).to_csv(tmp_path / "other.csv")
+    monkeypatch.setattr(sys, "argv", ["make_figures.py", str(tmp_path / "other.csv")])
+    err = one_line_exit(capsys, saws.main)
+    assert "a sweep of other, not one of this study's specs" in err, err
+    # the default figures: Fig. 4 is drawn, every study not run is named on stderr
+    drawn.clear()
+    monkeypatch.setattr(sys, "argv", ["make_figures.py", "-o", str(tmp_path / "fig")])
+    saws.main()
+    err = capsys.readouterr().err
+    assert drawn == [] and err.count("has not run") == 3 and "fig7.png not drawn" in err
