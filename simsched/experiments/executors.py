@@ -154,7 +154,12 @@ def _pool_execute_point(*args: Any) -> tuple[dict[str, Any] | None, bool]:
 
 
 def _stop_pools(pools: list[ProcessPoolExecutor]) -> None:
-    """Cancel queued points and stop the running ones within :data:`STOP_GRACE_S`."""
+    """Cancel queued points and stop the running ones within :data:`STOP_GRACE_S`.
+
+    The pools' threads are joined here too, with Ctrl-C still ignored: left to the
+    interpreter's exit, a second Ctrl-C landing while it joins them ended the process by
+    the signal instead of with status 130.
+    """
     with _sigint_ignored():
         procs = []
         for pool in pools:
@@ -162,6 +167,8 @@ def _stop_pools(pools: list[ProcessPoolExecutor]) -> None:
             procs += list(getattr(pool, "_processes", {}).values())
             pool.shutdown(wait=False, cancel_futures=True)
         _terminate(procs)
+        for pool in pools:
+            pool.shutdown(wait=True)
 
 
 def _terminate(procs: list[Any]) -> None:

@@ -680,6 +680,29 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
         )
 
 
+def _check_trace_file(path: Path, name: str) -> None:
+    """Refuse a spec's trace file that every point of it would fail to open: missing, a
+    folder, empty, truncated, corrupt or of another format version.
+
+    Opening it reads its header and tables and checks its content digest once (one pass
+    over the file, remembered for the process), so a sweep's points do not each find out.
+    """
+    from simsched.errors import TraceFormatError
+    from simsched.trace import open_trace
+
+    # (os.path.isdir and isfile, unlike Path's, are False for a name too long)
+    if os.path.isdir(path):
+        raise ConfigError(f"trace {name}: is a folder, not a trace file (relative to the spec)")
+    if not os.path.isfile(path):
+        raise ConfigError(f"trace {name}: no such file (relative to the spec)")
+    try:
+        open_trace(path).close()
+    except TraceFormatError as exc:
+        raise ConfigError(str(exc)) from None
+    except OSError as exc:
+        raise ConfigError(f"trace {name}: cannot be read ({exc.strerror or exc})") from None
+
+
 def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
     """Expand a spec and check everything its points need, before any of them runs.
 
@@ -721,9 +744,8 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
             raise ConfigError(f"{where}: schedulers.{i}: {exc}") from None
     for i, w in enumerate(spec.workloads):
         try:
-            if w.trace is not None and not os.path.isfile(loaded.spec_dir / w.trace):
-                # (os.path.isfile, unlike Path.is_file, is False for a name too long)
-                raise ConfigError(f"trace {w.trace}: no such file (relative to the spec)")
+            if w.trace is not None:
+                _check_trace_file(loaded.spec_dir / w.trace, w.trace)
             if w.jobs is not None:
                 from simsched.jobset import check_jobset
 

@@ -148,7 +148,10 @@ def test_ctrl_c_stops_within_seconds_and_a_rerun_resumes(tmp_path, executor, tar
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert proc.returncode == 130, err
+    # A second Ctrl-C that lands once the runner has stopped its workers and printed its
+    # line, while the interpreter exits, ends the process by the signal: a shell reports
+    # that as status 130 too, and nothing more is printed (checked below).
+    assert proc.returncode in ((130,) if presses == 1 else (130, -signal.SIGINT)), err
     # Seconds on an idle host; a loaded one (shared CI machines) stretches process and
     # cluster teardown in proportion.  That the queued points did not all run is checked below.
     assert stopped_after < 6.0 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))

@@ -372,6 +372,10 @@ def test_seeds_are_non_negative_integers(tmp_path, edit, message):
         ("workloads.0.params={n: 4096, bogus: 1}", "workloads.0: workload mergesort: unknown"),
         ("workloads.1.grid={n_build: [100, -3]}", "workloads.1: workload hashjoin"),
         ("workloads.0={trace: missing.sst}", "workloads.0: trace missing.sst: no such file"),
+        # a trace that every point would fail to open (only its existence was checked)
+        ("workloads.0={trace: empty.sst}", "empty.sst: truncated: 0 bytes"),
+        ("workloads.0={trace: notes.sst}", "notes.sst: not a simsched trace (bad magic"),
+        ("workloads.0={trace: afolder}", "workloads.0: trace afolder: is a folder, not a trace"),
         ("exclude=[{scheduler: [ws, pdf]}]", "the sweep has no points"),
         # every generated point failed making its trace
         ("trace_cache=s.yaml", "s.yaml: exists and is not a folder"),
@@ -385,6 +389,9 @@ def test_check_spec_reports_the_first_problem_before_any_point(tmp_path, edit, m
     valid = BASE.replace("records: [100, 200]", "n_build: [100, 200]")
     assert check_spec(load_spec(write(tmp_path, valid), small=True))
     (tmp_path / "gone").symlink_to("nowhere")  # a dangling link: mkdir fails on it per point
+    (tmp_path / "empty.sst").write_bytes(b"")
+    (tmp_path / "notes.sst").write_text("not a trace at all, but long enough to hold a header" * 9)
+    (tmp_path / "afolder").mkdir()
     loaded = load_spec(write(tmp_path, valid), small=True, sets=[edit])
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_spec(loaded)
