@@ -212,6 +212,34 @@ def as_typed(message: str, args: Sequence[str]) -> str:
     return f"{flag} {m.group(2)}:{message[m.end() :]}"
 
 
+def usage_message(exc: BaseException) -> str:
+    """click's message of a usage error, on one line (empty when it printed help instead)."""
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if callable(format_message) else str(exc)
+    return " ".join(str(message).split())
+
+
+def usage_line(exc: BaseException, command: str | None = None) -> str:
+    """A command-line usage error (click's) as one line: the subcommand, what is wrong, and
+    where the options are listed.
+
+    click draws a box of five or more lines headed by a usage line that names the
+    interpreter's ``argv[0]`` (``-c``, ``__main__.py``) when simsched runs through Python;
+    every other user error is one ``simsched: error:`` line, and this is made like them.
+    """
+    message = usage_message(exc)
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        words: list[str] = []
+        while ctx.parent is not None:  # the root's name is argv[0], whatever ran simsched
+            words.insert(0, str(ctx.info_name))
+            ctx = ctx.parent
+    else:  # raised while parsing, before a context: the first word typed names the command
+        words = [command] if command else []
+    where = " ".join(["simsched", *words])
+    return f"{' '.join(words) + ': ' if words else ''}{message.rstrip('.')}; see `{where} --help`"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``simsched`` console script.
 
@@ -245,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
             if quick is not None:
                 status = getattr(importlib.import_module(quick[0]), quick[1])()
             else:
-                status = build_app(command)(args=args, standalone_mode=False)
+                status = build_app(command)(args=args, standalone_mode=False, prog_name="simsched")
         except SystemExit:
             if _stdout_was_closed():
                 raise BrokenPipeError(errno.EPIPE, "Broken pipe") from None
@@ -260,14 +288,12 @@ def main(argv: list[str] | None = None) -> None:
         if terminated:  # click turns an interrupt into Abort in some places
             _stopped(resumes, terminated)
         fail("aborted")
-    except usage as exc:  # usage errors: typer's own (rich) one-paragraph message
-        try:
-            from typer import rich_utils
-
-            rich_utils.rich_format_error(exc)  # type: ignore[arg-type]
-        except (ImportError, AttributeError):
-            exc.show()  # type: ignore[attr-defined]
-        raise SystemExit(getattr(exc, "exit_code", 2)) from None
+    except usage as exc:  # a misspelt option, a missing or ill-typed value
+        status = getattr(exc, "exit_code", 2)
+        if not usage_message(exc):
+            # a command group run bare: click has printed its help, and that says it all
+            raise SystemExit(status) from None
+        fail(usage_line(exc, command), status)
     except SimschedError as exc:
         if getattr(exc, "errno", None) == errno.EPIPE:
             # `-o /dev/stdout | head`: the output file is the pipe, its reader has enough

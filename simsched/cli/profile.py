@@ -116,6 +116,14 @@ def profile_cmd(
 
         line = int(load_machine(machine).caches[-1].line)
     with open_trace(trace) as t:
+        if sz is not None:
+            from simsched.errors import SimschedError
+            from simsched.profile.lrutree import bucket_bounds
+
+            try:  # the profile checks them against the line too, without the option's name
+                bucket_bounds(sz, int(line or t.header.line_size_hint or 64))
+            except SimschedError as exc:
+                raise ConfigError(f"--sizes: {exc}") from None
         if sys.stderr.isatty() and t.header.n_refs >= 10_000_000:
             from rich.progress import Progress
 

@@ -261,7 +261,7 @@ def show_cmd(
     if list_columns:
         print("\n".join(df.columns))
         return
-    df = filter_frame(df, where or [])
+    df = filter_frame(df, where or [], _warn)
     if columns is not None:
         names = [c.strip() for c in columns.split(",") if c.strip()]
         if not names:  # select_columns([]) keeps every column: all 90 of them were printed
@@ -371,11 +371,15 @@ def plot_sweep(
 
     check_not_input(out, "--out", {"the results": path})
     every = load_results(path, warn=_warn)
-    df = filter_frame(every, where or [])
+    absent: list[str] = []  # the filter's values that no row has, with the nearest
+    df = filter_frame(every, where or [], absent.append)
     if where and df.empty and not every.empty:
         # sweep_figure would say "no successful runs to plot" of runs that all succeeded
         shown = " ".join(f"--where {w!r}" for w in where)
-        raise ConfigError(f"{path}: no row matches {shown} (of {plural(len(every), 'row')})")
+        why = f"; {absent[0].split(': ', 1)[1]}" if absent else ""
+        raise ConfigError(f"{path}: no row matches {shown} (of {plural(len(every), 'row')}){why}")
+    for message in absent:
+        _warn(message)
     print(save(sweep_figure(df, x, y, hue, kind=kind, col=col, logx=logx, warn=_warn), out))
 
 

@@ -28,6 +28,7 @@ numbers when the column is numeric.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import fcntl
 import json
 import math
@@ -373,7 +374,7 @@ def rows_to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
         {k: (canonical_json(v) if isinstance(v, dict | list) else v) for k, v in r.items()}
         for r in rows
     ]
-    df = pd.DataFrame(flat)
+    df = pd.DataFrame(flat, columns=_column_order(flat))
     for col in df.columns:
         if df[col].dtype == object:
             kinds = {
@@ -391,6 +392,27 @@ def rows_to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
             # in Parquet, empty cells in CSV)
             df[col] = pd.array([r.get(col) for r in flat], dtype="Int64")
     return df
+
+
+def _column_order(rows: list[dict[str, Any]]) -> list[str]:
+    """Every key of ``rows``, each row's keys in that row's order.
+
+    A key first met in a later row goes right after the key before it in that row, so the
+    parameters of a workload that only some points run stay among the configuration
+    columns (pandas' own order put them after the last column of the first row).
+    """
+    order: list[str] = []
+    seen: set[str] = set()
+    for r in rows:
+        if r.keys() <= seen:
+            continue
+        prev = None
+        for k in r:
+            if k not in seen:
+                order.insert(order.index(prev) + 1 if prev is not None else 0, k)
+                seen.add(k)
+            prev = k
+    return order
 
 
 def _whole_numbers(values: Any) -> bool:
@@ -745,8 +767,15 @@ def parse_where(expr: str, columns: list[str]) -> tuple[str, str, str]:
     return col, ("=" if op == "==" else op), value
 
 
-def filter_frame(df: pd.DataFrame, wheres: list[str]) -> pd.DataFrame:
-    """Keep rows matching every ``col OP value`` expression (see module docstring)."""
+def filter_frame(
+    df: pd.DataFrame, wheres: list[str], warn: Callable[[str], None] | None = None
+) -> pd.DataFrame:
+    """Keep rows matching every ``col OP value`` expression (see module docstring).
+
+    ``warn`` (if given) receives one line for each text value that no row has at all, with
+    the nearest ones the column does have: ``scheduler=pfd`` matched nothing in silence,
+    and a count of 0 rows read as an answer.
+    """
     check_frame(df)
     wheres = check_strings(wheres, "wheres", "COLUMN OP VALUE")
     mask = pd.Series(True, index=df.index)
@@ -755,6 +784,8 @@ def filter_frame(df: pd.DataFrame, wheres: list[str]) -> pd.DataFrame:
         series = df[col]
         if op in ("=", "!="):
             values = [_coerce(series, v.strip(), expr) for v in raw.split("|")]
+            if warn is not None:
+                _warn_absent(series, col, values, expr, warn)
             if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
                 hit = series.astype(float).isin(values)
             else:
@@ -771,6 +802,24 @@ def filter_frame(df: pd.DataFrame, wheres: list[str]) -> pd.DataFrame:
             cmp = {"<": series.lt, "<=": series.le, ">": series.gt, ">=": series.ge}[op]
             mask &= cmp(value).fillna(False)
     return df[mask]
+
+
+def _warn_absent(
+    series: pd.Series, col: str, values: list[Any], expr: str, warn: Callable[[str], None]
+) -> None:
+    """Warn of the text values of ``expr`` that no row of ``series`` has."""
+    if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+        return
+    have = sorted({str(v) for v in series.dropna()}, key=natural_key)
+    for v in values:
+        if str(v) in have:
+            continue
+        near = difflib.get_close_matches(str(v), have, n=3, cutoff=0.6)
+        shown_values = (
+            ", ".join(near) if near else ", ".join(have[:8]) + (", ..." if len(have) > 8 else "")
+        )
+        hint = f"did you mean {shown_values}?" if near else f"its values: {shown_values or 'none'}"
+        warn(f"--where {expr!r}: no row has {col} {str(v)!r} ({hint})")
 
 
 def select_columns(df: pd.DataFrame, columns: list[str] | None) -> pd.DataFrame:
@@ -820,7 +869,7 @@ def export_results(
         if not is_stream(target):
             raise ConfigError(f"{target}: export to a .csv or .parquet file")
         fmt = ".csv"
-    df = filter_frame(load_results(path, warn=warn, nullable_int=True), wheres or [])
+    df = filter_frame(load_results(path, warn=warn, nullable_int=True), wheres or [], warn)
     with atomic_output(target) as tmp:
         if fmt == ".csv":
             df.to_csv(tmp, index=False)

@@ -340,7 +340,10 @@ def test_plot_timeline_level_and_sweep_y(cli, tmp_path):
         "--where", "scheduler=wss", "-o", tmp_path / "f.png",
     )  # fmt: skip
     assert code == 2
-    assert one_line(err).endswith("sw: no row matches --where 'scheduler=wss' (of 1 row)")
+    assert one_line(err).endswith(
+        "sw: no row matches --where 'scheduler=wss' (of 1 row); no row has scheduler 'wss' "
+        "(did you mean ws?)"
+    )
     assert not (tmp_path / "f.png").exists()
 
 
@@ -538,3 +541,36 @@ def test_an_output_in_a_run_folder_may_not_replace_what_the_command_reads(cli, t
         assert f"'s {what} this command reads" in one_line(err), err
     assert saved == {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir()}
     assert trace.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--machin", "x"], "run: No such option: --machin (Possible options: --machine)"),
+        (["run", "-t", "x.sst", "-m", "m", "--seed", "abc"], "run: Invalid value for '--seed'"),
+        (["sweep", "run"], "sweep run: Missing argument 'spec'; see `simsched sweep run --help`"),
+        (["profile", "x.sst", "--sizes"], "profile: Option '--sizes' requires an argument"),
+        (["nosuch"], "No such command 'nosuch'; see `simsched --help`"),
+    ],
+)
+def test_usage_errors_are_one_line(cli, args, message):
+    """click drew a box of five or more lines for these, headed by a usage line that named
+    the interpreter's argv[0] when simsched ran through Python."""
+    code, out, err = cli(*args)
+    assert code == 2 and out == ""
+    assert message in one_line(err), err
+
+
+def test_a_bare_command_group_prints_its_help_and_nothing_more(cli):
+    code, out, err = cli("sweep")
+    assert code == 2 and "run" in out + err and "simsched: error" not in err
+
+
+def test_python_m_simsched_is_the_command():
+    """``python -m simsched`` said "No module named simsched.__main__"."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "simsched", "run", "--machin", "x"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and "see `simsched run --help`" in one_line(done.stderr)

@@ -48,6 +48,19 @@ def test_where_operators():
     assert list(filter_frame(df, ["cores >= 16"])["cores"]) == [16, 32]
 
 
+def test_a_text_value_no_row_has_is_warned_of_with_the_nearest():
+    """``scheduler=pfd`` printed "0 rows" and nothing else."""
+    said: list[str] = []
+    assert filter_frame(frame(), ["workload=mss"], said.append).empty
+    assert said == ["--where 'workload=mss': no row has workload 'mss' (did you mean ms?)"]
+    said.clear()
+    assert len(filter_frame(frame(), ["workload!=xyz|hj"], said.append)) == 2
+    assert said == ["--where 'workload!=xyz|hj': no row has workload 'xyz' (its values: hj, ms)"]
+    said.clear()
+    filter_frame(frame(), ["workload=ms", "cores=3", "ok=true"], said.append)  # numbers: no
+    assert said == []
+
+
 @pytest.mark.parametrize(
     ("expr", "message"),
     [
@@ -508,3 +521,14 @@ def test_export_and_read_back_a_suffix_in_capitals(tmp_path, suffix):
     read = pd.read_csv if suffix == ".CSV" else pd.read_parquet
     assert list(read(out)["v"]) == [0, 1]
     assert list(load_results(out)["v"]) == [0, 1]
+
+
+def test_a_parameter_of_a_later_row_stays_among_the_configuration_columns():
+    """A workload parameter that the first row lacks came after every record field."""
+    rows = [
+        {"point_id": "a", "workload": "hj", "workload.n_build": 8, "status": "ok", "wall_s": 1.0},
+        {"point_id": "b", "workload": "ms", "workload.n": 64, "status": "ok", "wall_s": 2.0},
+    ]
+    cols = list(rows_to_frame(rows).columns)
+    assert cols.index("workload.n") < cols.index("status")
+    assert cols[-1] == "wall_s" and set(cols) == {k for r in rows for k in r}

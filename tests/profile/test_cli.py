@@ -68,6 +68,16 @@ def test_profile_table_output_and_sizes(tmp_path, capsys):
     assert code == 0 and "1 KB" in out and "4 KB" in out
 
 
+def test_profile_names_sizes_that_do_not_fit_the_line(tmp_path, capsys):
+    """The profile's own message did not say which option held the bad size."""
+    src = build_random(tmp_path / "r.sst", 4)
+    for sizes, message in (("100", "cache size 100 bytes is not a whole number of 64-byte"),
+                           ("4K,1K", "are not strictly increasing")):  # fmt: skip
+        code, out, err = run(["profile", src, "--sizes", sizes, "--line", "64"], capsys)
+        assert code == 2 and out == "" and err.startswith("simsched: error: --sizes: "), err
+        assert message in err
+
+
 def test_profile_table_output_reports_the_check_and_the_figure(tmp_path, capsys):
     """--verify and --plot said nothing outside --json: the user could not tell they ran."""
     src = build_random(tmp_path / "r.sst", 4)
