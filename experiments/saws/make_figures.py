@@ -295,8 +295,8 @@ def main() -> None:
     if args.results:
         # every folder is read before a figure is drawn: a bad one leaves nothing behind
         named = [(folder, load(folder)) for folder in args.results]
-        for folder, df in named:
-            figure = figure_of(df, folder)
+        figures = [figure_of(df, folder) for folder, df in named]
+        for (folder, df), figure in zip(named, figures, strict=True):
             out = args.out or default_figures(folder, HERE, HERE / "figures")
             draw_study(figure, df, out)
         return

@@ -225,7 +225,9 @@ def run_cmd(
         sample_precision=precision,
     )
     rec = res.record
-    note = no_iterations_note(trace, scheduler, rec["trace_iterations"]) if trace else ""
+    note = (
+        no_iterations_note(trace, scheduler, rec["trace_iterations"], iterations) if trace else ""
+    )
     if note:
         err_console.print(note)  # stderr: --json output stays one object
     if json_:
@@ -297,7 +299,9 @@ _NO_ITERATIONS = {
 }
 
 
-def no_iterations_note(trace: Path, scheduler: str, n_iterations: int) -> str:
+def no_iterations_note(
+    trace: Path, scheduler: str, n_iterations: int, iterations: str | None = None
+) -> str:
     """One line saying what ``scheduler`` does on ``trace`` if it has no iterations, else "".
 
     Parameters
@@ -308,6 +312,8 @@ def no_iterations_note(trace: Path, scheduler: str, n_iterations: int) -> str:
         The scheduler's name (``name:param=...`` forms are reduced to the name).
     n_iterations
         The iterations the replay saw (the record's ``trace_iterations``).
+    iterations
+        The run's ``--iterations`` (``None``: as the trace has them).
 
     Returns
     -------
@@ -319,9 +325,16 @@ def no_iterations_note(trace: Path, scheduler: str, n_iterations: int) -> str:
     what = _NO_ITERATIONS.get(name)
     if what is None or n_iterations:
         return ""
+    if iterations is not None and iterations.strip().lower() == "none":
+        return f"note: {trace} has no iterations under --iterations none, so {name} {what}"
+    if iterations is not None and iterations.strip().lower() == "auto":
+        return (
+            f"note: {trace} has no iterations, marked or found in its DAG, so {name} {what}; "
+            "mark them with SS_ITER"
+        )
     return (
-        f"note: {trace} has no iterations, so {name} {what}; mark them with SS_ITER or "
-        "recapture with --iterations auto"
+        f"note: {trace} has no iterations, so {name} {what}; if the program iterates, "
+        "replay with --iterations auto (found from its DAG) or mark them with SS_ITER"
     )
 
 

@@ -376,7 +376,7 @@ def plot_sweep(
     if where and df.empty and not every.empty:
         # sweep_figure would say "no successful runs to plot" of runs that all succeeded
         shown = " ".join(f"--where {w!r}" for w in where)
-        why = f"; {absent[0].split(': ', 1)[1]}" if absent else ""
+        why = f"; {absent[0][absent[0].index('no row has') :]}" if absent else ""
         raise ConfigError(f"{path}: no row matches {shown} (of {plural(len(every), 'row')}){why}")
     for message in absent:
         _warn(message)

@@ -9,8 +9,8 @@ each row.
   state).  A worker that dies (crash, out of memory) breaks its own pool only, so the
   death is the point it was running, never its neighbours': the runner starts a new
   worker in its place and runs the point again.  A point is recorded as failed when its
-  worker died twice, the last time with no other point running (a point that died twice
-  beside others runs once more alone, as it may have died of their memory).  One shared
+  worker died twice, the last time with no other point running while it ran (a point that
+  died twice beside others runs once more alone, as it may have died of their memory).  One shared
   pool would break as a whole, leaving every point that ran beside the dead one to be
   run again, one at a time to learn which one killed it.
   Workers ignore Ctrl-C (the runner stops them within :data:`STOP_GRACE_S`) and end when
@@ -49,14 +49,19 @@ from simsched.experiments.point import (
     execute_point,
 )
 from simsched.experiments.spec import Point
-from simsched.experiments.store import POINT_FILE, point_dir, read_row, save_row
+from simsched.experiments.store import POINT_FILE, ROW_FILE, point_dir, read_row, save_row
 
 # Deaths of the worker process running a point before the point is recorded as failed
 # (the last of them with no other point running).
 MAX_CRASHES = 2
-# Deaths in a row of one worker process before the point handed to it started, before the
-# sweep stops: a fresh process cannot run points at all.
+# Deaths of worker processes before the point handed to them started, per worker and in a
+# row (no point started or finished meanwhile), before the sweep stops: a fresh process
+# cannot run points at all.
 MAX_BARREN_STARTS = 2
+# Open files a worker slot holds in the runner: its pool's call, result and wake-up pipes and
+# the worker's sentinel (measured 8 per pool), with a margin for the rest of the runner.
+FDS_PER_WORKER = 8
+FDS_SPARE = 64
 
 
 @contextlib.contextmanager
@@ -221,7 +226,9 @@ def run_local(
         return
     queue = list(reversed(todo))  # popped from the end: the next point to start is last
     slots = [_Slot() for _ in range(min(workers, len(todo)))]
+    _ensure_open_files(len(slots))
     crashes: dict[str, int] = {}
+    barren = 0  # deaths before their point started, since a point last started or ended
     # Points whose worker died twice, each time beside other points: each runs once more
     # with nothing beside it, since a point may die only when others share the host's
     # memory.  No other point starts while one of them waits or runs.
@@ -241,12 +248,14 @@ def run_local(
             if not busy:
                 break
             on_running(len(busy))
+            if len(busy) > 1:
+                for s in busy.values():
+                    s.shared = True
             done, _ = wait(busy, timeout=0.5, return_when=FIRST_COMPLETED)
             for fut in done:
                 slot = busy[fut]
                 point = slot.point
                 assert point is not None
-                alone = len(busy) == 1  # nothing else ran while it died
                 if slot is soloist:
                     soloist = None
                 try:
@@ -255,28 +264,39 @@ def run_local(
                     slot.died()
                 else:
                     slot.finished()
+                    barren = 0
                     on_row(point, row, ran)
+                    continue
+                ended = _marker(out_dir, point, ROW_FILE)
+                written = (
+                    read_row(out_dir, point.id) if ended not in (None, slot.row_marker) else None
+                )
+                if written is not None:
+                    # It died after writing the point's row (on its way back): the point
+                    # finished, and a failure row must not replace its own.
+                    barren = 0
+                    on_row(point, written, True)
                     continue
                 if _marker(out_dir, point) == slot.marker:
                     # The worker died before the point began: nothing to blame it on.
-                    slot.barren += 1
-                    if slot.barren >= MAX_BARREN_STARTS:
+                    barren += 1
+                    if barren >= MAX_BARREN_STARTS * len(slots):
                         # Workers that die before any point starts (the point function's
                         # module cannot be imported in a fresh process, the host kills
                         # every new process) would otherwise be started again for ever.
                         raise ConfigError(
-                            f"the worker processes died {slot.barren} times in a row "
-                            "before running any point (can a fresh Python process import "
-                            "simsched and the point function?); --workers 0 runs the "
-                            "points in this process"
+                            f"the worker processes died {barren} times in a row before "
+                            "running any point (can a fresh Python process import simsched "
+                            "and the point function?); --workers 0 runs the points in this "
+                            "process"
                         )
                     queue.append(point)
                     continue
-                slot.barren = 0
+                barren = 0
                 crashes[point.id] = crashes.get(point.id, 0) + 1
                 if crashes[point.id] < MAX_CRASHES:
                     queue.append(point)  # next to start, in a fresh worker
-                elif not alone:
+                elif slot.shared:
                     solo.append(point)
                 else:
                     row = error_row(point, "the worker process died while running this point")
@@ -285,9 +305,10 @@ def run_local(
     except BaseException:
         _stop_pools([s.pool for s in slots if s.pool is not None])
         raise
-    for slot in slots:
-        if slot.pool is not None:
-            slot.pool.shutdown(wait=True)
+    with _sigint_ignored():  # as in _stop_pools: the threads joined here, not at exit
+        for slot in slots:
+            if slot.pool is not None:
+                slot.pool.shutdown(wait=True)
 
 
 class _Slot:
@@ -302,8 +323,11 @@ class _Slot:
         self.pool: ProcessPoolExecutor | None = None
         self.future: Future[Any] | None = None
         self.point: Point | None = None
-        self.marker: tuple[int, int] | None = None  # its point.json when handed over
-        self.barren = 0  # deaths in a row before the handed point started
+        # the point's point.json and row.json when it was handed over
+        self.marker: tuple[int, int] | None = None
+        self.row_marker: tuple[int, int] | None = None
+        # whether another point ran at the same time as this one, at any moment
+        self.shared = False
 
     def start(
         self,
@@ -313,19 +337,23 @@ class _Slot:
         point_fn: PointFunction | None,
         redo: tuple[bool, bool],
     ) -> None:
-        if self.pool is None:
-            with _sigint_ignored():  # the worker starts here and inherits the ignored Ctrl-C
-                self.pool = ProcessPoolExecutor(
-                    max_workers=1, mp_context=ctx, initializer=_worker_init
-                )
-        self.point, self.marker = point, _marker(out_dir, point)
-        with _sigint_ignored():
-            self.future = self.pool.submit(
-                _pool_execute_point, point.to_dict(), str(out_dir), point_fn, *redo
-            )
+        self.point, self.shared = point, False
+        self.marker, self.row_marker = _marker(out_dir, point), _marker(out_dir, point, ROW_FILE)
+        args = (point.to_dict(), str(out_dir), point_fn, *redo)
+        with _sigint_ignored():  # the worker starts here and inherits the ignored Ctrl-C
+            if self.pool is not None:
+                try:
+                    self.future = self.pool.submit(_pool_execute_point, *args)
+                    return
+                except BrokenProcessPool:
+                    # its worker died while it had no point (killed by the host or a
+                    # user): no point's death, and a new worker takes the point
+                    self.died()
+            self.pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_worker_init)
+            self.future = self.pool.submit(_pool_execute_point, *args)
 
     def finished(self) -> None:
-        self.future, self.barren = None, 0
+        self.future = None
 
     def died(self) -> None:
         assert self.pool is not None
@@ -333,19 +361,44 @@ class _Slot:
         self.pool = self.future = None
 
 
-def _marker(out_dir: Path, point: Point) -> tuple[int, int] | None:
-    """The identity of ``point``'s ``point.json`` (inode and modification time), or None.
+def _marker(out_dir: Path, point: Point, name: str = POINT_FILE) -> tuple[int, int] | None:
+    """The identity of the point's file ``name`` (inode and modification time), or None.
 
-    The file is written when the point starts, by a rename, so it is a new file each time:
-    a marker that differs from the one taken before the point was handed to a worker says
-    that the point started.  Comparing its time with the runner's clock instead would be
-    wrong by up to a tick of the file system's coarser clock.
+    ``point.json`` is written when the point starts and ``row.json`` when it ends, each by a
+    rename, so each is a new file every time: a marker that differs from the one taken
+    before the point was handed to a worker says that the point started (or ended).
+    Comparing the file's time with the runner's clock instead would be wrong by up to a
+    tick of the file system's coarser clock.
     """
     try:
-        st = (point_dir(out_dir, point.id) / POINT_FILE).stat()
+        st = (point_dir(out_dir, point.id) / name).stat()
     except OSError:
         return None
     return st.st_ino, st.st_mtime_ns
+
+
+def _ensure_open_files(slots: int) -> None:
+    """Raise this process's soft limit of open files to what ``slots`` workers need (up to
+    the hard limit), or refuse the worker count in one line.
+
+    A pool of its own per worker costs :data:`FDS_PER_WORKER` descriptors in the runner:
+    under the usual soft limit of 1024 about 120 workers would fail part-way through the
+    sweep with "Too many open files".
+    """
+    import resource
+
+    need = FDS_SPARE + FDS_PER_WORKER * slots
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return
+    if hard == resource.RLIM_INFINITY or hard >= need:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+            return
+    raise ConfigError(
+        f"--workers {slots}: the runner needs about {need} open files and may open {soft} "
+        f"(hard limit {hard}; see `ulimit -n`); use fewer workers, or --executor dask"
+    )
 
 
 def connect_dask(address: str | None, workers: int) -> tuple[Any, Any]:

@@ -368,8 +368,8 @@ def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:
     order: ``point_id``, the workload's, machine's and scheduler's labels, the seed, and the
     claim's ``pid``, ``host``, ``since`` and ``alive``
     (:func:`~simsched.experiments.store.claim_holder`; a claim whose holder is gone from
-    this host is left out).  Reads only the output folder and the trace files' headers; runs
-    nothing.  An output folder that :func:`run_sweep` could not create is refused as it
+    this host is left out).  Reads only the output folder and the spec's trace files
+    (each opened and its content digest checked, once per process); runs nothing.  An output folder that :func:`run_sweep` could not create is refused as it
     refuses it (``OutputError``)."""
     check_loaded(loaded)
     # counting every point missing from a folder that can never hold one misled

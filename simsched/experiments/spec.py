@@ -680,9 +680,10 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
         )
 
 
-def _check_trace_file(path: Path, name: str) -> None:
+def _check_trace_file(path: Path, name: str, *, opened: bool = True) -> None:
     """Refuse a spec's trace file that every point of it would fail to open: missing, a
-    folder, empty, truncated, corrupt or of another format version.
+    folder or another file that is not a regular one, and (``opened``) empty, truncated,
+    corrupt or of another format version.
 
     Opening it reads its header and tables and checks its content digest once (one pass
     over the file, remembered for the process), so a sweep's points do not each find out.
@@ -694,7 +695,10 @@ def _check_trace_file(path: Path, name: str) -> None:
     if os.path.isdir(path):
         raise ConfigError(f"trace {name}: is a folder, not a trace file (relative to the spec)")
     if not os.path.isfile(path):
-        raise ConfigError(f"trace {name}: no such file (relative to the spec)")
+        what = "is not a regular file" if os.path.exists(path) else "no such file"
+        raise ConfigError(f"trace {name}: {what} (relative to the spec)")
+    if not opened:
+        return
     try:
         open_trace(path).close()
     except TraceFormatError as exc:
@@ -745,7 +749,8 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
     for i, w in enumerate(spec.workloads):
         try:
             if w.trace is not None:
-                _check_trace_file(loaded.spec_dir / w.trace, w.trace)
+                # a custom point function may read other files than simsched traces
+                _check_trace_file(loaded.spec_dir / w.trace, w.trace, opened=generators)
             if w.jobs is not None:
                 from simsched.jobset import check_jobset
 

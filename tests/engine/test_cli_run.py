@@ -225,6 +225,8 @@ def test_laws_without_iterations_is_said_once(ms, capsys):
     code, _, err = _run(argv, capsys)
     assert code == 0
     assert err.count("has no iterations") == 1 and "no iteration marks" not in err
+    # the remedy needs no new capture: the replay can find iterations in the DAG
+    assert "if the program iterates, replay with --iterations auto (found from its DAG)" in err
     assert "one socket" in err  # the other warnings are still printed
 
 

@@ -14,7 +14,16 @@ from pathlib import Path
 
 import pytest
 import sweep_pointfns
-from sweep_helpers import HERE, cli_cmd, gone, make_spec, run_cli, temporaries, wait_for
+from sweep_helpers import (
+    HERE,
+    cli_cmd,
+    gone,
+    make_spec,
+    run_cli,
+    temporaries,
+    until,
+    wait_for,
+)
 
 from simsched.experiments import load_results, load_spec, run_sweep, sweep_status
 
@@ -98,6 +107,74 @@ def test_a_point_that_dies_only_beside_others_finishes_alone(tmp_path, monkeypat
     assert any(starts.count(pid) == 3 for pid in fragile)
 
 
+def test_a_worker_that_died_between_points_is_replaced(tmp_path):
+    """A worker killed while it had no point (by the host, by a user) left its pool broken,
+    and the next point handed to it ended the sweep in a BrokenProcessPool traceback."""
+    from multiprocessing import get_context
+
+    from simsched.experiments.executors import _Slot
+
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    first, second = loaded.points()[:2]
+    slot, ctx = _Slot(), get_context("spawn")
+    try:
+        slot.start(first, ctx, loaded.out_dir, sweep_pointfns.fake_point, (False, False))
+        assert slot.future.result(timeout=120)[0]["status"] == "ok"
+        slot.finished()
+        (worker,) = slot.pool._processes.values()
+        worker.kill()
+        worker.join()
+        assert until(lambda: slot.pool._broken, timeout=10)
+        slot.start(second, ctx, loaded.out_dir, sweep_pointfns.fake_point, (False, False))
+        assert slot.future.result(timeout=120)[0]["status"] == "ok"
+    finally:
+        if slot.pool is not None:
+            slot.pool.shutdown(wait=True)
+
+
+def row_then_die_point(point, run_dir):
+    """At seed 1, write the point's row and die before returning it, as a worker killed on
+    its way back from a finished point would."""
+    from simsched.experiments.store import write_row
+
+    record = sweep_pointfns.fake_point(point, run_dir)
+    if point.seed == 1:
+        write_row(run_dir.parent.parent, point.id, point.columns(), record, 0.0, {})
+        os._exit(3)
+    return record
+
+
+def test_a_point_whose_worker_died_after_its_row_is_finished(tmp_path):
+    """Counted as a death, such a point ran again, or was failed over its own row."""
+    log = tmp_path / "log.txt"
+    os.environ["SIMSCHED_TEST_POINT_LOG"] = str(log)
+    try:
+        loaded = load_spec(make_spec(tmp_path), small=False)
+        report = run_sweep(loaded, workers=2, point_fn=row_then_die_point, progress=False)
+    finally:
+        del os.environ["SIMSCHED_TEST_POINT_LOG"]
+    df = load_results(loaded.out_dir)
+    assert (report.ran, report.failed) == (6, 0) and (df["status"] == "ok").all()
+    starts = [line.split()[1] for line in log.read_text().splitlines() if line.startswith("start ")]
+    assert sorted(starts) == sorted(df["point_id"])  # each point ran once
+
+
+def test_a_worker_count_the_open_files_cannot_hold_is_refused(monkeypatch):
+    import resource
+
+    from simsched.errors import ConfigError
+    from simsched.experiments import executors
+
+    limits = {"now": (256, 4096)}
+    monkeypatch.setattr(resource, "getrlimit", lambda which: limits["now"])
+    monkeypatch.setattr(resource, "setrlimit", lambda which, lim: limits.update(now=lim))
+    executors._ensure_open_files(100)  # 864 needed: the soft limit is raised to it
+    assert limits["now"] == (64 + 8 * 100, 4096)
+    limits["now"] = (256, 512)
+    with pytest.raises(ConfigError, match=r"--workers 100: the runner needs about 864 open"):
+        executors._ensure_open_files(100)
+
+
 def test_workers_that_die_before_any_point_end_the_sweep_with_one_error(tmp_path, capsys):
     """Workers that died before their first point (the point function's module ending
     every fresh process) were started again for ever."""
@@ -107,7 +184,7 @@ def test_workers_that_die_before_any_point_end_the_sweep_with_one_error(tmp_path
 
     spec = make_spec(tmp_path)
     loaded = load_spec(spec, small=False)
-    with pytest.raises(ConfigError, match=r"died 2 times in a row before running any point"):
+    with pytest.raises(ConfigError, match=r"died 4 times in a row before running any point"):
         run_sweep(loaded, workers=2, point_fn=dies_in_workers.point, progress=False)
     assert sweep_status(loaded)["ok"] == 0
     args = ["--point-fn", "dies_in_workers:point", "--workers", "2", "--no-progress"]

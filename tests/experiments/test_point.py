@@ -75,7 +75,7 @@ def test_default_point_function_failure_is_a_row(tmp_path, monkeypatch):
     # had been replaced after the check.
     import simsched.experiments.spec
 
-    monkeypatch.setattr(simsched.experiments.spec, "_check_trace_file", lambda *a: None)
+    monkeypatch.setattr(simsched.experiments.spec, "_check_trace_file", lambda *a, **k: None)
     (tmp_path / "junk.sst").write_bytes(b"not a trace at all" * 10)
     spec = tmp_path / "s.yaml"
     spec.write_text(

@@ -904,6 +904,12 @@ def test_saws_figures_of_named_folders_and_of_studies_not_run(tmp_path, monkeypa
     monkeypatch.setattr(sys, "argv", ["make_figures.py", str(tmp_path / "other.csv")])
     err = one_line_exit(capsys, saws.main)
     assert "a sweep of other, not one of this study's specs" in err, err
+    # every folder is checked before the first figure is drawn
+    drawn.clear()
+    argv = ["make_figures.py", str(tmp_path / "mine.csv"), str(tmp_path / "other.csv")]
+    monkeypatch.setattr(sys, "argv", argv)
+    one_line_exit(capsys, saws.main)
+    assert drawn == []
     # the default figures: Fig. 4 is drawn, every study not run is named on stderr
     drawn.clear()
     monkeypatch.setattr(sys, "argv", ["make_figures.py", "-o", str(tmp_path / "fig")])
