@@ -59,6 +59,7 @@ _REASONS = {
     errno.EPERM: "operation not permitted",
     errno.ENOTDIR: "a parent is not a folder",
     errno.EISDIR: "is a folder",
+    errno.ENOENT: "no such file or folder",
     errno.EFBIG: "file too large",
 }
 
