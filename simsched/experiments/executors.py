@@ -10,9 +10,9 @@ each row.
   death is the point it was running, never its neighbours': the runner starts a new
   worker in its place and runs the point again.  A point is recorded as failed when its
   worker died twice, the last time with no other point running while it ran (a point that
-  died twice beside others runs once more alone, as it may have died of their memory).  One shared
-  pool would break as a whole, leaving every point that ran beside the dead one to be
-  run again, one at a time to learn which one killed it.
+  died twice beside others runs once more alone, as it may have died of their memory).
+  One shared pool would break as a whole, leaving every point that ran beside the dead
+  one to be run again, one at a time to learn which one killed it.
   Workers ignore Ctrl-C (the runner stops them within :data:`STOP_GRACE_S`) and end when
   their runner dies, even by SIGKILL.
 * ``dask`` (:func:`connect_dask`, :func:`run_dask`): ``dask.distributed``; an existing
@@ -172,6 +172,12 @@ def _stop_pools(pools: list[ProcessPoolExecutor]) -> None:
             procs += list(getattr(pool, "_processes", {}).values())
             pool.shutdown(wait=False, cancel_futures=True)
         _terminate(procs)
+        _join_pools(pools)
+
+
+def _join_pools(pools: list[ProcessPoolExecutor]) -> None:
+    """Wait for ``pools`` to end, Ctrl-C ignored (see :func:`_stop_pools`)."""
+    with _sigint_ignored():
         for pool in pools:
             pool.shutdown(wait=True)
 
@@ -305,10 +311,7 @@ def run_local(
     except BaseException:
         _stop_pools([s.pool for s in slots if s.pool is not None])
         raise
-    with _sigint_ignored():  # as in _stop_pools: the threads joined here, not at exit
-        for slot in slots:
-            if slot.pool is not None:
-                slot.pool.shutdown(wait=True)
+    _join_pools([s.pool for s in slots if s.pool is not None])  # here, not at the exit
 
 
 class _Slot:

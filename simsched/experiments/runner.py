@@ -60,9 +60,9 @@ from simsched.trace.reader import keep_bytes
 WAIT_POLL_S = 0.5
 
 #: Most worker processes (local) or Dask workers (local cluster) a sweep may ask for: more
-#: than any host has cores, each one a process that loads the simulator's kernels.  The
-#: local pool's call queue is a semaphore of ``workers + 1`` (a C int): ``--workers 2^31``
-#: raised OverflowError with a traceback.
+#: than any host has cores, each one a process that loads the simulator's kernels (and, in
+#: the local executor, a pool of its own holding 8 of the runner's open files).
+#: ``--workers 2^31`` once raised OverflowError with a traceback.
 MAX_WORKERS = 1024
 
 
