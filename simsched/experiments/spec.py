@@ -680,7 +680,9 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
         )
 
 
-def _check_trace_file(path: Path, name: str, *, opened: bool = True) -> None:
+def _check_trace_file(
+    path: Path, name: str, *, opened: bool = True, relative_to: str = "the spec"
+) -> None:
     """Refuse a spec's trace file that every point of it would fail to open: missing, a
     folder or another file that is not a regular one, and (``opened``) empty, truncated,
     corrupt or of another format version.
@@ -693,10 +695,12 @@ def _check_trace_file(path: Path, name: str, *, opened: bool = True) -> None:
 
     # (os.path.isdir and isfile, unlike Path's, are False for a name too long)
     if os.path.isdir(path):
-        raise ConfigError(f"trace {name}: is a folder, not a trace file (relative to the spec)")
+        raise ConfigError(
+            f"trace {name}: is a folder, not a trace file (relative to {relative_to})"
+        )
     if not os.path.isfile(path):
         what = "is not a regular file" if os.path.exists(path) else "no such file"
-        raise ConfigError(f"trace {name}: {what} (relative to the spec)")
+        raise ConfigError(f"trace {name}: {what} (relative to {relative_to})")
     if not opened:
         return
     try:
@@ -705,6 +709,25 @@ def _check_trace_file(path: Path, name: str, *, opened: bool = True) -> None:
         raise ConfigError(str(exc)) from None
     except OSError as exc:
         raise ConfigError(f"trace {name}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _check_jobset_traces(path: Path, name: str) -> None:
+    """Open the trace files of job set ``path`` (already checked whole by
+    :func:`simsched.jobset.check_jobset`, which only finds them there), as
+    :func:`_check_trace_file` opens a spec's own: a truncated or corrupt one would fail
+    every point of the job set alike once it ran."""
+    from simsched.files import read_yaml
+    from simsched.jobset import JobSetSpec
+
+    spec = JobSetSpec.model_validate(read_yaml(path))
+    for gi, g in enumerate(spec.jobs):
+        if g.trace is None:
+            continue
+        full = Path(g.trace) if Path(g.trace).is_absolute() else path.parent / g.trace
+        try:
+            _check_trace_file(full, g.trace, relative_to="the job set")
+        except ConfigError as exc:
+            raise ConfigError(f"{name}: jobs.{gi}.trace: {exc}") from None
 
 
 def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
@@ -755,6 +778,8 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
                 from simsched.jobset import check_jobset
 
                 check_jobset(loaded.spec_dir / w.jobs, controller=w.controller)
+                if generators:
+                    _check_jobset_traces(loaded.spec_dir / w.jobs, w.jobs)
                 if w.quantum is not None:
                     from simsched.engine.controllers import check_quantum
 

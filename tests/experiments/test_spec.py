@@ -376,6 +376,15 @@ def test_seeds_are_non_negative_integers(tmp_path, edit, message):
         ("workloads.0={trace: empty.sst}", "empty.sst: truncated: 0 bytes"),
         ("workloads.0={trace: notes.sst}", "notes.sst: not a simsched trace (bad magic"),
         ("workloads.0={trace: afolder}", "workloads.0: trace afolder: is a folder, not a trace"),
+        # a job set's traces, relative to its own folder (only their existence was checked)
+        (
+            "workloads.0={jobs: sub/js.yaml}",
+            "sub/empty.sst: truncated: 0 bytes",
+        ),
+        (
+            "workloads.0={jobs: sub/bad.yaml}",
+            "sub/notes.sst: not a simsched trace (bad magic",
+        ),
         ("exclude=[{scheduler: [ws, pdf]}]", "the sweep has no points"),
         # every generated point failed making its trace
         ("trace_cache=s.yaml", "s.yaml: exists and is not a folder"),
@@ -392,6 +401,13 @@ def test_check_spec_reports_the_first_problem_before_any_point(tmp_path, edit, m
     (tmp_path / "empty.sst").write_bytes(b"")
     (tmp_path / "notes.sst").write_text("not a trace at all, but long enough to hold a header" * 9)
     (tmp_path / "afolder").mkdir()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "empty.sst").write_bytes(b"")
+    (tmp_path / "sub" / "js.yaml").write_text(
+        "jobs:\n  - {generator: fib, params: {n: 10}}\n  - {trace: empty.sst}\n"
+    )
+    (tmp_path / "sub" / "notes.sst").write_text("not a trace, but long enough for a header" * 9)
+    (tmp_path / "sub" / "bad.yaml").write_text("jobs:\n  - {trace: notes.sst}\n")
     loaded = load_spec(write(tmp_path, valid), small=True, sets=[edit])
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_spec(loaded)
