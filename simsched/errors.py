@@ -95,4 +95,9 @@ def field_message(err: Mapping[str, Any]) -> str:
         return "unknown key"
     if err["type"] == "missing":
         return "required key missing"
+    if err["type"] == "model_type":
+        # pydantic names its own class ("a valid dictionary or instance of MachineSpec")
+        return f"expected a mapping of keys and values, got {shown(err.get('input'))}"
+    if err["type"] in ("list_type", "tuple_type"):
+        return f"expected a list, got {shown(err.get('input'))}"
     return str(err["msg"]).removeprefix("Value error, ")

@@ -318,9 +318,14 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
         raise OutputError(f"{user}: exists; remove it or choose another name")
     special = st is not None and not stat.S_ISREG(st.st_mode)
     target = user if special else _target(user)
+    made: list[Path] = []  # the folders made for it, deepest first: removed if it fails
     if not special and not target.parent.is_dir():
         # The folders are made along the user's path (make_output_dir refuses a dangling
         # link there); a link *as the file* whose target's folder is missing is refused too.
+        folder = user.parent
+        while not os.path.lexists(folder) and folder != folder.parent:
+            made.append(folder)
+            folder = folder.parent
         try:
             make_output_dir(user.parent)
         except OutputError as exc:
@@ -363,6 +368,7 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
             with open(tmp, "rb+") as f:  # data on disk before the rename makes it visible
                 os.fsync(f.fileno())
             os.replace(tmp, target)
+        made.clear()
     except OSError as exc:
         if exc.filename not in (None, str(tmp), str(target), os.fspath(tmp or "")):
             raise  # an error of another file the writer touched: not ours to rename
@@ -373,6 +379,14 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
                 shutil.rmtree(tmpdir, ignore_errors=True)
             elif tmp is not None:
                 tmp.unlink(missing_ok=True)
+            # An output refused or failed leaves no trace, not even an empty folder for it
+            # (`trace gen` of an unknown generator into new/x.sst left new/); a folder the
+            # writer put something else in stays.
+            for folder in made:
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
 
 
 #: Most bytes of an output's name (and of its suffix) that its temporary file repeats:

@@ -97,6 +97,21 @@ def test_failed_writer_leaves_old_file_and_no_temporary(tmp_path):
     assert _leftovers(tmp_path) == []
 
 
+def test_failed_writer_leaves_no_folder_made_for_it(tmp_path):
+    """`trace gen` of an unknown generator into new/x.sst left an empty new/."""
+    with pytest.raises(RuntimeError), atomic_output(tmp_path / "a" / "b" / "t.csv"):
+        raise RuntimeError("writer failed")
+    assert list(tmp_path.iterdir()) == []
+    # a folder something else was put in meanwhile stays, and so do its parents
+    with pytest.raises(RuntimeError), atomic_output(tmp_path / "a" / "b" / "t.csv"):
+        (tmp_path / "a" / "other").write_text("keep")
+        raise RuntimeError("writer failed")
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["other"]
+    with atomic_output(tmp_path / "c" / "t.csv") as tmp:
+        tmp.write_text("done")
+    assert (tmp_path / "c" / "t.csv").read_text() == "done"
+
+
 def test_interrupted_writer_leaves_no_temporary(tmp_path):
     with pytest.raises(KeyboardInterrupt), atomic_output(tmp_path / "x.bin") as tmp:
         tmp.write_bytes(b"half")

@@ -11,6 +11,7 @@ import contextlib
 import errno
 import functools
 import importlib
+import itertools
 import os
 import re
 import sys
@@ -59,6 +60,8 @@ COMMAND_HOMES: dict[str, tuple[str, ...]] = {
     "schedulers": ("simsched.cli.policies",),
 }
 
+#: The first words that are groups of subcommands (`trace info`): an error names both words.
+COMMAND_GROUPS = frozenset({"trace", "machine", "sweep", "results", "plot", "export"})
 
 # Command lines run without typer: (module, function) printing their output.  Building the
 # typer application imports typer and the pydantic it loads, which cost more than these
@@ -240,6 +243,31 @@ def usage_line(exc: BaseException, command: str | None = None) -> str:
     return f"{' '.join(words) + ': ' if words else ''}{message.rstrip('.')}; see `{where} --help`"
 
 
+def empty_argument(args: Sequence[str]) -> str | None:
+    """The one-line error for an empty argument on the command line, or None.
+
+    An empty string is never a meaningful simsched argument, and it is what an unset shell
+    variable gives (``-o "$OUT"``); taken as a path it is the current folder, so ``-o ""``
+    wrote a run's files there and ``trace info ""`` said ``.: is a directory``.  What
+    follows ``--`` is the captured program's own, and ``cc`` hands every argument to the
+    compiler, so those are left alone.
+    """
+    if args[:1] == ["cc"]:
+        return None
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return None
+        if arg == "" or (arg.startswith("--") and arg.endswith("=") and len(arg) > 3):
+            words = list(itertools.takewhile(lambda a: a and not a.startswith("-"), args[:i]))
+            words = words[: 2 if words and words[0] in COMMAND_GROUPS else 1]
+            where = " ".join(words) + ": " if words else ""
+            if arg:
+                return f"{where}{arg[:-1]}: an empty value (an unset shell variable?)"
+            after = f" after {args[i - 1]}" if i and args[i - 1].startswith("-") else ""
+            return f"{where}an empty argument{after} (an unset shell variable?)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``simsched`` console script.
 
@@ -248,6 +276,9 @@ def main(argv: list[str] | None = None) -> None:
     one line and status 130.
     """
     args = sys.argv[1:] if argv is None else list(argv)
+    empty = empty_argument(args)
+    if empty is not None:
+        fail(empty)
     # Only sweeps resume (their finished points are kept); elsewhere say no more.
     resumes = args[:2] == ["sweep", "run"]
     if args == ["--version"]:

@@ -114,6 +114,8 @@ def register(app: typer.Typer) -> None:
             raise CaptureError(
                 "simsched capture: no program (usage: simsched capture -o OUT -- PROGRAM ARGS)"
             )
+        if not argv[0]:
+            raise CaptureError("simsched capture: an empty program name after --")
         if argv[0].startswith("-"):
             # An option this command does not know lands here, where `--` has been dropped;
             # taken as the program, it was reported as "no such program".

@@ -181,6 +181,13 @@ def run_cmd(
 
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a folder (--out names a folder)")
+    if out is not None and out.is_dir():
+        from simsched.experiments.point import RUN_FILES
+
+        # found only when the run is over and its files are written: the run was lost
+        for name in RUN_FILES:
+            if (out / name).is_dir():
+                raise ConfigError(f"--out {out}: {name} there is a folder, not a run's file")
     if (trace is None) == (jobs is None):
         raise ConfigError("give exactly one of --trace and --jobs")
     if quantum_ms is not None:

@@ -273,6 +273,14 @@ class SweepSpec(_Strict):
         "--sample-precision; default 0.5)",
     )
 
+    @field_validator("name")
+    @classmethod
+    def _name_is_not_a_folder(cls, value: str) -> str:
+        # the results go to results/<name>: ".." put them beside the spec itself
+        if set(value) == {"."}:
+            raise ValueError(f"{value!r} names a folder (results/{value}), not a sweep")
+        return value
+
     @field_validator("workloads", "machines", "schedulers", mode="before")
     @classmethod
     def _strings_are_names(cls, value: Any, info: Any) -> Any:

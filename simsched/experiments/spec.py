@@ -370,6 +370,12 @@ def _machine_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
         else:
             assert m.name is not None  # exactly one of the two (MachineSpec._one_source)
             source = m.name
+            if "/" in source or os.sep in source:
+                # read as a preset's name, it was "no such preset or file" of a file that exists
+                raise ConfigError(
+                    f"{loaded.path}: machines.{i}: {source!r} is a path, not a preset, and a "
+                    "machine file is YAML (.yaml or .yml; `file:` names one of another suffix)"
+                )
         base_label = m.label or m.name or Path(m.file or "").stem
         combos = grid_product(m.grid)
         for combo in combos:
@@ -660,8 +666,11 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
     folder = cache
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent  # a missing cache is made inside its nearest existing folder
-    if not folder.is_dir() or os.access(folder, os.W_OK | os.X_OK):
+    if not folder.is_dir():
         return  # (a file in the way is said by the folder's own check, by name)
+    writable = os.access(folder, os.W_OK | os.X_OK)
+    if writable and folder == cache:
+        return
     from simsched.jobset import jobset_generator_recipes
 
     recipes = [p.workload for p in points if p.workload.get("kind") in ("generator", "capture")]
@@ -671,7 +680,21 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
         recipes += jobset_generator_recipes(jobs)  # a job set's generated jobs are made there too
     to_make = {cached_trace_path(r, cache) for r in recipes}
     missing = sorted(t.name for t in to_make if not t.is_file())
-    if missing:
+    if missing and writable:
+        # access() says yes to root everywhere, and /proc or /sys refuse any new folder:
+        # only making it tells (and the first point would make it anyway)
+        from simsched.errors import OutputError
+        from simsched.files import check_output_dir
+
+        try:
+            check_output_dir(cache)
+        except OutputError as exc:
+            raise ConfigError(
+                f"{where}: trace_cache {cache}: {str(exc).partition(': ')[2]}, and "
+                f"{len(missing)} trace(s) are still to be made there; set trace_cache to "
+                "another folder"
+            ) from None
+    elif missing:
         raise ConfigError(
             f"{where}: trace_cache {cache}: {folder} is not writable, and {len(missing)} "
             f"trace(s) are still to be made there ({missing[0]}"
@@ -762,11 +785,25 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
         blocker = folder_blocker(cache)  # a dangling link, or a file among its parents
         if blocker is not None:
             raise ConfigError(f"{where}: trace_cache {cache}: {blocker}")
+    # An alias and its name (ws, cilk) with the same parameters are one policy: the points
+    # differ only by label, ran twice and counted as two schedulers in every table.
+    meant: dict[str, tuple[int, str, set[int] | None]] = {}
     for i, s in enumerate(spec.schedulers):
         try:
             cls = get_scheduler(s.name)
             for combo in grid_product(s.grid):
-                cls.resolve_params({**s.params, **combo})
+                params = cls.resolve_params({**s.params, **combo})
+                key = canonical_json({"name": cls.name, "params": params})
+                seeds = set(s.seeds) if s.seeds is not None else None
+                entry = s.name + (f"[{format_params(combo)}]" if combo else "")
+                if key in meant:
+                    j, other, other_seeds = meant[key]
+                    if seeds is None or other_seeds is None or seeds & other_seeds:
+                        raise ConfigError(
+                            f"{entry} and schedulers.{j}'s {other} both mean {cls.name} with "
+                            "the same parameters; keep one of them"
+                        )
+                meant.setdefault(key, (i, entry, seeds))
         except ConfigError as exc:
             raise ConfigError(f"{where}: schedulers.{i}: {exc}") from None
     for i, w in enumerate(spec.workloads):
@@ -785,6 +822,12 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
 
                     check_quantum(w.quantum, "quantum")  # its floor, before any point runs
             if w.generator is not None and generators:
+                if "/" in w.generator or os.sep in w.generator:
+                    # a bare string is a trace only when it ends in .sst
+                    raise ConfigError(
+                        f"{w.generator!r} is a path, not a generator; name a trace file "
+                        "as {trace: PATH} (a bare .sst name is one)"
+                    )
                 gen = get_workload(w.generator)
                 if spec.sample_iterations is not None and gen.marks_iterations is False:
                     # known from the generator alone: every point failed once it ran

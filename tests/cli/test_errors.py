@@ -561,6 +561,63 @@ def test_usage_errors_are_one_line(cli, args, message):
     assert message in one_line(err), err
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        # -o "" wrote the run's files into the current folder, -s "" ran ws, and a path
+        # "" was "." ("trace info: .: is a directory")
+        (["run", "-t", "x.sst", "-m", "m", "-o", ""], "run: an empty argument after -o"),
+        (["run", "-t", "x.sst", "-m", "m", "-s", ""], "run: an empty argument after -s"),
+        (["trace", "info", ""], "trace info: an empty argument (an unset shell variable?)"),
+        (["machine", "show", ""], "machine show: an empty argument (an unset"),
+        (["compare", "-t", "x.sst", "--out=", "-m", "m"], "compare: --out: an empty value"),
+        (["capture", "-o", "c.sst", "--", ""], "capture: an empty program name after --"),
+    ],
+)
+def test_an_empty_argument_is_refused_before_the_command_runs(
+    cli, tmp_path, monkeypatch, args, message
+):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(*args)
+    assert code == 2 and out == ""
+    assert message in one_line(err), err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_argument_of_the_captured_program_or_the_compiler_is_theirs():
+    from simsched.cli import empty_argument
+
+    assert empty_argument(["capture", "-o", "c.sst", "--", "./prog", ""]) is None
+    assert empty_argument(["cc", "-o", "p", "p.c", "-DNAME="]) is None
+    assert empty_argument(["cc", "", "p.c"]) is None
+
+
+def test_a_run_folder_whose_record_is_a_folder_is_refused_before_the_run(cli, fib_trace, tmp_path):
+    """The run was simulated whole, then failed to write result.json, leaving config.json
+    and timeline.npz of a run without a record."""
+    (tmp_path / "o" / "result.json").mkdir(parents=True)
+    code, _, err = cli("run", "-t", fib_trace, "-m", "itrs-scaling-2", "-o", tmp_path / "o")
+    assert code == 2
+    assert "result.json there is a folder, not a run's file" in one_line(err)
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["result.json"]
+
+
+@pytest.mark.parametrize(
+    ("args", "made"),
+    [
+        (["trace", "gen", "fibb", "-o", "new/deeper/x.sst"], "new"),
+        (["trace", "gen", "fib", "-p", "n=99", "-o", "new/x.sst"], "new"),
+        (["capture", "-o", "new/c.sst", "--", "./nonexistent"], "new"),
+    ],
+)
+def test_a_refused_output_leaves_no_folder_made_for_it(cli, tmp_path, monkeypatch, args, made):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(*args)
+    assert code == 2, err
+    one_line(err)
+    assert not (tmp_path / made).exists()
+
+
 def test_a_bare_command_group_prints_its_help_and_nothing_more(cli):
     code, out, err = cli("sweep")
     assert code == 2 and "run" in out + err and "simsched: error" not in err

@@ -132,6 +132,11 @@ def test_command_homes_name_every_command_of_every_module():
         assert word in _names(cli.build_app(word))
 
 
+def test_command_groups_are_the_registered_groups():
+    app = cli.build_app()
+    assert {g.name for g in app.registered_groups if g.name} == cli.COMMAND_GROUPS
+
+
 def test_apps_are_built_once_and_plot_sweep_is_registered_once():
     assert cli.build_app("plot") is cli.build_app("plot")
     cli.build_app()

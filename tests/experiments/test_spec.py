@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -412,6 +413,56 @@ def test_check_spec_reports_the_first_problem_before_any_point(tmp_path, edit, m
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_spec(loaded)
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        # an alias beside its name ran every point twice, as two "schedulers"
+        ("schedulers=[ws, cilk]", "schedulers.1: cilk and schedulers.0's ws both mean ws"),
+        (
+            "schedulers=[{name: ws, grid: {spawn_policy: [child-first, parent-first]}}, "
+            "{name: cilk, params: {spawn_policy: parent-first}}]",
+            "cilk and schedulers.0's ws[spawn_policy=parent-first] both mean ws",
+        ),
+        # results/.. is the spec's own folder
+        ("name=..", "name: '..' names a folder (results/..), not a sweep"),
+        # read as a preset's name or a generator's: "no such preset", "unknown workload"
+        ("machines=[../m.sst]", "machines.0: '../m.sst' is a path, not a preset"),
+        ("workloads=[../w.bin]", "workloads.0: '../w.bin' is a path, not a generator"),
+        # pydantic's own class names (MachineSpec, SmallSpec) and types (tuple)
+        ("machines=[5]", "machines.0: expected a mapping of keys and values, got 5"),
+        ("small=5", "small: expected a mapping of keys and values, got 5"),
+        ("workloads=5", "workloads: expected a list, got 5"),
+    ],
+)
+def test_spec_entries_that_would_mislead(tmp_path, edit, message):
+    from simsched.experiments.spec import check_spec
+
+    valid = BASE.replace("records: [100, 200]", "n_build: [100, 200]")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_spec(load_spec(write(tmp_path, valid), small=True, sets=[edit]))
+
+
+def test_same_scheduler_twice_with_own_seeds_apart_is_two_sets_of_points(tmp_path):
+    from simsched.experiments.spec import check_spec
+
+    valid = BASE.replace("records: [100, 200]", "n_build: [100, 200]")
+    edit = "schedulers=[{name: ws, seeds: [0]}, {name: cilk, seeds: [1]}]"
+    assert check_spec(load_spec(write(tmp_path, valid), small=True, sets=[edit]))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_a_trace_cache_the_file_system_refuses_is_refused_up_front(tmp_path):
+    """access() says yes to root, and /proc refuses any new folder: every generated point
+    failed alike, after the results folder was made."""
+    from simsched.experiments.spec import check_spec, check_trace_cache
+
+    valid = BASE.replace("records: [100, 200]", "n_build: [100, 200]")
+    loaded = load_spec(write(tmp_path, valid), small=True, sets=["trace_cache=/proc/simsched"])
+    points = check_spec(loaded)
+    with pytest.raises(ConfigError, match=r"trace_cache /proc/simsched: cannot create the folder"):
+        check_trace_cache(loaded, points)
 
 
 @pytest.mark.parametrize(
