@@ -23,7 +23,8 @@ Written by hand because no maintained library covers the device and symlink case
 umask (``atomicwrites`` is unmaintained and keeps ``0600``).
 
 :func:`cache_dir` is the one lookup of simsched's cache root, :func:`read_user_text` the
-one reader of a user's text file (YAML, CSV) that turns bad bytes into a one-line error,
+one reader of a user's text file (YAML, CSV) that turns bad bytes into a one-line error
+and opens nothing but a regular file (a named pipe would block, a device never end),
 :func:`parse_yaml` / :func:`read_yaml` the one YAML reader (safe, and a key given twice in
 a mapping is an error rather than silently the last one), :func:`parse_json` the one parser
 of JSON embedded in a binary file (a trace's sections, a profile's metadata), and :func:`make_output_dir` the
@@ -454,21 +455,60 @@ def write_json_atomic(path: str | os.PathLike, obj: Any, *, sort_keys: bool = Tr
     return write_text_atomic(path, text)
 
 
+def _not_a_file(mode: int) -> str | None:
+    """What a path of ``mode`` (from ``stat``) is when it is not a regular file, or None."""
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+    )
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in kinds if test(mode)), "a special file")
+
+
 def read_user_text(path: str | os.PathLike, what: str = "text") -> str:
     """Read a user's UTF-8 text file (YAML, CSV), turning every failure into one line.
+
+    Only a regular file (a symbolic link is followed) is read: a named pipe would block
+    the command until something wrote to it, and a device such as ``/dev/zero`` was read
+    until memory ran out.
+
+    Parameters
+    ----------
+    path
+        The file.
+    what
+        What the file should be, for the messages (``"YAML"``: "expected a YAML file").
+
+    Returns
+    -------
+    str
+        The file's text.
 
     Raises
     ------
     ConfigError
-        Missing, unreadable, a folder, or not UTF-8 text (``what`` says what was expected).
+        An empty path, missing, unreadable, a folder, a device, named pipe or socket, or
+        not UTF-8 text.
     """
+    if isinstance(path, str) and not path:  # Path("") is the current folder
+        raise ConfigError(f"an empty path, expected a {what} file")
     p = Path(path)
     try:
-        return p.read_text(encoding="utf-8")
+        kind = _not_a_file(os.stat(p).st_mode)  # before opening: opening a pipe blocks
+        if kind is not None:
+            raise ConfigError(f"{p}: is {kind}, expected a {what} file")
+        # O_NONBLOCK: a pipe put in its place since the stat must not block the open either
+        with open(os.open(p, os.O_RDONLY | os.O_NONBLOCK), encoding="utf-8") as f:
+            kind = _not_a_file(os.fstat(f.fileno()).st_mode)
+            if kind is not None:
+                raise ConfigError(f"{p}: is {kind}, expected a {what} file")
+            return f.read()
     except FileNotFoundError:
         raise ConfigError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{p}: is a folder, expected a {what} file") from None
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read ({describe_os_error(exc)})") from None
     except UnicodeDecodeError as exc:

@@ -16,6 +16,7 @@ from simsched.files import (
     parse_json,
     parse_yaml,
     read_user_text,
+    read_yaml,
     remove_orphan_temporaries,
     write_json_atomic,
     write_text_atomic,
@@ -188,6 +189,50 @@ def test_read_user_text_rejects_binary_in_one_line(tmp_path):
         read_user_text(p, "YAML")
     with pytest.raises(ConfigError, match="no such file"):
         read_user_text(tmp_path / "none.yaml")
+
+
+@pytest.mark.parametrize("kind", ["device", "named pipe", "socket", "link to a device"])
+def test_read_user_text_refuses_what_is_not_a_regular_file(tmp_path, kind):
+    """/dev/zero was read until memory ran out, and a named pipe blocked the command for
+    ever (``machine show``, ``sweep status``).  /dev/null stands for the devices here: it
+    read as an empty file."""
+    import socket
+    import threading
+
+    path = tmp_path / "m.yaml"
+    if kind == "device":
+        path = Path("/dev/null")
+    elif kind == "named pipe":
+        os.mkfifo(path)  # opening it for reading waits for a writer
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(path))
+    else:
+        path.symlink_to("/dev/null")
+    out: list[BaseException] = []
+
+    def attempt():
+        try:
+            read_yaml(path)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            out.append(exc)
+
+    t = threading.Thread(target=attempt, daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "read_user_text blocked"
+    says = {"named pipe": "a named pipe", "socket": "a socket"}.get(kind, "a device")
+    assert [type(e) for e in out] == [ConfigError]
+    assert str(out[0]) == f"{path}: is {says}, expected a YAML file"
+
+
+def test_read_user_text_names_an_empty_path():
+    """Path("") is the current folder: the error said ".: is a folder"."""
+    with pytest.raises(ConfigError) as info:
+        read_yaml("")
+    assert str(info.value) == "an empty path, expected a YAML file"
+    with pytest.raises(ConfigError, match=r"^\.: is a folder, expected a YAML file$"):
+        read_yaml(".")
 
 
 def test_full_disk_during_the_write_names_the_users_path(tmp_path):

@@ -317,15 +317,16 @@ def run_trace_paths(folder: str | Path, n_jobs: int = 1) -> list[Path | None]:
     folder = Path(folder)
     paths: list[Any] = [None] * n_jobs
     where = folder / CONFIG_FILE
+    # read_user_text: a named pipe in a file's place blocked the figure for ever
     try:
-        cfg = json.loads(where.read_text(encoding="utf-8"))
+        cfg = json.loads(read_user_text(where, "JSON"))
         paths = [j["trace"] for j in cfg["jobs"]] if "jobs" in cfg else [cfg["trace"]]
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+    except (ConfigError, ValueError, KeyError, TypeError, RecursionError):
         where = folder / POINT_FILE
         try:
-            point = json.loads(where.read_text(encoding="utf-8"))
+            point = json.loads(read_user_text(where, "JSON"))
             paths = [point["workload"]["path"]]
-        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        except (ConfigError, ValueError, KeyError, TypeError, RecursionError):
             pass
     if not all(p is None or isinstance(p, str) for p in paths):
         raise ConfigError(f"{where}: field 'trace' is not a path")

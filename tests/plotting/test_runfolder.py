@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -132,6 +133,23 @@ def test_config_naming_a_trace_by_a_number(runs, tmp_path):
         run_trace_paths(d)
     (d / "config.json").write_text("{x")  # unreadable: the trace is unknown, as when missing
     assert run_trace_paths(d) == [None]
+
+
+def test_a_named_pipe_in_the_configs_place_is_an_unknown_trace(runs, tmp_path):
+    """config.json and point.json were read with read_text: a named pipe there blocked
+    `plot timeline` and `export timeline` for ever."""
+    import threading
+
+    d = _copy(runs, tmp_path)
+    (d / "config.json").unlink()
+    os.mkfifo(d / "config.json")
+    os.mkfifo(d / "point.json")
+    out: list[object] = []
+    t = threading.Thread(target=lambda: out.append(run_trace_paths(d)), daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "run_trace_paths blocked on a named pipe"
+    assert out == [[None]]
 
 
 def _job(index, **changes):
