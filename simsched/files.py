@@ -66,10 +66,25 @@ _REASONS = {
 
 
 def describe_os_error(exc: OSError) -> str:
-    """Short text of an ``OSError`` (``no space left on the device``...)."""
+    """Short text of an ``OSError`` (``no space left on the device``...), and where its file
+    comes from when that is ``$SIMSCHED_CACHE_DIR`` (:func:`from_cache_dir`)."""
     if exc.errno in _REASONS:
-        return _REASONS[exc.errno]
-    return exc.strerror or str(exc) or type(exc).__name__
+        text = _REASONS[exc.errno]
+    else:
+        text = exc.strerror or str(exc) or type(exc).__name__
+    return text + from_cache_dir(exc.filename)
+
+
+def from_cache_dir(path: Any) -> str:
+    """``"; the path comes from SIMSCHED_CACHE_DIR=..."`` when ``path`` lies in the cache
+    folder that variable names, else ``""``: an error about a folder in the cache
+    ("existing.txt/kernels: a parent is not a folder") named a path the user never typed,
+    and not the setting that chose it."""
+    env = os.environ.get("SIMSCHED_CACHE_DIR")
+    if not env or not isinstance(path, str | os.PathLike):
+        return ""
+    p, root = Path(os.fsdecode(path)), Path(env)
+    return f"; the path comes from SIMSCHED_CACHE_DIR={env}" if root in (p, *p.parents) else ""
 
 
 def check_path(value: Any, name: str) -> Path:
@@ -194,7 +209,9 @@ def make_output_dir(path: str | os.PathLike) -> Path:
         # link as existing, or the folder beneath it as missing).
         part, blocking = _blocking_component(p)
         if blocking is not None:
-            raise OutputError(f"{p}: cannot create the folder: {blocking}") from None
+            raise OutputError(
+                f"{p}: cannot create the folder: {blocking}{from_cache_dir(p)}"
+            ) from None
         # Nothing is in the way, yet the file system refused (/proc answers "no such file").
         raise OutputError(
             f"{p}: cannot create the folder {part} ({describe_os_error(exc)})", exc.errno

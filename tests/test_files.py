@@ -12,6 +12,7 @@ from simsched.errors import ConfigError, OutputError
 from simsched.files import (
     atomic_output,
     cache_dir,
+    describe_os_error,
     make_output_dir,
     parse_json,
     parse_yaml,
@@ -233,6 +234,34 @@ def test_read_user_text_names_an_empty_path():
     assert str(info.value) == "an empty path, expected a YAML file"
     with pytest.raises(ConfigError, match=r"^\.: is a folder, expected a YAML file$"):
         read_yaml(".")
+
+
+def test_a_cache_folder_that_cannot_be_made_names_the_variable(monkeypatch, tmp_path):
+    """With SIMSCHED_CACHE_DIR a file, the errors named a path the user never typed
+    ("existing.txt/traces: cannot create the folder...") and not the setting behind it."""
+    import errno
+
+    existing = tmp_path / "existing.txt"
+    existing.write_text("x")
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(existing))
+    note = f"; the path comes from SIMSCHED_CACHE_DIR={existing}"
+    with pytest.raises(OutputError) as info:
+        make_output_dir(cache_dir("traces"))
+    assert str(info.value) == (
+        f"{existing / 'traces'}: cannot create the folder: {existing} is a file, not a folder{note}"
+    )
+    with pytest.raises(OutputError) as info:  # the cached facts and baselines
+        write_json_atomic(cache_dir("cab", "f.json"), {})
+    assert str(info.value) == (
+        f"{existing / 'cab' / 'f.json'}: cannot write (a parent is not a folder{note})"
+    )
+    # what a module's own mkdir raises, as the command line reports it (the kernels)
+    exc = NotADirectoryError(errno.ENOTDIR, "Not a directory", str(cache_dir("kernels")))
+    assert describe_os_error(exc) == f"a parent is not a folder{note}"
+    elsewhere = NotADirectoryError(errno.ENOTDIR, "Not a directory", str(tmp_path / "k"))
+    assert describe_os_error(elsewhere) == "a parent is not a folder"
+    monkeypatch.delenv("SIMSCHED_CACHE_DIR")
+    assert describe_os_error(exc) == "a parent is not a folder"
 
 
 def test_full_disk_during_the_write_names_the_users_path(tmp_path):
