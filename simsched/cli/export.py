@@ -13,8 +13,9 @@ export_app = typer.Typer(help="Export results to other tools' formats.", no_args
 
 @export_app.command("timeline")
 def timeline(
+    # str, not Path: typer turns "" into Path("."), the current folder
     result: Annotated[
-        Path,
+        str,
         typer.Argument(help="result folder (run --out, run --jobs --out, a compare --out point)"),
     ],
     out: Annotated[Path, typer.Option("-o", "--out", help="output file (.json)")],
@@ -32,10 +33,11 @@ def timeline(
     """Write a run's timeline as trace-event JSON: cores by socket, strands, steals, counters."""
     from simsched.export import export_timeline
     from simsched.files import check_not_input, is_stream
-    from simsched.plotting.runfolder import timeline_inputs
+    from simsched.plotting.runfolder import run_path, timeline_inputs
 
-    check_not_input(out, "--out", timeline_inputs(result, trace))
-    doc = export_timeline(result, out, fmt, trace)
+    run = run_path(result)
+    check_not_input(out, "--out", timeline_inputs(run, trace))
+    doc = export_timeline(run, out, fmt, trace)
     other = doc["otherData"]
     slices = sum(1 for e in doc["traceEvents"] if e["ph"] == "X")
     # -o /dev/stdout: the JSON is the output, so the summary goes where it cannot mix in

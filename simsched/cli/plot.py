@@ -13,15 +13,16 @@ from typing import Annotated
 import typer
 
 from simsched.files import check_not_input
-from simsched.plotting.runfolder import run_files, timeline_inputs
+from simsched.plotting.runfolder import run_files, run_path, timeline_inputs
 
 plot_app = typer.Typer(help="Draw figures of results.", no_args_is_help=True)
 
 
 @plot_app.command("timeline")
 def timeline(
+    # str, not Path: typer turns "" into Path("."), the current folder
     result: Annotated[
-        Path, typer.Argument(help="result folder (simsched run --out) or result.json")
+        str, typer.Argument(help="result folder (simsched run --out) or result.json")
     ],
     out: Annotated[Path, typer.Option("-o", "--out", help="figure file (.png, .pdf, .svg)")],
     color_by: Annotated[
@@ -50,9 +51,10 @@ def timeline(
 
     if color_by not in COLOR_BY:
         raise ConfigError(f"--color-by {color_by!r}: use subtree, socket or job")
-    check_not_input(out, "--out", timeline_inputs(result, trace))
+    run = run_path(result)
+    check_not_input(out, "--out", timeline_inputs(run, trace))
     figure_format(out)
-    arrays, record = load_timeline(result)
+    arrays, record = load_timeline(run)
     jobs = record.get("kind") == "jobs"
     if color_by == "job" and not jobs:
         raise ConfigError(f"--color-by job: {result} is not a job-set run (simsched run --jobs)")
@@ -60,7 +62,7 @@ def timeline(
         # Frame numbers are each job's own: coloured by frame, the jobs' strands mixed
         # under shared colours (and a legend counting frames of different jobs as one).
         color_by = "job"
-    folder = result if result.is_dir() else result.parent
+    folder = run if run.is_dir() else run.parent
     subtree = None
     if color_by == "subtree":
         tpath = trace
@@ -107,7 +109,7 @@ def timeline(
 @plot_app.command("allotment")
 def allotment(
     result: Annotated[
-        Path, typer.Argument(help="result folder (simsched run --jobs --out) or result.json")
+        str, typer.Argument(help="result folder (simsched run --jobs --out) or result.json")
     ],
     out: Annotated[Path, typer.Option("-o", "--out", help="figure file (.png, .pdf, .svg)")],
 ) -> None:
@@ -115,15 +117,16 @@ def allotment(
     from simsched.plotting.allotment import load_jobs_record, plot_allotment
     from simsched.plotting.figures import save
 
-    check_not_input(out, "--out", run_files(result))
-    save(plot_allotment(load_jobs_record(result)), out)
+    run = run_path(result)
+    check_not_input(out, "--out", run_files(run))
+    save(plot_allotment(load_jobs_record(run)), out)
     print(out)
 
 
 @plot_app.command("iterations")
 def iterations(
     results: Annotated[
-        list[Path], typer.Argument(help="result folders (simsched run --out) or result.json files")
+        list[str], typer.Argument(help="result folders (simsched run --out) or result.json files")
     ],
     out: Annotated[Path, typer.Option("-o", "--out", help="figure file (.png, .pdf, .svg)")],
     title: Annotated[str, typer.Option("--title", help="figure title")] = "",
@@ -132,10 +135,9 @@ def iterations(
     from simsched.plotting.figures import save
     from simsched.plotting.iterations import load_records, plot_iterations
 
-    check_not_input(
-        out, "--out", {k: v for r in results for k, v in run_files(r, f"{r}'s").items()}
-    )
-    save(plot_iterations(load_records(results), title=title), out)
+    runs = [run_path(r) for r in results]
+    check_not_input(out, "--out", {k: v for r in runs for k, v in run_files(r, f"{r}'s").items()})
+    save(plot_iterations(load_records(runs), title=title), out)
     print(out)
 
 

@@ -19,20 +19,16 @@ from matplotlib.figure import Figure
 
 from simsched.errors import ConfigError
 from simsched.plotting.figures import literal, style
-from simsched.plotting.runfolder import read_record, result_file
+from simsched.plotting.runfolder import check_finished, read_record, result_file
 
 
 def load_jobs_record(path: str | Path) -> dict[str, Any]:
     """The multi-job result record in ``path`` (a ``run --out`` folder or its result.json)."""
     p = result_file(path)
     rec = read_record(p)  # checks the types of jobs and allotment
-    if rec.get("kind") == "jobs" and rec.get("status") != "ok":
-        if rec.get("status") == "interrupted":
-            raise ConfigError(
-                f"{p}: the multi-job run was interrupted (Ctrl-C or SIGTERM) before it ended: "
-                "no allotment was recorded (run it again to draw one)"
-            )
-        raise ConfigError(f"{p}: the multi-job run failed ({rec.get('error') or '?'})")
+    if rec.get("kind") == "jobs":
+        lost = "no allotment was recorded (run it again to draw one)"
+        check_finished(p, rec, lost, "the multi-job run")
     if rec.get("kind") != "jobs" or "allotment" not in rec:
         raise ConfigError(f"{p}: not the record of a multi-job run (simsched run --jobs)")
     return rec

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from simsched.errors import ConfigError, shown
 from simsched.plotting.figures import check_title, literal, style
-from simsched.plotting.runfolder import is_int, read_record, result_file
+from simsched.plotting.runfolder import check_finished, is_int, read_record, result_file
 
 
 def _field(rec: Mapping[str, Any], key: str) -> Any:
@@ -39,8 +39,9 @@ def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     Raises
     ------
     ConfigError
-        A path without a readable ``result.json``, or one that is not a result record
-        (:func:`~simsched.plotting.runfolder.read_record`).
+        A path without a readable ``result.json``, one that is not a result record
+        (:func:`~simsched.plotting.runfolder.read_record`), or the record of a run that
+        failed or was interrupted.
     """
     if isinstance(paths, str | PathLike):  # one path, not the letters of one
         paths = [paths]
@@ -49,6 +50,8 @@ def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     out = []
     for p in paths:
         rec = read_record(p)
+        # a failed run has no iteration_cycles: it was "no record has iteration_cycles"
+        check_finished(result_file(p), rec, "no iteration times were recorded")
         try:
             _check_fields(rec)
         except ConfigError as exc:

@@ -84,9 +84,25 @@ def read_json(path: str | Path) -> Any:
     return parse_json(text.encode("utf-8"), str(p), ConfigError)
 
 
+def run_path(path: Any) -> Path:
+    """``path``, a run folder or its ``result.json``, as a :class:`Path`.
+
+    Raises
+    ------
+    ConfigError
+        An empty path (``Path("")`` is the current folder: the error then named a
+        ``result.json`` nobody gave), or not a path at all.
+    """
+    if isinstance(path, str) and not path:
+        raise ConfigError(
+            f"an empty path, expected a run folder (`simsched run --out`) or its {RESULT_FILE}"
+        )
+    return check_path(path, "path")
+
+
 def result_file(path: str | Path) -> Path:
     """``path/result.json`` for a run folder, else ``path`` itself."""
-    p = check_path(path, "path")
+    p = run_path(path)
     return p / RESULT_FILE if p.is_dir() else p
 
 
@@ -109,8 +125,9 @@ def read_record(path: str | Path) -> dict[str, Any]:
     Raises
     ------
     ConfigError
-        No such file, not JSON, not a JSON object, or one of those fields of another type
-        or out of its range.
+        An empty path, no such file, not JSON, not a JSON object, an object without
+        ``status`` (no run's record: a ``config.json``, say), or one of those fields of
+        another type or out of its range.
     """
     p = result_file(path)
     if not p.exists():
@@ -121,6 +138,16 @@ def read_record(path: str | Path) -> dict[str, Any]:
     rec = read_json(p)
     if not isinstance(rec, dict):
         raise ConfigError(f"{p}: not a result record (a JSON object, not {type(rec).__name__})")
+    if "status" not in rec:
+        # Every record has it, a failed run's too (docs/results.md); without it, a config.json
+        # or an emptied record read as a run that "failed (?)".
+        beside = p.parent / RESULT_FILE
+        where = (
+            f"the run's record is {beside}"
+            if p.name != RESULT_FILE and beside.is_file()
+            else "`simsched run --out` writes one"
+        )
+        raise ConfigError(f"{p}: not a run's result record (no 'status' field; {where})")
     if isinstance(rec.get("machine_config"), str):
         try:
             rec["machine_config"] = json.loads(rec["machine_config"])
@@ -144,6 +171,44 @@ def read_record(path: str | Path) -> dict[str, Any]:
     if "allotment" in rec:
         _check_allotment(p, rec["allotment"], len(rec.get("jobs") or []))
     return rec
+
+
+def check_finished(p: Path, rec: dict[str, Any], lost: str, what: str = "the run") -> None:
+    """Refuse the record of a run that did not end well, in one line naming ``p``.
+
+    Parameters
+    ----------
+    p
+        The record's file, for the message.
+    rec
+        The record (:func:`read_record`).
+    lost
+        What an interrupted run has none of (``"no timeline to draw"``).
+    what
+        How the message names the run.
+
+    Raises
+    ------
+    ConfigError
+        The run failed (with the first line of the record's own error message), was
+        interrupted, or has a ``status`` that is none of ``ok``, ``error``, ``interrupted``.
+    """
+    status = rec.get("status")
+    if status == "ok":
+        return
+    if status == "interrupted":
+        raise ConfigError(
+            f"{p}: {what} was interrupted (Ctrl-C or SIGTERM) before it ended: {lost}"
+        )
+    if status != "error":
+        raise ConfigError(
+            f"{p}: field 'status' is {reprlib.repr(status)}, not 'ok', 'error' or 'interrupted'"
+        )
+    error = rec.get("error")
+    lines = error.strip().splitlines() if isinstance(error, str) else []
+    raise ConfigError(
+        f"{p}: {what} failed ({lines[0] if lines else 'its record gives no error message'})"
+    )
 
 
 def is_int(x: Any) -> TypeGuard[int]:

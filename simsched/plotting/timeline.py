@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 
 from simsched.errors import ConfigError, shown
-from simsched.plotting.runfolder import TIMELINE_FILE, read_record, read_timeline, result_file
+from simsched.plotting.runfolder import (
+    TIMELINE_FILE,
+    check_finished,
+    read_record,
+    read_timeline,
+    result_file,
+    run_path,
+)
 
 #: What a timeline's strands may be coloured by (``plot_timeline``'s ``color_by``).
 COLOR_BY = ("subtree", "socket", "job")
@@ -45,12 +52,13 @@ def load_timeline(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, An
     Raises
     ------
     ConfigError
-        No result or timeline there, a failed run, or a damaged file.
+        An empty path, no such file or folder, no result or timeline there, a file that is
+        no run's record, a failed or interrupted run, or a damaged file.
     """
-    p = Path(path)
+    p = run_path(path)
     folder = p if p.is_dir() else p.parent
     rec_path = result_file(p)
-    if not rec_path.exists():
+    if p.is_dir() and not rec_path.exists():
         if (folder / "points").is_dir():
             # a sweep's (or a saved comparison's) folder: the runs are its points
             raise ConfigError(
@@ -59,13 +67,8 @@ def load_timeline(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, An
                 "lists them by point_id)"
             )
         raise ConfigError(f"{path}: no result.json there (write one with `simsched run --out`)")
-    record = read_record(rec_path)
-    if record.get("status") == "interrupted":
-        raise ConfigError(
-            f"{rec_path}: the run was interrupted (Ctrl-C or SIGTERM): no timeline to draw"
-        )
-    if record.get("status") != "ok":
-        raise ConfigError(f"{rec_path}: the run failed ({record.get('error', '?')})")
+    record = read_record(rec_path)  # says what is wrong with a path that is no record
+    check_finished(rec_path, record, "no timeline to draw")
     arrays = read_timeline(folder / TIMELINE_FILE, record)
     return arrays, record
 

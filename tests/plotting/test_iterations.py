@@ -18,6 +18,7 @@ from simsched.errors import ConfigError  # noqa: E402
 from simsched.plotting.iterations import load_records, plot_iterations  # noqa: E402
 
 LAWS = {
+    "status": "ok",
     "scheduler": "laws",
     "seed": 0,
     "iteration_cycles": "[100,80,70,75]",
@@ -46,10 +47,25 @@ def test_no_iterations_is_a_config_error(tmp_path):
         load_records([tmp_path / "missing.json"])
 
 
+def test_a_failed_or_interrupted_run_says_so(tmp_path):
+    """Before: "no record has iteration_cycles", as if the run had succeeded without
+    iterations."""
+    failed = {**LAWS, "status": "error", "error": "ConfigError: trace t.sst: truncated\nmore"}
+    (tmp_path / "failed.json").write_text(json.dumps(failed))
+    with pytest.raises(ConfigError) as info:
+        load_records([tmp_path / "failed.json"])
+    assert str(info.value) == (
+        f"{tmp_path / 'failed.json'}: the run failed (ConfigError: trace t.sst: truncated)"
+    )
+    (tmp_path / "int.json").write_text(json.dumps({**LAWS, "status": "interrupted"}))
+    with pytest.raises(ConfigError, match="int.json: the run was interrupted .* no iteration"):
+        load_records([tmp_path / "int.json"])
+
+
 def test_cli(tmp_path):
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "result.json").write_text(json.dumps(LAWS))
-    (tmp_path / "ws.json").write_text(json.dumps({"scheduler": "ws"}))
+    (tmp_path / "ws.json").write_text(json.dumps({"status": "ok", "scheduler": "ws"}))
     app = typer.Typer()
     register(app)
     runner = CliRunner()
@@ -84,7 +100,7 @@ def test_damaged_fields_name_the_file(tmp_path, field, value, says):
     matplotlib, and a field that was not JSON was reported without its file."""
     run = tmp_path / "run"
     run.mkdir()
-    rec = {"scheduler": "laws", "seed": 0, "iteration_cycles": [5, 6], field: value}
+    rec = {"status": "ok", "scheduler": "laws", "seed": 0, "iteration_cycles": [5, 6], field: value}
     (run / "result.json").write_text(json.dumps(rec))
     with pytest.raises(
         ConfigError, match=re.escape(f"{run / 'result.json'}: ") + ".*" + re.escape(says)

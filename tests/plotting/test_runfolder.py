@@ -109,6 +109,71 @@ def test_damaged_job_set_record(runs, tmp_path, change, message):
             load(d)
 
 
+_LOADERS = {
+    "timeline": load_timeline,
+    "allotment": load_jobs_record,
+    "iterations": lambda path: load_records([path]),
+}
+
+
+@pytest.mark.parametrize("load", _LOADERS.values(), ids=_LOADERS.keys())
+def test_what_is_no_run_record_is_named_for_what_it_is(runs, tmp_path, load):
+    """A config.json or a record of {} read as a run that "failed (?)", a missing path
+    as a folder without a result.json, and "" as the current folder's result.json."""
+    d = _copy(runs, tmp_path)
+    with pytest.raises(ConfigError) as info:
+        load(d / "config.json")
+    assert str(info.value) == (
+        f"{d / 'config.json'}: not a run's result record (no 'status' field; the run's "
+        f"record is {d / 'result.json'})"
+    )
+    (d / "result.json").write_text("{}")
+    for path in (d, d / "result.json"):
+        with pytest.raises(ConfigError) as info:
+            load(path)
+        assert str(info.value) == (
+            f"{d / 'result.json'}: not a run's result record (no 'status' field; "
+            "`simsched run --out` writes one)"
+        )
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path / "nonexist")
+    assert str(info.value).startswith(f"{tmp_path / 'nonexist'}: no such run folder")
+    with pytest.raises(ConfigError) as info:
+        load("")
+    assert str(info.value) == (
+        "an empty path, expected a run folder (`simsched run --out`) or its result.json"
+    )
+
+
+@pytest.mark.parametrize(
+    ("which", "load"),
+    [("run", load_timeline), ("jobs", load_timeline), ("jobs", load_jobs_record)],
+)
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (
+            {"status": "error", "error": "trace t.sst: truncated\nline 2"},
+            "failed (trace t.sst: truncated)",
+        ),
+        ({"status": "error", "error": ""}, "failed (its record gives no error message)"),
+        ({"status": "error"}, "failed (its record gives no error message)"),
+        ({"status": "done"}, "field 'status' is 'done', not 'ok', 'error' or 'interrupted'"),
+    ],
+)
+def test_a_failed_run_gives_its_own_error(runs, tmp_path, which, load, change, says):
+    """Before: "the run failed (?)" for a record without a message, and a message of several
+    lines took as many lines of the error."""
+    d = _copy(runs, tmp_path, which)
+    record = json.loads((d / "result.json").read_text())
+    record.pop("error", None)
+    (d / "result.json").write_text(json.dumps({**record, **change}))
+    with pytest.raises(ConfigError) as info:
+        load(d)
+    assert str(info.value).startswith(f"{d / 'result.json'}: ")
+    assert str(info.value).endswith(says)
+
+
 def test_job_numbers_beyond_the_job_set(runs, tmp_path):
     d = _copy(runs, tmp_path, "jobs")
     with np.load(d / "timeline.npz") as z:

@@ -1,0 +1,17 @@
+"""``simsched export timeline``: what is wrong with a run's path."""
+
+from __future__ import annotations
+
+from tests.cli.test_errors import one_line
+
+
+def test_an_empty_path_is_named_as_such(cli, tmp_path, monkeypatch):
+    """typer made "" the current folder: ".: no result.json there"."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("export", "timeline", "", "-o", tmp_path / "t.json")
+    assert code == 2 and out == ""
+    assert one_line(err) == (
+        "simsched: error: an empty path, expected a run folder (`simsched run --out`) or "
+        "its result.json"
+    )
+    assert not (tmp_path / "t.json").exists()
