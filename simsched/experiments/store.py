@@ -647,13 +647,34 @@ def load_results(
     Raises
     ------
     ConfigError
-        The path is neither a sweep folder nor a results file, or that file is damaged.
+        The path is neither a sweep folder nor a results file, that file is damaged, or
+        it is another program's table (without the :data:`TABLE_COLUMNS`).
     """
     p = check_path(path, "path")
     refresh = check_flag(refresh, "refresh")
     nullable_int = check_flag(nullable_int, "nullable_int")
     warn = warn or _warn
     return _ints(_told_same_labels(p, _stored_table(p, refresh, warn), warn), nullable_int)
+
+
+#: Columns of every results table simsched writes: a sweep's or a comparison's rows, and
+#: the one-row table of a run's record (``RunResult.to_parquet``), whose ``status`` even a
+#: failed run has.
+TABLE_COLUMNS = ("status",)
+
+
+def _results_file(path: Path) -> pd.DataFrame:
+    """A results file (:func:`_read_table`), refused when it is another program's table:
+    a CSV of other columns showed as a blank table of its rows, and was exported and
+    plotted as if it were results."""
+    df = _read_table(path)
+    missing = [c for c in TABLE_COLUMNS if c not in df.columns]
+    if missing and len(df.columns):  # no column at all: a sweep none of whose points finished
+        raise ConfigError(
+            f"{path}: not a simsched results table (no {', '.join(missing)} column, which "
+            "every run's row has; `simsched results export` writes one)"
+        )
+    return df
 
 
 def _stored_table(p: Path, refresh: bool, warn: Callable[[str], None]) -> pd.DataFrame:
@@ -663,10 +684,10 @@ def _stored_table(p: Path, refresh: bool, warn: Callable[[str], None]) -> pd.Dat
         if (p / POINTS_DIR).is_dir() and refresh:
             return _current_rows(p, warn)
         if (p / RESULTS_FILE).is_file():
-            return _read_table(p / RESULTS_FILE)
+            return _results_file(p / RESULTS_FILE)
         raise ConfigError(f"{p}: not a sweep output folder (no {POINTS_DIR}/ or {RESULTS_FILE})")
     if p.suffix.lower() in (".parquet", ".csv") and p.is_file():  # as export writes them
-        return _read_table(p)
+        return _results_file(p)
     if p.exists():
         # "no such" misled for a file that is there: most often the sweep's spec
         hint = (

@@ -134,7 +134,7 @@ def test_consolidate_export_and_order(tmp_path):
         save_row(
             tmp_path,
             f"id{i}",
-            {"point_id": f"id{i}", "workload": wl, "machine": m, "v": i},
+            {"point_id": f"id{i}", "status": "ok", "workload": wl, "machine": m, "v": i},
         )
     (point_dir(tmp_path, "unfinished")).mkdir(parents=True)
     path = consolidate(tmp_path)
@@ -402,6 +402,48 @@ def test_damaged_results_files(tmp_path, name, content, message):
         load_results(only)
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_another_programs_table_is_refused_naming_what_it_lacks(tmp_path, capsys, suffix):
+    """`results show small.csv` of a,b/1,2 printed a blank table and "1 row", and `plot
+    sweep` and `results export` took it too."""
+    from simsched.cli import main
+
+    path = tmp_path / f"small{suffix}"
+    foreign = pd.DataFrame({"a": [1], "b": [2]})
+    if suffix == ".csv":
+        foreign.to_csv(path, index=False)
+    else:
+        foreign.to_parquet(path)
+    with pytest.raises(ConfigError) as info:
+        load_results(path)
+    assert str(info.value) == (
+        f"{path}: not a simsched results table (no status column, which every run's row has; "
+        "`simsched results export` writes one)"
+    )
+    for args in (
+        ["results", "show", str(path)],
+        ["results", "export", str(path), "-o", str(tmp_path / "out.csv")],
+        ["plot", "sweep", str(path), "--x", "a", "--y", "b", "-o", str(tmp_path / "f.png")],
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            main(args)
+        captured = capsys.readouterr()
+        assert exit_info.value.code == 2 and captured.out == ""
+        assert captured.err == f"simsched: error: {info.value}\n"
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "f.png").exists()
+    pd.DataFrame({"point_id": ["p"], "a": [1]}).to_csv(tmp_path / "half.csv", index=False)
+    with pytest.raises(ConfigError, match=r"half.csv: not a simsched results table \(no status"):
+        load_results(tmp_path / "half.csv")
+    folder = tmp_path / "copied"  # a folder holding a table without its rows
+    folder.mkdir()
+    foreign.to_parquet(folder / "results.parquet")
+    with pytest.raises(ConfigError, match="results.parquet: not a simsched results table"):
+        load_results(folder)
+    # a run's record as RunResult.to_parquet writes it is one
+    pd.DataFrame({"status": ["ok"], "makespan_cycles": [5]}).to_parquet(tmp_path / "run.parquet")
+    assert list(load_results(tmp_path / "run.parquet")["makespan_cycles"]) == [5]
+
+
 @pytest.mark.parametrize(
     ("name", "message"),
     [
@@ -509,7 +551,9 @@ def test_rows_that_share_their_labels_are_reported(tmp_path, capsys):
     told.clear()
     save_row(sweep, "b", {"point_id": "b", "status": "ok", "workload": "heat", "seed": 5})
     load_results(tmp_path / "sweep", warn=told.append)
-    pd.DataFrame({"workload": ["x", "x"]}).to_csv(tmp_path / "t.csv", index=False)
+    pd.DataFrame({"status": ["ok", "ok"], "workload": ["x", "x"]}).to_csv(
+        tmp_path / "t.csv", index=False
+    )
     load_results(tmp_path / "t.csv", warn=told.append)
     assert told == [told[0]] and "2 rows share 1 set of labels" in told[0]
 
@@ -519,7 +563,9 @@ def test_export_and_read_back_a_suffix_in_capitals(tmp_path, suffix):
     """-o X.CSV was refused ("export to a .csv or .parquet file"), and such a file could
     not be read back."""
     for i in range(2):
-        save_row(tmp_path, f"id{i}", {"point_id": f"id{i}", "workload": "w", "v": i})
+        save_row(
+            tmp_path, f"id{i}", {"point_id": f"id{i}", "status": "ok", "workload": "w", "v": i}
+        )
     out = export_results(tmp_path, tmp_path / f"X{suffix}")
     read = pd.read_csv if suffix == ".CSV" else pd.read_parquet
     assert list(read(out)["v"]) == [0, 1]
