@@ -30,6 +30,7 @@ from matplotlib.figure import Figure
 
 from simsched.errors import ConfigError, shown
 from simsched.params import check_flag, check_frame, column_hint
+from simsched.progress import plural
 
 # Readable axis labels for the record's fields (others are shown as they are named).
 LABELS = {
@@ -447,6 +448,14 @@ def sweep_figure(
     data = ok_rows(df)
     if data.empty:
         raise ConfigError("no successful runs to plot")
+    for option, column in (("--x", x), ("--y", y)):
+        if data[column].isna().all():
+            # a field these runs do not record (sample_iterations of job sets): the figure
+            # was drawn empty, and the command said nothing
+            raise ConfigError(
+                f"{option} {column}: the column has no values in the selected rows "
+                f"({plural(len(data), 'successful run')})"
+            )
     mixed = _mixed_labels(data, [k for k in (x, hue, col) if k])
     if mixed:
         (warn or _warn_user)(

@@ -204,6 +204,36 @@ def test_a_sweep_whose_every_point_failed_says_so():
         sweep_figure(failed.iloc[:1].drop(columns="error"), "seed", "makespan_cycles")
 
 
+@pytest.mark.parametrize("missing", [None, float("nan")])
+def test_an_axis_column_without_a_value_in_the_selected_rows_is_refused(tmp_path, missing):
+    """`plot sweep DIR --x seed --y sample_iterations`, a field no row had, drew an empty
+    figure and exited 0 without a word."""
+    from simsched.cli import main
+    from simsched.experiments.store import save_row
+
+    df = results().assign(sample_iterations=missing)
+    df.loc[df["status"] != "ok", "sample_iterations"] = 3  # a failed row's is not drawn
+    successful = (df["status"] == "ok").sum()
+    for x, y, option in (
+        ("seed", "sample_iterations", "--y"),
+        ("sample_iterations", "speedup", "--x"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            sweep_figure(df, x, y)
+        assert str(info.value) == (
+            f"{option} sample_iterations: the column has no values in the selected rows "
+            f"({successful} successful runs)"
+        )
+    for i in range(2):
+        row = {"point_id": f"p{i}", "status": "ok", "seed": i, "sample_iterations": None}
+        save_row(tmp_path / "sweep", f"p{i}", row)
+    out = tmp_path / "f.png"
+    args = ["plot", "sweep", str(tmp_path / "sweep"), "--x", "seed", "--y", "sample_iterations"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args, "-o", str(out)])
+    assert exit_info.value.code == 2 and not out.exists()
+
+
 def test_log_x_needs_positive_values_and_hue_may_be_x():
     """Used to fail with matplotlib's 'Data cannot be log-scaled' and pandas' 'cannot
     insert seed, already exists'."""
