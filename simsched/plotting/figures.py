@@ -30,7 +30,6 @@ from matplotlib.figure import Figure
 
 from simsched.errors import ConfigError, shown
 from simsched.params import check_flag, check_frame, column_hint
-from simsched.progress import plural
 
 # Readable axis labels for the record's fields (others are shown as they are named).
 LABELS = {
@@ -454,7 +453,7 @@ def sweep_figure(
             # was drawn empty, and the command said nothing
             raise ConfigError(
                 f"{option} {column}: the column has no values in the selected rows "
-                f"({plural(len(data), 'successful run')})"
+                f"({len(data)} successful run{'s' if len(data) != 1 else ''})"
             )
     mixed = _mixed_labels(data, [k for k in (x, hue, col) if k])
     if mixed:
