@@ -10,8 +10,9 @@ def test_an_empty_path_is_named_as_such(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, out, err = cli("export", "timeline", "", "-o", tmp_path / "t.json")
     assert code == 2 and out == ""
+    # refused before the command runs, as every empty argument is (its own check,
+    # simsched.plotting.runfolder.run_path, answers a Python caller)
     assert one_line(err) == (
-        "simsched: error: an empty path, expected a run folder (`simsched run --out`) or "
-        "its result.json"
+        "simsched: error: export timeline: an empty argument (an unset shell variable?)"
     )
     assert not (tmp_path / "t.json").exists()

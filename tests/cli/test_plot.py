@@ -22,8 +22,8 @@ def test_an_empty_path_is_named_as_such(cli, tmp_path, monkeypatch, args):
     monkeypatch.chdir(tmp_path)
     code, out, err = cli(*args, "-o", tmp_path / "f.png")
     assert code == 2 and out == ""
-    assert one_line(err) == (
-        "simsched: error: an empty path, expected a run folder (`simsched run --out`) or "
-        "its result.json"
-    )
+    # refused before the command runs, as every empty argument is (its own check,
+    # simsched.plotting.runfolder.run_path, answers a Python caller)
+    said = f"simsched: error: plot {args[1]}: an empty argument (an unset shell variable?)"
+    assert one_line(err) == said
     assert not (tmp_path / "f.png").exists()
