@@ -368,3 +368,39 @@ def test_compare_on_one_core_says_one_core(ms, capsys):
     """Its title read "mergesort on itrs-scaling-1 (1 cores)"."""
     code, out, _ = _run(["compare", "-t", str(ms), "-m", "itrs-scaling-1", "-s", "ws"], capsys)
     assert code == 0 and "on itrs-scaling-1 (1 core)" in " ".join(out.split()), out
+
+
+@pytest.mark.parametrize("scheduler", ["cab", "laws"])
+def test_run_record_is_the_same_in_another_process_folder_and_hash_seed(tmp_path, scheduler):
+    """Nothing a record holds may depend on Python's string hashing (set order), the
+    working folder or where the trace lies: two processes that differ in all three give the
+    same record apart from its wall time."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.cli.conftest import ROOT
+
+    trace = tmp_path / "a" / "heat.sst"
+    trace.parent.mkdir()
+    generate("heat", trace, nx=130, ny=66, iters=3)
+    (tmp_path / "b" / "deeper").mkdir(parents=True)
+    moved = shutil.copy(trace, tmp_path / "b" / "deeper" / "moved.sst")
+    records = []
+    for hash_seed, cwd, path in (
+        ("1", tmp_path / "a", "heat.sst"),
+        ("4242", tmp_path / "b", moved),
+    ):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": hash_seed}
+        code = "import sys; from simsched.cli import main; main(sys.argv[1:])"
+        args = ["run", "-t", str(path), "-m", "opteron-8380-4x4", "-s", scheduler, "--json"]
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args, "--seed", "3"],
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        record = json.loads(done.stdout)
+        record.pop("wall_s")
+        records.append(record)
+    assert records[0] == records[1]
