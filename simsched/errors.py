@@ -98,6 +98,8 @@ def field_message(err: Mapping[str, Any]) -> str:
     if err["type"] == "model_type":
         # pydantic names its own class ("a valid dictionary or instance of MachineSpec")
         return f"expected a mapping of keys and values, got {shown(err.get('input'))}"
+    if err["type"] == "string_too_short" and (err.get("ctx") or {}).get("min_length") == 1:
+        return "must not be empty"
     if err["type"] in ("list_type", "tuple_type"):
         return f"expected a list, got {shown(err.get('input'))}"
     return str(err["msg"]).removeprefix("Value error, ")

@@ -76,15 +76,20 @@ def describe_os_error(exc: OSError) -> str:
 
 
 def from_cache_dir(path: Any) -> str:
-    """``"; the path comes from SIMSCHED_CACHE_DIR=..."`` when ``path`` lies in the cache
-    folder that variable names, else ``""``: an error about a folder in the cache
+    """``"; the path comes from SIMSCHED_CACHE_DIR=..."`` when ``path`` is in the cache
+    folder that variable names and that folder itself is at fault (a file, or a folder that
+    cannot be made), else ``""``: an error about a folder in the cache
     ("existing.txt/kernels: a parent is not a folder") named a path the user never typed,
-    and not the setting that chose it."""
+    and not the setting that chose it.  A user's own path that merely lies under the cache
+    folder gets no such note: the folder is fine, the path was the user's.
+    """
     env = os.environ.get("SIMSCHED_CACHE_DIR")
     if not env or not isinstance(path, str | os.PathLike):
         return ""
-    p, root = Path(os.fsdecode(path)), Path(env)
-    return f"; the path comes from SIMSCHED_CACHE_DIR={env}" if root in (p, *p.parents) else ""
+    p, root = Path(os.path.abspath(os.fsdecode(path))), Path(os.path.abspath(env))
+    if root not in (p, *p.parents) or os.path.isdir(root):
+        return ""
+    return f"; the path comes from SIMSCHED_CACHE_DIR={env}"
 
 
 def check_path(value: Any, name: str) -> Path:
@@ -347,6 +352,7 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
         try:
             make_output_dir(user.parent)
         except OutputError as exc:
+            _remove_made(made)  # the part of the path made before the folder that failed
             raise OutputError(f"{user}: {str(exc).partition(': ')[2]}", exc.errno) from None
         target = _target(user)
         if not target.parent.is_dir():
@@ -398,13 +404,18 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
             elif tmp is not None:
                 tmp.unlink(missing_ok=True)
             # An output refused or failed leaves no trace, not even an empty folder for it
-            # (`trace gen` of an unknown generator into new/x.sst left new/); a folder the
-            # writer put something else in stays.
-            for folder in made:
-                try:
-                    folder.rmdir()
-                except OSError:
-                    break
+            # (`trace gen` of an unknown generator into new/x.sst left new/).
+            _remove_made(made)
+
+
+def _remove_made(made: list[Path]) -> None:
+    """Remove the folders ``made`` (deepest first) that are still empty: a folder that
+    something else was put in meanwhile stays, and so do the folders above it."""
+    for folder in made:
+        try:
+            folder.rmdir()
+        except OSError:
+            break
 
 
 #: Most bytes of an output's name (and of its suffix) that its temporary file repeats:
@@ -519,10 +530,16 @@ def read_user_text(path: str | os.PathLike, what: str = "text") -> str:
         if kind is not None:
             raise ConfigError(f"{p}: is {kind}, expected a {what} file")
         # O_NONBLOCK: a pipe put in its place since the stat must not block the open either
-        with open(os.open(p, os.O_RDONLY | os.O_NONBLOCK), encoding="utf-8") as f:
-            kind = _not_a_file(os.fstat(f.fileno()).st_mode)
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            kind = _not_a_file(os.fstat(fd).st_mode)  # what was opened, whatever it is now
             if kind is not None:
                 raise ConfigError(f"{p}: is {kind}, expected a {what} file")
+            f = open(fd, encoding="utf-8")  # noqa: SIM115 (it owns fd from here)
+        except BaseException:
+            os.close(fd)
+            raise
+        with f:
             return f.read()
     except FileNotFoundError:
         raise ConfigError(f"{p}: no such file") from None

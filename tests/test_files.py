@@ -264,6 +264,26 @@ def test_a_cache_folder_that_cannot_be_made_names_the_variable(monkeypatch, tmp_
     assert describe_os_error(exc) == "a parent is not a folder"
 
 
+def test_a_users_path_under_a_sound_cache_folder_is_not_blamed_on_it(monkeypatch, tmp_path):
+    """With SIMSCHED_CACHE_DIR a folder that works, a path the user typed under it (or any
+    relative one, with the variable '.') was said to come from the variable."""
+    import errno
+
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.chdir(tmp_path)
+    for env in (str(tmp_path), "."):
+        monkeypatch.setenv("SIMSCHED_CACHE_DIR", env)
+        with pytest.raises(OutputError) as info:
+            make_output_dir(tmp_path / "afile" / "sub")
+        assert "SIMSCHED_CACHE_DIR" not in str(info.value)
+        exc = FileNotFoundError(errno.ENOENT, "No such file", "missing.sst")
+        assert describe_os_error(exc) == "no such file or folder"
+    # a relative setting that is a file still names itself for an absolute path in it
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", "afile")
+    exc = NotADirectoryError(errno.ENOTDIR, "Not a directory", str(tmp_path / "afile" / "k"))
+    assert describe_os_error(exc).endswith("; the path comes from SIMSCHED_CACHE_DIR=afile")
+
+
 def test_full_disk_during_the_write_names_the_users_path(tmp_path):
     import errno
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from simsched.errors import ConfigError
@@ -73,3 +75,45 @@ def test_a_sweep_spec_given_as_a_dict_is_named_without_a_command_for_a_file():
         assert str(info.value) == (
             "job set: a sweep spec (top-level workloads:, docs/sweeps.md), not a job set"
         )
+
+
+@pytest.mark.parametrize(
+    ("group", "message"),
+    [
+        # "" was the job set's own folder: ": is a folder, expected a trace file"
+        ({"trace": ""}, "job set: jobs.0.trace: must not be empty"),
+        ({"generator": ""}, "job set: jobs.0.generator: must not be empty"),
+        # the key the branch does not know, not the one it then misses
+        (
+            {"trace": "x.sst", "arrival": {"gauss": {"mean": 5}}},
+            "job set: jobs.0.arrival.gauss: unknown key",
+        ),
+    ],
+)
+def test_a_group_says_what_is_wrong_with_it(group, message):
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        check_jobset({"jobs": [group]})
+
+
+def test_a_job_set_file_must_be_a_regular_file(tmp_path):
+    """/dev/zero was read until memory ran out, and a named pipe blocked."""
+    import os
+    import threading
+    import time
+
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+
+    def unblock() -> None:  # a reader that opened the pipe gets end-of-file, not a hang
+        time.sleep(5)
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass  # no reader: nothing blocked
+
+    threading.Thread(target=unblock, daemon=True).start()
+    for path, what in ((fifo, "a named pipe"), ("/dev/zero", "a device")):
+        with pytest.raises(ConfigError, match=re.escape(f"{path}: is {what}, expected a job-set")):
+            check_jobset(path)
+    with pytest.raises(ConfigError, match="no such job-set file"):
+        load_jobset(tmp_path / "none.yaml")

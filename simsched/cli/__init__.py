@@ -243,28 +243,40 @@ def usage_line(exc: BaseException, command: str | None = None) -> str:
     return f"{' '.join(words) + ': ' if words else ''}{message.rstrip('.')}; see `{where} --help`"
 
 
+#: Options whose value may be empty: a captured program's argument (``trace import --arg
+#: ""`` restores one the program was given) and a figure without a title.
+EMPTY_ALLOWED = frozenset({"--arg", "--title"})
+
+
 def empty_argument(args: Sequence[str]) -> str | None:
     """The one-line error for an empty argument on the command line, or None.
 
-    An empty string is never a meaningful simsched argument, and it is what an unset shell
-    variable gives (``-o "$OUT"``); taken as a path it is the current folder, so ``-o ""``
-    wrote a run's files there and ``trace info ""`` said ``.: is a directory``.  What
-    follows ``--`` is the captured program's own, and ``cc`` hands every argument to the
-    compiler, so those are left alone.
+    An empty string is what an unset shell variable gives (``-o "$OUT"``), and taken as a
+    path it is the current folder: ``-o ""`` wrote a run's files there and ``trace info ""``
+    said ``.: is a directory``.  It is refused but where it is a value:
+    :data:`EMPTY_ALLOWED`'s options, a captured program's arguments (after ``capture``'s
+    ``--``), and ``cc``'s, which are the compiler's.
     """
     if args[:1] == ["cc"]:
         return None
     for i, arg in enumerate(args):
-        if arg == "--":
+        if arg == "--" and args[:1] == ["capture"]:
             return None
-        if arg == "" or (arg.startswith("--") and arg.endswith("=") and len(arg) > 3):
-            words = list(itertools.takewhile(lambda a: a and not a.startswith("-"), args[:i]))
-            words = words[: 2 if words and words[0] in COMMAND_GROUPS else 1]
-            where = " ".join(words) + ": " if words else ""
-            if arg:
-                return f"{where}{arg[:-1]}: an empty value (an unset shell variable?)"
-            after = f" after {args[i - 1]}" if i and args[i - 1].startswith("-") else ""
-            return f"{where}an empty argument{after} (an unset shell variable?)"
+        option, eq, value = arg.partition("=")
+        empty_option = arg.startswith("--") and eq and not value and len(option) > 2
+        if arg != "" and not empty_option:
+            continue
+        previous = args[i - 1] if i else ""
+        named = previous.startswith("-") and "=" not in previous and previous != "--"
+        if option in EMPTY_ALLOWED or (arg == "" and named and previous in EMPTY_ALLOWED):
+            continue
+        words = list(itertools.takewhile(lambda a: a and not a.startswith("-"), args[:i]))
+        words = words[: 2 if words and words[0] in COMMAND_GROUPS else 1]
+        where = " ".join(words) + ": " if words else ""
+        if arg:
+            return f"{where}{option}: an empty value (an unset shell variable?)"
+        after = f" after {previous}" if named else ""
+        return f"{where}an empty argument{after} (an unset shell variable?)"
     return None
 
 

@@ -277,7 +277,7 @@ class SweepSpec(_Strict):
     @classmethod
     def _name_is_not_a_folder(cls, value: str) -> str:
         # the results go to results/<name>: ".." put them beside the spec itself
-        if set(value) == {"."}:
+        if value in (".", ".."):
             raise ValueError(f"{value!r} names a folder (results/{value}), not a sweep")
         return value
 

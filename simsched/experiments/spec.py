@@ -370,11 +370,11 @@ def _machine_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
         else:
             assert m.name is not None  # exactly one of the two (MachineSpec._one_source)
             source = m.name
-            if "/" in source or os.sep in source:
+            if ("/" in source or os.sep in source) and not source.endswith((".yaml", ".yml")):
                 # read as a preset's name, it was "no such preset or file" of a file that exists
                 raise ConfigError(
-                    f"{loaded.path}: machines.{i}: {source!r} is a path, not a preset, and a "
-                    "machine file is YAML (.yaml or .yml; `file:` names one of another suffix)"
+                    f"{loaded.path}: machines.{i}: {source!r} is a path, not a preset; a "
+                    "machine file is YAML, named by `file:` (or by a bare .yaml or .yml name)"
                 )
         base_label = m.label or m.name or Path(m.file or "").stem
         combos = grid_product(m.grid)
@@ -415,6 +415,19 @@ def _scheduler_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any], li
                 seeds = [x for x in seeds if x in loaded.spec.small.seeds] or seeds[:1]
             entries.append((label, {"name": s.name, "params": params}, seeds))
     return entries
+
+
+def _policy(sched: dict[str, Any]) -> dict[str, Any]:
+    """The policy a point's scheduler entry runs: its registered name (an alias resolved)
+    and its parameters with every default filled in; as written when the name is not a
+    registered scheduler (a custom point function's own)."""
+    from simsched.schedulers import get_scheduler
+
+    try:
+        cls = get_scheduler(sched["name"])
+        return {"name": cls.name, "params": cls.resolve_params(dict(sched["params"]))}
+    except ConfigError:
+        return {"name": sched["name"], "params": sched["params"]}
 
 
 def _matches(rule: dict[str, Any], cols: dict[str, Any]) -> bool:
@@ -564,6 +577,8 @@ def expand(loaded: LoadedSpec) -> list[Point]:
     points: list[Point] = []
     seen: dict[str, str] = {}
     labelled: dict[str, str] = {}
+    meaning: dict[str, dict[str, Any]] = {}  # a scheduler entry's policy (_policy)
+    twins: dict[str, str] = {}
     seen_values: dict[str, set[str]] = {key: set() for key in FILTER_KEYS}
     cache = str(loaded.trace_cache)
     for combo in itertools.product(*(values for _, values in factors)):
@@ -597,6 +612,19 @@ def expand(loaded: LoadedSpec) -> list[Point]:
                     f"{loaded.path}: two entries resolve to the same point: {seen[pid]!r} and {label!r}"
                 )
             seen[pid] = label
+            # An alias and its name (ws, cilk) with the same parameters are one policy: the
+            # two points differ by their scheduler's spelling alone, run the same
+            # simulation twice and count as two schedulers in every table.
+            policy = meaning.get(canonical_json(sched))
+            if policy is None:
+                policy = meaning[canonical_json(sched)] = _policy(sched)
+            twin = content_hash({**resolved, "scheduler": policy})
+            if twin in twins:
+                raise ConfigError(
+                    f"{loaded.path}: {twins[twin]!r} and {label!r} are one point: their "
+                    f"schedulers both mean {policy['name']} with the same parameters; keep one"
+                )
+            twins[twin] = label
             point = Point(
                 id=pid,
                 sweep=spec.name,
@@ -739,16 +767,11 @@ def _check_jobset_traces(path: Path, name: str) -> None:
     :func:`simsched.jobset.check_jobset`, which only finds them there), as
     :func:`_check_trace_file` opens a spec's own: a truncated or corrupt one would fail
     every point of the job set alike once it ran."""
-    from simsched.files import read_yaml
-    from simsched.jobset import JobSetSpec
+    from simsched.jobset import jobset_trace_files
 
-    spec = JobSetSpec.model_validate(read_yaml(path))
-    for gi, g in enumerate(spec.jobs):
-        if g.trace is None:
-            continue
-        full = Path(g.trace) if Path(g.trace).is_absolute() else path.parent / g.trace
+    for gi, written, full in jobset_trace_files(path):
         try:
-            _check_trace_file(full, g.trace, relative_to="the job set")
+            _check_trace_file(full, written, relative_to="the job set")
         except ConfigError as exc:
             raise ConfigError(f"{name}: jobs.{gi}.trace: {exc}") from None
 
@@ -785,25 +808,11 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
         blocker = folder_blocker(cache)  # a dangling link, or a file among its parents
         if blocker is not None:
             raise ConfigError(f"{where}: trace_cache {cache}: {blocker}")
-    # An alias and its name (ws, cilk) with the same parameters are one policy: the points
-    # differ only by label, ran twice and counted as two schedulers in every table.
-    meant: dict[str, tuple[int, str, set[int] | None]] = {}
     for i, s in enumerate(spec.schedulers):
         try:
             cls = get_scheduler(s.name)
             for combo in grid_product(s.grid):
-                params = cls.resolve_params({**s.params, **combo})
-                key = canonical_json({"name": cls.name, "params": params})
-                seeds = set(s.seeds) if s.seeds is not None else None
-                entry = s.name + (f"[{format_params(combo)}]" if combo else "")
-                if key in meant:
-                    j, other, other_seeds = meant[key]
-                    if seeds is None or other_seeds is None or seeds & other_seeds:
-                        raise ConfigError(
-                            f"{entry} and schedulers.{j}'s {other} both mean {cls.name} with "
-                            "the same parameters; keep one of them"
-                        )
-                meant.setdefault(key, (i, entry, seeds))
+                cls.resolve_params({**s.params, **combo})
         except ConfigError as exc:
             raise ConfigError(f"{where}: schedulers.{i}: {exc}") from None
     for i, w in enumerate(spec.workloads):

@@ -648,7 +648,7 @@ def load_results(
     ------
     ConfigError
         The path is neither a sweep folder nor a results file, that file is damaged, or
-        it is another program's table (without the :data:`TABLE_COLUMNS`).
+        it is another program's table (with none of the :data:`TABLE_COLUMNS`).
     """
     p = check_path(path, "path")
     refresh = check_flag(refresh, "refresh")
@@ -657,10 +657,19 @@ def load_results(
     return _ints(_told_same_labels(p, _stored_table(p, refresh, warn), warn), nullable_int)
 
 
-#: Columns of every results table simsched writes: a sweep's or a comparison's rows, and
-#: the one-row table of a run's record (``RunResult.to_parquet``), whose ``status`` even a
-#: failed run has.
-TABLE_COLUMNS = ("status",)
+#: Columns a results table of simsched's has at least one of: a sweep's or a comparison's
+#: rows, the one-row table of a run's record (``RunResult.to_parquet``), or a selection of
+#: them (``results show --format csv --columns scheduler,cores,speedup``).
+TABLE_COLUMNS = (
+    "status",
+    "point_id",
+    "workload",
+    "machine",
+    "scheduler",
+    "seed",
+    "makespan_cycles",
+    "speedup",
+)
 
 
 def _results_file(path: Path) -> pd.DataFrame:
@@ -668,11 +677,12 @@ def _results_file(path: Path) -> pd.DataFrame:
     a CSV of other columns showed as a blank table of its rows, and was exported and
     plotted as if it were results."""
     df = _read_table(path)
-    missing = [c for c in TABLE_COLUMNS if c not in df.columns]
-    if missing and len(df.columns):  # no column at all: a sweep none of whose points finished
+    # no column at all: a sweep none of whose points finished
+    if len(df.columns) and not any(c in df.columns for c in TABLE_COLUMNS):
+        have = ", ".join(map(str, list(df.columns)[:6])) + (", ..." if len(df.columns) > 6 else "")
         raise ConfigError(
-            f"{path}: not a simsched results table (no {', '.join(missing)} column, which "
-            "every run's row has; `simsched results export` writes one)"
+            f"{path}: not a simsched results table (its columns {have}; a run's row has "
+            "status, workload, machine, scheduler, ...; `simsched results export` writes one)"
         )
     return df
 

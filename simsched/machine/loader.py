@@ -17,8 +17,23 @@ from simsched.machine.schema import Machine, exponent_hint
 from simsched.params import check_mapping, python_scalars
 
 
-def format_validation_error(source: str, exc: ValidationError) -> str:
-    """One line naming ``source`` and every offending field of a pydantic error."""
+def _loc_text(loc: tuple, data: Any) -> str:
+    """A field's dotted path, with the name of the cache level it is in as ``data`` gives
+    it (``caches.1.size (L2)``, as the checks of the whole machine say it): an override
+    names a level (``caches.L2.size``), and the index alone left the user to count."""
+    text = ".".join(str(p) for p in loc)
+    caches = data.get("caches") if isinstance(data, dict) else None
+    if len(loc) > 1 and loc[0] == "caches" and isinstance(loc[1], int) and isinstance(caches, list):
+        level = caches[loc[1]] if 0 <= loc[1] < len(caches) else None
+        name = level.get("name") if isinstance(level, dict) else None
+        if isinstance(name, str) and name:
+            text += f" ({shown(name) if len(name) > 20 or not name.isprintable() else name})"
+    return text
+
+
+def format_validation_error(source: str, exc: ValidationError, data: Any = None) -> str:
+    """One line naming ``source`` and every offending field of a pydantic error (a cache
+    level by its name in ``data``, the machine's fields as given, when it has one)."""
     parts = []
     errors = exc.errors()
     for err in errors:
@@ -28,7 +43,7 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
         ):
             # a list whose only item failed is also "too short": the item's error says why
             continue
-        loc = ".".join(str(p) for p in err["loc"])
+        loc = _loc_text(err["loc"], data)
         msg = field_message(err)
         given = err.get("input")
         if err["type"] in ("int_type", "float_type", "bool_type", "string_type"):
@@ -199,7 +214,7 @@ def load_machine(
     try:
         return Machine.model_validate(python_scalars(data))
     except ValidationError as exc:
-        msg = format_validation_error(source, exc)
+        msg = format_validation_error(source, exc, data)
         sections = [k for k, v in (overrides or {}).items() if isinstance(v, dict)]
         if sections:
             # A mapping replaces its whole section, so the fields it leaves out are

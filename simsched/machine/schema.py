@@ -39,6 +39,10 @@ _UNITS = {
     "g": 1024**3,
     "gb": 1024**3,
     "gib": 1024**3,
+    # MAX_SIZE is 1 TB: a unit that can state the cap itself
+    "t": 1024**4,
+    "tb": 1024**4,
+    "tib": 1024**4,
 }
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 #: A number in exponent form without a dot (``1e9``), which YAML reads as text.

@@ -56,7 +56,7 @@ def test_binary_files_given_as_yaml_or_table(cli, junk, png, fib_trace, tmp_path
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ("caches.L2.size=1180591620717411303424", "caches.1.size: Input should be less than"),
+        ("caches.L2.size=1180591620717411303424", "caches.1.size (L2): Input should be less than"),
         ("memory.latency=1e30", "memory.latency: Input should be a valid integer"),
         ("memory.latency=100000000000", "memory.latency: Input should be less than"),
         ("cores_per_socket=true", "cores_per_socket: Input should be a valid integer"),
@@ -590,6 +590,14 @@ def test_an_empty_argument_of_the_captured_program_or_the_compiler_is_theirs():
     assert empty_argument(["capture", "-o", "c.sst", "--", "./prog", ""]) is None
     assert empty_argument(["cc", "-o", "p", "p.c", "-DNAME="]) is None
     assert empty_argument(["cc", "", "p.c"]) is None
+    # values that may be empty: a program's argument to restore, a figure without a title
+    assert empty_argument(["trace", "import", "r.zst", "-o", "t.sst", "--arg", ""]) is None
+    assert empty_argument(["trace", "import", "r.zst", "-o", "t.sst", "--arg="]) is None
+    assert empty_argument(["plot", "iterations", "r", "-o", "f.png", "--title", ""]) is None
+    assert empty_argument(["sweep", "run", "s.yaml", "--set=seeds="]) is None  # not empty
+    # after another command's --, "" is still its path; and a positional is no option's
+    assert "trace info: an empty argument (" in empty_argument(["trace", "info", "--", ""])
+    assert "run: an empty argument (" in empty_argument(["run", "--title=T", ""])
 
 
 def test_a_run_folder_whose_record_is_a_folder_is_refused_before_the_run(cli, fib_trace, tmp_path):

@@ -194,8 +194,8 @@ def test_machine_overrides_and_grid(tmp_path):
         ("exclude: [{flavour: x}]", "unknown filter key 'flavour'"),
         ("zip: [[workloads]]", "at least two axes"),
         # an empty folder name silently meant the default folder
-        ("out: ''", "out: String should have at least 1 character"),
-        ("trace_cache: ''", "trace_cache: String should have at least 1 character"),
+        ("out: ''", "out: must not be empty"),
+        ("trace_cache: ''", "trace_cache: must not be empty"),
     ],
 )
 def test_errors_name_the_field(tmp_path, edit, message):
@@ -419,11 +419,18 @@ def test_check_spec_reports_the_first_problem_before_any_point(tmp_path, edit, m
     ("edit", "message"),
     [
         # an alias beside its name ran every point twice, as two "schedulers"
-        ("schedulers=[ws, cilk]", "schedulers.1: cilk and schedulers.0's ws both mean ws"),
+        ("schedulers=[ws, cilk]", "/ ws / seed 0' and 'mergesort / itrs-scaling-1 / cilk"),
+        ("schedulers=[ws, cilk]", "are one point: their schedulers both mean ws with the same"),
         (
             "schedulers=[{name: ws, grid: {spawn_policy: [child-first, parent-first]}}, "
             "{name: cilk, params: {spawn_policy: parent-first}}]",
-            "cilk and schedulers.0's ws[spawn_policy=parent-first] both mean ws",
+            "ws[spawn_policy=parent-first] / seed 0' and 'mergesort / itrs-scaling-1 / cilk",
+        ),
+        # the third entry runs the second's policy at its seed
+        (
+            "schedulers=[{name: ws, seeds: [0]}, {name: cilk, seeds: [1]}, "
+            "{name: ws, label: w3, seeds: [1]}]",
+            "/ cilk / seed 1' and 'mergesort / itrs-scaling-1 / w3 / seed 1' are one point",
         ),
         # results/.. is the spec's own folder
         ("name=..", "name: '..' names a folder (results/..), not a sweep"),
@@ -444,12 +451,23 @@ def test_spec_entries_that_would_mislead(tmp_path, edit, message):
         check_spec(load_spec(write(tmp_path, valid), small=True, sets=[edit]))
 
 
-def test_same_scheduler_twice_with_own_seeds_apart_is_two_sets_of_points(tmp_path):
+@pytest.mark.parametrize(
+    "edits",
+    [
+        ["schedulers=[{name: ws, seeds: [0]}, {name: cilk, seeds: [1]}]"],
+        ["schedulers=[ws, {name: cilk, seeds: [5]}]"],  # the sweep's seeds are 0..2
+        # zipped with the machines, each entry runs on its own machine
+        ["schedulers=[ws, cilk]", "zip=[[machines, schedulers]]", "machines=[a, b]"],
+    ],
+)
+def test_one_policy_twice_without_a_shared_point_is_allowed(tmp_path, edits):
     from simsched.experiments.spec import check_spec
 
     valid = BASE.replace("records: [100, 200]", "n_build: [100, 200]")
-    edit = "schedulers=[{name: ws, seeds: [0]}, {name: cilk, seeds: [1]}]"
-    assert check_spec(load_spec(write(tmp_path, valid), small=True, sets=[edit]))
+    edits = [
+        e.replace("machines=[a, b]", "machines=[itrs-scaling-1, itrs-scaling-2]") for e in edits
+    ]
+    assert check_spec(load_spec(write(tmp_path, valid), small=True, sets=edits))
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")

@@ -98,9 +98,9 @@ def test_extrapolated_itrs_chips_follow_table_2s_rule():
         ),
         (
             {"caches": [{**BASE["caches"][0], "inclusive": True, "inclusion": "inclusive"}]},
-            "caches.0: inclusive: give inclusion",
+            "caches.0 (L1): inclusive: give inclusion",
         ),
-        ({"caches": [{**BASE["caches"][0], "inclusive": 1}]}, "caches.0: inclusive: 1 is not"),
+        ({"caches": [{**BASE["caches"][0], "inclusive": 1}]}, "caches.0 (L1): inclusive: 1 is not"),
     ],
 )
 def test_errors_name_the_field(patch, field):
@@ -112,7 +112,7 @@ def test_a_failing_only_cache_is_one_error_not_also_an_empty_list():
     with pytest.raises(ConfigError) as info:
         load_machine({**BASE, "caches": [{**BASE["caches"][0], "size": "lots"}]})
     assert str(info.value) == (
-        "machine: caches.0.size: 'lots' is not a size (use bytes or a string such as '64KB', "
+        "machine: caches.0.size (L1): 'lots' is not a size (use bytes or a string such as '64KB', "
         "'20MB')"
     )
     with pytest.raises(ConfigError, match="caches: Tuple should have at least 1 item"):
@@ -145,7 +145,9 @@ def test_sizes():
     assert parse_size("8589934593 KB") == (2**33 + 1) * 1024
     with pytest.raises(ValueError):
         parse_size("1.0000000000000001 KB")
-    with pytest.raises(ConfigError, match="caches.0.size: Input should be less than or equal"):
+    with pytest.raises(
+        ConfigError, match=re.escape("caches.0.size (L1): Input should be less than or equal")
+    ):
         load_machine("itrs-scaling-1", {"caches.L1.size": "9" * 400})
     # past Python's 4300 digits: no advice on sys.set_int_max_str_digits, no 5000-digit echo
     with pytest.raises(ValueError) as info:
@@ -154,6 +156,25 @@ def test_sizes():
         f"{'9' * 40!r}... (5,002 characters) is not a size (use bytes or a string such as "
         "'64KB', '20MB')"
     )
+
+
+def test_a_size_may_be_given_in_terabytes_up_to_the_cap():
+    """1 TB is the largest size, yet '1TB' was "not a size"."""
+    assert parse_size("1TB") == parse_size("1 TiB") == parse_size("1024GB") == 2**40
+    assert load_machine("itrs-scaling-1", {"caches.L1.size": "1TB"}).caches[0].size == 2**40
+    with pytest.raises(ConfigError, match=re.escape("caches.0.size (L1): Input should be less")):
+        load_machine("itrs-scaling-1", {"caches.L1.size": "2TB"})
+
+
+def test_a_field_error_names_the_cache_level_as_an_override_does():
+    """An override names a level (caches.L2.size); its error said caches.1.size alone."""
+    with pytest.raises(
+        ConfigError, match=re.escape("caches.1.assoc (L2): Input should be greater")
+    ):
+        load_machine("itrs-scaling-2", {"caches.L2.assoc": 0})
+    odd = {**BASE, "caches": [{**BASE["caches"][0], "name": "x\ny", "size": "lots"}]}
+    with pytest.raises(ConfigError, match=re.escape("caches.0.size ('x\\ny'): 'lots'")):
+        load_machine(odd)
 
 
 def test_cli_show_json(capsys):
