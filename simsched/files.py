@@ -412,6 +412,8 @@ def _remove_made(made: list[Path]) -> None:
     """Remove the folders ``made`` (deepest first) that are still empty: a folder that
     something else was put in meanwhile stays, and so do the folders above it."""
     for folder in made:
+        if not os.path.lexists(folder):
+            continue  # a make that failed part-way made only the upper ones
         try:
             folder.rmdir()
         except OSError:

@@ -112,6 +112,10 @@ def test_failed_writer_leaves_no_folder_made_for_it(tmp_path):
     with atomic_output(tmp_path / "c" / "t.csv") as tmp:
         tmp.write_text("done")
     assert (tmp_path / "c" / "t.csv").read_text() == "done"
+    # a make that fails part-way (a name too long) leaves none of the folders it made
+    with pytest.raises(OutputError), atomic_output(tmp_path / "n" / "m" / ("L" * 300) / "t"):
+        pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "c"]
 
 
 def test_interrupted_writer_leaves_no_temporary(tmp_path):

@@ -263,7 +263,10 @@ def empty_argument(args: Sequence[str]) -> str | None:
         if arg == "--" and args[:1] == ["capture"]:
             return None
         option, eq, value = arg.partition("=")
-        empty_option = arg.startswith("--") and eq and not value and len(option) > 2
+        # --out= and -o= (click takes "-o=" as the value "=", and wrote a file of that name)
+        long_empty = arg.startswith("--") and len(option) > 2
+        short_empty = len(option) == 2 and option[0] == "-" and option[1] != "-"
+        empty_option = bool(eq) and not value and (long_empty or short_empty)
         if arg != "" and not empty_option:
             continue
         previous = args[i - 1] if i else ""

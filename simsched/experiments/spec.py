@@ -370,7 +370,11 @@ def _machine_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
         else:
             assert m.name is not None  # exactly one of the two (MachineSpec._one_source)
             source = m.name
-            if ("/" in source or os.sep in source) and not source.endswith((".yaml", ".yml")):
+            if source.endswith((".yaml", ".yml")):
+                # a file, relative to the spec as `file:` and a bare .yaml name are (it was
+                # read relative to the current folder)
+                source = str((loaded.spec_dir / source).resolve())
+            elif "/" in source or os.sep in source:
                 # read as a preset's name, it was "no such preset or file" of a file that exists
                 raise ConfigError(
                     f"{loaded.path}: machines.{i}: {source!r} is a path, not a preset; a "
@@ -577,8 +581,8 @@ def expand(loaded: LoadedSpec) -> list[Point]:
     points: list[Point] = []
     seen: dict[str, str] = {}
     labelled: dict[str, str] = {}
-    meaning: dict[str, dict[str, Any]] = {}  # a scheduler entry's policy (_policy)
-    twins: dict[str, str] = {}
+    meaning: dict[str, tuple[str, str]] = {}  # a scheduler entry's policy: name, JSON
+    twins: dict[tuple[str, str, str, int], str] = {}
     seen_values: dict[str, set[str]] = {key: set() for key in FILTER_KEYS}
     cache = str(loaded.trace_cache)
     for combo in itertools.product(*(values for _, values in factors)):
@@ -612,19 +616,6 @@ def expand(loaded: LoadedSpec) -> list[Point]:
                     f"{loaded.path}: two entries resolve to the same point: {seen[pid]!r} and {label!r}"
                 )
             seen[pid] = label
-            # An alias and its name (ws, cilk) with the same parameters are one policy: the
-            # two points differ by their scheduler's spelling alone, run the same
-            # simulation twice and count as two schedulers in every table.
-            policy = meaning.get(canonical_json(sched))
-            if policy is None:
-                policy = meaning[canonical_json(sched)] = _policy(sched)
-            twin = content_hash({**resolved, "scheduler": policy})
-            if twin in twins:
-                raise ConfigError(
-                    f"{loaded.path}: {twins[twin]!r} and {label!r} are one point: their "
-                    f"schedulers both mean {policy['name']} with the same parameters; keep one"
-                )
-            twins[twin] = label
             point = Point(
                 id=pid,
                 sweep=spec.name,
@@ -652,6 +643,24 @@ def expand(loaded: LoadedSpec) -> list[Point]:
                     "their entries different names (name: of a workload, label: of a machine "
                     "or scheduler)"
                 )
+            # An alias and its name (ws, cilk) with the same parameters are one policy: the
+            # two points differ by their scheduler's spelling alone, run the same
+            # simulation twice and count as two schedulers in every table.  Labels tell
+            # the other entries apart (the check above), so they key the twin.
+            policy = meaning.get(s_label)
+            if policy is None:
+                resolved_policy = _policy(sched)
+                policy = meaning[s_label] = (
+                    resolved_policy["name"],
+                    canonical_json(resolved_policy),
+                )
+            twin = (wl_label, m_label, policy[1], seed)
+            if twin in twins:
+                raise ConfigError(
+                    f"{loaded.path}: {twins[twin]!r} and {label!r} are one point: their "
+                    f"schedulers both mean {policy[0]} with the same parameters; keep one"
+                )
+            twins[twin] = label
             points.append(point)
     _check_filter_values(loaded, seen_values)
     return points

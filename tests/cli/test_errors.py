@@ -598,6 +598,8 @@ def test_an_empty_argument_of_the_captured_program_or_the_compiler_is_theirs():
     # after another command's --, "" is still its path; and a positional is no option's
     assert "trace info: an empty argument (" in empty_argument(["trace", "info", "--", ""])
     assert "run: an empty argument (" in empty_argument(["run", "--title=T", ""])
+    # click took "-o=" as the value "=", and wrote a file of that name
+    assert "trace gen: -o: an empty value" in empty_argument(["trace", "gen", "fib", "-o="])
 
 
 def test_a_run_folder_whose_record_is_a_folder_is_refused_before_the_run(cli, fib_trace, tmp_path):

@@ -451,6 +451,33 @@ def test_spec_entries_that_would_mislead(tmp_path, edit, message):
         check_spec(load_spec(write(tmp_path, valid), small=True, sets=[edit]))
 
 
+def test_a_machine_named_by_a_yaml_path_is_read_relative_to_the_spec(tmp_path, monkeypatch):
+    """`{name: m/m.yaml}` was read relative to the current folder, unlike `file:`."""
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "m.yaml").write_text(
+        "name: mine\ncores_per_socket: 2\ncaches:\n  - {name: L1, scope: core, size: 16KB, "
+        "assoc: 4, line: 64, hit_latency: 1}\nmemory: {latency: 50, service_interval: 5}\n"
+    )
+    spec = write(tmp_path, BASE)
+    monkeypatch.chdir(tmp_path.parent)
+    loaded = load_spec(spec, small=True, sets=["machines=[{name: m/m.yaml, label: mine}]"])
+    assert {p.columns()["cores"] for p in loaded.points()} == {2}
+
+
+def test_twins_dropped_by_the_filters_are_no_error(tmp_path):
+    edits = [
+        "schedulers=[ws, cilk]",
+        "exclude=[{scheduler: cilk, machine: itrs-scaling-1}, {scheduler: ws, machine: "
+        "[itrs-scaling-2, itrs-scaling-4]}]",
+    ]
+    points = load_spec(write(tmp_path, BASE), small=True, sets=edits).points()
+    assert {(p.scheduler["label"], p.machine["label"]) for p in points} == {
+        ("ws", "itrs-scaling-1"),
+        ("cilk", "itrs-scaling-2"),
+        ("cilk", "itrs-scaling-4"),
+    }
+
+
 @pytest.mark.parametrize(
     "edits",
     [
