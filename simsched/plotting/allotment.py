@@ -11,13 +11,15 @@ scheduler reports one).  The series is a step function: an entry holds until the
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, shown
 from simsched.plotting.figures import literal, style
 from simsched.plotting.runfolder import check_finished, read_record, result_file
 
@@ -49,6 +51,37 @@ def default_title(rec: dict[str, Any], clipped_above: int | None = None) -> str:
     return f"{head}\n(desires above {clipped_above} cores are cut off at the top of the axis)"
 
 
+_TAKES = "a multi-job run's record (JobsResult.record or load_jobs_record(path))"
+
+
+def _check_jobs_record(rec: Any) -> dict[str, Any]:
+    """``rec`` if it is the record of a finished multi-job run, else a one-line
+    :class:`ConfigError` that says what the figure takes (a single run's record, a failed
+    one, a path or the result object itself failed with a ``KeyError`` or ``TypeError``)."""
+    if isinstance(rec, str | os.PathLike):
+        raise ConfigError(f"rec={shown(rec)}: a path; load it with load_jobs_record(path)")
+    if not isinstance(rec, Mapping):
+        got = "None" if rec is None else type(rec).__name__
+        hint = "; pass its .record" if isinstance(getattr(rec, "record", None), Mapping) else ""
+        raise ConfigError(f"rec: expected {_TAKES}, got {got}{hint}")
+    if rec.get("kind") != "jobs":
+        kind = f"kind {shown(rec.get('kind'))}" if "kind" in rec else "no 'kind'"
+        raise ConfigError(f"rec: not {_TAKES}: the record has {kind}, not 'jobs'")
+    status = rec.get("status", "ok")
+    if status != "ok":
+        raise ConfigError(
+            f"rec: the multi-job run did not end well (status {shown(status)}): "
+            "no allotment to draw"
+        )
+    a = rec.get("allotment")
+    if not isinstance(a, Mapping) or "cycles" not in a or "cores" not in a:
+        raise ConfigError(f"rec: not {_TAKES}: it has no 'allotment' series")
+    jobs = rec.get("jobs")
+    if not isinstance(jobs, list) or not all(isinstance(j, Mapping) and "name" in j for j in jobs):
+        raise ConfigError(f"rec: not {_TAKES}: its 'jobs' is not a list of named jobs")
+    return dict(rec)
+
+
 def plot_allotment(rec: dict[str, Any], *, title: str | None = None) -> Figure:
     """Step plot of every job's allotment (solid) and desire (dashed) over time.
 
@@ -58,7 +91,8 @@ def plot_allotment(rec: dict[str, Any], *, title: str | None = None) -> Figure:
     Parameters
     ----------
     rec
-        A multi-job result record.
+        A multi-job run's result record (``JobsResult.record`` or
+        :func:`load_jobs_record`); anything else is a :class:`ConfigError`.
     title
         Figure title (default: :func:`default_title`: jobs, job schedulers, machine,
         controller, and whether desires are cut off).
@@ -67,6 +101,7 @@ def plot_allotment(rec: dict[str, Any], *, title: str | None = None) -> Figure:
     -------
     matplotlib.figure.Figure
     """
+    rec = _check_jobs_record(rec)
     a = rec["allotment"]
     t = np.asarray(a["cycles"], dtype=float)
     cores = np.asarray(a["cores"], dtype=float)

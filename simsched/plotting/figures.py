@@ -276,6 +276,9 @@ def bar_plot(
     """Grouped bars of mean ``y`` per category ``x`` and ``hue``, min–max over seeds."""
     title = check_title(title)
     agg = aggregate(df, x, y, hue)
+    if agg.empty:  # no bar at all: the bar width was divided by no hues
+        why = f": {_all_failed(df)}" if len(df) and ok_rows(df).empty else ""
+        raise ConfigError(f"no rows to plot (no run with a value of {shown(y)}){why}")
     ax = _axes(ax)
     cats = list(dict.fromkeys(_natural(agg[x])))
     hues = _natural(agg[hue]) if hue else [None]
@@ -615,7 +618,9 @@ def figure_format(path: str | Path) -> str:
     """
     from matplotlib.backend_bases import FigureCanvasBase
 
-    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    from simsched.files import check_path
+
+    fmt = check_path(path, "path").suffix.lstrip(".").lower() or "png"
     supported = sorted(FigureCanvasBase.get_supported_filetypes())
     if fmt not in supported:
         raise ConfigError(
@@ -694,6 +699,22 @@ def _save_pgf(fig: Figure, path: Path, tmp: Path, dots: dict[str, Any]) -> None:
         os.replace(drawn, tmp)
 
 
+#: the largest resolution :func:`save` draws at (a figure of 10^6 dots per inch needs
+#: terabytes of memory)
+MAX_DPI = 2400
+
+
+def _check_dpi(dpi: Any) -> float:
+    """``dpi`` as a float in ``(0, MAX_DPI]``, else a one-line :class:`ConfigError`."""
+    ok = isinstance(dpi, numbers.Real) and not isinstance(dpi, bool)
+    if not ok or not 0 < float(dpi) <= MAX_DPI:  # nan fails the comparison too
+        raise ConfigError(
+            f"dpi={shown(dpi)}: expected a number of dots per inch, more than 0 and at most "
+            f"{MAX_DPI} (None: the style's)"
+        )
+    return float(dpi)
+
+
 def save(fig: Figure, path: str | os.PathLike, *, dpi: float | None = None) -> Path:
     """Save ``fig`` atomically (:func:`simsched.files.atomic_output`) and close it.
 
@@ -703,13 +724,19 @@ def save(fig: Figure, path: str | os.PathLike, *, dpi: float | None = None) -> P
     Raises
     ------
     ConfigError
-        The suffix is not a figure format, or the format is PGF and TeX is not installed.
+        ``fig`` is not a matplotlib figure, ``path`` not a path, ``dpi`` not a number from
+        more than 0 to :data:`MAX_DPI`, the suffix is not a figure format, or the format is
+        PGF and TeX is not installed.
     """
-    from simsched.files import atomic_output
+    from simsched.files import atomic_output, check_path
 
-    path = Path(path)
-    dots: dict[str, Any] = {} if dpi is None else {"dpi": dpi}
+    if not isinstance(fig, Figure):
+        hint = "; pass its .figure" if isinstance(fig, Axes) else ""
+        got = "None" if fig is None else type(fig).__name__
+        raise ConfigError(f"fig: expected a matplotlib Figure, got {got}{hint}")
     try:
+        path = check_path(path, "path")
+        dots: dict[str, Any] = {} if dpi is None else {"dpi": _check_dpi(dpi)}
         fmt = figure_format(path)
         if fmt == "pgf" and (fig.axes or fig.texts or fig.legends or fig.images):
             # an image is placed with a TeX command matplotlib asks TeX for

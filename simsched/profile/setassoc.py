@@ -21,12 +21,13 @@ This module is also the timing baseline of ``benchmarks/bench_profile.py``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.errors import SimschedError
+from simsched.errors import ConfigError, SimschedError, shown
 from simsched.params import check_int
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, build_groups
@@ -120,11 +121,41 @@ def _model(caps: np.ndarray, assoc: int | None) -> _FullyAssociative | _SetAssoc
         raise SimschedError("at most 64 cache sizes at once")
     if assoc is None:
         return _FullyAssociative(caps)
-    assoc = int(assoc)
-    if assoc < 1 or (caps % assoc).any():
+    assoc = check_int("assoc", assoc, 1)
+    if (caps % assoc).any():
         bad = [int(c) for c in caps if c % assoc]
         raise SimschedError(f"capacities {bad} lines are not a multiple of {assoc} ways")
     return _SetAssociative(caps, assoc)
+
+
+def _check_capacities(capacities: Any) -> np.ndarray:
+    """``capacities`` (a list of cache capacities in lines, each at least 1) as an int64
+    array, else a one-line :class:`ConfigError` naming the argument or the item."""
+    if isinstance(capacities, str | bytes) or not isinstance(capacities, Sequence | np.ndarray):
+        raise ConfigError(
+            f"capacities={shown(capacities)}: expected a list of cache capacities in lines"
+        )
+    caps = [check_int(f"capacities[{i}]", c, 1) for i, c in enumerate(capacities)]
+    return np.asarray(caps, np.int64)
+
+
+def _check_which(which: Any, ng: int) -> np.ndarray:
+    """``which`` (None, or a boolean mask with one entry per group) as a bool array, else
+    a one-line :class:`ConfigError`: an index array or a mask of another length was cast
+    to bool and broadcast, and every group was replayed without a word."""
+    if which is None:
+        return np.ones(ng, bool)
+    arr = np.asarray(which) if isinstance(which, Sequence | np.ndarray) else None
+    if arr is None or isinstance(which, str | bytes) or (arr.size and arr.dtype != np.bool_):
+        raise ConfigError(
+            f"which={shown(which)}: expected a boolean mask with one entry per group "
+            f"({ng} groups), not group numbers"
+        )
+    if arr.ndim != 1 or arr.shape[0] != ng:
+        raise ConfigError(
+            f"which: the mask has shape {arr.shape}, expected one entry per group ({ng},)"
+        )
+    return arr.astype(bool)
 
 
 def replay_groups(
@@ -157,7 +188,7 @@ def replay_groups(
     hi = np.ascontiguousarray(hi, np.int64)
     if lo.shape != hi.shape or (lo > hi).any() or (lo < 0).any() or (hi > len(lines)).any():
         raise SimschedError("group access ranges are invalid")
-    model = _model(np.asarray(capacities, np.int64), assoc)
+    model = _model(_check_capacities(capacities), assoc)
     out = np.zeros((len(lo), len(model.miss)), np.int64)
     for g in range(len(lo)):
         model.start()
@@ -167,7 +198,7 @@ def replay_groups(
 
 
 def setassoc_misses(
-    trace: Trace,
+    trace: Trace | str | os.PathLike,
     *,
     sizes: Sequence[int],
     line: int,
@@ -184,7 +215,7 @@ def setassoc_misses(
     Parameters
     ----------
     trace
-        An open :class:`simsched.trace.Trace`.
+        An open :class:`simsched.trace.Trace` or a path to one (opened and closed here).
     sizes
         Cache sizes in bytes.
     line
@@ -192,9 +223,10 @@ def setassoc_misses(
     assoc
         Ways per set; ``None`` for fully associative LRU.
     groups
-        The task-group tree (built from the trace when omitted).
+        The task-group tree of this trace (built from the trace when omitted).
     which
-        Boolean mask of the groups to replay (default: all); the others get ``-1``.
+        Boolean mask of the groups to replay, one entry per group (default: all); the
+        others get ``-1``.
 
     Returns
     -------
@@ -202,16 +234,43 @@ def setassoc_misses(
         ``int64`` misses, shape ``(n_groups, len(sizes))``.
     """
     from simsched.profile.lrutree import bucket_bounds, check_sizes
+    from simsched.trace.reader import as_trace
 
     caps = bucket_bounds(check_sizes(sizes), check_int("line", line, 1))
     shift = int(line).bit_length() - 1
+    if groups is not None and not isinstance(groups, GroupTree):
+        raise ConfigError(
+            f"groups={shown(groups)}: expected a GroupTree (build_groups(trace)) or None"
+        )
+    model = _model(caps, assoc)
+    t, owned = as_trace(trace)
+    try:
+        return _setassoc_pass(t, caps, shift, model, groups, which)
+    finally:
+        if owned:
+            t.close()
+
+
+def _setassoc_pass(
+    trace: Trace,
+    caps: np.ndarray,
+    shift: int,
+    model: _FullyAssociative | _SetAssociative,
+    groups: GroupTree | None,
+    which: Any,
+) -> np.ndarray:
+    """:func:`setassoc_misses` on an open trace, its arguments checked."""
     if groups is None:
         groups = build_groups(trace)
-    ng = len(groups)
-    sel = np.ones(ng, bool) if which is None else np.asarray(which, bool)
-    out = np.full((ng, len(caps)), -1, np.int64)
-    model = _model(caps, assoc)
     rs = trace.strands.ref_start
+    if groups.n_strands != len(rs) - 1:
+        raise ConfigError(
+            f"groups: the group tree is of another trace ({groups.n_strands} strands; "
+            f"{getattr(trace, 'path', 'the trace')} has {len(rs) - 1})"
+        )
+    ng = len(groups)
+    sel = _check_which(which, ng)
+    out = np.full((ng, len(caps)), -1, np.int64)
     for d in range(int(groups.depth.max()) + 1):
         ids = np.flatnonzero((groups.depth == d) & sel)
         if len(ids) == 0:

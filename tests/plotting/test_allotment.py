@@ -98,3 +98,29 @@ def test_job_names_are_drawn_literally(tmp_path):
     fig = plot_allotment(rec)
     fig.savefig(tmp_path / "a.png")
     assert r"p\$\frac{\$#0" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+class _JobsResultLike:
+    def __init__(self, record: dict) -> None:
+        self.record = record
+
+
+@pytest.mark.parametrize(
+    ("rec", "says"),
+    [
+        ({"kind": "run", "status": "ok", "makespan_cycles": 3}, r"the record has kind 'run'"),
+        ({**_record(0), "status": "error", "error": "boom"}, r"status 'error'"),
+        ({}, r"the record has no 'kind'"),
+        (None, r"got None"),
+        ("out/result.json", r"rec='out/result.json': a path; load it with load_jobs_record"),
+        (_JobsResultLike(_record(0)), r"got _JobsResultLike; pass its \.record"),
+        ({"kind": "jobs", "status": "ok", "jobs": []}, r"no 'allotment' series"),
+        ({**_record(0), "jobs": None}, r"'jobs' is not a list of named jobs"),
+    ],
+)
+def test_refuses_what_is_not_a_multi_job_record(rec, says):
+    from simsched.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=says) as e:
+        plot_allotment(rec)
+    assert "\n" not in str(e.value)

@@ -475,3 +475,51 @@ def test_an_empty_zoom_draws_no_zoomed_panel():
     fig = figure_time_vs_cores(results(), ["mergesort"], zoom=())
     assert len(fig.axes) == 1
     plt.close(fig)
+
+
+def test_bars_of_no_rows_are_refused():
+    """Before: ZeroDivisionError (the bar width divided by no hues)."""
+    from simsched.plotting.figures import bar_plot
+
+    empty = results().iloc[:0]
+    with pytest.raises(ConfigError, match=r"no rows to plot"):
+        bar_plot(empty, "machine", "mpki")
+    failed = results().assign(status="error", error="boom")
+    with pytest.raises(ConfigError, match=r"no rows to plot .*failed \(the first: boom\)"):
+        bar_plot(failed, "machine", "mpki")
+
+
+@pytest.mark.parametrize(
+    ("fig", "path", "dpi", "says"),
+    [
+        (None, "f.png", None, r"fig: expected a matplotlib Figure, got None"),
+        ("axes", "f.png", None, r"got Axes; pass its \.figure"),
+        ("fig", None, None, r"path=None: expected a path"),
+        ("fig", "f.png", 0, r"dpi=0: expected a number of dots per inch"),
+        ("fig", "f.png", -1, r"dpi=-1: expected"),
+        ("fig", "f.png", float("nan"), r"dpi=nan: expected"),
+        ("fig", "f.png", "100", r"dpi='100': expected"),
+        ("fig", "f.png", 1e6, r"dpi=1000000.0: expected .* at most 2400"),
+        ("fig", "f.png", True, r"dpi=True: expected"),
+    ],
+)
+def test_save_names_a_wrong_argument(tmp_path, fig, path, dpi, says):
+    """Before: AttributeError, TypeError, ValueError or MemoryError from matplotlib."""
+    f = plt.figure()
+    f.add_subplot().plot([0, 1])
+    given = {"fig": f, "axes": f.axes[0]}.get(fig) if isinstance(fig, str) else fig
+    out = tmp_path / path if isinstance(path, str) else path
+    with pytest.raises(ConfigError, match=says) as info:
+        save(given, out, dpi=dpi)
+    assert "\n" not in str(info.value)
+    plt.close("all")
+
+
+def test_save_takes_a_sane_dpi_and_figure_format_names_a_bad_path(tmp_path):
+    from simsched.plotting.figures import figure_format
+
+    f = plt.figure()
+    assert save(f, tmp_path / "f.png", dpi=50).exists()
+    for bad in (None, 5):
+        with pytest.raises(ConfigError, match=rf"path={bad}: expected a path"):
+            figure_format(bad)

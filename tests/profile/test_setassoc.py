@@ -110,3 +110,41 @@ def test_setassoc_refuses_bad_sizes_and_lines(tmp_path):
             setassoc_misses(t, sizes=[2**70], line=64)
         with pytest.raises(ConfigError, match=r"line=None: expected an integer"):
             setassoc_misses(t, sizes=[4096], line=None)
+
+
+def test_setassoc_refuses_a_mask_that_is_not_one_bool_per_group(tmp_path):
+    with open_trace(build_random(tmp_path / "r.sst", 2)) as t:
+        ng = len(profile_trace(t, sizes=[4096], line=64).groups)
+        with pytest.raises(ConfigError, match=r"which=.*expected a boolean mask .*not group"):
+            setassoc_misses(t, sizes=[4096], line=64, which=np.array([3]))
+        with pytest.raises(ConfigError, match=rf"which: the mask has shape \(1,\).*\({ng},\)"):
+            setassoc_misses(t, sizes=[4096], line=64, which=np.array([True]))
+        one = np.zeros(ng, bool)
+        one[0] = True
+        out = setassoc_misses(t, sizes=[4096], line=64, which=one)
+        assert (out[1:] == -1).all() and (out[0] >= 0).all()
+
+
+def test_setassoc_refuses_bad_assoc_capacities_and_another_traces_tree(tmp_path):
+    small = build_random(tmp_path / "a.sst", 2)
+    big = build_random(tmp_path / "b.sst", 1, depth=4)
+    with open_trace(small) as a, open_trace(big) as b:
+        other = profile_trace(b, sizes=[4096], line=64).groups
+        assert other.n_strands != a.strands.ref_start.shape[0] - 1
+        with pytest.raises(ConfigError, match=r"assoc=0: must be at least 1"):
+            setassoc_misses(a, sizes=[4096], line=64, assoc=0)
+        with pytest.raises(ConfigError, match=r"groups: the group tree is of another trace"):
+            setassoc_misses(a, sizes=[4096], line=64, groups=other)
+        with pytest.raises(ConfigError, match=r"groups='x': expected a GroupTree"):
+            setassoc_misses(a, sizes=[4096], line=64, groups="x")
+    with pytest.raises(ConfigError, match=r"capacities=None: expected a list"):
+        replay_groups(np.zeros(4, np.uint64), np.array([0]), np.array([4]), None)
+    with pytest.raises(ConfigError, match=r"capacities\[1\]=0: must be at least 1"):
+        replay_groups(np.zeros(4, np.uint64), np.array([0]), np.array([4]), [4, 0])
+
+
+def test_setassoc_accepts_a_path(tmp_path):
+    path = build_random(tmp_path / "r.sst", 2)
+    with open_trace(path) as t:
+        want = setassoc_misses(t, sizes=[4096], line=64)
+    assert (setassoc_misses(path, sizes=[4096], line=64) == want).all()
