@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.errors import ConfigError, SimschedError
-from simsched.files import read_user_text, write_text_atomic
+from simsched.errors import ConfigError, SimschedError, shown
+from simsched.files import check_path, read_user_text, write_text_atomic
 from simsched.profile.groups import KIND_NAMES, KIND_PHASE, ROLE_PAR, ROLE_SEQ, GroupTree
 from simsched.profile.lrutree import Profile
 
@@ -252,7 +252,23 @@ def coarsen(
 
 
 def write_table(rows: list[dict[str, Any]], path: str | os.PathLike) -> None:
-    """Write a parallelization table as CSV (atomically)."""
+    """Write a parallelization table as CSV (atomically).
+
+    ``rows`` are :attr:`CoarsenResult.rows` (or :func:`read_table`'s), each with every
+    column of :data:`TABLE_COLUMNS`; other rows are a one-line :class:`ConfigError`.
+    """
+    path = check_path(path, "path")
+    if isinstance(rows, str | bytes) or not isinstance(rows, list | tuple):
+        raise ConfigError(f"rows={shown(rows)}: expected a list of table rows (CoarsenResult.rows)")
+    for i, r in enumerate(rows):
+        if not isinstance(r, dict):
+            raise ConfigError(f"rows[{i}]={shown(r)}: expected a row (dict) of the table")
+        unknown = [k for k in r if k not in TABLE_COLUMNS]
+        if unknown:
+            raise ConfigError(f"rows[{i}]: unknown column {shown(unknown[0])}")
+        lacks = [c for c in TABLE_COLUMNS if c not in r]
+        if lacks:
+            raise ConfigError(f"rows[{i}]: no column {lacks[0]!r}")
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=TABLE_COLUMNS, lineterminator="\n")
     w.writeheader()
@@ -287,7 +303,7 @@ def read_table(path: str | os.PathLike) -> list[dict[str, Any]]:
     SimschedError
         If a column is missing or a value is not a number where one is expected.
     """
-    name = str(path)
+    name = str(check_path(path, "path"))
     text = read_user_text(path, "parallelization table (CSV)")
     r = csv.DictReader(io.StringIO(text, newline=""))
     missing = [c for c in TABLE_COLUMNS if c not in (r.fieldnames or [])]

@@ -29,6 +29,7 @@ per-group sums run bottom-up in one reverse sweep.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -332,19 +333,31 @@ class _Builder:
         return g
 
 
-def build_groups(trace: Trace) -> GroupTree:
-    """Build the task-group tree of an open trace from its tables.
+def build_groups(trace: Trace | str | os.PathLike) -> GroupTree:
+    """Build the task-group tree of a trace from its tables.
 
     Parameters
     ----------
     trace
-        A :class:`simsched.trace.Trace`.
+        An open :class:`simsched.trace.Trace` or a path to one (opened and closed here).
 
     Returns
     -------
     GroupTree
         Every frame, phase, split and strand group; group 0 is the whole program.
     """
+    from simsched.trace.reader import as_trace
+
+    t, owned = as_trace(trace)
+    try:
+        return _build_groups(t)
+    finally:
+        if owned:
+            t.close()
+
+
+def _build_groups(trace: Trace) -> GroupTree:
+    """:func:`build_groups` of an open trace."""
     return build_groups_from_tables(
         strand_frame=trace.strands.frame,
         frame_parent=trace.frames.parent,

@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simsched.errors import ConfigError, SimschedError, TraceFormatError
-from simsched.files import parse_json, write_bytes_atomic
+from simsched.files import check_path, describe_os_error, parse_json, write_bytes_atomic
 from simsched.identity import version
 from simsched.params import check_callable, check_int, is_power_of_two
 from simsched.profile import _kernels as K
@@ -118,9 +118,10 @@ def bucket_bounds(sizes: Sequence[int], line: int) -> np.ndarray:
         If the line size is not a power of two, a size is smaller than a line or not a
         whole number of lines, or the sizes are not strictly increasing.
     """
-    line = int(line)
+    line = check_int("line", line, 0)
     if not is_power_of_two(line):
         raise SimschedError(f"line size {line} is not a power of two")
+    sizes = check_sizes(sizes)
     if len(sizes) == 0:
         raise SimschedError("no cache sizes given")
     b = np.asarray([int(s) // line for s in sizes], np.int64)
@@ -622,7 +623,7 @@ class Profile:
         per-strand counts and COO histograms as plain numeric arrays.  Per-group results are
         recomputed on load (they are cheap), which keeps the file self-consistent.
         """
-        path = Path(path)
+        path = check_path(path, "path")
         arrays: dict[str, np.ndarray] = {
             "meta_json": np.frombuffer(json.dumps(self.meta).encode(), np.uint8),
             "strand_accesses": self.hist.accesses,
@@ -661,14 +662,18 @@ class Profile:
             If the file is not a readable, self-consistent simsched profile of this version
             (the message names ``path``).
         """
-        name = str(path)
+        name = str(check_path(path, "path"))
         try:
             with np.load(path, allow_pickle=False) as z:
                 arrays = {k: z[k] for k in z.files}
         except FileNotFoundError:
-            raise
+            raise ConfigError(f"{name}: no such file") from None
         except IsADirectoryError:
-            raise
+            raise ConfigError(
+                f"{name}: is a folder, expected the .npz file of `simsched profile -o`"
+            ) from None
+        except PermissionError as exc:
+            raise ConfigError(f"{name}: cannot read ({describe_os_error(exc)})") from None
         except Exception:
             # numpy's own message suggests allow_pickle=True: never advise loading such data.
             raise ProfileFormatError(

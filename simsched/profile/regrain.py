@@ -28,12 +28,13 @@ which count only the spawns that remain.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.errors import SimschedError
+from simsched.errors import ConfigError, SimschedError, shown
+from simsched.params import check_int
 from simsched.profile.groups import build_groups
 
 if TYPE_CHECKING:
@@ -73,8 +74,45 @@ def merge_mask(
     return mask
 
 
+def _check_ranges(ranges: Any) -> list[tuple[int, int]]:
+    """``ranges`` (a list of ``(first_strand, last_strand)`` pairs of integers) as a list,
+    else a one-line :class:`ConfigError` naming the item."""
+    if isinstance(ranges, str | bytes) or not isinstance(ranges, Sequence | np.ndarray):
+        raise ConfigError(
+            f"ranges={shown(ranges)}: expected a list of (first_strand, last_strand) pairs"
+        )
+    out = []
+    for i, r in enumerate(ranges):
+        if isinstance(r, str | bytes) or not isinstance(r, Sequence | np.ndarray) or len(r) != 2:
+            raise ConfigError(
+                f"ranges[{i}]={shown(r)}: expected a (first_strand, last_strand) pair"
+            )
+        out.append((check_int(f"ranges[{i}][0]", r[0]), check_int(f"ranges[{i}][1]", r[1])))
+    return out
+
+
+_ROW_KEYS = ("machine", "trace_digest", "first_strand", "last_strand")
+
+
+def _check_rows(rows: Any) -> list[Mapping[str, Any]]:
+    """``rows`` (a parallelization table's rows, :func:`read_table`) as a list, else a
+    one-line :class:`ConfigError` naming the row and the column it lacks."""
+    if isinstance(rows, str | bytes) or not isinstance(rows, Sequence):
+        raise ConfigError(
+            f"rows={shown(rows)}: expected the rows of a parallelization table "
+            "(simsched.profile.read_table(path))"
+        )
+    for i, r in enumerate(rows):
+        if not isinstance(r, Mapping):
+            raise ConfigError(f"rows[{i}]={shown(r)}: expected a row (dict) of the table")
+        lacks = [k for k in _ROW_KEYS if k not in r]
+        if lacks:
+            raise ConfigError(f"rows[{i}]: no column {', '.join(lacks)} (read_table(path) rows)")
+    return list(rows)
+
+
 def regrain(
-    trace: Trace,
+    trace: Trace | str | os.PathLike,
     out: str | os.PathLike,
     ranges: Sequence[tuple[int, int]],
     *,
@@ -86,7 +124,7 @@ def regrain(
     Parameters
     ----------
     trace
-        An open :class:`simsched.trace.Trace`.
+        An open :class:`simsched.trace.Trace` or a path to one (opened and closed here).
     out
         Path of the new trace (written atomically).
     ranges
@@ -103,6 +141,25 @@ def regrain(
     simsched.trace.TraceHeader
         Header of the written trace.
     """
+    from simsched.trace.reader import as_trace
+
+    ranges = _check_ranges(ranges)
+    t, owned = as_trace(trace)
+    try:
+        return _regrain(t, out, ranges, params, source)
+    finally:
+        if owned:
+            t.close()
+
+
+def _regrain(
+    trace: Trace,
+    out: str | os.PathLike,
+    ranges: list[tuple[int, int]],
+    params: dict[str, Any] | None,
+    source: str | None,
+) -> TraceHeader:
+    """:func:`regrain` of an open trace and checked ranges."""
     from simsched.trace import TraceBuilder, events
 
     h = trace.header
@@ -165,7 +222,7 @@ def regrain(
 
 
 def regrain_from_table(
-    trace: Trace,
+    trace: Trace | str | os.PathLike,
     out: str | os.PathLike,
     rows: Sequence[dict[str, Any]],
     *,
@@ -177,7 +234,8 @@ def regrain_from_table(
     Parameters
     ----------
     trace
-        An open :class:`simsched.trace.Trace` (the one the table's profile was made from).
+        An open :class:`simsched.trace.Trace` or a path to one (the one the table's
+        profile was made from).
     out
         Path of the new trace.
     rows
@@ -191,6 +249,25 @@ def regrain_from_table(
     -------
     simsched.trace.TraceHeader
     """
+    from simsched.trace.reader import as_trace
+
+    checked = _check_rows(rows)
+    t, owned = as_trace(trace)
+    try:
+        return _regrain_from_table(t, out, checked, machine, table)
+    finally:
+        if owned:
+            t.close()
+
+
+def _regrain_from_table(
+    trace: Trace,
+    out: str | os.PathLike,
+    rows: list[Mapping[str, Any]],
+    machine: str | None,
+    table: str | os.PathLike | None,
+) -> TraceHeader:
+    """:func:`regrain_from_table` of an open trace and checked rows."""
     name = str(table) if table is not None else "parallelization table"
     machines = sorted({r["machine"] for r in rows})
     if machine is None:
@@ -211,7 +288,7 @@ def regrain_from_table(
             f"{theirs}, this trace {ours})"
         )
     ranges = [(int(r["first_strand"]), int(r["last_strand"])) for r in sel]
-    return regrain(trace, out, ranges, params={"regrain_machine": machine}, source=name)
+    return _regrain(trace, out, ranges, {"regrain_machine": machine}, name)
 
 
 def _distinct_prefixes(a: str, b: str, least: int = 16) -> tuple[str, str]:

@@ -187,3 +187,17 @@ def test_coarsen_refuses_a_profile_of_another_line_size(tmp_path):
     ):
         coarsen(profile_trace(path, sizes=[4096], line=128), mixed, level="L1")
     assert coarsen(p, mixed, level="L1").tasks >= 1
+
+
+def test_table_functions_name_a_wrong_argument(tmp_path):
+    """Before: TypeError or ValueError from csv or os."""
+    with pytest.raises(ConfigError, match=r"rows=None: expected a list of table rows"):
+        write_table(None, tmp_path / "t.csv")
+    with pytest.raises(ConfigError, match=r"rows\[0\]: unknown column 'bogus'"):
+        write_table([{"bogus": 1}], tmp_path / "t.csv")
+    with pytest.raises(ConfigError, match=r"rows\[0\]: no column 'machine'"):
+        write_table([{}], tmp_path / "t.csv")
+    with pytest.raises(ConfigError, match=r"path=None: expected a path"):
+        write_table([], None)
+    with pytest.raises(ConfigError, match=r"path=None: expected a path"):
+        read_table(None)

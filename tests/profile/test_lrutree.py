@@ -429,3 +429,24 @@ def test_a_group_tree_and_its_chains_give_the_same_histograms(tmp_path):
                 anc_offsets=np.array([0, 2, 5]),
                 anc_starts=np.array([0, 0, 1, 0, 1]),
             )
+
+
+def test_profile_files_and_bucket_bounds_name_a_wrong_argument(tmp_path):
+    """Before: FileNotFoundError, IsADirectoryError, TypeError, or 'cache size 0 bytes'."""
+    from simsched.profile import Profile, bucket_bounds
+
+    with pytest.raises(ConfigError, match=r"missing\.npz: no such file"):
+        Profile.load(tmp_path / "missing.npz")
+    with pytest.raises(ConfigError, match=r": is a folder, expected the \.npz file"):
+        Profile.load(tmp_path)
+    p = profile_trace(build_random(tmp_path / "r.sst", 2), sizes=[4096], line=64)
+    with pytest.raises(ConfigError, match=r"path=None: expected a path"):
+        p.save(None)
+    with pytest.raises(ConfigError, match=r"line=None: expected an integer"):
+        bucket_bounds([4096], None)
+    with pytest.raises(ConfigError, match=r"sizes=None: expected a list"):
+        bucket_bounds(None, 64)
+    with pytest.raises(ConfigError, match=r"sizes\[0\]=nan: expected an integer"):
+        bucket_bounds([float("nan")], 64)
+    with pytest.raises(ConfigError, match=r"sizes='4096': expected a list"):
+        bucket_bounds("4096", 64)

@@ -188,3 +188,28 @@ def test_foreign_digest_differs_from_the_traces_in_the_message(tmp_path):
             with pytest.raises(SimschedError, match="another trace") as info:
                 regrain_from_table(t, tmp_path / "x.sst", table)
             assert str(info.value).endswith(shown)
+
+
+def test_regrain_takes_a_path_and_names_bad_ranges_and_rows(tmp_path):
+    """Before: AttributeError on a path, TypeError/ValueError/KeyError on bad ranges or rows."""
+    from simsched.errors import ConfigError
+
+    src = build_random(tmp_path / "r.sst", 2)
+    h = regrain(src, tmp_path / "copy.sst", [])
+    with open_trace(src) as t:
+        assert h.n_strands == t.header.n_strands
+    assert regrain_from_table(src, tmp_path / "c2.sst", []).n_strands == h.n_strands
+    assert len(build_groups(src)) > 1
+    for ranges, says in (
+        (None, r"ranges=None: expected a list"),
+        ([(0,)], r"ranges\[0\]=\(0,\): expected a \(first_strand, last_strand\) pair"),
+        ([("a", "b")], r"ranges\[0\]\[0\]='a': expected an integer"),
+    ):
+        with pytest.raises(ConfigError, match=says):
+            regrain(src, tmp_path / "x.sst", ranges)
+    for rows, says in (
+        (None, r"rows=None: expected the rows of a parallelization table"),
+        ([{}], r"rows\[0\]: no column machine, trace_digest, first_strand, last_strand"),
+    ):
+        with pytest.raises(ConfigError, match=says):
+            regrain_from_table(src, tmp_path / "x.sst", rows)
