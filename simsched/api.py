@@ -244,9 +244,10 @@ class RunResult:
 
 def _open_trace(trace: str | os.PathLike | Trace, cache_chunks: int = 4) -> tuple[Trace, bool]:
     from simsched.trace import Trace, open_trace
+    from simsched.trace.reader import as_trace
 
     if isinstance(trace, Trace):
-        return trace, False
+        return as_trace(trace)  # refuses a closed one
     if isinstance(trace, str | os.PathLike):
         try:
             return open_trace(trace, cache_chunks=cache_chunks), True
@@ -903,7 +904,7 @@ def run_jobs(
     from simsched.engine import JobSpec
     from simsched.engine.controllers import get_controller
     from simsched.engine.record import jobs_metrics, jobs_timeline_arrays
-    from simsched.jobset import JobSet, load_jobset
+    from simsched.jobset import JobSet, check_built_jobset, load_jobset
     from simsched.schedulers import get_scheduler
 
     seed, win = _options(seed, window)
@@ -915,7 +916,11 @@ def run_jobs(
     base = record_base(win, kind="jobs")
     traces: list[Any] = []
     try:
-        js = jobs if isinstance(jobs, JobSet) else load_jobset(jobs, seed=seed)
+        if isinstance(jobs, JobSet):
+            check_built_jobset(jobs)
+            js = jobs
+        else:
+            js = load_jobset(jobs, seed=seed)
         if seed is not None:
             js.seed = seed
         check_seed(js.seed, "job set seed")  # a JobSet made in Python skipped the schema

@@ -485,6 +485,19 @@ def write_json_atomic(path: str | os.PathLike, obj: Any, *, sort_keys: bool = Tr
     return write_text_atomic(path, text)
 
 
+def regular_file_kind(path: str | os.PathLike) -> str | None:
+    """What ``path`` is when it is not a regular file (``"a folder"``, ``"a named pipe"``,
+    ``"a device"``...), or None for a regular file; a symbolic link is followed.  Asked
+    before opening: opening a named pipe blocks until something writes to it.
+
+    Raises
+    ------
+    OSError
+        ``path`` cannot be stat'ed (missing, no permission).
+    """
+    return _not_a_file(os.stat(path).st_mode)
+
+
 def _not_a_file(mode: int) -> str | None:
     """What a path of ``mode`` (from ``stat``) is when it is not a regular file, or None."""
     kinds = (

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
-from simsched.errors import ConfigError, field_message
+from simsched.errors import ConfigError, field_message, shown
 from simsched.files import parse_yaml, read_user_text
 from simsched.params import MAX_ARRIVAL, MAX_QUANTUM, MAX_SEED, check_seed, python_scalars
 
@@ -173,6 +173,34 @@ class JobSet:
     controller_params: dict[str, Any] = field(default_factory=dict)
     quantum: int = 0
     source: str = ""
+
+
+def check_built_jobset(js: JobSet) -> None:
+    """Refuse a :class:`JobSet` made in Python that a job-set file could not give: its
+    jobs not :class:`JobEntry`, a name empty or given twice (records, tables and figures
+    tell jobs apart by it), parameters that are not a mapping (the arrivals are checked
+    where the run reads them).
+
+    Raises
+    ------
+    ConfigError
+        The first problem, naming the job.
+    """
+    if not isinstance(js.jobs, list | tuple) or not js.jobs:
+        raise ConfigError(f"JobSet.jobs={shown(js.jobs)}: expected a non-empty list of JobEntry")
+    seen: set[str] = set()
+    for i, j in enumerate(js.jobs):
+        if not isinstance(j, JobEntry):
+            raise ConfigError(f"JobSet.jobs[{i}]: {shown(j)} is not a JobEntry")
+        if not isinstance(j.name, str) or not j.name:
+            raise ConfigError(f"JobSet.jobs[{i}]: name {shown(j.name)} is not a job's name")
+        if j.name in seen:
+            raise ConfigError(f"JobSet.jobs[{i}]: job name {j.name!r} is also an earlier job's")
+        seen.add(j.name)
+        if not isinstance(j.params, dict):
+            raise ConfigError(
+                f"JobSet.jobs[{i}] ({j.name}): params {shown(j.params)} is not a dict"
+            )
 
 
 def _arrivals(group: JobGroup, rng: np.random.Generator, where: str) -> list[int]:

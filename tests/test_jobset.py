@@ -117,3 +117,29 @@ def test_a_job_set_file_must_be_a_regular_file(tmp_path):
             check_jobset(path)
     with pytest.raises(ConfigError, match="no such job-set file"):
         load_jobset(tmp_path / "none.yaml")
+
+
+def test_a_job_set_made_in_python_is_checked_as_a_file_would_be(tmp_path):
+    """Two jobs of one name ran and were recorded as ['heat', 'heat']; a params of None
+    failed with a TypeError after the whole replay."""
+    from pathlib import Path
+
+    import simsched
+    from simsched.jobset import JobEntry, JobSet
+
+    def js(*jobs):
+        return JobSet(jobs=list(jobs), seed=0, controller="equi", controller_params={},
+                      quantum=100_000, source=None)  # fmt: skip
+
+    def job(name="a", params=None, arrival=0):
+        return JobEntry(name, Path("x.sst"), "ws", {} if params is None else params, arrival, 0)
+
+    for built, message in (
+        (js(job(), job()), "JobSet.jobs[1]: job name 'a' is also an earlier job's"),
+        (js(job(name="")), "JobSet.jobs[0]: name '' is not a job's name"),
+        (js(job(params=[1])), "JobSet.jobs[0] (a): params [1] is not a dict"),
+        (js(), "JobSet.jobs=[]: expected a non-empty list of JobEntry"),
+        (js({"name": "a"}), "JobSet.jobs[0]: {'name': 'a'} is not a JobEntry"),
+    ):
+        with pytest.raises(ConfigError, match="^" + re.escape(message)):
+            simsched.run_jobs(built, "itrs-scaling-2", out_dir=tmp_path / "o")

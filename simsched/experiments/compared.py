@@ -19,7 +19,7 @@ from typing import Any
 
 from simsched.canonical import content_hash
 from simsched.engine.record import nest_fields, write_npz_atomic
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, shown
 from simsched.experiments.schema import format_params
 from simsched.experiments.spec import Point
 from simsched.experiments.store import POINT_FILE, consolidate, point_dir, write_row
@@ -119,10 +119,37 @@ def save_comparison(
     ConfigError
         ``out_dir`` exists and is not a folder.
     """
-    out = Path(out_dir)
+    from simsched.api import RunResult
+    from simsched.files import check_path
+    from simsched.params import check_mapping
+    from simsched.trace import open_trace
+
+    out = check_path(out_dir, "out_dir")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a folder (--out names a folder)")
-    trace_path = trace.path if hasattr(trace, "header") else trace
+    overrides = check_mapping(overrides, "overrides") or None
+    if isinstance(results, RunResult) or not isinstance(results, Sequence):
+        raise ConfigError(
+            f"results={shown(results)}: expected the list of RunResult that compare() returns"
+        )
+    for i, res in enumerate(results):
+        if not isinstance(res, RunResult):
+            raise ConfigError(f"results[{i}]: {shown(res)} is not a RunResult of compare()")
+        if res.record.get("status") != "ok":
+            raise ConfigError(f"results[{i}]: the run failed ({res.record.get('error') or '?'})")
+    if hasattr(trace, "header"):
+        trace_path, digest = trace.path, trace.header.digest
+    else:
+        # the rows name their workload after this trace: another one's runs were stored
+        # under its name (the runs of fib as heat)
+        trace_path = check_path(trace, "trace")
+        with open_trace(trace_path) as t:
+            digest = t.header.digest
+    for i, res in enumerate(results):
+        if res.record.get("trace_digest") != digest:
+            raise ConfigError(
+                f"results[{i}]: replayed another trace than {trace_path} (its digest differs)"
+            )
     for res in results:
         rec = res.record
         point = comparison_point(rec, trace_path, machine, overrides, out)

@@ -256,6 +256,16 @@ def run_sweep(
         stray = next((p for p in points if not isinstance(p, Point)), None)
         if stray is not None:
             raise ConfigError(f"points: {stray!r} is not a point of the spec (loaded.points())")
+        # another spec's points (or this one's under other --set edits) ran into this
+        # sweep's folder, and its table then held rows the spec does not have
+        ids = {p.id for p in loaded.points()}
+        foreign = next((p for p in points if p.id not in ids), None)
+        if foreign is not None:
+            raise ConfigError(
+                f"points: {foreign.columns()['workload']} / {foreign.columns()['machine']} / "
+                f"{foreign.columns()['scheduler']} / seed {foreign.seed} is not a point of "
+                f"{loaded.path} as loaded (loaded.points())"
+            )
     if address and executor != "dask":
         raise ConfigError("--address needs --executor dask")
     if address and not re.match(

@@ -19,7 +19,7 @@ import hashlib
 import operator
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from simsched.errors import ConfigError, IterationMarkError, TraceBuildError
+from simsched.errors import ConfigError, IterationMarkError, TraceBuildError, shown
 from simsched.files import atomic_output, check_path
 from simsched.identity import version
-from simsched.params import check_callable, check_int
+from simsched.params import check_callable, check_flag, check_int
 from simsched.trace import format as fmt
 from simsched.trace import structure
 
@@ -140,11 +140,14 @@ class TraceBuilder:
         if stack is not None and (not isinstance(stack, tuple | list) or len(stack) != 2):
             raise ConfigError(f"stack={stack!r}: expected a pair (lo, hi) or None")
         check_callable(progress, "progress")
+        if isinstance(args, str | bytes) or not isinstance(args, Iterable):
+            # a string's letters became the arguments: "x y" was ('x', ' ', 'y')
+            raise ConfigError(f"args={shown(args)}: expected a list of the program's arguments")
         self._meta: fmt.TraceMeta = {
             "backend": backend,
             "program": program,
             "args": [str(a) for a in args],
-            "gaps_exact": bool(gaps_exact),
+            "gaps_exact": check_flag(gaps_exact, "gaps_exact"),
             "line_size_hint": int(line_size_hint),
             "params": params or {},
             "roi": bool(roi),

@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 import zstandard
 
-from simsched.errors import SimschedError, TraceBuildError, TraceFormatError
+from simsched.errors import ConfigError, SimschedError, TraceBuildError, TraceFormatError, shown
+from simsched.files import check_path, regular_file_kind
 from simsched.params import check_callable
 from simsched.trace import _raw_kernels as _rk
 from simsched.trace import format as fmt
@@ -654,15 +655,19 @@ def import_raw(
         END marker, truncation.
     """
     check_callable(progress, "progress")
-    raw_path = Path(raw_path)
+    raw_path = check_path(raw_path, "raw_path")
     name = source or str(raw_path)
-    if iterations not in ITERATION_MODES:
-        raise ValueError(
-            f"iterations must be one of {', '.join(ITERATION_MODES)}, not {iterations!r}"
+    if not isinstance(iterations, str) or iterations not in ITERATION_MODES:
+        raise ConfigError(
+            f"iterations must be one of {', '.join(ITERATION_MODES)}, not {shown(iterations)}"
         )
     ranges = _StrandRanges() if iterations == "auto" else None
     if not raw_path.exists():
         raise TraceFormatError(f"{raw_path}: no such raw stream")
+    what = regular_file_kind(raw_path)
+    if what is not None:
+        # a named pipe blocked the import until something wrote to it
+        raise TraceFormatError(f"{raw_path}: is {what}, not a raw stream")
     roi = _has_roi(raw_path, name)
     guard = _StackGuard()
     roi_order = _RoiOrder()

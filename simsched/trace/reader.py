@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simsched.errors import ConfigError, TraceFormatError
+from simsched.errors import ConfigError, TraceFormatError, shown
 from simsched.files import check_path
 from simsched.host import available_bytes
 from simsched.params import check_int
@@ -511,6 +511,13 @@ class Trace:
         ``first``: the chunk to start with.
         """
         n = int(self.index.shape[0])
+        if (
+            isinstance(first, bool)
+            or not isinstance(first, int | np.integer)
+            or not 0 <= first <= n
+        ):
+            # -1 yielded the last chunk, then every chunk from the first again
+            raise ConfigError(f"first={shown(first)}: expected a chunk index from 0 to {n}")
         if not prefetch or n - first < 2:
             for k in range(first, n):
                 yield self._load_chunk(k)
@@ -563,6 +570,9 @@ class Trace:
 
     def chunk_of_ref(self, i: int) -> int:
         """Index of the chunk that holds reference ``i``."""
+        if not 0 <= i < self.header.n_refs:
+            # -5 gave -1, and any index past the end the last chunk
+            raise ConfigError(f"reference {i}: the trace has {self.header.n_refs} references")
         return int(np.searchsorted(self._chunk_first, i, side="right")) - 1
 
     # -- life cycle --------------------------------------------------------------------
@@ -577,6 +587,11 @@ class Trace:
                     break
                 h.update(b)
         return h.hexdigest()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (a closed trace reads nothing)."""
+        return self._f.closed
 
     def close(self) -> None:
         """Close the file."""
@@ -631,6 +646,9 @@ def as_trace(trace: Trace | str | os.PathLike) -> tuple[Trace, bool]:
     For functions that take either an open :class:`Trace` or the path of one.
     """
     if isinstance(trace, Trace):
+        if trace.closed:
+            # it failed deep inside with "seek of closed file"
+            raise ConfigError(f"{trace.path}: this Trace is closed; open it again (open_trace)")
         return trace, False
     return open_trace(trace), True
 

@@ -412,16 +412,25 @@ def test_dangling_symlink_output_creates_no_folders(cli, fib_trace, tmp_path, wh
 def test_sigterm_unwinds_like_ctrl_c(tmp_path):
     """A batch system's SIGTERM (a job's time limit) used to end the process on the spot,
     leaving the output's temporary file behind; now it unwinds: one line, status 143, no
-    temporary left.  ``trace import`` of a named pipe nobody writes to waits for ever with
-    its temporary output already made."""
-    fifo = tmp_path / "raw"
-    os.mkfifo(fifo)
+    temporary left.  ``trace gen`` of a large mergesort (276 M references, seconds) has
+    its temporary output made from its start."""
     out = tmp_path / "out"
     out.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     code = "import sys; from simsched.cli import main; main(sys.argv[1:])"
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "trace", "import", str(fifo), "-o", str(out / "x.sst")],
+        [
+            sys.executable,
+            "-c",
+            code,
+            "trace",
+            "gen",
+            "mergesort",
+            "-p",
+            "n=4194304",
+            "-o",
+            str(out / "x.sst"),
+        ],  # fmt: skip
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

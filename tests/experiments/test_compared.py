@@ -33,3 +33,31 @@ def test_scheduler_parameters_label_the_scheduler_as_in_a_sweep(tmp_path):
     # labelled ws too, two policies under one label
     assert sorted(df["scheduler"]) == ["ws", "ws[spawn_policy=parent-first]"]
     assert len(set(df["point_id"])) == 2
+
+
+def test_what_is_not_a_comparison_of_this_trace_is_refused(tmp_path):
+    """Another trace's runs were stored under this trace's name (fib's runs as heat), and
+    a wrong type ended in a TypeError or KeyError from inside."""
+    import re
+
+    import pytest
+
+    from simsched.errors import ConfigError
+
+    fib, heat = tmp_path / "fib.sst", tmp_path / "heat.sst"
+    generate("fib", fib, n=8)
+    generate("heat", heat, nx=34, ny=18, iters=2)
+    runs = simsched.compare(fib, "itrs-scaling-1", ["ws"])
+    out = tmp_path / "cmp"
+    for args, message in (
+        ((runs, heat), f"results[0]: replayed another trace than {heat}"),
+        ((runs[0], fib), "expected the list of RunResult that compare() returns"),
+        (([None], fib), "results[0]: None is not a RunResult of compare()"),
+        ((runs, None), "trace=None: expected"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            save_comparison(out, args[0], args[1], "itrs-scaling-1")
+    with pytest.raises(ConfigError, match=re.escape("out_dir=None")):
+        save_comparison(None, runs, fib, "itrs-scaling-1")
+    assert not out.exists()
+    assert save_comparison(out, runs, fib, "itrs-scaling-1").is_file()

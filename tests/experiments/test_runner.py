@@ -614,6 +614,11 @@ def test_points_and_point_fn_are_checked(tmp_path):
         (5, r"points=5: expected points of the spec"),
         ("p0", r"points='p0': expected points of the spec"),
         ([loaded.points()[0].id], r"points: .* is not a point of the spec"),
+        # another spec's points ran into this sweep's folder
+        (
+            load_spec(make_spec(tmp_path), small=False, sets=["seeds=[5]"]).points(),
+            r"points: .* / seed 5 is not a point of .* as loaded",
+        ),
     ):
         with pytest.raises(ConfigError, match=message):
             run_sweep(loaded, points=points, progress=False)

@@ -374,3 +374,53 @@ def test_copy_of_a_region_of_interest_trace_keeps_its_references(tmp_path):
     c = open_trace(q)
     assert c.header.n_refs == 10
     assert c.header.digest == t.header.digest
+
+
+def test_builder_refuses_arguments_given_as_one_string_and_a_flag_given_as_text(tmp_path):
+    """args="x y" was stored as ('x', ' ', 'y'), and gaps_exact="no" as True."""
+    from simsched.trace import TraceBuilder
+
+    with pytest.raises(ConfigError, match="args='x y': expected a list"):
+        TraceBuilder(tmp_path / "a.sst", args="x y")
+    with pytest.raises(ConfigError, match="gaps_exact"):
+        TraceBuilder(tmp_path / "b.sst", gaps_exact="no")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_chunk_positions_out_of_range_are_refused(tmp_path):
+    """iter_chunks(first=-1) yielded the last chunk and then every chunk again; a reference
+    index before or past the trace's was placed in chunk -1 or the last."""
+    from simsched.workloads import generate
+
+    p = tmp_path / "fib.sst"
+    generate("fib", p, n=8)
+    with open_trace(p) as t:
+        n, refs = len(t.index), t.header.n_refs
+        assert list(t.iter_chunks(first=n)) == []
+        for first in (-1, n + 1, 1.5, True):
+            with pytest.raises(ConfigError, match="expected a chunk index"):
+                list(t.iter_chunks(first=first))
+        assert t.chunk_of_ref(refs - 1) == n - 1
+        for i in (-5, refs):
+            with pytest.raises(ConfigError, match=f"the trace has {refs} references"):
+                t.chunk_of_ref(i)
+
+
+def test_a_closed_trace_is_refused_by_name(tmp_path):
+    """run, compare and the analyses failed deep inside with "seek of closed file"."""
+    import simsched
+    from simsched.trace import summary
+    from simsched.workloads import generate
+
+    p = tmp_path / "fib.sst"
+    generate("fib", p, n=8)
+    t = open_trace(p)
+    t.close()
+    assert t.closed
+    for call in (
+        lambda: simsched.run(t, "itrs-scaling-2"),
+        lambda: simsched.compare(t, "itrs-scaling-2", ["ws"]),
+        lambda: summary(t),
+    ):
+        with pytest.raises(ConfigError, match="this Trace is closed; open it again"):
+            call()

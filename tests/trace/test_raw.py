@@ -652,3 +652,22 @@ def test_a_spawned_body_using_an_ancestors_stack_object_is_reported(tmp_path):
         write(tmp_path / "b.raw", _spawned_body(0x7FEF90)), tmp_path / "b.sst", warn=said.append
     )
     assert said == []
+
+
+def test_import_refuses_a_pipe_or_a_folder_without_reading_it(tmp_path):
+    """A named pipe blocked the import until something wrote to it."""
+    import os
+
+    from simsched.errors import ConfigError
+
+    fifo = tmp_path / "raw.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(TraceFormatError, match=re.escape(f"{fifo}: is a named pipe, not a raw")):
+        R.import_raw(fifo, tmp_path / "t.sst")
+    with pytest.raises(TraceFormatError, match=re.escape(f"{tmp_path}: is a folder, not a raw")):
+        R.import_raw(tmp_path, tmp_path / "t.sst")
+    with pytest.raises(ConfigError, match="raw_path=None"):
+        R.import_raw(None, tmp_path / "t.sst")
+    with pytest.raises(ConfigError, match="iterations must be one of auto, markers, none, not 'x'"):
+        R.import_raw(fifo, tmp_path / "t.sst", iterations="x")
+    assert not (tmp_path / "t.sst").exists()
