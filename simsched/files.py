@@ -495,11 +495,13 @@ def regular_file_kind(path: str | os.PathLike) -> str | None:
     OSError
         ``path`` cannot be stat'ed (missing, no permission).
     """
-    return _not_a_file(os.stat(path).st_mode)
+    return file_kind(os.stat(path).st_mode)
 
 
-def _not_a_file(mode: int) -> str | None:
-    """What a path of ``mode`` (from ``stat``) is when it is not a regular file, or None."""
+def file_kind(mode: int) -> str | None:
+    """What a path of ``mode`` (from ``stat``) is when it is not a regular file
+    (``"a folder"``, ``"a named pipe"``, ``"a socket"``, ``"a device"``), or None: the one
+    list of the readers that must not open a pipe or read a device without end."""
     kinds = (
         (stat.S_ISDIR, "a folder"),
         (stat.S_ISFIFO, "a named pipe"),
@@ -541,13 +543,13 @@ def read_user_text(path: str | os.PathLike, what: str = "text") -> str:
         raise ConfigError(f"an empty path, expected a {what} file")
     p = Path(path)
     try:
-        kind = _not_a_file(os.stat(p).st_mode)  # before opening: opening a pipe blocks
+        kind = file_kind(os.stat(p).st_mode)  # before opening: opening a pipe blocks
         if kind is not None:
             raise ConfigError(f"{p}: is {kind}, expected a {what} file")
         # O_NONBLOCK: a pipe put in its place since the stat must not block the open either
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
         try:
-            kind = _not_a_file(os.fstat(fd).st_mode)  # what was opened, whatever it is now
+            kind = file_kind(os.fstat(fd).st_mode)  # what was opened, whatever it is now
             if kind is not None:
                 raise ConfigError(f"{p}: is {kind}, expected a {what} file")
             f = open(fd, encoding="utf-8")  # noqa: SIM115 (it owns fd from here)

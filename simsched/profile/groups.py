@@ -346,14 +346,10 @@ def build_groups(trace: Trace | str | os.PathLike) -> GroupTree:
     GroupTree
         Every frame, phase, split and strand group; group 0 is the whole program.
     """
-    from simsched.trace.reader import as_trace
+    from simsched.trace.reader import opened_trace
 
-    t, owned = as_trace(trace)
-    try:
+    with opened_trace(trace) as t:
         return _build_groups(t)
-    finally:
-        if owned:
-            t.close()
 
 
 def _build_groups(trace: Trace) -> GroupTree:

@@ -857,7 +857,7 @@ def profile_trace(
     -------
     Profile
     """
-    from simsched.trace.reader import as_trace
+    from simsched.trace.reader import opened_trace
 
     if sizes is None:
         sizes = list(DEFAULT_SIZES)
@@ -868,8 +868,7 @@ def profile_trace(
     if line is not None:
         line = check_int("line", line, 1)
     check_callable(progress, "progress")
-    t, owned = as_trace(trace)
-    try:
+    with opened_trace(trace) as t:
         h = t.header
         line = int(line or h.line_size_hint or 64)
         bounds = bucket_bounds(sizes, line)
@@ -909,6 +908,3 @@ def profile_trace(
             "spawn_index": np.asarray(t.frames.spawn_index, np.int64),
         }
         return from_histograms(meta, groups, hist, frames)
-    finally:
-        if owned:
-            t.close()

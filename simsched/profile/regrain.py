@@ -141,15 +141,11 @@ def regrain(
     simsched.trace.TraceHeader
         Header of the written trace.
     """
-    from simsched.trace.reader import as_trace
+    from simsched.trace.reader import opened_trace
 
     ranges = _check_ranges(ranges)
-    t, owned = as_trace(trace)
-    try:
+    with opened_trace(trace) as t:
         return _regrain(t, out, ranges, params, source)
-    finally:
-        if owned:
-            t.close()
 
 
 def _regrain(
@@ -249,15 +245,11 @@ def regrain_from_table(
     -------
     simsched.trace.TraceHeader
     """
-    from simsched.trace.reader import as_trace
+    from simsched.trace.reader import opened_trace
 
     checked = _check_rows(rows)
-    t, owned = as_trace(trace)
-    try:
+    with opened_trace(trace) as t:
         return _regrain_from_table(t, out, checked, machine, table)
-    finally:
-        if owned:
-            t.close()
 
 
 def _regrain_from_table(

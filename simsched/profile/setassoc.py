@@ -234,7 +234,7 @@ def setassoc_misses(
         ``int64`` misses, shape ``(n_groups, len(sizes))``.
     """
     from simsched.profile.lrutree import bucket_bounds, check_sizes
-    from simsched.trace.reader import as_trace
+    from simsched.trace.reader import opened_trace
 
     caps = bucket_bounds(check_sizes(sizes), check_int("line", line, 1))
     shift = int(line).bit_length() - 1
@@ -243,12 +243,8 @@ def setassoc_misses(
             f"groups={shown(groups)}: expected a GroupTree (build_groups(trace)) or None"
         )
     model = _model(caps, assoc)
-    t, owned = as_trace(trace)
-    try:
+    with opened_trace(trace) as t:
         return _setassoc_pass(t, caps, shift, model, groups, which)
-    finally:
-        if owned:
-            t.close()
 
 
 def _setassoc_pass(

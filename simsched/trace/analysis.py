@@ -34,7 +34,7 @@ from simsched.errors import TraceFormatError, shown
 from simsched.params import check_callable, check_line_size
 from simsched.trace import _kernels, structure
 from simsched.trace.format import key_hashes
-from simsched.trace.reader import Trace, as_trace
+from simsched.trace.reader import Trace, opened_trace
 
 
 def span(t: Trace) -> int:
@@ -93,8 +93,7 @@ def validate(trace: Trace | str | os.PathLike) -> dict[str, Any]:
     TraceFormatError
         On the first problem found, naming the file and where.
     """
-    t, owned = as_trace(trace)  # opening checks the structure (simsched.trace.structure)
-    try:
+    with opened_trace(trace) as t:  # opening checks the structure (simsched.trace.structure)
         digest = t.read_all_bytes_digest()
         if digest != t.header.digest:
             raise TraceFormatError(
@@ -129,9 +128,6 @@ def validate(trace: Trace | str | os.PathLike) -> dict[str, Any]:
             "chunks": t.header.n_chunks,
             "digest": t.header.digest,
         }
-    finally:
-        if owned:
-            t.close()
 
 
 class _LineSet:
@@ -307,8 +303,7 @@ def summary(
     if line is not None:
         line = check_line_size(line, f"line={shown(line)}")
     check_callable(progress, "progress")
-    t, owned = as_trace(trace)
-    try:
+    with opened_trace(trace) as t:
         h = t.header
         ln = line or h.line_size_hint
         work = int(h.n_instructions)
@@ -344,6 +339,3 @@ def summary(
             "bytes_per_ref": t.path.stat().st_size / h.n_refs if h.n_refs else 0.0,
             "digest": h.digest,
         }
-    finally:
-        if owned:
-            t.close()

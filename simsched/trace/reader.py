@@ -35,12 +35,13 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 from simsched.errors import ConfigError, TraceFormatError, shown
-from simsched.files import check_path
+from simsched.files import check_path, file_kind
 from simsched.host import available_bytes
 from simsched.params import check_int
 from simsched.trace import format as fmt
@@ -198,15 +199,7 @@ _VERIFIED_LOCK = threading.Lock()
 
 def _file_kind(mode: int) -> str | None:
     """What a file that is not regular (and not a directory, reported on open) is."""
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a special file"
+    return None if stat.S_ISDIR(mode) else file_kind(mode)
 
 
 class Trace:
@@ -638,6 +631,19 @@ def open_trace(path: str | os.PathLike, *, cache_chunks: int = 8) -> Trace:
         The file does not exist.
     """
     return Trace(path, cache_chunks=cache_chunks)
+
+
+@contextmanager
+def opened_trace(trace: Trace | str | os.PathLike) -> Iterator[Trace]:
+    """The open trace of ``trace`` (:func:`as_trace`) for a ``with`` block, closed after it
+    only when this call opened it: one place for the open-or-use-and-close of every
+    function that takes either an open :class:`Trace` or the path of one."""
+    t, owned = as_trace(trace)
+    try:
+        yield t
+    finally:
+        if owned:
+            t.close()
 
 
 def as_trace(trace: Trace | str | os.PathLike) -> tuple[Trace, bool]:
