@@ -421,18 +421,28 @@ def assign_cores(
             for c in order[: len(have) - want]:
                 have.discard(c)
     taken = set().union(*out.values()) if out else set()
+    # The free cores by socket, lowest first.  A job's next core is the one that
+    # minimizes (-its cores on the socket, -free cores on the socket, core): the lowest
+    # free core of the best socket, so a choice looks at the sockets, not at every free
+    # core (which made a 16,384-core allotment take 27 s).
+    free: dict[int, list[int]] = {}
+    for c in range(P):
+        if c not in taken:
+            free.setdefault(socket_of[c], []).append(c)
+    for cores in free.values():
+        cores.reverse()  # the lowest at the end, where pop() takes it
     for j in sorted(out):
         if j in explicit:
             continue
         want = counts.get(j, 0)
         have = out[j]
-        while len(have) < want:
-            free = [c for c in range(P) if c not in taken]
-            if not free:
-                break
-            mine = _per_socket(have, socket_of)
-            fsock = _per_socket(free, socket_of)
-            c = min(free, key=lambda c: (-mine.get(socket_of[c], 0), -fsock[socket_of[c]], c))
+        mine = _per_socket(have, socket_of)
+        while len(have) < want and free:
+            s = min(free, key=lambda s: (-mine.get(s, 0), -len(free[s]), free[s][-1]))
+            c = free[s].pop()
+            if not free[s]:
+                del free[s]
+            mine[s] = mine.get(s, 0) + 1
             have.add(c)
             taken.add(c)
     return out

@@ -154,14 +154,16 @@ def spin(rp: Any, t_env: int, ev_timer: int) -> tuple[int, int]:
                 block.extend(rng.integers(n, size=BLOCK).tolist())
         i = block[used]
         used += 1
-        if plan.deques[plan.victims[i]]:
+        victims = plan.victims
+        k = i + (i >= victims.skip)  # the victim's place in the pool (Victims.position)
+        if plan.deques[victims.pool[k]]:
             # this attempt succeeds: the policy makes it; the pools change, so stop here
             timer_live[a] = False
             rp._apply(j, a, t, plan.attempt(a, i))
             break
         counters[plan.key] += 1
         # retry(price): the attempt keeps the core at least a cycle, as on_idle's would
-        price = plan.prices[i]
+        price = plan.prices[k]
         tn = t + (price if price > 0 else 1)
         if tn < avail[a]:
             tn = avail[a]

@@ -94,10 +94,12 @@ __all__ = [
     "WAIT",
     "Decision",
     "mean_cycles",
+    "mean_of_total",
     "Facts",
     "SchedContext",
     "Scheduler",
     "SpinPlan",
+    "Victims",
     "retry",
     "run",
 ]
@@ -121,10 +123,55 @@ def retry(cost: int) -> Decision:
 def mean_cycles(prices: Sequence[int], default: int) -> int:
     """Mean of ``prices`` rounded half up (``default`` when empty): the attempt period
     of a thief spinning over victims drawn uniformly at these prices."""
-    n = len(prices)
+    return mean_of_total(sum(prices), len(prices), default)
+
+
+def mean_of_total(total: int, n: int, default: int) -> int:
+    """:func:`mean_cycles` of ``n`` prices that add up to ``total``."""
     if not n:
         return int(default)
-    return (2 * sum(prices) + n) // (2 * n)
+    return (2 * int(total) + n) // (2 * n)
+
+
+class Victims(Sequence[int]):
+    """``pool`` without its entry ``skip``, as a sequence, without copying it.
+
+    A thief's victims are the job's other cores (then, for WS, the deques departed cores
+    left): one list per core made a 16,384-core run hold 16,384 lists of 16,383 cores
+    (2 GB, and most of its time was spent building them).  Every core of a job shares one
+    ``pool`` instead and skips its own place in it.
+
+    Parameters
+    ----------
+    pool
+        The victims shared by the job's cores (not copied: it must not change while the
+        view is in use).
+    skip
+        The position in ``pool`` left out (the thief's own); ``len(pool)`` or more: none.
+    """
+
+    __slots__ = ("pool", "skip", "_n")
+
+    def __init__(self, pool: Sequence[int], skip: int) -> None:
+        self.pool = pool
+        self.skip = skip if 0 <= skip < len(pool) else len(pool)
+        self._n = len(pool) - (self.skip < len(pool))
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> int:  # type: ignore[override]
+        # draws are non-negative ints below len(self): no slices, no negative indices
+        if not 0 <= i < self._n:
+            raise IndexError(f"victim {i} of {self._n}")
+        return self.pool[i + (i >= self.skip)]
+
+    def position(self, i: int) -> int:
+        """Where victim ``i`` is in :attr:`pool`."""
+        return i + (i >= self.skip)
+
+    def __repr__(self) -> str:
+        return f"Victims({len(self.pool)} in the pool, skipping position {self.skip})"
 
 
 class SpinPlan(NamedTuple):
@@ -136,7 +183,7 @@ class SpinPlan(NamedTuple):
     the attempts of a thief woken from sleep (when ``asleep[core] >= 0``: add
     ``(now - asleep[core]) // periods[core]`` to ``counters[key]`` if ``periods[core] > 0``,
     then set ``asleep[core] = -1``), add 1 to ``counters[key]`` and return
-    ``retry(prices[i])``, with no other effect.  (When the victim's deque is not empty
+    ``retry(prices[victims.position(i)])``, with no other effect.  (When the victim's deque is not empty
     the engine makes the same accounting, then calls ``attempt(core, i)``, which must
     do what ``on_idle`` does after its draw.)  A plan with ``sleep >= 0`` says instead that
     the call would put the core to sleep: the same accounting of a woken thief, then
@@ -145,9 +192,11 @@ class SpinPlan(NamedTuple):
     Attributes
     ----------
     victims
-        The cores the thief draws from, in draw order.
+        The cores the thief draws from, in draw order (a :class:`Victims` view of a pool
+        the job's cores share).
     prices
-        Cycles of an attempt on ``victims[i]``.
+        Cycles of an attempt on each core of ``victims.pool``, by position in the pool
+        (one list per socket of thieves serves all of them).
     deques
         Every core's deque, indexed by core (only emptiness is read).
     counters, key
@@ -165,7 +214,7 @@ class SpinPlan(NamedTuple):
         calls it when the victim's deque is not empty).
     """
 
-    victims: Sequence[int]
+    victims: Victims
     prices: Sequence[int]
     deques: Sequence[Any]
     counters: dict[str, int]

@@ -39,6 +39,8 @@ from simsched.schedulers.base import (
     ParamSchema,
     Scheduler,
     SpinPlan,
+    Victims,
+    mean_of_total,
     retry,
     run,
 )
@@ -80,7 +82,15 @@ class WorkStealing(Scheduler):
             else WorkerDeques(ctx.n_cores_total, ctx.costs.steal_attempt, self.counters)
         )
         self.child_first = self.params["spawn_policy"] == "child-first"
-        self._others: dict[int, list[int]] = {}
+        self._others: dict[int, Victims] = {}
+        # The victim pool the job's cores share (Victims), its cores' positions, the
+        # number of its cores on each socket, and the prices of an attempt on each of its
+        # cores by the thief's socket: all made again when the job's cores or the
+        # departed deques change (forget_victims).
+        self._pool: list[int] | None = None
+        self._where: dict[int, int] = {}
+        self._pool_sockets: dict[int, int] = {}
+        self._pool_prices: dict[int, list[int]] = {}
         self._periods: dict[int, int] = {}
         self._plans: dict[int, SpinPlan] = {}
         self._sleep_plans: dict[int, SpinPlan] = {}
@@ -93,28 +103,62 @@ class WorkStealing(Scheduler):
         self._sc = ctx.steal_cost
         self._sock: list[int] = ctx.socket_of.tolist()
 
-    def others(self, core: int) -> list[int]:
-        """The victims ``core`` may choose: the job's other cores, then the deques that
-        departed cores left behind (cached until either changes)."""
+    def victim_pool(self) -> list[int]:
+        """The victims the job's cores draw from, each skipping itself: the job's cores,
+        then the deques that departed cores left behind."""
+        return list(self.ctx.cores) + sorted(self.orphans)
+
+    def _shared_pool(self) -> list[int]:
+        pool = self._pool
+        if pool is None:
+            pool = self._pool = self.victim_pool()
+            self._where = {c: i for i, c in enumerate(self.ctx.cores)}
+            counts: dict[int, int] = {}
+            for v in pool:
+                counts[self._sock[v]] = counts.get(self._sock[v], 0) + 1
+            self._pool_sockets = counts
+        return pool
+
+    def others(self, core: int) -> Victims:
+        """The victims ``core`` may choose (:meth:`victim_pool` without ``core``'s own
+        place among the job's cores), cached until the pool changes."""
         o = self._others.get(core)
         if o is None:
-            o = [v for v in self.ctx.cores if v != core] + sorted(self.orphans)
-            self._others[core] = o
+            pool = self._shared_pool()
+            o = self._others[core] = Victims(pool, self._where.get(core, len(pool)))
         return o
 
     def forget_victims(self) -> None:
-        """Drop the cached victim lists (the job's cores or the departed deques changed)."""
+        """Drop the cached victims (the job's cores or the departed deques changed)."""
         self._others.clear()
+        self._pool = None
+        self._pool_prices.clear()
         self._periods.clear()
         self._plans.clear()
         self._sleep_plans.clear()
 
     def spin_period(self, core: int) -> int:
-        """Mean cycles between the attempts of ``core`` spinning over its victims."""
+        """Mean cycles between the attempts of ``core`` spinning over its victims
+        (``ctx.mean_steal_cycles`` over :meth:`others`, from the pool's cores per socket)."""
         p = self._periods.get(core)
         if p is None:
-            p = self._periods[core] = self.ctx.mean_steal_cycles(core, self.others(core))
+            o = self.others(core)
+            row = self._sc[self._sock[core]]
+            total = sum(n * row[s] for s, n in self._pool_sockets.items())
+            if o.skip < len(o.pool):
+                total -= row[self._sock[o.pool[o.skip]]]
+            p = self._periods[core] = mean_of_total(total, len(o), self._sa)
         return p
+
+    def pool_prices(self, thief: int) -> list[int]:
+        """Cycles of an attempt by ``thief`` on each core of the victim pool, by position
+        (one list per socket of thieves)."""
+        s = self._sock[thief]
+        prices = self._pool_prices.get(s)
+        if prices is None:
+            row, sock = self._sc[s], self._sock
+            prices = self._pool_prices[s] = [row[sock[v]] for v in self._shared_pool()]
+        return prices
 
     def steal_price(self, thief: int, victim: int) -> int:
         """Cycles of one attempt by ``thief`` on ``victim``'s deque (``ctx.steal_cost``)."""
@@ -207,7 +251,7 @@ class WorkStealing(Scheduler):
         if p is None:
             p = SpinPlan(
                 o,
-                [] if sleeps else [self.steal_price(core, v) for v in o],
+                [] if sleeps else self.pool_prices(core),
                 dq.deques,
                 dq.counters,
                 dq.attempts_key,

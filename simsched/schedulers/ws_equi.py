@@ -165,13 +165,9 @@ class AdaptiveWorkStealing(WorkStealing):
             self._sleepers_attempts(c, now, since, n)
 
     # -- protocol ---------------------------------------------------------------------------
-    def others(self, core: int) -> list[int]:
+    def victim_pool(self) -> list[int]:
         """Victims: the job's other processors (muggable deques are mugged, not stolen)."""
-        o = self._others.get(core)
-        if o is None:
-            o = [v for v in self.ctx.cores if v != core]
-            self._others[core] = o
-        return o
+        return list(self.ctx.cores)
 
     def on_start(self, strand: int, now: int) -> None:
         """Every processor starts as a thief; the root goes to the first one's deque."""

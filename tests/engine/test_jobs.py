@@ -10,6 +10,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simsched.engine import JobSpec, Replay
 from simsched.engine.check import check_invariants
@@ -23,6 +25,7 @@ from simsched.trace import open_trace
 from tests.engine.conftest import iterated_tasks, make_trace
 from tests.engine.golden_cases import CASES, GOLDEN, SAMPLES, case_id
 from tests.engine.machines import TWO_BY_TWO, out_of_order
+from tests.oracles.assign_oracle import assign_cores_naive
 from tests.oracles.jobs_oracle import OracleJobs
 from tests.oracles.memory_oracle import MemoryOracle
 
@@ -606,3 +609,30 @@ def test_an_arrival_at_a_quantum_boundary_comes_before_the_quantum(tmp_path, con
         cls = get_scheduler(["ws-equi", "asteal", "saws", "ws-equi"][i])
         specs.append(JobSpec(open_trace(path), cls, cls.resolve_params({}), arrival, f"j{i}"))
     _agree_with_oracle(m, specs, controller, 500)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_assign_cores_chooses_the_cores_the_naive_rule_chooses(data):
+    """The socket-first choice of a job's next core gives, move for move, the cores the
+    rule's plain statement gives (tests/oracles/assign_oracle.py): the lowest free core
+    of the socket where the job holds most, then with most free cores."""
+    sockets = data.draw(st.integers(1, 5))
+    per = data.draw(st.integers(1, 5))
+    socket_of = data.draw(
+        st.sampled_from([[c // per for c in range(sockets * per)], [0] * (sockets * per)])
+    )
+    P = len(socket_of)
+    jobs = data.draw(st.integers(1, 4))
+    owner = data.draw(st.lists(st.integers(-1, jobs - 1), min_size=P, max_size=P))
+    current = {j: frozenset(c for c in range(P) if owner[c] == j) for j in range(jobs)}
+    targets: dict[int, int | tuple[int, ...]] = {}
+    for j in range(data.draw(st.integers(0, jobs + 1))):
+        if data.draw(st.booleans()) or j >= jobs:
+            targets[j] = data.draw(st.integers(0, P))
+        else:
+            targets[j] = tuple(sorted(current[j]))  # an explicit allotment keeps its cores
+    busy = set(data.draw(st.lists(st.integers(0, P - 1), max_size=P)))
+    assert assign_cores(current, targets, socket_of, busy) == assign_cores_naive(
+        current, targets, socket_of, busy
+    )

@@ -161,3 +161,38 @@ def test_eq1_kernel_equals_the_plain_loop_on_any_tree(data):
     out = np.empty((n, 2), dtype=np.float64)
     _eq1_ranges(*cols, out)
     assert out.tobytes() == _ranges_naive(*cols).tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_ws_victims_period_and_prices_are_the_plain_lists(tmp_path_factory, data):
+    """WS's victims are one pool the job's cores share, each skipping itself (a list per
+    core made a 16,384-core run hold 2 GB of them): the victims, the prices of the spin
+    plans and the attempt period are those of the plain per-core list, the job's other
+    cores then the departed ones' deques, in every order of cores."""
+    m = load_machine("opteron-8380-4x4")
+    t = open_trace(make_trace(tmp_path_factory.mktemp("v") / "t.sst", seed=1))
+    cores = data.draw(st.permutations(range(m.cores)).map(lambda p: p[: 1 + p[0] % 16]))
+    ctx = SchedContext(m, cores, t, lambda n, cores: None)
+    ws = WorkStealing(ctx, {}, np.random.default_rng(0))
+    ws.orphans = set(
+        data.draw(
+            st.sets(
+                st.sampled_from([c for c in range(m.cores) if c not in cores])
+                if len(cores) < m.cores
+                else st.nothing()
+            )
+        )
+    )
+    ws.forget_victims()
+    ws.dq.push(cores[0], 7)  # work somewhere: a plan to steal, not to sleep
+    for core in cores:
+        plain = [v for v in ctx.cores if v != core] + sorted(ws.orphans)
+        o = ws.others(core)
+        assert len(o) == len(plain) and [o[i] for i in range(len(o))] == plain
+        assert ws.spin_period(core) == ctx.mean_steal_cycles(core, plain)
+        plan = ws.spin_plan(core)
+        if plan is not None:
+            assert [plan.prices[o.position(i)] for i in range(len(o))] == [
+                ctx.steal_cycles(core, v) for v in plain
+            ]
