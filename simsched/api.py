@@ -51,7 +51,7 @@ from simsched.engine.sampled import (
     trace_iterations,
 )
 from simsched.errors import ConfigError, SimschedError, Terminated
-from simsched.files import check_path, write_json_atomic
+from simsched.files import cache_output, check_path, write_json_atomic
 from simsched.identity import version
 
 # Defined with the machine model; kept importable from here.
@@ -449,19 +449,20 @@ def baseline_makespan(
         makespan = int(res.makespan)
         if sampler is not None and sampler.stopped:
             makespan = sampled_makespan(sampler.outcome(), detailed_cpi(res, t)).makespan
-        write_json_atomic(
-            path,
-            {
-                "makespan_cycles": makespan,
-                "trace_digest": t.header.digest,
-                "machine": m1.name,
-                "version": BASELINE_VERSION,
-                "simsched_version": version(),
-                "timing_model": timing_model_identity(),
-                "sample_iterations": int(sample_iterations or 0),
-                "sample_precision": float(sample_precision or 0.0),
-            },
-        )
+        with cache_output():
+            write_json_atomic(
+                path,
+                {
+                    "makespan_cycles": makespan,
+                    "trace_digest": t.header.digest,
+                    "machine": m1.name,
+                    "version": BASELINE_VERSION,
+                    "simsched_version": version(),
+                    "timing_model": timing_model_identity(),
+                    "sample_iterations": int(sample_iterations or 0),
+                    "sample_precision": float(sample_precision or 0.0),
+                },
+            )
         return makespan
     finally:
         if owned:

@@ -148,6 +148,26 @@ def cache_dir(*parts: str) -> Path:
     return root.joinpath(*parts)
 
 
+#: What an error about a folder or file of simsched's cache adds: the path is one simsched
+#: chose, and the setting that moves it is the remedy.
+CACHE_NOTE = "; it is in simsched's cache folder: set SIMSCHED_CACHE_DIR to a writable folder"
+
+
+@contextmanager
+def cache_output() -> Iterator[None]:
+    """Writes to simsched's cache (:func:`cache_dir`) inside the block: an
+    :class:`OutputError` raised there says that the path is in the cache, and how to move
+    it (``.../kernels: cannot create the folder: ... is a file`` named a folder the user
+    never chose; a sweep point recorded the bare ``NotADirectoryError``)."""
+    try:
+        yield
+    except OutputError as exc:
+        text = str(exc)
+        if "SIMSCHED_CACHE_DIR" not in text:  # from_cache_dir's note says it already
+            text += CACHE_NOTE
+        raise OutputError(text, exc.errno) from None
+
+
 def _umask() -> int:
     # /proc gives the umask without changing it (os.umask's set-and-restore races threads).
     try:

@@ -27,6 +27,7 @@ and cached by their recipe (``$SIMSCHED_CACHE_DIR/traces``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
 from simsched.errors import ConfigError, field_message, shown
-from simsched.files import parse_yaml, read_user_text
+from simsched.files import cache_output, parse_yaml, read_user_text
 from simsched.params import MAX_ARRIVAL, MAX_QUANTUM, MAX_SEED, check_seed, python_scalars
 
 Scalar = int | float | str | bool
@@ -460,7 +461,8 @@ def load_jobset(
     jobs: list[JobEntry] = []
     for gi, g in enumerate(spec.jobs):
         sched_name, params = _check_group(name, gi, g, base, scheduler, scheduler_params)
-        trace = ensure_trace(_recipe(g), cache, base, generate=generate)
+        with cache_output() if cache_dir is None else contextlib.nullcontext():
+            trace = ensure_trace(_recipe(g), cache, base, generate=generate)
         arrivals = _arrivals(g, np.random.default_rng([s, gi]), f"{name}: jobs.{gi}")
         for job_name, t in zip(_job_names(g), arrivals, strict=True):
             jobs.append(

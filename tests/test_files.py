@@ -12,6 +12,7 @@ from simsched.errors import ConfigError, OutputError
 from simsched.files import (
     atomic_output,
     cache_dir,
+    cache_output,
     describe_os_error,
     make_output_dir,
     parse_json,
@@ -577,3 +578,25 @@ def test_an_output_named_up_to_the_file_name_limit_is_written(tmp_path, name):
         (tmp_path / (left + "x")).write_text("orphan")
     remove_orphan_temporaries(tmp_path / name)
     assert _leftovers(tmp_path) == [] and (tmp_path / name).read_text() == "y"
+
+
+def test_a_write_to_the_cache_that_fails_says_it_is_the_caches(monkeypatch, tmp_path):
+    """A sound cache folder with a file where a sub-folder goes ("cab") gave an error about
+    a path the user never chose, without the setting that moves it; a note already given
+    (the cache folder itself at fault) is not given twice."""
+    root = tmp_path / "cache"
+    root.mkdir()
+    (root / "cab").write_text("x")
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(root))
+    with pytest.raises(OutputError) as info, cache_output():
+        write_json_atomic(cache_dir("cab", "f.json"), {})
+    assert str(info.value) == (
+        f"{root / 'cab' / 'f.json'}: cannot write (a parent is not a folder); it is in "
+        "simsched's cache folder: set SIMSCHED_CACHE_DIR to a writable folder"
+    )
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(root / "cab"))
+    with pytest.raises(OutputError) as info, cache_output():
+        make_output_dir(cache_dir("traces"))
+    assert str(info.value).count("SIMSCHED_CACHE_DIR") == 1
+    with cache_output():  # nothing to say when nothing failed
+        assert make_output_dir(tmp_path / "fine").is_dir()

@@ -170,7 +170,7 @@ def private_threshold(machine: Machine) -> int:
     return int(max(lat)) if lat else -1
 
 
-def check_buffers(plan: BufferPlan, cores: int, width: int) -> None:
+def check_buffers(plan: BufferPlan, cores: int, width: int, machine: str = "machine") -> None:
     """Refuse, before anything is allocated, a run whose buffers exceed the budget
     (:data:`BUFFER_BUDGET`: the minimum rows and the cores' private stretches alone do)
     or the host's available memory.
@@ -178,7 +178,7 @@ def check_buffers(plan: BufferPlan, cores: int, width: int) -> None:
     Raises
     ------
     ConfigError
-        One line naming the cores, the bytes needed and the limit.
+        One line naming the machine, its cores, the bytes needed and the limit.
     """
     have = available_memory()
     limit, what = BUFFER_BUDGET, "the buffer budget"
@@ -186,7 +186,7 @@ def check_buffers(plan: BufferPlan, cores: int, width: int) -> None:
         limit, what = have, "the host's available memory"
     if plan.nbytes > limit:
         raise ConfigError(
-            f"machine: {cores} cores need {plan.nbytes / 2**20:,.0f} MiB of trace buffers "
+            f"{machine}: {cores} cores need {plan.nbytes / 2**20:,.0f} MiB of trace buffers "
             f"({plan.rows} chunk rows of {width * REF_BYTES / 2**20:.1f} MiB and {cores} "
             f"per-core stretches), more than {what} ({limit / 2**20:,.0f} MiB)"
         )

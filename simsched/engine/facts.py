@@ -45,7 +45,7 @@ from typing import Any
 
 from simsched.canonical import canonical_json
 from simsched.errors import ConfigError
-from simsched.files import cache_dir, write_json_atomic
+from simsched.files import cache_dir, cache_output, write_json_atomic
 from simsched.machine.loader import machine_config, one_core_machine
 
 #: Version of the cached measurements (bump when their definition changes).
@@ -64,7 +64,8 @@ def _cached_json(path: Path, compute: Callable[[], dict[str, Any]]) -> dict[str,
     except (OSError, ValueError):
         pass
     data = {**compute(), "version": MEASURE_VERSION}
-    write_json_atomic(path, data)
+    with cache_output():
+        write_json_atomic(path, data)
     return data
 
 

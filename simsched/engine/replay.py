@@ -856,7 +856,7 @@ def plan_buffers(machine: Any, jobs: Sequence[JobSpec]) -> tuple[BufferPlan, int
     """
     width = max((int(np.max(s.trace.index["n"])) for s in jobs if s.trace.header.n_refs), default=1)
     plan = buffer_plan(machine.cores, width)
-    check_buffers(plan, machine.cores, width)
+    check_buffers(plan, machine.cores, width, machine.name)
     return plan, width
 
 

@@ -63,7 +63,7 @@ from dataclasses import astuple, replace
 from pathlib import Path
 from types import ModuleType
 
-from simsched.files import cache_dir, write_text_atomic
+from simsched.files import cache_dir, cache_output, make_output_dir, write_text_atomic
 from simsched.memory._gen_core import _drain, _entry
 from simsched.memory._gen_memory import (
     _binv,
@@ -199,12 +199,11 @@ def load_module(g: Geometry, extra_source: str = "", extra_name: str = "") -> Mo
     name = f"simsched_mem_{tag + '_' if tag else ''}{h.hexdigest()[:20]}"
     if name in sys.modules:
         return sys.modules[name]
-    folder = kernel_cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.py"
-    if not path.exists():
-        src = generate_source(g, extra_source)
-        write_text_atomic(path, src)
+    with cache_output():
+        folder = make_output_dir(kernel_cache_dir())
+        path = folder / f"{name}.py"
+        if not path.exists():
+            write_text_atomic(path, generate_source(g, extra_source))
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -202,6 +202,14 @@ def _file_kind(mode: int) -> str | None:
     return None if stat.S_ISDIR(mode) else file_kind(mode)
 
 
+def _named(exc: OSError, name: str) -> OSError:
+    """``exc`` with the trace's file name when it has none: a failed read names no file,
+    and a message without one ("standard output: Input/output error") blamed another."""
+    if exc.filename is None:
+        exc.filename = name
+    return exc
+
+
 class Trace:
     """An open trace file.  Use :func:`open_trace`."""
 
@@ -226,8 +234,11 @@ class Trace:
 
     def _read_at(self, off: int, n: int) -> bytes:
         with self._lock:
-            self._f.seek(off)
-            return self._f.read(n)
+            try:
+                self._f.seek(off)
+                return self._f.read(n)
+            except OSError as exc:
+                raise _named(exc, self._name) from None
 
     def _section(self, name: str, off_len: tuple[int, int]) -> bytes:
         off, ln = off_len
@@ -575,7 +586,10 @@ class Trace:
         with open(self.path, "rb") as f:
             f.seek(fmt.HEADER_SIZE)
             while True:
-                b = f.read(1 << 22)
+                try:
+                    b = f.read(1 << 22)
+                except OSError as exc:
+                    raise _named(exc, self._name) from None
                 if not b:
                     break
                 h.update(b)

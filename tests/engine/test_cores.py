@@ -85,7 +85,7 @@ def test_buffers_the_host_cannot_hold_are_refused_up_front(tmp_path, monkeypatch
     monkeypatch.setattr(cores, "available_memory", lambda: 1000)
     trace = open_trace(make_trace(tmp_path / "t.sst", seed=1))
     machine = load_machine(TWO_BY_TWO)
-    with pytest.raises(ConfigError, match=r"^machine: 4 cores need .* the host's available"):
+    with pytest.raises(ConfigError, match=r"^test-2x2: 4 cores need .* the host's available"):
         Engine(trace, machine, get_scheduler("ws"), {}, 0, MemorySystem(machine))
 
 
@@ -100,4 +100,6 @@ def test_4096_cores_are_refused_with_the_memory_they_need(tmp_path, capsys):
         main([*argv, "--set", "cores_per_socket=256", "--set", "sockets=16"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1
-    assert err.startswith("simsched: error: machine: 4096 cores need 1,050 MiB of trace buffers")
+    assert err.startswith(
+        "simsched: error: itrs-scaling-16: 4096 cores need 1,050 MiB of trace buffers"
+    )

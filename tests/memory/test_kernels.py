@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from simsched.errors import OutputError
 from simsched.machine import load_machine
 from simsched.memory import _kernels as K
 from tests.memory._streams import machine
@@ -242,3 +243,17 @@ def test_coherence_directory_stays_small_at_many_cores(cores):
     assert g.filter_counts * 8 <= 1.3 * 2**20
     assert g.filter_counts == (1 << g.filter_bits) * g.mask_words
     assert g.filter_bits == 17 if cores <= 8 else g.filter_bits < 17
+
+
+def test_a_kernels_path_that_is_a_file_is_one_error_naming_the_cache(tmp_path, monkeypatch):
+    """The kernels' folder was made with a bare mkdir: a file in its place gave Python's
+    FileExistsError ("File exists"), and a sweep point recorded it as such."""
+    (tmp_path / "kernels").write_text("x")
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(tmp_path))
+    with pytest.raises(OutputError) as info:
+        K.load_module(K.geometry_of(M), "", "blockedcache")
+    assert str(info.value) == (
+        f"{tmp_path / 'kernels'}: cannot create the folder: {tmp_path / 'kernels'} is a file, "
+        "not a folder; it is in simsched's cache folder: set SIMSCHED_CACHE_DIR to a "
+        "writable folder"
+    )

@@ -424,3 +424,26 @@ def test_a_closed_trace_is_refused_by_name(tmp_path):
     ):
         with pytest.raises(ConfigError, match="this Trace is closed; open it again"):
             call()
+
+
+def test_a_read_error_names_the_trace(tmp_path, monkeypatch):
+    """A failed read carries no file name, and the command line took such an error for
+    one of standard output's ("standard output: Input/output error" for /proc/self/mem)."""
+    import errno
+
+    path = tmp_path / "t.sst"
+    with TraceBuilder(path) as b:
+        b.ref(0x1000, 8, False)
+    t = open_trace(path)
+
+    class Failing:
+        def seek(self, off):
+            pass
+
+        def read(self, n):
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(t, "_f", Failing())
+    with pytest.raises(OSError) as info:
+        t._read_at(0, 8)
+    assert info.value.filename == str(path)
