@@ -61,6 +61,20 @@ class _Frame:
         self.called = False  # opened by call(): its return joins the caller at once
 
 
+def _per_reference(name: str, x: np.ndarray, n: int) -> np.ndarray:
+    """``x``, an argument of :meth:`TraceBuilder.refs`, if it is one value (broadcast) or
+    one per address (``n``), else a :class:`ConfigError` naming it: numpy's broadcast
+    error named neither the argument nor the counts."""
+    if x.ndim and x.shape != (n,):
+        k = x.shape[0]
+        got = f"{k} value{'s' if k != 1 else ''}" if x.ndim == 1 else f"an array of shape {x.shape}"
+        raise ConfigError(
+            f"{name}: {got} for {n} address{'es' if n != 1 else ''}; expected one value or "
+            "one per address"
+        )
+    return x
+
+
 class _Aborted(Exception):
     """Raised into the output block to discard an unfinished trace."""
 
@@ -561,12 +575,25 @@ class TraceBuilder:
         return True
 
     def instr(self, n: int) -> None:
-        """Account ``n`` non-memory instructions in the current strand."""
+        """Account ``n`` non-memory instructions in the current strand.
+
+        Raises
+        ------
+        TraceBuildError
+            ``n`` is not an integer or is negative.
+        ConfigError
+            ``n`` is more than :data:`~simsched.trace.format.MAX_INSTRUCTIONS` (2^50), the
+            instructions a whole trace may have (a trace over that limit in all is refused
+            by :meth:`close`).
+        """
         self._check_open()
         if type(n) is not int:
             n = self._integer("instruction count", n)
         if n < 0:
             raise TraceBuildError(f"{self.path}: negative instruction count {n}")
+        if n > fmt.MAX_INSTRUCTIONS:
+            # accepted here, it was blamed on the next reference's instruction gap
+            raise ConfigError(f"n={n}: more than the 2^50 instructions a trace may have")
         if self._in_roi:
             self._pending_gap += n
 
@@ -634,21 +661,29 @@ class TraceBuilder:
         TraceBuildError
             Addresses or sizes that are not integers, a negative gap, or a gap that does
             not fit 32 bits.
+        ConfigError
+            Addresses that are not one value or a 1-D array, or another argument that is
+            neither one value nor one value per address.
         """
         if not self._in_roi and self._closed_or_outside_roi():
             return
         a = np.asarray(addrs)
         if a.ndim == 0:
             a = a.reshape(1)
+        if a.ndim != 1:
+            # the reference rule's kernel failed on it with a numba typing error
+            raise ConfigError(
+                f"addrs: an array of shape {a.shape}; expected one address or a 1-D array of them"
+            )
         n = a.shape[0]
         if n == 0:
             return
-        sz = np.asarray(sizes)
+        sz = _per_reference("sizes", np.asarray(sizes), n)
         if a.dtype.kind not in "iu":
             self._integer_array("reference address", "reference addresses", a)
         if sz.dtype.kind not in "iu":
             self._integer_array("reference size", "reference sizes", sz)
-        wr = np.asarray(writes, dtype=bool)
+        wr = _per_reference("writes", np.asarray(writes, dtype=bool), n)
         fmt.check_refs(a, sz, self._where)
         if a.dtype != np.uint64:
             a = a.astype(np.uint64)  # every address is below 2**48 now
@@ -656,7 +691,7 @@ class TraceBuilder:
             sw = np.asarray(int(sz) | (0x80 if bool(wr) else 0), np.uint8)  # 0-d: broadcast
         else:
             sw = np.broadcast_to(sz.astype(np.uint8) | (wr.astype(np.uint8) << 7), (n,))
-        g = np.asarray(gaps)
+        g = _per_reference("gaps", np.asarray(gaps), n)
         if g.dtype.kind not in "iu":
             g = self._integer_gaps(g)
         if g.ndim == 0:
@@ -676,9 +711,7 @@ class TraceBuilder:
         if gmax >= 1 << 32:
             raise TraceBuildError(f"{self.path}: instruction gap does not fit 32 bits")
         self._cur_instr += n + gsum
-        d = np.asarray(deps, dtype=bool)
-        if d.ndim and d.shape != (n,):
-            raise TraceBuildError(f"{self.path}: {d.shape[0]} dependence flags for {n} references")
+        d = _per_reference("deps", np.asarray(deps, dtype=bool), n)
         self._append(a, sw, g, d if d.ndim == 0 or d.any() else np.asarray(False))
 
     def refs_checked(self, addrs: np.ndarray, sizew: np.ndarray, gaps: np.ndarray) -> None:

@@ -37,6 +37,7 @@ from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -374,8 +375,23 @@ class Trace:
 
         ``out``: five arrays (uint64, uint8, bool, uint32, bool) of at least the chunk's length
         to decode into (see :func:`simsched.trace.format.decode_chunk`).
+
+        Raises
+        ------
+        ConfigError
+            ``k`` is not the index of one of the trace's chunks.
         """
-        return self._load_chunk(k, out)
+        return self._load_chunk(self._chunk_index(k), out)
+
+    def _chunk_index(self, k: Any) -> int:
+        """``k`` as the index of one of the trace's chunks, else a :class:`ConfigError`:
+        -1 read the last chunk, and an index past the end failed with numpy's IndexError."""
+        n = int(self.index.shape[0])
+        if type(k) is int and 0 <= k < n:
+            return k
+        if not n:
+            raise ConfigError(f"k={shown(k)}: the trace has no chunks")
+        return check_int("k", k, 0, n - 1)
 
     def _load_chunk(self, k: int, out: tuple[np.ndarray, ...] | None = None) -> RefChunk:
         if self._repeat is None:
@@ -494,7 +510,14 @@ class Trace:
             yield self._decode_stored(k)
 
     def chunk(self, k: int) -> RefChunk:
-        """Decoded chunk ``k`` (cached)."""
+        """Decoded chunk ``k`` (cached).
+
+        Raises
+        ------
+        ConfigError
+            ``k`` is not the index of one of the trace's chunks (0 to ``len(index) - 1``).
+        """
+        k = self._chunk_index(k)
         c = self._cache.get(k)
         if c is not None:
             self._cache.move_to_end(k)
@@ -544,10 +567,23 @@ class Trace:
                     f.cancel()
 
     def refs(self, start: int, stop: int) -> RefChunk:
-        """References ``[start, stop)`` as one :class:`RefChunk`."""
+        """References ``[start, stop)`` as one :class:`RefChunk`.
+
+        Raises
+        ------
+        ConfigError
+            ``start`` or ``stop`` is not an integer, or not ``0 <= start <= stop <= n_refs``.
+        """
         nrefs = self.header.n_refs
-        if not 0 <= start <= stop <= nrefs:
-            raise IndexError(f"reference range [{start}, {stop}) outside [0, {nrefs})")
+        if not (type(start) is int and type(stop) is int and 0 <= start <= stop <= nrefs):
+            # the Python API's one-line error naming the argument, not a bare IndexError
+            start = check_int("start", start, 0, nrefs)
+            stop = check_int("stop", stop, 0, nrefs)
+            if stop < start:
+                raise ConfigError(
+                    f"stop={stop}: below start={start} (refs(start, stop) reads references "
+                    "start to stop - 1)"
+                )
         if start == stop:
             return RefChunk(
                 start,

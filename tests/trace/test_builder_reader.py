@@ -447,3 +447,73 @@ def test_a_read_error_names_the_trace(tmp_path, monkeypatch):
     with pytest.raises(OSError) as info:
         t._read_at(0, 8)
     assert info.value.filename == str(path)
+
+
+def test_chunk_and_reference_ranges_out_of_range_are_refused(tmp_path):
+    """chunk(n) and load_chunk(n) failed with numpy's IndexError and chunk(-1) read the
+    last chunk; refs(5, 2) and refs(0, n + 1) raised a bare IndexError."""
+    from simsched.workloads import generate
+
+    p = tmp_path / "fib.sst"
+    generate("fib", p, n=8)
+    with open_trace(p) as t:
+        n, refs = len(t.index), t.header.n_refs
+        assert t.chunk(np.int64(n - 1)).start == t.load_chunk(n - 1).start
+        for k in (-1, n):
+            for call in (t.chunk, t.load_chunk):
+                with pytest.raises(ConfigError, match=f"^k={k}: must be between 0 and {n - 1}"):
+                    call(k)
+        with pytest.raises(ConfigError, match="^k=1.5: expected an integer"):
+            t.chunk(1.5)
+        assert len(t.refs(np.int64(2), 5)) == 3 and len(t.refs(4, 4)) == 0
+        with pytest.raises(ConfigError, match="^stop=2: below start=5"):
+            t.refs(5, 2)
+        with pytest.raises(ConfigError, match=f"^stop={refs + 1}: must be between 0 and {refs}"):
+            t.refs(0, refs + 1)
+        with pytest.raises(ConfigError, match=f"^start=-1: must be between 0 and {refs}"):
+            t.refs(-1, 3)
+        with pytest.raises(ConfigError, match="^start=None: expected an integer"):
+            t.refs(None, 3)
+
+
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        # numpy's "operands could not be broadcast together with remapped shapes"
+        (lambda b: b.refs([0, 8, 16], [8, 8], False), "sizes: 2 values for 3 addresses"),
+        (lambda b: b.refs([8], [8, 8, 8], False), "sizes: 3 values for 1 address;"),
+        (lambda b: b.refs([0, 8, 16], 8, [True, False]), "writes: 2 values for 3 addresses"),
+        (lambda b: b.refs([0, 8, 16], 8, False, [1, 2]), "gaps: 2 values for 3 addresses"),
+        (lambda b: b.refs([0, 8], 8, False, np.zeros((2, 1), int)), r"gaps: an array of shape"),
+        (lambda b: b.refs([0, 8], 8, False, 0, [True]), "deps: 1 value for 2 addresses"),
+        # a numba typing error from the reference rule's kernel
+        (
+            lambda b: b.refs(8 * np.arange(6).reshape(2, 3), 8, False),
+            r"addrs: an array of shape \(2, 3\); expected one address or a 1-D array",
+        ),
+    ],
+)
+def test_builder_refs_refuses_arrays_of_other_lengths_or_shapes(tmp_path, action, message):
+    p = tmp_path / "t.sst"
+    with pytest.raises(ConfigError, match=f"^{message}"):
+        with TraceBuilder(p) as b:
+            action(b)
+    assert not p.exists()
+
+
+def test_builder_refuses_more_instructions_than_a_trace_may_have(tmp_path):
+    """instr(2**70) was accepted, and the next reference failed on its instruction gap:
+    the limit is the 2^50 instructions of a trace."""
+    from simsched.trace import format as fmt
+
+    p = tmp_path / "t.sst"
+    for n in (2**70, fmt.MAX_INSTRUCTIONS + 1):
+        with pytest.raises(ConfigError, match=f"^n={n}: more than the 2\\^50 instructions"):
+            with TraceBuilder(p) as b:
+                b.instr(n)
+                b.ref(64, 8, False)
+    assert not p.exists()
+    with TraceBuilder(p) as b:  # up to the limit, in a strand that ends without a reference
+        b.instr(fmt.MAX_INSTRUCTIONS)
+    with open_trace(p) as t:
+        assert t.header.n_instructions == fmt.MAX_INSTRUCTIONS
