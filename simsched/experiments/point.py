@@ -45,13 +45,13 @@ from simsched.experiments.store import (
     save_row,
     write_row,
 )
-from simsched.files import write_json_atomic
+from simsched.files import check_path, write_json_atomic
 from simsched.host import process_cpu_s, speed_reference
 
 PointFunction = Callable[[Point, Path], dict[str, Any]]
 
 
-def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
+def simulate_point(point: Point, run_dir: str | os.PathLike) -> dict[str, Any]:
     """Default point function: make the trace from the recipe and simulate it.
 
     A point that fails before :func:`simsched.run` (or :func:`simsched.run_jobs`) is
@@ -72,7 +72,13 @@ def simulate_point(point: Point, run_dir: Path) -> dict[str, Any]:
     -------
     dict
         The run's flat result record.
+
+    Raises
+    ------
+    ConfigError
+        ``run_dir`` is not a path (a ``str`` or ``os.PathLike``).
     """
+    run_dir = check_path(run_dir, "run_dir")  # a str failed at its first `run_dir / name`
     # A point run again (--retry-failed, --rerun-stale) must not keep an earlier attempt's
     # files beside the new record: a failure before the run wrote them left them standing.
     for name in RUN_FILES:

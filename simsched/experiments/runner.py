@@ -14,7 +14,9 @@ is a plain line whenever points have finished, at most one every 10 s.
 from __future__ import annotations
 
 import math
+import pickle
 import re
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -228,7 +230,8 @@ def run_sweep(
     Raises
     ------
     ConfigError
-        Unknown executor, ``address`` without the dask executor, unreachable scheduler.
+        Unknown executor, ``address`` without the dask executor, unreachable scheduler,
+        or a ``point_fn`` the local executor's worker processes cannot import.
     """
     check_loaded(loaded)
     workers = check_int("workers", workers, 0, MAX_WORKERS)
@@ -247,6 +250,8 @@ def run_sweep(
         )
     if point_fn is not None and not callable(point_fn):
         raise ConfigError(f"point_fn={point_fn!r}: expected a function of one point")
+    if point_fn is not None and executor == "local" and workers > 0:
+        check_importable(point_fn)
     if console is not None and not isinstance(console, Console):
         raise ConfigError(f"console={console!r}: expected a rich Console or None")
     if points is not None:
@@ -366,6 +371,39 @@ def run_sweep(
         report.table_error = str(exc)
     report.wall_s = time.perf_counter() - t0
     return report
+
+
+def check_importable(point_fn: PointFunction) -> None:
+    """Refuse a point function that the local executor's worker processes cannot import.
+
+    The workers are started fresh (``spawn``) and receive the function pickled, that is by
+    module and name: a lambda or a function defined inside another failed with a pickling
+    error only once the first point was handed over, and one defined in a notebook or at
+    the interactive prompt (its module ``__main__`` has no file to import again) killed
+    worker after worker.
+
+    Raises
+    ------
+    ConfigError
+        One line naming the function, and ``workers=0`` as the way to run it as it is.
+    """
+    main = sys.modules.get("__main__")
+    interactive = getattr(point_fn, "__module__", None) == "__main__" and not getattr(
+        main, "__file__", None
+    )
+    try:
+        pickle.dumps(point_fn)
+    except Exception:  # whatever the object's pickling raises, a worker cannot receive it
+        pass
+    else:
+        if not interactive:
+            return
+    name = getattr(point_fn, "__qualname__", None) or type(point_fn).__name__
+    raise ConfigError(
+        f"point_fn={name}: worker processes cannot import it (a lambda, a function defined "
+        "inside another, in a notebook or at the prompt); define it at module level in an "
+        "importable module, or give workers=0 to run the points in this process"
+    )
 
 
 def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:

@@ -11,6 +11,7 @@ because every figure and table is written to a temporary file and renamed.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -110,7 +111,9 @@ def write_csv(table: pd.DataFrame, path: str | Path, *, index: bool = True) -> P
     return Path(path)
 
 
-def default_figures(results: str | Path, study: Path, committed: Path) -> Path:
+def default_figures(
+    results: str | os.PathLike, study: str | os.PathLike, committed: str | os.PathLike
+) -> Path:
     """Where a study's figure script writes the figures of ``results`` when not told (``-o``).
 
     Parameters
@@ -130,17 +133,18 @@ def default_figures(results: str | Path, study: Path, committed: Path) -> Path:
         folder, so a small run, or a copy drawn elsewhere, does not overwrite the committed
         figures of the full run.
     """
-    results = Path(results)
+    # a str study failed at `study / "results"`
+    results, study = Path(results), Path(study)
     name = results.name
     own = results.resolve() == (study / "results" / name).resolve()
     if own and name != "small" and (study / f"{name}.yaml").is_file():
-        return committed
+        return Path(committed)
     return results.parent / "figures" / name
 
 
 def load_figure_rows(
-    folders: str | Path | Iterable[str | Path],
-    study: Path | None = None,
+    folders: str | os.PathLike | Iterable[str | os.PathLike],
+    study: str | os.PathLike | None = None,
     prog: str = PROG,
     schedulers: Iterable[str] | None = None,
 ) -> pd.DataFrame:
@@ -174,7 +178,8 @@ def load_figure_rows(
     """
     from simsched.plotting.figures import ok_rows
 
-    paths = [folders] if isinstance(folders, (str, Path)) else list(folders)
+    paths = [folders] if isinstance(folders, str | os.PathLike) else list(folders)
+    study = None if study is None else Path(study)  # a str failed in _study_command
     frames = []
     for p in paths:
         cmd = _study_command(p, study)
@@ -203,7 +208,7 @@ def load_figure_rows(
     return pd.concat(frames, ignore_index=True)
 
 
-def _study_command(folder: str | Path, study: Path | None) -> str:
+def _study_command(folder: str | os.PathLike, study: Path | None) -> str:
     """``simsched sweep run experiments/STUDY/NAME.yaml`` when ``folder`` is the study's own
     ``results/NAME`` and the study holds ``NAME.yaml``, else ``""``: a folder elsewhere is
     more likely mistyped than not yet run."""
@@ -230,7 +235,7 @@ def _no_successful_run(df: pd.DataFrame, cmd: str) -> str:
 
 
 def load_run(
-    run: Path, digest: str, trace: str | Path, prog: str = PROG
+    run: str | os.PathLike, digest: str, trace: str | os.PathLike, prog: str = PROG
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """A ``simsched run --out`` folder's result record and timeline, checked to be a run of
     the trace whose digest is ``digest``.
@@ -257,6 +262,7 @@ def load_run(
     SystemExit
         Status 2, after one line on stderr, when the folder is not such a run.
     """
+    run = Path(run)  # a str failed at `run / TIMELINE_FILE`
     try:
         record = read_record(run)
         if record.get("trace_digest") != digest:

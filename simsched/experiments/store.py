@@ -613,7 +613,7 @@ def _ints(df: pd.DataFrame, nullable: bool) -> pd.DataFrame:
 
 
 def load_results(
-    path: str | Path,
+    path: str | os.PathLike,
     *,
     refresh: bool = True,
     warn: Callable[[str], None] | None = None,
@@ -806,12 +806,28 @@ def filter_frame(
     ``warn`` (if given) receives one line for each text value that no row has at all, with
     the nearest ones the column does have: ``scheduler=pfd`` matched nothing in silence,
     and a count of 0 rows read as an answer.
+
+    Raises
+    ------
+    ConfigError
+        ``df`` is not a DataFrame, ``wheres`` not a list of strings, an expression does
+        not parse or names an unknown column, or one of the columns it names is
+        duplicated in ``df``.
     """
     check_frame(df)
     wheres = check_strings(wheres, "wheres", "COLUMN OP VALUE")
     mask = pd.Series(True, index=df.index)
+    twice = df.columns[df.columns.duplicated()].unique().tolist()
     for expr in wheres:
         col, op, raw = parse_where(expr, list(df.columns))
+        if col in twice:
+            # df[col] is then a table, not a column: pandas failed with an AttributeError,
+            # or the comparison said a numeric column was text
+            raise ConfigError(
+                f"--where {expr!r}: the table has {list(df.columns).count(col)} columns named "
+                f"{col!r} (duplicated: {', '.join(map(repr, twice))}); give each column a "
+                "name of its own"
+            )
         series = df[col]
         if op in ("=", "!="):
             values = [_coerce(series, v.strip(), expr) for v in raw.split("|")]
@@ -889,11 +905,11 @@ def export_results(
     Raises
     ------
     ConfigError
-        The target has another suffix, or the source is not a sweep.
+        The target is not a path or has another suffix, or the source is not a sweep.
 
     ``warn`` receives the damaged rows left out (see :func:`load_results`).
     """
-    target = Path(target)
+    target = check_path(target, "target")  # Path(None) failed with a TypeError
     fmt = target.suffix.lower()  # X.CSV is a CSV file, as a figure's X.PNG is a PNG
     if fmt not in (".csv", ".parquet"):
         # -o /dev/stdout (a pipe, a terminal, or redirected to a file) or a FIFO: text.

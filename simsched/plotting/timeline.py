@@ -124,6 +124,29 @@ def _colour_key(ax: Any, entries: list[tuple[bool, int, Any]], color_by: str, ha
     )
 
 
+def _check_strands(arrays: Any, core: np.ndarray, ncores: int) -> None:
+    """Refuse per-strand arrays of other lengths, or a core with no ``socket_of_core``
+    entry: they failed inside the drawing with an IndexError."""
+    n = len(core) if core.ndim == 1 else -1
+    for k in ("core", "start", "end", "frame", "job"):
+        if k not in arrays:
+            continue
+        a = np.asarray(arrays[k])
+        if a.ndim != 1:
+            raise ConfigError(f"arrays: {k!r} has shape {a.shape}, not one entry per strand")
+        if len(a) != n:
+            raise ConfigError(
+                f"arrays: {k!r} has {len(a)} entries, not one per strand ({n}, as 'core')"
+            )
+        if k in ("core", "frame", "job") and a.size and a.dtype.kind not in "iu":
+            raise ConfigError(f"arrays: {k!r} holds {a.dtype}, not integers")
+    if n and (int(core.min()) < 0 or int(core.max()) >= ncores):
+        bad = int(core.min()) if int(core.min()) < 0 else int(core.max())
+        raise ConfigError(
+            f"arrays: 'core' names core {bad}, but 'socket_of_core' has {ncores} cores"
+        )
+
+
 def plot_timeline(
     arrays: dict[str, np.ndarray],
     *,
@@ -151,6 +174,13 @@ def plot_timeline(
     Returns
     -------
     matplotlib.figure.Figure
+
+    Raises
+    ------
+    ConfigError
+        An argument of the wrong kind, an array missing, per-strand arrays of different
+        lengths or shapes, a core that ``socket_of_core`` lacks, or a frame that
+        ``subtree`` lacks.
     """
     from collections.abc import Mapping
 
@@ -178,6 +208,7 @@ def plot_timeline(
     end = np.asarray(arrays["end"])
     frame = np.asarray(arrays["frame"])
     sock = np.asarray(arrays["socket_of_core"])
+    _check_strands(arrays, core, len(sock))
     if subtree is not None and len(frame) and int(frame.max()) >= len(subtree):
         raise ConfigError(
             f"subtree: {len(subtree)} entries, but the timeline has frame {int(frame.max())}"

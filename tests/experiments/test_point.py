@@ -109,6 +109,20 @@ def test_default_point_function_simulates(tmp_path):
     assert len(list((loaded.out_dir / "traces").glob("*.sst"))) == 1  # made once, shared
 
 
+def test_simulate_point_takes_its_folder_as_any_path(tmp_path):
+    """Only a pathlib.Path was taken: a str failed with a TypeError at ``run_dir / name``."""
+    from simsched.experiments import simulate_point
+
+    point = fib_sweep(tmp_path, "schedulers: [ws]\n").points()[0]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    record = simulate_point(point, str(run_dir))
+    assert record["status"] == "ok" and record["makespan_cycles"] > 0
+    assert (run_dir / "config.json").is_file() and (run_dir / "result.json").is_file()
+    with pytest.raises(ConfigError, match="^run_dir=None: expected a path"):
+        simulate_point(point, None)
+
+
 def test_a_point_the_sampler_refuses_keeps_its_configuration(tmp_path):
     """A sampled sweep on a trace without iterations fails every point of it; the failed
     point's folder had its record but not its resolved configuration."""

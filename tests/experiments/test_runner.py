@@ -625,6 +625,37 @@ def test_points_and_point_fn_are_checked(tmp_path):
     assert not loaded.out_dir.exists()
 
 
+def test_a_point_function_workers_cannot_import_is_refused_before_any_point(tmp_path, monkeypatch):
+    """A lambda or a function defined inside another failed with a pickling error once
+    the first point was handed to a worker; one defined in a notebook (module __main__
+    without a file) killed worker after worker."""
+    import types
+
+    loaded = load_spec(make_spec(tmp_path), small=False)
+
+    def local_point(point, run_dir):
+        return sweep_pointfns.fake_point(point, run_dir)
+
+    message = "worker processes cannot import it .* or give workers=0"
+    with pytest.raises(ConfigError, match=rf"^point_fn=.*<locals>.<lambda>: {message}"):
+        run_sweep(loaded, workers=1, point_fn=lambda p, d: {}, progress=False)
+    with pytest.raises(ConfigError, match=rf"^point_fn=.*<locals>.local_point: {message}"):
+        run_sweep(loaded, workers=2, point_fn=local_point, progress=False)
+    notebook = types.ModuleType("__main__")  # a kernel's: no __file__
+    monkeypatch.setitem(sys.modules, "__main__", notebook)
+    in_notebook = types.FunctionType(
+        sweep_pointfns.fake_point.__code__, sweep_pointfns.fake_point.__globals__, "fake_point"
+    )
+    in_notebook.__module__ = "__main__"
+    notebook.fake_point = in_notebook
+    with pytest.raises(ConfigError, match=rf"^point_fn=fake_point: {message}"):
+        run_sweep(loaded, workers=1, point_fn=in_notebook, progress=False)
+    assert not loaded.out_dir.exists()  # refused before any point started
+    monkeypatch.undo()
+    # in this process it needs no importing
+    assert run_sweep(loaded, workers=0, point_fn=local_point, progress=False).ran == 6
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 def test_status_refuses_an_output_folder_run_refuses(tmp_path, capsys):
     """status counted every point "missing" in /proc/x, a folder run cannot create, and

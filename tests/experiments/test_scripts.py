@@ -112,3 +112,25 @@ def test_a_folder_of_another_study_is_refused_by_name(tmp_path, capsys):
     # one of the study's policies among the rows is enough
     df = load_figure_rows(tmp_path / "pdf.csv", study, schedulers=["cab", "pdf"])
     assert len(df) == 2
+
+
+def test_the_study_and_run_folders_are_taken_as_any_path(tmp_path, capsys):
+    """A study or run folder given as a str failed with a TypeError at its first ``/``
+    (default_figures, load_figure_rows, load_run): only a pathlib.Path was taken."""
+    from simsched.experiments.scripts import default_figures, load_run
+
+    (tmp_path / "medium.yaml").write_text("")
+    committed = tmp_path / "figures" / "medium"
+    medium = tmp_path / "results" / "medium"
+    assert default_figures(str(medium), str(tmp_path), str(committed)) == committed
+    err = one_line_exit(capsys, lambda: load_figure_rows(str(medium), str(tmp_path)))
+    assert "`simsched sweep run experiments/" in err and "/medium.yaml`" in err
+    import simsched
+    from simsched.workloads import generate
+
+    trace = tmp_path / "fib.sst"
+    generate("fib", trace, n=8)
+    run = simsched.run(trace, "itrs-scaling-2", "ws", out_dir=tmp_path / "run", speedup=False)
+    digest = run.record["trace_digest"]
+    record, timeline = load_run(str(tmp_path / "run"), digest, str(trace))
+    assert record["trace_digest"] == digest and len(timeline["core"]) > 0

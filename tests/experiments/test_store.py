@@ -526,6 +526,30 @@ def test_filter_and_load_arguments_are_checked():
         load_results(None)
 
 
+def test_a_column_named_twice_is_refused_by_name():
+    """pandas failed with an AttributeError ('NotImplementedType' object has no attribute
+    'reindex_like'), or the comparison called the duplicated numeric column text."""
+    df = pd.DataFrame([[1, 2, "a", "c"], [3, 4, "b", "d"]], columns=["x", "x", "s", "s"])
+    for expr in ("x=1", "x<2", "s=a"):
+        with pytest.raises(
+            ConfigError,
+            match=rf"^--where '{expr}': the table has 2 columns named '{expr[0]}' "
+            r"\(duplicated: 'x', 's'\); give each column",
+        ):
+            filter_frame(df, [expr])
+    # a column named once is filtered on as before
+    assert filter_frame(df.iloc[:, :3], ["s=b"]).shape == (1, 3)
+
+
+def test_export_refuses_a_target_that_is_no_path(tmp_path):
+    """Before: TypeError from pathlib for None."""
+    save_row(tmp_path, "id0", {"point_id": "id0", "status": "ok", "workload": "ms"})
+    for target in (None, 5):
+        with pytest.raises(ConfigError, match=f"^target={target}: expected a path"):
+            export_results(tmp_path, target)
+    assert export_results(str(tmp_path), str(tmp_path / "out.csv")).is_file()
+
+
 def test_rows_that_share_their_labels_are_reported(tmp_path, capsys):
     """An edited spec's old points stay in the folder under the same labels as the new
     ones: `results show`, `plot sweep` and the figure scripts mixed them without a word."""

@@ -153,12 +153,22 @@ def test_a_sweep_folder_is_named_as_such_with_where_its_runs_are(tmp_path, capsy
         ({"color_by": np.array(["socket", "job"])}, "color_by array("),
         ({"subtree": np.array([0])}, "subtree: 1 entries, but the timeline has frame 2"),
         ({"subtree": True}, "subtree: expected an integer array"),
+        # per-strand arrays of different lengths failed inside with an IndexError
+        ({"end": np.array([10, 20])}, "arrays: 'end' has 2 entries, not one per strand (3,"),
+        ({"core": np.array([0, 1])}, "arrays: 'start' has 3 entries, not one per strand (2,"),
+        ({"frame": np.zeros((3, 1), int)}, "arrays: 'frame' has shape (3, 1)"),
+        ({"core": np.array([0, 1, 2])}, "arrays: 'core' names core 2, but 'socket_of_core' has 2"),
+        ({"core": np.array([0.0, 1.0, 0.0])}, "arrays: 'core' holds float64, not integers"),
     ],
 )
 def test_a_wrong_argument_is_named(kwargs, says):
     """Before: "'int' object is not subscriptable", "'str' object has no attribute
     'figure'", an IndexError, or an array compared element by element."""
-    args = {"arrays": _arrays([10, 20, 30], [0, 1, 2]), **kwargs}
+    arrays = _arrays([10, 20, 30], [0, 1, 2])
+    for k in ("core", "start", "end", "frame"):
+        if k in kwargs:
+            arrays[k] = kwargs.pop(k)
+    args = {"arrays": arrays, **kwargs}
     with pytest.raises(ConfigError) as info:
         plot_timeline(args.pop("arrays"), **args)
     assert says in str(info.value)
