@@ -15,13 +15,14 @@ digest, machine) and cached on disk in ``$SIMSCHED_CACHE_DIR/baselines`` (defaul
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import hashlib
 import json
 import os
 import time
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,7 +51,7 @@ from simsched.engine.sampled import (
     stop_hook,
     trace_iterations,
 )
-from simsched.errors import ConfigError, SimschedError, Terminated
+from simsched.errors import ConfigError, SimschedError, Terminated, shown
 from simsched.files import cache_output, check_path, write_json_atomic
 from simsched.identity import version
 
@@ -326,12 +327,15 @@ def parse_scheduler_names(schedulers: Sequence[str] | str) -> list[str]:
     Raises
     ------
     ConfigError
-        An empty name (``"ws,"``) or a name given twice (``"ws,ws"``).
+        Not a string or a list of names (a mapping is refused: its values were ignored),
+        an empty name (``"ws,"``) or a name given twice (``"ws,ws"``).
     """
-    if not isinstance(schedulers, str | Iterable):
+    if not isinstance(schedulers, str | Iterable) or isinstance(schedulers, Mapping):
+        # a mapping's keys were taken as the names and its values dropped without a word
+        hint = "; scheduler parameters go in params=" if isinstance(schedulers, Mapping) else ""
         raise ConfigError(
-            f"schedulers={schedulers!r}: expected scheduler names (a list or a string such "
-            "as 'ws,pdf')"
+            f"schedulers={shown(schedulers)}: expected scheduler names (a list or a string "
+            f"such as 'ws,pdf'){hint}"
         )
     items = schedulers.split(",") if isinstance(schedulers, str) else list(schedulers)
     names = [str(s).strip() for s in items]
@@ -562,7 +566,8 @@ def run(
         When given, ``config.json`` (resolved config), ``result.json`` (record) and
         ``timeline.npz`` are written there atomically; a failed run still writes
         ``result.json`` with ``"status": "error"`` (``"interrupted"`` after Ctrl-C) and
-        the message, then raises.
+        the message, then raises, removing an earlier run's ``config.json`` and
+        ``timeline.npz`` it did not replace.
     progress
         Report progress on stderr (a bar at a terminal, else a plain line every 10 s).
     window
@@ -624,6 +629,7 @@ def run(
     base = record_base(win, scheduler=str(scheduler), params=dumps(params), seed=int(seed))
     t = None
     owned = False
+    wrote: list[str] = []  # the files of out this run has written
     try:
         cls = get_scheduler(scheduler)
         resolved_params = cls.resolve_params(params)
@@ -645,6 +651,7 @@ def run(
         # trace, so that such a failed run (a sweep point too) keeps it beside its record
         if out is not None:
             write_json_atomic(out / "config.json", config)
+            wrote.append("config.json")
         sampler = None
         if sample_iterations is not None:
             sampler = make_sampler(
@@ -694,11 +701,12 @@ def run(
         )
         if out is not None:
             write_npz_atomic(out / "timeline.npz", **result.timeline_arrays())
+            wrote.append("timeline.npz")
             _write_record(out, rec)
         return result
     except BaseException as exc:
         if out is not None:
-            _write_error(out, base, exc, t0)
+            _write_error(out, base, exc, t0, wrote=wrote)
         raise
     finally:
         if owned and t is not None:
@@ -722,9 +730,30 @@ def _write_record(out: Path, rec: dict[str, Any]) -> None:
     write_json_atomic(out / "result.json", nest_fields(rec))
 
 
-def _write_error(out: Path, base: dict[str, Any], exc: BaseException, t0: float) -> None:
+#: The files :func:`run` and :func:`run_jobs` write in ``out_dir`` beside ``result.json``.
+_RUN_FILES = ("config.json", "timeline.npz")
+
+
+def _write_error(
+    out: Path,
+    base: dict[str, Any],
+    exc: BaseException,
+    t0: float,
+    *,
+    wrote: Sequence[str] | None = None,
+) -> None:
     """Write the record of a failed run (``status: error``, the message) or of one
-    stopped by Ctrl-C or SIGTERM (``status: interrupted``) to ``out``."""
+    stopped by Ctrl-C or SIGTERM (``status: interrupted``) to ``out``.
+
+    ``wrote``: the files of :data:`_RUN_FILES` the failed run wrote; the others are an
+    earlier run's in the same folder and are removed first, so that the new record does
+    not sit beside another run's configuration and timeline, which readers took for its
+    own (None: remove nothing, for a caller that wrote them itself).
+    """
+    stale = () if wrote is None else [n for n in _RUN_FILES if n not in wrote]
+    for name in stale:
+        with contextlib.suppress(OSError):  # the run's own error is the one to report
+            (out / name).unlink(missing_ok=True)
     rec = {**base, "status": "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"}
     if isinstance(exc, KeyboardInterrupt):
         msg = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
@@ -785,6 +814,12 @@ def compare(
     Comparison
         The runs in the order of ``schedulers``, then seed, with ``notes``: one line per
         outcome the numbers alone do not explain (docs/results.md, "Notes").
+
+    Raises
+    ------
+    ConfigError
+        ``schedulers`` is not a string or a list of names (a mapping is refused), names a
+        policy twice, or an option is refused (see :func:`run`).
     """
     from simsched.comparison import compare_notes
     from simsched.schedulers import get_scheduler
@@ -892,7 +927,8 @@ def run_jobs(
         Interleaving window in cycles (default :data:`DEFAULT_WINDOW`).
     out_dir
         When given, ``config.json`` and ``result.json`` are written there atomically (also
-        when the run fails, with ``"status": "error"``).
+        when the run fails, with ``"status": "error"``, removing an earlier run's
+        ``config.json`` and ``timeline.npz`` it did not replace).
     progress
         Report progress on stderr (a bar at a terminal, else a plain line every 10 s).
 
@@ -916,6 +952,7 @@ def run_jobs(
     t0 = time.perf_counter()
     base = record_base(win, kind="jobs")
     traces: list[Any] = []
+    wrote: list[str] = []  # the files of out this run has written
     try:
         if isinstance(jobs, JobSet):
             check_built_jobset(jobs)
@@ -962,6 +999,7 @@ def run_jobs(
         }
         if out is not None:
             write_json_atomic(out / "config.json", config)
+            wrote.append("config.json")
         specs = []
         opened: dict[Path, Any] = {}  # copies of a program share one open trace
         for j in js.jobs:
@@ -989,11 +1027,12 @@ def run_jobs(
         rec["wall_s"] = time.perf_counter() - t0
         if out is not None:
             write_npz_atomic(out / "timeline.npz", **jobs_timeline_arrays(res, traces, m))
+            wrote.append("timeline.npz")
             _write_record(out, rec)
         return JobsResult(record=rec, replay=res, mem_stats=stats)
     except BaseException as exc:
         if out is not None:
-            _write_error(out, base, exc, t0)
+            _write_error(out, base, exc, t0, wrote=wrote)
         raise
     finally:
         for t in set(traces):

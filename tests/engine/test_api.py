@@ -122,6 +122,28 @@ def test_failed_run_writes_error_record(tmp_path):
     assert rec["status"] == "error" and "bad.sst" in rec["error"]
 
 
+def test_a_failed_run_leaves_no_earlier_runs_files_beside_its_record(ms_trace, tmp_path):
+    """A run that failed before writing its config.json (an unknown scheduler) or its
+    timeline (a trace that is no trace) left an earlier run's beside its failure record:
+    results and plots took them for the failed run's."""
+    from simsched.jobset import JobEntry, JobSet
+
+    out = tmp_path / "o"
+    simsched.run(ms_trace, "itrs-scaling-2", "ws", out_dir=out, speedup=False)
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "result.json", "timeline.npz"]
+    with pytest.raises(ConfigError, match="known: "):
+        simsched.run(ms_trace, "itrs-scaling-2", "nope", out_dir=out)
+    assert sorted(p.name for p in out.iterdir()) == ["result.json"]
+    assert json.loads((out / "result.json").read_text())["status"] == "error"
+    simsched.run(ms_trace, "itrs-scaling-2", "ws", out_dir=out, speedup=False)
+    with pytest.raises(ConfigError, match="^job 'a': "):
+        js = JobSet(jobs=[JobEntry("a", tmp_path / "no.sst", "ws", {}, 0, 0)])
+        simsched.run_jobs(js, "itrs-scaling-2", controller="equi", out_dir=out)
+    # its own configuration stays, the earlier run's timeline goes
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "result.json"]
+    assert json.loads((out / "config.json").read_text())["jobs"][0]["name"] == "a"
+
+
 def test_speedup_baseline_is_cached(ms_trace, tmp_path):
     from simsched.api import baseline_path
     from simsched.machine import load_machine
@@ -235,6 +257,17 @@ def test_compare_refuses_bad_scheduler_lists_and_seed(ms_trace):
         simsched.compare(ms_trace, "itrs-scaling-2", "ws", seed=3)
     with pytest.raises(ConfigError, match=r"^params=\['x'\]: expected a mapping"):
         simsched.compare(ms_trace, "itrs-scaling-2", "ws", params=["x"])
+
+
+def test_compare_refuses_a_mapping_of_schedulers(ms_trace):
+    """{"ws": 1} ran ws, its value dropped without a word."""
+    for schedulers in ({"ws": 1}, {"ws": {"spawn_policy": "parent-first"}, "pdf": {}}):
+        with pytest.raises(
+            ConfigError,
+            match=r"^schedulers=\{.*\}: expected scheduler names .*; scheduler parameters "
+            "go in params=",
+        ):
+            simsched.compare(ms_trace, "itrs-scaling-2", schedulers)
 
 
 def test_compare_refuses_one_out_dir_for_all_its_runs(ms_trace, tmp_path):
