@@ -30,6 +30,7 @@ TINY: dict[str, list[str]] = {
     "bench_coherence.py": ["--n", "2048", "--cores", "4", "--repeat", "1", "--rounds", "1"],
     "bench_engine.py": ["--n", "4096", "--cores=", "--machines", "itrs-scaling-16"],
     "bench_firstrun.py": ["--machine", "itrs-scaling-2"],
+    "bench_manycore.py": ["--cores", "4,512", "--n", "6", "--repeat", "1"],
     # a two-level preset: the three-level default takes 20 s of its own to compile
     "bench_memory.py": ["--refs", "100000", "--repeat", "1", "--preset", "itrs-scaling-2"],
     "bench_profile.py": ["--refs", "100000", "--n", "4096", "--repeat", "1"],
