@@ -23,6 +23,7 @@ from simsched.files import (
     write_json_atomic,
     write_text_atomic,
 )
+from tests.blocking import raised_within
 
 
 def _leftovers(folder: Path) -> list[str]:
@@ -203,7 +204,6 @@ def test_read_user_text_refuses_what_is_not_a_regular_file(tmp_path, kind):
     ever (``machine show``, ``sweep status``).  /dev/null stands for the devices here: it
     read as an empty file."""
     import socket
-    import threading
 
     path = tmp_path / "m.yaml"
     if kind == "device":
@@ -215,18 +215,7 @@ def test_read_user_text_refuses_what_is_not_a_regular_file(tmp_path, kind):
             sock.bind(str(path))
     else:
         path.symlink_to("/dev/null")
-    out: list[BaseException] = []
-
-    def attempt():
-        try:
-            read_yaml(path)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-            out.append(exc)
-
-    t = threading.Thread(target=attempt, daemon=True)
-    t.start()
-    t.join(10)
-    assert not t.is_alive(), "read_user_text blocked"
+    out = raised_within(lambda: read_yaml(path), "read_user_text")
     says = {"named pipe": "a named pipe", "socket": "a socket"}.get(kind, "a device")
     assert [type(e) for e in out] == [ConfigError]
     assert str(out[0]) == f"{path}: is {says}, expected a YAML file"

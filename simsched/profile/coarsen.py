@@ -38,6 +38,7 @@ import csv
 import io
 import math
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -251,6 +252,43 @@ def coarsen(
     return CoarsenResult(chosen=ids, rows=rows, tasks=tasks)
 
 
+def check_table_rows(
+    rows: Any,
+    required: Sequence[str],
+    expected: str,
+    *,
+    known: Sequence[str] | None = None,
+    hint: str = "",
+) -> list[Mapping[str, Any]]:
+    """``rows`` of a parallelization table as a list, else a one-line :class:`ConfigError`.
+
+    Parameters
+    ----------
+    rows
+        The rows given (a list of mappings).
+    required
+        The columns every row must have.
+    expected
+        What ``rows`` should have been, for the message when it is no list.
+    known
+        The columns a row may have (None: any).
+    hint
+        Added to the message of a row that lacks a column (where such rows come from).
+    """
+    if isinstance(rows, str | bytes) or not isinstance(rows, Sequence):
+        raise ConfigError(f"rows={shown(rows)}: expected {expected}")
+    for i, r in enumerate(rows):
+        if not isinstance(r, Mapping):
+            raise ConfigError(f"rows[{i}]={shown(r)}: expected a row (dict) of the table")
+        unknown = [k for k in r if known is not None and k not in known]
+        if unknown:
+            raise ConfigError(f"rows[{i}]: unknown column {shown(unknown[0])}")
+        lacks = [c for c in required if c not in r]
+        if lacks:
+            raise ConfigError(f"rows[{i}]: no column {', '.join(map(repr, lacks))}{hint}")
+    return list(rows)
+
+
 def write_table(rows: list[dict[str, Any]], path: str | os.PathLike) -> None:
     """Write a parallelization table as CSV (atomically).
 
@@ -258,21 +296,13 @@ def write_table(rows: list[dict[str, Any]], path: str | os.PathLike) -> None:
     column of :data:`TABLE_COLUMNS`; other rows are a one-line :class:`ConfigError`.
     """
     path = check_path(path, "path")
-    if isinstance(rows, str | bytes) or not isinstance(rows, list | tuple):
-        raise ConfigError(f"rows={shown(rows)}: expected a list of table rows (CoarsenResult.rows)")
-    for i, r in enumerate(rows):
-        if not isinstance(r, dict):
-            raise ConfigError(f"rows[{i}]={shown(r)}: expected a row (dict) of the table")
-        unknown = [k for k in r if k not in TABLE_COLUMNS]
-        if unknown:
-            raise ConfigError(f"rows[{i}]: unknown column {shown(unknown[0])}")
-        lacks = [c for c in TABLE_COLUMNS if c not in r]
-        if lacks:
-            raise ConfigError(f"rows[{i}]: no column {lacks[0]!r}")
+    checked = check_table_rows(
+        rows, TABLE_COLUMNS, "a list of table rows (CoarsenResult.rows)", known=TABLE_COLUMNS
+    )
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=TABLE_COLUMNS, lineterminator="\n")
     w.writeheader()
-    for r in rows:
+    for r in checked:
         w.writerow(r)
     write_text_atomic(path, buf.getvalue())
 

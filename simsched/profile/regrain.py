@@ -35,6 +35,7 @@ import numpy as np
 
 from simsched.errors import ConfigError, SimschedError, shown
 from simsched.params import check_int
+from simsched.profile.coarsen import check_table_rows
 from simsched.profile.groups import build_groups
 
 if TYPE_CHECKING:
@@ -96,19 +97,13 @@ _ROW_KEYS = ("machine", "trace_digest", "first_strand", "last_strand")
 
 def _check_rows(rows: Any) -> list[Mapping[str, Any]]:
     """``rows`` (a parallelization table's rows, :func:`read_table`) as a list, else a
-    one-line :class:`ConfigError` naming the row and the column it lacks."""
-    if isinstance(rows, str | bytes) or not isinstance(rows, Sequence):
-        raise ConfigError(
-            f"rows={shown(rows)}: expected the rows of a parallelization table "
-            "(simsched.profile.read_table(path))"
-        )
-    for i, r in enumerate(rows):
-        if not isinstance(r, Mapping):
-            raise ConfigError(f"rows[{i}]={shown(r)}: expected a row (dict) of the table")
-        lacks = [k for k in _ROW_KEYS if k not in r]
-        if lacks:
-            raise ConfigError(f"rows[{i}]: no column {', '.join(lacks)} (read_table(path) rows)")
-    return list(rows)
+    one-line :class:`ConfigError` naming the row and the columns it lacks."""
+    return check_table_rows(
+        rows,
+        _ROW_KEYS,
+        "the rows of a parallelization table (simsched.profile.read_table(path))",
+        hint=" (read_table(path) rows)",
+    )
 
 
 def regrain(

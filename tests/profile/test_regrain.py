@@ -209,7 +209,7 @@ def test_regrain_takes_a_path_and_names_bad_ranges_and_rows(tmp_path):
             regrain(src, tmp_path / "x.sst", ranges)
     for rows, says in (
         (None, r"rows=None: expected the rows of a parallelization table"),
-        ([{}], r"rows\[0\]: no column machine, trace_digest, first_strand, last_strand"),
+        ([{}], r"rows\[0\]: no column 'machine', 'trace_digest', 'first_strand', 'last_strand'"),
     ):
         with pytest.raises(ConfigError, match=says):
             regrain_from_table(src, tmp_path / "x.sst", rows)

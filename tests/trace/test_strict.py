@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import zlib
 
 import numpy as np
@@ -19,6 +18,7 @@ import pytest
 from simsched.errors import TraceBuildError, TraceFormatError
 from simsched.trace import TraceBuilder, open_trace, validate
 from simsched.trace import format as fmt
+from tests.blocking import raised_within
 from tests.trace import forge
 
 
@@ -129,18 +129,7 @@ def test_a_file_changed_in_place_is_checked_again(tmp_path, good):
 def test_a_named_pipe_is_refused_without_blocking(tmp_path):
     fifo = tmp_path / "pipe.sst"
     os.mkfifo(fifo)
-    out: list[BaseException] = []
-
-    def attempt():
-        try:
-            open_trace(fifo)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-            out.append(exc)
-
-    t = threading.Thread(target=attempt, daemon=True)
-    t.start()
-    t.join(10)
-    assert not t.is_alive(), "open_trace blocked on a named pipe"
+    out = raised_within(lambda: open_trace(fifo), "open_trace of a named pipe")
     assert isinstance(out[0], TraceFormatError)
     assert str(out[0]) == f"{fifo}: is a named pipe, not a trace (a regular file)"
 
