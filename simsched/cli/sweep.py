@@ -269,7 +269,9 @@ def show_cmd(
                 f"--columns {columns!r}: no column name (e.g. --columns workload,makespan_cycles)"
             )
         df = select_columns(df, names)
-    else:
+    hidden: list[str] = []
+    if columns is None:
+        hidden = [str(c) for c in df.columns if c not in DEFAULT_COLUMNS]
         df = df[[c for c in DEFAULT_COLUMNS if c in df.columns]]
     if fmt == "csv":
         print(df.to_csv(index=False), end="")
@@ -286,9 +288,20 @@ def show_cmd(
             # Text cells: a label such as heat[iters=2] is data, not rich markup.
             table.add_row(*[Text("" if _isna(v) else _fmt(v)) for v in row])
         print_table(table)
-        print(plural(len(df), "row"))
+        print(plural(len(df), "row") + _hidden_note(hidden))
     else:
         raise ConfigError(f"--format {fmt!r}: use table, csv or json")
+
+
+def _hidden_note(hidden: list[str]) -> str:
+    """What the table leaves out of the columns it has: a table's other columns were not
+    shown and not mentioned (a CSV of ``seed,value`` showed its seeds alone)."""
+    if not hidden:
+        return ""
+    if len(hidden) <= 3:
+        names = ", ".join(hidden)
+        return f" ({plural(len(hidden), 'more column')}: {names}; choose with --columns)"
+    return f" ({plural(len(hidden), 'more column')}: --list-columns names them)"
 
 
 def _elapsed(seconds: float) -> str:

@@ -605,3 +605,28 @@ def test_a_parameter_of_a_later_row_stays_among_the_configuration_columns():
     cols = list(rows_to_frame(rows).columns)
     assert cols.index("workload.n") < cols.index("status")
     assert cols[-1] == "wall_s" and set(cols) == {k for r in rows for k in r}
+
+
+def test_results_show_names_the_columns_it_leaves_out(tmp_path, capsys):
+    """Without --columns the table shows its usual columns; the others were left out
+    without a word (a CSV of seed,value showed its seeds alone)."""
+    from simsched.cli import main
+
+    few = tmp_path / "few.csv"
+    pd.DataFrame({"seed": [1, 2], "value": [3.5, 4.5]}).to_csv(few, index=False)
+    many = tmp_path / "many.csv"
+    pd.DataFrame({"seed": [1], **{f"c{i}": [i] for i in range(4)}}).to_csv(many, index=False)
+    usual = tmp_path / "usual.csv"
+    pd.DataFrame({"seed": [1], "scheduler": ["ws"]}).to_csv(usual, index=False)
+    said = []
+    for path, extra in ((few, []), (many, []), (usual, []), (few, ["--columns", "seed"])):
+        with pytest.raises(SystemExit) as info:
+            main(["results", "show", str(path), *extra])
+        assert info.value.code == 0
+        said.append(capsys.readouterr().out.splitlines()[-1])
+    assert said == [
+        "2 rows (1 more column: value; choose with --columns)",
+        "1 row (4 more columns: --list-columns names them)",
+        "1 row",
+        "2 rows",
+    ]
