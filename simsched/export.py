@@ -163,9 +163,12 @@ def chrome_trace(result: str | os.PathLike, trace: str | os.PathLike | None = No
                     row = np.empty(len(mine), np.int64)
                     row[tl.strand[mine]] = mine  # the row of each of the job's strands
                     src, dst, kinds = _releases(tr, tl.core[row], tl.end[row])
-                    moved = (row[src], row[dst], kinds)
+                    # no flow to or from a strand a sampled run did not replay
+                    both = tl.replayed[row[src]] & tl.replayed[row[dst]]
+                    moved = (row[src][both], row[dst][both], kinds[both])
                     traced.append(names[j])
-        events += tl.slices(j, mine, sub)
+        kept = tl.replayed[mine]
+        events += tl.slices(j, mine[kept], sub[kept])
         events += tl.flows(j, *moved)
     events += tl.counters(str(record.get("last_level", "LLC")))
     if jobs:
@@ -182,6 +185,7 @@ def chrome_trace(result: str | os.PathLike, trace: str | os.PathLike | None = No
             "time": f"microseconds of simulated time at {ghz:g} GHz",
             "counter_bucket_cycles": tl.makespan / COUNTER_BUCKETS,
             "flows": tl.n_flows,
+            "not_replayed": int((~tl.replayed).sum()),
             "traces_found": ", ".join(traced) or "none (no subtree names or steal flows)",
         },
     }
@@ -202,6 +206,10 @@ class _Timeline:
         self.start = np.asarray(arrays["start"], dtype=np.int64)
         self.end = np.asarray(arrays["end"], dtype=np.int64)
         self.frame = np.asarray(arrays["frame"], dtype=np.int64)
+        from simsched.plotting.runfolder import not_replayed
+
+        #: strands that have a core and times (a sampled run's extrapolated ones do not)
+        self.replayed = ~not_replayed(arrays)
         self.mem = {k: np.asarray(arrays[k], dtype=np.int64) for k in _MEM}
         ms = arrays.get("makespan")
         self.makespan = (
@@ -219,7 +227,8 @@ class _Timeline:
     def tracks(self, jobs: list[str] | None) -> list[dict[str, Any]]:
         """Names and order of the processes (socket, or job and socket) and threads (cores)."""
         out: list[dict[str, Any]] = []
-        pairs = zip(self.job.tolist(), self.core.tolist(), strict=True)
+        r = self.replayed
+        pairs = zip(self.job[r].tolist(), self.core[r].tolist(), strict=True)
         used = sorted({(int(j), int(c)) for j, c in pairs})
         for j, s in sorted({(j, int(self.sock[c])) for j, c in used}):
             name = f"socket {s}" if jobs is None else f"job {jobs[j]} · socket {s}"
@@ -294,7 +303,7 @@ class _Timeline:
         out = []
         for j in np.unique(self.job).tolist():
             for s in range(self.S):
-                sel = (self.job == j) & (self.sock[self.core] == s)
+                sel = (self.job == j) & self.replayed & (self.sock[self.core] == s)
                 if not sel.any():
                     continue
                 a, b = self.start[sel], self.end[sel]

@@ -166,6 +166,19 @@ def cache_output() -> Iterator[None]:
         if "SIMSCHED_CACHE_DIR" not in text:  # from_cache_dir's note says it already
             text += CACHE_NOTE
         raise OutputError(text, exc.errno) from None
+    except OSError as exc:
+        # a file of the cache opened directly (a lock file): the same one line; an error
+        # about another file (the user's, read inside the block) is not the cache's
+        name = exc.filename
+        root = os.path.abspath(cache_dir())
+        if not isinstance(name, str | os.PathLike) or not os.path.abspath(
+            os.fsdecode(name)
+        ).startswith(root + os.sep):
+            raise
+        text = f"{os.fsdecode(name)}: cannot use it ({describe_os_error(exc)})"
+        if "SIMSCHED_CACHE_DIR" not in text:
+            text += CACHE_NOTE
+        raise OutputError(text, exc.errno) from None
 
 
 def _umask() -> int:

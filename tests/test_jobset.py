@@ -143,3 +143,26 @@ def test_a_job_set_made_in_python_is_checked_as_a_file_would_be(tmp_path):
     ):
         with pytest.raises(ConfigError, match="^" + re.escape(message)):
             simsched.run_jobs(built, "itrs-scaling-2", out_dir=tmp_path / "o")
+
+
+def test_a_lock_file_of_the_trace_cache_that_cannot_be_opened_names_the_cache(
+    tmp_path, monkeypatch
+):
+    """A generated job's trace is made under a lock file in the cache: a folder (or an
+    unwritable file) in its place was a bare IsADirectoryError (PermissionError)."""
+    from simsched.errors import OutputError
+
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(tmp_path / "cache"))
+    spec = {"jobs": [{"generator": "fib", "params": {"n": 5}}]}
+    load_jobset(spec)
+    traces = tmp_path / "cache" / "traces"
+    for f in traces.iterdir():
+        f.unlink()
+        if f.suffix == ".lock":
+            f.mkdir()
+    with pytest.raises(
+        OutputError,
+        match=r"\.lock: cannot use it \(is a folder\); it is in "
+        "simsched's cache folder: set SIMSCHED_CACHE_DIR",
+    ):
+        load_jobset(spec)

@@ -42,8 +42,11 @@ def timeline(
     slices = sum(1 for e in doc["traceEvents"] if e["ph"] == "X")
     # -o /dev/stdout: the JSON is the output, so the summary goes where it cannot mix in
     report = sys.stderr if is_stream(out) else sys.stdout
+    skipped = other.get("not_replayed", 0)
+    sampled = f" (and {skipped:,} the sampled run did not replay)" if skipped else ""
     print(
-        f"{out}: {slices:,} strands, {other['flows']:,} steal/migration flows; open in ui.perfetto.dev",
+        f"{out}: {slices:,} strands{sampled}, {other['flows']:,} steal/migration flows; "
+        "open in ui.perfetto.dev",
         file=report,
     )
     if other["traces_found"].startswith("none"):

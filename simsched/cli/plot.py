@@ -41,7 +41,12 @@ def timeline(
     """Draw per-core strand timelines of one run, coloured by subtree, socket or job."""
     from simsched.errors import ConfigError
     from simsched.plotting.figures import figure_format, save
-    from simsched.plotting.runfolder import TIMELINE_FILE, check_frames, run_trace_paths
+    from simsched.plotting.runfolder import (
+        TIMELINE_FILE,
+        check_frames,
+        not_replayed,
+        run_trace_paths,
+    )
     from simsched.plotting.timeline import (
         COLOR_BY,
         load_timeline,
@@ -101,6 +106,9 @@ def timeline(
             f"{record.get('trace_program', '')} — {record.get('scheduler', '')} on "
             f"{record.get('machine', '')} (seed {record.get('seed', '')})"
         )
+    skipped = int(not_replayed(arrays).sum())
+    if skipped:
+        title += f", {len(arrays['core']) - skipped:,} of {len(arrays['core']):,} strands replayed"
     fig = plot_timeline(arrays, color_by=color_by, subtree=subtree, title=title)
     save(fig, out)
     print(out)

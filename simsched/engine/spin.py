@@ -39,6 +39,8 @@ import heapq
 import os
 from typing import Any
 
+from simsched.schedulers.base import Victims
+
 #: Victims drawn one by one at the start of a batch (a block draw and giving its rest
 #: back cost more than a few single draws).
 SCALAR = 4
@@ -107,6 +109,9 @@ def spin(rp: Any, t_env: int, ev_timer: int) -> tuple[int, int]:
             plan = j.sched.spin_plan(a)
             if plan is None:
                 break
+            if type(plan.victims) is not Victims:
+                # a policy's plain sequence of victims: a pool that skips no one
+                plan = plan._replace(victims=Victims(plan.victims, len(plan.victims)))
             if plan.sleep < 0:
                 if rng is None:
                     rng = plan.rng

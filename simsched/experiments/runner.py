@@ -13,6 +13,7 @@ is a plain line whenever points have finished, at most one every 10 s.
 
 from __future__ import annotations
 
+import functools
 import math
 import pickle
 import re
@@ -388,7 +389,10 @@ def check_importable(point_fn: PointFunction) -> None:
         One line naming the function, and ``workers=0`` as the way to run it as it is.
     """
     main = sys.modules.get("__main__")
-    interactive = getattr(point_fn, "__module__", None) == "__main__" and not getattr(
+    inner: Any = point_fn
+    while isinstance(inner, functools.partial):  # pickled by reference to what it wraps
+        inner = inner.func
+    interactive = getattr(inner, "__module__", None) == "__main__" and not getattr(
         main, "__file__", None
     )
     try:

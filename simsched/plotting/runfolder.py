@@ -30,6 +30,35 @@ POINT_FILE = "point.json"
 
 #: Per-strand arrays of ``timeline.npz``: always there, and there in newer runs.
 STRAND_ARRAYS = ("core", "start", "end", "frame")
+
+#: The per-strand arrays that may hold -1 for a strand a sampled run did not replay to
+#: its end (docs/engine.md): its ``end`` is -1, and its ``core`` and ``start`` too when it
+#: never started (the iterations the run extrapolated).
+NOT_REPLAYED = ("core", "start", "end")
+
+
+def not_replayed(arrays: Any) -> np.ndarray:
+    """Which strands of a timeline a sampled run did not replay to their end (``end`` -1:
+    the iterations it extrapolated, and a strand still running when it stopped)."""
+    core = np.asarray(arrays["core"])
+    end = np.asarray(arrays["end"]) if "end" in arrays else None
+    if end is None or end.shape != core.shape:
+        return np.zeros(core.shape, bool)  # not a timeline's shape: nothing to leave out
+    return end == -1
+
+
+def replayed_only(arrays: Any) -> dict[str, Any]:
+    """``arrays`` without the strands that were not replayed (:func:`not_replayed`), what
+    a drawing shows; unchanged when its per-strand arrays are not of one length (the
+    caller's checks name that)."""
+    core = np.asarray(arrays["core"])
+    per_strand = [k for k in (*STRAND_ARRAYS, *OPTIONAL_STRAND_ARRAYS) if k in arrays]
+    if core.ndim != 1 or any(np.shape(arrays[k]) != core.shape for k in per_strand):
+        return dict(arrays)
+    keep = ~not_replayed(arrays)
+    return {k: np.asarray(v)[keep] if k in per_strand else v for k, v in arrays.items()}
+
+
 OPTIONAL_STRAND_ARRAYS = (
     "job",
     "strand",
@@ -318,10 +347,17 @@ def read_timeline(path: str | Path, record: dict[str, Any] | None = None) -> dic
             raise fail(k, f"holds {a.dtype}, not integers")
     n = len(arrays["core"])
     for k in (*STRAND_ARRAYS, *OPTIONAL_STRAND_ARRAYS):
-        if k in arrays:
-            if len(arrays[k]) != n:
-                raise fail(k, f"has {len(arrays[k])} entries, not one per strand ({n})")
-            if n and int(arrays[k].min()) < 0:
+        if k in arrays and len(arrays[k]) != n:
+            raise fail(k, f"has {len(arrays[k])} entries, not one per strand ({n})")
+    # A sampled run's strands of the iterations it extrapolated were never replayed: they
+    # have core, start and end -1 (and only those may; NOT_REPLAYED).
+    skipped = not_replayed(arrays)
+    for k in (*STRAND_ARRAYS, *OPTIONAL_STRAND_ARRAYS):
+        if k in arrays and n:
+            bad = arrays[k] < 0
+            if k in NOT_REPLAYED:
+                bad &= ~(skipped & (arrays[k] == -1))  # what a sampled run did not replay
+            if bad.any():
                 raise fail(k, "has a negative entry")
     if n == 0:
         raise fail("core", "is empty (no strands)")
@@ -337,7 +373,7 @@ def read_timeline(path: str | Path, record: dict[str, Any] | None = None) -> dic
         raise fail("socket_of_core", f"names socket {int(sock.max())} of {sockets} sockets")
     if int(arrays["core"].max()) >= len(sock):
         raise fail("core", f"names core {int(arrays['core'].max())} of {len(sock)} cores")
-    if np.any(arrays["end"] < arrays["start"]):
+    if np.any((arrays["end"] < arrays["start"]) & ~skipped):
         raise fail("end", "has a strand that ends before it starts")
     if "makespan" in arrays and not len(arrays["makespan"]):
         raise fail("makespan", "is empty")

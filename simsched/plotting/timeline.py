@@ -25,6 +25,7 @@ from simsched.plotting.runfolder import (
     check_finished,
     read_record,
     read_timeline,
+    replayed_only,
     result_file,
     run_path,
 )
@@ -174,6 +175,8 @@ def plot_timeline(
     Returns
     -------
     matplotlib.figure.Figure
+        The strands a sampled run did not replay (its extrapolated iterations: core, start
+        and end -1) are not drawn.
 
     Raises
     ------
@@ -195,6 +198,10 @@ def plot_timeline(
     lacking = [k for k in ("core", "start", "end", "frame", "socket_of_core") if k not in arrays]
     if lacking:
         raise ConfigError(f"arrays: no {lacking[0]!r} array; expected a run's timeline")
+    # A sampled run's strands of the iterations it extrapolated have no core: not drawn.
+    every = len(np.asarray(arrays["core"]))
+    arrays = replayed_only(arrays)
+    left_out = every - len(arrays["core"])
     title = check_title(title) or ""
     ax = axes_or_none(ax)
     if subtree is not None:
@@ -249,6 +256,11 @@ def plot_timeline(
             # A shared axis shows every panel whole: never cut a longer run drawn before.
             right = max(right, ax.get_xlim()[1])
         ax.set_xlim(0, right)
-        ax.set_title(literal(title) if title else f"strands coloured by {color_by}")
+        sampled = f" ({len(core):,} of {every:,} strands: a sampled run's replayed part)"
+        ax.set_title(
+            literal(title)
+            if title
+            else f"strands coloured by {color_by}" + (sampled if left_out else "")
+        )
         fig.tight_layout()
     return fig

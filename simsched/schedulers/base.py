@@ -192,11 +192,12 @@ class SpinPlan(NamedTuple):
     Attributes
     ----------
     victims
-        The cores the thief draws from, in draw order (a :class:`Victims` view of a pool
-        the job's cores share).
+        The cores the thief draws from, in draw order: a :class:`Victims` view of a pool
+        the job's cores share, or any sequence (taken as a pool that skips no one).
     prices
-        Cycles of an attempt on each core of ``victims.pool``, by position in the pool
-        (one list per socket of thieves serves all of them).
+        Cycles of an attempt on each core of the pool, by position in the pool (one list
+        per socket of thieves serves all of them); for a plain sequence of victims, by
+        position in it.
     deques
         Every core's deque, indexed by core (only emptiness is read).
     counters, key

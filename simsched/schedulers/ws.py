@@ -105,7 +105,8 @@ class WorkStealing(Scheduler):
 
     def victim_pool(self) -> list[int]:
         """The victims the job's cores draw from, each skipping itself: the job's cores,
-        then the deques that departed cores left behind."""
+        then the deques that departed cores left behind.  An override must begin with
+        ``ctx.cores`` in its order: a core skips its own position among them."""
         return list(self.ctx.cores) + sorted(self.orphans)
 
     def _shared_pool(self) -> list[int]:

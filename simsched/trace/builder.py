@@ -64,7 +64,10 @@ class _Frame:
 def _per_reference(name: str, x: np.ndarray, n: int) -> np.ndarray:
     """``x``, an argument of :meth:`TraceBuilder.refs`, if it is one value (broadcast) or
     one per address (``n``), else a :class:`ConfigError` naming it: numpy's broadcast
-    error named neither the argument nor the counts."""
+    error named neither the argument nor the counts.  A 1-element array is one value, as
+    numpy broadcasts it."""
+    if x.shape == (1,) and n != 1:
+        return x.reshape(())
     if x.ndim and x.shape != (n,):
         k = x.shape[0]
         got = f"{k} value{'s' if k != 1 else ''}" if x.ndim == 1 else f"an array of shape {x.shape}"
@@ -592,7 +595,7 @@ class TraceBuilder:
         if n < 0:
             raise TraceBuildError(f"{self.path}: negative instruction count {n}")
         if n > fmt.MAX_INSTRUCTIONS:
-            # accepted here, it was blamed on the next reference's instruction gap
+            # more than a whole trace may hold: refused now, not by close() at the end
             raise ConfigError(f"n={n}: more than the 2^50 instructions a trace may have")
         if self._in_roi:
             self._pending_gap += n
@@ -625,7 +628,10 @@ class TraceBuilder:
         g = gap + self._pending_gap
         self._pending_gap = 0
         if g >= 1 << 32:
-            raise TraceBuildError(f"{self.path}: instruction gap {g} does not fit 32 bits")
+            raise TraceBuildError(
+                f"{self.path}: instruction gap {g} (instr() counts since the last reference "
+                "included) does not fit 32 bits"
+            )
         if self._fill == self._cap:
             self._flush()
         k = self._fill

@@ -164,3 +164,32 @@ def test_batched_steals_property(monkeypatch, tmp_path_factory, prog, seed, core
         monkeypatch.setenv(ENV_SWITCH, "1" if batch else "0")
         got.append(simsched.run(trace, m, "ws", {"spawn_policy": policy}, seed, speedup=False))
     _same(*got)
+
+
+def test_a_plan_with_a_plain_list_of_victims_is_replayed_as_before(monkeypatch, tmp_path):
+    """The engine reads a plan's victims as a pool that skips the thief: a policy whose
+    plan gives a plain list of victims (the protocol before the pool, still allowed)
+    failed inside the engine with an AttributeError.  Such a plan gives the schedule of
+    WS's own plans and of the per-attempt path."""
+    from simsched.engine import Engine
+    from simsched.schedulers.ws import WorkStealing
+
+    class ListPlans(WorkStealing):
+        def spin_plan(self, core):
+            p = super().spin_plan(core)
+            if p is None or p.sleep >= 0:
+                return p
+            o = p.victims
+            return p._replace(
+                victims=[o[i] for i in range(len(o))],
+                prices=[p.prices[o.position(i)] for i in range(len(o))],
+            )
+
+    trace = open_trace(make_trace(tmp_path / "t.sst", seed=3))
+    machine = load_machine("itrs-scaling-16")
+    out = []
+    for cls, batch in ((WorkStealing, "1"), (ListPlans, "1"), (WorkStealing, "0")):
+        monkeypatch.setenv(ENV_SWITCH, batch)
+        res = Engine(trace, machine, cls, {}, 5, MemorySystem(machine)).run()
+        out.append((res.makespan, res.counters, *(getattr(res, f).tolist() for f in _ARRAYS)))
+    assert out[0] == out[1] == out[2]

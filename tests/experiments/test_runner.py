@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -650,6 +651,9 @@ def test_a_point_function_workers_cannot_import_is_refused_before_any_point(tmp_
     notebook.fake_point = in_notebook
     with pytest.raises(ConfigError, match=rf"^point_fn=fake_point: {message}"):
         run_sweep(loaded, workers=1, point_fn=in_notebook, progress=False)
+    # a partial pickles by reference to what it wraps: that is what a worker imports
+    with pytest.raises(ConfigError, match=rf"^point_fn=partial: {message}"):
+        run_sweep(loaded, workers=1, point_fn=functools.partial(in_notebook), progress=False)
     assert not loaded.out_dir.exists()  # refused before any point started
     monkeypatch.undo()
     # in this process it needs no importing

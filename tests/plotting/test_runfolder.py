@@ -299,3 +299,42 @@ def test_run_files_of_a_result_json_name_the_files_beside_it(tmp_path):
         "result.json",
         "timeline.npz",
     ]
+
+
+def test_a_sampled_runs_timeline_is_drawn_and_exported_without_what_it_skipped(tmp_path):
+    """A sampled run's timeline marks the strands it did not replay to their end with end
+    -1 (core and start -1 too when they never started): `plot timeline` and `export
+    timeline` refused the whole file ("array 'end' has a negative entry")."""
+    from simsched.cli import main
+    from simsched.plotting.runfolder import TIMELINE_FILE, not_replayed, read_timeline
+
+    generate("heat", tmp_path / "h.sst", nx=66, ny=18, iters=12, cutoff=8)
+    run = tmp_path / "run"
+    simsched.run(
+        tmp_path / "h.sst", TWO_BY_TWO, "ws", sample_iterations=2, sample_precision=None,
+        out_dir=run,
+    )  # fmt: skip
+    arrays = read_timeline(run / TIMELINE_FILE)
+    skipped = not_replayed(arrays)
+    assert 0 < skipped.sum() < len(skipped)
+    assert (arrays["core"][~skipped] >= 0).all()
+    with pytest.raises(SystemExit) as info:
+        main(["plot", "timeline", str(run), "-o", str(tmp_path / "t.png")])
+    assert info.value.code == 0 and (tmp_path / "t.png").stat().st_size > 0
+    with pytest.raises(SystemExit) as info:
+        main(["export", "timeline", str(run), "-o", str(tmp_path / "t.json")])
+    assert info.value.code == 0
+    doc = json.loads((tmp_path / "t.json").read_text())
+    slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert len(slices) == (~skipped).sum() and doc["otherData"]["not_replayed"] == skipped.sum()
+    assert all(e["ts"] >= 0 and e["dur"] >= 0 for e in slices)
+    # -1 marks only what was not replayed: elsewhere, and below -1, it is damage
+    for name, edit in (("core", {"core": -1}), ("start", {"start": -2, "end": -1})):
+        bad = dict(arrays)
+        first = int(np.flatnonzero(~skipped)[0])
+        for k, v in edit.items():
+            bad[k] = bad[k].copy()
+            bad[k][first] = v
+        np.savez(tmp_path / "bad.npz", **bad)
+        with pytest.raises(ConfigError, match=f"array '{name}' has a negative entry"):
+            read_timeline(tmp_path / "bad.npz")

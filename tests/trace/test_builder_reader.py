@@ -485,7 +485,7 @@ def test_chunk_and_reference_ranges_out_of_range_are_refused(tmp_path):
         (lambda b: b.refs([0, 8, 16], 8, [True, False]), "writes: 2 values for 3 addresses"),
         (lambda b: b.refs([0, 8, 16], 8, False, [1, 2]), "gaps: 2 values for 3 addresses"),
         (lambda b: b.refs([0, 8], 8, False, np.zeros((2, 1), int)), r"gaps: an array of shape"),
-        (lambda b: b.refs([0, 8], 8, False, 0, [True]), "deps: 1 value for 2 addresses"),
+        (lambda b: b.refs([0, 8], 8, False, 0, [True] * 3), "deps: 3 values for 2 addresses"),
         # a numba typing error from the reference rule's kernel
         (
             lambda b: b.refs(8 * np.arange(6).reshape(2, 3), 8, False),
@@ -499,6 +499,18 @@ def test_builder_refs_refuses_arrays_of_other_lengths_or_shapes(tmp_path, action
         with TraceBuilder(p) as b:
             action(b)
     assert not p.exists()
+
+
+def test_builder_refs_takes_one_element_arrays_as_one_value(tmp_path):
+    """numpy broadcasts an array of one element, and refs() took [8] as every size before
+    it checked lengths; the check refused it ("1 value for 3 addresses")."""
+    p, q = tmp_path / "a.sst", tmp_path / "b.sst"
+    with TraceBuilder(p) as b:
+        b.refs([0, 8, 16], [8], [True], [1], [False])
+    with TraceBuilder(q) as b:
+        b.refs([0, 8, 16], 8, True, 1, False)
+    with open_trace(p) as a, open_trace(q) as c:
+        assert a.header.digest == c.header.digest and a.header.n_refs == 3
 
 
 def test_builder_refuses_more_instructions_than_a_trace_may_have(tmp_path):
