@@ -185,10 +185,21 @@ def check_buffers(plan: BufferPlan, cores: int, width: int, machine: str = "mach
     if have is not None and have < limit:
         limit, what = have, "the host's available memory"
     if plan.nbytes > limit:
+        # The stretches shrink with the chunks below SEGMENT_REFS: name the chunk size
+        # that fits, the one remedy short of fewer cores (a generator's chunk_refs).
+        fits = 1 << ((max(int(width), 2) - 1).bit_length() - 1)  # below the width
+        while fits >= 1 and buffer_plan(cores, fits).nbytes > limit:
+            fits >>= 1
+        remedy = (
+            f"; a trace written in chunks of at most {fits:,} references fits "
+            f"(a generator's chunk_refs={fits})"
+            if fits >= 1
+            else ""
+        )
         raise ConfigError(
             f"{machine}: {cores} cores need {plan.nbytes / 2**20:,.0f} MiB of trace buffers "
             f"({plan.rows} chunk rows of {width * REF_BYTES / 2**20:.1f} MiB and {cores} "
-            f"per-core stretches), more than {what} ({limit / 2**20:,.0f} MiB)"
+            f"per-core stretches), more than {what} ({limit / 2**20:,.0f} MiB){remedy}"
         )
 
 

@@ -3,6 +3,8 @@ segments, and a run the host cannot hold refused before it starts."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -103,3 +105,8 @@ def test_4096_cores_are_refused_with_the_memory_they_need(tmp_path, capsys):
     assert err.startswith(
         "simsched: error: itrs-scaling-16: 4096 cores need 1,050 MiB of trace buffers"
     )
+    # the remedy it names: the largest chunk size whose buffers fit
+    fits = int(re.search(r"chunks of at most ([\d,]+) references fits", err)[1].replace(",", ""))
+    assert cores.buffer_plan(4096, fits).nbytes <= cores.BUFFER_BUDGET
+    assert cores.buffer_plan(4096, 2 * fits).nbytes > cores.BUFFER_BUDGET
+    assert err.rstrip().endswith(f"(a generator's chunk_refs={fits})")
