@@ -64,6 +64,7 @@ from simsched.memory.window import (
     S_IDLE,
     S_RUN,
 )
+from simsched.workloads import CHUNK_PARAM
 
 if TYPE_CHECKING:
     from simsched.engine.job import Job
@@ -185,15 +186,19 @@ def check_buffers(plan: BufferPlan, cores: int, width: int, machine: str = "mach
     if have is not None and have < limit:
         limit, what = have, "the host's available memory"
     if plan.nbytes > limit:
-        # The stretches shrink with the chunks below SEGMENT_REFS: name the chunk size
-        # that fits, the one remedy short of fewer cores (a generator's chunk_refs).
+        # The stretches shrink with the chunks below SEGMENT_REFS: name a chunk size that
+        # fits, the one remedy short of fewer cores (a generator's chunk_refs). Above
+        # SEGMENT_REFS the bytes are not monotonic in the chunk size, so it is the largest
+        # power of two below the width that fits, not a bound on every smaller size; and
+        # no generator writes chunks below CHUNK_PARAM's minimum.
         fits = 1 << ((max(int(width), 2) - 1).bit_length() - 1)  # below the width
-        while fits >= 1 and buffer_plan(cores, fits).nbytes > limit:
+        least = int(CHUNK_PARAM.minimum or 1)
+        while fits >= least and buffer_plan(cores, fits).nbytes > limit:
             fits >>= 1
         remedy = (
-            f"; a trace written in chunks of at most {fits:,} references fits "
+            f"; a trace written in chunks of {fits:,} references fits "
             f"(a generator's chunk_refs={fits})"
-            if fits >= 1
+            if fits >= least
             else ""
         )
         raise ConfigError(

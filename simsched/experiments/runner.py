@@ -402,7 +402,9 @@ def check_importable(point_fn: PointFunction) -> None:
     else:
         if not interactive:
             return
-    name = getattr(point_fn, "__qualname__", None) or type(point_fn).__name__
+    name = getattr(inner, "__qualname__", None) or type(inner).__name__
+    if inner is not point_fn:  # name what the partial wraps, the thing to move
+        name = f"partial({name})"
     raise ConfigError(
         f"point_fn={name}: worker processes cannot import it (a lambda, a function defined "
         "inside another, in a notebook or at the prompt); define it at module level in an "

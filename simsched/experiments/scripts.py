@@ -260,13 +260,22 @@ def load_run(
     Raises
     ------
     SystemExit
-        Status 2, after one line on stderr, when the folder is not such a run.
+        Status 2, after one line on stderr, when the folder is not such a run, or is a
+        sampled run (its timeline lacks the strands of the iterations it extrapolated).
     """
     run = Path(run)  # a str failed at `run / TIMELINE_FILE`
     try:
         record = read_record(run)
         if record.get("trace_digest") != digest:
             usage_error(f"{run}: a run of another trace than {trace} (digests differ)", prog)
+        if record.get("sampled") is True:
+            # its timeline lacks the iterations it extrapolated: per-strand figures over
+            # it would describe the detailed iterations only, as if they were the run
+            usage_error(
+                f"{run}: a sampled run (--sample-iterations), whose timeline has only the "
+                "iterations it replayed; rerun it without sampling",
+                prog,
+            )
         timeline = read_timeline(run / TIMELINE_FILE, record)
     except ConfigError as exc:
         usage_error(str(exc), prog)

@@ -303,7 +303,8 @@ def read_timeline(path: str | Path, record: dict[str, Any] | None = None) -> dic
         The ``timeline.npz`` file.
     record
         The run's record: with one, a job set's ``job`` numbers are checked against its
-        ``jobs``, and ``socket_of_core`` against its ``cores`` and ``sockets``.
+        ``jobs``, ``socket_of_core`` against its ``cores`` and ``sockets``, and strands
+        not replayed (``end`` -1) are taken only from a run whose record says ``sampled``.
 
     Returns
     -------
@@ -350,8 +351,14 @@ def read_timeline(path: str | Path, record: dict[str, Any] | None = None) -> dic
         if k in arrays and len(arrays[k]) != n:
             raise fail(k, f"has {len(arrays[k])} entries, not one per strand ({n})")
     # A sampled run's strands of the iterations it extrapolated were never replayed: they
-    # have core, start and end -1 (and only those may; NOT_REPLAYED).
+    # have core, start and end -1 (and only those may; NOT_REPLAYED). Only a sampled run
+    # has them: another run's record says it was not (a timeline read alone may be either).
     skipped = not_replayed(arrays)
+    if record is not None and record.get("sampled") is not True and skipped.any():
+        raise fail("end", "has a negative entry, but the run was not sampled")
+    if np.any(skipped & ((arrays["core"] == -1) != (arrays["start"] == -1))):
+        # never started (both -1) or stopped while running (both set): nothing between
+        raise fail("core", "and 'start' disagree on a strand that was not replayed")
     for k in (*STRAND_ARRAYS, *OPTIONAL_STRAND_ARRAYS):
         if k in arrays and n:
             bad = arrays[k] < 0

@@ -652,7 +652,7 @@ def test_a_point_function_workers_cannot_import_is_refused_before_any_point(tmp_
     with pytest.raises(ConfigError, match=rf"^point_fn=fake_point: {message}"):
         run_sweep(loaded, workers=1, point_fn=in_notebook, progress=False)
     # a partial pickles by reference to what it wraps: that is what a worker imports
-    with pytest.raises(ConfigError, match=rf"^point_fn=partial: {message}"):
+    with pytest.raises(ConfigError, match=rf"^point_fn=partial\(fake_point\): {message}"):
         run_sweep(loaded, workers=1, point_fn=functools.partial(in_notebook), progress=False)
     assert not loaded.out_dir.exists()  # refused before any point started
     monkeypatch.undo()

@@ -301,10 +301,10 @@ def test_run_files_of_a_result_json_name_the_files_beside_it(tmp_path):
     ]
 
 
-def test_a_sampled_runs_timeline_is_drawn_and_exported_without_what_it_skipped(tmp_path):
+def test_a_sampled_runs_timeline_is_drawn_and_exported_without_what_it_skipped(tmp_path, capsys):
     """A sampled run's timeline marks the strands it did not replay to their end with end
     -1 (core and start -1 too when they never started): `plot timeline` and `export
-    timeline` refused the whole file ("array 'end' has a negative entry")."""
+    timeline` refused the whole file ("array 'core' has a negative entry")."""
     from simsched.cli import main
     from simsched.plotting.runfolder import TIMELINE_FILE, not_replayed, read_timeline
 
@@ -338,3 +338,23 @@ def test_a_sampled_runs_timeline_is_drawn_and_exported_without_what_it_skipped(t
         np.savez(tmp_path / "bad.npz", **bad)
         with pytest.raises(ConfigError, match=f"array '{name}' has a negative entry"):
             read_timeline(tmp_path / "bad.npz")
+    # the record decides: only a sampled run may have strands it did not replay
+    record = json.loads((run / "result.json").read_text())
+    assert record["sampled"] is True
+    read_timeline(run / TIMELINE_FILE, record)
+    with pytest.raises(ConfigError, match="array 'end' has a negative entry, but the run was not"):
+        read_timeline(run / TIMELINE_FILE, {**record, "sampled": False})
+    # a strand not replayed either never started (core and start -1) or was running
+    started = dict(arrays)
+    never = int(np.flatnonzero(skipped & (arrays["core"] == -1))[0])
+    started["core"] = started["core"].copy()
+    started["core"][never] = 0
+    np.savez(tmp_path / "bad.npz", **started)
+    with pytest.raises(ConfigError, match="array 'core' and 'start' disagree"):
+        read_timeline(tmp_path / "bad.npz", record)
+    # the scripts that count per strand refuse it: the extrapolated iterations are missing
+    from simsched.experiments.scripts import load_run
+
+    with pytest.raises(SystemExit) as info:
+        load_run(run, record["trace_digest"], tmp_path / "h.sst", "leaf_sharing.py")
+    assert info.value.code == 2 and "a sampled run (--sample-iterations)" in capsys.readouterr().err
