@@ -48,7 +48,18 @@ class PluginError(SimschedError, RuntimeError):
     message names the plug-in, its job, the core and the cycle; the plug-in's author can
     fix it, so the CLI says it in one line.  The same fault in a built-in policy is a bug
     in simsched and stays a plain ``RuntimeError`` with its traceback
-    (:func:`simsched.engine.job.contract_error`)."""
+    (:func:`contract_error`)."""
+
+
+def contract_error(policy: object, message: str) -> RuntimeError:
+    """The error of a scheduler or controller ``policy`` that broke the engine's contract.
+
+    A :class:`PluginError` (one line and exit status 2 from the CLI) for a plug-in from
+    outside simsched, whose author can fix it; a plain ``RuntimeError``, its traceback
+    kept, for a built-in policy, where the fault is simsched's.
+    """
+    builtin = type(policy).__module__.startswith("simsched.")
+    return RuntimeError(message) if builtin else PluginError(message)
 
 
 class OutputError(SimschedError):

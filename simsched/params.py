@@ -430,6 +430,11 @@ class Param:
             for choice in self.choices:
                 if s == choice or s in self.synonyms.get(choice, ()):
                     return choice
+            if value is None:  # `-p cf_start=none` quoted None, which nobody typed
+                raise ConfigError(
+                    f"{where}: {name} is null (YAML reads none, null and ~ so), not "
+                    f"{_phrase(self.choices)}"
+                )
             raise ConfigError(f"{where}: {name}={shown(value)} is not {_phrase(self.choices)}")
         if self.gt is not None and not v > self.gt:
             raise ConfigError(f"{where}: {name}={v!r} must be > {_param_bound(self.gt)}")

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from simsched.canonical import canonical_json
-from simsched.errors import PluginError
+from simsched.errors import contract_error
 from simsched.memory.stacks import stack_layout
 from simsched.schedulers.base import SchedContext, Scheduler
 from simsched.trace.format import ADDRESS_BITS as VIRTUAL_BITS
@@ -53,17 +53,6 @@ def addr_offset(job: int) -> int:
         return 0
     colour = ((job * 0x9E3779B97F4A7C15) & ((1 << 64) - 1)) >> 36  # 28 bits of pages
     return (job << JOB_SHIFT) + (colour << 12)
-
-
-def contract_error(policy: object, message: str) -> RuntimeError:
-    """The error of a scheduler or controller ``policy`` that broke the engine's contract.
-
-    A :class:`~simsched.errors.PluginError` (one line and exit status 2 from the CLI) for a
-    plug-in from outside simsched, whose author can fix it; a plain ``RuntimeError``, its
-    traceback kept, for a built-in policy, where the fault is simsched's.
-    """
-    builtin = type(policy).__module__.startswith("simsched.")
-    return RuntimeError(message) if builtin else PluginError(message)
 
 
 def _woken_after_run(n: int | None = None, cores: Sequence[int] | None = None) -> None:

@@ -50,7 +50,7 @@ from simsched.engine.controllers import (
 )
 from simsched.engine.cores import BufferPlan, CoreDriver, buffer_plan, check_buffers
 from simsched.engine.facts import TraceFacts
-from simsched.engine.job import MAX_JOBS, Job, contract_error
+from simsched.engine.job import MAX_JOBS, Job
 from simsched.engine.outcome import (
     STRAND_MEM_FIELDS,
     WARMUP_REFS,
@@ -61,7 +61,7 @@ from simsched.engine.outcome import (
     warmup_summary,
 )
 from simsched.engine.spin import batching_enabled, spin
-from simsched.errors import ConfigError, DeadlockError, SimschedError
+from simsched.errors import ConfigError, DeadlockError, SimschedError, contract_error
 from simsched.memory.window import INF
 from simsched.params import MAX_ARRIVAL, check_int, check_seed
 from simsched.schedulers.base import RETRY, RUN, SLEEP, Scheduler

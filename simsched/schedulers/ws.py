@@ -28,9 +28,11 @@ its deques.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from simsched.errors import contract_error
 from simsched.schedulers.base import (
     EDGE_SPAWN,
     WAIT,
@@ -106,13 +108,25 @@ class WorkStealing(Scheduler):
     def victim_pool(self) -> list[int]:
         """The victims the job's cores draw from, each skipping itself: the job's cores,
         then the deques that departed cores left behind.  An override must begin with
-        ``ctx.cores`` in its order: a core skips its own position among them."""
+        ``ctx.cores`` in its order (a core skips its own position among them); a pool that
+        does not is refused when it is first used."""
         return list(self.ctx.cores) + sorted(self.orphans)
 
     def _shared_pool(self) -> list[int]:
         pool = self._pool
         if pool is None:
-            pool = self._pool = self.victim_pool()
+            pool = self.victim_pool()
+            cores = self.ctx.cores
+            if list(pool[: len(cores)]) != list(cores):
+                # each core skips its own position among ctx.cores: a pool in another
+                # order made cores steal from themselves and skip another core
+                raise contract_error(
+                    self,
+                    f"scheduler {self.name!r}: victim_pool() gave {reprlib.repr(pool)}, "
+                    f"which does not begin with the job's cores in order "
+                    f"({reprlib.repr(list(cores))})",
+                )
+            self._pool = pool
             self._where = {c: i for i, c in enumerate(self.ctx.cores)}
             counts: dict[int, int] = {}
             for v in pool:

@@ -82,8 +82,7 @@ def test_outputs_the_record_cannot_hold_name_the_scheduler(tmp_path, counters, f
 
 def test_a_broken_contract_is_the_plugins_or_simscheds():
     from simsched.engine.controllers import Equi
-    from simsched.engine.job import contract_error
-    from simsched.errors import PluginError
+    from simsched.errors import PluginError, contract_error
     from simsched.schedulers.ws import WorkStealing
 
     for builtin in (object.__new__(WorkStealing), object.__new__(Equi)):
@@ -92,3 +91,21 @@ def test_a_broken_contract_is_the_plugins_or_simscheds():
     outside = type("Mine", (WorkStealing,), {"name": "test-mine", "aliases": ()})
     err = contract_error(object.__new__(outside), "m")
     assert isinstance(err, PluginError) and isinstance(err, RuntimeError) and str(err) == "m"
+
+
+def test_a_victim_pool_not_led_by_the_jobs_cores_is_refused(tmp_path):
+    """A ``victim_pool`` override must begin with ``ctx.cores`` in order (each core skips
+    its own position): a reversed pool made cores steal from themselves, unchecked."""
+    from simsched.errors import PluginError
+
+    class Reversed(WorkStealing):
+        name = "test-reversed"
+
+        def victim_pool(self):
+            return list(reversed(self.ctx.cores))
+
+    m = load_machine("itrs-scaling-4")
+    t = open_trace(make_trace(tmp_path / "t.sst", seed=2, depth=3))
+    spec = JobSpec(t, Reversed, Reversed.resolve_params({}), 0, "j0")
+    with pytest.raises(PluginError, match=r"^scheduler 'test-reversed': victim_pool\(\) gave "):
+        Replay(m, [spec]).run()
