@@ -11,9 +11,11 @@ import contextlib
 import errno
 import functools
 import importlib
+import io
 import itertools
 import os
 import re
+import stat
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -144,6 +146,26 @@ def _silence_stdout() -> None:
     # interpreter's final flush does not print a second error.
     with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _stdout_fails(exc: OSError) -> bool:
+    """Whether an ``OSError`` that names no file is standard output's: a write of no bytes
+    fails there too (``/dev/full``, a closed descriptor), or the error is a full device and
+    standard output is a file on a device with no space left (there a write of no bytes
+    succeeds)."""
+    try:
+        fd = sys.stdout.fileno()
+    except io.UnsupportedOperation:  # not a file (captured in a test): not its error
+        return False
+    except (OSError, ValueError):  # closed
+        return True
+    try:
+        os.write(fd, b"")
+        if exc.errno != errno.ENOSPC or not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        return os.fstatvfs(fd).f_bavail == 0
+    except OSError:
+        return True
 
 
 def _stdout_was_closed() -> bool:
@@ -355,8 +377,12 @@ def main(argv: list[str] | None = None) -> None:
         if exc.errno == errno.EPIPE:  # `simsched ... | head`: the reader has enough
             _silence_stdout()
             raise SystemExit(0) from None
-        where = exc.filename if exc.filename is not None else "standard output"
-        if exc.filename is None:
+        if exc.filename is not None:
+            fail(f"{exc.filename}: {describe_os_error(exc)}")
+        if _stdout_fails(exc):
             _silence_stdout()
-        fail(f"{where}: {describe_os_error(exc)}")
+            fail(f"standard output: {describe_os_error(exc)}")
+        # No file named and standard output works: the error came from elsewhere (a write
+        # to a file already open), and blaming standard output sent the user astray.
+        fail(describe_os_error(exc))
     raise SystemExit(status if isinstance(status, int) else 0)

@@ -211,6 +211,36 @@ def test_full_standard_output_is_one_line(fib_trace, args):
     assert "standard output: no space left on the device" in one_line(res.stderr)
 
 
+def test_an_os_error_without_a_file_is_not_blamed_on_a_working_standard_output(cli, monkeypatch):
+    """An OSError that names no file was always put down to standard output, also when
+    it came from elsewhere (a write to a file already open) and standard output worked."""
+    import errno
+
+    import simsched.cli._presets as presets
+
+    def broken() -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(presets, "print_presets", broken)
+    code, _, err = cli("machine", "list")
+    assert code == 2 and err == "simsched: error: Input/output error\n"
+
+
+def test_standard_output_is_blamed_only_when_it_fails(tmp_path, monkeypatch):
+    import errno
+
+    from simsched.cli import _stdout_fails
+
+    with open(tmp_path / "out.txt", "w") as works:
+        monkeypatch.setattr(sys, "stdout", works)
+        assert not _stdout_fails(OSError(errno.EIO, "x"))
+        assert not _stdout_fails(OSError(errno.ENOSPC, "x"))  # its device has room
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            monkeypatch.setattr(sys, "stdout", full)
+            assert _stdout_fails(OSError(errno.ENOSPC, "x"))
+
+
 def test_outputs_onto_devices_and_symlinks(cli, tmp_path):
     code, _, _ = cli("trace", "gen", "fib", "-p", "n=8", "-o", "/dev/null")
     assert code == 0 and stat.S_ISCHR(os.stat("/dev/null").st_mode)
