@@ -111,7 +111,13 @@ def same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:  # one of them does not exist (yet): compare where they would be
+        pass
+    try:
         return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):
+        # a symlink loop (RuntimeError before Python 3.13): neither path can be a file, and
+        # the command's own open() names the loop in its one-line error
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def check_not_input(out: str | os.PathLike, option: str, inputs: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from simsched.files import (
     atomic_output,
     cache_dir,
     cache_output,
+    check_not_input,
     describe_os_error,
     make_output_dir,
     parse_json,
@@ -20,6 +21,7 @@ from simsched.files import (
     read_user_text,
     read_yaml,
     remove_orphan_temporaries,
+    same_file,
     write_json_atomic,
     write_text_atomic,
 )
@@ -589,3 +591,13 @@ def test_a_write_to_the_cache_that_fails_says_it_is_the_caches(monkeypatch, tmp_
     assert str(info.value).count("SIMSCHED_CACHE_DIR") == 1
     with cache_output():  # nothing to say when nothing failed
         assert make_output_dir(tmp_path / "fine").is_dir()
+
+
+def test_a_symlink_loop_is_no_other_file(tmp_path):
+    # Path.resolve raised RuntimeError("Symlink loop") before Python 3.13: `results export
+    # LOOP -o x.csv` ended in a traceback instead of the read's one-line error
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    assert not same_file(tmp_path / "x.csv", loop)
+    assert same_file(loop, loop)
+    check_not_input(tmp_path / "x.csv", "--out", {"the results": loop})
