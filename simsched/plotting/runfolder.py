@@ -330,7 +330,14 @@ def read_timeline(path: str | Path, record: dict[str, Any] | None = None) -> dic
         raise ConfigError(f"{p}: not a timeline archive (.npz)") from None
     except EOFError:  # numpy's answer to an empty file (click would call it "aborted")
         raise ConfigError(f"{p}: cannot read the timeline (empty file)") from None
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        zipfile.BadZipFile,
+        zlib.error,
+        NotImplementedError,  # zipfile's answer to a damaged compression method
+    ) as exc:
         # Bytes that are neither .npz nor .npy make numpy try (and refuse) to unpickle them.
         detail = "not an .npz archive" if "pickle" in str(exc) else str(exc)
         raise ConfigError(f"{p}: cannot read the timeline ({detail})") from None

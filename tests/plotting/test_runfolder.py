@@ -51,6 +51,12 @@ def _edit_json(path, **changes):
     path.write_text(json.dumps(data))
 
 
+def _unknown_compression(folder):
+    data = bytearray((folder / "timeline.npz").read_bytes())
+    data[data.index(b"PK\x01\x02") + 10] = 99  # the central directory's compression method
+    (folder / "timeline.npz").write_bytes(bytes(data))
+
+
 def _core(folder):
     with np.load(folder / "timeline.npz") as z:
         return z["core"].copy()
@@ -65,6 +71,7 @@ def _core(folder):
             "timeline.npz: cannot read the timeline",
         ),
         (lambda d: (d / "timeline.npz").write_bytes(b"junk"), "not an .npz archive"),
+        (_unknown_compression, "timeline.npz: cannot read the timeline .*compression method"),
         (lambda d: _edit_npz(d, core=_core(d) + 1000), "'core' names core 1\\d\\d\\d of 4"),
         (lambda d: _edit_npz(d, core=_core(d).reshape(1, -1)), "'core' has shape"),
         (lambda d: _edit_npz(d, start=np.zeros(3, np.int64)), "'start' has 3 entries"),
