@@ -566,7 +566,7 @@ def _read_table(path: Path) -> pd.DataFrame:
     parquet = path.suffix.lower() == ".parquet"
     what = "Parquet table" if parquet else "CSV table"
     try:
-        return pd.read_parquet(path) if parquet else _read_csv(path)
+        return _read_parquet(path) if parquet else _read_csv(path)
     except (OSError, ValueError) as exc:
         # pyarrow reports damaged pages (a page header, the compression) as a bare OSError
         # without errno; the file system's errors carry one, or are a subclass.
@@ -576,6 +576,26 @@ def _read_table(path: Path) -> pd.DataFrame:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         detail = re.sub(r"^Could not open Parquet input source '.*?': ", "", detail)
         raise ConfigError(f"{path}: not a readable {what} ({detail})") from None
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """A Parquet results file whose text columns are checked to be UTF-8.
+
+    pyarrow reads a text column's bytes without decoding them: a damaged byte in one
+    surfaced only where the text was used (an ArrowException in the CSV writer of `results
+    export`).  The check's ValueError names the column, for :func:`_read_table`'s message.
+    """
+    import pyarrow as pa
+
+    df = pd.read_parquet(path)
+    for col in df.columns:
+        values = df[col].array
+        if isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
+            try:
+                pa.array(values).validate(full=True)
+            except pa.ArrowInvalid as exc:
+                raise ValueError(f"column {col!r}: {exc}") from None
+    return df
 
 
 def _read_csv(path: Path) -> pd.DataFrame:

@@ -515,6 +515,20 @@ def test_every_damaged_byte_is_read_or_refused_in_one_line(tmp_path):
     assert refused
 
 
+def test_a_damaged_byte_in_a_text_column_is_refused_where_the_table_is_read(tmp_path):
+    """pyarrow reads text without decoding it: the table was loaded, and `results export`
+    ended in a traceback (ArrowException) when its CSV writer met the byte."""
+    path = tmp_path / "r.parquet"
+    frame = pd.DataFrame({"status": ["ok"], "machine": ["itrs-marker"], "makespan_cycles": [5]})
+    frame.to_parquet(path, compression=None)
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"itrs-marker", b"itrs\xffmarker"))
+    with pytest.raises(
+        ConfigError, match=f"^{path}: not a readable Parquet table \\(column 'machine'"
+    ):
+        load_results(path)
+
+
 def test_filter_and_load_arguments_are_checked():
     df = frame()
     assert filter_frame(df, None).equals(df)  # no expression: every row
