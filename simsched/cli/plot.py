@@ -61,6 +61,10 @@ def timeline(
     figure_format(out)
     arrays, record = load_timeline(run)
     jobs = record.get("kind") == "jobs"
+    if jobs and trace is not None:
+        # one trace cannot be every job's; it was compared with the set's record, which
+        # names no digest: "digest ... is not the run's trace (None...)"
+        raise ConfigError("--trace applies to single runs; a job set's config names its traces")
     if color_by == "job" and not jobs:
         raise ConfigError(f"--color-by job: {result} is not a job-set run (simsched run --jobs)")
     if jobs and color_by == "subtree" and trace is None and level is None:

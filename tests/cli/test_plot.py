@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+import simsched
 from tests.cli.test_errors import one_line
+from tests.engine.machines import TWO_BY_TWO
 
 
 @pytest.mark.parametrize(
@@ -27,3 +29,17 @@ def test_an_empty_path_is_named_as_such(cli, tmp_path, monkeypatch, args):
     said = f"simsched: error: plot {args[1]}: an empty argument (an unset shell variable?)"
     assert one_line(err) == said
     assert not (tmp_path / "f.png").exists()
+
+
+def test_a_trace_for_a_job_set_is_refused_as_export_refuses_it(cli, fib_trace, tmp_path):
+    """It was compared with the set's record, which has no trace digest: "--trace fib.sst:
+    digest 1a2b... is not the run's trace (None...)"."""
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(f"jobs:\n  - {{trace: {fib_trace}, scheduler: ws, copies: 2}}\n")
+    simsched.run_jobs(jobs, TWO_BY_TWO, out_dir=tmp_path / "run")
+    said = "simsched: error: --trace applies to single runs; a job set's config names its traces"
+    for command in (["plot", "timeline"], ["export", "timeline"]):
+        out = tmp_path / ("f.png" if command[0] == "plot" else "f.json")
+        code, _, err = cli(*command, tmp_path / "run", "-o", out, "--trace", fib_trace)
+        assert code == 2 and one_line(err) == said
+        assert not out.exists()
