@@ -144,12 +144,24 @@ def iterations(
     title: Annotated[str, typer.Option("--title", help="figure title")] = "",
 ) -> None:
     """Draw the time of every iteration (and LAWS' CF roots per iteration) of runs."""
+    from simsched.errors import ConfigError
     from simsched.plotting.figures import save
     from simsched.plotting.iterations import load_records, plot_iterations
 
     runs = [run_path(r) for r in results]
     check_not_input(out, "--out", {k: v for r in runs for k, v in run_files(r, f"{r}'s").items()})
-    save(plot_iterations(load_records(runs), title=title), out)
+    records = load_records(runs)
+    if not any(rec.get("iteration_cycles") for rec in records):
+        # plot_iterations knows the records, not the paths they came from
+        which = (
+            f"{runs[0]}: the run recorded no iteration times"
+            if len(runs) == 1
+            else f"none of the {len(runs)} runs recorded iteration times"
+        )
+        raise ConfigError(
+            f"{which} (iteration_cycles); run laws, laws-nc or cats on a trace with iterations"
+        )
+    save(plot_iterations(records, title=title), out)
     print(out)
 
 

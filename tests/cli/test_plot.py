@@ -43,3 +43,20 @@ def test_a_trace_for_a_job_set_is_refused_as_export_refuses_it(cli, fib_trace, t
         code, _, err = cli(*command, tmp_path / "run", "-o", out, "--trace", fib_trace)
         assert code == 2 and one_line(err) == said
         assert not out.exists()
+
+
+def test_runs_without_iteration_times_are_named(cli, fib_trace, tmp_path):
+    """It was "no record has iteration_cycles ...", naming none of the runs given."""
+    simsched.run(fib_trace, TWO_BY_TWO, "ws", out_dir=tmp_path / "run", speedup=False)
+    code, _, err = cli("plot", "iterations", tmp_path / "run", "-o", tmp_path / "f.png")
+    assert code == 2 and one_line(err) == (
+        f"simsched: error: {tmp_path / 'run'}: the run recorded no iteration times "
+        "(iteration_cycles); run laws, laws-nc or cats on a trace with iterations"
+    )
+    code, _, err = cli(
+        "plot", "iterations", tmp_path / "run", tmp_path / "run", "-o", tmp_path / "f.png"
+    )
+    assert code == 2 and one_line(err).startswith(
+        "simsched: error: none of the 2 runs recorded iteration times (iteration_cycles)"
+    )
+    assert not (tmp_path / "f.png").exists()
