@@ -158,9 +158,11 @@ def _regrain(
     known = {(int(a), int(b)) for a, b in zip(groups.start, groups.stop, strict=True)}
     for a, b in ranges:
         if (int(a), int(b)) not in known:
-            raise SimschedError(
-                f"{trace.path}: strands {a}..{b} are not a task group of this trace"
-            )
+            if source is None:
+                said = f"{trace.path}: strands {a}..{b} are not a task group of this trace"
+            else:  # a table's row (edited, damaged) is the table's fault, as an overlap is
+                said = f"{source}: strands {a}..{b} are not a task group of {trace.path}"
+            raise SimschedError(said)
     mask = merge_mask(h.n_strands, ranges, source or str(trace.path))
     fiter = trace.frames.iteration
     first = trace.frames.first_strand

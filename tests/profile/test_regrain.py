@@ -3,6 +3,7 @@ changes."""
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -168,6 +169,13 @@ def test_table_errors_name_the_table(tmp_path):
             regrain_from_table(t, tmp_path / "x.sst", two, table=table)
         with pytest.raises(SimschedError, match=r"^.*t\.csv: the table has no rows"):
             regrain_from_table(t, tmp_path / "x.sst", rows, machine="z", table=table)
+        # a row that is no group (edited, damaged): it was "f.sst: strands -1..3 are not a
+        # task group of this trace", naming the trace, not the table
+        edited = [dict(rows[0], first_strand=-1)]
+        last = rows[0]["last_strand"]
+        said = rf"^{re.escape(str(table))}: strands -1\.\.{last} are not a task group of .*f\.sst$"
+        with pytest.raises(SimschedError, match=said):
+            regrain_from_table(t, tmp_path / "x.sst", edited, table=table)
 
 
 def test_foreign_digest_differs_from_the_traces_in_the_message(tmp_path):
