@@ -111,19 +111,27 @@ def profile_cmd(
             from simsched.plotting.figures import check_tex
 
             check_tex(plot)
+    line_from = f"--line {line}" if line is not None else f"--machine {machine}"
     if line is None and machine is not None:
         from simsched.machine import load_machine
 
         line = int(load_machine(machine).caches[-1].line)
     with open_trace(trace) as t:
-        if sz is not None:
+        if sz is not None or line is not None:
             from simsched.errors import SimschedError
-            from simsched.profile.lrutree import bucket_bounds
+            from simsched.profile.lrutree import DEFAULT_SIZES, bucket_bounds
 
             try:  # the profile checks them against the line too, without the option's name
-                bucket_bounds(sz, int(line or t.header.line_size_hint or 64))
+                bucket_bounds(
+                    DEFAULT_SIZES if sz is None else sz, int(line or t.header.line_size_hint or 64)
+                )
             except SimschedError as exc:
-                raise ConfigError(f"--sizes: {exc}") from None
+                if sz is not None:
+                    raise ConfigError(f"--sizes: {exc}") from None
+                # the default sizes do not fit the line given: the line is what to change
+                raise ConfigError(
+                    f"{line_from}: {exc} (the smallest default size; choose sizes with --sizes)"
+                ) from None
         if sys.stderr.isatty() and t.header.n_refs >= 10_000_000:
             from rich.progress import Progress
 

@@ -78,6 +78,17 @@ def test_profile_names_sizes_that_do_not_fit_the_line(tmp_path, capsys):
         assert message in err
 
 
+def test_profile_names_a_line_larger_than_the_default_sizes(tmp_path, capsys):
+    """The profile's own message named neither --line nor the default sizes it came from."""
+    src = build_random(tmp_path / "r.sst", 4)
+    code, out, err = run(["profile", src, "--line", "65536"], capsys)
+    assert code == 2 and out == ""
+    assert err == (
+        "simsched: error: --line 65536: cache size 16384 bytes is smaller than a 65536-byte line "
+        "(the smallest default size; choose sizes with --sizes)\n"
+    )
+
+
 def test_profile_table_output_reports_the_check_and_the_figure(tmp_path, capsys):
     """--verify and --plot said nothing outside --json: the user could not tell they ran."""
     src = build_random(tmp_path / "r.sst", 4)
