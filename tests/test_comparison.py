@@ -355,7 +355,9 @@ def test_cli_compare_bad_baseline(traces, capsys):
             ["compare", "-t", str(traces / "ms.sst"), "-m", "itrs-scaling-4", "--baseline", "nope"]
         )
     assert info.value.code == 2
-    assert capsys.readouterr().err.count("\n") == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("simsched: error: --baseline 'nope': unknown scheduler 'nope' (known: ")
 
 
 def test_uneven_division_warns_the_allocators_policies_only(tmp_path):

@@ -516,7 +516,10 @@ def compare_cmd(
     names = parse_scheduler_names(schedulers)
     base = None
     if baseline is not None:
-        base = get_scheduler(baseline.strip()).name
+        try:
+            base = get_scheduler(baseline.strip()).name
+        except ConfigError as exc:  # it said "unknown scheduler", as if of --schedulers
+            raise ConfigError(f"--baseline {baseline!r}: {exc}") from None
         if base not in {get_scheduler(n).name for n in names}:
             names = [base, *names]
     params, overrides = _split(set_, param, names)
