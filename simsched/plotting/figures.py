@@ -446,7 +446,12 @@ def sweep_figure(
         # 'makespan_cycles' in the results" blamed --y
         raise ConfigError(f"no successful runs to plot: {_all_failed(df)}")
     check_given(x=x, y=y)
-    check_columns(df, [x, y, hue, col])
+    check_columns(df, [])
+    for option, column in (("--x", x), ("--y", y), ("--hue", hue), ("--col", col)):
+        try:  # the column alone did not say which of four options named it
+            check_columns(df, [column])
+        except ConfigError as exc:
+            raise ConfigError(f"{option} {shown(column)}: {exc}") from None
     data = ok_rows(df)
     if data.empty:
         raise ConfigError("no successful runs to plot")

@@ -104,6 +104,23 @@ def test_an_unknown_column_names_the_columns_it_may_mean():
             aggregate(df, "cores", blank)
 
 
+def test_an_unknown_column_of_the_sweep_figure_names_its_option():
+    """It was "no column 'nope' in the results (...)", whichever of --x, --y, --hue or --col
+    gave it."""
+    df = results()
+    for option, kw in (
+        ("--x", dict(x="nope")),
+        ("--y", dict(y="nope")),
+        ("--hue", dict(hue="nope")),
+        ("--col", dict(col="nope")),
+    ):
+        args = {"x": "cores", "y": "makespan_cycles", **kw}
+        with pytest.raises(
+            ConfigError, match=rf"^{option} 'nope': no column 'nope' in the results"
+        ):
+            sweep_figure(df, args.pop("x"), args.pop("y"), **args)
+
+
 def test_style_file_is_packaged_and_applies():
     assert style_path().is_file()
     with style():
