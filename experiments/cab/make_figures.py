@@ -11,7 +11,8 @@ results hold.  Writes fig4.png (normalised execution time, four memory-bound
 programs), table4.csv (L2/L3 misses, WS and CAB), fig5_6.png (heat and SOR over input
 sizes: normalised time and miss reductions), fig7.png (heat with 128-, 64- and 32-row
 leaves), fig8.png (heat under every BL, Eq. 4's choice marked), fig9.png (CPU-bound
-programs) into ``figures/<results folder name>/`` (for the study's own results of a
+programs) and points.csv (one row per point: the columns the figures and the
+documentation's numbers are computed from) into ``figures/<results folder name>/`` (for the study's own results of a
 full-size spec; beside any other folder, e.g. ``results/figures/small/``, or FIGDIR) and
 prints one JSON line per figure.  notebooks/cab.ipynb imports the tables
 from here.  ``--placement`` reads placement.yaml's run (default results/placement) and
@@ -40,6 +41,7 @@ from simsched.experiments.scripts import (
     run_script,
     usage_error,
     write_csv,
+    write_points,
 )
 from simsched.schedulers.boundary import choose_boundary_level
 
@@ -53,6 +55,12 @@ PLACEMENT_ORDER = [f"heat-{s}" for s in SIZES[:4]] + ["heat-2k-leaf64", "heat-2k
 PLACEMENT_ORDER += [f"sor-{s}" for s in SIZES[:3]] + ["ge", "mergesort"]
 CPU_BOUND = ["queens", "fft", "cholesky", "ck"]
 METRICS = ["makespan_cycles", "L2_misses", "L3_misses"]
+#: The per-point table beside the figures (``points.csv``): what every figure and the
+#: documentation's numbers are computed from.
+POINT_COLUMNS = [
+    "bl", "bl_reason", "bl_eq4", *METRICS, "dram_local", "dram_remote", "sampled",
+    "detailed_iterations", "makespan_ci95", "wall_s",
+]  # fmt: skip
 
 
 def default_results() -> Path:
@@ -338,6 +346,8 @@ def draw(df: pd.DataFrame, out: Path) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     mach = study_machine(df)
+    order = ["workload", "machine", "scheduler", "seed"]
+    write_points(df, out / "points.csv", [*order, *POINT_COLUMNS], order)
     with style():
         f4 = versus_ws(df, MEMORY_BOUND, mach)
         write_csv(f4, out / "table4.csv", index=False)

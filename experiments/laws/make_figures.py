@@ -18,8 +18,9 @@ results/small when none has).  What is drawn depends on the sweep:
   per program and scheduler), ``table4.csv`` (the straggler socket's shared-cache misses and
   local / remote DRAM lines, and the whole machine's local share), ``fig8.png`` (per-iteration
   time under LAWS, seed 0, with the packing moves of Algorithm 1), ``summary.csv`` (one row
-  per program and scheduler: means over seeds, normalised time, steady-state iteration time)
-  and, for a sampled study (published.yaml), a ``sampling-cost`` line: per scheduler, the
+  per program and scheduler: means over seeds, normalised time, steady-state iteration time),
+  ``points.csv`` (one row per point: the columns the figures and the documentation's numbers
+  are computed from, Algorithm 1's packing moves among them) and, for a sampled study (published.yaml), a ``sampling-cost`` line: per scheduler, the
   points' wall time with and without the precision rule (:func:`sampling_cost`), and a
   ``schedule`` line: the study's wall time on 2 and 16 runners with its points started in
   the spec's order, longest first, and the bound (:func:`schedule`).
@@ -61,6 +62,7 @@ from simsched.experiments.scripts import (
     load_figure_rows,
     run_script,
     write_csv,
+    write_points,
 )
 from simsched.files import write_json_atomic
 from simsched.plotting import save
@@ -94,6 +96,15 @@ METRICS = [
     "straggler_dram_remote",
     "utilization",
 ]
+
+
+#: The per-point table beside the figures (``points.csv``).
+POINT_COLUMNS = [
+    "makespan_cycles", "L3_misses", "dram_local", "dram_remote", "straggler_shared_misses",
+    "straggler_dram_local", "straggler_dram_remote", "utilization", "strands", "sampled",
+    "settled_at", "detailed_iterations", "makespan_ci95", "iteration_cycles", "packing",
+    "wall_s",
+]  # fmt: skip
 
 
 def default_results() -> list[Path]:
@@ -637,6 +648,8 @@ def memory_bound(df: pd.DataFrame, out: Path) -> list[dict]:
     """Fig. 7, Table IV and Fig. 8 of one sweep."""
     s = summary(df)
     write_csv(s.round(4), out / "summary.csv", index=False)
+    order = ["workload", "machine", "scheduler", "seed"]
+    write_points(df, out / "points.csv", [*order, *POINT_COLUMNS], order)
     t4 = s[
         [
             "workload",

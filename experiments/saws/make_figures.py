@@ -5,7 +5,9 @@
 
 Fig. 4 is replayed here (``fig4.yaml``, two seconds); Figs. 7-9 are read from the sweeps'
 result stores (``results/fig7``, ``fig8``, ``fig9``; with ``--small``, ``results/small``,
-whose two workloads have Fig. 8's and Fig. 9's shapes).  The figures go to ``figures/``
+whose two workloads have Fig. 8's and Fig. 9's shapes), each with its per-point table
+(``fig7_points.csv`` ...: the columns its figure and JSON line are computed from).  The
+figures go to ``figures/``
 (with ``--small``, to ``results/figures/small/``, leaving the full run's alone) or FIGDIR.
 Prints one JSON line per figure:
 Fig. 4's desire sequences, and for Figs. 8-9 SAWS's improvement over A-Steal and WS-EQUI
@@ -38,7 +40,7 @@ from simsched.experiments.scripts import (
     load_figure_rows,
     run_script,
     usage_error,
-    write_csv,
+    write_points,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -54,6 +56,11 @@ POINT_COLUMNS = [
     "mix", "lam", "sched", "seed", "makespan_cycles", "mean_response_cycles",
     "utilization", "machine_utilization", "reallocations", "core_moves", "move_cycles",
     "refs", "wall_s",
+]  # fmt: skip
+#: The scaled figures' per-point tables (``figures/fig7_points.csv`` ...), beside their keys.
+SCALED_COLUMNS = [
+    "makespan_cycles", "mean_response_cycles", "utilization", "machine_utilization",
+    "reallocations", "core_moves", "refs", "wall_s",
 ]  # fmt: skip
 
 
@@ -254,8 +261,7 @@ def draw_study(figure: str, df: pd.DataFrame, out: Path) -> None:
     if figure == "published":
         save(draw_published(df), out / "published" / "fig9.png")
         # The rows carry every allotment (0.5 MB each); the figure's numbers fit a table.
-        points = df.sort_values(["mix", "sched", "seed"])[POINT_COLUMNS]
-        write_csv(points, out / "published" / "points.csv", index=False)
+        write_points(df, out / "published" / "points.csv", POINT_COLUMNS, ["mix", "sched", "seed"])
         for row in published_improvements(df):
             print(json_line(row))
         return
@@ -266,6 +272,8 @@ def draw_study(figure: str, df: pd.DataFrame, out: Path) -> None:
     x = X_AXIS[figure]
     if figure == "small":
         df["copies"] = df["copies"].fillna(0)
+    order = ["machine", "program", x, "sched", "seed"]
+    write_points(df, out / f"{figure}_points.csv", [*order, *SCALED_COLUMNS], order)
     metrics = ["makespan_cycles"] if figure == "fig7" else list(METRICS)
     save(draw(df, x, metrics, logx=figure in ("fig7", "fig9")), out / f"{figure}.png")
     if figure == "fig7":

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -83,6 +83,38 @@ def run_script(main: Callable[[], object], prog: str = PROG) -> None:
         raise SystemExit(130) from None
     except ConfigError as exc:  # a traceback, before, for what is the user's input
         usage_error(str(exc), prog)
+
+
+def write_points(
+    df: pd.DataFrame, path: str | Path, columns: Sequence[str], order: Sequence[str]
+) -> Path:
+    """Write a study's per-point table: ``df``'s ``columns`` (those it has), one row per
+    point, sorted by ``order`` (those it has), as CSV through :func:`write_csv`.
+
+    A sweep's rows carry everything its points recorded (a job set's allotments, hundreds
+    of columns); the figures' numbers need a few of them, and this table, committed beside
+    the figures, lets every number a study's documentation quotes be recomputed.
+
+    Parameters
+    ----------
+    df
+        The study's rows (one per point).
+    path
+        The CSV file.
+    columns
+        The columns to keep, in this order.
+    order
+        The columns to sort the rows by.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    keep = [c for c in columns if c in df.columns]
+    by = [c for c in order if c in df.columns]
+    table = df[keep].sort_values(by, kind="stable") if by else df[keep]
+    return write_csv(table, path, index=False)
 
 
 def write_csv(table: pd.DataFrame, path: str | Path, *, index: bool = True) -> Path:

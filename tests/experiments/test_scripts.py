@@ -134,3 +134,18 @@ def test_the_study_and_run_folders_are_taken_as_any_path(tmp_path, capsys):
     digest = run.record["trace_digest"]
     record, timeline = load_run(str(tmp_path / "run"), digest, str(trace))
     assert record["trace_digest"] == digest and len(timeline["core"]) > 0
+
+
+def test_a_studys_point_table_keeps_the_columns_it_has_in_order(tmp_path):
+    from simsched.experiments.scripts import write_points
+
+    df = pd.DataFrame(
+        {"seed": [1, 0, 0], "scheduler": ["ws", "ws", "cab"], "makespan_cycles": [3, 2, 1]}
+    )
+    path = write_points(
+        df, tmp_path / "points.csv", ["scheduler", "seed", "bl", "makespan_cycles"],
+        ["workload", "scheduler", "seed"],
+    )  # fmt: skip
+    back = pd.read_csv(path)
+    assert list(back.columns) == ["scheduler", "seed", "makespan_cycles"]  # no bl: left out
+    assert back.values.tolist() == [["cab", 0, 1], ["ws", 0, 2], ["ws", 1, 3]]

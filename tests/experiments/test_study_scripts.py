@@ -195,6 +195,12 @@ def test_cab_figures_of_a_study_interrupted_before_its_first_figure_program(tmp_
     cab.draw(df, tmp_path)
     assert (tmp_path / "fig4.png").is_file() and (tmp_path / "fig9.png").is_file()
     assert pd.read_csv(tmp_path / "table4.csv").empty
+    # the per-point table: the columns the rows have, one row per point, by workload and
+    # scheduler (cab before ws)
+    points = pd.read_csv(tmp_path / "points.csv")
+    assert list(points["scheduler"]) == ["cab", "ws"]
+    assert list(points.columns[:4]) == ["workload", "machine", "scheduler", "seed"]
+    assert "bl_eq4" not in points and points["makespan_cycles"].tolist() == [90.0, 100.0]
     rows = {line["figure"]: line["rows"] for line in cab.summary(df) if "rows" in line}
     assert rows["4+table4"] == [] and rows["5-6 heat"][0]["norm_time"] == 0.9
 
@@ -916,3 +922,28 @@ def test_saws_figures_of_named_folders_and_of_studies_not_run(tmp_path, monkeypa
     saws.main()
     err = capsys.readouterr().err
     assert drawn == [] and err.count("has not run") == 3 and "fig7.png not drawn" in err
+
+
+def test_saws_scaled_figures_write_their_per_point_table(tmp_path):
+    """Only the published study kept a per-point table, so the scaled figures' numbers
+    could not be recomputed from what was committed."""
+    saws = _script("saws")
+    df = pd.DataFrame(
+        {
+            "machine": ["m"] * 4,
+            "workload": ["lu-q2ms", "lu-q1ms", "lu-q2ms", "lu-q1ms"],
+            "scheduler_name": ["saws", "saws", "asteal", "asteal"],
+            "seed": [0] * 4,
+            "makespan_cycles": [40.0, 30.0, 20.0, 10.0],
+            "allotments": ["[...]"] * 4,  # a job set's rows carry far more than the figures use
+        }
+    )
+    df["sched"] = df["scheduler_name"]
+    df["program"] = "lu"
+    df["quantum_ms"] = [2, 1, 2, 1]
+    saws.draw_study("fig7", df, tmp_path)
+    points = pd.read_csv(tmp_path / "fig7_points.csv")
+    assert list(points.columns) == [
+        "machine", "program", "quantum_ms", "sched", "seed", "makespan_cycles",
+    ]  # fmt: skip
+    assert points["makespan_cycles"].tolist() == [10.0, 30.0, 20.0, 40.0]
