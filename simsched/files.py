@@ -115,8 +115,8 @@ def same_file(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve()
     except (OSError, RuntimeError):
-        # a symlink loop (RuntimeError before Python 3.13): neither path can be a file, and
-        # the command's own open() names the loop in its one-line error
+        # a symlink loop (RuntimeError before Python 3.13): the looping path is no file, so
+        # it is no other path's, and the command's own open() names the loop in one line
         return os.path.abspath(a) == os.path.abspath(b)
 
 

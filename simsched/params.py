@@ -432,7 +432,7 @@ class Param:
                     return choice
             if value is None:  # `-p cf_start=none` quoted None, which nobody typed
                 raise ConfigError(
-                    f"{where}: {name} is null (YAML reads none, null and ~ so), not "
+                    f"{where}: {name} has no value (null, none or nothing given), not "
                     f"{_phrase(self.choices)}"
                 )
             raise ConfigError(f"{where}: {name}={shown(value)} is not {_phrase(self.choices)}")

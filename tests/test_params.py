@@ -83,7 +83,10 @@ def test_schema_resolves_checks_and_names_the_owner():
         ({"n": 0}, "thing 't': n=0 must be >= 1"),
         ({"mode": "c"}, "thing 't': mode='c' is not a or b"),
         # `-p mode=none` reads as YAML's null: it quoted None, which nobody typed
-        ({"mode": None}, r"thing 't': mode is null \(YAML reads none, null and ~ so\), not a or b"),
+        (
+            {"mode": None},
+            r"thing 't': mode has no value \(null, none or nothing given\), not a or b",
+        ),
         ({"x": 1.5}, "thing 't': x=1.5 must be <= 1"),
         ({"x": 0}, "thing 't': x=0.0 must be > 0"),
         ({"y": 1}, r"thing 't': unknown parameter\(s\) y \(known: mode, n, x\)"),

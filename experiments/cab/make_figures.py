@@ -12,8 +12,9 @@ programs), table4.csv (L2/L3 misses, WS and CAB), fig5_6.png (heat and SOR over 
 sizes: normalised time and miss reductions), fig7.png (heat with 128-, 64- and 32-row
 leaves), fig8.png (heat under every BL, Eq. 4's choice marked), fig9.png (CPU-bound
 programs) and points.csv (one row per point: the columns the figures and the
-documentation's numbers are computed from) into ``figures/<results folder name>/`` (for the study's own results of a
-full-size spec; beside any other folder, e.g. ``results/figures/small/``, or FIGDIR) and
+documentation's numbers are computed from) into ``figures/<results folder name>/`` (for
+the study's own results of a full-size spec; beside any other folder, e.g.
+``results/figures/small/``, or FIGDIR) and
 prints one JSON line per figure.  notebooks/cab.ipynb imports the tables
 from here.  ``--placement`` reads placement.yaml's run (default results/placement) and
 draws placement.png instead: CAB over WS per program under first-touch and interleaved

@@ -20,10 +20,11 @@ results/small when none has).  What is drawn depends on the sweep:
   time under LAWS, seed 0, with the packing moves of Algorithm 1), ``summary.csv`` (one row
   per program and scheduler: means over seeds, normalised time, steady-state iteration time),
   ``points.csv`` (one row per point: the columns the figures and the documentation's numbers
-  are computed from, Algorithm 1's packing moves among them) and, for a sampled study (published.yaml), a ``sampling-cost`` line: per scheduler, the
-  points' wall time with and without the precision rule (:func:`sampling_cost`), and a
-  ``schedule`` line: the study's wall time on 2 and 16 runners with its points started in
-  the spec's order, longest first, and the bound (:func:`schedule`).
+  are computed from, Algorithm 1's packing moves among them) and, for a sampled study
+  (published.yaml), a ``sampling-cost`` line: per scheduler, the points' wall time with
+  and without the precision rule (:func:`sampling_cost`), and a ``schedule`` line: the
+  study's wall time on 2 and 16 runners with its points started in the spec's order,
+  longest first, and the bound (:func:`schedule`).
 
 With ``--reference REF`` (a finished sampled study, e.g. results/published), a partly-run
 sampled study also gets a ``projection`` line and ``projection.json``: its whole cost on

@@ -266,6 +266,8 @@ def draw_study(figure: str, df: pd.DataFrame, out: Path) -> None:
             print(json_line(row))
         return
     if figure == "published_moves":
+        order = ["machine", "mix", "sched", "seed"]
+        write_points(df, out / "published_moves" / "points.csv", [*order, *POINT_COLUMNS], order)
         for mach, part in df.groupby("machine", sort=True):
             print(json_line(published_improvements(part, f"published {mach}")[0]))
         return

@@ -148,22 +148,25 @@ def _silence_stdout() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+#: Errors of a write to a regular file that a write of no bytes does not repeat: a full
+#: device, a quota, the process's file-size limit.
+_FILE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
 def _stdout_fails(exc: OSError) -> bool:
-    """Whether an ``OSError`` that names no file is standard output's: a write of no bytes
-    fails there too (``/dev/full``, a closed descriptor), or the error is a full device and
-    standard output is a file on a device with no space left (there a write of no bytes
-    succeeds)."""
+    """Whether an ``OSError`` that names no file may be standard output's: a write of no
+    bytes fails there too (``/dev/full``, a closed descriptor), or standard output is a
+    regular file and the error is one of a file growing (:data:`_FILE_FULL`), which only
+    a file can raise (standard output to a terminal or a pipe cannot be blamed for it)."""
     try:
         fd = sys.stdout.fileno()
     except io.UnsupportedOperation:  # not a file (captured in a test): not its error
         return False
-    except (OSError, ValueError):  # closed
+    except (OSError, ValueError, AttributeError):  # closed, or None
         return True
     try:
         os.write(fd, b"")
-        if exc.errno != errno.ENOSPC or not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
-        return os.fstatvfs(fd).f_bavail == 0
+        return exc.errno in _FILE_FULL and stat.S_ISREG(os.fstat(fd).st_mode)
     except OSError:
         return True
 

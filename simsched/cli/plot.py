@@ -65,6 +65,9 @@ def timeline(
         # one trace cannot be every job's; it was compared with the set's record, which
         # names no digest: "digest ... is not the run's trace (None...)"
         raise ConfigError("--trace applies to single runs; a job set's config names its traces")
+    if jobs and level is not None:
+        # it asked for --trace, which the check above refuses for a job set
+        raise ConfigError("--level applies to single runs: a job set's frames are each job's")
     if color_by == "job" and not jobs:
         raise ConfigError(f"--color-by job: {result} is not a job-set run (simsched run --jobs)")
     if jobs and color_by == "subtree" and trace is None and level is None:
@@ -75,7 +78,7 @@ def timeline(
     subtree = None
     if color_by == "subtree":
         tpath = trace
-        if tpath is None and record.get("kind") != "jobs":  # a job set has a trace per job
+        if tpath is None and not jobs:  # a job set has a trace per job
             tpath = run_trace_paths(folder)[0]
         if tpath is not None:
             from simsched.trace import open_trace

@@ -111,7 +111,7 @@ def write_points(
     Path
         ``path``.
     """
-    keep = [c for c in columns if c in df.columns]
+    keep = [c for c in dict.fromkeys(columns) if c in df.columns]  # each once, in order
     by = [c for c in order if c in df.columns]
     table = df[keep].sort_values(by, kind="stable") if by else df[keep]
     return write_csv(table, path, index=False)

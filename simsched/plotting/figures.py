@@ -446,7 +446,7 @@ def sweep_figure(
         # 'makespan_cycles' in the results" blamed --y
         raise ConfigError(f"no successful runs to plot: {_all_failed(df)}")
     check_given(x=x, y=y)
-    check_columns(df, [])
+    check_columns(df, [])  # not a table at all is said as such, not as an --x error
     for option, column in (("--x", x), ("--y", y), ("--hue", hue), ("--col", col)):
         try:  # the column alone did not say which of four options named it
             check_columns(df, [column])

@@ -234,7 +234,16 @@ def test_standard_output_is_blamed_only_when_it_fails(tmp_path, monkeypatch):
     with open(tmp_path / "out.txt", "w") as works:
         monkeypatch.setattr(sys, "stdout", works)
         assert not _stdout_fails(OSError(errno.EIO, "x"))
-        assert not _stdout_fails(OSError(errno.ENOSPC, "x"))  # its device has room
+        # a file growing (a full device, a quota, a size limit) may be standard output
+        for code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            assert _stdout_fails(OSError(code, "x"))
+    # ... but not when standard output is a pipe: it cannot raise them
+    r, w = os.pipe()
+    with os.fdopen(r) as reader, os.fdopen(w, "w") as pipe:
+        monkeypatch.setattr(sys, "stdout", pipe)
+        assert not _stdout_fails(OSError(errno.ENOSPC, "x")) and reader.readable()
+    monkeypatch.setattr(sys, "stdout", None)
+    assert _stdout_fails(OSError(errno.EIO, "x"))
     if os.path.exists("/dev/full"):
         with open("/dev/full", "w") as full:
             monkeypatch.setattr(sys, "stdout", full)

@@ -43,6 +43,11 @@ def test_a_trace_for_a_job_set_is_refused_as_export_refuses_it(cli, fib_trace, t
         code, _, err = cli(*command, tmp_path / "run", "-o", out, "--trace", fib_trace)
         assert code == 2 and one_line(err) == said
         assert not out.exists()
+    # --level asked for --trace, which is refused: it says what holds instead
+    code, _, err = cli(
+        "plot", "timeline", tmp_path / "run", "-o", tmp_path / "f.png", "--level", "2"
+    )
+    assert code == 2 and "--level applies to single runs" in one_line(err)
 
 
 def test_runs_without_iteration_times_are_named(cli, fib_trace, tmp_path):

@@ -143,7 +143,7 @@ def test_a_studys_point_table_keeps_the_columns_it_has_in_order(tmp_path):
         {"seed": [1, 0, 0], "scheduler": ["ws", "ws", "cab"], "makespan_cycles": [3, 2, 1]}
     )
     path = write_points(
-        df, tmp_path / "points.csv", ["scheduler", "seed", "bl", "makespan_cycles"],
+        df, tmp_path / "points.csv", ["scheduler", "seed", "bl", "makespan_cycles", "seed"],
         ["workload", "scheduler", "seed"],
     )  # fmt: skip
     back = pd.read_csv(path)
