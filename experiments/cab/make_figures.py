@@ -17,8 +17,8 @@ the study's own results of a full-size spec; beside any other folder, e.g.
 ``results/figures/small/``, or FIGDIR) and
 prints one JSON line per figure.  notebooks/cab.ipynb imports the tables
 from here.  ``--placement`` reads placement.yaml's run (default results/placement) and
-draws placement.png instead: CAB over WS per program under first-touch and interleaved
-pages, one JSON line, and a second (``placement-links``) on the busiest link under first
+draws placement.png (and its points.csv) instead: CAB over WS per program under
+first-touch and interleaved pages, one JSON line, and a second (``placement-links``) on the busiest link under first
 touch: its utilisation, queueing per line and share of the DRAM lines, per scheduler.
 
 Definitions: *normalised time* is CAB's mean makespan over WS's (the paper's Figs. 4, 5,
@@ -448,9 +448,12 @@ def main() -> None:
                 f"{res[0]}: no program with WS and CAB under both placements; run "
                 "`simsched sweep run experiments/cab/placement.yaml` first"
             )
-        draw_placement(
-            table, a.out or default_figures(res[0], HERE, HERE / "figures" / "placement")
-        )
+        figdir = a.out or default_figures(res[0], HERE, HERE / "figures" / "placement")
+        draw_placement(table, figdir)
+        order = ["workload", "machine", "scheduler", "seed"]
+        # the link columns too: the placement-links line is computed from them
+        cols = [*order, *POINT_COLUMNS, "link_traffic", "dram_by_socket"]
+        write_points(df, figdir / "points.csv", cols, order)
         print(json_line({"figure": "placement", "rows": table.round(4).to_dict("records")}))
         links = link_table(df)
         if not links.empty:
