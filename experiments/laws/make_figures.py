@@ -19,8 +19,8 @@ results/small when none has).  What is drawn depends on the sweep:
   local / remote DRAM lines, and the whole machine's local share), ``fig8.png`` (per-iteration
   time under LAWS, seed 0, with the packing moves of Algorithm 1), ``summary.csv`` (one row
   per program and scheduler: means over seeds, normalised time, steady-state iteration time),
-  ``points.csv`` (one row per point: the columns the figures and the documentation's numbers
-  are computed from, Algorithm 1's packing moves among them) and, for a sampled study
+  ``points.csv`` (as every kind of sweep: one row per point, the columns the figures and
+  the documentation's numbers are computed from, Algorithm 1's packing moves among them) and, for a sampled study
   (published.yaml), a ``sampling-cost`` line: per scheduler, the points' wall time with
   and without the precision rule (:func:`sampling_cost`), and a ``schedule`` line: the
   study's wall time on 2 and 16 runners with its points started in the spec's order,
@@ -649,8 +649,6 @@ def memory_bound(df: pd.DataFrame, out: Path) -> list[dict]:
     """Fig. 7, Table IV and Fig. 8 of one sweep."""
     s = summary(df)
     write_csv(s.round(4), out / "summary.csv", index=False)
-    order = ["workload", "machine", "scheduler", "seed"]
-    write_points(df, out / "points.csv", [*order, *POINT_COLUMNS], order)
     t4 = s[
         [
             "workload",
@@ -705,6 +703,8 @@ def main() -> None:
         for sub, part in _by_machine(df, draw is memory_bound):
             (out / sub).mkdir(parents=True, exist_ok=True)
             lines = draw(part, out / sub)
+            order = ["workload", "machine", "scheduler", "seed"]
+            write_points(part, out / sub / "points.csv", [*order, *POINT_COLUMNS], order)
             if ref is not None and draw is memory_bound and not sub:
                 proj = cost_projection(part, ref)
                 if proj:
