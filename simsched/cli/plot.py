@@ -149,12 +149,12 @@ def iterations(
     """Draw the time of every iteration (and LAWS' CF roots per iteration) of runs."""
     from simsched.errors import ConfigError
     from simsched.plotting.figures import save
-    from simsched.plotting.iterations import load_records, plot_iterations
+    from simsched.plotting.iterations import has_iterations, load_records, plot_iterations
 
     runs = [run_path(r) for r in results]
     check_not_input(out, "--out", {k: v for r in runs for k, v in run_files(r, f"{r}'s").items()})
     records = load_records(runs)
-    if not any(rec.get("iteration_cycles") for rec in records):
+    if not any(has_iterations(rec) for rec in records):
         # plot_iterations knows the records, not the paths they came from
         which = (
             f"{runs[0]}: the run recorded no iteration times"

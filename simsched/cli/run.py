@@ -134,6 +134,34 @@ def _split(
     return params, overrides
 
 
+def _check_run_folder(out: Path) -> None:
+    """Refuse an existing ``--out`` folder a run's files would be mixed into.
+
+    A run writes its config, result and timeline straight into ``--out``.  Written into a
+    sweep point's folder they would replace the point's files and leave its row, which
+    tables read, saying another run; written into a sweep's output folder they would sit
+    among its ``points/``.  Either is found only by someone reading the files later.
+    """
+    from simsched.experiments.point import RUN_FILES
+    from simsched.experiments.store import POINT_FILE, POINTS_DIR, ROW_FILE
+
+    # found only when the run is over and its files are written: the run was lost
+    for name in RUN_FILES:
+        if (out / name).is_dir():
+            raise ConfigError(f"--out {out}: {name} there is a folder, not a run's file")
+    if (out / POINT_FILE).exists() or (out / ROW_FILE).exists():
+        raise ConfigError(
+            f"--out {out}: a sweep point's folder (it holds {POINT_FILE} or {ROW_FILE}); "
+            "a run there would replace the point's files and leave its row: give a "
+            "folder of its own"
+        )
+    if (out / POINTS_DIR).is_dir():
+        raise ConfigError(
+            f"--out {out}: a sweep's output folder (it holds {POINTS_DIR}/); give the run "
+            "a folder of its own"
+        )
+
+
 def run_cmd(
     machine: MachineOpt,
     trace: Annotated[Path | None, typer.Option("--trace", "-t", help="trace file (.sst)")] = None,
@@ -182,12 +210,7 @@ def run_cmd(
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a folder (--out names a folder)")
     if out is not None and out.is_dir():
-        from simsched.experiments.point import RUN_FILES
-
-        # found only when the run is over and its files are written: the run was lost
-        for name in RUN_FILES:
-            if (out / name).is_dir():
-                raise ConfigError(f"--out {out}: {name} there is a folder, not a run's file")
+        _check_run_folder(out)
     if (trace is None) == (jobs is None):
         raise ConfigError("give exactly one of --trace and --jobs")
     if quantum_ms is not None:
@@ -198,7 +221,11 @@ def run_cmd(
         from simsched.engine.controllers import quantum_cycles
         from simsched.machine import load_machine
 
-        quantum = quantum_cycles(load_machine(machine, parse_kv(set_, "--set") or None), quantum_ms)
+        quantum = quantum_cycles(
+            load_machine(machine, parse_kv(set_, "--set") or None),
+            quantum_ms,
+            name="--quantum-ms",
+        )
     precision = _precision(sample_iterations, sample_precision)
     if jobs is not None:
         # each job of a job set names its own scheduler and trace; sampling is per trace

@@ -103,7 +103,7 @@ def check_quantum(quantum: int, what: str) -> int:
     return q
 
 
-def quantum_cycles(machine: Machine, quantum_ms: float) -> int:
+def quantum_cycles(machine: Machine, quantum_ms: float, *, name: str = "quantum_ms") -> int:
     """A quantum of ``quantum_ms`` milliseconds in cycles of ``machine``'s clock.
 
     Parameters
@@ -112,6 +112,9 @@ def quantum_cycles(machine: Machine, quantum_ms: float) -> int:
         The machine; it must give ``clock_ghz``.
     quantum_ms
         Quantum length in milliseconds, > 0.
+    name
+        How errors name the value: a keyword (``quantum_ms=-1.0``) or, when it starts
+        with ``--``, a command-line option (``--quantum-ms -1.0``).
 
     Returns
     -------
@@ -124,12 +127,13 @@ def quantum_cycles(machine: Machine, quantum_ms: float) -> int:
         The machine has no clock rate, ``quantum_ms`` is not a positive number, or it
         is more than :data:`~simsched.params.MAX_QUANTUM` cycles.
     """
+    given = f"{name} {quantum_ms}" if name.startswith("--") else f"{name}={quantum_ms!r}"
     try:
         ms = float(quantum_ms)
     except (TypeError, ValueError):
-        raise ConfigError(f"quantum_ms={quantum_ms!r} is not a number") from None
+        raise ConfigError(f"{given}: not a number") from None
     if not ms > 0 or ms == float("inf"):
-        raise ConfigError(f"quantum_ms={quantum_ms!r} must be a positive number")
+        raise ConfigError(f"{given}: must be a positive number of milliseconds")
     ghz = getattr(machine, "clock_ghz", None)
     if ghz is None:
         raise ConfigError(
@@ -140,7 +144,7 @@ def quantum_cycles(machine: Machine, quantum_ms: float) -> int:
     cycles = ms * float(ghz) * 1e6
     if not cycles <= MAX_QUANTUM:
         raise ConfigError(
-            f"quantum_ms={quantum_ms!r} is {cycles:.3g} cycles at {ghz} GHz, above the limit "
+            f"{given}: {cycles:.3g} cycles at {ghz} GHz, above the limit "
             f"of 2^40 cycles (give at most {MAX_QUANTUM / (float(ghz) * 1e6):.6g} ms)"
         )
     return max(1, round(cycles))

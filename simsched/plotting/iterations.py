@@ -33,6 +33,12 @@ def _field(rec: Mapping[str, Any], key: str) -> Any:
     return v
 
 
+def has_iterations(rec: Mapping[str, Any]) -> bool:
+    """Whether a record has iteration times to draw: a non-empty ``iteration_cycles``
+    (a list, or the JSON text of one in a results table's column)."""
+    return bool(_field(rec, "iteration_cycles"))
+
+
 def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """Result records from result folders or ``result.json`` files.
 
@@ -105,8 +111,8 @@ def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Fi
             raise ConfigError(f"records[{i}]={shown(rec)}: expected a result record (a dict)")
     rows = []
     for rec in records:
-        cyc = _field(rec, "iteration_cycles")
-        if cyc:
+        if has_iterations(rec):
+            cyc = _field(rec, "iteration_cycles")
             label = f"{rec.get('scheduler', '?')} (seed {rec.get('seed', '?')})"
             rows.append((label, cyc, _field(rec, "packing") or []))
     if not rows:

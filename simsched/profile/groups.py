@@ -285,6 +285,13 @@ def check_tree(g: GroupTree, source: str, error: type[SimschedError]) -> None:
         raise bad("a group kind or role is unknown")
     if (g.frame < 0).any():
         raise bad("a frame number is negative")
+    # Only labels (:meth:`GroupTree.label`) and the coarsening table read these, yet a
+    # damaged file printed them as they were (a phase of -7, a child range 9-2).
+    if (g.phase < -1).any() or ((g.kind == KIND_FRAME) & (g.phase != -1)).any():
+        raise bad("a phase number is below -1, or a whole frame's group has one")
+    lo, hi = g.child_lo, g.child_hi
+    if ((lo < -1) | ((lo == -1) != (hi == -1)) | (hi < lo)).any():
+        raise bad("a child spawn-index range is neither -1 to -1 nor increasing")
 
 
 class _Builder:

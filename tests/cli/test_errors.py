@@ -661,6 +661,31 @@ def test_a_run_folder_whose_record_is_a_folder_is_refused_before_the_run(cli, fi
 
 
 @pytest.mark.parametrize(
+    ("present", "message"),
+    [
+        ("point.json", "a sweep point's folder"),
+        ("row.json", "a sweep point's folder"),
+        ("points/", "a sweep's output folder (it holds points/)"),
+    ],
+)
+def test_run_out_into_a_sweep_folder_is_refused(cli, fib_trace, tmp_path, present, message):
+    """A run's files written into a sweep point's folder replaced the point's files and
+    left its row saying another run; into a sweep's output folder they sat among its
+    points.  Both were accepted; nothing is written now."""
+    out = tmp_path / "o"
+    out.mkdir()
+    if present.endswith("/"):
+        (out / present.rstrip("/")).mkdir()
+    else:
+        (out / present).write_text("{}")
+    before = sorted(p.name for p in out.iterdir())
+    code, _, err = cli("run", "-t", fib_trace, "-m", "itrs-scaling-2", "-o", out)
+    assert code == 2
+    assert f"--out {out}: {message}" in one_line(err)
+    assert sorted(p.name for p in out.iterdir()) == before
+
+
+@pytest.mark.parametrize(
     ("args", "made"),
     [
         (["trace", "gen", "fibb", "-o", "new/deeper/x.sst"], "new"),

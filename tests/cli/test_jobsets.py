@@ -106,6 +106,9 @@ def test_static_split_of_more_jobs_than_cores(cli, fib_trace, tmp_path):
         (["--controller", "deq", "--quantum-ms", "0.00001"], "quantum 27 cycles"),
         # an infinite number of cycles: an OverflowError traceback (exit 1)
         (["--controller", "deq", "--quantum-ms", "1.7e308"], "above the limit of 2^40"),
+        # the option, not the Python keyword (it said "quantum_ms=-1.0 must be ...")
+        (["--quantum-ms", "-1"], "--quantum-ms -1.0: must be a positive number"),
+        (["--quantum-ms", "nan"], "--quantum-ms nan: must be a positive number"),
         (["--seed", str(2**63)], "2^63 - 1"),
     ],
 )
@@ -138,7 +141,7 @@ def test_quantum_in_two_units_or_without_jobs_says_which(cli, fib_trace, tmp_pat
         ("seed: 1\ncontroller: deq\nquantum_ms: 1000000\n", "above the limit of 2^40"),
         (
             "seed: 1\ncontroller: deq\ncontroller_params: {quantum_ms: 1.7e+308}\n",
-            "quantum_ms=1.7e+308 is inf cycles",
+            "quantum_ms=1.7e+308: inf cycles",
         ),
     ],
 )

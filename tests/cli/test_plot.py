@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import simsched
@@ -65,3 +67,9 @@ def test_runs_without_iteration_times_are_named(cli, fib_trace, tmp_path):
         "simsched: error: none of the 2 runs recorded iteration times (iteration_cycles)"
     )
     assert not (tmp_path / "f.png").exists()
+    # a table's text column "[]" is no iteration times either: the check here read it as
+    # some, and the figure's own check then gave its message without the run's name
+    rec = json.loads((tmp_path / "run" / "result.json").read_text())
+    (tmp_path / "run" / "result.json").write_text(json.dumps({**rec, "iteration_cycles": "[]"}))
+    code, _, err = cli("plot", "iterations", tmp_path / "run", "-o", tmp_path / "f.png")
+    assert code == 2 and f"{tmp_path / 'run'}: the run recorded no iteration times" in err

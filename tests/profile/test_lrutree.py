@@ -241,6 +241,11 @@ def _set(key, index, value):
         (_set("group_start", 1, 5), "strand range|partition"),
         (_set("group_kind", 1, 9), "kind"),
         (_set("group_frame", 1, 10**6), "frame"),
+        # read only by labels and the coarsening table, which printed them as they were
+        (_set("group_phase", 0, 3), "a whole frame's group has one"),
+        (_set("group_phase", 1, -7), "phase number is below -1"),
+        (_set("group_child_lo", 0, -1), "child spawn-index range"),
+        (_set("group_child_hi", 0, -2), "child spawn-index range"),
         (lambda a, m: a.__setitem__("group_stop", a["group_stop"][:5]), "entries"),
         (lambda a, m: a.__delitem__("group_start"), "group_start"),
         (_set("hist_strand", 0, 10**6), "out of range"),
