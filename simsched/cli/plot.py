@@ -39,14 +39,11 @@ def timeline(
     ] = None,
 ) -> None:
     """Draw per-core strand timelines of one run, coloured by subtree, socket or job."""
-    import numpy as np
-
     from simsched.errors import ConfigError
     from simsched.plotting.figures import figure_format, save
     from simsched.plotting.runfolder import (
         TIMELINE_FILE,
         check_frames,
-        is_int,
         not_replayed,
         run_trace_paths,
     )
@@ -116,16 +113,10 @@ def timeline(
             f"{record.get('trace_program', '')} — {record.get('scheduler', '')} on "
             f"{record.get('machine', '')} (seed {record.get('seed', '')})"
         )
-    skipped = not_replayed(arrays)
-    # a sampled run's strands still running when it stopped are drawn up to the stop
-    stop = record.get("detailed_cycles") if record.get("sampled") is True else None
-    stop = stop if is_int(stop) and stop >= 0 else None
-    if skipped.any():
-        title += f", {len(skipped) - int(skipped.sum()):,} of {len(skipped):,} strands replayed"
-        running = int((skipped & (np.asarray(arrays["start"]) >= 0)).sum())
-        if running and stop is not None:
-            title += f" and {running:,} up to the stop"
-    fig = plot_timeline(arrays, color_by=color_by, subtree=subtree, title=title, stopped_at=stop)
+    skipped = int(not_replayed(arrays).sum())
+    if skipped:
+        title += f", {len(arrays['core']) - skipped:,} of {len(arrays['core']):,} strands replayed"
+    fig = plot_timeline(arrays, color_by=color_by, subtree=subtree, title=title)
     save(fig, out)
     print(out)
 

@@ -23,7 +23,6 @@ from simsched.errors import ConfigError, shown
 from simsched.plotting.runfolder import (
     TIMELINE_FILE,
     check_finished,
-    not_replayed,
     read_record,
     read_timeline,
     replayed_only,
@@ -149,36 +148,6 @@ def _check_strands(arrays: Any, core: np.ndarray, ncores: int) -> None:
         )
 
 
-#: How a strand still running when a sampled run stopped is drawn (up to the stop).
-_CUT_STYLE = {"hatch": "////", "edgecolor": "white", "alpha": 0.6}
-
-
-def _cut_at_stop(arrays: Any, stopped_at: int | None) -> tuple[Any, np.ndarray | None]:
-    """``arrays`` with the strands running at ``stopped_at`` (a core and a start, end -1)
-    ending there, and which strands those are (None: none cut).
-
-    Left as they are when ``stopped_at`` is None or the per-strand arrays are not of one
-    shape (the drawing's own checks name that).
-    """
-    if stopped_at is None:
-        return arrays, None
-    if (
-        isinstance(stopped_at, bool)
-        or not isinstance(stopped_at, int | np.integer)
-        or stopped_at < 0
-    ):
-        raise ConfigError(f"stopped_at={shown(stopped_at)}: expected a cycle (an integer >= 0)")
-    core = np.asarray(arrays["core"])
-    start = np.asarray(arrays["start"])
-    end = np.asarray(arrays["end"])
-    if core.ndim != 1 or start.shape != core.shape or end.shape != core.shape:
-        return arrays, None
-    running = (end == -1) & (core >= 0) & (start >= 0)
-    if not running.any():
-        return arrays, None
-    return {**arrays, "end": np.where(running, np.maximum(start, int(stopped_at)), end)}, running
-
-
 def plot_timeline(
     arrays: dict[str, np.ndarray],
     *,
@@ -186,7 +155,6 @@ def plot_timeline(
     subtree: np.ndarray | None = None,
     title: str = "",
     ax: Any = None,
-    stopped_at: int | None = None,
 ):
     """Draw per-core strand timelines.
 
@@ -203,11 +171,6 @@ def plot_timeline(
         Figure title.
     ax
         Matplotlib axes to draw into (a new figure when None).
-    stopped_at
-        The cycle a sampled run's detailed replay stopped at (its record's
-        ``detailed_cycles``).  Strands still running then (a core and a start, end -1)
-        are drawn up to it, hatched, with a dashed line at the stop; without it they are
-        left out like the strands that never started.
 
     Returns
     -------
@@ -237,12 +200,7 @@ def plot_timeline(
         raise ConfigError(f"arrays: no {lacking[0]!r} array; expected a run's timeline")
     # A sampled run's strands of the iterations it extrapolated have no core: not drawn.
     every = len(np.asarray(arrays["core"]))
-    arrays, running = _cut_at_stop(arrays, stopped_at)
-    kept = replayed_only(arrays)
-    cut = np.zeros(len(np.asarray(kept["core"])), bool)
-    if running is not None and len(kept["core"]) == int((~not_replayed(arrays)).sum()):
-        cut = running[~not_replayed(arrays)]
-    arrays = kept
+    arrays = replayed_only(arrays)
     left_out = every - len(arrays["core"])
     title = check_title(title) or ""
     ax = axes_or_none(ax)
@@ -283,16 +241,9 @@ def plot_timeline(
             color = "0.6" if serial else cmap(int(k) % 20)
             for c in np.unique(core[sel]).tolist():
                 m = sel & (core == c)
-                for part, style_ in ((m & ~cut, {}), (m & cut, _CUT_STYLE)):
-                    if not part.any():
-                        continue
-                    spans = list(
-                        zip(start[part].tolist(), (end[part] - start[part]).tolist(), strict=True)
-                    )
-                    ax.broken_barh(spans, (c - 0.4, 0.8), facecolors=color, linewidth=0, **style_)
+                spans = list(zip(start[m].tolist(), (end[m] - start[m]).tolist(), strict=True))
+                ax.broken_barh(spans, (c - 0.4, 0.8), facecolors=color, linewidth=0)
             legend.append((serial, k, color))
-        if cut.any():
-            ax.axvline(stopped_at, color="0.2", linestyle="--", linewidth=0.8)
         _colour_key(ax, legend, color_by, subtree is not None)
         ax.set_ylim(-0.6, ncores - 0.4)
         ax.set_yticks(range(ncores))
@@ -305,10 +256,7 @@ def plot_timeline(
             # A shared axis shows every panel whole: never cut a longer run drawn before.
             right = max(right, ax.get_xlim()[1])
         ax.set_xlim(0, right)
-        sampled = f" ({len(core):,} of {every:,} strands: a sampled run's replayed part"
-        sampled += (
-            f"; {int(cut.sum()):,} cut at the stop (dashed line), hatched)" if cut.any() else ")"
-        )
+        sampled = f" ({len(core):,} of {every:,} strands: a sampled run's replayed part)"
         ax.set_title(
             literal(title)
             if title

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
@@ -336,22 +335,6 @@ def test_a_sampled_runs_timeline_is_drawn_and_exported_without_what_it_skipped(t
     slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert len(slices) == (~skipped).sum() and doc["otherData"]["not_replayed"] == skipped.sum()
     assert all(e["ts"] >= 0 and e["dur"] >= 0 for e in slices)
-    # A strand running when the run stopped (a core and a start, end -1) is drawn up to
-    # the stop, hatched, given the stop; it was left out like those never started.
-    from simsched.plotting.timeline import plot_timeline
-
-    rec = json.loads((run / "result.json").read_text())
-    running = int((skipped & (arrays["start"] >= 0)).sum())
-    assert rec["sampled"] and running >= 1
-    for stop, drawn, lines in ((None, 0, 0), (rec["detailed_cycles"], running, 1)):
-        ax = plot_timeline(arrays, color_by="socket", stopped_at=stop).axes[0]
-        bars = sum(len(c.get_paths()) for c in ax.collections)
-        assert bars == (~skipped).sum() + drawn and len(ax.lines) == lines
-        assert ax.get_xlim()[1] >= rec["detailed_cycles"]
-    assert ax.lines[0].get_xdata()[0] == rec["detailed_cycles"]
-    with pytest.raises(ConfigError, match="stopped_at=-5: expected a cycle"):
-        plot_timeline(arrays, stopped_at=-5)
-    plt.close("all")
     # -1 marks only what was not replayed: elsewhere, and below -1, it is damage
     for name, edit in (("core", {"core": -1}), ("start", {"start": -2, "end": -1})):
         bad = dict(arrays)
