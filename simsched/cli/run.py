@@ -160,6 +160,13 @@ def _check_run_folder(out: Path) -> None:
             f"--out {out}: a sweep's output folder (it holds {POINTS_DIR}/); give the run "
             "a folder of its own"
         )
+    if out.name == POINTS_DIR and any(
+        (d / POINT_FILE).exists() or (d / ROW_FILE).exists() for d in out.iterdir()
+    ):
+        raise ConfigError(
+            f"--out {out}: a sweep's folder of points (a folder there holds {POINT_FILE} "
+            f"or {ROW_FILE}); give the run a folder of its own"
+        )
 
 
 def run_cmd(

@@ -666,6 +666,7 @@ def test_a_run_folder_whose_record_is_a_folder_is_refused_before_the_run(cli, fi
         ("point.json", "a sweep point's folder"),
         ("row.json", "a sweep point's folder"),
         ("points/", "a sweep's output folder (it holds points/)"),
+        ("points/p1/point.json", "a sweep's folder of points"),
     ],
 )
 def test_run_out_into_a_sweep_folder_is_refused(cli, fib_trace, tmp_path, present, message):
@@ -677,7 +678,10 @@ def test_run_out_into_a_sweep_folder_is_refused(cli, fib_trace, tmp_path, presen
     if present.endswith("/"):
         (out / present.rstrip("/")).mkdir()
     else:
+        (out / present).parent.mkdir(parents=True, exist_ok=True)
         (out / present).write_text("{}")
+    if present.startswith("points/p1"):
+        out = out / "points"  # the points' folder itself: the run's files sat among them
     before = sorted(p.name for p in out.iterdir())
     code, _, err = cli("run", "-t", fib_trace, "-m", "itrs-scaling-2", "-o", out)
     assert code == 2
