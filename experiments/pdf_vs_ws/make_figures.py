@@ -7,8 +7,9 @@ rows, else results/small).  Writes into FIGDIR, by default ``figures/`` for resu
 ``figures/medium/`` for results/medium, and ``figures/NAME`` beside any other folder
 (``results/figures/small/``), fig2_scaling.png (speedup and L2 misses against cores on
 the itrs-scaling machines), fig3_45nm.png (execution time against cores on the itrs-45nm
-machines, with the 10-26 core zoom), normalised_time.png, and ratios.csv (per machine: PDF's
-speedup over WS and its L2-miss reduction), and prints the per-workload ranges as the paper
+machines, with the 10-26 core zoom), normalised_time.png, ratios.csv (per machine: PDF's
+speedup over WS and its L2-miss reduction) and points.csv (one row per point: the columns
+the figures and ratios are computed from), and prints the per-workload ranges as the paper
 quotes them ([PDF07] §5.1-5.2).
 """
 
@@ -25,6 +26,7 @@ from simsched.experiments.scripts import (
     run_script,
     usage_error,
     write_csv,
+    write_points,
 )
 from simsched.plotting import (
     figure_speedup_misses,
@@ -48,6 +50,29 @@ def miss_words(lo: float, hi: float) -> str:
 
 
 WORKLOADS = ["mergesort", "hashjoin", "fib"]
+
+#: A point's columns in points.csv: what the figures and ratios.csv read, and the counts
+#: behind them.
+POINT_COLUMNS = [
+    "workload",
+    "machine",
+    "cores",
+    "scheduler",
+    "seed",
+    "makespan_cycles",
+    "baseline_makespan_cycles",
+    "speedup",
+    "instructions",
+    "refs",
+    "strands",
+    "L1_misses",
+    "L2_misses",
+    "mpki",
+    "offchip_bytes",
+    "steals",
+    "utilization",
+    "wall_s",
+]
 
 
 def default_results() -> Path:
@@ -82,6 +107,12 @@ def main() -> None:
     ratios = scheduler_ratios(df)
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(ratios, args.out / "ratios.csv", index=False)
+    write_points(
+        df,
+        args.out / "points.csv",
+        POINT_COLUMNS,
+        ["workload", "cores", "machine", "scheduler", "seed"],
+    )
     for family in ("itrs-scaling-", "itrs-45nm-"):
         part = ratios[ratios["machine"].str.startswith(family)]
         ranges = ratio_ranges(part)
@@ -92,7 +123,7 @@ def main() -> None:
                 f"L2 misses/instr {miss_words(r.miss_reduction_min, r.miss_reduction_max)} "
                 f"({r.configs} machine{'' if r.configs == 1 else 's'})"
             )
-    print(f"\nfigures and ratios.csv in {args.out}")
+    print(f"\nfigures, ratios.csv and points.csv in {args.out}")
 
 
 if __name__ == "__main__":
