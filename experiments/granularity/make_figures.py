@@ -11,7 +11,9 @@ committed figures of the full one.  Writes
 ``fig6_grain.png`` (L2 misses per 1000 instructions and execution time against the task
 working set, 2 × grain × 4 bytes, one column per machine), ``fig8_auto.png`` (execution time
 of the automatically coarsened program against the best manual grain, per machine and
-scheduler, normalised to the best manual grain) and ``summary.csv``, and prints the numbers
+scheduler, normalised to the best manual grain), ``summary.csv`` and the per-point tables
+``points.csv`` (the grain sweep) and ``auto_points.csv`` (the automatic one: the columns
+the figures are computed from, one row per point), and prints the numbers
 the paper quotes ([PDF07] §5.4 and §6.2): PDF over WS when each gets its best
 grain (paper: 1.17× at 32 cores), PDF's L2-miss reduction at the smallest grain (paper: fewer
 than half WS's misses at 32 KB tasks), and the automatic grain's distance from the best manual
@@ -27,7 +29,13 @@ from pathlib import Path
 import pandas as pd
 
 from simsched.experiments import load_results
-from simsched.experiments.scripts import load_figure_rows, run_script, usage_error, write_csv
+from simsched.experiments.scripts import (
+    load_figure_rows,
+    run_script,
+    usage_error,
+    write_csv,
+    write_points,
+)
 from simsched.plotting import save, style
 
 HERE = Path(__file__).resolve().parent
@@ -36,6 +44,30 @@ ELEM = 4  # bytes per key (the generator's default elem_size)
 
 def _machine_short(label: str) -> str:
     return label.split("[", 1)[0]
+
+
+#: A point's columns in points.csv and auto_points.csv: what the tables read, and the
+#: counts behind them.
+POINT_COLUMNS = [
+    "machine",
+    "cores",
+    "scheduler",
+    "seed",
+    "workload.n",
+    "workload.grain",
+    "status",
+    "makespan_cycles",
+    "instructions",
+    "refs",
+    "strands",
+    "L1_misses",
+    "L2_misses",
+    "mpki",
+    "steals",
+    "utilization",
+    "wall_s",
+]
+POINT_ORDER = ["cores", "scheduler", "workload.n", "workload.grain", "seed"]
 
 
 def fig6_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -164,6 +196,7 @@ def main() -> None:
         auto = load_results(auto_dir) if (auto_dir / "points").is_dir() else pd.DataFrame()
     out.mkdir(parents=True, exist_ok=True)
     save(draw_fig6(t6), out / "fig6_grain.png")
+    write_points(rows, out / "points.csv", POINT_COLUMNS, POINT_ORDER)
     print(t6.to_string(index=False))
     for m, part in t6.groupby("machine"):
         ws = part[part["scheduler"] == "ws"].set_index("grain")
@@ -188,6 +221,7 @@ def main() -> None:
         t8 = fig8_table(t6, auto_table(auto))
         save(draw_fig8(t8), out / "fig8_auto.png")
         write_csv(t8, out / "summary.csv", index=False)
+        write_points(auto, out / "auto_points.csv", POINT_COLUMNS, POINT_ORDER)
         print(t8.to_string(index=False))
     print(f"wrote {out}", file=sys.stderr)
 

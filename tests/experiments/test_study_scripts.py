@@ -492,7 +492,19 @@ def test_granularity_figures_of_the_small_study(tmp_path, monkeypatch, capsys):
     mod.main()
     assert "itrs-scaling-8: PDF/WS at their best grains" in capsys.readouterr().out
     drawn = tmp_path / "elsewhere" / "figures"
-    assert {p.name for p in drawn.iterdir()} == {"fig6_grain.png", "fig8_auto.png", "summary.csv"}
+    assert {p.name for p in drawn.iterdir()} == {
+        "fig6_grain.png",
+        "fig8_auto.png",
+        "summary.csv",
+        "points.csv",
+        "auto_points.csv",
+    }
+    # one row per point of each sweep, with the columns the tables are computed from
+    points = pd.read_csv(drawn / "points.csv")
+    assert len(points) == 4  # WS and PDF at grains 64 and 256
+    assert {"workload.grain", "makespan_cycles", "L2_misses", "mpki"} <= set(points.columns)
+    auto_points = pd.read_csv(drawn / "auto_points.csv")
+    assert len(auto_points) == 2
     assert not (tmp_path / "figures").exists()  # the full study's figures are left alone
     # no argument: the small study's own folders when the full one has not run
     _granularity_rows(tmp_path / "results" / "small" / "fig6", ("itrs-scaling-16",))
@@ -710,6 +722,33 @@ def test_pdf_vs_ws_figures_of_another_sweep_exit_2_naming_it(tmp_path, monkeypat
         f"make_figures.py: {rows}: no runs of mergesort, hashjoin, fib: not a pdf_vs_ws sweep\n"
     )
     assert not (tmp_path / "fig").exists()
+
+
+def test_pdf_vs_ws_writes_a_row_per_point(tmp_path, monkeypatch, capsys):
+    """points.csv: one row per point with the columns ratios.csv is computed from."""
+    from simsched.experiments.store import save_row
+
+    mod = _script("pdf_vs_ws")
+    monkeypatch.setattr(mod, "HERE", tmp_path)
+    i = 0
+    for machine, cores in (("itrs-scaling-1", 1), ("itrs-scaling-2", 2), ("itrs-45nm-2", 2)):
+        for sched, seeds in (("ws", (0, 1)), ("pdf", (0,))):
+            for seed in seeds:
+                row = {
+                    "point_id": f"p{i}", "status": "ok", "workload": "mergesort",
+                    "machine": machine, "cores": cores, "scheduler": sched, "seed": seed,
+                    "makespan_cycles": 1000 - 10 * cores - i, "speedup": cores * 0.9,
+                    "mpki": 1.0 + i, "L2_misses": 10 + i, "instructions": 10**6,
+                }  # fmt: skip
+                save_row(tmp_path / "results" / "medium", f"p{i}", row)
+                i += 1
+    monkeypatch.setattr(sys, "argv", ["make_figures.py", str(tmp_path / "results" / "medium")])
+    mod.main()
+    points = pd.read_csv(tmp_path / "results" / "figures" / "medium" / "points.csv")
+    assert len(points) == i
+    assert list(points.columns[:5]) == ["workload", "machine", "cores", "scheduler", "seed"]
+    assert {"makespan_cycles", "speedup", "mpki", "L2_misses"} <= set(points.columns)
+    assert "points.csv" in capsys.readouterr().out
 
 
 def test_pdf_vs_ws_says_more_or_fewer_misses_in_words():
