@@ -30,6 +30,7 @@ import pandas as pd
 
 from simsched.experiments import load_results
 from simsched.experiments.scripts import (
+    CMP_COUNTS,
     load_figure_rows,
     run_script,
     usage_error,
@@ -49,24 +50,9 @@ def _machine_short(label: str) -> str:
 #: A point's columns in points.csv and auto_points.csv: what the tables read, and the
 #: counts behind them.
 POINT_COLUMNS = [
-    "machine",
-    "cores",
-    "scheduler",
-    "seed",
-    "workload.n",
-    "workload.grain",
-    "status",
-    "makespan_cycles",
-    "instructions",
-    "refs",
-    "strands",
-    "L1_misses",
-    "L2_misses",
-    "mpki",
-    "steals",
-    "utilization",
-    "wall_s",
-]
+    "machine", "cores", "scheduler", "seed", "workload.n", "workload.grain", "status",
+    "makespan_cycles", *CMP_COUNTS, "utilization", "wall_s",
+]  # fmt: skip
 POINT_ORDER = ["cores", "scheduler", "workload.n", "workload.grain", "seed"]
 
 

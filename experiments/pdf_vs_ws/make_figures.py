@@ -21,6 +21,7 @@ from pathlib import Path
 from simsched.experiments import study_results
 from simsched.experiments.analysis import ratio_ranges, scheduler_ratios
 from simsched.experiments.scripts import (
+    CMP_COUNTS,
     default_figures,
     load_figure_rows,
     run_script,
@@ -54,25 +55,10 @@ WORKLOADS = ["mergesort", "hashjoin", "fib"]
 #: A point's columns in points.csv: what the figures and ratios.csv read, and the counts
 #: behind them.
 POINT_COLUMNS = [
-    "workload",
-    "machine",
-    "cores",
-    "scheduler",
-    "seed",
-    "makespan_cycles",
-    "baseline_makespan_cycles",
-    "speedup",
-    "instructions",
-    "refs",
-    "strands",
-    "L1_misses",
-    "L2_misses",
-    "mpki",
-    "offchip_bytes",
-    "steals",
-    "utilization",
+    "workload", "machine", "cores", "scheduler", "seed", "makespan_cycles",
+    "baseline_makespan_cycles", "speedup", *CMP_COUNTS, "offchip_bytes", "utilization",
     "wall_s",
-]
+]  # fmt: skip
 
 
 def default_results() -> Path:

@@ -85,6 +85,11 @@ def run_script(main: Callable[[], object], prog: str = PROG) -> None:
         usage_error(str(exc), prog)
 
 
+#: What a replay on a chip with private L1s and a shared L2 (the ITRS machines of [PDF07])
+#: counts, as a study's per-point table (:func:`write_points`) gives it.
+CMP_COUNTS = ("instructions", "refs", "strands", "L1_misses", "L2_misses", "mpki", "steals")
+
+
 def write_points(
     df: pd.DataFrame, path: str | Path, columns: Sequence[str], order: Sequence[str]
 ) -> Path:
