@@ -381,7 +381,8 @@ def main(argv: list[str] | None = None) -> None:
 def _report(args: argparse.Namespace, trace: Trace) -> None:
     """Print the runs' lines (see the module docstring) once the trace is open."""
     digest = trace.header.digest
-    runs = [(run, *load_run(run, digest, args.trace, PROG)) for run in args.runs]
+    # only the iterations each run replayed in detail are compared (the module docstring)
+    runs = [(run, *load_run(run, digest, args.trace, PROG, sampled_ok=True)) for run in args.runs]
     level = args.level
     if level is None:
         cab = next((r for _, r, _ in runs if isinstance(r.get("bl"), int)), None)
@@ -401,7 +402,7 @@ def _report(args: argparse.Namespace, trace: Trace) -> None:
         usage_error(f"{args.trace}: no frame at level {level}", PROG)
     base = None
     if args.baseline is not None:
-        _, base_timeline = load_run(args.baseline, digest, args.trace, PROG)
+        _, base_timeline = load_run(args.baseline, digest, args.trace, PROG, sampled_ok=True)
         base = iteration_lengths(base_timeline, iteration)
     drawn = []
     sockets = 1

@@ -272,7 +272,12 @@ def _no_successful_run(df: pd.DataFrame, cmd: str) -> str:
 
 
 def load_run(
-    run: str | os.PathLike, digest: str, trace: str | os.PathLike, prog: str = PROG
+    run: str | os.PathLike,
+    digest: str,
+    trace: str | os.PathLike,
+    prog: str = PROG,
+    *,
+    sampled_ok: bool = False,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """A ``simsched run --out`` folder's result record and timeline, checked to be a run of
     the trace whose digest is ``digest``.
@@ -288,6 +293,10 @@ def load_run(
         The trace's path, named in the error line.
     prog
         The script's name, the error line's prefix.
+    sampled_ok
+        Take a sampled run too: for a script that reads only the iterations a run
+        replayed in detail and compares only those (its timeline's other strands have end
+        -1, :func:`~simsched.plotting.runfolder.not_replayed`).
 
     Returns
     -------
@@ -298,14 +307,15 @@ def load_run(
     ------
     SystemExit
         Status 2, after one line on stderr, when the folder is not such a run, or is a
-        sampled run (its timeline lacks the strands of the iterations it extrapolated).
+        sampled run and ``sampled_ok`` is False (its timeline lacks the strands of the
+        iterations it extrapolated).
     """
     run = Path(run)  # a str failed at `run / TIMELINE_FILE`
     try:
         record = read_record(run)
         if record.get("trace_digest") != digest:
             usage_error(f"{run}: a run of another trace than {trace} (digests differ)", prog)
-        if record.get("sampled") is True:
+        if record.get("sampled") is True and not sampled_ok:
             # its timeline lacks the iterations it extrapolated: per-strand figures over
             # it would describe the detailed iterations only, as if they were the run
             usage_error(

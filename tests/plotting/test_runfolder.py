@@ -365,3 +365,9 @@ def test_a_sampled_runs_timeline_is_drawn_and_exported_without_what_it_skipped(t
     with pytest.raises(SystemExit) as info:
         load_run(run, record["trace_digest"], tmp_path / "h.sst", "leaf_sharing.py")
     assert info.value.code == 2 and "a sampled run (--sample-iterations)" in capsys.readouterr().err
+    # step_affinity.py compares only the iterations replayed in detail, and takes it (the
+    # paper-size commands of docs/experiments.md sample; the refusal had broken them)
+    rec, timeline = load_run(
+        run, record["trace_digest"], tmp_path / "h.sst", "step_affinity.py", sampled_ok=True
+    )
+    assert rec["sampled"] is True and (timeline["end"] == -1).sum() == skipped.sum()
