@@ -62,6 +62,8 @@ POINT_COLUMNS = [
     "bl", "bl_reason", "bl_eq4", *METRICS, "dram_local", "dram_remote", "sampled",
     "detailed_iterations", "makespan_ci95", "wall_s",
 ]  # fmt: skip
+#: The columns naming a point, which points.csv leads with and is sorted by.
+POINT_ORDER = ["workload", "machine", "scheduler", "seed"]
 
 
 def default_results() -> Path:
@@ -347,8 +349,7 @@ def draw(df: pd.DataFrame, out: Path) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     mach = study_machine(df)
-    order = ["workload", "machine", "scheduler", "seed"]
-    write_points(df, out / "points.csv", [*order, *POINT_COLUMNS], order)
+    write_points(df, out / "points.csv", [*POINT_ORDER, *POINT_COLUMNS], POINT_ORDER)
     with style():
         f4 = versus_ws(df, MEMORY_BOUND, mach)
         write_csv(f4, out / "table4.csv", index=False)
@@ -450,10 +451,9 @@ def main() -> None:
             )
         figdir = a.out or default_figures(res[0], HERE, HERE / "figures" / "placement")
         draw_placement(table, figdir)
-        order = ["workload", "machine", "scheduler", "seed"]
         # the link columns too: the placement-links line is computed from them
-        cols = [*order, *POINT_COLUMNS, "link_traffic", "dram_by_socket"]
-        write_points(df, figdir / "points.csv", cols, order)
+        cols = [*POINT_ORDER, *POINT_COLUMNS, "link_traffic", "dram_by_socket"]
+        write_points(df, figdir / "points.csv", cols, POINT_ORDER)
         print(json_line({"figure": "placement", "rows": table.round(4).to_dict("records")}))
         links = link_table(df)
         if not links.empty:

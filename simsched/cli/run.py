@@ -149,7 +149,11 @@ def _check_run_folder(out: Path) -> None:
     for name in RUN_FILES:
         if (out / name).is_dir():
             raise ConfigError(f"--out {out}: {name} there is a folder, not a run's file")
-    if (out / POINT_FILE).exists() or (out / ROW_FILE).exists():
+
+    def holds_a_point(folder: Path) -> bool:
+        return (folder / POINT_FILE).exists() or (folder / ROW_FILE).exists()
+
+    if holds_a_point(out):
         raise ConfigError(
             f"--out {out}: a sweep point's folder (it holds {POINT_FILE} or {ROW_FILE}); "
             "a run there would replace the point's files and leave its row: give a "
@@ -160,9 +164,7 @@ def _check_run_folder(out: Path) -> None:
             f"--out {out}: a sweep's output folder (it holds {POINTS_DIR}/); give the run "
             "a folder of its own"
         )
-    if out.name == POINTS_DIR and any(
-        (d / POINT_FILE).exists() or (d / ROW_FILE).exists() for d in out.iterdir()
-    ):
+    if out.name == POINTS_DIR and any(holds_a_point(d) for d in out.iterdir()):
         raise ConfigError(
             f"--out {out}: a sweep's folder of points (a folder there holds {POINT_FILE} "
             f"or {ROW_FILE}); give the run a folder of its own"

@@ -111,8 +111,8 @@ def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Fi
             raise ConfigError(f"records[{i}]={shown(rec)}: expected a result record (a dict)")
     rows = []
     for rec in records:
-        if has_iterations(rec):
-            cyc = _field(rec, "iteration_cycles")
+        cyc = _field(rec, "iteration_cycles")
+        if cyc:  # has_iterations' reading, without parsing the field twice
             label = f"{rec.get('scheduler', '?')} (seed {rec.get('seed', '?')})"
             rows.append((label, cyc, _field(rec, "packing") or []))
     if not rows:
