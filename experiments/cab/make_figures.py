@@ -28,6 +28,11 @@ one minus CAB's mean misses over WS's (Table IV, Fig. 6).  Means are over seeds.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first, so that Ctrl-C while numpy and pandas load is one line
+    from simsched.interrupts import while_loading
+
+    while_loading()
+
 import argparse
 import json
 from pathlib import Path

@@ -22,6 +22,11 @@ one (paper: within 5 %).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first, so that Ctrl-C while numpy and pandas load is one line
+    from simsched.interrupts import while_loading
+
+    while_loading()
+
 import argparse
 import sys
 from pathlib import Path

@@ -19,6 +19,11 @@ The steps are functions (:func:`prepare`) so that the notebook calls them direct
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first, so that Ctrl-C while numpy and pandas load is one line
+    from simsched.interrupts import while_loading
+
+    while_loading()
+
 import argparse
 import math
 from collections.abc import Callable

@@ -30,6 +30,11 @@ library call: it reads simsched's own timeline and frame table.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first, so that Ctrl-C while numpy and pandas load is one line
+    from simsched.interrupts import while_loading
+
+    while_loading()
+
 import argparse
 from pathlib import Path
 

@@ -47,6 +47,11 @@ iteration times).  Means are over seeds.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first, so that Ctrl-C while numpy and pandas load is one line
+    from simsched.interrupts import while_loading
+
+    while_loading()
+
 import argparse
 import heapq
 import json

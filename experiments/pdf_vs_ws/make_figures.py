@@ -15,6 +15,11 @@ quotes them ([PDF07] §5.1-5.2).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first, so that Ctrl-C while numpy and pandas load is one line
+    from simsched.interrupts import while_loading
+
+    while_loading()
+
 import argparse
 from pathlib import Path
 

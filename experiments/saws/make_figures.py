@@ -26,6 +26,11 @@ The notebook ``notebooks/saws.ipynb`` uses these functions.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first, so that Ctrl-C while numpy and pandas load is one line
+    from simsched.interrupts import while_loading
+
+    while_loading()
+
 import argparse
 import re
 import sys

@@ -328,18 +328,18 @@ def main(argv: list[str] | None = None) -> None:
         print(f"simsched {version()}")
         raise SystemExit(0)
     quick = _QUICK.get(tuple(args))
-    if quick is None:
-        import typer
-        from typer import TyperException
-
-        abort: type[BaseException] = typer.Abort
-        usage: type[BaseException] = TyperException
-    else:
-        # typer's own exceptions cannot arise without typer: no clause below may name it.
-        abort = usage = _NeverRaised
+    # typer's own exceptions cannot arise without typer: until it is loaded (inside the
+    # try, so that Ctrl-C while it loads is one line too) no clause below may name them.
+    abort: type[BaseException] = _NeverRaised
+    usage: type[BaseException] = _NeverRaised
     command = next((a for a in args if not a.startswith("-")), None)
     terminated = _unwind_on_sigterm()
     try:
+        if quick is None:
+            import typer
+            from typer import TyperException
+
+            abort, usage = typer.Abort, TyperException
         try:
             if quick is not None:
                 status = getattr(importlib.import_module(quick[0]), quick[1])()

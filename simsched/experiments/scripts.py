@@ -23,6 +23,7 @@ import pandas as pd
 from simsched.canonical import strict_json
 from simsched.errors import ConfigError
 from simsched.experiments.store import load_results
+from simsched.interrupts import restore
 from simsched.plotting.runfolder import TIMELINE_FILE, read_record, read_timeline
 
 PROG = "make_figures.py"
@@ -76,6 +77,7 @@ def run_script(main: Callable[[], object], prog: str = PROG) -> None:
         2, after one line, on a :class:`ConfigError` (the figure functions' word for a
         table they cannot draw: a folder of another study, a column it lacks).
     """
+    restore()  # Ctrl-C is a KeyboardInterrupt again (simsched.interrupts)
     try:
         main()
     except KeyboardInterrupt:

@@ -718,3 +718,21 @@ def test_python_m_simsched_is_the_command():
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2 and "see `simsched run --help`" in one_line(done.stderr)
+
+
+def test_ctrl_c_while_the_command_line_library_loads_is_one_line_and_130():
+    # An import hook sends SIGINT when main asks for typer: where an interrupt in a
+    # command's first tenth of a second falls, every time.
+    code = (
+        "import importlib.abc, os, signal, sys\n"
+        "class Interrupt(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name == 'typer':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "from simsched.cli import main\n"
+        "main(['trace', 'info', 'nothing.sst'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "simsched: error: interrupted (Ctrl-C)\n"

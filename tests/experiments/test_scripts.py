@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import pandas as pd
+import pytest
 
 from simsched.experiments.scripts import json_line, load_figure_rows, run_script, usage_error
 from tests.experiments.script_exits import one_line_exit
@@ -149,3 +155,54 @@ def test_a_studys_point_table_keeps_the_columns_it_has_in_order(tmp_path):
     back = pd.read_csv(path)
     assert list(back.columns) == ["scheduler", "seed", "makespan_cycles"]  # no bl: left out
     assert back.values.tolist() == [["cab", 0, 1], ["ws", 0, 2], ["ws", 1, 3]]
+
+
+#: Ctrl-C at a study script's first import after simsched.interrupts.while_loading: an
+#: import hook sends the signal when the script asks for numpy, so the interrupt falls
+#: where a user's first-second Ctrl-C falls (the libraries loading), every time.
+_INTERRUPT_AT_IMPORT = """
+import importlib.abc, os, runpy, signal, sys
+
+class Interrupt(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "numpy":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, Interrupt())
+sys.argv = [sys.argv[1], "--help"]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def _study_scripts() -> list[Path]:
+    root = Path(__file__).resolve().parents[2] / "experiments"
+    return sorted(p for p in root.glob("*/*.py") if "run_script(" in p.read_text())
+
+
+@pytest.mark.parametrize("script", _study_scripts(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_ctrl_c_while_a_script_loads_its_libraries_is_one_line_and_130(script):
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_AT_IMPORT, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == f"{script.name}: interrupted (Ctrl-C)\n"
+
+
+def test_a_script_run_gives_ctrl_c_back_to_python_before_main():
+    from simsched.interrupts import while_loading
+
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        while_loading()
+        assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+
+        def main():
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+        run_script(main)
+    finally:
+        signal.signal(signal.SIGINT, before)
