@@ -101,6 +101,14 @@ BUFFER_BUDGET = 640 << 20
 #: quarter of a chunk) under WS at 16 cores decoded 1,154 chunks for its 1,012 with them,
 #: against 1,735 (571 of them pushed out unread): 0.90x the CPU time, CATS 0.97x.
 SPARE_ROWS_PER_CORE = 1
+#: Bytes of chunk buffers a run may plan when its rows then hold every chunk of its
+#: traces (at most 64 chunks of 2^20 references), where the budget above would make every
+#: core copy its segments and chunks be pushed out and decoded again: each chunk is then
+#: decoded once and read in place.  A mergesort of 2^20 keys (60 such chunks) under WS on
+#: itrs-scaling-256 decoded 609 chunks in 640 MiB and 60 held whole: 3.3-3.5 s of the
+#: engine's CPU time against 7.0-7.1 s, 1.17 GB peak resident memory against 0.90 GB
+#: (docs/performance.md).  Held to half the host's available memory (:func:`whole_budget`).
+WHOLE_TRACE_BUDGET = 1 << 30
 #: Bytes per buffered reference: address (8), size (1), write flag (1), gap (4), dependence
 #: flag (1).
 REF_BYTES = 15
@@ -118,14 +126,30 @@ class BufferPlan(NamedTuple):
         shared row, which is unpinned at once); False: cores read shared rows in place.
     nbytes
         Bytes the buffers take when every row and stretch is in use.
+    whole
+        The rows hold every chunk of the run's traces: none is pushed out.
     """
 
     rows: int
     copy: bool
     nbytes: int
+    whole: bool = False
 
 
-def buffer_plan(cores: int, width: int, budget: int | None = None) -> BufferPlan:
+def whole_budget() -> int:
+    """Bytes a plan that holds every chunk may take (:data:`WHOLE_TRACE_BUDGET`, at most
+    half the host's available memory)."""
+    have = available_memory()
+    return WHOLE_TRACE_BUDGET if have is None else min(WHOLE_TRACE_BUDGET, have // 2)
+
+
+def buffer_plan(
+    cores: int,
+    width: int,
+    budget: int | None = None,
+    chunks: int | None = None,
+    whole: int = 0,
+) -> BufferPlan:
     """The chunk buffers of a run on ``cores`` cores whose longest chunk is ``width``.
 
     Reading in place pins one row per running core, so the rows are the cores plus
@@ -137,6 +161,12 @@ def buffer_plan(cores: int, width: int, budget: int | None = None) -> BufferPlan
     (at most :data:`SEGMENT_REFS` references) to its own stretch: the references a core
     reads are the same, only where they sit differs, so results are identical.
 
+    A run of ``chunks`` chunks in all gets one row per chunk (at least
+    :data:`PREFETCH_DEPTH` plus two) instead, read in place, when that is fewer rows than
+    reading in place would take, or when reading in place does not fit ``budget`` and one
+    row per chunk fits ``whole``: a chunk then keeps its row once decoded, so a row to
+    decode into always exists and nothing is decoded twice.
+
     Parameters
     ----------
     cores
@@ -145,6 +175,11 @@ def buffer_plan(cores: int, width: int, budget: int | None = None) -> BufferPlan
         References in the longest chunk of any job's trace.
     budget
         Bytes the plan aims to stay under.
+    chunks
+        Chunks of every job's trace together (None: not known).
+    whole
+        Bytes a plan of one row per chunk may take where ``budget`` is too small for
+        reading in place (:func:`whole_budget`; 0: never more than ``budget``).
 
     Returns
     -------
@@ -158,9 +193,14 @@ def buffer_plan(cores: int, width: int, budget: int | None = None) -> BufferPlan
     seg = min(SEGMENT_REFS, w)
     stretches = -(-int(cores) // (w // seg)) * row
     rows = int(cores) + PREFETCH_DEPTH + 2
+    every = None if chunks is None else max(int(chunks), PREFETCH_DEPTH + 2)
     if rows * row + stretches <= budget:
         rows += min(int(cores) * SPARE_ROWS_PER_CORE, (budget - rows * row - stretches) // row)
+        if every is not None and every <= rows:
+            return BufferPlan(every, False, every * row + stretches, True)
         return BufferPlan(rows, False, rows * row + stretches)
+    if every is not None and every * row + stretches <= max(budget, int(whole)):
+        return BufferPlan(every, False, every * row + stretches, True)
     rows = max(PREFETCH_DEPTH + 2, (budget - stretches) // row)
     return BufferPlan(rows, True, rows * row + stretches)
 
@@ -183,6 +223,8 @@ def check_buffers(plan: BufferPlan, cores: int, width: int, machine: str = "mach
     """
     have = available_memory()
     limit, what = BUFFER_BUDGET, "the buffer budget"
+    if plan.whole:  # planned within whole_budget(), which the host's memory bounds
+        limit = max(limit, plan.nbytes)
     if have is not None and have < limit:
         limit, what = have, "the host's available memory"
     if plan.nbytes > limit:

@@ -48,7 +48,13 @@ from simsched.engine.controllers import (
     check_quantum,
     get_controller,
 )
-from simsched.engine.cores import BufferPlan, CoreDriver, buffer_plan, check_buffers
+from simsched.engine.cores import (
+    BufferPlan,
+    CoreDriver,
+    buffer_plan,
+    check_buffers,
+    whole_budget,
+)
 from simsched.engine.facts import TraceFacts
 from simsched.engine.job import MAX_JOBS, Job
 from simsched.engine.outcome import (
@@ -855,7 +861,8 @@ def plan_buffers(machine: Any, jobs: Sequence[JobSpec]) -> tuple[BufferPlan, int
     caller can check before it builds anything (the memory model compiles per geometry).
     """
     width = max((int(np.max(s.trace.index["n"])) for s in jobs if s.trace.header.n_refs), default=1)
-    plan = buffer_plan(machine.cores, width)
+    chunks = sum(len(s.trace.index["n"]) for s in jobs)
+    plan = buffer_plan(machine.cores, width, chunks=chunks, whole=whole_budget())
     check_buffers(plan, machine.cores, width, machine.name)
     return plan, width
 

@@ -118,6 +118,7 @@ def test_steal_bound_replays_are_the_same_with_and_without_decoding_ahead(
     a core needs them."""
     if copy:  # 16 rows and 16 one-row stretches of 16 references
         monkeypatch.setattr(cores, "BUFFER_BUDGET", 32 * 16 * cores.REF_BYTES)
+        monkeypatch.setattr(cores, "WHOLE_TRACE_BUDGET", 0)  # not one row per chunk
     machine = load_machine("opteron-8380-4x4")
     path = make_trace(tmp_path / "t.sst", seed=3, depth=9, max_refs=8, chunk_refs=16)
     out = []

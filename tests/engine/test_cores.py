@@ -58,21 +58,55 @@ def test_buffers_stay_under_the_budget_at_any_core_count(P):
     assert plan.copy == (P > 36)
 
 
+def test_a_row_per_chunk_where_it_saves_rows_or_copying():
+    # fewer chunks than reading in place takes rows: one row each, at least the decoders'
+    # (and the four cores' stretches, one row)
+    row = WIDTH * REF_BYTES
+    assert buffer_plan(4, WIDTH, chunks=3) == (PREFETCH_DEPTH + 2, False, 7 * row, True)
+    assert buffer_plan(4, WIDTH, chunks=9) == (9, False, 10 * row, True)
+    assert not buffer_plan(4, WIDTH, chunks=15).whole  # more chunks than rows
+    # 256 cores: reading in place does not fit the budget; 60 chunks of 2^20 references
+    # fit the whole-trace budget with the cores' stretches, 65 do not
+    plan = buffer_plan(256, WIDTH, chunks=60, whole=cores.WHOLE_TRACE_BUDGET)
+    assert plan == (60, False, 64 * row, True)
+    assert plan.nbytes <= cores.WHOLE_TRACE_BUDGET
+    assert buffer_plan(256, WIDTH, chunks=65, whole=cores.WHOLE_TRACE_BUDGET).copy
+    assert buffer_plan(256, WIDTH, chunks=60).copy  # no whole-trace budget given
+
+
+def test_the_whole_trace_budget_is_held_to_half_the_hosts_memory(monkeypatch):
+    monkeypatch.setattr(cores, "available_memory", lambda: 1 << 30)
+    assert cores.whole_budget() == 1 << 29
+    monkeypatch.setattr(cores, "available_memory", lambda: None)
+    assert cores.whole_budget() == cores.WHOLE_TRACE_BUDGET
+
+
 @pytest.mark.parametrize("stack", [None, (16384, 32768)], ids=["plain", "stacks"])
 @pytest.mark.parametrize("sched", ["ws", "pdf"])
-def test_copied_segments_equal_the_oracle(tmp_path, monkeypatch, sched, stack):
+@pytest.mark.parametrize("mode", ["copied", "row-per-chunk"])
+def test_copied_segments_equal_the_oracle(tmp_path, monkeypatch, sched, stack, mode):
     """With a budget that leaves only a few rows, every core copies its segments
-    (chunks are decoded, evicted and decoded again), and the replay is the oracle's."""
+    (chunks are decoded, evicted and decoded again), and the replay is the oracle's; so
+    is the replay that the whole-trace budget lets hold a row per chunk instead (each
+    chunk decoded once, read in place)."""
     # 37-reference chunks: 555 bytes a row, four stretches of one row; in place would
     # need 14 rows, the budget leaves 7
     monkeypatch.setattr(cores, "BUFFER_BUDGET", 6500)
-    assert buffer_plan(4, 37) == (7, True, 11 * 37 * REF_BYTES)
+    if mode == "copied":
+        monkeypatch.setattr(cores, "WHOLE_TRACE_BUDGET", 0)
+    assert buffer_plan(4, 37) == (7, True, 11 * 37 * REF_BYTES, False)
     machine = load_machine(TWO_BY_TWO)
     path = make_trace(tmp_path / "t.sst", seed=5, depth=5, max_refs=60, chunk_refs=37, stack=stack)
     trace = open_trace(path)
+    n_chunks = int(trace.index.shape[0])
+    assert n_chunks > 14  # more than reading in place would take rows
     cls = get_scheduler(sched)
     mem = MemorySystem(machine)
     res = Engine(trace, machine, cls, {}, 3, mem, window=0).run()
+    if mode == "copied":
+        assert res.engine["chunk_loads"] > n_chunks
+    else:
+        assert res.engine["chunk_loads"] == n_chunks
     oracle_mem = MemoryOracle(machine)
     ora = OracleEngine(trace, machine, cls, {}, 3, oracle_mem).run()
     np.testing.assert_array_equal(res.strand_core, ora["strand_core"])
