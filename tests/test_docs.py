@@ -480,3 +480,20 @@ def test_the_sweep_spec_example_of_the_sweeps_doc_loads(tmp_path):
     example = re.search(r"## The spec\n\n```yaml\n(.*?)```", doc, re.S).group(1)
     (tmp_path / "s.yaml").write_text(example, encoding="utf-8")
     assert load_spec(tmp_path / "s.yaml").spec.name == "pdf_vs_ws"
+    # With the files it names, its points expand: no two alike, every filter matching.
+    # Its paths are those of a spec two folders below the repository (experiments/x/).
+    (tmp_path / "traces").symlink_to(ROOT / "traces")
+    tmp_path = tmp_path / "experiments" / "x"
+    tmp_path.mkdir(parents=True)
+    (tmp_path / "s.yaml").write_text(example, encoding="utf-8")
+    (tmp_path / "machines").mkdir()
+    chip = (ROOT / "simsched/machine/presets/opteron-8380-4x4.yaml").read_text(encoding="utf-8")
+    chip = re.sub(r"(?m)^name: .*$", "name: my-chip", chip)
+    (tmp_path / "machines" / "my-chip.yaml").write_text(chip, encoding="utf-8")
+    (tmp_path / "jobsets").mkdir()
+    sample = ROOT / "traces/samples/fib-16-6.valgrind.sst"
+    (tmp_path / "jobsets" / "two-heats.yaml").write_text(
+        f"jobs:\n  - {{trace: {sample}, copies: 2}}\n", encoding="utf-8"
+    )
+    points = check_spec(load_spec(tmp_path / "s.yaml"))
+    assert len(points) == len({p.id for p in points}) > 100

@@ -15,10 +15,13 @@ from rich.table import Table
 from simsched.cli._common import plugin_warnings, print_json, print_table
 from simsched.errors import ConfigError
 
-#: What every controller accepts besides its own parameters.
-QUANTUM_MS_DOC = (
+#: What every controller accepts besides its own parameters (kept to the controllers'
+#: ``PLACEMENTS`` by tests/cli/test_policies.py, so that listing them needs no engine).
+CONTROLLER_COMMON_DOC = (
     "every controller: `quantum_ms` (float > 0), the quantum in milliseconds of the "
-    "machine's `clock_ghz` (a quantum given in cycles takes precedence)"
+    "machine's `clock_ghz` (a quantum given in cycles takes precedence); `placement` "
+    "(`sockets` or `any`, default `sockets`): keep each job's cores on few sockets, or "
+    "take free cores wherever they are (docs/jobs.md)"
 )
 
 
@@ -50,7 +53,7 @@ def params_reference() -> str:
     for kind, classes in (("scheduler", scheds), ("controller", ctls)):
         for cls in classes:
             out.append(f"#### {kind} `{cls.name}`\n\n{cls.params_schema.markdown()}")
-    out.append(f"Also {QUANTUM_MS_DOC}.\n")
+    out.append(f"Also {CONTROLLER_COMMON_DOC}.\n")
     return "\n".join(out)
 
 
@@ -103,7 +106,7 @@ def schedulers_cmd(
                 table.add_row("(none)", "", "", "")
             print_table(table)
     if params:
-        print(f"Also {QUANTUM_MS_DOC.replace('`', '')}.")
+        print(f"Also {CONTROLLER_COMMON_DOC.replace('`', '')}.")
 
 
 def register(app: typer.Typer) -> None:

@@ -53,7 +53,7 @@ def _small_checked(loaded: LoadedSpec, small: bool) -> LoadedSpec:
     if small and spec.small.machines is None and spec.small.seeds is None:
         if not any(w.small for w in spec.workloads):
             _warn(
-                f"--small: {loaded.path} has no small variant (no small section, no "
+                f"--small: {loaded.shown} has no small variant (no small section, no "
                 "workload's small values): it runs as written"
             )
     return loaded

@@ -149,6 +149,13 @@ class LoadedSpec:
     spec: SweepSpec
     path: Path
     small: bool
+    #: the path as the caller gave it, which messages name (``path`` is resolved)
+    given: Path | None = None
+
+    @property
+    def shown(self) -> Path:
+        """The spec file as messages name it: as given (``s.yaml``), else resolved."""
+        return self.given if self.given is not None else self.path
 
     @property
     def spec_dir(self) -> Path:
@@ -298,7 +305,10 @@ def load_spec(
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     return LoadedSpec(
-        spec=spec, path=path.resolve(), small=small_from_env() if small is None else small
+        spec=spec,
+        path=path.resolve(),
+        small=small_from_env() if small is None else small,
+        given=path,
     )
 
 
@@ -315,7 +325,7 @@ def _workload_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
             try:
                 digest = hashlib.sha256((loaded.spec_dir / w.jobs).read_bytes()).hexdigest()
             except OSError:
-                raise ConfigError(f"{loaded.path}: {where}.jobs: cannot read {w.jobs}") from None
+                raise ConfigError(f"{loaded.shown}: {where}.jobs: cannot read {w.jobs}") from None
             entries.append(
                 (
                     label,
@@ -338,7 +348,7 @@ def _workload_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
                     digests[src] = hashlib.sha256(p.read_bytes()).hexdigest()
                 except OSError:
                     raise ConfigError(
-                        f"{loaded.path}: {where}.capture.sources: cannot read {src}"
+                        f"{loaded.shown}: {where}.capture.sources: cannot read {src}"
                     ) from None
             entries.append(
                 (label, {"kind": "capture", "recipe": recipe, "source_digests": digests})
@@ -377,7 +387,7 @@ def _machine_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
             elif "/" in source or os.sep in source:
                 # read as a preset's name, it was "no such preset or file" of a file that exists
                 raise ConfigError(
-                    f"{loaded.path}: machines.{i}: {source!r} is a path, not a preset; a "
+                    f"{loaded.shown}: machines.{i}: {source!r} is a path, not a preset; a "
                     "machine file is YAML, named by `file:` (or by a bare .yaml or .yml name)"
                 )
         base_label = m.label or m.name or Path(m.file or "").stem
@@ -391,7 +401,7 @@ def _machine_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
             try:
                 machine = load_machine(source, overrides or None)
             except ConfigError as exc:
-                raise ConfigError(f"{loaded.path}: machines.{i}: {exc}") from None
+                raise ConfigError(f"{loaded.shown}: machines.{i}: {exc}") from None
             entries.append(
                 (
                     label,
@@ -470,7 +480,7 @@ def _seed_values(loaded: LoadedSpec) -> list[int] | range:
             if own:
                 shown += "; the schedulers' own: " + ", ".join(map(str, sorted(own)))
             raise ConfigError(
-                f"{loaded.path}: small.seeds: {stray[0]} is not a seed of the sweep "
+                f"{loaded.shown}: small.seeds: {stray[0]} is not a seed of the sweep "
                 f"(its seeds: {shown})"
             )
         # A range ascends: its members among ``keep``, sorted, are in the axis's order.
@@ -523,7 +533,7 @@ def check_size(loaded: LoadedSpec, limit: int = MAX_POINTS) -> int:
     if total > limit:
         detail = " × ".join(f"{name} {n:,}" for name, n in factors)
         raise ConfigError(
-            f"{loaded.path}: the sweep's axes multiply to {total:,} points ({detail}), "
+            f"{loaded.shown}: the sweep's axes multiply to {total:,} points ({detail}), "
             f"more than the {limit:,} a sweep may have; narrow an axis or split the sweep"
         )
     return total
@@ -560,7 +570,7 @@ def expand(loaded: LoadedSpec) -> list[Point]:
         unknown = keep - {label for label, _ in axes["machines"]}
         if unknown:
             raise ConfigError(
-                f"{loaded.path}: small.machines: no machine labelled {sorted(unknown)[0]!r}"
+                f"{loaded.shown}: small.machines: no machine labelled {sorted(unknown)[0]!r}"
             )
         axes["machines"] = [e for e in axes["machines"] if e[0] in keep]
 
@@ -573,7 +583,7 @@ def expand(loaded: LoadedSpec) -> list[Point]:
             lengths = {a: len(axes[a]) for a in group}
             if len(set(lengths.values())) != 1:
                 detail = ", ".join(f"{a}={n}" for a, n in lengths.items())
-                raise ConfigError(f"{loaded.path}: zip: axes have different lengths ({detail})")
+                raise ConfigError(f"{loaded.shown}: zip: axes have different lengths ({detail})")
             factors.append((group, list(zip(*(axes[a] for a in group), strict=True))))
         elif axis not in zipped:
             factors.append(((axis,), [(v,) for v in axes[axis]]))
@@ -613,7 +623,7 @@ def expand(loaded: LoadedSpec) -> list[Point]:
             label = f"{wl_label} / {m_label} / {s_label} / seed {seed}"
             if pid in seen:
                 raise ConfigError(
-                    f"{loaded.path}: two entries resolve to the same point: {seen[pid]!r} and {label!r}"
+                    f"{loaded.shown}: two entries resolve to the same point: {seen[pid]!r} and {label!r}"
                 )
             seen[pid] = label
             point = Point(
@@ -639,7 +649,7 @@ def expand(loaded: LoadedSpec) -> list[Point]:
             # two different points under one set of labels would be mixed in all of them.
             if labelled.setdefault(label, pid) != pid:
                 raise ConfigError(
-                    f"{loaded.path}: two different points are both labelled {label!r}; give "
+                    f"{loaded.shown}: two different points are both labelled {label!r}; give "
                     "their entries different names (name: of a workload, label: of a machine "
                     "or scheduler)"
                 )
@@ -657,7 +667,7 @@ def expand(loaded: LoadedSpec) -> list[Point]:
             twin = (wl_label, m_label, policy[1], seed)
             if twin in twins:
                 raise ConfigError(
-                    f"{loaded.path}: {twins[twin]!r} and {label!r} are one point: their "
+                    f"{loaded.shown}: {twins[twin]!r} and {label!r} are one point: their "
                     f"schedulers both mean {policy[0]} with the same parameters; keep one"
                 )
             twins[twin] = label
@@ -681,7 +691,7 @@ def _check_filter_values(loaded: LoadedSpec, seen: dict[str, set[str]]) -> None:
                     if str(w) not in values and str(w) not in bases:
                         known = ", ".join(sorted(values, key=natural_key)[:12])
                         raise ConfigError(
-                            f"{loaded.path}: {name}.{i}.{key}: {w!r} matches no point "
+                            f"{loaded.shown}: {name}.{i}.{key}: {w!r} matches no point "
                             f"(the sweep's {key} values: {known})"
                         )
 
@@ -699,7 +709,7 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
     """
     from simsched.trace.recipes import cached_trace_path
 
-    where, cache = str(loaded.path), loaded.trace_cache
+    where, cache = str(loaded.shown), loaded.trace_cache
     folder = cache
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent  # a missing cache is made inside its nearest existing folder
@@ -807,7 +817,7 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
 
     check_size(loaded)  # before any grid below is built
     spec = loaded.spec
-    where = str(loaded.path)
+    where = str(loaded.shown)
     cache = loaded.trace_cache
     if any(w.trace is None for w in spec.workloads):
         # generators, captures and job sets make their traces there: else each such point

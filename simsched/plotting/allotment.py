@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -82,6 +83,17 @@ def _check_jobs_record(rec: Any) -> dict[str, Any]:
     return dict(rec)
 
 
+def job_colors(n: int) -> list[Any]:
+    """A colour per job, no two alike up to 20 jobs: the style's cycle (Okabe-Ito, eight
+    colours that colour-blind readers tell apart) while it has enough, else matplotlib's
+    ``tab20`` (repeating after 20)."""
+    cycle = [c["color"] for c in matplotlib.rcParams["axes.prop_cycle"]]
+    if n <= len(cycle):
+        return cycle[:n]
+    tab20 = matplotlib.colormaps["tab20"]
+    return [tab20(k % 20) for k in range(n)]
+
+
 def plot_allotment(rec: dict[str, Any], *, title: str | None = None) -> Figure:
     """Step plot of every job's allotment (solid) and desire (dashed) over time.
 
@@ -109,35 +121,41 @@ def plot_allotment(rec: dict[str, Any], *, title: str | None = None) -> Figure:
     desire = np.asarray(a["desire"], dtype=float) if "desire" in a else np.full(cores.shape, -1.0)
     end = float(rec.get("makespan_cycles", t[-1] if t.size else 0))
     names = [literal(j["name"]) for j in rec["jobs"]]
+    # A job's desire while it runs: the record gives a finished job desire 0 (older
+    # records kept its last one), which is no desire reported.
+    live = np.zeros(desire.shape, dtype=bool)
+    for k, job in enumerate(rec["jobs"]):
+        finish = job.get("finish", -1)
+        live[:, k] = (desire[:, k] >= 0) & ((t < finish) if finish >= 0 else True)
     with style():
+        colors = job_colors(len(names))
         fig = Figure(figsize=(8, 4.2))
         ax = fig.add_subplot()
-        has_desire = bool(np.any(desire >= 0))
+        has_desire = bool(np.any(live))
         if t.size and not has_desire:
             # Stacked: each job's share and the machine's idle cores at a glance.
             tt = np.append(t, max(end, t[-1]))
             base = np.zeros(tt.size)
             for k, name in enumerate(names):
                 y = base + np.append(cores[:, k], cores[-1, k])
-                ax.fill_between(tt, base, y, step="post", label=name, linewidth=0.3)
+                ax.fill_between(
+                    tt, base, y, step="post", label=name, linewidth=0.3, color=colors[k]
+                )
                 base = y
         elif t.size:
             tt = np.append(t, max(end, t[-1]))
             for k, name in enumerate(names):
                 y = np.append(cores[:, k], cores[-1, k])
-                (line,) = ax.step(tt, y, where="post", label=name, linewidth=1.6)
-                # The dashed line stops where the job ends (older records kept the last
-                # desire of a finished job).
-                finish = rec["jobs"][k].get("finish", -1)
-                live = (desire[:, k] >= 0) & ((t < finish) if finish >= 0 else True)
-                if np.any(live):
-                    d = np.where(live, desire[:, k], np.nan)
+                ax.step(tt, y, where="post", label=name, linewidth=1.6, color=colors[k])
+                if np.any(live[:, k]):
+                    # dashed, and only while the job runs
+                    d = np.where(live[:, k], desire[:, k], np.nan)
                     ax.step(
                         tt,
                         np.append(d, d[-1]),
                         where="post",
                         linestyle="--",
-                        color=line.get_color(),
+                        color=colors[k],
                         linewidth=1.0,
                         label=f"{name} desire",
                     )
@@ -146,7 +164,7 @@ def plot_allotment(rec: dict[str, Any], *, title: str | None = None) -> Figure:
         machine_cores = int(rec.get("cores") or 0)
         ax.set_ylim(bottom=0, top=machine_cores + 0.5 if machine_cores else None)
         ax.set_xlim(0, end or None)
-        clipped = bool(machine_cores and has_desire and np.max(desire) > machine_cores + 0.5)
+        clipped = bool(machine_cores and has_desire and np.max(desire[live]) > machine_cores + 0.5)
         ax.set_title(
             literal(title or default_title(rec, machine_cores if clipped else None)),
             fontsize="medium",

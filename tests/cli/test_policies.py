@@ -38,3 +38,14 @@ def test_markdown_and_json_together_are_refused(cli):
     code, out, err = cli("schedulers", "--markdown", "--json")
     assert code == 2 and out == ""
     assert err.strip().splitlines() == ["simsched: error: --markdown and --json: give one of them"]
+
+
+def test_what_every_controller_takes_is_listed_with_the_placements_it_accepts(cli):
+    from simsched.cli.policies import CONTROLLER_COMMON_DOC
+    from simsched.engine.controllers import PLACEMENTS
+
+    assert "`quantum_ms`" in CONTROLLER_COMMON_DOC and "`placement`" in CONTROLLER_COMMON_DOC
+    for value in PLACEMENTS:
+        assert f"`{value}`" in CONTROLLER_COMMON_DOC
+    out = cli("schedulers", "--params")[1]
+    assert "placement (sockets or any, default sockets)" in " ".join(out.split())

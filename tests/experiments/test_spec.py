@@ -597,6 +597,12 @@ def test_sweep_size_is_refused_before_expanding(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert info.value.code == 2 and len(err) == 1 and message in err[0]
     assert time.perf_counter() - t0 < 5.0  # the expansion itself took minutes
+    # named as the user gave it, as the schema's errors name it (it named the resolved path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        with pytest.raises(SystemExit):
+            main(["sweep", "status", "s.yaml"])
+    assert capsys.readouterr().err.startswith("simsched: error: s.yaml: the sweep's axes")
     # the product counts zipped axes once and a scheduler's own seeds as its seed axis
     zipped = BIG.replace("seeds: {count: 1000000}", "seeds: {count: 10}\nzip: [[workloads, seeds]]")
     assert check_size(load_spec(write(tmp_path, zipped), small=False)) == 10

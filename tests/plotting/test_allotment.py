@@ -46,6 +46,31 @@ def test_desire_line_stops_where_the_job_ends():
         assert not np.any(np.isnan(y[x < 300]))
 
 
+def test_jobs_without_desires_are_stacked_though_finished_ones_read_0():
+    """A record gives a finished job desire 0 and -1 where none was reported: a job set
+    of WS jobs (no desires) is drawn stacked, in colours no two jobs share."""
+    n = 10
+    rec = {
+        "kind": "jobs",
+        "cores": 4 * n,
+        "makespan_cycles": 400,
+        "machine": "m",
+        "controller": "equi",
+        "jobs": [{"name": f"j{k}", "finish": 100 + 20 * k} for k in range(n)],
+        "allotment": {
+            "cycles": [0, 100, 300],
+            "cores": [[4] * n, [0] + [4] * (n - 1), [0] * n],
+            "desire": [[-1] * n, [0] + [-1] * (n - 1), [0] * n],
+        },
+    }
+    ax = plot_allotment(rec).axes[0]
+    assert not ax.lines  # no step lines: stacked areas
+    fills = ax.collections
+    assert len(fills) == n
+    colours = {tuple(np.round(f.get_facecolor()[0], 3)) for f in fills}
+    assert len(colours) == n
+
+
 def _titled(desire: list[list[int]], schedulers: tuple[str, str]) -> dict:
     return {
         "kind": "jobs",
