@@ -39,7 +39,7 @@ from simsched.engine.record import (
     write_npz_atomic,
     write_parquet_atomic,
 )
-from simsched.engine.replay import DEFAULT_WINDOW, MAX_WINDOW, Engine
+from simsched.engine.replay import DEFAULT_WINDOW, MAX_WINDOW, Engine, check_arrivals
 from simsched.engine.sampled import (
     DEFAULT_SAMPLE_PRECISION,
     MIN_SAMPLES,
@@ -1012,6 +1012,10 @@ def run_jobs(
                     raise ConfigError(f"job {j.name!r}: {exc}") from None
             traces.append(t)
             specs.append(JobSpec(t, get_scheduler(j.scheduler), j.params, j.arrival, j.name))
+        try:  # the engine checks it too, without knowing the job set's file
+            check_arrivals(specs, ctl.quantum)
+        except ConfigError as exc:
+            raise ConfigError(f"{js.source}: {exc}" if js.source else str(exc)) from None
         res, stats = _replay(
             m, specs, ctl, js.seed, win, progress, f"{len(specs)} jobs on {m.name}"
         )

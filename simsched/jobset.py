@@ -34,11 +34,26 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from simsched.errors import ConfigError, field_message, shown
 from simsched.files import cache_output, parse_yaml, read_user_text
-from simsched.params import MAX_ARRIVAL, MAX_QUANTUM, MAX_SEED, check_seed, python_scalars
+from simsched.params import (
+    MAX_ARRIVAL,
+    MAX_QUANTUM,
+    MAX_SEED,
+    check_label,
+    check_seed,
+    python_scalars,
+)
 
 Scalar = int | float | str | bool
 
@@ -102,6 +117,13 @@ class JobGroup(_Strict):
     arrival: StrictInt | list[StrictInt] | PoissonSpec = Field(
         default=0, description="cycle, list of cycles (one per copy) or {poisson: {mean}}"
     )
+
+    @field_validator("name")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        # "" was replaced by the default label without a word, and a NUL or a newline
+        # reached the record's tables and the figures' titles
+        return None if value is None else check_label(value, "a job")
 
     @model_validator(mode="after")
     def _check(self) -> JobGroup:
@@ -195,6 +217,10 @@ def check_built_jobset(js: JobSet) -> None:
             raise ConfigError(f"JobSet.jobs[{i}]: {shown(j)} is not a JobEntry")
         if not isinstance(j.name, str) or not j.name:
             raise ConfigError(f"JobSet.jobs[{i}]: name {shown(j.name)} is not a job's name")
+        try:
+            check_label(j.name, "a job")
+        except ValueError as exc:
+            raise ConfigError(f"JobSet.jobs[{i}]: name {exc}") from None
         if j.name in seen:
             raise ConfigError(f"JobSet.jobs[{i}]: job name {j.name!r} is also an earlier job's")
         seen.add(j.name)

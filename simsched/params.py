@@ -183,21 +183,21 @@ TRUE = frozenset({"1", "true", "yes", "on"})
 FALSE = frozenset({"0", "false", "no", "off"})
 
 
+#: Largest exponent ``parse_int`` evaluates (``2^64``; every parameter's limit is below).
+MAX_EXPONENT = 64
+
+
 def parse_int(text: str) -> int:
     """An integer written as ``1048576``, ``1_048_576``, ``0x100000``, ``2^20``, ``2**20``
     or ``1<<20``; ``ValueError`` otherwise."""
     t = text.strip().replace("_", "")
-    m = _POW.match(t)
+    m = _POW.match(t) or _SHIFT.match(t)
     if m:
+        if int(m.group(2)) > MAX_EXPONENT:
+            # not computed: 1<<99999 is a number of 30,000 digits
+            raise ValueError(f"{text!r}: an exponent above {MAX_EXPONENT}")
         base, exp = int(m.group(1)), int(m.group(2))
-        if exp > 64:
-            raise ValueError(text)
-        return base**exp
-    m = _SHIFT.match(t)
-    if m:
-        if int(m.group(2)) > 64:
-            raise ValueError(text)
-        return int(m.group(1)) << int(m.group(2))
+        return base**exp if m.re is _POW else base << exp
     return int(t, 0)
 
 
@@ -241,8 +241,9 @@ def coerce(value: Any, kind: type, where: str) -> Any:
         if isinstance(value, str):
             try:
                 return parse_int(value)
-            except ValueError:
-                pass
+            except ValueError as exc:
+                if "an exponent above" in str(exc):
+                    raise ConfigError(f"{where}: {exc}, far beyond any limit") from None
         raise ConfigError(
             f"{where}: expected an integer (e.g. 1048576, 2^20, 1<<20), got {shown(value)}"
         )
@@ -259,6 +260,26 @@ def coerce(value: Any, kind: type, where: str) -> Any:
     if kind is str:
         return value
     raise TypeError(f"unsupported parameter kind {kind}")  # a bug in a parameter table
+
+
+def check_label(value: str, what: str) -> str:
+    """``value`` when it is a non-empty line of text, for a name that heads one-line
+    messages, tables and figures (a machine's, a job's); else :class:`ValueError` (a
+    pydantic validator's error) saying what ``what`` needs.
+
+    A newline broke a machine file that ``machine show`` wrote, and a job's name with a
+    NUL or a newline reached tables, titles and the results' CSV.
+    """
+    if not value.strip():
+        raise ValueError(f"empty; {what} needs a name")
+    if not is_one_line(value):
+        raise ValueError(f"{value!r}: a name is one line of text (no control characters)")
+    return value
+
+
+def is_one_line(text: str) -> bool:
+    """Whether ``text`` has no control characters (newline, NUL, DEL ...)."""
+    return not any(ord(ch) < 32 or ord(ch) == 127 for ch in text)
 
 
 def is_power_of_two(n: int) -> bool:

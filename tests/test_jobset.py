@@ -59,6 +59,31 @@ def test_two_jobs_of_one_name_are_refused(groups, message):
             check({"jobs": groups})
 
 
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        # "" was replaced by the default label without a word
+        ("", r"jobs\.0\.name: empty; a job needs a name"),
+        # a NUL or a newline reached the record's tables and the figures' titles
+        ("a\nb", r"jobs\.0\.name: 'a\\nb': a name is one line of text"),
+        ("j\x00", r"jobs\.0\.name: 'j\\x00': a name is one line of text"),
+    ],
+)
+def test_a_job_name_is_one_line_of_text(name, message):
+    for check in (load_jobset, check_jobset):
+        with pytest.raises(ConfigError, match=message):
+            check({"jobs": [{"name": name, "generator": "fib"}]})
+
+
+def test_a_job_set_built_in_python_refuses_a_name_of_two_lines(tmp_path):
+    from simsched.jobset import JobEntry, JobSet, check_built_jobset
+
+    js = load_jobset({"jobs": [{"generator": "fib", "copies": 2}]})
+    bad = JobSet(jobs=[JobEntry(**{**vars(js.jobs[0]), "name": "a\nb"})])
+    with pytest.raises(ConfigError, match=r"^JobSet\.jobs\[0\]: name 'a\\nb': a name is one"):
+        check_built_jobset(bad)
+
+
 def test_distinct_names_stay_as_they_were():
     js = load_jobset(
         {"jobs": [{"generator": "fib", "copies": 2}, {"name": "f", "generator": "fib"}]}

@@ -34,6 +34,14 @@ def test_refused_values_name_the_parameter(value, kind):
         coerce(value, kind, "p")
 
 
+@pytest.mark.parametrize("value", ["2^99", "2**65", "1<<99999"])
+def test_an_integer_with_a_huge_exponent_is_said_to_be_one(value):
+    """It was "expected an integer (e.g. ... 2^20, 1<<20)", for a value of that form."""
+    with pytest.raises(ConfigError, match=r"^p: '.*': an exponent above 64, far beyond any"):
+        coerce(value, int, "p")
+    assert coerce("2^64", int, "p") == 1 << 64 and coerce("3**2", int, "p") == 9
+
+
 def test_numpy_scalars_are_taken_as_the_python_values_they_hold():
     """A parameter read from a numpy array or a DataFrame: ``np.True_`` was refused as a
     bool ("got np.True_") and taken as 1.0 by a float parameter, where True is refused."""

@@ -50,8 +50,12 @@ def timeline(
         file=report,
     )
     if other["traces_found"].startswith("none"):
+        from simsched.plotting.runfolder import why_no_trace
+
+        folder = run if run.is_dir() else run.parent
         print(
-            "note: the run's trace was not found: no subtree names or flows (give --trace)",
+            f"note: the run's trace was not found ({why_no_trace(folder)}): no subtree names "
+            "or flows (give --trace)",
             file=report,
         )
 

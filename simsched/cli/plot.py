@@ -7,6 +7,7 @@ sub-commands to it (e.g. ``plot sweep``).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -46,6 +47,7 @@ def timeline(
         check_frames,
         not_replayed,
         run_trace_paths,
+        why_no_trace,
     )
     from simsched.plotting.timeline import (
         COLOR_BY,
@@ -68,6 +70,10 @@ def timeline(
     if jobs and level is not None:
         # it asked for --trace, which the check above refuses for a job set
         raise ConfigError("--level applies to single runs: a job set's frames are each job's")
+    if color_by != "subtree" and (trace is not None or level is not None):
+        # they choose the subtrees, which no other colouring draws: ignored without a word
+        given = "--trace" if trace is not None else "--level"
+        raise ConfigError(f"{given} applies to --color-by subtree, not {color_by}")
     if color_by == "job" and not jobs:
         raise ConfigError(f"--color-by job: {result} is not a job-set run (simsched run --jobs)")
     if jobs and color_by == "subtree" and trace is None and level is None:
@@ -103,6 +109,12 @@ def timeline(
                     )
         elif level is not None:
             raise ConfigError("--level needs the run's trace (--trace)")
+        else:
+            print(
+                f"note: {why_no_trace(folder)}: strands are coloured one per frame, not per "
+                "subtree (give --trace)",
+                file=sys.stderr,
+            )
     if jobs:  # no one program or scheduler: the set and its controller
         title = (
             f"{_jobs(record.get('n_jobs', ''))}, controller {record.get('controller', '')} on "
@@ -154,12 +166,17 @@ def iterations(
     runs = [run_path(r) for r in results]
     check_not_input(out, "--out", {k: v for r in runs for k, v in run_files(r, f"{r}'s").items()})
     records = load_records(runs)
-    if not any(has_iterations(rec) for rec in records):
-        # plot_iterations knows the records, not the paths they came from
+    without = [r for r, rec in zip(runs, records, strict=True) if not has_iterations(rec)]
+    if without:
+        # plot_iterations knows the records, not the paths they came from; a run it would
+        # leave out of the figure without a word is named too
         which = (
-            f"{runs[0]}: the run recorded no iteration times"
-            if len(runs) == 1
+            f"{without[0]}: the run recorded no iteration times"
+            if len(runs) == 1 or len(without) == 1
             else f"none of the {len(runs)} runs recorded iteration times"
+            if len(without) == len(runs)
+            else f"{len(without)} of the {len(runs)} runs recorded no iteration times "
+            f"({', '.join(map(str, without))})"
         )
         raise ConfigError(
             f"{which} (iteration_cycles); run laws, laws-nc or cats on a trace with iterations"

@@ -214,6 +214,9 @@ def coarsen_cmd(
         raise ConfigError(f"-K {as_written(factor)}: the factor is a finite number in (0, 1e6]")
     factor = float(factor)  # the summary prints a number, not the text
     if out is not None:
+        if out.suffix.lower() not in ("", ".csv") and not is_stream(out):
+            # `-o t.parquet` wrote CSV under that name, which a Parquet reader then refused
+            raise ConfigError(f"--out {out}: the parallelization table is CSV; name it .csv")
         check_not_input(out, "--out", {"the profile": profile})
     p = Profile.load(profile)
     m = load_machine(machine)

@@ -114,15 +114,12 @@ def _split(
         known |= set(get_scheduler(name).param_defaults)
     params = parse_kv(param, "--param")
     overrides = {}
-    from simsched.machine import Machine
-
-    fields = {*Machine.model_fields, "cores"}  # `cores`: the one-socket shorthand
     for k, v in parse_kv(set_, "--set").items():
         if k in known:
             if k in params:  # one of the two values would be dropped without a word
                 raise ConfigError(f"--set {k}: also given as --param {k}")
             params[k] = v
-        elif k.split(".")[0] in fields:
+        elif _machine_field(k):
             overrides[k] = v
         else:
             # taken for a machine field, a misspelt parameter was "<machine>: k: unknown key"
@@ -132,6 +129,13 @@ def _split(
                 "nor a machine field (simsched machine show)"
             )
     return params, overrides
+
+
+def _machine_field(key: str) -> bool:
+    """Whether ``--set key=...`` names a machine field (dotted: ``caches.L2.size``)."""
+    from simsched.machine import Machine
+
+    return key.split(".")[0] in {*Machine.model_fields, "cores"}  # cores: one-socket shorthand
 
 
 def _check_run_folder(out: Path) -> None:
@@ -392,6 +396,14 @@ def _run_jobs(
             "in the job set (scheduler_params)"
         )
     overrides = parse_kv(set_, "--set")
+    for k, v in overrides.items():
+        if not _machine_field(k):
+            # it was "<machine>: k: unknown key", for what may be a controller's parameter
+            raise ConfigError(
+                f"--set {k}={v}: not a machine field (simsched machine show); with --jobs, "
+                "--set changes the machine only: give the controller's parameters in the job "
+                "set (controller_params) and the jobs' in scheduler_params"
+            )
     res = simsched.run_jobs(
         jobs,
         machine,

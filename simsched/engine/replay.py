@@ -250,7 +250,7 @@ class Replay:
         # numpy with a traceback, 2^64 and 1.5 ran and were recorded as the run's seed
         self.seed = check_seed(seed)
         self.controller = controller or get_controller("all")(machine, len(jobs))
-        _check_wait(self.specs, self.controller.quantum)
+        check_arrivals(self.specs, self.controller.quantum)
         plan, width = plan_buffers(machine, jobs)
         self.driver = CoreDriver(
             machine,
@@ -867,8 +867,9 @@ def plan_buffers(machine: Any, jobs: Sequence[JobSpec]) -> tuple[BufferPlan, int
     return plan, width
 
 
-def _check_wait(specs: Sequence[JobSpec], quantum: int) -> None:
-    """Refuse a last arrival more than :data:`MAX_WAIT_QUANTA` quanta after the start."""
+def check_arrivals(specs: Sequence[JobSpec], quantum: int) -> None:
+    """Refuse a last arrival more than :data:`MAX_WAIT_QUANTA` quanta after the start
+    (:class:`ConfigError`, one line naming the job)."""
     if quantum <= 0:
         return  # no quantum process: the engine jumps from event to event
     last = max(range(len(specs)), key=lambda j: int(specs[j].arrival))

@@ -207,7 +207,12 @@ def parse_set(item: str) -> tuple[list[str], Any]:
         value = parse_yaml(raw, f"--set {item!r}")
     except ConfigError as exc:
         raise ConfigError(f"{exc} (the value is read as YAML)") from None
-    return key.strip().split("."), value
+    parts = key.strip().split(".")
+    if len(parts) > 4 and parts[0] == "machines" and parts[2] in ("overrides", "grid"):
+        # A machine's overrides and grid are keyed by dotted fields (caches.L2.size): the
+        # rest of the path is one such key, not mappings nested in it
+        parts = [*parts[:3], ".".join(parts[3:])]
+    return parts, value
 
 
 def _apply_set(data: Any, path: list[str], value: Any, item: str) -> None:
@@ -295,8 +300,12 @@ def load_spec(
             "workloads as {jobs: FILE}"
         )
     data = copy.deepcopy(data)
+    given: set[tuple[str, ...]] = set()
     for item in sets:
         keys, value = parse_set(item)
+        if tuple(keys) in given:  # the last one silently won
+            raise ConfigError(f"--set {'.'.join(keys)}: given twice")
+        given.add(tuple(keys))
         _apply_set(data, keys, value, item)
     try:
         spec = SweepSpec.model_validate(data)

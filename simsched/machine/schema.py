@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from simsched.params import is_power_of_two
+from simsched.params import check_label, is_power_of_two
 
 _UNITS = {
     "": 1,
@@ -400,11 +400,7 @@ class Machine(_Strict):
     def _one_line(cls, value: str) -> str:
         # The name heads one-line messages and the comment line of ``machine show``,
         # whose output must load back: a newline in it broke that file.
-        if not value.strip():
-            raise ValueError("empty; a machine needs a name")
-        if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-            raise ValueError(f"{value!r}: a name is one line of text (no control characters)")
-        return value
+        return check_label(value, "a machine")
 
     @model_validator(mode="after")
     def _check(self) -> Machine:

@@ -446,3 +446,29 @@ def run_trace_paths(folder: str | Path, n_jobs: int = 1) -> list[Path | None]:
     if not all(p is None or isinstance(p, str) for p in paths):
         raise ConfigError(f"{where}: field 'trace' is not a path")
     return [Path(p) if p is not None and Path(p).is_file() else None for p in paths]
+
+
+def why_no_trace(folder: str | Path) -> str:
+    """Why :func:`run_trace_paths` found no trace for the run in ``folder``, for a note.
+
+    Returns
+    -------
+    str
+        ``config.json`` missing, not readable JSON, or naming a trace that is not a file.
+    """
+    where = Path(folder) / CONFIG_FILE
+    if not where.exists():
+        return f"{where} is missing"
+    try:
+        cfg = json.loads(read_user_text(where, "JSON"))
+    except (ConfigError, ValueError, RecursionError):
+        return f"{where} is not readable JSON"
+    if not isinstance(cfg, dict):
+        return f"{where} is not a run's configuration"
+    jobs = cfg.get("jobs")
+    names = [j.get("trace") for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
+    names = names or [cfg.get("trace")]
+    for name in names:
+        if isinstance(name, str) and not Path(name).is_file():
+            return f"{where} names the trace {name}, which is not a file"
+    return f"{where} names no trace"

@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 from simsched.errors import ConfigError, IterationMarkError, TraceBuildError, shown
 from simsched.files import atomic_output, check_path
 from simsched.identity import version
-from simsched.params import check_callable, check_flag, check_int
+from simsched.params import check_callable, check_flag, check_int, is_one_line
 from simsched.trace import format as fmt
 from simsched.trace import structure
 
@@ -157,6 +157,9 @@ class TraceBuilder:
         if stack is not None and (not isinstance(stack, tuple | list) or len(stack) != 2):
             raise ConfigError(f"stack={stack!r}: expected a pair (lo, hi) or None")
         check_callable(progress, "progress")
+        if not isinstance(program, str) or not is_one_line(program):
+            # a newline reached the comparison's titles and the results' CSV
+            raise ConfigError(f"program={shown(program)}: expected one line of text")
         if isinstance(args, str | bytes) or not isinstance(args, Iterable):
             # a string's letters became the arguments: "x y" was ('x', ' ', 'y')
             raise ConfigError(f"args={shown(args)}: expected a list of the program's arguments")

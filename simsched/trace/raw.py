@@ -206,6 +206,18 @@ def _stream_version(head: bytes, name: str) -> int:
             f"{name}: raw stream version {int(h['b'])}; this simsched reads "
             f"versions {', '.join(map(str, RAW_VERSIONS))}"
         )
+    # What the header's backend and flags say enters the trace: an id or a bit no capture
+    # writes is damage, not a backend called "unknown"
+    if int(h["c"]) not in BACKENDS:
+        raise TraceFormatError(
+            f"{name}: bad header record: backend id {int(h['c'])} (known: "
+            f"{', '.join(f'{k} {v}' for k, v in BACKENDS.items())})"
+        )
+    if int(h["flags"]) & ~FLAG_GAPS_EXACT:
+        raise TraceFormatError(
+            f"{name}: bad header record: flags {int(h['flags']):#04x} (known: "
+            f"{FLAG_GAPS_EXACT:#04x}, gaps exact)"
+        )
     return int(h["b"])
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from simsched.errors import ConfigError
 from simsched.workloads import stencil
 from simsched.workloads._common import Heap, Param, first_touch, gen_memory, pfor_frames
 
@@ -84,11 +85,21 @@ def memory(params: dict[str, Any]) -> float:
 
 
 def finish_params(params: dict[str, Any]) -> dict[str, Any]:
-    """``steps`` defaults to, and is capped at, ``n - 1`` (as ge.c does); ``uneven`` needs
-    ``irregular``."""
+    """``steps`` defaults to ``n - 1`` and may not exceed it; ``uneven`` needs
+    ``irregular``.
+
+    ge.c caps a larger STEPS at ``n - 1``; the generator refuses it instead, so that a
+    grid over ``steps`` cannot give two labels one trace without a word.
+    """
     stencil.check_uneven("ge", params)
     p = dict(params)
-    p["steps"] = min(p["steps"] or p["n"] - 1, p["n"] - 1)
+    most = p["n"] - 1
+    if p["steps"] and p["steps"] > most:
+        raise ConfigError(
+            f"workload ge: parameter steps: {p['steps']} is more than n - 1 = {most}, the "
+            f"pivot steps of n={p['n']}"
+        )
+    p["steps"] = p["steps"] or most
     return p
 
 

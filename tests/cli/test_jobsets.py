@@ -160,6 +160,17 @@ def test_controller_errors_name_the_job_file_they_come_from(cli, fib_trace, tmp_
     js = _jobset(tmp_path, fib_trace, "")
     err = _refused(cli, "--jobs", js, "-m", MACHINE, "--quantum", "5")
     assert err.startswith("simsched: error: controller 'equi': quantum 5")
+    # --set with --jobs changes the machine: a controller's parameter was "unknown key"
+    js = _jobset(tmp_path, fib_trace, "    copies: 2\n")
+    err = _refused(
+        cli, "--jobs", js, "-m", MACHINE, "--controller", "static", "--set", "shares=1,1"
+    )
+    assert err.startswith("simsched: error: --set shares=1,1: not a machine field") and (
+        "controller_params" in err
+    )
+    # an arrival too many quanta away: the check the engine makes named no file
+    js = _jobset(tmp_path, fib_trace, "    arrival: 1000000000000\n", "quantum: 100\n")
+    assert _refused(cli, "--jobs", js, "-m", MACHINE).startswith(f"simsched: error: {js}: job 'fib")
 
 
 @pytest.mark.parametrize(

@@ -73,3 +73,56 @@ def test_runs_without_iteration_times_are_named(cli, fib_trace, tmp_path):
     (tmp_path / "run" / "result.json").write_text(json.dumps({**rec, "iteration_cycles": "[]"}))
     code, _, err = cli("plot", "iterations", tmp_path / "run", "-o", tmp_path / "f.png")
     assert code == 2 and f"{tmp_path / 'run'}: the run recorded no iteration times" in err
+
+
+def test_a_run_without_iteration_times_among_others_is_named(cli, fib_trace, tmp_path):
+    """It was left out of the figure without a word (exit 0)."""
+    from simsched.workloads import generate
+
+    heat = tmp_path / "heat.sst"
+    generate("heat", heat, nx=16, ny=16, iters=3, cutoff=4)
+    simsched.run(heat, TWO_BY_TWO, "laws", out_dir=tmp_path / "laws", speedup=False)
+    simsched.run(fib_trace, TWO_BY_TWO, "ws", out_dir=tmp_path / "ws", speedup=False)
+    code, _, err = cli(
+        "plot", "iterations", tmp_path / "laws", tmp_path / "ws", "-o", tmp_path / "f.png"
+    )
+    assert code == 2 and one_line(err) == (
+        f"simsched: error: {tmp_path / 'ws'}: the run recorded no iteration times "
+        "(iteration_cycles); run laws, laws-nc or cats on a trace with iterations"
+    )
+    assert not (tmp_path / "f.png").exists()
+    code, out, _ = cli("plot", "iterations", tmp_path / "laws", "-o", tmp_path / "f.png")
+    assert code == 0 and (tmp_path / "f.png").exists()
+
+
+def test_timeline_options_for_subtrees_are_refused_with_another_colouring(cli, fib_trace, tmp_path):
+    """--trace and --level choose subtrees; with --color-by socket they were ignored."""
+    simsched.run(fib_trace, TWO_BY_TWO, "ws", out_dir=tmp_path / "run", speedup=False)
+    for extra, said in (
+        (["--trace", "nosuch.sst"], "--trace applies to --color-by subtree, not socket"),
+        (["--level", "2"], "--level applies to --color-by subtree, not socket"),
+    ):
+        code, _, err = cli(
+            "plot", "timeline", tmp_path / "run", "-o", tmp_path / "f.png",
+            "--color-by", "socket", *extra,
+        )  # fmt: skip
+        assert code == 2 and one_line(err) == f"simsched: error: {said}"
+        assert not (tmp_path / "f.png").exists()
+
+
+def test_a_run_whose_trace_is_unknown_says_why_its_colours_are_per_frame(cli, fib_trace, tmp_path):
+    """A damaged config.json gave the per-frame colours (and export's note) without the
+    reason; the note names the file and what is wrong with it."""
+    run = tmp_path / "run"
+    simsched.run(fib_trace, TWO_BY_TWO, "ws", out_dir=run, speedup=False)
+    (run / "config.json").write_text("{")
+    code, _, err = cli("plot", "timeline", run, "-o", tmp_path / "f.png")
+    assert code == 0 and err == (
+        f"note: {run / 'config.json'} is not readable JSON: strands are coloured one per "
+        "frame, not per subtree (give --trace)\n"
+    )
+    code, out, _ = cli("export", "timeline", run, "-o", tmp_path / "f.json")
+    assert code == 0 and f"({run / 'config.json'} is not readable JSON)" in out
+    (run / "config.json").write_text('{"trace": "gone.sst"}')
+    code, _, err = cli("plot", "timeline", run, "-o", tmp_path / "f.png")
+    assert "names the trace gone.sst, which is not a file" in err

@@ -114,6 +114,45 @@ def test_set_overrides(tmp_path):
             load_spec(write(tmp_path, BASE), sets=[item])
 
 
+def test_set_reaches_a_machines_dotted_override_and_grid_keys(tmp_path):
+    """``--set machines.0.overrides.caches.L2.size=2MB`` sets the override the path names;
+    it made nested mappings, which replaced the whole list of caches (an error saying to
+    use the dotted key that had been given)."""
+    spec = BASE.replace(
+        'machines: ["itrs-scaling-{1,2,4}"]',
+        "machines: [{name: itrs-scaling-2, overrides: {caches.L2.size: 4MB, cores: 1}}]",
+    )
+    loaded = load_spec(
+        write(tmp_path, spec),
+        small=False,
+        sets=[
+            "machines.0.overrides.caches.L2.size=2MB",
+            "machines.0.overrides.memory.placement=interleave",
+        ],
+    )
+    assert loaded.spec.machines[0].overrides == {
+        "caches.L2.size": "2MB",
+        "cores": 1,
+        "memory.placement": "interleave",
+    }
+    loaded = load_spec(
+        write(
+            tmp_path,
+            spec.replace("overrides: {caches.L2.size: 4MB, cores: 1}", "overrides: {cores: 1}"),
+        ),
+        small=False,
+        sets=["machines.0.grid.caches.L2.size=[1MB, 2MB]"],
+    )
+    assert loaded.spec.machines[0].grid == {"caches.L2.size": ["1MB", "2MB"]}
+    assert len(loaded.points()) == 2 * 3 * 4
+
+
+def test_a_key_set_twice_is_refused(tmp_path):
+    """The last one silently won (`run --set` refused it already)."""
+    with pytest.raises(ConfigError, match=r"^--set workloads.0.params.n: given twice$"):
+        load_spec(write(tmp_path, BASE), sets=["workloads.0.params.n=9", "workloads.0.params.n=10"])
+
+
 def test_filters(tmp_path):
     text = (
         BASE

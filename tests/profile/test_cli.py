@@ -56,6 +56,11 @@ def test_profile_coarsen_regrain_end_to_end(tmp_path, capsys):
     assert code == 0, err
     summ = json.loads(out)
     assert summ["merged_groups"] > 0 and summ["tasks"] < summ["strands"]
+    # the table is CSV: a name of another format wrote CSV under it
+    wrong = tmp_path / "t.parquet"
+    code, _, err = run(["coarsen", prof, "--machine", "itrs-scaling-4", "-o", wrong], capsys)
+    assert code == 2 and "--out" in err and "the parallelization table is CSV" in err
+    assert not wrong.exists()
     coarse = tmp_path / "coarse.sst"
     code, _, err = run(["regrain", ms, "--table", table, "-o", coarse], capsys)
     assert code == 0, err

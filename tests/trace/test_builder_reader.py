@@ -384,6 +384,9 @@ def test_builder_refuses_arguments_given_as_one_string_and_a_flag_given_as_text(
         TraceBuilder(tmp_path / "a.sst", args="x y")
     with pytest.raises(ConfigError, match="gaps_exact"):
         TraceBuilder(tmp_path / "b.sst", gaps_exact="no")
+    # a program's name of two lines reached the comparison's titles and the results' CSV
+    with pytest.raises(ConfigError, match=r"^program='a\\nb': expected one line of text"):
+        TraceBuilder(tmp_path / "c.sst", program="a\nb")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -247,6 +247,9 @@ def test_roi_end_without_any_begin_names_the_markers(tmp_path):
         ),
         ([header(), rec(R.REC_MARKER, c=R.M_END), rec(R.REC_REF, 1, 0, 8)], "after the END"),
         ([rec(R.REC_HEADER, R.RAW_MAGIC, 7)], "version 7"),
+        # what the header says enters the trace: an id or a flag no capture writes is damage
+        ([header(backend=99), rec(R.REC_MARKER, c=R.M_END)], "bad header record: backend id 99"),
+        ([header(exact=0xFF), rec(R.REC_MARKER, c=R.M_END)], "bad header record: flags 0xff"),
         # the iteration rule: in main, increasing numbers
         (
             [

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simsched.errors import ConfigError
 from simsched.trace import open_trace
 from simsched.workloads import ge, generate
 from tests.oracles import workloads as oracle
@@ -40,8 +41,15 @@ def test_iterations_shrink_and_cover_the_rows(tmp_path):
         assert sorted(set(it.tolist())) == [0, 1, 2, 3, 4]
         counts = np.bincount(it)
         assert np.all(np.diff(counts) <= 0)  # fewer rows, never more tasks
-    # steps is capped at n - 1, as ge.c caps STEPS
-    assert generate("ge", tmp_path / "x.sst", n=5, steps=99).params["steps"] == 4
+    # at most n - 1 steps (ge.c caps a larger STEPS; the generator refuses it, so that a
+    # grid over steps cannot give two labels one trace without a word)
+    assert generate("ge", tmp_path / "x.sst", n=5, steps=4).params["steps"] == 4
+    assert generate("ge", tmp_path / "x.sst", n=5).params["steps"] == 4
+    with pytest.raises(
+        ConfigError, match=r"^workload ge: parameter steps: 99 is more than n - 1 = 4, the pivot"
+    ):
+        generate("ge", tmp_path / "y.sst", n=5, steps=99)
+    assert not (tmp_path / "y.sst").exists()
 
 
 def test_eliminates_for_real():
@@ -66,8 +74,6 @@ def test_fast_path_equals_oracle(n, cutoff, irregular, init):
 
 
 def test_uneven_without_irregular_is_refused(tmp_path):
-    from simsched.errors import ConfigError
-
     with pytest.raises(ConfigError, match="workload ge: parameter uneven: applies only"):
         generate("ge", tmp_path / "u.sst", n=8, uneven=True)
     assert generate("ge", tmp_path / "u.sst", n=8, irregular=True, uneven=True).params["uneven"]
