@@ -102,7 +102,7 @@ BUFFER_BUDGET = 640 << 20
 #: against 1,735 (571 of them pushed out unread): 0.90x the CPU time, CATS 0.97x.
 SPARE_ROWS_PER_CORE = 1
 #: Bytes of chunk buffers a run may plan when its rows then hold every chunk of its
-#: traces (at most 64 chunks of 2^20 references), where the budget above would make every
+#: traces (64 chunks of 2^20 references at 256 cores), where the budget above would make every
 #: core copy its segments and chunks be pushed out and decoded again: each chunk is then
 #: decoded once and read in place.  A mergesort of 2^20 keys (60 such chunks) under WS on
 #: itrs-scaling-256 decoded 609 chunks in 640 MiB and 60 held whole: 3.3-3.5 s of the
@@ -213,8 +213,9 @@ def private_threshold(machine: Machine) -> int:
 
 def check_buffers(plan: BufferPlan, cores: int, width: int, machine: str = "machine") -> None:
     """Refuse, before anything is allocated, a run whose buffers exceed the budget
-    (:data:`BUFFER_BUDGET`: the minimum rows and the cores' private stretches alone do)
-    or the host's available memory.
+    (:data:`BUFFER_BUDGET`: the minimum rows and the cores' private stretches alone do;
+    a plan of one row per chunk was held to :func:`whole_budget` when it was made) or the
+    host's available memory.
 
     Raises
     ------
@@ -275,8 +276,9 @@ class ChunkSlots:
     Parameters
     ----------
     rows
-        Number of shared rows (at least :data:`PREFETCH_DEPTH` plus two, so that a row
-        to decode into always exists; see :func:`buffer_plan`).
+        Number of shared rows: more than the cores can pin and the decoders fill (at least
+        :data:`PREFETCH_DEPTH` plus two), or at least one per chunk of the run's traces, so
+        that a row to decode into always exists (see :func:`buffer_plan`).
     width
         Row length: the longest chunk of any job's trace.
     private
