@@ -22,7 +22,7 @@ import json
 import os
 import time
 import traceback
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -330,8 +330,10 @@ def parse_scheduler_names(schedulers: Sequence[str] | str) -> list[str]:
         Not a string or a list of names (a mapping is refused: its values were ignored),
         an empty name (``"ws,"``) or a name given twice (``"ws,ws"``).
     """
-    if not isinstance(schedulers, str | Iterable) or isinstance(schedulers, Mapping):
-        # a mapping's keys were taken as the names and its values dropped without a word
+    unordered = isinstance(schedulers, Set | bytes)
+    if not isinstance(schedulers, str | Iterable) or isinstance(schedulers, Mapping) or unordered:
+        # a mapping's keys were taken as the names and its values dropped without a word;
+        # a set's order (the results') was the hash seed's, bytes gave names such as '119'
         hint = "; scheduler parameters go in params=" if isinstance(schedulers, Mapping) else ""
         raise ConfigError(
             f"schedulers={shown(schedulers)}: expected scheduler names (a list or a string "
@@ -847,6 +849,14 @@ def compare(
             "save the runs with simsched.experiments.compared.save_comparison(out_dir, "
             "results, trace, machine)"
         )
+    import inspect
+
+    # run() would say so with a TypeError naming itself, after the machine and the trace
+    known = set(inspect.signature(run).parameters) - {"trace", "machine", "scheduler"}
+    stray = sorted(k for k in kw if k not in known)
+    if stray:
+        listed = ", ".join(sorted(known - {"seed", "out_dir"}))  # refused below, by name
+        raise ConfigError(f"compare: unknown option {stray[0]!r} (it takes {listed})")
     params = check_mapping(kw.pop("params", None), "params")
     unknown = sorted(k for k in params if not any(k in c.param_defaults for c in classes))
     if unknown:
@@ -952,6 +962,7 @@ def run_jobs(
     t0 = time.perf_counter()
     base = record_base(win, kind="jobs")
     traces: list[Any] = []
+    owned: list[Any] = []  # the traces this call opened (and closes)
     wrote: list[str] = []  # the files of out this run has written
     try:
         if isinstance(jobs, JobSet):
@@ -1001,17 +1012,23 @@ def run_jobs(
             write_json_atomic(out / "config.json", config)
             wrote.append("config.json")
         specs = []
-        opened: dict[Path, Any] = {}  # copies of a program share one open trace
+        opened: dict[Any, Any] = {}  # copies of a program share one open trace
+        classes = []
         for j in js.jobs:
             t = opened.get(j.trace)
             if t is None:
                 # a JobSet made in Python skipped load_jobset's check of its trace files
                 try:
-                    t = opened[j.trace] = _open_trace(j.trace, cache_chunks=2)[0]
+                    t, mine = _open_trace(j.trace, cache_chunks=2)
                 except ConfigError as exc:
                     raise ConfigError(f"job {j.name!r}: {exc}") from None
+                opened[j.trace] = t
+                if mine:  # a Trace the caller opened stays open
+                    owned.append(t)
             traces.append(t)
-            specs.append(JobSpec(t, get_scheduler(j.scheduler), j.params, j.arrival, j.name))
+            cls = get_scheduler(j.scheduler)
+            classes.append(cls)
+            specs.append(JobSpec(t, cls, j.params, j.arrival, j.name))
         try:  # the engine checks it too, without knowing the job set's file
             check_arrivals(specs, ctl.quantum)
         except ConfigError as exc:
@@ -1024,9 +1041,11 @@ def run_jobs(
         rec["warnings"] = [
             n.as_dict() for n in jobs_notes([j.scheduler for j in js.jobs], ctl.name)
         ]
-        for jr, j in zip(rec["jobs"], js.jobs, strict=True):
-            jr["scheduler"] = j.scheduler
-            jr["params"] = dict(j.params)  # resolved, as a single run records them
+        for jr, j, cls in zip(rec["jobs"], js.jobs, classes, strict=True):
+            # resolved, as a single run records them (a JobSet made in Python recorded
+            # its parameters as given: {} for CAB's defaults, 'PARENT-first', 'WS')
+            jr["scheduler"] = cls.name
+            jr["params"] = cls.resolve_params(dict(j.params))
             jr["trace"] = str(j.trace)
         rec["wall_s"] = time.perf_counter() - t0
         if out is not None:
@@ -1039,5 +1058,5 @@ def run_jobs(
             _write_error(out, base, exc, t0, wrote=wrote)
         raise
     finally:
-        for t in set(traces):
+        for t in owned:
             t.close()

@@ -209,8 +209,9 @@ def coarsen_cmd(
     """Choose task groups to run sequentially on a machine (PDF paper §6.2, Eq. 3)."""
     from simsched.machine import load_machine
     from simsched.profile import Profile, cache_share, coarsen, write_table
+    from simsched.profile.coarsen import MAX_FACTOR
 
-    if not (math.isfinite(factor) and 0 < factor <= 1e6):
+    if not (math.isfinite(factor) and 0 < factor <= MAX_FACTOR):
         raise ConfigError(f"-K {as_written(factor)}: the factor is a finite number in (0, 1e6]")
     factor = float(factor)  # the summary prints a number, not the text
     if out is not None:

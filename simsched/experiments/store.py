@@ -45,9 +45,9 @@ import pandas as pd
 
 from simsched.canonical import canonical_json
 from simsched.engine.record import nest_fields
-from simsched.errors import ConfigError, OutputError
+from simsched.errors import ConfigError, OutputError, shown
 from simsched.files import atomic_output, check_path, is_stream, parse_json, write_json_atomic
-from simsched.params import check_flag, check_frame, check_strings, column_hint
+from simsched.params import check_callable, check_flag, check_frame, check_strings, column_hint
 
 POINTS_DIR = "points"
 ROW_FILE = "row.json"
@@ -673,6 +673,7 @@ def load_results(
     p = check_path(path, "path")
     refresh = check_flag(refresh, "refresh")
     nullable_int = check_flag(nullable_int, "nullable_int")
+    check_callable(warn, "warn")  # else it failed only when a warning came
     warn = warn or _warn
     return _ints(_told_same_labels(p, _stored_table(p, refresh, warn), warn), nullable_int)
 
@@ -836,6 +837,7 @@ def filter_frame(
     """
     check_frame(df)
     wheres = check_strings(wheres, "wheres", "COLUMN OP VALUE")
+    check_callable(warn, "warn")
     mask = pd.Series(True, index=df.index)
     twice = df.columns[df.columns.duplicated()].unique().tolist()
     for expr in wheres:
@@ -956,5 +958,9 @@ def load_ok_results(path: str | Path, warn: Callable[[str], None] | None = None)
 def study_results(study: str | Path, preferred: str) -> Path:
     """``STUDY/results/PREFERRED`` if that sweep has run, else ``STUDY/results/small``
     (what a study's figure script and notebook read by default)."""
-    base = Path(study) / "results"
+    study = check_path(study, "study")
+    if not isinstance(preferred, str) or not preferred.strip() or "/" in preferred:
+        # None failed in pathlib; "" gave the results folder itself
+        raise ConfigError(f"preferred={shown(preferred)}: expected a sweep's folder name")
+    base = study / "results"
     return base / preferred if (base / preferred / "points").is_dir() else base / "small"

@@ -22,7 +22,12 @@ from matplotlib.figure import Figure
 
 from simsched.errors import ConfigError, shown
 from simsched.plotting.figures import literal, style
-from simsched.plotting.runfolder import check_finished, read_record, result_file
+from simsched.plotting.runfolder import (
+    check_finished,
+    check_record_fields,
+    read_record,
+    result_file,
+)
 
 
 def load_jobs_record(path: str | Path) -> dict[str, Any]:
@@ -80,6 +85,9 @@ def _check_jobs_record(rec: Any) -> dict[str, Any]:
     jobs = rec.get("jobs")
     if not isinstance(jobs, list) or not all(isinstance(j, Mapping) and "name" in j for j in jobs):
         raise ConfigError(f"rec: not {_TAKES}: its 'jobs' is not a list of named jobs")
+    # the checks a record read from a file gets (a record changed in Python failed inside
+    # numpy or matplotlib: "could not convert string to float", "too many indices")
+    check_record_fields("rec", dict(rec))
     return dict(rec)
 
 

@@ -187,19 +187,33 @@ def read_record(path: str | Path) -> dict[str, Any]:
         ghz = mc.get("clock_ghz") if isinstance(mc, dict) else None
         if not isinstance(mc, dict) or not (ghz is None or _positive(ghz)):
             raise ConfigError(f"{p}: field 'machine_config' is not a machine (clock_ghz > 0)")
+    check_record_fields(p, rec)
+    return rec
+
+
+def check_record_fields(where: str | Path, rec: dict[str, Any]) -> None:
+    """Refuse a record whose ``jobs``, ``allotment``, counts (``cores``, ``sockets``,
+    ``makespan_cycles``) or jobs' ``finish`` are not of the types and ranges
+    :mod:`simsched.api` writes, in one line naming ``where`` (a file, or the argument of a
+    figure function given a record made or changed in Python).
+
+    Raises
+    ------
+    ConfigError
+        The first such field.
+    """
     if "jobs" in rec:
         jobs = rec["jobs"]
         if not isinstance(jobs, list) or not all(
             isinstance(j, dict) and isinstance(j.get("name"), str) for j in jobs
         ):
-            raise ConfigError(f"{p}: field 'jobs' is not a list of jobs with names")
+            raise ConfigError(f"{where}: field 'jobs' is not a list of jobs with names")
         for j in jobs:
-            _check_count(p, j, "finish", 0, f" of job {j['name']!r}")
+            _check_count(where, j, "finish", 0, f" of job {j['name']!r}")
     for key, least in _RECORD_COUNTS.items():
-        _check_count(p, rec, key, least)
+        _check_count(where, rec, key, least)
     if "allotment" in rec:
-        _check_allotment(p, rec["allotment"], len(rec.get("jobs") or []))
-    return rec
+        _check_allotment(where, rec["allotment"], len(rec.get("jobs") or []))
 
 
 def check_finished(p: Path, rec: dict[str, Any], lost: str, what: str = "the run") -> None:
@@ -245,7 +259,7 @@ def is_int(x: Any) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _check_count(p: Path, fields: dict[str, Any], key: str, least: int, of: str = "") -> None:
+def _check_count(p: str | Path, fields: dict[str, Any], key: str, least: int, of: str = "") -> None:
     """``fields[key]``, when there, is an integer from ``least`` (a string or float there
     failed inside a figure, and a negative count drew nonsense)."""
     v = fields.get(key, least)
@@ -259,7 +273,7 @@ def _positive(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and 0 < x < float("inf")
 
 
-def _check_allotment(p: Path, allot: Any, n_jobs: int) -> None:
+def _check_allotment(p: str | Path, allot: Any, n_jobs: int) -> None:
     """The allotment series: ``cycles`` (n), ``cores`` and ``desire`` (n x jobs) numbers."""
     bad = ConfigError(
         f"{p}: field 'allotment' is not an allotment series (cycles, and cores and desire "

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -140,6 +139,10 @@ class CoarsenResult:
     tasks: int
 
 
+#: Largest ``factor`` (as ``coarsen -K`` takes it): a threshold of a million caches.
+MAX_FACTOR = 1e6
+
+
 def coarsen(
     profile: Profile,
     machine: Machine,
@@ -177,8 +180,10 @@ def coarsen(
         )
     if isinstance(factor, bool) or not isinstance(factor, int | float | np.integer | np.floating):
         raise ConfigError(f"factor={factor!r}: expected a positive number")
-    if not 0 < factor < math.inf:
-        raise ConfigError(f"factor={factor!r}: must be a positive finite number")
+    if not 0 < factor <= MAX_FACTOR:
+        # 1e308 overflowed converting the threshold to an integer, and 1e19 wrote
+        # thresholds beyond int64 into the table
+        raise ConfigError(f"factor={factor!r}: must be a positive number up to {MAX_FACTOR:g}")
     share = cache_share(machine, level)
     if share.line and share.line != profile.line:
         # W is distinct lines × the profile's line size: lines of another size count a

@@ -98,6 +98,31 @@ def writer_name(v: str) -> str:
     return f"simsched {base}" + (" (development)" if rest else "")
 
 
+def check_meta(program: Any, args: Any, line_size_hint: Any, backend: Any = "synthetic") -> int:
+    """Refuse what a trace's header cannot hold; returns ``line_size_hint`` as an int.
+
+    For :class:`TraceBuilder` and for the raw importer, which checks them before it reads
+    a record (a wrong argument was reported as a fault of the raw stream).
+
+    Raises
+    ------
+    ConfigError
+        A program or backend name that is not one line of text (a newline reached the
+        comparison's titles and the results' CSV), arguments given as one string (its
+        letters became the arguments: "x y" was ('x', ' ', 'y')), or a line size that is
+        not a power of two up to 2^20.
+    """
+    for name, text in (("program", program), ("backend", backend)):
+        if not isinstance(text, str) or not is_one_line(text):
+            raise ConfigError(f"{name}={shown(text)}: expected one line of text")
+    if isinstance(args, str | bytes) or not isinstance(args, Iterable):
+        raise ConfigError(f"args={shown(args)}: expected a list of the program's arguments")
+    hint = check_int("line_size_hint", line_size_hint, 1)
+    if not structure.line_hint_ok(hint):
+        raise ConfigError(f"line_size_hint={hint} must be a power of 2 up to 2^20")
+    return hint
+
+
 class TraceBuilder:
     """Write a trace from a program's serial execution.
 
@@ -151,18 +176,10 @@ class TraceBuilder:
     ):
         self.path = check_path(path, "path")
         chunk_refs = check_int("chunk_refs", chunk_refs, 1, fmt.CHUNK_REFS)
-        line_size_hint = check_int("line_size_hint", line_size_hint, 1)
-        if not structure.line_hint_ok(line_size_hint):
-            raise ConfigError(f"line_size_hint={line_size_hint} must be a power of 2 up to 2^20")
+        line_size_hint = check_meta(program, args, line_size_hint, backend)
         if stack is not None and (not isinstance(stack, tuple | list) or len(stack) != 2):
             raise ConfigError(f"stack={stack!r}: expected a pair (lo, hi) or None")
         check_callable(progress, "progress")
-        if not isinstance(program, str) or not is_one_line(program):
-            # a newline reached the comparison's titles and the results' CSV
-            raise ConfigError(f"program={shown(program)}: expected one line of text")
-        if isinstance(args, str | bytes) or not isinstance(args, Iterable):
-            # a string's letters became the arguments: "x y" was ('x', ' ', 'y')
-            raise ConfigError(f"args={shown(args)}: expected a list of the program's arguments")
         self._meta: fmt.TraceMeta = {
             "backend": backend,
             "program": program,
@@ -170,7 +187,7 @@ class TraceBuilder:
             "gaps_exact": check_flag(gaps_exact, "gaps_exact"),
             "line_size_hint": int(line_size_hint),
             "params": params or {},
-            "roi": bool(roi),
+            "roi": check_flag(roi, "roi"),  # "no" was True, and every reference dropped
             "writer": writer_name(version()),
         }
         if stack is not None:

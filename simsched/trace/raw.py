@@ -38,7 +38,7 @@ from simsched.files import check_path, regular_file_kind
 from simsched.params import check_callable
 from simsched.trace import _raw_kernels as _rk
 from simsched.trace import format as fmt
-from simsched.trace.builder import TraceBuilder
+from simsched.trace.builder import TraceBuilder, check_meta
 from simsched.trace.iterations import ITERATION_MODES
 
 RAW_DTYPE = np.dtype([("a", "<u8"), ("b", "<u4"), ("c", "<u2"), ("kind", "u1"), ("flags", "u1")])
@@ -667,7 +667,10 @@ def import_raw(
         END marker, truncation.
     """
     check_callable(progress, "progress")
+    check_callable(warn, "warn")
     raw_path = check_path(raw_path, "raw_path")
+    out_path = check_path(out_path, "out_path")
+    check_meta(program, args, line_size_hint)  # the caller's, not the stream's, faults
     name = source or str(raw_path)
     if not isinstance(iterations, str) or iterations not in ITERATION_MODES:
         raise ConfigError(

@@ -219,13 +219,20 @@ class Trace:
         cache_chunks = check_int("cache_chunks", cache_chunks, 1)
         self._name = str(path)
         # A named pipe or a device would block open() or read() forever, or never end.
-        kind = _file_kind(os.stat(self.path).st_mode)
+        try:
+            mode = os.stat(self.path).st_mode
+        except FileNotFoundError:
+            # a FileNotFoundError from os.stat, where run() said it in one line
+            raise ConfigError(f"{self._name}: no such trace file") from None
+        kind = _file_kind(mode)
         if kind is not None:
             raise TraceFormatError(f"{self._name}: is {kind}, not a trace (a regular file)")
         try:
             self._f = open(self.path, "rb")  # noqa: SIM115 - closed by close()
         except IsADirectoryError:
             raise TraceFormatError(f"{self._name}: is a directory, not a trace") from None
+        except PermissionError:
+            raise ConfigError(f"{self._name}: permission denied") from None
         self._lock = threading.Lock()
         try:
             self._open(cache_chunks)
@@ -234,6 +241,9 @@ class Trace:
             raise
 
     def _read_at(self, off: int, n: int) -> bytes:
+        if self._f.closed:
+            # "seek of closed file", from a chunk read of a closed Trace
+            raise ConfigError(f"{self._name}: this Trace is closed; open it again (open_trace)")
         with self._lock:
             try:
                 self._f.seek(off)
@@ -606,6 +616,10 @@ class Trace:
 
     def strand_refs(self, s: int) -> RefChunk:
         """The references of strand ``s``."""
+        n = self.header.n_strands
+        if isinstance(s, bool) or not isinstance(s, int | np.integer) or not 0 <= s < n:
+            # numpy's IndexError or TypeError, or a negative strand read from the end
+            raise ConfigError(f"strand {s!r}: the trace has strands 0 to {n - 1}")
         return self.refs(int(self.strands.ref_start[s]), int(self.strands.ref_start[s + 1]))
 
     def chunk_of_ref(self, i: int) -> int:

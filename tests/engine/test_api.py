@@ -270,6 +270,34 @@ def test_compare_refuses_a_mapping_of_schedulers(ms_trace):
             simsched.compare(ms_trace, "itrs-scaling-2", schedulers)
 
 
+def test_compare_refuses_an_unordered_or_byte_list_and_an_unknown_option(ms_trace):
+    """A set ran in the hash seed's order; b'ws' named scheduler '119'; a misspelt option
+    was run()'s TypeError, after the machine and the trace were loaded."""
+    for schedulers in ({"pdf", "ws"}, frozenset({"ws"}), b"ws"):
+        with pytest.raises(ConfigError, match=r"^schedulers=.*: expected scheduler names"):
+            simsched.compare(ms_trace, "itrs-scaling-2", schedulers)
+    with pytest.raises(ConfigError, match=r"^compare: unknown option 'windw' \(it takes "):
+        simsched.compare(ms_trace, "itrs-scaling-2", "ws", windw=3)
+
+
+def test_run_jobs_records_resolved_parameters_and_leaves_an_open_trace_open(ms_trace):
+    """A JobSet made in Python recorded its parameters as given ({} for CAB's defaults,
+    'PARENT-first', 'WS'), and run_jobs closed a Trace the caller had opened."""
+    from pathlib import Path
+
+    from simsched.jobset import JobEntry, JobSet
+    from simsched.trace import open_trace
+
+    js = JobSet([JobEntry("a", Path(ms_trace), "WS", {"spawn_policy": "PARENT-first"}, 0, 0)])
+    job = simsched.run_jobs(js, "itrs-scaling-2").record["jobs"][0]
+    assert (job["scheduler"], job["params"]["spawn_policy"]) == ("ws", "parent-first")
+    js = JobSet([JobEntry("a", Path(ms_trace), "cab", {}, 0, 0)])
+    assert simsched.run_jobs(js, "itrs-scaling-2").record["jobs"][0]["params"]["bl"] == "auto"
+    with open_trace(ms_trace) as t:
+        simsched.run_jobs(JobSet([JobEntry("a", t, "ws", {}, 0, 0)]), "itrs-scaling-2")
+        assert not t.closed
+
+
 def test_compare_refuses_one_out_dir_for_all_its_runs(ms_trace, tmp_path):
     # Every run wrote its record into the same folder: only the last one was left there.
     with pytest.raises(ConfigError, match="^compare: out_dir=.* would keep only the last run"):

@@ -37,6 +37,23 @@ def frame() -> pd.DataFrame:
     )
 
 
+def test_warn_callbacks_and_study_folders_are_checked_at_the_call(tmp_path):
+    """warn=5 failed only when a warning came ("'int' object is not callable");
+    study_results(None, ...) failed in pathlib and preferred='' gave results/ itself."""
+    from simsched.experiments.store import filter_frame, load_results, study_results
+
+    with pytest.raises(ConfigError, match=r"^warn"):
+        filter_frame(frame(), ["scheduler=ws"], warn=5)
+    with pytest.raises(ConfigError, match=r"^warn"):
+        load_results(tmp_path, warn=5)
+    with pytest.raises(ConfigError, match=r"^study"):
+        study_results(None, "small")
+    for preferred in ("", None, "a/b"):
+        with pytest.raises(ConfigError, match=r"^preferred=.*: expected a sweep's folder name"):
+            study_results(tmp_path, preferred)
+    assert study_results(tmp_path, "medium") == tmp_path / "results" / "small"
+
+
 def test_where_operators():
     df = frame()
     assert list(filter_frame(df, ["workload=ms"])["cores"]) == [1, 16]

@@ -141,6 +141,16 @@ class _JobsResultLike:
         (_JobsResultLike(_record(0)), r"got _JobsResultLike; pass its \.record"),
         ({"kind": "jobs", "status": "ok", "jobs": []}, r"no 'allotment' series"),
         ({**_record(0), "jobs": None}, r"'jobs' is not a list of named jobs"),
+        # a record changed in Python failed inside numpy or matplotlib
+        (
+            {**_record(0), "allotment": {**_record(0)["allotment"], "cycles": "abc"}},
+            r"^rec: field 'allotment' is not an allotment series",
+        ),
+        (
+            {**_record(0), "allotment": {**_record(0)["allotment"], "cores": None}},
+            r"^rec: field 'allotment' is not an allotment series",
+        ),
+        ({**_record(0), "cores": "x"}, r"^rec: field 'cores' is not an integer from 1"),
     ],
 )
 def test_refuses_what_is_not_a_multi_job_record(rec, says):

@@ -139,8 +139,10 @@ def test_cache_share_of_presets():
 @pytest.mark.parametrize(
     "factor, message",
     [
-        (float("inf"), r"factor=inf: must be a positive finite number"),
-        (float("nan"), r"factor=nan: must be a positive finite number"),
+        (float("inf"), r"factor=inf: must be a positive number up to 1e\+06"),
+        (float("nan"), r"factor=nan: must be a positive number up to 1e\+06"),
+        # 1e308 overflowed making the threshold an integer; 1e19 wrote it past int64
+        (1e308, r"factor=1e\+308: must be a positive number up to 1e\+06"),
         (None, r"factor=None: expected a positive number"),
         ("2", r"factor='2': expected a positive number"),
     ],

@@ -390,6 +390,55 @@ def test_builder_refuses_arguments_given_as_one_string_and_a_flag_given_as_text(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_missing_file_a_strand_out_of_range_and_a_closed_trace_are_one_line(tmp_path):
+    """open_trace of a missing file was a FileNotFoundError, strand_refs of a strand out of
+    range numpy's IndexError (-1 read the last), and a closed Trace's chunk "seek of closed
+    file"."""
+    from simsched.trace import open_trace
+    from simsched.workloads import generate
+
+    with pytest.raises(ConfigError, match=r"none\.sst: no such trace file$"):
+        open_trace(tmp_path / "none.sst")
+    p = tmp_path / "fib.sst"
+    generate("fib", p, n=8)
+    t = open_trace(p)
+    n = t.header.n_strands
+    for s in (n, -1, True, 1.5):
+        with pytest.raises(ConfigError, match=rf"^strand .*: the trace has strands 0 to {n - 1}$"):
+            t.strand_refs(s)
+    assert len(t.strand_refs(n - 1).addr) >= 0
+    t.close()
+    with pytest.raises(ConfigError, match=r"this Trace is closed; open it again"):
+        t.chunk(0)
+
+
+def test_builder_and_importer_refuse_header_fields_they_cannot_hold(tmp_path):
+    """roi="no" was True (every reference dropped), a backend of two lines or not text was
+    stored, and import_raw blamed the raw stream for its caller's arguments ("args='a b'"
+    was stored letter by letter)."""
+    from simsched.trace import TraceBuilder
+    from simsched.trace.raw import import_raw
+
+    for kw, said in (
+        ({"roi": "no"}, r"^roi='no': expected True or False"),
+        ({"backend": 5}, r"^backend=5: expected one line of text"),
+        ({"backend": "a\nb"}, r"^backend='a\\nb': expected one line of text"),
+    ):
+        with pytest.raises(ConfigError, match=said):
+            TraceBuilder(tmp_path / "t.sst", **kw)
+    raw = tmp_path / "x.raw"
+    raw.write_bytes(b"")
+    for kw, said in (
+        ({"args": "a b"}, r"^args='a b': expected a list"),
+        ({"program": 5}, r"^program=5: expected one line"),
+        ({"line_size_hint": 48}, r"^line_size_hint=48 must be a power of 2"),
+        ({"warn": 5}, r"^warn"),
+    ):
+        with pytest.raises(ConfigError, match=said):
+            import_raw(raw, tmp_path / "t.sst", **kw)
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["x.raw"]
+
+
 def test_chunk_positions_out_of_range_are_refused(tmp_path):
     """iter_chunks(first=-1) yielded the last chunk and then every chunk again; a reference
     index before or past the trace's was placed in chunk -1 or the last."""
@@ -440,6 +489,8 @@ def test_a_read_error_names_the_trace(tmp_path, monkeypatch):
     t = open_trace(path)
 
     class Failing:
+        closed = False
+
         def seek(self, off):
             pass
 

@@ -81,7 +81,7 @@ def test_cli_missing_file(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["trace", "info", str(tmp_path / "nope.sst")])
     assert exc.value.code == 2
-    assert "no such file" in capsys.readouterr().err.lower()
+    assert "nope.sst: no such trace file" in capsys.readouterr().err.lower()
 
 
 @pytest.fixture(scope="module")
