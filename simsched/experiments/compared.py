@@ -150,6 +150,19 @@ def save_comparison(
             raise ConfigError(
                 f"results[{i}]: replayed another trace than {trace_path} (its digest differs)"
             )
+    # The rows are labelled with this machine and these overrides: runs on another machine
+    # were stored as its (and runs without overrides labelled with them)
+    from simsched.machine import load_machine
+    from simsched.machine.loader import machine_config
+
+    given = json.loads(json.dumps(machine_config(load_machine(machine, overrides))))
+    for i, res in enumerate(results):
+        if json.loads(res.record.get("machine_config") or "null") != given:
+            with_ = f" with overrides {format_params(overrides)}" if overrides else ""
+            raise ConfigError(
+                f"results[{i}]: replayed another machine than {shown(machine)}{with_} "
+                f"(the run's was {res.record.get('machine')!r} as resolved)"
+            )
     for res in results:
         rec = res.record
         point = comparison_point(rec, trace_path, machine, overrides, out)

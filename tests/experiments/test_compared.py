@@ -59,5 +59,13 @@ def test_what_is_not_a_comparison_of_this_trace_is_refused(tmp_path):
             save_comparison(out, args[0], args[1], "itrs-scaling-1")
     with pytest.raises(ConfigError, match=re.escape("out_dir=None")):
         save_comparison(None, runs, fib, "itrs-scaling-1")
+    # another machine, or overrides the runs did not have: the rows were labelled with
+    # them (and a machine argument was not read at all)
+    for machine, overrides, said in (
+        ("itrs-scaling-2", None, "another machine than 'itrs-scaling-2' (the run's was"),
+        ("itrs-scaling-1", {"caches.L1.size": "1KB"}, "with overrides caches.L1.size=1KB"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(said)):
+            save_comparison(out, runs, fib, machine, overrides)
     assert not out.exists()
     assert save_comparison(out, runs, fib, "itrs-scaling-1").is_file()
