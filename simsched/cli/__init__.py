@@ -321,6 +321,9 @@ def main(argv: list[str] | None = None) -> None:
         fail(empty)
     # Only sweeps resume (their finished points are kept); elsewhere say no more.
     resumes = args[:2] == ["sweep", "run"]
+    if args[:1] == ["--version"] and len(args) > 1:
+        # typer printed the version and ignored the rest (exit 0)
+        fail(f"--version takes nothing after it, got {' '.join(args[1:])!r}")
     if args == ["--version"]:
         # The most common quick question needs neither typer nor any command module.
         from simsched.identity import version

@@ -89,6 +89,12 @@ def parse_size(value: object) -> int:
     shown = repr(value)
     if isinstance(value, str) and len(value) > 60:
         shown = f"{value[:40]!r}... ({len(value):,} characters)"
+    if isinstance(value, str) and m and m.group(2).lower() not in _UNITS:
+        # '7EiB' was "not a size", naming neither the unit nor the ones there are
+        raise ValueError(
+            f"{shown}: unknown unit {m.group(2)!r} (B, K/KB/KiB, M/MB/MiB, G/GB/GiB or "
+            "T/TB/TiB, all binary)"
+        )
     raise ValueError(f"{shown} is not a size (use bytes or a string such as '64KB', '20MB')")
 
 

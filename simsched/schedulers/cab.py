@@ -129,7 +129,9 @@ def _parse_data_bytes(value: Any, where: str) -> int:
     except ConfigError:
         try:
             n = parse_size(value)  # refuses true and false too
-        except ValueError:
+        except ValueError as exc:
+            if "unknown unit" in str(exc):
+                raise ConfigError(f"{where}: {exc}") from None
             # the words of every integer parameter's refusal (params.coerce), with units
             raise ConfigError(
                 f"{where}: expected an integer number of bytes (e.g. 209715200, 2^20) or a "

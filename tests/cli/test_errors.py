@@ -736,3 +736,15 @@ def test_ctrl_c_while_the_command_line_library_loads_is_one_line_and_130():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130, done.stderr
     assert done.stderr == "simsched: error: interrupted (Ctrl-C)\n"
+
+
+def test_version_with_more_arguments_is_refused(capsys):
+    """``--version foo`` printed the version and ignored the rest (exit 0)."""
+    from simsched.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version", "foo"])
+    assert info.value.code == 2
+    assert (
+        capsys.readouterr().err == "simsched: error: --version takes nothing after it, got 'foo'\n"
+    )

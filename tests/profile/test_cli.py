@@ -110,7 +110,7 @@ def test_profile_table_output_reports_the_check_and_the_figure(tmp_path, capsys)
     [
         (["profile", "{src}", "--sizes", "4K,1K"], "not strictly increasing"),
         (["profile", "{src}", "--sizes", "abc"], "--sizes"),
-        (["profile", "{src}", "--sizes", "16Q"], "--sizes: '16Q' is not a size (use bytes"),
+        (["profile", "{src}", "--sizes", "16Q"], "--sizes: '16Q': unknown unit 'Q' (B, K/KB/KiB"),
         (["profile", "{src}", "--sizes", ""], "profile: an empty argument after --sizes"),
         (["profile", "{src}", "--sizes", "16K,,64K"], "--sizes '16K,,64K': item 2 is empty"),
         (["profile", "{src}", "--sizes", "16K,"], "--sizes '16K,': item 2 is empty"),

@@ -298,7 +298,8 @@ def test_data_bytes_takes_numpy_integers_as_every_integer_parameter(given):
 def test_data_bytes_that_is_no_size_is_refused(given):
     with pytest.raises(
         ConfigError,
-        match=r"scheduler 'cab': data_bytes(: expected an integer number of bytes|=-5 must be >= 0)",
+        match=r"scheduler 'cab': data_bytes(: expected an integer number of bytes|=-5 must be "
+        r">= 0|: '200 parsecs': unknown unit 'parsecs' \(B, K/KB/KiB)",
     ):
         CacheAwareBiTier.resolve_params({"data_bytes": given})
 
