@@ -226,6 +226,9 @@ def run_cmd(
         _check_run_folder(out)
     if (trace is None) == (jobs is None):
         raise ConfigError("give exactly one of --trace and --jobs")
+    # before the machine is loaded for --quantum-ms, which took a controller's parameter
+    # for an unknown machine key
+    job_overrides = _jobs_overrides(set_) if jobs is not None else {}
     if quantum_ms is not None:
         if jobs is None:
             raise ConfigError("--quantum-ms applies to --jobs runs")
@@ -235,7 +238,7 @@ def run_cmd(
         from simsched.machine import load_machine
 
         quantum = quantum_cycles(
-            load_machine(machine, parse_kv(set_, "--set") or None),
+            load_machine(machine, job_overrides or None),
             quantum_ms,
             name="--quantum-ms",
         )
@@ -250,7 +253,17 @@ def run_cmd(
             if given is not None:
                 raise ConfigError(f"{name} applies to --trace runs{why}")
         _run_jobs(
-            jobs, machine, controller, quantum, set_, param, seed, json_, out, window, progress
+            jobs,
+            machine,
+            controller,
+            quantum,
+            job_overrides,
+            param,
+            seed,
+            json_,
+            out,
+            window,
+            progress,
         )
         return
     if controller is not None or quantum is not None:
@@ -385,16 +398,8 @@ def no_iterations_note(
     )
 
 
-def _run_jobs(
-    jobs, machine, controller, quantum, set_, param, seed, json_, out, window, progress
-) -> None:
-    import simsched
-
-    if param:
-        raise ConfigError(
-            "--param applies to --trace runs; give job schedulers' parameters "
-            "in the job set (scheduler_params)"
-        )
+def _jobs_overrides(set_: list[str] | None) -> dict[str, Any]:
+    """``--set`` of a ``--jobs`` run: machine overrides only (one line for anything else)."""
     overrides = parse_kv(set_, "--set")
     for k, v in overrides.items():
         if not _machine_field(k):
@@ -404,6 +409,19 @@ def _run_jobs(
                 "--set changes the machine only: give the controller's parameters in the job "
                 "set (controller_params) and the jobs' in scheduler_params"
             )
+    return overrides
+
+
+def _run_jobs(
+    jobs, machine, controller, quantum, overrides, param, seed, json_, out, window, progress
+) -> None:
+    import simsched
+
+    if param:
+        raise ConfigError(
+            "--param applies to --trace runs; give job schedulers' parameters "
+            "in the job set (scheduler_params)"
+        )
     res = simsched.run_jobs(
         jobs,
         machine,

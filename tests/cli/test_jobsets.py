@@ -168,6 +168,9 @@ def test_controller_errors_name_the_job_file_they_come_from(cli, fib_trace, tmp_
     assert err.startswith("simsched: error: --set shares=1,1: not a machine field") and (
         "controller_params" in err
     )
+    # also where --quantum-ms loads the machine first (it said "shares: unknown key")
+    err = _refused(cli, "--jobs", js, "-m", MACHINE, "--quantum-ms", "1", "--set", "shares=1,1")
+    assert err.startswith("simsched: error: --set shares=1,1: not a machine field")
     # an arrival too many quanta away: the check the engine makes named no file
     js = _jobset(tmp_path, fib_trace, "    arrival: 1000000000000\n", "quantum: 100\n")
     assert _refused(cli, "--jobs", js, "-m", MACHINE).startswith(f"simsched: error: {js}: job 'fib")
