@@ -300,12 +300,12 @@ def load_spec(
             "workloads as {jobs: FILE}"
         )
     data = copy.deepcopy(data)
-    given: set[tuple[str, ...]] = set()
+    set_keys: set[tuple[str, ...]] = set()
     for item in sets:
         keys, value = parse_set(item)
-        if tuple(keys) in given:  # the last one silently won
+        if tuple(keys) in set_keys:  # the last one silently won
             raise ConfigError(f"--set {'.'.join(keys)}: given twice")
-        given.add(tuple(keys))
+        set_keys.add(tuple(keys))
         _apply_set(data, keys, value, item)
     try:
         spec = SweepSpec.model_validate(data)

@@ -57,6 +57,10 @@ def exponent_hint(value: object) -> str:
     return ""
 
 
+class UnknownUnit(ValueError):
+    """A size written as a number and a unit :func:`parse_size` does not know (``7EiB``)."""
+
+
 def parse_size(value: object) -> int:
     """Parse a byte size such as ``65536``, ``"64KB"`` or ``"1.5 MB"`` into bytes.
 
@@ -91,7 +95,7 @@ def parse_size(value: object) -> int:
         shown = f"{value[:40]!r}... ({len(value):,} characters)"
     if isinstance(value, str) and m and m.group(2).lower() not in _UNITS:
         # '7EiB' was "not a size", naming neither the unit nor the ones there are
-        raise ValueError(
+        raise UnknownUnit(
             f"{shown}: unknown unit {m.group(2)!r} (B, K/KB/KiB, M/MB/MiB, G/GB/GiB or "
             "T/TB/TiB, all binary)"
         )

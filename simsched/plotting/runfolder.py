@@ -448,8 +448,7 @@ def run_trace_paths(folder: str | Path, n_jobs: int = 1) -> list[Path | None]:
     where = folder / CONFIG_FILE
     # read_user_text: a named pipe in a file's place blocked the figure for ever
     try:
-        cfg = json.loads(read_user_text(where, "JSON"))
-        paths = [j["trace"] for j in cfg["jobs"]] if "jobs" in cfg else [cfg["trace"]]
+        paths = _config_traces(json.loads(read_user_text(where, "JSON")))
     except (ConfigError, ValueError, KeyError, TypeError, RecursionError):
         where = folder / POINT_FILE
         try:
@@ -460,6 +459,12 @@ def run_trace_paths(folder: str | Path, n_jobs: int = 1) -> list[Path | None]:
     if not all(p is None or isinstance(p, str) for p in paths):
         raise ConfigError(f"{where}: field 'trace' is not a path")
     return [Path(p) if p is not None and Path(p).is_file() else None for p in paths]
+
+
+def _config_traces(cfg: Any) -> list[Any]:
+    """The traces a run's ``config.json`` names, one per job (``KeyError`` or
+    ``TypeError`` when it names none)."""
+    return [j["trace"] for j in cfg["jobs"]] if "jobs" in cfg else [cfg["trace"]]
 
 
 def why_no_trace(folder: str | Path) -> str:
@@ -479,9 +484,10 @@ def why_no_trace(folder: str | Path) -> str:
         return f"{where} is not readable JSON"
     if not isinstance(cfg, dict):
         return f"{where} is not a run's configuration"
-    jobs = cfg.get("jobs")
-    names = [j.get("trace") for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
-    names = names or [cfg.get("trace")]
+    try:
+        names = _config_traces(cfg)
+    except (KeyError, TypeError):
+        return f"{where} names no trace"
     for name in names:
         if isinstance(name, str) and not Path(name).is_file():
             return f"{where} names the trace {name}, which is not a file"

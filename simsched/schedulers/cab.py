@@ -76,7 +76,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from simsched.errors import ConfigError
-from simsched.machine.schema import parse_size
+from simsched.machine.schema import UnknownUnit, parse_size
 from simsched.params import MAX_SEED, coerce
 from simsched.schedulers.base import (
     EDGE_SPAWN,
@@ -129,9 +129,9 @@ def _parse_data_bytes(value: Any, where: str) -> int:
     except ConfigError:
         try:
             n = parse_size(value)  # refuses true and false too
-        except ValueError as exc:
-            if "unknown unit" in str(exc):
-                raise ConfigError(f"{where}: {exc}") from None
+        except UnknownUnit as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        except ValueError:
             # the words of every integer parameter's refusal (params.coerce), with units
             raise ConfigError(
                 f"{where}: expected an integer number of bytes (e.g. 209715200, 2^20) or a "

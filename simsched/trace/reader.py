@@ -242,8 +242,7 @@ class Trace:
 
     def _read_at(self, off: int, n: int) -> bytes:
         if self._f.closed:
-            # "seek of closed file", from a chunk read of a closed Trace
-            raise ConfigError(f"{self._name}: this Trace is closed; open it again (open_trace)")
+            raise _closed(self._name)  # "seek of closed file", from a chunk read
         with self._lock:
             try:
                 self._f.seek(off)
@@ -672,6 +671,11 @@ class Trace:
         )
 
 
+def _closed(path: str | os.PathLike) -> ConfigError:
+    """The error of a read from a closed :class:`Trace` (it was "seek of closed file")."""
+    return ConfigError(f"{path}: this Trace is closed; open it again (open_trace)")
+
+
 def open_trace(path: str | os.PathLike, *, cache_chunks: int = 8) -> Trace:
     """Open a trace file, checking its header, sections and tables.
 
@@ -717,8 +721,7 @@ def as_trace(trace: Trace | str | os.PathLike) -> tuple[Trace, bool]:
     """
     if isinstance(trace, Trace):
         if trace.closed:
-            # it failed deep inside with "seek of closed file"
-            raise ConfigError(f"{trace.path}: this Trace is closed; open it again (open_trace)")
+            raise _closed(trace.path)  # before any work, not at its first chunk read
         return trace, False
     return open_trace(trace), True
 
