@@ -95,6 +95,7 @@ from simsched.schedulers.packing import (
     iteration_tree,
     laws_cpu_bound,
     sosc,
+    spread_roots,
     task_misses,
 )
 from simsched.schedulers.ws import ws_fallback
@@ -688,6 +689,10 @@ class LocalityAware(Scheduler):
         if roots.size == 0:
             self._no_packing("no subtree fits the shared cache")
             return
+        if not self.NUMA:
+            # no allocator cut: the whole iteration may fit one shared cache, and one CF
+            # root would keep every other socket idle ([CAB11] §III-B, first constraint)
+            roots = spread_roots(lp, roots, self.S)
         self.tparent = lp
         self._map_template()
         self.tuner = PackingTuner(tparent, roots) if self.TUNE else None

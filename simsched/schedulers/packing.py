@@ -30,7 +30,9 @@ the *free tier* (scheduled across sockets).  The tree is the profiled iteration'
 towards the root, the classification needs only each frame's and its parent's SOSC
 (:func:`classify_tasks`).  The packer works on the tasks allocated to one socket (§3.3);
 a CF root above the level at which the allocator splits the data between sockets would
-pack several sockets' data together, and the scheduler must cut there.
+pack several sockets' data together, and the scheduler must cut there.  A packer without
+that cut (CATS's) can find one CF root for the whole iteration; :func:`spread_roots` moves
+the roots down until each socket has one ([CAB11] §III-B's first constraint).
 
 **Algorithm 1** ([LAWS15] §3.3.2), line by line, as :class:`PackingTuner`: the initial
 packing's time ``T`` starts it (line 1, ``Tc = T``); lines 3–9 move every CF root to its
@@ -234,6 +236,51 @@ def cf_roots(sosc_bytes: Any, parent: Any, shared_cache: int) -> np.ndarray:
     return np.flatnonzero(classify_tasks(sosc_bytes, parent, shared_cache) == CF_ROOT)
 
 
+def roots_to_children(parent: np.ndarray, has_child: np.ndarray, roots: np.ndarray) -> np.ndarray:
+    """Every root with children replaced by its children (a leaf root stays); sorted."""
+    inset = np.zeros(parent.shape[0], dtype=bool)
+    inset[roots] = True
+    child_of_root = np.zeros_like(inset)
+    has_p = parent >= 0
+    child_of_root[has_p] = inset[parent[has_p]]
+    keep = roots[~has_child[roots]]
+    return np.union1d(keep, np.flatnonzero(child_of_root))
+
+
+def spread_roots(parent: Any, roots: Any, at_least: int) -> np.ndarray:
+    """Move CF roots down until there are ``at_least`` of them, [CAB11] §III-B, Eq. 1.
+
+    CAB's first constraint on a DAG's partition is "enough leaf inter-socket tasks to be
+    distributed to the sockets" (``B**(BL-1) >= M``).  A packing that is not cut per
+    socket (CATS's) may find the whole iteration fits one shared cache: one CF root, one
+    socket at work.  Here every root with children moves to its children together (the
+    move of Algorithm 1's lines 3-9) until the count is reached or only leaves are left.
+
+    Parameters
+    ----------
+    parent
+        Parent of every frame of the template tree (-1: none); parents precede children.
+    roots
+        Sorted CF roots, none an ancestor of another (:func:`cf_roots`).
+    at_least
+        The number of roots wanted (the sockets), >= 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        The roots, sorted; ``roots`` itself when there are already enough.
+    """
+    (p,) = frame_arrays(parent)
+    r = check_ints("CF roots", roots).ravel()
+    need = check_int("at_least", at_least, minimum=1)
+    if r.size and r.max() >= p.shape[0]:
+        raise ConfigError(f"CF roots must be frames 0..{p.shape[0] - 1}")
+    has_child = has_children(p)
+    while 0 < r.size < need and has_child[r].any():
+        r = roots_to_children(p, has_child, r)
+    return r
+
+
 @dataclass(frozen=True)
 class TuneStep:
     """One iteration seen by :class:`PackingTuner`.
@@ -335,15 +382,7 @@ class PackingTuner:
         return bool((self._parent[r] >= 0).any())
 
     def _smaller(self, r: np.ndarray) -> np.ndarray:
-        """Every root with children replaced by its children (a leaf root stays)."""
-        p = self._parent
-        inset = np.zeros(p.shape[0], dtype=bool)
-        inset[r] = True
-        child_of_root = np.zeros_like(inset)
-        has_p = p >= 0
-        child_of_root[has_p] = inset[p[has_p]]
-        keep = r[~self._has_child[r]]
-        return np.union1d(keep, np.flatnonzero(child_of_root))
+        return roots_to_children(self._parent, self._has_child, r)
 
     def _larger(self, r: np.ndarray) -> np.ndarray:
         """Every root replaced by its parent (a root without one stays), outermost only."""

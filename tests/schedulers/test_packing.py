@@ -18,6 +18,7 @@ from simsched.schedulers.packing import (
     iteration_tree,
     laws_cpu_bound,
     sosc,
+    spread_roots,
     task_misses,
 )
 from simsched.trace import open_trace
@@ -174,9 +175,42 @@ def test_classes_partition_every_root_path(tree, Sc):
             assert set(chain) == {FREE} and s[f] > Sc + 1
 
 
+def test_spread_roots_moves_down_until_every_socket_has_one():
+    # the full binary tree of depth 4 below (PT): one root for four sockets goes two
+    # levels down; roots at uneven depths move together; leaves stay; enough is enough
+    assert spread_roots(PT, [0], 4).tolist() == lvl(2)
+    assert spread_roots(PT, [0], 3).tolist() == lvl(2)
+    assert spread_roots(PT, lvl(1), 2).tolist() == lvl(1)
+    assert spread_roots(PT, [1, 6], 3).tolist() == [3, 4, 13, 14]
+    assert spread_roots(PT, [0], 100).tolist() == lvl(4)
+    assert spread_roots(PT, [], 4).tolist() == []
+    for bad in ([31], [-1]):
+        with pytest.raises(ConfigError):
+            spread_roots(PT, bad, 2)
+    with pytest.raises(ConfigError):
+        spread_roots(PT, [0], 0)
+
+
+@given(trees(), st.integers(1, 9), st.data())
+def test_spread_roots_keeps_the_leaves_it_covers(tree, need, data):
+    parent = tree[0]
+    n = len(parent)
+    top = data.draw(st.sampled_from([f for f in range(n) if parent[f] < 0]))
+    out = spread_roots(parent, [top], need)
+
+    def covered(roots):
+        rs = set(roots)
+        return {f for f in range(n) if f in rs or rs & set(_ancestors(parent, f))}
+
+    leaves = set(range(n)) - set(parent.tolist())
+    assert covered(out) & leaves == covered([top]) & leaves
+    assert not any(set(_ancestors(parent, int(r))) & set(out.tolist()) for r in out)
+    assert out.size >= need or leaves >= set(out.tolist())
+
+
 # -- Algorithm 1 -------------------------------------------------------------------------
 
-# Template tree: a full binary tree of depth 4, numbered level by level: frame 0 is the
+# Template tree (also for spread_roots above): a full binary tree of depth 4, numbered level by level: frame 0 is the
 # iteration root (level 0), level k holds frames 2**k - 1 .. 2**(k+1) - 2.
 PT = np.array([-1] + [(f - 1) // 2 for f in range(1, 31)])
 
