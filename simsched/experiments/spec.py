@@ -475,7 +475,9 @@ def _seed_values(loaded: LoadedSpec) -> list[int] | range:
         if isinstance(spec.seeds, SeedRange)
         else list(spec.seeds)
     )
-    if loaded.small and spec.small.seeds is not None:
+    # small.seeds and small.machines are checked in every run, small or not: a misspelt
+    # one in a study's spec surfaced only in CI's small run
+    if spec.small.seeds is not None:
         keep = set(spec.small.seeds)
         own = {x for sch in spec.schedulers for x in sch.seeds or ()}
         stray = sorted(x for x in keep if x not in seeds and x not in own)
@@ -492,6 +494,8 @@ def _seed_values(loaded: LoadedSpec) -> list[int] | range:
                 f"{loaded.shown}: small.seeds: {stray[0]} is not a seed of the sweep "
                 f"(its seeds: {shown})"
             )
+        if not loaded.small:
+            return seeds
         # A range ascends: its members among ``keep``, sorted, are in the axis's order.
         chosen = (
             sorted(s for s in keep if s in seeds)
@@ -574,14 +578,15 @@ def expand(loaded: LoadedSpec) -> list[Point]:
         "schedulers": _scheduler_entries(loaded),
         "seeds": seeds_all,
     }
-    if loaded.small and spec.small.machines is not None:
+    if spec.small.machines is not None:
         keep = set(spec.small.machines)
         unknown = keep - {label for label, _ in axes["machines"]}
         if unknown:
             raise ConfigError(
                 f"{loaded.shown}: small.machines: no machine labelled {sorted(unknown)[0]!r}"
             )
-        axes["machines"] = [e for e in axes["machines"] if e[0] in keep]
+        if loaded.small:
+            axes["machines"] = [e for e in axes["machines"] if e[0] in keep]
 
     # Build the list of independent factors: zipped groups, then the remaining axes.
     factors: list[tuple[tuple[str, ...], list[tuple[Any, ...]]]] = []

@@ -72,6 +72,15 @@ def test_small_params_and_machines(tmp_path):
     assert {p.seed for p in points if p.scheduler["name"] == "ws"} == {1}
 
 
+def test_a_small_machine_label_is_checked_in_full_size_runs_too(tmp_path):
+    text = BASE + "small: {machines: [itrs-scaling-l]}\n"
+    for small in (True, False):
+        with pytest.raises(
+            ConfigError, match="small.machines: no machine labelled 'itrs-scaling-l'"
+        ):
+            load_spec(write(tmp_path, text), small=small).points()
+
+
 def test_small_from_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("SIMSCHED_SMALL", "1")
     points = load_spec(write(tmp_path, BASE)).points()
@@ -318,11 +327,14 @@ def test_a_small_seed_the_sweep_does_not_have_is_an_error(tmp_path):
         "schedulers: [ws, {name: pdf, seeds: [7]}]\nseeds: {count: 3}\nsmall: {seeds: SMALL}\n"
     )
     path = write(tmp_path, text.replace("SMALL", "[1, 5]"))
-    with pytest.raises(ConfigError, match=re.escape(
-        "small.seeds: 5 is not a seed of the sweep (its seeds: 0..2; the schedulers' own: 7)"
-    )):  # fmt: skip
-        load_spec(path, small=True).points()
-    assert len(load_spec(path, small=False).points()) == 4  # only --small reads it
+    # checked in full-size runs too: a misspelt seed surfaced only in the small run of CI
+    for small in (True, False):
+        with pytest.raises(ConfigError, match=re.escape(
+            "small.seeds: 5 is not a seed of the sweep (its seeds: 0..2; the schedulers' own: 7)"
+        )):  # fmt: skip
+            load_spec(path, small=small).points()
+    path = write(tmp_path, text.replace("SMALL", "[1]"))
+    assert len(load_spec(path, small=False).points()) == 4  # only --small keeps fewer
     # a scheduler's own seed is one of the sweep's: pdf keeps it, the axis its first seed
     path = write(tmp_path, text.replace("SMALL", "[7]"))
     assert [(p.scheduler["name"], p.seed) for p in load_spec(path, small=True).points()] == [
