@@ -244,7 +244,22 @@ def usage_message(exc: BaseException) -> str:
     """click's message of a usage error, on one line (empty when it printed help instead)."""
     format_message = getattr(exc, "format_message", None)
     message = format_message() if callable(format_message) else str(exc)
+    if type(exc).__name__ == "NoSuchOption" and getattr(exc, "ctx", None) is not None:
+        message = _no_such_option(exc)
     return " ".join(str(message).split())
+
+
+def _no_such_option(exc: Any) -> str:
+    """click's "No such option" with suggestions compared without the leading dashes:
+    every long option starts with ``--``, so click offered ``--out`` for ``--nosuchopt``."""
+    import difflib
+
+    name = str(exc.option_name)
+    opts = [o for p in exc.ctx.command.params for o in (*p.opts, *p.secondary_opts)]
+    bare = {o.lstrip("-"): o for o in opts if o.startswith("--")}
+    close = difflib.get_close_matches(name.lstrip("-"), list(bare), n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(bare[c] for c in close)}?)" if close else ""
+    return f"No such option: {name}{hint}"
 
 
 def usage_line(exc: BaseException, command: str | None = None) -> str:
