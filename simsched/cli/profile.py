@@ -66,7 +66,10 @@ def profile_cmd(
         int | None, typer.Option(help="line size in bytes (default: machine's, else the trace's)")
     ] = None,
     machine: Annotated[
-        str | None, typer.Option(help="take the line size from this machine's outermost cache")
+        str | None,
+        typer.Option(
+            "--machine", "-m", help="take the line size from this machine's outermost cache"
+        ),
     ] = None,
     json_: Annotated[
         bool, typer.Option("--json", help="print the whole program's misses per size as JSON")
@@ -187,7 +190,9 @@ def profile_cmd(
 
 def coarsen_cmd(
     profile: Annotated[Path, typer.Argument(help="profile written by `simsched profile -o`")],
-    machine: Annotated[str, typer.Option(help="machine preset name or YAML file")],
+    machine: Annotated[
+        str, typer.Option("--machine", "-m", help="machine preset name or YAML file")
+    ],
     factor: Annotated[
         float,
         typer.Option(
@@ -259,7 +264,8 @@ def regrain_cmd(
     table: Annotated[Path, typer.Option(help="parallelization table from `simsched coarsen`")],
     out: Annotated[Path, typer.Option("-o", "--out", help="coarse trace to write")],
     machine: Annotated[
-        str | None, typer.Option(help="use this machine's rows (if the table has several)")
+        str | None,
+        typer.Option("--machine", "-m", help="use this machine's rows (if the table has several)"),
     ] = None,
 ) -> None:
     """Write a trace in which every group of the table runs as one strand."""

@@ -24,6 +24,7 @@ import typer
 from rich.table import Column, Table
 
 from simsched.cli._common import (
+    MachineOpt,
     ProgressOpt,
     console,
     err_console,
@@ -49,7 +50,6 @@ SUMMARY_METRICS = (
 )
 
 TraceOpt = Annotated[Path, typer.Option("--trace", "-t", help="trace file (.sst)")]
-MachineOpt = Annotated[str, typer.Option("--machine", "-m", help="preset name or YAML file")]
 SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", help="scheduler parameter or machine override key=value (dotted)"),

@@ -65,6 +65,15 @@ def test_profile_coarsen_regrain_end_to_end(tmp_path, capsys):
     code, _, err = run(["regrain", ms, "--table", table, "-o", coarse], capsys)
     assert code == 0, err
     assert validate(coarse)["strands"] < summ["strands"]
+    # -m, as run and compare spell --machine
+    again = tmp_path / "again.sst"
+    code, _, err = run(
+        ["regrain", ms, "--table", table, "-o", again, "-m", "itrs-scaling-4"], capsys
+    )
+    assert code == 0, err
+    assert again.read_bytes() == coarse.read_bytes()
+    code, out, err = run(["coarsen", prof, "-m", "itrs-scaling-4", "--json"], capsys)
+    assert code == 0 and json.loads(out)["merged_groups"] == summ["merged_groups"], err
 
 
 def test_profile_table_output_and_sizes(tmp_path, capsys):
