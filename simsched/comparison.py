@@ -29,7 +29,13 @@ The causes:
   least :data:`UNEVEN_ALLOCATION` times its even share of the first iteration's references
   (the record's ``allocator_shares``) because the trace's tasks do not divide their data
   evenly among their children, as [LAWS15] §3.2 assumes (``allocator_mismatch`` at least
-  :data:`UNEVEN_MISMATCH`), e.g. a ``cilk_for`` split as OpenCilk splits it.
+  :data:`UNEVEN_MISMATCH`), e.g. a ``cilk_for`` split as OpenCilk splits it;
+* ``socket-imbalance``: one socket's cores did at least :data:`SOCKET_IMBALANCE` times
+  their even share of the busy cycles, or a socket ran nothing (a warning then), with the
+  likely cause: PDF's wake order, the LAWS family's first iteration or allocation, or too
+  little parallelism;
+* ``packing-search``: LAWS's Algorithm 1 measured other packings than its choice in a
+  quarter or more of the iterations after the profiled one (a short trace).
 """
 
 from __future__ import annotations
@@ -67,6 +73,17 @@ UNEVEN_ALLOCATION = 1.25
 #: 4 sockets; a Cilk heat captured with OpenCilk's ``cilk_for`` split 0.59, 2.6x.
 UNEVEN_MISMATCH = 0.1
 
+#: ``socket-imbalance`` is noted when a socket's cores were busy at least this many times
+#: the even share of the run's busy cycles (or a socket ran nothing).
+SOCKET_IMBALANCE = 1.5
+#: ``packing-search`` is noted when Algorithm 1 measured other packings than its choice
+#: (``initial``, ``smaller``, ``larger`` in the record's ``packing``) in at least this
+#: share of the iterations after the profiled one.
+SEARCH_SHARE = 0.25
+SEARCH_MOVES = frozenset({"initial", "smaller", "larger"})
+#: Notes whose text carries a run's own figures: one per scheduler in a comparison.
+PER_SCHEDULER = frozenset({"socket-imbalance", "packing-search"})
+
 #: Last-level misses of the runs within this factor of each other count as "the same"
 #: for the compulsory-misses note.
 SAME_MISSES = 1.02
@@ -81,7 +98,7 @@ class Note:
     code
         Stable name of the cause (``compulsory-misses``, ``sampled-counters``,
         ``one-socket``, ``no-iterations``, ``data-one-node``, ``cab-bl``, ``no-controller``,
-        ``uneven-allocation``).
+        ``uneven-allocation``, ``socket-imbalance``, ``packing-search``).
     text
         One line for a person.
     level
@@ -127,20 +144,104 @@ def _uneven_allocation(name: str, record: dict[str, Any], trace: Any) -> Note | 
     because Eq. 1 does not fit the trace (``allocator_mismatch``)."""
     shares = [float(x) for x in _field(record, "allocator_shares")]
     mismatch = float(record.get("allocator_mismatch", 0.0))
-    if len(shares) < 2 or not has_iterations(trace):
-        return None  # one socket, or no iterations (no-iterations says more)
+    if len(shares) < 2:
+        return None
     top = max(shares)
     if top * len(shares) < UNEVEN_ALLOCATION or mismatch < UNEVEN_MISMATCH:
         return None
     k = shares.index(top)
+    # without iterations the whole run is the first one: the allocation holds throughout
+    what = (
+        "the first iteration's references"
+        if has_iterations(trace)
+        else "the references (the whole run is its first iteration)"
+    )
     return Note(
         "uneven-allocation",
-        f"{name}: the allocator ([LAWS15] Eq. 1) gave socket {k} {top:.0%} of the first "
-        f"iteration's references (an even division: {1 / len(shares):.0%} each), so its "
+        f"{name}: the allocator ([LAWS15] Eq. 1) gave socket {k} {top:.0%} of {what} "
+        f"(an even division: {1 / len(shares):.0%} each), so its "
         "cores do most of the work: this trace's tasks do not divide their data evenly "
         f"among their children as §3.2 assumes (Eq. 1 misplaces {mismatch:.0%} of it). "
         "A cilk_for split as OpenCilk splits it (simsched cc's default) spawns ever "
         "smaller halves from one frame; build it with simsched cc --cilk-for-split binary",
+        schedulers=(name,),
+    )
+
+
+def _concentrated(shares: list[float]) -> int | None:
+    """The socket given at least :data:`UNEVEN_ALLOCATION` times its even share, if any."""
+    top = max(shares)
+    return shares.index(top) if top * len(shares) >= UNEVEN_ALLOCATION else None
+
+
+def _socket_imbalance(cls: Any, record: dict[str, Any], trace: Any) -> Note | None:
+    """``socket-imbalance``: one socket's cores were busy at least :data:`SOCKET_IMBALANCE`
+    times the even share of the run's busy cycles, or a socket ran nothing while others
+    did (a warning then; context otherwise), with the cause the policy makes likely."""
+    name = cls.name
+    busy = [float(x) for x in _field(record, "busy_by_socket")]
+    total = sum(busy)
+    if len(busy) < 2 or total <= 0:
+        return None
+    top = max(busy)
+    k = busy.index(top)
+    idle = [i for i, b in enumerate(busy) if b == 0]
+    if top * len(busy) < SOCKET_IMBALANCE * total and not idle:
+        return None
+    if name == "pdf":
+        why = (
+            "PDF gives ready strands to idle cores lowest-numbered first (docs/schedulers.md "
+            "§4), so with fewer ready strands than cores its work stays on the first sockets"
+        )
+    elif cls.without_iterations is not None and trace_iterations(trace) < 2:
+        why = (
+            "the whole run is the profiled first iteration, in which no task leaves the "
+            "socket the allocator gave it ([LAWS15] §3.4)"
+        )
+    elif (
+        _field(record, "allocator_shares")
+        and _concentrated([float(x) for x in _field(record, "allocator_shares")]) is not None
+    ):
+        why = "the allocator ([LAWS15] Eq. 1) gave that socket most of the data"
+    else:
+        util = float(record.get("utilization", 1.0))
+        why = (
+            f"the program kept few cores busy (utilization {util:.0%})"
+            if util < 0.5
+            else "the schedule placed most of the work there"
+        )
+    none = (
+        f"; socket{'s' if len(idle) > 1 else ''} {', '.join(map(str, idle))} ran nothing"
+        if idle
+        else ""
+    )
+    return Note(
+        "socket-imbalance",
+        f"{name}: socket {k}'s cores did {top / total:.0%} of the busy cycles (an even "
+        f"division: {1 / len(busy):.0%} each){none}: {why}",
+        level="warning" if idle else "info",
+        schedulers=(name,),
+    )
+
+
+def _tuning_share(name: str, record: dict[str, Any]) -> Note | None:
+    """``packing-search``: Algorithm 1 measured packings other than its choice in at least
+    :data:`SEARCH_SHARE` of the iterations after the profiled one."""
+    log = _field(record, "packing")
+    if not isinstance(log, list) or not log:
+        return None
+    moves = [str(p.get("move")) for p in log if isinstance(p, dict)]
+    after = [m for m in moves if m != "profile"]
+    tried = sum(m in SEARCH_MOVES for m in after)
+    if tried == 0 or tried < SEARCH_SHARE * len(after):
+        return None
+    return Note(
+        "packing-search",
+        f"{name}: Algorithm 1 ([LAWS15] §3.3.2) measured packings in {tried} of the "
+        f"{len(after)} iterations after the profiled one, so the search weighs on the "
+        "makespan as it would not over the paper's 200 iterations; compare on a trace "
+        "with more iterations, or the iteration times after the search (iteration_cycles)",
+        level="info",
         schedulers=(name,),
     )
 
@@ -212,7 +313,19 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
         )
     if cls.numa_aware and machine.sockets > 1:
         used = _nodes_used(record)
-        if len(used) == 1:
+        shares = [float(x) for x in _field(record, "allocator_shares")]
+        if len(used) == 1 and len(shares) > 1 and _concentrated(shares) == used[0]:
+            # the policy's own allocation, not a serial initialisation, put it there
+            notes.append(
+                Note(
+                    "data-one-node",
+                    f"{name}: every DRAM access went to node {used[0]}, the node of the "
+                    f"socket the allocator ([LAWS15] Eq. 1) gave {max(shares):.0%} of the "
+                    "references (uneven-allocation): its tasks first-touched the data there",
+                    schedulers=(name,),
+                )
+            )
+        elif len(used) == 1:
             notes.append(
                 Note(
                     "data-one-node",
@@ -255,6 +368,12 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
     uneven = _uneven_allocation(name, record, trace)
     if uneven is not None:
         notes.append(uneven)
+    imbalance = _socket_imbalance(cls, record, trace)
+    if imbalance is not None:
+        notes.append(imbalance)
+    search = _tuning_share(name, record)
+    if search is not None:
+        notes.append(search)
     given = _field(record, "params")
     params: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
     idle = cls.idle_params(params) if params else {}
@@ -399,9 +518,15 @@ def compare_notes(records: list[dict[str, Any]], trace: Any, machine: Any) -> li
     if note is not None:
         out.append(note)
     seen: dict[tuple[str, str], int] = {}
+    once: set[tuple[str, str]] = set()
     for rec in records:
         for n in run_notes(rec, trace, machine):
             name = n.schedulers[0] if n.schedulers else ""
+            if n.code in PER_SCHEDULER:
+                # its figures differ from seed to seed: the first run's stands for the rest
+                if (n.code, name) in once:
+                    continue
+                once.add((n.code, name))
             key = (n.code, n.text.replace(name, "{}", 1) if name else n.text)
             if key not in seen:
                 seen[key] = len(out)

@@ -391,7 +391,7 @@ def test_uneven_division_warns_the_allocators_policies_only(tmp_path):
     assert json.loads(runs["uneven"]["ws"]["warnings"]) == []
 
 
-def test_uneven_allocation_needs_iterations_and_a_mismatch():
+def test_uneven_allocation_needs_a_mismatch():
     m = load_machine(TWO_BY_TWO)
 
     class _T:  # frames with iteration marks (two: one alone is only the profiled one)
@@ -402,8 +402,65 @@ def test_uneven_allocation_needs_iterations_and_a_mismatch():
     # the imbalance of too few leaves for the sockets is not an uneven division
     assert _codes(run_notes({**rec, "allocator_mismatch": 0.05}, _T, m)) == []
     assert _codes(run_notes({**rec, "allocator_shares": [0.55, 0.45]}, _T, m)) == []
+    # without iterations the allocation holds for the whole run: said too (it was not)
     _T.frames.iteration = np.array([-1, -1, -1])
-    assert _codes(run_notes(rec, _T, m)) == ["no-iterations"]
+    notes = run_notes(rec, _T, m)
+    assert _codes(notes) == ["no-iterations", "uneven-allocation"]
+    assert "70% of the references (the whole run is its first iteration)" in notes[1].text
+
+
+class _Iterated:  # frames of two iterations (the profiled one and one more)
+    frames = type("F", (), {"iteration": np.array([-1, 0, 1])})()
+
+
+class _Flat:
+    frames = type("F", (), {"iteration": np.array([-1, -1])})()
+
+
+@pytest.mark.parametrize(
+    ("sched", "busy", "trace", "level", "said"),
+    [
+        ("pdf", [90, 10, 0, 0], _Iterated, "warning", "sockets 2, 3 ran nothing: PDF gives"),
+        ("pdf", [60, 20, 10, 10], _Iterated, "info", "socket 0's cores did 60% of the busy"),
+        ("laws", [70, 10, 10, 10], _Flat, "info", "the whole run is the profiled first"),
+        ("ws", [0, 50, 30, 20], _Iterated, "warning", "kept few cores busy (utilization 20%)"),
+        ("cab", [40, 20, 20, 20], _Iterated, "info", "the schedule placed most of the work"),
+    ],
+)
+def test_socket_imbalance_names_the_likely_cause(sched, busy, trace, level, said):
+    m = load_machine({**TWO_BY_TWO, "sockets": 4})
+    util = 0.2 if sched == "ws" else 0.9
+    rec = {"scheduler": sched, "busy_by_socket": json.dumps(busy), "utilization": util}
+    (note,) = [n for n in run_notes(rec, trace, m) if n.code == "socket-imbalance"]
+    assert note.level == level and said in note.text, note.text
+
+
+def test_an_even_spread_has_no_socket_imbalance_and_a_comparison_says_it_once():
+    m = load_machine({**TWO_BY_TWO, "sockets": 4})
+    even = {"scheduler": "pdf", "busy_by_socket": "[30, 25, 25, 20]"}
+    assert "socket-imbalance" not in _codes(run_notes(even, _Iterated, m))
+    # a run's figures differ from seed to seed: one line per scheduler
+    recs = [
+        {**even, "busy_by_socket": json.dumps([90 - s, 10 + s, 0, 0]), "L2_misses": 10 * s + 1}
+        for s in range(3)
+    ]  # misses that differ: no compulsory-misses note, which reads the trace
+    notes = [n for n in compare_notes(recs, _Iterated, m) if n.code == "socket-imbalance"]
+    assert len(notes) == 1 and "90%" in notes[0].text
+
+
+def test_data_on_one_node_names_the_allocator_where_it_put_the_data_there():
+    m = load_machine({**TWO_BY_TWO, "sockets": 4})
+    node = [{"local": 9, "remote": 3}] + [{"local": 0, "remote": 0}] * 3
+    rec = {"scheduler": "laws", "dram_by_node": json.dumps(node)}
+    allocated = {**rec, "allocator_shares": "[0.9, 0.04, 0.03, 0.03]"}
+    (note,) = [n for n in run_notes(allocated, _Flat, m) if n.code == "data-one-node"]
+    assert "the allocator ([LAWS15] Eq. 1) gave 90% of the references" in note.text
+    (note,) = [
+        n
+        for n in run_notes({**rec, "allocator_shares": "[0.25, 0.25, 0.25, 0.25]"}, _Flat, m)
+        if n.code == "data-one-node"
+    ]
+    assert "serial initialisation" in note.text
 
 
 @pytest.mark.parametrize(("level_intra", "reason"), [(1, "too-shallow"), (3, "intra-tasks")])
@@ -451,3 +508,19 @@ def test_defaults_and_effective_parameters_are_not_called_idle():
     # CATS's cpu_check is off by default: only a changed threshold is idle
     cats = get_scheduler("cats")
     assert cats.idle_params(cats.resolve_params({"cf_start": "any-core"})) == {}
+
+
+def test_a_packing_search_over_much_of_a_short_trace_is_said():
+    m = load_machine(TWO_BY_TWO)
+
+    def rec(moves):
+        log = [{"iteration": i, "move": mv, "cf_roots": 2} for i, mv in enumerate(moves)]
+        return {"scheduler": "laws", "packing": json.dumps(log)}
+
+    short = ["profile", "initial", "smaller", "final"]
+    (note,) = [n for n in run_notes(rec(short), _Iterated, m) if n.code == "packing-search"]
+    assert note.level == "info" and "in 2 of the 3 iterations after the profiled one" in note.text
+    long = ["profile", "initial", "smaller"] + ["final"] * 17
+    assert "packing-search" not in _codes(run_notes(rec(long), _Iterated, m))
+    fixed = ["profile"] + ["fixed"] * 3  # CATS never searches
+    assert "packing-search" not in _codes(run_notes(rec(fixed), _Iterated, m))
