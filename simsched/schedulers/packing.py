@@ -32,7 +32,8 @@ towards the root, the classification needs only each frame's and its parent's SO
 a CF root above the level at which the allocator splits the data between sockets would
 pack several sockets' data together, and the scheduler must cut there.  A packer without
 that cut (CATS's) can find one CF root for the whole iteration; :func:`spread_roots` moves
-the roots down until each socket has one ([CAB11] §III-B's first constraint).
+the roots down until each socket has one in every procedure the iteration calls ([CAB11]
+§III-B's first constraint).
 
 **Algorithm 1** ([LAWS15] §3.3.2), line by line, as :class:`PackingTuner`: the initial
 packing's time ``T`` starts it (line 1, ``Tc = T``); lines 3–9 move every CF root to its
@@ -247,14 +248,28 @@ def roots_to_children(parent: np.ndarray, has_child: np.ndarray, roots: np.ndarr
     return np.union1d(keep, np.flatnonzero(child_of_root))
 
 
+def tree_roots(parent: np.ndarray) -> np.ndarray:
+    """Per frame, the top frame of its tree (the frame itself where it has no parent)."""
+    top = np.where(parent >= 0, parent, np.arange(parent.shape[0]))
+    while True:  # pointer jumping: each pass halves every remaining path
+        nxt = top[top]
+        if np.array_equal(nxt, top):
+            return top
+        top = nxt
+
+
 def spread_roots(parent: Any, roots: Any, at_least: int) -> np.ndarray:
-    """Move CF roots down until there are ``at_least`` of them, [CAB11] §III-B, Eq. 1.
+    """Move CF roots down until each tree has ``at_least`` of them, [CAB11] §III-B, Eq. 1.
 
     CAB's first constraint on a DAG's partition is "enough leaf inter-socket tasks to be
-    distributed to the sockets" (``B**(BL-1) >= M``).  A packing that is not cut per
-    socket (CATS's) may find the whole iteration fits one shared cache: one CF root, one
-    socket at work.  Here every root with children moves to its children together (the
-    move of Algorithm 1's lines 3-9) until the count is reached or only leaves are left.
+    distributed to the sockets" (``B**(BL-1) >= M``), and its §IV associates a boundary
+    level "with each divide-and-conquer procedure".  A packing that is not cut per socket
+    (CATS's) may find that a whole procedure fits one shared cache: one CF root, one
+    socket at work.  The trees of the template are the procedures an iteration calls one
+    after another (a SOR sweep's two half-sweeps, between syncs), so the count is per
+    tree: in each tree with too few, every root with children moves to its children
+    together (the move of Algorithm 1's lines 3-9) until the count is reached or only
+    leaves are left.
 
     Parameters
     ----------
@@ -263,12 +278,12 @@ def spread_roots(parent: Any, roots: Any, at_least: int) -> np.ndarray:
     roots
         Sorted CF roots, none an ancestor of another (:func:`cf_roots`).
     at_least
-        The number of roots wanted (the sockets), >= 1.
+        The number of roots wanted in each tree (the sockets), >= 1.
 
     Returns
     -------
     numpy.ndarray
-        The roots, sorted; ``roots`` itself when there are already enough.
+        The roots, sorted; ``roots`` itself when every tree has enough.
     """
     (p,) = frame_arrays(parent)
     r = check_ints("CF roots", roots).ravel()
@@ -276,8 +291,13 @@ def spread_roots(parent: Any, roots: Any, at_least: int) -> np.ndarray:
     if r.size and r.max() >= p.shape[0]:
         raise ConfigError(f"CF roots must be frames 0..{p.shape[0] - 1}")
     has_child = has_children(p)
-    while 0 < r.size < need and has_child[r].any():
-        r = roots_to_children(p, has_child, r)
+    top = tree_roots(p)
+    while r.size:
+        short = np.bincount(top[r], minlength=p.shape[0])[top[r]] < need
+        move = short & has_child[r]
+        if not move.any():
+            return r
+        r = np.union1d(r[~move], roots_to_children(p, has_child, r[move]))
     return r
 
 

@@ -232,19 +232,21 @@ def test_cats_never_retunes(small_traces):
     assert s.tuner is None
 
 
-def test_cats_gives_every_socket_a_cf_root_when_one_subtree_fits(small_traces):
+@pytest.mark.parametrize(("name", "roots"), [("heat", 2), ("sor-ir", 4)])
+def test_cats_gives_every_socket_a_cf_root_when_one_subtree_fits(small_traces, name, roots):
     """A shared cache that holds the whole iteration packs it as one CF root; CATS moves
     the roots down until every socket has one ([CAB11] §III-B's first constraint), so no
     socket idles after the first iteration (the captured heat-512 sample on the Opteron
-    ran at 3.97x speedup on one socket before)."""
+    ran at 3.97x speedup on one socket before).  SOR's sweep is two half-sweeps one after
+    the other: each needs a root per socket, four in all."""
     big = {**TWO_BY_TWO, "name": "test-2x2-bigL2"}
     big["caches"] = [TWO_BY_TWO["caches"][0], {**TWO_BY_TWO["caches"][1], "size": 1 << 20}]
     machine = load_machine(big)
-    trace = open_trace(small_traces["heat"])
+    trace = open_trace(small_traces[name])
     res, _, s = _replay(trace, machine, "cats")
     log = res.sched_fields["packing"]
     assert res.sched_fields["packing_mode"] == "packed"
-    assert {p["cf_roots"] for p in log[1:]} == {2}
+    assert {p["cf_roots"] for p in log[1:]} == {roots}
     # the rule is CATS's alone: LAWS' allocator already cuts the iteration per socket
     laws, _, _ = _replay(trace, machine, "laws")
     assert laws.sched_fields["packing"][1]["move"] == "initial"
