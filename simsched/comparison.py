@@ -34,8 +34,8 @@ The causes:
   their even share of the busy cycles, or a socket ran nothing (a warning then), with the
   likely cause: PDF's wake order, the LAWS family's first iteration or allocation, or too
   little parallelism;
-* ``packing-search``: LAWS's Algorithm 1 measured other packings than its choice in a
-  quarter or more of the iterations after the profiled one (a short trace).
+* ``packing-search``: LAWS's Algorithm 1 spent a quarter or more of the iterations after
+  the profiled one measuring packings (a short trace).
 """
 
 from __future__ import annotations
@@ -76,9 +76,9 @@ UNEVEN_MISMATCH = 0.1
 #: ``socket-imbalance`` is noted when a socket's cores were busy at least this many times
 #: the even share of the run's busy cycles (or a socket ran nothing).
 SOCKET_IMBALANCE = 1.5
-#: ``packing-search`` is noted when Algorithm 1 measured other packings than its choice
-#: (``initial``, ``smaller``, ``larger`` in the record's ``packing``) in at least this
-#: share of the iterations after the profiled one.
+#: ``packing-search`` is noted when Algorithm 1 spent at least this share of the
+#: iterations after the profiled one measuring packings (``initial``, ``smaller``,
+#: ``larger`` in the record's ``packing``).
 SEARCH_SHARE = 0.25
 SEARCH_MOVES = frozenset({"initial", "smaller", "larger"})
 #: Notes whose text carries a run's own figures: one per scheduler in a comparison.
@@ -174,12 +174,19 @@ def _concentrated(shares: list[float]) -> int | None:
     return shares.index(top) if top * len(shares) >= UNEVEN_ALLOCATION else None
 
 
+#: ``data-one-node`` names the allocator, not a serial initialisation, when it gave the
+#: node's socket at least this share: under first-touch a socket given less still touches
+#: its own pages, so one node alone means nearly all the work was there.
+ALL_ON_ONE = 0.9
+
+
 def _socket_imbalance(cls: Any, record: dict[str, Any], trace: Any) -> Note | None:
     """``socket-imbalance``: one socket's cores were busy at least :data:`SOCKET_IMBALANCE`
     times the even share of the run's busy cycles, or a socket ran nothing while others
     did (a warning then; context otherwise), with the cause the policy makes likely."""
     name = cls.name
     busy = [float(x) for x in _field(record, "busy_by_socket")]
+    shares = [float(x) for x in _field(record, "allocator_shares")] or [0.0]
     total = sum(busy)
     if len(busy) < 2 or total <= 0:
         return None
@@ -198,11 +205,9 @@ def _socket_imbalance(cls: Any, record: dict[str, Any], trace: Any) -> Note | No
             "the whole run is the profiled first iteration, in which no task leaves the "
             "socket the allocator gave it ([LAWS15] §3.4)"
         )
-    elif (
-        _field(record, "allocator_shares")
-        and _concentrated([float(x) for x in _field(record, "allocator_shares")]) is not None
-    ):
-        why = "the allocator ([LAWS15] Eq. 1) gave that socket most of the data"
+    elif getattr(cls, "NUMA", False) and _concentrated(shares) == k:
+        # only a policy that keeps placing by the allocation after the first iteration
+        why = f"the allocator ([LAWS15] Eq. 1) gave that socket {shares[k]:.0%} of the data"
     else:
         util = float(record.get("utilization", 1.0))
         why = (
@@ -225,8 +230,8 @@ def _socket_imbalance(cls: Any, record: dict[str, Any], trace: Any) -> Note | No
 
 
 def _tuning_share(name: str, record: dict[str, Any]) -> Note | None:
-    """``packing-search``: Algorithm 1 measured packings other than its choice in at least
-    :data:`SEARCH_SHARE` of the iterations after the profiled one."""
+    """``packing-search``: Algorithm 1 spent at least :data:`SEARCH_SHARE` of the
+    iterations after the profiled one measuring packings (the initial one included)."""
     log = _field(record, "packing")
     if not isinstance(log, list) or not log:
         return None
@@ -314,7 +319,7 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
     if cls.numa_aware and machine.sockets > 1:
         used = _nodes_used(record)
         shares = [float(x) for x in _field(record, "allocator_shares")]
-        if len(used) == 1 and len(shares) > 1 and _concentrated(shares) == used[0]:
+        if len(used) == 1 and len(shares) > 1 and shares[used[0]] >= ALL_ON_ONE:
             # the policy's own allocation, not a serial initialisation, put it there
             notes.append(
                 Note(
@@ -518,15 +523,21 @@ def compare_notes(records: list[dict[str, Any]], trace: Any, machine: Any) -> li
     if note is not None:
         out.append(note)
     seen: dict[tuple[str, str], int] = {}
-    once: set[tuple[str, str]] = set()
+    once: dict[tuple[str, str], int] = {}
     for rec in records:
         for n in run_notes(rec, trace, machine):
             name = n.schedulers[0] if n.schedulers else ""
             if n.code in PER_SCHEDULER:
-                # its figures differ from seed to seed: the first run's stands for the rest
-                if (n.code, name) in once:
+                # its figures differ from seed to seed: one run's stands for the rest, the
+                # first warning's if any run's is one
+                at = once.get((n.code, name))
+                if at is not None:
+                    if n.level == "warning" and out[at].level != "warning":
+                        out[at] = n
                     continue
-                once.add((n.code, name))
+                once[(n.code, name)] = len(out)
+                out.append(n)
+                continue
             key = (n.code, n.text.replace(name, "{}", 1) if name else n.text)
             if key not in seen:
                 seen[key] = len(out)

@@ -44,13 +44,15 @@ TIMING_MODEL_PACKAGES = ("engine", "memory", "schedulers", "trace", "machine")
 #: extrapolation is ``engine/sampled.py``), the API that runs it (``api.py``) and the
 #: statistics the extrapolation calls (``stats.py``).
 TIMING_MODEL_SOURCES = (*TIMING_MODEL_PACKAGES, "api.py", "stats.py")
-#: Everything a result record depends on (sub-packages and top-level modules).
+#: Everything a result record depends on (sub-packages and top-level modules; the
+#: record's ``warnings`` come from ``comparison.py``).
 RESULT_SOURCES = (
     *TIMING_MODEL_SOURCES,
     "workloads",
     "capture",
     "jobset.py",
     "params.py",
+    "comparison.py",
 )
 
 FALLBACK_VERSION = "0.0.0+unknown"

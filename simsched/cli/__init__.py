@@ -255,7 +255,8 @@ def _no_such_option(exc: Any) -> str:
     import difflib
 
     name = str(exc.option_name)
-    opts = [o for p in exc.ctx.command.params for o in (*p.opts, *p.secondary_opts)]
+    params = exc.ctx.command.get_params(exc.ctx)  # with --help, which .params lacks
+    opts = [o for p in params for o in (*p.opts, *p.secondary_opts)]
     bare = {o.lstrip("-"): o for o in opts if o.startswith("--")}
     close = difflib.get_close_matches(name.lstrip("-"), list(bare), n=3, cutoff=0.6)
     hint = f" (did you mean {' or '.join(bare[c] for c in close)}?)" if close else ""

@@ -19,9 +19,11 @@ So ``cats`` is :class:`~simsched.schedulers.laws.LocalityAware` with:
   subtrees goes to the CF pool of the socket that spawned it, and head cores steal them
   across sockets at random — the bi-tier stealing of [CAB11] §III with subtrees as the
   inter-socket tasks;
-* at least one CF root per socket: where the whole iteration fits one shared cache, the
-  roots move down together until every socket can take one ([CAB11] §III-B's first
-  constraint, Eq. 1; :func:`~simsched.schedulers.packing.spread_roots`);
+* at least one CF root per socket in every group of procedures the iteration runs at
+  the same time (those spawned before one sync): where a group has fewer, as when a
+  procedure fits one shared cache whole, its roots move down together until each of the
+  job's sockets can take one ([CAB11] §III-B's first constraint, Eq. 1, and §IV's
+  boundary level per procedure; :func:`~simsched.schedulers.packing.spread_roots`);
 * no CPU-bound test (the seeds give it to LAWS only, §6.5–6.6); ``cpu_check=true``
   enables it;
 * where its packing does not apply (no subtree fits the shared cache, the DAG changes

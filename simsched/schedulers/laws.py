@@ -75,6 +75,7 @@ import numpy as np
 
 from simsched.errors import ConfigError
 from simsched.schedulers.base import (
+    EDGE_JOIN,
     EDGE_SPAWN,
     WAIT,
     Decision,
@@ -690,9 +691,10 @@ class LocalityAware(Scheduler):
             self._no_packing("no subtree fits the shared cache")
             return
         if not self.NUMA:
-            # no allocator cut: the whole iteration may fit one shared cache, and one CF
-            # root would keep every other socket idle ([CAB11] §III-B, first constraint)
-            roots = spread_roots(lp, roots, self.S)
+            # no allocator cut: a procedure may fit one shared cache whole, and one CF
+            # root would keep every other socket idle ([CAB11] §III-B, first constraint);
+            # the sockets counted are those with the job's cores
+            roots = spread_roots(lp, roots, max(1, len(self.heads)), self._join_targets())
         self.tparent = lp
         self._map_template()
         self.tuner = PackingTuner(tparent, roots) if self.TUNE else None
@@ -701,6 +703,17 @@ class LocalityAware(Scheduler):
         self.mode = "packed"
         self._apply(roots)
         self.move = "initial" if self.TUNE else "fixed"
+
+    def _join_targets(self) -> np.ndarray | None:
+        """Per template frame, the strand its join edge ends at: the tops of trees spawned
+        before the same sync share it (they run at the same time); None without edges."""
+        edges = getattr(self.ctx.trace, "edges", None)
+        if edges is None:
+            return None
+        join = np.asarray(edges.kind) == EDGE_JOIN
+        target = np.full(self.ctx.n_strands, -1, dtype=np.int64)
+        target[np.asarray(edges.src)[join]] = np.asarray(edges.dst)[join]
+        return target[self.ctx.frame_last_strand[self.frames0]]
 
     def _packing_veto(self) -> str | None:
         """Why this run skips packing after the first iteration (``None``: it packs).

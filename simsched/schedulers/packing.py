@@ -32,8 +32,8 @@ towards the root, the classification needs only each frame's and its parent's SO
 a CF root above the level at which the allocator splits the data between sockets would
 pack several sockets' data together, and the scheduler must cut there.  A packer without
 that cut (CATS's) can find one CF root for the whole iteration; :func:`spread_roots` moves
-the roots down until each socket has one in every procedure the iteration calls ([CAB11]
-§III-B's first constraint).
+the roots down until each socket has one in every group of procedures the iteration runs
+at the same time ([CAB11] §III-B's first constraint).
 
 **Algorithm 1** ([LAWS15] §3.3.2), line by line, as :class:`PackingTuner`: the initial
 packing's time ``T`` starts it (line 1, ``Tc = T``); lines 3–9 move every CF root to its
@@ -237,7 +237,7 @@ def cf_roots(sosc_bytes: Any, parent: Any, shared_cache: int) -> np.ndarray:
     return np.flatnonzero(classify_tasks(sosc_bytes, parent, shared_cache) == CF_ROOT)
 
 
-def roots_to_children(parent: np.ndarray, has_child: np.ndarray, roots: np.ndarray) -> np.ndarray:
+def _roots_to_children(parent: np.ndarray, has_child: np.ndarray, roots: np.ndarray) -> np.ndarray:
     """Every root with children replaced by its children (a leaf root stays); sorted."""
     inset = np.zeros(parent.shape[0], dtype=bool)
     inset[roots] = True
@@ -248,7 +248,7 @@ def roots_to_children(parent: np.ndarray, has_child: np.ndarray, roots: np.ndarr
     return np.union1d(keep, np.flatnonzero(child_of_root))
 
 
-def tree_roots(parent: np.ndarray) -> np.ndarray:
+def _tree_tops(parent: np.ndarray) -> np.ndarray:
     """Per frame, the top frame of its tree (the frame itself where it has no parent)."""
     top = np.where(parent >= 0, parent, np.arange(parent.shape[0]))
     while True:  # pointer jumping: each pass halves every remaining path
@@ -258,18 +258,19 @@ def tree_roots(parent: np.ndarray) -> np.ndarray:
         top = nxt
 
 
-def spread_roots(parent: Any, roots: Any, at_least: int) -> np.ndarray:
-    """Move CF roots down until each tree has ``at_least`` of them, [CAB11] §III-B, Eq. 1.
+def spread_roots(parent: Any, roots: Any, at_least: int, together: Any = None) -> np.ndarray:
+    """Move CF roots down until each procedure has ``at_least`` of them, [CAB11] §III-B.
 
     CAB's first constraint on a DAG's partition is "enough leaf inter-socket tasks to be
-    distributed to the sockets" (``B**(BL-1) >= M``), and its §IV associates a boundary
-    level "with each divide-and-conquer procedure".  A packing that is not cut per socket
-    (CATS's) may find that a whole procedure fits one shared cache: one CF root, one
-    socket at work.  The trees of the template are the procedures an iteration calls one
-    after another (a SOR sweep's two half-sweeps, between syncs), so the count is per
-    tree: in each tree with too few, every root with children moves to its children
-    together (the move of Algorithm 1's lines 3-9) until the count is reached or only
-    leaves are left.
+    distributed to the sockets" (Eq. 1, ``B**(BL-1) >= M``), and its §IV associates a
+    boundary level "with each divide-and-conquer procedure".  A packing that is not cut
+    per socket (CATS's) may find that a whole procedure fits one shared cache: one CF
+    root, one socket at work.  The trees of the template are what an iteration spawns;
+    those spawned before one sync run at the same time (``together``), and those after
+    another sync after them (a SOR sweep's two half-sweeps).  So the roots are counted
+    per group of trees that run together: in each group with too few, every root with
+    children moves to its children (the move of Algorithm 1's lines 3-9) until the
+    count is reached or only leaves are left.
 
     Parameters
     ----------
@@ -278,26 +279,38 @@ def spread_roots(parent: Any, roots: Any, at_least: int) -> np.ndarray:
     roots
         Sorted CF roots, none an ancestor of another (:func:`cf_roots`).
     at_least
-        The number of roots wanted in each tree (the sockets), >= 1.
+        The number of roots wanted in each group (the sockets), >= 1.
+    together
+        Per frame, an integer naming the group its tree runs in, read at each tree's top
+        frame (trees whose tops carry the same value run at the same time); by default
+        every tree is a group of its own.
 
     Returns
     -------
     numpy.ndarray
-        The roots, sorted; ``roots`` itself when every tree has enough.
+        The roots, sorted; ``roots`` itself when every group has enough.
     """
     (p,) = frame_arrays(parent)
+    n = p.shape[0]
     r = check_ints("CF roots", roots).ravel()
     need = check_int("at_least", at_least, minimum=1)
-    if r.size and r.max() >= p.shape[0]:
-        raise ConfigError(f"CF roots must be frames 0..{p.shape[0] - 1}")
+    if r.size and r.max() >= n:
+        raise ConfigError(f"CF roots must be frames 0..{n - 1}")
+    top = _tree_tops(p)
+    if together is None:
+        group = top
+    else:
+        g = np.asarray(together)
+        if g.shape != (n,) or not np.issubdtype(g.dtype, np.integer):
+            raise ConfigError(f"together must be {n} integers, one per frame")
+        _, group = np.unique(g[top], return_inverse=True)
     has_child = has_children(p)
-    top = tree_roots(p)
     while r.size:
-        short = np.bincount(top[r], minlength=p.shape[0])[top[r]] < need
+        short = np.bincount(group[r], minlength=n)[group[r]] < need
         move = short & has_child[r]
         if not move.any():
             return r
-        r = np.union1d(r[~move], roots_to_children(p, has_child, r[move]))
+        r = np.union1d(r[~move], _roots_to_children(p, has_child, r[move]))
     return r
 
 
@@ -402,7 +415,7 @@ class PackingTuner:
         return bool((self._parent[r] >= 0).any())
 
     def _smaller(self, r: np.ndarray) -> np.ndarray:
-        return roots_to_children(self._parent, self._has_child, r)
+        return _roots_to_children(self._parent, self._has_child, r)
 
     def _larger(self, r: np.ndarray) -> np.ndarray:
         """Every root replaced by its parent (a root without one stays), outermost only."""

@@ -597,6 +597,7 @@ def test_an_output_in_a_run_folder_may_not_replace_what_the_command_reads(cli, t
         (["run", "--machin", "x"], "run: No such option: --machin (did you mean --machine?)"),
         # click compared names with their dashes: every long option was "close" to another
         (["run", "--nosuchopt"], "run: No such option: --nosuchopt; see `simsched run --help`"),
+        (["run", "--hlep"], "run: No such option: --hlep (did you mean --help?)"),
         (["run", "-t", "x.sst", "-m", "m", "--seed", "abc"], "run: Invalid value for '--seed'"),
         (["sweep", "run"], "sweep run: Missing argument 'spec'; see `simsched sweep run --help`"),
         (["profile", "x.sst", "--sizes"], "profile: Option '--sizes' requires an argument"),

@@ -233,7 +233,9 @@ def test_cats_never_retunes(small_traces):
 
 
 @pytest.mark.parametrize(("name", "roots"), [("heat", 2), ("sor-ir", 4)])
-def test_cats_gives_every_socket_a_cf_root_when_one_subtree_fits(small_traces, name, roots):
+def test_cats_gives_every_socket_a_cf_root_when_one_subtree_fits(
+    small_traces, name, roots, monkeypatch
+):
     """A shared cache that holds the whole iteration packs it as one CF root; CATS moves
     the roots down until every socket has one ([CAB11] §III-B's first constraint), so no
     socket idles after the first iteration (the captured heat-512 sample on the Opteron
@@ -248,12 +250,59 @@ def test_cats_gives_every_socket_a_cf_root_when_one_subtree_fits(small_traces, n
     assert res.sched_fields["packing_mode"] == "packed"
     assert {p["cf_roots"] for p in log[1:]} == {roots}
     # the rule is CATS's alone: LAWS' allocator already cuts the iteration per socket
+    import simsched.schedulers.laws as laws_module
+
+    def never(*args):
+        raise AssertionError("LAWS spread its roots")
+
+    monkeypatch.setattr(laws_module, "spread_roots", never)
     laws, _, _ = _replay(trace, machine, "laws")
     assert laws.sched_fields["packing"][1]["move"] == "initial"
     later = np.asarray(trace.frames.iteration)[np.asarray(trace.strands.frame)] >= 1
     for sock in range(2):
         on = np.isin(res.strand_core, [c for c in range(4) if s.sock[c] == sock])
         assert (on & later).any(), f"socket {sock} ran nothing after the first iteration"
+
+
+def _procedures(path, syncs_between):
+    """Eight iterations of two binary trees (8 KB each, depth 3) spawned by main, with a
+    sync after each tree (one after the other) or after both (at the same time)."""
+    from simsched.trace.builder import TraceBuilder
+
+    def tree(b, base, nbytes, depth):
+        if depth == 0:
+            b.refs(base + np.arange(0, nbytes, 64), 8, False, 4)
+            return
+        for half in (0, nbytes // 2):
+            b.spawn()
+            tree(b, base + half, nbytes // 2, depth - 1)
+            b.ret()
+        b.sync()
+
+    with TraceBuilder(path, program="procedures") as b:
+        for it in range(8):
+            b.iteration(it)
+            for k in range(2):
+                b.spawn()
+                tree(b, 0x100000 + k * 8192, 8192, 3)
+                b.ret()
+                if syncs_between:
+                    b.sync()
+            b.sync()
+    return path
+
+
+@pytest.mark.parametrize(("sequential", "roots"), [(True, 4), (False, 2)])
+def test_cats_counts_roots_per_group_of_procedures_that_run_together(tmp_path, sequential, roots):
+    """Two procedures one after the other each need a root per socket; two spawned before
+    one sync share the sockets, one root each (the rule split them to four roots of two
+    leaves each for two-core sockets before, 1.5x slower on four such trees)."""
+    big = {**TWO_BY_TWO, "name": "test-2x2-bigL2"}
+    big["caches"] = [TWO_BY_TWO["caches"][0], {**TWO_BY_TWO["caches"][1], "size": 1 << 20}]
+    trace = open_trace(_procedures(tmp_path / "p.sst", sequential))
+    res, _, _ = _replay(trace, load_machine(big), "cats")
+    assert res.sched_fields["packing_mode"] == "packed"
+    assert {p["cf_roots"] for p in res.sched_fields["packing"][1:]} == {roots}
 
 
 def test_ge_dag_change_stops_packing(small_traces):

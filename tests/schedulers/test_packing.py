@@ -138,6 +138,10 @@ def trees(draw):
     return np.array(parent), np.array(level), np.array(own)
 
 
+def _children(parent, f):
+    return [c for c in range(len(parent)) if parent[c] == f]
+
+
 def _ancestors(parent, f):
     out = []
     while parent[f] >= 0:
@@ -189,6 +193,14 @@ def test_spread_roots_moves_down_until_every_socket_has_one():
     assert spread_roots(two, [0, 7], 2).tolist() == [1, 2, 8, 9]
     assert spread_roots(two, [0, 8, 9], 2).tolist() == [1, 2, 8, 9]
     assert spread_roots(two, [0, 8, 9], 4).tolist() == [3, 4, 5, 6, 10, 11, 12, 13]
+    # ... and two that run at the same time (the same group at their tops) share the count
+    same = np.zeros(14, dtype=np.int64)
+    assert spread_roots(two, [0, 7], 2, together=same).tolist() == [0, 7]
+    assert spread_roots(two, [0, 7], 4, together=same).tolist() == [1, 2, 8, 9]
+    apart = np.where(np.arange(14) < 7, 5, 9)
+    assert spread_roots(two, [0, 7], 2, together=apart).tolist() == [1, 2, 8, 9]
+    with pytest.raises(ConfigError, match="together must be 14 integers"):
+        spread_roots(two, [0, 7], 2, together=[0, 1])
     for bad in ([31], [-1]):
         with pytest.raises(ConfigError):
             spread_roots(PT, bad, 2)
@@ -213,6 +225,13 @@ def test_spread_roots_keeps_the_leaves_it_covers(tree, need):
     for t in tops:  # every tree has enough roots, or only leaves as roots
         mine = [int(r) for r in out if r == t or t in _ancestors(parent, int(r))]
         assert len(mine) >= need or set(mine) <= leaves
+        # the obvious loop, one tree at a time: as deep as needed and no deeper
+        r = [t]
+        while len(r) < need and any(x not in leaves for x in r):
+            r = sorted(c for x in r for c in ([x] if x in leaves else _children(parent, x)))
+        assert mine == r
+    # roots already enough come back as they were
+    assert spread_roots(parent, out, need).tolist() == out.tolist()
 
 
 # -- Algorithm 1 -------------------------------------------------------------------------
