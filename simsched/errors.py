@@ -7,8 +7,10 @@ Anything else is a bug in simsched and keeps its traceback.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 
@@ -82,6 +84,36 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the process was (``simsched`` turns the signal into this) so
     that it unwinds as after Ctrl-C: temporaries removed, a failed run's record written.
     A ``KeyboardInterrupt``, so every handler of Ctrl-C also handles it."""
+
+
+#: Whether the ``simsched`` command is running a command (:func:`command_line`).
+_COMMAND_LINE: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "simsched_command_line", default=False
+)
+
+
+@contextlib.contextmanager
+def command_line(on: bool = True) -> Iterator[None]:
+    """Inside it, :func:`spelled` gives the command line's words (``on``) or the Python
+    API's (not ``on``: a sweep point run in the command's own process names the keys of
+    its spec, as in a worker process, which starts with the Python API's)."""
+    token = _COMMAND_LINE.set(on)
+    try:
+        yield
+    finally:
+        _COMMAND_LINE.reset(token)
+
+
+def spelled(python: str, command: str) -> str:
+    """How a message names what a user gave: ``python``, the Python API's keyword
+    (``iterations='auto'``), or inside :func:`command_line` ``command``, the option typed
+    (``--iterations auto``).
+
+    A function that both the Python API and the command line call names its input as
+    the caller wrote it: a Python caller was told of ``--where`` or ``--kind bar``, options
+    it has no way to give.
+    """
+    return command if _COMMAND_LINE.get() else python
 
 
 _SHOWN = reprlib.Repr()

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from simsched.errors import ConfigError, shown
+from simsched.errors import ConfigError, shown, spelled
 from simsched.files import check_path, write_text_atomic
 from simsched.trace.format import EDGE_JOIN
 
@@ -130,7 +130,10 @@ def chrome_trace(result: str | os.PathLike, trace: str | os.PathLike | None = No
     paths: list[Path | None] = run_trace_paths(folder, len(names))
     if trace is not None:
         if jobs:
-            raise ConfigError("--trace applies to single runs; a job set's config names its traces")
+            raise ConfigError(
+                spelled(f"trace={str(trace)!r}: applies", "--trace applies")
+                + " to single runs; a job set's config names its traces"
+            )
         paths = [Path(trace)]
     mc = record.get("machine_config") or {}  # parsed and checked by load_timeline
     ghz = float(mc.get("clock_ghz") or 1.0)
@@ -146,7 +149,8 @@ def chrome_trace(result: str | os.PathLike, trace: str | os.PathLike | None = No
             with open_trace(path) as tr:
                 if digests[j] is not None and tr.header.digest != digests[j]:
                     if trace is not None:
-                        raise ConfigError(f"--trace {trace}: not the run's trace (digest differs)")
+                        given = spelled(f"trace={str(trace)!r}", f"--trace {trace}")
+                        raise ConfigError(f"{given}: not the run's trace (digest differs)")
                 elif len(mine) != tr.header.n_strands:
                     # Release flows index the trace's strands by the timeline's rows.
                     raise ConfigError(
@@ -358,7 +362,8 @@ def export_timeline(
     """
     out = check_path(out, "out")
     if not isinstance(fmt, str) or fmt not in FORMATS:
-        raise ConfigError(f"--format {shown(fmt)}: use {' or '.join(FORMATS)}")
+        given = spelled(f"fmt={shown(fmt)}", f"--format {shown(fmt)}")
+        raise ConfigError(f"{given}: use {' or '.join(FORMATS)}")
     doc = chrome_trace(result, trace)
     write_text_atomic(out, json.dumps(doc, separators=(",", ":")) + "\n")
     return doc

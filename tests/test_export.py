@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import simsched
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, command_line
 from simsched.export import COUNTER_BUCKETS, _rates, chrome_trace, export_timeline
 from simsched.workloads import generate
 from tests.engine.machines import TWO_BY_TWO
@@ -126,7 +126,9 @@ def test_job_set_groups_tracks_by_job_with_allotment(tmp_path):
 
 
 def test_bad_inputs_are_one_line(ms_run, tmp_path):
-    with pytest.raises(ConfigError, match="--format 'svg'"):
+    with pytest.raises(ConfigError, match="^fmt='svg': use perfetto or chrome$"):
+        export_timeline(ms_run / "run", tmp_path / "x.json", "svg")
+    with command_line(), pytest.raises(ConfigError, match="^--format 'svg': use perfetto"):
         export_timeline(ms_run / "run", tmp_path / "x.json", "svg")
     with pytest.raises(ConfigError, match="no result.json"):
         chrome_trace(tmp_path)
@@ -188,3 +190,22 @@ def test_paths_must_be_paths(ms_run, tmp_path):
         chrome_trace(ms_run / "run", trace=3)
     with pytest.raises(ConfigError, match=r"out=None: expected a path"):
         export_timeline(ms_run / "run", None)
+
+
+def test_a_wrong_trace_is_named_as_the_argument(ms_run, tmp_path):
+    """chrome_trace told a Python caller of --trace, the command line's option."""
+    other = tmp_path / "fib.sst"
+    generate("fib", other, n=8)
+    with pytest.raises(ConfigError) as info:
+        chrome_trace(ms_run / "run", other)
+    assert str(info.value) == f"trace={str(other)!r}: not the run's trace (digest differs)"
+    with command_line(), pytest.raises(ConfigError, match=r"^--trace \S+fib\.sst: not the run's"):
+        chrome_trace(ms_run / "run", other)
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(f"jobs:\n  - {{trace: {other}, scheduler: ws, copies: 2}}\n")
+    simsched.run_jobs(jobs, TWO_BY_TWO, out_dir=tmp_path / "jobs")
+    with pytest.raises(ConfigError) as info:
+        chrome_trace(tmp_path / "jobs", other)
+    assert str(info.value) == (
+        f"trace={str(other)!r}: applies to single runs; a job set's config names its traces"
+    )

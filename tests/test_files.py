@@ -364,7 +364,7 @@ def test_every_yaml_reader_refuses_duplicate_keys(tmp_path):
         ConfigError, match=r"s2.yaml: invalid YAML at line 6.*duplicate key 'seeds'"
     ):
         load_spec(spec2)
-    with pytest.raises(ConfigError, match=r"--set .*duplicate key 'count'"):
+    with pytest.raises(ConfigError, match=r"^sets item .*duplicate key 'count'"):
         load_spec(spec, sets=["seeds={count: 1, count: 2}"])
     jobs = tmp_path / "j.yaml"
     jobs.write_text("jobs:\n  - {generator: fib, params: {n: 8}}\njobs: []\n")

@@ -66,7 +66,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from simsched.errors import CaptureError
+from simsched.errors import CaptureError, spelled
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser, Tree
@@ -128,15 +128,14 @@ class CilkOptions:
         # both are written into the program as long long constants: a larger one did not
         # fit, and gcc only warned and truncated it
         if self.grain is not None and not 1 <= self.grain <= _LLONG_MAX:
-            raise CaptureError(
-                f"--cilk-for-grain {self.grain}: must be a positive integer up to 2^63 - 1"
-            )
+            given = spelled(f"grain={self.grain}", f"--cilk-for-grain {self.grain}")
+            raise CaptureError(f"{given}: must be a positive integer up to 2^63 - 1")
         if not 1 <= self.workers <= _LLONG_MAX:
-            raise CaptureError(
-                f"--cilk-workers {self.workers}: must be a positive integer up to 2^63 - 1"
-            )
+            given = spelled(f"workers={self.workers}", f"--cilk-workers {self.workers}")
+            raise CaptureError(f"{given}: must be a positive integer up to 2^63 - 1")
         if self.split not in SPLITS:
-            raise CaptureError(f"--cilk-for-split {self.split}: choose one of {', '.join(SPLITS)}")
+            given = spelled(f"split={self.split!r}", f"--cilk-for-split {self.split}")
+            raise CaptureError(f"{given}: choose one of {', '.join(SPLITS)}")
 
 
 def mentions_cilk(text: bytes) -> bool:

@@ -41,7 +41,7 @@ from simsched.capture import build
 from simsched.capture.bbtable import write_block_table
 from simsched.capture.cilk import CilkOptions
 from simsched.capture.cilkcc import rewrite_command, stdin_source
-from simsched.errors import CaptureError
+from simsched.errors import CaptureError, ConfigError, shown, spelled
 from simsched.files import make_output_dir
 from simsched.params import check_flag
 from simsched.trace.raw import ITERATION_MODES
@@ -403,9 +403,10 @@ def _run_backend(
     log = work / "backend.log"
     if backend == "gcc":
         if not _has_gcc_runtime(prog):
+            valgrind = spelled("backend='valgrind'", "--backend valgrind")
             raise CaptureError(
                 f"{prog}: not built with `simsched cc` (the gcc backend needs its runtime); "
-                f"rebuild it with `simsched cc ...`, or use --backend valgrind"
+                f"rebuild it with `simsched cc ...`, or use {valgrind}"
             )
         _, zstd = build.gcc_runtime()
         if not zstd:
@@ -415,9 +416,11 @@ def _run_backend(
         cmd = [str(prog), *args]
     elif backend == "valgrind":
         if _has_gcc_runtime(prog):
+            valgrind = spelled("backend='valgrind'", "--backend valgrind")
+            gcc = spelled("backend='gcc'", "--backend gcc")
             raise CaptureError(
-                f"{prog}: built with `simsched cc`; for --backend valgrind build it with plain "
-                "gcc (with simsched.h), or capture it with --backend gcc"
+                f"{prog}: built with `simsched cc`; for {valgrind} build it with plain gcc "
+                f"(with simsched.h), or capture it with {gcc}"
             )
         env["VALGRIND_LIB"] = str(build.valgrind_tool())
         fifo = _FifoCompressor(work / "raw.fifo", raw, prog)
@@ -570,11 +573,15 @@ def capture(
     """
     from simsched.trace import import_raw, validate
 
-    if backend not in BACKENDS:
-        raise CaptureError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    if iterations not in ITERATION_MODES:
-        raise CaptureError(
-            f"unknown --iterations {iterations!r}; choose one of {', '.join(ITERATION_MODES)}"
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ConfigError(f"unknown backend {shown(backend)}; choose one of {', '.join(BACKENDS)}")
+    if not isinstance(iterations, str) or iterations not in ITERATION_MODES:
+        modes = ", ".join(ITERATION_MODES)
+        raise ConfigError(
+            spelled(
+                f"iterations={shown(iterations)}: choose one of {modes}",
+                f"unknown --iterations {iterations!r}; choose one of {modes}",
+            )
         )
     verbose = check_flag(verbose, "verbose")
     aslr = check_flag(aslr, "aslr")
@@ -606,11 +613,12 @@ def capture(
             if _contains(prog, CILK_FOR_SYMBOL):
                 # A rewritten Cilk program: telling its user to add markers or to build
                 # it with simsched cc, as they did, names the wrong cause.
+                grain = spelled("grain (CilkOptions(grain=...))", "--cilk-for-grain")
                 raise CaptureError(
                     f"{prog}: wrote no simsched markers: its Cilk code spawned nothing in "
                     "this run (a cilk_for of no more iterations than its grain runs as one "
-                    "serial leaf); run it on a larger input, or build it with a smaller "
-                    "--cilk-for-grain or #pragma cilk grainsize"
+                    f"serial leaf); run it on a larger input, or build it with a smaller "
+                    f"{grain} or #pragma cilk grainsize"
                 )
             raise CaptureError(
                 f"{prog}: wrote no simsched markers; include simsched.h and mark the "
@@ -682,5 +690,7 @@ def _warnings(prog: Path, stats: dict[str, int]) -> list[str]:
     return [
         f"{prog.name}: {100 * out / n:.0f} % of the run's CPU time ({out} of {n} samples) was "
         "in uninstrumented code (libraries such as libm or the C library), whose memory "
-        "references the gcc backend does not record; --backend valgrind records them"
+        "references the gcc backend does not record; "
+        + spelled("backend='valgrind'", "--backend valgrind")
+        + " records them"
     ]

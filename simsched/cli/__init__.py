@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from simsched.errors import SimschedError, Terminated
+from simsched.errors import SimschedError, Terminated, command_line
 from simsched.files import describe_os_error
 
 if TYPE_CHECKING:
@@ -360,10 +360,14 @@ def main(argv: list[str] | None = None) -> None:
 
             abort, usage = typer.Abort, TyperException
         try:
-            if quick is not None:
-                status = getattr(importlib.import_module(quick[0]), quick[1])()
-            else:
-                status = build_app(command)(args=args, standalone_mode=False, prog_name="simsched")
+            # messages of the functions the command calls name its options (errors.spelled)
+            with command_line():
+                if quick is not None:
+                    status = getattr(importlib.import_module(quick[0]), quick[1])()
+                else:
+                    status = build_app(command)(
+                        args=args, standalone_mode=False, prog_name="simsched"
+                    )
         except SystemExit:
             if _stdout_was_closed():
                 raise BrokenPipeError(errno.EPIPE, "Broken pipe") from None

@@ -21,7 +21,7 @@ import numpy as np
 
 from simsched.engine.record import dumps
 from simsched.engine.sampling import IterationSampler, SampleOutcome
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, spelled
 from simsched.stats import t_quantile
 
 if TYPE_CHECKING:
@@ -55,7 +55,10 @@ def check_sampled_iterations(iterations: str | None) -> None:
     trace "has no iterations" and the error suggests ``--iterations auto``."""
     if iterations == "none":
         raise ConfigError(
-            "--sample-iterations samples iterations, and --iterations none removes them"
+            spelled(
+                "sample_iterations samples iterations, and iterations='none' removes them",
+                "--sample-iterations samples iterations, and --iterations none removes them",
+            )
         )
 
 
@@ -93,14 +96,15 @@ def make_sampler(
     n = trace_iterations(t)
     if n == 0:
         # the usual remedy is --iterations auto: when that is what found none, say so
+        auto = spelled("iterations='auto'", "--iterations auto")
         remedy = {
-            None: "mark them with SS_ITER or replay with --iterations auto",
-            "markers": "it has no SS_ITER marks; try --iterations auto",
-            "auto": "--iterations auto found none in its DAG either",
+            None: f"mark them with SS_ITER or replay with {auto}",
+            "markers": f"it has no SS_ITER marks; try {auto}",
+            "auto": f"{auto} found none in its DAG either",
         }.get(iterations, "mark them with SS_ITER")
+        option = spelled("sample_iterations", "--sample-iterations")
         raise ConfigError(
-            f"{name}: the trace has no iterations, so --sample-iterations cannot sample it; "
-            + remedy
+            f"{name}: the trace has no iterations, so {option} cannot sample it; " + remedy
         )
     if k + 1 >= n:
         return None

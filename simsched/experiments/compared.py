@@ -19,7 +19,7 @@ from typing import Any
 
 from simsched.canonical import content_hash
 from simsched.engine.record import nest_fields, write_npz_atomic
-from simsched.errors import ConfigError, shown
+from simsched.errors import ConfigError, shown, spelled
 from simsched.experiments.schema import format_params
 from simsched.experiments.spec import Point
 from simsched.experiments.store import POINT_FILE, consolidate, point_dir, write_row
@@ -126,7 +126,12 @@ def save_comparison(
 
     out = check_path(out_dir, "out_dir")
     if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out}: exists and is not a folder (--out names a folder)")
+        raise ConfigError(
+            spelled(
+                f"out_dir={str(out)!r}: exists and is not a folder",
+                f"--out {out}: exists and is not a folder (--out names a folder)",
+            )
+        )
     overrides = check_mapping(overrides, "overrides") or None
     if isinstance(results, RunResult) or not isinstance(results, Sequence):
         raise ConfigError(

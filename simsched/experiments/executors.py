@@ -41,7 +41,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, spelled
 from simsched.experiments.point import (
     INTERRUPTED,
     PointFunction,
@@ -293,8 +293,9 @@ def run_local(
                         raise ConfigError(
                             f"the worker processes died {barren} times in a row before "
                             "running any point (can a fresh Python process import simsched "
-                            "and the point function?); --workers 0 runs the points in this "
-                            "process"
+                            "and the point function?); "
+                            + spelled("workers=0", "--workers 0")
+                            + " runs the points in this process"
                         )
                     queue.append(point)
                     continue
@@ -398,9 +399,11 @@ def _ensure_open_files(slots: int) -> None:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
             return
+    given = spelled(f"workers={slots}", f"--workers {slots}")
+    dask = spelled("executor='dask'", "--executor dask")
     raise ConfigError(
-        f"--workers {slots}: the runner needs about {need} open files and may open {soft} "
-        f"(hard limit {hard}; see `ulimit -n`); use fewer workers, or --executor dask"
+        f"{given}: the runner needs about {need} open files and may open {soft} (hard limit "
+        f"{hard}; see `ulimit -n`); use fewer workers, or {dask}"
     )
 
 
@@ -409,7 +412,8 @@ def connect_dask(address: str | None, workers: int) -> tuple[Any, Any]:
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
-        raise ConfigError("--executor dask needs Dask: pip install 'simsched[dask]'") from None
+        dask = spelled("executor='dask'", "--executor dask")
+        raise ConfigError(f"{dask} needs Dask: pip install 'simsched[dask]'") from None
 
     if address:
         print(
@@ -421,7 +425,8 @@ def connect_dask(address: str | None, workers: int) -> tuple[Any, Any]:
             return Client(address, timeout=f"{DASK_CONNECT_TIMEOUT_S}s"), None
         except (OSError, ValueError, TypeError) as exc:
             raise ConfigError(
-                f"--address {address}: cannot reach a Dask scheduler ({exc})"
+                f"{spelled(f'address={address!r}', f'--address {address}')}: cannot reach a "
+                f"Dask scheduler ({exc})"
             ) from None
     with _sigint_ignored():  # the cluster's processes start here: Ctrl-C is ours to handle
         cluster = LocalCluster(

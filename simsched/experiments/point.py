@@ -33,8 +33,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from simsched.errors import ConfigError, SimschedError
-from simsched.experiments.spec import Point
+from simsched.errors import ConfigError, SimschedError, command_line, shown, spelled
+from simsched.experiments.spec import Point, check_point
 from simsched.experiments.store import (
     POINT_FILE,
     PointClaim,
@@ -47,6 +47,7 @@ from simsched.experiments.store import (
 )
 from simsched.files import check_path, write_json_atomic
 from simsched.host import process_cpu_s, speed_reference
+from simsched.params import check_callable, check_flag
 
 PointFunction = Callable[[Point, Path], dict[str, Any]]
 
@@ -76,8 +77,10 @@ def simulate_point(point: Point, run_dir: str | os.PathLike) -> dict[str, Any]:
     Raises
     ------
     ConfigError
+        ``point`` is not a point of the shape a sweep makes (:func:`check_point`), or
         ``run_dir`` is not a path (a ``str`` or ``os.PathLike``).
     """
+    point = check_point(point, "point")  # a dict failed with "has no attribute 'machine'"
     run_dir = check_path(run_dir, "run_dir")  # a str failed at its first `run_dir / name`
     # A point run again (--retry-failed, --rerun-stale) must not keep an earlier attempt's
     # files beside the new record: a failure before the run wrote them left them standing.
@@ -99,11 +102,18 @@ RUN_FILES = ("config.json", "result.json", "timeline.npz")
 def _simulate(point: Point, run_dir: Path, resolved: dict[str, Any]) -> dict[str, Any]:
     """:func:`simulate_point`'s work; ``resolved`` receives the machine and the trace as
     they are made, for the failure record."""
+    from pydantic import ValidationError
+
     from simsched.machine import Machine
+    from simsched.machine.loader import format_validation_error
     from simsched.trace.recipes import ensure_trace
     from simsched.workloads import generate
 
-    machine = resolved["machine"] = Machine.model_validate(point.machine["resolved"])
+    try:
+        machine = Machine.model_validate(point.machine["resolved"])
+    except ValidationError as exc:  # pydantic's own error, of many lines
+        raise ConfigError(format_validation_error("point.machine['resolved']", exc)) from None
+    resolved["machine"] = machine
     if point.workload.get("kind") == "jobs":
         return _simulate_jobs(point, machine, run_dir)
     trace = ensure_trace(point.workload, point.trace_cache, point.spec_dir, generate=generate)
@@ -212,17 +222,20 @@ def resolve_point_function(name: str | None) -> PointFunction | None:
     """
     if name is None:
         return None
+    given = spelled(f"name={shown(name)}", f"--point-fn {name!r}")
+    if not isinstance(name, str):
+        raise ConfigError(f"{given}: expected MODULE:FUNCTION (a text), or None")
     module, sep, attr = name.partition(":")
     if not sep or not module or not attr:
-        raise ConfigError(f"--point-fn {name!r}: expected MODULE:FUNCTION")
+        raise ConfigError(f"{given}: expected MODULE:FUNCTION")
     try:
         fn = getattr(importlib.import_module(module), attr)
     except ImportError as exc:
-        raise ConfigError(f"--point-fn {name!r}: cannot import {module}: {exc}") from None
+        raise ConfigError(f"{given}: cannot import {module}: {exc}") from None
     except AttributeError:
-        raise ConfigError(f"--point-fn {name!r}: {module} has no {attr}") from None
+        raise ConfigError(f"{given}: {module} has no {attr}") from None
     if not callable(fn):
-        raise ConfigError(f"--point-fn {name!r}: not a function")
+        raise ConfigError(f"{given}: not a function")
     return fn
 
 
@@ -368,7 +381,7 @@ def _host_columns() -> dict[str, float]:
 
 def execute_point(
     point_data: dict[str, Any],
-    out_dir: str,
+    out_dir: str | os.PathLike,
     point_fn: PointFunction | None = None,
     retry_failed: bool = False,
     rerun_stale: bool = False,
@@ -394,32 +407,44 @@ def execute_point(
         The point's row, and whether it ran now (``False`` when it was already finished);
         ``(None, False)`` when another runner holds the point's claim (it is running it).
         A row with ``status`` :data:`INTERRUPTED` was not written (the disk was full).
+
+    Raises
+    ------
+    ConfigError
+        ``point_data`` is not a point's dict (:meth:`Point.from_dict`), ``out_dir`` not a
+        path, ``point_fn`` not a function, or a flag not True or False.
     """
-    point = Point.from_dict(point_data)
+    point = Point.from_dict(point_data, "point_data")
+    folder = check_path(out_dir, "out_dir")
+    check_callable(point_fn, "point_fn")
+    retry_failed = check_flag(retry_failed, "retry_failed")
+    rerun_stale = check_flag(rerun_stale, "rerun_stale")
 
     def finished() -> dict[str, Any] | None:
-        old = read_row(out_dir, point.id)
+        old = read_row(folder, point.id)
         changed = trace_changed(point, old)
         return old if is_finished(old, retry_failed, rerun_stale, changed) else None
 
     old = finished()
     if old is not None:
         return old, False
-    with PointClaim(out_dir, point.id) as claim:
+    with PointClaim(folder, point.id) as claim:
         if not claim.acquire():
             return None, False  # another runner is on it right now
         old = finished()  # it may have finished while we were getting here
         if old is not None:
             return old, False
-        pdir = point_dir(out_dir, point.id)
-        remove_temporaries(out_dir, point.id)  # of a run of this point killed mid-write
+        pdir = point_dir(folder, point.id)
+        remove_temporaries(folder, point.id)  # of a run of this point killed mid-write
         fn = point_fn or simulate_point
         try:
             write_json_atomic(pdir / POINT_FILE, point_data, sort_keys=False)
             host = _host_columns()
             t0, cpu0 = time.perf_counter(), process_cpu_s()
             try:
-                record = _point_record(fn(point, pdir))
+                # a point names its spec's keys, whether it runs in a worker or here
+                with command_line(False):
+                    record = _point_record(fn(point, pdir))
                 record.setdefault("status", "ok")
             except Exception as exc:  # one failing point never stops the sweep: record it
                 if out_of_space(exc):
@@ -433,7 +458,7 @@ def execute_point(
             wall = time.perf_counter() - t0
             # the process's CPU: on a Dask worker of several threads, its other points' too
             cost = {**host, "point_cpu_s": round(process_cpu_s() - cpu0, 3)}
-            row = write_row(out_dir, point.id, point.columns(), record, wall, cost)
+            row = write_row(folder, point.id, point.columns(), record, wall, cost)
         except Exception as exc:
             if not out_of_space(exc):
                 raise

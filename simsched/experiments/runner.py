@@ -35,7 +35,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from simsched.errors import ConfigError, OutputError
+from simsched.errors import ConfigError, OutputError, spelled
 from simsched.experiments.executors import close_dask, connect_dask, run_dask, run_local
 from simsched.experiments.point import (
     INTERRUPTED,
@@ -241,12 +241,14 @@ def run_sweep(
     progress = check_flag(progress, "progress")
     if address is not None and not isinstance(address, str):
         raise ConfigError(f"address={address!r}: expected a string tcp://HOST:PORT")
-    if executor not in ("local", "dask"):
-        raise ConfigError(f"--executor {executor!r}: use local or dask")
+    if not isinstance(executor, str) or executor not in ("local", "dask"):
+        given = spelled(f"executor={executor!r}", f"--executor {executor!r}")
+        raise ConfigError(f"{given}: use local or dask")
     if executor == "dask" and address is None and workers == 0:
         # It started a cluster of one worker without a word.
         raise ConfigError(
-            "--workers 0 runs the points in this process, which the local executor does; "
+            spelled("workers=0", "--workers 0")
+            + " runs the points in this process, which the local executor does; "
             "a local Dask cluster needs at least 1 worker"
         )
     if point_fn is not None and not callable(point_fn):
@@ -273,11 +275,14 @@ def run_sweep(
                 f"{loaded.path} as loaded (loaded.points())"
             )
     if address and executor != "dask":
-        raise ConfigError("--address needs --executor dask")
+        raise ConfigError(
+            spelled(f"address={address!r} needs executor='dask'", "--address needs --executor dask")
+        )
     if address and not re.match(
         r"^(tcp|tls|ucx|ws|wss)://(\[[0-9a-fA-F:]+\]|[^\s/:\[\]]+)(:\d+)?/?$", address
     ):
-        raise ConfigError(f"--address {address!r}: expected tcp://HOST:PORT")
+        given = spelled(f"address={address!r}", f"--address {address!r}")
+        raise ConfigError(f"{given}: expected tcp://HOST:PORT")
     # Every point's trace reader reads it: a bad value is refused once, before any point.
     keep_bytes()
     t0 = time.perf_counter()

@@ -21,14 +21,15 @@ import hashlib
 import itertools
 import math
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from simsched.canonical import canonical_json, content_hash
-from simsched.errors import ConfigError, shown
+from simsched.errors import ConfigError, shown, spelled
 from simsched.experiments.schema import (
     AXES,
     FILTER_KEYS,
@@ -42,7 +43,7 @@ from simsched.experiments.store import natural_key
 from simsched.files import check_path, folder_blocker, parse_yaml
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
-from simsched.params import check_strings, is_flag
+from simsched.params import check_int, check_seed, check_strings, is_flag
 
 #: Most points a sweep may expand to, counted before filters (each axis is capped on its
 #: own, their product is checked here before anything is built: 10 grid values × a million
@@ -137,9 +138,113 @@ class Point:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Point:
-        """Inverse of :meth:`to_dict`."""
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+    def from_dict(cls, data: Mapping[str, Any], name: str = "data") -> Point:
+        """Inverse of :meth:`to_dict`, checked as :func:`check_point` checks a point.
+
+        Raises
+        ------
+        ConfigError
+            ``data`` is not a mapping, lacks a key of a point, or holds a part of another
+            shape; the message names ``name`` and the key.
+        """
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{name}={shown(data)}: expected a point as a dict (Point.to_dict())")
+        fields = cls.__dataclass_fields__
+        missing = [k for k, f in fields.items() if f.default is MISSING and k not in data]
+        if missing:
+            raise ConfigError(f"{name}: no key {missing[0]!r} (a point has {', '.join(fields)})")
+        return check_point(cls(**{k: data[k] for k in fields if k in data}), name)
+
+
+#: The keys of each part of a point that running it, and its row, read.
+_POINT_PARTS = {
+    "workload": ("label", "kind"),
+    "machine": ("label", "overrides", "resolved"),
+    "scheduler": ("label", "name", "params"),
+}
+#: The keys of a workload recipe of each kind, beside its label and kind.
+_RECIPE_KEYS = {
+    "trace": ("path",),
+    "generator": ("generator", "params"),
+    "capture": ("recipe",),
+    "jobs": ("path",),
+}
+
+
+def check_point(value: Any, name: str = "point") -> Point:
+    """``value`` if it is a :class:`Point` of the shape a sweep makes, else a one-line
+    :class:`ConfigError` naming ``name`` and the part that is wrong.
+
+    A point made by hand (or a ``point.json`` edited) failed deep inside its run or its
+    row with an ``AttributeError``, a ``KeyError`` or a ``TypeError``.  Checked: the
+    types of the fields, the keys of the workload recipe, machine and scheduler parts that
+    running a point reads, and the resolved machine's counts its columns read (the
+    machine itself is validated when the point runs).
+    """
+    if not isinstance(value, Point):
+        raise ConfigError(f"{name}={shown(value)}: expected a Point of a spec (loaded.points())")
+    pid = value.id
+    if not isinstance(pid, str) or pid in ("", ".", "..") or "/" in pid or os.sep in pid:
+        # the point's folder is named by it
+        raise ConfigError(f"{name}.id={shown(pid)}: expected a point id (a file name)")
+    if not isinstance(value.sweep, str):
+        raise ConfigError(f"{name}.sweep={shown(value.sweep)}: expected the sweep's name")
+    for part, keys in _POINT_PARTS.items():
+        d = getattr(value, part)
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"{name}.{part}={shown(d)}: expected a mapping (dict)")
+        lacks = [k for k in keys if k not in d]
+        if lacks:
+            raise ConfigError(f"{name}.{part}: no key {lacks[0]!r} (it has {', '.join(keys)})")
+    kind = value.workload["kind"]
+    if not isinstance(kind, str) or kind not in _RECIPE_KEYS:
+        raise ConfigError(
+            f"{name}.workload: kind {shown(kind)} is not one of {', '.join(_RECIPE_KEYS)}"
+        )
+    lacks = [k for k in _RECIPE_KEYS[kind] if k not in value.workload]
+    if lacks:
+        raise ConfigError(f"{name}.workload: a {kind} recipe has no key {lacks[0]!r}")
+    for part, key in (
+        ("workload", "params"),
+        ("machine", "overrides"),
+        ("machine", "resolved"),
+        ("scheduler", "params"),
+    ):
+        v = getattr(value, part).get(key, {})
+        if not isinstance(v, Mapping):
+            raise ConfigError(f"{name}.{part}[{key!r}]={shown(v)}: expected a mapping (dict)")
+    if not isinstance(value.scheduler["name"], str):
+        raise ConfigError(
+            f"{name}.scheduler['name']={shown(value.scheduler['name'])}: expected a "
+            "scheduler's name"
+        )
+    resolved = value.machine["resolved"]
+    where = f"{name}.machine['resolved']"
+    for key in ("sockets", "cores_per_socket"):
+        if key not in resolved:
+            raise ConfigError(f"{where}: no key {key!r} (a resolved machine: machine_config(m))")
+        check_int(f"{where}[{key!r}]", resolved[key], 1)
+    caches = resolved.get("caches")
+    if not isinstance(caches, list) or not all(
+        isinstance(c, Mapping) and "name" in c and "size" in c for c in caches
+    ):
+        raise ConfigError(
+            f"{where}['caches']={shown(caches)}: expected the list of cache levels, each "
+            "with its name and size"
+        )
+    check_seed(value.seed, f"{name}.seed")
+    for key in ("trace_cache", "spec_dir"):
+        v = getattr(value, key)
+        if not isinstance(v, str | os.PathLike):
+            raise ConfigError(f"{name}.{key}={shown(v)}: expected a path")
+    if value.sample_iterations is not None:
+        check_int(f"{name}.sample_iterations", value.sample_iterations, 2)
+    precision = value.sample_precision
+    if precision is not None and (
+        isinstance(precision, bool) or not isinstance(precision, int | float)
+    ):
+        raise ConfigError(f"{name}.sample_precision={shown(precision)}: expected a number")
+    return value
 
 
 @dataclass
@@ -192,19 +297,25 @@ def check_loaded(value: Any, name: str = "loaded") -> LoadedSpec:
     return value
 
 
+def _set_item(item: str) -> str:
+    """An edit of :func:`load_spec`'s ``sets`` as a message names it: as an item of
+    ``sets``, or on the command line as the ``--set`` typed."""
+    return spelled(f"sets item {item!r}", f"--set {item!r}")
+
+
 def parse_set(item: str) -> tuple[list[str], Any]:
     """Parse one ``--set path=value`` (value read as YAML: ``[0,1]``, ``8``, ``true``)."""
     if "=" not in item:
-        raise ConfigError(f"--set {item!r}: expected key=value")
+        raise ConfigError(f"{_set_item(item)}: expected key=value")
     key, _, raw = item.partition("=")
     if not key.strip():
-        raise ConfigError(f"--set {item!r}: empty key")
+        raise ConfigError(f"{_set_item(item)}: empty key")
     if not raw.strip():
         # YAML reads nothing as null, which the schema takes as "the default": `--set
         # out=$OUT` with OUT unset wrote to the default folder without a word.
-        raise ConfigError(f"--set {item!r}: no value after '=' (write null to mean none)")
+        raise ConfigError(f"{_set_item(item)}: no value after '=' (write null to mean none)")
     try:
-        value = parse_yaml(raw, f"--set {item!r}")
+        value = parse_yaml(raw, _set_item(item))
     except ConfigError as exc:
         raise ConfigError(f"{exc} (the value is read as YAML)") from None
     parts = key.strip().split(".")
@@ -221,7 +332,9 @@ def _apply_set(data: Any, path: list[str], value: Any, item: str) -> None:
         last = i == len(path) - 1
         if isinstance(node, list):
             if not part.isdigit() or int(part) >= len(node):
-                raise ConfigError(f"--set {item}: {part!r} is not an index of a {len(node)}-list")
+                raise ConfigError(
+                    f"{_set_item(item)}: {part!r} is not an index of a {len(node)}-list"
+                )
             if last:
                 node[int(part)] = value
             else:
@@ -234,7 +347,7 @@ def _apply_set(data: Any, path: list[str], value: Any, item: str) -> None:
                     node[part] = {}
                 node = node[part]
         else:
-            raise ConfigError(f"--set {item}: {'.'.join(path[:i])} is not a mapping or list")
+            raise ConfigError(f"{_set_item(item)}: {'.'.join(path[:i])} is not a mapping or list")
 
 
 def small_from_env() -> bool:
@@ -304,7 +417,8 @@ def load_spec(
     for item in sets:
         keys, value = parse_set(item)
         if tuple(keys) in set_keys:  # the last one silently won
-            raise ConfigError(f"--set {'.'.join(keys)}: given twice")
+            key = ".".join(keys)
+            raise ConfigError(spelled(f"sets: {key} is given twice", f"--set {key}: given twice"))
         set_keys.add(tuple(keys))
         _apply_set(data, keys, value, item)
     try:

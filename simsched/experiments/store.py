@@ -45,7 +45,7 @@ import pandas as pd
 
 from simsched.canonical import canonical_json
 from simsched.engine.record import nest_fields
-from simsched.errors import ConfigError, OutputError, shown
+from simsched.errors import ConfigError, OutputError, shown, spelled
 from simsched.files import atomic_output, check_path, is_stream, parse_json, write_json_atomic
 from simsched.params import check_callable, check_flag, check_frame, check_strings, column_hint
 
@@ -779,6 +779,12 @@ def _told_same_labels(path: Path, df: pd.DataFrame, warn: Callable[[str], None])
     return df
 
 
+def _where(expr: str) -> str:
+    """A filter expression as a message names it: an item of ``wheres`` (Python), or the
+    ``--where`` typed."""
+    return spelled(f"wheres item {expr!r}", f"--where {expr!r}")
+
+
 _WHERE_RE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(==|!=|<=|>=|=|<|>)\s*(.*?)\s*$")
 
 
@@ -786,15 +792,13 @@ def _coerce(series: pd.Series, text: str, where: str) -> Any:
     if pd.api.types.is_bool_dtype(series):
         low = text.lower()
         if low not in ("true", "false", "1", "0"):
-            raise ConfigError(f"--where {where!r}: {series.name} is true/false, not {text!r}")
+            raise ConfigError(f"{_where(where)}: {series.name} is true/false, not {text!r}")
         return low in ("true", "1")
     if pd.api.types.is_numeric_dtype(series):
         try:
             return float(text)
         except ValueError:
-            raise ConfigError(
-                f"--where {where!r}: {series.name} is numeric, not {text!r}"
-            ) from None
+            raise ConfigError(f"{_where(where)}: {series.name} is numeric, not {text!r}") from None
     return text
 
 
@@ -808,14 +812,12 @@ def parse_where(expr: str, columns: list[str]) -> tuple[str, str, str]:
     """
     m = _WHERE_RE.match(expr)
     if m is None:
-        raise ConfigError(
-            f"--where {expr!r}: expected COLUMN OP VALUE with OP one of = != < <= > >="
-        )
+        raise ConfigError(f"{_where(expr)}: expected COLUMN OP VALUE with OP one of = != < <= > >=")
     col, op, value = m.groups()
     if col not in columns:
         # as --columns words it: the names meant, else the columns there are
         hint = column_hint(col, columns, 12)
-        raise ConfigError(f"--where {expr!r}: no column {col!r} ({hint})")
+        raise ConfigError(f"{_where(expr)}: no column {col!r} ({hint})")
     return col, ("=" if op == "==" else op), value
 
 
@@ -846,7 +848,7 @@ def filter_frame(
             # df[col] is then a table, not a column: pandas failed with an AttributeError,
             # or the comparison said a numeric column was text
             raise ConfigError(
-                f"--where {expr!r}: the table has {list(df.columns).count(col)} columns named "
+                f"{_where(expr)}: the table has {list(df.columns).count(col)} columns named "
                 f"{col!r} (duplicated: {', '.join(map(repr, twice))}); give each column a "
                 "name of its own"
             )
@@ -867,7 +869,7 @@ def filter_frame(
         else:
             value = _coerce(series, raw, expr)
             if isinstance(value, str):
-                raise ConfigError(f"--where {expr!r}: {op} needs a numeric column; {col} is text")
+                raise ConfigError(f"{_where(expr)}: {op} needs a numeric column; {col} is text")
             cmp = {"<": series.lt, "<=": series.le, ">": series.gt, ">=": series.ge}[op]
             mask &= cmp(value).fillna(False)
     return df[mask]
@@ -888,7 +890,7 @@ def _warn_absent(
             ", ".join(near) if near else ", ".join(have[:8]) + (", ..." if len(have) > 8 else "")
         )
         hint = f"did you mean {shown_values}?" if near else f"its values: {shown_values or 'none'}"
-        warn(f"--where {expr!r}: no row has {col} {str(v)!r} ({hint})")
+        warn(f"{_where(expr)}: no row has {col} {str(v)!r} ({hint})")
 
 
 def select_columns(df: pd.DataFrame, columns: list[str] | None) -> pd.DataFrame:
@@ -905,7 +907,7 @@ def select_columns(df: pd.DataFrame, columns: list[str] | None) -> pd.DataFrame:
     if missing:
         # the first 12 names were followed by "..." even when they were all
         hint = column_hint(missing[0], df.columns, 12)
-        raise ConfigError(f"--columns: no column {missing[0]!r} ({hint})")
+        raise ConfigError(f"{spelled('columns', '--columns')}: no column {missing[0]!r} ({hint})")
     return df[columns]
 
 

@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from simsched.errors import ConfigError
 from simsched.params import check_label, is_power_of_two
 
 _UNITS = {
@@ -57,7 +58,16 @@ def exponent_hint(value: object) -> str:
     return ""
 
 
-class UnknownUnit(ValueError):
+class SizeError(ConfigError, ValueError):
+    """A value :func:`parse_size` cannot read as a size.
+
+    A :class:`ConfigError`, as every refused input of the Python API is; and a
+    ``ValueError``, which pydantic's validators turn into an error naming the field (a
+    machine file's ``caches.0.size``), and which callers catching one still catch.
+    """
+
+
+class UnknownUnit(SizeError):
     """A size written as a number and a unit :func:`parse_size` does not know (``7EiB``)."""
 
 
@@ -73,9 +83,15 @@ def parse_size(value: object) -> int:
     -------
     int
         The size in bytes.
+
+    Raises
+    ------
+    SizeError
+        A :class:`~simsched.errors.ConfigError` (and a ``ValueError``): not a size, or a
+        unit it does not know (:class:`UnknownUnit`).
     """
     if isinstance(value, bool):
-        raise ValueError("a size must be a number of bytes or a string such as '64KB'")
+        raise SizeError(f"{value!r}: a size must be a number of bytes or a string such as '64KB'")
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
@@ -99,7 +115,7 @@ def parse_size(value: object) -> int:
             f"{shown}: unknown unit {m.group(2)!r} (B, K/KB/KiB, M/MB/MiB, G/GB/GiB or "
             "T/TB/TiB, all binary)"
         )
-    raise ValueError(f"{shown} is not a size (use bytes or a string such as '64KB', '20MB')")
+    raise SizeError(f"{shown} is not a size (use bytes or a string such as '64KB', '20MB')")
 
 
 #: Largest size the model represents: 1 TB (a cache of more lines than that is a typo).

@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, shown, spelled
 from simsched.machine import Machine
 from simsched.memory.stacks import stack_layout
 from simsched.memory.system import MemorySystem
@@ -106,8 +106,13 @@ def replay_trace(machine: Machine, trace: str | os.PathLike, core_of_strand: str
     """
     from simsched.trace import open_trace
 
-    if core_of_strand not in ("0", "rr"):
-        raise ConfigError(f"--core-of-strand: {core_of_strand!r} is not one of rr, 0")
+    if not isinstance(core_of_strand, str) or core_of_strand not in ("0", "rr"):
+        raise ConfigError(
+            spelled(
+                f"core_of_strand={shown(core_of_strand)}: expected 'rr' or '0'",
+                f"--core-of-strand: {core_of_strand!r} is not one of rr, 0",
+            )
+        )
     ms = MemorySystem(machine)
     cores = machine.cores
     with open_trace(trace) as t:

@@ -16,6 +16,8 @@ import gzip
 import io
 import numbers
 import os
+import sys
+import types
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from glob import escape as glob_escape
@@ -28,7 +30,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from simsched.errors import ConfigError, shown
+from simsched.errors import ConfigError, shown, spelled
 from simsched.params import check_flag, check_frame, column_hint
 
 # Readable axis labels for the record's fields (others are shown as they are named).
@@ -94,14 +96,86 @@ def _styled(fn: Callable[..., Figure]) -> Callable[..., Figure]:
 
 def check_columns(df: pd.DataFrame, cols: Sequence[str | None]) -> None:
     """``df`` is a results table (:func:`simsched.params.check_frame`) with every column
-    of ``cols`` (``None`` entries skipped), else a one-line :class:`ConfigError`."""
+    of ``cols`` (``None`` entries skipped), else a one-line :class:`ConfigError`.
+
+    A table whose columns have several levels (a pivot, a ``groupby().agg`` of several
+    functions) is refused as such: its columns are pairs, and a figure failed inside
+    pandas with a ``KeyError``, a ``MergeError`` or a ``TypeError``.
+    """
     check_frame(df)
+    if isinstance(df.columns, pd.MultiIndex):
+        raise ConfigError(
+            f"df: its columns have {df.columns.nlevels} levels (a pandas MultiIndex, e.g. "
+            f"{shown(df.columns[0])}); the figures take a table of named columns, as "
+            "load_results returns: flatten them first (df.columns = ['_'.join(map(str, c)) "
+            "for c in df.columns])"
+        )
     missing = [
         c for c in cols if c is not None and not (isinstance(c, Hashable) and c in df.columns)
     ]
     if missing:
         hint = column_hint(missing[0], df.columns, 20)
         raise ConfigError(f"no column {shown(missing[0])} in the results ({hint})")
+
+
+def _column_option(name: str, column: Any) -> str:
+    """A column argument of :func:`sweep_figure` as a message names it: ``x='cores'``, or
+    on the command line the option typed, ``--x cores``."""
+    return spelled(f"{name}={shown(column)}", f"--{name} {column}")
+
+
+def _check_hashable(data: pd.DataFrame, cols: Iterable[str]) -> None:
+    """The columns ``cols`` of ``data``, by which a figure groups its rows, hold single
+    values, else a one-line :class:`ConfigError`: a column of lists (a record's nested
+    field read back as Python lists) failed inside pandas with "unhashable type: 'list'"."""
+    for col in dict.fromkeys(cols):
+        bad = _unhashable(data[col])
+        if bad is not None:
+            raise ConfigError(
+                f"column {col!r} holds values of type {type(bad).__name__} (e.g. "
+                f"{shown(bad)}); a figure groups rows by single values (numbers or text)"
+            )
+
+
+def _unhashable(series: pd.Series) -> Any:
+    """The first value of ``series`` that cannot be a group's key (a list, a dict, an
+    array), or None."""
+    if series.dtype != object:
+        return None
+    return next((v for v in series if not isinstance(v, Hashable)), None)
+
+
+def _warn_caller(message: str) -> None:
+    """``warnings.warn(message)`` (a ``UserWarning``) attributed to the first caller
+    outside this module: the figure function a user called, however deep the call that
+    warns."""
+    level = 1
+    frame: types.FrameType | None = sys._getframe(0)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
+
+def _drop_missing(
+    data: pd.DataFrame, cols: Iterable[str], warn: Callable[[str], None] | None = None
+) -> pd.DataFrame:
+    """``data`` without its rows that have no value (NaN, None) in one of ``cols``.
+
+    A figure cannot place such a row, and pandas left it out without a word (a mean
+    over some seeds read as a mean over all); ``warn`` (default: a ``UserWarning`` at
+    the caller's line) is told how many rows and of which columns.
+    """
+    cols = list(dict.fromkeys(cols))
+    missing = data[cols].isna()
+    lost = missing.any(axis=1)
+    if not lost.any():
+        return data
+    counts = ", ".join(f"{c} ({int(n)})" for c, n in missing.sum().items() if n)
+    rows = "row" if len(data) == 1 else "rows"
+    (warn or _warn_caller)(
+        f"{int(lost.sum())} of {len(data)} {rows} left out of the figure: no value of {counts}"
+    )
+    return data[~lost]
 
 
 def _all_failed(df: pd.DataFrame) -> str:
@@ -201,7 +275,10 @@ def aggregate(df: pd.DataFrame, x: str, y: str, hue: str | None = None) -> pd.Da
     check_columns(df, [x, y, hue])
     # hue may be x itself (a colour per x value): group by that column once.
     keys = [hue, x] if hue and hue != x else [x]
-    data = ok_rows(df).dropna(subset=[y])
+    data = ok_rows(df)
+    _check_hashable(data, keys)
+    # rows without a value of y, x or hue: groupby and the mean left them out silently
+    data = _drop_missing(data, [*keys, y])
     check_numeric(data, y)
     agg = data.groupby(keys, sort=True)[y].agg(["mean", "min", "max", "count"]).reset_index()
     return agg.rename(columns={"count": "n"})
@@ -360,7 +437,9 @@ def normalised_time(
     Returns
     -------
     pandas.DataFrame
-        The successful rows with a new ``norm_time`` column.
+        The successful rows with a new ``norm_time`` column.  Rows that cannot have one
+        (no ``makespan_cycles``, or no successful baseline run at their configuration)
+        are left out, and a ``UserWarning`` says how many and why.
 
     Raises
     ------
@@ -373,12 +452,32 @@ def normalised_time(
     data = ok_rows(df).copy()
     check_numeric(data, "makespan_cycles")
     keys = [k for k in ("workload", config) if k in data.columns]
+    _check_hashable(data, [*keys, hue])
     base = data[data[hue] == baseline].groupby(keys)["makespan_cycles"].mean()
     if base.empty:
         raise ConfigError(f"normalised time: no successful run with {hue}={baseline!r}")
     data = data.join(base.rename("_base"), on=keys)
     data["norm_time"] = data["makespan_cycles"] / data["_base"]
-    return data.drop(columns="_base").dropna(subset=["norm_time"])
+    lost = data["norm_time"].isna()
+    if lost.any():
+        # They vanished from the table and its bars without a word: a configuration
+        # without a baseline run (it failed, or the filter left it out) read as absent.
+        no_time = lost & data["makespan_cycles"].isna()
+        no_base = lost & ~no_time
+        why = []
+        if no_time.any():
+            why.append(f"{int(no_time.sum())} without makespan_cycles")
+        if no_base.any():
+            first = data[no_base].iloc[0]
+            at = ", ".join(f"{k} {first[k]}" for k in keys)
+            why.append(
+                f"{int(no_base.sum())} at a {' and '.join(keys)} with no successful run of "
+                f"{hue}={baseline!r} (e.g. {at})"
+            )
+        _warn_caller(
+            f"normalised time: {int(lost.sum())} of {len(data)} rows left out: " + "; ".join(why)
+        )
+    return data.drop(columns="_base")[~lost]
 
 
 def normalised_time_bars(
@@ -436,32 +535,36 @@ def sweep_figure(
     if warn is not None and not callable(warn):
         raise ConfigError(f"warn={shown(warn)}: expected a function of one message, or None")
     if not isinstance(kind, str) or kind not in ("line", "bar", "auto"):
-        raise ConfigError(f"--kind {shown(kind)}: use line, bar or auto")
-    if isinstance(df, pd.DataFrame) and df.empty and not len(df.columns):
+        given = spelled(f"kind={shown(kind)}", f"--kind {shown(kind)}")
+        raise ConfigError(f"{given}: use line, bar or auto")
+    check_columns(df, [])  # not a table at all is said as such, not as an --x error
+    if df.empty and not len(df.columns):
         # the table of a sweep with no finished point: "no column 'seed' in the results
         # (have: )" blamed the option
         raise ConfigError("no runs to plot: the results have no rows (no point has finished)")
-    if isinstance(df, pd.DataFrame) and not df.empty and ok_rows(df).empty:
+    if not df.empty and ok_rows(df).empty:
         # a sweep whose every point failed has no metric columns: "no column
         # 'makespan_cycles' in the results" blamed --y
         raise ConfigError(f"no successful runs to plot: {_all_failed(df)}")
     check_given(x=x, y=y)
-    check_columns(df, [])  # not a table at all is said as such, not as an --x error
-    for option, column in (("--x", x), ("--y", y), ("--hue", hue), ("--col", col)):
-        try:  # the column alone did not say which of four options named it
+    columns = {"x": x, "y": y, "hue": hue, "col": col}
+    for name, column in columns.items():
+        try:  # the column alone did not say which of four arguments named it
             check_columns(df, [column])
         except ConfigError as exc:
-            raise ConfigError(f"{option} {shown(column)}: {exc}") from None
+            given = spelled(f"{name}={shown(column)}", f"--{name} {shown(column)}")
+            raise ConfigError(f"{given}: {exc}") from None
     data = ok_rows(df)
     if data.empty:
         raise ConfigError("no successful runs to plot")
-    for option, column in (("--x", x), ("--y", y)):
+    _check_hashable(data, [c for c in (x, hue, col) if c is not None])
+    for name, column in (("x", x), ("y", y)):
         if data[column].isna().all():
             # a field these runs do not record (sample_iterations of job sets): the figure
             # was drawn empty, and the command said nothing
             raise ConfigError(
-                f"{option} {column}: the column has no values in the selected rows "
-                f"({len(data)} successful run{'s' if len(data) != 1 else ''})"
+                f"{_column_option(name, column)}: the column has no values in the selected "
+                f"rows ({len(data)} successful run{'s' if len(data) != 1 else ''})"
             )
     mixed = _mixed_labels(data, [k for k in (x, hue, col) if k])
     if mixed:
@@ -471,7 +574,10 @@ def sweep_figure(
                 f"{k}s ({', '.join(map(str, v[:3]))}{', ...' if len(v) > 3 else ''})"
                 for k, v in mixed.items()
             )
-            + "; give them --hue or --col, or keep one with --where"
+            + spelled(
+                "; give them hue= or col=, or keep one with filter_frame(df, wheres)",
+                "; give them --hue or --col, or keep one with --where",
+            )
         )
     for key in dict.fromkeys(k for k in (hue, col) if k and k != x):
         if data[key].isna().any():
@@ -482,17 +588,25 @@ def sweep_figure(
     panels = _natural(data[col]) if col else [None]
     if kind == "auto":
         kind = "line" if pd.api.types.is_numeric_dtype(data[x]) else "bar"
-    check_numeric(data, y, f"--y {y}", bools=False)
+    check_numeric(data, y, _column_option("y", y), bools=False)
     if kind == "line" and not pd.api.types.is_numeric_dtype(data[x]):
-        raise ConfigError(f"--x {x}: a line plot needs a numeric column; use --kind bar")
+        raise ConfigError(
+            f"{_column_option('x', x)}: a line plot needs a numeric column; use "
+            + spelled("kind='bar'", "--kind bar")
+        )
+    logx_given = spelled("logx=True", "--logx")
     if logx and kind == "bar":  # bars stand at categories: it was ignored without a word
-        raise ConfigError(f"--logx: applies to line plots; --x {x} is drawn as bars")
+        raise ConfigError(
+            f"{logx_given}: applies to line plots; {_column_option('x', x)} is drawn as bars"
+        )
     if logx and kind == "line" and (data[x].dropna() <= 0).any():
         # A log axis cannot place them: matplotlib would drop them, or fail when all are.
         low = data[x][data[x] <= 0].iloc[0]
         raise ConfigError(
-            f"--logx: column {x!r} has values <= 0 (e.g. {low}); a log axis needs x > 0"
+            f"{logx_given}: column {x!r} has values <= 0 (e.g. {low}); a log axis needs x > 0"
         )
+    # once for the figure, not once per panel (line_plot and bar_plot would tell it too)
+    data = _drop_missing(data, [x, y], warn)
     width = 5.0 + (1.5 if hue else 0.0)  # room for the legend beside the plot
     fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), 3.8), squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=True):
@@ -509,7 +623,11 @@ def sweep_figure(
 def _mixed_labels(data: pd.DataFrame, keys: list[str]) -> dict[str, list[Any]]:
     """The label columns (workload, machine, scheduler) outside ``keys`` that take several
     values within one group of ``keys``, with their values."""
-    labels = [c for c in ("workload", "machine", "scheduler") if c not in keys and c in data]
+    labels = [
+        c
+        for c in ("workload", "machine", "scheduler")
+        if c not in keys and c in data and _unhashable(data[c]) is None
+    ]
     if not labels:
         return {}
     groups = data.groupby([data[k].astype(str) for k in dict.fromkeys(keys)], sort=False)

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.errors import ConfigError, SimschedError, shown
+from simsched.errors import ConfigError, SimschedError, shown, spelled
 from simsched.files import check_path, read_user_text, write_text_atomic
 from simsched.profile.groups import KIND_NAMES, KIND_PHASE, ROLE_PAR, ROLE_SEQ, GroupTree
 from simsched.profile.lrutree import Profile
@@ -193,7 +193,11 @@ def coarsen(
         raise ConfigError(
             f"profile of {profile.meta.get('trace', 'the trace')} counts {profile.line}-byte "
             f"lines but {machine.name}'s {share.name} has {share.line}-byte lines: profile "
-            f"the trace again with line {share.line} (simsched profile --line {share.line})"
+            f"the trace again with line {share.line} ("
+            + spelled(
+                f"profile_trace(trace, line={share.line})", f"simsched profile --line {share.line}"
+            )
+            + ")"
         )
     unit = factor * share.size / (share.cores * 2.0)
     g = profile.groups

@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.errors import ConfigError, SimschedError, TraceFormatError
+from simsched.errors import ConfigError, SimschedError, TraceFormatError, shown, spelled
 from simsched.files import check_path, describe_os_error, parse_json, write_bytes_atomic
 from simsched.identity import version
 from simsched.params import check_callable, check_int, is_power_of_two
@@ -114,28 +114,32 @@ def bucket_bounds(sizes: Sequence[int], line: int) -> np.ndarray:
 
     Raises
     ------
-    SimschedError
+    ConfigError
         If the line size is not a power of two, a size is smaller than a line or not a
         whole number of lines, or the sizes are not strictly increasing.
     """
     line = check_int("line", line, 0)
     if not is_power_of_two(line):
-        raise SimschedError(f"line size {line} is not a power of two")
+        raise ConfigError(f"line={line}: a line size is a power of two")
     sizes = check_sizes(sizes)
     if len(sizes) == 0:
-        raise SimschedError("no cache sizes given")
+        raise ConfigError("sizes=[]: no cache sizes given")
+    # `simsched profile` names its option (--sizes, --line) in front of these itself
+    named = spelled("sizes: ", "")
     b = np.asarray([int(s) // line for s in sizes], np.int64)
     if (b < 1).any():
-        raise SimschedError(f"cache size {min(sizes)} bytes is smaller than a {line}-byte line")
+        raise ConfigError(
+            f"{named}cache size {min(sizes)} bytes is smaller than a {line}-byte line"
+        )
     for s in sizes:
         if int(s) % line:
             # a cache holds whole lines: the size would be cut down to one silently while the
             # output still names the size asked for
-            raise SimschedError(
-                f"cache size {int(s)} bytes is not a whole number of {line}-byte lines"
+            raise ConfigError(
+                f"{named}cache size {int(s)} bytes is not a whole number of {line}-byte lines"
             )
     if (np.diff(b) <= 0).any():
-        raise SimschedError(f"cache sizes {list(sizes)} are not strictly increasing in lines")
+        raise ConfigError(f"{named}cache sizes {list(sizes)} are not strictly increasing in lines")
     return b
 
 
@@ -217,33 +221,42 @@ class LruTree:
             or (bounds < 1).any()
             or (np.diff(bounds) <= 0).any()
         ):
-            raise SimschedError("distance bucket bounds must be positive and strictly increasing")
-        line = int(line)
+            raise ConfigError(
+                "bounds: distance bucket bounds must be positive and strictly increasing"
+            )
+        line = check_int("line", line, 1)
         if not is_power_of_two(line):
-            raise SimschedError(f"line size {line} is not a power of two")
+            raise ConfigError(f"line={line}: a line size is a power of two")
         if ref_start is None:
             ref_start = np.array([0, np.iinfo(np.int64).max], np.int64)
         ref_start = np.ascontiguousarray(ref_start, np.int64)
         ns = len(ref_start) - 1
         if ns < 1 or (np.diff(ref_start) < 0).any() or ref_start[0] != 0:
-            raise SimschedError("ref_start must start at 0 and be non-decreasing")
+            raise ConfigError("ref_start: must start at 0 and be non-decreasing")
         if ns >= 1 << 31:
             raise SimschedError(f"{ns} strands do not fit the profiler's 32-bit strand ids")
         if groups is not None:
             if anc_offsets is not None or anc_starts is not None:
-                raise SimschedError("give the group tree or the ancestor chains, not both")
-            if groups.n_strands != ns:
-                raise SimschedError(
-                    f"the group tree has {groups.n_strands} strands, ref_start {ns}"
+                raise ConfigError(
+                    "groups, anc_offsets, anc_starts: give the group tree or the ancestor "
+                    "chains, not both"
                 )
-            check_tree(groups, "group tree", SimschedError)
+            if not isinstance(groups, GroupTree):
+                raise ConfigError(
+                    f"groups={shown(groups)}: expected a GroupTree (build_groups(trace)) or None"
+                )
+            if groups.n_strands != ns:
+                raise ConfigError(
+                    f"groups: the group tree has {groups.n_strands} strands, ref_start {ns}"
+                )
+            check_tree(groups, "groups", ConfigError)
             tree = (groups.parent, groups.depth, groups.start, groups.leaf_of)
         else:
             if anc_offsets is None and anc_starts is None:
                 anc_offsets = np.arange(ns + 1, dtype=np.int64)
                 anc_starts = np.arange(ns, dtype=np.int64)
             elif anc_offsets is None or anc_starts is None:
-                raise SimschedError("give both anc_offsets and anc_starts")
+                raise ConfigError("anc_offsets, anc_starts: give both or neither")
             tree = _chain_tree(anc_offsets, anc_starts, ns)
         parent, gdepth, gstart, leaf_of = (np.ascontiguousarray(a, np.int64) for a in tree)
         self._max_depth = int(gdepth[leaf_of].max()) + 1
@@ -340,29 +353,30 @@ class LruTree:
         """
         if self._done:
             raise SimschedError("LruTree.feed() after finish()")
-        if int(start) != self._next:
-            raise SimschedError(f"chunk starts at reference {start}, expected {self._next}")
+        start = check_int("start", start)
+        if start != self._next:
+            raise ConfigError(f"start={start}: the chunk must start at reference {self._next}")
         addr, size = np.asarray(addr), np.asarray(size)
         if addr.shape != size.shape or addr.ndim != 1:
-            raise SimschedError("addr and size must be 1-D arrays of the same length")
+            raise ConfigError("addr, size: expected 1-D arrays of the same length")
         # Checked before the casts below, which would wrap a size of 300 to 44, a negative
         # address to a huge one, and truncate a float without a word.
-        for name, a in (("addresses", addr), ("sizes", size)):
+        for name, a in (("addr", addr), ("size", size)):
             if len(a) and a.dtype.kind not in "iu":
-                raise SimschedError(f"reference {name} must be integers, not {a.dtype}")
+                raise ConfigError(f"{name}: reference {name}s must be integers, not {a.dtype}")
         if len(size) and (int(size.min()) < 1 or int(size.max()) > 255):
-            raise SimschedError("reference sizes must be at least 1 byte and at most 255")
+            raise ConfigError("size: reference sizes must be at least 1 byte and at most 255")
         if len(addr) and addr.dtype.kind == "i" and int(addr.min()) < 0:
-            raise SimschedError(f"reference {int(np.argmin(addr))}: negative address")
+            raise ConfigError(f"addr: reference {int(np.argmin(addr))} has a negative address")
         addr = np.ascontiguousarray(addr, np.uint64)
         size = np.ascontiguousarray(size, np.uint8)
         # A reference whose last byte passes 2**64 wraps to line 0: the kernel took it for a
         # negative number of lines and dropped it, counting no access.
         past = addr > np.uint64(2**64 - 1) - (size.astype(np.uint64) - np.uint64(1))
         if past.any():
-            raise SimschedError(f"reference {int(np.argmax(past))}: its bytes pass 2**64")
+            raise ConfigError(f"addr: reference {int(np.argmax(past))}: its bytes pass 2**64")
         if self._next + len(addr) > self._ref_start[-1]:
-            raise SimschedError("more references than the strands own")
+            raise ConfigError("addr: more references than the strands own (ref_start)")
         pos = 0
         c = self._coo
         while True:
@@ -450,12 +464,12 @@ def _chain_tree(
     off = np.ascontiguousarray(anc_offsets, np.int64)
     starts = np.ascontiguousarray(anc_starts, np.int64)
     if len(off) != ns + 1 or off[0] != 0 or off[-1] != len(starts):
-        raise SimschedError("ancestor chains do not match the strands")
+        raise ConfigError("anc_offsets: the ancestor chains do not match the strands")
     depth = np.diff(off)
     if (depth < 1).any() or (starts[off[1:] - 1] != np.arange(ns)).any():
-        raise SimschedError("every strand's ancestor chain must end with the strand itself")
+        raise ConfigError("anc_starts: every strand's ancestor chain must end with the strand")
     if ((starts < 0) | (starts >= ns)).any():
-        raise SimschedError("an ancestor chain names a strand that does not exist")
+        raise ConfigError("anc_starts: an ancestor chain names a strand that does not exist")
     entry = np.arange(len(starts))
     level = entry - np.repeat(off[:-1], depth)
     key, node = np.unique(level * ns + starts, return_inverse=True)
@@ -463,7 +477,9 @@ def _chain_tree(
     parent = np.full(len(key), -1, np.int64)
     parent[node] = up
     if (parent[node] != up).any():
-        raise SimschedError("the ancestor chains do not form a tree (a group has two parents)")
+        raise ConfigError(
+            "anc_starts: the ancestor chains do not form a tree (a group has two parents)"
+        )
     return parent, key // ns, key % ns, node[off[1:] - 1]
 
 

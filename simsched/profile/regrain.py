@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.errors import ConfigError, SimschedError, shown
+from simsched.errors import ConfigError, shown, spelled
 from simsched.params import check_int
 from simsched.profile.coarsen import check_table_rows
 from simsched.profile.groups import build_groups
@@ -65,11 +65,11 @@ def merge_mask(
     prev_last = -1
     for a, b in sorted(ranges):
         if not 0 <= a <= b < n_strands:
-            raise SimschedError(
+            raise ConfigError(
                 f"{source}: group strands {a}..{b} outside the trace's 0..{n_strands - 1}"
             )
         if a <= prev_last:
-            raise SimschedError(f"{source}: groups to merge overlap at strand {a}")
+            raise ConfigError(f"{source}: groups to merge overlap at strand {a}")
         mask[a + 1 : b + 1] = True
         prev_last = b
     return mask
@@ -135,6 +135,12 @@ def regrain(
     -------
     simsched.trace.TraceHeader
         Header of the written trace.
+
+    Raises
+    ------
+    ConfigError
+        ``ranges`` is not a list of pairs of strand numbers, a range is outside the trace
+        or not one of its task groups, or two ranges overlap.
     """
     from simsched.trace.reader import opened_trace
 
@@ -162,7 +168,7 @@ def _regrain(
                 said = f"{trace.path}: strands {a}..{b} are not a task group of this trace"
             else:  # a table's row (edited, damaged) is the table's fault, as an overlap is
                 said = f"{source}: strands {a}..{b} are not a task group of {trace.path}"
-            raise SimschedError(said)
+            raise ConfigError(said)
     mask = merge_mask(h.n_strands, ranges, source or str(trace.path))
     fiter = trace.frames.iteration
     first = trace.frames.first_strand
@@ -241,6 +247,12 @@ def regrain_from_table(
     Returns
     -------
     simsched.trace.TraceHeader
+
+    Raises
+    ------
+    ConfigError
+        ``rows`` are not a table's rows, the table holds several machines and ``machine``
+        is not given (or names none of them), or it was made from another trace.
     """
     from simsched.trace.reader import opened_trace
 
@@ -261,18 +273,18 @@ def _regrain_from_table(
     machines = sorted({r["machine"] for r in rows})
     if machine is None:
         if len(machines) > 1:
-            raise SimschedError(
-                f"{name}: the table holds several machines ({', '.join(machines)}): "
-                "choose one with --machine"
+            raise ConfigError(
+                f"{name}: the table holds several machines ({', '.join(machines)}): choose "
+                + spelled("one with machine=", "one with --machine")
             )
         machine = machines[0] if machines else None
     sel = [r for r in rows if r["machine"] == machine]
     if rows and not sel:
-        raise SimschedError(f"{name}: the table has no rows for machine {machine!r}")
+        raise ConfigError(f"{name}: the table has no rows for machine {machine!r}")
     foreign = sorted({r["trace_digest"] for r in sel} - {trace.header.digest})
     if foreign:
         theirs, ours = _distinct_prefixes(foreign[0], trace.header.digest)
-        raise SimschedError(
+        raise ConfigError(
             f"{name}: the table was made from another trace than {trace.path} (digest "
             f"{theirs}, this trace {ours})"
         )

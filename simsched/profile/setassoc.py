@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.errors import ConfigError, SimschedError, shown
+from simsched.errors import ConfigError, shown
 from simsched.params import check_int
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, build_groups
@@ -114,17 +114,21 @@ class _SetAssociative:
         self.t += len(lines)
 
 
-def _model(caps: np.ndarray, assoc: int | None) -> _FullyAssociative | _SetAssociative:
+def _model(caps: np.ndarray, assoc: int | None, what: str) -> _FullyAssociative | _SetAssociative:
+    """The cache model of capacities ``caps`` (lines) and ``assoc`` ways (None: fully
+    associative); ``what`` names the capacities' argument in messages."""
     if len(caps) == 0 or (caps < 1).any():
-        raise SimschedError("cache capacities must be at least one line")
+        raise ConfigError(f"{what}: no cache capacity given, or one of less than a line")
     if len(caps) > 64:
-        raise SimschedError("at most 64 cache sizes at once")
+        raise ConfigError(f"{what}: {len(caps)} cache sizes; at most 64 at once")
     if assoc is None:
         return _FullyAssociative(caps)
     assoc = check_int("assoc", assoc, 1)
     if (caps % assoc).any():
         bad = [int(c) for c in caps if c % assoc]
-        raise SimschedError(f"capacities {bad} lines are not a multiple of {assoc} ways")
+        raise ConfigError(
+            f"{what}: capacities {bad} lines are not a multiple of assoc={assoc} ways"
+        )
     return _SetAssociative(caps, assoc)
 
 
@@ -186,9 +190,18 @@ def replay_groups(
     lines = np.ascontiguousarray(lines, np.uint64)
     lo = np.ascontiguousarray(lo, np.int64)
     hi = np.ascontiguousarray(hi, np.int64)
-    if lo.shape != hi.shape or (lo > hi).any() or (lo < 0).any() or (hi > len(lines)).any():
-        raise SimschedError("group access ranges are invalid")
-    model = _model(_check_capacities(capacities), assoc)
+    if lo.shape != hi.shape:
+        raise ConfigError(
+            f"lo, hi: {lo.shape} and {hi.shape} bounds; expected one of each per group"
+        )
+    bad = np.flatnonzero((lo > hi) | (lo < 0) | (hi > len(lines)))
+    if len(bad):
+        g = int(bad[0])
+        raise ConfigError(
+            f"lo[{g}]={int(lo[g])}, hi[{g}]={int(hi[g])}: expected 0 <= lo <= hi <= "
+            f"{len(lines)} (the accesses in lines)"
+        )
+    model = _model(_check_capacities(capacities), assoc, "capacities")
     out = np.zeros((len(lo), len(model.miss)), np.int64)
     for g in range(len(lo)):
         model.start()
@@ -242,7 +255,7 @@ def setassoc_misses(
         raise ConfigError(
             f"groups={shown(groups)}: expected a GroupTree (build_groups(trace)) or None"
         )
-    model = _model(caps, assoc)
+    model = _model(caps, assoc, "sizes")
     with opened_trace(trace) as t:
         return _setassoc_pass(t, caps, shift, model, groups, which)
 

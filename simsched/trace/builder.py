@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 from simsched.errors import ConfigError, IterationMarkError, TraceBuildError, shown
 from simsched.files import atomic_output, check_path
 from simsched.identity import version
-from simsched.params import check_callable, check_flag, check_int, is_one_line
+from simsched.params import check_callable, check_flag, check_int, check_mapping, is_one_line
 from simsched.trace import format as fmt
 from simsched.trace import structure
 
@@ -76,6 +76,20 @@ def _per_reference(name: str, x: np.ndarray, n: int) -> np.ndarray:
             "one per address"
         )
     return x
+
+
+def _flags(name: str, x: ArrayLike) -> np.ndarray:
+    """``x``, an argument of :meth:`TraceBuilder.refs`, as a bool array if it holds
+    booleans (True, False, numpy bools, or a list or array of them), else a
+    :class:`ConfigError` naming it: ``np.asarray(x, dtype=bool)`` took ``"no"`` as True and
+    ``[0, 2]`` as a read and a write."""
+    if x is True or x is False:
+        return np.asarray(x)
+    a = np.asarray(x)
+    if a.dtype != np.bool_ and not (a.size == 0 and a.dtype.kind == "f"):  # [] is float64
+        got = shown(x) if a.ndim == 0 else f"an array of {a.dtype}"
+        raise ConfigError(f"{name}: expected True, False or an array of them, got {got}")
+    return a.astype(bool, copy=False)
 
 
 class _Aborted(Exception):
@@ -186,7 +200,7 @@ class TraceBuilder:
             "args": [str(a) for a in args],
             "gaps_exact": check_flag(gaps_exact, "gaps_exact"),
             "line_size_hint": int(line_size_hint),
-            "params": params or {},
+            "params": check_mapping(params, "params"),  # a list or a text was stored as it was
             "roi": check_flag(roi, "roi"),  # "no" was True, and every reference dropped
             "writer": writer_name(version()),
         }
@@ -633,7 +647,14 @@ class TraceBuilder:
             The reference breaks the rule of :func:`simsched.trace.format.check_refs`.
         TraceBuildError
             The address, size or gap is not an integer.
+        ConfigError
+            ``is_write`` or ``dep`` is not True or False (a Python or numpy bool): ``"no"``
+            was taken by its truth and recorded a write.
         """
+        if is_write is not True and is_write is not False:
+            is_write = check_flag(is_write, "is_write")
+        if dep is not False and dep is not True:
+            dep = check_flag(dep, "dep")
         if not self._in_roi and self._closed_or_outside_roi():
             return
         if type(addr) is not int:  # a float was truncated, a string failed in a comparison
@@ -688,8 +709,10 @@ class TraceBuilder:
             Addresses or sizes that are not integers, a negative gap, or a gap that does
             not fit 32 bits.
         ConfigError
-            Addresses that are not one value or a 1-D array, or another argument that is
-            neither one value nor one value per address.
+            Addresses that are not one value or a 1-D array, another argument that is
+            neither one value nor one value per address, or ``writes`` or ``deps`` that
+            are not booleans (True, False or an array of them: ``"no"`` was taken by its
+            truth, and 2 as a write).
         """
         if not self._in_roi and self._closed_or_outside_roi():
             return
@@ -709,7 +732,7 @@ class TraceBuilder:
             self._integer_array("reference address", "reference addresses", a)
         if sz.dtype.kind not in "iu":
             self._integer_array("reference size", "reference sizes", sz)
-        wr = _per_reference("writes", np.asarray(writes, dtype=bool), n)
+        wr = _per_reference("writes", _flags("writes", writes), n)
         fmt.check_refs(a, sz, self._where)
         if a.dtype != np.uint64:
             a = a.astype(np.uint64)  # every address is below 2**48 now
@@ -737,7 +760,7 @@ class TraceBuilder:
         if gmax >= 1 << 32:
             raise TraceBuildError(f"{self.path}: instruction gap does not fit 32 bits")
         self._cur_instr += n + gsum
-        d = _per_reference("deps", np.asarray(deps, dtype=bool), n)
+        d = _per_reference("deps", _flags("deps", deps), n)
         self._append(a, sw, g, d if d.ndim == 0 or d.any() else np.asarray(False))
 
     def refs_checked(self, addrs: np.ndarray, sizew: np.ndarray, gaps: np.ndarray) -> None:

@@ -37,7 +37,7 @@ from collections.abc import MutableSequence, Sequence
 
 import numpy as np
 
-from simsched.errors import ConfigError, shown
+from simsched.errors import ConfigError, shown, spelled
 from simsched.trace import format as fmt
 from simsched.trace.reader import Trace
 
@@ -241,8 +241,12 @@ def with_iterations(t: Trace, mode: str | None) -> Trace:
         return t
     if not isinstance(mode, str) or mode not in ITERATION_MODES:
         # not a text: "in" compared a table or an array element by element
+        modes = ", ".join(ITERATION_MODES)
         raise ConfigError(
-            f"unknown --iterations {shown(mode)}; choose one of {', '.join(ITERATION_MODES)}"
+            spelled(
+                f"iterations={shown(mode)}: choose one of {modes}",
+                f"unknown --iterations {shown(mode)}; choose one of {modes}",
+            )
         )
     fr = t.frames
     has = bool((np.asarray(fr.iteration) >= 0).any())

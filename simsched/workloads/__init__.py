@@ -270,7 +270,8 @@ def generate(
         Called as ``progress(references_written, None)`` as the trace grows.
     **params
         Generator parameters; Python values or strings such as ``"2^20"`` or ``"true"``;
-        also ``chunk_refs`` (:data:`CHUNK_PARAM`).
+        also ``chunk_refs`` (:data:`CHUNK_PARAM`).  A parameter left out takes its
+        default; None is refused, as it is no value.
 
     Returns
     -------

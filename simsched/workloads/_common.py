@@ -272,7 +272,8 @@ def resolve_params(
     Raises
     ------
     ConfigError
-        On an unknown parameter or a value of the wrong type or out of range.
+        On an unknown parameter, a value of the wrong type or out of range, or None (a
+        parameter left out takes its default; None is no value).
     """
     known = {p.name: p for p in spec}
     unknown = sorted(set(given) - set(known))
@@ -282,7 +283,15 @@ def resolve_params(
         )
     out: dict[str, Any] = {}
     for p in spec:
-        if p.name in given and given[p.name] is not None:
+        if p.name in given:
+            if given[p.name] is None:
+                # None (YAML's null, `-p n=none`) took the default without a word, even
+                # where the value was computed and came out None by mistake
+                default = "derived from the others" if p.default is None else repr(p.default)
+                raise ConfigError(
+                    f"workload {workload}: parameter {p.name} is None; leave it out for its "
+                    f"default ({default})"
+                )
             v = _convert(workload, p, given[p.name])
         else:
             v = p.default

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from simsched.capture import compile_program
 from simsched.capture.cilk import CilkOptions, find_keyword, mentions_cilk, rewrite
-from simsched.errors import CaptureError
+from simsched.errors import CaptureError, command_line
 
 OPTIONS = {
     "opts_binary": CilkOptions(grain=64, workers=16, split="binary"),
@@ -260,6 +260,16 @@ def test_options_are_validated():
         with pytest.raises(CaptureError, match="up to 2\\^63 - 1"):
             CilkOptions(**bad)
     CilkOptions(grain=(1 << 63) - 1, workers=(1 << 63) - 1)
+    # a Python caller is told of the field it gave, `simsched cc` of the option typed
+    for bad, said, typed in (
+        (dict(grain=0), "grain=0: must be", "--cilk-for-grain 0: must be"),
+        (dict(workers=0), "workers=0: must be", "--cilk-workers 0: must be"),
+        (dict(split="random"), "split='random': choose one", "--cilk-for-split random: choose"),
+    ):
+        with pytest.raises(CaptureError, match=f"^{said}"):
+            CilkOptions(**bad)
+        with command_line(), pytest.raises(CaptureError, match=f"^{typed}"):
+            CilkOptions(**bad)
 
 
 def test_find_keyword_skips_comments_and_strings():

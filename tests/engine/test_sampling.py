@@ -143,15 +143,42 @@ def test_baseline_is_sampled_like_the_run_by_default(heat, tmp_path, monkeypatch
         baseline_makespan(heat, m, sample_precision=1)
 
 
-def test_iterations_none_cannot_be_sampled(heat):
+def test_iterations_none_cannot_be_sampled(heat, capsys):
     """``--iterations none`` removes the iterations sampling needs: said as such, not as a
     trace without iterations (whose advice, ``--iterations auto``, contradicts the run's)."""
     for call in (
         lambda: simsched.run(heat, TWO_BY_TWO, "ws", iterations="none", sample_iterations=2),
         lambda: simsched.compare(heat, TWO_BY_TWO, ["ws"], iterations="none", sample_iterations=2),
     ):
-        with pytest.raises(ConfigError, match="--iterations none removes them"):
+        # a Python caller is told of its arguments, not of the command line's options
+        with pytest.raises(ConfigError) as info:
             call()
+        assert str(info.value) == (
+            "sample_iterations samples iterations, and iterations='none' removes them"
+        )
+    with pytest.raises(SystemExit):  # the command line: of the options typed
+        main(["run", "-t", str(heat), "-m", "itrs-scaling-4", "--iterations", "none",
+              "--sample-iterations", "2"])  # fmt: skip
+    assert capsys.readouterr().err == (
+        "simsched: error: --sample-iterations samples iterations, and --iterations none "
+        "removes them\n"
+    )
+
+
+def test_a_trace_without_iterations_is_refused_naming_the_arguments(tmp_path):
+    """The Python API was told to replay "with --iterations auto"."""
+    ms = tmp_path / "ms.sst"
+    generate("mergesort", ms, n=2048, grain=256)
+    with pytest.raises(ConfigError) as info:
+        simsched.run(ms, TWO_BY_TWO, "ws", sample_iterations=3)
+    assert str(info.value) == (
+        f"{ms}: the trace has no iterations, so sample_iterations cannot sample it; mark "
+        "them with SS_ITER or replay with iterations='auto'"
+    )
+    with pytest.raises(ConfigError, match="iterations='auto' found none in its DAG either$"):
+        simsched.run(ms, TWO_BY_TWO, "ws", sample_iterations=3, iterations="auto")
+    with pytest.raises(ConfigError, match="^iterations='some': choose one of auto, markers"):
+        simsched.run(ms, TWO_BY_TWO, "ws", iterations="some")
 
 
 def test_precision_takes_more_samples(heat):

@@ -59,6 +59,11 @@ def test_what_is_not_a_comparison_of_this_trace_is_refused(tmp_path):
             save_comparison(out, args[0], args[1], "itrs-scaling-1")
     with pytest.raises(ConfigError, match=re.escape("out_dir=None")):
         save_comparison(None, runs, fib, "itrs-scaling-1")
+    # it told a Python caller of --out, the command line's option
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError) as info:
+        save_comparison(tmp_path / "file", runs, fib, "itrs-scaling-1")
+    assert str(info.value) == f"out_dir={str(tmp_path / 'file')!r}: exists and is not a folder"
     # another machine, or overrides the runs did not have: the rows were labelled with
     # them (and a machine argument was not read at all)
     for machine, overrides, said in (

@@ -162,7 +162,7 @@ def test_a_point_whose_worker_died_after_its_row_is_finished(tmp_path):
 def test_a_worker_count_the_open_files_cannot_hold_is_refused(monkeypatch):
     import resource
 
-    from simsched.errors import ConfigError
+    from simsched.errors import ConfigError, command_line
     from simsched.experiments import executors
 
     limits = {"now": (256, 4096)}
@@ -171,7 +171,10 @@ def test_a_worker_count_the_open_files_cannot_hold_is_refused(monkeypatch):
     executors._ensure_open_files(100)  # 864 needed: the soft limit is raised to it
     assert limits["now"] == (64 + 8 * 100, 4096)
     limits["now"] = (256, 512)
-    with pytest.raises(ConfigError, match=r"--workers 100: the runner needs about 864 open"):
+    with pytest.raises(ConfigError, match=r"^workers=100: the runner needs about 864 open") as e:
+        executors._ensure_open_files(100)
+    assert str(e.value).endswith("use fewer workers, or executor='dask'")
+    with command_line(), pytest.raises(ConfigError, match=r"^--workers 100: the runner needs"):
         executors._ensure_open_files(100)
 
 

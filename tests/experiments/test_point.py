@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import sweep_pointfns
 from sweep_helpers import fib_sweep, main_exit, make_spec
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, command_line
 from simsched.experiments import load_results, load_spec, run_sweep, sweep_status
 from simsched.experiments.point import execute_point, resolve_point_function
 
@@ -237,3 +238,110 @@ def test_full_disk_for_the_runners_own_files_leaves_the_point_pending(tmp_path, 
     full["on"] = False  # space freed: a plain rerun finishes them
     again = run_sweep(loaded, workers=0, point_fn=fn, progress=False)
     assert (again.ran, again.failed, again.interrupted) == (6, 0, [])
+
+
+def test_resolve_point_function_names_the_argument():
+    """A Python caller was told of --point-fn, the command line's option."""
+    with pytest.raises(ConfigError, match="^name='nocolon': expected MODULE:FUNCTION$"):
+        resolve_point_function("nocolon")
+    with pytest.raises(ConfigError, match=r"^name=5: expected MODULE:FUNCTION \(a text\)"):
+        resolve_point_function(5)  # it failed with "'int' object has no attribute 'partition'"
+    with command_line(), pytest.raises(ConfigError, match="^--point-fn 'nocolon': expected"):
+        resolve_point_function("nocolon")
+
+
+def _spoilt(point, **parts):
+    """``point`` with parts of it replaced; a value that is a dict is merged into the part."""
+    return replace(
+        point,
+        **{k: {**getattr(point, k), **v} if isinstance(v, dict) else v for k, v in parts.items()},
+    )
+
+
+def test_simulate_point_refuses_what_is_no_point_naming_the_part(tmp_path):
+    """A point made or edited by hand failed deep in its run: AttributeError ('dict' object
+    has no attribute 'machine'), KeyError ('resolved'), TypeError, or pydantic's many-line
+    ValidationError."""
+    from simsched.experiments import simulate_point
+
+    point = fib_sweep(tmp_path, "schedulers: [ws]\n").points()[0]
+    resolved = point.machine["resolved"]
+    cases = [
+        (None, "^point=None: expected a Point of a spec"),
+        (point.to_dict(), r"^point=\{.*\}: expected a Point of a spec"),
+        (_spoilt(point, workload="heat"), "^point.workload='heat': expected a mapping"),
+        (replace(point, workload={"label": "x"}), "^point.workload: no key 'kind'"),
+        (_spoilt(point, workload={"kind": "magic"}), "^point.workload: kind 'magic' is not"),
+        (
+            replace(point, workload={"label": "x", "kind": "generator"}),
+            "^point.workload: a generator recipe has no key 'generator'",
+        ),
+        (_spoilt(point, scheduler={"params": None}), r"^point.scheduler\['params'\]=None:"),
+        (_spoilt(point, scheduler={"name": 3}), r"^point.scheduler\['name'\]=3: expected"),
+        (
+            _spoilt(point, machine={"resolved": {**resolved, "sockets": "2"}}),
+            r"^point.machine\['resolved'\]\['sockets'\]='2': expected an integer",
+        ),
+        (
+            _spoilt(point, machine={"resolved": {**resolved, "caches": None}}),
+            r"^point.machine\['resolved'\]\['caches'\]=None: expected the list of cache",
+        ),
+        (replace(point, seed=-1), "^point.seed=-1: must be between 0 and"),
+        (replace(point, seed="1"), "^point.seed='1': expected an integer"),
+        (replace(point, id="../x"), r"^point.id='\.\./x': expected a point id"),
+        (replace(point, spec_dir=None), "^point.spec_dir=None: expected a path"),
+        (replace(point, sample_iterations=1), "^point.sample_iterations=1: must be at least 2"),
+        (replace(point, sample_precision="1"), "^point.sample_precision='1': expected a"),
+        # shaped as a point, but no machine: pydantic's error was raised as it is
+        (
+            _spoilt(point, machine={"resolved": {**resolved, "bogus": 1}}),
+            r"^point.machine\['resolved'\]: bogus: unknown key",
+        ),
+    ]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    for bad, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            simulate_point(bad, run_dir)
+
+
+def test_execute_point_refuses_what_is_no_point_naming_the_argument(tmp_path):
+    """KeyError: 'seed', TypeError: missing 1 required positional argument, AttributeError:
+    'NoneType' object has no attribute 'partition'..."""
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    data = loaded.points()[0].to_dict()
+    out = str(loaded.out_dir)
+    fake = sweep_pointfns.fake_point
+    cases = [
+        ((None, out), "^point_data=None: expected a point as a dict"),
+        (({k: v for k, v in data.items() if k != "seed"}, out), "^point_data: no key 'seed'"),
+        (({**data, "workload": "x"}, out), "^point_data.workload='x': expected a mapping"),
+        (({**data, "machine": {}}, out), "^point_data.machine: no key 'label'"),
+        ((data, None), "^out_dir=None: expected a path"),
+        ((data, out, 3), "^point_fn=3: expected a function or None"),
+        ((data, out, fake, "no"), "^retry_failed='no': expected True or False"),
+        ((data, out, fake, False, 1), "^rerun_stale=1: expected True or False"),
+    ]
+    for args, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            execute_point(*args)
+    assert not (loaded.out_dir / "points").exists()  # nothing ran
+    row, ran = execute_point(data, loaded.out_dir, fake)  # any path, as run_sweep's
+    assert ran and row["status"] == "ok"
+
+
+def spelling_point(point, run_dir):
+    """A point function returning how messages name an argument where it runs."""
+    from simsched.errors import spelled
+
+    return {"said": spelled("python", "command")}
+
+
+def test_a_point_names_its_spec_keys_in_the_commands_process_too(tmp_path):
+    """A point run in the command's own process (``--workers 0``) named options, as the
+    command line does, where a worker process names the spec's keys: a record's error
+    text depended on the worker count."""
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    with command_line():
+        row, ran = execute_point(loaded.points()[0].to_dict(), loaded.out_dir, spelling_point)
+    assert ran and row["said"] == "python"

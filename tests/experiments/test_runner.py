@@ -541,6 +541,30 @@ def test_a_local_dask_cluster_of_no_worker_is_refused(tmp_path, capsys):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"executor": "slurm"}, "executor='slurm': use local or dask"),
+        ({"executor": ["dask"]}, "executor=['dask']: use local or dask"),
+        (
+            {"executor": "dask", "workers": 0},
+            "workers=0 runs the points in this process, which the local executor does; a "
+            "local Dask cluster needs at least 1 worker",
+        ),
+        ({"address": "tcp://h:1"}, "address='tcp://h:1' needs executor='dask'"),
+        ({"executor": "dask", "address": "h:1"}, "address='h:1': expected tcp://HOST:PORT"),
+    ],
+)
+def test_run_sweep_names_its_arguments_not_the_options(tmp_path, kwargs, message):
+    """run_sweep told a Python caller of --executor, --workers and --address, options it
+    cannot give; the command line still names them (test_a_local_dask_cluster_...)."""
+    loaded = load_spec(make_spec(tmp_path), small=False)
+    with pytest.raises(ConfigError) as info:
+        run_sweep(loaded, progress=False, **kwargs)
+    assert str(info.value) == message
+    assert not loaded.out_dir.exists()
+
+
 @pytest.mark.parametrize("where", ["make_output_dir", "_Display"])
 def test_a_failure_before_the_dask_run_closes_the_connection(tmp_path, monkeypatch, where):
     """Between connecting and handing the connection to the Dask run, a failure (or Ctrl-C)

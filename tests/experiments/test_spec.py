@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, command_line
 from simsched.experiments.spec import expand, load_spec, small_from_env
 
 
@@ -119,8 +119,13 @@ def test_set_overrides(tmp_path):
         load_spec(write(tmp_path, BASE), sets=["seeds"])
     # `--set out=$OUT` with OUT unset wrote to the default folder without a word
     for item in ("out=", "out=  "):
-        with pytest.raises(ConfigError, match=rf"^--set '{item}': no value after '='"):
+        with pytest.raises(ConfigError, match=rf"^sets item '{item}': no value after '='"):
             load_spec(write(tmp_path, BASE), sets=[item])
+        # `sweep run --set`: the option typed
+        with command_line(), pytest.raises(ConfigError, match=rf"^--set '{item}': no value"):
+            load_spec(write(tmp_path, BASE), sets=[item])
+    with pytest.raises(ConfigError, match=r"^sets item 'machines.x=1': 'x' is not an index"):
+        load_spec(write(tmp_path, BASE), sets=["machines.x=1"])
 
 
 def test_set_reaches_a_machines_dotted_override_and_grid_keys(tmp_path):
@@ -158,8 +163,11 @@ def test_set_reaches_a_machines_dotted_override_and_grid_keys(tmp_path):
 
 def test_a_key_set_twice_is_refused(tmp_path):
     """The last one silently won (`run --set` refused it already)."""
-    with pytest.raises(ConfigError, match=r"^--set workloads.0.params.n: given twice$"):
-        load_spec(write(tmp_path, BASE), sets=["workloads.0.params.n=9", "workloads.0.params.n=10"])
+    twice = ["workloads.0.params.n=9", "workloads.0.params.n=10"]
+    with pytest.raises(ConfigError, match=r"^sets: workloads.0.params.n is given twice$"):
+        load_spec(write(tmp_path, BASE), sets=twice)
+    with command_line(), pytest.raises(ConfigError, match=r"^--set workloads.0.params.n: given"):
+        load_spec(write(tmp_path, BASE), sets=twice)
 
 
 def test_filters(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, command_line
 from simsched.experiments.store import (
     consolidate,
     export_results,
@@ -69,10 +69,16 @@ def test_a_text_value_no_row_has_is_warned_of_with_the_nearest():
     """``scheduler=pfd`` printed "0 rows" and nothing else."""
     said: list[str] = []
     assert filter_frame(frame(), ["workload=mss"], said.append).empty
-    assert said == ["--where 'workload=mss': no row has workload 'mss' (did you mean ms?)"]
+    assert said == ["wheres item 'workload=mss': no row has workload 'mss' (did you mean ms?)"]
     said.clear()
     assert len(filter_frame(frame(), ["workload!=xyz|hj"], said.append)) == 2
-    assert said == ["--where 'workload!=xyz|hj': no row has workload 'xyz' (its values: hj, ms)"]
+    assert said == [
+        "wheres item 'workload!=xyz|hj': no row has workload 'xyz' (its values: hj, ms)"
+    ]
+    said.clear()
+    with command_line():  # the command line names the option typed
+        filter_frame(frame(), ["workload=mss"], said.append)
+    assert said == ["--where 'workload=mss': no row has workload 'mss' (did you mean ms?)"]
     said.clear()
     filter_frame(frame(), ["workload=ms", "cores=3", "ok=true"], said.append)  # numbers: no
     assert said == []
@@ -90,8 +96,14 @@ def test_a_text_value_no_row_has_is_warned_of_with_the_nearest():
     ],
 )
 def test_where_errors(expr, message):
-    with pytest.raises(ConfigError, match=message):
+    """A Python caller is told of the item of its ``wheres`` (it was told of --where, an
+    option it cannot give); the command line of the --where typed."""
+    with pytest.raises(ConfigError, match=message) as info:
         filter_frame(frame(), [expr])
+    assert str(info.value).startswith(f"wheres item {expr!r}: ")
+    with command_line(), pytest.raises(ConfigError, match=message) as info:
+        filter_frame(frame(), [expr])
+    assert str(info.value).startswith(f"--where {expr!r}: ")
 
 
 @given(st.text(max_size=30))
@@ -175,10 +187,15 @@ def test_an_unknown_column_of_columns_or_where_names_the_columns_it_may_mean():
     then "...", even when they were all, and never makespan_cycles.  --where said nothing
     at all when no column contained the name: both now tell it alike (params.column_hint)."""
     few = pd.DataFrame({"workload": ["w"], "makespan_cycles": [1]})
-    with pytest.raises(ConfigError, match=r"no column 'zz' \(have: workload, makespan_cycles\)$"):
+    with pytest.raises(
+        ConfigError, match=r"^columns: no column 'zz' \(have: workload, makespan_cycles\)$"
+    ):
+        select_columns(few, ["zz"])
+    with command_line(), pytest.raises(ConfigError, match=r"^--columns: no column 'zz' "):
         select_columns(few, ["zz"])
     with pytest.raises(
-        ConfigError, match=r"^--where 'zz=1': no column 'zz' \(have: workload, makespan_cycles\)$"
+        ConfigError,
+        match=r"^wheres item 'zz=1': no column 'zz' \(have: workload, makespan_cycles\)$",
     ):
         filter_frame(few, ["zz=1"])
     with pytest.raises(
@@ -564,7 +581,7 @@ def test_a_column_named_twice_is_refused_by_name():
     for expr in ("x=1", "x<2", "s=a"):
         with pytest.raises(
             ConfigError,
-            match=rf"^--where '{expr}': the table has 2 columns named '{expr[0]}' "
+            match=rf"^wheres item '{expr}': the table has 2 columns named '{expr[0]}' "
             r"\(duplicated: 'x', 's'\); give each column",
         ):
             filter_frame(df, [expr])

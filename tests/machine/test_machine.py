@@ -426,3 +426,18 @@ def test_the_one_core_machine_leaves_out_coherence_with_the_same_results():
         served.append((lat, ms.stats()))
     assert served[0] == served[1]
     assert served[0][1]["levels"][0]["misses"] > 0
+
+
+@pytest.mark.parametrize("bad", ["12 parsecs", "7EiB", True, None, 2.5, "1.0000000000000001 KB"])
+def test_a_value_that_is_no_size_is_a_config_error(bad):
+    """parse_size raised a bare ValueError, which the command line reports as a bug (with
+    its traceback) and a Python caller could not catch as simsched's own; it is a
+    ConfigError now, and still a ValueError for the callers (and pydantic's validators)
+    that catch one."""
+    with pytest.raises(ConfigError) as info:
+        parse_size(bad)
+    assert isinstance(info.value, ValueError)
+    assert "\n" not in str(info.value) and repr(bad) in str(info.value)
+    # in a machine, the field is still named, by pydantic's error
+    with pytest.raises(ConfigError, match=r"caches\.0\.size \(L1\)"):
+        load_machine("itrs-scaling-1", {"caches.L1.size": bad})

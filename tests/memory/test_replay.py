@@ -212,3 +212,19 @@ def test_cli_table_shows_the_prefetcher_and_the_links(tmp_path):
     cells = {tuple(c.strip() for c in r[:3]) for r in rows}
     for ln in res["links"]:
         assert (str(ln["from"]), str(ln["to"]), f"{ln['lines']:,}") in cells
+
+
+@pytest.mark.parametrize("bad", ["2", ["rr"], np.array(["rr", "0"]), None])
+def test_a_placement_that_is_not_rr_or_0_names_the_argument(tmp_path, bad):
+    """A Python caller was told of --core-of-strand, and an array failed inside with
+    "The truth value of an array ... is ambiguous"."""
+    from simsched.errors import ConfigError, command_line
+
+    path = tmp_path / "t.sst"
+    with TraceBuilder(path) as b:
+        b.ref(64, 8, False)
+    machine = load_machine("itrs-scaling-1")
+    with pytest.raises(ConfigError, match=r"^core_of_strand=.*: expected 'rr' or '0'$"):
+        replay_trace(machine, path, bad)
+    with command_line(), pytest.raises(ConfigError, match=r"^--core-of-strand: .* is not one of"):
+        replay_trace(machine, path, bad)

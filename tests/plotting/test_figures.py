@@ -15,7 +15,7 @@ import typer  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from simsched.cli.sweep import register_plot  # noqa: E402
-from simsched.errors import ConfigError  # noqa: E402
+from simsched.errors import ConfigError, command_line  # noqa: E402
 from simsched.plotting import (  # noqa: E402
     aggregate,
     figure_speedup_misses,
@@ -106,19 +106,14 @@ def test_an_unknown_column_names_the_columns_it_may_mean():
 
 def test_an_unknown_column_of_the_sweep_figure_names_its_option():
     """It was "no column 'nope' in the results (...)", whichever of --x, --y, --hue or --col
-    gave it."""
+    gave it.  A Python caller is told of the argument, the command line of the option."""
     df = results()
-    for option, kw in (
-        ("--x", dict(x="nope")),
-        ("--y", dict(y="nope")),
-        ("--hue", dict(hue="nope")),
-        ("--col", dict(col="nope")),
-    ):
-        args = {"x": "cores", "y": "makespan_cycles", **kw}
-        with pytest.raises(
-            ConfigError, match=rf"^{option} 'nope': no column 'nope' in the results"
-        ):
+    for name in ("x", "y", "hue", "col"):
+        args = {"x": "cores", "y": "makespan_cycles", name: "nope"}
+        with pytest.raises(ConfigError, match=rf"^{name}='nope': no column 'nope' in the results"):
             sweep_figure(df, args.pop("x"), args.pop("y"), **args)
+        with command_line(), pytest.raises(ConfigError, match=rf"^--{name} 'nope': no column"):
+            sweep_figure(df, **{"x": "cores", "y": "makespan_cycles", name: "nope"})
 
 
 def test_style_file_is_packaged_and_applies():
@@ -232,15 +227,18 @@ def test_an_axis_column_without_a_value_in_the_selected_rows_is_refused(tmp_path
     df.loc[df["status"] != "ok", "sample_iterations"] = 3  # a failed row's is not drawn
     successful = (df["status"] == "ok").sum()
     for x, y, option in (
-        ("seed", "sample_iterations", "--y"),
-        ("sample_iterations", "speedup", "--x"),
+        ("seed", "sample_iterations", "y"),
+        ("sample_iterations", "speedup", "x"),
     ):
         with pytest.raises(ConfigError) as info:
             sweep_figure(df, x, y)
         assert str(info.value) == (
-            f"{option} sample_iterations: the column has no values in the selected rows "
+            f"{option}='sample_iterations': the column has no values in the selected rows "
             f"({successful} successful runs)"
         )
+        with command_line(), pytest.raises(ConfigError) as info:
+            sweep_figure(df, x, y)
+        assert str(info.value).startswith(f"--{option} sample_iterations: the column has no")
     for i in range(2):
         row = {"point_id": f"p{i}", "status": "ok", "seed": i, "sample_iterations": None}
         save_row(tmp_path / "sweep", f"p{i}", row)
@@ -255,7 +253,9 @@ def test_log_x_needs_positive_values_and_hue_may_be_x():
     """Used to fail with matplotlib's 'Data cannot be log-scaled' and pandas' 'cannot
     insert seed, already exists'."""
     df = results()
-    with pytest.raises(ConfigError, match="--logx: column 'seed' has values <= 0"):
+    with pytest.raises(ConfigError, match="^logx=True: column 'seed' has values <= 0"):
+        sweep_figure(df, "seed", "makespan_cycles", logx=True)
+    with command_line(), pytest.raises(ConfigError, match="^--logx: column 'seed' has values"):
         sweep_figure(df, "seed", "makespan_cycles", logx=True)
     with pytest.raises(ConfigError, match="^logx='yes': expected True or False"):
         sweep_figure(df, "cores", "makespan_cycles", logx="yes")
@@ -276,9 +276,13 @@ def test_a_mark_that_averages_other_runs_than_seeds_is_warned_about():
     sweep_figure(df, "cores", "makespan_cycles", "scheduler", warn=told.append)
     assert told == [
         "each mark averages rows of several workloads (hashjoin, mergesort), machines "
-        "(itrs-45nm-1, itrs-45nm-10, itrs-45nm-26, ...); give them --hue or --col, or keep "
-        "one with --where"
+        "(itrs-45nm-1, itrs-45nm-10, itrs-45nm-26, ...); give them hue= or col=, or keep "
+        "one with filter_frame(df, wheres)"
     ]
+    told.clear()
+    with command_line():
+        sweep_figure(df, "cores", "makespan_cycles", "scheduler", warn=told.append)
+    assert told[0].endswith("; give them --hue or --col, or keep one with --where")
     told.clear()
     one = df[df["machine"].str.startswith("itrs-scaling-")]
     sweep_figure(one, "cores", "makespan_cycles", "scheduler", col="workload", warn=told.append)
@@ -376,7 +380,12 @@ def test_rows_without_a_value_of_hue_or_col_are_a_group_of_their_own():
 @pytest.mark.parametrize(("x", "kind"), [("machine", "auto"), ("cores", "bar")])
 def test_log_x_of_bars_is_refused(x, kind):
     # bars stand at categories: --logx was ignored without a word
-    with pytest.raises(ConfigError, match=f"--logx: applies to line plots; --x {x} is drawn"):
+    with pytest.raises(ConfigError, match=f"^logx=True: applies to line plots; x='{x}' is drawn"):
+        sweep_figure(results(), x, "makespan_cycles", kind=kind, logx=True)
+    with (
+        command_line(),
+        pytest.raises(ConfigError, match=f"^--logx: applies to line plots; --x {x} is"),
+    ):
         sweep_figure(results(), x, "makespan_cycles", kind=kind, logx=True)
 
 
@@ -466,7 +475,7 @@ def test_a_figure_saved_twice_is_the_same_file(tmp_path, fmt, monkeypatch):
         (lambda: normalised_time(results(), hue=None), "hue=None: give the name"),
         (lambda: normalised_time(results(), baseline=["ws"]), "baseline=['ws']: expected one"),
         (lambda: normalised_time(results(), baseline=2**70), "baseline=1180591620717411303424"),
-        (lambda: sweep_figure(results(), "cores", "speedup", kind=["line"]), "--kind ['line']"),
+        (lambda: sweep_figure(results(), "cores", "speedup", kind=["line"]), "kind=['line']: use"),
         (lambda: sweep_figure(results(), "cores", "speedup", warn=3), "warn=3: expected a"),
         (
             lambda: figure_time_vs_cores(results(), ["mergesort"], machine_prefix=45),
@@ -540,3 +549,106 @@ def test_save_takes_a_sane_dpi_and_figure_format_names_a_bad_path(tmp_path):
     for bad in (None, 5):
         with pytest.raises(ConfigError, match=rf"path={bad}: expected a path"):
             figure_format(bad)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda df: line_plot(df, "cores", "speedup"),
+        lambda df: aggregate(df, "cores", "speedup", "scheduler"),
+        lambda df: normalised_time(df),
+        lambda df: sweep_figure(df, "cores", "speedup", "scheduler"),
+        lambda df: figure_speedup_misses(df, ["mergesort"]),
+    ],
+)
+def test_a_table_whose_columns_have_levels_is_refused(call):
+    """A pivot's or a groupby().agg's table (a MultiIndex of columns) failed inside pandas:
+    KeyError ['speedup'], MergeError, "other must be a MultiIndex"."""
+    df = results()
+    df.columns = pd.MultiIndex.from_tuples([(c, "") for c in df.columns])
+    with pytest.raises(ConfigError, match=r"^df: its columns have 2 levels \(a pandas MultiIndex"):
+        call(df)
+
+
+@pytest.mark.parametrize(
+    ("column", "call"),
+    [
+        ("scheduler", lambda df: line_plot(df, "cores", "speedup")),
+        ("cores", lambda df: bar_plot_of(df)),
+        ("scheduler", lambda df: normalised_time(df)),
+        ("machine", lambda df: normalised_time(df)),
+        ("cores", lambda df: sweep_figure(df, "cores", "speedup", "scheduler")),
+        ("scheduler", lambda df: sweep_figure(df, "cores", "speedup", "scheduler")),
+    ],
+)
+def test_a_column_of_lists_is_named(column, call):
+    """A column holding lists (a record's nested field read back as Python lists) failed
+    inside pandas with "unhashable type: 'list'"."""
+    df = results()
+    df[column] = [[v] for v in df[column]]
+    with pytest.raises(ConfigError, match=rf"^column '{column}' holds values of type list"):
+        call(df)
+    plt.close("all")
+
+
+def bar_plot_of(df: pd.DataFrame) -> object:
+    from simsched.plotting.figures import bar_plot
+
+    return bar_plot(df, "cores", "speedup")
+
+
+def test_a_label_column_of_lists_outside_the_figure_is_no_failure():
+    """The check of labels a mark averages over (machine here) failed on a column of
+    lists that the figure does not draw."""
+    df = results()
+    df["machine"] = [[v] for v in df["machine"]]
+    sweep_figure(df, "cores", "speedup", "scheduler", warn=lambda m: None)
+    plt.close("all")
+
+
+def test_rows_a_figure_cannot_place_are_left_out_with_a_warning():
+    """Rows without a value of x, y or hue were dropped without a word (a mean over some
+    seeds read as a mean over all); now a warning says how many and of which column."""
+    df = results()
+    ok = df["status"] == "ok"
+    df.loc[df.index[ok][:2], "speedup"] = float("nan")
+    df.loc[df.index[ok][2], "cores"] = None
+    with pytest.warns(UserWarning) as told:
+        agg = aggregate(df, "cores", "speedup", "scheduler")
+    assert [str(w.message) for w in told] == [
+        f"3 of {ok.sum()} rows left out of the figure: no value of cores (1), speedup (2)"
+    ]
+    assert told[0].filename == __file__  # the caller's line, not simsched's
+    assert agg["n"].sum() == ok.sum() - 3
+    with pytest.warns(UserWarning, match="3 of .* rows left out of the figure") as told:
+        line_plot(df, "cores", "speedup")
+    assert told[0].filename == __file__
+    said: list[str] = []
+    sweep_figure(df, "cores", "speedup", "scheduler", col="workload", warn=said.append)
+    left_out = [m for m in said if "left out" in m]
+    assert left_out == [
+        f"3 of {ok.sum()} rows left out of the figure: no value of cores (1), speedup (2)"
+    ]  # once for the figure, not once per panel
+    plt.close("all")
+
+
+def test_normalised_time_says_which_rows_it_leaves_out():
+    """Rows at a configuration without a successful baseline run, and rows without a
+    makespan, vanished from the table (and from normalised_time_bars) without a word."""
+    df = results()
+    ok = df["status"] == "ok"
+    gone = ok & (df["machine"] == "itrs-scaling-4") & (df["scheduler"] == "ws")
+    df.loc[gone, "status"] = "error"  # the baseline failed at itrs-scaling-4
+    df.loc[df.index[ok & (df["scheduler"] == "pdf")][0], "makespan_cycles"] = float("nan")
+    with pytest.warns(UserWarning) as told:
+        out = normalised_time(df)
+    assert [str(w.message) for w in told] == [
+        f"normalised time: 3 of {(ok & ~gone).sum()} rows left out: 1 without "
+        "makespan_cycles; 2 at a workload and machine with no successful run of "
+        "scheduler='ws' (e.g. workload mergesort, machine itrs-scaling-4)"
+    ]
+    assert told[0].filename == __file__
+    assert len(out) == (ok & ~gone).sum() - 3 and out["norm_time"].notna().all()
+    with pytest.warns(UserWarning, match="normalised time: 3 of"):
+        normalised_time_bars(df)
+    plt.close("all")

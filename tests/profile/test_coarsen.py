@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simsched.errors import ConfigError, SimschedError
+from simsched.errors import ConfigError, SimschedError, command_line
 from simsched.machine import load_machine
 from simsched.profile import cache_share, coarsen, profile_trace, read_table, write_table
 from simsched.profile.coarsen import TABLE_COLUMNS
@@ -182,12 +182,18 @@ def test_coarsen_refuses_a_profile_of_another_line_size(tmp_path):
     assert coarsen(profile_trace(path, sizes=[4096], line=128), m).tasks >= 1
     # profile --machine gives the outermost level's lines: it was the advice for L1 too
     mixed = load_machine("itrs-scaling-16", {"caches.L1.line": 64})
-    with pytest.raises(ConfigError, match=r"with line 128 \(simsched profile --line 128\)$"):
+    with pytest.raises(ConfigError, match=r"with line 128 \(profile_trace\(trace, line=128\)\)$"):
         coarsen(p, mixed)
     with pytest.raises(
-        ConfigError, match=r"L1 has 64-byte lines: .* \(simsched profile --line 64\)$"
+        ConfigError, match=r"L1 has 64-byte lines: .* \(profile_trace\(trace, line=64\)\)$"
     ):
         coarsen(profile_trace(path, sizes=[4096], line=128), mixed, level="L1")
+    # the command line's advice is its command
+    with (
+        command_line(),
+        pytest.raises(ConfigError, match=r"with line 128 \(simsched profile --line 128\)$"),
+    ):
+        coarsen(p, mixed)
     assert coarsen(p, mixed, level="L1").tasks >= 1
 
 

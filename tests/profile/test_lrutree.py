@@ -144,21 +144,30 @@ def test_memory_per_distinct_line_is_at_most_64_bytes():
 
 
 def test_feed_validates_its_input():
+    """A wrong argument is a ConfigError naming it (it was a bare SimschedError, the class
+    of no particular input), as bucket_bounds' are: bucket_bounds([32], 64) said "cache
+    size 32 bytes is smaller" without naming sizes."""
     lt = LruTree(np.array([4]), line=64)
-    with pytest.raises(SimschedError, match="expected 0"):
+    with pytest.raises(ConfigError, match="^start=5: the chunk must start at reference 0"):
         lt.feed(np.zeros(2, np.uint64), np.ones(2, np.uint8), 5)
-    with pytest.raises(SimschedError, match="same length"):
+    with pytest.raises(ConfigError, match="^addr, size: expected 1-D arrays of the same length"):
         lt.feed(np.zeros(2, np.uint64), np.ones(3, np.uint8), 0)
-    with pytest.raises(SimschedError, match="at least 1 byte"):
+    with pytest.raises(ConfigError, match="^size: reference sizes must be at least 1 byte"):
         lt.feed(np.zeros(2, np.uint64), np.zeros(2, np.uint8), 0)
-    with pytest.raises(SimschedError, match="power of two"):
+    with pytest.raises(ConfigError, match="^line=48: a line size is a power of two"):
         LruTree(np.array([4]), line=48)
-    with pytest.raises(SimschedError, match="increasing"):
+    with pytest.raises(ConfigError, match="^line=48: a line size is a power of two"):
+        bucket_bounds([4096], 48)
+    with pytest.raises(ConfigError, match="^sizes=\\[\\]: no cache sizes given"):
+        bucket_bounds([], 64)
+    with pytest.raises(ConfigError, match="^sizes: cache sizes \\[4096, 4096\\] are not strictly"):
         bucket_bounds([4096, 4096], 64)
-    with pytest.raises(SimschedError, match="smaller than"):
+    with pytest.raises(ConfigError, match="^sizes: cache size 32 bytes is smaller than"):
         bucket_bounds([32], 64)
-    with pytest.raises(SimschedError, match="not a whole number of 64-byte lines"):
+    with pytest.raises(ConfigError, match="^sizes: cache size 1000 bytes is not a whole number"):
         bucket_bounds([1000], 64)
+    with pytest.raises(ConfigError, match="^groups=3: expected a GroupTree"):
+        LruTree(np.array([4]), line=64, groups=3)
     assert bucket_bounds([5 << 20], 128).tolist() == [40960]  # not a power of two: allowed
 
 
@@ -174,7 +183,7 @@ def test_feed_validates_its_input():
 )
 def test_feed_refuses_references_it_would_wrap(addr, size, message):
     lt = LruTree(np.array([4]), line=64)
-    with pytest.raises(SimschedError, match=message):
+    with pytest.raises(ConfigError, match=message):
         lt.feed(addr, size, 0)
     # nothing was counted: the same tree still takes the chunk's valid form
     lt.feed(np.array([0, 64, 0], np.uint64), np.full(3, 8, np.uint8), 0)
@@ -297,6 +306,10 @@ def test_load_rejects_a_damaged_profile_naming_it(tmp_path, damage, message):
         ({"sizes": np.array([], np.int64)}, r"sizes=\[\]: give at least one cache size"),
         ({"line": float("nan")}, r"line=nan: expected an integer"),
         ({"line": "64"}, r"line='64': expected an integer"),
+        # a size or a line that do not fit each other was a bare SimschedError
+        ({"sizes": [1000], "line": 64}, r"^sizes: cache size 1000 bytes is not a whole number"),
+        ({"sizes": [8192, 4096]}, r"^sizes: cache sizes \[8192, 4096\] are not strictly"),
+        ({"line": 48}, r"^line=48: a line size is a power of two"),
     ],
 )
 def test_profile_trace_refuses_bad_sizes_and_lines(tmp_path, kwargs, message):

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simsched.errors import SimschedError
+from simsched.errors import ConfigError, SimschedError, command_line
 from simsched.profile import build_groups, coarsen, profile_trace, regrain, regrain_from_table
 from simsched.profile.groups import KIND_NAMES
+from simsched.profile.regrain import merge_mask
 from simsched.trace import TraceBuilder, copy, open_trace, validate
 from tests.profile._traces import build_fanout, build_random
 
@@ -139,21 +140,32 @@ def _table_rows(trace):
 
 
 def test_regrain_rejects_bad_groups_and_foreign_tables(tmp_path):
+    """Each is the caller's input (ranges, rows, machine): a ConfigError, where it was a
+    bare SimschedError; the several machines are told to choose with the argument, not
+    with the command line's --machine."""
     src = build_fanout(tmp_path / "f.sst", 4)
     other = build_fanout(tmp_path / "g.sst", 5)
     with open_trace(src) as t:
-        with pytest.raises(SimschedError, match="not a task group"):
+        with pytest.raises(ConfigError, match="not a task group"):
             regrain(t, tmp_path / "x.sst", [(0, 2)])
         g = build_groups(t)
-        with pytest.raises(SimschedError, match="overlap"):
+        with pytest.raises(ConfigError, match="overlap"):
             regrain(t, tmp_path / "x.sst", [(0, int(g.stop[0])), (1, 1)])
+        with pytest.raises(ConfigError, match=r"strands 0\.\.99 outside the trace's"):
+            merge_mask(int(t.header.n_strands), [(0, 99)])
     rows = _table_rows(other)
-    with open_trace(src) as t, pytest.raises(SimschedError, match="another trace"):
+    with open_trace(src) as t, pytest.raises(ConfigError, match="another trace"):
         regrain_from_table(t, tmp_path / "x.sst", rows)
     assert not (tmp_path / "x.sst").exists()
     rows2 = [dict(r, machine="a") for r in rows] + [dict(r, machine="b") for r in rows]
-    with open_trace(other) as t, pytest.raises(SimschedError, match="several machines"):
+    with open_trace(other) as t, pytest.raises(ConfigError) as info:
         regrain_from_table(t, tmp_path / "x.sst", rows2)
+    assert str(info.value).endswith("several machines (a, b): choose one with machine=")
+    with open_trace(other) as t, command_line(), pytest.raises(ConfigError) as info:
+        regrain_from_table(t, tmp_path / "x.sst", rows2)
+    assert str(info.value).endswith("choose one with --machine")
+    with open_trace(other) as t, pytest.raises(ConfigError, match="no rows for machine 'z'"):
+        regrain_from_table(t, tmp_path / "x.sst", rows2, machine="z")
 
 
 def test_table_errors_name_the_table(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simsched.errors import ConfigError, SimschedError
+from simsched.errors import ConfigError
 from simsched.profile import profile_trace, replay_groups, setassoc_misses
 from simsched.trace import open_trace
 from tests.oracles.profile_oracle import lru_misses, trace_line_accesses
@@ -56,10 +56,16 @@ def test_set_associative_replay_matches_ordereddict(lines, cuts, assoc):
 
 
 def test_replay_validates_its_input():
-    with pytest.raises(SimschedError, match="multiple of 3 ways"):
+    """A wrong argument is a ConfigError naming it; it was a bare SimschedError, and
+    "group access ranges are invalid" named neither lo nor hi nor the group."""
+    with pytest.raises(ConfigError, match="^capacities: .* not a multiple of assoc=3 ways"):
         replay_groups(np.zeros(4, np.uint64), np.array([0]), np.array([4]), [4, 8], 3)
-    with pytest.raises(SimschedError, match="invalid"):
+    with pytest.raises(ConfigError, match=r"^lo\[0\]=3, hi\[0\]=2: expected 0 <= lo <= hi"):
         replay_groups(np.zeros(4, np.uint64), np.array([3]), np.array([2]), [4], None)
+    with pytest.raises(ConfigError, match="^lo, hi: "):
+        replay_groups(np.zeros(4, np.uint64), np.array([0, 1]), np.array([2]), [4], None)
+    with pytest.raises(ConfigError, match="^capacities: 65 cache sizes; at most 64"):
+        replay_groups(np.zeros(4, np.uint64), np.array([0]), np.array([4]), range(1, 66))
 
 
 WORKLOADS = [

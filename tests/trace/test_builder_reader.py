@@ -583,3 +583,46 @@ def test_builder_refuses_more_instructions_than_a_trace_may_have(tmp_path):
         b.instr(fmt.MAX_INSTRUCTIONS)
     with open_trace(p) as t:
         assert t.header.n_instructions == fmt.MAX_INSTRUCTIONS
+
+
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        (lambda b: b.ref(64, 8, "no"), "is_write='no': expected True or False"),
+        (lambda b: b.ref(64, 8, 1), "is_write=1: expected True or False"),
+        (lambda b: b.ref(64, 8, None), "is_write=None: expected True or False"),
+        (lambda b: b.ref(64, 8, False, dep="yes"), "dep='yes': expected True or False"),
+        (lambda b: b.refs([64], 8, "no"), "writes: expected True, False or an array of them"),
+        (lambda b: b.refs([64, 72], 8, [0, 2]), "writes: .* got an array of int64"),
+        (lambda b: b.refs([64], 8, False, 0, ["no"]), "deps: expected True, False or an array"),
+    ],
+)
+def test_builder_write_and_dependence_flags_must_be_booleans(tmp_path, action, message):
+    """ref(is_write="no") recorded a write, its truth being taken; refs() made True of
+    "no" and a write of 2."""
+    p = tmp_path / "t.sst"
+    with pytest.raises(ConfigError, match=f"^{message}"):
+        with TraceBuilder(p) as b:
+            action(b)
+    assert not p.exists()
+
+
+def test_builder_takes_numpy_bools_as_flags(tmp_path):
+    p, q = tmp_path / "a.sst", tmp_path / "b.sst"
+    with TraceBuilder(p) as b:
+        b.ref(64, 8, np.True_, dep=np.False_)
+        b.refs([64, 128], 8, np.array([True, False]), 0, [False, True])
+    with TraceBuilder(q) as b:
+        b.ref(64, 8, True)
+        b.refs([64, 128], 8, [True, False], 0, np.array([False, True]))
+    with open_trace(p) as a, open_trace(q) as c:
+        assert a.header.digest == c.header.digest
+        assert a.refs(0, 3).write.tolist() == [True, True, False]
+
+
+def test_builder_params_must_be_a_mapping(tmp_path):
+    """params=[1] was stored in the header as it was; params="" as {} (its truth)."""
+    for bad in ([1], "x", ""):
+        with pytest.raises(ConfigError, match="^params=.*: expected a mapping"):
+            TraceBuilder(tmp_path / "t.sst", params=bad)
+    assert list(tmp_path.iterdir()) == []

@@ -138,4 +138,5 @@ def test_an_iterations_mode_that_is_no_text_is_named(tmp_path, mode):
     _loop(tmp_path / "plain.sst", 2, ranges=False)
     with open_trace(tmp_path / "plain.sst") as t, pytest.raises(ConfigError) as info:
         with_iterations(t, mode)
-    assert str(info.value).startswith("unknown --iterations ")
+    assert str(info.value).startswith("iterations=")
+    assert str(info.value).endswith(": choose one of auto, markers, none")

@@ -7,7 +7,7 @@ import pytest
 
 from simsched.errors import ConfigError
 from simsched.trace import EDGE_CONT, EDGE_JOIN, EDGE_SPAWN, open_trace, span, validate
-from simsched.workloads import WORKLOADS, generate, params_of
+from simsched.workloads import CHUNK_PARAM, WORKLOADS, generate, params_of
 
 SMALL = {
     "mergesort": dict(n="2^10", grain="64", merge_grain="100"),
@@ -184,3 +184,29 @@ def test_a_name_in_another_case_writes_the_canonical_name(tmp_path):
     h = generate(" FIB", tmp_path / "t.sst", n=8)
     assert h.program == "fib" and h.params["workload"] == "fib"
     assert h.digest == generate("fib", tmp_path / "u.sst", n=8).digest
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_none_for_a_parameter_is_refused_not_taken_for_its_default(tmp_path, name):
+    """``generate("fib", out, n=None)`` wrote the default trace (n=22) without a word: a
+    value computed as None by mistake read as "the default".  Every parameter of every
+    generator, chunk_refs too, refuses it alike."""
+    names = [*params_of(name), CHUNK_PARAM.name]
+    for param in names:
+        with pytest.raises(ConfigError) as info:
+            generate(name, tmp_path / "t.sst", **{param: None})
+        said = str(info.value)
+        assert said.startswith(f"workload {WORKLOADS[name].name}: parameter {param} is None; ")
+        assert "leave it out for its default" in said
+    assert not (tmp_path / "t.sst").exists()
+
+
+def test_none_on_the_command_line_is_refused_too(tmp_path, capsys):
+    from simsched.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["trace", "gen", "fib", "-p", "n=none", "-o", str(tmp_path / "t.sst")])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == (
+        "simsched: error: workload fib: parameter n is None; leave it out for its default (22)\n"
+    )

@@ -1,0 +1,36 @@
+"""User errors: the one-line messages and how they name what a caller gave."""
+
+from __future__ import annotations
+
+import pytest
+
+from simsched.errors import command_line, shown, spelled
+
+
+def test_a_message_names_an_argument_as_its_caller_wrote_it():
+    """A function the Python API and the command line both call named the command line's
+    options (--where, --kind bar) to a Python caller, who cannot give them."""
+    assert spelled("kind='bar'", "--kind bar") == "kind='bar'"
+    with command_line():
+        assert spelled("kind='bar'", "--kind bar") == "--kind bar"
+        with command_line(False):  # a sweep point run in the command's own process
+            assert spelled("kind='bar'", "--kind bar") == "kind='bar'"
+        assert spelled("kind='bar'", "--kind bar") == "--kind bar"
+    assert spelled("kind='bar'", "--kind bar") == "kind='bar'"
+    with pytest.raises(KeyError), command_line():
+        raise KeyError("x")
+    assert spelled("a", "b") == "a"  # left as it was after an error too
+
+
+def test_the_command_line_spells_its_options_only_while_a_command_runs(capsys):
+    from simsched.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["results", "show", "/nonexistent/sweep", "--where", "x=1"])
+    assert exc.value.code == 2 and "Traceback" not in capsys.readouterr().err
+    assert spelled("a", "b") == "a"
+
+
+def test_shown_keeps_a_quoted_value_on_one_short_line():
+    assert shown("a\nb") == "'a\\nb'"
+    assert len(shown("x" * 5000)) < 80
