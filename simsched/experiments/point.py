@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from simsched.errors import ConfigError, SimschedError, command_line, shown, spelled
-from simsched.experiments.spec import Point, check_point
+from simsched.experiments.pointspec import Point, check_point
 from simsched.experiments.store import (
     POINT_FILE,
     PointClaim,

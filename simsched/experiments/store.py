@@ -15,7 +15,7 @@ finished too (a sweep runs the point again), and reading the results reports it.
 ``results.parquet`` is derived: it is rebuilt from the rows after every sweep and by
 :func:`load_results` when it is stale (it records a fingerprint of the rows it holds), so it
 can never disagree with them for long; reading a read-only folder builds the table in memory.  One row per point,
-configuration columns first (see :meth:`simsched.experiments.spec.Point.columns`), then the
+configuration columns first (see :meth:`simsched.experiments.pointspec.Point.columns`), then the
 run's metrics.  Values that are lists or mappings
 (:data:`simsched.engine.record.NESTED_FIELDS`) are JSON objects in ``row.json`` and JSON text
 in the Parquet table.
@@ -306,7 +306,7 @@ def write_row(
     point_id
         The point (``<out>/points/<point_id>``).
     columns
-        The point's configuration columns (:meth:`simsched.experiments.spec.Point.columns`).
+        The point's configuration columns (:meth:`simsched.experiments.pointspec.Point.columns`).
     record
         The run's flat record (or an error record).
     wall_s
