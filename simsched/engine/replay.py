@@ -31,7 +31,6 @@ Design (docs/engine.md; docs/architecture.md §3):
 
 from __future__ import annotations
 
-import heapq
 import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +54,7 @@ from simsched.engine.cores import (
     check_buffers,
     whole_budget,
 )
+from simsched.engine.events import EventQueue
 from simsched.engine.facts import TraceFacts
 from simsched.engine.job import MAX_JOBS, Job
 from simsched.engine.outcome import (
@@ -275,7 +275,9 @@ class Replay:
         self.left = len(jobs)
         self.now = 0
         self._seq = 0
-        self._heap: list[tuple[int, int, int, int, int]] = []
+        # The engine's own events: quanta in a heap, core timers mostly in lanes
+        # (engine.events).
+        self._events = EventQueue()
         # Per core: owning job (-1: free), job it moves to after its strand (None: stays),
         # running job and strand, timer generation (a stale timer is dropped).
         self.owner = [-1] * P
@@ -341,7 +343,7 @@ class Replay:
 
     def _timer(self, t: int, c: int) -> None:
         t = max(t, self.avail[c])  # a core that just moved is not there yet
-        heapq.heappush(self._heap, (t, EV_TIMER, self._seq, c, self.gen[c]))
+        self._events.push_timer((t, EV_TIMER, self._seq, c, self.gen[c]), t - self.now)
         self._seq += 1
         self.timer_live[c] = True
 
@@ -381,7 +383,7 @@ class Replay:
             self._push_quantum(self.now + job.sched.quantum, jid)
 
     def _push_quantum(self, t: int, jid: int) -> None:
-        heapq.heappush(self._heap, (t, EV_QUANTUM, self._seq, jid, 0))
+        self._events.push((t, EV_QUANTUM, self._seq, jid, 0))
         self._seq += 1
 
     def quantum_boundary(self, now: int) -> None:
@@ -663,7 +665,7 @@ class Replay:
         t_wall = time.perf_counter()
         self._cpu0 = time.thread_time()
         perf = time.perf_counter_ns
-        heap = self._heap
+        events = self._events
         env = self.control.env
         driver = self.driver
         self.control_ns = 0
@@ -678,10 +680,11 @@ class Replay:
         ctl_ns = 0
         spinning = self.spin_steals
         while self.left and not self.stopped:
-            t_heap = heap[0][0] if heap else INF
+            top, src = events.top()
+            t_heap = top[0] if top is not None else INF
             limit = t_heap if t_heap < t_env else t_env
             c = -1
-            if spinning and t_heap < t_env and heap[0][1] == EV_TIMER:
+            if spinning and t_heap < t_env and top is not None and top[1] == EV_TIMER:
                 # Failing steal attempts at the top of the heap, in a batch (engine.spin);
                 # a core may finish meanwhile (c >= 0).
                 c, k = spin(self, t_env, EV_TIMER)
@@ -714,7 +717,7 @@ class Replay:
                 ctl_ns += perf() - k0
                 self._check_stall(periodic, t_now)
                 continue
-            t, kind, _, a, g = heapq.heappop(heap)
+            t, kind, _, a, g = events.pop(src)
             self.now = t
             self.events += 1
             if kind == EV_TIMER:

@@ -11,8 +11,9 @@ so until the next of those what such an ``on_idle`` does is fixed by the schedul
 and its generator's stream.  :func:`spin` replays these calls itself, in a tight loop
 over the engine's heap:
 
-* entries are taken in heap order ``(time, kind, sequence)``, and each new timer gets
-  the sequence number the main loop would give it, so ties resolve as before;
+* entries are taken in order ``(time, kind, sequence)`` from the engine's heap and timer
+  lanes (:mod:`simsched.engine.events`), and each new timer gets the sequence number the
+  main loop would give it, so ties resolve as before;
 * before each entry the window loop is run up to the entry's time exactly as the main
   loop runs it (the same limits: where the window loop stops shapes its interleaving),
   and a core finishing first ends the batch;
@@ -77,16 +78,26 @@ def spin(rp: Any, t_env: int, ev_timer: int) -> tuple[int, int]:
         entry (-1: none), and the number of heap entries handled (0 and -1: nothing was
         done, the caller takes the next event as usual).
     """
-    heap = rp._heap
+    events = rp._events
+    heap = events.heap
+    lanes = events.lanes
+    by_delay = events.by_delay
+    push_timer = events.push_timer
     gen = rp.gen
     owner = rp.owner
+    jobs = rp.jobs
     avail = rp.avail
     timer_live = rp.timer_live
-    driver = rp.driver
+    advance = rp.driver.advance
     pop = heapq.heappop
-    push = heapq.heappush
+    # The replay's clock, sequence number and quiet limit, kept here and written back
+    # before the policy is called and at the end (only this loop changes them meanwhile).
+    now = rp.now
+    seq = rp._seq
+    quiet = rp._quiet
     job = None
-    rng = None
+    spin_plan: Any = None
+    rng: Any = None
     state0: Any = None
     n = -1
     block: list[int] = []
@@ -94,59 +105,74 @@ def spin(rp: Any, t_env: int, ev_timer: int) -> tuple[int, int]:
     scalar = 0  # victims drawn one by one before the first block
     handled = 0
     done = -1
-    while heap:
-        e = heap[0]
+    synced = False
+    while True:
+        # the least entry: the heap's top or a lane's head (engine.events)
+        e = heap[0] if heap else None
+        src = None
+        for q in lanes:
+            if q and (e is None or q[0] < e):
+                e = q[0]
+                src = q
+        if e is None:
+            break
         t, kind, _, a, g = e
         if t >= t_env or kind != ev_timer:
             break
         plan = None
         if g == gen[a]:
-            j = rp.jobs[owner[a]]
-            if job is None:
+            j = jobs[owner[a]]
+            if j is not job:
+                if job is not None:
+                    break
                 job = j
-            elif j is not job:
-                break
-            plan = j.sched.spin_plan(a)
+                spin_plan = j.sched.spin_plan
+            plan = spin_plan(a)
             if plan is None:
                 break
-            if type(plan.victims) is not Victims:
+            victims = plan.victims
+            if type(victims) is not Victims:
                 # a policy's plain sequence of victims: a pool that skips no one
-                plan = plan._replace(victims=Victims(plan.victims, len(plan.victims)))
-            if plan.sleep < 0:
+                victims = Victims(victims, len(victims))
+                plan = plan._replace(victims=victims)
+            sleep = plan.sleep
+            if sleep < 0:
                 if rng is None:
                     rng = plan.rng
-                    n = len(plan.victims)
-                elif plan.rng is not rng or len(plan.victims) != n:
+                    n = victims.n
+                elif plan.rng is not rng or victims.n != n:
                     break
         # The window loop up to this entry, as the main loop runs it.
-        if t != rp._quiet:
-            c = driver.advance(t)
+        if t != quiet:
+            c = advance(t)
             if c >= 0:
-                rp._quiet = -1
+                quiet = -1
                 done = c
                 break
-            rp._quiet = t
-        pop(heap)
+            quiet = t
+        if src is None:
+            pop(heap)
+        else:
+            src.popleft()
         handled += 1
-        rp.now = t
+        now = t
         if plan is None:
             continue  # a stale timer
-        counters = plan.counters
-        since = plan.asleep[a]
+        asleep = plan.asleep
+        since = asleep[a]
         if since >= 0:
             # a woken thief: the attempts it would have made asleep (WorkerDeques.wake)
             per = plan.periods[a]
             if per > 0:
-                counters[plan.key] += (t - since) // per
-            plan.asleep[a] = -1
-        if plan.sleep >= 0:
+                plan.counters[plan.key] += (t - since) // per
+            asleep[a] = -1
+        if sleep >= 0:
             # every deque is empty: the thief goes to sleep (WorkerDeques.sleep, WAIT)
-            plan.asleep[a] = t
-            plan.periods[a] = plan.sleep
+            asleep[a] = t
+            plan.periods[a] = sleep
             j.sleeping.add(a)
             timer_live[a] = False
             continue
-        assert rng is not None
         if used == len(block):
             # Short batches draw one by one; long ones in blocks, the unused rest of the
             # last block given back at the end.
@@ -159,25 +185,32 @@ def spin(rp: Any, t_env: int, ev_timer: int) -> tuple[int, int]:
                 block.extend(rng.integers(n, size=BLOCK).tolist())
         i = block[used]
         used += 1
-        victims = plan.victims
         k = i + (i >= victims.skip)  # the victim's place in the pool (Victims.position)
         if plan.deques[victims.pool[k]]:
             # this attempt succeeds: the policy makes it; the pools change, so stop here
             timer_live[a] = False
+            rp.now, rp._seq, rp._quiet = now, seq, quiet
+            synced = True
             rp._apply(j, a, t, plan.attempt(a, i))
             break
-        counters[plan.key] += 1
+        plan.counters[plan.key] += 1
         # retry(price): the attempt keeps the core at least a cycle, as on_idle's would
         price = plan.prices[k]
         tn = t + (price if price > 0 else 1)
         if tn < avail[a]:
             tn = avail[a]
-        push(heap, (tn, ev_timer, rp._seq, a, g))
-        rp._seq += 1
+        e = (tn, ev_timer, seq, a, g)
+        seq += 1
+        q = by_delay.get(tn - t)
+        if q and q[-1] < e:  # EventQueue.push_timer, inlined for a lane that keeps sorted
+            q.append(e)
+        else:
+            push_timer(e, tn - t)
+    if not synced:
+        rp.now, rp._seq, rp._quiet = now, seq, quiet
     if state0 is not None and used < len(block):
         # Give back the victims drawn and not used: reset the generator to before the
         # first block and draw again the block victims that were used.
-        assert rng is not None
         rng.bit_generator.state = state0
         if used > scalar:
             rng.integers(n, size=used - scalar)

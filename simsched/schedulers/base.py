@@ -148,22 +148,28 @@ class Victims(Sequence[int]):
         view is in use).
     skip
         The position in ``pool`` left out (the thief's own); ``len(pool)`` or more: none.
+
+    Attributes
+    ----------
+    n
+        The number of victims, ``len(self)`` (read without a call in the engine's loop
+        over idle thieves).
     """
 
-    __slots__ = ("pool", "skip", "_n")
+    __slots__ = ("pool", "skip", "n")
 
     def __init__(self, pool: Sequence[int], skip: int) -> None:
         self.pool = pool
         self.skip = skip if 0 <= skip < len(pool) else len(pool)
-        self._n = len(pool) - (self.skip < len(pool))
+        self.n = len(pool) - (self.skip < len(pool))
 
     def __len__(self) -> int:
-        return self._n
+        return self.n
 
     def __getitem__(self, i: int) -> int:  # type: ignore[override]
         # draws are non-negative ints below len(self): no slices, no negative indices
-        if not 0 <= i < self._n:
-            raise IndexError(f"victim {i} of {self._n}")
+        if not 0 <= i < self.n:
+            raise IndexError(f"victim {i} of {self.n}")
         return self.pool[i + (i >= self.skip)]
 
     def position(self, i: int) -> int:

@@ -257,14 +257,16 @@ class WorkStealing(Scheduler):
         a woken thief, then one random draw over :meth:`others` and one attempt priced by
         distance — or, when every deque is empty, going to sleep."""
         dq = self.dq
-        if not self._plannable or dq.deques[core] or self.orphans:
+        if dq.deques[core] or self.orphans or not self._plannable:
             return None
-        o = self.others(core)
-        sleeps = dq.n_items == 0 or not o  # as in on_idle
-        plans = self._sleep_plans if sleeps else self._plans
+        # The engine asks at every idle call it replays: the plans are kept, by whether
+        # any deque holds a strand, until the victims change (forget_victims).
+        plans = self._sleep_plans if dq.n_items == 0 else self._plans
         p = plans.get(core)
         if p is None:
-            p = SpinPlan(
+            o = self.others(core)
+            sleeps = dq.n_items == 0 or not o  # as in on_idle
+            p = plans[core] = SpinPlan(
                 o,
                 [] if sleeps else self.pool_prices(core),
                 dq.deques,
@@ -276,7 +278,6 @@ class WorkStealing(Scheduler):
                 self.rng,
                 self.attempt,
             )
-            plans[core] = p
         return p
 
 
