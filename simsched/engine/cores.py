@@ -454,6 +454,24 @@ class ChunkSlots:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
 
+class Entry:
+    """A Numba kernel called through its compiled entry (:func:`compiled_entry`): the
+    first :attr:`call` goes through the dispatcher, which compiles or loads the kernel for
+    the argument types, and resolves the entry later calls go to.  The caller passes
+    arguments of the same types at every call."""
+
+    __slots__ = ("kernel", "call")
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+        self.call: Any = self._first
+
+    def _first(self, *args: Any) -> Any:
+        out = self.kernel(*args)
+        self.call = compiled_entry(self.kernel, args)
+        return out
+
+
 def compiled_entry(kernel: Any, args: tuple[Any, ...]) -> Any:
     """The compiled function a Numba dispatcher ``kernel`` runs for ``args``, to be
     called with arguments of the same types.
@@ -526,9 +544,11 @@ class CoreDriver:
         self.pthresh = private_threshold(machine)
         self.plimit = int(self.memory.page_limit())
         self.kernel = self.memory.run_cores
-        # The window loop as advance calls it: through the dispatcher the first time,
-        # then through the compiled entry that call resolved (compiled_entry).
-        self._loop: Any = self._first_loop
+        self._loop = Entry(self.kernel)
+        self._copy = Entry(copy_segment)
+        # A flat view of cs for the per-strand reads and writes in Python: an item of a
+        # memoryview is a plain int, where cs[f, c] makes a NumPy scalar (3-5x the cost).
+        self._cv = self.cs.reshape(-1).data
         self.job: list[Any] = [None] * P
         self.gend = [0] * P  # global index past the last reference of each core's strand
         self.row = [-1] * P  # slot row each core has pinned
@@ -539,21 +559,21 @@ class CoreDriver:
     # -- strands ----------------------------------------------------------------------
     def start(self, c: int, job: Job, s: int, at: int) -> None:
         """Start strand ``s`` of ``job`` on core ``c`` at cycle ``at``."""
-        cs = self.cs
-        cs[F_CLOCK, c] = at
-        cs[F_PMISS, c] = 0
-        cs[F_TAIL, c] = job.tail[s]
-        cs[F_OFF, c] = job.addr_offset
+        cv, P = self._cv, self.P
+        cv[F_CLOCK * P + c] = at
+        cv[F_PMISS * P + c] = 0
+        cv[F_TAIL * P + c] = job.tail[s]
+        cv[F_OFF * P + c] = job.addr_offset
         self.job[c] = job
         self.gend[c] = job.ref_start[s + 1]
         self._map(c, job.ref_start[s])
-        cs[F_STATE, c] = S_RUN
+        cv[F_STATE * P + c] = S_RUN
 
     def finish(self, c: int) -> tuple[int, int]:
         """Retire core ``c``'s finished strand; returns (end cycle, its private misses)."""
-        cs = self.cs
-        cs[F_STATE, c] = S_IDLE
-        return int(cs[F_CLOCK, c]), int(cs[F_PMISS, c])
+        cv, P = self._cv, self.P
+        cv[F_STATE * P + c] = S_IDLE
+        return cv[F_CLOCK * P + c], cv[F_PMISS * P + c]
 
     def prefetch(self, job: Job, strands: list[int]) -> None:
         """Decode ahead the chunks holding the first references of ``strands`` (ready:
@@ -580,14 +600,14 @@ class CoreDriver:
     def _map(self, c: int, g: int) -> None:
         """Point core ``c`` at its references from global index ``g`` to the strand's end."""
         e = self.gend[c]
-        cs = self.cs
+        cv, P = self._cv, self.P
         slots = self.slots
         old = self.row[c]
         if g >= e:
-            cs[F_SLOT, c] = 0
-            cs[F_POS, c] = 0
-            cs[F_LEN, c] = 0
-            cs[F_LAST, c] = 1
+            cv[F_SLOT * P + c] = 0
+            cv[F_POS * P + c] = 0
+            cv[F_LEN * P + c] = 0
+            cv[F_LAST * P + c] = 1
             return
         job = self.job[c]
         k = job.chunk_of_ref(g)
@@ -603,7 +623,7 @@ class CoreDriver:
             # near the chunk's end: this core, or the next strand laid out after this
             # one, reads on into the next chunk
             slots.want(job.jid, job.trace, k + 1, NEXT)
-        cs[F_LAST, c] = 1 if stop == e else 0
+        cv[F_LAST * P + c] = 1 if stop == e else 0
         st = job.stacks
         if (st is not None and c > 0) or self.plan.copy:
             # This core's own stack, or too many cores for a row each: copy the segment to
@@ -611,28 +631,21 @@ class CoreDriver:
             pr, at = slots.private(c)
             n = stop - g
             lo, hi, shift = (st.lo, st.hi, st.shift(c)) if st is not None and c > 0 else (0, 0, 0)
-            copy_segment(
+            self._copy.call(
                 slots.addr_i64, slots.size, slots.write, slots.gap, slots.dep,
                 r, g - first, pr, at, n, lo, hi, shift,
             )  # fmt: skip
             slots.release(r)
             self.row[c] = -1
-            cs[F_SLOT, c] = pr
-            cs[F_POS, c] = at
-            cs[F_LEN, c] = at + n
+            cv[F_SLOT * P + c] = pr
+            cv[F_POS * P + c] = at
+            cv[F_LEN * P + c] = at + n
             return
-        cs[F_SLOT, c] = r
-        cs[F_POS, c] = g - first
-        cs[F_LEN, c] = stop - first
+        cv[F_SLOT * P + c] = r
+        cv[F_POS * P + c] = g - first
+        cv[F_LEN * P + c] = stop - first
 
     # -- the window loop ----------------------------------------------------------------
-    def _first_loop(self, *args: Any) -> int:
-        """The window loop's first call, through the dispatcher (which compiles or loads
-        it for these argument types); later calls go to the entry it resolved."""
-        code = self.kernel(*args)
-        self._loop = compiled_entry(self.kernel, args)
-        return int(code)
-
     def advance(self, limit: int) -> int:
         """Run the cores until one finishes its strand or ``limit`` is the next event.
 
@@ -647,9 +660,10 @@ class CoreDriver:
         lim = min(int(limit), INF)
         perf = time.perf_counter_ns
         sl = self.slots
+        loop = self._loop
         while True:
             k0 = perf()
-            code = self._loop(
+            code = loop.call(
                 mem.state,
                 cs,
                 self.heap,
@@ -670,7 +684,7 @@ class CoreDriver:
                 return c
             if kind == R_REFILL:
                 self._map(c, self.seg_end[c])
-                cs[F_STATE, c] = S_RUN
+                self._cv[F_STATE * self.P + c] = S_RUN
                 continue
             if kind == R_GROW:
                 mem.grow()
@@ -692,4 +706,4 @@ class CoreDriver:
 
     def refs_of(self, c: int) -> int:
         """References issued by core ``c`` so far."""
-        return int(self.cs[F_REFS, c])
+        return self._cv[F_REFS * self.P + c]

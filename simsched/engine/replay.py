@@ -287,9 +287,11 @@ class Replay:
         self.gen = [0] * P
         self.timer_live = [False] * P
         self.n_running = 0
-        self.busy = np.zeros(P, dtype=np.int64)
-        self.schedc = np.zeros(P, dtype=np.int64)
-        self.pmiss = np.zeros(P, dtype=np.int64)
+        # Per core: cycles running strands, cycles of decisions, private misses (lists
+        # while the replay runs, a NumPy item costs 3x more per strand; arrays at the end).
+        self.busy = [0] * P
+        self.schedc = [0] * P
+        self.pmiss = [0] * P
         # Per core, its memory counters when its last strand ended (= when the next one
         # starts: an idle core serves no references).
         self.read_mem = self.memory.core_counter_reader()
@@ -337,9 +339,17 @@ class Replay:
         cand = sorted(sl) if cores is None else sorted(c for c in cores if c in sl)
         if n is not None:
             cand = cand[: max(int(n), 0)]
+        # _timer for each woken core, inlined: a push wakes every sleeper, hundreds of
+        # cores at a time under WS on many cores
+        now, avail, gen, live, seq = self.now, self.avail, self.gen, self.timer_live, self._seq
+        push = self._events.push_timer
         for c in cand:
             sl.discard(c)
-            self._timer(self.now, c)
+            t = avail[c] if avail[c] > now else now  # a core that just moved is not there yet
+            push((t, EV_TIMER, seq, c, gen[c]), t - now)
+            seq += 1
+            live[c] = True
+        self._seq = seq
 
     def _timer(self, t: int, c: int) -> None:
         t = max(t, self.avail[c])  # a core that just moved is not there yet
@@ -845,10 +855,10 @@ class Replay:
             # a stopped replay ends at its last event (its jobs have not finished)
             makespan=self.now if self.stopped else max((o.finish for o in outs), default=0),
             jobs=outs,
-            busy_cycles=self.busy,
-            sched_cycles=self.schedc,
+            busy_cycles=np.asarray(self.busy, dtype=np.int64),
+            sched_cycles=np.asarray(self.schedc, dtype=np.int64),
             refs_per_core=refs,
-            private_misses=self.pmiss,
+            private_misses=np.asarray(self.pmiss, dtype=np.int64),
             series=self.series,
             reallocations=self.reallocations,
             warmup=warmup,

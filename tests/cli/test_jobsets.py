@@ -273,7 +273,7 @@ def test_deadlock_is_one_line_naming_jobs_and_cores(fib_trace):
     assert "\n" not in msg and msg.startswith("deadlock at cycle 0")
     assert "fib0 (" in msg and "fib1 (" in msg and "no core" in msg
     assert "free cores: 0-3" in msg
-    assert np.all(rep.busy == 0)
+    assert np.all(np.asarray(rep.busy) == 0)
 
 
 def test_ctrl_c_during_run_jobs_records_interrupted(cli, fib_trace, tmp_path, monkeypatch):
