@@ -270,6 +270,10 @@ def _regrain_from_table(
 ) -> TraceHeader:
     """:func:`regrain_from_table` of an open trace and checked rows."""
     name = str(table) if table is not None else "parallelization table"
+    blank = next((i for i, r in enumerate(rows) if not str(r["machine"] or "").strip()), None)
+    if blank is not None:
+        # it was listed as a machine named "" among the others
+        raise ConfigError(f"{name}: row {blank + 1} has an empty machine cell")
     machines = sorted({r["machine"] for r in rows})
     if machine is None:
         if len(machines) > 1:

@@ -166,6 +166,10 @@ def test_regrain_rejects_bad_groups_and_foreign_tables(tmp_path):
     assert str(info.value).endswith("choose one with --machine")
     with open_trace(other) as t, pytest.raises(ConfigError, match="no rows for machine 'z'"):
         regrain_from_table(t, tmp_path / "x.sst", rows2, machine="z")
+    # an empty machine cell was listed as a machine named "": "several machines (, a)"
+    rows3 = [dict(r, machine="a") for r in rows] + [dict(rows[0], machine="")]
+    with open_trace(other) as t, pytest.raises(ConfigError, match=f"row {len(rows3)} has an empty"):
+        regrain_from_table(t, tmp_path / "x.sst", rows3)
 
 
 def test_table_errors_name_the_table(tmp_path):
