@@ -459,16 +459,18 @@ def test_repository_paths_named_in_the_docs_exist():
 
 
 def test_job_set_example_of_the_jobs_doc_is_valid(tmp_path):
-    """The job-set file docs/jobs.md shows is checked whole, as `run --jobs` does, from a
-    folder one below the repository (its trace paths are relative to the file)."""
+    """The job-set file docs/jobs.md shows is checked whole, as `run --jobs` does, saved
+    as J.yaml at the repository's root, where the commands after it read it (its trace
+    paths are relative to the file; they named a folder one below, and the commands
+    failed as written)."""
     from simsched.jobset import check_jobset
     from simsched.machine import load_machine
 
     doc = (ROOT / "docs" / "jobs.md").read_text(encoding="utf-8")
     example = re.search(r"```yaml\n(.*?)```", doc, re.S).group(1)
+    assert "--jobs J.yaml" in doc
     (tmp_path / "traces").symlink_to(ROOT / "traces")
-    (tmp_path / "configs").mkdir()
-    path = tmp_path / "configs" / "J.yaml"
+    path = tmp_path / "J.yaml"
     path.write_text(example, encoding="utf-8")
     check_jobset(path, machine=load_machine("sunfire-x4600-8x4"))
 
