@@ -357,6 +357,13 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
             )
         else:
             text = f"{name}: boundary level BL = {bl} ({why})"
+            leaves, sockets = record.get("bl_leaf_tasks"), record.get("bl_sockets")
+            if leaves is not None and sockets is not None and int(leaves) == int(sockets) > 1:
+                # Eq. 4 takes the smallest BL: no leaf inter-socket task to spare
+                text += (
+                    f"; its {int(leaves)} leaf inter-socket tasks are one per socket, so a "
+                    "squad that finishes its own first has none to take over"
+                )
         level: Literal["warning", "info"] = "warning" if bl == 0 or too_deep else "info"
         notes.append(Note("cab-bl", text, level=level, schedulers=(name,)))
     if cls.initial_desire is not None:

@@ -503,6 +503,18 @@ def test_cab_bl_note_explains_the_third_constraint_in_words(traces, level_intra,
     assert "third constraint" in note.text
 
 
+def test_cab_bl_note_says_when_each_socket_has_one_leaf_inter_socket_task(traces):
+    """Eq. 4's smallest BL can leave exactly one leaf inter-socket task per socket (the
+    captured heat-512 sample on the Opteron: CAB 1.26x WS), with nothing to balance."""
+    m = load_machine({**TWO_BY_TWO, "sockets": 4})
+    record = {"scheduler": "cab", "bl": 3, "bl_reason": "sockets", "bl_depth": 6}
+    with open_trace(traces / "ms.sst") as t:
+        (exact,) = run_notes({**record, "bl_leaf_tasks": 4, "bl_sockets": 4}, t, m)
+        (spare,) = run_notes({**record, "bl_leaf_tasks": 8, "bl_sockets": 4}, t, m)
+    assert exact.level == "info" and "4 leaf inter-socket tasks are one per socket" in exact.text
+    assert "one per socket" not in spare.text
+
+
 @pytest.mark.parametrize(
     ("sched", "params", "said"),
     [
