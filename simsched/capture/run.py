@@ -44,7 +44,7 @@ from simsched.capture.cilkcc import rewrite_command, stdin_source
 from simsched.errors import CaptureError, ConfigError, shown, spelled
 from simsched.files import make_output_dir
 from simsched.params import check_flag
-from simsched.trace.raw import ITERATION_MODES
+from simsched.trace.iterations import check_iterations_mode
 
 if TYPE_CHECKING:
     from simsched.trace import TraceHeader
@@ -575,14 +575,7 @@ def capture(
 
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ConfigError(f"unknown backend {shown(backend)}; choose one of {', '.join(BACKENDS)}")
-    if not isinstance(iterations, str) or iterations not in ITERATION_MODES:
-        modes = ", ".join(ITERATION_MODES)
-        raise ConfigError(
-            spelled(
-                f"iterations={shown(iterations)}: choose one of {modes}",
-                f"unknown --iterations {iterations!r}; choose one of {modes}",
-            )
-        )
+    check_iterations_mode(iterations)
     verbose = check_flag(verbose, "verbose")
     aslr = check_flag(aslr, "aslr")
     prog = _resolve_program(program)

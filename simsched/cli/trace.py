@@ -164,13 +164,9 @@ def import_cmd(
     progress: ProgressOpt = None,
 ) -> None:
     """Convert a raw capture stream into a trace."""
-    from simsched.errors import ConfigError
-    from simsched.trace.raw import ITERATION_MODES
+    from simsched.trace.iterations import check_iterations_mode
 
-    if iterations not in ITERATION_MODES:
-        raise ConfigError(
-            f"unknown --iterations {iterations!r}; choose one of {', '.join(ITERATION_MODES)}"
-        )
+    check_iterations_mode(iterations)
     from simsched.trace import import_raw
 
     check_not_input(out, "--out", {"the raw stream": raw})

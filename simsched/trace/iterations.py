@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import MutableSequence, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -218,6 +219,33 @@ def strand_ranges(t: Trace) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+def check_iterations_mode(mode: Any) -> str:
+    """``mode`` if it is one of :data:`ITERATION_MODES`, else a one-line
+    :class:`ConfigError` naming ``iterations`` as its caller gave it (the keyword from
+    Python, ``--iterations`` on the command line: :func:`simsched.errors.spelled`).
+
+    Parameters
+    ----------
+    mode
+        The value given for ``iterations``.
+
+    Returns
+    -------
+    str
+        ``mode``.
+    """
+    if not isinstance(mode, str) or mode not in ITERATION_MODES:
+        # not a text: "in" compared a table or an array element by element
+        modes = ", ".join(ITERATION_MODES)
+        raise ConfigError(
+            spelled(
+                f"iterations={shown(mode)}: choose one of {modes}",
+                f"unknown --iterations {shown(mode)}; choose one of {modes}",
+            )
+        )
+    return mode
+
+
 def with_iterations(t: Trace, mode: str | None) -> Trace:
     """``t`` with its iterations as ``mode`` says (a view sharing ``t``'s file, or ``t``).
 
@@ -239,15 +267,7 @@ def with_iterations(t: Trace, mode: str | None) -> Trace:
     """
     if mode is None:
         return t
-    if not isinstance(mode, str) or mode not in ITERATION_MODES:
-        # not a text: "in" compared a table or an array element by element
-        modes = ", ".join(ITERATION_MODES)
-        raise ConfigError(
-            spelled(
-                f"iterations={shown(mode)}: choose one of {modes}",
-                f"unknown --iterations {shown(mode)}; choose one of {modes}",
-            )
-        )
+    check_iterations_mode(mode)
     fr = t.frames
     has = bool((np.asarray(fr.iteration) >= 0).any())
     found = "iterations_found" in t.header.params

@@ -530,6 +530,16 @@ def test_chunk_and_reference_ranges_out_of_range_are_refused(tmp_path):
             t.refs(None, 3)
 
 
+def _refused(tmp_path, action, message):
+    """``action`` on a new builder raises a ConfigError starting with ``message``, and no
+    trace is left behind."""
+    p = tmp_path / "t.sst"
+    with pytest.raises(ConfigError, match=f"^{message}"):
+        with TraceBuilder(p) as b:
+            action(b)
+    assert not p.exists()
+
+
 @pytest.mark.parametrize(
     ("action", "message"),
     [
@@ -548,11 +558,7 @@ def test_chunk_and_reference_ranges_out_of_range_are_refused(tmp_path):
     ],
 )
 def test_builder_refs_refuses_arrays_of_other_lengths_or_shapes(tmp_path, action, message):
-    p = tmp_path / "t.sst"
-    with pytest.raises(ConfigError, match=f"^{message}"):
-        with TraceBuilder(p) as b:
-            action(b)
-    assert not p.exists()
+    _refused(tmp_path, action, message)
 
 
 def test_builder_refs_takes_one_element_arrays_as_one_value(tmp_path):
@@ -600,11 +606,7 @@ def test_builder_refuses_more_instructions_than_a_trace_may_have(tmp_path):
 def test_builder_write_and_dependence_flags_must_be_booleans(tmp_path, action, message):
     """ref(is_write="no") recorded a write, its truth being taken; refs() made True of
     "no" and a write of 2."""
-    p = tmp_path / "t.sst"
-    with pytest.raises(ConfigError, match=f"^{message}"):
-        with TraceBuilder(p) as b:
-            action(b)
-    assert not p.exists()
+    _refused(tmp_path, action, message)
 
 
 def test_builder_takes_numpy_bools_as_flags(tmp_path):
