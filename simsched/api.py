@@ -6,19 +6,14 @@ trace, builds the memory model for the machine's geometry (with the engine's win
 compiled into it), replays the trace under the scheduler, and returns a
 :class:`RunResult` whose ``record`` is the flat result record of ``docs/results.md``.
 
-``speedup`` compares with the same trace on a one-core version of the same machine
-(same caches, memory and placement; scheduling costs zero; strands in serial order), the
-sequential execution of the PDF paper §5.1.  That baseline is computed once per (trace
-digest, machine) and cached on disk in ``$SIMSCHED_CACHE_DIR/baselines`` (default
-``~/.cache/simsched``).
+``speedup`` divides the makespan of the same trace on a one-core version of the same
+machine, the sequential execution of [PDF07] §5.1, which :mod:`simsched.baseline` computes
+once and caches on disk.
 """
 
 from __future__ import annotations
 
 import contextlib
-import enum
-import hashlib
-import json
 import os
 import time
 import traceback
@@ -29,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simsched.baseline import BASELINE_VERSION, baseline_makespan, baseline_path  # noqa: F401
 from simsched.engine.outcome import EngineResult
 from simsched.engine.record import (
     RECORD_VERSION,
@@ -39,20 +35,22 @@ from simsched.engine.record import (
     write_npz_atomic,
     write_parquet_atomic,
 )
-from simsched.engine.replay import DEFAULT_WINDOW, MAX_WINDOW, Engine, check_arrivals
-from simsched.engine.sampled import (
+from simsched.engine.replay import DEFAULT_WINDOW, MAX_WINDOW, check_arrivals
+from simsched.engine.sampled import (  # noqa: F401 - the sampling options, kept importable here
     DEFAULT_SAMPLE_PRECISION,
+    MAX_SAMPLES,
     MIN_SAMPLES,
+    PRECISION_UNSET,
+    Unset,
     check_sampled_iterations,
-    detailed_cpi,
+    check_sampling,
     make_sampler,
     sample_fields,
-    sampled_makespan,
     stop_hook,
     trace_iterations,
 )
 from simsched.errors import ConfigError, SimschedError, Terminated, shown
-from simsched.files import cache_output, check_path, write_json_atomic
+from simsched.files import check_path, write_json_atomic
 from simsched.identity import version
 
 # Defined with the machine model; kept importable from here.
@@ -63,15 +61,12 @@ from simsched.params import (
     check_int,
     check_mapping,
     check_seed,
-    python_scalars,
 )
+from simsched.trace.reader import as_trace
 
 if TYPE_CHECKING:
     from simsched.machine import Machine
-    from simsched.memory import MemorySystem
     from simsched.trace import Trace
-
-BASELINE_VERSION = 1
 
 
 def _code_identity() -> str:
@@ -156,13 +151,6 @@ def run_config(
     }
 
 
-def cache_dir() -> Path:
-    """Root of simsched's on-disk caches (:func:`simsched.files.cache_dir`)."""
-    from simsched.files import cache_dir as root
-
-    return root()
-
-
 @dataclass
 class RunResult:
     """The outcome of one run.
@@ -243,82 +231,11 @@ class RunResult:
         }
 
 
-def _open_trace(trace: str | os.PathLike | Trace, cache_chunks: int = 4) -> tuple[Trace, bool]:
-    from simsched.trace import Trace, open_trace
-    from simsched.trace.reader import as_trace
-
-    if isinstance(trace, Trace):
-        return as_trace(trace)  # refuses a closed one
-    if isinstance(trace, str | os.PathLike):
-        try:
-            return open_trace(trace, cache_chunks=cache_chunks), True
-        except FileNotFoundError:
-            raise ConfigError(f"{os.fspath(trace)}: no such trace file") from None
-        except IsADirectoryError:
-            raise ConfigError(f"{os.fspath(trace)}: is a folder, expected a trace file") from None
-        except PermissionError:
-            raise ConfigError(f"{os.fspath(trace)}: permission denied") from None
-    raise ConfigError(f"trace {trace!r}: expected a path or an open Trace")
-
-
 def _with_iterations(t: Trace, mode: str | None) -> Trace:
     """``t`` with its iterations relabelled as ``--iterations mode`` says (None: as is)."""
     from simsched.trace.iterations import with_iterations
 
     return with_iterations(t, mode)
-
-
-#: Most samples ``sample_iterations`` may ask for.
-MAX_SAMPLES = 1_000_000
-
-
-class _Unset(enum.Enum):
-    """Type of :data:`PRECISION_UNSET`."""
-
-    PRECISION_UNSET = "unset"
-
-    def __repr__(self) -> str:
-        return f"<default: {DEFAULT_SAMPLE_PRECISION} % when sampling>"
-
-
-#: Default ``sample_precision`` of :func:`run` and :func:`baseline_makespan`: told apart
-#: from a given value, so that a precision given without ``sample_iterations`` (which
-#: would be ignored) is refused, as ``--sample-precision`` alone is.
-PRECISION_UNSET = _Unset.PRECISION_UNSET
-
-
-def _check_precision(value: Any) -> float | None:
-    """``sample_precision`` as a float in ``[0, 100]`` (None stays None), else a one-line
-    :class:`ConfigError`."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise ConfigError(f"sample_precision={value!r}: expected a number (percent)")
-    if not 0.0 <= float(value) <= 100.0:
-        raise ConfigError(f"sample_precision={value}: must be between 0 and 100 (percent)")
-    return float(value)
-
-
-def _check_sampling(
-    sample_iterations: Any, sample_precision: Any
-) -> tuple[int | None, float | None]:
-    """``sample_iterations`` (None: no sampling) and ``sample_precision`` checked as
-    :func:`run` and :func:`baseline_makespan` take them (:data:`PRECISION_UNSET`: the
-    default, :data:`DEFAULT_SAMPLE_PRECISION`).  A precision given without
-    ``sample_iterations`` is refused: it would be ignored without a word."""
-    if sample_precision is PRECISION_UNSET:
-        precision: float | None = DEFAULT_SAMPLE_PRECISION
-    else:
-        precision = _check_precision(sample_precision)
-        if sample_iterations is None and precision is not None:
-            given = python_scalars(sample_precision)
-            raise ConfigError(
-                f"sample_precision={given!r} applies with sample_iterations only "
-                "(it would be ignored)"
-            )
-    if sample_iterations is None:
-        return None, None
-    return check_int("sample_iterations", sample_iterations, MIN_SAMPLES, MAX_SAMPLES), precision
 
 
 def parse_scheduler_names(schedulers: Sequence[str] | str) -> list[str]:
@@ -361,118 +278,6 @@ def _machine(machine: str | Path | dict | Machine, overrides: dict[str, Any] | N
     m = load_machine(machine, overrides)
     check_fits(m, machine if isinstance(machine, str) else None)
     return m
-
-
-def _memory(machine: Machine) -> MemorySystem:
-    from simsched.memory import MemorySystem
-
-    return MemorySystem(machine)
-
-
-def baseline_path(
-    trace_digest: str,
-    machine: Machine,
-    sample_iterations: int | None = None,
-    sample_precision: float | None = None,
-) -> Path:
-    """File caching the one-core baseline of a trace (by digest) on a machine.
-
-    The key is everything the baseline's makespan depends on: the trace (digest), the
-    one-core machine, and the code of the timing model
-    (:func:`simsched.identity.timing_model_identity`), so a change to the timing model can
-    never return a stale baseline while a commit that leaves it alone keeps the cache; a
-    sampled baseline (``sample_iterations``, ``sample_precision``) is cached apart from the
-    detailed one.
-    """
-    from simsched.identity import timing_model_identity
-
-    m1 = one_core_machine(machine)
-    mkey = hashlib.sha256(
-        (
-            dumps(machine_config(m1)) + f"|v{BASELINE_VERSION}|code:{timing_model_identity()}"
-        ).encode()
-    ).hexdigest()[:20]
-    tail = f"-s{int(sample_iterations)}" if sample_iterations else ""
-    if sample_iterations and sample_precision:
-        tail += f"p{float(sample_precision):g}"
-    return cache_dir() / "baselines" / f"{trace_digest[:32]}-{mkey}{tail}.json"
-
-
-def baseline_makespan(
-    trace: str | os.PathLike | Trace,
-    machine: Machine,
-    *,
-    window: int = DEFAULT_WINDOW,
-    sample_iterations: int | None = None,
-    sample_precision: float | None | _Unset = PRECISION_UNSET,
-) -> int:
-    """Makespan of ``trace`` on the one-core version of ``machine``, cached on disk.
-
-    Parameters
-    ----------
-    trace
-        Path or open trace.
-    machine
-        The (multi-core) machine whose one-core version is the baseline.
-    window
-        Unused on one core (kept for the cache key's independence from it).
-    sample_iterations, sample_precision
-        Sample the baseline's iterations as :func:`run` does, with the same defaults
-        (``sample_iterations`` None: replay all of them; ``sample_precision`` not given:
-        :data:`DEFAULT_SAMPLE_PRECISION` %, 0 or None: exactly ``sample_iterations``;
-        given without ``sample_iterations``: a :class:`ConfigError`).
-
-    Returns
-    -------
-    int
-        Makespan in cycles of the serial execution (strands in serial order).
-    """
-    from simsched.identity import timing_model_identity
-    from simsched.machine.loader import check_machine
-
-    check_machine(machine)
-    check_int("window", window, 0, MAX_WINDOW)
-    sample_iterations, sample_precision = _check_sampling(sample_iterations, sample_precision)
-    t, owned = _open_trace(trace)
-    try:
-        m1 = one_core_machine(machine)
-        path = baseline_path(t.header.digest, machine, sample_iterations, sample_precision)
-        try:
-            data = json.loads(path.read_text())
-            return int(data["makespan_cycles"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        from simsched.schedulers import get_scheduler
-
-        mem = _memory(m1)
-        sampler = None
-        if sample_iterations:
-            sampler = make_sampler(t, sample_iterations, sample_precision, str(t.path))
-        eng = Engine(
-            t, m1, get_scheduler("pdf"), {}, 0, mem, window=0, stop_when=stop_hook(sampler)
-        )
-        res = eng.run()
-        makespan = int(res.makespan)
-        if sampler is not None and sampler.stopped:
-            makespan = sampled_makespan(sampler.outcome(), detailed_cpi(res, t)).makespan
-        with cache_output():
-            write_json_atomic(
-                path,
-                {
-                    "makespan_cycles": makespan,
-                    "trace_digest": t.header.digest,
-                    "machine": m1.name,
-                    "version": BASELINE_VERSION,
-                    "simsched_version": version(),
-                    "timing_model": timing_model_identity(),
-                    "sample_iterations": int(sample_iterations or 0),
-                    "sample_precision": float(sample_precision or 0.0),
-                },
-            )
-        return makespan
-    finally:
-        if owned:
-            t.close()
 
 
 def _run(runner: Any, label: str, progress: bool) -> Any:
@@ -546,7 +351,7 @@ def run(
     speedup: bool = True,
     iterations: str | None = None,
     sample_iterations: int | None = None,
-    sample_precision: float | None | _Unset = PRECISION_UNSET,
+    sample_precision: float | None | Unset = PRECISION_UNSET,
 ) -> RunResult:
     """Replay a trace on a machine under a scheduler and return the result.
 
@@ -612,7 +417,7 @@ def run(
     params = check_mapping(params, "params")
     overrides = check_mapping(overrides, "overrides")
     out = _out_dir(out_dir)
-    sample_iterations, sample_precision = _check_sampling(sample_iterations, sample_precision)
+    sample_iterations, sample_precision = check_sampling(sample_iterations, sample_precision)
     if sample_iterations is not None:
         check_sampled_iterations(iterations)
     t0 = time.perf_counter()
@@ -642,7 +447,7 @@ def run(
         config["machine_resolved"] = machine_config(m)
         config["scheduler"] = cls.name
         config["params"] = resolved_params
-        t, owned = _open_trace(trace)
+        t, owned = as_trace(trace, cache_chunks=4)
         t = _with_iterations(t, iterations)
         h = t.header
         base["trace_digest"] = h.digest
@@ -867,7 +672,7 @@ def compare(
     if kw.get("sample_iterations") is not None:
         check_sampled_iterations(kw.get("iterations"))
     m = _machine(machine, kw.get("overrides"))  # a machine that cannot run fails first
-    t, owned = _open_trace(trace)
+    t, owned = as_trace(trace, cache_chunks=4)
     try:
         t = _with_iterations(t, kw.pop("iterations", None))
         out: list[RunResult] = []
@@ -1019,7 +824,7 @@ def run_jobs(
             if t is None:
                 # a JobSet made in Python skipped load_jobset's check of its trace files
                 try:
-                    t, mine = _open_trace(j.trace, cache_chunks=2)
+                    t, mine = as_trace(j.trace, cache_chunks=2)
                 except ConfigError as exc:
                     raise ConfigError(f"job {j.name!r}: {exc}") from None
                 opened[j.trace] = t

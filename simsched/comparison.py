@@ -133,6 +133,12 @@ def _field(record: dict[str, Any], key: str) -> Any:
     return json.loads(raw) if isinstance(raw, str) else raw
 
 
+def _allocator_shares(record: dict[str, Any]) -> list[float]:
+    """The record's ``allocator_shares``: the share of the references [LAWS15] Eq. 1 gave
+    each socket (empty for a policy without the allocator)."""
+    return [float(x) for x in _field(record, "allocator_shares")]
+
+
 def _nodes_used(record: dict[str, Any]) -> list[int]:
     """Memory nodes that served at least one line fetch in a run."""
     nodes = _field(record, "dram_by_node")
@@ -142,7 +148,7 @@ def _nodes_used(record: dict[str, Any]) -> list[int]:
 def _uneven_allocation(name: str, record: dict[str, Any], trace: Any) -> Note | None:
     """``uneven-allocation`` when the record's ``allocator_shares`` are far from even
     because Eq. 1 does not fit the trace (``allocator_mismatch``)."""
-    shares = [float(x) for x in _field(record, "allocator_shares")]
+    shares = _allocator_shares(record)
     mismatch = float(record.get("allocator_mismatch", 0.0))
     if len(shares) < 2:
         return None
@@ -186,7 +192,7 @@ def _socket_imbalance(cls: Any, record: dict[str, Any], trace: Any) -> Note | No
     did (a warning then; context otherwise), with the cause the policy makes likely."""
     name = cls.name
     busy = [float(x) for x in _field(record, "busy_by_socket")]
-    shares = [float(x) for x in _field(record, "allocator_shares")] or [0.0]
+    shares = _allocator_shares(record) or [0.0]
     total = sum(busy)
     if len(busy) < 2 or total <= 0:
         return None
@@ -318,7 +324,7 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
         )
     if cls.numa_aware and machine.sockets > 1:
         used = _nodes_used(record)
-        shares = [float(x) for x in _field(record, "allocator_shares")]
+        shares = _allocator_shares(record)
         if len(used) == 1 and len(shares) > 1 and shares[used[0]] >= ALL_ON_ONE:
             # the policy's own allocation, not a serial initialisation, put it there
             notes.append(

@@ -41,13 +41,14 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 #: Sub-packages whose source decides simulated timing (and so a cached baseline).
 TIMING_MODEL_PACKAGES = ("engine", "memory", "schedulers", "trace", "machine")
 #: What a cached one-core baseline depends on: the timing model (the sampled-run
-#: extrapolation is ``engine/sampled.py``), the API that runs it (``api.py``) and the
-#: statistics the extrapolation calls (``stats.py``).
-TIMING_MODEL_SOURCES = (*TIMING_MODEL_PACKAGES, "api.py", "stats.py")
-#: Everything a result record depends on (sub-packages and top-level modules; the
-#: record's ``warnings`` come from ``comparison.py``).
+#: extrapolation is ``engine/sampled.py``), the module that runs it (``baseline.py``) and
+#: the statistics the extrapolation calls (``stats.py``).
+TIMING_MODEL_SOURCES = (*TIMING_MODEL_PACKAGES, "baseline.py", "stats.py")
+#: Everything a result record depends on (sub-packages and top-level modules; the API
+#: that assembles it is ``api.py``, the record's ``warnings`` come from ``comparison.py``).
 RESULT_SOURCES = (
     *TIMING_MODEL_SOURCES,
+    "api.py",
     "workloads",
     "capture",
     "jobset.py",

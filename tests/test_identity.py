@@ -77,8 +77,8 @@ def test_editing_the_timing_model_or_a_generator_changes_the_cache_keys(tmp_path
         _clear()
         assert recipe_key(recipe) != key
         model = identity.timing_model_identity()
-        api = tmp_path / "api.py"  # it runs the baseline
-        api.write_text(api.read_text() + "\n# a different baseline\n")
+        baseline = tmp_path / "baseline.py"  # it runs the baseline
+        baseline.write_text(baseline.read_text() + "\n# a different baseline\n")
         _clear()
         assert identity.timing_model_identity() != model
         model = identity.timing_model_identity()

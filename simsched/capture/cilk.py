@@ -60,13 +60,14 @@ only add edges to the DAG of a correct Cilk program, never remove one.
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from simsched.errors import CaptureError, spelled
+from simsched.errors import CaptureError, shown, spelled
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser, Tree
@@ -125,17 +126,27 @@ class CilkOptions:
     split: str = "opencilk"
 
     def __post_init__(self) -> None:
-        # both are written into the program as long long constants: a larger one did not
-        # fit, and gcc only warned and truncated it
-        if self.grain is not None and not 1 <= self.grain <= _LLONG_MAX:
-            given = spelled(f"grain={self.grain}", f"--cilk-for-grain {self.grain}")
-            raise CaptureError(f"{given}: must be a positive integer up to 2^63 - 1")
-        if not 1 <= self.workers <= _LLONG_MAX:
-            given = spelled(f"workers={self.workers}", f"--cilk-workers {self.workers}")
-            raise CaptureError(f"{given}: must be a positive integer up to 2^63 - 1")
+        if self.grain is not None:
+            _check_count("grain", self.grain, "--cilk-for-grain")
+        _check_count("workers", self.workers, "--cilk-workers")
         if self.split not in SPLITS:
             given = spelled(f"split={self.split!r}", f"--cilk-for-split {self.split}")
             raise CaptureError(f"{given}: choose one of {', '.join(SPLITS)}")
+
+
+def _check_count(name: str, value: Any, flag: str) -> None:
+    """Refuse a :class:`CilkOptions` count that is not an integer in ``[1, 2^63 - 1]``."""
+    # both counts are written into the program as long long constants: a larger one did
+    # not fit, and gcc only warned and truncated it; "8" or 2.5 failed in a comparison
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        operator.index(value)
+    except TypeError:
+        raise CaptureError(f"{name}={shown(value)}: expected an integer") from None
+    if not 1 <= value <= _LLONG_MAX:
+        given = spelled(f"{name}={value}", f"{flag} {value}")
+        raise CaptureError(f"{given}: must be a positive integer up to 2^63 - 1")
 
 
 def mentions_cilk(text: bytes) -> bool:

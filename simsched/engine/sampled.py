@@ -12,6 +12,7 @@ a run from its options (``--sample-iterations``, ``--sample-precision``), so tha
 
 from __future__ import annotations
 
+import enum
 import math
 import statistics
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import numpy as np
 from simsched.engine.record import dumps
 from simsched.engine.sampling import IterationSampler, SampleOutcome
 from simsched.errors import ConfigError, spelled
+from simsched.params import check_int, python_scalars
 from simsched.stats import t_quantile
 
 if TYPE_CHECKING:
@@ -30,9 +32,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SAMPLE_PRECISION",
+    "MAX_SAMPLES",
     "MIN_SAMPLES",
+    "PRECISION_UNSET",
     "SampledMakespan",
     "check_sampled_iterations",
+    "check_sampling",
     "detailed_cpi",
     "make_sampler",
     "sample_fields",
@@ -60,6 +65,60 @@ def check_sampled_iterations(iterations: str | None) -> None:
                 "--sample-iterations samples iterations, and --iterations none removes them",
             )
         )
+
+
+#: Most samples ``sample_iterations`` may ask for.
+MAX_SAMPLES = 1_000_000
+
+
+class Unset(enum.Enum):
+    """Type of :data:`PRECISION_UNSET`."""
+
+    PRECISION_UNSET = "unset"
+
+    def __repr__(self) -> str:
+        return f"<default: {DEFAULT_SAMPLE_PRECISION} % when sampling>"
+
+
+#: Default ``sample_precision`` of :func:`simsched.run` and
+#: :func:`simsched.baseline.baseline_makespan`: told apart
+#: from a given value, so that a precision given without ``sample_iterations`` (which
+#: would be ignored) is refused, as ``--sample-precision`` alone is.
+PRECISION_UNSET = Unset.PRECISION_UNSET
+
+
+def _check_precision(value: Any) -> float | None:
+    """``sample_precision`` as a float in ``[0, 100]`` (None stays None), else a one-line
+    :class:`ConfigError`."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ConfigError(f"sample_precision={value!r}: expected a number (percent)")
+    if not 0.0 <= float(value) <= 100.0:
+        raise ConfigError(f"sample_precision={value}: must be between 0 and 100 (percent)")
+    return float(value)
+
+
+def check_sampling(
+    sample_iterations: Any, sample_precision: Any
+) -> tuple[int | None, float | None]:
+    """``sample_iterations`` (None: no sampling) and ``sample_precision`` checked as
+    :func:`simsched.run` and :func:`simsched.baseline.baseline_makespan` take them
+    (:data:`PRECISION_UNSET`: the default, :data:`DEFAULT_SAMPLE_PRECISION`).  A precision
+    given without ``sample_iterations`` is refused: it would be ignored without a word."""
+    if sample_precision is PRECISION_UNSET:
+        precision: float | None = DEFAULT_SAMPLE_PRECISION
+    else:
+        precision = _check_precision(sample_precision)
+        if sample_iterations is None and precision is not None:
+            given = python_scalars(sample_precision)
+            raise ConfigError(
+                f"sample_precision={given!r} applies with sample_iterations only "
+                "(it would be ignored)"
+            )
+    if sample_iterations is None:
+        return None, None
+    return check_int("sample_iterations", sample_iterations, MIN_SAMPLES, MAX_SAMPLES), precision
 
 
 def make_sampler(

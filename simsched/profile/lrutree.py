@@ -875,6 +875,7 @@ def profile_trace(
     """
     from simsched.trace.reader import opened_trace
 
+    default_sizes = sizes is None
     if sizes is None:
         sizes = list(DEFAULT_SIZES)
     else:
@@ -886,8 +887,20 @@ def profile_trace(
     check_callable(progress, "progress")
     with opened_trace(trace) as t:
         h = t.header
+        given_line = line
         line = int(line or h.line_size_hint or 64)
-        bounds = bucket_bounds(sizes, line)
+        try:
+            bounds = bucket_bounds(sizes, line)
+        except ConfigError as exc:
+            if not default_sizes or "smaller than" not in str(exc):
+                raise
+            # the sizes are the defaults: the line is what the caller chose (the CLI's
+            # --line says the same)
+            what = f"line={line}" if given_line else f"{t.path}: its line size hint {line}"
+            raise ConfigError(
+                f"{what}: {str(exc).removeprefix('sizes: ')} (the smallest default size; "
+                "give sizes=[...])"
+            ) from None
         groups = build_groups(t)
         levels = int(groups.depth.max()) + 1
         if levels > MAX_LEVELS:

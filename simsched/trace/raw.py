@@ -33,13 +33,13 @@ from pathlib import Path
 import numpy as np
 import zstandard
 
-from simsched.errors import ConfigError, SimschedError, TraceBuildError, TraceFormatError, shown
+from simsched.errors import SimschedError, TraceBuildError, TraceFormatError
 from simsched.files import check_path, regular_file_kind
 from simsched.params import check_callable
 from simsched.trace import _raw_kernels as _rk
 from simsched.trace import format as fmt
 from simsched.trace.builder import TraceBuilder, check_meta
-from simsched.trace.iterations import ITERATION_MODES
+from simsched.trace.iterations import check_iterations_mode
 
 RAW_DTYPE = np.dtype([("a", "<u8"), ("b", "<u4"), ("c", "<u2"), ("kind", "u1"), ("flags", "u1")])
 assert RAW_DTYPE.itemsize == 16
@@ -672,10 +672,7 @@ def import_raw(
     out_path = check_path(out_path, "out_path")
     check_meta(program, args, line_size_hint)  # the caller's, not the stream's, faults
     name = source or str(raw_path)
-    if not isinstance(iterations, str) or iterations not in ITERATION_MODES:
-        raise ConfigError(
-            f"iterations must be one of {', '.join(ITERATION_MODES)}, not {shown(iterations)}"
-        )
+    check_iterations_mode(iterations)
     ranges = _StrandRanges() if iterations == "auto" else None
     if not raw_path.exists():
         raise TraceFormatError(f"{raw_path}: no such raw stream")

@@ -714,16 +714,27 @@ def opened_trace(trace: Trace | str | os.PathLike) -> Iterator[Trace]:
             t.close()
 
 
-def as_trace(trace: Trace | str | os.PathLike) -> tuple[Trace, bool]:
+def as_trace(trace: Trace | str | os.PathLike, cache_chunks: int = 8) -> tuple[Trace, bool]:
     """An open trace, and whether this call opened it (then the caller closes it).
 
-    For functions that take either an open :class:`Trace` or the path of one.
+    For functions that take either an open :class:`Trace` or the path of one
+    (``cache_chunks``: as :func:`open_trace` takes it, for a path).
+
+    Raises
+    ------
+    ConfigError
+        ``trace`` is neither a path nor a :class:`Trace`, or names no file.
+    TraceFormatError
+        ``trace`` is closed, or its file is not a trace (:func:`open_trace`).
     """
     if isinstance(trace, Trace):
         if trace.closed:
             raise _closed(trace.path)  # before any work, not at its first chunk read
         return trace, False
-    return open_trace(trace), True
+    if not isinstance(trace, str | os.PathLike):
+        # check_path's "expected a path" hid that an open Trace is taken too
+        raise ConfigError(f"trace={shown(trace)}: expected a path or an open Trace")
+    return open_trace(trace, cache_chunks=cache_chunks), True
 
 
 #: an alias matching the public API name of docs/architecture.md §4.1

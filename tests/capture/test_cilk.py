@@ -9,6 +9,7 @@ as the serial elision is checked by tests/capture/test_cilkcc.py.
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -260,6 +261,15 @@ def test_options_are_validated():
         with pytest.raises(CaptureError, match="up to 2\\^63 - 1"):
             CilkOptions(**bad)
     CilkOptions(grain=(1 << 63) - 1, workers=(1 << 63) - 1)
+    # a string, a bool or a float failed in a comparison (a TypeError from the dataclass)
+    for bad, said in (
+        (dict(grain="64"), "grain='64': expected an integer"),
+        (dict(grain=True), "grain=True: expected an integer"),
+        (dict(workers=2.5), "workers=2.5: expected an integer"),
+        (dict(split=None), "split=None: choose one of opencilk, binary"),
+    ):
+        with pytest.raises(CaptureError, match=f"^{re.escape(said)}$"):
+            CilkOptions(**bad)
     # a Python caller is told of the field it gave, `simsched cc` of the option typed
     for bad, said, typed in (
         (dict(grain=0), "grain=0: must be", "--cilk-for-grain 0: must be"),

@@ -310,6 +310,13 @@ def test_load_rejects_a_damaged_profile_naming_it(tmp_path, damage, message):
         ({"sizes": [1000], "line": 64}, r"^sizes: cache size 1000 bytes is not a whole number"),
         ({"sizes": [8192, 4096]}, r"^sizes: cache sizes \[8192, 4096\] are not strictly"),
         ({"line": 48}, r"^line=48: a line size is a power of two"),
+        # with the default sizes the line is the choice to change (the message said sizes)
+        (
+            {"line": 65536},
+            r"^line=65536: cache size 16384 bytes is smaller than a 65536-byte line "
+            r"\(the smallest default size; give sizes=\[\.\.\.\]\)$",
+        ),
+        ({"sizes": [32]}, r"^sizes: cache size 32 bytes is smaller than a 64-byte line$"),
     ],
 )
 def test_profile_trace_refuses_bad_sizes_and_lines(tmp_path, kwargs, message):

@@ -478,6 +478,25 @@ def test_a_closed_trace_is_refused_by_name(tmp_path):
             call()
 
 
+def test_what_is_neither_a_path_nor_a_trace_is_refused_naming_both():
+    """Every function taking a trace takes a path or an open Trace; the message said only
+    "expected a path" where the profiler or the analyses were given something else."""
+    import simsched
+    from simsched.baseline import baseline_makespan
+    from simsched.machine import load_machine
+    from simsched.profile import profile_trace
+    from simsched.trace import summary
+
+    for call in (
+        lambda: simsched.run(42, "itrs-scaling-2"),
+        lambda: baseline_makespan(b"t.sst", load_machine("itrs-scaling-2")),
+        lambda: summary(["t.sst"]),
+        lambda: profile_trace(3.5),
+    ):
+        with pytest.raises(ConfigError, match=r"^trace=.*: expected a path or an open Trace$"):
+            call()
+
+
 def test_a_read_error_names_the_trace(tmp_path, monkeypatch):
     """A failed read carries no file name, and the command line took such an error for
     one of standard output's ("standard output: Input/output error" for /proc/self/mem)."""

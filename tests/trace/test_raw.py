@@ -671,6 +671,6 @@ def test_import_refuses_a_pipe_or_a_folder_without_reading_it(tmp_path):
         R.import_raw(tmp_path, tmp_path / "t.sst")
     with pytest.raises(ConfigError, match="raw_path=None"):
         R.import_raw(None, tmp_path / "t.sst")
-    with pytest.raises(ConfigError, match="iterations must be one of auto, markers, none, not 'x'"):
+    with pytest.raises(ConfigError, match="^iterations='x': choose one of auto, markers, none$"):
         R.import_raw(fifo, tmp_path / "t.sst", iterations="x")
     assert not (tmp_path / "t.sst").exists()

@@ -1,0 +1,148 @@
+"""The one-core baseline a run's ``speedup`` divides: its makespan, cached on disk.
+
+``speedup`` compares with the same trace on a one-core version of the same machine (same
+caches, memory and placement; scheduling costs zero; strands in serial order), the
+sequential execution of [PDF07] §5.1.  That baseline is computed once per (trace digest,
+machine, timing-model code) and cached in ``$SIMSCHED_CACHE_DIR/baselines`` (default
+``~/.cache/simsched``), so a sweep of many schedulers on one trace replays it once.  It sits
+below :mod:`simsched.api` (which calls it for every run) and above the engine, whose
+protocol knows no policy: the serial order is PDF's on one core, so this module, not the
+engine, names the scheduler.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from simsched import identity
+from simsched.engine.record import dumps
+from simsched.engine.replay import DEFAULT_WINDOW, MAX_WINDOW, Engine
+from simsched.engine.sampled import (
+    PRECISION_UNSET,
+    Unset,
+    check_sampling,
+    detailed_cpi,
+    make_sampler,
+    sampled_makespan,
+    stop_hook,
+)
+from simsched.files import cache_dir, cache_output, write_json_atomic
+from simsched.machine.loader import check_machine, machine_config, one_core_machine
+from simsched.params import check_int
+from simsched.trace.reader import as_trace
+
+if TYPE_CHECKING:
+    from simsched.machine import Machine
+    from simsched.trace import Trace
+
+__all__ = ["BASELINE_VERSION", "baseline_makespan", "baseline_path"]
+
+#: Version of a cached baseline's file (a new one ignores the old files).
+BASELINE_VERSION = 1
+
+
+def baseline_path(
+    trace_digest: str,
+    machine: Machine,
+    sample_iterations: int | None = None,
+    sample_precision: float | None = None,
+) -> Path:
+    """File caching the one-core baseline of a trace (by digest) on a machine.
+
+    The key is everything the baseline's makespan depends on: the trace (digest), the
+    one-core machine, and the code of the timing model
+    (:func:`simsched.identity.timing_model_identity`), so a change to the timing model can
+    never return a stale baseline while a commit that leaves it alone keeps the cache; a
+    sampled baseline (``sample_iterations``, ``sample_precision``) is cached apart from the
+    detailed one.
+    """
+    m1 = one_core_machine(machine)
+    mkey = hashlib.sha256(
+        (
+            dumps(machine_config(m1))
+            + f"|v{BASELINE_VERSION}|code:{identity.timing_model_identity()}"
+        ).encode()
+    ).hexdigest()[:20]
+    tail = f"-s{int(sample_iterations)}" if sample_iterations else ""
+    if sample_iterations and sample_precision:
+        tail += f"p{float(sample_precision):g}"
+    return cache_dir() / "baselines" / f"{trace_digest[:32]}-{mkey}{tail}.json"
+
+
+def baseline_makespan(
+    trace: str | os.PathLike | Trace,
+    machine: Machine,
+    *,
+    window: int = DEFAULT_WINDOW,
+    sample_iterations: int | None = None,
+    sample_precision: float | None | Unset = PRECISION_UNSET,
+) -> int:
+    """Makespan of ``trace`` on the one-core version of ``machine``, cached on disk.
+
+    Parameters
+    ----------
+    trace
+        Path or open trace.
+    machine
+        The (multi-core) machine whose one-core version is the baseline.
+    window
+        Unused on one core (kept for the cache key's independence from it).
+    sample_iterations, sample_precision
+        Sample the baseline's iterations as :func:`simsched.run` does, with the same defaults
+        (``sample_iterations`` None: replay all of them; ``sample_precision`` not given:
+        :data:`DEFAULT_SAMPLE_PRECISION` %, 0 or None: exactly ``sample_iterations``;
+        given without ``sample_iterations``: a :class:`ConfigError`).
+
+    Returns
+    -------
+    int
+        Makespan in cycles of the serial execution (strands in serial order).
+    """
+    check_machine(machine)
+    check_int("window", window, 0, MAX_WINDOW)
+    sample_iterations, sample_precision = check_sampling(sample_iterations, sample_precision)
+    t, owned = as_trace(trace, cache_chunks=4)
+    try:
+        m1 = one_core_machine(machine)
+        path = baseline_path(t.header.digest, machine, sample_iterations, sample_precision)
+        try:
+            data = json.loads(path.read_text())
+            return int(data["makespan_cycles"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        from simsched.memory import MemorySystem
+        from simsched.schedulers import get_scheduler
+
+        mem = MemorySystem(m1)
+        sampler = None
+        if sample_iterations:
+            sampler = make_sampler(t, sample_iterations, sample_precision, str(t.path))
+        eng = Engine(
+            t, m1, get_scheduler("pdf"), {}, 0, mem, window=0, stop_when=stop_hook(sampler)
+        )
+        res = eng.run()
+        makespan = int(res.makespan)
+        if sampler is not None and sampler.stopped:
+            makespan = sampled_makespan(sampler.outcome(), detailed_cpi(res, t)).makespan
+        with cache_output():
+            write_json_atomic(
+                path,
+                {
+                    "makespan_cycles": makespan,
+                    "trace_digest": t.header.digest,
+                    "machine": m1.name,
+                    "version": BASELINE_VERSION,
+                    "simsched_version": identity.version(),
+                    "timing_model": identity.timing_model_identity(),
+                    "sample_iterations": int(sample_iterations or 0),
+                    "sample_precision": float(sample_precision or 0.0),
+                },
+            )
+        return makespan
+    finally:
+        if owned:
+            t.close()
