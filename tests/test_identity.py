@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,10 +10,6 @@ import pytest
 
 import simsched
 from simsched import identity
-from simsched.api import baseline_makespan, baseline_path
-from simsched.machine import load_machine
-from simsched.workloads import generate
-from tests.conftest import private_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,39 +83,6 @@ def test_editing_the_timing_model_or_a_generator_changes_the_cache_keys(tmp_path
         assert identity.timing_model_identity() != model
     finally:
         _clear()
-
-
-def test_a_commit_that_leaves_the_timing_model_alone_keeps_the_cached_baseline(monkeypatch):
-    # Every commit changes the version; a baseline costs a whole one-core run, so its cache
-    # key must follow the timing model's source, not the version.
-    machine = load_machine("itrs-scaling-2")
-    _clear()
-    try:
-        path = baseline_path("0" * 64, machine)
-        monkeypatch.setattr(identity, "version", lambda: "9.9.9.dev1+gabcdef0")
-        _clear()
-        assert baseline_path("0" * 64, machine) == path
-    finally:
-        _clear()
-
-
-def test_changing_the_timing_model_invalidates_the_cached_baseline(tmp_path, monkeypatch):
-    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(private_cache(tmp_path / "cache")))
-    trace = tmp_path / "fib.sst"
-    h = generate("fib", trace, n=10)
-    machine = load_machine("itrs-scaling-2")
-    real = baseline_makespan(trace, machine)
-    path = baseline_path(h.digest, machine)
-    cached = json.loads(path.read_text())
-    assert cached["makespan_cycles"] == real
-    assert cached["timing_model"] == identity.timing_model_identity()
-    # A cache hit returns what the file says, so a stale file would be believed ...
-    path.write_text(json.dumps({**cached, "makespan_cycles": real + 12345}))
-    assert baseline_makespan(trace, machine) == real + 12345
-    # ... but a different timing model never looks at it: new key, recomputed value.
-    monkeypatch.setattr(identity, "timing_model_identity", lambda: "an-edited-timing-model")
-    assert baseline_path(h.digest, machine) != path
-    assert baseline_makespan(trace, machine) == real
 
 
 def _scm(root: Path) -> str:

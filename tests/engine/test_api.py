@@ -144,21 +144,6 @@ def test_a_failed_run_leaves_no_earlier_runs_files_beside_its_record(ms_trace, t
     assert json.loads((out / "config.json").read_text())["jobs"][0]["name"] == "a"
 
 
-def test_speedup_baseline_is_cached(ms_trace, tmp_path):
-    from simsched.api import baseline_path
-    from simsched.machine import load_machine
-
-    r1 = simsched.run(ms_trace, "itrs-scaling-4", "pdf")
-    path = baseline_path(r1.record["trace_digest"], load_machine("itrs-scaling-4"))
-    base = json.loads(path.read_text())["makespan_cycles"]
-    assert r1.record["baseline_makespan_cycles"] == base
-    # The 1-core PDF run of the same machine equals the baseline (no scheduling costs there).
-    r = simsched.run(
-        ms_trace, "itrs-scaling-4", "pdf", overrides={"cores_per_socket": 1, "costs.queue_op": 0}
-    )
-    assert r.record["makespan_cycles"] == base
-
-
 def test_every_json_text_field_is_declared_nested(ms_trace):
     """Each scheduler's record: every field holding JSON text is in NESTED_FIELDS."""
     for name in scheduler_names():
@@ -303,21 +288,6 @@ def test_compare_refuses_one_out_dir_for_all_its_runs(ms_trace, tmp_path):
     with pytest.raises(ConfigError, match="^compare: out_dir=.* would keep only the last run"):
         simsched.compare(ms_trace, "itrs-scaling-2", "ws,pdf", out_dir=tmp_path / "cmp")
     assert not (tmp_path / "cmp").exists()
-
-
-def test_baseline_makespan_checks_its_machine_and_sampling(ms_trace):
-    """Before: AttributeError ('str' object has no attribute 'as_dict') for a preset name,
-    ValueError for sample_iterations=nan; a window of any type was accepted."""
-    from simsched.api import baseline_makespan
-    from simsched.machine import load_machine
-
-    with pytest.raises(ConfigError, match="^machine='itrs-scaling-2': expected a Machine"):
-        baseline_makespan(ms_trace, "itrs-scaling-2")
-    m = load_machine("itrs-scaling-2")
-    with pytest.raises(ConfigError, match="^sample_iterations=nan: expected an integer"):
-        baseline_makespan(ms_trace, m, sample_iterations=float("nan"))
-    with pytest.raises(ConfigError, match=r"^window=\[1\]: expected an integer"):
-        baseline_makespan(ms_trace, m, window=[1])
 
 
 def test_run_jobs_refuses_bad_controllers_and_job_sets(ms_trace):

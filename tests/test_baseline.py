@@ -1,0 +1,91 @@
+"""simsched.baseline: the one-core baseline of ``speedup``, its cache and its checks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import simsched
+from simsched import identity
+from simsched.baseline import baseline_makespan, baseline_path
+from simsched.errors import ConfigError
+from simsched.machine import load_machine
+from simsched.workloads import generate
+from tests.conftest import private_cache
+
+
+@pytest.fixture(scope="module")
+def ms_trace(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ms") / "ms.sst"
+    generate("mergesort", path, n=16384, grain=512)
+    return path
+
+
+def _clear() -> None:
+    identity.source_identity.cache_clear()
+    identity.timing_model_identity.cache_clear()
+
+
+def test_the_api_still_exports_the_baseline():
+    from simsched import api
+
+    assert api.baseline_makespan is baseline_makespan
+    assert api.baseline_path is baseline_path
+
+
+def test_speedup_baseline_is_cached(ms_trace, tmp_path):
+    r1 = simsched.run(ms_trace, "itrs-scaling-4", "pdf")
+    path = baseline_path(r1.record["trace_digest"], load_machine("itrs-scaling-4"))
+    base = json.loads(path.read_text())["makespan_cycles"]
+    assert r1.record["baseline_makespan_cycles"] == base
+    # The 1-core PDF run of the same machine equals the baseline (no scheduling costs there).
+    r = simsched.run(
+        ms_trace, "itrs-scaling-4", "pdf", overrides={"cores_per_socket": 1, "costs.queue_op": 0}
+    )
+    assert r.record["makespan_cycles"] == base
+
+
+def test_baseline_makespan_checks_its_machine_and_sampling(ms_trace):
+    """Before: AttributeError ('str' object has no attribute 'as_dict') for a preset name,
+    ValueError for sample_iterations=nan; a window of any type was accepted."""
+    with pytest.raises(ConfigError, match="^machine='itrs-scaling-2': expected a Machine"):
+        baseline_makespan(ms_trace, "itrs-scaling-2")
+    m = load_machine("itrs-scaling-2")
+    with pytest.raises(ConfigError, match="^sample_iterations=nan: expected an integer"):
+        baseline_makespan(ms_trace, m, sample_iterations=float("nan"))
+    with pytest.raises(ConfigError, match=r"^window=\[1\]: expected an integer"):
+        baseline_makespan(ms_trace, m, window=[1])
+
+
+def test_a_commit_that_leaves_the_timing_model_alone_keeps_the_cached_baseline(monkeypatch):
+    # Every commit changes the version; a baseline costs a whole one-core run, so its cache
+    # key must follow the timing model's source, not the version.
+    machine = load_machine("itrs-scaling-2")
+    _clear()
+    try:
+        path = baseline_path("0" * 64, machine)
+        monkeypatch.setattr(identity, "version", lambda: "9.9.9.dev1+gabcdef0")
+        _clear()
+        assert baseline_path("0" * 64, machine) == path
+    finally:
+        _clear()
+
+
+def test_changing_the_timing_model_invalidates_the_cached_baseline(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(private_cache(tmp_path / "cache")))
+    trace = tmp_path / "fib.sst"
+    h = generate("fib", trace, n=10)
+    machine = load_machine("itrs-scaling-2")
+    real = baseline_makespan(trace, machine)
+    path = baseline_path(h.digest, machine)
+    cached = json.loads(path.read_text())
+    assert cached["makespan_cycles"] == real
+    assert cached["timing_model"] == identity.timing_model_identity()
+    # A cache hit returns what the file says, so a stale file would be believed ...
+    path.write_text(json.dumps({**cached, "makespan_cycles": real + 12345}))
+    assert baseline_makespan(trace, machine) == real + 12345
+    # ... but a different timing model never looks at it: new key, recomputed value.
+    monkeypatch.setattr(identity, "timing_model_identity", lambda: "an-edited-timing-model")
+    assert baseline_path(h.digest, machine) != path
+    assert baseline_makespan(trace, machine) == real
