@@ -42,6 +42,7 @@ from simsched.engine.sampled import (  # noqa: F401 - the sampling options, kept
     MIN_SAMPLES,
     PRECISION_UNSET,
     Unset,
+    check_sampleable,
     check_sampled_iterations,
     check_sampling,
     make_sampler,
@@ -49,7 +50,14 @@ from simsched.engine.sampled import (  # noqa: F401 - the sampling options, kept
     stop_hook,
     trace_iterations,
 )
-from simsched.errors import ConfigError, SimschedError, Terminated, shown
+from simsched.errors import (
+    ConfigError,
+    SimschedError,
+    Terminated,
+    TraceFormatError,
+    shown,
+    spelled,
+)
 from simsched.files import check_path, write_json_atomic
 from simsched.identity import version
 
@@ -231,6 +239,12 @@ class RunResult:
         }
 
 
+def _trace_name(trace: Any) -> str:
+    """The trace as the caller named it (an open Trace by its path), for messages and
+    ``config.json``."""
+    return str(trace.path) if hasattr(trace, "header") else str(trace)
+
+
 def _with_iterations(t: Trace, mode: str | None) -> Trace:
     """``t`` with its iterations relabelled as ``--iterations mode`` says (None: as is)."""
     from simsched.trace.iterations import with_iterations
@@ -258,14 +272,16 @@ def parse_scheduler_names(schedulers: Sequence[str] | str) -> list[str]:
         )
     items = schedulers.split(",") if isinstance(schedulers, str) else list(schedulers)
     names = [str(s).strip() for s in items]
-    if not names or any(not n for n in names):
-        raise ConfigError(
-            f"schedulers {schedulers!r}: an empty name (a stray comma?); give e.g. ws,pdf"
-        )
+    # compare -s passes its text here: tell it in the option's words
+    given = spelled(f"schedulers={shown(schedulers)}", f"--schedulers {shown(schedulers)}")
+    if not names:
+        raise ConfigError(f"{given}: no scheduler named; give e.g. ['ws', 'pdf']")
+    if any(not n for n in names):
+        raise ConfigError(f"{given}: an empty name (a stray comma?); give e.g. ws,pdf")
     seen: set[str] = set()
     for n in names:
         if n in seen:
-            raise ConfigError(f"schedulers {schedulers!r}: {n} is given twice")
+            raise ConfigError(f"{given}: {n} is given twice")
         seen.add(n)
     return names
 
@@ -422,7 +438,7 @@ def run(
         check_sampled_iterations(iterations)
     t0 = time.perf_counter()
     config = run_config(
-        str(trace) if not hasattr(trace, "header") else str(trace.path),
+        _trace_name(trace),
         machine if isinstance(machine, str) else None,
         overrides,
         scheduler,
@@ -632,7 +648,7 @@ def compare(
     from simsched.schedulers import get_scheduler
 
     schedulers = parse_scheduler_names(schedulers)
-    seeds = check_int("compare: seeds", seeds, 1, 1_000_000)
+    seeds = check_int(spelled("compare: seeds", "--seeds"), seeds, 1, 1_000_000)
     classes = [get_scheduler(s.strip()) for s in schedulers]
     canonical = [c.name for c in classes]
     for cls in classes:
@@ -674,7 +690,11 @@ def compare(
     m = _machine(machine, kw.get("overrides"))  # a machine that cannot run fails first
     t, owned = as_trace(trace, cache_chunks=4)
     try:
-        t = _with_iterations(t, kw.pop("iterations", None))
+        mode = kw.pop("iterations", None)
+        t = _with_iterations(t, mode)
+        if kw.get("sample_iterations") is not None:
+            # the runs get the relabelled trace without the mode their error would name
+            check_sampleable(t, _trace_name(trace), mode)
         out: list[RunResult] = []
         for name, cls in zip(schedulers, classes, strict=True):
             mine = {k: v for k, v in params.items() if k in cls.param_defaults}
@@ -825,8 +845,10 @@ def run_jobs(
                 # a JobSet made in Python skipped load_jobset's check of its trace files
                 try:
                     t, mine = as_trace(j.trace, cache_chunks=2)
-                except ConfigError as exc:
-                    raise ConfigError(f"job {j.name!r}: {exc}") from None
+                except (ConfigError, TraceFormatError) as exc:
+                    # a file that is no trace named neither the job nor its job set
+                    where = f"{js.source}: job {j.name!r}" if js.source else f"job {j.name!r}"
+                    raise type(exc)(f"{where}: {exc}") from None
                 opened[j.trace] = t
                 if mine:  # a Trace the caller opened stays open
                     owned.append(t)

@@ -183,6 +183,12 @@ def test_controller_parameters_come_from_their_schema():
     assert static(m, 2, {"shares": [8, 8]}).blocks[1] == tuple(range(8, 16))
     with pytest.raises(ConfigError, match="controller 'static': shares='a,b' is not a list"):
         static(m, 2, {"shares": "a,b"})
+    # one share for two jobs was "must give each of the 2 jobs a non-negative number of
+    # cores, 16 in all at most", and bytes were read as their byte values (b"4" as 52)
+    with pytest.raises(ConfigError, match=r"shares \[4\] give 1 job\(s\) cores; the job set has 2"):
+        static(m, 2, {"shares": "4"})
+    with pytest.raises(ConfigError, match=r"^controller 'static': shares=b'4' is not a list"):
+        static(m, 2, {"shares": b"4"})
     with pytest.raises(ConfigError, match=r"controller 'equi': unknown parameter\(s\) shares"):
         get_controller("equi")(m, 2, {"shares": [1, 1]})
 

@@ -262,6 +262,9 @@ def _parse_shares(value: Any, where: str) -> list[int] | None:
     """``shares``: a list of integers or a comma-separated string of them (or None)."""
     if value is None:
         return None
+    if isinstance(value, bytes | bytearray):
+        # iterated as its byte values: b"4" was the share 52
+        raise ConfigError(f"{where}={value!r} is not a list of integers")
     items = value.split(",") if isinstance(value, str) else value
     try:
         return [coerce(x, int, where) for x in items if not isinstance(x, str) or x.strip()]
@@ -288,7 +291,13 @@ class Static(Controller):
         shares = self.params["shares"]
         if shares is None:
             shares = equi_allot(n_jobs, self.P).tolist()
-        if len(shares) != n_jobs or any(x < 0 for x in shares) or sum(shares) > self.P:
+        if len(shares) != n_jobs:
+            # "must give each ... 16 in all at most" hid that the count was wrong
+            raise ConfigError(
+                f"controller 'static': shares {shares} give {len(shares)} job(s) cores; "
+                f"the job set has {n_jobs} (one share per job, in job-set order)"
+            )
+        if any(x < 0 for x in shares) or sum(shares) > self.P:
             raise ConfigError(
                 f"controller 'static': shares {shares} must give each of the {n_jobs} jobs "
                 f"a non-negative number of cores, {self.P} in all at most"

@@ -36,6 +36,7 @@ __all__ = [
     "MIN_SAMPLES",
     "PRECISION_UNSET",
     "SampledMakespan",
+    "check_sampleable",
     "check_sampled_iterations",
     "check_sampling",
     "detailed_cpi",
@@ -121,6 +122,29 @@ def check_sampling(
     return check_int("sample_iterations", sample_iterations, MIN_SAMPLES, MAX_SAMPLES), precision
 
 
+def check_sampleable(t: Trace, name: str, iterations: str | None = None) -> int:
+    """The number of iterations of ``t``, or a :class:`ConfigError` when it has none to
+    sample (``name`` and ``iterations`` as :func:`make_sampler` takes them).
+
+    :func:`simsched.compare` relabels the iterations once for all its runs and checks here,
+    so that the remedy names the ``iterations`` mode the caller gave.
+    """
+    n = trace_iterations(t)
+    if n == 0:
+        # the usual remedy is --iterations auto: when that is what found none, say so
+        auto = spelled("iterations='auto'", "--iterations auto")
+        remedy = {
+            None: f"mark them with SS_ITER or replay with {auto}",
+            "markers": f"it has no SS_ITER marks; try {auto}",
+            "auto": f"{auto} found none in its DAG either",
+        }.get(iterations, "mark them with SS_ITER")
+        option = spelled("sample_iterations", "--sample-iterations")
+        raise ConfigError(
+            f"{name}: the trace has no iterations, so {option} cannot sample it; " + remedy
+        )
+    return n
+
+
 def make_sampler(
     t: Trace, k: int, precision: float | None, name: str, iterations: str | None = None
 ) -> IterationSampler | None:
@@ -152,19 +176,7 @@ def make_sampler(
     ConfigError
         The trace has no iterations.
     """
-    n = trace_iterations(t)
-    if n == 0:
-        # the usual remedy is --iterations auto: when that is what found none, say so
-        auto = spelled("iterations='auto'", "--iterations auto")
-        remedy = {
-            None: f"mark them with SS_ITER or replay with {auto}",
-            "markers": f"it has no SS_ITER marks; try {auto}",
-            "auto": f"{auto} found none in its DAG either",
-        }.get(iterations, "mark them with SS_ITER")
-        option = spelled("sample_iterations", "--sample-iterations")
-        raise ConfigError(
-            f"{name}: the trace has no iterations, so {option} cannot sample it; " + remedy
-        )
+    n = check_sampleable(t, name, iterations)
     if k + 1 >= n:
         return None
     if not precision:

@@ -21,6 +21,7 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -222,6 +223,11 @@ class SchedulerSpec(_Strict):
         return self
 
 
+def given_twice(values: list[Any]) -> Any:
+    """The first value of ``values`` that an earlier one equals, or None."""
+    return next((x for i, x in enumerate(values) if x in values[:i]), None)
+
+
 class SeedRange(_Strict):
     """``count`` consecutive seeds from ``start``."""
 
@@ -234,6 +240,22 @@ class SmallSpec(_Strict):
 
     machines: list[str] | None = None
     seeds: list[Seed] | None = None
+
+    @field_validator("machines", "seeds")
+    @classmethod
+    def _neither_empty_nor_twice(cls, kept: list[Any] | None, info: ValidationInfo) -> Any:
+        # an empty list left a small run no points ("the sweep has no points") or its
+        # first seed without a word; a repeated entry was taken, where seeds: refuses it
+        if kept is None:
+            return kept
+        if not kept:
+            raise ValueError(
+                f"an empty list keeps nothing (leave {info.field_name} out to keep all)"
+            )
+        twice = given_twice(kept)
+        if twice is not None:
+            raise ValueError(f"{twice!r} is given twice")
+        return kept
 
 
 class SweepSpec(_Strict):
@@ -346,6 +368,9 @@ class SweepSpec(_Strict):
                 items = want if isinstance(want, list) else [want]
                 if not all(isinstance(w, scalar) for w in items):
                     raise ValueError(f"{key}: a value or a list of values (not nested)")
+                if not items:
+                    # an include left "the sweep has no points", an exclude dropped none
+                    raise ValueError(f"{key}: an empty list matches no point")
         return value
 
     @model_validator(mode="after")
@@ -370,7 +395,7 @@ class SweepSpec(_Strict):
         ):
             if isinstance(seeds, list):
                 # else "two entries resolve to the same point" named the same labels twice
-                twice = next((x for i, x in enumerate(seeds) if x in seeds[:i]), None)
+                twice = given_twice(seeds)
                 if twice is not None:
                     raise ValueError(f"{where}: seed {twice} is given twice")
         r = self.seeds

@@ -628,10 +628,33 @@ def _check_filter_values(loaded: LoadedSpec, seen: dict[str, set[str]]) -> None:
                         )
 
 
+def check_generator_memory(where: str, recipes: list[dict[str, Any]], cache: Path) -> None:
+    """Refuse a generated trace still to be made in ``cache`` that this host has too little
+    memory to make (:func:`simsched.workloads.check_memory`): else every point of it ran,
+    made the results folder and failed alike.  A trace already in the cache is not made
+    again, so its size does not matter here."""
+    from simsched.trace.recipes import cached_trace_path
+    from simsched.workloads import check_memory
+
+    seen: set[Path] = set()
+    for r in recipes:
+        if r.get("kind") != "generator":
+            continue
+        path = cached_trace_path(r, cache)
+        if path in seen or path.is_file():
+            continue
+        seen.add(path)
+        try:
+            check_memory(r["generator"], dict(r["params"]))
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+
 def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
     """Refuse a trace cache this process cannot write while traces of ``points`` (the
-    points about to run) are still to be made in it: else every point of those traces
-    fails alike, each with the same error.  ``sweep status`` does not ask: a finished
+    points about to run) are still to be made in it, or a generated trace among them too
+    large for this host's memory (:func:`check_generator_memory`): else every point of
+    those traces fails alike, each with the same error.  ``sweep status`` does not ask: a finished
     sweep's folder may be read-only and its traces gone.
 
     Raises
@@ -639,9 +662,16 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
     ConfigError
         Naming the spec, the cache and the folder that cannot be written.
     """
+    from simsched.jobset import jobset_generator_recipes
     from simsched.trace.recipes import cached_trace_path
 
     where, cache = str(loaded.shown), loaded.trace_cache
+    recipes = [p.workload for p in points if p.workload.get("kind") in ("generator", "capture")]
+    for jobs in sorted(
+        {Path(p.spec_dir) / p.workload["path"] for p in points if p.workload.get("kind") == "jobs"}
+    ):
+        recipes += jobset_generator_recipes(jobs)  # a job set's generated jobs are made there too
+    check_generator_memory(where, recipes, cache)
     folder = cache
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent  # a missing cache is made inside its nearest existing folder
@@ -650,13 +680,6 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
     writable = os.access(folder, os.W_OK | os.X_OK)
     if writable and folder == cache:
         return
-    from simsched.jobset import jobset_generator_recipes
-
-    recipes = [p.workload for p in points if p.workload.get("kind") in ("generator", "capture")]
-    for jobs in sorted(
-        {Path(p.spec_dir) / p.workload["path"] for p in points if p.workload.get("kind") == "jobs"}
-    ):
-        recipes += jobset_generator_recipes(jobs)  # a job set's generated jobs are made there too
     to_make = {cached_trace_path(r, cache) for r in recipes}
     missing = sorted(t.name for t in to_make if not t.is_file())
     if missing and writable:

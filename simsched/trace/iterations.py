@@ -265,6 +265,9 @@ def with_iterations(t: Trace, mode: str | None) -> Trace:
         ``t`` itself when nothing changes, else a shallow copy with a relabelled frame
         table (closing either closes the file).
     """
+    if not isinstance(t, Trace):
+        # a path failed at its first attribute ('str' object has no attribute 'frames')
+        raise ConfigError(f"t={shown(t)}: expected an open Trace (simsched.trace.open_trace)")
     if mode is None:
         return t
     check_iterations_mode(mode)

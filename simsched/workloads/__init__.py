@@ -44,7 +44,15 @@ from simsched.trace.format import CHUNK_REFS
 from simsched.workloads import datapar, fib, ge, hashjoin, mergesort, stencil
 from simsched.workloads._common import Heap, Param, resolve_params
 
-__all__ = ["WORKLOADS", "ParamDoc", "Workload", "WorkloadRun", "generate", "params_of"]
+__all__ = [
+    "WORKLOADS",
+    "ParamDoc",
+    "Workload",
+    "WorkloadRun",
+    "check_memory",
+    "generate",
+    "params_of",
+]
 
 
 @dataclass(frozen=True)
@@ -235,6 +243,27 @@ def _check_memory(w: Workload, p: dict[str, Any]) -> None:
             f"{w.name} ({shown}): generating it needs about {need / 2**30:,.1f} GB of memory, "
             f"this host has {have / 2**30:,.1f} GB available (a smaller input?)"
         )
+
+
+def check_memory(name: str, params: dict[str, Any]) -> None:
+    """Refuse, as :func:`generate` would, a generator run this host has too little memory
+    for, generating nothing (a sweep checks every trace it is to make before its first
+    point, so that a too-large input does not fail every point alike).
+
+    Parameters
+    ----------
+    name
+        Generator name.
+    params
+        Its parameters, as :func:`generate` takes them (``chunk_refs`` too).
+
+    Raises
+    ------
+    ConfigError
+        An unknown generator, a bad parameter, or an input too large for this host.
+    """
+    w = get(name)
+    _check_memory(w, w.resolve({k: v for k, v in params.items() if k != CHUNK_PARAM.name}))
 
 
 #: The trace layout option every generator takes beside its own parameters: references

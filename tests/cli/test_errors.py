@@ -134,8 +134,9 @@ def test_compare_sample_precision_alone(cli, fib_trace):
 @pytest.mark.parametrize(
     ("schedulers", "message"),
     [
-        ("ws,", "an empty name"),
-        ("ws,ws", "ws is given twice"),
+        ("ws,", "--schedulers 'ws,': an empty name"),
+        # said "schedulers 'ws,ws'", the Python argument's words
+        ("ws,ws", "--schedulers 'ws,ws': ws is given twice"),
         ("ws,cilk", "ws and cilk both mean ws"),
         # read "ws and another alias both mean ws"
         ("ws,WS", "ws and WS both mean ws"),
@@ -145,6 +146,21 @@ def test_compare_sample_precision_alone(cli, fib_trace):
 def test_compare_scheduler_list(cli, fib_trace, schedulers, message):
     code, _, err = cli("compare", "-t", fib_trace, "-m", "itrs-scaling-2", "-s", schedulers)
     assert code == 2 and message in one_line(err)
+
+
+def test_compare_seeds_and_an_empty_list_are_worded_for_their_caller(cli, fib_trace):
+    code, _, err = cli(
+        "compare", "-t", fib_trace, "-m", "itrs-scaling-2", "-s", "ws", "--seeds", "0"
+    )
+    assert code == 2 and "--seeds=0: must be between 1 and" in one_line(err)
+    assert "compare: seeds" not in err
+    import simsched
+    from simsched.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^schedulers=\[\]: no scheduler named"):
+        simsched.compare(fib_trace, "itrs-scaling-2", [])  # was "an empty name (a stray comma?)"
+    with pytest.raises(ConfigError, match=r"^compare: seeds=0: must be between 1 and"):
+        simsched.compare(fib_trace, "itrs-scaling-2", ["ws"], seeds=0)
 
 
 def test_run_with_missing_trace_or_file_as_output_folder(cli, fib_trace, tmp_path):

@@ -349,6 +349,19 @@ def test_run_jobs_names_the_job_of_a_missing_trace(tmp_path):
         simsched.run_jobs(js, "itrs-scaling-2", controller="equi")
 
 
+def test_run_jobs_names_the_job_set_and_the_job_of_a_file_that_is_no_trace(tmp_path):
+    """Before: "text.txt: not a simsched trace (bad magic)", naming neither."""
+    from simsched.errors import TraceFormatError
+
+    (tmp_path / "text.txt").write_text("hello\n")
+    jobs = tmp_path / "j.yaml"
+    jobs.write_text("jobs:\n  - {trace: text.txt, name: a}\n")
+    with pytest.raises(
+        TraceFormatError, match=r"^.*j\.yaml: job 'a': .*text\.txt: not a simsched trace"
+    ):
+        simsched.run_jobs(jobs, "itrs-scaling-2")
+
+
 @pytest.mark.parametrize("key", ["seed", "status", "scheduler", "makespan_cycles", "speedup"])
 def test_a_plugins_record_field_cannot_replace_the_records_own(tmp_path, key, monkeypatch):
     # A plug-in's record_fields() {"seed": ...} replaced the run's seed in its record

@@ -4,6 +4,7 @@ the sweep key and the CLI's refusals."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import numpy as np
@@ -177,6 +178,11 @@ def test_a_trace_without_iterations_is_refused_naming_the_arguments(tmp_path):
     )
     with pytest.raises(ConfigError, match="iterations='auto' found none in its DAG either$"):
         simsched.run(ms, TWO_BY_TWO, "ws", sample_iterations=3, iterations="auto")
+    # compare relabels once for its runs: they were told "replay with iterations='auto'"
+    for mode, remedy in [("auto", "iterations='auto' found none in its DAG either"),
+                         ("markers", "it has no SS_ITER marks; try iterations='auto'")]:  # fmt: skip
+        with pytest.raises(ConfigError, match=f"cannot sample it; {re.escape(remedy)}$"):
+            simsched.compare(ms, TWO_BY_TWO, "ws", sample_iterations=3, iterations=mode)
     with pytest.raises(ConfigError, match="^iterations='some': choose one of auto, markers"):
         simsched.run(ms, TWO_BY_TWO, "ws", iterations="some")
 
@@ -225,6 +231,10 @@ def test_cli_refuses_a_trace_without_iterations(tmp_path, capsys):
                          ("markers", "no SS_ITER marks; try --iterations auto")]:  # fmt: skip
         with pytest.raises(SystemExit) as exc:
             main([*argv, "--iterations", mode])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and remedy in err and "replay with" not in err
+        with pytest.raises(SystemExit) as exc:
+            main(["compare", *argv[1:], "-s", "ws", "--iterations", mode])
         err = capsys.readouterr().err
         assert exc.value.code == 2 and remedy in err and "replay with" not in err
 

@@ -81,6 +81,34 @@ def test_a_small_machine_label_is_checked_in_full_size_runs_too(tmp_path):
             load_spec(write(tmp_path, text), small=small).points()
 
 
+@pytest.mark.parametrize(
+    ("small", "message"),
+    [
+        ("{machines: []}", "small.machines: an empty list keeps nothing (leave machines out"),
+        ("{seeds: []}", "small.seeds: an empty list keeps nothing (leave seeds out"),
+        ("{seeds: [0, 0]}", "small.seeds: 0 is given twice"),
+        (
+            "{machines: [itrs-scaling-1, itrs-scaling-1]}",
+            "small.machines: 'itrs-scaling-1' is given twice",
+        ),
+    ],
+)
+def test_small_lists_are_neither_empty_nor_repeated(tmp_path, small, message):
+    """Before: an empty small.machines left a small run "no points", an empty small.seeds
+    ran the first seed, and a repeated entry was taken where seeds: refuses it."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_spec(write(tmp_path, BASE + f"small: {small}\n"), small=False)
+
+
+@pytest.mark.parametrize("rule", ["include: [{seed: []}]", "exclude: [{machine: []}]"])
+def test_an_empty_filter_list_is_refused(tmp_path, rule):
+    """Before: an empty include list said only "the sweep has no points"; an exclude one
+    dropped nothing."""
+    key = rule.split(": [{")[1].split(":")[0]
+    with pytest.raises(ConfigError, match=f"{rule.split(':')[0]}: {key}: an empty list matches"):
+        load_spec(write(tmp_path, BASE + rule + "\n"), small=False)
+
+
 def test_small_from_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("SIMSCHED_SMALL", "1")
     points = load_spec(write(tmp_path, BASE)).points()
@@ -567,6 +595,27 @@ def test_a_trace_cache_the_file_system_refuses_is_refused_up_front(tmp_path):
     points = check_spec(loaded)
     with pytest.raises(ConfigError, match=r"trace_cache /proc/simsched: cannot create the folder"):
         check_trace_cache(loaded, points)
+
+
+def test_a_generated_trace_too_large_for_the_host_is_refused_before_any_point(
+    tmp_path, monkeypatch, capsys
+):
+    """Every point of it made the results folder, then failed alike ("needs about 13.4 GB
+    of memory"); a trace already in the cache is not made again, so it is not refused."""
+    from simsched import host
+    from simsched.cli import main
+
+    valid = BASE.replace("records: [100, 200]", "n_build: [100, 200]")
+    spec = write(tmp_path, valid.replace("params: {n: 4096}", "params: {n: 2^28}"))
+    monkeypatch.setattr(host, "available_bytes", lambda: 2**30)
+    monkeypatch.delenv("SIMSCHED_SMALL", raising=False)  # CI's small run takes n=256
+    with pytest.raises(SystemExit) as info:
+        main(["sweep", "run", str(spec), "--workers", "0"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert re.search(r"^simsched: error: .*s\.yaml: mergesort \(n=268435456, .*needs about "
+                     r"13\.4 GB of memory", err), err  # fmt: skip
+    assert not (tmp_path / "results").exists()
 
 
 @pytest.mark.parametrize(

@@ -140,3 +140,12 @@ def test_an_iterations_mode_that_is_no_text_is_named(tmp_path, mode):
         with_iterations(t, mode)
     assert str(info.value).startswith("iterations=")
     assert str(info.value).endswith(": choose one of auto, markers, none")
+
+
+def test_what_is_not_an_open_trace_is_named(tmp_path):
+    """Before: a path or a number failed with "'int' object has no attribute 'frames'"."""
+    from simsched.trace.iterations import with_iterations
+
+    for t in (123, str(tmp_path / "plain.sst")):
+        with pytest.raises(ConfigError, match=r"^t=.*: expected an open Trace \(simsched"):
+            with_iterations(t, "auto")
