@@ -8,19 +8,21 @@ higher number.  The builder enforces well-formedness: a ``ret`` needs a spawned 
 that spawned syncs implicitly when it returns, and ``close`` requires every spawned frame to
 have returned.
 
-References stream into fixed-size chunks that are encoded and zstd-compressed in a background
-thread (zstandard releases the GIL) while the program goes on generating; the file is written
-under a temporary name and renamed into place only when complete.
+The builder keeps the structure and the checks; the file is the business of the one
+:class:`~simsched.trace.writer.ChunkWriter` it holds (:mod:`simsched.trace.writer`): the
+chunk buffer, the background compression of full chunks, and the staged file renamed into
+place when complete.  Split so that each half reads alone: here the DAG and the rules of
+well-formedness, there file offsets, the digest and the order of the sections.  The one
+seam on the hot path is :meth:`TraceBuilder.ref`, which writes into the writer's buffer in
+place rather than through a call per reference.
 """
 
 from __future__ import annotations
 
-import hashlib
 import operator
 import os
 import re
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
@@ -28,11 +30,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from simsched.errors import ConfigError, IterationMarkError, TraceBuildError, shown
-from simsched.files import atomic_output, check_path
+from simsched.files import check_path
 from simsched.identity import version
 from simsched.params import check_callable, check_flag, check_int, check_mapping, is_one_line
 from simsched.trace import format as fmt
 from simsched.trace import structure
+from simsched.trace.writer import ChunkWriter
 
 #: the header's counts, in its order
 _COUNT_KEYS = ("n_strands", "n_frames", "n_edges", "n_refs", "n_chunks", "n_instructions")
@@ -90,10 +93,6 @@ def _flags(name: str, x: ArrayLike) -> np.ndarray:
         got = shown(x) if a.ndim == 0 else f"an array of {a.dtype}"
         raise ConfigError(f"{name}: expected True, False or an array of them, got {got}")
     return a.astype(bool, copy=False)
-
-
-class _Aborted(Exception):
-    """Raised into the output block to discard an unfinished trace."""
 
 
 def writer_name(v: str) -> str:
@@ -208,34 +207,8 @@ class TraceBuilder:
             self.set_stack(*stack)
         self._roi_mode = bool(roi)
         self._in_roi = not roi
-        self._cctx = fmt.compressor()
-        # The file is the staging file of simsched.files.atomic_output: renamed over the
-        # user's path (or copied into a device) by close(), removed by abort().
-        self._output = atomic_output(self.path)
-        self._staged = True
-        self._tmp = self._output.__enter__()
-        try:
-            self._f = open(self._tmp, "wb")  # noqa: SIM115 - closed by close() / abort()
-        except OSError:
-            self._discard()
-            raise
-        self._f.write(b"\0" * fmt.HEADER_SIZE)
-        self._hash = hashlib.blake2b(digest_size=32)
-        self._pos = fmt.HEADER_SIZE
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sst-compress")
-        self._pending: list[tuple[Future, int, int]] = []
-        self._index: list[tuple[int, int, int, int, int, int, int]] = []
-        # chunk buffer
-        self._cap = int(chunk_refs)
-        self._addr = np.empty(self._cap, np.uint64)
-        self._sizew = np.empty(self._cap, np.uint8)
-        self._gap = np.empty(self._cap, np.uint32)
-        self._dep = np.zeros(self._cap, np.bool_)
-        #: whether the chunk being filled has a dependent reference (else no column is kept)
-        self._any_dep = False
-        self._fill = 0
-        self._nrefs = 0  # references committed before the buffer
-        self._progress = progress
+        # Opened last among the checks: a refused argument leaves no staging file behind.
+        self._w = ChunkWriter(self.path, chunk_refs, progress)
         # tables
         self._s_frame: list[int] = []
         self._s_ref_start: list[int] = []
@@ -286,7 +259,7 @@ class TraceBuilder:
     def _new_strand(self, frame: int) -> int:
         sid = len(self._s_frame)
         self._s_frame.append(frame)
-        self._s_ref_start.append(self._nrefs + self._fill)
+        self._s_ref_start.append(self._w.n_refs)
         self._s_instr.append(0)
         self._s_tail.append(0)
         self._cur_instr = 0
@@ -309,8 +282,9 @@ class TraceBuilder:
 
     def _where(self, i: int) -> str:
         """Name the ``i``-th reference of the current call by chunk and index, as a reader would."""
-        k, j = divmod(self._nrefs + self._fill + i, self._cap)
-        return f"{self.path}: chunk {k}, reference {j} (reference {k * self._cap + j} of the trace)"
+        cap = self._w.cap
+        k, j = divmod(self._w.n_refs + i, cap)
+        return f"{self.path}: chunk {k}, reference {j} (reference {k * cap + j} of the trace)"
 
     @property
     def depth(self) -> int:
@@ -518,7 +492,7 @@ class TraceBuilder:
         self._rep_open = (
             main.strand,
             self._cur_instr + self._pending_gap,
-            self._nrefs + self._fill,
+            self._w.n_refs,
         )
         self._mark_due = True
 
@@ -578,9 +552,9 @@ class TraceBuilder:
             "strands": [s0, s1],
             "count": n,
             "iteration_stride": p,
-            "chunk_refs": self._cap,
+            "chunk_refs": self._w.cap,
         }
-        self._rep_end = (s1 - 1, self._cur_instr + self._pending_gap, self._nrefs + self._fill)
+        self._rep_end = (s1 - 1, self._cur_instr + self._pending_gap, self._w.n_refs)
 
     def roi_begin(self) -> None:
         """Start keeping references (region of interest)."""
@@ -673,15 +647,20 @@ class TraceBuilder:
                 f"{self.path}: instruction gap {g} (instr() counts since the last reference "
                 "included) does not fit 32 bits"
             )
-        if self._fill == self._cap:
-            self._flush()
-        k = self._fill
-        self._addr[k] = addr
-        self._sizew[k] = size | (0x80 if is_write else 0)
-        self._gap[k] = g
-        self._dep[k] = dep
-        self._any_dep |= bool(dep)
-        self._fill = k + 1
+        # Into the writer's buffer in place: a call per reference would cost more than the
+        # rest of this function's bookkeeping.
+        w = self._w
+        k = w.fill
+        if k == w.cap:
+            w.flush()
+            k = 0  # flush() empties the buffer
+        w.addr[k] = addr
+        w.sizew[k] = size | (0x80 if is_write else 0)
+        w.gap[k] = g
+        w.dep[k] = dep
+        if dep:  # a test is cheaper than a call of bool() on every reference
+            w.any_dep = True
+        w.fill = k + 1
         self._cur_instr += g + 1
 
     def refs(
@@ -761,7 +740,7 @@ class TraceBuilder:
             raise TraceBuildError(f"{self.path}: instruction gap does not fit 32 bits")
         self._cur_instr += n + gsum
         d = _per_reference("deps", _flags("deps", deps), n)
-        self._append(a, sw, g, d if d.ndim == 0 or d.any() else np.asarray(False))
+        self._w.append(a, sw, g, d if d.ndim == 0 or d.any() else np.asarray(False))
 
     def refs_checked(self, addrs: np.ndarray, sizew: np.ndarray, gaps: np.ndarray) -> None:
         """Record references that already passed the reference rule, in chunk encoding.
@@ -792,33 +771,7 @@ class TraceBuilder:
             gaps[0] = g0
             self._pending_gap = 0
         self._cur_instr += n + int(gaps.sum(dtype=np.int64))
-        self._append(addrs, sizew, gaps)
-
-    def _append(
-        self, a: np.ndarray, sw: np.ndarray, g: np.ndarray, d: np.ndarray | None = None
-    ) -> None:
-        """Copy references into the chunk buffer (``sw``, ``g`` and ``d`` may be 0-d:
-        broadcast; ``d`` None: independent)."""
-        n = a.shape[0]
-        scalar_sw = sw.ndim == 0
-        scalar_g = g.ndim == 0
-        if d is None:
-            d = np.asarray(False)
-        scalar_d = d.ndim == 0
-        pos = 0
-        while pos < n:
-            if self._fill == self._cap:
-                self._flush()
-            k = min(n - pos, self._cap - self._fill)
-            lo, hi = self._fill, self._fill + k
-            self._addr[lo:hi] = a[pos : pos + k]
-            self._sizew[lo:hi] = sw if scalar_sw else sw[pos : pos + k]
-            self._gap[lo:hi] = g if scalar_g else g[pos : pos + k]
-            self._dep[lo:hi] = d if scalar_d else d[pos : pos + k]
-            if not self._any_dep and bool(d.any() if scalar_d else d[pos : pos + k].any()):
-                self._any_dep = True
-            self._fill = hi
-            pos += k
+        self._w.append(addrs, sizew, gaps)
 
     def _integer_array(self, one: str, many: str, x: np.ndarray) -> None:
         """Refuse an array that does not hold integers (numpy would truncate floats and
@@ -845,36 +798,7 @@ class TraceBuilder:
             return g
         raise TraceBuildError(f"{self.path}: instruction gaps of type {g.dtype} are not integers")
 
-    # -- output ------------------------------------------------------------------------
-    def _write(self, data: bytes) -> int:
-        off = self._pos
-        self._f.write(data)
-        self._hash.update(data)
-        self._pos += len(data)
-        return off
-
-    def _drain(self, keep: int) -> None:
-        while len(self._pending) > keep:
-            fut, first, n = self._pending.pop(0)
-            frame, wa, wg, wd = fut.result()
-            off = self._write(frame)
-            self._index.append((off, len(frame), first, n, wa, wg, wd))
-
-    def _flush(self) -> None:
-        n = self._fill
-        if n == 0:
-            return
-        dep = self._dep[:n].copy() if self._any_dep else None
-        args = (self._addr[:n].copy(), self._sizew[:n].copy(), self._gap[:n].copy(), dep)
-        self._any_dep = False
-        fut = self._pool.submit(fmt.encode_chunk, *args, self._cctx)
-        self._pending.append((fut, self._nrefs, n))
-        self._nrefs += n
-        self._fill = 0
-        self._drain(keep=2)
-        if self._progress is not None:
-            self._progress(self._nrefs, None)
-
+    # -- closing -----------------------------------------------------------------------
     def close(
         self, *, strand_ranges: tuple[np.ndarray, np.ndarray] | None = None
     ) -> fmt.TraceHeader:
@@ -907,8 +831,8 @@ class TraceBuilder:
             self._patch_branching(root)
             if strand_ranges is not None and not self._marked:
                 self._find_iterations(*strand_ranges)
-            self._flush()
-            self._drain(keep=0)
+            self._w.flush()
+            self._w.drain(keep=0)
             self._closed = True
             self._in_roi = False  # later references reach _check_open (see ref)
             return self._finish()
@@ -924,7 +848,7 @@ class TraceBuilder:
             pad = ns - lo.shape[0]
             lo = np.concatenate([lo, np.full(pad, np.iinfo(np.int64).max, np.int64)])
             hi = np.concatenate([hi, np.full(pad, -1, np.int64)])
-        rs = np.asarray([*self._s_ref_start, self._nrefs + self._fill], np.int64)
+        rs = np.asarray([*self._s_ref_start, self._w.n_refs], np.int64)
         starts = find_iterations(
             self._f_parent, self._f_level, self._f_first, self._f_last,
             self._e_src, self._e_dst, self._e_kind, rs, lo[:ns], hi[:ns],
@@ -951,8 +875,10 @@ class TraceBuilder:
         self._meta["params"] = {**self._meta["params"], "iterations_found": len(starts)}
 
     def _finish(self) -> fmt.TraceHeader:
+        """Build the tables and the header's counts, check them as a reader would, and
+        have the writer put them, the meta section and the header in the file."""
         n_strands = len(self._s_frame)
-        n_refs = self._nrefs
+        n_refs = self._w.n_refs  # every chunk is written: the buffer is empty
         self._s_ref_start.append(n_refs)
         if self._repeat is not None:
             last, instr1, r1 = self._rep_end
@@ -992,41 +918,14 @@ class TraceBuilder:
             len(self._f_parent),
             len(self._e_src),
             n_refs,
-            len(self._index),
+            self._w.n_chunks,
             structure.instruction_total(str(self.path), instr),
         )
         # The whole program's counts (a repeated part expanded, and checked as a reader
         # would before the file is in place).
         h = dict(zip(_COUNT_KEYS, counts, strict=True))
         spec, hw, _ = structure.whole_program(str(self.path), h, dict(self._meta), tables)
-        meta_off = self._write(fmt.encode_json(self._meta, self._cctx))
-        meta_len = self._pos - meta_off
-        tab_off = self._write(fmt.encode_tables(tables, self._cctx))
-        tab_len = self._pos - tab_off
-        index = np.array(
-            [(o, ln, first, n, wa, wg, wd, 0) for (o, ln, first, n, wa, wg, wd) in self._index],
-            dtype=fmt.INDEX_DTYPE,
-        )
-        idx_off = self._write(self._cctx.compress(index.tobytes()))
-        idx_len = self._pos - idx_off
-        digest = self._hash.digest()
-        flags = fmt.FLAG_GAPS_EXACT if self._meta["gaps_exact"] else 0
-        if "stack" in self._meta:
-            flags |= fmt.FLAG_STACK
-        if "repeat" in self._meta:
-            flags |= fmt.FLAG_REPEAT
-        header = fmt.pack_header(
-            flags=flags,
-            counts=counts,
-            sections=(meta_off, meta_len, tab_off, tab_len, idx_off, idx_len),
-            digest=digest,
-        )
-        self._f.seek(0)
-        self._f.write(header)
-        self._f.close()
-        self._pool.shutdown()
-        self._staged = False
-        self._output.__exit__(None, None, None)  # fsync, then rename into place
+        digest = self._w.finish(self._meta, tables, counts)
         return fmt.TraceHeader(
             version=fmt.VERSION,
             backend=self._meta["backend"],
@@ -1071,17 +970,7 @@ class TraceBuilder:
         """Discard the partial output (called on errors)."""
         self._closed = True
         self._in_roi = False
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        try:
-            self._f.close()
-        finally:
-            self._discard()
-
-    def _discard(self) -> None:
-        if self._staged:
-            self._staged = False
-            # Leaving the atomic_output block by an exception removes the staging file.
-            self._output.__exit__(_Aborted, _Aborted(), None)
+        self._w.abort()
 
     def __enter__(self) -> TraceBuilder:
         return self
