@@ -573,6 +573,8 @@ class TraceBuilder:
     # -- references --------------------------------------------------------------------
     def _integer(self, what: str, v: Any) -> int:
         try:
+            if isinstance(v, bool | np.bool_):  # instr(True) counted one instruction
+                raise TypeError
             return operator.index(v)
         except TypeError:
             raise TraceBuildError(f"{self.path}: {what} {v!r} is not an integer") from None

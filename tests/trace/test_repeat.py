@@ -188,6 +188,12 @@ def _twice(b):
     b.repeat_begin()
 
 
+def _bool_count(b):
+    b.repeat_begin()
+    _step(b, 0)
+    b.repeat_end(True)  # repeated the part once, where every other count refuses a bool
+
+
 def _small_stride(b):
     b.repeat_begin()
     _step(b, 0)
@@ -206,6 +212,7 @@ def _small_stride(b):
         (_spawn_after_end, "without an iteration mark"),
         (_twice, "at most one repeated part"),
         (_small_stride, "iteration stride 1 \\(at least 2"),
+        (_bool_count, "repeat count True is not an integer"),
         (lambda b: b.repeat_end(2), "repeat_end\\(\\) without repeat_begin\\(\\)"),
     ],
 )

@@ -181,6 +181,10 @@ NAN = float("nan")
         (lambda b: b.refs([64, 72], 8, False, 1e30), "instruction gap does not fit 32 bits"),
         (lambda b: b.refs([64], 8, False, "x"), "instruction gaps of type <U1 are not"),
         (lambda b: b.instr(NAN), "instruction count nan is not an integer"),
+        # a bool counted as 1, where every other count refuses it
+        (lambda b: b.instr(True), "instruction count True is not an integer"),
+        (lambda b: b.ref(64, True, False), "reference size True is not an integer"),
+        (lambda b: b.ref(64, 8, False, gap=True), "instruction gap True is not an integer"),
         # a float address was truncated (4096.7 became 4096) and a string one parsed by
         # numpy or failed with a TypeError; the trace was written either way
         (lambda b: b.ref("0x1000", 8, False), "reference address '0x1000' is not an integer"),
