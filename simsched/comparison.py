@@ -12,6 +12,9 @@ The causes:
 * ``compulsory-misses``: every scheduler took the same last-level misses (within 2 %)
   and the trace's footprint fits one last-level cache: they are cold misses, which no
   schedule can reduce;
+* ``no-references``, ``serial-trace``, ``one-core``: a trace without memory references,
+  one that spawns no task, a machine with one core: what the comparison can show is
+  scheduling alone, no parallelism, or the schedulers' own costs;
 * ``one-socket``: a NUMA-aware policy (:attr:`Scheduler.numa_aware`) on a machine with
   one socket, where it has no nodes to place data and tasks on;
 * ``no-iterations``: a policy that learns from its first iteration
@@ -261,7 +264,7 @@ _BL_REASONS = {
     "given": "given as a parameter",
     "single-socket": "one socket: a single squad (Algorithm II step 2)",
     "cpu-bound": "the program is CPU-bound ([CAB11] §V-D)",
-    "no-recursion": "main spawns only leaves: no tier to cut",
+    "no-recursion": "no task below main spawns: no tier to cut",
     "no-division": (
         "the measured branching degree is 1: most frames that spawn have one child that "
         "spawns in turn, a chain, not the B-ary division of §III-B (a cilk_for split as "
@@ -486,8 +489,43 @@ def sampled_note(records: list[dict[str, Any]]) -> Note | None:
     )
 
 
+def trace_notes(trace: Any, machine: Any) -> list[Note]:
+    """What the trace or the machine alone leaves for a comparison to show: a trace without
+    memory references (``no-references``), one that spawns no task (``serial-trace``), a
+    machine with one core (``one-core``)."""
+    out = []
+    if int(trace.header.n_refs) == 0:
+        out.append(
+            Note(
+                "no-references",
+                "the trace makes no memory references, so no cache or memory count can "
+                "differ: the runs compare scheduling alone",
+            )
+        )
+    if int(trace.header.n_frames) == 1:
+        out.append(
+            Note(
+                "serial-trace",
+                "the trace spawns no task: one core runs it under any scheduler, so the "
+                "runs differ only by the schedulers' own costs",
+            )
+        )
+    if machine.cores == 1:
+        out.append(
+            Note(
+                "one-core",
+                f"{machine.name} has one core: nothing runs in parallel, so the runs "
+                "differ only by the schedulers' own costs",
+            )
+        )
+    return out
+
+
 def compulsory_note(records: list[dict[str, Any]], trace: Any, machine: Any) -> Note | None:
-    """``compulsory-misses`` when the footprint fits one last-level cache, else None."""
+    """``compulsory-misses`` when the footprint fits one last-level cache, else None (also
+    for a trace without references: ``no-references`` says more)."""
+    if int(trace.header.n_refs) == 0:
+        return None
     last = machine.caches[-1]
     misses = sorted({int(r.get(f"{last.name}_misses", 0)) for r in records})
     # Only when the schedules do not differ: with shared data written by several sockets,
@@ -524,11 +562,12 @@ def compare_notes(records: list[dict[str, Any]], trace: Any, machine: Any) -> li
     Returns
     -------
     list of Note
-        ``compulsory-misses`` and ``sampled-counters`` first, then the per-run causes in order of first
+        The trace's and the machine's (:func:`trace_notes`), ``compulsory-misses`` and
+        ``sampled-counters`` first, then the per-run causes in order of first
         appearance; a cause shared by several schedulers with the same text (after the
         scheduler's name) is one note naming them all.
     """
-    out: list[Note] = []
+    out: list[Note] = trace_notes(trace, machine)
     note = compulsory_note(records, trace, machine)
     if note is not None:
         out.append(note)

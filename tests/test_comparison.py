@@ -139,6 +139,40 @@ def test_compulsory_misses_note_only_when_footprint_fits(traces):
     assert "compulsory-misses" not in _codes(small.notes)
 
 
+def test_a_trace_without_references_or_tasks_and_a_one_core_machine_are_said(tmp_path):
+    """Before: "L2 misses (0) are compulsory: the trace's footprint (0 KB) fits one L2",
+    and nothing said that a serial trace or one core leaves only the schedulers' costs."""
+    from simsched.trace import TraceBuilder
+
+    with TraceBuilder(tmp_path / "norefs.sst") as b:
+        for _ in range(4):
+            b.spawn()
+            b.instr(1000)
+            b.ret()
+        b.sync()
+    with TraceBuilder(tmp_path / "serial.sst") as b:
+        b.instr(100)
+        for i in range(10):
+            b.ref(0x1000 + 64 * i, 8, False)
+    notes = simsched.compare(tmp_path / "norefs.sst", TWO_BY_TWO, "ws,cab", speedup=False).notes
+    assert _codes(notes)[0] == "no-references" and "compulsory-misses" not in _codes(notes)
+    assert "serial-trace" not in _codes(notes) and "one-core" not in _codes(notes)
+    cab = next(n for n in notes if n.code == "cab-bl")
+    assert "no task below main spawns" in cab.text
+    notes = simsched.compare(
+        tmp_path / "serial.sst", "itrs-scaling-1", "ws,pdf", speedup=False
+    ).notes
+    assert _codes(notes)[:2] == ["serial-trace", "one-core"]
+    assert "itrs-scaling-1 has one core" in notes[1].text
+    plain = simsched.compare(traces_ms(tmp_path), TWO_BY_TWO, "ws", speedup=False).notes
+    assert not {"no-references", "serial-trace", "one-core"} & set(_codes(plain))
+
+
+def traces_ms(tmp_path):
+    generate("mergesort", tmp_path / "ms.sst", n=1024, grain=256)
+    return tmp_path / "ms.sst"
+
+
 def test_sampled_runs_of_different_detailed_iterations_say_counts_do_not_compare(traces):
     """A sampled WS run replayed 29 of 40 iterations in detail and PDF 22: the table put
     their cache and DRAM counts side by side with nothing saying they cover different
@@ -411,10 +445,12 @@ def test_uneven_allocation_needs_a_mismatch():
 
 class _Iterated:  # frames of two iterations (the profiled one and one more)
     frames = type("F", (), {"iteration": np.array([-1, 0, 1])})()
+    header = type("H", (), {"n_refs": 1000, "n_frames": 3})()
 
 
 class _Flat:
     frames = type("F", (), {"iteration": np.array([-1, -1])})()
+    header = type("H", (), {"n_refs": 1000, "n_frames": 2})()
 
 
 @pytest.mark.parametrize(
