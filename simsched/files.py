@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from simsched.canonical import plain
-from simsched.errors import ConfigError, OutputError, SimschedError, shown
+from simsched.errors import ConfigError, OutputError, SimschedError, shown, spelled
 
 # Errors of the file system a user can act on; anything else is reported with its text too.
 _REASONS = {
@@ -120,7 +120,14 @@ def same_file(a: Path, b: Path) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def check_not_input(out: str | os.PathLike, option: str, inputs: dict[str, Any]) -> None:
+def check_not_input(
+    out: str | os.PathLike,
+    option: str,
+    inputs: dict[str, Any],
+    *,
+    keyword: str | None = None,
+    outputs: dict[str, Any] | None = None,
+) -> None:
     """Refuse, in one :class:`ConfigError`, an output that is one of the command's inputs.
 
     The output is written to a temporary file and renamed over its path, so ``simsched
@@ -135,12 +142,26 @@ def check_not_input(out: str | os.PathLike, option: str, inputs: dict[str, Any])
         How the output was given, for the message (``"--out"``).
     inputs
         What each input is (``"the trace"``) and its path; None entries are skipped.
+    keyword
+        For a function that Python callers and the command line share: its parameter
+        that takes the output (``"out"``).  A Python caller is then told of
+        ``out='x.sst'`` and "this function", the command line of ``--out x.sst`` and
+        "this command" (:func:`~simsched.errors.spelled`).
+    outputs
+        The other files the command writes, as ``inputs``: two outputs in one file would
+        leave only the one written last.
     """
-    for what, path in inputs.items():
+    given, who = f"{option} {out}", "this command"
+    if keyword is not None:
+        given = spelled(f"{keyword}={os.fspath(out)!r}", given)  # in full: it names a file
+        who = spelled("this function", who)
+    files = [(what, path, "reads") for what, path in inputs.items()]
+    files += [(what, path, "writes too") for what, path in (outputs or {}).items()]
+    for what, path, does in files:
         if path is not None and same_file(Path(out), Path(path)):
             raise ConfigError(
-                f"{option} {out}: is {what} this command reads; writing there would replace "
-                "it (choose another file)"
+                f"{given}: is {what} {who} {does}; writing there would replace it (choose "
+                "another file)"
             )
 
 
@@ -341,6 +362,39 @@ def _signals_deferred() -> Iterator[None]:
                 os.kill(os.getpid(), num)
 
 
+def check_output_file(path: str | os.PathLike, *, overwrite: bool = True) -> os.stat_result | None:
+    """Refuse, as :func:`atomic_output` does and with its message, a path no output file
+    can be written to: a folder, a path that cannot be looked at (a part of it is a file),
+    or, unless ``overwrite``, an existing file.  Asked up front by a function that finds
+    out its output only after long work (an import reads its whole input first: a folder
+    given as the output was told as a fault of the input's records).
+
+    Returns
+    -------
+    os.stat_result or None
+        What the path is now (None: nothing is there yet).
+
+    Raises
+    ------
+    OutputError
+        The message names ``path``.
+    """
+    user = Path(path)
+    try:
+        # The user's path, not the resolved one: /dev/stdout on a pipe is a link to
+        # /proc/self/fd/1, whose resolved name ("pipe:[...]") does not exist.
+        st = os.stat(user)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})", exc.errno) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise OutputError(f"{user}: is a folder, expected a file name")
+    if not overwrite and stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{user}: exists; remove it or choose another name")
+    return st
+
+
 @contextmanager
 def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[Path]:
     """Context manager yielding a temporary path to write; it becomes ``path`` on success.
@@ -366,18 +420,7 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
         message names ``path``.
     """
     user = Path(path)
-    try:
-        # The user's path, not the resolved one: /dev/stdout on a pipe is a link to
-        # /proc/self/fd/1, whose resolved name ("pipe:[...]") does not exist.
-        st: os.stat_result | None = os.stat(user)
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})", exc.errno) from None
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise OutputError(f"{user}: is a folder, expected a file name")
-    if st is not None and not overwrite and stat.S_ISREG(st.st_mode):
-        raise OutputError(f"{user}: exists; remove it or choose another name")
+    st = check_output_file(user, overwrite=overwrite)
     special = st is not None and not stat.S_ISREG(st.st_mode)
     target = user if special else _target(user)
     made: list[Path] = []  # the folders made for it, deepest first: removed if it fails

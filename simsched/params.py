@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -116,6 +117,32 @@ def check_strings(value: Any, name: str, form: str) -> list[str]:
         if not isinstance(item, str):
             raise ConfigError(f"{name}: item {shown(item)} is not a {form!r} string")
     return list(value)
+
+
+def check_arguments(value: Any, name: str, what: str) -> list[str]:
+    """``value`` (a list or tuple of command-line arguments) as a list of strings, else a
+    one-line :class:`ConfigError` naming ``name`` and saying ``what`` was expected
+    (``"the program's arguments"``): the argument lists the Python API hands to a program
+    or a compiler.
+
+    A lone string is refused (iterating it gave its characters, each one argument), and
+    so is an item that is neither a string nor a path (``os.PathLike``, given as its
+    text): a command line passes text as it was typed, and a number turned into text here
+    would be spelled as Python spells it (``1e6`` as ``1000000.0``, ``True`` as ``True``),
+    not as the user meant it.
+    """
+    if not isinstance(value, list | tuple):
+        raise ConfigError(f"{name}={shown(value)}: expected a list of {what}")
+    items = []
+    for item in value:
+        text = os.fspath(item) if isinstance(item, os.PathLike) else item
+        if not isinstance(text, str):
+            raise ConfigError(
+                f"{name}: item {shown(item)} is not a string (arguments are text, as on a "
+                "command line)"
+            )
+        items.append(text)
+    return items
 
 
 def check_frame(value: Any, name: str = "df") -> Any:

@@ -41,9 +41,9 @@ from simsched.capture import build
 from simsched.capture.bbtable import write_block_table
 from simsched.capture.cilk import CilkOptions
 from simsched.capture.cilkcc import rewrite_command, stdin_source
-from simsched.errors import CaptureError, ConfigError, shown, spelled
-from simsched.files import make_output_dir
-from simsched.params import check_flag
+from simsched.errors import CaptureError, ConfigError, OutputError, shown, spelled
+from simsched.files import atomic_output, check_not_input, check_path
+from simsched.params import check_arguments, check_callable, check_flag
 from simsched.trace.iterations import check_iterations_mode
 
 if TYPE_CHECKING:
@@ -187,9 +187,15 @@ def compile_program(
 
     Raises
     ------
+    ConfigError
+        ``args`` is not a list of strings (a lone string gave gcc its characters), or
+        ``cilk`` is not a :class:`~simsched.capture.cilk.CilkOptions`.
     CaptureError
         No arguments, an unknown backend, or a Cilk construct that cannot be rewritten.
     """
+    args = check_arguments(args, "args", "compiler arguments")
+    if cilk is not None and not isinstance(cilk, CilkOptions):
+        raise ConfigError(f"cilk={shown(cilk)}: expected a CilkOptions (or None)")
     if not args:
         raise CaptureError(
             "simsched cc: no compiler arguments (try: simsched cc -O2 prog.c -o prog)"
@@ -520,7 +526,7 @@ def count_markers(raw: str | os.PathLike) -> int:
 
 
 def capture(
-    program: str,
+    program: str | os.PathLike,
     args: Sequence[str],
     out: str | os.PathLike,
     *,
@@ -538,9 +544,11 @@ def capture(
     program
         The executable (a path, or a name on ``PATH``).
     args
-        Its arguments.
+        Its arguments: a list of strings (or paths), passed as they are.  A number is
+        refused rather than turned into text, as the command line has only text to give.
     out
-        The trace to write (``.sst``).
+        The trace to write (``.sst``); written only when the capture succeeds, like
+        ``raw``.  Neither may be the program, its block table or the other.
     backend
         ``"gcc"`` (the program was built with ``simsched cc``), ``"valgrind"`` (any
         build that includes ``simsched.h``) or ``"pin"``.
@@ -565,6 +573,11 @@ def capture(
 
     Raises
     ------
+    ConfigError
+        An argument of the wrong type, or ``out`` or ``raw`` that is an input of the
+        capture (writing there would replace it).
+    OutputError
+        ``out`` or ``raw`` cannot be written (a folder, ...).
     CaptureError
         The backend is missing (the message names the command that installs it), the
         program fails, or it wrote no markers.
@@ -578,12 +591,28 @@ def capture(
     check_iterations_mode(iterations)
     verbose = check_flag(verbose, "verbose")
     aslr = check_flag(aslr, "aslr")
-    prog = _resolve_program(program)
-    out = Path(out)
-    make_output_dir(out.parent)
-    with tempfile.TemporaryDirectory(prefix=".simsched-capture-", dir=out.parent) as d:
+    check_callable(progress, "progress")
+    args = check_arguments(args, "args", "the program's arguments")
+    out = check_path(out, "out")
+    raw = None if raw is None else check_path(raw, "raw")
+    prog = _resolve_program(os.fspath(check_path(program, "program")))
+    # the gcc backend's program reads its block table as it starts
+    inputs = {"the program": prog, "the program's block table": _block_table(prog)}
+    check_not_input(out, "--out", inputs, keyword="out")
+    if raw is not None:
+        trace = spelled("the trace (out)", "the trace (--out)")
+        check_not_input(raw, "--raw", inputs, keyword="raw", outputs={trace: out})
+    with contextlib.ExitStack() as outputs:
+        # Both files through temporaries: a failed or interrupted capture leaves neither
+        # (nor a folder made for them), and a file that cannot be one (a folder) is
+        # refused before the program runs.
+        tmp_out = outputs.enter_context(atomic_output(out))
+        tmp_raw = None if raw is None else outputs.enter_context(atomic_output(raw))
         # Absolute: the backend hands these paths to the program, which may chdir() before
         # it writes them (the gcc runtime writes its figures at exit).
+        d = outputs.enter_context(
+            tempfile.TemporaryDirectory(prefix=".simsched-capture-", dir=tmp_out.parent)
+        )
         work = Path(d).absolute()
         t0 = time.perf_counter()
         raw_path, stats = _run_backend(backend, prog, args, work, progress, verbose, aslr)
@@ -591,18 +620,23 @@ def capture(
         raw_bytes = raw_path.stat().st_size
         cb = None if progress is None else (lambda done, _b: progress("import", done))
         stack_warnings: list[str] = []
-        header = import_raw(
-            raw_path,
-            out,
-            program=prog.name,
-            args=list(args),
-            progress=cb,
-            iterations=iterations,
-            warn=stack_warnings.append,
-            source=prog.name,  # the raw stream is a temporary file
-        )
+        try:
+            header = import_raw(
+                raw_path,
+                tmp_out,
+                program=prog.name,
+                args=args,
+                progress=cb,
+                iterations=iterations,
+                warn=stack_warnings.append,
+                source=prog.name,  # the raw stream is a temporary file
+            )
+        except OutputError as exc:  # (a full disk) told of the trace's temporary file
+            text = str(exc)
+            if not text.startswith(f"{tmp_out}: "):
+                raise
+            raise OutputError(f"{out}: {text.removeprefix(f'{tmp_out}: ')}", exc.errno) from None
         if header.n_frames == 1 and not header.roi and count_markers(raw_path) == 0:
-            out.unlink(missing_ok=True)
             if _contains(prog, CILK_FOR_SYMBOL):
                 # A rewritten Cilk program: telling its user to add markers or to build
                 # it with simsched cc, as they did, names the wrong cause.
@@ -618,10 +652,10 @@ def capture(
                 "program's tasks with SS_SPAWN/SS_SYNC, or, for a Cilk program, build it "
                 "from its source files with simsched cc (docs/capture.md)"
             )
-        validate(out)
+        validate(tmp_out)
         t2 = time.perf_counter()
-        if raw is not None:
-            shutil.move(str(raw_path), str(raw))
+        if tmp_raw is not None:
+            shutil.move(raw_path, tmp_raw)
     return CaptureResult(
         header,
         backend,
@@ -634,12 +668,17 @@ def capture(
     )
 
 
+def _block_table(prog: Path) -> Path:
+    """The block table a gcc-backend program reads (``simsched cc`` writes it): where the
+    runtime looks, beside the program's resolved path (/proc/self/exe)."""
+    return Path(os.path.realpath(prog) + ".ssbb")
+
+
 def _block_table_warning(prog: Path, backend: str) -> list[str]:
     """A gcc-backend program without its block table: its gaps are the cruder default."""
     if backend != "gcc":
         return []
-    # where the runtime looks: beside the program's resolved path (/proc/self/exe)
-    table = Path(os.path.realpath(prog) + ".ssbb")
+    table = _block_table(prog)
     if table.is_file():
         return []
     return [

@@ -8,7 +8,6 @@ program under a backend, imports and validates the trace, and prints its counts.
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +15,6 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from simsched.cli._common import err_console
-from simsched.files import atomic_output, check_not_input
 
 _PASS = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
@@ -123,25 +121,17 @@ def register(app: typer.Typer) -> None:
                 f"simsched capture: no such option: {argv[0]} (options come before --, the "
                 "program and its arguments after it; see simsched capture --help)"
             )
-        # the gcc backend's program reads its block table (simsched cc) as it starts
-        inputs = {"the program": argv[0], "the program's block table": argv[0] + ".ssbb"}
-        check_not_input(out, "--out", inputs)
-        if raw is not None:
-            check_not_input(raw, "--raw", {**inputs, "the trace (--out)": out})
-        with (
-            contextlib.ExitStack() as outputs,
-            Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}"),
-                TextColumn("{task.fields[what]}"),
-                TimeElapsedColumn(),
-                console=err_console,
-                transient=True,
-                # away from a terminal the bar is never drawn, yet rich still ends it with
-                # an empty line, before the counts or the error
-                disable=not err_console.is_terminal,
-            ) as bar,
-        ):
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TextColumn("{task.fields[what]}"),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+            # away from a terminal the bar is never drawn, yet rich still ends it with
+            # an empty line, before the counts or the error
+            disable=not err_console.is_terminal,
+        ) as bar:
             task = bar.add_task(f"running ({backend})", what="")
 
             def progress(phase: str, value: int) -> None:
@@ -150,15 +140,12 @@ def register(app: typer.Typer) -> None:
                 else:
                     bar.update(task, description="importing", what=f"{value:,} records")
 
-            # Both files through temporaries: a failed or interrupted capture leaves neither.
-            tmp_out = outputs.enter_context(atomic_output(out))
-            tmp_raw = outputs.enter_context(atomic_output(raw)) if raw is not None else None
             res = capture(
                 argv[0],
                 argv[1:],
-                tmp_out,
+                out,
                 backend=backend,
-                raw=tmp_raw,
+                raw=raw,
                 progress=progress,
                 verbose=verbose,
                 aslr=aslr,

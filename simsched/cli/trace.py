@@ -22,7 +22,7 @@ from simsched.cli._common import (
     want_progress,
 )
 from simsched.errors import ConfigError
-from simsched.files import atomic_output, check_not_input
+from simsched.files import atomic_output
 from simsched.progress import plural
 
 trace_app = typer.Typer(help="Generate, import, inspect and validate traces.", no_args_is_help=True)
@@ -169,13 +169,11 @@ def import_cmd(
     check_iterations_mode(iterations)
     from simsched.trace import import_raw
 
-    check_not_input(out, "--out", {"the raw stream": raw})
-    total = raw.stat().st_size
     warnings: list[str] = []
-    with atomic_output(out) as tmp, _reporter(progress, f"importing {raw.name}", "records") as bar:
+    with _reporter(progress, f"importing {raw.name}", "records") as bar:
         h = import_raw(
             raw,
-            tmp,
+            out,
             program=program or raw.stem,
             args=list(arg or []),
             progress=bar,
@@ -186,7 +184,7 @@ def import_cmd(
         err_console.print(f"warning: {w}")
     err_console.print(
         f"{out}: {h.n_strands} strands, {h.n_refs} references, {h.n_instructions} instructions "
-        f"(from {total:,} raw bytes)"
+        f"(from {raw.stat().st_size:,} raw bytes)"
     )
 
 

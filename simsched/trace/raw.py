@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 import zstandard
 
-from simsched.errors import SimschedError, TraceBuildError, TraceFormatError
-from simsched.files import check_path, regular_file_kind
+from simsched.errors import OutputError, SimschedError, TraceBuildError, TraceFormatError
+from simsched.files import check_not_input, check_output_file, check_path, regular_file_kind
 from simsched.params import check_callable
 from simsched.trace import _raw_kernels as _rk
 from simsched.trace import format as fmt
@@ -662,6 +662,11 @@ def import_raw(
 
     Raises
     ------
+    ConfigError
+        An argument of the wrong type, or ``out_path`` that is the raw stream (writing
+        there would replace it).
+    OutputError
+        ``out_path`` cannot be written (a folder, ...), told before a record is read.
     TraceFormatError
         The stream is malformed: bad header, unknown record, unbalanced markers, missing
         END marker, truncation.
@@ -671,6 +676,9 @@ def import_raw(
     raw_path = check_path(raw_path, "raw_path")
     out_path = check_path(out_path, "out_path")
     check_meta(program, args, line_size_hint)  # the caller's, not the stream's, faults
+    check_not_input(out_path, "--out", {"the raw stream": raw_path}, keyword="out_path")
+    # a folder given as the output was found at the first record, and told as its fault
+    check_output_file(out_path)
     name = source or str(raw_path)
     check_iterations_mode(iterations)
     ranges = _StrandRanges() if iterations == "auto" else None
@@ -801,8 +809,8 @@ def import_raw(
     except SimschedError as exc:
         if b is not None and not b._closed:
             b.abort()
-        if isinstance(exc, TraceFormatError):
-            raise
+        if isinstance(exc, TraceFormatError | OutputError):
+            raise  # an output that cannot be written is no fault of the stream's records
         problem = _builder_problem(b, exc) if b is not None else str(exc)
         raise TraceFormatError(f"{name}: near record {pos}: {problem}") from None
     except BaseException:

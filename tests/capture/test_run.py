@@ -24,7 +24,7 @@ from simsched.capture import build, capture, compile_program, count_markers
 from simsched.capture import run as capture_run
 from simsched.capture.cilk import CilkOptions
 from simsched.capture.run import MIN_SAMPLES, UNINSTRUMENTED_WARN, _significantly_above
-from simsched.errors import CaptureError, ConfigError, TraceFormatError
+from simsched.errors import CaptureError, ConfigError, OutputError, TraceFormatError, command_line
 from simsched.trace import open_trace
 from simsched.trace import raw as R
 
@@ -125,11 +125,14 @@ def test_program_without_markers_is_a_capture_error(cache, bindir, tmp_path):
 
     prog = tmp_path / "plain"
     subprocess.run(cc_command([str(src), "-o", str(prog)]), check=True)
+    (tmp_path / "x.sst").write_text("old")  # was removed: a failed capture keeps it
     with pytest.raises(
         CaptureError,
         match="no simsched markers.*SS_SPAWN.*for a Cilk program, build it .*simsched cc",
     ):
-        capture(str(prog), [], tmp_path / "x.sst")
+        capture(str(prog), [], tmp_path / "x.sst", raw=tmp_path / "x.raw.zst")
+    assert (tmp_path / "x.sst").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain", "plain.c", "x.sst"]
 
 
 ONE_LEAF = r"""
@@ -421,6 +424,110 @@ def test_missing_program_and_pin_are_capture_errors(cache, tmp_path, monkeypatch
         capture("/bin/true", [], tmp_path / "x.sst", aslr="off")
 
 
+def _never_run(*args, **kwargs):
+    pytest.fail("the program ran")
+
+
+def _script(path: Path) -> Path:
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_capture_refuses_to_write_over_the_files_it_reads(tmp_path, monkeypatch):
+    """The Python API replaced its program (or block table) by the trace or the raw stream
+    without a word, where ``simsched capture`` refused; one check now serves both."""
+    monkeypatch.setattr(capture_run, "_run_backend", _never_run)
+    monkeypatch.chdir(tmp_path)
+    prog = _script(tmp_path / "prog")
+    (tmp_path / "prog.ssbb").write_text("table")
+    (tmp_path / "link").symlink_to(prog)
+    tail = "writing there would replace it (choose another file)"
+    for kwargs, message in (
+        ({"out": "prog"}, f"out='prog': is the program this function reads; {tail}"),
+        ({"out": "./link"}, f"out='link': is the program this function reads; {tail}"),
+        (
+            {"out": "prog.ssbb"},
+            f"out='prog.ssbb': is the program's block table this function reads; {tail}",
+        ),
+        (
+            {"out": "o.sst", "raw": "prog"},
+            f"raw='prog': is the program this function reads; {tail}",
+        ),
+        (
+            {"out": "o.sst", "raw": "o.sst"},
+            f"raw='o.sst': is the trace (out) this function writes too; {tail}",
+        ),
+    ):
+        with pytest.raises(ConfigError) as info:
+            capture("./prog", ["10"], **kwargs)
+        assert str(info.value) == message
+    # the command line's words for the same check
+    with command_line(), pytest.raises(ConfigError) as info:
+        capture("./prog", ["10"], "o.sst", raw="o.sst")
+    assert str(info.value) == f"--raw o.sst: is the trace (--out) this command writes too; {tail}"
+    assert prog.read_text() == "#!/bin/sh\n" and (tmp_path / "prog.ssbb").read_text() == "table"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "prog", "prog.ssbb"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        # arguments are text, as the command line gives them: 10 failed in subprocess
+        ({"args": [10]}, ConfigError, "args: item 10 is not a string (arguments are text, as on a command line)"),
+        ({"args": None}, ConfigError, "args=None: expected a list of the program's arguments"),
+        # a lone string was split into its characters, one argument each
+        ({"args": "10"}, ConfigError, "args='10': expected a list of the program's arguments"),
+        ({"out": 123}, ConfigError, "out=123: expected a path (str or os.PathLike)"),
+        ({"out": None}, ConfigError, "out=None: expected a path (str or os.PathLike)"),
+        ({"program": 123}, ConfigError, "program=123: expected a path (str or os.PathLike)"),
+        # it failed only once the program had run
+        ({"progress": 5}, ConfigError, "progress=5: expected a function or None"),
+        # it wrote ./123
+        ({"raw": 123}, ConfigError, "raw=123: expected a path (str or os.PathLike)"),
+        # it wrote d/raw.zst, and the next time failed with shutil.Error
+        ({"raw": "d"}, OutputError, "d: is a folder, expected a file name"),
+        # it was "prog: near record 0: d: is a folder, ...", a fault of the stream
+        ({"out": "d"}, OutputError, "d: is a folder, expected a file name"),
+    ],
+)  # fmt: skip
+def test_capture_refuses_a_wrong_argument_before_the_program_runs(
+    tmp_path, monkeypatch, kwargs, error, message
+):
+    monkeypatch.setattr(capture_run, "_run_backend", _never_run)
+    monkeypatch.chdir(tmp_path)
+    _script(tmp_path / "prog")
+    (tmp_path / "d").mkdir()
+    given = {"program": "./prog", "args": ["10"], "out": "o.sst", **kwargs}
+    with pytest.raises(error) as info:
+        capture(given.pop("program"), given.pop("args"), given.pop("out"), **given)
+    assert str(info.value) == message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "prog"]
+    assert list((tmp_path / "d").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "cilk", "message"),
+    [
+        # both failed in cilk.py with an AttributeError
+        (["-o", "x", "cf.c"], "x", "cilk='x': expected a CilkOptions (or None)"),
+        (["-o", "x", "cf.c"], {"grain": 4}, "cilk={'grain': 4}: expected a CilkOptions (or None)"),
+        # gcc was given the characters of the string, one argument each
+        ("cf.c", None, "args='cf.c': expected a list of compiler arguments"),
+        (["-o", "x", 3], None, "args: item 3 is not a string (arguments are text, as on a command line)"),
+    ],
+)  # fmt: skip
+def test_compile_program_refuses_a_wrong_argument_before_it_compiles(
+    tmp_path, monkeypatch, args, cilk, message
+):
+    monkeypatch.setattr(capture_run.subprocess, "run", _never_run)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        compile_program(args, cilk=cilk)
+    assert str(info.value) == message
+    assert list(tmp_path.iterdir()) == []
+
+
 def _raw_v1(n_refs: int) -> bytes:
     recs = [(R.RAW_MAGIC, R.RAW_VERSION, 4, R.REC_HEADER, 1)]
     recs += [(0x7000 + 8 * i, 3, 8, R.REC_REF, 0) for i in range(n_refs)]
@@ -457,7 +564,26 @@ def test_errors_reading_the_raw_stream_name_the_program(tmp_path, monkeypatch, d
         capture(str(prog), [], tmp_path / "out" / "x.sst")
     msg = str(info.value)
     assert msg.startswith("myprog: ") and message in msg and ".simsched-capture" not in msg
-    assert list((tmp_path / "out").iterdir()) == []
+    assert not (tmp_path / "out").exists()  # nor the folder made for the trace
+
+
+def test_a_trace_that_cannot_be_written_is_named_as_the_user_gave_it(tmp_path, monkeypatch):
+    """The importer writes the trace's temporary file: its error named that hidden file."""
+    import simsched.trace
+
+    def backend(backend, prog, args, work, *rest):
+        (work / "raw.zst").write_bytes(b"x")
+        return work / "raw.zst", {}
+
+    def full(raw, out, **kwargs):
+        raise OutputError(f"{out}: cannot write (no space left on the device)", 28)
+
+    monkeypatch.setattr(capture_run, "_run_backend", backend)
+    monkeypatch.setattr(simsched.trace, "import_raw", full)
+    with pytest.raises(OutputError) as info:
+        capture(str(_script(tmp_path / "prog")), [], tmp_path / "x.sst")
+    assert str(info.value) == f"{tmp_path / 'x.sst'}: cannot write (no space left on the device)"
+    assert info.value.errno == 28 and sorted(p.name for p in tmp_path.iterdir()) == ["prog"]
 
 
 def test_a_failed_compression_of_the_raw_stream_names_the_program(tmp_path, monkeypatch):

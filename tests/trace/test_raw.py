@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -674,3 +675,47 @@ def test_import_refuses_a_pipe_or_a_folder_without_reading_it(tmp_path):
     with pytest.raises(ConfigError, match="^iterations='x': choose one of auto, markers, none$"):
         R.import_raw(fifo, tmp_path / "t.sst", iterations="x")
     assert not (tmp_path / "t.sst").exists()
+
+
+def test_import_refuses_an_output_it_cannot_write_before_it_reads_a_record(tmp_path, monkeypatch):
+    """The Python API turned its own raw stream into the trace without a word, where
+    ``trace import`` refused, and a folder as the output was told as a fault of the
+    stream ("fib: near record 0: d: is a folder ..."); one check now serves both."""
+    from simsched.errors import ConfigError, OutputError, command_line
+
+    raw = write(tmp_path / "x.raw", fib_records(4))
+    data = raw.read_bytes()
+    (tmp_path / "link.raw").symlink_to(raw)
+    (tmp_path / "d").mkdir()
+
+    def never(*args, **kwargs):
+        pytest.fail("a record was read")
+
+    monkeypatch.setattr(R, "_has_roi", never)
+    tail = "writing there would replace it (choose another file)"
+    for out in (raw, tmp_path / "link.raw", tmp_path / "d" / ".." / "x.raw"):
+        with pytest.raises(ConfigError) as info:
+            R.import_raw(raw, out, program="fib")
+        assert (
+            str(info.value)
+            == f"out_path={str(out)!r}: is the raw stream this function reads; {tail}"
+        )
+    with command_line(), pytest.raises(ConfigError) as info:
+        R.import_raw(raw, raw, program="fib")
+    assert str(info.value) == f"--out {raw}: is the raw stream this command reads; {tail}"
+    with pytest.raises(OutputError) as info:
+        R.import_raw(raw, tmp_path / "d", program="fib")
+    assert str(info.value) == f"{tmp_path / 'd'}: is a folder, expected a file name"
+    assert raw.read_bytes() == data and list((tmp_path / "d").iterdir()) == []
+
+
+def test_an_output_that_fails_is_not_told_as_a_fault_of_the_stream(tmp_path):
+    # it was "x.raw: near record 25: cannot write (...)", a TraceFormatError
+    from simsched.errors import OutputError
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    raw = write(tmp_path / "x.raw", fib_records(4))
+    with pytest.raises(OutputError) as info:
+        R.import_raw(raw, "/dev/full", program="fib")
+    assert str(info.value) == "/dev/full: cannot write (no space left on the device)"
