@@ -196,10 +196,16 @@ def _stream_version(head: bytes, name: str) -> int:
     if not head:
         raise TraceFormatError(f"{name}: empty raw stream")
     h = np.frombuffer(head, RAW_DTYPE)[0] if len(head) == 16 else None
-    if h is None or int(h["kind"]) != REC_HEADER or int(h["a"]) != RAW_MAGIC:
+    if h is None or int(h["a"]) != RAW_MAGIC:
         raise TraceFormatError(
             f"{name}: not a simsched raw stream (bad header record: it does not start with "
             f"the raw magic {RAW_MAGIC:#x})"
+        )
+    if int(h["kind"]) != REC_HEADER:
+        # the magic is there: the record's kind byte is damaged, not the file's type wrong
+        raise TraceFormatError(
+            f"{name}: bad header record: kind {int(h['kind'])}, where a header record has "
+            f"{REC_HEADER}"
         )
     if int(h["b"]) not in RAW_VERSIONS:
         raise TraceFormatError(
@@ -256,11 +262,17 @@ def _iter_v2_bodies(f: _Stream, name: str) -> Iterator[tuple[int, np.void, np.nd
                     "start (two raw streams joined into one file?)"
                 )
             raise TraceFormatError(f"{name}: bad block header at record {first} (wrong magic)")
-        if not 0 < n <= BLOCK_MAX_RECS or n_esc > n or n_wide > n or planes > 0xFF or h["zero"]:
-            raise TraceFormatError(
-                f"{name}: bad block header at record {first}: {n} records, {n_esc} escaped, "
-                f"{n_wide} wide gaps, planes {planes:#x} (at most {BLOCK_MAX_RECS} records)"
-            )
+        # one message per field: a single one listed every field, the valid ones too
+        checks = (
+            (0 < n <= BLOCK_MAX_RECS, f"{n} records (a block holds 1 to {BLOCK_MAX_RECS})"),
+            (n_esc <= n, f"{n_esc} escaped records of its {n}"),
+            (n_wide <= n, f"{n_wide} wide gaps for its {n} records"),
+            (planes <= 0xFF, f"planes {planes:#x} (8 planes at most, 0xff)"),
+            (not h["zero"], f"reserved field {int(h['zero'])}, not 0"),
+        )
+        bad = next((why for ok, why in checks if not ok), None)
+        if bad is not None:
+            raise TraceFormatError(f"{name}: bad block header at record {first}: {bad}")
         shifts = np.array([8 * p for p in range(8) if planes >> p & 1], np.uint64)
         size = n * (3 + shifts.shape[0]) + n_esc * RAW_DTYPE.itemsize + n_wide * 4
         body = _read(f, size, name, first)

@@ -518,7 +518,14 @@ def test_v2_malformed_blocks(tmp_path):
     _corrupt(tmp_path, bad, "wrong magic")
     bad = bytearray(good)
     bad[20:24] = (70000).to_bytes(4, "little")
-    _corrupt(tmp_path, bad, "bad block header")
+    _corrupt(tmp_path, bad, r"bad block header at record 1: 70000 records \(a block holds 1 to")
+    # one message named every field, the valid ones too, whichever was wrong
+    bad = bytearray(good)
+    bad[36] = 1
+    _corrupt(tmp_path, bad, r"bad block header at record 1: reserved field 1, not 0$")
+    bad = bytearray(good)
+    bad[14] = R.REC_MARKER  # the header record's kind byte: its magic is intact
+    _corrupt(tmp_path, bad, rf"bad header record: kind {R.REC_MARKER}, where a header record")
     bad = bytearray(good)
     bad[40] = 0x20
     _corrupt(tmp_path, bad, "record 1: bad meta byte 32")
