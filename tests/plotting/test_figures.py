@@ -249,6 +249,7 @@ def test_an_axis_column_without_a_value_in_the_selected_rows_is_refused(tmp_path
     assert exit_info.value.code == 2 and not out.exists()
 
 
+@pytest.mark.filterwarnings("ignore:each mark averages rows")  # a mixed frame on purpose
 def test_log_x_needs_positive_values_and_hue_may_be_x():
     """Used to fail with matplotlib's 'Data cannot be log-scaled' and pandas' 'cannot
     insert seed, already exists'."""
@@ -293,6 +294,7 @@ def test_a_mark_that_averages_other_runs_than_seeds_is_warned_about():
     plt.close("all")
 
 
+@pytest.mark.filterwarnings("ignore:each mark averages rows")  # a mixed frame on purpose
 def test_user_text_is_drawn_literally(tmp_path):
     """Names with ``$`` used to stop the figure with a mathtext ParseException."""
     df = results()
@@ -362,6 +364,7 @@ def test_a_zoom_that_is_not_two_core_counts_is_refused(zoom):
     plt.close("all")
 
 
+@pytest.mark.filterwarnings("ignore:each mark averages rows")  # a mixed frame on purpose
 def test_rows_without_a_value_of_hue_or_col_are_a_group_of_their_own():
     # a parameter of one workload only (a trace workload has no grain): NaN elsewhere
     df = results()
@@ -377,6 +380,7 @@ def test_rows_without_a_value_of_hue_or_col_are_a_group_of_their_own():
     plt.close("all")
 
 
+@pytest.mark.filterwarnings("ignore:each mark averages rows")  # a mixed frame on purpose
 @pytest.mark.parametrize(("x", "kind"), [("machine", "auto"), ("cores", "bar")])
 def test_log_x_of_bars_is_refused(x, kind):
     # bars stand at categories: --logx was ignored without a word
