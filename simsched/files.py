@@ -139,7 +139,8 @@ def check_not_input(
     out
         The output path.
     option
-        How the output was given, for the message (``"--out"``).
+        The command line's option that took the output, for the message (``"--out"``:
+        ``--out t.sst: is the trace this command reads``).
     inputs
         What each input is (``"the trace"``) and its path; None entries are skipped.
     keyword

@@ -51,14 +51,12 @@ def check_line_size(line: Any, where: str) -> int:
     """``line`` as a cache-line size, a power of two from 4 to 65536 bytes, else a
     one-line :class:`ConfigError` that begins with ``where`` (``"--line 48"`` on the
     command line, ``"line=48"`` in the Python API)."""
-    ok = (
-        not isinstance(line, bool)
-        and isinstance(line, numbers.Integral)
-        and 4 <= int(line) <= 65536
-        and is_power_of_two(int(line))
-    )
-    if not ok:
-        raise ConfigError(f"{where}: a line size is a power of two from 4 to 65536 bytes")
+    rule = "a line size is a power of two from 4 to 65536 bytes"
+    if isinstance(line, bool) or not isinstance(line, numbers.Integral):
+        # '64' or 64.0 read as a wrong number of bytes; say what is wrong with it
+        raise ConfigError(f"{where}: expected an integer ({rule})")
+    if not (4 <= int(line) <= 65536 and is_power_of_two(int(line))):
+        raise ConfigError(f"{where}: {rule}")
     return int(line)
 
 

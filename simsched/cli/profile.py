@@ -16,7 +16,6 @@ import typer
 from simsched.canonical import strict_json
 from simsched.cli._common import (
     as_written,
-    check_line,
     console,
     err_console,
     print_json,
@@ -24,7 +23,7 @@ from simsched.cli._common import (
     written_float,
 )
 from simsched.errors import ConfigError
-from simsched.files import atomic_output, check_not_input, folder_blocker, is_stream, same_file
+from simsched.files import check_not_input, folder_blocker, is_stream, same_file
 from simsched.progress import plural
 
 
@@ -88,11 +87,6 @@ def profile_cmd(
     from simsched.trace import open_trace
 
     sz = _parse_sizes(sizes)
-    check_line(line)
-    if line is not None and machine is not None:
-        # alternatives (docs/profiler.md): --line won and the machine, even a misspelt
-        # one, was ignored without a word
-        raise ConfigError("--line and --machine both give the line size: give one of them")
     if out is not None and plot is not None and same_file(out, plot):
         # both are written at the end, the figure last: the profile would be lost
         raise ConfigError(
@@ -114,27 +108,8 @@ def profile_cmd(
             from simsched.plotting.figures import check_tex
 
             check_tex(plot)
-    line_from = f"--line {line}" if line is not None else f"--machine {machine}"
-    if line is None and machine is not None:
-        from simsched.machine import load_machine
-
-        line = int(load_machine(machine).caches[-1].line)
+    # the line, the machine and the sizes are checked by profile_trace, before the pass
     with open_trace(trace) as t:
-        if sz is not None or line is not None:
-            from simsched.errors import SimschedError
-            from simsched.profile.lrutree import DEFAULT_SIZES, bucket_bounds
-
-            try:  # the profile checks them against the line too, without the option's name
-                bucket_bounds(
-                    DEFAULT_SIZES if sz is None else sz, int(line or t.header.line_size_hint or 64)
-                )
-            except SimschedError as exc:
-                if sz is not None:
-                    raise ConfigError(f"--sizes: {exc}") from None
-                # the default sizes do not fit the line given: the line is what to change
-                raise ConfigError(
-                    f"{line_from}: {exc} (the smallest default size; choose sizes with --sizes)"
-                ) from None
         if sys.stderr.isatty() and t.header.n_refs >= 10_000_000:
             from rich.progress import Progress
 
@@ -144,10 +119,11 @@ def profile_cmd(
                     t,
                     sizes=sz,
                     line=line,
+                    machine=machine,
                     progress=lambda done, _n: bar.update(task, completed=done),
                 )
         else:
-            p = profile_trace(t, sizes=sz, line=line)
+            p = profile_trace(t, sizes=sz, line=line, machine=machine)
         result = p.program_misses()
         if verify:
             from simsched.profile import setassoc_misses
@@ -265,21 +241,33 @@ def regrain_cmd(
     out: Annotated[Path, typer.Option("-o", "--out", help="coarse trace to write")],
     machine: Annotated[
         str | None,
-        typer.Option("--machine", "-m", help="use this machine's rows (if the table has several)"),
+        typer.Option(
+            "--machine",
+            "-m",
+            help="use this machine's rows (if the table has several): preset name or YAML "
+            "file, as coarsen takes it, or a machine name of the table",
+        ),
     ] = None,
 ) -> None:
     """Write a trace in which every group of the table runs as one strand."""
     from simsched.profile import read_table, regrain_from_table
     from simsched.trace import open_trace
 
-    check_not_input(out, "--out", {"the trace": trace, "the table": table})
     rows = read_table(table)
-    with open_trace(trace) as t, atomic_output(out) as tmp:
+    with open_trace(trace) as t:
         before = t.header.n_strands
-        h = regrain_from_table(t, tmp, rows, machine=machine, table=table)
+        # refuses an --out that is the trace or the table before writing anything
+        h = regrain_from_table(t, out, rows, machine=machine, table=table)
     merged = h.params.get("merged_groups", 0)
+    if not merged:
+        # an empty table: the rule chose no group of more than one strand
+        err_console.print(
+            f"{out}: the table chose no group to merge; {plural(before, 'strand')}, as in the trace"
+        )
+        return
     err_console.print(
-        f"{out}: {before} strands -> {h.n_strands} strands ({plural(merged, 'group')} merged)"
+        f"{out}: {plural(before, 'strand')} -> {plural(h.n_strands, 'strand')} "
+        f"({plural(merged, 'group')} merged)"
     )
 
 

@@ -70,11 +70,12 @@ import numpy as np
 from simsched.errors import ConfigError, SimschedError, TraceFormatError, shown, spelled
 from simsched.files import check_path, describe_os_error, parse_json, write_bytes_atomic
 from simsched.identity import version
-from simsched.params import check_callable, check_int, is_power_of_two
+from simsched.params import check_callable, check_int, check_line_size, is_power_of_two
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, array_1d, build_groups, check_tree
 
 if TYPE_CHECKING:
+    from simsched.machine import Machine
     from simsched.trace import Trace
 
 PROFILE_VERSION = 2
@@ -854,6 +855,7 @@ def profile_trace(
     *,
     sizes: Sequence[int] | None = None,
     line: int | None = None,
+    machine: str | Path | Machine | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Profile:
     """Run LruTree over a trace, streaming it chunk by chunk, and evaluate every task group.
@@ -865,16 +867,34 @@ def profile_trace(
     sizes
         Cache sizes of interest in bytes (default :data:`DEFAULT_SIZES`, 16 KB … 64 MB).
     line
-        Line size in bytes (default: the trace's ``line_size_hint``).
+        Line size in bytes, a power of two from 4 to 65536 (default: ``machine``'s, else
+        the trace's ``line_size_hint``).
+    machine
+        Take the line size from this machine's outermost cache, as ``simsched profile
+        --machine`` does: a preset name, a machine file or a
+        :class:`~simsched.machine.Machine` (:func:`simsched.machine.load_machine`); not
+        with ``line``.
     progress
         Called with (references done, references total) after each chunk.
 
     Returns
     -------
     Profile
+
+    Raises
+    ------
+    ConfigError
+        The line size (given, the machine's or the trace's hint) is not a power of two from
+        4 to 65536 bytes, ``line`` and ``machine`` are both given, the machine cannot be
+        loaded, or the sizes are not increasing cache sizes that are whole numbers of lines.
+        All of it before the trace is read.
     """
     from simsched.trace.reader import opened_trace
 
+    # first: the size every other check divides by (the command line's --line too)
+    if line is not None:
+        line = check_line_size(line, spelled(f"line={shown(line)}", f"--line {line}"))
+        line_from = spelled(f"line={line}", f"--line {line}")
     default_sizes = sizes is None
     if sizes is None:
         sizes = list(DEFAULT_SIZES)
@@ -882,24 +902,33 @@ def profile_trace(
         sizes = check_sizes(sizes)
         if not sizes:  # an empty list is a mistake, not a request for the default sizes
             raise ConfigError("sizes=[]: give at least one cache size (None: the default sizes)")
-    if line is not None:
-        line = check_int("line", line, 1)
     check_callable(progress, "progress")
+    if machine is not None:
+        if line is not None:
+            # alternatives: the line won and the machine, even a misspelt one, was ignored
+            raise ConfigError(
+                spelled("line and machine", "--line and --machine")
+                + " both give the line size: give one of them"
+            )
+        line, line_from = _machine_line(machine)
     with opened_trace(trace) as t:
         h = t.header
-        given_line = line
-        line = int(line or h.line_size_hint or 64)
+        if line is None:
+            line_from = f"{t.path}: its line size hint {h.line_size_hint}"
+            line = check_line_size(h.line_size_hint, line_from)
         try:
             bounds = bucket_bounds(sizes, line)
         except ConfigError as exc:
-            if not default_sizes or "smaller than" not in str(exc):
+            if not default_sizes:
+                # bucket_bounds says "sizes: " itself to a Python caller, nothing to the
+                # command line's, whose option is --sizes
+                raise ConfigError(spelled("", "--sizes: ") + str(exc)) from None
+            if "smaller than" not in str(exc):
                 raise
-            # the sizes are the defaults: the line is what the caller chose (the CLI's
-            # --line says the same)
-            what = f"line={line}" if given_line else f"{t.path}: its line size hint {line}"
+            # the sizes are the defaults: the line is what the caller chose
             raise ConfigError(
-                f"{what}: {str(exc).removeprefix('sizes: ')} (the smallest default size; "
-                "give sizes=[...])"
+                f"{line_from}: {str(exc).removeprefix('sizes: ')} (the smallest default size; "
+                + spelled("give sizes=[...])", "choose sizes with --sizes)")
             ) from None
         groups = build_groups(t)
         levels = int(groups.depth.max()) + 1
@@ -937,3 +966,18 @@ def profile_trace(
             "spawn_index": np.asarray(t.frames.spawn_index, np.int64),
         }
         return from_histograms(meta, groups, hist, frames)
+
+
+def _machine_line(machine: str | Path | Machine) -> tuple[int, str]:
+    """The line size of ``machine``'s outermost cache (:func:`profile_trace`), and how a
+    message names where it came from."""
+    from simsched.machine import load_machine
+
+    m = load_machine(machine)
+    level = m.caches[-1]
+    if isinstance(machine, str | os.PathLike):
+        said = spelled(f"machine={os.fspath(machine)!r}", f"--machine {machine}")
+    else:
+        said = f"machine {m.name!r}"
+    line = check_line_size(level.line, f"{said} ({level.name} line {level.line})")
+    return line, said

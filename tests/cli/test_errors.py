@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from simsched.profile.coarsen import TABLE_COLUMNS
 from simsched.workloads import generate
 from tests.cli.conftest import ROOT, run_process
 
@@ -555,7 +556,8 @@ def test_an_output_that_is_an_input_is_refused_before_anything_is_written(cli, t
     raw = tmp_path / "r.raw"
     raw.write_bytes(b"not a stream")
     table = tmp_path / "g.csv"
-    table.write_text("machine,group\n")
+    # a table regrain can read: it reads the table before its --out is checked
+    table.write_text(",".join(TABLE_COLUMNS) + "\n")
     results = tmp_path / "res.csv"
     results.write_text("a\n1\n")
     before = trace.read_bytes()
@@ -575,7 +577,8 @@ def test_an_output_that_is_an_input_is_refused_before_anything_is_written(cli, t
         line = one_line(err)
         assert re.search(what, line) and "would replace it" in line, (args, line)
     assert trace.read_bytes() == before
-    assert raw.read_bytes() == b"not a stream" and table.read_text() == "machine,group\n"
+    assert raw.read_bytes() == b"not a stream"
+    assert table.read_text() == ",".join(TABLE_COLUMNS) + "\n"
     assert results.read_text() == "a\n1\n" and not (tmp_path / "c.sst").exists()
 
 

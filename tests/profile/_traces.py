@@ -61,3 +61,19 @@ def build_fanout(path: Path, fanout: int, words: int = 32) -> Path:
         b.sync()
         b.ref(0, 8, False)
     return path
+
+
+def machine_file(path: Path, name: str = "custom", line: int = 64) -> Path:
+    """Write a one-core machine file named ``name`` (a 10 MB L2 of ``line``-byte lines) to
+    ``path`` and return it."""
+    import yaml
+
+    from simsched.machine import load_machine
+
+    data = load_machine("itrs-scaling-1").as_dict()
+    data["name"] = name
+    data["caches"][0]["line"] = min(line, 128)
+    data["caches"][-1]["line"] = line
+    data["memory"]["page_size"] = max(data["memory"]["page_size"], line)
+    path.write_text(yaml.safe_dump(data))
+    return path

@@ -8,8 +8,9 @@ import pytest
 
 from simsched.cli import main
 from simsched.profile import setassoc_misses
+from simsched.profile.coarsen import TABLE_COLUMNS
 from simsched.trace import open_trace, validate
-from tests.profile._traces import build_random
+from tests.profile._traces import build_random, machine_file
 
 
 def run(args, capsys):
@@ -219,3 +220,79 @@ def test_coarsen_to_dev_stdout_writes_only_the_table(tmp_path):
     assert rows[0][:2] == ["machine", "cache"] and len(rows) > 1
     assert all(len(r) == len(rows[0]) for r in rows)
     assert "1 group merged, 1150 strands -> 1 task\n" in proc.stderr  # "1 groups", "1 tasks"
+
+
+def test_regrain_reads_the_machine_as_profile_and_coarsen_do(tmp_path, capsys):
+    """coarsen -m custom.yaml wrote rows for machine custom; regrain -m custom.yaml said
+    "the table has no rows for machine 'custom.yaml'"."""
+    src = build_random(tmp_path / "r.sst", 21)
+    yml = machine_file(tmp_path / "custom.yaml")
+    prof, table = tmp_path / "r.prof", tmp_path / "t.csv"
+    code, _, err = run(["profile", src, "-m", yml, "--sizes", "1K,4K", "-o", prof], capsys)
+    assert code == 0, err
+    code, _, err = run(["coarsen", prof, "-m", yml, "-o", table], capsys)
+    assert code == 0, err
+    coarse = tmp_path / "c.sst"
+    code, _, err = run(["regrain", src, "--table", table, "-o", coarse, "-m", yml], capsys)
+    assert code == 0 and err == f"{coarse}: 53 strands -> 1 strand (1 group merged)\n", err
+    other = machine_file(tmp_path / "other.yaml", name="other")
+    code, _, err = run(
+        ["regrain", src, "--table", table, "-o", tmp_path / "x.sst", "-m", other], capsys
+    )
+    assert code == 2 and err == (
+        f"simsched: error: {table}: the table has no rows for machine 'other' (the name in "
+        f"{other}); it holds custom\n"
+    )
+    assert not (tmp_path / "x.sst").exists()
+
+
+def test_regrain_refuses_an_out_that_is_its_trace_or_table(tmp_path, capsys):
+    src = build_random(tmp_path / "r.sst", 4)
+    table = tmp_path / "t.csv"
+    table.write_text(",".join(TABLE_COLUMNS) + "\n")
+    kept = src.read_bytes()
+    for out, what in ((src, "the trace"), (table, "the table")):
+        code, _, err = run(["regrain", src, "--table", table, "-o", out], capsys)
+        assert code == 2 and err == (
+            f"simsched: error: --out {out}: is {what} this command reads; writing there would "
+            "replace it (choose another file)\n"
+        )
+    assert src.read_bytes() == kept and table.read_text() == ",".join(TABLE_COLUMNS) + "\n"
+
+
+def test_regrain_of_an_empty_table_says_nothing_is_merged(tmp_path, capsys):
+    """The rule chose no group of more than one strand: the trace is written unchanged, and
+    the command says so (it said "N strands -> N strands (0 groups merged)")."""
+    src = build_random(tmp_path / "r.sst", 21)
+    table, coarse = tmp_path / "t.csv", tmp_path / "c.sst"
+    table.write_text(",".join(TABLE_COLUMNS) + "\n")
+    code, out, err = run(["regrain", src, "--table", table, "-o", coarse], capsys)
+    n = validate(src)["strands"]
+    assert code == 0 and out == ""
+    assert n > 1
+    assert err == f"{coarse}: the table chose no group to merge; {n} strands, as in the trace\n"
+    assert validate(coarse)["strands"] == n
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        # profiled with 1- and 2-byte lines, which --line alone refused
+        (
+            ["--line", "1", "--sizes", "16K"],
+            "--line 1: a line size is a power of two from 4 to 65536 bytes",
+        ),
+        (
+            ["--line", "131072"],
+            "--line 131072: a line size is a power of two from 4 to 65536 bytes",
+        ),
+        (
+            ["--line", "64", "-m", "itrs-scaling-1"],
+            "--line and --machine both give the line size: give one of them",
+        ),
+    ],
+)
+def test_profile_line_checks_are_profile_traces(tmp_path, capsys, args, message):
+    src = build_random(tmp_path / "r.sst", 4)
+    code, out, err = run(["profile", src, *args], capsys)
+    assert code == 2 and out == "" and err == f"simsched: error: {message}\n"

@@ -27,7 +27,7 @@ from tests.oracles.profile_oracle import (
     stack_events,
     trace_line_accesses,
 )
-from tests.profile._traces import build_random
+from tests.profile._traces import build_random, machine_file
 
 
 def _expected(t, groups, bounds, line):
@@ -317,6 +317,23 @@ def test_load_rejects_a_damaged_profile_naming_it(tmp_path, damage, message):
             r"\(the smallest default size; give sizes=\[\.\.\.\]\)$",
         ),
         ({"sizes": [32]}, r"^sizes: cache size 32 bytes is smaller than a 64-byte line$"),
+        # lines of 1 and 2 bytes were profiled, which simsched profile --line refuses, and
+        # 131072 was blamed on the default sizes, not on the largest line size
+        (
+            {"line": 1, "sizes": [16384]},
+            r"^line=1: a line size is a power of two from 4 to 65536 bytes$",
+        ),
+        ({"line": 2}, r"^line=2: a line size is a power of two from 4 to 65536 bytes$"),
+        ({"line": 131072}, r"^line=131072: a line size is a power of two from 4 to 65536 bytes$"),
+        (
+            {"line": 131072, "sizes": "a"},
+            r"^line=131072: a line size is a power of two from 4 to 65536 bytes$",
+        ),
+        ({"line": 64.0}, r"^line=64\.0: expected an integer \(a line size is a power of two "),
+        (
+            {"line": 64, "machine": "itrs-scaling-1"},
+            r"^line and machine both give the line size: give one of them$",
+        ),
     ],
 )
 def test_profile_trace_refuses_bad_sizes_and_lines(tmp_path, kwargs, message):
@@ -328,6 +345,46 @@ def test_profile_trace_refuses_bad_sizes_and_lines(tmp_path, kwargs, message):
         4096,
         8192,
     ]
+
+
+def test_profile_trace_checks_the_line_of_a_machine_and_of_the_trace(tmp_path):
+    """The line a machine or the trace's hint gives is held to the same rule as line=, and
+    the default sizes too small for it are the line's fault: named where it came from."""
+    from simsched.errors import command_line
+    from simsched.machine import load_machine
+
+    path = build_random(tmp_path / "r.sst", 0)
+    big = machine_file(tmp_path / "big.yaml", name="big", line=32768)
+    assert profile_trace(path, sizes=[32768], machine=big).line == 32768
+    assert profile_trace(path, sizes=[65536], machine=load_machine(big)).line == 32768
+    small = "cache size 16384 bytes is smaller than a 32768-byte line (the smallest default size; "
+    cases = [
+        (big, f"machine={str(big)!r}: {small}give sizes=[...])"),
+        (load_machine(big), f"machine 'big': {small}give sizes=[...])"),
+    ]
+    for machine, said in cases:
+        with pytest.raises(ConfigError) as info:
+            profile_trace(path, machine=machine)
+        assert str(info.value) == said
+    with command_line(), pytest.raises(ConfigError) as info:
+        profile_trace(path, machine=big)
+    assert str(info.value) == f"--machine {big}: {small}choose sizes with --sizes)"
+    huge = machine_file(tmp_path / "huge.yaml", name="huge", line=131072)
+    with pytest.raises(ConfigError) as info:
+        profile_trace(path, sizes=[1 << 20], machine=huge)
+    assert str(info.value) == (
+        f"machine={str(huge)!r} (L2 line 131072): a line size is a power of two from 4 to "
+        "65536 bytes"
+    )
+    hint = tmp_path / "h.sst"
+    with TraceBuilder(hint, line_size_hint=2) as b:
+        b.ref(0, 8, False)
+    with pytest.raises(ConfigError) as info:
+        profile_trace(hint)
+    assert str(info.value) == (
+        f"{hint}: its line size hint 2: a line size is a power of two from 4 to 65536 bytes"
+    )
+    assert profile_trace(hint, line=64).line == 64
 
 
 def test_a_recursion_too_deep_is_refused_before_its_chains_are_built(tmp_path, monkeypatch):

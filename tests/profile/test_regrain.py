@@ -12,11 +12,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simsched.errors import ConfigError, SimschedError, command_line
-from simsched.profile import build_groups, coarsen, profile_trace, regrain, regrain_from_table
+from simsched.machine import load_machine
+from simsched.profile import (
+    build_groups,
+    coarsen,
+    profile_trace,
+    regrain,
+    regrain_from_table,
+    write_table,
+)
 from simsched.profile.groups import KIND_NAMES
 from simsched.profile.regrain import merge_mask
 from simsched.trace import TraceBuilder, copy, open_trace, validate
-from tests.profile._traces import build_fanout, build_random
+from tests.profile._traces import build_fanout, build_random, machine_file
 
 
 def _all_refs(t):
@@ -46,9 +54,11 @@ def _check(src, out, ranges):
         return a.header.n_strands, b.header.n_strands
 
 
-def test_regrain_without_groups_is_a_copy(tmp_path):
+def test_an_empty_table_writes_a_copy(tmp_path):
+    """coarsen chose no group of more than one strand: the fine grain stays."""
     src = build_random(tmp_path / "r.sst", 3)
-    regrain(open_trace(src), tmp_path / "a.sst", [])
+    with open_trace(src) as t:
+        assert regrain_from_table(t, tmp_path / "a.sst", []).params["merged_groups"] == 0
     with open_trace(src) as t, TraceBuilder(tmp_path / "b.sst", program="random") as b:
         copy(t, b)
     with open_trace(tmp_path / "a.sst") as a, open_trace(tmp_path / "b.sst") as b:
@@ -219,10 +229,9 @@ def test_regrain_takes_a_path_and_names_bad_ranges_and_rows(tmp_path):
     from simsched.errors import ConfigError
 
     src = build_random(tmp_path / "r.sst", 2)
-    h = regrain(src, tmp_path / "copy.sst", [])
+    h = regrain_from_table(src, tmp_path / "copy.sst", [])
     with open_trace(src) as t:
         assert h.n_strands == t.header.n_strands
-    assert regrain_from_table(src, tmp_path / "c2.sst", []).n_strands == h.n_strands
     assert len(build_groups(src)) > 1
     for ranges, says in (
         (None, r"ranges=None: expected a list"),
@@ -237,3 +246,125 @@ def test_regrain_takes_a_path_and_names_bad_ranges_and_rows(tmp_path):
     ):
         with pytest.raises(ConfigError, match=says):
             regrain_from_table(src, tmp_path / "x.sst", rows)
+
+
+def test_regrain_refuses_to_write_over_its_trace_or_table(tmp_path):
+    """regrain('t.sst', 't.sst', ...) replaced the trace with its coarse version (the
+    command line refused it; the functions did not)."""
+    src = build_fanout(tmp_path / "f.sst", 4)
+    rows = _table_rows(src)
+    table = tmp_path / "t.csv"
+    write_table(rows, table)
+    link = tmp_path / "link.sst"
+    link.symlink_to(src)
+    trace_bytes, table_bytes = src.read_bytes(), table.read_bytes()
+    ranges = [(rows[0]["first_strand"], rows[0]["last_strand"])]
+    tail = "this function reads; writing there would replace it (choose another file)"
+    with open_trace(src) as t:
+        cases = [
+            (lambda: regrain(src, src, ranges), f"out={str(src)!r}: is the trace {tail}"),
+            (lambda: regrain(t, str(link), ranges), f"out={str(link)!r}: is the trace {tail}"),
+            (
+                lambda: regrain_from_table(str(src), src, rows),
+                f"out={str(src)!r}: is the trace {tail}",
+            ),
+            (
+                lambda: regrain_from_table(t, table, rows, table=table),
+                f"out={str(table)!r}: is the table {tail}",
+            ),
+        ]
+        for call, said in cases:
+            with pytest.raises(ConfigError) as info:
+                call()
+            assert str(info.value) == said
+        with command_line(), pytest.raises(ConfigError) as info:
+            regrain_from_table(t, src, rows)
+    assert str(info.value) == (
+        f"--out {src}: is the trace this command reads; writing there would replace it "
+        "(choose another file)"
+    )
+    assert src.read_bytes() == trace_bytes and table.read_bytes() == table_bytes
+
+
+def test_regrain_names_bad_arguments_before_writing(tmp_path):
+    """Before: a TypeError (params=5), a ValueError (a row's first_strand 'abc'), the
+    path=5 of the trace writer, and a copy of the trace written for ranges=[], source=5,
+    a row's machine 5 or table=5."""
+    src = build_fanout(tmp_path / "f.sst", 4)
+    rows = _table_rows(src)
+    ok = [(rows[0]["first_strand"], rows[0]["last_strand"])]
+    out = tmp_path / "o.sst"
+    cases = [
+        (lambda: regrain(src, 5, ok), "out=5: expected a path (str or os.PathLike)"),
+        (lambda: regrain(src, out, []), "ranges=[]: no group to merge, nothing to regrain"),
+        (lambda: regrain(src, out, ()), "ranges=(): no group to merge, nothing to regrain"),
+        (
+            lambda: regrain(src, out, ok, params=5),
+            "params=5: expected a mapping (dict) of names to values",
+        ),
+        (lambda: regrain(src, out, ok, source=5), "source=5: expected a path (str or os.PathLike)"),
+        (
+            lambda: regrain_from_table(src, out, [dict(rows[0], first_strand="abc")]),
+            "rows[0]['first_strand']='abc': expected an integer",
+        ),
+        (
+            lambda: regrain_from_table(src, out, [dict(rows[0], last_strand=2.5)]),
+            "rows[0]['last_strand']=2.5: expected an integer",
+        ),
+        (
+            lambda: regrain_from_table(src, out, [dict(rows[0], machine=5)]),
+            "rows[0]['machine']=5: expected text",
+        ),
+        (
+            lambda: regrain_from_table(src, out, [dict(rows[0], trace_digest=None)]),
+            "rows[0]['trace_digest']=None: expected text",
+        ),
+        (
+            lambda: regrain_from_table(src, out, rows, table=5),
+            "table=5: expected a path (str or os.PathLike)",
+        ),
+    ]
+    for call, said in cases:
+        with pytest.raises(ConfigError) as info:
+            call()
+        assert str(info.value) == said
+    assert not out.exists()
+    # a source given as a Path is named as a text is
+    with pytest.raises(ConfigError) as info:
+        regrain(src, out, [(0, 2)], source=tmp_path / "t.csv")
+    assert str(info.value) == f"{tmp_path / 't.csv'}: strands 0..2 are not a task group of {src}"
+    assert regrain(src, out, ok, params={"note": 1}, source="picked").params["note"] == 1
+
+
+def test_the_machine_is_read_as_profile_and_coarsen_read_it(tmp_path):
+    """profile and coarsen took a machine file, regrain only compared the text with the
+    rows: "the table has no rows for machine 'custom.yaml'" where they say custom."""
+    src = build_fanout(tmp_path / "f.sst", 4)
+    yml = machine_file(tmp_path / "custom.yaml")
+    m = load_machine(yml)
+    rows = coarsen(profile_trace(src, sizes=[4096], machine=yml), m).rows
+    assert rows and {r["machine"] for r in rows} == {"custom"}
+    # the file, its text, the loaded machine and the rows' own name
+    for machine in (yml, str(yml), m, "custom"):
+        h = regrain_from_table(src, tmp_path / "c.sst", rows, machine=machine)
+        assert h.params["regrain_machine"] == "custom" and h.params["merged_groups"] == len(rows)
+    other = machine_file(tmp_path / "other.yaml", name="other")
+    out = tmp_path / "x.sst"
+    cases = [
+        (
+            other,
+            f"t.csv: the table has no rows for machine 'other' (the name in {other}); it holds "
+            "custom",
+        ),
+        (
+            "itrs-scaling-1",
+            "t.csv: the table has no rows for machine 'itrs-scaling-1'; it holds custom",
+        ),
+        ("custm", "t.csv: the table has no rows for machine 'custm'; it holds custom"),
+        (tmp_path / "custm.yaml", f"{tmp_path / 'custm.yaml'}: no such file"),
+    ]
+    for machine, said in cases:
+        with pytest.raises(ConfigError) as info:
+            regrain_from_table(src, out, rows, machine=machine, table="t.csv")
+        assert str(info.value) == said
+    assert not out.exists()
