@@ -91,7 +91,15 @@ def check_sizes(sizes: Any) -> list[int]:
 
     if isinstance(sizes, str | bytes) or not isinstance(sizes, Sequence | np.ndarray):
         raise ConfigError(f"sizes={sizes!r}: expected a list of cache sizes in bytes")
-    return [check_int(f"sizes[{i}]", s, 1, MAX_SIZE) for i, s in enumerate(sizes)]
+    out = []
+    for i, s in enumerate(sizes):
+        try:
+            out.append(check_int(f"sizes[{i}]", s, 1, MAX_SIZE))
+        except ConfigError as exc:
+            # simsched profile --sizes hands its parsed list here: say it of the option
+            cli = f"--sizes: {shown(s)} is not a cache size (1 byte to 2^40)"
+            raise ConfigError(spelled(str(exc), cli)) from None
+    return out
 
 
 class ProfileFormatError(SimschedError):

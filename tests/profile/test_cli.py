@@ -87,7 +87,9 @@ def test_profile_names_sizes_that_do_not_fit_the_line(tmp_path, capsys):
     """The profile's own message did not say which option held the bad size."""
     src = build_random(tmp_path / "r.sst", 4)
     for sizes, message in (("100", "cache size 100 bytes is not a whole number of 64-byte"),
-                           ("4K,1K", "are not strictly increasing")):  # fmt: skip
+                           ("4K,1K", "are not strictly increasing"),
+                           # was "sizes[0]=0: must be between 1 and ...", the Python words
+                           ("0", "0 is not a cache size (1 byte to 2^40)")):  # fmt: skip
         code, out, err = run(["profile", src, "--sizes", sizes, "--line", "64"], capsys)
         assert code == 2 and out == "" and err.startswith("simsched: error: --sizes: "), err
         assert message in err
