@@ -19,6 +19,7 @@ place rather than through a call per reference.
 
 from __future__ import annotations
 
+import json
 import operator
 import os
 import re
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from simsched.canonical import plain_strict
 from simsched.errors import ConfigError, IterationMarkError, TraceBuildError, shown
 from simsched.files import check_path
 from simsched.identity import version
@@ -136,6 +138,20 @@ def check_meta(program: Any, args: Any, line_size_hint: Any, backend: Any = "syn
     return hint
 
 
+def _json_params(params: Any) -> dict[str, Any]:
+    """``params`` as the trace's meta section will hold them (JSON: numpy values as plain
+    numbers), refused up front when they are not JSON: they failed in ``close()``, after
+    all the program's references were written."""
+    given = check_mapping(params, "params")  # a list or a text was stored as it was
+    try:
+        return json.loads(json.dumps(given, sort_keys=True, default=plain_strict))
+    except (TypeError, ValueError) as exc:  # an object, or keys sort_keys cannot order
+        raise ConfigError(
+            f"params: {exc} (a trace's params are JSON: text, numbers, booleans, lists and "
+            "mappings with text keys)"
+        ) from None
+
+
 class TraceBuilder:
     """Write a trace from a program's serial execution.
 
@@ -199,7 +215,7 @@ class TraceBuilder:
             "args": [str(a) for a in args],
             "gaps_exact": check_flag(gaps_exact, "gaps_exact"),
             "line_size_hint": int(line_size_hint),
-            "params": check_mapping(params, "params"),  # a list or a text was stored as it was
+            "params": _json_params(params),
             "roi": check_flag(roi, "roi"),  # "no" was True, and every reference dropped
             "writer": writer_name(version()),
         }

@@ -647,3 +647,16 @@ def test_builder_params_must_be_a_mapping(tmp_path):
         with pytest.raises(ConfigError, match="^params=.*: expected a mapping"):
             TraceBuilder(tmp_path / "t.sst", params=bad)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_builder_params_must_be_json_and_numpy_values_are_numbers(tmp_path):
+    """An object in params failed with a TypeError in close(), after every reference was
+    written; numpy scalars were refused there too."""
+    with pytest.raises(ConfigError, match="^params: object is not JSON serialisable"):
+        TraceBuilder(tmp_path / "t.sst", params={"a": object()})
+    assert list(tmp_path.iterdir()) == []
+    b = TraceBuilder(tmp_path / "t.sst", params={"n": np.int64(5), "x": np.float32(0.5)})
+    b.ref(64, 8, False)
+    made = b.close()
+    with open_trace(tmp_path / "t.sst") as t:
+        assert t.header.params == made.params == {"n": 5, "x": 0.5}
