@@ -2,7 +2,8 @@
 
 A bar redrawn in place means nothing in a log file or a pipe, so when stderr is not a
 terminal the same progress is written as one plain line every ``interval`` seconds
-(``simulating ws on itrs-scaling-16: 42.0 % (31 s)``) and a last line when the step ends.
+(``simulating ws on itrs-scaling-16: 42.0 %, 43 s left (31 s)``: the time left is the rate
+so far applied to what remains) and a last line when the step ends.
 Whether to report at all is the caller's choice (the CLI's ``--progress`` / ``--no-progress``,
 by default only at a terminal); how is decided here.  :func:`plural` words the counts of
 such lines and of the commands' summaries.
@@ -16,6 +17,16 @@ from typing import IO, Any
 
 #: Seconds between two plain progress lines.
 LINE_INTERVAL_S = 10.0
+
+
+def duration(seconds: float) -> str:
+    """``1 h 02 min``, ``12 min 05 s`` or ``7 s``."""
+    s = max(0, int(seconds))
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    if s >= 60:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s} s"
 
 
 def plural(count: int, noun: str, nouns: str | None = None, *, thousands: bool = False) -> str:
@@ -80,7 +91,12 @@ class Progress:
         isatty = getattr(self.stream, "isatty", None)
         if isatty is not None and isatty():
             from rich.console import Console
-            from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
             from rich.progress import Progress as Bar
 
             self._bar = Bar(
@@ -88,6 +104,8 @@ class Progress:
                 BarColumn(),
                 TextColumn("{task.fields[text]}"),
                 TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),  # shown once the total is known
                 console=Console(file=self.stream),
                 transient=True,
             )
@@ -107,6 +125,12 @@ class Progress:
             return f"{100 * self.done / self.total:.1f} %"
         return f"{self.done:,} {self.unit}".rstrip()
 
+    def _left(self, elapsed: float) -> str:
+        """``, 43 s left`` once a second has passed with a total and part of it done."""
+        if not self.total or not 0 < self.done < self.total or elapsed < 1:
+            return ""
+        return f", {duration(elapsed * (self.total - self.done) / self.done)} left"
+
     def _line(self, text: str) -> None:
         elapsed = time.monotonic() - self._t0
         print(f"{self.label}: {text} ({elapsed:.0f} s)", file=self.stream, flush=True)
@@ -122,7 +146,7 @@ class Progress:
         now = time.monotonic()
         if now - self._last >= self.interval:
             self._last = now
-            self._line(self._amount())
+            self._line(self._amount() + self._left(now - self._t0))
 
     def __call__(self, done: int, total: int | None = None) -> None:
         """Same as :meth:`update`: the engine and the readers take a plain callback."""

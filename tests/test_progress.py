@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import types
 
 import pytest
 
@@ -35,6 +36,28 @@ def test_lines_on_a_non_terminal_with_percentages_or_counts():
     ]
 
 
+def test_a_line_with_a_total_says_how_long_is_left(monkeypatch):
+    import simsched.progress as progress
+
+    now = [100.0]
+    monkeypatch.setattr(progress, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+    out = io.StringIO()
+    with Progress("generating heat", unit="references", stream=out, interval=0) as p:
+        now[0] = 110.0
+        p(1_000, 4_000)  # a quarter in 10 s: 30 s left
+        now[0] = 130.0
+        p(2_000, 4_000)
+        now[0] = 150.0
+        p(4_000, 4_000)  # nothing left to say
+        now[0] = 160.0
+    assert out.getvalue().splitlines() == [
+        "generating heat: 25.0 %, 30 s left (10 s)",
+        "generating heat: 50.0 %, 30 s left (30 s)",
+        "generating heat: 100.0 % (50 s)",
+        "generating heat: done, 100.0 % (60 s)",
+    ]
+
+
 def test_lines_are_at_most_one_per_interval_and_a_failed_step_has_no_done_line():
     out = io.StringIO()
     with pytest.raises(RuntimeError), Progress("x", stream=out, interval=3600) as p:
@@ -62,7 +85,7 @@ def test_progress_flag_is_honoured_when_stderr_is_not_a_terminal(tmp_path, capsy
     # Under pytest stderr is captured, not a terminal: the case of a redirected run.
     sst = tmp_path / "fib.sst"
     err = _stderr_of(capsys, "trace", "gen", "fib", "-p", "n=10", "-o", str(sst), "--progress")
-    assert "generating fib: done, " in err and " references (" in err
+    assert "generating fib: done, 100.0 % (" in err  # its total is known up front
     err = _stderr_of(capsys, "trace", "info", str(sst), "--progress")
     assert "fib.sst: footprint: done, 100.0 %" in err
     err = _stderr_of(capsys, "run", "-t", str(sst), "-m", "itrs-scaling-2", "--progress")
@@ -75,8 +98,12 @@ def test_generate_and_summary_report_through_their_callbacks(tmp_path):
     from simsched.trace import summary
 
     seen: list[tuple[int, int | None]] = []
-    h = generate("fib", tmp_path / "f.sst", n=12, progress=lambda d, t: seen.append((d, t)))
-    assert seen and seen[-1][0] <= h.n_refs and all(t is None for _, t in seen)
+    h = generate(
+        "fib", tmp_path / "f.sst", n=15, chunk_refs=4096, progress=lambda d, t: seen.append((d, t))
+    )
+    # the total is known before the first reference (fib's references(params)) and reached
+    assert len(seen) > 1 and seen[-1] == (h.n_refs, h.n_refs)
+    assert all(t == h.n_refs for _, t in seen)
     seen.clear()
     summary(tmp_path / "f.sst", progress=lambda d, t: seen.append((d, t)))
     assert seen[-1] == (h.n_refs, h.n_refs)

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from simsched.cli._common import err_console, print_table
-from simsched.progress import plural
+from simsched.progress import duration, plural
 
 if TYPE_CHECKING:
     from simsched.experiments.spec import LoadedSpec
@@ -218,7 +218,7 @@ def status_cmd(
     for r in status["running"]:
         where = "this host" if r["alive"] else r["host"]
         print(
-            f"  running for {_elapsed(now - r['since'])}: {r['workload']}, {r['machine']}, "
+            f"  running for {duration(now - r['since'])}: {r['workload']}, {r['machine']}, "
             f"{r['scheduler']}, seed {r['seed']} (pid {r['pid']} on {where})"
         )
 
@@ -302,16 +302,6 @@ def _hidden_note(hidden: list[str]) -> str:
         names = ", ".join(hidden)
         return f" ({plural(len(hidden), 'more column')}: {names}; choose with --columns)"
     return f" ({plural(len(hidden), 'more column')}: --list-columns names them)"
-
-
-def _elapsed(seconds: float) -> str:
-    """``1 h 02 min``, ``12 min 05 s`` or ``7 s``."""
-    s = max(0, int(seconds))
-    if s >= 3600:
-        return f"{s // 3600} h {s % 3600 // 60:02d} min"
-    if s >= 60:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s} s"
 
 
 def _were(count: int) -> str:

@@ -628,13 +628,14 @@ def _check_filter_values(loaded: LoadedSpec, seen: dict[str, set[str]]) -> None:
                         )
 
 
-def check_generator_memory(where: str, recipes: list[dict[str, Any]], cache: Path) -> None:
+def check_generator_size(where: str, recipes: list[dict[str, Any]], cache: Path) -> None:
     """Refuse a generated trace still to be made in ``cache`` that this host has too little
-    memory to make (:func:`simsched.workloads.check_memory`): else every point of it ran,
-    made the results folder and failed alike.  A trace already in the cache is not made
-    again, so its size does not matter here."""
+    memory to make, or that would hold more references than a generated trace may
+    (:func:`simsched.workloads.check_size`): else every point of it ran, made the results
+    folder and failed alike.  A trace already in the cache is not made again, so its size
+    does not matter here."""
     from simsched.trace.recipes import cached_trace_path
-    from simsched.workloads import check_memory
+    from simsched.workloads import check_size
 
     seen: set[Path] = set()
     for r in recipes:
@@ -645,7 +646,7 @@ def check_generator_memory(where: str, recipes: list[dict[str, Any]], cache: Pat
             continue
         seen.add(path)
         try:
-            check_memory(r["generator"], dict(r["params"]))
+            check_size(r["generator"], dict(r["params"]))
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
 
@@ -653,7 +654,7 @@ def check_generator_memory(where: str, recipes: list[dict[str, Any]], cache: Pat
 def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
     """Refuse a trace cache this process cannot write while traces of ``points`` (the
     points about to run) are still to be made in it, or a generated trace among them too
-    large for this host's memory (:func:`check_generator_memory`): else every point of
+    large for this host's memory or too long (:func:`check_generator_size`): else every point of
     those traces fails alike, each with the same error.  ``sweep status`` does not ask: a finished
     sweep's folder may be read-only and its traces gone.
 
@@ -671,7 +672,7 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
         {Path(p.spec_dir) / p.workload["path"] for p in points if p.workload.get("kind") == "jobs"}
     ):
         recipes += jobset_generator_recipes(jobs)  # a job set's generated jobs are made there too
-    check_generator_memory(where, recipes, cache)
+    check_generator_size(where, recipes, cache)
     folder = cache
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent  # a missing cache is made inside its nearest existing folder

@@ -17,8 +17,12 @@ elision, docs/architecture.md §4.1) and writes its DAG and memory references wi
 
 A generator module provides ``NAME``, ``SUMMARY``, ``PARAMS`` (a tuple of
 :class:`~simsched.workloads._common.Param`), ``finish_params(params)`` (derived defaults),
-``layout(params) -> Heap`` (where the program's arrays live) and
-``emit(b, params, heap) -> dict`` (the program itself), and may say in
+``layout(params) -> Heap`` (where the program's arrays live),
+``emit(b, params, heap) -> dict`` (the program itself), ``memory(params)`` (the bytes
+generating needs) and ``references(params)`` (the references its trace file holds,
+exactly: checked against :data:`MAX_GENERATED_REFS` before anything is written, and the
+total of the progress it reports; one that stores a repeated part adds
+``program_references(params)``, the whole program's), and may say in
 ``MARKS_ITERATIONS`` whether its traces mark iterations (a sweep that samples iterations
 refuses one that says False before running it).  A module that models several
 programs with one code path (the stencils) lists them in ``VARIANTS`` and gives each its
@@ -38,8 +42,9 @@ from typing import Any, NamedTuple
 
 from simsched import host
 from simsched.errors import ConfigError
-from simsched.params import is_power_of_two
+from simsched.params import check_callable, is_power_of_two
 from simsched.registry import Registry
+from simsched.trace import repeat
 from simsched.trace.format import CHUNK_REFS
 from simsched.workloads import datapar, fib, ge, hashjoin, mergesort, stencil
 from simsched.workloads._common import Heap, Param, resolve_params
@@ -49,7 +54,8 @@ __all__ = [
     "ParamDoc",
     "Workload",
     "WorkloadRun",
-    "check_memory",
+    "MAX_GENERATED_REFS",
+    "check_size",
     "generate",
     "params_of",
 ]
@@ -147,7 +153,16 @@ class Workload:
 
 
 #: The functions and tables a generator module provides (the module docstring says what).
-GENERATOR_API = ("NAME", "SUMMARY", "PARAMS", "finish_params", "layout", "emit", "memory")
+GENERATOR_API = (
+    "NAME",
+    "SUMMARY",
+    "PARAMS",
+    "finish_params",
+    "layout",
+    "emit",
+    "memory",
+    "references",
+)
 
 
 def _adapt(module: object, name: str) -> Workload:
@@ -228,6 +243,11 @@ def params_of(name: str) -> dict[str, ParamDoc]:
     return out
 
 
+def _shown(p: dict[str, Any]) -> str:
+    """A generator's parameters as a refusal names them."""
+    return ", ".join(f"{k}={v}" for k, v in p.items() if k != "kind")
+
+
 def _check_memory(w: Workload, p: dict[str, Any]) -> None:
     """Refuse in one line a generator run that needs more memory than this host has.
 
@@ -238,17 +258,94 @@ def _check_memory(w: Workload, p: dict[str, Any]) -> None:
     need = float(w.module.memory(p))
     have = host.available_bytes()
     if have is not None and need > have:
-        shown = ", ".join(f"{k}={v}" for k, v in p.items() if k != "kind")
         raise ConfigError(
-            f"{w.name} ({shown}): generating it needs about {need / 2**30:,.1f} GB of memory, "
-            f"this host has {have / 2**30:,.1f} GB available (a smaller input?)"
+            f"{w.name} ({_shown(p)}): generating it needs about {need / 2**30:,.1f} GB of "
+            f"memory, this host has {have / 2**30:,.1f} GB available (a smaller input?)"
         )
 
 
-def check_memory(name: str, params: dict[str, Any]) -> None:
+#: Most references a generated trace may hold (what the file holds: a repeated part
+#: once).  The largest trace of the published-size studies is LAWS's GE on the Intel
+#: machine (experiments/laws/published_intel.yaml: n = 8192, 200 pivot steps,
+#: 39,293,514,800 references); a hundred times that, rounded, refuses no study nor any
+#: input of a size one means to simulate, and refuses a mistyped one before a day of
+#: work: ``datapar n=1000000 elems=1000000`` (9.0e12 references, two days) or ``ge
+#: n=2^20 steps=1`` (4.4e12).
+MAX_GENERATED_REFS = 4 * 10**12
+#: References a second that :func:`generate` writes, for a refusal's rough duration: GE
+#: n = 2048, cutoff 8, 200 steps, init false (2,279,601,200 references,
+#: experiments/laws/published.yaml) took 49 s (44 s of CPU time), best of two, on a shared
+#: 2-core host (2026-12-03).
+GENERATED_REFS_PER_S = 45e6
+
+
+def _roughly(seconds: float) -> str:
+    """A long duration in the largest unit of which it is at least two."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.0f} {unit}s"
+    return f"{seconds:.0f} seconds"
+
+
+def _check_references(w: Workload, p: dict[str, Any], chunk_refs: int) -> int:
+    """Refuse in one line a generator run whose trace would hold more references than
+    :data:`MAX_GENERATED_REFS`, or a repeat trace whose whole program a reader would
+    refuse; else return the references the file will hold.
+
+    Every generator declares ``references(params)``: exactly what the file holds (a
+    repeated part once), what the progress callback counts up to.  One that stores a
+    repeated part also declares ``program_references(params)``, the whole program, which
+    a reader serves in :data:`simsched.trace.repeat.MAX_CHUNKS` chunks at most.  The
+    trace format's own limit, :data:`simsched.trace.format.MAX_INSTRUCTIONS` (every
+    reference is an instruction), lies beyond both: the generators make a few
+    instructions a reference, under 2^8 (tests/workloads/test_references.py), and 2^42
+    references (either limit) times 2^8 is 2^50.
+    """
+    refs = int(w.module.references(p))
+    if refs > MAX_GENERATED_REFS:
+        took = _roughly(refs / GENERATED_REFS_PER_S)
+        raise ConfigError(
+            f"{w.name} ({_shown(p)}): its trace would hold {refs:,} references ({refs:.1e}), "
+            f"more than the {MAX_GENERATED_REFS:.0e} a generated trace may have: about "
+            f"{took} of generating at the {GENERATED_REFS_PER_S / 1e6:.0f} M references a "
+            f"second measured on a 2-core host (smaller sizes: `simsched trace gen {w.name} "
+            "--list`)"
+        )
+    whole = getattr(w.module, "program_references", None)
+    program = refs if whole is None else int(whole(p))
+    chunks = -(-program // chunk_refs)
+    if program > refs and chunks > repeat.MAX_CHUNKS:
+        raise ConfigError(
+            f"{w.name} ({_shown(p)}): its whole program would hold {program:,} references, "
+            f"{chunks:,} chunks of {chunk_refs:,}, more than the {repeat.MAX_CHUNKS:,} a "
+            "reader expands a repeated part into (fewer iterations, or a larger chunk_refs)"
+        )
+    return refs
+
+
+def _chunk_refs(name: str, params: dict[str, Any]) -> int:
+    """Take ``chunk_refs`` (:data:`CHUNK_PARAM`) out of ``params`` and check it."""
+    given = {k: params.pop(k) for k in [CHUNK_PARAM.name] if k in params}
+    chunk_refs: int = resolve_params(name, (CHUNK_PARAM,), given)[CHUNK_PARAM.name]
+    if not is_power_of_two(chunk_refs):
+        raise ConfigError(
+            f"workload {name}: parameter chunk_refs: {chunk_refs} is not a power of two"
+        )
+    return chunk_refs
+
+
+def _check_size(w: Workload, p: dict[str, Any], chunk_refs: int) -> int:
+    """Both up-front checks, the memory first (some generators count their references
+    from their data, which needs it); the references the file will hold."""
+    _check_memory(w, p)
+    return _check_references(w, p, chunk_refs)
+
+
+def check_size(name: str, params: dict[str, Any]) -> int:
     """Refuse, as :func:`generate` would, a generator run this host has too little memory
-    for, generating nothing (a sweep checks every trace it is to make before its first
-    point, so that a too-large input does not fail every point alike).
+    for or whose trace would be too long, generating nothing (a sweep checks every trace
+    it is to make before its first point, so that a too-large input does not fail every
+    point alike).
 
     Parameters
     ----------
@@ -257,13 +354,22 @@ def check_memory(name: str, params: dict[str, Any]) -> None:
     params
         Its parameters, as :func:`generate` takes them (``chunk_refs`` too).
 
+    Returns
+    -------
+    int
+        The references the trace file would hold (a repeated part once).
+
     Raises
     ------
     ConfigError
-        An unknown generator, a bad parameter, or an input too large for this host.
+        An unknown generator, a bad parameter, an input too large for this host's
+        memory, or one with more references than :data:`MAX_GENERATED_REFS` or its
+        reader allows.
     """
     w = get(name)
-    _check_memory(w, w.resolve({k: v for k, v in params.items() if k != CHUNK_PARAM.name}))
+    rest = dict(params)
+    chunk_refs = _chunk_refs(w.name, rest)
+    return _check_size(w, w.resolve(rest), chunk_refs)
 
 
 #: The trace layout option every generator takes beside its own parameters: references
@@ -296,7 +402,9 @@ def generate(
     path
         Output trace (``.sst``), written atomically.
     progress
-        Called as ``progress(references_written, None)`` as the trace grows.
+        Called as ``progress(references_written, total)`` after each chunk; ``total``
+        is the references the file will hold (a repeated part once, as the generator's
+        ``references(params)`` counts them), which the last call reaches.
     **params
         Generator parameters; Python values or strings such as ``"2^20"`` or ``"true"``;
         also ``chunk_refs`` (:data:`CHUNK_PARAM`).  A parameter left out takes its
@@ -311,21 +419,18 @@ def generate(
     Raises
     ------
     ConfigError
-        For an unknown workload, a bad parameter or an input too large for this host
-        (nothing is written).
+        For an unknown workload, a bad parameter, an input too large for this host's
+        memory, or one whose trace would hold more than :data:`MAX_GENERATED_REFS`
+        references or more than its reader takes (:func:`check_size`; nothing is written).
     """
     from simsched.trace import TraceBuilder
 
     w = get(name)
     name = w.name  # the canonical name (" Heat" is heat) in the header and its params
-    layout = {k: params.pop(k) for k in [CHUNK_PARAM.name] if k in params}
-    chunk_refs = resolve_params(name, (CHUNK_PARAM,), layout)[CHUNK_PARAM.name]
-    if not is_power_of_two(chunk_refs):
-        raise ConfigError(
-            f"workload {name}: parameter chunk_refs: {chunk_refs} is not a power of two"
-        )
+    check_callable(progress, "progress")  # before it is wrapped into one that is
+    chunk_refs = _chunk_refs(name, params)
     p = w.resolve(params)
-    _check_memory(w, p)
+    total = _check_size(w, p, chunk_refs)
     heap = w.layout(p)
     args = [f"{k}={v}" for k, v in p.items()]
     meta = {"workload": name, **p, "regions": heap.as_json()}
@@ -337,7 +442,7 @@ def generate(
         gaps_exact=False,
         line_size_hint=64,
         params=meta,
-        progress=progress,
+        progress=None if progress is None else _with_total(progress, total),
         chunk_refs=chunk_refs,
     )
     try:
@@ -346,3 +451,14 @@ def generate(
         b.abort()
         raise
     return b.close()
+
+
+def _with_total(
+    progress: Callable[[int, int | None], None], total: int
+) -> Callable[[int, int | None], None]:
+    """The builder's ``progress(done, None)`` as ``progress(done, total)``."""
+
+    def report(done: int, _unknown: int | None) -> None:
+        progress(done, total)
+
+    return report

@@ -11,6 +11,10 @@ Conventions: ``C`` is an int64 array of the instruction-model constants, indexed
 defined in one place); ``st`` is the explicit emission state ``[next free slot, pending
 instructions]``: instructions wait in ``st[1]`` and are added to the gap of the next
 reference, exactly as :meth:`TraceBuilder.instr` does.
+
+The last kernels count what those write without writing it (mergesort's
+``references(params)``): a merge's count depends on its runs only through their largest keys
+and how many keys lie beyond them, so they scan or binary-search runs instead of merging.
 """
 
 from __future__ import annotations
@@ -160,3 +164,111 @@ def split_search(S, xlo, ylo, m, p, sbase, es, C, addr, gap, wr, q):
                 z = mid
         q[c] = a
     return st[0]
+
+
+@njit(cache=True)
+def _tail(keys, xs, xe, ys, ye):
+    """Keys that merge() copies after its main loop when merging the runs of the keys of
+    ``keys[xs:xe]`` and ``keys[ys:ye]`` once sorted (in any order here: only their largest
+    key and a count matter).  The main loop takes X's key on a tie, so X runs out first
+    when its largest key is at most Y's, leaving Y's keys not below it; else Y runs out,
+    leaving X's keys above Y's largest.  An empty run leaves the other whole."""
+    if xs == xe or ys == ye:
+        return (xe - xs) + (ye - ys)
+    xmax = keys[xs]
+    for i in range(xs + 1, xe):
+        xmax = max(xmax, keys[i])
+    ymax = keys[ys]
+    for j in range(ys + 1, ye):
+        ymax = max(ymax, keys[j])
+    left = 0
+    if xmax <= ymax:
+        for j in range(ys, ye):
+            left += keys[j] >= xmax
+    else:
+        for i in range(xs, xe):
+            left += keys[i] > ymax
+    return left
+
+
+@njit(cache=True)
+def _msort_refs(keys, lo, n, d):
+    """References of msort() of the ``n`` keys from ``lo`` at depth ``d`` (sort_leaves)."""
+    if n == 1:
+        return 2 if d & 1 else 0  # a single key at an odd depth is copied into T
+    h = n // 2
+    # a merge of n keys: 3 references a step of its main loop, 2 a key of its copy loops
+    own = 3 * n - _tail(keys, lo, lo + h, lo + h, lo + n)
+    return own + _msort_refs(keys, lo, h, d + 1) + _msort_refs(keys, lo + h, n - h, d + 1)
+
+
+@njit(cache=True)
+def leaf_refs_total(keys, starts, sizes, depths):
+    """References sort_leaves() writes for these leaves of the input ``keys``, counted
+    without sorting or writing them (mergesort's reference count)."""
+    total = 0
+    for leaf in range(starts.shape[0]):
+        total += _msort_refs(keys, starts[leaf], sizes[leaf], depths[leaf])
+    return total
+
+
+@njit(cache=True)
+def _run_tail(x, xs, xe, y, ys, ye):
+    """As :func:`_tail`, for the sorted runs ``x[xs:xe]`` and ``y[ys:ye]``: found by
+    binary search instead of counted."""
+    if xs == xe or ys == ye:
+        return (xe - xs) + (ye - ys)
+    xmax, ymax = x[xe - 1], y[ye - 1]
+    if xmax <= ymax:
+        return ye - max(np.searchsorted(y, xmax, side="left"), ys)
+    return xe - max(np.searchsorted(x, ymax, side="right"), xs)
+
+
+@njit(cache=True)
+def _probes(m, q):
+    """Probes of split_search()'s loop over ``m`` keys for a key whose lower bound is
+    ``q``: it goes right exactly when ``mid < q``."""
+    a, z, count = 0, m, 0
+    while a < z:
+        mid = (a + z) >> 1
+        count += 1
+        if mid < q:
+            a = mid + 1
+        else:
+            z = mid
+    return count
+
+
+@njit(cache=True)
+def pmerge_refs(x, y, merge_grain):
+    """References pmerge() writes merging the sorted runs ``x`` and ``y`` (its split
+    searches, then one merge() per chunk), counted without merging them."""
+    h, m = x.shape[0], y.shape[0]
+    k = min((h + m + merge_grain - 1) // merge_grain, h)
+    total = 3 * (h + m)  # 3 a step of a merge's main loop, less 1 a key it copies
+    p0, q0 = 0, 0
+    for c in range(1, k + 1):
+        p1, q1 = h, m
+        if c < k:
+            p1 = c * h // k
+            q1 = np.searchsorted(y, x[p1], side="left")
+            total += 1 + _probes(m, q1)
+        total -= _run_tail(x, p0, p1, y, q0, q1)
+        p0, q0 = p1, q1
+    return total
+
+
+@njit(cache=True)
+def cilkmerge_refs(x, xs, xe, y, ys, ye, merge_grain):
+    """References cilkmerge() writes merging the sorted runs ``x[xs:xe]`` and
+    ``y[ys:ye]``, counted without merging them."""
+    if xe - xs < ye - ys:
+        return cilkmerge_refs(y, ys, ye, x, xs, xe, merge_grain)
+    nx, ny = xe - xs, ye - ys
+    if nx + ny <= merge_grain or nx < 2:
+        return 3 * (nx + ny) - _run_tail(x, xs, xe, y, ys, ye)
+    mid = xs + nx // 2
+    q = ys + np.searchsorted(y[ys:ye], x[mid], side="left")
+    own = 1 + _probes(ny, q - ys)
+    left = cilkmerge_refs(x, xs, mid, y, ys, q, merge_grain)
+    return own + left + cilkmerge_refs(x, mid, xe, y, q, ye, merge_grain)

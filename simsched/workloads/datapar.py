@@ -69,6 +69,17 @@ def memory(params: dict[str, Any]) -> float:
     return gen_memory(n + 1, batch_refs=elems * (2 * reps + 1))
 
 
+def references(params: dict[str, Any]) -> int:
+    """References of the trace, exactly: ``n elems (2 reps + init)``.
+
+    Main's first touch stores each of the ``n elems`` doubles once (``init``), and each
+    child's sweeps load and store each of its ``elems`` doubles ``reps`` times
+    (:func:`child_refs`); main itself references nothing else.
+    """
+    n, elems, reps = params["n"], params["elems"], params["reps"]
+    return n * elems * (2 * reps + int(params["init"]))
+
+
 def child_refs(base: int, elems: int, reps: int):
     """References of one child: (addresses, writes, gaps)."""
     one = base + np.arange(elems, dtype=np.int64) * ELEM

@@ -156,6 +156,18 @@ def memory(params: dict[str, Any]) -> float:
     return gen_memory(frames(n, cutoff), batch_refs=16 * calls)
 
 
+def references(params: dict[str, Any]) -> int:
+    """References of the trace, exactly: ``10 F(n + 1) - 8`` (``F(1) = F(2) = 1``).
+
+    A call with ``m >= 2`` makes 8 references of its own (:data:`ENTRY`, :data:`STORE_X`,
+    :data:`EXIT`), spawned or serial alike, and one with ``m < 2`` makes 2 (:data:`BASE`),
+    so ``R(m) = 8 + R(m-1) + R(m-2)`` with ``R(0) = R(1) = 2``: ``R(m) + 8`` follows
+    Fibonacci's recurrence from ``10, 10``.  The cut-off moves references between tasks,
+    not their number; main makes none.
+    """
+    return 10 * _fib(params["n"] + 1) - 8
+
+
 def emit(b, params: dict[str, Any], heap: Heap) -> dict[str, Any]:
     """Write the fib program into builder ``b``.
 

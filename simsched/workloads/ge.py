@@ -84,6 +84,23 @@ def memory(params: dict[str, Any]) -> float:
     return gen_memory(frames, batch_refs=3 * min(cutoff, n) * n)
 
 
+def references(params: dict[str, Any]) -> int:
+    """References of the trace, exactly: ``init n^2 + sum over k < steps of
+    (n - 1 - k) (3 (n - k) + 2)``.
+
+    Main's first touch stores each element once (``init``); pivot step ``k`` eliminates the
+    ``n - 1 - k`` rows below the pivot, each with the factor's two loads and three
+    references per column ``k .. n - 1`` (:func:`leaf_refs`), however the rows are split.
+    With ``m = n - k`` the term is ``3 m^2 - m - 2``, summed here in closed form.
+    """
+    n, steps = params["n"], params["steps"]
+
+    def upto(m: int) -> int:  # sum over j = 1 .. m of 3 j^2 - j - 2
+        return m * (m + 1) * (2 * m + 1) // 2 - m * (m + 1) // 2 - 2 * m
+
+    return int(params["init"]) * n * n + upto(n) - upto(n - steps)
+
+
 def finish_params(params: dict[str, Any]) -> dict[str, Any]:
     """``steps`` defaults to ``n - 1`` and may not exceed it; ``uneven`` needs
     ``irregular``.

@@ -172,13 +172,50 @@ def memory(params: dict[str, Any]) -> float:
     return gen_memory(frames, data=GEN_MEMORY_PER_PROBE * probes + 16 * nb)
 
 
+def _build_keys(p: dict[str, Any]) -> tuple[np.random.Generator, np.ndarray]:
+    """The build side's keys (distinct, random) and the generator that drew them, which
+    goes on to shuffle the probe side (:class:`_Data`)."""
+    g = rng(p["seed"], 0)
+    return g, g.choice(1 << 32, size=p["n_build"], replace=False).astype(np.uint32)
+
+
+def references(params: dict[str, Any]) -> int:
+    """References of the trace, exactly, from the seeded build keys (the probe side is not
+    drawn): ``sum_s ceil(B_s / 4) + 6 n_build + probes (4 + 4 C) + 2 matches sum_b L_b^2``.
+
+    Sub-partition ``s`` with ``n_s`` build records has ``B_s`` buckets (the power of two at
+    least ``n_s``, and 1): ``memset`` stores them 16 bytes at a time (``B_s / 4``
+    references, rounded up), and each insert makes 6 references.  A probe record makes its
+    key and bucket loads, two loads per cell of its bucket's chain (``L`` cells: its own
+    key's is one of them) and, at its match, the record id, the build key and the two
+    ``memcpy`` of ``C = ceil(record_size / 16)`` moves of a load and a store each:
+    ``4 + 4 C + 2 L``.  The chains are data: each build record's chain is probed ``matches``
+    times, so the chain cells read sum to ``matches`` times the sum over buckets of their
+    length squared, counted here from the keys' hashes as :class:`_Emitter` fills them.
+    """
+    nb, P, matches = params["n_build"], params["subparts"], params["matches"]
+    moves = -(-params["record_size"] // MOVE)
+    h = hash32(_build_keys(params)[1])
+    part = (h & np.uint32(P - 1)).astype(np.int64)
+    n_s = np.bincount(part, minlength=P)
+    buckets = np.array([_next_pow2(max(int(c), 1)) for c in n_s], np.int64)
+    # the table of sub-partition s uses the high log2(B_s) bits of the hash
+    shift = (32 - np.log2(buckets).astype(np.int64)).astype(np.uint64)
+    bucket = (h.astype(np.uint64) >> shift[part]).astype(np.int64)
+    first = exclusive_cumsum(buckets)
+    chains = np.bincount(first[part] + bucket, minlength=int(first[-1]))
+    chain_cells = int((chains.astype(np.int64) ** 2).sum())
+    memset = int(((buckets * BUCKET + MOVE - 1) // MOVE).sum())
+    probes = nb * matches
+    return memset + 6 * nb + probes * (4 + 4 * moves) + 2 * matches * chain_cells
+
+
 class _Data:
     """Keys and their partitioning (shared by the layout and the emitter)."""
 
     def __init__(self, p: dict[str, Any]):
-        g = rng(p["seed"], 0)
-        nb, P = p["n_build"], p["subparts"]
-        keys = g.choice(1 << 32, size=nb, replace=False).astype(np.uint32)
+        g, keys = _build_keys(p)
+        P = p["subparts"]
         probe = g.permutation(np.repeat(keys, p["matches"]))
         hb, hp = hash32(keys), hash32(probe)
         mask = np.uint32(P - 1)

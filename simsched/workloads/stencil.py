@@ -265,6 +265,43 @@ def memory(params: dict[str, Any]) -> float:
     return gen_memory(frames, batch_refs=leaf)
 
 
+def _step_refs(params: dict[str, Any]) -> tuple[int, int, int]:
+    """(references of main's first touch, references of one time step, grids)."""
+    k = KINDS[params["kind"]]
+    nx, ny, nz = _shape(params)
+    R = k.radius
+    points = (nx - 2 * R) * (ny - 2 * R) * ((nz - 2 * R) if k.dims == 3 else 1)
+    grids = 2 if k.sweeps == 1 else 1
+    return int(params["init"]) * nx * ny * nz * grids, points * (len(k.loads) + 1), grids
+
+
+def references(params: dict[str, Any]) -> int:
+    """References the trace file holds, exactly: ``init + stored_steps * step``.
+
+    ``init = nx ny nz * grids`` stores of main's first touch (``init=true``; 2 grids, SOR 1).
+    A time step updates every interior point once, with a load per point of the stencil and
+    a store (:func:`leaf_refs`): ``step = (nx - 2r)(ny - 2r)[(nz - 2r)] * (loads + 1)``
+    (a leaf's rows are interior rows, however they are split; SOR's red and black sweeps
+    take ``(ny - 1) // 2`` and ``(ny - 2) // 2`` points of a row, which by the row's
+    parity, ``ny - 2`` together).  With ``repeat``
+    and at least two periods (``period = grids`` steps) the file stores one period and the
+    ``iters mod period`` steps after the copies; otherwise all ``iters`` steps
+    (:func:`program_references` counts the whole program).
+    """
+    init, step, period = _step_refs(params)
+    iters = params["iters"]
+    copies = iters // period if params["repeat"] else 0
+    stored = period + iters - copies * period if copies >= 2 else iters
+    return init + stored * step
+
+
+def program_references(params: dict[str, Any]) -> int:
+    """References of the whole program, a repeated part expanded: ``init + iters * step``
+    (:func:`references`); the trace header's ``n_refs``, which the reader's limits apply to."""
+    init, step, _ = _step_refs(params)
+    return init + params["iters"] * step
+
+
 def layout(params: dict[str, Any]) -> Heap:
     """The grids: ``A`` and ``B`` (``A`` alone for SOR), every cell a double."""
     heap = Heap()

@@ -42,3 +42,21 @@ def test_trace_gen_refuses_fib_40_naming_the_estimate(cli, tmp_path, monkeypatch
     assert code == 2
     assert "fib (n=40, cutoff=2): generating it needs about 616.9 GB of memory" in one_line(err)
     assert not out.exists()
+
+
+def test_trace_gen_refuses_days_of_references_naming_them(cli, tmp_path, monkeypatch):
+    from simsched import host
+
+    monkeypatch.setattr(host, "available_bytes", lambda: None)  # only the count refuses
+    out = tmp_path / "g.sst"
+    code, _, err = cli(
+        "trace", "gen", "datapar", "-p", "n=1000000", "-p", "elems=1000000", "-o", out
+    )
+    assert code == 2
+    assert one_line(err).endswith(
+        "datapar (n=1000000, elems=1000000, reps=4, init=True): its trace would hold "
+        "9,000,000,000,000 references (9.0e+12), more than the 4e+12 a generated trace may "
+        "have: about 2 days of generating at the 45 M references a second measured on a "
+        "2-core host (smaller sizes: `simsched trace gen datapar --list`)"
+    )
+    assert not out.exists()

@@ -597,24 +597,34 @@ def test_a_trace_cache_the_file_system_refuses_is_refused_up_front(tmp_path):
         check_trace_cache(loaded, points)
 
 
-def test_a_generated_trace_too_large_for_the_host_is_refused_before_any_point(
-    tmp_path, monkeypatch, capsys
+@pytest.mark.parametrize(
+    ("n", "most_refs", "message"),
+    [
+        ("2^28", None, r"mergesort \(n=268435456, .*needs about 13\.4 GB of memory"),
+        ("4096", 1000, r"mergesort \(n=4096, .*its trace would hold 146,369 references"),
+    ],
+)
+def test_a_generated_trace_too_large_is_refused_before_any_point(
+    tmp_path, monkeypatch, capsys, n, most_refs, message
 ):
     """Every point of it made the results folder, then failed alike ("needs about 13.4 GB
-    of memory"); a trace already in the cache is not made again, so it is not refused."""
+    of memory"); a trace already in the cache is not made again, so it is not refused.  The
+    same check counts the references the trace would hold."""
+    import simsched.workloads as workloads
     from simsched import host
     from simsched.cli import main
 
     valid = BASE.replace("records: [100, 200]", "n_build: [100, 200]")
-    spec = write(tmp_path, valid.replace("params: {n: 4096}", "params: {n: 2^28}"))
+    spec = write(tmp_path, valid.replace("params: {n: 4096}", f"params: {{n: {n}}}"))
     monkeypatch.setattr(host, "available_bytes", lambda: 2**30)
+    if most_refs is not None:
+        monkeypatch.setattr(workloads, "MAX_GENERATED_REFS", most_refs)
     monkeypatch.delenv("SIMSCHED_SMALL", raising=False)  # CI's small run takes n=256
     with pytest.raises(SystemExit) as info:
         main(["sweep", "run", str(spec), "--workers", "0"])
     err = capsys.readouterr().err
     assert info.value.code == 2
-    assert re.search(r"^simsched: error: .*s\.yaml: mergesort \(n=268435456, .*needs about "
-                     r"13\.4 GB of memory", err), err  # fmt: skip
+    assert re.search(r"^simsched: error: .*s\.yaml: " + message, err), err
     assert not (tmp_path / "results").exists()
 
 
