@@ -107,9 +107,28 @@ def describe_version(root: Path) -> str | None:
     if distance == 0 and not dirty:
         return f"{major}.{minor}.{patch}"
     # setuptools-scm dates a dirty tree by SOURCE_DATE_EPOCH when set, else today (UTC).
-    when = time.gmtime(int(os.environ.get("SOURCE_DATE_EPOCH") or time.time()))
+    when = time.gmtime(_source_date_epoch())
     local = f"g{node[:9]}" + (time.strftime(".d%Y%m%d", when) if dirty else "")
     return f"{major}.{minor}.{patch + 1}.dev{distance}+{local}"
+
+
+def _source_date_epoch() -> float:
+    """``SOURCE_DATE_EPOCH`` (whole seconds since 1970) when set, else the clock's time; a
+    value that is no such date is a :class:`~simsched.errors.ConfigError` naming it (it
+    ended every run, and ``--version``, in a traceback)."""
+    raw = os.environ.get("SOURCE_DATE_EPOCH")
+    if not raw:
+        return time.time()
+    try:
+        when = int(raw)
+        time.gmtime(when)  # a year past 9999 overflows here
+    except (ValueError, OverflowError, OSError):
+        from simsched.errors import ConfigError
+
+        raise ConfigError(
+            f"SOURCE_DATE_EPOCH={raw!r}: expected whole seconds since 1970 (or unset it)"
+        ) from None
+    return when
 
 
 def _git_version() -> str | None:

@@ -117,6 +117,28 @@ def check_strings(value: Any, name: str, form: str) -> list[str]:
     return list(value)
 
 
+def env_flag(name: str, default: bool, on: str = "1") -> bool:
+    """The on/off switch of environment variable ``name``: 1, true, yes or on; 0, false,
+    no or off (any case, spaces around ignored); unset or empty: ``default``.
+
+    Raises
+    ------
+    ConfigError
+        Any other value, named (``on`` says what 1 means: ``"1 (small runs)"``): a typo
+        such as ``ture`` or ``off`` where only ``0`` was read meant the other setting
+        without a word.
+    """
+    value = os.environ.get(name, "")
+    v = value.strip().lower()
+    if not v:
+        return default
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name}={value!r}: expected {on} or 0, true or false, yes or no, on or off")
+
+
 def check_arguments(value: Any, name: str, what: str) -> list[str]:
     """``value`` (a list or tuple of command-line arguments) as a list of strings, else a
     one-line :class:`ConfigError` naming ``name`` and saying ``what`` was expected

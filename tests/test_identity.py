@@ -136,3 +136,25 @@ def test_the_checkout_version_is_setuptools_scm_s():
         assert identity.version() == _scm(ROOT)
     finally:
         identity.version.cache_clear()
+
+
+@pytest.mark.parametrize("value", ["abc", "1e3", "99999999999999999"])
+def test_a_source_date_epoch_that_is_no_date_is_named(monkeypatch, capsys, value):
+    """It ended every run, and --version, in a traceback (int('abc'), or an OSError from
+    gmtime for a year past 9999)."""
+    from simsched.cli import main
+    from simsched.errors import ConfigError
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", value)
+    monkeypatch.setattr(identity, "_git", lambda root, *a: "v0.1.0-3-gabcdef0-dirty")
+    with pytest.raises(ConfigError, match=rf"^SOURCE_DATE_EPOCH='{value}': expected"):
+        identity.describe_version(ROOT)
+    identity.version.cache_clear()
+    try:
+        with pytest.raises(SystemExit) as info:
+            main(["--version"])
+    finally:
+        identity.version.cache_clear()
+    err = capsys.readouterr().err
+    if (ROOT / ".git").exists():
+        assert info.value.code == 2 and "SOURCE_DATE_EPOCH=" in err and "Traceback" not in err

@@ -289,3 +289,25 @@ def test_a_callback_that_is_no_function_is_named_before_any_work(tmp_path):
         if i == 0:  # refused before a file was made; now one for the next call
             assert not path.exists()
             generate("heat", path, nx=10, ny=10, iters=1)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("", True), ("1", True), (" Yes ", True), ("on", True), ("0", False), ("OFF", False)],
+)
+def test_env_flag_reads_the_usual_words(monkeypatch, value, expected):
+    """SIMSCHED_STEAL_BATCH=off left batching on: only "0" turned it off."""
+    from simsched.engine.spin import batching_enabled
+    from simsched.params import env_flag
+
+    monkeypatch.setenv("SIMSCHED_STEAL_BATCH", value)
+    assert env_flag("SIMSCHED_STEAL_BATCH", True) is expected
+    assert batching_enabled() is expected
+
+
+def test_env_flag_refuses_other_words(monkeypatch):
+    from simsched.engine.spin import batching_enabled
+
+    monkeypatch.setenv("SIMSCHED_STEAL_BATCH", "ture")
+    with pytest.raises(ConfigError, match=r"^SIMSCHED_STEAL_BATCH='ture': expected 1 or 0"):
+        batching_enabled()

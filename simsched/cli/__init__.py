@@ -342,9 +342,14 @@ def main(argv: list[str] | None = None) -> None:
         fail(f"--version takes nothing after it, got {' '.join(args[1:])!r}")
     if args == ["--version"]:
         # The most common quick question needs neither typer nor any command module.
+        from simsched.errors import ConfigError
         from simsched.identity import version
 
-        print(f"simsched {version()}")
+        try:
+            said = version()
+        except ConfigError as exc:  # a SOURCE_DATE_EPOCH that is no date
+            fail(str(exc))
+        print(f"simsched {said}")
         raise SystemExit(0)
     quick = _QUICK.get(tuple(args))
     # typer's own exceptions cannot arise without typer: until it is loaded (inside the

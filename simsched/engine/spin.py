@@ -37,9 +37,9 @@ iteration, the scheduler call and the decision's bookkeeping, not the window-loo
 from __future__ import annotations
 
 import heapq
-import os
 from typing import Any
 
+from simsched.params import env_flag
 from simsched.schedulers.base import Victims
 
 #: Victims drawn one by one at the start of a batch (a block draw and giving its rest
@@ -49,13 +49,15 @@ SCALAR = 4
 #: Victims drawn per block after that.
 BLOCK = 64
 
-#: Environment variable that turns batching off (``0``), for comparisons.
+#: Environment variable that turns batching off (``0``, ``false``, ``no`` or ``off``), for
+#: comparisons.
 ENV_SWITCH = "SIMSCHED_STEAL_BATCH"
 
 
 def batching_enabled() -> bool:
-    """Whether failed steal attempts are batched (``SIMSCHED_STEAL_BATCH`` is not ``0``)."""
-    return os.environ.get(ENV_SWITCH, "1") != "0"
+    """Whether failed steal attempts are batched (``SIMSCHED_STEAL_BATCH`` unset or on;
+    :func:`simsched.params.env_flag`: ``off`` left it on, as anything but ``0`` did)."""
+    return env_flag(ENV_SWITCH, True)
 
 
 def spin(rp: Any, t_env: int, ev_timer: int) -> tuple[int, int]:

@@ -43,7 +43,7 @@ from simsched.experiments.store import natural_key
 from simsched.files import check_path, folder_blocker, parse_yaml
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
-from simsched.params import check_strings, is_flag
+from simsched.params import check_strings, env_flag, is_flag
 
 #: Most points a sweep may expand to, counted before filters (each axis is capped on its
 #: own, their product is checked here before anything is built: 10 grid values × a million
@@ -164,15 +164,7 @@ def small_from_env() -> bool:
         (or a typo such as ``ture``) meant "not small" without a word, and a study ran at
         full size where a small run was wanted.
     """
-    value = os.environ.get("SIMSCHED_SMALL", "")
-    v = value.strip().lower()
-    if v in ("1", "true", "yes", "on"):
-        return True
-    if v in ("", "0", "false", "no", "off"):
-        return False
-    raise ConfigError(
-        f"SIMSCHED_SMALL={value!r}: expected 1 (small runs) or 0, true or false, yes or no, on or off"
-    )
+    return env_flag("SIMSCHED_SMALL", False, on="1 (small runs)")
 
 
 def load_spec(

@@ -44,7 +44,7 @@ from typing import Any
 import pandas as pd
 
 from simsched.canonical import canonical_json
-from simsched.engine.record import nest_fields
+from simsched.engine.record import NESTED_FIELDS, nest_fields
 from simsched.errors import ConfigError, OutputError, shown, spelled
 from simsched.files import atomic_output, check_path, is_stream, parse_json, write_json_atomic
 from simsched.params import check_callable, check_flag, check_frame, check_strings, column_hint
@@ -267,7 +267,33 @@ def _load_row(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     key = beyond_int64(row)
     if key is not None:
         return None, f"field {key!r} is out of the 64-bit integer range"
+    problem = _row_problem(row, path.parent.name)
+    if problem is not None:
+        return None, problem
     return row, None
+
+
+def _row_problem(row: dict[str, Any], folder: str) -> str | None:
+    """Why a ``row.json`` of the point folder ``folder`` is damaged, or None.
+
+    Every row names its point and says how it ended; a simsched record holds lists and
+    mappings only in its nested fields (:data:`~simsched.engine.record.NESTED_FIELDS`).
+    A row without them was taken as it was: ``{}`` gave a blank row, and one list among a
+    column's numbers (``"cores": [1, 2]``) turned the whole column into text, which a
+    figure then drew as categories without a word.  A custom point function's own fields
+    may hold anything.
+    """
+    pid = row.get("point_id")
+    if pid != folder:
+        said = "no point_id" if pid is None else f"point_id {shown(pid)}"
+        return f"{said}, not its folder's name ({folder})"
+    if not isinstance(row.get("status"), str):
+        return f"status {shown(row.get('status'))} is not text"
+    if "record_version" in row:
+        for k, v in row.items():
+            if isinstance(v, dict | list) and k.removeprefix("run.") not in NESTED_FIELDS:
+                return f"field {k!r} is {shown(v)}, not a single value"
+    return None
 
 
 def beyond_int64(row: Mapping[str, Any]) -> str | None:

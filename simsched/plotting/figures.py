@@ -866,18 +866,24 @@ def save(fig: Figure, path: str | os.PathLike, *, dpi: float | None = None) -> P
             check_tex(path)
         # a PDF, SVG or PostScript file dated by the clock, with SVG ids salted at random,
         # differed on every save of the same figure
-        with atomic_output(path) as tmp, plt.rc_context({"svg.hashsalt": "simsched"}):
+        # every format undated: matplotlib's PDF writer read SOURCE_DATE_EPOCH even so, and
+        # a value that is no date ended the save in a traceback
+        with (
+            atomic_output(path) as tmp,
+            plt.rc_context({"svg.hashsalt": "simsched"}),
+            _source_date_epoch("0"),
+        ):
             if fmt == "svgz":
                 # matplotlib's gzip stream carries the clock's time and the temporary's name
                 buf = io.BytesIO()
                 fig.savefig(buf, format="svg", metadata=_UNDATED["svg"], **dots)
                 tmp.write_bytes(gzip.compress(buf.getvalue(), mtime=0))
             elif fmt in ("ps", "eps"):
-                # PostScript takes no date from metadata, only from SOURCE_DATE_EPOCH, and
+                # PostScript takes no date from metadata, only from SOURCE_DATE_EPOCH (0, set
+                # above), and
                 # titles a file it is given by name with that name (here the temporary's)
                 buf = io.BytesIO()
-                with _source_date_epoch("0"):
-                    fig.savefig(buf, format=fmt, **dots)
+                fig.savefig(buf, format=fmt, **dots)
                 tmp.write_bytes(buf.getvalue())
             elif fmt == "pgf":
                 _save_pgf(fig, path, tmp, dots)

@@ -363,6 +363,14 @@ def test_results_commands_read_a_read_only_folder(tmp_path, read_only, capsys, s
         (b"\xff\xfe", "not valid JSON (byte 0 is not UTF-8)"),
         (b"[" * 100_000 + b"]" * 100_000, "not valid JSON (nested too deeply)"),
         (b'{"point_id": "id9", "v": 1180591620717411303424}', "field 'v' is out of the 64-bit"),
+        # taken as they were: a blank row, a row of another point, a column turned to text
+        (b"{}", "no point_id, not its folder's name (id9)"),
+        (b'{"point_id": "zzz", "status": "ok"}', "point_id 'zzz', not its folder's name"),
+        (b'{"point_id": "id9", "status": 5}', "status 5 is not text"),
+        (
+            b'{"point_id": "id9", "status": "ok", "record_version": 1, "v": [1, 2]}',
+            "field 'v' is [1, 2], not a single value",
+        ),
     ],
 )
 def test_a_damaged_row_is_left_out_and_reported_each_time(tmp_path, read_only, content, problem):

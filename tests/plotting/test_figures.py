@@ -460,7 +460,12 @@ def test_a_figure_saved_twice_is_the_same_file(tmp_path, fmt, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")
     save(draw(), tmp_path / f"b.{fmt}")
     assert os.environ["SOURCE_DATE_EPOCH"] == "86400"  # the user's setting is left as it was
-    a, b = ((tmp_path / f"{n}.{fmt}").read_bytes() for n in "ab")
+    # a value that is no date ended a PDF or SVG save in matplotlib's int() (a traceback)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "abc")
+    save(draw(), tmp_path / f"c.{fmt}")
+    assert os.environ["SOURCE_DATE_EPOCH"] == "abc"
+    a, b, c = ((tmp_path / f"{n}.{fmt}").read_bytes() for n in "abc")
+    assert c == a
     if fmt == "svgz":
         assert gzip.decompress(a).startswith(b"<?xml")
     if fmt in ("ps", "eps"):
