@@ -86,7 +86,9 @@ def _raw_machine(spec: str | Path | dict) -> tuple[str, dict]:
         return str(path), data
     close = difflib.get_close_matches(key, preset_names(), n=4, cutoff=0.6)
     hint = f" (did you mean {', '.join(close)}?)" if close else " (see `simsched machine list`)"
-    raise ConfigError(f"machine {key!r}: no such preset or file{hint}")
+    # a name of thousands of characters was echoed whole
+    said = repr(key) if len(key) <= 120 else f"{key[:100]!r}... ({len(key):,} characters)"
+    raise ConfigError(f"machine {said}: no such preset or file{hint}")
 
 
 def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
@@ -97,6 +99,11 @@ def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
     """
     data = copy.deepcopy(data)
     for key, value in overrides.items():
+        if not isinstance(key, str) or not all(key.split(".")):
+            # "" went on to the schema, which said only "unknown key"
+            raise ConfigError(
+                f"{source}: override {key!r}: expected a dotted key such as caches.L2.size"
+            )
         if key == "cores":
             if data.get("sockets", 1) != 1:
                 raise ConfigError(

@@ -269,6 +269,15 @@ def test_overrides_must_be_a_mapping_of_dotted_names():
         load_machine("itrs-scaling-4", "cores=2")
     with pytest.raises(ConfigError, match="^overrides: key 1 is not a string"):
         load_machine("itrs-scaling-4", {1: 2})
+    # an empty key or segment went on to the schema, which said only "unknown key"
+    for key in ("", "caches..size"):
+        with pytest.raises(ConfigError, match=f"override '{key}': expected a dotted key"):
+            load_machine("itrs-scaling-4", {key: 2})
+
+
+def test_a_long_unknown_machine_name_is_cut_short():
+    with pytest.raises(ConfigError, match=r"^machine 'x{100}'\.\.\. \(5,000 characters\): no"):
+        load_machine("x" * 5000)
 
 
 def test_an_override_of_a_missing_link_names_the_links():
