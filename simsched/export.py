@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from simsched.errors import ConfigError, shown, spelled
-from simsched.files import check_path, write_text_atomic
+from simsched.files import check_path, is_stream, write_text_atomic
 from simsched.trace.format import EDGE_JOIN
 
 __all__ = ["FORMATS", "chrome_trace", "export_timeline"]
@@ -358,12 +358,17 @@ def export_timeline(
     Raises
     ------
     ConfigError
-        An unknown format, or what :func:`chrome_trace` raises.
+        An unknown format, an ``out`` named with another suffix than ``.json`` (or none),
+        or what :func:`chrome_trace` raises.
     """
     out = check_path(out, "out")
     if not isinstance(fmt, str) or fmt not in FORMATS:
         given = spelled(f"fmt={shown(fmt)}", f"--format {shown(fmt)}")
         raise ConfigError(f"{given}: use {' or '.join(FORMATS)}")
+    if out.suffix.lower() not in ("", ".json") and not is_stream(out):
+        # `-o t.csv` wrote JSON under that name, which a CSV reader then refused
+        given = spelled(f"out={str(out)!r}", f"--out {out}")
+        raise ConfigError(f"{given}: the timeline is trace-event JSON; name it .json")
     doc = chrome_trace(result, trace)
     write_text_atomic(out, json.dumps(doc, separators=(",", ":")) + "\n")
     return doc

@@ -209,3 +209,41 @@ def test_a_wrong_trace_is_named_as_the_argument(ms_run, tmp_path):
     assert str(info.value) == (
         f"trace={str(other)!r}: applies to single runs; a job set's config names its traces"
     )
+
+
+def test_an_output_that_is_not_json_is_refused(ms_run, tmp_path, capsys):
+    """`export timeline RUN -o x.csv` wrote trace-event JSON into x.csv (status 0)."""
+    from simsched.cli import main
+
+    out = tmp_path / "x.csv"
+    with pytest.raises(ConfigError) as info:
+        export_timeline(ms_run / "run", out)
+    assert str(info.value) == f"out={str(out)!r}: the timeline is trace-event JSON; name it .json"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["export", "timeline", str(ms_run / "run"), "-o", str(out)])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        f"simsched: error: --out {out}: the timeline is trace-event JSON; name it .json\n"
+    )
+    assert not out.exists()
+    for name in ("t.JSON", "t"):  # what was taken stays taken
+        export_timeline(ms_run / "run", tmp_path / name)
+        assert json.loads((tmp_path / name).read_text())["traceEvents"]
+
+
+def test_the_timeline_given_for_the_run_names_what_to_give(ms_run, tmp_path, capsys):
+    """Before: "timeline.npz: not a JSON file (byte 14 is not UTF-8 text)"."""
+    from simsched.cli import main
+
+    npz = ms_run / "run" / "timeline.npz"
+    said = (
+        f"{npz}: not a run's result record (not JSON text); give the run folder "
+        "(`simsched run --out`) or its result.json"
+    )
+    with pytest.raises(ConfigError) as info:
+        chrome_trace(npz)
+    assert str(info.value) == said
+    with pytest.raises(SystemExit) as exit_info:
+        main(["export", "timeline", str(npz), "-o", str(tmp_path / "t.json")])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == f"simsched: error: {said}\n"

@@ -31,15 +31,26 @@ from simsched.plotting.runfolder import (
 
 
 def load_jobs_record(path: str | Path) -> dict[str, Any]:
-    """The multi-job result record in ``path`` (a ``run --out`` folder or its result.json)."""
+    """The multi-job result record in ``path`` (a ``run --out`` folder or its result.json),
+    to draw: a record whose allotment series is empty is refused."""
     p = result_file(path)
-    rec = read_record(p)  # checks the types of jobs and allotment
+    rec = read_record(path)  # checks the types of jobs and allotment
     if rec.get("kind") == "jobs":
         lost = "no allotment was recorded (run it again to draw one)"
         check_finished(p, rec, lost, "the multi-job run")
     if rec.get("kind") != "jobs" or "allotment" not in rec:
         raise ConfigError(f"{p}: not the record of a multi-job run (simsched run --jobs)")
+    _check_drawable(p, rec)
     return rec
+
+
+def _check_drawable(where: str | Path, rec: dict[str, Any]) -> None:
+    """Refuse an allotment series of no entry, in one line naming ``where`` (the record's
+    file, or the argument): the figure failed inside numpy ("too many indices")."""
+    if not len(rec["allotment"]["cycles"]):
+        raise ConfigError(
+            f"{where}: field 'allotment' is empty (no reallocation recorded): nothing to draw"
+        )
 
 
 def default_title(rec: dict[str, Any], clipped_above: int | None = None) -> str:
@@ -88,6 +99,7 @@ def _check_jobs_record(rec: Any) -> dict[str, Any]:
     # the checks a record read from a file gets (a record changed in Python failed inside
     # numpy or matplotlib: "could not convert string to float", "too many indices")
     check_record_fields("rec", dict(rec))
+    _check_drawable("rec", dict(rec))
     return dict(rec)
 
 

@@ -110,6 +110,12 @@ def check_columns(df: pd.DataFrame, cols: Sequence[str | None]) -> None:
             "load_results returns: flatten them first (df.columns = ['_'.join(map(str, c)) "
             "for c in df.columns])"
         )
+    twice = df.columns[df.columns.duplicated()]
+    if len(twice):  # df[name] is then a table: "'DataFrame' object has no attribute 'dtype'"
+        times = int((df.columns == twice[0]).sum())
+        raise ConfigError(
+            f"df: column {shown(twice[0])} appears {'twice' if times == 2 else f'{times} times'}"
+        )
     missing = [
         c for c in cols if c is not None and not (isinstance(c, Hashable) and c in df.columns)
     ]
@@ -202,7 +208,7 @@ def check_title(title: Any) -> str | None:
     return title
 
 
-def _check_label(value: Any, name: str) -> Any:
+def _check_label(value: Any, name: str, example: str = "'ws'") -> Any:
     """A value a column is compared with (a scheduler label, a baseline): one number or
     text, not a list, mapping or table, which pandas compared element by element."""
     fits = isinstance(value, str) or (
@@ -211,7 +217,7 @@ def _check_label(value: Any, name: str) -> Any:
         and (not isinstance(value, numbers.Integral) or -(2**63) <= int(value) < 2**63)
     )
     if not fits:  # a number past int64 failed inside pyarrow
-        raise ConfigError(f"{name}={shown(value)}: expected one label, e.g. 'ws'")
+        raise ConfigError(f"{name}={shown(value)}: expected one label, e.g. {example}")
     return value
 
 
@@ -225,15 +231,47 @@ def check_numeric(
     if pd.api.types.is_bool_dtype(series):
         ok = bools
     elif pd.api.types.is_numeric_dtype(series):
-        ok = True
+        ok = _real_dtype(series)
     else:  # an object column may still hold only numbers (e.g. ints beside None)
         ok = all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in series.dropna())
     if not ok:
-        numeric = [c for c in data.columns if pd.api.types.is_numeric_dtype(data[c])][:8]
+        numeric = [c for c in data.columns if _real_dtype(data[c])][:8]
         raise ConfigError(
             f"{what or f'column {col!r}'}: not a numeric column "
             f"(e.g. {', '.join(map(str, numeric))})"
         )
+
+
+def _real_dtype(series: pd.Series) -> bool:
+    """Whether ``series`` has a dtype of real numbers (or booleans): pandas counts complex
+    numbers as numeric, and a mean or an axis of them failed with a ``TypeError``."""
+    return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_complex_dtype(series)
+
+
+def _check_log_x(data: pd.DataFrame, x: str) -> None:
+    """Column ``x`` of ``data`` can be drawn on a log axis: numbers, each > 0, else a
+    one-line :class:`ConfigError`.  Matplotlib dropped the others without a word, failed
+    when all were (at save time), or failed on text ("could not convert string to
+    float")."""
+    given = spelled("logx=True", "--logx")
+    check_numeric(data, x, f"{given}: column {x!r}", bools=False)
+    values = data[x].dropna()
+    if (values <= 0).any():
+        low = values[values <= 0].iloc[0]
+        raise ConfigError(
+            f"{given}: column {x!r} has values <= 0 (e.g. {low}); a log axis needs x > 0"
+        )
+
+
+def _marks(df: pd.DataFrame, x: str, y: str, hue: str | None) -> pd.DataFrame:
+    """:func:`aggregate` of a line or bar plot, which draws a mark per row: a table of no
+    row is a one-line :class:`ConfigError` (empty axes were drawn without a word, or the
+    bar width was divided by no hues)."""
+    agg = aggregate(df, x, y, hue)
+    if agg.empty:
+        why = f": {_all_failed(df)}" if len(df) and ok_rows(df).empty else ""
+        raise ConfigError(f"no rows to plot (no run with a value of {shown(y)}){why}")
+    return agg
 
 
 def _workload_names(workloads: Any) -> list[Any]:
@@ -246,6 +284,8 @@ def _workload_names(workloads: Any) -> list[Any]:
     names = list(workloads)
     if not names:  # a figure of no rows: matplotlib's own error named no argument
         raise ConfigError("workloads=[]: give at least one workload name, e.g. ['mergesort']")
+    for i, name in enumerate(names):  # a list was compared element by element
+        _check_label(name, f"workloads[{i}]", "'mergesort'")
     return names
 
 
@@ -319,7 +359,9 @@ def line_plot(
     """``y`` against numeric ``x``, one line per ``hue`` value, min–max bars over seeds."""
     logx = check_flag(logx, "logx")
     title = check_title(title)
-    agg = aggregate(df, x, y, hue)
+    agg = _marks(df, x, y, hue)
+    if logx:
+        _check_log_x(ok_rows(df), x)
     ax = _axes(ax)
     names = _natural(agg[hue]) if hue else [None]
     for name in names:
@@ -352,10 +394,7 @@ def bar_plot(
 ) -> Axes:
     """Grouped bars of mean ``y`` per category ``x`` and ``hue``, min–max over seeds."""
     title = check_title(title)
-    agg = aggregate(df, x, y, hue)
-    if agg.empty:  # no bar at all: the bar width was divided by no hues
-        why = f": {_all_failed(df)}" if len(df) and ok_rows(df).empty else ""
-        raise ConfigError(f"no rows to plot (no run with a value of {shown(y)}){why}")
+    agg = _marks(df, x, y, hue)
     ax = _axes(ax)
     cats = list(dict.fromkeys(_natural(agg[x])))
     hues = _natural(agg[hue]) if hue else [None]
@@ -587,9 +626,9 @@ def sweep_figure(
             data = data.assign(**{key: _missing_as_text(data[key])})
     panels = _natural(data[col]) if col else [None]
     if kind == "auto":
-        kind = "line" if pd.api.types.is_numeric_dtype(data[x]) else "bar"
+        kind = "line" if _real_dtype(data[x]) else "bar"
     check_numeric(data, y, _column_option("y", y), bools=False)
-    if kind == "line" and not pd.api.types.is_numeric_dtype(data[x]):
+    if kind == "line" and not _real_dtype(data[x]):
         raise ConfigError(
             f"{_column_option('x', x)}: a line plot needs a numeric column; use "
             + spelled("kind='bar'", "--kind bar")
@@ -599,12 +638,8 @@ def sweep_figure(
         raise ConfigError(
             f"{logx_given}: applies to line plots; {_column_option('x', x)} is drawn as bars"
         )
-    if logx and kind == "line" and (data[x].dropna() <= 0).any():
-        # A log axis cannot place them: matplotlib would drop them, or fail when all are.
-        low = data[x][data[x] <= 0].iloc[0]
-        raise ConfigError(
-            f"{logx_given}: column {x!r} has values <= 0 (e.g. {low}); a log axis needs x > 0"
-        )
+    if logx and kind == "line":
+        _check_log_x(data, x)
     # once for the figure, not once per panel (line_plot and bar_plot would tell it too)
     data = _drop_missing(data, [x, y], warn)
     width = 5.0 + (1.5 if hue else 0.0)  # room for the legend beside the plot

@@ -23,13 +23,15 @@ from simsched.plotting.figures import check_title, literal, style
 from simsched.plotting.runfolder import check_finished, is_int, read_record, result_file
 
 
-def _field(rec: Mapping[str, Any], key: str) -> Any:
+def _field(rec: Mapping[str, Any], key: str, where: str | Path = "record") -> Any:
+    """``rec[key]`` (None when missing), parsed when it is JSON text (a results table's
+    column); ``where`` names the record in the error."""
     v = rec.get(key)
     if isinstance(v, str):
         try:
             return json.loads(v)
         except ValueError:
-            raise ConfigError(f"record field {key!r} is not JSON: {v[:40]!r}") from None
+            raise ConfigError(f"{where}: field {key!r} is not JSON: {v[:40]!r}") from None
     return v
 
 
@@ -58,30 +60,33 @@ def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
         rec = read_record(p)
         # a failed run has no iteration_cycles: it was "no record has iteration_cycles"
         check_finished(result_file(p), rec, "no iteration times were recorded")
-        try:
-            _check_fields(rec)
-        except ConfigError as exc:
-            raise ConfigError(f"{result_file(p)}: {exc}") from None
+        _check_fields(result_file(p), rec)
         out.append(rec)
     return out
 
 
-def _check_fields(rec: Mapping[str, Any]) -> None:
-    """The two fields the figure reads have the types a run writes (a damaged record's
-    strings were drawn, or failed inside matplotlib)."""
-    cyc = _field(rec, "iteration_cycles")
-    if cyc is not None and not (isinstance(cyc, list) and all(is_int(c) for c in cyc)):
-        raise ConfigError("record field 'iteration_cycles' is not a list of cycle counts")
-    packing = _field(rec, "packing")
-    if packing is None:
-        return
-    ok = isinstance(packing, list) and all(
-        isinstance(e, dict)
-        and ("cf_roots" not in e or (is_int(e["cf_roots"]) and is_int(e.get("iteration"))))
-        for e in packing
+def _check_fields(where: str | Path, rec: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The two fields the figure reads, ``iteration_cycles`` and ``packing`` (parsed; None
+    when missing), if they have the types a run writes, else a one-line
+    :class:`ConfigError` naming ``where`` (the record's file, or the argument): a damaged
+    record's strings or negative times were drawn, or failed inside matplotlib."""
+    cyc = _field(rec, "iteration_cycles", where)
+    if cyc is not None and not (isinstance(cyc, list) and all(is_int(c) and c >= 0 for c in cyc)):
+        raise ConfigError(f"{where}: field 'iteration_cycles' is not a list of cycle counts")
+    packing = _field(rec, "packing", where)
+    ok = packing is None or (
+        isinstance(packing, list)
+        and all(
+            isinstance(e, dict)
+            and ("cf_roots" not in e or (is_int(e["cf_roots"]) and is_int(e.get("iteration"))))
+            for e in packing
+        )
     )
     if not ok:
-        raise ConfigError("record field 'packing' is not a list of {iteration, cf_roots} entries")
+        raise ConfigError(
+            f"{where}: field 'packing' is not a list of {{iteration, cf_roots}} entries"
+        )
+    return cyc, packing
 
 
 def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Figure:
@@ -98,23 +103,24 @@ def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Fi
     ------
     ConfigError
         No record has ``iteration_cycles`` (the run was not under a scheduler that
-        measures iterations, or the trace has no iteration marks).
+        measures iterations, or the trace has no iteration marks), or a record's
+        ``iteration_cycles`` or ``packing`` is not of the type a run writes (what
+        :func:`load_records` checks).
     """
     title = check_title(title) or ""
     if isinstance(records, Mapping):  # one record
         records = [records]
     if not isinstance(records, Iterable) or isinstance(records, str | bytes):
         raise ConfigError(f"records={shown(records)}: expected result records (load_records)")
-    records = list(records)
+    rows = []
     for i, rec in enumerate(records):
         if not isinstance(rec, Mapping):
             raise ConfigError(f"records[{i}]={shown(rec)}: expected a result record (a dict)")
-    rows = []
-    for rec in records:
-        cyc = _field(rec, "iteration_cycles")
+        # the check of load_records: a record made or changed in Python has not had it
+        cyc, packing = _check_fields(f"records[{i}]", rec)
         if cyc:  # has_iterations' reading, without parsing the field twice
             label = f"{rec.get('scheduler', '?')} (seed {rec.get('seed', '?')})"
-            rows.append((label, cyc, _field(rec, "packing") or []))
+            rows.append((label, cyc, packing or []))
     if not rows:
         raise ConfigError(
             "no record has iteration_cycles (run laws, laws-nc or cats on a trace with iterations)"
@@ -129,6 +135,7 @@ def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Fi
             fig, ax = plt.subplots(figsize=(6.4, 3.6))
         for label, cyc, pk in rows:
             (line,) = ax.plot(range(len(cyc)), cyc, marker="o", ms=3, label=literal(label))
+            pk = [p for p in pk if "cf_roots" in p]  # entries of other moves have none
             if packed and pk:
                 ax2.step(
                     [p["iteration"] for p in pk],

@@ -15,6 +15,7 @@ import json
 import reprlib
 import zipfile
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -154,17 +155,24 @@ def read_record(path: str | Path) -> dict[str, Any]:
     Raises
     ------
     ConfigError
-        An empty path, no such file, not JSON, not a JSON object, an object without
+        An empty path, no such file, a sweep's output folder or another folder without
+        a record, not JSON, not a JSON object, an object without
         ``status`` (no run's record: a ``config.json``, say), or one of those fields of
         another type or out of its range.
     """
     p = result_file(path)
     if not p.exists():
-        what = "file" if p.suffix == ".json" else "run folder"
+        raise _no_record(run_path(path), p)
+    try:
+        rec = read_json(p)
+    except ConfigError:
+        if p.suffix.lower() == ".json":
+            raise
+        # the timeline.npz or config beside it, a trace: "byte 14 is not UTF-8 text"
         raise ConfigError(
-            f"{p}: no such {what} (a `simsched run --out` folder, or its {RESULT_FILE})"
-        )
-    rec = read_json(p)
+            f"{p}: not a run's result record (not JSON text); give the run folder "
+            f"(`simsched run --out`) or its {RESULT_FILE}"
+        ) from None
     if not isinstance(rec, dict):
         raise ConfigError(f"{p}: not a result record (a JSON object, not {type(rec).__name__})")
     if "status" not in rec:
@@ -189,6 +197,23 @@ def read_record(path: str | Path) -> dict[str, Any]:
             raise ConfigError(f"{p}: field 'machine_config' is not a machine (clock_ghz > 0)")
     check_record_fields(p, rec)
     return rec
+
+
+def _no_record(given: Path, p: Path) -> ConfigError:
+    """What is wrong with ``given``, a path whose record ``p`` does not exist: a sweep's
+    output folder (its runs are its points), a folder without a record, or no such path."""
+    if given.is_dir():
+        if (given / "points").is_dir():
+            # a sweep's (or a saved comparison's) folder: its runs are its points (two of
+            # the three figures said "sw/result.json: no such file")
+            return ConfigError(
+                f"{given}: a sweep's output folder, not one run's: give one of its points, "
+                f"{given / 'points'}/<id> (`simsched results show {given}` lists them by "
+                "point_id)"
+            )
+        return ConfigError(f"{given}: no {RESULT_FILE} there (write one with `simsched run --out`)")
+    what = "file" if p.suffix == ".json" else "run folder"
+    return ConfigError(f"{p}: no such {what} (a `simsched run --out` folder, or its {RESULT_FILE})")
 
 
 def check_record_fields(where: str | Path, rec: dict[str, Any]) -> None:
@@ -355,10 +380,45 @@ def read_timeline(path: str | Path, record: dict[str, Any] | None = None) -> dic
         # Bytes that are neither .npz nor .npy make numpy try (and refuse) to unpickle them.
         detail = "not an .npz archive" if "pickle" in str(exc) else str(exc)
         raise ConfigError(f"{p}: cannot read the timeline ({detail})") from None
+    return check_timeline(arrays, record, p)
+
+
+def check_timeline(
+    given: Mapping[str, Any], record: dict[str, Any] | None = None, where: str | Path = "arrays"
+) -> dict[str, np.ndarray]:
+    """The arrays of a timeline as numpy arrays, checked to describe one run's strands:
+    what :func:`read_timeline` checks in a ``timeline.npz``, and the timeline figure in
+    arrays given from Python.
+
+    Parameters
+    ----------
+    given
+        The arrays by name (numpy arrays or lists).
+    record
+        The run's record, or None: see :func:`read_timeline`.
+    where
+        What the messages name: the file, or the argument.
+
+    Returns
+    -------
+    dict[str, numpy.ndarray]
+        ``given``, each as a numpy array.
+
+    Raises
+    ------
+    ConfigError
+        An array missing, of another shape or dtype, or with a value out of range.
+    """
 
     def fail(name: str, what: str) -> ConfigError:
-        return ConfigError(f"{p}: array {name!r} {what}")
+        return ConfigError(f"{where}: array {name!r} {what}")
 
+    arrays: dict[str, np.ndarray] = {}
+    for k, v in given.items():
+        try:
+            arrays[k] = np.asarray(v)
+        except (TypeError, ValueError):  # a ragged list
+            raise fail(k, "is not an array of integers") from None
     for k in (*STRAND_ARRAYS, "socket_of_core"):
         if k not in arrays:
             raise fail(k, "is missing")
@@ -405,9 +465,10 @@ def read_timeline(path: str | Path, record: dict[str, Any] | None = None) -> dic
         raise fail("end", "has a strand that ends before it starts")
     if "makespan" in arrays and not len(arrays["makespan"]):
         raise fail("makespan", "is empty")
-    n_jobs = len(record["jobs"]) if record and isinstance(record.get("jobs"), list) else 1
     job = arrays.get("job", np.zeros(n, np.int64))
-    if int(job.max()) >= n_jobs:
+    # only the record knows the jobs (a job set's arrays given alone have several)
+    n_jobs = len(record["jobs"]) if record and isinstance(record.get("jobs"), list) else 1
+    if record is not None and int(job.max()) >= n_jobs:
         raise fail("job", f"names job {int(job.max())} of {n_jobs}")
     if "strand" in arrays:
         for j in np.unique(job).tolist():

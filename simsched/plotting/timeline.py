@@ -14,15 +14,18 @@ are read from the trace when it is given, else the frame itself is the colour ke
 
 from __future__ import annotations
 
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from simsched.errors import ConfigError, shown
+from simsched.params import check_int
 from simsched.plotting.runfolder import (
     TIMELINE_FILE,
     check_finished,
+    check_timeline,
     read_record,
     read_timeline,
     replayed_only,
@@ -59,16 +62,8 @@ def load_timeline(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, An
     p = run_path(path)
     folder = p if p.is_dir() else p.parent
     rec_path = result_file(p)
-    if p.is_dir() and not rec_path.exists():
-        if (folder / "points").is_dir():
-            # a sweep's (or a saved comparison's) folder: the runs are its points
-            raise ConfigError(
-                f"{path}: a sweep's output folder; a timeline is one run's: give one of "
-                f"its points, {folder / 'points'}/<id> (`simsched results show {path}` "
-                "lists them by point_id)"
-            )
-        raise ConfigError(f"{path}: no result.json there (write one with `simsched run --out`)")
-    record = read_record(rec_path)  # says what is wrong with a path that is no record
+    # says what is wrong with a path that is no record (a sweep's folder, say)
+    record = read_record(p)
     check_finished(rec_path, record, "no timeline to draw")
     arrays = read_timeline(folder / TIMELINE_FILE, record)
     return arrays, record
@@ -82,9 +77,18 @@ def subtree_of_frames(
     With ``at_level`` None the level is the shallowest one with at least ``min_groups``
     frames (e.g. the number of cores), so that a program whose main spawns a single child
     is still coloured by meaningful subtrees.
+
+    Raises
+    ------
+    ConfigError
+        ``parent`` and ``level`` are not a trace's frame tree (``Trace.frames.parent`` and
+        ``.level``; a trace's path is refused as such), or ``at_level`` or ``min_groups``
+        is not a whole number.
     """
-    parent = np.asarray(parent)
-    level = np.asarray(level)
+    parent, level = _frame_tree(parent, level)
+    if at_level is not None:
+        at_level = check_int("at_level", at_level)
+    min_groups = check_int("min_groups", min_groups)
     if at_level is None:
         counts = np.bincount(level) if level.size else np.zeros(1, np.int64)
         ok = np.flatnonzero(counts >= min_groups)
@@ -97,6 +101,43 @@ def subtree_of_frames(
         elif level[f] > at_level:
             out[f] = out[parent[f]]
     return out
+
+
+def _frame_tree(parent: Any, level: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``parent`` and ``level`` as integer arrays, if they are a trace's frame tree (one
+    entry per frame, each parent before its children, levels from 0), else a one-line
+    :class:`ConfigError`: a path, a number or a broken tree failed inside numpy."""
+    if isinstance(parent, str | PathLike):
+        raise ConfigError(
+            f"parent={shown(parent)}: a path; give the trace's frame tree, "
+            "open_trace(path).frames.parent and .level"
+        )
+    arrays = []
+    for name, given in (("parent", parent), ("level", level)):
+        try:
+            a = np.asarray(given)
+        except (TypeError, ValueError):  # a ragged list
+            a = np.zeros((0, 0))
+        if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+            raise ConfigError(
+                f"{name}={shown(given)}: expected an integer array, one entry per frame "
+                f"(Trace.frames.{name})"
+            )
+        arrays.append(a.astype(np.int64))
+    parent, level = arrays
+    if len(level) != len(parent):
+        raise ConfigError(f"level: {len(level)} entries, but parent has {len(parent)} frames")
+    ids = np.arange(len(parent))
+    bad = np.flatnonzero(np.where(ids == 0, parent != -1, (parent < 0) | (parent >= ids)))
+    if bad.size:
+        f = int(bad[0])
+        raise ConfigError(
+            f"parent: frame {f} has parent {int(parent[f])}: not a tree rooted at frame 0 "
+            "(each parent precedes its children)"
+        )
+    if len(level) and int(level.min()) < 0:
+        raise ConfigError(f"level: frame {int(np.argmin(level))} has level {int(level.min())}")
+    return parent, level
 
 
 def _colour_key(ax: Any, entries: list[tuple[bool, int, Any]], color_by: str, has_subtree: bool):
@@ -123,29 +164,6 @@ def _colour_key(ax: Any, entries: list[tuple[bool, int, Any]], color_by: str, ha
     ax.legend(
         handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, frameon=False
     )
-
-
-def _check_strands(arrays: Any, core: np.ndarray, ncores: int) -> None:
-    """Refuse per-strand arrays of other lengths, or a core with no ``socket_of_core``
-    entry: they failed inside the drawing with an IndexError."""
-    n = len(core) if core.ndim == 1 else -1
-    for k in ("core", "start", "end", "frame", "job"):
-        if k not in arrays:
-            continue
-        a = np.asarray(arrays[k])
-        if a.ndim != 1:
-            raise ConfigError(f"arrays: {k!r} has shape {a.shape}, not one entry per strand")
-        if len(a) != n:
-            raise ConfigError(
-                f"arrays: {k!r} has {len(a)} entries, not one per strand ({n}, as 'core')"
-            )
-        if k in ("core", "frame", "job") and a.size and a.dtype.kind not in "iu":
-            raise ConfigError(f"arrays: {k!r} holds {a.dtype}, not integers")
-    if n and (int(core.min()) < 0 or int(core.max()) >= ncores):
-        bad = int(core.min()) if int(core.min()) < 0 else int(core.max())
-        raise ConfigError(
-            f"arrays: 'core' names core {bad}, but 'socket_of_core' has {ncores} cores"
-        )
 
 
 def plot_timeline(
@@ -181,9 +199,10 @@ def plot_timeline(
     Raises
     ------
     ConfigError
-        An argument of the wrong kind, an array missing, per-strand arrays of different
-        lengths or shapes, a core that ``socket_of_core`` lacks, or a frame that
-        ``subtree`` lacks.
+        An argument of the wrong kind, arrays that a ``timeline.npz`` with them would be
+        refused for (:func:`~simsched.plotting.runfolder.check_timeline`: an array
+        missing, per-strand arrays of other lengths, shapes or dtypes, a core that
+        ``socket_of_core`` lacks...), or a frame that ``subtree`` lacks.
     """
     from collections.abc import Mapping
 
@@ -195,11 +214,11 @@ def plot_timeline(
         raise ConfigError(f"color_by {shown(color_by)}: expected subtree, socket or job")
     if not isinstance(arrays, Mapping):
         raise ConfigError(f"arrays={shown(arrays)}: expected a run's timeline (load_timeline)")
-    lacking = [k for k in ("core", "start", "end", "frame", "socket_of_core") if k not in arrays]
-    if lacking:
-        raise ConfigError(f"arrays: no {lacking[0]!r} array; expected a run's timeline")
+    # what a timeline.npz read from disk is checked for (a value of another type or
+    # length failed inside numpy or matplotlib)
+    arrays = check_timeline(arrays)
     # A sampled run's strands of the iterations it extrapolated have no core: not drawn.
-    every = len(np.asarray(arrays["core"]))
+    every = len(arrays["core"])
     arrays = replayed_only(arrays)
     left_out = every - len(arrays["core"])
     title = check_title(title) or ""
@@ -215,7 +234,6 @@ def plot_timeline(
     end = np.asarray(arrays["end"])
     frame = np.asarray(arrays["frame"])
     sock = np.asarray(arrays["socket_of_core"])
-    _check_strands(arrays, core, len(sock))
     if subtree is not None and len(frame) and int(frame.max()) >= len(subtree):
         raise ConfigError(
             f"subtree: {len(subtree)} entries, but the timeline has frame {int(frame.max())}"

@@ -527,8 +527,8 @@ def test_damaged_run_folder_and_results_store(cli, fib_trace, tmp_path):
     run = tmp_path / "run"
     assert cli("run", "-t", fib_trace, "-m", "itrs-scaling-2", "-s", "ws", "-o", run)[0] == 0
     (run / "timeline.npz").write_bytes(b"")
-    for cmd in (["plot", "timeline"], ["export", "timeline"]):
-        code, _, err = cli(*cmd, run, "-o", tmp_path / "x.png")
+    for cmd, out in ((["plot", "timeline"], "x.png"), (["export", "timeline"], "x.json")):
+        code, _, err = cli(*cmd, run, "-o", tmp_path / out)
         assert code == 2
         assert one_line(err).endswith(
             f"{run / 'timeline.npz'}: cannot read the timeline (empty file)"

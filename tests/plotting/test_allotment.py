@@ -159,3 +159,26 @@ def test_refuses_what_is_not_a_multi_job_record(rec, says):
     with pytest.raises(ConfigError, match=says) as e:
         plot_allotment(rec)
     assert "\n" not in str(e.value)
+
+
+def test_an_empty_allotment_series_is_nothing_to_draw(tmp_path, capsys):
+    """An IndexError inside the figure ("too many indices for array"), from Python and
+    from `plot allotment`: one check names the record or its file."""
+    from simsched.errors import ConfigError
+
+    empty = {"cycles": [], "cores": [], "desire": [], "leaving": []}
+    rec = {**_titled([[2, 2]] * 3, ("ws", "ws")), "allotment": empty}
+    with pytest.raises(ConfigError) as e:
+        plot_allotment(rec)
+    assert str(e.value) == (
+        "rec: field 'allotment' is empty (no reallocation recorded): nothing to draw"
+    )
+    (tmp_path / "result.json").write_text(json.dumps(rec))
+    with pytest.raises(SystemExit) as info:
+        main(["plot", "allotment", str(tmp_path), "-o", str(tmp_path / "a.png")])
+    assert info.value.code == 2
+    assert capsys.readouterr().err == (
+        f"simsched: error: {tmp_path / 'result.json'}: field 'allotment' is empty (no "
+        "reallocation recorded): nothing to draw\n"
+    )
+    assert not (tmp_path / "a.png").exists()

@@ -512,16 +512,86 @@ def test_an_empty_zoom_draws_no_zoomed_panel():
     plt.close(fig)
 
 
-def test_bars_of_no_rows_are_refused():
-    """Before: ZeroDivisionError (the bar width divided by no hues)."""
+@pytest.mark.parametrize("kind", ["bar", "line"])
+def test_bars_or_lines_of_no_rows_are_refused(kind):
+    """Before: ZeroDivisionError (the bar width divided by no hues); a line plot drew
+    empty axes without a word."""
     from simsched.plotting.figures import bar_plot
 
+    draw = bar_plot if kind == "bar" else line_plot
     empty = results().iloc[:0]
-    with pytest.raises(ConfigError, match=r"no rows to plot"):
-        bar_plot(empty, "machine", "mpki")
+    with pytest.raises(ConfigError) as info:
+        draw(empty, "cores", "mpki")
+    assert str(info.value) == "no rows to plot (no run with a value of 'mpki')"
     failed = results().assign(status="error", error="boom")
-    with pytest.raises(ConfigError, match=r"no rows to plot .*failed \(the first: boom\)"):
-        bar_plot(failed, "machine", "mpki")
+    with pytest.raises(ConfigError) as info:
+        draw(failed, "cores", "mpki")
+    assert str(info.value) == (
+        f"no rows to plot (no run with a value of 'mpki'): all {len(failed)} runs failed "
+        "(the first: boom)"
+    )
+    with pytest.raises(ConfigError) as info:
+        speedup_vs_cores(failed) if kind == "line" else mpki_by_config(failed)
+    assert str(info.value).startswith("no rows to plot")
+    plt.close("all")
+
+
+@pytest.mark.parametrize(
+    ("cores", "says"),
+    [
+        (0, "logx=True: column 'cores' has values <= 0 (e.g. 0); a log axis needs x > 0"),
+        (-3, "logx=True: column 'cores' has values <= 0 (e.g. -3); a log axis needs x > 0"),
+        ("x", "logx=True: column 'cores': not a numeric column (e.g. seed, makespan_cycles"),
+    ],
+)
+def test_a_log_x_axis_of_a_line_plot_checks_x_as_the_sweep_figure_does(tmp_path, cores, says):
+    """line_plot(logx=True) checked nothing: x all <= 0 failed in matplotlib at save time,
+    text with "could not convert string to float", and a negative x was left out."""
+    df = results()
+    df.loc[df.index[0], "cores"] = cores if cores != "x" else None
+    if cores == "x":
+        df = df.assign(cores="x")
+    with pytest.raises(ConfigError) as info:
+        line_plot(df, "cores", "makespan_cycles", logx=True)
+    assert str(info.value).startswith(says)
+    plt.close("all")
+
+
+@pytest.mark.filterwarnings("ignore:each mark averages rows")  # a mixed frame on purpose
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (
+            lambda df: line_plot(pd.concat([df, df[["cores"]]], axis=1), "cores", "speedup"),
+            "df: column 'cores' appears twice",
+        ),
+        (
+            lambda df: sweep_figure(
+                pd.concat([df, df[["seed"]], df[["seed"]]], axis=1), "cores", "mpki"
+            ),
+            "df: column 'seed' appears 3 times",
+        ),
+        (
+            lambda df: sweep_figure(df.assign(b=1 + 2j), "cores", "b"),
+            "y='b': not a numeric column (e.g. cores, seed, makespan_cycles, speedup, mpki)",
+        ),
+        (
+            lambda df: line_plot(df.assign(b=1 + 2j), "cores", "b"),
+            "column 'b': not a numeric column (e.g. cores, seed, makespan_cycles, speedup, mpki)",
+        ),
+        (
+            lambda df: figure_time_vs_cores(df, [["mergesort"]]),
+            "workloads[0]=['mergesort']: expected one label, e.g. 'mergesort'",
+        ),
+    ],
+)
+def test_a_table_or_name_the_figures_cannot_draw_is_named(call, says):
+    """Before: an AttributeError ("'DataFrame' object has no attribute 'dtype'"), a
+    TypeError ("No matching signature found"), or pandas' "Lengths must match"."""
+    with pytest.raises(ConfigError) as info:
+        call(results())
+    assert str(info.value) == says
+    plt.close("all")
 
 
 @pytest.mark.parametrize(

@@ -89,7 +89,8 @@ def test_title_is_drawn_literally(tmp_path, title):
     ("field", "value", "says"),
     [
         ("iteration_cycles", '[1, "a"]', "'iteration_cycles' is not a list of cycle counts"),
-        ("iteration_cycles", "zz", "record field 'iteration_cycles' is not JSON"),
+        ("iteration_cycles", "zz", "field 'iteration_cycles' is not JSON"),
+        ("iteration_cycles", "[-1, 2]", "'iteration_cycles' is not a list of cycle counts"),
         ("iteration_cycles", {"a": 1}, "'iteration_cycles' is not a list of cycle counts"),
         ("packing", '[{"cf_roots": "x", "iteration": 1}]', "'packing' is not a list of"),
         ("packing", "[3]", "'packing' is not a list of"),
@@ -130,3 +131,36 @@ def test_one_path_is_one_record_not_its_letters(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_records(str(tmp_path / "nosuch"))
     assert str(info.value).startswith(str(tmp_path / "nosuch"))
+
+
+@pytest.mark.parametrize(
+    ("record", "says"),
+    [
+        ({"iteration_cycles": [1, "a"]}, "field 'iteration_cycles' is not a list of cycle counts"),
+        ({"iteration_cycles": [-1, 2]}, "field 'iteration_cycles' is not a list of cycle counts"),
+        ({"iteration_cycles": 5}, "field 'iteration_cycles' is not a list of cycle counts"),
+        ({"iteration_cycles": "zz"}, "field 'iteration_cycles' is not JSON: 'zz'"),
+        (
+            {"iteration_cycles": [1, 2], "packing": [1, 2]},
+            "field 'packing' is not a list of {iteration, cf_roots} entries",
+        ),
+    ],
+)
+def test_records_given_from_python_are_checked_as_loaded_ones(tmp_path, record, says):
+    """load_records checked the fields, plot_iterations did not: a text time was drawn on
+    a text axis, a negative one below zero, and 5 or a packing of numbers failed with a
+    TypeError or an AttributeError.  One check, naming the file or the argument."""
+    with pytest.raises(ConfigError) as info:
+        plot_iterations([LAWS, {"status": "ok", **record}])
+    assert str(info.value) == f"records[1]: {says}"
+    (tmp_path / "result.json").write_text(json.dumps({"status": "ok", **record}))
+    with pytest.raises(ConfigError) as info:
+        load_records([tmp_path])
+    assert str(info.value) == f"{tmp_path / 'result.json'}: {says}"
+
+
+def test_packing_entries_without_roots_are_not_drawn():
+    """An entry without cf_roots passed the check and failed the drawing (KeyError)."""
+    rec = {**LAWS, "packing": [{"iteration": 0, "cf_roots": 2}, {"iteration": 1}]}
+    _, ax2 = plot_iterations([rec]).axes
+    assert list(ax2.lines[0].get_ydata()) == [2]

@@ -13,7 +13,13 @@ import pytest  # noqa: E402
 import simsched  # noqa: E402
 from simsched.cli import main  # noqa: E402
 from simsched.errors import ConfigError  # noqa: E402
-from simsched.plotting.timeline import load_timeline, plot_timeline  # noqa: E402
+from simsched.plotting.allotment import load_jobs_record  # noqa: E402
+from simsched.plotting.iterations import load_records  # noqa: E402
+from simsched.plotting.timeline import (  # noqa: E402
+    load_timeline,
+    plot_timeline,
+    subtree_of_frames,
+)
 from simsched.workloads import generate  # noqa: E402
 
 
@@ -132,40 +138,63 @@ def test_a_sweep_folder_is_named_as_such_with_where_its_runs_are(tmp_path, capsy
     (sweep / "points" / "abc").mkdir(parents=True)
     with pytest.raises(ConfigError) as info:
         load_timeline(sweep)
-    assert str(info.value) == (
-        f"{sweep}: a sweep's output folder; a timeline is one run's: give one of its "
-        f"points, {sweep / 'points'}/<id> (`simsched results show {sweep}` lists them by "
-        "point_id)"
+    said = (
+        f"{sweep}: a sweep's output folder, not one run's: give one of its points, "
+        f"{sweep / 'points'}/<id> (`simsched results show {sweep}` lists them by point_id)"
     )
-    code, err = _cli(["export", "timeline", str(sweep), "-o", str(tmp_path / "t.json")], capsys)
-    assert code == 2 and "a sweep's output folder" in err
-    with pytest.raises(ConfigError, match="no result.json there"):
+    assert str(info.value) == said
+    # one check for every reader of a run folder: `plot iterations` and `plot allotment`
+    # said "results/result.json: no such file"
+    for args in (
+        ["export", "timeline", str(sweep), "-o", str(tmp_path / "t.json")],
+        ["plot", "timeline", str(sweep), "-o", str(tmp_path / "t.png")],
+        ["plot", "iterations", str(sweep), "-o", str(tmp_path / "t.png")],
+        ["plot", "allotment", str(sweep), "-o", str(tmp_path / "t.png")],
+    ):
+        code, err = _cli(args, capsys)
+        assert (code, err) == (2, f"simsched: error: {said}\n"), args
+    for load in (load_timeline, load_jobs_record, load_records):
+        with pytest.raises(ConfigError) as info:
+            load(sweep)
+        assert str(info.value) == said
+    with pytest.raises(ConfigError) as info:
         load_timeline(tmp_path)
+    assert str(info.value) == (
+        f"{tmp_path}: no result.json there (write one with `simsched run --out`)"
+    )
 
 
 @pytest.mark.parametrize(
     ("kwargs", "says"),
     [
         ({"arrays": 7}, "arrays=7: expected a run's timeline"),
-        ({"arrays": {"core": np.zeros(1)}}, "arrays: no 'start' array"),
+        ({"arrays": {"core": np.zeros(1)}}, "arrays: array 'start' is missing"),
         ({"ax": "ax"}, "ax='ax': expected matplotlib axes"),
         ({"title": ["t"]}, "title=['t']: expected a text"),
         ({"color_by": np.array(["socket", "job"])}, "color_by array("),
         ({"subtree": np.array([0])}, "subtree: 1 entries, but the timeline has frame 2"),
         ({"subtree": True}, "subtree: expected an integer array"),
         # per-strand arrays of different lengths failed inside with an IndexError
-        ({"end": np.array([10, 20])}, "arrays: 'end' has 2 entries, not one per strand (3,"),
-        ({"core": np.array([0, 1])}, "arrays: 'start' has 3 entries, not one per strand (2,"),
-        ({"frame": np.zeros((3, 1), int)}, "arrays: 'frame' has shape (3, 1)"),
-        ({"core": np.array([0, 1, 2])}, "arrays: 'core' names core 2, but 'socket_of_core' has 2"),
-        ({"core": np.array([0.0, 1.0, 0.0])}, "arrays: 'core' holds float64, not integers"),
+        ({"end": np.array([10, 20])}, "arrays: array 'end' has 2 entries, not one per strand (3)"),
+        ({"core": np.array([0, 1])}, "arrays: array 'start' has 3 entries, not one per strand (2)"),
+        ({"frame": np.zeros((3, 1), int)}, "arrays: array 'frame' has shape (3, 1)"),
+        ({"core": np.array([0, 1, 2])}, "arrays: array 'core' names core 2 of 2 cores"),
+        ({"core": np.array([0.0, 1.0, 0.0])}, "arrays: array 'core' holds float64, not integers"),
+        # what a timeline.npz is checked for: a TypeError or ValueError inside numpy
+        ({"core": np.int64(0)}, "arrays: array 'core' has shape (), not one dimension"),
+        ({"end": [10, [20], 30]}, "arrays: array 'end' is not an array of integers"),
+        ({"end": np.array([10, 5, 30]), "start": np.array([0, 9, 0])}, "array 'end' has a strand"),
+        (
+            {"socket_of_core": np.array(["a", "b"]), "color_by": "socket"},
+            "arrays: array 'socket_of_core' holds <U1, not integers",
+        ),
     ],
 )
 def test_a_wrong_argument_is_named(kwargs, says):
     """Before: "'int' object is not subscriptable", "'str' object has no attribute
     'figure'", an IndexError, or an array compared element by element."""
     arrays = _arrays([10, 20, 30], [0, 1, 2])
-    for k in ("core", "start", "end", "frame"):
+    for k in ("core", "start", "end", "frame", "socket_of_core"):
         if k in kwargs:
             arrays[k] = kwargs.pop(k)
     args = {"arrays": arrays, **kwargs}
@@ -173,3 +202,64 @@ def test_a_wrong_argument_is_named(kwargs, says):
         plot_timeline(args.pop("arrays"), **args)
     assert says in str(info.value)
     plt.close("all")
+
+
+def test_timeline_arrays_from_python_are_checked_as_a_file_is(run_dir):
+    """Arrays changed in Python failed inside numpy (a ValueError of a socket 'a', a
+    TypeError of a core that was one number); a timeline.npz with the same damage was
+    refused by name: one check, plot_timeline's and read_timeline's."""
+    arrays = dict(load_timeline(run_dir / "run")[0])
+    for change, says in (
+        (
+            {"socket_of_core": np.array(["a", "b"])},
+            "arrays: array 'socket_of_core' holds <U1, not integers",
+        ),
+        ({"core": np.int64(0)}, "arrays: array 'core' has shape (), not one dimension"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            plot_timeline({**arrays, **change}, color_by="socket")
+        assert str(info.value) == says
+    plt.close("all")
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ("/etc/passwd", 1),
+            "parent='/etc/passwd': a path; give the trace's frame tree, "
+            "open_trace(path).frames.parent and .level",
+        ),
+        (
+            (5, [0]),
+            "parent=5: expected an integer array, one entry per frame (Trace.frames.parent)",
+        ),
+        (
+            ([-1, 0], ["a", "b"]),
+            "level=['a', 'b']: expected an integer array, one entry per frame (Trace.frames.level)",
+        ),
+        (([-1, 0], [0]), "level: 1 entries, but parent has 2 frames"),
+        (
+            ([-1, 2, 0], [0, 1, 1]),
+            "parent: frame 1 has parent 2: not a tree rooted at frame 0 (each parent "
+            "precedes its children)",
+        ),
+        (([-1, 0], [0, -1]), "level: frame 1 has level -1"),
+        (([-1, 0], [0, 1], "1"), "at_level='1': expected an integer"),
+    ],
+)
+def test_subtree_of_frames_names_what_is_no_frame_tree(args, says):
+    """Before: numpy's "object of too small depth for desired array" for a path, an
+    IndexError for a parent that is not a frame."""
+    with pytest.raises(ConfigError) as info:
+        subtree_of_frames(*args)
+    assert str(info.value) == says
+
+
+def test_subtree_of_frames_of_a_trace(run_dir):
+    from simsched.trace import open_trace
+
+    with open_trace(run_dir / "fib.sst") as t:
+        sub = subtree_of_frames(t.frames.parent, t.frames.level, np.int64(2))
+        assert (sub[t.frames.level == 2] == np.flatnonzero(t.frames.level == 2)).all()
+        assert (sub[t.frames.level < 2] == -1).all()
