@@ -19,24 +19,28 @@ place rather than through a call per reference.
 
 from __future__ import annotations
 
-import json
 import operator
 import os
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from simsched.canonical import plain_strict
-from simsched.errors import ConfigError, IterationMarkError, TraceBuildError, shown
+from simsched.errors import ConfigError, IterationMarkError, TraceBuildError
 from simsched.files import check_path
 from simsched.identity import version
-from simsched.params import check_callable, check_flag, check_int, check_mapping, is_one_line
+from simsched.params import check_callable, check_flag, check_int
 from simsched.trace import format as fmt
 from simsched.trace import structure
+from simsched.trace.builder_checks import (
+    check_meta,
+    flags,
+    json_params,
+    per_reference,
+    writer_name,
+)
 from simsched.trace.writer import ChunkWriter
 
 #: the header's counts, in its order
@@ -64,92 +68,6 @@ class _Frame:
         self.children: list[int] = []  # frames spawned since then (branching is patched later)
         self.fresh = False  # just spawned: nothing has happened in the frame yet
         self.called = False  # opened by call(): its return joins the caller at once
-
-
-def _per_reference(name: str, x: np.ndarray, n: int) -> np.ndarray:
-    """``x``, an argument of :meth:`TraceBuilder.refs`, if it is one value (broadcast) or
-    one per address (``n``), else a :class:`ConfigError` naming it: numpy's broadcast
-    error named neither the argument nor the counts.  A 1-element array is one value, as
-    numpy broadcasts it."""
-    if x.shape == (1,) and n != 1:
-        return x.reshape(())
-    if x.ndim and x.shape != (n,):
-        k = x.shape[0]
-        got = f"{k} value{'s' if k != 1 else ''}" if x.ndim == 1 else f"an array of shape {x.shape}"
-        raise ConfigError(
-            f"{name}: {got} for {n} address{'es' if n != 1 else ''}; expected one value or "
-            "one per address"
-        )
-    return x
-
-
-def _flags(name: str, x: ArrayLike) -> np.ndarray:
-    """``x``, an argument of :meth:`TraceBuilder.refs`, as a bool array if it holds
-    booleans (True, False, numpy bools, or a list or array of them), else a
-    :class:`ConfigError` naming it: ``np.asarray(x, dtype=bool)`` took ``"no"`` as True and
-    ``[0, 2]`` as a read and a write."""
-    if x is True or x is False:
-        return np.asarray(x)
-    a = np.asarray(x)
-    if a.dtype != np.bool_ and not (a.size == 0 and a.dtype.kind == "f"):  # [] is float64
-        got = shown(x) if a.ndim == 0 else f"an array of {a.dtype}"
-        raise ConfigError(f"{name}: expected True, False or an array of them, got {got}")
-    return a.astype(bool, copy=False)
-
-
-def writer_name(v: str) -> str:
-    """The meta section's ``writer`` for simsched version ``v``: its release, not its commit.
-
-    A development version (``0.1.1.dev568+gb76f7ea9d``) is named by the release it leads
-    to, ``simsched 0.1.1 (development)``: with the commit in it, the same trace written
-    by two commits had other bytes and another digest, so records of one trace looked like
-    records of two (``compare --out`` added points instead of replacing them, cached
-    baselines were not found).  Results name the exact version (``simsched_version``).
-    """
-    m = re.match(r"(\d+(?:\.\d+)*)(.*)", v)
-    if m is None:
-        return f"simsched {v}"
-    base, rest = m.groups()
-    return f"simsched {base}" + (" (development)" if rest else "")
-
-
-def check_meta(program: Any, args: Any, line_size_hint: Any, backend: Any = "synthetic") -> int:
-    """Refuse what a trace's header cannot hold; returns ``line_size_hint`` as an int.
-
-    For :class:`TraceBuilder` and for the raw importer, which checks them before it reads
-    a record (a wrong argument was reported as a fault of the raw stream).
-
-    Raises
-    ------
-    ConfigError
-        A program or backend name that is not one line of text (a newline reached the
-        comparison's titles and the results' CSV), arguments given as one string (its
-        letters became the arguments: "x y" was ('x', ' ', 'y')), or a line size that is
-        not a power of two up to 2^20.
-    """
-    for name, text in (("program", program), ("backend", backend)):
-        if not isinstance(text, str) or not is_one_line(text):
-            raise ConfigError(f"{name}={shown(text)}: expected one line of text")
-    if isinstance(args, str | bytes) or not isinstance(args, Iterable):
-        raise ConfigError(f"args={shown(args)}: expected a list of the program's arguments")
-    hint = check_int("line_size_hint", line_size_hint, 1)
-    if not structure.line_hint_ok(hint):
-        raise ConfigError(f"line_size_hint={hint} must be a power of 2 up to 2^20")
-    return hint
-
-
-def _json_params(params: Any) -> dict[str, Any]:
-    """``params`` as the trace's meta section will hold them (JSON: numpy values as plain
-    numbers), refused up front when they are not JSON: they failed in ``close()``, after
-    all the program's references were written."""
-    given = check_mapping(params, "params")  # a list or a text was stored as it was
-    try:
-        return json.loads(json.dumps(given, sort_keys=True, default=plain_strict))
-    except (TypeError, ValueError) as exc:  # an object, or keys sort_keys cannot order
-        raise ConfigError(
-            f"params: {exc} (a trace's params are JSON: text, numbers, booleans, lists and "
-            "mappings with text keys)"
-        ) from None
 
 
 class TraceBuilder:
@@ -215,7 +133,7 @@ class TraceBuilder:
             "args": [str(a) for a in args],
             "gaps_exact": check_flag(gaps_exact, "gaps_exact"),
             "line_size_hint": int(line_size_hint),
-            "params": _json_params(params),
+            "params": json_params(params),
             "roi": check_flag(roi, "roi"),  # "no" was True, and every reference dropped
             "writer": writer_name(version()),
         }
@@ -724,12 +642,12 @@ class TraceBuilder:
         n = a.shape[0]
         if n == 0:
             return
-        sz = _per_reference("sizes", np.asarray(sizes), n)
+        sz = per_reference("sizes", np.asarray(sizes), n)
         if a.dtype.kind not in "iu":
             self._integer_array("reference address", "reference addresses", a)
         if sz.dtype.kind not in "iu":
             self._integer_array("reference size", "reference sizes", sz)
-        wr = _per_reference("writes", _flags("writes", writes), n)
+        wr = per_reference("writes", flags("writes", writes), n)
         fmt.check_refs(a, sz, self._where)
         if a.dtype != np.uint64:
             a = a.astype(np.uint64)  # every address is below 2**48 now
@@ -737,7 +655,7 @@ class TraceBuilder:
             sw = np.asarray(int(sz) | (0x80 if bool(wr) else 0), np.uint8)  # 0-d: broadcast
         else:
             sw = np.broadcast_to(sz.astype(np.uint8) | (wr.astype(np.uint8) << 7), (n,))
-        g = _per_reference("gaps", np.asarray(gaps), n)
+        g = per_reference("gaps", np.asarray(gaps), n)
         if g.dtype.kind not in "iu":
             g = self._integer_gaps(g)
         if g.ndim == 0:
@@ -757,7 +675,7 @@ class TraceBuilder:
         if gmax >= 1 << 32:
             raise TraceBuildError(f"{self.path}: instruction gap does not fit 32 bits")
         self._cur_instr += n + gsum
-        d = _per_reference("deps", _flags("deps", deps), n)
+        d = per_reference("deps", flags("deps", deps), n)
         self._w.append(a, sw, g, d if d.ndim == 0 or d.any() else np.asarray(False))
 
     def refs_checked(self, addrs: np.ndarray, sizew: np.ndarray, gaps: np.ndarray) -> None:

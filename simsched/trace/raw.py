@@ -38,7 +38,8 @@ from simsched.files import check_not_input, check_output_file, check_path, regul
 from simsched.params import check_callable
 from simsched.trace import _raw_kernels as _rk
 from simsched.trace import format as fmt
-from simsched.trace.builder import TraceBuilder, check_meta
+from simsched.trace.builder import TraceBuilder
+from simsched.trace.builder_checks import check_meta
 from simsched.trace.iterations import check_iterations_mode
 
 RAW_DTYPE = np.dtype([("a", "<u8"), ("b", "<u4"), ("c", "<u2"), ("kind", "u1"), ("flags", "u1")])
