@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import difflib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +62,8 @@ def safe_load_yaml(path: Path) -> Any:
 
 
 def _raw_machine(spec: str | Path | dict) -> tuple[str, dict]:
-    if isinstance(spec, dict):
-        return "machine", copy.deepcopy(spec)
+    if isinstance(spec, Mapping):  # a read-only mapping (MappingProxyType) too
+        return "machine", copy.deepcopy(dict(spec))
     if not isinstance(spec, str | os.PathLike):
         # str(None) was looked up as a preset: "machine 'None': no such preset or file"
         raise ConfigError(

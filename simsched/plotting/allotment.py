@@ -47,9 +47,17 @@ def load_jobs_record(path: str | Path) -> dict[str, Any]:
 def _check_drawable(where: str | Path, rec: dict[str, Any]) -> None:
     """Refuse an allotment series of no entry, in one line naming ``where`` (the record's
     file, or the argument): the figure failed inside numpy ("too many indices")."""
-    if not len(rec["allotment"]["cycles"]):
+    cycles = rec["allotment"]["cycles"]
+    if not len(cycles):
         raise ConfigError(
             f"{where}: field 'allotment' is empty (no reallocation recorded): nothing to draw"
+        )
+    back = next((i for i in range(1, len(cycles)) if cycles[i] < cycles[i - 1]), None)
+    if back is not None:
+        # a step plot of times that go back draws one job's cores over another's
+        raise ConfigError(
+            f"{where}: field 'allotment': cycles go back at entry {back} "
+            f"({cycles[back - 1]} then {cycles[back]})"
         )
 
 

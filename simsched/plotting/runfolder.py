@@ -465,6 +465,9 @@ def check_timeline(
         raise fail("end", "has a strand that ends before it starts")
     if "makespan" in arrays and not len(arrays["makespan"]):
         raise fail("makespan", "is empty")
+    if "makespan" in arrays and np.any((arrays["end"] > arrays["makespan"][0]) & ~skipped):
+        # the figure's axis ends at the makespan: such strands were drawn cut off
+        raise fail("end", f"has a strand that ends after the makespan ({arrays['makespan'][0]})")
     job = arrays.get("job", np.zeros(n, np.int64))
     # only the record knows the jobs (a job set's arrays given alone have several)
     n_jobs = len(record["jobs"]) if record and isinstance(record.get("jobs"), list) else 1

@@ -275,6 +275,16 @@ def test_overrides_must_be_a_mapping_of_dotted_names():
             load_machine("itrs-scaling-4", {key: 2})
 
 
+def test_a_read_only_mapping_is_a_machine_too():
+    """MappingProxyType was refused as "expected a preset name, a machine file, a mapping"."""
+    import types
+
+    from simsched.machine.loader import machine_config
+
+    good = machine_config(load_machine("itrs-scaling-2"))
+    assert load_machine(types.MappingProxyType(good)) == load_machine("itrs-scaling-2")
+
+
 def test_a_long_unknown_machine_name_is_cut_short():
     with pytest.raises(ConfigError, match=r"^machine 'x{100}'\.\.\. \(5,000 characters\): no"):
         load_machine("x" * 5000)

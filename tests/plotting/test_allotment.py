@@ -161,6 +161,16 @@ def test_refuses_what_is_not_a_multi_job_record(rec, says):
     assert "\n" not in str(e.value)
 
 
+def test_allotment_cycles_that_go_back_are_refused():
+    """A step plot of them drew one job's cores over another's, without a word."""
+    from simsched.errors import ConfigError
+
+    rec = _titled([[2, 2]] * 3, ("ws", "ws"))
+    rec["allotment"] = {**rec["allotment"], "cycles": [0, 200, 100]}
+    with pytest.raises(ConfigError, match=r"^rec: field 'allotment': cycles go back at entry 2 "):
+        plot_allotment(rec)
+
+
 def test_an_empty_allotment_series_is_nothing_to_draw(tmp_path, capsys):
     """An IndexError inside the figure ("too many indices for array"), from Python and
     from `plot allotment`: one check names the record or its file."""

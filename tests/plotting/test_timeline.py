@@ -184,6 +184,8 @@ def test_a_sweep_folder_is_named_as_such_with_where_its_runs_are(tmp_path, capsy
         ({"core": np.int64(0)}, "arrays: array 'core' has shape (), not one dimension"),
         ({"end": [10, [20], 30]}, "arrays: array 'end' is not an array of integers"),
         ({"end": np.array([10, 5, 30]), "start": np.array([0, 9, 0])}, "array 'end' has a strand"),
+        # drawn cut off at the makespan, without a word
+        ({"makespan": np.array([20])}, "arrays: array 'end' has a strand that ends after the"),
         (
             {"socket_of_core": np.array(["a", "b"]), "color_by": "socket"},
             "arrays: array 'socket_of_core' holds <U1, not integers",
@@ -194,7 +196,7 @@ def test_a_wrong_argument_is_named(kwargs, says):
     """Before: "'int' object is not subscriptable", "'str' object has no attribute
     'figure'", an IndexError, or an array compared element by element."""
     arrays = _arrays([10, 20, 30], [0, 1, 2])
-    for k in ("core", "start", "end", "frame", "socket_of_core"):
+    for k in ("core", "start", "end", "frame", "socket_of_core", "makespan"):
         if k in kwargs:
             arrays[k] = kwargs.pop(k)
     args = {"arrays": arrays, **kwargs}
