@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from simsched.errors import ConfigError, SimschedError, command_line, shown, spelled
+from simsched.experiments.claims import PointClaim
 from simsched.experiments.pointspec import Point, check_point
 from simsched.experiments.store import (
     POINT_FILE,
-    PointClaim,
     beyond_int64,
     point_dir,
     read_row,

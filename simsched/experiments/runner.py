@@ -36,6 +36,7 @@ from rich.progress import (
 )
 
 from simsched.errors import ConfigError, OutputError, spelled
+from simsched.experiments.claims import claim_holder
 from simsched.experiments.executors import close_dask, connect_dask, run_dask, run_local
 from simsched.experiments.point import (
     INTERRUPTED,
@@ -54,7 +55,7 @@ from simsched.experiments.spec import (
     check_spec,
     check_trace_cache,
 )
-from simsched.experiments.store import ROW_FILE, claim_holder, consolidate, read_row
+from simsched.experiments.store import ROW_FILE, consolidate, read_row
 from simsched.files import check_output_dir, make_output_dir
 from simsched.params import check_flag, check_int
 from simsched.trace.reader import keep_bytes
@@ -426,7 +427,7 @@ def sweep_status(loaded: LoadedSpec) -> dict[str, Any]:
     the missing points a runner or worker has claimed and is running now, in the spec's
     order: ``point_id``, the workload's, machine's and scheduler's labels, the seed, and the
     claim's ``pid``, ``host``, ``since`` and ``alive``
-    (:func:`~simsched.experiments.store.claim_holder`; a claim whose holder is gone from
+    (:func:`~simsched.experiments.claims.claim_holder`; a claim whose holder is gone from
     this host is left out).  Reads only the output folder and the spec's trace files
     (each opened and its content digest checked, once per process); runs nothing.  An output folder that :func:`run_sweep` could not create is refused as it
     refuses it (``OutputError``)."""

@@ -4,6 +4,7 @@ Layout of a sweep's output folder::
 
     <out>/points/<point_id>/point.json    the resolved point (written before it runs)
     <out>/points/<point_id>/row.json      its result row (written when it ends, ok or not)
+    <out>/points/<point_id>/claim         held by the runner running it (experiments/claims.py)
     <out>/points/<point_id>/...           the run's config.json, result.json (also on failure)
     <out>/results.parquet                 every row.json as one table (rebuilt by consolidate)
     <out>/traces/                         generated and captured traces (the default cache)
@@ -29,13 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import fcntl
 import json
-import math
 import os
 import re
-import socket
-import time
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -52,150 +49,7 @@ from simsched.params import check_callable, check_flag, check_frame, check_strin
 POINTS_DIR = "points"
 ROW_FILE = "row.json"
 POINT_FILE = "point.json"
-CLAIM_FILE = "claim"
 RESULTS_FILE = "results.parquet"
-
-
-class PointClaim:
-    """An exclusive claim on one point, held by this process while the point runs.
-
-    Two runners of one sweep (two ``sweep run`` commands, or cluster workers) must not
-    simulate a point twice.  The claim is an exclusive ``flock`` on ``<point>/claim``: taking
-    it is atomic, it is held exactly as long as the process runs the point, and the kernel
-    drops it when the process dies (even by SIGKILL), so a crashed runner never leaves a
-    point claimed for ever and no staleness rule is needed.
-    """
-
-    def __init__(self, out_dir: str | Path, point_id: str) -> None:
-        self.path = point_dir(out_dir, point_id) / CLAIM_FILE
-        self._fd: int | None = None
-
-    def acquire(self, *, note: bool = True) -> bool:
-        """Take the claim; ``False`` when another live process holds it.
-
-        With ``note`` the file then says who holds it (:func:`claim_holder`).
-        """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                # The holder before us may have removed the file after we opened it: a lock
-                # on that orphan would be a second claim, so only the current file counts.
-                try:
-                    current = os.stat(self.path).st_ino == os.fstat(fd).st_ino
-                except FileNotFoundError:
-                    current = False
-            except BlockingIOError:
-                os.close(fd)
-                return False
-            except BaseException:
-                os.close(fd)
-                raise
-            if current:
-                self._fd = fd
-                if note:
-                    # For `sweep status`, which reads it without taking the lock
-                    # (claim_holder); a full disk only leaves it unsaid.
-                    holder = {
-                        "pid": os.getpid(),
-                        "host": socket.gethostname(),
-                        "since": time.time(),
-                    }
-                    with contextlib.suppress(OSError):
-                        os.ftruncate(fd, 0)
-                        os.pwrite(fd, json.dumps(holder).encode(), 0)
-                return True
-            os.close(fd)
-
-    def release(self, *, remove: bool = True) -> None:
-        """Give the claim up (removing the file first, unless ``remove`` is false)."""
-        if self._fd is None:
-            return
-        if remove:
-            self.path.unlink(missing_ok=True)
-        os.close(self._fd)  # closing drops the lock
-        self._fd = None
-
-    def __enter__(self) -> PointClaim:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-def is_claimed(out_dir: str | Path, point_id: str) -> bool:
-    """True while another process holds the point's claim (it is running the point)."""
-    claim = PointClaim(out_dir, point_id)
-    if not claim.path.exists():
-        return False
-    if claim.acquire(note=False):
-        claim.release(remove=False)  # we never ran it: just drop the probe
-        return False
-    return True
-
-
-def claim_holder(out_dir: str | Path, point_id: str) -> dict[str, Any] | None:
-    """Who claimed a point, as its claim file says, or ``None`` when it says nothing (no
-    claim file: the point never started or has finished; or an unreadable one).
-
-    The file is read without taking its lock: a probe holding the lock at the moment a
-    runner tries to take it would make that runner pass the point by.  So the file can
-    outlive its holder (a runner killed with SIGKILL leaves it; the kernel drops only the
-    lock), and ``alive`` says whether the holder still runs, where this host can tell.
-
-    Parameters
-    ----------
-    out_dir
-        The store's folder.
-    point_id
-        The point.
-
-    Returns
-    -------
-    dict or None
-        ``{"pid", "host", "since", "alive"}``: the holder's process id and host name, when
-        it took the claim (seconds since the epoch), and ``True``/``False`` whether that
-        process still exists when it ran on this host, ``None`` on another host (a
-        cluster's worker).  A process id reused since by another process reads as alive.
-    """
-    path = point_dir(out_dir, point_id) / CLAIM_FILE
-    try:
-        info = json.loads(path.read_bytes() or b"null")
-    except (OSError, ValueError):
-        return None
-    if not (
-        isinstance(info, dict)
-        and type(info.get("pid")) is int
-        and isinstance(info.get("host"), str)
-        and type(info.get("since")) in (int, float)
-        and math.isfinite(info["since"])
-    ):
-        return None
-    alive = _process_exists(info["pid"]) if info["host"] == socket.gethostname() else None
-    return {"pid": info["pid"], "host": info["host"], "since": float(info["since"]), "alive": alive}
-
-
-def _process_exists(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    if os.path.isdir("/proc/self"):
-        # A killed worker whose parent has not reaped it yet is a zombie: gone for our
-        # purpose, while a signal 0 would still find it.
-        try:
-            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-                return f.read().rpartition(")")[2].split()[:1] != ["Z"]
-        except FileNotFoundError:
-            return False
-        except OSError:
-            pass
-    try:  # no /proc (macOS): signal 0 only checks that the process exists
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def point_dir(out_dir: str | Path, point_id: str) -> Path:
@@ -210,8 +64,9 @@ _TEMPORARY = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp(\.[^.]*)?")
 def remove_temporaries(out_dir: str | Path, point_id: str) -> list[str]:
     """Remove the temporary files a write cut short left in a point's folder.
 
-    Only the runner that holds the point's claim (:class:`PointClaim`) may call this: no
-    one else writes there then.  Such files are left by a worker killed mid-write (kill
+    Only the runner that holds the point's claim
+    (:class:`~simsched.experiments.claims.PointClaim`) may call this: no one else writes
+    there then.  Such files are left by a worker killed mid-write (kill
     -9, or a Dask worker stopped after Ctrl-C: its point runs in a thread, which cannot
     unwind).
 
@@ -293,7 +148,16 @@ def _row_problem(row: dict[str, Any], folder: str) -> str | None:
         for k, v in row.items():
             if isinstance(v, dict | list) and k.removeprefix("run.") not in NESTED_FIELDS:
                 return f"field {k!r} is {shown(v)}, not a single value"
+        for k in _NUMBER_FIELDS:
+            v = row.get(k)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+                # "abc" made the column text: a figure said "not a numeric column"
+                return f"field {k!r} is {shown(v)}, not a number"
     return None
+
+
+#: Fields every simsched record that has them holds as numbers (the axes figures draw).
+_NUMBER_FIELDS = ("makespan_cycles", "cores", "sockets", "speedup", "baseline_makespan_cycles")
 
 
 def beyond_int64(row: Mapping[str, Any]) -> str | None:

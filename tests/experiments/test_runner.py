@@ -262,7 +262,7 @@ def test_two_runners_of_one_sweep_run_each_point_once(tmp_path):
 
 
 def test_claim_is_exclusive_and_dies_with_its_holder(tmp_path):
-    from simsched.experiments.store import PointClaim, claim_holder, is_claimed
+    from simsched.experiments.claims import PointClaim, claim_holder, is_claimed
 
     a = PointClaim(tmp_path, "p1")
     t0 = time.time()
@@ -289,7 +289,7 @@ def test_claim_is_exclusive_and_dies_with_its_holder(tmp_path):
     }
     # A holder killed with SIGKILL leaves the file but no claim.
     code = (
-        "import os, sys, time; from simsched.experiments.store import PointClaim; "
+        "import os, sys, time; from simsched.experiments.claims import PointClaim; "
         f"c = PointClaim({str(tmp_path)!r}, 'p2'); assert c.acquire(); print('held', flush=True);"
         " time.sleep(60)"
     )
@@ -311,7 +311,7 @@ def test_claim_is_exclusive_and_dies_with_its_holder(tmp_path):
 
 def test_claim_holder_without_proc_asks_the_process_itself(tmp_path, monkeypatch):
     # macOS has no /proc: whether the holder is alive is then signal 0's answer
-    from simsched.experiments.store import PointClaim, claim_holder
+    from simsched.experiments.claims import PointClaim, claim_holder
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()

@@ -371,6 +371,10 @@ def test_results_commands_read_a_read_only_folder(tmp_path, read_only, capsys, s
             b'{"point_id": "id9", "status": "ok", "record_version": 1, "v": [1, 2]}',
             "field 'v' is [1, 2], not a single value",
         ),
+        (
+            b'{"point_id": "id9", "status": "ok", "record_version": 1, "makespan_cycles": "abc"}',
+            "field 'makespan_cycles' is 'abc', not a number",
+        ),
     ],
 )
 def test_a_damaged_row_is_left_out_and_reported_each_time(tmp_path, read_only, content, problem):
