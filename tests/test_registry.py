@@ -96,7 +96,8 @@ def test_plugins_of_each_kind(plugins):
         name = "something-else"
 
     gen = types.ModuleType("mygen")
-    for attr in ("SUMMARY", "PARAMS", "finish_params", "layout", "emit", "memory", "references"):
+    # no references(params): it is optional (no progress total, no size limit)
+    for attr in ("SUMMARY", "PARAMS", "finish_params", "layout", "emit", "memory"):
         setattr(gen, attr, getattr(fib_module, attr))
     gen.NAME = "mygen"
     half = types.ModuleType("half")

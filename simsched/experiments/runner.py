@@ -295,7 +295,7 @@ def run_sweep(
     else:
         todo = list(points)
     if point_fn is None and todo:  # a point function of one's own makes no trace
-        check_trace_cache(loaded, todo)
+        check_trace_cache(loaded, todo, sizes=executor != "dask")
     finished = len(done)
     # The scheduler is reached before the output folder is made: an unreachable one leaves
     # no empty folder behind.

@@ -643,12 +643,14 @@ def check_generator_size(where: str, recipes: list[dict[str, Any]], cache: Path)
             raise ConfigError(f"{where}: {exc}") from None
 
 
-def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
+def check_trace_cache(loaded: LoadedSpec, points: list[Point], *, sizes: bool = True) -> None:
     """Refuse a trace cache this process cannot write while traces of ``points`` (the
-    points about to run) are still to be made in it, or a generated trace among them too
-    large for this host's memory or too long (:func:`check_generator_size`): else every point of
-    those traces fails alike, each with the same error.  ``sweep status`` does not ask: a finished
-    sweep's folder may be read-only and its traces gone.
+    points about to run) are still to be made in it, or (``sizes``) a generated trace among
+    them too large for this host's memory or too long (:func:`check_generator_size`): else
+    every point of those traces fails alike, each with the same error.  ``sweep status``
+    does not ask: a finished sweep's folder may be read-only and its traces gone.  A Dask
+    sweep passes ``sizes=False``: its workers make the traces, and the host that submits
+    it may have less memory than they have.
 
     Raises
     ------
@@ -664,7 +666,8 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point]) -> None:
         {Path(p.spec_dir) / p.workload["path"] for p in points if p.workload.get("kind") == "jobs"}
     ):
         recipes += jobset_generator_recipes(jobs)  # a job set's generated jobs are made there too
-    check_generator_size(where, recipes, cache)
+    if sizes:
+        check_generator_size(where, recipes, cache)
     folder = cache
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent  # a missing cache is made inside its nearest existing folder

@@ -41,7 +41,7 @@ from typing import Any
 import pandas as pd
 
 from simsched.canonical import canonical_json
-from simsched.engine.record import NESTED_FIELDS, nest_fields
+from simsched.engine.record import nest_fields
 from simsched.errors import ConfigError, OutputError, shown, spelled
 from simsched.files import atomic_output, check_path, is_stream, parse_json, write_json_atomic
 from simsched.params import check_callable, check_flag, check_frame, check_strings, column_hint
@@ -131,12 +131,12 @@ def _load_row(path: Path) -> tuple[dict[str, Any] | None, str | None]:
 def _row_problem(row: dict[str, Any], folder: str) -> str | None:
     """Why a ``row.json`` of the point folder ``folder`` is damaged, or None.
 
-    Every row names its point and says how it ended; a simsched record holds lists and
-    mappings only in its nested fields (:data:`~simsched.engine.record.NESTED_FIELDS`).
-    A row without them was taken as it was: ``{}`` gave a blank row, and one list among a
-    column's numbers (``"cores": [1, 2]``) turned the whole column into text, which a
-    figure then drew as categories without a word.  A custom point function's own fields
-    may hold anything.
+    Every row names its point and says how it ended, and a simsched record holds numbers
+    in the fields figures draw (:data:`_NUMBER_FIELDS`).  A row without them was taken as
+    it was: ``{}`` gave a blank row, and one list or text among a column's numbers
+    (``"cores": [1, 2]``) turned the whole column into text, which a figure then drew as
+    categories without a word.  Other fields may hold anything: a sweep's override can be
+    a mapping (``machine.caches.L1.prefetch``), and a custom point function adds its own.
     """
     pid = row.get("point_id")
     if pid != folder:
@@ -145,9 +145,6 @@ def _row_problem(row: dict[str, Any], folder: str) -> str | None:
     if not isinstance(row.get("status"), str):
         return f"status {shown(row.get('status'))} is not text"
     if "record_version" in row:
-        for k, v in row.items():
-            if isinstance(v, dict | list) and k.removeprefix("run.") not in NESTED_FIELDS:
-                return f"field {k!r} is {shown(v)}, not a single value"
         for k in _NUMBER_FIELDS:
             v = row.get(k)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
@@ -157,6 +154,7 @@ def _row_problem(row: dict[str, Any], folder: str) -> str | None:
 
 
 #: Fields every simsched record that has them holds as numbers (the axes figures draw).
+#: The record's other fields are not checked: lists and mappings are legitimate there.
 _NUMBER_FIELDS = ("makespan_cycles", "cores", "sockets", "speedup", "baseline_makespan_cycles")
 
 

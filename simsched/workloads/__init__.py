@@ -19,10 +19,11 @@ A generator module provides ``NAME``, ``SUMMARY``, ``PARAMS`` (a tuple of
 :class:`~simsched.workloads._common.Param`), ``finish_params(params)`` (derived defaults),
 ``layout(params) -> Heap`` (where the program's arrays live),
 ``emit(b, params, heap) -> dict`` (the program itself), ``memory(params)`` (the bytes
-generating needs) and ``references(params)`` (the references its trace file holds,
-exactly: checked against :data:`MAX_GENERATED_REFS` before anything is written, and the
-total of the progress it reports; one that stores a repeated part adds
-``program_references(params)``, the whole program's), and may say in
+generating needs), and may declare ``references(params)`` (the references its trace
+file holds, exactly: checked against :data:`MAX_GENERATED_REFS` before anything is
+written, and the total of the progress it reports; one that stores a repeated part adds
+``program_references(params)``, the whole program's; every built-in generator does, and a
+plug-in without it generates with no total and no limit) and say in
 ``MARKS_ITERATIONS`` whether its traces mark iterations (a sweep that samples iterations
 refuses one that says False before running it).  A module that models several
 programs with one code path (the stencils) lists them in ``VARIANTS`` and gives each its
@@ -161,7 +162,6 @@ GENERATOR_API = (
     "layout",
     "emit",
     "memory",
-    "references",
 )
 
 
@@ -287,7 +287,7 @@ def _roughly(seconds: float) -> str:
     return f"{seconds:.0f} seconds"
 
 
-def _check_references(w: Workload, p: dict[str, Any], chunk_refs: int) -> int:
+def _check_references(w: Workload, p: dict[str, Any], chunk_refs: int) -> int | None:
     """Refuse in one line a generator run whose trace would hold more references than
     :data:`MAX_GENERATED_REFS`, or a repeat trace whose whole program a reader would
     refuse; else return the references the file will hold.
@@ -301,7 +301,10 @@ def _check_references(w: Workload, p: dict[str, Any], chunk_refs: int) -> int:
     instructions a reference, under 2^8 (tests/workloads/test_references.py), and 2^42
     references (either limit) times 2^8 is 2^50.
     """
-    refs = int(w.module.references(p))
+    count = getattr(w.module, "references", None)
+    if count is None:  # a plug-in without it: no total, no limit (it is optional)
+        return None
+    refs = int(count(p))
     if refs > MAX_GENERATED_REFS:
         took = _roughly(refs / GENERATED_REFS_PER_S)
         raise ConfigError(
@@ -334,14 +337,14 @@ def _chunk_refs(name: str, params: dict[str, Any]) -> int:
     return chunk_refs
 
 
-def _check_size(w: Workload, p: dict[str, Any], chunk_refs: int) -> int:
+def _check_size(w: Workload, p: dict[str, Any], chunk_refs: int) -> int | None:
     """Both up-front checks, the memory first (some generators count their references
     from their data, which needs it); the references the file will hold."""
     _check_memory(w, p)
     return _check_references(w, p, chunk_refs)
 
 
-def check_size(name: str, params: dict[str, Any]) -> int:
+def check_size(name: str, params: dict[str, Any]) -> int | None:
     """Refuse, as :func:`generate` would, a generator run this host has too little memory
     for or whose trace would be too long, generating nothing (a sweep checks every trace
     it is to make before its first point, so that a too-large input does not fail every
@@ -356,8 +359,9 @@ def check_size(name: str, params: dict[str, Any]) -> int:
 
     Returns
     -------
-    int
-        The references the trace file would hold (a repeated part once).
+    int or None
+        The references the trace file would hold (a repeated part once); None for a
+        plug-in generator that does not declare ``references``.
 
     Raises
     ------
@@ -442,7 +446,7 @@ def generate(
         gaps_exact=False,
         line_size_hint=64,
         params=meta,
-        progress=None if progress is None else _with_total(progress, total),
+        progress=progress if progress is None or total is None else _with_total(progress, total),
         chunk_refs=chunk_refs,
     )
     try:

@@ -368,8 +368,8 @@ def test_results_commands_read_a_read_only_folder(tmp_path, read_only, capsys, s
         (b'{"point_id": "zzz", "status": "ok"}', "point_id 'zzz', not its folder's name"),
         (b'{"point_id": "id9", "status": 5}', "status 5 is not text"),
         (
-            b'{"point_id": "id9", "status": "ok", "record_version": 1, "v": [1, 2]}',
-            "field 'v' is [1, 2], not a single value",
+            b'{"point_id": "id9", "status": "ok", "record_version": 1, "cores": [1, 2]}',
+            "field 'cores' is [1, 2], not a number",
         ),
         (
             b'{"point_id": "id9", "status": "ok", "record_version": 1, "makespan_cycles": "abc"}',
@@ -690,3 +690,22 @@ def test_results_show_names_the_columns_it_leaves_out(tmp_path, capsys):
         "1 row",
         "2 rows",
     ]
+
+
+def test_mappings_and_lists_outside_the_nested_fields_are_rows_too(tmp_path):
+    """A sweep's override may be a mapping (machine.caches.L1.prefetch: {streams: 16}) and a
+    custom point function may add a list: such rows are simsched's own, not damage (they
+    were once refused, and their points run again on every sweep run)."""
+    row = {
+        "point_id": "p1",
+        "status": "ok",
+        "record_version": 1,
+        "cores": 16,
+        "makespan_cycles": 100,
+        "machine.caches.L1.prefetch": {"streams": 16, "distance": 4},
+        "my_hist": [1, 2, 3],
+    }
+    save_row(tmp_path, "p1", row)
+    said: list[str] = []
+    df = load_results(tmp_path, warn=said.append)
+    assert said == [] and list(df["point_id"]) == ["p1"]

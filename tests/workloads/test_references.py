@@ -269,3 +269,22 @@ def test_the_limit_applies_to_what_the_file_holds(tmp_path, any_memory, monkeypa
     assert generate("heat", tmp_path / "t.sst", **heat).n_refs == 20 * 6144
     with pytest.raises(ConfigError, match="its trace would hold 122,880 references"):
         generate("heat", tmp_path / "t.sst", **heat, repeat=False)
+
+
+def test_a_plugin_without_references_generates_without_a_total(tmp_path, monkeypatch):
+    """references(params) is optional for a plug-in: no progress total and no limit."""
+    import types
+
+    import simsched.workloads as W
+    from simsched.workloads import fib as fib_module
+
+    gen = types.ModuleType("mygen")
+    for attr in ("SUMMARY", "PARAMS", "finish_params", "layout", "emit", "memory"):
+        setattr(gen, attr, getattr(fib_module, attr))
+    gen.NAME = "mygen"
+    plug = W._adapt(gen, "mygen")
+    monkeypatch.setattr(W, "get", lambda name: plug)
+    assert W.check_size("mygen", {"n": 8}) is None
+    seen: list[tuple[int, int | None]] = []
+    h = generate("mygen", tmp_path / "g.sst", n=8, progress=lambda d, t: seen.append((d, t)))
+    assert h.n_refs > 0 and seen and all(t is None for _, t in seen)
