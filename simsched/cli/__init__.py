@@ -203,7 +203,8 @@ def _unwind_on_sigterm() -> list[int]:
     temporary file of an output being written and no record of the run; raised as
     KeyboardInterrupt, the signal runs every ``finally`` (temporaries removed, a failed
     run's record written, a sweep's finished points kept) and the process ends with the
-    conventional status 143.
+    conventional status 143.  A signal that arrives while Numba compiles is sent again
+    once the compiler has returned (:func:`_in_llvm`).
     """
     import signal
     import threading
@@ -212,12 +213,30 @@ def _unwind_on_sigterm() -> list[int]:
     if threading.current_thread() is not threading.main_thread():
         return got  # signal handlers can only be set from the main thread
 
-    def on_term(signum: int, frame: object) -> None:
+    def on_term(signum: int, frame: Any) -> None:
         got.append(signum)
+        if _in_llvm(frame):
+            # Numba compiling: an exception raised in one of llvmlite's ctypes callbacks is
+            # printed and dropped, and the command ran on to its end (exit 0).  Ask again
+            # once the compiler has returned to Python.
+            timer = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+            timer.daemon = True
+            timer.start()
+            return
         raise Terminated
 
     signal.signal(signal.SIGTERM, on_term)
     return got
+
+
+def _in_llvm(frame: Any) -> bool:
+    """Whether ``frame`` (where a signal arrived) runs inside llvmlite, the compiler Numba
+    calls through ctypes."""
+    while frame is not None:
+        if "llvmlite" in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
 
 
 _API_NAME = re.compile(r"([a-z][a-z0-9_]*)=(\S*?):")

@@ -770,3 +770,40 @@ def test_version_with_more_arguments_is_refused(capsys):
     assert (
         capsys.readouterr().err == "simsched: error: --version takes nothing after it, got 'foo'\n"
     )
+
+
+def test_a_sigterm_inside_the_jit_compiler_is_asked_again_after_it(monkeypatch):
+    """A SIGTERM that arrived in one of llvmlite's ctypes callbacks (Numba compiling) raised
+    there, where ctypes prints the exception and drops it: the command ran on to its end
+    and exited 0.  Such a signal is sent again 50 ms later; elsewhere it unwinds at once."""
+    import signal
+    import threading
+
+    from simsched.cli import _in_llvm, _unwind_on_sigterm
+    from simsched.errors import Terminated
+
+    ns: dict = {}
+    exec(compile("import sys; f = sys._getframe()", "/x/llvmlite/binding/ee.py", "exec"), ns)
+    inside = ns["f"]
+    assert _in_llvm(inside) and not _in_llvm(sys._getframe())
+    timers: list[tuple] = []
+
+    class Timer:
+        def __init__(self, delay, fn, args):
+            timers.append((delay, fn, args))
+
+        def start(self):
+            pass
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(threading, "Timer", Timer)
+    try:
+        got = _unwind_on_sigterm()
+        handler = signal.getsignal(signal.SIGTERM)
+        handler(signal.SIGTERM, inside)  # deferred: no exception
+        assert got == [signal.SIGTERM]
+        assert timers == [(0.05, os.kill, (os.getpid(), signal.SIGTERM))]
+        with pytest.raises(Terminated):
+            handler(signal.SIGTERM, sys._getframe())
+    finally:
+        signal.signal(signal.SIGTERM, before)
