@@ -409,10 +409,9 @@ def _run_backend(
     log = work / "backend.log"
     if backend == "gcc":
         if not _has_gcc_runtime(prog):
-            valgrind = spelled("backend='valgrind'", "--backend valgrind")
             raise CaptureError(
                 f"{prog}: not built with `simsched cc` (the gcc backend needs its runtime); "
-                f"rebuild it with `simsched cc ...`, or use {valgrind}"
+                f"rebuild it with `simsched cc ...`, or use {_backend('valgrind')}"
             )
         _, zstd = build.gcc_runtime()
         if not zstd:
@@ -422,11 +421,9 @@ def _run_backend(
         cmd = [str(prog), *args]
     elif backend == "valgrind":
         if _has_gcc_runtime(prog):
-            valgrind = spelled("backend='valgrind'", "--backend valgrind")
-            gcc = spelled("backend='gcc'", "--backend gcc")
             raise CaptureError(
-                f"{prog}: built with `simsched cc`; for {valgrind} build it with plain gcc "
-                f"(with simsched.h), or capture it with {gcc}"
+                f"{prog}: built with `simsched cc`; for {_backend('valgrind')} build it with "
+                f"plain gcc (with simsched.h), or capture it with {_backend('gcc')}"
             )
         env["VALGRIND_LIB"] = str(build.valgrind_tool())
         fifo = _FifoCompressor(work / "raw.fifo", raw, prog)
@@ -668,6 +665,12 @@ def capture(
     )
 
 
+def _backend(name: str) -> str:
+    """The backend ``name`` as the caller chose it: ``backend='gcc'`` in Python, ``--backend
+    gcc`` on the command line (:func:`simsched.errors.spelled`)."""
+    return spelled(f"backend={name!r}", f"--backend {name}")
+
+
 def _block_table(prog: Path) -> Path:
     """The block table a gcc-backend program reads (``simsched cc`` writes it): where the
     runtime looks, beside the program's resolved path (/proc/self/exe)."""
@@ -722,7 +725,5 @@ def _warnings(prog: Path, stats: dict[str, int]) -> list[str]:
     return [
         f"{prog.name}: {100 * out / n:.0f} % of the run's CPU time ({out} of {n} samples) was "
         "in uninstrumented code (libraries such as libm or the C library), whose memory "
-        "references the gcc backend does not record; "
-        + spelled("backend='valgrind'", "--backend valgrind")
-        + " records them"
+        "references the gcc backend does not record; " + _backend("valgrind") + " records them"
     ]

@@ -154,15 +154,7 @@ class Workload:
 
 
 #: The functions and tables a generator module provides (the module docstring says what).
-GENERATOR_API = (
-    "NAME",
-    "SUMMARY",
-    "PARAMS",
-    "finish_params",
-    "layout",
-    "emit",
-    "memory",
-)
+GENERATOR_API = ("NAME", "SUMMARY", "PARAMS", "finish_params", "layout", "emit", "memory")
 
 
 def _adapt(module: object, name: str) -> Workload:
