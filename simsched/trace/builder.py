@@ -19,6 +19,7 @@ place rather than through a call per reference.
 
 from __future__ import annotations
 
+import bisect
 import operator
 import os
 from collections.abc import Callable
@@ -33,7 +34,7 @@ from simsched.files import check_path
 from simsched.identity import version
 from simsched.params import check_callable, check_flag, check_int
 from simsched.trace import format as fmt
-from simsched.trace import structure
+from simsched.trace import repeat, structure
 from simsched.trace.builder_checks import (
     check_meta,
     flags,
@@ -477,6 +478,7 @@ class TraceBuilder:
         last = self._iteration + (n - 1) * p
         if last > fmt.MAX_ITERATION:
             raise TraceBuildError(f"{self.path}: {n} copies number iterations past 2^63 - 1")
+        self._check_expansion(s0, s1, r0, n)
         self._patch_branching(main)
         self._mark_due = True
         if n == 1:
@@ -489,6 +491,27 @@ class TraceBuilder:
             "chunk_refs": self._w.cap,
         }
         self._rep_end = (s1 - 1, self._cur_instr + self._pending_gap, self._w.n_refs)
+
+    def _check_expansion(self, s0: int, s1: int, r0: int, n: int) -> None:
+        """Refuse ``n`` copies of strands ``s0..s1 - 1`` that a reader could not expand
+        (:func:`simsched.trace.repeat.parse`), now rather than in :meth:`close` after the
+        rest of the program: what is written so far, with the copies, already passes its
+        limits.  Every edge goes into the strand newest when it is made, so the edges
+        into the part are the last ones."""
+        strands = s1 - s0
+        frames = len(self._f_parent) - self._s_frame[s0]
+        edges = len(self._e_dst) - bisect.bisect_left(self._e_dst, s0)
+        rows = len(self._s_frame) + len(self._f_parent) + len(self._e_dst)
+        rows += (n - 1) * (strands + frames + edges)
+        refs = self._w.n_refs + (n - 1) * (self._w.n_refs - r0)
+        chunks = -(-refs // self._w.cap)
+        if rows > repeat.MAX_ROWS or chunks > repeat.MAX_CHUNKS:
+            raise TraceBuildError(
+                f"{self.path}: {n} copies of the repeated part would expand to {rows:,} "
+                f"table rows and {chunks:,} chunks; a reader holds at most "
+                f"{repeat.MAX_ROWS:,} rows and {repeat.MAX_CHUNKS:,} chunks (fewer copies, "
+                "coarser tasks or larger chunks)"
+            )
 
     def roi_begin(self) -> None:
         """Start keeping references (region of interest)."""

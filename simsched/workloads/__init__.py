@@ -22,7 +22,9 @@ A generator module provides ``NAME``, ``SUMMARY``, ``PARAMS`` (a tuple of
 generating needs), and may declare ``references(params)`` (the references its trace
 file holds, exactly: checked against :data:`MAX_GENERATED_REFS` before anything is
 written, and the total of the progress it reports; one that stores a repeated part adds
-``program_references(params)``, the whole program's; every built-in generator does, and a
+``program_references(params)``, the whole program's, and may add ``program_rows(params)``,
+its strands, frames and edges, both checked against a reader's limits; every built-in
+generator declares ``references``, and a
 plug-in without it generates with no total and no limit) and say in
 ``MARKS_ITERATIONS`` whether its traces mark iterations (a sweep that samples iterations
 refuses one that says False before running it).  A module that models several
@@ -287,7 +289,9 @@ def _check_references(w: Workload, p: dict[str, Any], chunk_refs: int) -> int | 
     Every generator declares ``references(params)``: exactly what the file holds (a
     repeated part once), what the progress callback counts up to.  One that stores a
     repeated part also declares ``program_references(params)``, the whole program, which
-    a reader serves in :data:`simsched.trace.repeat.MAX_CHUNKS` chunks at most.  The
+    a reader serves in :data:`simsched.trace.repeat.MAX_CHUNKS` chunks at most, and may
+    declare ``program_rows(params)``, its strands, frames and edges, which a reader holds
+    :data:`~simsched.trace.repeat.MAX_ROWS` of at most.  The
     trace format's own limit, :data:`simsched.trace.format.MAX_INSTRUCTIONS` (every
     reference is an instruction), lies beyond both: the generators make a few
     instructions a reference, under 2^8 (tests/workloads/test_references.py), and 2^42
@@ -308,12 +312,22 @@ def _check_references(w: Workload, p: dict[str, Any], chunk_refs: int) -> int | 
         )
     whole = getattr(w.module, "program_references", None)
     program = refs if whole is None else int(whole(p))
+    if program == refs:  # nothing repeated: the reader expands nothing
+        return refs
     chunks = -(-program // chunk_refs)
-    if program > refs and chunks > repeat.MAX_CHUNKS:
+    if chunks > repeat.MAX_CHUNKS:
         raise ConfigError(
             f"{w.name} ({_shown(p)}): its whole program would hold {program:,} references, "
             f"{chunks:,} chunks of {chunk_refs:,}, more than the {repeat.MAX_CHUNKS:,} a "
             "reader expands a repeated part into (fewer iterations, or a larger chunk_refs)"
+        )
+    count_rows = getattr(w.module, "program_rows", None)
+    rows = None if count_rows is None else int(count_rows(p))
+    if rows is not None and rows > repeat.MAX_ROWS:
+        raise ConfigError(
+            f"{w.name} ({_shown(p)}): its whole program would have {rows:,} strands, "
+            f"frames and edges, more than the {repeat.MAX_ROWS:,} table rows a reader "
+            "expands a repeated part into (fewer iterations, or a larger cutoff)"
         )
     return refs
 

@@ -333,6 +333,10 @@ GEN_MEMORY_BASE = 64 << 20
 #: generator memory per frame of the trace: the builder's tables with the strands and edges
 #: a frame brings (measured 1,830 bytes per frame for fib, whose position keys are deepest)
 GEN_MEMORY_PER_FRAME = 2000
+#: generator memory per table row (strand, frame or edge) of a repeat trace's whole program,
+#: which the builder expands and checks as a reader would before the file is in place
+#: (measured 72 bytes: 1.37 GB peak for a heat of 16.8 M rows against 0.15 GB for 3,578)
+GEN_MEMORY_PER_EXPANDED_ROW = 80
 #: generator memory per reference of the largest batch emitted at once: addresses,
 #: size/write bytes, gaps and their temporaries (measured 29 bytes with datapar, 48 with heat)
 GEN_MEMORY_PER_REF = 64

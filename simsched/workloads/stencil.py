@@ -56,6 +56,7 @@ import numpy as np
 
 from simsched.errors import ConfigError
 from simsched.workloads._common import (
+    GEN_MEMORY_PER_EXPANDED_ROW,
     Heap,
     Param,
     concat_ranges,
@@ -253,16 +254,20 @@ def _shape(p: dict[str, Any]) -> tuple[int, int, int]:
 
 def memory(params: dict[str, Any]) -> float:
     """Bytes generating needs (the up-front check): one parallel loop over the interior
-    per sweep of every iteration, a leaf's references (a load per point of the stencil
-    and a store, per grid point of its rows) at once."""
+    per sweep of every stored time step (:func:`_stored_steps`: a repeated part once), a
+    leaf's references (a load per point of the stencil and a store, per grid point of its
+    rows) at once, and for a repeat trace the whole program's tables, which the builder
+    expands to check them as a reader would (:func:`program_rows`)."""
     k = KINDS[params["kind"]]
     nx, ny, nz = _shape(params)
     interior = nx - 2 * k.radius
-    frames = 1 + params["iters"] * k.sweeps * (pfor_frames(interior, params["cutoff"]) + 1)
+    steps = _stored_steps(params)
+    frames = 1 + steps * k.sweeps * (pfor_frames(interior, params["cutoff"]) + 1)
     if params.get("irregular") and params.get("uneven"):
         frames *= 3  # shares 1..4 of 10: leaves down to a tenth of the cut-off
     leaf = min(params["cutoff"], interior) * ny * nz * (len(k.loads) + 1)
-    return gen_memory(frames, batch_refs=leaf)
+    expanded = program_rows(params) if steps < params["iters"] else 0
+    return gen_memory(frames, batch_refs=leaf) + GEN_MEMORY_PER_EXPANDED_ROW * expanded
 
 
 def _step_refs(params: dict[str, Any]) -> tuple[int, int, int]:
@@ -288,11 +293,18 @@ def references(params: dict[str, Any]) -> int:
     ``iters mod period`` steps after the copies; otherwise all ``iters`` steps
     (:func:`program_references` counts the whole program).
     """
-    init, step, period = _step_refs(params)
+    init, step, _ = _step_refs(params)
+    return init + _stored_steps(params) * step
+
+
+def _stored_steps(params: dict[str, Any]) -> int:
+    """Time steps the file stores: with ``repeat`` and at least two periods (``period``
+    = the grids, as :func:`emit` repeats), one period and the ``iters mod period`` steps
+    after the copies; otherwise all ``iters``."""
+    period = 2 if KINDS[params["kind"]].sweeps == 1 else 1
     iters = params["iters"]
     copies = iters // period if params["repeat"] else 0
-    stored = period + iters - copies * period if copies >= 2 else iters
-    return init + stored * step
+    return period + iters - copies * period if copies >= 2 else iters
 
 
 def program_references(params: dict[str, Any]) -> int:
@@ -300,6 +312,48 @@ def program_references(params: dict[str, Any]) -> int:
     (:func:`references`); the trace header's ``n_refs``, which the reader's limits apply to."""
     init, step, _ = _step_refs(params)
     return init + params["iters"] * step
+
+
+def program_rows(params: dict[str, Any]) -> int:
+    """Table rows of the whole program, a repeated part expanded: its strands, frames and
+    edges together, which a reader holds at most :data:`simsched.trace.repeat.MAX_ROWS`
+    of when it expands a repeated part.
+
+    Main's frame and first strand, then per sweep of every time step main's spawn,
+    return and sync (a frame, three strands, four edges) and, for every inner node of
+    the loop with ``k`` children, ``k`` frames, ``2k + 1`` strands (each child's first,
+    a continuation after each, the one after the sync) and ``3k + 1`` edges (a spawn,
+    a continuation and a join a child, and the sync's continuation): the builder's
+    rules (:class:`~simsched.trace.TraceBuilder`).
+    """
+    k = KINDS[params["kind"]]
+    interior = _shape(params)[0] - 2 * k.radius
+    return 2 + params["iters"] * k.sweeps * (8 + _loop_rows(params, interior))
+
+
+def _loop_rows(params: dict[str, Any], interior: int) -> int:
+    """Table rows of the inner nodes of one parallel loop over ``interior`` rows
+    (:func:`program_rows`); a regular loop's subtrees depend on their length alone."""
+    cutoff, irregular, uneven = params["cutoff"], params["irregular"], params["uneven"]
+    if not irregular:
+        sizes: dict[int, int] = {}
+
+        def rows(n: int) -> int:
+            if n <= cutoff:
+                return 0
+            if n not in sizes:
+                sizes[n] = 14 + rows(n // 2) + rows(n - n // 2)
+            return sizes[n]
+
+        return rows(interior)
+    total, todo = 0, [(0, interior)]
+    while todo:
+        lo, hi = todo.pop()
+        if hi - lo > cutoff:
+            kids = split(lo, hi, cutoff, True, uneven)
+            total += 6 * len(kids) + 2
+            todo.extend(kids)
+    return total
 
 
 def layout(params: dict[str, Any]) -> Heap:

@@ -220,6 +220,38 @@ def test_builder_refuses_a_part_that_would_not_repeat(tmp_path, steps, message):
     _fails(tmp_path, steps, message)
 
 
+@pytest.mark.parametrize(("limit", "most"), [("MAX_ROWS", 2 + 8 * 3), ("MAX_CHUNKS", 3)])
+def test_builder_refuses_copies_a_reader_could_not_expand_at_once(
+    tmp_path, monkeypatch, limit, most
+):
+    """At repeat_end(), not in close() after the rest of the program: a step is 8 rows
+    (a frame, three strands, four edges) and, in chunks of 4,096, one chunk of 4,096
+    references; main is 2 rows and no references."""
+    from simsched.trace import repeat
+
+    monkeypatch.setattr(repeat, limit, most)
+
+    def steps(b, n):
+        b.repeat_begin()
+        b.iteration(0)
+        b.spawn()
+        b.refs(np.arange(4096, dtype=np.uint64) * 8, 8, False)
+        b.ret()
+        b.sync()
+        b.repeat_end(n)
+
+    with TraceBuilder(tmp_path / "ok.sst", chunk_refs=4096) as b:
+        steps(b, 3)  # at the limit: written and read
+    with open_trace(tmp_path / "ok.sst") as t:
+        assert len(t.strands) + len(t.frames) + len(t.edges) == 26 and t.header.n_chunks == 3
+    b = TraceBuilder(tmp_path / "bad.sst", chunk_refs=4096)
+    with pytest.raises(TraceBuildError, match=r"4 copies of the repeated part would expand "
+                       r"to 34 table rows and 4 chunks; a reader holds at most"):  # fmt: skip
+        steps(b, 4)
+    b.abort()
+    assert not (tmp_path / "bad.sst").exists()
+
+
 # -- the reader refuses bad repeat tables ---------------------------------------------------
 
 

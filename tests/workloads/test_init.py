@@ -137,6 +137,8 @@ def test_fib_40_is_refused_up_front(tmp_path, monkeypatch):
         ("datapar", {"n": 2, "elems": 1 << 18}),
         ("hashjoin", {"n_build": 1 << 18}),
         ("mergesort", {"n": 1 << 14, "grain": 32}),
+        # a repeat trace: two steps stored, 1.4 M table rows expanded when it closes
+        ("heat", {"nx": 258, "ny": 3, "cutoff": 1, "iters": 400, "init": False}),
     ],
 )
 def test_declared_memory_covers_the_peak(tmp_path, name, params):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from simsched.errors import ConfigError
 from simsched.trace import format as fmt
-from simsched.trace import repeat
+from simsched.trace import open_trace, repeat
 from simsched.workloads import (
     CHUNK_PARAM,
     MAX_GENERATED_REFS,
@@ -42,6 +42,10 @@ def _oracle(path: Path, name: str, params: dict[str, Any]) -> None:
     p = w.resolve({k: v for k, v in params.items() if k != CHUNK_PARAM.name})
     whole = getattr(w.module, "program_references", w.module.references)(p)
     assert whole == h.n_refs, (name, params)  # the whole program, a repeated part expanded
+    rows = getattr(w.module, "program_rows", None)
+    if rows is not None:
+        with open_trace(path) as t:
+            assert rows(p) == len(t.strands) + len(t.frames) + len(t.edges), (name, params)
     assert h.n_instructions <= INSTRUCTIONS_PER_REF * max(h.n_refs, 1)
 
 
@@ -258,6 +262,23 @@ def test_the_check_agrees_with_the_readers_limit_on_a_repeated_part(
     with pytest.raises(Exception, match="copies expand to"):
         generate("heat", tmp_path / "no.sst", iters=7, **heat)
     assert not (tmp_path / "no.sst").exists()
+
+
+def test_a_repeated_part_a_reader_would_not_expand_into_rows_is_refused_up_front(
+    tmp_path, any_memory
+):
+    """3,578 rows a step and main's 2 (a fine-grained heat: 255 inner nodes a step): 4,688 steps
+    fit the reader's 2^24 rows, 4,690 do not, nor 4,689, whose last step is written after
+    the copies (the builder's own check at repeat_end() cannot see it)."""
+    heat = dict(nx=258, ny=3, cutoff=1, init=False)
+    assert check_size("heat", {**heat, "iters": 4688}) == 2 * 256 * 6  # two steps stored
+    for iters, rows in ((4689, "16,777,244"), (4690, "16,780,822")):
+        with pytest.raises(ConfigError, match=rf"^heat \(nx=258, .*: its whole program would "
+                           rf"have {rows} strands, frames and edges, more than the "
+                           r"16,777,216 table rows a reader expands a repeated part into "
+                           r"\(fewer iterations, or a larger cutoff\)$"):  # fmt: skip
+            generate("heat", tmp_path / "t.sst", iters=iters, **heat)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_limit_applies_to_what_the_file_holds(tmp_path, any_memory, monkeypatch):
