@@ -15,6 +15,8 @@ The causes:
 * ``no-references``, ``serial-trace``, ``one-core``: a trace without memory references,
   one that spawns no task, a machine with one core: what the comparison can show is
   scheduling alone, no parallelism, or the schedulers' own costs;
+* ``small-inclusive``: an inclusive level smaller than a level above it over the cores
+  it serves, whose evictions keep the levels above below their size;
 * ``one-socket``: a NUMA-aware policy (:attr:`Scheduler.numa_aware`) on a machine with
   one socket, where it has no nodes to place data and tasks on;
 * ``no-iterations``: a policy that learns from its first iteration
@@ -393,7 +395,7 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
     if imbalance is not None:
         notes.append(imbalance)
     search = _tuning_share(name, record)
-    if search is not None:
+    if search is not None and machine.cores > 1:  # one core: trace_notes' one-core says why
         notes.append(search)
     given = _field(record, "params")
     params: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
@@ -518,7 +520,32 @@ def trace_notes(trace: Any, machine: Any) -> list[Note]:
                 "differ only by the schedulers' own costs",
             )
         )
+    small = _small_inclusive(machine)
+    if small is not None:
+        out.append(small)
     return out
+
+
+def _small_inclusive(machine: Any) -> Note | None:
+    """``small-inclusive``: an inclusive level holds less than a level above it does over
+    the cores it serves, so its evictions take lines the levels above still use (a scaled
+    machine may shrink it so on purpose: context, not a refusal)."""
+    for i, c in enumerate(machine.caches):
+        if not c.inclusive:
+            continue
+        for above in machine.caches[:i]:
+            served = machine.cores_per_socket if above.scope == "core" != c.scope else 1
+            if above.size * served > c.size:
+                each = f"{served} × " if served > 1 else ""
+                return Note(
+                    "small-inclusive",
+                    f"{machine.name}: {c.name} is inclusive but holds {c.size:,} bytes, "
+                    f"less than the {each}{above.size:,} of the {above.name} above it: "
+                    f"each {c.name} eviction removes the line from the {above.name} too, "
+                    f"so the {above.name} holds less than its size",
+                    level="info",
+                )
+    return None
 
 
 def compulsory_note(records: list[dict[str, Any]], trace: Any, machine: Any) -> Note | None:

@@ -596,3 +596,35 @@ def test_a_packing_search_over_much_of_a_short_trace_is_said():
     assert "packing-search" not in _codes(run_notes(rec(long), _Iterated, m))
     fixed = ["profile"] + ["fixed"] * 3  # CATS never searches
     assert "packing-search" not in _codes(run_notes(rec(fixed), _Iterated, m))
+    # on one core the search measures nothing that one-core does not already say
+    one = load_machine({**TWO_BY_TWO, "sockets": 1, "cores_per_socket": 1})
+    assert "packing-search" not in _codes(run_notes(rec(short), _Iterated, one))
+
+
+def _l2(size, inclusion="inclusive", scope="socket"):
+    return {**TWO_BY_TWO["caches"][1], "size": size, "inclusion": inclusion, "scope": scope}
+
+
+@pytest.mark.parametrize(
+    ("l2", "said"),
+    [
+        # two 1 KB L1s a socket: 1 KB holds less than both, 2 KB holds them
+        (_l2(1024), "test-2x2: L2 is inclusive but holds 1,024 bytes, less than the 2 × 1,024"),
+        (_l2(2048), None),
+        (_l2(1024, inclusion="non-inclusive"), None),  # nothing back-invalidated
+        (
+            _l2(512, scope="core"),
+            "test-2x2: L2 is inclusive but holds 512 bytes, less than the 1,024 of the L1 above it: each L2 eviction removes the line from the L1 too",
+        ),
+    ],
+)
+def test_an_inclusive_level_smaller_than_what_it_serves_is_said(tmp_path, l2, said):
+    from simsched.comparison import trace_notes
+
+    m = load_machine({**TWO_BY_TWO, "caches": [TWO_BY_TWO["caches"][0], l2]})
+    notes = [n for n in trace_notes(_Iterated, m) if n.code == "small-inclusive"]
+    if said is None:
+        assert notes == []
+    else:
+        (note,) = notes
+        assert note.level == "info" and note.text.startswith(said)
