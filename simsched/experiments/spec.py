@@ -657,16 +657,12 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point], *, sizes: bool = 
     ConfigError
         Naming the spec, the cache and the folder that cannot be written.
     """
-    from simsched.jobset import jobset_generator_recipes
     from simsched.trace.recipes import cached_trace_path
 
     where, cache = str(loaded.shown), loaded.trace_cache
-    recipes = [p.workload for p in points if p.workload.get("kind") in ("generator", "capture")]
-    for jobs in sorted(
-        {Path(p.spec_dir) / p.workload["path"] for p in points if p.workload.get("kind") == "jobs"}
-    ):
-        recipes += jobset_generator_recipes(jobs)  # a job set's generated jobs are made there too
-    if sizes:
+    # read only when something uses them (a job set's are in its files)
+    recipes = _recipes(points) if sizes else None
+    if recipes is not None:
         check_generator_size(where, recipes, cache)
     folder = cache
     while not folder.exists() and folder != folder.parent:
@@ -676,6 +672,8 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point], *, sizes: bool = 
     writable = os.access(folder, os.W_OK | os.X_OK)
     if writable and folder == cache:
         return
+    if recipes is None:
+        recipes = _recipes(points)
     to_make = {cached_trace_path(r, cache) for r in recipes}
     missing = sorted(t.name for t in to_make if not t.is_file())
     if missing and writable:
@@ -699,6 +697,19 @@ def check_trace_cache(loaded: LoadedSpec, points: list[Point], *, sizes: bool = 
             f"{', ...' if len(missing) > 1 else ''}); make it writable or set trace_cache "
             "to another folder"
         )
+
+
+def _recipes(points: list[Point]) -> list[dict[str, Any]]:
+    """The recipes of the traces ``points`` make in the trace cache: their generated and
+    captured workloads, and the generated jobs of their job sets."""
+    from simsched.jobset import jobset_generator_recipes
+
+    recipes = [p.workload for p in points if p.workload.get("kind") in ("generator", "capture")]
+    for jobs in sorted(
+        {Path(p.spec_dir) / p.workload["path"] for p in points if p.workload.get("kind") == "jobs"}
+    ):
+        recipes += jobset_generator_recipes(jobs)
+    return recipes
 
 
 def _check_trace_file(

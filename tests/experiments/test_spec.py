@@ -886,6 +886,17 @@ def test_a_trace_cache_that_cannot_be_written_is_refused_while_traces_are_missin
     loaded_jobs = load_spec(jobs, sets=[f"trace_cache={cache}"])
     with pytest.raises(ConfigError, match=r"traces is not writable, and 1 trace\(s\) .*\(fib-"):
         spec_module.check_trace_cache(loaded_jobs, loaded_jobs.points())
+    # without the size check (a Dask sweep) a writable cache needs no recipe: the job
+    # set's files are not read for them
+    (tmp_path / "other").mkdir()
+    writable = load_spec(jobs, sets=[f"trace_cache={tmp_path / 'other'}"])
+    read, recipes = [], spec_module._recipes
+    monkeypatch.setattr(spec_module, "_recipes", lambda points: read.append(1) or [])
+    spec_module.check_trace_cache(writable, writable.points(), sizes=False)
+    assert read == []
+    spec_module.check_trace_cache(writable, writable.points())
+    assert read == [1]
+    monkeypatch.setattr(spec_module, "_recipes", recipes)
     # a point function of one's own makes no trace
     report = run_sweep(loaded, workers=0, point_fn=sweep_pointfns.fake_point, progress=False)
     assert report.ran == len(loaded.points())
