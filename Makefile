@@ -47,7 +47,11 @@ demo: $(STAMP)
 # (CI)").  The notebooks go first, in the order given
 # (--no-loadscope-reorder): they are the longest items, and pytest-xdist's default order
 # (files with the most tests first) started them last, where one worker could be left to
-# finish them alone.
+# finish them alone.  A notebook whose Jupyter kernel died while starting is run again
+# (twice at most, and for that error alone): the kernel manager picks free TCP ports and
+# closes them before the kernel binds them, so a process starting at the same moment (the
+# other worker's kernel, a test's Dask cluster) can take one first ("Address already in
+# use"; CI failed so once).
 test: $(STAMP)
 	$(BIN)/ruff check simsched tests benchmarks experiments
 	$(BIN)/ruff format --check simsched tests benchmarks experiments
@@ -57,6 +61,7 @@ test: $(STAMP)
 	tar --exclude=results -cf - notebooks experiments traces/samples | tar -xf - -C "$$scratch" && \
 	SIMSCHED_SMALL=1 SIMSCHED_CACHE_DIR="$(or $(TEST_CACHE),$$scratch/cache)" COVERAGE_FILE="$$scratch/.coverage" \
 	  $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -c pyproject.toml --rootdir . \
+	  --reruns 2 --only-rerun 'Kernel died before replying to kernel_info' \
 	  $(if $(COV_ON),--cov=simsched --cov-report=) "$$scratch/notebooks" tests --nbmake \
 	$(if $(COV_ON),&& COVERAGE_FILE="$$scratch/.coverage" $(BIN)/coverage report --format=total | sed 's/^/coverage of simsched: /; s/$$/ % of lines/')
 
