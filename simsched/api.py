@@ -55,6 +55,7 @@ from simsched.errors import (
     SimschedError,
     Terminated,
     TraceFormatError,
+    interrupt_in,
     shown,
     spelled,
 )
@@ -528,8 +529,9 @@ def run(
             _write_record(out, rec)
         return result
     except BaseException as exc:
-        if out is not None:
-            _write_error(out, base, exc, t0, wrote=wrote)
+        stop = _failed(out, base, exc, t0, wrote)
+        if stop is not exc:
+            raise stop from None  # Ctrl-C inside a compiled kernel's call back
         raise
     finally:
         if owned and t is not None:
@@ -555,6 +557,17 @@ def _write_record(out: Path, rec: dict[str, Any]) -> None:
 
 #: The files :func:`run` and :func:`run_jobs` write in ``out_dir`` beside ``result.json``.
 _RUN_FILES = ("config.json", "timeline.npz")
+
+
+def _failed(
+    out: Path | None, base: dict[str, Any], exc: BaseException, t0: float, wrote: Sequence[str]
+) -> BaseException:
+    """Write a failed run's record to ``out`` (if given, :func:`_write_error`) and return
+    what to raise: ``exc``, or the interrupt it stands for (:func:`interrupt_in`)."""
+    stop = interrupt_in(exc)
+    if out is not None:
+        _write_error(out, base, exc if stop is None else stop, t0, wrote=wrote)
+    return exc if stop is None else stop
 
 
 def _write_error(
@@ -881,8 +894,9 @@ def run_jobs(
             _write_record(out, rec)
         return JobsResult(record=rec, replay=res, mem_stats=stats)
     except BaseException as exc:
-        if out is not None:
-            _write_error(out, base, exc, t0, wrote=wrote)
+        stop = _failed(out, base, exc, t0, wrote)
+        if stop is not exc:
+            raise stop from None  # Ctrl-C inside a compiled kernel's call back
         raise
     finally:
         for t in owned:

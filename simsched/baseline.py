@@ -69,7 +69,9 @@ def baseline_path(
     ).hexdigest()[:20]
     tail = f"-s{int(sample_iterations)}" if sample_iterations else ""
     if sample_iterations and sample_precision:
-        tail += f"p{float(sample_precision):g}"
+        # repr: the shortest text that reads back as the same float (":g" kept six
+        # digits, and two precisions the sampler tells apart shared a file)
+        tail += f"p{float(sample_precision)!r}"
     return cache_dir() / "baselines" / f"{trace_digest[:32]}-{mkey}{tail}.json"
 
 
@@ -111,7 +113,9 @@ def baseline_makespan(
         path = baseline_path(t.header.digest, machine, sample_iterations, sample_precision)
         try:
             data = json.loads(path.read_text())
-            return int(data["makespan_cycles"])
+            made_for = (data["sample_iterations"], data["sample_precision"])
+            if made_for == (int(sample_iterations or 0), float(sample_precision or 0.0)):
+                return int(data["makespan_cycles"])
         except (OSError, ValueError, KeyError, TypeError):
             pass
         from simsched.memory import MemorySystem

@@ -86,6 +86,27 @@ class Terminated(KeyboardInterrupt):
     A ``KeyboardInterrupt``, so every handler of Ctrl-C also handles it."""
 
 
+def interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM (:class:`Terminated`) that ``exc`` stands for, else None.
+
+    ``exc`` itself when it is one; or the one that a compiled Numba function's call back
+    into Python raised (its constants are unpickled by such a call), which reaches the
+    function's caller as a ``SystemError`` ("returned a result with an exception set")
+    caused by it: without this, an interrupt at that moment was reported as an internal
+    error with a traceback.
+    """
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return cur
+        if not isinstance(cur, SystemError):
+            return None
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
 #: Whether the ``simsched`` command is running a command (:func:`command_line`).
 _COMMAND_LINE: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "simsched_command_line", default=False

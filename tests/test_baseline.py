@@ -58,6 +58,26 @@ def test_baseline_makespan_checks_its_machine_and_sampling(ms_trace):
         baseline_makespan(ms_trace, m, window=[1])
 
 
+def test_sampled_baselines_of_different_precisions_are_kept_apart(tmp_path, monkeypatch):
+    """Two precisions that agree in six digits shared one cached file (its name used
+    ``:g``), so a run's speedup depended on which had run first; and a file is used only
+    for the sampling it was made with."""
+    m = load_machine("itrs-scaling-2")
+    a = baseline_path("d" * 32, m, 3, 0.0003760104)
+    b = baseline_path("d" * 32, m, 3, 0.0003760103)
+    assert a != b and a.name.endswith("-s3p0.0003760104.json")
+    assert baseline_path("d" * 32, m, 3, 0.01).name.endswith("-s3p0.01.json")  # as before
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(private_cache(tmp_path / "cache")))
+    trace = tmp_path / "fib.sst"
+    h = generate("fib", trace, n=10)
+    path = baseline_path(h.digest, m)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    made = {"makespan_cycles": 123, "sample_iterations": 3, "sample_precision": 0.5}
+    path.write_text(json.dumps(made))  # another sampling's answer under this name
+    assert baseline_makespan(trace, m) != 123
+    assert json.loads(path.read_text())["sample_iterations"] == 0  # made again
+
+
 def test_a_commit_that_leaves_the_timing_model_alone_keeps_the_cached_baseline(monkeypatch):
     # Every commit changes the version; a baseline costs a whole one-core run, so its cache
     # key must follow the timing model's source, not the version.

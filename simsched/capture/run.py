@@ -592,7 +592,12 @@ def capture(
     args = check_arguments(args, "args", "the program's arguments")
     out = check_path(out, "out")
     raw = None if raw is None else check_path(raw, "raw")
-    prog = _resolve_program(os.fspath(check_path(program, "program")))
+    checked = check_path(program, "program")
+    # As typed: a Path drops the "./" of "./sum", which then named coreutils' sum on PATH.
+    # A name without a separator is looked up on PATH; a path object always names a file.
+    prog = _resolve_program(
+        program if isinstance(program, str) else os.path.join(os.curdir, checked)
+    )
     # the gcc backend's program reads its block table as it starts
     inputs = {"the program": prog, "the program's block table": _block_table(prog)}
     check_not_input(out, "--out", inputs, keyword="out")

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from simsched.errors import SimschedError, Terminated, command_line
+from simsched.errors import SimschedError, Terminated, command_line, interrupt_in
 from simsched.files import describe_os_error
 
 if TYPE_CHECKING:
@@ -402,6 +402,10 @@ def main(argv: list[str] | None = None) -> None:
             _stopped(resumes, terminated)
     except KeyboardInterrupt:
         _stopped(resumes, terminated)
+    except SystemError as exc:
+        if interrupt_in(exc) is None:
+            raise
+        _stopped(resumes, terminated)  # Ctrl-C inside a compiled kernel's call back
     except abort:
         if terminated:  # click turns an interrupt into Abort in some places
             _stopped(resumes, terminated)

@@ -39,10 +39,16 @@ def show(
 
     m = load_machine(machine, parse_kv(set_, "--set"))
     d = m.as_dict()
-    d["coherence"] = m.coherent
+    # Left unset, coherence follows the core count: the file keeps it unset (a comment
+    # says what it is), so that it loads back as the same machine as the one shown,
+    # records and sweep point ids included; --json gives the effective value.
+    unset = m.coherence is None
+    if unset:
+        d.pop("coherence", None)
     r = routes(m)
     prices = steal_costs(m)
     if json_:
+        d["coherence"] = m.coherent
         d["cores"] = m.cores
         if r is not None:
             d["hops"] = r.hops
@@ -55,6 +61,9 @@ def show(
     # Plain print: a console would wrap long lines and break the YAML.
     cores = plural(m.cores, "core")
     print(f"# {m.name}: {cores} ({m.sockets} × {m.cores_per_socket}); {sets}")
+    if unset:
+        state = "on" if m.coherent else "off"
+        print(f"# coherence: {state} (unset: on when the machine has more than one core)")
     if r is not None:
         print("# hops between sockets (row: from, column: to):")
         for row in r.hops:

@@ -8,7 +8,8 @@ codes into the two things the event loop cares about: "core ``c`` finished its s
 and "the engine's own next event is due".
 
 **Chunk slots.**  Cores read their references in place from decoded trace chunks: the
-driver keeps ``slots`` rows of four 2-D arrays (addresses, sizes, write flags, gaps), one
+driver keeps ``slots`` rows of five 2-D arrays (addresses, sizes, write flags, gaps,
+dependence flags), one
 decoded chunk per row, shared by all jobs and managed as an LRU cache keyed by (job,
 chunk).  A core running a strand pins the row it reads; starting a strand costs a dict
 look-up, not a copy of its references.  Chunks are decoded ahead by background threads
@@ -271,7 +272,7 @@ def small_pages(shape: tuple[int, int], dtype: Any) -> np.ndarray:
 
 
 class ChunkSlots:
-    """Decoded trace chunks in the rows of four 2-D arrays, an LRU cache by (job, chunk).
+    """Decoded trace chunks in the rows of five 2-D arrays, an LRU cache by (job, chunk).
 
     Parameters
     ----------

@@ -109,7 +109,7 @@ class ReplayResult:
     busy_cycles, sched_cycles, refs_per_core, private_misses
         Per core, over all jobs.
     series
-        Allotment series: one entry per quantum boundary or reallocation,
+        Allotment series: one entry per quantum boundary, reallocation or job finish,
         ``(cycle, [cores per job], [desire per job or -1], [leaving cores per job])``;
         a finished job's desire is 0, ``leaving`` counts the cores a job holds only until
         the strand they run ends.

@@ -629,7 +629,10 @@ class Replay:
             if self.pending[c] == job.jid:
                 self.pending[c] = -1
         if self.left:
-            self.reallocate(now)
+            # recorded even when no core moves: with no other job running (the next yet to
+            # arrive) the series kept the finished job holding its cores until the next
+            # arrival's entry
+            self.reallocate(now, record=True)
         else:
             self._record(now)
 

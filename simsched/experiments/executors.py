@@ -41,7 +41,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from simsched.errors import ConfigError, spelled
+from simsched.errors import ConfigError, Terminated, spelled
 from simsched.experiments.point import (
     INTERRUPTED,
     PointFunction,
@@ -135,9 +135,12 @@ def _worker_init() -> None:
             os._exit(1)
         if _RUNNER_GONE.is_set():
             raise _RunnerGone(1)
-        raise KeyboardInterrupt
+        # The runner stops its points by the signal that stopped it (_stop_pools): SIGTERM,
+        # or SIGUSR1 for Ctrl-C, which the workers ignore; the point's record says which.
+        raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, unwind)
+    signal.signal(signal.SIGUSR1, unwind)
     parent = multiprocessing.parent_process()
     runner_pid = parent.pid if parent is not None and parent.pid else os.getppid()
     threading.Thread(target=_watch_runner, args=(runner_pid,), daemon=True).start()
@@ -158,8 +161,10 @@ def _pool_execute_point(*args: Any) -> tuple[dict[str, Any] | None, bool]:
         _IN_POINT.clear()
 
 
-def _stop_pools(pools: list[ProcessPoolExecutor]) -> None:
-    """Cancel queued points and stop the running ones within :data:`STOP_GRACE_S`.
+def _stop_pools(pools: list[ProcessPoolExecutor], why: BaseException | None = None) -> None:
+    """Cancel queued points and stop the running ones within :data:`STOP_GRACE_S`, with
+    SIGUSR1 when ``why`` is Ctrl-C (their records say "interrupted (Ctrl-C)") and SIGTERM
+    otherwise ("terminated (SIGTERM)").
 
     The pools' threads are joined here too, with Ctrl-C still ignored: left to the
     interpreter's exit, a second Ctrl-C landing while it joins them ended the process by
@@ -171,7 +176,8 @@ def _stop_pools(pools: list[ProcessPoolExecutor]) -> None:
             # No public API lists a pool's processes before Python 3.14's terminate_workers().
             procs += list(getattr(pool, "_processes", {}).values())
             pool.shutdown(wait=False, cancel_futures=True)
-        _terminate(procs)
+        ctrl_c = isinstance(why, KeyboardInterrupt) and not isinstance(why, Terminated)
+        _terminate(procs, signal.SIGUSR1 if ctrl_c else signal.SIGTERM)
         _join_pools(pools)
 
 
@@ -182,11 +188,12 @@ def _join_pools(pools: list[ProcessPoolExecutor]) -> None:
             pool.shutdown(wait=True)
 
 
-def _terminate(procs: list[Any]) -> None:
-    """SIGTERM ``procs``, and SIGKILL those still alive after :data:`STOP_GRACE_S`."""
+def _terminate(procs: list[Any], sig: int = signal.SIGTERM) -> None:
+    """Send ``sig`` to ``procs``, and SIGKILL those still alive after :data:`STOP_GRACE_S`."""
     for proc in procs:
         if proc.is_alive():
-            proc.terminate()
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                os.kill(proc.pid, sig)
     deadline = time.monotonic() + STOP_GRACE_S
     for proc in procs:
         proc.join(max(0.0, deadline - time.monotonic()))
@@ -309,8 +316,8 @@ def run_local(
                     row = error_row(point, "the worker process died while running this point")
                     save_row(out_dir, point.id, row)
                     on_row(point, row, True)
-    except BaseException:
-        _stop_pools([s.pool for s in slots if s.pool is not None])
+    except BaseException as exc:
+        _stop_pools([s.pool for s in slots if s.pool is not None], exc)
         raise
     _join_pools([s.pool for s in slots if s.pool is not None])  # here, not at the exit
 

@@ -33,7 +33,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from simsched.errors import ConfigError, SimschedError, command_line, shown, spelled
+from simsched.errors import (
+    ConfigError,
+    SimschedError,
+    command_line,
+    interrupt_in,
+    shown,
+    spelled,
+)
 from simsched.experiments.claims import PointClaim
 from simsched.experiments.pointspec import Point, check_point
 from simsched.experiments.store import (
@@ -91,7 +98,10 @@ def simulate_point(point: Point, run_dir: str | os.PathLike) -> dict[str, Any]:
     try:
         return _simulate(point, run_dir, resolved)
     except BaseException as exc:
-        _write_early_failure(point, run_dir, resolved, exc, t0)
+        stop = interrupt_in(exc)  # Ctrl-C inside a compiled generator's call back
+        _write_early_failure(point, run_dir, resolved, exc if stop is None else stop, t0)
+        if stop is not None and stop is not exc:
+            raise stop from None
         raise
 
 
@@ -379,6 +389,20 @@ def _host_columns() -> dict[str, float]:
     }
 
 
+def _error_record(exc: Exception) -> dict[str, Any]:
+    """A failed point's row fields: a user's mistake (a :class:`SimschedError`) by its
+    message alone, as ``result.json`` gives it; an internal error with its type and the
+    last frames of its traceback (docs/results.md)."""
+    if isinstance(exc, SimschedError):
+        return {"status": "error", "error": str(exc) or type(exc).__name__}
+    tb = traceback.format_exception(exc)
+    return {
+        "status": "error",
+        "error": f"{type(exc).__name__}: {exc}",
+        "traceback": "".join(tb[-6:]),
+    }
+
+
 def execute_point(
     point_data: dict[str, Any],
     out_dir: str | os.PathLike,
@@ -438,8 +462,10 @@ def execute_point(
         remove_temporaries(folder, point.id)  # of a run of this point killed mid-write
         fn = point_fn or simulate_point
         try:
-            write_json_atomic(pdir / POINT_FILE, point_data, sort_keys=False)
+            # before point.json: an interrupt between the two left a folder of point.json
+            # alone, with no record of the run
             host = _host_columns()
+            write_json_atomic(pdir / POINT_FILE, point_data, sort_keys=False)
             t0, cpu0 = time.perf_counter(), process_cpu_s()
             try:
                 # a point names its spec's keys, whether it runs in a worker or here
@@ -449,12 +475,7 @@ def execute_point(
             except Exception as exc:  # one failing point never stops the sweep: record it
                 if out_of_space(exc):
                     raise
-                tb = traceback.format_exception(exc)
-                record = {
-                    "status": "error",
-                    "error": f"{type(exc).__name__}: {exc}",
-                    "traceback": "".join(tb[-6:]),
-                }
+                record = _error_record(exc)
             wall = time.perf_counter() - t0
             # the process's CPU: on a Dask worker of several threads, its other points' too
             cost = {**host, "point_cpu_s": round(process_cpu_s() - cpu0, 3)}

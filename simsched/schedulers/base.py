@@ -534,7 +534,7 @@ class Scheduler:
     def spin_plan(self, core: int) -> SpinPlan | None:
         """The :class:`SpinPlan` of ``core``'s next :meth:`on_idle`, when that call would be
         a plain random steal attempt (the engine then replays the failing ones itself,
-        docs/engine.md "Steal attempts in batches"); None (the default) otherwise."""
+        docs/engine.md "Idle thieves in batches"); None (the default) otherwise."""
         return None
 
     def on_profile(

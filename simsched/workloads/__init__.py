@@ -384,7 +384,7 @@ def check_size(name: str, params: dict[str, Any]) -> int | None:
 
 #: The trace layout option every generator takes beside its own parameters: references
 #: per chunk (the trace format's default, 2^20, unless given).  A replay decodes whole
-#: chunks into rows of 14 bytes a reference, so a many-core replay of a trace with smaller
+#: chunks into rows of 15 bytes a reference, so a many-core replay of a trace with smaller
 #: chunks keeps a row per core in place (docs/engine.md §5).
 CHUNK_PARAM = Param(
     "chunk_refs",

@@ -111,6 +111,21 @@ def test_valgrind_instruction_total_equals_lackey(cache, bindir, tmp_path):
     assert res.tool_stats["markers"] > 0
 
 
+def test_a_program_given_as_a_path_is_never_looked_up_on_path(cache, bindir, tmp_path, monkeypatch):
+    """``./sum`` captured coreutils' sum (docs/capture.md's example): the "./" was dropped
+    before the name was looked up on PATH.  A program named like one on PATH (``true``)."""
+    import shutil
+
+    assert shutil.which("true") is not None
+    prog = compile_gcc(cache, bindir, "fib.c", "fib_gcc", "-O2")
+    shutil.copy2(prog, tmp_path / "true")
+    shutil.copy2(str(prog) + ".ssbb", tmp_path / "true.ssbb")  # its block table
+    monkeypatch.chdir(tmp_path)
+    for given in ("./true", Path("true")):
+        res = capture(given, ["10", "2"], tmp_path / "t.sst")
+        assert res.header.n_strands == _fib_strands(10, 2), given
+
+
 def test_program_failure_is_a_capture_error(cache, bindir, tmp_path):
     prog = compile_gcc(cache, bindir, "mergesort.c", "ms_gcc", "-O2")
     with pytest.raises(CaptureError, match="exited with status 2.*usage"):

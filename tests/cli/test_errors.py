@@ -519,6 +519,46 @@ def test_sigterm_writes_the_runs_record(tmp_path, fib_trace, monkeypatch):
     assert (rec["status"], rec["error"]) == ("interrupted", "terminated (SIGTERM)")
 
 
+def _kernel_interrupted(*args: object, **kwargs: object) -> None:
+    """What Ctrl-C inside a compiled Numba function's call back into Python looks like to
+    its caller (``trace import`` met it once in about five tries)."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as exc:
+        raise SystemError(
+            "CPUDispatcher(<function expand_records>) returned a result with an exception set"
+        ) from exc
+
+
+def test_an_interrupt_inside_a_compiled_kernel_is_an_interrupt(
+    tmp_path, fib_trace, monkeypatch, capsys
+):
+    """It ended in a 60-line SystemError traceback and status 1, and a run's record said
+    error, with a traceback."""
+    import simsched
+    import simsched.cli as cli
+    from simsched.engine.replay import Replay
+
+    monkeypatch.setattr(cli, "build_app", lambda command: _kernel_interrupted)
+    with pytest.raises(SystemExit) as info:
+        cli.main(["trace", "import", "raw.zst", "-o", "t.sst"])
+    assert info.value.code == 130
+    assert capsys.readouterr().err == "simsched: error: interrupted (Ctrl-C)\n"
+    monkeypatch.setattr(Replay, "run", _kernel_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        simsched.run(fib_trace, "itrs-scaling-2", "ws", out_dir=tmp_path / "r")
+    rec = json.loads((tmp_path / "r" / "result.json").read_text())
+    assert (rec["status"], rec["error"]) == ("interrupted", "interrupted (Ctrl-C)")
+    assert "traceback" not in rec
+
+    def other(*args: object, **kwargs: object) -> None:
+        raise SystemError("a bug")  # not an interrupt: stays an internal error
+
+    monkeypatch.setattr(cli, "build_app", lambda command: other)
+    with pytest.raises(SystemError, match="a bug"):
+        cli.main(["trace", "import", "raw.zst", "-o", "t.sst"])
+
+
 def test_damaged_run_folder_and_results_store(cli, fib_trace, tmp_path):
     """An empty timeline.npz used to print 'simsched: error: aborted' (numpy's EOFError is
     click's Abort); a damaged row.json was dropped without a word or ended in a traceback."""

@@ -91,6 +91,19 @@ def test_a_moved_core_starts_its_new_job_core_move_cycles_later(tmp_path, move):
     assert s1 - s0 == move
 
 
+def test_a_job_that_finishes_before_the_next_arrives_drops_to_zero_in_the_series(tmp_path):
+    """With no other job running, a finished job's cores stayed allotted to it in the
+    series until the next arrival's entry (the README's job-set figure drew them)."""
+    m = load_machine(TWO_BY_TWO)
+    specs = _specs(tmp_path, [0, 10**7], ["ws", "ws"])
+    r = Replay(m, specs, controller=get_controller("equi")(m, 2), seed=1, window=0).run()
+    first = r.jobs[0].finish
+    assert first < 10**7
+    cycles = [e[0] for e in r.series]
+    assert first in cycles and r.series[cycles.index(first)][1] == [0, 0]
+    assert r.series[-1][0] == r.jobs[1].finish and r.series[-1][1] == [0, 0]
+
+
 class _Answers(Controller):
     """A controller from outside simsched that answers what the test gives it."""
 

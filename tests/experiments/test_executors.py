@@ -311,6 +311,41 @@ def test_a_worker_starting_when_the_runner_is_killed_exits_quietly(tmp_path):
     assert "Traceback" not in proc.stderr and "initializer" not in proc.stderr, proc.stderr
 
 
+def test_a_stopped_point_is_told_which_signal_stopped_the_sweep(monkeypatch):
+    """A sweep stopped by SIGTERM recorded its running points as "interrupted (Ctrl-C)":
+    the runner stopped its workers with SIGTERM whatever stopped it, and they raised a
+    plain KeyboardInterrupt.  Ctrl-C now reaches them as SIGUSR1."""
+    from simsched.errors import Terminated
+    from simsched.experiments import executors
+
+    sent = []
+    monkeypatch.setattr(executors, "_terminate", lambda procs, sig: sent.append(sig))
+    monkeypatch.setattr(executors, "_join_pools", lambda pools: None)
+    for why in (KeyboardInterrupt(), Terminated(), RuntimeError("the runner failed")):
+        executors._stop_pools([], why)
+    assert sent == [signal.SIGUSR1, signal.SIGTERM, signal.SIGTERM]
+    script = textwrap.dedent(
+        """
+        import os, signal
+        from simsched.errors import Terminated
+        from simsched.experiments import executors
+
+        executors._worker_init()
+        executors._IN_POINT.set()
+        for sig in (signal.SIGUSR1, signal.SIGTERM):
+            try:
+                os.kill(os.getpid(), sig)
+                signal.sigtimedwait([], 0.5)
+            except KeyboardInterrupt as exc:
+                print(type(exc).__name__)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert proc.stdout.split() == ["KeyboardInterrupt", "Terminated"], proc.stderr
+
+
 def test_unreachable_dask_scheduler_leaves_no_output_folder(tmp_path, monkeypatch, capsys):
     """The folder used to be made before the connection failed, and was left empty."""
     from simsched.experiments import executors

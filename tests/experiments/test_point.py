@@ -179,6 +179,10 @@ def test_a_point_failing_before_its_run_keeps_its_configuration_and_record(
     record = json.loads((pdir / "result.json").read_text())
     config = json.loads((pdir / "config.json").read_text())
     assert "junk.sst" in record["error"] and config["trace"] == str(junk)
+    # a user's mistake is its message in the row too, as in result.json: no type, no
+    # traceback (they read "TraceFormatError: ..." with a traceback beside it)
+    row = json.loads((pdir / "row.json").read_text())
+    assert row["error"] == record["error"] and "traceback" not in row
     assert sorted(p.name for p in pdir.iterdir()) == [
         "config.json",
         "point.json",
