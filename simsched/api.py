@@ -464,6 +464,10 @@ def run(
         config["machine_resolved"] = machine_config(m)
         config["scheduler"] = cls.name
         config["params"] = resolved_params
+        # written before the trace is opened, so that a run whose trace is refused keeps it
+        if out is not None:
+            write_json_atomic(out / "config.json", config)
+            wrote.append("config.json")
         t, owned = as_trace(trace, cache_chunks=4)
         t = _with_iterations(t, iterations)
         h = t.header
@@ -471,11 +475,6 @@ def run(
         base["trace_program"] = h.program
         base["trace_args"] = dumps(list(h.args))
         base["trace_iterations"] = trace_iterations(t)
-        # the configuration is resolved here: written before the sampler can refuse the
-        # trace, so that such a failed run (a sweep point too) keeps it beside its record
-        if out is not None:
-            write_json_atomic(out / "config.json", config)
-            wrote.append("config.json")
         sampler = None
         if sample_iterations is not None:
             sampler = make_sampler(

@@ -36,6 +36,7 @@ from typing import Any
 from simsched.errors import (
     ConfigError,
     SimschedError,
+    TraceFormatError,
     command_line,
     interrupt_in,
     shown,
@@ -133,16 +134,33 @@ def _simulate(point: Point, run_dir: Path, resolved: dict[str, Any]) -> dict[str
     run = getattr(simsched, "run", None)
     if run is None:
         raise RuntimeError("simsched.run is not available in this installation")
-    result = run(
-        str(trace),
-        machine,
-        point.scheduler["name"],
-        dict(point.scheduler["params"]),
-        point.seed,
-        out_dir=run_dir,
-        sample_iterations=point.sample_iterations,
-        **({} if point.sample_precision is None else {"sample_precision": point.sample_precision}),
-    )
+    try:
+        result = run(
+            str(trace),
+            machine,
+            point.scheduler["name"],
+            dict(point.scheduler["params"]),
+            point.seed,
+            out_dir=run_dir,
+            sample_iterations=point.sample_iterations,
+            **(
+                {}
+                if point.sample_precision is None
+                else {"sample_precision": point.sample_precision}
+            ),
+        )
+    except TraceFormatError as exc:
+        if point.workload.get("kind") not in ("generator", "capture"):
+            raise  # the user's own file: theirs to mend
+        # The sweep's own cache: a damaged file (its digest no longer matches) failed this
+        # point on every retry, and every other point of the recipe.  Removed, it is made
+        # again by the next point that needs it.
+        with contextlib.suppress(OSError):
+            trace.unlink()
+        raise TraceFormatError(
+            f"{exc} (a damaged trace of the sweep's cache: removed, so that running the "
+            "point again makes it anew)"
+        ) from None
     return dict(result.record)
 
 

@@ -23,6 +23,7 @@ header is written, so a reader never sees a partial trace.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Callable
@@ -30,7 +31,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from simsched.files import atomic_output
+from simsched.errors import OutputError
+from simsched.files import atomic_output, describe_os_error
 from simsched.trace import format as fmt
 
 #: chunks handed to the compression thread but not yet written that
@@ -96,6 +98,7 @@ class ChunkWriter:
         "_pending",
         "_index",
         "_progress",
+        "_path",
     )
 
     def __init__(
@@ -105,6 +108,7 @@ class ChunkWriter:
         progress: Callable[[int, int | None], None] | None = None,
     ):
         self._cctx = fmt.compressor()
+        self._path = os.fspath(path)
         # The file is the staging file of simsched.files.atomic_output: renamed over the
         # user's path (or copied into a device) by finish(), removed by abort().
         self._output = atomic_output(path)
@@ -116,7 +120,13 @@ class ChunkWriter:
             self._discard()
             raise
         # The header goes last, when its counts, offsets and digest are known.
-        self._f.write(b"\0" * fmt.HEADER_SIZE)
+        try:
+            self._put(b"\0" * fmt.HEADER_SIZE)
+        except OutputError:
+            with contextlib.suppress(OSError):
+                self._f.close()
+            self._discard()
+            raise
         self._hash = hashlib.blake2b(digest_size=32)
         self._pos = fmt.HEADER_SIZE
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sst-compress")
@@ -178,10 +188,22 @@ class ChunkWriter:
             self.fill = hi
             pos += k
 
+    def _put(self, data: bytes) -> None:
+        """Write ``data`` at the file's position; a failed write names the user's file (an
+        OSError of a write names none: the command blamed standard output, or said only
+        "file too large")."""
+        try:
+            self._f.write(data)
+        except OSError as exc:
+            raise self._cannot_write(exc) from None
+
+    def _cannot_write(self, exc: OSError) -> OutputError:
+        return OutputError(f"{self._path}: cannot write ({describe_os_error(exc)})", exc.errno)
+
     def _write(self, data: bytes) -> int:
         """Append ``data`` to the file and the digest; returns its offset."""
         off = self._pos
-        self._f.write(data)
+        self._put(data)
         self._hash.update(data)
         self._pos += len(data)
         return off
@@ -259,8 +281,11 @@ class ChunkWriter:
             digest=digest,
         )
         self._f.seek(0)
-        self._f.write(header)
-        self._f.close()
+        self._put(header)
+        try:
+            self._f.close()  # flushes what is buffered
+        except OSError as exc:
+            raise self._cannot_write(exc) from None
         self._pool.shutdown()
         self._staged = False
         self._output.__exit__(None, None, None)  # fsync, then rename into place
@@ -270,7 +295,10 @@ class ChunkWriter:
         """Stop the compression thread and remove the staging file (safe to repeat)."""
         self._pool.shutdown(wait=True, cancel_futures=True)
         try:
-            self._f.close()
+            # closing flushes the buffer: on a full disk it fails again, and the file is
+            # being thrown away, so the error that made us abort is the one to report
+            with contextlib.suppress(OSError):
+                self._f.close()
         finally:
             self._discard()
 

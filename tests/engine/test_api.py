@@ -120,6 +120,10 @@ def test_failed_run_writes_error_record(tmp_path):
         simsched.run(bad, "itrs-scaling-4", "ws", out_dir=tmp_path / "o")
     rec = json.loads((tmp_path / "o" / "result.json").read_text())
     assert rec["status"] == "error" and "bad.sst" in rec["error"]
+    # and its configuration, resolved before the trace was refused (there was none)
+    config = json.loads((tmp_path / "o" / "config.json").read_text())
+    assert config["trace"] == str(bad) and config["scheduler"] == "ws"
+    assert config["machine_resolved"]["cores_per_socket"] == 4
 
 
 def test_a_failed_run_leaves_no_earlier_runs_files_beside_its_record(ms_trace, tmp_path):

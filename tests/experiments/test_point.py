@@ -349,3 +349,25 @@ def test_a_point_names_its_spec_keys_in_the_commands_process_too(tmp_path):
     with command_line():
         row, ran = execute_point(loaded.points()[0].to_dict(), loaded.out_dir, spelling_point)
     assert ran and row["said"] == "python"
+
+
+def test_a_damaged_trace_of_the_sweeps_cache_is_removed_and_made_again(tmp_path):
+    """A cached trace whose digest no longer matched failed its points on every retry, and
+    nothing said to delete it."""
+    from simsched.trace.format import HEADER_SIZE
+
+    first = fib_sweep(tmp_path, "schedulers: [ws]\n")
+    assert run_sweep(first, workers=0, progress=False).failed == 0
+    (cached,) = first.trace_cache.glob("*.sst")
+    data = bytearray(cached.read_bytes())
+    data[HEADER_SIZE + 5] ^= 0xFF  # inside the first chunk: the header stays sound
+    cached.write_bytes(bytes(data))
+    more = fib_sweep(tmp_path, "schedulers: [ws, pdf]\n")
+    report = run_sweep(more, workers=0, progress=False)
+    assert report.failed == 1 and not cached.exists()
+    assert report.failures[0][1].endswith(
+        "(a damaged trace of the sweep's cache: removed, so that running the point again "
+        "makes it anew)"
+    )
+    again = run_sweep(more, workers=0, progress=False, retry_failed=True)
+    assert again.failed == 0 and again.ran == 1 and cached.exists()
