@@ -17,7 +17,7 @@ import contextlib
 import os
 import time
 import traceback
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,6 +66,7 @@ from simsched.identity import version
 from simsched.machine.loader import machine_config, one_core_machine  # noqa: F401
 from simsched.params import (
     MAX_QUANTUM,
+    check_callable,
     check_flag,
     check_int,
     check_mapping,
@@ -625,6 +626,8 @@ def compare(
     machine: Any,
     schedulers: Sequence[str] | str,
     seeds: int = 1,
+    *,
+    on_result: Callable[[RunResult], None] | None = None,
     **kw: Any,
 ) -> Comparison:
     """Run several schedulers on the same trace and machine.
@@ -637,6 +640,10 @@ def compare(
         Scheduler names (or one comma-separated string).
     seeds
         Seeds ``0 .. seeds-1`` for randomised schedulers; deterministic ones run once.
+    on_result
+        Called with each run's :class:`RunResult` as soon as it ends, before the next
+        starts: ``compare --out`` saves it there, so that the runs that finished are kept
+        when a later one fails or is interrupted.
     **kw
         Passed on to :func:`run` (``overrides``, ``window``, ``progress``...).
         ``params`` go to the schedulers that have them (a parameter no scheduler
@@ -661,6 +668,7 @@ def compare(
 
     schedulers = parse_scheduler_names(schedulers)
     seeds = check_int(spelled("compare: seeds", "--seeds"), seeds, 1, 1_000_000)
+    check_callable(on_result, "on_result")
     classes = [get_scheduler(s.strip()) for s in schedulers]
     canonical = [c.name for c in classes]
     for cls in classes:
@@ -712,6 +720,8 @@ def compare(
             mine = {k: v for k, v in params.items() if k in cls.param_defaults}
             for seed in range(int(seeds) if cls.randomized else 1):
                 out.append(run(t, machine, name.strip(), mine, seed=seed, **kw))
+                if on_result is not None:
+                    on_result(out[-1])
         return Comparison(out, compare_notes([r.record for r in out], t, m))
     finally:
         if owned:

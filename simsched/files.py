@@ -246,11 +246,35 @@ def _blocking_component(path: Path) -> tuple[Path, str | None]:
 
 
 def folder_blocker(path: str | os.PathLike) -> str | None:
-    """Why ``path`` cannot become a folder (a part of it is a file or a dangling link), or
-    None: it is a folder, or :func:`make_output_dir` may make it.  Asked up front by checks
-    that would otherwise fail once per run that writes there."""
+    """Why ``path`` cannot become a folder (a part of it is a file or a dangling link, or
+    a name longer than its file system takes), or None: it is a folder, or
+    :func:`make_output_dir` may make it.  Asked up front by checks that would otherwise
+    fail once per run that writes there, or after all the runs."""
     p = Path(path)
-    return None if os.path.isdir(p) else _blocking_component(p)[1]
+    if os.path.isdir(p):
+        return None
+    part, why = _blocking_component(p)
+    if why is None:
+        why = _name_too_long(part, p)
+    return why
+
+
+def _name_too_long(first: Path, path: Path) -> str | None:
+    """Whether a folder ``first`` up to ``path`` would make has a name longer than the
+    file system of its nearest existing folder allows (NAME_MAX, 255 bytes on most)."""
+    try:
+        most = os.pathconf(first.parent if os.path.isdir(first.parent) else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return None
+    for part in (*reversed(path.parents), path):
+        if part == first or first in part.parents:
+            size = len(os.fsencode(part.name))
+            if size > most:
+                return (
+                    f"the name {part.name[:40]}... is {size} bytes, more than the {most} "
+                    "its file system takes"
+                )
+    return None
 
 
 def make_output_dir(path: str | os.PathLike) -> Path:

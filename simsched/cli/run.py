@@ -571,14 +571,22 @@ def compare_cmd(
 
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a folder (--out names a folder)")
+    save = None
     if out is not None:
+        from simsched.experiments.compared import save_comparison
         from simsched.files import folder_blocker
 
-        # The runs are saved only once all of them have run: a folder that cannot be made
-        # would throw away the whole comparison's work.
+        # A folder that cannot be made (a file in the way, a name too long) is said before
+        # the first run, not after it.
         blocker = folder_blocker(out)
         if blocker is not None:
             raise ConfigError(f"--out {out}: {blocker}")
+
+        def save(result: Any) -> None:
+            # each run as it ends: those that finished stay when a later one fails or is
+            # interrupted (the folder was left empty)
+            save_comparison(out, [result], trace, machine, overrides or None)
+
     names = parse_scheduler_names(schedulers)
     base = None
     if baseline is not None:
@@ -601,11 +609,8 @@ def compare_cmd(
         sample_iterations=sample_iterations,
         sample_precision=_precision(sample_iterations, sample_precision),
         progress=want_progress(progress),
+        on_result=save,
     )
-    if out is not None:
-        from simsched.experiments.compared import save_comparison
-
-        save_comparison(out, results, trace, machine, overrides or None)
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in results:
         groups.setdefault(r.record["scheduler"], []).append(r.record)

@@ -150,7 +150,8 @@ def _simulate(point: Point, run_dir: Path, resolved: dict[str, Any]) -> dict[str
             ),
         )
     except TraceFormatError as exc:
-        if point.workload.get("kind") not in ("generator", "capture"):
+        cached = Path(trace).resolve().parent == Path(point.trace_cache).resolve()
+        if point.workload.get("kind") not in ("generator", "capture") or not cached:
             raise  # the user's own file: theirs to mend
         # The sweep's own cache: a damaged file (its digest no longer matches) failed this
         # point on every retry, and every other point of the recipe.  Removed, it is made

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import simsched
 from simsched.experiments import load_results
 from simsched.experiments.compared import save_comparison
@@ -74,3 +76,39 @@ def test_what_is_not_a_comparison_of_this_trace_is_refused(tmp_path):
             save_comparison(out, runs, fib, machine, overrides)
     assert not out.exists()
     assert save_comparison(out, runs, fib, "itrs-scaling-1").is_file()
+
+
+def test_the_runs_that_finished_are_kept_when_a_later_one_fails(tmp_path, monkeypatch):
+    """``compare --out`` saved the runs only once all had run: a failed or interrupted
+    comparison left nothing, however many runs had finished; and a name its file system
+    refuses was found only then."""
+    import simsched.api
+    from simsched.cli import main
+
+    trace = tmp_path / "fib.sst"
+    generate("fib", trace, n=8)
+    import functools
+
+    real, calls = simsched.api.run, []
+
+    @functools.wraps(real)  # compare reads run's signature
+    def second_fails(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(simsched.api, "run", second_fails)
+    out = tmp_path / "cmp"
+    args = ["compare", "-t", str(trace), "-m", "itrs-scaling-2", "-s", "ws", "--seeds", "3"]
+
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--out", str(out)])
+    assert info.value.code == 130
+    assert list(load_results(out)["seed"]) == [0]  # the run before the interrupt
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--out", str(tmp_path / ("a" * 256))])
+    assert info.value.code == 2 and len(calls) == 2  # refused before any run
+    seen = []
+    simsched.compare(trace, "itrs-scaling-2", "ws", seeds=1, on_result=seen.append)
+    assert [r.record["seed"] for r in seen] == [0]
