@@ -14,6 +14,7 @@ once and caches on disk.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import time
 import traceback
@@ -559,6 +560,10 @@ def _write_record(out: Path, rec: dict[str, Any]) -> None:
 _RUN_FILES = ("config.json", "timeline.npz")
 
 
+#: What a write that found the disk full fails with (a quota, a file size limit too).
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
 def _failed(
     out: Path | None, base: dict[str, Any], exc: BaseException, t0: float, wrote: Sequence[str]
 ) -> BaseException:
@@ -603,8 +608,15 @@ def _write_error(
     rec["wall_s"] = time.perf_counter() - t0
     try:
         _write_record(out, rec)
-    except SimschedError:
-        pass  # the run's own error is the one to report
+    except SimschedError as again:
+        # A full disk that failed the run's own result.json fails this record too, and
+        # left config.json and timeline.npz without one (readers refuse the folder): the
+        # timeline, much the largest, makes room for it.
+        timeline = out / "timeline.npz"
+        if getattr(again, "errno", None) in _NO_SPACE and timeline.exists():
+            with contextlib.suppress(OSError, SimschedError):
+                timeline.unlink()
+                _write_record(out, rec)
 
 
 class Comparison(list[RunResult]):

@@ -330,7 +330,32 @@ def _ended(returncode: int) -> str:
         name = f"{signal.Signals(-returncode).name} (signal {-returncode})"
     except ValueError:
         name = f"signal {-returncode}"
+    if -returncode == getattr(signal, "SIGXFSZ", -1):
+        name += ": its stream passed the file size limit (ulimit -f)"
     return f"was killed by {name}"
+
+
+#: Free bytes below which a capture that ended without its end figures is put down to a
+#: full disk: the raw stream is written in blocks of at most a few hundred KB.
+_FULL_BELOW = 1 << 20
+
+
+def _no_space(folder: Path) -> str:
+    """Why a capture's stream beside its output stopped: the file system of ``folder``
+    (the output's, which holds the capture's working folder) is full, or ``""``.  The runtime's own message said so,
+    but in a log on the same full disk."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return ""
+    free = st.f_bavail * st.f_frsize
+    if free >= _FULL_BELOW:
+        return ""
+    return (
+        f"{folder}: no space left on the device ({free:,} bytes free): the capture's raw "
+        "stream and logs are written beside its output; free some space or capture to "
+        "another folder"
+    )
 
 
 class _FifoCompressor:
@@ -487,6 +512,9 @@ def _run_backend(
     if failed:  # the gcc runtime stopped recording (it cannot write its stream, ...)
         raise CaptureError(f"{prog}: the {backend} backend stopped recording: {failed}")
     if backend in _END_FIGURE and _END_FIGURE[backend] not in stats:
+        full = _no_space(work.parent)
+        if full:  # the stream, and the runtime's log saying so, were cut short by it
+            raise CaptureError(full)
         # The backend writes its figures where it ends the stream; a process image that
         # ended without it was replaced (the stream is cut short, or empty).
         why = _tail(out_log)

@@ -72,8 +72,8 @@ def gen(
     with atomic_output(out) as tmp, _reporter(progress, f"generating {name}", "references") as bar:
         h = generate(name, tmp, progress=bar, **params)
     err_console.print(
-        f"{out}: {h.n_strands} strands, {h.n_frames} frames, {h.n_refs} references, "
-        f"{h.n_instructions} instructions"
+        f"{out}: {h.n_strands:,} strands, {h.n_frames:,} frames, {h.n_refs:,} references, "
+        f"{h.n_instructions:,} instructions"
     )
 
 
@@ -131,8 +131,8 @@ def validate_cmd(trace: Annotated[Path, typer.Argument(help="trace file (.sst)")
 
     r = validate(trace)
     console.print(
-        f"{trace}: ok ({r['strands']} strands, {r['frames']} frames, {r['refs']} references, "
-        f"{r['chunks']} chunks)"
+        f"{trace}: ok ({r['strands']:,} strands, {r['frames']:,} frames, {r['refs']:,} "
+        f"references, {r['chunks']:,} chunks)"
     )
 
 
@@ -183,7 +183,7 @@ def import_cmd(
     for w in warnings:
         err_console.print(f"warning: {w}")
     err_console.print(
-        f"{out}: {h.n_strands} strands, {h.n_refs} references, {h.n_instructions} instructions "
+        f"{out}: {h.n_strands:,} strands, {h.n_refs:,} references, {h.n_instructions:,} instructions "
         f"(from {raw.stat().st_size:,} raw bytes)"
     )
 

@@ -303,6 +303,26 @@ def test_a_program_that_execs_another_is_told_so(cache, tmp_path, backend, long_
     assert not (tmp_path / "x.sst").exists()
 
 
+def test_a_stream_cut_short_by_a_full_disk_is_said_so(cache, tmp_path, monkeypatch):
+    """On a full disk the stream stopped and the runtime's message went to a log on the
+    same disk: the capture blamed exec*()."""
+    import types
+
+    prog = _build_for("gcc", tmp_path, "execs", EXECS)  # its stream ends without figures
+    full = types.SimpleNamespace(f_bavail=3, f_frsize=4096)
+    monkeypatch.setattr(capture_run.os, "statvfs", lambda path: full)
+    with pytest.raises(CaptureError) as info:
+        capture(str(prog), [], tmp_path / "x.sst")
+    assert str(info.value) == (
+        f"{tmp_path}: no space left on the device (12,288 bytes free): the capture's raw "
+        "stream and logs are written beside its output; free some space or capture to "
+        "another folder"
+    )
+    assert capture_run._ended(-25).endswith(
+        "(signal 25): its stream passed the file size limit (ulimit -f)"
+    )
+
+
 THREADS = r"""
 #include <pthread.h>
 #include "simsched.h"

@@ -413,3 +413,29 @@ def test_a_plugins_record_field_cannot_replace_a_job_entrys_own(key, monkeypatch
         PluginError, match=rf"^scheduler of job 'j': record_fields\(\) gives '{key}'"
     ):
         simsched.run_jobs(spec, "itrs-scaling-4")
+
+
+def test_a_disk_full_at_the_record_leaves_a_failure_record(ms_trace, tmp_path, monkeypatch):
+    """A disk that filled up at result.json left config.json and timeline.npz without a
+    record (readers refuse such a folder): the timeline makes room for the failure's."""
+    import errno
+
+    from simsched import api
+    from simsched.errors import OutputError
+
+    real, calls = api._write_record, []
+
+    def full_twice(out, rec):
+        calls.append(rec["status"])
+        if len(calls) <= 2:
+            raise OutputError(f"{out}/result.json: cannot write (no space left)", errno.ENOSPC)
+        real(out, rec)
+
+    monkeypatch.setattr(api, "_write_record", full_twice)
+    out = tmp_path / "o"
+    with pytest.raises(OutputError, match="no space left"):
+        simsched.run(ms_trace, "itrs-scaling-2", "ws", out_dir=out, speedup=False)
+    assert calls == ["ok", "error", "error"]
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "result.json"]
+    rec = json.loads((out / "result.json").read_text())
+    assert rec["status"] == "error" and "no space left" in rec["error"]
