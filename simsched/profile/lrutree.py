@@ -84,6 +84,15 @@ MAX_LEVELS = (1 << 15) - 1
 DEFAULT_SIZES: tuple[int, ...] = tuple(16 * 1024 << i for i in range(13))  # 16 KB .. 64 MB
 
 
+def _check_line(line: Any) -> int:
+    """``line`` as a line size in bytes, any power of two (the profiler's own functions;
+    the command line and :func:`profile_trace` hold it to 4..65536, ``check_line_size``)."""
+    line = check_int("line", line, -(2**63))  # 0 and below: not a power of two, as 48
+    if not is_power_of_two(line):
+        raise ConfigError(f"line={line}: a line size is a power of two")
+    return line
+
+
 def check_sizes(sizes: Any) -> list[int]:
     """``sizes`` (cache sizes in bytes, each an integer from 1 to the machine model's
     largest size) as a list, else a one-line :class:`ConfigError` naming the item."""
@@ -127,9 +136,7 @@ def bucket_bounds(sizes: Sequence[int], line: int) -> np.ndarray:
         If the line size is not a power of two, a size is smaller than a line or not a
         whole number of lines, or the sizes are not strictly increasing.
     """
-    line = check_int("line", line, 0)
-    if not is_power_of_two(line):
-        raise ConfigError(f"line={line}: a line size is a power of two")
+    line = _check_line(line)
     sizes = check_sizes(sizes)
     if len(sizes) == 0:
         raise ConfigError("sizes=[]: no cache sizes given")
@@ -233,9 +240,7 @@ class LruTree:
             raise ConfigError(
                 "bounds: distance bucket bounds must be positive and strictly increasing"
             )
-        line = check_int("line", line, 1)
-        if not is_power_of_two(line):
-            raise ConfigError(f"line={line}: a line size is a power of two")
+        line = _check_line(line)
         if ref_start is None:
             ref_start = np.array([0, np.iinfo(np.int64).max], np.int64)
         ref_start = np.ascontiguousarray(ref_start, np.int64)
