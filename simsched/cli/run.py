@@ -532,6 +532,43 @@ def _summary(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
+def _compare_saving(out: Path | None, trace: Any, machine: Any, names: list[str], **kw: Any) -> Any:
+    """``simsched.compare``, each run saved into ``out`` (if given) as it ends, so that
+    those that finished stay when a later one fails or is interrupted (the folder was
+    left empty); the folder's table is made once, at the end, either way."""
+    import contextlib
+
+    import simsched
+
+    if out is None:
+        return simsched.compare(trace, machine, names, **kw)
+    from simsched.errors import SimschedError
+    from simsched.experiments.compared import save_comparison
+    from simsched.experiments.store import consolidate
+    from simsched.trace import open_trace
+
+    saved = 0
+    with contextlib.ExitStack() as stack:
+        opened: list[Any] = []  # the trace, opened once for the saved runs' digests
+
+        def save(result: Any) -> None:
+            nonlocal saved
+            if not opened:
+                opened.append(stack.enter_context(open_trace(trace)))
+            save_comparison(out, [result], opened[0], machine, kw["overrides"], table=False)
+            saved += 1
+
+        try:
+            results = simsched.compare(trace, machine, names, on_result=save, **kw)
+        except BaseException:
+            if saved:
+                with contextlib.suppress(SimschedError):  # the run's error is the one to say
+                    consolidate(out)
+            raise
+    consolidate(out)
+    return results
+
+
 def compare_cmd(
     trace: TraceOpt,
     machine: MachineOpt,
@@ -565,15 +602,12 @@ def compare_cmd(
     progress: ProgressOpt = None,
 ) -> None:
     """Run several schedulers on one trace and machine and compare them."""
-    import simsched
     from simsched.api import parse_scheduler_names
     from simsched.schedulers import get_scheduler
 
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a folder (--out names a folder)")
-    save = None
     if out is not None:
-        from simsched.experiments.compared import save_comparison
         from simsched.files import folder_blocker
 
         # A folder that cannot be made (a file in the way, a name too long) is said before
@@ -581,11 +615,6 @@ def compare_cmd(
         blocker = folder_blocker(out)
         if blocker is not None:
             raise ConfigError(f"--out {out}: {blocker}")
-
-        def save(result: Any) -> None:
-            # each run as it ends: those that finished stay when a later one fails or is
-            # interrupted (the folder was left empty)
-            save_comparison(out, [result], trace, machine, overrides or None)
 
     names = parse_scheduler_names(schedulers)
     base = None
@@ -597,7 +626,8 @@ def compare_cmd(
         if base not in {get_scheduler(n).name for n in names}:
             names = [base, *names]
     params, overrides = _split(set_, param, names)
-    results = simsched.compare(
+    results = _compare_saving(
+        out,
         trace,
         machine,
         names,
@@ -609,7 +639,6 @@ def compare_cmd(
         sample_iterations=sample_iterations,
         sample_precision=_precision(sample_iterations, sample_precision),
         progress=want_progress(progress),
-        on_result=save,
     )
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in results:

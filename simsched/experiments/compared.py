@@ -98,6 +98,8 @@ def save_comparison(
     trace: Any,
     machine: Any,
     overrides: dict[str, Any] | None = None,
+    *,
+    table: bool = True,
 ) -> Path:
     """Write the runs of a comparison as a results store; returns ``results.parquet``.
 
@@ -113,6 +115,11 @@ def save_comparison(
         The machine as given to ``compare``.
     overrides
         Dotted machine overrides given to ``compare``.
+    table
+        Rebuild ``results.parquet`` from every point of the folder (default).  A caller
+        that saves the runs one by one as they end passes False and calls
+        :func:`simsched.experiments.store.consolidate` once at the end: rebuilding it after
+        each run made saving N runs cost N^2.
 
     Raises
     ------
@@ -178,4 +185,4 @@ def save_comparison(
         if arrays:
             write_npz_atomic(pdir / "timeline.npz", **arrays)
         write_row(out, point.id, point.columns(), rec, float(rec.get("wall_s", 0.0)))
-    return consolidate(out)
+    return consolidate(out) if table else out / "results.parquet"

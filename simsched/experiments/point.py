@@ -117,7 +117,7 @@ def _simulate(point: Point, run_dir: Path, resolved: dict[str, Any]) -> dict[str
 
     from simsched.machine import Machine
     from simsched.machine.loader import format_validation_error
-    from simsched.trace.recipes import ensure_trace
+    from simsched.trace.recipes import drop_damaged, ensure_trace
     from simsched.workloads import generate
 
     try:
@@ -134,6 +134,7 @@ def _simulate(point: Point, run_dir: Path, resolved: dict[str, Any]) -> dict[str
     run = getattr(simsched, "run", None)
     if run is None:
         raise RuntimeError("simsched.run is not available in this installation")
+    seen = os.stat(trace)  # the file the run reads (see drop_damaged)
     try:
         result = run(
             str(trace),
@@ -156,8 +157,8 @@ def _simulate(point: Point, run_dir: Path, resolved: dict[str, Any]) -> dict[str
         # The sweep's own cache: a damaged file (its digest no longer matches) failed this
         # point on every retry, and every other point of the recipe.  Removed, it is made
         # again by the next point that needs it.
-        with contextlib.suppress(OSError):
-            trace.unlink()
+        if not drop_damaged(trace, seen):
+            raise  # already replaced by a sound one: this point's retry uses that
         raise TraceFormatError(
             f"{exc} (a damaged trace of the sweep's cache: removed, so that running the "
             "point again makes it anew)"

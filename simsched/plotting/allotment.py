@@ -5,7 +5,7 @@ glance); when the job schedulers report desires, each job gets a solid step line
 allotment and a dashed one for its desire.
 
 It reads the ``allotment`` series of a multi-job result record (docs/results.md): one entry
-per reallocation or controller quantum, giving every job's cores (and desire, when its
+per reallocation, controller quantum or job finish, giving every job's cores (and desire, when its
 scheduler reports one).  The series is a step function: an entry holds until the next.
 """
 

@@ -478,11 +478,11 @@ class TraceBuilder:
         last = self._iteration + (n - 1) * p
         if last > fmt.MAX_ITERATION:
             raise TraceBuildError(f"{self.path}: {n} copies number iterations past 2^63 - 1")
-        self._check_expansion(s0, s1, r0, n)
         self._patch_branching(main)
         self._mark_due = True
         if n == 1:
-            return
+            return  # an ordinary part: nothing for a reader to expand
+        self._check_expansion(s0, s1, r0, n)
         self._iteration = last
         self._repeat = {
             "strands": [s0, s1],

@@ -119,6 +119,30 @@ def _whole(path: Path) -> bool:
     return all(section_within(header[k], size) for k in ("meta", "tables", "index"))
 
 
+def drop_damaged(target: Path, seen: os.stat_result) -> bool:
+    """Remove the cached trace ``target`` that a reader found damaged, under its recipe's
+    lock and only if it is still the file that was read (``seen``, its ``os.stat`` before
+    reading): another point may have removed it and made it anew meanwhile, and that
+    sound file stays.  Returns whether it was removed."""
+    with open(target.with_suffix(".lock"), "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            now = os.stat(target)
+            same = (now.st_ino, now.st_dev, now.st_mtime_ns, now.st_size) == (
+                seen.st_ino,
+                seen.st_dev,
+                seen.st_mtime_ns,
+                seen.st_size,
+            )
+            if same:
+                target.unlink()
+            return same
+        except OSError:
+            return False
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def ensure_trace(
     workload: dict[str, Any],
     cache_dir: str | Path,

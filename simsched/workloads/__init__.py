@@ -291,7 +291,8 @@ def _check_references(w: Workload, p: dict[str, Any], chunk_refs: int) -> int | 
     repeated part also declares ``program_references(params)``, the whole program, which
     a reader serves in :data:`simsched.trace.repeat.MAX_CHUNKS` chunks at most, and may
     declare ``program_rows(params)``, its strands, frames and edges, which a reader holds
-    :data:`~simsched.trace.repeat.MAX_ROWS` of at most.  The
+    :data:`~simsched.trace.repeat.MAX_ROWS` of at most (and ``program_rows_at_most(params)``,
+    a cheap upper bound that spares the exact count when it is within the limit).  The
     trace format's own limit, :data:`simsched.trace.format.MAX_INSTRUCTIONS` (every
     reference is an instruction), lies beyond both: the generators make a few
     instructions a reference, under 2^8 (tests/workloads/test_references.py), and 2^42
@@ -322,6 +323,9 @@ def _check_references(w: Workload, p: dict[str, Any], chunk_refs: int) -> int | 
             "reader expands a repeated part into (fewer iterations, or a larger chunk_refs)"
         )
     count_rows = getattr(w.module, "program_rows", None)
+    at_most = getattr(w.module, "program_rows_at_most", None)
+    if at_most is not None and int(at_most(p)) <= repeat.MAX_ROWS:
+        count_rows = None  # within the limit whatever the exact count (a cheap bound)
     rows = None if count_rows is None else int(count_rows(p))
     if rows is not None and rows > repeat.MAX_ROWS:
         raise ConfigError(

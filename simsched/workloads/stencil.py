@@ -260,14 +260,33 @@ def memory(params: dict[str, Any]) -> float:
     expands to check them as a reader would (:func:`program_rows`)."""
     k = KINDS[params["kind"]]
     nx, ny, nz = _shape(params)
-    interior = nx - 2 * k.radius
     steps = _stored_steps(params)
-    frames = 1 + steps * k.sweeps * (pfor_frames(interior, params["cutoff"]) + 1)
+    frames = 1 + steps * k.sweeps * (_loop_frames(params) + 1)
+    leaf = min(params["cutoff"], nx - 2 * k.radius) * ny * nz * (len(k.loads) + 1)
+    expanded = program_rows_at_most(params) if steps < params["iters"] else 0
+    return gen_memory(frames, batch_refs=leaf) + GEN_MEMORY_PER_EXPANDED_ROW * expanded
+
+
+def _loop_frames(params: dict[str, Any]) -> int:
+    """At least the frames of one parallel loop over the interior (an upper estimate)."""
+    k = KINDS[params["kind"]]
+    frames = pfor_frames(_shape(params)[0] - 2 * k.radius, params["cutoff"])
     if params.get("irregular") and params.get("uneven"):
         frames *= 3  # shares 1..4 of 10: leaves down to a tenth of the cut-off
-    leaf = min(params["cutoff"], interior) * ny * nz * (len(k.loads) + 1)
-    expanded = program_rows(params) if steps < params["iters"] else 0
-    return gen_memory(frames, batch_refs=leaf) + GEN_MEMORY_PER_EXPANDED_ROW * expanded
+    return frames
+
+
+def program_rows_at_most(params: dict[str, Any]) -> int:
+    """An upper bound of :func:`program_rows`, at once: the count itself for a regular
+    loop (its subtrees are counted once per length); for an irregular one, whose exact
+    count walks every inner node (seconds at millions of rows), 8 rows a frame of the loop
+    (an inner node with ``k >= 1`` children makes ``6k + 2 <= 8k``).  The up-front check
+    counts exactly only when this bound passes the reader's limit; the memory estimate
+    takes the bound."""
+    if not params["irregular"]:
+        return program_rows(params)
+    k = KINDS[params["kind"]]
+    return 2 + params["iters"] * k.sweeps * (8 + 8 * _loop_frames(params))
 
 
 def _step_refs(params: dict[str, Any]) -> tuple[int, int, int]:

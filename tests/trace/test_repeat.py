@@ -250,6 +250,22 @@ def test_builder_refuses_copies_a_reader_could_not_expand_at_once(
         steps(b, 4)
     b.abort()
     assert not (tmp_path / "bad.sst").exists()
+    # one copy is an ordinary part, which a reader does not expand: not refused
+    with TraceBuilder(tmp_path / "one.sst", chunk_refs=4096) as b:
+        for it in range(3):
+            b.iteration(it)
+            b.spawn()
+            b.refs(np.arange(4096, dtype=np.uint64) * 8, 8, False)
+            b.ret()
+            b.sync()
+        b.repeat_begin()
+        b.iteration(3)
+        b.spawn()
+        b.ret()
+        b.sync()
+        b.repeat_end(1)
+    with open_trace(tmp_path / "one.sst") as t:
+        assert t.header.repeat is None and len(t.strands) + len(t.frames) + len(t.edges) == 34
 
 
 # -- the reader refuses bad repeat tables ---------------------------------------------------

@@ -46,6 +46,7 @@ def _oracle(path: Path, name: str, params: dict[str, Any]) -> None:
     if rows is not None:
         with open_trace(path) as t:
             assert rows(p) == len(t.strands) + len(t.frames) + len(t.edges), (name, params)
+        assert rows(p) <= w.module.program_rows_at_most(p), (name, params)
     assert h.n_instructions <= INSTRUCTIONS_PER_REF * max(h.n_refs, 1)
 
 
