@@ -18,6 +18,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StrictFloat,
     StrictInt,
     ValidationError,
@@ -294,6 +295,28 @@ class SweepSpec(_Strict):
         description="with sample_iterations: the interval to reach, in percent (run's "
         "--sample-precision; default 0.5)",
     )
+    # per machine of ``machines`` (names with braces expanded), the entry of the file it
+    # came from: what messages and ``--set machines.N`` name
+    _machine_entry: list[int] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_machine_entries(cls, data: Any, handler: Any) -> Any:
+        spec = handler(data)
+        raw = data.get("machines") if isinstance(data, dict) else None
+        if isinstance(raw, list):
+            for k, item in enumerate(raw):
+                name = item if isinstance(item, str) else None
+                if isinstance(item, dict) and "name" in item:
+                    name = str(item["name"])
+                spec._machine_entry += [k] * (len(expand_braces(name)) if name else 1)
+        return spec
+
+    def machine_entry(self, i: int) -> int:
+        """The entry of the file's ``machines`` that machine ``i`` (braces expanded) came
+        from, which ``--set machines.N`` and messages count by."""
+        entries = self._machine_entry
+        return entries[i] if len(entries) == len(self.machines) else i
 
     @field_validator("name")
     @classmethod

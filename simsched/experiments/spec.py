@@ -306,7 +306,8 @@ def _machine_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
             elif "/" in source or os.sep in source:
                 # read as a preset's name, it was "no such preset or file" of a file that exists
                 raise ConfigError(
-                    f"{loaded.shown}: machines.{i}: {source!r} is a path, not a preset; a "
+                    f"{loaded.shown}: machines.{loaded.spec.machine_entry(i)}: {source!r} is a "
+                    "path, not a preset; a "
                     "machine file is YAML, named by `file:` (or by a bare .yaml or .yml name)"
                 )
         base_label = m.label or m.name or Path(m.file or "").stem
@@ -320,7 +321,9 @@ def _machine_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
             try:
                 machine = load_machine(source, overrides or None)
             except ConfigError as exc:
-                raise ConfigError(f"{loaded.shown}: machines.{i}: {exc}") from None
+                raise ConfigError(
+                    f"{loaded.shown}: machines.{loaded.spec.machine_entry(i)}: {exc}"
+                ) from None
             entries.append(
                 (
                     label,

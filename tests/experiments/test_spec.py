@@ -523,6 +523,16 @@ def test_check_spec_reports_the_first_problem_before_any_point(tmp_path, edit, m
         ("name=..", "name: '..' names a folder (results/..), not a sweep"),
         # read as a preset's name or a generator's: "no such preset", "unknown workload"
         ("machines=[../m.sst]", "machines.0: '../m.sst' is a path, not a preset"),
+        # an entry is named as the file has it (as --set machines.N edits it), not by its
+        # place once braces expanded (it said machines.3)
+        (
+            "machines=['itrs-scaling-{1,2,4}', {name: itrs-scaling-16, overrides: {caches.L2.size: 2MB}}]",
+            "machines.1: itrs-scaling-16: caches.1 (L2): size: 2097152 bytes is not a multiple",
+        ),
+        (
+            "machines=['itrs-scaling-{1,2,4}', x/m.sst]",
+            "machines.1: 'x/m.sst' is a path, not a preset",
+        ),
         ("workloads=[../w.bin]", "workloads.0: '../w.bin' is a path, not a generator"),
         # pydantic's own class names (MachineSpec, SmallSpec) and types (tuple)
         ("machines=[5]", "machines.0: expected a mapping of keys and values, got 5"),
