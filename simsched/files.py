@@ -75,6 +75,12 @@ def describe_os_error(exc: OSError) -> str:
     return text + from_cache_dir(exc.filename)
 
 
+def cannot_write(path: Any, exc: OSError) -> OutputError:
+    """The one-line error of a failed write of the user's ``path``: ``PATH: cannot write
+    (no space left on the device)``, keeping the errno (a full disk is told apart)."""
+    return OutputError(f"{path}: cannot write ({describe_os_error(exc)})", exc.errno)
+
+
 def from_cache_dir(path: Any) -> str:
     """``"; the path comes from SIMSCHED_CACHE_DIR=..."`` when ``path`` is in the cache
     folder that variable names and that folder itself is at fault (a file, or a folder that
@@ -412,7 +418,7 @@ def check_output_file(path: str | os.PathLike, *, overwrite: bool = True) -> os.
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})", exc.errno) from None
+        raise cannot_write(user, exc) from None
     if stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{user}: is a folder, expected a file name")
     if not overwrite and stat.S_ISREG(st.st_mode):
@@ -486,9 +492,7 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
                     tmp = Path(name)
                     os.close(fd)
         except OSError as exc:
-            raise OutputError(
-                f"{user}: cannot write ({describe_os_error(exc)})", exc.errno
-            ) from None
+            raise cannot_write(user, exc) from None
         yield tmp
         if special:
             with open(tmp, "rb") as src, open(target, "wb") as dst:
@@ -503,7 +507,7 @@ def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterato
     except OSError as exc:
         if exc.filename not in (None, str(tmp), str(target), os.fspath(tmp or "")):
             raise  # an error of another file the writer touched: not ours to rename
-        raise OutputError(f"{user}: cannot write ({describe_os_error(exc)})", exc.errno) from None
+        raise cannot_write(user, exc) from None
     finally:
         with _signals_deferred():  # a second Ctrl-C must not cut the cleanup short
             if tmpdir:

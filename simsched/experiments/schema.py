@@ -259,6 +259,17 @@ class SmallSpec(_Strict):
         return kept
 
 
+def _machine_items(item: object) -> list[object]:
+    """The machines one entry of ``machines`` stands for: a bare string is a preset or a
+    machine file, and a name (bare or ``name:``) with braces is one per expansion."""
+    if isinstance(item, str):
+        is_file = item.endswith((".yaml", ".yml"))
+        return [{"file" if is_file else "name": n} for n in expand_braces(item)]
+    if isinstance(item, dict) and "name" in item:
+        return [{**item, "name": n} for n in expand_braces(str(item["name"]))]
+    return [item]
+
+
 class SweepSpec(_Strict):
     """The whole sweep file (see ``docs/sweeps.md``)."""
 
@@ -306,10 +317,7 @@ class SweepSpec(_Strict):
         raw = data.get("machines") if isinstance(data, dict) else None
         if isinstance(raw, list):
             for k, item in enumerate(raw):
-                name = item if isinstance(item, str) else None
-                if isinstance(item, dict) and "name" in item:
-                    name = str(item["name"])
-                spec._machine_entry += [k] * (len(expand_braces(name)) if name else 1)
+                spec._machine_entry += [k] * len(_machine_items(item))
         return spec
 
     def machine_entry(self, i: int) -> int:
@@ -335,19 +343,14 @@ class SweepSpec(_Strict):
             return value
         out: list[object] = []
         for item in value:
-            if isinstance(item, str):
-                if info.field_name == "machines":
-                    is_file = item.endswith((".yaml", ".yml"))
-                    out.extend({"file" if is_file else "name": n} for n in expand_braces(item))
-                elif info.field_name == "schedulers":
-                    out.append({"name": item})
-                else:
-                    out.append({"trace": item} if item.endswith(".sst") else {"generator": item})
-            elif isinstance(item, dict) and info.field_name == "machines" and "name" in item:
-                names = expand_braces(str(item["name"]))
-                out.extend({**item, "name": n} for n in names)
-            else:
+            if info.field_name == "machines":
+                out.extend(_machine_items(item))
+            elif not isinstance(item, str):
                 out.append(item)
+            elif info.field_name == "schedulers":
+                out.append({"name": item})
+            else:
+                out.append({"trace": item} if item.endswith(".sst") else {"generator": item})
         return out
 
     @field_validator("seeds", mode="wrap")

@@ -17,13 +17,14 @@ runs one (``simsched.workloads.generate``) by its caller.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -124,8 +125,7 @@ def drop_damaged(target: Path, seen: os.stat_result) -> bool:
     lock and only if it is still the file that was read (``seen``, its ``os.stat`` before
     reading): another point may have removed it and made it anew meanwhile, and that
     sound file stays.  Returns whether it was removed."""
-    with open(target.with_suffix(".lock"), "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _recipe_lock(target):
         try:
             now = os.stat(target)
             same = (now.st_ino, now.st_dev, now.st_mtime_ns, now.st_size) == (
@@ -139,6 +139,16 @@ def drop_damaged(target: Path, seen: os.stat_result) -> bool:
             return same
         except OSError:
             return False
+
+
+@contextlib.contextmanager
+def _recipe_lock(target: Path) -> Iterator[None]:
+    """Hold the lock of the cached trace ``target`` (``<trace>.lock``): its maker, and
+    whoever removes it, hold it."""
+    with open(target.with_suffix(".lock"), "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
@@ -192,18 +202,14 @@ def ensure_trace(
     if _whole(target):
         return target
     make_output_dir(target.parent)
-    with open(target.with_suffix(".lock"), "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if _whole(target):  # made by another worker while we waited
-                return target
-            # Only the lock's holder writes the trace: any temporary of it is a dead maker's.
-            remove_orphan_temporaries(target)
-            with atomic_output(target) as tmp:
-                if kind == "generator":
-                    generate(workload["generator"], tmp, **workload["params"])
-                else:
-                    _capture(workload, tmp, spec_dir)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with _recipe_lock(target):
+        if _whole(target):  # made by another worker while we waited
+            return target
+        # Only the lock's holder writes the trace: any temporary of it is a dead maker's.
+        remove_orphan_temporaries(target)
+        with atomic_output(target) as tmp:
+            if kind == "generator":
+                generate(workload["generator"], tmp, **workload["params"])
+            else:
+                _capture(workload, tmp, spec_dir)
     return target

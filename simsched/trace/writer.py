@@ -32,7 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from simsched.errors import OutputError
-from simsched.files import atomic_output, describe_os_error
+from simsched.files import atomic_output, cannot_write
 from simsched.trace import format as fmt
 
 #: chunks handed to the compression thread but not yet written that
@@ -195,10 +195,7 @@ class ChunkWriter:
         try:
             self._f.write(data)
         except OSError as exc:
-            raise self._cannot_write(exc) from None
-
-    def _cannot_write(self, exc: OSError) -> OutputError:
-        return OutputError(f"{self._path}: cannot write ({describe_os_error(exc)})", exc.errno)
+            raise cannot_write(self._path, exc) from None
 
     def _write(self, data: bytes) -> int:
         """Append ``data`` to the file and the digest; returns its offset."""
@@ -285,7 +282,7 @@ class ChunkWriter:
         try:
             self._f.close()  # flushes what is buffered
         except OSError as exc:
-            raise self._cannot_write(exc) from None
+            raise cannot_write(self._path, exc) from None
         self._pool.shutdown()
         self._staged = False
         self._output.__exit__(None, None, None)  # fsync, then rename into place

@@ -320,7 +320,7 @@ def _stored_steps(params: dict[str, Any]) -> int:
     """Time steps the file stores: with ``repeat`` and at least two periods (``period``
     = the grids, as :func:`emit` repeats), one period and the ``iters mod period`` steps
     after the copies; otherwise all ``iters``."""
-    period = 2 if KINDS[params["kind"]].sweeps == 1 else 1
+    period = _step_refs(params)[2]
     iters = params["iters"]
     copies = iters // period if params["repeat"] else 0
     return period + iters - copies * period if copies >= 2 else iters
