@@ -47,6 +47,7 @@ from simsched.experiments.point import (
     PointFunction,
     error_row,
     execute_point,
+    record_killed,
 )
 from simsched.experiments.spec import Point
 from simsched.experiments.store import POINT_FILE, ROW_FILE, point_dir, read_row, save_row
@@ -161,24 +162,29 @@ def _pool_execute_point(*args: Any) -> tuple[dict[str, Any] | None, bool]:
         _IN_POINT.clear()
 
 
-def _stop_pools(pools: list[ProcessPoolExecutor], why: BaseException | None = None) -> None:
+def _stop_pools(
+    pools: list[ProcessPoolExecutor], why: BaseException | None = None
+) -> list[ProcessPoolExecutor]:
     """Cancel queued points and stop the running ones within :data:`STOP_GRACE_S`, with
     SIGUSR1 when ``why`` is Ctrl-C (their records say "interrupted (Ctrl-C)") and SIGTERM
-    otherwise ("terminated (SIGTERM)").
+    otherwise ("terminated (SIGTERM)").  Returns the pools whose worker had to be killed
+    (it did not stop in time, e.g. deep in compiled code) and so wrote no record.
 
     The pools' threads are joined here too, with Ctrl-C still ignored: left to the
     interpreter's exit, a second Ctrl-C landing while it joins them ended the process by
     the signal instead of with status 130.
     """
     with _sigint_ignored():
-        procs = []
+        owner = {}
         for pool in pools:
             # No public API lists a pool's processes before Python 3.14's terminate_workers().
-            procs += list(getattr(pool, "_processes", {}).values())
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                owner[proc] = pool
             pool.shutdown(wait=False, cancel_futures=True)
         ctrl_c = isinstance(why, KeyboardInterrupt) and not isinstance(why, Terminated)
-        _terminate(procs, signal.SIGUSR1 if ctrl_c else signal.SIGTERM)
+        killed = _terminate(list(owner), signal.SIGUSR1 if ctrl_c else signal.SIGTERM)
         _join_pools(pools)
+    return [owner[proc] for proc in killed]
 
 
 def _join_pools(pools: list[ProcessPoolExecutor]) -> None:
@@ -188,18 +194,22 @@ def _join_pools(pools: list[ProcessPoolExecutor]) -> None:
             pool.shutdown(wait=True)
 
 
-def _terminate(procs: list[Any], sig: int = signal.SIGTERM) -> None:
-    """Send ``sig`` to ``procs``, and SIGKILL those still alive after :data:`STOP_GRACE_S`."""
+def _terminate(procs: list[Any], sig: int = signal.SIGTERM) -> list[Any]:
+    """Send ``sig`` to ``procs``, and SIGKILL those still alive after :data:`STOP_GRACE_S`;
+    returns the killed ones."""
     for proc in procs:
         if proc.is_alive():
             with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
                 os.kill(proc.pid, sig)
     deadline = time.monotonic() + STOP_GRACE_S
+    killed = []
     for proc in procs:
         proc.join(max(0.0, deadline - time.monotonic()))
         if proc.is_alive():
             proc.kill()
             proc.join(1.0)
+            killed.append(proc)
+    return killed
 
 
 def run_local(
@@ -317,7 +327,14 @@ def run_local(
                     save_row(out_dir, point.id, row)
                     on_row(point, row, True)
     except BaseException as exc:
-        _stop_pools([s.pool for s in slots if s.pool is not None], exc)
+        killed = _stop_pools([s.pool for s in slots if s.pool is not None], exc)
+        for slot in slots:
+            running = slot.future is not None and slot.point is not None
+            if running and slot.pool in killed and point_fn is None:
+                # it began the point (wrote point.json) and was killed before recording it
+                assert slot.point is not None
+                if _marker(out_dir, slot.point) != slot.marker:
+                    record_killed(slot.point, point_dir(out_dir, slot.point.id), exc, slot.t0)
         raise
     _join_pools([s.pool for s in slots if s.pool is not None])  # here, not at the exit
 
@@ -339,6 +356,7 @@ class _Slot:
         self.row_marker: tuple[int, int] | None = None
         # whether another point ran at the same time as this one, at any moment
         self.shared = False
+        self.t0 = 0.0  # when the point was handed over (time.perf_counter)
 
     def start(
         self,
@@ -348,7 +366,7 @@ class _Slot:
         point_fn: PointFunction | None,
         redo: tuple[bool, bool],
     ) -> None:
-        self.point, self.shared = point, False
+        self.point, self.shared, self.t0 = point, False, time.perf_counter()
         self.marker, self.row_marker = _marker(out_dir, point), _marker(out_dir, point, ROW_FILE)
         args = (point.to_dict(), str(out_dir), point_fn, *redo)
         with _sigint_ignored():  # the worker starts here and inherits the ignored Ctrl-C

@@ -36,6 +36,7 @@ from typing import Any
 from simsched.errors import (
     ConfigError,
     SimschedError,
+    Terminated,
     TraceFormatError,
     command_line,
     interrupt_in,
@@ -217,6 +218,31 @@ def _write_early_failure(
             write_json_atomic(run_dir / "config.json", config)
     if not (run_dir / "result.json").exists():
         _write_error(run_dir, base, exc, t0)  # the form and the message of run()'s own
+
+
+def record_killed(point: Point, run_dir: Path, why: BaseException, t0: float) -> None:
+    """Write the records of a point whose worker the runner killed while it ran (it did
+    not stop within the grace the runner gives, e.g. deep in compiled code), as the point
+    would have written them had it stopped: ``config.json`` unless the run wrote it, and a
+    ``result.json`` saying ``interrupted`` unless it has one.  The point keeps no row, so
+    it stays pending.
+
+    ``why`` is what stopped the runner: Ctrl-C gives "interrupted (Ctrl-C)", anything else
+    "terminated (SIGTERM)", the signal the runner sent its workers; ``t0`` is when the
+    point was handed to the worker (:func:`time.perf_counter`).
+    """
+    from pydantic import ValidationError
+
+    from simsched.machine import Machine
+
+    ctrl_c = isinstance(why, KeyboardInterrupt) and not isinstance(why, Terminated)
+    stop = KeyboardInterrupt() if ctrl_c else Terminated()
+    resolved: dict[str, Any] = {}
+    with contextlib.suppress(ValidationError, KeyError, TypeError):
+        resolved["machine"] = Machine.model_validate(point.machine["resolved"])
+    with contextlib.suppress(SimschedError, OSError):  # the runner's own stop goes on
+        if run_dir.is_dir():
+            _write_early_failure(point, run_dir, resolved, stop, t0)
 
 
 def _simulate_jobs(point: Point, machine: Any, run_dir: Path) -> dict[str, Any]:

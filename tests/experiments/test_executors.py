@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -26,6 +27,28 @@ from sweep_helpers import (
 )
 
 from simsched.experiments import load_results, load_spec, run_sweep, sweep_status
+
+
+@contextlib.contextmanager
+def _reaped(proc):
+    """Kill ``proc``'s process group if the block leaves it running."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _interrupt(proc, press, presses=1, timeout=60):
+    """Call ``press`` ``presses`` times, 0.2 s apart; ``proc``'s stderr and the seconds
+    from the first press to its end."""
+    t0 = time.monotonic()
+    for _ in range(presses):
+        press()
+        time.sleep(0.2)
+    _, err = proc.communicate(timeout=timeout)
+    return err, time.monotonic() - t0
 
 
 def crash_point(point, run_dir):
@@ -213,21 +236,10 @@ def test_ctrl_c_stops_within_seconds_and_a_rerun_resumes(tmp_path, executor, tar
     env = {**os.environ, "SIMSCHED_TEST_POINT_LOG": str(log), "PYTHONPATH": str(HERE)}
     cmd = cli_cmd(spec, "--workers", "2", "--executor", executor)
     proc = subprocess.Popen(cmd, env=env, start_new_session=True, stderr=subprocess.PIPE, text=True)
-    try:
+    with _reaped(proc):
         wait_for(log, "start", 2)
-        t0 = time.monotonic()
-        for _ in range(presses):
-            if target == "group":
-                os.killpg(proc.pid, signal.SIGINT)
-            else:
-                os.kill(proc.pid, signal.SIGINT)
-            time.sleep(0.2)
-        _, err = proc.communicate(timeout=30)
-        stopped_after = time.monotonic() - t0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        send = os.killpg if target == "group" else os.kill
+        err, stopped_after = _interrupt(proc, lambda: send(proc.pid, signal.SIGINT), presses)
     # A second Ctrl-C that lands once the runner has stopped its workers and printed its
     # line, while the interpreter exits, ends the process by the signal: a shell reports
     # that as status 130 too, and nothing more is printed (checked below).
@@ -319,7 +331,7 @@ def test_a_stopped_point_is_told_which_signal_stopped_the_sweep(monkeypatch):
     from simsched.experiments import executors
 
     sent = []
-    monkeypatch.setattr(executors, "_terminate", lambda procs, sig: sent.append(sig))
+    monkeypatch.setattr(executors, "_terminate", lambda procs, sig: sent.append(sig) or [])
     monkeypatch.setattr(executors, "_join_pools", lambda pools: None)
     for why in (KeyboardInterrupt(), Terminated(), RuntimeError("the runner failed")):
         executors._stop_pools([], why)
@@ -362,3 +374,58 @@ def test_unreachable_dask_scheduler_leaves_no_output_folder(tmp_path, monkeypatc
     error = err.strip().splitlines()[-1]  # after the line saying it connects
     assert error.startswith(f"simsched: error: --address {address}: cannot reach a Dask")
     assert not (tmp_path / "results").exists()
+
+
+KILLED_SPEC = """
+name: killed
+workloads:
+  - {name: h, generator: heat, params: {nx: 1026, ny: 514, iters: 40}}
+machines: [opteron-8380-4x4]
+schedulers: [ws]
+seeds: [0]
+"""
+
+
+def test_a_point_whose_worker_is_killed_after_the_grace_gets_its_record(tmp_path):
+    """A worker deep in compiled code does not see the runner's stop signal; the runner
+    kills it after STOP_GRACE_S, and the point used to keep no record of its run (a
+    point.json alone).  Here the workers inherit a mask that blocks SIGUSR1 and SIGTERM,
+    as a long kernel call would hold them off."""
+    from simsched.experiments.executors import STOP_GRACE_S
+
+    spec = tmp_path / "killed.yaml"
+    spec.write_text(textwrap.dedent(KILLED_SPEC))
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from simsched.cli import main; main(sys.argv[1:])",
+        *("sweep", "run", str(spec), "--no-progress", "--workers", "1"),
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        start_new_session=True,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.pthread_sigmask(
+            signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGTERM}
+        ),
+    )
+    loaded = load_spec(spec, small=False)
+    with _reaped(proc):
+        found = until(lambda: list(loaded.out_dir.glob("points/*/point.json")), 120)
+        assert found, "the point never started"
+        time.sleep(0.5)
+        assert not (found[0].parent / "row.json").exists()  # still running
+        err, stopped_after = _interrupt(proc, lambda: os.kill(proc.pid, signal.SIGINT))
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.strip().startswith("simsched: error: interrupted"), err
+    assert stopped_after >= STOP_GRACE_S  # it had to be killed
+    pdir = found[0].parent
+    assert not (pdir / "row.json").exists()  # pending: the next run resumes it
+    result = json.loads((pdir / "result.json").read_text())
+    assert (result["status"], result["error"]) == ("interrupted", "interrupted (Ctrl-C)")
+    assert result["scheduler"] == "ws" and result["machine"] == "opteron-8380-4x4"
+    assert 0.5 <= result["wall_s"] < 60
+    assert json.loads((pdir / "config.json").read_text())["scheduler"] == "ws"
+    status = sweep_status(loaded)
+    assert (status["ok"], status["missing"], status["running"]) == (0, 1, [])
