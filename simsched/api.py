@@ -56,6 +56,7 @@ from simsched.errors import (
     SimschedError,
     Terminated,
     TraceFormatError,
+    described,
     interrupt_in,
     shown,
     spelled,
@@ -73,6 +74,7 @@ from simsched.params import (
     check_mapping,
     check_seed,
 )
+from simsched.plugins import note_plugins
 from simsched.trace.reader import as_trace
 
 if TYPE_CHECKING:
@@ -461,6 +463,7 @@ def run(
         resolved_params = cls.resolve_params(params)
         m = _machine(machine, overrides)
         base["scheduler"] = cls.name
+        note_plugins(base, [("scheduler", cls.name)])
         base["params"] = dumps(resolved_params)
         base.update(machine_fields(m), machine_config=dumps(machine_config(m)))
         config["machine_resolved"] = machine_config(m)
@@ -601,7 +604,7 @@ def _write_error(
     elif isinstance(exc, SimschedError):
         msg = str(exc)
     else:
-        msg = f"{type(exc).__name__}: {exc}"
+        msg = described(exc)
     rec["error"] = msg or type(exc).__name__
     if not isinstance(exc, SimschedError | KeyboardInterrupt):
         rec["traceback"] = traceback.format_exc(limit=8)
@@ -890,6 +893,7 @@ def run_jobs(
             cls = get_scheduler(j.scheduler)
             classes.append(cls)
             specs.append(JobSpec(t, cls, j.params, j.arrival, j.name))
+        note_plugins(base, [("controller", ctl.name), *(("scheduler", c.name) for c in classes)])
         try:  # the engine checks it too, without knowing the job set's file
             check_arrivals(specs, ctl.quantum)
         except ConfigError as exc:

@@ -86,6 +86,15 @@ class Terminated(KeyboardInterrupt):
     A ``KeyboardInterrupt``, so every handler of Ctrl-C also handles it."""
 
 
+def described(exc: BaseException) -> str:
+    """``"Type: message"`` of an unexpected error, with the notes added to it on its way
+    (``exc.add_note``; the engine names the scheduler a plug-in's exception came from):
+    a failure record and a sweep row keep the message, not the traceback the notes print
+    under, and without them named no plug-in."""
+    notes = [str(n) for n in getattr(exc, "__notes__", ()) or ()]
+    return f"{type(exc).__name__}: {exc}" + "".join(f" ({n})" for n in notes)
+
+
 def interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
     """The Ctrl-C or SIGTERM (:class:`Terminated`) that ``exc`` stands for, else None.
 

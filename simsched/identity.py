@@ -54,6 +54,7 @@ RESULT_SOURCES = (
     "jobset.py",
     "params.py",
     "comparison.py",
+    "plugins.py",
 )
 
 FALLBACK_VERSION = "0.0.0+unknown"
@@ -198,3 +199,45 @@ def timing_model_identity() -> str:
 def results_identity() -> str:
     """16 hex digits naming the source every result record depends on (no version)."""
     return source_identity(RESULT_SOURCES)[:16]
+
+
+@functools.cache
+def outside_source_identity(module: str) -> str | None:
+    """16 hex digits naming the source of the package outside simsched that holds
+    ``module`` (a plug-in's): every ``.py`` file of its top-level package, or the file of a
+    lone module.  ``None`` for simsched's own modules (:func:`results_identity` covers
+    them) and for a module whose source cannot be found (built into the interpreter, or
+    defined in a notebook).
+
+    A plug-in's source decides results as simsched's does, so a record made with one
+    carries this beside ``code_identity``, and a cached trace of a plug-in generator is
+    keyed by it: an edited plug-in neither keeps its old rows unflagged nor reuses the
+    traces its old code made.  The package is located without being imported.
+    """
+    import importlib.util
+    import sys
+
+    top = module.partition(".")[0]
+    if not top or top == "simsched":
+        return None
+    loaded = sys.modules.get(top)
+    try:
+        spec = None if loaded is not None else importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    dirs = list(
+        getattr(loaded, "__path__", None) or (spec and spec.submodule_search_locations) or []
+    )
+    single = getattr(loaded, "__file__", None) if loaded is not None else spec and spec.origin
+    if dirs:
+        files = sorted({f for d in dirs for f in Path(d).rglob("*.py") if f.is_file()})
+        roots = [Path(d) for d in dirs]
+    elif single and str(single).endswith(".py") and Path(single).is_file():
+        files, roots = [Path(single)], [Path(single).parent]
+    else:
+        return None
+    h = hashlib.sha256()
+    for path in files:
+        rel = next((path.relative_to(r) for r in roots if path.is_relative_to(r)), path.name)
+        h.update(str(rel).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]

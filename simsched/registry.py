@@ -23,7 +23,14 @@ from typing import Generic, TypeVar
 
 from simsched.errors import ConfigError, shown
 
-__all__ = ["Registry", "class_registry"]
+__all__ = ["PLUGIN_GROUPS", "Registry", "class_registry"]
+
+#: The entry-point group of each kind of plug-in.
+PLUGIN_GROUPS = {
+    "scheduler": "simsched.schedulers",
+    "controller": "simsched.controllers",
+    "workload": "simsched.workloads",
+}
 
 T = TypeVar("T")
 

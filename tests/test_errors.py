@@ -34,3 +34,16 @@ def test_the_command_line_spells_its_options_only_while_a_command_runs(capsys):
 def test_shown_keeps_a_quoted_value_on_one_short_line():
     assert shown("a\nb") == "'a\\nb'"
     assert len(shown("x" * 5000)) < 80
+
+
+def test_an_unexpected_error_is_described_with_its_notes():
+    """A plug-in's exception reached a failure record and a sweep row as its message
+    alone: the engine's note naming the scheduler was lost."""
+    from simsched.errors import described
+    from simsched.experiments.point import _error_record
+
+    exc = RuntimeError("boom")
+    assert described(exc) == "RuntimeError: boom"
+    exc.add_note("raised by scheduler 'mine' at cycle 370")
+    assert described(exc) == "RuntimeError: boom (raised by scheduler 'mine' at cycle 370)"
+    assert _error_record(exc)["error"] == described(exc)

@@ -79,7 +79,7 @@ def run_cmd(
     retry_failed: Annotated[bool, typer.Option(help="rerun points that failed")] = False,
     rerun_stale: Annotated[
         bool,
-        typer.Option(help="rerun finished points that other simsched code simulated"),
+        typer.Option(help="rerun finished points that other simsched or plug-in code simulated"),
     ] = False,
     progress: Annotated[bool, typer.Option(help="draw a progress bar")] = True,
     point_fn: Annotated[
@@ -128,7 +128,7 @@ def run_cmd(
     if report.stale:
         print(
             f"  {plural(report.stale, 'finished point')} {_were(report.stale)} simulated by "
-            f"other simsched code (changed since); --rerun-stale runs {_them(report.stale)} "
+            f"other simsched or plug-in code (changed since); --rerun-stale runs {_them(report.stale)} "
             "again",
             file=sys.stderr,
         )
@@ -195,7 +195,7 @@ def status_cmd(
         f"{status['sweep']}: {plural(status['total'], 'point')}: {status['ok']} done, "
         f"{status['failed']} failed, {status['missing']} missing"
         + (
-            f"; {status['stale']} done by other simsched code (sweep run --rerun-stale)"
+            f"; {status['stale']} done by other simsched or plug-in code (sweep run --rerun-stale)"
             if status["stale"]
             else ""
         )

@@ -41,7 +41,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from simsched.errors import ConfigError, Terminated, spelled
+from simsched.errors import ConfigError, Terminated, described, spelled
 from simsched.experiments.point import (
     INTERRUPTED,
     PointFunction,
@@ -520,7 +520,7 @@ def run_dask(
             except CancelledError:  # the cluster went away under us: stop, as for Ctrl-C
                 raise KeyboardInterrupt from None
             except Exception as exc:  # e.g. KilledWorker: the point crashed several workers
-                row, ran = error_row(p, f"{type(exc).__name__}: {exc}"), True
+                row, ran = error_row(p, described(exc)), True
             if (
                 row is not None
                 and row.get("status") != INTERRUPTED

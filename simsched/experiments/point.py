@@ -39,6 +39,7 @@ from simsched.errors import (
     Terminated,
     TraceFormatError,
     command_line,
+    described,
     interrupt_in,
     shown,
     spelled,
@@ -164,7 +165,13 @@ def _simulate(point: Point, run_dir: Path, resolved: dict[str, Any]) -> dict[str
             f"{exc} (a damaged trace of the sweep's cache: removed, so that running the "
             "point again makes it anew)"
         ) from None
-    return dict(result.record)
+    rec = dict(result.record)
+    if point.workload.get("kind") == "generator":
+        # the trace's generator, which run() does not know, when it is a plug-in
+        from simsched.plugins import note_plugins
+
+        note_plugins(rec, [("workload", point.workload["generator"])])
+    return rec
 
 
 def _write_early_failure(
@@ -322,13 +329,17 @@ def error_row(point: Point, message: str, wall_s: float = 0.0) -> dict[str, Any]
 
 def is_stale(row: dict[str, Any]) -> bool:
     """Whether a finished row was simulated by source other than the running code's: its
-    ``code_identity`` differs from :func:`simsched.identity.results_identity`.  A row
-    without one (a custom point function's, or simsched before 0.1.1) is not known to be
-    stale and counts as current."""
+    ``code_identity`` differs from :func:`simsched.identity.results_identity`, or a
+    plug-in it used has other source now (:func:`simsched.plugins.plugins_changed`).  A
+    row without a ``code_identity`` (a custom point function's, or simsched before 0.1.1)
+    is not known to be stale and counts as current."""
     from simsched.identity import results_identity
+    from simsched.plugins import PLUGIN_FIELD, plugins_changed
 
     ident = row.get("code_identity")
-    return ident is not None and ident != results_identity()
+    if ident is None:
+        return False
+    return ident != results_identity() or plugins_changed(row.get(PLUGIN_FIELD))
 
 
 def trace_changed(point: Point, row: dict[str, Any] | None) -> bool:
@@ -444,7 +455,7 @@ def _error_record(exc: Exception) -> dict[str, Any]:
     tb = traceback.format_exception(exc)
     return {
         "status": "error",
-        "error": f"{type(exc).__name__}: {exc}",
+        "error": described(exc),
         "traceback": "".join(tb[-6:]),
     }
 
@@ -469,7 +480,7 @@ def execute_point(
     retry_failed
         Run again a point whose row says it failed.
     rerun_stale
-        Run again a point whose row was made by other simsched code (:func:`is_stale`).
+        Run again a point whose row was made by other simsched or plug-in code (:func:`is_stale`).
 
     Returns
     -------

@@ -83,7 +83,7 @@ class SweepReport:
     failures: list[tuple[str, str]] = field(default_factory=list)
     interrupted: list[tuple[str, str]] = field(default_factory=list)  # left pending (disk full)
     elsewhere: int = 0  # points another runner was running when this one reached them
-    stale: int = 0  # finished points kept although other simsched code simulated them
+    stale: int = 0  # finished points kept although other simsched or plug-in code simulated them
     # of the skipped points, those whose row records a failure (also counted in failed)
     failed_before: int = 0
     table_error: str = ""  # why results.parquet could not be written (a full disk), or ""
@@ -215,7 +215,7 @@ def run_sweep(
     retry_failed
         Also rerun points whose row records an error.
     rerun_stale
-        Also rerun finished points simulated by other simsched code
+        Also rerun finished points simulated by other simsched or plug-in code
         (:func:`~simsched.experiments.point.is_stale`); without it they are kept and counted
         in :attr:`SweepReport.stale`.
     progress

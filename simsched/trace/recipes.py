@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import shlex
 import subprocess
@@ -48,14 +49,38 @@ def recipe_key(workload: dict[str, Any]) -> str:
     """Cache key of a generator or capture recipe.
 
     A hash of the recipe and of the code that turns it into a trace (the generators, the
-    trace writer and the capture backends, :func:`simsched.identity.source_identity`), so an
+    trace writer and the capture backends, :func:`simsched.identity.source_identity`, and
+    for a plug-in generator its own package, :func:`_plugin_generator_identity`), so an
     edited generator never returns a trace it made before.
     """
     from simsched.identity import source_identity
 
     body = {k: v for k, v in workload.items() if k != "label"}
     code = source_identity(TRACE_MAKING_PACKAGES)
-    return content_hash({"recipe": body, "code": code, "fmt": _CACHE_FORMAT})
+    keyed = {"recipe": body, "code": code, "fmt": _CACHE_FORMAT}
+    gen = workload.get("generator") if workload.get("kind") == "generator" else None
+    plugin = _plugin_generator_identity(gen) if isinstance(gen, str) else None
+    if plugin is not None:  # built-in generators keep the keys they had
+        keyed["plugin"] = plugin
+    return content_hash(keyed)
+
+
+@functools.cache
+def _plugin_generator_identity(name: str) -> str | None:
+    """:func:`~simsched.identity.outside_source_identity` of the installed generator
+    plug-in called ``name``, found by its entry point without loading it (the trace layer
+    does not know the generators); None for a built-in generator or an unknown name.
+    Read once per process, as the plug-ins are."""
+    from importlib import metadata
+
+    from simsched.identity import outside_source_identity
+    from simsched.registry import PLUGIN_GROUPS
+
+    key = name.strip().lower()
+    for ep in metadata.entry_points(group=PLUGIN_GROUPS["workload"]):
+        if ep.name.strip().lower() == key:
+            return outside_source_identity(ep.module)
+    return None
 
 
 #: Sub-packages whose source decides the trace a recipe makes.
