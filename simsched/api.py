@@ -409,7 +409,7 @@ def run(
     sample_iterations
         Steady-state sampling (docs/engine.md §7): replay in detail until the policy has
         settled, then this many iterations (at least 2), and extrapolate the others; the
-        one-core baseline is sampled alike.  None: replay every iteration.
+        one-core baseline is sampled alike (when the run is).  None: replay every iteration.
     sample_precision
         With ``sample_iterations``: replay further iterations until the makespan's 95 %
         interval is within this many percent of it (default
@@ -509,9 +509,14 @@ def run(
         rec["sample_precision"] = float(sample_precision or 0.0) if sample_iterations else 0.0
         rec["warnings"] = dumps(_warnings(rec, t, m))
         if speedup:
-            b = baseline_makespan(
-                t, m, sample_iterations=sample_iterations, sample_precision=sample_precision
-            )
+            # sampled the way the run was; a run that left no iteration out is exact, and
+            # so is its baseline (an extrapolated one divided by an exact makespan)
+            if rec["sampled"]:
+                b = baseline_makespan(
+                    t, m, sample_iterations=sample_iterations, sample_precision=sample_precision
+                )
+            else:
+                b = baseline_makespan(t, m)
             rec["baseline_makespan_cycles"] = b
             ms = int(rec["makespan_cycles"])
             rec["speedup"] = b / ms if ms else 0.0

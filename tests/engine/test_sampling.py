@@ -144,6 +144,26 @@ def test_baseline_is_sampled_like_the_run_by_default(heat, tmp_path, monkeypatch
         baseline_makespan(heat, m, sample_precision=1)
 
 
+def test_a_run_that_left_no_iteration_out_has_an_exact_baseline(tmp_path, monkeypatch):
+    """A run that asked for sampling but came out detailed (``sampled: false``) divided
+    the one-core baseline, sampled (it settled sooner), by its exact makespan: its speedup
+    differed from the detailed run's although the makespans were equal."""
+    from tests.conftest import private_cache
+
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(private_cache(tmp_path / "cache")))
+    h = tmp_path / "h10.sst"
+    generate("heat", h, nx=15, ny=7, cutoff=5, iters=10, irregular=True, repeat=False)
+    small = {"caches.L1.size": "1KB", "caches.L2.size": "4KB"}
+    detailed = simsched.run(h, "itrs-scaling-2", "ws", overrides=small).record
+    asked = simsched.run(
+        h, "itrs-scaling-2", "ws", overrides=small, sample_iterations=6, sample_precision=2
+    ).record
+    assert asked["sampled"] is False and asked["detailed_iterations"] == 10
+    assert asked["settled_at"] >= 0  # the policy settled, too late to leave one out
+    for field in ("makespan_cycles", "baseline_makespan_cycles", "speedup"):
+        assert asked[field] == detailed[field], field
+
+
 def test_iterations_none_cannot_be_sampled(heat, capsys):
     """``--iterations none`` removes the iterations sampling needs: said as such, not as a
     trace without iterations (whose advice, ``--iterations auto``, contradicts the run's)."""
