@@ -5,7 +5,7 @@
  * The rewriter turns every Cilk keyword into simsched's markers
  * (simsched.h) while the program keeps running serially:
  *
- *   cilk_spawn f(x);       { __ss_cilk_spawn(); f(x); __ss_cilk_spawn_end(); }
+ *   cilk_spawn f(x);       { __ss_cilk_spawn_at(ID); f(x); __ss_cilk_spawn_end(); }
  *   cilk_sync;             __ss_cilk_sync();
  *   cilk_scope S           { S __ss_cilk_sync(); }
  *   cilk_for (...) B       a loop over the leaves of the iteration range that
@@ -43,9 +43,30 @@
 #define SS_CILK_PLAIN_
 #endif
 
+/* A SPAWN marker's argument names the function the spawned call calls, and a
+ * CALL marker's the Cilk function that begins, so that the importer merges
+ * into the spawned frame the call that is the spawned one, and only it: a
+ * spawned plain function's calls of Cilk functions, the calls of a cilk_for
+ * body and the calls in a spawn's arguments are frames of their own.  The
+ * rewriter names a function by a hash of its name, a constant in [2, 2^63)
+ * (not its address: taking a static function's address changes how gcc
+ * optimises it); 0 means not known (a call through a pointer: the importer
+ * then merges the first call made in the spawned frame, if it comes first),
+ * and SS_CILK_NO_CALLEE the cilk_for's halves, which call nothing.  For a
+ * callee that is an identifier f the rewriter writes (the unit it writes is
+ * already preprocessed, so no macro can do it)
+ *   __builtin_choose_expr(__builtin_types_compatible_p(__typeof__(f),
+ *       __typeof__(*(f))), HASH, 0L)
+ * HASH if f names a function, 0 if it is a pointer variable. */
+#define SS_CILK_NO_CALLEE 1L
+
+static inline __attribute__((always_inline, unused)) void __ss_cilk_spawn_at(long fn)
+{
+    simsched_marker((int)SS_M_SPAWN, fn);
+}
 static inline __attribute__((always_inline, unused)) void __ss_cilk_spawn(void)
 {
-    simsched_marker((int)SS_M_SPAWN, 0);
+    __ss_cilk_spawn_at(SS_CILK_NO_CALLEE);
 }
 static inline __attribute__((always_inline, unused)) void __ss_cilk_spawn_end(void)
 {
@@ -59,14 +80,15 @@ static inline __attribute__((always_inline, unused)) void __ss_cilk_sync(void)
 /* Every invocation of a Cilk function, spawned or called, has a frame of its
  * own (the cactus stack).  The rewriter opens it at the top of the body with
  *   __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave)))
- *       = __ss_cilk_enter();
- * so that the frame closes on every way out of the body, after the returned
- * value is computed and after the implicit sync.  The importer merges the
- * CALL marker of a spawned call into the frame the spawn opened. */
+ *       = __ss_cilk_enter(HASH);
+ * (HASH naming the function, see __ss_cilk_spawn_at) so that the frame
+ * closes on every way out of the body, after the returned value is computed
+ * and after the implicit sync.  The importer merges the CALL marker of a
+ * spawned call into the frame the spawn opened. */
 typedef char __ss_cilk_frame_t;
-static inline __attribute__((always_inline, unused)) __ss_cilk_frame_t __ss_cilk_enter(void)
+static inline __attribute__((always_inline, unused)) __ss_cilk_frame_t __ss_cilk_enter(long fn)
 {
-    simsched_marker((int)SS_M_CALL, 0);
+    simsched_marker((int)SS_M_CALL, fn);
     return 0;
 }
 static inline __attribute__((always_inline, unused)) void __ss_cilk_leave(__ss_cilk_frame_t *f)

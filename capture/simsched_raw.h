@@ -30,6 +30,9 @@
  * (**) SS_M_STACK: its b is the size of the stack region starting at a.
  *      SS_M_SPAWN: b may be the stack depth at the marker (the stack top less
  *      the stack pointer, in bytes; 0: not known).
+ *      SS_M_SPAWN, SS_M_CALL: a names the function called (0: not known; a
+ *      SPAWN's 1: none), so the importer merges into a spawned frame only the
+ *      CALL of the spawned function (simsched_cilk.h).
  *
  * Version 2 (SS_RAW_VERSION_BLOCKS; the gcc runtime): after the header record,
  * a sequence of blocks, each standing for n <= SS_BLOCK_MAX_RECS records of

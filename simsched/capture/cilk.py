@@ -60,6 +60,7 @@ only add edges to the DAG of a correct Cilk program, never remove one.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import operator
 import re
 from dataclasses import dataclass
@@ -438,7 +439,7 @@ class _Rewriter:
         self.spawns_in.setdefault(fn.start_byte, (fn, []))[1].append(offset)
         c = _flat(self.text(call))
         ctx = self.parent(unary)
-        begin, end = b"__ss_cilk_spawn(); ", b" __ss_cilk_spawn_end();"
+        begin, end = self._spawn_marker(call), b" __ss_cilk_spawn_end();"
         if ctx.type == "expression_statement":
             self.replace(ctx, b"{ " + begin + c + b";" + end + b" }")
         elif (
@@ -455,6 +456,27 @@ class _Rewriter:
             self.fail(
                 offset, SPAWN, f"spawn inside an expression; the supported forms are {_FORMS}"
             )
+
+    def _spawn_marker(self, call: Node) -> bytes:
+        """The spawn marker of ``call``, naming the function it calls when it can.
+
+        The importer merges into the spawned frame the Cilk call whose CALL marker names
+        the function the spawn names (``simsched_cilk.h``), so that a spawned plain
+        function's calls of Cilk functions stay child frames.  Only an identifier callee
+        is named, by :func:`function_id` if it names a function and 0 if it is a pointer
+        variable (chosen by the compiler from its type, which is not evaluated): any
+        other callee expression is named 0, "not known".
+        """
+        callee = self.field(call, "function")
+        while callee.type == "parenthesized_expression" and callee.named_child_count == 1:
+            callee = callee.named_children[0]
+        if callee.type != "identifier":
+            return b"__ss_cilk_spawn_at(0); "
+        f = self.text(callee)
+        return (
+            b"__ss_cilk_spawn_at(__builtin_choose_expr(__builtin_types_compatible_p("
+            b"__typeof__(%s), __typeof__(*(%s))), %dL, 0L)); " % (f, f, function_id(f))
+        )
 
     def _spawn_declaration(
         self, init: Node, call: bytes, begin: bytes, end: bytes, unary: Node
@@ -700,13 +722,18 @@ class _Rewriter:
 
         ``main`` is left alone: its frame is the trace's root frame.
         """
-        if self._name(fn) == b"main":
+        name = self._name(fn)
+        if name == b"main":
             return
+        # its CALL marker names it, for the importer to tell the spawned call from the
+        # others (simsched_cilk.h)
+        ident = self._identifier(fn)
+        arg = b"0" if ident is None else b"%dL" % function_id(ident)
         body = self.field(fn, "body")
         self.insert(
             body.start_byte + 1,
             b" __ss_cilk_frame_t __ss_frame __attribute__((cleanup(__ss_cilk_leave)))"
-            b" = __ss_cilk_enter();",
+            b" = __ss_cilk_enter(" + arg + b");",
             order=1 << 40,
         )
 
@@ -717,6 +744,22 @@ class _Rewriter:
             decl = decl.child_by_field_name("declarator")
         inner = None if decl is None else decl.child_by_field_name("declarator")
         return None if inner is None else self.text(inner)
+
+    def _identifier(self, fn: Node) -> bytes | None:
+        """The identifier a function definition defines, through any declarator around it
+        (``long (*chooser(long n))(long)`` defines ``chooser``); None if there is none."""
+        node: Node | None = self.field(fn, "declarator")
+        while node is not None:
+            inner = node.child_by_field_name("declarator")
+            if node.type == "function_declarator" and inner is not None:
+                if inner.type == "identifier":
+                    return self.text(inner)
+            elif node.type == "parenthesized_declarator":
+                inner = node.named_child(0) if node.named_child_count == 1 else None
+            elif node.type not in ("pointer_declarator", "array_declarator"):
+                inner = None
+            node = inner
+        return None
 
     def _nonlocal_jumps(self, fn: Node) -> None:
         """Reject ``setjmp``/``longjmp`` in a Cilk function.
@@ -841,6 +884,19 @@ _NONLOCAL = {
     b"__builtin_setjmp": "__builtin_setjmp",
     b"__builtin_longjmp": "__builtin_longjmp",
 }
+
+
+def function_id(name: bytes) -> int:
+    """The number a Cilk function's CALL marker, and a spawn of it, name it by.
+
+    A hash of the function's name, in ``[2, 2^63)`` (0 means "not known" and 1 "no
+    function": ``simsched_cilk.h``).  Not its address: taking a function's address
+    changes how gcc optimises it (an address-taken ``static`` function loses the facts
+    gcc derives from knowing all its callers; queens' copy loop became a ``memcpy``
+    call), and the capture is of the program as it is compiled without markers.
+    """
+    digest = hashlib.blake2b(name, digest_size=8, person=b"simsched-cilk").digest()
+    return int.from_bytes(digest, "little") % ((1 << 63) - 2) + 2
 
 
 def rewrite(source: bytes, name: str, options: CilkOptions | None = None) -> bytes:

@@ -44,6 +44,20 @@ from simsched.trace.builder_checks import (
 )
 from simsched.trace.writer import ChunkWriter
 
+NO_CALLEE = 1
+"""``spawn(callee=NO_CALLEE)``: the spawned call calls no function (no function's address)."""
+
+
+def _check_function(path: os.PathLike[str] | str, what: str, value: object) -> None:
+    """Refuse a function address that is not an integer in ``[0, 2^64)``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | np.integer)
+        or not 0 <= int(value) < 1 << 64
+    ):
+        raise TraceBuildError(f"{path}: {what} {value!r} is not an address (an integer >= 0)")
+
+
 #: the header's counts, in its order
 _COUNT_KEYS = ("n_strands", "n_frames", "n_edges", "n_refs", "n_chunks", "n_instructions")
 
@@ -58,6 +72,7 @@ class _Frame:
         "children",
         "fresh",
         "called",
+        "callee",
     )
 
     def __init__(self, fid: int, strand: int):
@@ -69,6 +84,9 @@ class _Frame:
         self.children: list[int] = []  # frames spawned since then (branching is patched later)
         self.fresh = False  # just spawned: nothing has happened in the frame yet
         self.called = False  # opened by call(): its return joins the caller at once
+        # the function the spawn that opened the frame calls (spawn(callee=...)): 0 unknown,
+        # -1 once a call() has been merged into the frame
+        self.callee = 0
 
 
 class TraceBuilder:
@@ -241,11 +259,22 @@ class TraceBuilder:
         """Strands started so far."""
         return len(self._s_frame)
 
-    def spawn(self) -> None:
-        """The current frame spawns a child; what follows runs in the child until :meth:`ret`."""
+    def spawn(self, callee: int = 0) -> None:
+        """The current frame spawns a child; what follows runs in the child until :meth:`ret`.
+
+        Parameters
+        ----------
+        callee
+            What the spawned call calls, for :meth:`call` to tell the spawned Cilk
+            function from the ones it or a plain function it runs calls: the function's
+            address (nonzero, as :meth:`call` gets it), :data:`NO_CALLEE` for a spawn
+            that calls no function (the halves of a ``cilk_for``), 0 when unknown.
+        """
         self._check_open()
+        _check_function(self.path, "spawn callee", callee)
         self._open_child()
         self._stack[-1].fresh = True
+        self._stack[-1].callee = int(callee)
 
     def _open_child(self) -> None:
         parent = self._stack[-1]
@@ -289,19 +318,34 @@ class TraceBuilder:
         self._stack[-1].fresh = False
         self._sync(self._stack[-1])
 
-    def call(self) -> None:
+    def call(self, fn: int = 0) -> None:
         """A Cilk function begins: it runs in a frame of its own until :meth:`call_ret`.
 
         Cilk gives every invocation of a function that spawns its own frame, whether it
-        was spawned or called (the cactus stack).  Right after :meth:`spawn` the frame
-        the spawn opened is that frame, so the call is merged into it; otherwise a child
-        frame opens whose return the caller waits for at once (a join edge into the
-        caller's next strand), while the caller's own spawned children stay outstanding.
+        was spawned or called (the cactus stack).  If this is the spawned call itself,
+        the frame the spawn opened is that frame, so the call is merged into it;
+        otherwise a child frame opens whose return the caller waits for at once (a join
+        edge into the caller's next strand), while the caller's own spawned children
+        stay outstanding.
+
+        Parameters
+        ----------
+        fn
+            The function's address, 0 when unknown.  The call is the spawned one when
+            ``fn`` is the ``callee`` of the spawn that opened the current frame (and no
+            call has been merged into it yet); when either is unknown, when the call
+            comes right after the spawn.  So a spawned plain function's calls of Cilk
+            functions, and the calls of a ``cilk_for`` body, are child frames, the first
+            one too.
         """
         self._check_open()
+        _check_function(self.path, "call function", fn)
         top = self._stack[-1]
-        if top.fresh:
+        fn = int(fn)
+        known = top.callee != 0 and fn != 0
+        if top.callee != -1 and (top.callee == fn if known else top.fresh):
             top.fresh = False
+            top.callee = -1
             self._calls.append(False)
             return
         self._open_child()

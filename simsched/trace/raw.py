@@ -740,7 +740,8 @@ def import_raw(
                 if k == REC_MARKER:
                     m = int(r["c"])
                     if m == M_SPAWN:
-                        b.spawn()
+                        # the marker's argument: the spawned function (simsched_cilk.h)
+                        b.spawn(callee=int(r["a"]))
                         guard.spawn(b, int(r["b"]))
                     elif m == M_SPAWN_END:
                         _frame_end(b, b.ret, name, pos)
@@ -748,7 +749,7 @@ def import_raw(
                     elif m == M_SYNC:
                         b.sync()
                     elif m == M_CALL:
-                        b.call()
+                        b.call(fn=int(r["a"]))
                         guard.call(1)
                     elif m == M_CALL_END:
                         _frame_end(b, b.call_ret, name, pos)

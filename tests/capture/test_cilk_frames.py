@@ -141,3 +141,32 @@ def test_a_non_local_exit_from_a_cilk_frame_is_a_one_line_capture_error(
     assert msg.startswith(f"{exe.name}: 1 Cilk call(s) without a matching CALL_END at the end")
     assert "longjmp out of a spawned call" in msg and "\n" not in msg
     assert not (tmp_path / "j.sst").exists()
+
+
+def _kids(t, f: int) -> list[int]:
+    return np.flatnonzero(t.frames.parent == f).tolist()
+
+
+def test_cilk_functions_a_spawned_plain_function_calls_are_each_a_child_frame(
+    cache, bindir, tmp_path
+):
+    # wrapper() is spawned and calls pair() twice: the first call was merged into
+    # wrapper's spawned frame (its task at level 2), the second became a child frame (its
+    # task at level 3).  And pair(first(6)): first() was merged into the spawned frame,
+    # pair() became its child.
+    res = capture(str(_build_data(bindir, "spawned_wrapper.c")), [], tmp_path / "w.sst")
+    with open_trace(res.out) as t:
+        lvl = t.frames.level
+        wrapper, spawned_pair = _kids(t, 0)
+        calls = _kids(t, wrapper)
+        assert len(calls) == 2  # pair(0), pair(2)
+        for c in calls:
+            (task,) = _kids(t, c)  # pair's spawned work()
+            assert (lvl[c], lvl[task]) == (2, 3)
+            assert _kids(t, task) == []
+        # the spawned pair is the frame its spawn opened: first(6), called in the spawn's
+        # arguments, and pair's own spawned work() are its children
+        called, task = _kids(t, spawned_pair)
+        assert len(_kids(t, called)) == 1 and _kids(t, task) == []
+        assert t.frames.first_strand[called] < t.frames.first_strand[task]
+        assert t.header.n_frames == 10

@@ -19,6 +19,7 @@ from simsched.trace import (
     summary,
     validate,
 )
+from simsched.trace.builder import NO_CALLEE
 from tests.trace import forge
 
 
@@ -660,3 +661,74 @@ def test_builder_params_must_be_json_and_numpy_values_are_numbers(tmp_path):
     made = b.close()
     with open_trace(tmp_path / "t.sst") as t:
         assert t.header.params == made.params == {"n": 5, "x": 0.5}
+
+
+def _frames_of(tmp_path, name, steps):
+    p = tmp_path / f"{name}.sst"
+    with TraceBuilder(p) as b:
+        steps(b)
+    with open_trace(p) as t:
+        return t.frames.parent.tolist()
+
+
+def _spawned_plain_function_calls_twice(b):
+    b.spawn(callee=5)  # a plain function: no call() of its own
+    for _ in range(2):
+        b.call(fn=6)
+        b.spawn()
+        b.ret()
+        b.call_ret()
+    b.ret()
+    b.sync()
+
+
+def _spawn_with_a_call_in_its_arguments(b):
+    b.spawn(callee=5)
+    b.call(fn=6)  # the argument's call comes first: a child frame
+    b.call_ret()
+    b.call(fn=5)  # the spawned call itself: the frame the spawn opened
+    b.spawn()
+    b.ret()
+    b.call_ret()
+    b.ret()
+    b.sync()
+
+
+def _unknown_callee(callee, fn):
+    def steps(b):
+        b.spawn(callee=callee)
+        b.call(fn=fn)  # right after the spawn: merged when either side is not known
+        b.spawn()
+        b.ret()
+        b.call_ret()
+        b.ret()
+        b.sync()
+
+    return steps
+
+
+@pytest.mark.parametrize(
+    "steps, parents",
+    [
+        # both calls are child frames of the spawned one (the first was merged into it)
+        (_spawned_plain_function_calls_twice, [-1, 0, 1, 2, 1, 4]),
+        (_spawn_with_a_call_in_its_arguments, [-1, 0, 1, 1]),
+        (_unknown_callee(0, 6), [-1, 0, 1]),
+        (_unknown_callee(5, 0), [-1, 0, 1]),
+        (_unknown_callee(NO_CALLEE, 6), [-1, 0, 1, 2]),  # a cilk_for's half calls nothing
+    ],
+)
+def test_a_call_is_merged_into_a_spawned_frame_only_if_it_is_the_spawned_call(
+    tmp_path, steps, parents
+):
+    assert _frames_of(tmp_path, steps.__name__, steps) == parents
+
+
+@pytest.mark.parametrize("bad", [-1, True, 1.5, 1 << 64, "5"])
+def test_spawn_and_call_refuse_a_function_that_is_no_address(tmp_path, bad):
+    with pytest.raises(TraceBuildError, match=r"spawn callee .* is not an address"):
+        with TraceBuilder(tmp_path / "a.sst") as b:
+            b.spawn(callee=bad)
+    with pytest.raises(TraceBuildError, match=r"call function .* is not an address"):
+        with TraceBuilder(tmp_path / "b.sst") as b:
+            b.call(fn=bad)
