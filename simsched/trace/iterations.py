@@ -6,8 +6,10 @@ markers, ``SS_ITER(i)`` says where each iteration starts; written the way Cilk p
 write it (a plain ``for`` loop calling or spawning the step), nothing does.  This module
 finds them from the frame tree and the references:
 
-* a **phase** is a group of main's children that main joins together: the children one
-  sync waits for, or one called Cilk function (which main waits for at once);
+* a **phase** is a group of main's children that run together: the children one sync
+  waits for, with the Cilk functions main calls while they are outstanding (a
+  ``cilk_for`` in main calls its body in main's own frame for its last leaf), or one
+  Cilk function main calls while none is (main waits for it at once);
 * its **signature** is its shape and its data: the number of children, frames, strands
   and references in the phase, its deepest level, and the lowest and highest address it
   references; two phases match when the counts are equal and the address ranges overlap
@@ -53,26 +55,43 @@ OVERLAP = 0.9
 
 
 def _phases(
-    parent: np.ndarray, last: np.ndarray, edge_src: np.ndarray, edge_dst: np.ndarray,
-    edge_kind: np.ndarray,
+    parent: np.ndarray, first: np.ndarray, last: np.ndarray, edge_src: np.ndarray,
+    edge_dst: np.ndarray, edge_kind: np.ndarray,
 ) -> list[list[int]]:  # fmt: skip
-    """Main's children grouped by the strand of main they join (in spawn order)."""
+    """Main's children grouped into phases (in spawn order).
+
+    A child starts a new phase unless main spawned or called it while a child of the
+    current phase was outstanding, i.e. from a strand of main before the one that
+    phase's children join.  So the children one sync waits for are one phase, and so
+    are the Cilk functions main calls while they run: the part of a ``cilk_for`` that
+    runs in main's own frame (its last leaf) calls its body there, and each such call
+    would otherwise be a phase of its own -- a loop of 8 calls looked like 8 repeated
+    steps.  A Cilk function called while nothing is outstanding is a phase of its own
+    (it joins main's very next strand).
+    """
     kids = np.flatnonzero(parent == 0)
     if kids.shape[0] == 0:
         return []
     join = edge_kind == fmt.EDGE_JOIN
-    into = np.full(parent.shape[0], -1, np.int64)
-    # a frame is joined exactly once, by the edge from its last strand
-    src, dst = edge_src[join], edge_dst[join]
-    by_last = np.full(int(last.max()) + 2, -1, np.int64)
-    by_last[src] = dst
-    into[kids] = by_last[last[kids]]
+    spawn = edge_kind == fmt.EDGE_SPAWN
+    # a frame is joined exactly once, by the edge from its last strand, and begun by
+    # exactly one spawn edge into its first strand
+    size = int(max(last.max(), first.max())) + 2
+    by_last = np.full(size, -1, np.int64)
+    by_last[edge_src[join]] = edge_dst[join]
+    by_first = np.full(size, -1, np.int64)
+    by_first[edge_dst[spawn]] = edge_src[spawn]
+    into = by_last[last[kids]].tolist()
+    start = by_first[first[kids]].tolist()
     groups: list[list[int]] = []
-    for f in kids.tolist():
-        if groups and into[groups[-1][-1]] == into[f]:
+    end = -1  # the latest strand of main the current phase's children join
+    for f, s, j in zip(kids.tolist(), start, into, strict=True):
+        if groups and s < end:
             groups[-1].append(f)
+            end = max(end, j)
         else:
             groups.append([f])
+            end = j
     return groups
 
 
@@ -122,7 +141,9 @@ def find_iterations(
     fst = np.asarray(first, np.int64)
     lst = np.asarray(last, np.int64)
     rs = np.asarray(ref_start, np.int64)
-    groups = _phases(par, lst, np.asarray(edge_src), np.asarray(edge_dst), np.asarray(edge_kind))
+    groups = _phases(
+        par, fst, lst, np.asarray(edge_src), np.asarray(edge_dst), np.asarray(edge_kind)
+    )
     if len(groups) < 2:
         return []
     nf = par.shape[0]

@@ -170,3 +170,35 @@ def test_cilk_functions_a_spawned_plain_function_calls_are_each_a_child_frame(
         assert len(_kids(t, called)) == 1 and _kids(t, task) == []
         assert t.frames.first_strand[called] < t.frames.first_strand[task]
         assert t.header.n_frames == 10
+
+
+def _rows(bindir, *flags: str):
+    return _build_data(bindir, "cilk_for_calls.c", *flags)
+
+
+def test_a_cilk_for_in_main_calling_a_cilk_function_invents_no_iteration(cache, bindir, tmp_path):
+    # one loop of 8 rows at grain 4: the upper half runs in main's frame, whose 4 calls of
+    # row() were 4 repeated phases, "4 iterations found"
+    res = capture(str(_rows(bindir, "-DGRAIN4")), ["8", "1"], tmp_path / "r.sst")
+    assert "iterations_found" not in res.header.params
+    with open_trace(res.out) as t:
+        assert int(t.frames.iteration.max()) == -1
+        # main: the spawned lower half and the 4 calls of its own leaf; the half: 4 calls
+        half, *calls = _kids(t, 0)
+        assert len(calls) == 4 and len(_kids(t, half)) == 4
+        assert all(len(_kids(t, c)) == 1 for c in [*calls, *_kids(t, half)])
+
+
+@pytest.mark.parametrize(("rows", "steps"), [(64, 3), (64, 2), (32, 3), (64, 1)])
+def test_time_steps_of_a_cilk_for_in_main_calling_a_cilk_function_are_found(
+    cache, bindir, tmp_path, rows, steps
+):
+    # 64 rows at the default grain 8: main calls row() 8 times per step, 9 phases a step
+    # (more than the 8 of a block), and no iteration was found
+    res = capture(str(_rows(bindir)), [str(rows), str(steps)], tmp_path / "r.sst")
+    assert res.header.params.get("iterations_found") == (steps if steps > 1 else None)
+    with open_trace(res.out) as t:
+        it = t.frames.iteration[1:]  # (main is in no iteration)
+        if steps > 1:
+            assert sorted(set(it.tolist())) == list(range(steps))
+            assert np.bincount(it).tolist() == [int((it == 0).sum())] * steps

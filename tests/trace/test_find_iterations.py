@@ -7,7 +7,7 @@ import pytest
 
 from simsched.errors import ConfigError
 from simsched.trace import open_trace, validate
-from simsched.trace.builder import TraceBuilder
+from simsched.trace.builder import NO_CALLEE, TraceBuilder
 
 
 def _loop(path, steps, *, ranges=True, mark=False, odd_last=False):
@@ -149,3 +149,59 @@ def test_what_is_not_an_open_trace_is_named(tmp_path):
     for t in (123, str(tmp_path / "plain.sst")):
         with pytest.raises(ConfigError, match=r"^t=.*: expected an open Trace \(simsched"):
             with_iterations(t, "auto")
+
+
+def _cilk_for_in_main(path, steps, calls):
+    """main: per step, a cilk_for whose lower half is spawned and whose last leaf runs in
+    main's own frame, calling a Cilk function (a frame with one spawned task) ``calls``
+    times while the half is outstanding; then the loop's sync."""
+    b = TraceBuilder(path, program="loop")
+    ranges: list[tuple[int, int]] = []
+
+    def ref(addr):
+        b.ref(addr, 8, False)
+        while len(ranges) < b.n_strands:
+            ranges.append((1 << 62, -1))
+        lo, hi = ranges[b.n_strands - 1]
+        ranges[b.n_strands - 1] = (min(lo, addr), max(hi, addr))
+
+    def body(i):
+        b.call(fn=7)
+        b.spawn(callee=8)
+        ref(0x10000 + 64 * i)
+        b.ret()
+        ref(0x10008 + 64 * i)
+        b.sync()
+        b.call_ret()
+
+    for _ in range(steps):
+        b.spawn(callee=NO_CALLEE)  # the lower half: a leaf of calls of its own
+        for i in range(calls):
+            body(i)
+        b.ret()
+        for i in range(calls, 2 * calls):
+            body(i)
+        b.sync()
+    n = b.n_strands
+    ranges += [(1 << 62, -1)] * (n - len(ranges))
+    lo, hi = (np.asarray(x) for x in zip(*ranges, strict=True))
+    h = b.close(strand_ranges=(lo, hi))
+    validate(path)
+    return h
+
+
+@pytest.mark.parametrize(("steps", "found"), [(1, None), (3, 3)])
+def test_calls_in_main_while_a_spawn_is_outstanding_belong_to_its_phase(tmp_path, steps, found):
+    # one loop: its 4 calls in main were 4 repeated phases (4 "iterations"); 3 steps of 9
+    # calls each were 10 phases a step, a block longer than the 8 looked for (none found)
+    h = _cilk_for_in_main(tmp_path / "a.sst", steps, 4 if steps == 1 else 9)
+    assert h.params.get("iterations_found") == found
+    with open_trace(tmp_path / "a.sst") as t:
+        f = t.frames
+        calls = np.flatnonzero(f.parent == 0)[1:]
+        # every call of the body is a frame of its own, in the spawned half too
+        assert len(np.flatnonzero(f.parent == np.flatnonzero(f.parent == 0)[0])) == (
+            4 if steps == 1 else 9
+        )
+        if found:
+            assert f.iteration[calls].max() == steps - 1
