@@ -128,6 +128,9 @@ class CaptureResult:
     raw_bytes: int
     tool_stats: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: with ``iterations="auto"``, when the program marked none and none were found: why
+    #: (:func:`simsched.trace.iterations.no_iterations_reason`); else None
+    no_iterations: str | None = None
 
 
 def cc_command(args: Sequence[str], backend: str = "gcc") -> list[str]:
@@ -683,6 +686,7 @@ def capture(
                 "from its source files with simsched cc (docs/capture.md)"
             )
         validate(tmp_out)
+        why = _no_iterations(tmp_out) if iterations == "auto" else None
         t2 = time.perf_counter()
         if tmp_raw is not None:
             shutil.move(raw_path, tmp_raw)
@@ -695,7 +699,19 @@ def capture(
         raw_bytes,
         stats,
         _block_table_warning(prog, backend) + _warnings(prog, stats) + stack_warnings,
+        why,
     )
+
+
+def _no_iterations(trace: Path) -> str | None:
+    """Why an ``auto`` import found no iterations, or None if the trace has some."""
+    from simsched.trace import open_trace
+    from simsched.trace.iterations import no_iterations_reason
+
+    with open_trace(trace) as t:
+        if int(t.frames.iteration.max(initial=-1)) >= 0:
+            return None
+        return no_iterations_reason(t)
 
 
 def _backend(name: str) -> str:

@@ -166,3 +166,7 @@ def register(app: typer.Typer) -> None:
                 f"{out}: {found} iterations found without SS_ITER markers "
                 "(repeated phases of main; --iterations markers turns this off)"
             )
+        elif res.no_iterations is not None:
+            err_console.print(
+                f"{out}: no iterations found without SS_ITER markers: {res.no_iterations}"
+            )

@@ -416,9 +416,21 @@ class TraceBuilder:
                 f"{self.path}: iteration mark {i!r} is not an integer"
             ) from None
         if len(self._stack) != 1:
+            depth = len(self._stack) - 1
+            if all(fr.called for fr in self._stack[1:]):
+                # A Cilk function main calls has a frame of its own, and the iterations
+                # are groups of main's children: solve()'s one frame cannot be cut into
+                # iterations (a frame below a child of main has its parent's iteration).
+                raise IterationMarkError(
+                    f"{self.path}: iteration mark {n} inside a Cilk function that main "
+                    f"calls (depth {depth}): iterations are marked in main itself, since "
+                    "a called Cilk function has a frame of its own and an iteration is a "
+                    "group of main's children; write the time loop and its SS_ITER in "
+                    "main (its steps may call the Cilk function that does one step)"
+                )
             raise IterationMarkError(
                 f"{self.path}: iteration mark {n} inside a spawned frame (depth "
-                f"{len(self._stack) - 1}): iterations are marked in main"
+                f"{depth}): iterations are marked in main"
             )
         if not 0 <= n <= fmt.MAX_ITERATION:
             raise IterationMarkError(f"{self.path}: iteration mark {n} is outside 0..2^63-1")

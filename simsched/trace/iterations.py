@@ -216,6 +216,47 @@ def relabel(
             iteration[g] = t
 
 
+def no_iterations_reason(t: Trace) -> str:
+    """Say why :func:`find_iterations` finds no iterations in ``t`` (from its DAG alone).
+
+    Parameters
+    ----------
+    t
+        An open trace.
+
+    Returns
+    -------
+    str
+        One clause: how many phases main has and, when main's only phase is one Cilk
+        function it calls, that a time loop inside such a function is not looked into.
+    """
+    fr, e = t.frames, t.edges
+    par = np.asarray(fr.parent, np.int64)
+    fst = np.asarray(fr.first_strand, np.int64)
+    lst = np.asarray(fr.last_strand, np.int64)
+    groups = _phases(par, fst, lst, np.asarray(e.src), np.asarray(e.dst), np.asarray(e.kind))
+    if not groups:
+        return "main spawns and calls nothing"
+    if len(groups) > 1:
+        return (
+            f"main's {len(groups)} phases hold no block of up to {MAX_PERIOD} phases "
+            "repeated at least twice with a parallel phase in it"
+        )
+    kids = groups[0]
+    inner = int(np.count_nonzero(par == kids[0]))
+    join = np.asarray(e.kind) == fmt.EDGE_JOIN
+    # a called frame's return is joined at once, by main's very next strand
+    into = np.asarray(e.dst)[join][np.asarray(e.src)[join] == lst[kids[0]]]
+    if len(kids) == 1 and inner and into.shape[0] and int(into[0]) == int(lst[kids[0]]) + 1:
+        return (
+            f"main has one phase, one Cilk function it calls (with {inner} children of "
+            "its own); a time loop inside a called function is not looked into: "
+            "iterations are groups of main's children, so write the time loop in main "
+            "(its steps may call the Cilk function that does one step)"
+        )
+    return f"main has one phase ({len(kids)} child frame(s) joined together): nothing repeats"
+
+
 def strand_ranges(t: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Every strand's lowest and highest referenced byte (``lo > hi``: no references)."""
     ns = t.header.n_strands

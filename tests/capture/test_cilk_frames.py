@@ -181,6 +181,7 @@ def test_a_cilk_for_in_main_calling_a_cilk_function_invents_no_iteration(cache, 
     # row() were 4 repeated phases, "4 iterations found"
     res = capture(str(_rows(bindir, "-DGRAIN4")), ["8", "1"], tmp_path / "r.sst")
     assert "iterations_found" not in res.header.params
+    assert res.no_iterations is not None and "one phase" in res.no_iterations
     with open_trace(res.out) as t:
         assert int(t.frames.iteration.max()) == -1
         # main: the spawned lower half and the 4 calls of its own leaf; the half: 4 calls

@@ -8,6 +8,7 @@ import pytest
 from simsched.errors import ConfigError
 from simsched.trace import open_trace, validate
 from simsched.trace.builder import NO_CALLEE, TraceBuilder
+from simsched.trace.iterations import no_iterations_reason
 
 
 def _loop(path, steps, *, ranges=True, mark=False, odd_last=False):
@@ -205,3 +206,33 @@ def test_calls_in_main_while_a_spawn_is_outstanding_belong_to_its_phase(tmp_path
         )
         if found:
             assert f.iteration[calls].max() == steps - 1
+
+
+def test_a_time_loop_inside_a_called_function_is_said_to_be_out_of_reach(tmp_path):
+    # solve(steps) called from main: one phase, and the capture said nothing at all
+    p = tmp_path / "solve.sst"
+    with TraceBuilder(p) as b:
+        b.call(fn=9)
+        for _ in range(3):
+            for half in range(2):
+                b.spawn(callee=NO_CALLEE)
+                b.ref(0x10000 + 0x1000 * half, 8, False)
+                b.ret()
+            b.sync()
+        b.call_ret()
+    with open_trace(p) as t:
+        why = no_iterations_reason(t)
+    assert why.startswith("main has one phase, one Cilk function it calls (with 6 children")
+    assert "write the time loop in main" in why
+
+
+def test_why_no_iterations_names_main_phases(tmp_path):
+    _loop(tmp_path / "one.sst", 1)
+    _loop(tmp_path / "two.sst", 1, odd_last=True)  # a step, then something else
+    with open_trace(tmp_path / "one.sst") as t:
+        assert no_iterations_reason(t) == (
+            "main has one phase (1 child frame(s) joined together): nothing repeats"
+        )
+    with open_trace(tmp_path / "two.sst") as t:
+        assert int(t.frames.iteration.max()) == -1
+        assert no_iterations_reason(t).startswith("main's 2 phases hold no block of up to 8")

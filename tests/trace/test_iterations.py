@@ -120,12 +120,30 @@ def _inside(b):
     b.iteration(0)
 
 
+def _in_a_called_function(b):
+    b.call()
+    b.iteration(0)
+
+
+def _called_inside_a_spawn(b):
+    b.spawn(callee=5)
+    b.call(fn=6)
+    b.iteration(0)
+
+
 @pytest.mark.parametrize(
     "action, message",
     [
         (_twice, "iteration mark 1 after iteration 1: iteration numbers must increase"),
         (lambda b: (b.iteration(3), b.iteration(2)), "iteration mark 2 after iteration 3"),
         (_inside, "iteration mark 0 inside a spawned frame \\(depth 1\\)"),
+        # the message said "spawned" of solve(), which main calls
+        (
+            _in_a_called_function,
+            "iteration mark 0 inside a Cilk function that main calls "
+            "\\(depth 1\\): iterations are marked in main itself",
+        ),
+        (_called_inside_a_spawn, "iteration mark 0 inside a spawned frame \\(depth 2\\)"),
         (lambda b: b.iteration(-1), "iteration mark -1 is outside 0..2\\^63-1"),
         (lambda b: b.iteration(2**70), "iteration mark 1180591620717411303424 is outside"),
         (lambda b: b.iteration(1.5), "iteration mark 1.5 is not an integer"),
