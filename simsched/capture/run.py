@@ -437,9 +437,14 @@ def _run_backend(
     log = work / "backend.log"
     if backend == "gcc":
         if not _has_gcc_runtime(prog):
+            # (a plain gcc build, or one made with `simsched cc --backend valgrind`, which
+            # rewrites Cilk keywords but links no runtime: "not built with simsched cc" was
+            # false for the latter)
             raise CaptureError(
-                f"{prog}: not built with `simsched cc` (the gcc backend needs its runtime); "
-                f"rebuild it with `simsched cc ...`, or use {_backend('valgrind')}"
+                f"{prog}: not built for the gcc backend (its runtime is missing: a plain "
+                "build, or one made with `simsched cc --backend valgrind`); rebuild it with "
+                f"`simsched cc ...` (no --backend), or capture this build with "
+                f"{_backend('valgrind')}"
             )
         _, zstd = build.gcc_runtime()
         if not zstd:
@@ -449,9 +454,15 @@ def _run_backend(
         cmd = [str(prog), *args]
     elif backend == "valgrind":
         if _has_gcc_runtime(prog):
+            # plain gcc is right only for a program marked with simsched.h: a Cilk
+            # program needs the keyword rewriting, and was sent in a circle by the
+            # "no markers" error of a plain build
             raise CaptureError(
-                f"{prog}: built with `simsched cc`; for {_backend('valgrind')} build it with "
-                f"plain gcc (with simsched.h), or capture it with {_backend('gcc')}"
+                f"{prog}: built with `simsched cc` for the gcc backend (its runtime would "
+                f"replace valgrind's); for {_backend('valgrind')} rebuild it with "
+                "`simsched cc --backend valgrind ...` (a program marked with simsched.h "
+                f"alone may also be built with plain gcc), or capture this build with "
+                f"{_backend('gcc')}"
             )
         env["VALGRIND_LIB"] = str(build.valgrind_tool())
         fifo = _FifoCompressor(work / "raw.fifo", raw, prog)
@@ -680,10 +691,11 @@ def capture(
                     f"serial leaf); run it on a larger input, or build it with a smaller "
                     f"{grain} or #pragma cilk grainsize"
                 )
+            cc = "simsched cc" + ("" if backend == "gcc" else f" --backend {backend}")
             raise CaptureError(
                 f"{prog}: wrote no simsched markers; include simsched.h and mark the "
                 "program's tasks with SS_SPAWN/SS_SYNC, or, for a Cilk program, build it "
-                "from its source files with simsched cc (docs/capture.md)"
+                f"from its source files with `{cc}` (docs/capture.md)"
             )
         validate(tmp_out)
         why = _no_iterations(tmp_out) if iterations == "auto" else None

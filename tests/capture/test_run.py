@@ -434,6 +434,64 @@ def test_gcc_backend_rejects_a_plain_build(cache, bindir, tmp_path):
         capture(str(prog), ["5"], tmp_path / "x.sst")
 
 
+SPAWNS = """\
+#include <cilk/cilk.h>
+static long g[2];
+static void leaf(int i) { g[i]++; }
+int main(void) {
+    cilk_spawn leaf(0);
+    leaf(1);
+    cilk_sync;
+    return (int)g[0] - 1;
+}
+"""
+
+
+def _wrong_build(tmp_path: Path, backend: str) -> Path:
+    src = tmp_path / "p.c"
+    src.write_text(SPAWNS)
+    prog = tmp_path / f"p-{backend}"
+    assert compile_program([str(src), "-o", str(prog)], backend=backend) == 0
+    return prog
+
+
+def test_a_valgrind_build_captured_with_the_gcc_backend_names_both_builds(cache, tmp_path):
+    # it was told "not built with `simsched cc`", which it was (with --backend valgrind)
+    prog = _wrong_build(tmp_path, "valgrind")
+    with pytest.raises(CaptureError) as e:
+        capture(str(prog), [], tmp_path / "x.sst")
+    msg = str(e.value)
+    assert msg.startswith(f"{prog}: not built for the gcc backend")
+    assert "`simsched cc --backend valgrind`" in msg and "`simsched cc ...` (no --backend)" in msg
+    assert "backend='valgrind'" in msg
+
+
+def test_a_gcc_build_captured_with_valgrind_names_the_valgrind_build_command(cache, tmp_path):
+    # it was told to build with plain gcc, which for a Cilk program writes no markers,
+    # whose error then sent it back to simsched cc
+    prog = _wrong_build(tmp_path, "gcc")
+    with pytest.raises(CaptureError) as e:
+        capture(str(prog), [], tmp_path / "x.sst", backend="valgrind")
+    msg = str(e.value)
+    assert msg.startswith(f"{prog}: built with `simsched cc` for the gcc backend")
+    assert "rebuild it with `simsched cc --backend valgrind ...`" in msg
+
+
+@needs_valgrind
+def test_a_plain_build_of_a_cilk_program_under_valgrind_names_simsched_cc_for_valgrind(
+    cache, tmp_path
+):
+    src = tmp_path / "p.c"
+    src.write_text(SPAWNS)
+    prog = tmp_path / "p"
+    subprocess.run(["gcc", f"-I{build.source_dir()}", str(src), "-o", str(prog)], check=True)
+    with pytest.raises(CaptureError) as e:
+        capture(str(prog), [], tmp_path / "x.sst", backend="valgrind")
+    msg = str(e.value)
+    assert msg.startswith(f"{prog}: wrote no simsched markers")
+    assert "build it from its source files with `simsched cc --backend valgrind`" in msg
+
+
 def test_missing_program_and_pin_are_capture_errors(cache, tmp_path, monkeypatch):
     with pytest.raises(CaptureError, match="no such program"):
         capture(str(tmp_path / "nope"), [], tmp_path / "x.sst")
@@ -452,7 +510,9 @@ def test_missing_program_and_pin_are_capture_errors(cache, tmp_path, monkeypatch
     with pytest.raises(ConfigError, match=r"^iterations=\['auto'\]: choose one of"):
         capture("/bin/true", [], tmp_path / "x.sst", iterations=["auto"])
     with pytest.raises(
-        CaptureError, match=r"rebuild it with `simsched cc \.\.\.`, or use backend='valgrind'$"
+        CaptureError,
+        match=r"rebuild it with `simsched cc \.\.\.` \(no --backend\), or capture this build "
+        r"with backend='valgrind'$",
     ):
         capture("/bin/true", [], tmp_path / "x.sst")
     with pytest.raises(ConfigError, match="^aslr='off': expected True or False"):

@@ -24,4 +24,4 @@ def test_an_unknown_option_is_not_taken_for_the_program(cli, tmp_path, args):
 def test_no_empty_line_away_from_a_terminal(cli, tmp_path):
     # the progress bar, never drawn into a pipe, still wrote an empty line there
     code, _, err = cli("capture", "-o", tmp_path / "x.sst", "--", "/bin/true")
-    assert code == 2 and err.startswith("simsched: error: /bin/true: not built with")
+    assert code == 2 and err.startswith("simsched: error: /bin/true: not built for the gcc backend")
