@@ -439,8 +439,34 @@ def _natural(values: pd.Series) -> list[Any]:
 def speedup_vs_cores(
     df: pd.DataFrame, ax: Axes | None = None, *, hue: str = "scheduler", title: str | None = None
 ) -> Axes:
-    """Speedup over one core against the number of cores, one line per scheduler."""
-    return line_plot(df, "cores", "speedup", hue, ax, logx=True, title=title)
+    """Speedup over one core against the number of cores, one line per ``hue`` value.
+
+    Each point is the mean over the successful rows at its core count and ``hue`` value,
+    with a min-max bar.  Those rows should differ only in their seed: when they come from
+    several workloads, machines or schedulers (a label that ``hue`` leaves out), a
+    ``UserWarning`` names them, as for :func:`sweep_figure`, since the mean and the bar
+    then span different runs.
+
+    Parameters
+    ----------
+    df
+        Results table with columns ``cores``, ``speedup`` and ``hue`` (and ``status``:
+        failed runs are left out).
+    ax
+        Axes to draw on; None draws on new axes.
+    hue
+        Column whose values get a line each.
+    title
+        Title of the axes, or None.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on, with a logarithmic cores axis.
+    """
+    ax = line_plot(df, "cores", "speedup", hue, ax, logx=True, title=title)
+    _warn_mixed(df, [k for k in ("cores", hue) if k], _warn_caller, f"give them hue=, {_KEEP_ONE}")
+    return ax
 
 
 def mpki_by_config(
@@ -452,8 +478,43 @@ def mpki_by_config(
     metric: str = "mpki",
     title: str | None = None,
 ) -> Axes:
-    """Misses per 1000 instructions (or ``metric``) per configuration, bars per scheduler."""
-    return bar_plot(df, config, metric, hue, ax, title=title)
+    """Misses per 1000 instructions (or ``metric``) per configuration, bars per ``hue``.
+
+    Each bar is the mean over the successful rows of its configuration and ``hue`` value,
+    with a min-max bar.  Those rows should differ only in their seed: when they come from
+    several workloads, machines or schedulers (a label that ``config`` and ``hue`` leave
+    out), a ``UserWarning`` names them, as for :func:`sweep_figure`, since the mean and the
+    bar then span different runs.
+
+    Parameters
+    ----------
+    df
+        Results table with columns ``config``, ``metric`` and ``hue`` (and ``status``:
+        failed runs are left out).
+    ax
+        Axes to draw on; None draws on new axes.
+    config
+        Column of the configurations, one group of bars each.
+    hue
+        Column whose values get a bar in each group.
+    metric
+        Column drawn as the bars' height.
+    title
+        Title of the axes, or None.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+    """
+    ax = bar_plot(df, config, metric, hue, ax, title=title)
+    remedy = f"give them config= or hue=, {_KEEP_ONE}"
+    _warn_mixed(df, [k for k in (config, hue) if k], _warn_caller, remedy)
+    return ax
+
+
+#: how :func:`speedup_vs_cores` and :func:`mpki_by_config` end their note on a mixed mark
+_KEEP_ONE = "or keep one with filter_frame(df, wheres)"
 
 
 def normalised_time(
@@ -605,19 +666,15 @@ def sweep_figure(
                 f"{_column_option(name, column)}: the column has no values in the selected "
                 f"rows ({len(data)} successful run{'s' if len(data) != 1 else ''})"
             )
-    mixed = _mixed_labels(data, [k for k in (x, hue, col) if k])
-    if mixed:
-        (warn or _warn_user)(
-            "each mark averages rows of several "
-            + ", ".join(
-                f"{k}s ({', '.join(map(str, v[:3]))}{', ...' if len(v) > 3 else ''})"
-                for k, v in mixed.items()
-            )
-            + spelled(
-                "; give them hue= or col=, or keep one with filter_frame(df, wheres)",
-                "; give them --hue or --col, or keep one with --where",
-            )
-        )
+    _warn_mixed(
+        data,
+        [k for k in (x, hue, col) if k],
+        warn or _warn_user,
+        spelled(
+            "give them hue= or col=, or keep one with filter_frame(df, wheres)",
+            "give them --hue or --col, or keep one with --where",
+        ),
+    )
     for key in dict.fromkeys(k for k in (hue, col) if k and k != x):
         if data[key].isna().any():
             # Rows without a value (a parameter that other workloads of the sweep lack) are
@@ -668,6 +725,25 @@ def _mixed_labels(data: pd.DataFrame, keys: list[str]) -> dict[str, list[Any]]:
     groups = data.groupby([data[k].astype(str) for k in dict.fromkeys(keys)], sort=False)
     several = (groups[labels].nunique(dropna=False) > 1).any()
     return {label: _natural(data[label]) for label in labels if several[label]}
+
+
+def _warn_mixed(
+    data: pd.DataFrame, keys: list[str], warn: Callable[[str], None], remedy: str
+) -> None:
+    """Tell ``warn`` when a mark (a group of ``keys`` in the successful rows of ``data``)
+    averages rows of several workloads, machines or schedulers, naming them and ending with
+    ``remedy``: the min-max bar then spans different runs, not only seeds."""
+    mixed = _mixed_labels(ok_rows(data), keys)
+    if mixed:
+        warn(
+            "each mark averages rows of several "
+            + ", ".join(
+                f"{k}s ({', '.join(map(str, v[:3]))}{', ...' if len(v) > 3 else ''})"
+                for k, v in mixed.items()
+            )
+            + "; "
+            + remedy
+        )
 
 
 def _warn_user(message: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import matplotlib
 
@@ -122,6 +123,7 @@ def test_style_file_is_packaged_and_applies():
         assert plt.rcParams["axes.spines.top"] is False
 
 
+@pytest.mark.filterwarnings("ignore:each mark averages rows")  # a mixed frame on purpose
 def test_standard_figures_write_files(tmp_path):
     df = results()
     fig, axes = plt.subplots(1, 3)
@@ -291,6 +293,29 @@ def test_a_mark_that_averages_other_runs_than_seeds_is_warned_about():
     assert told == []
     with pytest.warns(UserWarning, match="averages rows of several workloads"):
         sweep_figure(one, "cores", "makespan_cycles", "scheduler")
+    plt.close("all")
+
+
+def test_standard_figures_warn_of_marks_that_average_several_workloads():
+    """``speedup_vs_cores(df)`` and ``mpki_by_config(df)`` averaged both workloads into each
+    mark without a word, their min-max bar spanning workloads, not seeds."""
+    df = results()
+    scaling = df[df["machine"].str.startswith("itrs-scaling-")]
+    with pytest.warns(UserWarning, match="averages rows of several workloads") as told:
+        speedup_vs_cores(scaling)
+    assert str(told[0].message) == (
+        "each mark averages rows of several workloads (hashjoin, mergesort); give them hue=, "
+        "or keep one with filter_frame(df, wheres)"
+    )
+    assert told[0].filename == __file__  # the caller's line, not the figure module's
+    with pytest.warns(UserWarning, match="several workloads .*; give them config= or hue="):
+        mpki_by_config(df)
+    one = df[df["workload"] == "mergesort"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        speedup_vs_cores(scaling[scaling["workload"] == "mergesort"])
+        mpki_by_config(one)
+        mpki_by_config(one, config="scheduler", hue="machine")
     plt.close("all")
 
 
