@@ -816,7 +816,7 @@ def run_jobs(
     """
     from simsched.comparison import jobs_notes
     from simsched.engine import JobSpec
-    from simsched.engine.controllers import get_controller
+    from simsched.engine.controllers import check_departures, get_controller
     from simsched.engine.record import jobs_metrics, jobs_timeline_arrays
     from simsched.jobset import JobSet, check_built_jobset, load_jobset
     from simsched.schedulers import get_scheduler
@@ -851,6 +851,10 @@ def run_jobs(
                 # every value came from the job file: name it, as its other errors do
                 raise ConfigError(f"{js.source}: {exc}") from None
             raise
+        try:  # before any trace is opened or made (the engine checks it too)
+            check_departures(ctl, (get_scheduler(j.scheduler) for j in js.jobs))
+        except ConfigError as exc:
+            raise ConfigError(f"{js.source}: {exc}" if js.source else str(exc)) from None
         base.update(
             {
                 **machine_fields(m),

@@ -392,7 +392,8 @@ def check_jobset(
     ConfigError
         The first problem, naming the file and the entry.
     """
-    from simsched.engine.controllers import get_controller
+    from simsched.engine.controllers import check_departures, get_controller
+    from simsched.schedulers import get_scheduler
 
     spec, base, name = _read_spec(source)
     for gi, g in enumerate(spec.jobs):
@@ -404,7 +405,8 @@ def check_jobset(
             if spec.quantum_ms is not None:
                 cparams["quantum_ms"] = spec.quantum_ms
             n_jobs = sum(g.copies for g in spec.jobs)
-            cls(machine, n_jobs, cparams, spec.quantum if quantum is None else int(quantum))
+            ctl = cls(machine, n_jobs, cparams, spec.quantum if quantum is None else int(quantum))
+            check_departures(ctl, (get_scheduler(scheduler or g.scheduler) for g in spec.jobs))
     except ConfigError as exc:
         raise ConfigError(f"{name}: {exc}") from None
 

@@ -45,7 +45,7 @@ the ``simsched.controllers`` entry-point group.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -228,6 +228,16 @@ class Controller:
                     quantum_cycles(machine, ms), f"controller {self.name!r}: quantum_ms={ms}"
                 )
 
+    def may_take_cores(self) -> bool:
+        """Whether this controller may take a core from a job that is running, which the
+        job's scheduler then hears of in :meth:`~simsched.schedulers.base.Scheduler.on_depart`.
+
+        The default answers True, as a controller's allotments are not known before the
+        run; one that never shrinks a running job's cores answers False, so that a
+        scheduler without ``on_depart`` may run under it (:func:`check_departures`).
+        """
+        return True
+
     def allot(self, now: int, jobs: Sequence[Any]) -> dict[int, int | tuple[int, ...]]:
         """Cores for each active job: a count, or an explicit tuple of cores.
 
@@ -252,6 +262,10 @@ class AllCores(Controller):
 
     name: ClassVar[str] = "all"
     aliases: ClassVar[tuple[str, ...]] = ("fifo",)
+
+    def may_take_cores(self) -> bool:
+        """False: a job keeps every core until it ends (a later arrival waits)."""
+        return False
 
     def allot(self, now, jobs):
         """All ``P`` cores to the earliest active job."""
@@ -316,6 +330,10 @@ class Static(Controller):
             self.blocks.append(tuple(range(first, first + k)))
             first += k
 
+    def may_take_cores(self) -> bool:
+        """False: a job's block of cores is its own for the whole run."""
+        return False
+
     def allot(self, now, jobs):
         """Each job its fixed block of cores."""
         return {j.jid: self.blocks[j.jid] for j in jobs}
@@ -326,6 +344,10 @@ class Equi(Controller):
 
     name: ClassVar[str] = "equi"
     aliases: ClassVar[tuple[str, ...]] = ("equipartition",)
+
+    def may_take_cores(self) -> bool:
+        """Only with several jobs: a job arriving while another runs takes its share."""
+        return self.n_jobs > 1
 
     def allot(self, now, jobs):
         """Equal shares; the first ``P mod n`` jobs get one core more."""
@@ -376,6 +398,31 @@ def register(cls: type[Controller], *, replace: bool = False) -> type[Controller
 
 for _cls in (AllCores, Static, Equi, Deq):
     register(_cls)
+
+
+def check_departures(controller: Controller, schedulers: Iterable[Any]) -> None:
+    """Refuse, before the run, a scheduler class that cannot lose cores (it has no
+    ``on_depart``) under a controller that may take them (:meth:`Controller.may_take_cores`).
+
+    Such a run failed in its middle, at a cycle that depends on the arrivals, with a
+    traceback from the scheduler protocol's default ``on_depart``.
+
+    Raises
+    ------
+    ConfigError
+        One line naming the scheduler and the controller.
+    """
+    # an object that only quacks like a controller (a wrapper in a test) may take cores
+    may_take = getattr(controller, "may_take_cores", None)
+    if may_take is not None and not may_take():
+        return
+    for cls in dict.fromkeys(schedulers):
+        if not cls.supports_departures():
+            raise ConfigError(
+                f"scheduler {cls.name!r} cannot lose cores while its job runs (it has no "
+                f"on_depart), and controller {getattr(controller, 'name', '?')!r} may take "
+                "them: run it under a controller that keeps a job's cores (all, static)"
+            )
 
 
 def get_controller(name: str) -> type[Controller]:

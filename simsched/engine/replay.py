@@ -44,6 +44,7 @@ from simsched.engine.controllers import (
     Controller,
     JobView,
     assign_cores,
+    check_departures,
     check_quantum,
     get_controller,
 )
@@ -250,6 +251,9 @@ class Replay:
         # numpy with a traceback, 2^64 and 1.5 ran and were recorded as the run's seed
         self.seed = check_seed(seed)
         self.controller = controller or get_controller("all")(machine, len(jobs))
+        # a scheduler without on_depart under a controller that moves cores failed in the
+        # middle of the run, at a cycle that depended on the arrivals
+        check_departures(self.controller, (s.scheduler for s in self.specs))
         check_arrivals(self.specs, self.controller.quantum)
         plan, width = plan_buffers(machine, jobs)
         self.driver = CoreDriver(

@@ -565,6 +565,13 @@ class Scheduler:
             "a processor controller that keeps its cores (all, static)"
         )
 
+    @classmethod
+    def supports_departures(cls) -> bool:
+        """Whether the class overrides :meth:`on_depart`, so that its jobs may lose cores
+        while they run (checked before a run under a controller that moves cores,
+        :func:`simsched.engine.controllers.check_departures`)."""
+        return cls.on_depart is not Scheduler.on_depart
+
     def on_cores_changed(self, added: Sequence[int], removed: Sequence[int], now: int) -> None:
         """Cores joined or left the job (``ctx.cores`` is already updated)."""
 

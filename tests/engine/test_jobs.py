@@ -7,20 +7,22 @@ import hashlib
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simsched.cli import main
 from simsched.engine import JobSpec, Replay
 from simsched.engine.check import check_invariants
 from simsched.engine.controllers import Controller, assign_cores, get_controller
 from simsched.errors import ConfigError, PluginError
-from simsched.jobset import load_jobset
+from simsched.jobset import check_jobset, load_jobset
 from simsched.machine import load_machine
 from simsched.memory import MemorySystem
-from simsched.schedulers import get_scheduler
+from simsched.schedulers import REGISTRY, Scheduler, get_scheduler
 from simsched.trace import open_trace
 from tests.engine.conftest import iterated_tasks, make_trace
 from tests.engine.golden_cases import CASES, GOLDEN, SAMPLES, case_id
@@ -649,3 +651,48 @@ def test_assign_cores_chooses_the_cores_the_naive_rule_chooses(data):
     assert assign_cores(current, targets, socket_of, busy) == assign_cores_naive(
         current, targets, socket_of, busy
     )
+
+
+class _NoDepart(get_scheduler("ws")):  # type: ignore[misc]
+    """Work stealing as a plug-in without ``on_depart`` would be."""
+
+    name = "test-nodepart"
+    on_depart = Scheduler.on_depart
+
+
+def test_a_scheduler_without_on_depart_is_refused_before_a_controller_that_moves_cores(
+    tmp_path, monkeypatch, capsys
+):
+    """It died in the middle of the run with the protocol's NotImplementedError, at a cycle
+    that depended on the arrivals."""
+    m = load_machine("itrs-scaling-4")
+    specs = _specs(tmp_path, [0, 5000], ["ws", "ws"])
+    moved = [replace(s, scheduler=_NoDepart) if i == 0 else s for i, s in enumerate(specs)]
+    message = (
+        r"^scheduler 'test-nodepart' cannot lose cores while its job runs \(it has no "
+        r"on_depart\), and controller 'equi' may take them: run it under a controller that "
+        r"keeps a job's cores \(all, static\)$"
+    )
+    with pytest.raises(ConfigError, match=message):
+        Replay(m, moved, controller=get_controller("equi")(m, 2))
+    # controllers that keep a running job's cores, and EQUI of one job, run it as ws
+    for ctl, jobs in (("all", moved), ("static", moved), ("equi", moved[:1])):
+        ref = [replace(s, scheduler=get_scheduler("ws")) for s in jobs]
+        runs = [
+            Replay(m, js, controller=get_controller(ctl)(m, len(js)), window=0).run()
+            for js in (jobs, ref)
+        ]
+        assert runs[0].makespan == runs[1].makespan
+    # through a job-set file: one line naming the file, exit 2, before any replay
+    monkeypatch.setitem(REGISTRY, "test-nodepart", _NoDepart)
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(
+        "controller: equi\njobs:\n  - trace: j0.sst\n    scheduler: test-nodepart\n    copies: 2\n"
+    )
+    with pytest.raises(ConfigError, match=f"^{jobs}: scheduler 'test-nodepart' cannot lose"):
+        check_jobset(jobs, machine=m)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--jobs", str(jobs), "-m", "itrs-scaling-4"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1
+    assert f"{jobs}: scheduler 'test-nodepart' cannot lose cores" in err
