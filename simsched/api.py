@@ -308,7 +308,9 @@ def _run(runner: Any, label: str, progress: bool) -> Any:
         return runner.run()
     from simsched.progress import Progress
 
-    with Progress(f"simulating {label}") as bar:
+    # the cycle and strands done move when the references done do not (a run whose
+    # cores only retry): the lines show that, and whether it moves at all
+    with Progress(f"simulating {label}", detail=runner.position) as bar:
         runner.progress = bar
         return runner.run()
 

@@ -3,7 +3,9 @@
 A bar redrawn in place means nothing in a log file or a pipe, so when stderr is not a
 terminal the same progress is written as one plain line every ``interval`` seconds
 (``simulating ws on itrs-scaling-16: 42.0 %, 43 s left (31 s)``: the time left is the rate
-so far applied to what remains) and a last line when the step ends.
+so far applied to what remains) and a last line when the step ends; a ``detail`` callback adds to each line where the step
+is in its own words (a replay's cycle and strands done, which move when nothing countable
+is done, and show a run that no longer moves).
 Whether to report at all is the caller's choice (the CLI's ``--progress`` / ``--no-progress``,
 by default only at a terminal); how is decided here.  :func:`plural` words the counts of
 such lines and of the commands' summaries.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import IO, Any
 
 #: Seconds between two plain progress lines.
@@ -65,6 +68,10 @@ class Progress:
         Where to report (default ``sys.stderr``).
     interval
         Seconds between plain lines (default :data:`LINE_INTERVAL_S`).
+    detail
+        Called for each line (and each redraw of the bar): more of where the step is, in
+        words (a replay's cycle and strands done, which move when the count of done
+        units does not).
     """
 
     def __init__(
@@ -74,8 +81,10 @@ class Progress:
         unit: str = "",
         stream: IO[str] | None = None,
         interval: float = LINE_INTERVAL_S,
+        detail: Callable[[], str] | None = None,
     ) -> None:
         self.label = label
+        self.detail = detail
         self.unit = unit
         self.stream = stream if stream is not None else sys.stderr
         self.interval = interval
@@ -118,12 +127,16 @@ class Progress:
             self._bar.__exit__(exc_type, *exc)
             return
         if exc_type is None:
-            self._line(f"done, {self._amount()}")
+            self._line(f"done, {self._amount()}{self._detail()}")
 
     def _amount(self) -> str:
         if self.total:
             return f"{100 * self.done / self.total:.1f} %"
         return f"{self.done:,} {self.unit}".rstrip()
+
+    def _detail(self) -> str:
+        """``; `` and what :attr:`detail` says, or nothing."""
+        return "" if self.detail is None else f"; {self.detail()}"
 
     def _left(self, elapsed: float) -> str:
         """``, 43 s left`` once a second has passed with a total and part of it done."""
@@ -141,12 +154,13 @@ class Progress:
         if total:
             self.total = int(total)
         if self._bar is not None:
-            self._bar.update(self._task, completed=self.done, total=self.total, text=self._amount())
+            text = self._amount() + self._detail()
+            self._bar.update(self._task, completed=self.done, total=self.total, text=text)
             return
         now = time.monotonic()
         if now - self._last >= self.interval:
             self._last = now
-            self._line(self._amount() + self._left(now - self._t0))
+            self._line(self._amount() + self._left(now - self._t0) + self._detail())
 
     def __call__(self, done: int, total: int | None = None) -> None:
         """Same as :meth:`update`: the engine and the readers take a plain callback."""

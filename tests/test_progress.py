@@ -58,6 +58,33 @@ def test_a_line_with_a_total_says_how_long_is_left(monkeypatch):
     ]
 
 
+def test_a_detail_is_added_to_every_line_and_to_the_bar():
+    """A replay whose cores only retry leaves its count still: the cycle it reached and its
+    strands done (the detail) show whether it moves."""
+    where = iter(["cycle 10, 0 of 4 strands done", "cycle 99, 4 of 4 strands done"])
+    out = io.StringIO()
+    with Progress("simulating x", stream=out, interval=0, detail=lambda: next(where)) as p:
+        p(0, 8)
+    assert out.getvalue().splitlines() == [
+        "simulating x: 0.0 %; cycle 10, 0 of 4 strands done (0 s)",
+        "simulating x: done, 0.0 %; cycle 99, 4 of 4 strands done (0 s)",
+    ]
+    out = _Tty()
+    with Progress("x", stream=out, interval=0, detail=lambda: "cycle 7") as p:
+        p(1, 2)
+        assert p._bar.tasks[0].fields["text"] == "50.0 %; cycle 7"
+
+
+def test_run_progress_says_the_cycle_and_the_strands_done(tmp_path, capsys):
+    """With the references done, a replay's lines tell the cycle reached and the strands
+    done (the engine's own reports while no strand finishes: tests/engine/test_replay.py)."""
+    sst = tmp_path / "fib.sst"
+    _stderr_of(capsys, "trace", "gen", "fib", "-p", "n=6", "-o", str(sst))
+    err = _stderr_of(capsys, "run", "-t", str(sst), "-m", "itrs-scaling-2", "--progress")
+    assert "simulating ws on itrs-scaling-2: done, 100.0 %; cycle " in err
+    assert " strands done (" in err
+
+
 def test_lines_are_at_most_one_per_interval_and_a_failed_step_has_no_done_line():
     out = io.StringIO()
     with pytest.raises(RuntimeError), Progress("x", stream=out, interval=3600) as p:

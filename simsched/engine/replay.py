@@ -157,6 +157,13 @@ MAX_WINDOW = 2**40
 #: a quantum of 2000 cycles was 5.8e14 idle wakes, a run that never ended.
 MAX_WAIT_QUANTA = 2**20
 
+#: Turns of the event loop between two calls of the progress callback that no finished
+#: strand prompted: a run whose cores only retry (a plug-in answering ``retry(1)``
+#: forever) finishes no strand, and its progress display said nothing for ever.  A turn
+#: takes microseconds, so this is a call every few milliseconds, and the display decides
+#: by the wall clock whether to show it.
+HEARTBEAT_TURNS = 4096
+
 # Kinds of the engine's own events (the order of the kinds at equal times).
 EV_QUANTUM = 0
 EV_TIMER = 1
@@ -696,7 +703,13 @@ class Replay:
         t_env = self._peek()
         ctl_ns = 0
         spinning = self.spin_steals
+        turns = 0
+        beat = HEARTBEAT_TURNS if progress is not None else INF
         while self.left and not self.stopped:
+            turns += 1
+            if turns >= beat and progress is not None:  # beat is INF without progress
+                beat = turns + HEARTBEAT_TURNS
+                progress(sum(j.refs_done for j in self.jobs if j is not None), self.refs_total)
             top, src = events.top()
             t_heap = top[0] if top is not None else INF
             limit = t_heap if t_heap < t_env else t_env
@@ -762,6 +775,14 @@ class Replay:
             return self._result(time.perf_counter() - t_wall)
         finally:
             self._release()
+
+    def position(self) -> str:
+        """Where the replay is, for a progress display: the cycle reached and the strands
+        done (``cycle 1,234,567, 310 of 4,096 strands done``); read while it runs, it
+        shows a run that finishes no strand still moving (or not)."""
+        done = sum(j.finished for j in self.jobs if j is not None)
+        total = sum(int(s.trace.header.n_strands) for s in self.specs)
+        return f"cycle {self.now:,}, {done:,} of {total:,} strands done"
 
     def _release(self) -> None:
         """Break the reference cycles among the engine's objects once the result is built,
@@ -992,6 +1013,10 @@ class Engine:
     @progress.setter
     def progress(self, f: Callable[[int, int], None] | None) -> None:
         self.replay.progress = f
+
+    def position(self) -> str:
+        """:meth:`Replay.position` of the replay."""
+        return self.replay.position()
 
     def run(self) -> EngineResult:
         """Replay the whole trace; returns the :class:`EngineResult`."""

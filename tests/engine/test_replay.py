@@ -7,12 +7,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from simsched.engine import JobSpec, Replay
 from simsched.engine.check import check_invariants
-from simsched.engine.replay import Engine
+from simsched.engine.replay import HEARTBEAT_TURNS, Engine
 from simsched.machine import load_machine
 from simsched.memory import MemorySystem
 from simsched.schedulers import get_scheduler, scheduler_names
-from simsched.schedulers.base import RETRY, RUN, WAIT, Scheduler, run
+from simsched.schedulers.base import RETRY, RUN, WAIT, Scheduler, retry, run
 from simsched.trace import TraceBuilder, open_trace
 from tests.engine.conftest import iterated_tasks, make_trace
 from tests.engine.machines import CHAIN_4X1, ONE_BY_THREE, TWO_BY_TWO, out_of_order
@@ -391,3 +392,50 @@ def test_per_core_stacks_equal_the_oracle(tmp_path, mspec, sched):
     assert [lv["invalidations"] for lv in stats_p["levels"]] != [
         lv["invalidations"] for lv in stats["levels"]
     ]
+
+
+class _Dawdler(Scheduler):
+    """One FIFO pool whose cores each answer ``retry(1)`` a while before anything runs."""
+
+    name = "test-dawdler"
+
+    def __init__(self, ctx, params, rng):
+        super().__init__(ctx, params, rng)
+        self.pool: list[int] = []
+        self.retries = 0
+
+    def on_start(self, strand, now):
+        self.pool.append(strand)
+        self.ctx.wake(None)
+
+    def on_finish(self, core, strand, now, ready, kinds):
+        self.pool.extend(ready)
+        self.ctx.wake(None)
+        return self.on_idle(core, now)
+
+    def on_idle(self, core, now):
+        if self.retries < 3 * HEARTBEAT_TURNS:
+            self.retries += 1
+            return retry(1)
+        return run(self.pool.pop(0), 1) if self.pool else WAIT
+
+
+def test_progress_is_reported_while_no_strand_finishes(tmp_path):
+    """A run whose cores only retried reported no progress at all (``--progress`` said
+    nothing for minutes): the engine also calls the callback every few thousand turns of
+    its loop, and a replay tells where it is; the results do not change."""
+    m = load_machine("itrs-scaling-4")
+    t = open_trace(make_trace(tmp_path / "t.sst", seed=1, depth=3, max_refs=20))
+    calls: list[tuple[int, int, str]] = []
+    reported = Replay(m, [JobSpec(t, _Dawdler, {})], window=0)
+    reported.progress = lambda done, total: calls.append((done, total, reported.position()))
+    res = reported.run()
+    quiet = Replay(m, [JobSpec(t, _Dawdler, {})], window=0).run()
+    assert res.makespan == quiet.makespan
+    assert res.jobs[0].strand_end.tolist() == quiet.jobs[0].strand_end.tolist()
+    early = [c for c in calls if c[0] == 0]  # before any strand ended
+    assert len(early) >= 2
+    assert early[0][2].startswith("cycle ") and early[0][2].endswith(
+        f", 0 of {t.header.n_strands:,} strands done"
+    )
+    assert calls[-1][:2] == (t.header.n_refs, t.header.n_refs)
