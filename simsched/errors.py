@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import reprlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from types import FrameType
 from typing import Any
 
 
@@ -62,6 +63,35 @@ def contract_error(policy: object, message: str) -> RuntimeError:
     """
     builtin = type(policy).__module__.startswith("simsched.")
     return RuntimeError(message) if builtin else PluginError(message)
+
+
+def innermost(exc: BaseException, pick: Callable[[FrameType], Any]) -> Any:
+    """What ``pick`` finds in the innermost frame of ``exc``'s traceback where it finds
+    anything, else the same in its cause's (a copy raised from the original, as SimPy
+    raises a process's exception), and so on; None when it finds nothing.
+
+    With :func:`note_raised_by`, how an exception from a plug-in's own code is made to
+    name the plug-in (schedulers and controllers in a replay, workload generators).
+    """
+    chain: BaseException | None = exc
+    while chain is not None:
+        found = None
+        tb = chain.__traceback__
+        while tb is not None:
+            hit = pick(tb.tb_frame)
+            if hit is not None:
+                found = hit
+            tb = tb.tb_next
+        if found is not None:
+            return found
+        chain = chain.__cause__
+    return None
+
+
+def note_raised_by(exc: BaseException, kind: str, name: str, origin: str, more: str = "") -> None:
+    """Add to ``exc`` the note ``raised by KIND 'NAME' (ORIGIN)MORE``: whose code raised it
+    (``origin``, its module or class), which a traceback into simsched did not say."""
+    exc.add_note(f"raised by {kind} {name!r} ({origin}){more}")
 
 
 class OutputError(SimschedError):

@@ -35,6 +35,7 @@ import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -68,7 +69,14 @@ from simsched.engine.outcome import (
     warmup_summary,
 )
 from simsched.engine.spin import batching_enabled, spin
-from simsched.errors import ConfigError, DeadlockError, SimschedError, contract_error
+from simsched.errors import (
+    ConfigError,
+    DeadlockError,
+    SimschedError,
+    contract_error,
+    innermost,
+    note_raised_by,
+)
 from simsched.memory.window import INF
 from simsched.params import MAX_ARRIVAL, check_int, check_seed
 from simsched.schedulers.base import RETRY, RUN, SLEEP, Scheduler
@@ -663,27 +671,21 @@ class Replay:
     def _blame(self, exc: BaseException) -> None:
         """Add a note to ``exc`` naming the scheduler or controller whose code raised it
         (the innermost one on its traceback), with its job and the cycle."""
-        culprit = None
-        # SimPy raises a copy of a process's exception, the original as its cause.
-        chain: BaseException | None = exc
-        while chain is not None and culprit is None:
-            tb = chain.__traceback__
-            while tb is not None:
-                obj = tb.tb_frame.f_locals.get("self")
-                if isinstance(obj, Scheduler | Controller):
-                    culprit = obj
-                tb = tb.tb_next
-            chain = chain.__cause__
+
+        def policy(frame: FrameType) -> Scheduler | Controller | None:
+            obj = frame.f_locals.get("self")
+            return obj if isinstance(obj, Scheduler | Controller) else None
+
+        culprit = innermost(exc, policy)
         if culprit is None:
             return
         cls = type(culprit)
         kind = "scheduler" if isinstance(culprit, Scheduler) else "controller"
-        where = f"{kind} {cls.name!r} ({cls.__module__}.{cls.__qualname__})"
         jid = getattr(getattr(culprit, "ctx", None), "job", -1)
         job = self.jobs[jid] if 0 <= jid < len(self.jobs) else None
-        if job is not None:
-            where += f" of job {job.name!r}"
-        exc.add_note(f"raised by {where} at cycle {self.now}")
+        more = "" if job is None else f" of job {job.name!r}"
+        origin = f"{cls.__module__}.{cls.__qualname__}"
+        note_raised_by(exc, kind, cls.name, origin, f"{more} at cycle {self.now}")
 
     def _run(self) -> ReplayResult:
         t_wall = time.perf_counter()

@@ -37,14 +37,15 @@ model and the parameters of every generator are described in ``docs/workloads.md
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NamedTuple
 
 from simsched import host
-from simsched.errors import ConfigError
+from simsched.errors import ConfigError, SimschedError, innermost, note_raised_by
 from simsched.params import check_callable, is_power_of_two
 from simsched.registry import Registry
 from simsched.trace import repeat
@@ -150,9 +151,27 @@ class Workload:
         WorkloadRun
             Resolved parameters, layout and generator results.
         """
-        p = self.resolve(params)
-        heap = self.layout(p)
-        return WorkloadRun(p, heap, self.module.emit(b, p, heap))
+        with _blamed(self):
+            p = self.resolve(params)
+            heap = self.layout(p)
+            return WorkloadRun(p, heap, self.module.emit(b, p, heap))
+
+
+@contextlib.contextmanager
+def _blamed(w: Workload) -> Iterator[None]:
+    """Add to an exception raised in generator ``w``'s own code (its module is on the
+    traceback) a note naming the generator, as a replay does for a scheduler's: the bare
+    traceback of a plug-in's bug did not say which plug-in it was.  A
+    :class:`~simsched.errors.SimschedError` already says what is wrong in one line."""
+    try:
+        yield
+    except SimschedError:
+        raise
+    except Exception as exc:
+        home = w.module.__name__
+        if innermost(exc, lambda frame: frame.f_globals.get("__name__") == home or None):
+            note_raised_by(exc, "workload generator", w.name, home)
+        raise
 
 
 #: The functions and tables a generator module provides (the module docstring says what).
@@ -383,7 +402,8 @@ def check_size(name: str, params: dict[str, Any]) -> int | None:
     w = get(name)
     rest = dict(params)
     chunk_refs = _chunk_refs(w.name, rest)
-    return _check_size(w, w.resolve(rest), chunk_refs)
+    with _blamed(w):
+        return _check_size(w, w.resolve(rest), chunk_refs)
 
 
 #: The trace layout option every generator takes beside its own parameters: references
@@ -443,9 +463,10 @@ def generate(
     name = w.name  # the canonical name (" Heat" is heat) in the header and its params
     check_callable(progress, "progress")  # before it is wrapped into one that is
     chunk_refs = _chunk_refs(name, params)
-    p = w.resolve(params)
-    total = _check_size(w, p, chunk_refs)
-    heap = w.layout(p)
+    with _blamed(w):
+        p = w.resolve(params)
+        total = _check_size(w, p, chunk_refs)
+        heap = w.layout(p)
     args = [f"{k}={v}" for k, v in p.items()]
     meta = {"workload": name, **p, "regions": heap.as_json()}
     b = TraceBuilder(
@@ -460,7 +481,8 @@ def generate(
         chunk_refs=chunk_refs,
     )
     try:
-        w.module.emit(b, p, heap)
+        with _blamed(w):
+            w.module.emit(b, p, heap)
     except BaseException:
         b.abort()
         raise

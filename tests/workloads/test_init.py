@@ -212,3 +212,71 @@ def test_none_on_the_command_line_is_refused_too(tmp_path, capsys):
     assert capsys.readouterr().err == (
         "simsched: error: workload fib: parameter n is None; leave it out for its default (22)\n"
     )
+
+
+#: A plug-in generator module, in a file of its own so that its functions' frames are its
+#: own: one strand of ``n`` references, ``declared`` of them declared; ``fail`` raises.
+_PLUGIN = """
+import numpy as np
+from simsched.workloads._common import Heap, Param, gen_memory
+
+NAME = "plugwl"
+SUMMARY = "one strand of n references"
+PARAMS = (
+    Param("n", int, 100, "references", minimum=0),
+    Param("declared", int, 100, "what references() says", minimum=0),
+    Param("fail", bool, False, "raise inside emit"),
+)
+
+
+def finish_params(params):
+    return params
+
+
+def layout(params):
+    heap = Heap()
+    heap.malloc("A", 8 * max(params["n"], 1))
+    return heap
+
+
+def memory(params):
+    return gen_memory(1, batch_refs=params["n"])
+
+
+def references(params):
+    return params["declared"]
+
+
+def emit(b, params, heap):
+    if params["fail"]:
+        return {}["no such key"]
+    base = heap.regions["A"].base
+    for lo in range(0, params["n"], 1000):
+        hi = min(lo + 1000, params["n"])
+        b.refs(base + 8 * np.arange(lo, hi, dtype=np.uint64), 8, False, 1)
+    return {}
+"""
+
+
+@pytest.fixture
+def plugwl(tmp_path, monkeypatch):
+    """The generator of :data:`_PLUGIN`, registered as ``plugwl`` while the test runs."""
+    import importlib
+
+    from simsched.workloads import GENERATORS, Workload
+
+    (tmp_path / "plugwl.py").write_text(_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(GENERATORS.entries, "plugwl", Workload(importlib.import_module("plugwl")))
+    out = tmp_path / "out"
+    out.mkdir()
+    return out
+
+
+def test_an_exception_in_a_generators_code_names_the_generator(plugwl):
+    """It was a bare traceback, where a scheduler's names the scheduler."""
+    with pytest.raises(KeyError) as info:
+        generate("plugwl", plugwl / "x.sst", fail=True)
+    assert info.value.__notes__ == ["raised by workload generator 'plugwl' (plugwl)"]
+    assert not list(plugwl.iterdir())
+    generate("plugwl", plugwl / "x.sst")  # the same generator, no exception: no note
