@@ -11,7 +11,7 @@ import contextlib
 import contextvars
 import reprlib
 from collections.abc import Callable, Iterator, Mapping
-from types import FrameType
+from types import FrameType, ModuleType
 from typing import Any
 
 
@@ -55,13 +55,15 @@ class PluginError(SimschedError, RuntimeError):
 
 
 def contract_error(policy: object, message: str) -> RuntimeError:
-    """The error of a scheduler or controller ``policy`` that broke the engine's contract.
+    """The error of a scheduler or controller ``policy`` (or of a generator module) that
+    broke simsched's contract.
 
     A :class:`PluginError` (one line and exit status 2 from the CLI) for a plug-in from
     outside simsched, whose author can fix it; a plain ``RuntimeError``, its traceback
     kept, for a built-in policy, where the fault is simsched's.
     """
-    builtin = type(policy).__module__.startswith("simsched.")
+    home = policy.__name__ if isinstance(policy, ModuleType) else type(policy).__module__
+    builtin = home.startswith("simsched.")
     return RuntimeError(message) if builtin else PluginError(message)
 
 

@@ -45,17 +45,19 @@ from simsched.trace.builder_checks import (
 from simsched.trace.writer import ChunkWriter
 
 NO_CALLEE = 1
-"""``spawn(callee=NO_CALLEE)``: the spawned call calls no function (no function's address)."""
+"""``spawn(callee=NO_CALLEE)``: the spawned call calls no function (no function's identifier)."""
 
 
 def _check_function(path: os.PathLike[str] | str, what: str, value: object) -> None:
-    """Refuse a function address that is not an integer in ``[0, 2^64)``."""
+    """Refuse a function identifier that is not an integer in ``[0, 2^64)``."""
     if (
         isinstance(value, bool)
         or not isinstance(value, int | np.integer)
         or not 0 <= int(value) < 1 << 64
     ):
-        raise TraceBuildError(f"{path}: {what} {value!r} is not an address (an integer >= 0)")
+        raise TraceBuildError(
+            f"{path}: {what} {value!r} is not a function identifier (an integer >= 0)"
+        )
 
 
 #: the header's counts, in its order
@@ -259,6 +261,11 @@ class TraceBuilder:
         """Strands started so far."""
         return len(self._s_frame)
 
+    @property
+    def n_refs(self) -> int:
+        """References written so far (a repeated part once, as the file holds them)."""
+        return self._w.n_refs
+
     def spawn(self, callee: int = 0) -> None:
         """The current frame spawns a child; what follows runs in the child until :meth:`ret`.
 
@@ -267,7 +274,8 @@ class TraceBuilder:
         callee
             What the spawned call calls, for :meth:`call` to tell the spawned Cilk
             function from the ones it or a plain function it runs calls: the function's
-            address (nonzero, as :meth:`call` gets it), :data:`NO_CALLEE` for a spawn
+            identifier (nonzero, as :meth:`call` gets it; ``simsched cc`` writes a hash of
+            its name), :data:`NO_CALLEE` for a spawn
             that calls no function (the halves of a ``cilk_for``), 0 when unknown.
         """
         self._check_open()
@@ -331,7 +339,7 @@ class TraceBuilder:
         Parameters
         ----------
         fn
-            The function's address, 0 when unknown.  The call is the spawned one when
+            The function's identifier, 0 when unknown.  The call is the spawned one when
             ``fn`` is the ``callee`` of the spawn that opened the current frame (and no
             call has been merged into it yet); when either is unknown, when the call
             comes right after the spawn.  So a spawned plain function's calls of Cilk

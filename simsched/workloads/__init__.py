@@ -21,7 +21,8 @@ A generator module provides ``NAME``, ``SUMMARY``, ``PARAMS`` (a tuple of
 ``emit(b, params, heap) -> dict`` (the program itself), ``memory(params)`` (the bytes
 generating needs), and may declare ``references(params)`` (the references its trace
 file holds, exactly: checked against :data:`MAX_GENERATED_REFS` before anything is
-written, and the total of the progress it reports; one that stores a repeated part adds
+written, the total of the progress it reports, and compared with what was written, a
+difference being the generator's bug; one that stores a repeated part adds
 ``program_references(params)``, the whole program's, and may add ``program_rows(params)``,
 its strands, frames and edges, both checked against a reader's limits; every built-in
 generator declares ``references``, and a
@@ -45,7 +46,13 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from simsched import host
-from simsched.errors import ConfigError, SimschedError, innermost, note_raised_by
+from simsched.errors import (
+    ConfigError,
+    SimschedError,
+    contract_error,
+    innermost,
+    note_raised_by,
+)
 from simsched.params import check_callable, is_power_of_two
 from simsched.registry import Registry
 from simsched.trace import repeat
@@ -305,8 +312,9 @@ def _check_references(w: Workload, p: dict[str, Any], chunk_refs: int) -> int | 
     :data:`MAX_GENERATED_REFS`, or a repeat trace whose whole program a reader would
     refuse; else return the references the file will hold.
 
-    Every generator declares ``references(params)``: exactly what the file holds (a
-    repeated part once), what the progress callback counts up to.  One that stores a
+    Every built-in generator declares ``references(params)`` (optional for a plug-in):
+    exactly what the file holds (a repeated part once), what the progress callback counts
+    up to; :func:`generate` refuses a trace that holds another count.  One that stores a
     repeated part also declares ``program_references(params)``, the whole program, which
     a reader serves in :data:`simsched.trace.repeat.MAX_CHUNKS` chunks at most, and may
     declare ``program_rows(params)``, its strands, frames and edges, which a reader holds
@@ -456,6 +464,9 @@ def generate(
         For an unknown workload, a bad parameter, an input too large for this host's
         memory, or one whose trace would hold more than :data:`MAX_GENERATED_REFS`
         references or more than its reader takes (:func:`check_size`; nothing is written).
+    PluginError
+        A plug-in generator wrote other than the references it declared (a built-in one:
+        ``RuntimeError``, a bug in simsched); nothing is written.
     """
     from simsched.trace import TraceBuilder
 
@@ -477,24 +488,44 @@ def generate(
         gaps_exact=False,
         line_size_hint=64,
         params=meta,
-        progress=progress if progress is None or total is None else _with_total(progress, total),
+        progress=progress if total is None else _counted(w, p, total, progress),
         chunk_refs=chunk_refs,
     )
     try:
         with _blamed(w):
             w.module.emit(b, p, heap)
+        if total is not None and b.n_refs != total:
+            raise _miscounted(w, p, total, f"it wrote {b.n_refs:,}")
     except BaseException:
         b.abort()
         raise
     return b.close()
 
 
-def _with_total(
-    progress: Callable[[int, int | None], None], total: int
+def _miscounted(w: Workload, p: dict[str, Any], total: int, wrote: str) -> RuntimeError:
+    """The error of a generator whose trace holds other than the references it declared:
+    a bug of the generator (a :class:`~simsched.errors.PluginError` for a plug-in), since
+    the limit :data:`MAX_GENERATED_REFS` was checked against the declared count."""
+    return contract_error(
+        w.module,
+        f"workload generator {w.name!r} ({w.module.__name__}): references() declared "
+        f"{total:,} references for {_shown(p) or 'its parameters'}, but {wrote}; it must "
+        "count exactly the references the trace file holds (the limit on a generated "
+        "trace's length is checked against it before generating)",
+    )
+
+
+def _counted(
+    w: Workload, p: dict[str, Any], total: int, progress: Callable[[int, int | None], None] | None
 ) -> Callable[[int, int | None], None]:
-    """The builder's ``progress(done, None)`` as ``progress(done, total)``."""
+    """The builder's ``progress(done, None)`` as ``progress(done, total)``, which also stops
+    a generator that writes more references than it declared as soon as a chunk shows it
+    (one declaring 4,096 could otherwise write past :data:`MAX_GENERATED_REFS`)."""
 
     def report(done: int, _unknown: int | None) -> None:
-        progress(done, total)
+        if done > total:
+            raise _miscounted(w, p, total, f"it wrote more ({done:,} so far)")
+        if progress is not None:
+            progress(done, total)
 
     return report

@@ -726,9 +726,9 @@ def test_a_call_is_merged_into_a_spawned_frame_only_if_it_is_the_spawned_call(
 
 @pytest.mark.parametrize("bad", [-1, True, 1.5, 1 << 64, "5"])
 def test_spawn_and_call_refuse_a_function_that_is_no_address(tmp_path, bad):
-    with pytest.raises(TraceBuildError, match=r"spawn callee .* is not an address"):
+    with pytest.raises(TraceBuildError, match=r"spawn callee .* is not a function identifier"):
         with TraceBuilder(tmp_path / "a.sst") as b:
             b.spawn(callee=bad)
-    with pytest.raises(TraceBuildError, match=r"call function .* is not an address"):
+    with pytest.raises(TraceBuildError, match=r"call function .* is not a function identifier"):
         with TraceBuilder(tmp_path / "b.sst") as b:
             b.call(fn=bad)

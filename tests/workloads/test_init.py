@@ -280,3 +280,24 @@ def test_an_exception_in_a_generators_code_names_the_generator(plugwl):
     assert info.value.__notes__ == ["raised by workload generator 'plugwl' (plugwl)"]
     assert not list(plugwl.iterdir())
     generate("plugwl", plugwl / "x.sst")  # the same generator, no exception: no note
+
+
+@pytest.mark.parametrize(
+    ("n", "declared", "wrote"),
+    [(300, 100, "it wrote 300"), (100, 300, "it wrote 100"), (3 * 4096, 4096, "it wrote more")],
+)
+def test_a_generator_that_writes_other_than_it_declared_is_refused(plugwl, n, declared, wrote):
+    """A plug-in declaring 4,096 references and writing 24,576 was accepted, and so got
+    past the limit checked against what it declares; the last case stops at the first
+    chunk past the count."""
+    from simsched.errors import PluginError
+
+    with pytest.raises(
+        PluginError,
+        match=rf"^workload generator 'plugwl' \(plugwl\): references\(\) declared {declared:,} "
+        rf"references for n={n}, declared={declared}, fail=False, but {wrote}",
+    ):
+        generate("plugwl", plugwl / "x.sst", n=n, declared=declared, chunk_refs=4096)
+    assert not list(plugwl.iterdir())  # nothing written
+    h = generate("plugwl", plugwl / "x.sst", n=n, declared=n)
+    assert h.n_refs == n
