@@ -190,7 +190,10 @@ def load_spec(
     Raises
     ------
     ConfigError
-        The file is missing or not YAML, or a field is wrong (the message names it).
+        The file is missing or not YAML, a field is wrong, a scheduler is not installed or
+        refuses one of its parameters (the message names the field or entry).  Workloads,
+        trace files and machines are checked by :func:`check_spec`, which ``sweep status``
+        and :func:`~simsched.experiments.run_sweep` call.
     """
     path = check_path(path, "path")
     sets = check_strings(sets, "sets", "key=value")
@@ -223,12 +226,30 @@ def load_spec(
         raise ConfigError(format_validation_error(str(path), exc)) from None
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    # a scheduler not installed, or a bad parameter of one, was accepted here and refused
+    # only by sweep status or run_sweep; a grid of them is cheap to resolve
+    _check_schedulers(spec, str(path))
     return LoadedSpec(
         spec=spec,
         path=path.resolve(),
         small=small_from_env() if small is None else small,
         given=path,
     )
+
+
+def _check_schedulers(spec: SweepSpec, where: str) -> None:
+    """Every scheduler of ``spec`` is registered (built in or an installed plug-in) and takes
+    each of its parameter combinations, else a :class:`ConfigError` naming ``where`` (the
+    spec file) and the entry."""
+    from simsched.schedulers import get_scheduler
+
+    for i, s in enumerate(spec.schedulers):
+        try:
+            cls = get_scheduler(s.name)
+            for combo in grid_product(s.grid):
+                cls.resolve_params({**s.params, **combo})
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: schedulers.{i}: {exc}") from None
 
 
 def _workload_entries(loaded: LoadedSpec) -> list[tuple[str, dict[str, Any]]]:
@@ -777,7 +798,6 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
     ConfigError
         The first problem, naming the spec file and the entry.
     """
-    from simsched.schedulers import get_scheduler
     from simsched.workloads import get as get_workload
 
     check_size(loaded)  # before any grid below is built
@@ -792,13 +812,7 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
         blocker = folder_blocker(cache)  # a dangling link, or a file among its parents
         if blocker is not None:
             raise ConfigError(f"{where}: trace_cache {cache}: {blocker}")
-    for i, s in enumerate(spec.schedulers):
-        try:
-            cls = get_scheduler(s.name)
-            for combo in grid_product(s.grid):
-                cls.resolve_params({**s.params, **combo})
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: schedulers.{i}: {exc}") from None
+    _check_schedulers(spec, where)
     for i, w in enumerate(spec.workloads):
         try:
             if w.trace is not None:

@@ -430,6 +430,29 @@ def test_bundled_sweep_configs_expand(path, small):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
+        ("schedulers.0={name: nope}", "schedulers.0: unknown scheduler 'nope' (known: "),
+        (
+            "schedulers.0={name: ws, params: {child_first: false}}",
+            "schedulers.0: scheduler 'ws': unknown parameter(s) child_first",
+        ),
+        ("schedulers.1.params={quantum: 3}", "schedulers.1: scheduler 'pdf': unknown parameter"),
+        (
+            "schedulers.0={name: ws, grid: {spawn_policy: [parent-first, sideways]}}",
+            "schedulers.0: scheduler 'ws': spawn_policy='sideways' is not",
+        ),
+    ],
+)
+def test_load_spec_refuses_a_scheduler_not_installed_or_a_bad_parameter(tmp_path, edit, message):
+    """docs/sweeps.md says load_spec validates; it accepted both, and only sweep status or
+    run_sweep refused them."""
+    spec = write(tmp_path, BASE)
+    with pytest.raises(ConfigError, match="^" + re.escape(f"{spec}: {message}")):
+        load_spec(spec, sets=[edit])
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
         ("seeds=[-1]", "seeds: item 0: Input should be greater than or equal to 0"),
         ("seeds=[]", "seeds: List should have at least 1 item"),
         ("seeds={count: 2, start: -5}", "seeds: start: Input should be greater than or equal to 0"),
@@ -449,13 +472,6 @@ def test_seeds_are_non_negative_integers(tmp_path, edit, message):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        ("schedulers.0={name: nope}", "schedulers.0: "),
-        (
-            "schedulers.0={name: ws, params: {child_first: false}}",
-            "unknown parameter(s) child_first",
-        ),
-        ("schedulers.1.params={quantum: 3}", "schedulers.1: scheduler 'pdf': unknown parameter"),
-        ("schedulers.0={name: ws, grid: {spawn_policy: [parent-first, sideways]}}", "sideways"),
         ("workloads.0.generator=nosuch", "workloads.0: unknown workload 'nosuch'"),
         ("workloads.0.params={n: 4096, bogus: 1}", "workloads.0: workload mergesort: unknown"),
         ("workloads.1.grid={n_build: [100, -3]}", "workloads.1: workload hashjoin"),
