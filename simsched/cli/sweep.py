@@ -26,6 +26,10 @@ sweep_app = typer.Typer(help="Run sweeps of simulations from a YAML spec.", no_a
 results_app = typer.Typer(help="Show and export the results of sweeps.", no_args_is_help=True)
 
 _SMALL = typer.Option("--small", help="run the spec's small variant (also SIMSCHED_SMALL=1)")
+# `sweep status` runs nothing: its --small says which points it checks and counts
+_SMALL_STATUS = typer.Option(
+    "--small", help="check and count the points of the spec's small variant (also SIMSCHED_SMALL=1)"
+)
 _SET = typer.Option("--set", help="edit the spec before validation: key.path=value (YAML value)")
 
 # Columns ``results show`` prints when --columns is not given (those that exist).
@@ -81,7 +85,13 @@ def run_cmd(
         bool,
         typer.Option(help="rerun finished points that other simsched or plug-in code simulated"),
     ] = False,
-    progress: Annotated[bool, typer.Option(help="draw a progress bar")] = True,
+    progress: Annotated[
+        bool,
+        typer.Option(
+            help="report progress on stderr: a bar at a terminal, else a plain line when "
+            "points have finished, at most one every 10 s"
+        ),
+    ] = True,
     point_fn: Annotated[
         str | None,
         typer.Option("--point-fn", help="MODULE:FUNCTION run per point instead of the simulation"),
@@ -170,7 +180,7 @@ def run_cmd(
 @sweep_app.command("status")
 def status_cmd(
     spec: Annotated[Path, typer.Argument(help="sweep spec (YAML)")],
-    small: Annotated[bool, _SMALL] = False,
+    small: Annotated[bool, _SMALL_STATUS] = False,
     set_: Annotated[list[str] | None, _SET] = None,
     json_: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     point_fn: Annotated[

@@ -219,9 +219,10 @@ def run_sweep(
         (:func:`~simsched.experiments.point.is_stale`); without it they are kept and counted
         in :attr:`SweepReport.stale`.
     progress
-        Draw a progress bar on stderr.
+        Report progress on stderr: a bar at a terminal, else a plain line when points have
+        finished, at most one every :data:`simsched.progress.LINE_INTERVAL_S` seconds.
     console
-        rich console for the progress bar.
+        rich console for the progress display (its terminal or not decides which).
     points
         Run only these points (default: all unfinished points of the spec).
 
