@@ -499,3 +499,52 @@ def test_the_sweep_spec_example_of_the_sweeps_doc_loads(tmp_path):
     )
     points = check_spec(load_spec(tmp_path / "s.yaml", small=False))  # CI sets SIMSCHED_SMALL
     assert len(points) == len({p.id for p in points}) > 100
+
+
+def test_the_generator_example_of_the_workloads_doc_generates(tmp_path, monkeypatch):
+    """docs/workloads.md's complete generator, as a plug-in module, writes a valid trace of
+    the references it declares through the public names of simsched.workloads (a plug-in
+    had to import the private simsched.workloads._common)."""
+    import importlib
+
+    from simsched.trace import open_trace, validate
+    from simsched.workloads import GENERATORS, Workload, generate
+
+    doc = (ROOT / "docs" / "workloads.md").read_text(encoding="utf-8")
+    example = re.search(r'```python\n("""vscale.*?)```', doc, re.S).group(1)
+    assert "_common" not in example
+    (tmp_path / "vscale.py").write_text(example, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("vscale")
+    monkeypatch.setitem(GENERATORS.entries, "vscale", Workload(module))
+    h = generate("vscale", tmp_path / "v.sst", n="2^12", grain=100)
+    assert h.n_refs == module.references({"n": 4096}) == 8192
+    with open_trace(tmp_path / "v.sst") as t:
+        validate(t)
+
+
+def test_the_scheduler_example_of_the_schedulers_doc_runs(tmp_path, monkeypatch):
+    """docs/schedulers.md's plug-in class, registered, runs alone and beside another job
+    under a controller that moves cores (it has on_depart), and its parameter is checked."""
+    import simsched
+    from simsched.errors import ConfigError
+    from simsched.schedulers import REGISTRY
+
+    doc = (ROOT / "docs" / "schedulers.md").read_text(encoding="utf-8")
+    example = re.search(r"```python\n(from collections import deque\n.*?)```", doc, re.S)
+    scope: dict[str, object] = {}
+    exec(compile(example.group(1), "schedulers.md", "exec"), scope)
+    cls = scope["OneQueue"]
+    monkeypatch.setitem(REGISTRY, "onequeue", cls)
+    sample = ROOT / "traces/samples/fib-16-6.valgrind.sst"
+    rec = simsched.run(sample, "itrs-scaling-4", "onequeue", {"extra": 5}, speedup=False).record
+    assert rec["status"] == "ok" and rec["params"] == '{"extra":5}'
+    with pytest.raises(ConfigError, match="extra"):
+        simsched.run(sample, "itrs-scaling-4", "onequeue", {"extra": -1})
+    jobs = tmp_path / "j.yaml"
+    jobs.write_text(
+        f"controller: equi\njobs:\n  - {{trace: {sample}, scheduler: onequeue}}\n"
+        f"  - {{trace: {sample}, name: other, arrival: 2000}}\n",
+        encoding="utf-8",
+    )
+    assert simsched.run_jobs(jobs, "itrs-scaling-4").record["status"] == "ok"

@@ -16,7 +16,7 @@ elision, docs/architecture.md §4.1) and writes its DAG and memory references wi
 * :mod:`~simsched.workloads.fib` -- CPU-bound recursion with only stack references.
 
 A generator module provides ``NAME``, ``SUMMARY``, ``PARAMS`` (a tuple of
-:class:`~simsched.workloads._common.Param`), ``finish_params(params)`` (derived defaults),
+:class:`~simsched.workloads.Param`), ``finish_params(params)`` (derived defaults),
 ``layout(params) -> Heap`` (where the program's arrays live),
 ``emit(b, params, heap) -> dict`` (the program itself), ``memory(params)`` (the bytes
 generating needs), and may declare ``references(params)`` (the references its trace
@@ -58,15 +58,21 @@ from simsched.registry import Registry
 from simsched.trace import repeat
 from simsched.trace.format import CHUNK_REFS
 from simsched.workloads import datapar, fib, ge, hashjoin, mergesort, stencil
-from simsched.workloads._common import Heap, Param, resolve_params
+from simsched.workloads._common import Heap, Param, Region, gen_memory, resolve_params
 
+# Heap, Param, Region and gen_memory are re-exported from the private _common: the names a
+# generator module of one's own imports (docs/workloads.md, "A generator of one's own").
 __all__ = [
     "WORKLOADS",
+    "Heap",
+    "Param",
     "ParamDoc",
+    "Region",
     "Workload",
     "WorkloadRun",
     "MAX_GENERATED_REFS",
     "check_size",
+    "gen_memory",
     "generate",
     "params_of",
 ]

@@ -218,7 +218,7 @@ def test_none_on_the_command_line_is_refused_too(tmp_path, capsys):
 #: own: one strand of ``n`` references, ``declared`` of them declared; ``fail`` raises.
 _PLUGIN = """
 import numpy as np
-from simsched.workloads._common import Heap, Param, gen_memory
+from simsched.workloads import Heap, Param, gen_memory
 
 NAME = "plugwl"
 SUMMARY = "one strand of n references"
