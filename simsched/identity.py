@@ -237,7 +237,10 @@ def outside_source_identity(module: str) -> str | None:
     else:
         return None
     h = hashlib.sha256()
-    for path in files:
-        rel = next((path.relative_to(r) for r in roots if path.is_relative_to(r)), path.name)
-        h.update(str(rel).encode() + b"\0" + path.read_bytes())
+    try:
+        for path in files:
+            rel = next((path.relative_to(r) for r in roots if path.is_relative_to(r)), path.name)
+            h.update(str(rel).encode() + b"\0" + path.read_bytes())
+    except OSError:  # a file it cannot read: no identity, as for source not found
+        return None
     return h.hexdigest()[:16]

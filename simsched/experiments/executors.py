@@ -328,15 +328,31 @@ def run_local(
                     on_row(point, row, True)
     except BaseException as exc:
         killed = _stop_pools([s.pool for s in slots if s.pool is not None], exc)
-        for slot in slots:
-            running = slot.future is not None and slot.point is not None
-            if running and slot.pool in killed and point_fn is None:
-                # it began the point (wrote point.json) and was killed before recording it
-                assert slot.point is not None
-                if _marker(out_dir, slot.point) != slot.marker:
-                    record_killed(slot.point, point_dir(out_dir, slot.point.id), exc, slot.t0)
+        with _sigint_ignored():  # a second Ctrl-C must not cut a record short
+            _record_killed(slots, killed, out_dir, point_fn, exc)
         raise
     _join_pools([s.pool for s in slots if s.pool is not None])  # here, not at the exit
+
+
+def _record_killed(
+    slots: list[_Slot],
+    killed: list[ProcessPoolExecutor],
+    out_dir: Path,
+    point_fn: PointFunction | None,
+    why: BaseException,
+) -> None:
+    """Write the records of the points whose worker :func:`_stop_pools` had to kill
+    (:func:`~simsched.experiments.point.record_killed`): the default point function's
+    files, so only for it."""
+    if point_fn is not None:
+        return
+    for slot in slots:
+        point = slot.point
+        if slot.future is None or point is None or slot.pool not in killed:
+            continue
+        # it began the point (wrote point.json) and was killed before recording it
+        if _marker(out_dir, point) != slot.marker:
+            record_killed(point, out_dir, why, slot.t0)
 
 
 class _Slot:

@@ -227,7 +227,7 @@ def _write_early_failure(
         _write_error(run_dir, base, exc, t0)  # the form and the message of run()'s own
 
 
-def record_killed(point: Point, run_dir: Path, why: BaseException, t0: float) -> None:
+def record_killed(point: Point, out_dir: Path, why: BaseException, t0: float) -> None:
     """Write the records of a point whose worker the runner killed while it ran (it did
     not stop within the grace the runner gives, e.g. deep in compiled code), as the point
     would have written them had it stopped: ``config.json`` unless the run wrote it, and a
@@ -242,14 +242,20 @@ def record_killed(point: Point, run_dir: Path, why: BaseException, t0: float) ->
 
     from simsched.machine import Machine
 
+    run_dir = point_dir(out_dir, point.id)
     ctrl_c = isinstance(why, KeyboardInterrupt) and not isinstance(why, Terminated)
     stop = KeyboardInterrupt() if ctrl_c else Terminated()
     resolved: dict[str, Any] = {}
     with contextlib.suppress(ValidationError, KeyError, TypeError):
         resolved["machine"] = Machine.model_validate(point.machine["resolved"])
     with contextlib.suppress(SimschedError, OSError):  # the runner's own stop goes on
-        if run_dir.is_dir():
-            _write_early_failure(point, run_dir, resolved, stop, t0)
+        if not run_dir.is_dir():
+            return
+        # under the point's claim: another runner may have taken the point since the
+        # killed worker's lock went with it, and its files are then its own
+        with PointClaim(out_dir, point.id) as claim:
+            if claim.acquire(note=False):
+                _write_early_failure(point, run_dir, resolved, stop, t0)
 
 
 def _simulate_jobs(point: Point, machine: Any, run_dir: Path) -> dict[str, Any]:
@@ -272,6 +278,12 @@ def _simulate_jobs(point: Point, machine: Any, run_dir: Path) -> dict[str, Any]:
     )
     rec = dict(res.record)
     rec["scheduler"] = point.scheduler["name"]
+    # the generators of its job groups, which run_jobs does not know, when they are plug-ins
+    from simsched.jobset import jobset_generator_recipes
+    from simsched.plugins import note_plugins
+
+    made = jobset_generator_recipes(Path(point.spec_dir) / w["path"])
+    note_plugins(rec, [("workload", r["generator"]) for r in made])
     return {k: canonical_json(v) if isinstance(v, dict | list) else v for k, v in rec.items()}
 
 

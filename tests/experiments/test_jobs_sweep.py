@@ -116,3 +116,28 @@ def test_trace_cache_that_is_a_file_refused_for_job_sets(tmp_path):
     spec.write_text(spec.read_text() + "trace_cache: two.yaml\n")
     with pytest.raises(ConfigError, match="two.yaml: exists and is not a folder"):
         check_spec(load_spec(spec))
+
+
+def test_a_job_set_point_names_the_plugin_generators_of_its_groups(tmp_path, monkeypatch):
+    """run_jobs knows the traces, not the generators that made them: a job-set point of a
+    plug-in generator recorded no plugin_identity, so an edit of it left its rows current.
+    Here fib stands for a plug-in (its module given an outside identity)."""
+    import simsched.plugins
+
+    monkeypatch.setattr(
+        simsched.plugins,
+        "outside_source_identity",
+        lambda module: "0123456789abcdef" if module.endswith(".fib") else None,
+    )
+    (tmp_path / "gen.yaml").write_text(
+        "seed: 0\njobs:\n  - {generator: fib, params: {n: 12}, copies: 2, arrival: [0, 0]}\n"
+    )
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(
+        "name: jobs\nout: results\nworkloads:\n  - {name: gen, jobs: gen.yaml}\n"
+        "machines: [itrs-scaling-4]\nschedulers: [ws]\nseeds: [0]\n"
+    )
+    loaded = load_spec(spec)
+    run_sweep(loaded, workers=0, progress=False)
+    row = load_results(loaded.out_dir).iloc[0]
+    assert json.loads(row["plugin_identity"]) == {"workload:fib": "0123456789abcdef"}
