@@ -25,6 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import matplotlib as mpl
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
@@ -73,9 +74,22 @@ def style_path() -> Path:
 
 @contextlib.contextmanager
 def style() -> Iterator[None]:
-    """Context manager applying simsched's style to figures made inside it."""
-    with plt.style.context(str(style_path())):
-        yield
+    """Context manager applying simsched's style to figures made inside it.
+
+    Only the style's parameters are undone at the end.  Leaving the context restores every
+    rc parameter, ``interactive`` among them, and a notebook's inline backend, set up when
+    the first figure is made (inside the context, if the first figure is one of ours),
+    turns ``interactive`` on: undone, no later figure of the kernel was displayed.
+    """
+    interactive = mpl.is_interactive()
+    try:
+        with plt.style.context(str(style_path())):
+            try:
+                yield
+            finally:
+                interactive = mpl.is_interactive()
+    finally:
+        mpl.interactive(interactive)
 
 
 def use_style() -> None:

@@ -756,3 +756,46 @@ def test_normalised_time_says_which_rows_it_leaves_out():
     with pytest.warns(UserWarning, match="normalised time: 3 of"):
         normalised_time_bars(df)
     plt.close("all")
+
+
+def test_the_style_leaves_interactive_as_the_figures_inside_set_it():
+    """A notebook's inline backend turns ``interactive`` on when its first figure is made;
+    made inside ``style()``, leaving the context turned it off again, and no later figure
+    of the kernel was displayed."""
+    from simsched.plotting.figures import style
+
+    try:
+        matplotlib.interactive(False)
+        with style():
+            matplotlib.interactive(True)  # as the inline backend does on its first figure
+        assert matplotlib.is_interactive()
+        with style():
+            pass
+        assert matplotlib.is_interactive()
+        matplotlib.interactive(False)
+        with style():
+            pass
+        assert not matplotlib.is_interactive()
+    finally:
+        matplotlib.interactive(False)
+
+
+def test_every_styled_figure_of_a_notebook_is_displayed():
+    """The same in a real kernel: the second of two styled figures, and a plain one after
+    them, had no image output."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    cells = [
+        "import pandas as pd\nfrom simsched import plotting\n"
+        "df = pd.DataFrame({'cores': [1, 2, 1, 2], 'speedup': [1, 1.8, 1, 1.5], "
+        "'scheduler': ['ws', 'ws', 'pdf', 'pdf'], 'status': ['ok'] * 4, 'workload': ['a'] * 4})",
+        "fig = plotting.sweep_figure(df, x='cores', y='speedup')",
+        "fig = plotting.sweep_figure(df, x='cores', y='speedup')",
+        "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2])",
+    ]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    shown = [any("image/png" in o.get("data", {}) for o in c.outputs) for c in nb.cells]
+    assert shown == [False, True, True, True]
