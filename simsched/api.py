@@ -854,7 +854,8 @@ def run_jobs(
                 raise ConfigError(f"{js.source}: {exc}") from None
             raise
         try:  # before any trace is opened or made (the engine checks it too)
-            check_departures(ctl, (get_scheduler(j.scheduler) for j in js.jobs))
+            classes = [get_scheduler(j.scheduler) for j in js.jobs]
+            check_departures(ctl, classes)
         except ConfigError as exc:
             raise ConfigError(f"{js.source}: {exc}" if js.source else str(exc)) from None
         base.update(
@@ -886,8 +887,7 @@ def run_jobs(
             wrote.append("config.json")
         specs = []
         opened: dict[Any, Any] = {}  # copies of a program share one open trace
-        classes = []
-        for j in js.jobs:
+        for j, cls in zip(js.jobs, classes, strict=True):
             t = opened.get(j.trace)
             if t is None:
                 # a JobSet made in Python skipped load_jobset's check of its trace files
@@ -901,8 +901,6 @@ def run_jobs(
                 if mine:  # a Trace the caller opened stays open
                     owned.append(t)
             traces.append(t)
-            cls = get_scheduler(j.scheduler)
-            classes.append(cls)
             specs.append(JobSpec(t, cls, j.params, j.arrival, j.name))
         note_plugins(base, [("controller", ctl.name), *(("scheduler", c.name) for c in classes)])
         try:  # the engine checks it too, without knowing the job set's file

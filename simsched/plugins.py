@@ -25,19 +25,24 @@ from simsched.identity import outside_source_identity
 PLUGIN_FIELD = "plugin_identity"
 
 
-def _module_of(kind: str, name: str) -> str | None:
-    """The module defining the plug-in of ``kind`` called ``name``; None when there is none
-    (a name no registry knows, or a plug-in that no longer loads)."""
+def _identity(kind: str, name: str) -> str | None:
+    """:func:`~simsched.identity.outside_source_identity` of the module defining the
+    plug-in of ``kind`` called ``name``; None for a built-in one, and when there is none
+    (a kind or name no registry knows, or a plug-in that no longer loads)."""
     from simsched.engine.controllers import CONTROLLERS
     from simsched.schedulers.registry import SCHEDULERS
     from simsched.workloads import GENERATORS
 
     registry: Any = {"scheduler": SCHEDULERS, "controller": CONTROLLERS, "workload": GENERATORS}
+    if kind not in registry:
+        return None
     try:
         entry = registry[kind].get(name)
     except ConfigError:
         return None
-    return entry.module.__name__ if kind == "workload" else entry.__module__
+    return outside_source_identity(
+        entry.module.__name__ if kind == "workload" else entry.__module__
+    )
 
 
 def plugin_identity(uses: Iterable[tuple[str, str]], recorded: str | None = None) -> str | None:
@@ -59,8 +64,7 @@ def plugin_identity(uses: Iterable[tuple[str, str]], recorded: str | None = None
     """
     found = json.loads(recorded) if recorded else {}
     for kind, name in uses:
-        module = _module_of(kind, name)
-        ident = None if module is None else outside_source_identity(module)
+        ident = _identity(kind, name)
         if ident is not None:
             found[f"{kind}:{name}"] = ident
     return canonical_json(found) if found else None
@@ -88,11 +92,7 @@ def plugins_changed(recorded: object) -> bool:
         return False
     for key, ident in named.items():
         kind, _, name = str(key).partition(":")
-        now = (
-            plugin_identity([(kind, name)])
-            if kind in ("scheduler", "controller", "workload")
-            else None
-        )
-        if now is None or json.loads(now).get(key) != ident:
+        now = _identity(kind, name)
+        if now is None or now != ident:
             return True
     return False

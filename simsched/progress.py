@@ -3,9 +3,9 @@
 A bar redrawn in place means nothing in a log file or a pipe, so when stderr is not a
 terminal the same progress is written as one plain line every ``interval`` seconds
 (``simulating ws on itrs-scaling-16: 42.0 %, 43 s left (31 s)``: the time left is the rate
-so far applied to what remains) and a last line when the step ends; a ``detail`` callback adds to each line where the step
-is in its own words (a replay's cycle and strands done, which move when nothing countable
-is done, and show a run that no longer moves).
+so far applied to what remains) and a last line when the step ends; a ``detail`` callback
+adds to each line where the step is in its own words (a replay's cycle and strands done,
+which move when nothing countable is done, and show a run that no longer moves).
 Whether to report at all is the caller's choice (the CLI's ``--progress`` / ``--no-progress``,
 by default only at a terminal); how is decided here.  :func:`plural` words the counts of
 such lines and of the commands' summaries.

@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable
 from importlib import metadata
 from typing import Generic, TypeVar
 
-from simsched.errors import ConfigError, shown
+from simsched.errors import ConfigError, described, shown
 
-__all__ = ["PLUGIN_GROUPS", "Registry", "class_registry"]
+__all__ = ["PLUGIN_GROUPS", "Registry", "class_registry", "name_key"]
 
 #: The entry-point group of each kind of plug-in.
 PLUGIN_GROUPS = {
@@ -35,7 +35,7 @@ PLUGIN_GROUPS = {
 T = TypeVar("T")
 
 
-def _key(name: object) -> str | None:
+def name_key(name: object) -> str | None:
     """The lookup key of ``name``: stripped and lower-case; None for a non-string."""
     return name.strip().lower() if isinstance(name, str) else None
 
@@ -99,7 +99,7 @@ class Registry(Generic[T]):
         """
         if self._check is not None:
             self._check(entry)
-        names = [_key(n) for n in self._names_of(entry)]
+        names = [name_key(n) for n in self._names_of(entry)]
         if not names or any(not n for n in names):
             raise ConfigError(f"{entry!r}: a {self.kind} needs a non-empty name")
         for key in names:
@@ -119,11 +119,11 @@ class Registry(Generic[T]):
         self._plugins_loaded = True
         for ep in metadata.entry_points(group=self.group):
             try:
-                if _key(ep.name) in self.entries:  # never replaces a built-in silently
+                if name_key(ep.name) in self.entries:  # never replaces a built-in silently
                     raise ConfigError(f"the name {ep.name!r} is taken by a built-in {self.kind}")
                 self.register(self._adapt(ep.load(), ep.name))
             except Exception as exc:  # a broken plug-in is reported when it is asked for
-                self._plugin_errors[_key(ep.name) or ep.name] = f"{type(exc).__name__}: {exc}"
+                self._plugin_errors[name_key(ep.name) or ep.name] = described(exc)
 
     def plugin_errors(self) -> dict[str, str]:
         """Entry points of :attr:`group` that failed to load, name -> error (read once)."""
@@ -135,7 +135,7 @@ class Registry(Generic[T]):
         self.load_plugins()
         out = set()
         for entry in self.entries.values():
-            out.add(_key(next(iter(self._names_of(entry)))))
+            out.add(name_key(next(iter(self._names_of(entry)))))
         return sorted(n for n in out if n)
 
     def get(self, name: object) -> T:
@@ -147,7 +147,7 @@ class Registry(Generic[T]):
             When no entry has that name: the message lists the known names, or gives the
             error of the plug-in of that name that failed to load.
         """
-        key = _key(name)
+        key = name_key(name)
         if key is not None and key in self.entries:
             return self.entries[key]
         self.load_plugins()

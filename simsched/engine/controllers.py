@@ -60,7 +60,7 @@ from simsched.params import (
     coerce,
     settle_plugin_class,
 )
-from simsched.registry import Registry, class_registry
+from simsched.registry import PLUGIN_GROUPS, Registry, class_registry
 
 if TYPE_CHECKING:
     from simsched.machine import Machine
@@ -384,7 +384,7 @@ class Deq(Controller):
 
 
 CONTROLLERS: Registry[type[Controller]] = class_registry(
-    "controller", "simsched.controllers", Controller
+    "controller", PLUGIN_GROUPS["controller"], Controller
 )
 
 #: Names and aliases of every known controller class.

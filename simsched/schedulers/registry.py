@@ -8,7 +8,7 @@ plug-in cannot break ``import simsched``.
 
 from __future__ import annotations
 
-from simsched.registry import Registry, class_registry
+from simsched.registry import PLUGIN_GROUPS, Registry, class_registry
 from simsched.schedulers.asteal import AdaptiveSteal
 from simsched.schedulers.base import Scheduler
 from simsched.schedulers.cab import CacheAwareBiTier
@@ -19,7 +19,7 @@ from simsched.schedulers.saws import StableAdaptiveWorkStealing
 from simsched.schedulers.ws import WorkStealing
 from simsched.schedulers.ws_equi import AdaptiveWorkStealing
 
-ENTRY_POINT_GROUP = "simsched.schedulers"
+ENTRY_POINT_GROUP = PLUGIN_GROUPS["scheduler"]
 
 
 SCHEDULERS: Registry[type[Scheduler]] = class_registry("scheduler", ENTRY_POINT_GROUP, Scheduler)

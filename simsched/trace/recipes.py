@@ -74,11 +74,11 @@ def _plugin_generator_identity(name: str) -> str | None:
     from importlib import metadata
 
     from simsched.identity import outside_source_identity
-    from simsched.registry import PLUGIN_GROUPS
+    from simsched.registry import PLUGIN_GROUPS, name_key
 
-    key = name.strip().lower()
+    key = name_key(name)
     for ep in metadata.entry_points(group=PLUGIN_GROUPS["workload"]):
-        if ep.name.strip().lower() == key:
+        if name_key(ep.name) == key:
             return outside_source_identity(ep.module)
     return None
 

@@ -54,7 +54,7 @@ from simsched.errors import (
     note_raised_by,
 )
 from simsched.params import check_callable, is_power_of_two
-from simsched.registry import Registry
+from simsched.registry import PLUGIN_GROUPS, Registry
 from simsched.trace import repeat
 from simsched.trace.format import CHUNK_REFS
 from simsched.workloads import datapar, fib, ge, hashjoin, mergesort, stencil
@@ -207,7 +207,7 @@ def _adapt(module: object, name: str) -> Workload:
 
 
 GENERATORS: Registry[Workload] = Registry(
-    "workload", "simsched.workloads", lambda w: (w.name,), _adapt
+    "workload", PLUGIN_GROUPS["workload"], lambda w: (w.name,), _adapt
 )
 for _w in (
     Workload(mergesort),
