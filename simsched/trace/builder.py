@@ -60,6 +60,10 @@ def _check_function(path: os.PathLike[str] | str, what: str, value: object) -> N
         )
 
 
+#: How :meth:`TraceBuilder.call` records a call whose frame an iteration mark inside it
+#: ended, the rest of it running in main's frame (:meth:`TraceBuilder._inline_calls`).
+_INLINED = "inlined"
+
 #: the header's counts, in its order
 _COUNT_KEYS = ("n_strands", "n_frames", "n_edges", "n_refs", "n_chunks", "n_instructions")
 
@@ -187,8 +191,9 @@ class TraceBuilder:
         self._closed = False
         self._stack: list[_Frame] = []
         # One entry per open call(): True if it opened a frame, False if it was merged
-        # into the frame its spawn had just opened.
-        self._calls: list[bool] = []
+        # into the frame its spawn had just opened, _INLINED once an iteration mark
+        # inside it ended its frame (the rest runs in main's).
+        self._calls: list[bool | str] = []
         # The repeated part (repeat_begin/repeat_end): while it is open, (strand before it,
         # main's instructions then, references then); once ended, its meta field and
         # (main's last strand, its instructions, references) at the end.
@@ -365,7 +370,18 @@ class TraceBuilder:
         self._check_open()
         if not self._calls:
             raise TraceBuildError(f"{self.path}: return from a Cilk call without a matching call")
-        if not self._calls.pop():
+        how = self._calls.pop()
+        if how is _INLINED:
+            if len(self._stack) != 1:
+                raise TraceBuildError(
+                    f"{self.path}: a Cilk call returns while a frame it spawned is still open"
+                )
+            # its frame ended at the mark; what followed ran in main, and its return
+            # syncs what it spawned there
+            self._stack[0].fresh = False
+            self._sync(self._stack[0])
+            return
+        if not how:
             fr = self._stack[-1]
             fr.fresh = False
             self._sync(fr)
@@ -408,13 +424,16 @@ class TraceBuilder:
 
         Position keys of main's children restart, so the same task has the same key in
         every iteration (LAWS §3.3).  The rule (docs/trace-format.md, "Iterations"): marks
-        are made in main, with increasing numbers in ``0..2**63-1``.
+        are made in main, with increasing numbers in ``0..2**63-1``; a mark made inside
+        Cilk functions main calls ends their frames and runs the rest of them in main's
+        (:meth:`_inline_calls`).
 
         Raises
         ------
         IterationMarkError
-            ``i`` is not an integer, is out of range or not above the previous mark, or
-            the mark is made inside a spawned frame.
+            ``i`` is not an integer, is out of range or not above the previous mark, the
+            mark is made inside a spawned frame, or inside a called one while a frame on
+            the stack has a spawned child not synced.
         """
         self._check_open()
         try:
@@ -425,21 +444,11 @@ class TraceBuilder:
             ) from None
         if len(self._stack) != 1:
             depth = len(self._stack) - 1
-            if all(fr.called for fr in self._stack[1:]):
-                # A Cilk function main calls has a frame of its own, and the iterations
-                # are groups of main's children: solve()'s one frame cannot be cut into
-                # iterations (a frame below a child of main has its parent's iteration).
+            if not all(fr.called for fr in self._stack[1:]):
                 raise IterationMarkError(
-                    f"{self.path}: iteration mark {n} inside a Cilk function that main "
-                    f"calls (depth {depth}): iterations are marked in main itself, since "
-                    "a called Cilk function has a frame of its own and an iteration is a "
-                    "group of main's children; write the time loop and its SS_ITER in "
-                    "main (its steps may call the Cilk function that does one step)"
+                    f"{self.path}: iteration mark {n} inside a spawned frame (depth "
+                    f"{depth}): iterations are marked in main"
                 )
-            raise IterationMarkError(
-                f"{self.path}: iteration mark {n} inside a spawned frame (depth "
-                f"{depth}): iterations are marked in main"
-            )
         if not 0 <= n <= fmt.MAX_ITERATION:
             raise IterationMarkError(f"{self.path}: iteration mark {n} is outside 0..2^63-1")
         if n <= self._iteration:
@@ -447,6 +456,13 @@ class TraceBuilder:
                 f"{self.path}: iteration mark {n} after iteration {self._iteration}: "
                 "iteration numbers must increase"
             )
+        if len(self._stack) != 1:
+            problem = self._inline_calls()
+            if problem:
+                raise IterationMarkError(
+                    f"{self.path}: iteration mark {n} inside a Cilk function that main "
+                    f"calls (depth {len(self._stack) - 1}) {problem}"
+                )
         self._marked = True
         self._mark_due = False
         fr = self._stack[-1]
@@ -454,6 +470,38 @@ class TraceBuilder:
         self._patch_branching(fr)
         fr.nspawn = 0
         self._iteration = n
+
+    def _inline_calls(self) -> str | None:
+        """End the Cilk functions open on main's stack (all called, none spawned) at an
+        iteration mark made inside them, and run the rest of them in main's own frame;
+        None when done, else why it cannot be (the builder is unchanged then).
+
+        A time loop is often written in a function main calls (``solve()``), not in main;
+        but a called Cilk function has a frame of its own, and iterations are groups of
+        main's children.  So the call's frame ends at the first mark, as if it returned
+        there (what it did before the loop stays a child of main, joined at once), and
+        from the mark on the function's spawns, syncs and calls are main's; its return
+        is a sync of main (:meth:`call_ret`).  The steps get the frames they would have
+        with the time loop written in main, and no dependence changes as long as no
+        frame on the stack has a child outstanding: one is refused, since the frame's end
+        would sync it early, or, for one of main's, a sync inside the loop would wait
+        for it too.
+        """
+        if self._rep_open is not None:
+            return "within a repeated part: mark a repeated part's iterations in main"
+        for depth, fr in enumerate(self._stack):
+            if fr.joins:
+                who = "main" if depth == 0 else f"the Cilk function at depth {depth}"
+                return (
+                    f"while {who} has {len(fr.joins)} spawned child(ren) not synced: the "
+                    "mark would move the sync; sync before the time loop, or write it in main"
+                )
+        opened = len(self._stack) - 1
+        # the calls open are exactly these frames' (a merged call is a spawned frame's)
+        self._calls[-opened:] = [_INLINED] * opened
+        while len(self._stack) > 1:
+            self._close_child(called=True)
+        return None
 
     def _check_main_synced(self, what: str) -> _Frame:
         self._check_open()

@@ -250,9 +250,8 @@ def no_iterations_reason(t: Trace) -> str:
     if len(kids) == 1 and inner and into.shape[0] and int(into[0]) == int(lst[kids[0]]) + 1:
         return (
             f"main has one phase, one Cilk function it calls (with {inner} children of "
-            "its own); a time loop inside a called function is not looked into: "
-            "iterations are groups of main's children, so write the time loop in main "
-            "(its steps may call the Cilk function that does one step)"
+            "its own); a time loop inside a called function is not looked into: mark "
+            "its steps with SS_ITER there, or write the time loop in main"
         )
     return f"main has one phase ({len(kids)} child frame(s) joined together): nothing repeats"
 

@@ -120,8 +120,17 @@ def _inside(b):
     b.iteration(0)
 
 
-def _in_a_called_function(b):
+def _while_main_has_a_child_outstanding(b):
+    b.spawn()
+    b.ret()
     b.call()
+    b.iteration(0)
+
+
+def _while_the_called_function_has_one(b):
+    b.call()
+    b.spawn()
+    b.ret()
     b.iteration(0)
 
 
@@ -137,11 +146,15 @@ def _called_inside_a_spawn(b):
         (_twice, "iteration mark 1 after iteration 1: iteration numbers must increase"),
         (lambda b: (b.iteration(3), b.iteration(2)), "iteration mark 2 after iteration 3"),
         (_inside, "iteration mark 0 inside a spawned frame \\(depth 1\\)"),
-        # the message said "spawned" of solve(), which main calls
         (
-            _in_a_called_function,
-            "iteration mark 0 inside a Cilk function that main calls "
-            "\\(depth 1\\): iterations are marked in main itself",
+            _while_main_has_a_child_outstanding,
+            "iteration mark 0 inside a Cilk function that main calls \\(depth 1\\) while "
+            "main has 1 spawned child\\(ren\\) not synced: the mark would move the sync",
+        ),
+        (
+            _while_the_called_function_has_one,
+            "iteration mark 0 inside a Cilk function that main calls \\(depth 1\\) while "
+            "the Cilk function at depth 1 has 1 spawned child",
         ),
         (_called_inside_a_spawn, "iteration mark 0 inside a spawned frame \\(depth 2\\)"),
         (lambda b: b.iteration(-1), "iteration mark -1 is outside 0..2\\^63-1"),
@@ -171,3 +184,101 @@ def test_builder_accepts_sparse_increasing_marks(tmp_path):
     assert validate(p)["ok"]
     with open_trace(p) as t:
         assert t.frames.iteration.tolist() == [-1, 0, 5, 2**40]
+
+
+def _step(b, t):
+    """One time step: two leaves and the step's own work, synced."""
+    for k in range(2):
+        b.spawn()
+        b.ref(4096 * k + 64 * t, 8, False, gap=3)
+        b.ret()
+    b.ref(64 * 999, 8, True, gap=1)
+    b.sync()
+
+
+def _loop(b, called_step):
+    for t in range(3):
+        b.iteration(t)
+        if called_step:
+            b.call()
+        _step(b, t)
+        if called_step:
+            b.call_ret()
+    b.ref(64 * 7, 8, False)
+
+
+def _prologue(b):
+    b.ref(0, 8, True, gap=2)
+    b.spawn()
+    b.ref(1 << 20, 8, True)
+    b.ret()
+    b.sync()
+
+
+def _iteration_frames(p):
+    """Each frame in an iteration: (iteration, parent's, level, spawn index, branching,
+    references), the parent named the same way (main: None)."""
+    with open_trace(p) as t:
+        f = t.frames
+        it, par = f.iteration.tolist(), f.parent.tolist()
+        ref_start = t.strands.ref_start.tolist() + [t.header.n_refs]
+        strand_frame = t.strands.frame.tolist()
+        refs = [0] * t.header.n_frames
+        for s, fr in enumerate(strand_frame):
+            refs[fr] += ref_start[s + 1] - ref_start[s]
+        order = [i for i in range(len(it)) if it[i] >= 0]
+        name = {i: k for k, i in enumerate(order)}
+        return [
+            (
+                it[i],
+                name.get(par[i]),
+                int(f.level[i]),
+                int(f.spawn_index[i]),
+                int(f.branching[i]),
+                refs[i],
+            )
+            for i in order
+        ], t.header.n_refs
+
+
+@pytest.mark.parametrize("prologue", [False, True])
+@pytest.mark.parametrize("called_step", [False, True])
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_time_loop_in_a_called_cilk_function_gives_main_its_steps(
+    tmp_path, prologue, called_step, depth
+):
+    # main() { solve(); } with the time loop and its marks in solve(): the steps get the
+    # frames they have with the loop in main, and what solve() did first stays a called
+    # child of main, before the first iteration
+    with TraceBuilder(tmp_path / "main.sst") as b:
+        if prologue:
+            _prologue(b)
+        _loop(b, called_step)
+    with TraceBuilder(tmp_path / "solve.sst") as b:
+        for _ in range(depth):
+            b.call()
+        if prologue:
+            _prologue(b)
+        _loop(b, called_step)
+        for _ in range(depth):
+            b.call_ret()
+        assert b.open_calls == 0
+    for p in ("main.sst", "solve.sst"):
+        assert validate(tmp_path / p)["ok"]
+    assert _iteration_frames(tmp_path / "solve.sst") == _iteration_frames(tmp_path / "main.sst")
+    with open_trace(tmp_path / "solve.sst") as t:
+        f = t.frames
+        before = [i for i in range(t.header.n_frames) if f.iteration[i] < 0][1:]
+        # solve()'s frames before its first mark: the call chain and the prologue's child
+        assert len(before) == depth + prologue
+        assert f.parent[before[0]] == 0 and f.level[before[0]] == 1
+
+
+def test_a_call_ended_by_a_mark_returns_only_to_main(tmp_path):
+    with pytest.raises(TraceBuildError, match="a Cilk call returns while a frame it spawned"):
+        with TraceBuilder(tmp_path / "t.sst") as b:
+            b.call()
+            b.iteration(0)
+            b.spawn()
+            b.call_ret()
+    assert list(tmp_path.iterdir()) == []

@@ -13,7 +13,10 @@
  * loop is split as OpenCilk splits it.  SS_ITER marks the iterations, as in
  * ../stencil2d.c.
  * Built with -DCALL_LAST_CHILD the last child of each step is called, not
- * spawned (last_child.h); the frame tree is the same.
+ * spawned (last_child.h); the frame tree is the same.  Built with
+ * -DLOOP_IN_SOLVE the time loop and its SS_ITER marks are in solve(), a Cilk
+ * function main calls, as programs are often written; the steps get the same
+ * frames (docs/capture.md, "Iterations").
  */
 #include <cilk/cilk.h>
 
@@ -44,6 +47,29 @@ static void sweep(grid_t *g, long grain)
         row(g, i);
 }
 
+static void swap(grid_t *g)
+{
+    double *tmp = g->src;
+    g->src = g->dst;
+    g->dst = tmp;
+}
+
+/* The time loop, in main or (-DLOOP_IN_SOLVE) in solve(), a Cilk function main calls. */
+#define TIME_LOOP(g, steps, grain)         \
+    for (long t = 0; t < (steps); t++) {   \
+        SS_ITER(t);                        \
+        last_child sweep((g), (grain));    \
+        cilk_sync;                         \
+        swap(g);                           \
+    }
+
+#ifdef LOOP_IN_SOLVE
+static void solve(grid_t *g, long steps, long grain)
+{
+    TIME_LOOP(g, steps, grain);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     long n = ss_arg(argc, argv, 1, 256);
@@ -59,14 +85,11 @@ int main(int argc, char **argv)
     for (size_t c = 0; c < cells; c++)
         g->src[c] = g->dst[c] = (double)(ss_rand() % 1000) / 10.0;
     SS_ROI_BEGIN();
-    for (long t = 0; t < steps; t++) {
-        SS_ITER(t);
-        last_child sweep(g, grain);
-        cilk_sync;
-        double *tmp = g->src;
-        g->src = g->dst;
-        g->dst = tmp;
-    }
+#ifdef LOOP_IN_SOLVE
+    solve(g, steps, grain);
+#else
+    TIME_LOOP(g, steps, grain);
+#endif
     SS_ROI_END();
     double sum = 0;
     for (long i = 1; i <= n; i++)
