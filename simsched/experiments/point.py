@@ -168,10 +168,24 @@ def _simulate(point: Point, run_dir: Path, resolved: dict[str, Any]) -> dict[str
     rec = dict(result.record)
     if point.workload.get("kind") == "generator":
         # the trace's generator, which run() does not know, when it is a plug-in
-        from simsched.plugins import note_plugins
-
-        note_plugins(rec, [("workload", point.workload["generator"])])
+        _note_generators(rec, result.record, run_dir, [point.workload["generator"]])
     return rec
+
+
+def _note_generators(
+    rec: dict[str, Any], written: dict[str, Any], run_dir: Path, generators: list[str]
+) -> None:
+    """Add the plug-ins among a point's workload ``generators`` to its record ``rec``
+    (:func:`simsched.plugins.note_plugins`), and to the ``result.json`` the run wrote
+    (``written``, the record as written) when that adds one, so that the run's own record
+    names all the code its result depends on."""
+    from simsched.api import _write_record
+    from simsched.plugins import PLUGIN_FIELD, note_plugins
+
+    note_plugins(rec, [("workload", g) for g in generators])
+    ident = rec.get(PLUGIN_FIELD)
+    if ident != written.get(PLUGIN_FIELD):
+        _write_record(run_dir, {**written, PLUGIN_FIELD: ident})
 
 
 def _write_early_failure(
@@ -280,10 +294,9 @@ def _simulate_jobs(point: Point, machine: Any, run_dir: Path) -> dict[str, Any]:
     rec["scheduler"] = point.scheduler["name"]
     # the generators of its job groups, which run_jobs does not know, when they are plug-ins
     from simsched.jobset import jobset_generator_recipes
-    from simsched.plugins import note_plugins
 
     made = jobset_generator_recipes(Path(point.spec_dir) / w["path"])
-    note_plugins(rec, [("workload", r["generator"]) for r in made])
+    _note_generators(rec, res.record, run_dir, [r["generator"] for r in made])
     return {k: canonical_json(v) if isinstance(v, dict | list) else v for k, v in rec.items()}
 
 

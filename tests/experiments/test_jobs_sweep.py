@@ -141,3 +141,26 @@ def test_a_job_set_point_names_the_plugin_generators_of_its_groups(tmp_path, mon
     run_sweep(loaded, workers=0, progress=False)
     row = load_results(loaded.out_dir).iloc[0]
     assert json.loads(row["plugin_identity"]) == {"workload:fib": "0123456789abcdef"}
+    # and so does the run's own record (it did not)
+    (written,) = loaded.out_dir.glob("**/result.json")
+    rec = json.loads(written.read_text())
+    assert rec["status"] == "ok" and rec["makespan_cycles"] == row["makespan_cycles"]
+    named = rec["plugin_identity"]
+    assert (json.loads(named) if isinstance(named, str) else named) == {
+        "workload:fib": "0123456789abcdef"
+    }
+
+    # a sweep point of such a generator too
+    spec.write_text(
+        "name: gen\nout: gen-results\nworkloads:\n"
+        "  - {name: fib, generator: fib, params: {n: 12}}\n"
+        "machines: [itrs-scaling-4]\nschedulers: [ws]\nseeds: [0]\n"
+    )
+    loaded = load_spec(spec)
+    run_sweep(loaded, workers=0, progress=False)
+    row = load_results(loaded.out_dir).iloc[0]
+    (written,) = loaded.out_dir.glob("**/result.json")
+    named = json.loads(written.read_text())["plugin_identity"]
+    assert (json.loads(named) if isinstance(named, str) else named) == json.loads(
+        row["plugin_identity"]
+    )
