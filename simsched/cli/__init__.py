@@ -439,4 +439,21 @@ def main(argv: list[str] | None = None) -> None:
         # No file named and standard output works: the error came from elsewhere (a write
         # to a file already open), and blaming standard output sent the user astray.
         fail(describe_os_error(exc))
+    if argv is None:  # the process is the command's own (not a caller's, or a test's)
+        _ignore_late_signals()
     raise SystemExit(status if isinstance(status, int) else 0)
+
+
+def _ignore_late_signals() -> None:
+    """Ignore Ctrl-C and SIGTERM from now on: the command has ended and its outputs are
+    whole, and the status should say so.
+
+    The interpreter still shuts down (its threads joined, its ``atexit`` handlers run):
+    a Ctrl-C then was a traceback from inside the shutdown, or, once Python had given the
+    signal back its default action, the end of the process with status 130 and no word,
+    after a run whose table was printed and whose ``result.json`` said ``ok``.
+    """
+    import signal
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)

@@ -16,6 +16,7 @@ from simsched.cli._table import console as console  # re-exported for the comman
 from simsched.cli._table import err_console as err_console
 from simsched.cli._table import print_table as print_table
 from simsched.errors import ConfigError
+from simsched.files import parse_yaml
 from simsched.params import check_line_size
 
 #: Options shared by the commands that take one machine (``memsim``, ``calibrate``).
@@ -98,7 +99,8 @@ def parse_value(text: str) -> Any:
 
 
 def parse_kv(items: list[str] | None, option: str) -> dict[str, Any]:
-    """Parse repeated ``key=value`` options into a dict, naming the option on errors."""
+    """Parse repeated ``key=value`` options into a dict, naming the option on errors: a
+    value is read by :func:`parse_value`, or as YAML when it is a list or mapping."""
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -106,7 +108,10 @@ def parse_kv(items: list[str] | None, option: str) -> dict[str, Any]:
             raise ConfigError(f"{option} {item!r}: expected key=value")
         if key.strip() in out:
             raise ConfigError(f"{option} {key.strip()}: given twice")
-        out[key.strip()] = parse_value(value.strip())
+        raw = value.strip()
+        # a list or mapping ([], [{name: L1, ...}]) is read as YAML, as sweep --set reads it
+        flow = raw.startswith(("[", "{"))
+        out[key.strip()] = parse_yaml(raw, f"{option} {item!r}") if flow else parse_value(raw)
     return out
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -41,14 +40,39 @@ AXES: tuple[str, ...] = ("workloads", "machines", "schedulers", "seeds")
 # Keys a filter may test, each read from a point's columns.
 FILTER_KEYS = ("workload", "machine", "scheduler", "seed", "cores", "sockets")
 
-_BRACE_RE = re.compile(r"\{([^{}]*)\}")
-
 #: Most names one brace pattern may expand to (a sweep of more machines is a mistake).
 MAX_BRACE_NAMES = 4096
 
 
+def _top_level(text: str, start: int, end: int, sep: str) -> list[int]:
+    """Where ``sep`` stands in ``text[start:end]`` outside any nested brace group."""
+    at, depth = [], 0
+    for i in range(start, end):
+        ch = text[i]
+        depth += (ch == "{") - (ch == "}")
+        if depth == 0 and ch == sep:
+            at.append(i)
+    return at
+
+
+def _first_group(text: str) -> tuple[int, int] | None:
+    """The first outermost ``{...}`` group of ``text``, whose braces are balanced (its
+    braces' indices); None if it has none."""
+    depth, start = 0, -1
+    for i, ch in enumerate(text):
+        if ch == "{":
+            start = i if depth == 0 else start
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return start, i
+    return None
+
+
 def expand_braces(text: str, limit: int = MAX_BRACE_NAMES) -> list[str]:
-    """Expand shell-like braces: ``a-{1,2,4}`` and ``a-{2..8..2}`` (inclusive ranges).
+    """Expand shell-like braces: ``a-{1,2,4}``, ``a-{2..8..2}`` (inclusive ranges) and
+    groups inside groups (``a-{1,{2,4}}``: ``a-1``, ``a-2``, ``a-4``), as a shell does.
 
     Parameters
     ----------
@@ -63,14 +87,28 @@ def expand_braces(text: str, limit: int = MAX_BRACE_NAMES) -> list[str]:
     Raises
     ------
     ConfigError
-        A range is malformed (``{1..}``, a zero step, non-integer bounds), or the pattern
-        gives more than ``limit`` names (checked before any is built).
+        A brace has no partner, a range is malformed (``{1..}``, a zero step, non-integer
+        bounds), or the pattern gives more than ``limit`` names (checked before any is
+        built).
     """
-    match = _BRACE_RE.search(text)
-    if match is None:
+    depth = 0
+    for i, ch in enumerate(text):  # every brace has its partner, in the name as written
+        depth += (ch == "{") - (ch == "}")
+        if depth < 0:
+            raise ConfigError(f"{text!r}: '}}' at {i} closes no '{{'")
+    if depth:
+        raise ConfigError(f"{text!r}: {depth} '{{' not closed")
+    return _expand(text, limit)
+
+
+def _expand(text: str, limit: int) -> list[str]:
+    group = _first_group(text)
+    if group is None:
         return [text]
-    body = match.group(1)
-    if ".." in body:
+    start, end = group
+    body = text[start + 1 : end]
+    commas = _top_level(text, start + 1, end, ",")
+    if not commas and ".." in body and "{" not in body:
         parts = body.split("..")
         try:
             nums = [int(p) for p in parts]
@@ -86,11 +124,12 @@ def expand_braces(text: str, limit: int = MAX_BRACE_NAMES) -> list[str]:
             str(v) for v in (range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step))
         ]
     else:
-        items = body.split(",")
-    head, tail = text[: match.start()], text[match.end() :]
+        cuts = [start, *commas, end]
+        items = [text[i + 1 : j] for i, j in zip(cuts, cuts[1:], strict=False)]
+    head, tail = text[:start], text[end + 1 :]
     out: list[str] = []
     for item in items:
-        out.extend(expand_braces(head + item + tail, max(1, limit // len(items))))
+        out.extend(_expand(head + item + tail, max(1, limit // len(items))))
         if len(out) > limit:
             raise ConfigError(f"{text!r}: gives more than {limit} names")
     return out

@@ -737,15 +737,21 @@ def _recipes(points: list[Point]) -> list[dict[str, Any]]:
 
 
 def _check_trace_file(
-    path: Path, name: str, *, opened: bool = True, relative_to: str = "the spec"
+    path: Path,
+    name: str,
+    *,
+    opened: bool = True,
+    relative_to: str = "the spec",
+    sampled: bool = False,
 ) -> None:
     """Refuse a spec's trace file that every point of it would fail to open: missing, a
     folder or another file that is not a regular one, and (``opened``) empty, truncated,
-    corrupt or of another format version.
+    corrupt or of another format version, or (``sampled``) without iterations to sample.
 
     Opening it reads its header and tables and checks its content digest once (one pass
     over the file, remembered for the process), so a sweep's points do not each find out.
     """
+    from simsched.engine.sampled import trace_iterations
     from simsched.errors import TraceFormatError
     from simsched.trace import open_trace
 
@@ -760,7 +766,13 @@ def _check_trace_file(
     if not opened:
         return
     try:
-        open_trace(path).close()
+        with open_trace(path) as t:
+            if sampled and trace_iterations(t) == 0:
+                # known from the file alone: every point failed once it ran
+                raise ConfigError(
+                    f"trace {name}: has no iterations, so sample_iterations cannot sample "
+                    "it (mark them with SS_ITER, or drop the workload or sample_iterations)"
+                )
     except TraceFormatError as exc:
         raise ConfigError(str(exc)) from None
     except OSError as exc:
@@ -817,7 +829,12 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
         try:
             if w.trace is not None:
                 # a custom point function may read other files than simsched traces
-                _check_trace_file(loaded.spec_dir / w.trace, w.trace, opened=generators)
+                _check_trace_file(
+                    loaded.spec_dir / w.trace,
+                    w.trace,
+                    opened=generators,
+                    sampled=spec.sample_iterations is not None,
+                )
             if w.jobs is not None:
                 from simsched.jobset import check_jobset
 

@@ -74,6 +74,23 @@ def test_machine_values_are_bounded_in_the_schema(cli, fib_trace, setting, messa
         assert code == 2 and message in one_line(err)
 
 
+def test_a_machine_field_set_to_a_list_is_read_as_yaml(cli, tmp_path):
+    # `--set caches=[]` said "caches: expected a list, got '[]'": the value stayed text
+    code, _, err = cli("machine", "show", "itrs-scaling-2", "--set", "caches=[]")
+    assert code == 2 and "expected a list" not in err and "caches" in one_line(err)
+    code, _, err = cli("machine", "show", "itrs-scaling-2", "--set", "caches=[{name: L1")
+    assert code == 2 and one_line(err).startswith("simsched: error: --set 'caches=[{name: L1'")
+
+
+def test_a_bandwidth_in_exponent_notation_is_a_number(cli, tmp_path):
+    # YAML 1.1 reads 1.0e300 (no sign in the exponent) as text: "not a number of GB/s"
+    m = tmp_path / "m.yaml"
+    code, out, _ = cli("machine", "show", "opteron-8380-4x4")
+    m.write_text(out.replace("bandwidth: 4.0", "bandwidth: 8.8e0", 1))
+    code, out, _ = cli("machine", "show", m)
+    assert code == 0 and "bandwidth: 8.8" in out
+
+
 @pytest.mark.parametrize("bandwidth", ["1.0e-300", "1.0e-15"])
 def test_link_bandwidth_too_low_for_the_engine(cli, fib_trace, tmp_path, bandwidth):
     # 1e-300 overflowed int64 in the memory model, 1e-15 reported a deadlock instead
@@ -798,6 +815,22 @@ def test_ctrl_c_while_the_command_line_library_loads_is_one_line_and_130():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130, done.stderr
     assert done.stderr == "simsched: error: interrupted (Ctrl-C)\n"
+
+
+def test_ctrl_c_after_the_command_has_ended_leaves_its_status():
+    # a Ctrl-C while the interpreter shuts down (here from an atexit handler) came after a
+    # whole run: it was a traceback, or exit 130 without a word once Python had restored
+    # the signal's default action
+    code = (
+        "import atexit, os, signal, sys\n"
+        "atexit.register(lambda: os.kill(os.getpid(), signal.SIGINT))\n"
+        "sys.argv = ['simsched', 'machine', 'list']\n"
+        "from simsched.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert "itrs-scaling-16" in done.stdout
 
 
 def test_version_with_more_arguments_is_refused(capsys):

@@ -125,11 +125,12 @@ def test_simulate_point_takes_its_folder_as_any_path(tmp_path):
 
 
 def test_a_point_the_sampler_refuses_keeps_its_configuration(tmp_path):
-    """A sampled sweep on a trace without iterations fails every point of it; the failed
-    point's folder had its record but not its resolved configuration."""
+    """A sampled point on a trace without iterations fails; the failed point's folder had
+    its record but not its resolved configuration.  (A sweep refuses such a trace file
+    before any point runs, so the point is run here as a worker runs it.)"""
+    from simsched.experiments.point import simulate_point
     from simsched.workloads import generate
 
-    # a trace file (a generator that marks no iterations is refused before any point runs)
     generate("fib", tmp_path / "fib.sst", n=8, cutoff=2)
     spec = tmp_path / "real.yaml"
     spec.write_text(
@@ -137,9 +138,13 @@ def test_a_point_the_sampler_refuses_keeps_its_configuration(tmp_path):
         "schedulers: [ws]\nsample_iterations: 2\n"
     )
     loaded = load_spec(spec, small=False)
-    report = run_sweep(loaded, workers=0, progress=False)
-    assert report.failed == 1 and "has no iterations" in report.failures[0][1]
-    pdir = loaded.out_dir / "points" / report.failures[0][0]
+    with pytest.raises(ConfigError, match="fib.sst: has no iterations, so sample_iterations"):
+        run_sweep(loaded, workers=0, progress=False)
+    (point,) = loaded.points()
+    pdir = tmp_path / "point"
+    pdir.mkdir()
+    with pytest.raises(ConfigError, match="has no iterations"):
+        simulate_point(point, pdir)
     record = json.loads((pdir / "result.json").read_text())
     config = json.loads((pdir / "config.json").read_text())
     assert record["status"] == "error" and config["sample_iterations"] == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from simsched.errors import ConfigError
@@ -22,6 +24,25 @@ def test_expand_braces():
         expand_braces("a{1..x}")
     with pytest.raises(ConfigError, match="step > 0"):
         expand_braces("a{1..4..0}")
+
+
+def test_braces_inside_braces_expand_as_a_shell_expands_them():
+    # the innermost group was expanded first, so the outer one split its text wrongly:
+    # itrs-scaling-1, -2, -1, -4, and a sweep of them failed on a duplicate point
+    assert expand_braces("itrs-scaling-{1,{2,4}}") == [f"itrs-scaling-{i}" for i in (1, 2, 4)]
+    assert expand_braces("itrs-{scaling-{1,2},45nm-4}") == [
+        "itrs-scaling-1",
+        "itrs-scaling-2",
+        "itrs-45nm-4",
+    ]
+    assert expand_braces("a{x{1..2},y}b") == ["ax1b", "ax2b", "ayb"]
+    for text, message in [
+        ("x{1..3}{", "1 '{' not closed"),
+        ("a}b{", "'}' at 1 closes no '{'"),
+        ("a{1,{2}", "1 '{' not closed"),
+    ]:
+        with pytest.raises(ConfigError, match=re.escape(f"{text!r}: {message}")):
+            expand_braces(text)
 
 
 def test_brace_expansion_is_bounded_before_it_is_built():

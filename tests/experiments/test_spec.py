@@ -964,3 +964,22 @@ def test_sampling_a_generator_that_marks_no_iterations_is_refused_up_front(tmp_p
     # every built-in generator says whether it marks iterations
     assert {n for n, w in WORKLOADS.items() if w.marks_iterations is None} == set()
     assert not WORKLOADS["mergesort"].marks_iterations and WORKLOADS["ge"].marks_iterations
+
+
+def test_sampling_a_trace_file_without_iterations_is_refused_up_front(tmp_path):
+    """The check opened a trace file, and the points still each failed on it ("the trace
+    has no iterations")."""
+    from simsched.experiments.spec import check_spec
+
+    fib = Path(__file__).resolve().parents[2] / "traces" / "samples" / "fib-16-6.valgrind.sst"
+    text = (
+        f"name: d\nworkloads: [{{trace: {fib}}}]\nmachines: [itrs-scaling-1]\n"
+        "schedulers: [ws]\nsample_iterations: 3\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        check_spec(load_spec(write(tmp_path, text), small=False))
+    assert str(info.value).endswith(
+        "has no iterations, so sample_iterations cannot sample it (mark them with SS_ITER, "
+        "or drop the workload or sample_iterations)"
+    )
+    check_spec(load_spec(write(tmp_path, text.replace("sample_iterations: 3\n", "")), small=False))
