@@ -727,14 +727,6 @@ def _strict_loader() -> type:
                     None, None, f"cannot read {text} as {tag} ({why})", node.start_mark
                 ) from None
 
-    # YAML 1.1, which PyYAML follows, reads a number in exponent notation as a float only
-    # with a dot and a signed exponent: `1.0e300`, `2e9` and `1e-3` were strings (and a
-    # link's `bandwidth: 1.0e300` "not a number").  Read them as YAML 1.2 and Python do.
-    _StrictLoader.add_implicit_resolver(
-        "tag:yaml.org,2002:float",
-        re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-        list("-+0123456789."),
-    )
     return _StrictLoader
 
 

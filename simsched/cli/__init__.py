@@ -350,6 +350,14 @@ def main(argv: list[str] | None = None) -> None:
     cannot be read or written) ends in one line on stderr and exit status 2; Ctrl-C ends in
     one line and status 130.
     """
+    try:
+        _main(argv)
+    finally:
+        if argv is None:  # the process is the command's own (not a caller's, or a test's)
+            _after_the_command()
+
+
+def _main(argv: list[str] | None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     empty = empty_argument(args)
     if empty is not None:
@@ -439,21 +447,21 @@ def main(argv: list[str] | None = None) -> None:
         # No file named and standard output works: the error came from elsewhere (a write
         # to a file already open), and blaming standard output sent the user astray.
         fail(describe_os_error(exc))
-    if argv is None:  # the process is the command's own (not a caller's, or a test's)
-        _ignore_late_signals()
     raise SystemExit(status if isinstance(status, int) else 0)
 
 
-def _ignore_late_signals() -> None:
-    """Ignore Ctrl-C and SIGTERM from now on: the command has ended and its outputs are
-    whole, and the status should say so.
+def _after_the_command() -> None:
+    """The command has ended, its outputs whole and its status decided: ignore Ctrl-C from
+    now on, and let SIGTERM end the process at once.
 
     The interpreter still shuts down (its threads joined, its ``atexit`` handlers run):
     a Ctrl-C then was a traceback from inside the shutdown, or, once Python had given the
     signal back its default action, the end of the process with status 130 and no word,
-    after a run whose table was printed and whose ``result.json`` said ``ok``.
+    after a run whose table was printed and whose ``result.json`` said ``ok``.  SIGTERM
+    keeps its default action (status 143), so a shutdown that hangs can still be ended
+    as a batch system ends a job; so can Ctrl-\\ (SIGQUIT).
     """
     import signal
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

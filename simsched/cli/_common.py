@@ -6,6 +6,7 @@ typer) and are re-exported here for the command modules.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Annotated, Any
 
@@ -108,11 +109,19 @@ def parse_kv(items: list[str] | None, option: str) -> dict[str, Any]:
             raise ConfigError(f"{option} {item!r}: expected key=value")
         if key.strip() in out:
             raise ConfigError(f"{option} {key.strip()}: given twice")
-        raw = value.strip()
-        # a list or mapping ([], [{name: L1, ...}]) is read as YAML, as sweep --set reads it
-        flow = raw.startswith(("[", "{"))
-        out[key.strip()] = parse_yaml(raw, f"{option} {item!r}") if flow else parse_value(raw)
+        out[key.strip()] = _value(value.strip(), f"{option} {item!r}")
     return out
+
+
+def _value(raw: str, source: str) -> Any:
+    """A list or mapping (``[]``, ``[{name: L1, ...}]``) read as YAML, as ``sweep --set``
+    reads it, else :func:`parse_value`'s reading; a text that is no YAML (``[draft] two
+    cores``) stays text, for the field to take or name."""
+    if raw.startswith(("[", "{")):
+        with contextlib.suppress(ConfigError):
+            return parse_yaml(raw, source)
+        return raw
+    return parse_value(raw)
 
 
 def check_line(line: int | None, option: str = "--line") -> int | None:

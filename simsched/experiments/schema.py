@@ -70,6 +70,37 @@ def _first_group(text: str) -> tuple[int, int] | None:
     return None
 
 
+def _group_items(text: str, start: int, end: int) -> list[str] | range:
+    """The items of the group ``text[start:end + 1]``: a range's numbers (a ``range``, not
+    built) or the texts between its top-level commas."""
+    body = text[start + 1 : end]
+    commas = _top_level(text, start + 1, end, ",")
+    if commas or ".." not in body or "{" in body:
+        cuts = [start, *commas, end]
+        return [text[i + 1 : j] for i, j in zip(cuts, cuts[1:], strict=False)]
+    try:
+        nums = [int(p) for p in body.split("..")]
+    except ValueError:
+        raise ConfigError(f"range {{{body}}} needs integers") from None
+    if len(nums) not in (2, 3) or (len(nums) == 3 and nums[2] <= 0):
+        raise ConfigError("range must be {a..b} or {a..b..step} with step > 0")
+    step = nums[2] if len(nums) == 3 else 1
+    lo, hi = nums[0], nums[1]
+    return range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step)
+
+
+def _count(text: str) -> int:
+    """How many names ``text`` expands to, counted without building them: the product over
+    its top-level groups of each group's count (a range's length, or its items' sum)."""
+    total, rest = 1, text
+    while (group := _first_group(rest)) is not None:
+        start, end = group
+        items = _group_items(rest, start, end)
+        total *= len(items) if isinstance(items, range) else sum(_count(i) for i in items)
+        rest = rest[end + 1 :]
+    return total
+
+
 def expand_braces(text: str, limit: int = MAX_BRACE_NAMES) -> list[str]:
     """Expand shell-like braces: ``a-{1,2,4}``, ``a-{2..8..2}`` (inclusive ranges) and
     groups inside groups (``a-{1,{2,4}}``: ``a-1``, ``a-2``, ``a-4``), as a shell does.
@@ -88,7 +119,7 @@ def expand_braces(text: str, limit: int = MAX_BRACE_NAMES) -> list[str]:
     ------
     ConfigError
         A brace has no partner, a range is malformed (``{1..}``, a zero step, non-integer
-        bounds), or the pattern gives more than ``limit`` names (checked before any is
+        bounds), or the pattern gives more than ``limit`` names (counted before any is
         built).
     """
     depth = 0
@@ -98,41 +129,24 @@ def expand_braces(text: str, limit: int = MAX_BRACE_NAMES) -> list[str]:
             raise ConfigError(f"{text!r}: '}}' at {i} closes no '{{'")
     if depth:
         raise ConfigError(f"{text!r}: {depth} '{{' not closed")
-    return _expand(text, limit)
+    try:
+        n = _count(text)
+    except ConfigError as exc:
+        raise ConfigError(f"{text!r}: {exc}") from None
+    if n > limit:
+        raise ConfigError(f"{text!r}: gives more than {limit} names")
+    return _expand(text)
 
 
-def _expand(text: str, limit: int) -> list[str]:
+def _expand(text: str) -> list[str]:
     group = _first_group(text)
     if group is None:
         return [text]
     start, end = group
-    body = text[start + 1 : end]
-    commas = _top_level(text, start + 1, end, ",")
-    if not commas and ".." in body and "{" not in body:
-        parts = body.split("..")
-        try:
-            nums = [int(p) for p in parts]
-        except ValueError:
-            raise ConfigError(f"{text!r}: range {{{body}}} needs integers") from None
-        if len(nums) not in (2, 3) or (len(nums) == 3 and nums[2] <= 0):
-            raise ConfigError(f"{text!r}: range must be {{a..b}} or {{a..b..step}} with step > 0")
-        step = nums[2] if len(nums) == 3 else 1
-        lo, hi = nums[0], nums[1]
-        if abs(hi - lo) // step + 1 > limit:
-            raise ConfigError(f"{text!r}: {{{body}}} gives more than {limit} names")
-        items = [
-            str(v) for v in (range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step))
-        ]
-    else:
-        cuts = [start, *commas, end]
-        items = [text[i + 1 : j] for i, j in zip(cuts, cuts[1:], strict=False)]
     head, tail = text[:start], text[end + 1 :]
-    out: list[str] = []
-    for item in items:
-        out.extend(_expand(head + item + tail, max(1, limit // len(items))))
-        if len(out) > limit:
-            raise ConfigError(f"{text!r}: gives more than {limit} names")
-    return out
+    return [
+        name for item in _group_items(text, start, end) for name in _expand(head + str(item) + tail)
+    ]
 
 
 def grid_product(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:

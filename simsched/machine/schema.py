@@ -46,15 +46,19 @@ _UNITS = {
     "tib": 1024**4,
 }
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
-#: A number in exponent form without a dot (``1e9``), which YAML reads as text.
-_EXPONENT_TEXT = re.compile(r"\s*[-+]?\d+[eE][-+]?\d+\s*")
+#: A number in exponent form that YAML 1.1 reads as text: without a dot (``1e9``), or
+#: with an exponent without its sign (``1.0e300``).
+_EXPONENT_TEXT = re.compile(r"\s*[-+]?(?:\d+[eE][-+]?\d+|\d*\.\d*[eE]\d+)\s*")
 
 
 def exponent_hint(value: object) -> str:
-    """A note for a text that YAML would have read as a number had it a dot, else ``""``:
-    the common way to get a string where a number belongs."""
+    """A note for a text that YAML would have read as a number written another way, else
+    ``""``: the common way to get a string where a number belongs."""
     if isinstance(value, str) and _EXPONENT_TEXT.fullmatch(value):
-        return " (YAML reads 1e9 without a dot as text: 1.0e9, or 1000000000)"
+        return (
+            " (YAML reads a number in exponent form as text unless it has a dot and a "
+            "signed exponent: 1.0e+9, or 1000000000)"
+        )
     return ""
 
 

@@ -425,7 +425,7 @@ class TraceBuilder:
         Position keys of main's children restart, so the same task has the same key in
         every iteration (LAWS §3.3).  The rule (docs/trace-format.md, "Iterations"): marks
         are made in main, with increasing numbers in ``0..2**63-1``; a mark made inside
-        Cilk functions main calls ends their frames and runs the rest of them in main's
+        Cilk functions main calls runs them in main's frame from then on
         (:meth:`_inline_calls`).
 
         Raises
@@ -433,7 +433,8 @@ class TraceBuilder:
         IterationMarkError
             ``i`` is not an integer, is out of range or not above the previous mark, the
             mark is made inside a spawned frame, or inside a called one while a frame on
-            the stack has a spawned child not synced.
+            the stack has a spawned child not synced, or after work in it since the call
+            once iterations have begun.
         """
         self._check_open()
         try:
@@ -472,36 +473,91 @@ class TraceBuilder:
         self._iteration = n
 
     def _inline_calls(self) -> str | None:
-        """End the Cilk functions open on main's stack (all called, none spawned) at an
-        iteration mark made inside them, and run the rest of them in main's own frame;
-        None when done, else why it cannot be (the builder is unchanged then).
+        """Run the Cilk functions open on main's stack (all called, none spawned), inside
+        which an iteration mark is made, in main's own frame from now on; None when done,
+        else why it cannot be (the builder is unchanged then).
 
-        A time loop is often written in a function main calls (``solve()``), not in main;
-        but a called Cilk function has a frame of its own, and iterations are groups of
-        main's children.  So the call's frame ends at the first mark, as if it returned
-        there (what it did before the loop stays a child of main, joined at once), and
-        from the mark on the function's spawns, syncs and calls are main's; its return
-        is a sync of main (:meth:`call_ret`).  The steps get the frames they would have
-        with the time loop written in main, and no dependence changes as long as no
-        frame on the stack has a child outstanding: one is refused, since the frame's end
-        would sync it early, or, for one of main's, a sync inside the loop would wait
-        for it too.
+        A time loop is often written in a function main calls (``solve()``), or its step
+        in one main calls each time (``step(t) { SS_ITER(t); ... }``); but a called Cilk
+        function has a frame of its own, and iterations are groups of main's children.
+        A call in which nothing but instructions has happened is undone, as if the
+        function ran in its caller's frame from its start (its instructions are the
+        caller's again, exactly where they were); one that did more (a prologue before
+        the loop: references, spawns) ends at the mark, as if it returned there, what it
+        did a called child of main before the first iteration, and it is refused once
+        iterations have begun (that work would fall into the iteration before).  Either
+        way the function's later spawns, syncs and calls are main's, and its return is a
+        sync of main (:meth:`call_ret`): the steps get the frames they have with the loop
+        written in main.  No dependence changes as long as no frame on the stack has a
+        child outstanding; one is refused, since the frame's early end would sync it, or,
+        for main's, a sync inside the loop would wait for it too.
         """
         if self._rep_open is not None:
             return "within a repeated part: mark a repeated part's iterations in main"
+        moved = _INLINED in self._calls  # main runs the rest of a function already
         for depth, fr in enumerate(self._stack):
             if fr.joins:
-                who = "main" if depth == 0 else f"the Cilk function at depth {depth}"
+                who = (
+                    f"the Cilk function at depth {depth}"
+                    if depth
+                    else "main (with the Cilk function an earlier mark moved into it)"
+                    if moved
+                    else "main"
+                )
                 return (
                     f"while {who} has {len(fr.joins)} spawned child(ren) not synced: the "
-                    "mark would move the sync; sync before the time loop, or write it in main"
+                    "mark would move the sync; sync before the mark"
                 )
+        # the frames a call can be undone for: the newest ones, in which nothing happened
+        undo = 0
+        for fr in reversed(self._stack[1:]):
+            first = self._f_first[fr.fid]
+            if not (
+                fr.fid == len(self._f_parent) - 1 - undo
+                and fr.strand == first == len(self._s_frame) - 1 - undo
+                and self._s_ref_start[first] == self._w.n_refs
+            ):
+                break
+            undo += 1
         opened = len(self._stack) - 1
-        # the calls open are exactly these frames' (a merged call is a spawned frame's)
+        if opened > undo and self._marked:
+            return (
+                "after references or spawns in it since the call, while iterations run: "
+                "they would be a frame of the iteration before; make the mark the first "
+                "thing the function does, or make it in main"
+            )
         self._calls[-opened:] = [_INLINED] * opened
+        for _ in range(undo):
+            self._undo_call(self._stack.pop(), self._stack[-1])
         while len(self._stack) > 1:
             self._close_child(called=True)
         return None
+
+    def _undo_call(self, fr: _Frame, up: _Frame) -> None:
+        """Remove the newest frame ``fr``, opened by a call in which only instructions
+        have run, and reopen the strand of its caller ``up`` that the call ended, with
+        those instructions after its own (:meth:`_inline_calls`)."""
+        first = self._f_first[fr.fid]
+        for lst in (self._e_src, self._e_dst, self._e_kind):  # the call's edge into it
+            lst.pop()
+        for lst in (self._s_frame, self._s_ref_start, self._s_instr, self._s_tail):
+            lst.pop()
+        for lst in (
+            self._f_parent,
+            self._f_spawn_index,
+            self._f_branching,
+            self._f_level,
+            self._f_iter,
+            self._f_first,
+            self._f_last,
+        ):
+            lst.pop()
+        up.children.pop()
+        up.nspawn -= 1
+        s = first - 1
+        self._pending_gap += self._s_tail[s]
+        self._cur_instr = self._s_instr[s] - self._s_tail[s]
+        up.strand = s
 
     def _check_main_synced(self, what: str) -> _Frame:
         self._check_open()
@@ -894,6 +950,12 @@ class TraceBuilder:
             if len(self._stack) != 1:
                 raise TraceBuildError(
                     f"{self.path}: {len(self._stack) - 1} spawned frame(s) never returned"
+                )
+            if self._calls:
+                # an iteration mark ran them in main's frame: no frame is open, but the
+                # calls never returned
+                raise TraceBuildError(
+                    f"{self.path}: {len(self._calls)} Cilk call(s) never returned"
                 )
             root = self._stack[0]
             self._sync(root)

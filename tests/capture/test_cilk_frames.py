@@ -96,39 +96,22 @@ def test_iterations_none_drops_the_marks(cache, bindir, tmp_path):
         assert int(b.frames.iteration.max()) == -1
 
 
-@pytest.mark.parametrize("split", ["-DLOOP_IN_SOLVE", "-DCALL_LAST_CHILD"])
-def test_a_time_loop_marked_in_a_called_function_gives_the_steps_of_one_in_main(
-    cache, bindir, tmp_path, split
+def test_a_time_loop_marked_in_a_called_function_gives_the_frames_of_one_in_main(
+    cache, bindir, tmp_path
 ):
-    # heat built with the loop and its SS_ITER in solve(), which main calls: the steps are
-    # main's children with the frames of the loop written in main (before, the import
-    # stopped: "iteration mark 0 inside a Cilk function that main calls")
-    flags = ["-DLOOP_IN_SOLVE", "-DCALL_LAST_CHILD"] if split == "-DCALL_LAST_CHILD" else [split]
-    solved = capture(str(_build(bindir, "heat", *flags)), ["30", "3", "8"], tmp_path / "s.sst")
-    plain = _build(bindir, "heat", *flags[1:]) if flags[1:] else _build(bindir, "heat", "-O2")
-    inmain = capture(str(plain), ["30", "3", "8"], tmp_path / "m.sst")
+    # heat built with the loop and its SS_ITER in solve(), which main calls (the import
+    # stopped: "iteration mark 0 inside a Cilk function that main calls"): solve() does
+    # nothing but instructions before its first mark, so its call is undone and the frames
+    # are those of the loop written in main
+    solved = capture(
+        str(_build(bindir, "heat", "-DLOOP_IN_SOLVE")), ["30", "3", "8"], tmp_path / "s"
+    )
+    inmain = capture(str(_build(bindir, "heat", "-O2")), ["30", "3", "8"], tmp_path / "m")
     with open_trace(solved.out) as ts, open_trace(inmain.out) as tm:
-        assert ts.header.n_refs == tm.header.n_refs
-        steps = []
-        for t in (ts, tm):
-            f = t.frames
-            frames = np.flatnonzero(f.iteration >= 0)
-            assert np.bincount(f.iteration[frames]).tolist() == [len(frames) // 3] * 3
-            # each step's frames, parents named by their place among them (main: -1)
-            place = {int(x): k for k, x in enumerate(frames)}
-            steps.append(
-                [
-                    (int(f.iteration[x]), place.get(int(f.parent[x]), -1), int(f.level[x]))
-                    + (int(f.spawn_index[x]), int(f.branching[x]))
-                    for x in frames
-                ]
-            )
-        assert steps[0] == steps[1] and steps[0][0][1:3] == (-1, 1)
-        # solve() itself: one called child of main before the first step (when it calls
-        # each step's last child it spawns nothing and is no Cilk function: no frame)
-        early = np.flatnonzero(ts.frames.iteration < 0)
-        own = split == "-DLOOP_IN_SOLVE"
-        assert len(early) == len(np.flatnonzero(tm.frames.iteration < 0)) + own
+        assert ts.header.n_refs == tm.header.n_refs and ts.header.n_frames > 9
+        assert np.bincount(ts.frames.iteration[1:]).tolist() == [ts.header.n_frames // 3] * 3
+        for col in ("parent", "level", "branching", "spawn_index", "iteration"):
+            np.testing.assert_array_equal(getattr(ts.frames, col), getattr(tm.frames, col))
 
 
 DATA = Path(__file__).resolve().parent / "data"

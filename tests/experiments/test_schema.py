@@ -36,6 +36,9 @@ def test_braces_inside_braces_expand_as_a_shell_expands_them():
         "itrs-45nm-4",
     ]
     assert expand_braces("a{x{1..2},y}b") == ["ax1b", "ax2b", "ayb"]
+    # the bound counts the names of uneven groups (a share per item refused this one)
+    assert len(expand_braces("m{1,{2,3,4}}-{1..1000}")) == 4000
+    assert expand_braces("x{a,{b,c}}", limit=3) == ["xa", "xb", "xc"]
     for text, message in [
         ("x{1..3}{", "1 '{' not closed"),
         ("a}b{", "'}' at 1 closes no '{'"),

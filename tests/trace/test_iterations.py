@@ -248,17 +248,21 @@ def test_a_time_loop_in_a_called_cilk_function_gives_main_its_steps(
     tmp_path, prologue, called_step, depth
 ):
     # main() { solve(); } with the time loop and its marks in solve(): the steps get the
-    # frames they have with the loop in main, and what solve() did first stays a called
-    # child of main, before the first iteration
+    # frames they have with the loop in main; a solve() that did work first keeps it in
+    # a called child of main before the first iteration, one that did not is undone
     with TraceBuilder(tmp_path / "main.sst") as b:
+        b.instr(5)
         if prologue:
             _prologue(b)
+        b.instr(7)
         _loop(b, called_step)
     with TraceBuilder(tmp_path / "solve.sst") as b:
+        b.instr(5)
         for _ in range(depth):
             b.call()
         if prologue:
             _prologue(b)
+        b.instr(7)
         _loop(b, called_step)
         for _ in range(depth):
             b.call_ret()
@@ -266,12 +270,78 @@ def test_a_time_loop_in_a_called_cilk_function_gives_main_its_steps(
     for p in ("main.sst", "solve.sst"):
         assert validate(tmp_path / p)["ok"]
     assert _iteration_frames(tmp_path / "solve.sst") == _iteration_frames(tmp_path / "main.sst")
-    with open_trace(tmp_path / "solve.sst") as t:
+    with open_trace(tmp_path / "solve.sst") as t, open_trace(tmp_path / "main.sst") as m:
         f = t.frames
         before = [i for i in range(t.header.n_frames) if f.iteration[i] < 0][1:]
-        # solve()'s frames before its first mark: the call chain and the prologue's child
-        assert len(before) == depth + prologue
-        assert f.parent[before[0]] == 0 and f.level[before[0]] == 1
+        if prologue:
+            # solve()'s frames before its first mark: the call chain and the prologue's child
+            assert len(before) == depth + 1
+            assert f.parent[before[0]] == 0 and f.level[before[0]] == 1
+        else:
+            # nothing but instructions before the mark: the trace of the loop in main,
+            # instructions where they were
+            assert before == []
+            for table in ("frames", "strands", "edges"):
+                for col, values in vars(getattr(m, table)).items():
+                    np.testing.assert_array_equal(getattr(getattr(t, table), col), values)
+        assert t.header.n_instructions == m.header.n_instructions
+
+
+def test_a_step_function_that_marks_its_step_first_gives_the_steps_of_main(tmp_path):
+    # main() { for (t...) step(t); } with step(t) { SS_ITER(t); ... }: each call was a
+    # frame of its own holding nothing, in the iteration before (3, 3 and 2 frames)
+    with TraceBuilder(tmp_path / "main.sst") as b:
+        for t in range(3):
+            b.instr(4)
+            b.iteration(t)
+            _step(b, t)
+    with TraceBuilder(tmp_path / "step.sst") as b:
+        for t in range(3):
+            b.instr(2)
+            b.call()
+            b.instr(2)
+            b.iteration(t)
+            _step(b, t)
+            b.call_ret()
+    with open_trace(tmp_path / "step.sst") as t, open_trace(tmp_path / "main.sst") as m:
+        assert np.bincount(t.frames.iteration[1:]).tolist() == [2, 2, 2]
+        for col, values in vars(m.frames).items():
+            np.testing.assert_array_equal(getattr(t.frames, col), values)
+        assert t.header.n_instructions == m.header.n_instructions
+
+
+def test_a_step_function_that_works_before_its_mark_is_refused(tmp_path):
+    # the work before the mark would be a frame of the iteration before
+    with pytest.raises(IterationMarkError, match="make the mark the first thing"):
+        with TraceBuilder(tmp_path / "t.sst") as b:
+            for t in range(2):
+                b.call()
+                b.ref(64 * t, 8, False)
+                b.iteration(t)
+                _step(b, t)
+                b.call_ret()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_call_a_mark_moved_into_main_must_return(tmp_path):
+    with pytest.raises(TraceBuildError, match="1 Cilk call\\(s\\) never returned"):
+        with TraceBuilder(tmp_path / "t.sst") as b:
+            b.call()
+            b.iteration(0)
+            _step(b, 0)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_spawn_outstanding_at_a_later_mark_names_the_moved_function(tmp_path):
+    with pytest.raises(IterationMarkError, match="while main \\(with the Cilk function an"):
+        with TraceBuilder(tmp_path / "t.sst") as b:
+            b.call()
+            b.iteration(0)
+            b.spawn()
+            b.ret()
+            b.call()
+            b.iteration(1)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_call_ended_by_a_mark_returns_only_to_main(tmp_path):
