@@ -61,7 +61,8 @@ def _check_function(path: os.PathLike[str] | str, what: str, value: object) -> N
 
 
 #: How :meth:`TraceBuilder.call` records a call whose frame an iteration mark inside it
-#: ended, the rest of it running in main's frame (:meth:`TraceBuilder._inline_calls`).
+#: ended or undid, the rest of it running in main's frame
+#: (:meth:`TraceBuilder._inline_calls`).
 _INLINED = "inlined"
 
 #: the header's counts, in its order
@@ -192,7 +193,7 @@ class TraceBuilder:
         self._stack: list[_Frame] = []
         # One entry per open call(): True if it opened a frame, False if it was merged
         # into the frame its spawn had just opened, _INLINED once an iteration mark
-        # inside it ended its frame (the rest runs in main's).
+        # inside it ended or undid its frame (the rest runs in main's).
         self._calls: list[bool | str] = []
         # The repeated part (repeat_begin/repeat_end): while it is open, (strand before it,
         # main's instructions then, references then); once ended, its meta field and
@@ -371,17 +372,13 @@ class TraceBuilder:
         if not self._calls:
             raise TraceBuildError(f"{self.path}: return from a Cilk call without a matching call")
         how = self._calls.pop()
-        if how is _INLINED:
-            if len(self._stack) != 1:
-                raise TraceBuildError(
-                    f"{self.path}: a Cilk call returns while a frame it spawned is still open"
-                )
-            # its frame ended at the mark; what followed ran in main, and its return
-            # syncs what it spawned there
-            self._stack[0].fresh = False
-            self._sync(self._stack[0])
-            return
-        if not how:
+        if how is _INLINED and len(self._stack) != 1:
+            raise TraceBuildError(
+                f"{self.path}: a Cilk call returns while a frame it spawned is still open"
+            )
+        if how is _INLINED or not how:
+            # it runs in the frame of its spawn, or in main's since an iteration mark:
+            # its return syncs what it spawned there
             fr = self._stack[-1]
             fr.fresh = False
             self._sync(fr)

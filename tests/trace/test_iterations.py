@@ -134,6 +134,24 @@ def _while_the_called_function_has_one(b):
     b.iteration(0)
 
 
+def _a_step_function_working_before_its_mark(b):
+    # the work before the mark would be a frame of the iteration before
+    for t in range(2):
+        b.call()
+        b.ref(64 * t, 8, False)
+        b.iteration(t)
+        b.call_ret()
+
+
+def _a_spawn_outstanding_in_the_moved_function(b):
+    b.call()
+    b.iteration(0)
+    b.spawn()
+    b.ret()
+    b.call()
+    b.iteration(1)
+
+
 def _called_inside_a_spawn(b):
     b.spawn(callee=5)
     b.call(fn=6)
@@ -155,6 +173,17 @@ def _called_inside_a_spawn(b):
             _while_the_called_function_has_one,
             "iteration mark 0 inside a Cilk function that main calls \\(depth 1\\) while "
             "the Cilk function at depth 1 has 1 spawned child",
+        ),
+        (
+            _a_step_function_working_before_its_mark,
+            "iteration mark 1 inside a Cilk function that main calls \\(depth 1\\) after "
+            "references or spawns in it since the call, while iterations run: .* make the "
+            "mark the first thing the function does",
+        ),
+        (
+            _a_spawn_outstanding_in_the_moved_function,
+            "iteration mark 1 inside a Cilk function that main calls \\(depth 1\\) while "
+            "main \\(with the Cilk function an earlier mark moved into it\\) has 1 spawned",
         ),
         (_called_inside_a_spawn, "iteration mark 0 inside a spawned frame \\(depth 2\\)"),
         (lambda b: b.iteration(-1), "iteration mark -1 is outside 0..2\\^63-1"),
@@ -310,45 +339,28 @@ def test_a_step_function_that_marks_its_step_first_gives_the_steps_of_main(tmp_p
         assert t.header.n_instructions == m.header.n_instructions
 
 
-def test_a_step_function_that_works_before_its_mark_is_refused(tmp_path):
-    # the work before the mark would be a frame of the iteration before
-    with pytest.raises(IterationMarkError, match="make the mark the first thing"):
+def _never_returned(b):
+    b.call()
+    b.iteration(0)
+    _step(b, 0)
+
+
+def _returned_with_a_spawn_open(b):
+    b.call()
+    b.iteration(0)
+    b.spawn()
+    b.call_ret()
+
+
+@pytest.mark.parametrize(
+    "action, message",
+    [
+        (_never_returned, "1 Cilk call\\(s\\) never returned"),
+        (_returned_with_a_spawn_open, "a Cilk call returns while a frame it spawned"),
+    ],
+)
+def test_a_call_a_mark_moved_into_main_returns_to_main(tmp_path, action, message):
+    with pytest.raises(TraceBuildError, match=message):
         with TraceBuilder(tmp_path / "t.sst") as b:
-            for t in range(2):
-                b.call()
-                b.ref(64 * t, 8, False)
-                b.iteration(t)
-                _step(b, t)
-                b.call_ret()
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_a_call_a_mark_moved_into_main_must_return(tmp_path):
-    with pytest.raises(TraceBuildError, match="1 Cilk call\\(s\\) never returned"):
-        with TraceBuilder(tmp_path / "t.sst") as b:
-            b.call()
-            b.iteration(0)
-            _step(b, 0)
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_a_spawn_outstanding_at_a_later_mark_names_the_moved_function(tmp_path):
-    with pytest.raises(IterationMarkError, match="while main \\(with the Cilk function an"):
-        with TraceBuilder(tmp_path / "t.sst") as b:
-            b.call()
-            b.iteration(0)
-            b.spawn()
-            b.ret()
-            b.call()
-            b.iteration(1)
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_a_call_ended_by_a_mark_returns_only_to_main(tmp_path):
-    with pytest.raises(TraceBuildError, match="a Cilk call returns while a frame it spawned"):
-        with TraceBuilder(tmp_path / "t.sst") as b:
-            b.call()
-            b.iteration(0)
-            b.spawn()
-            b.call_ret()
+            action(b)
     assert list(tmp_path.iterdir()) == []
