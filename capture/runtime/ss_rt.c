@@ -530,6 +530,9 @@ static void ss_init(void)
         }
         const char *thr = getenv("SIMSCHED_ZSTD_THREADS");
         ZSTD_CCtx_setParameter(ss_zctx, ZSTD_c_compressionLevel, lvl && *lvl ? atoi(lvl) : 1);
+        /* A content checksum: the importer's decompressor then refuses a stream
+         * whose bytes changed on disk instead of importing wrong records. */
+        ZSTD_CCtx_setParameter(ss_zctx, ZSTD_c_checksumFlag, 1);
         /* Compress in a background thread where libzstd supports it (a no-op
          * error otherwise): the program keeps running while a block compresses. */
         ZSTD_CCtx_setParameter(ss_zctx, ZSTD_c_nbWorkers, thr && *thr ? atoi(thr) : 1);

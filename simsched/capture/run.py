@@ -376,7 +376,10 @@ class _FifoCompressor:
     def _run(self) -> None:
         try:
             with open(self.fifo, "rb") as src, open(self.dest, "wb") as dst:
-                zstandard.ZstdCompressor(level=1).copy_stream(src, dst, read_size=1 << 20)
+                # with a content checksum, as the gcc runtime writes: a raw stream kept
+                # with --raw whose bytes change on disk is refused, not misread
+                cctx = zstandard.ZstdCompressor(level=1, write_checksum=True)
+                cctx.copy_stream(src, dst, read_size=1 << 20)
         except BaseException as exc:  # reported by finish()
             self.error = exc
 

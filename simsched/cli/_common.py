@@ -7,6 +7,7 @@ typer) and are re-exported here for the command modules.
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 from typing import Annotated, Any
 
@@ -121,7 +122,11 @@ def _value(raw: str, source: str) -> Any:
         with contextlib.suppress(ConfigError):
             return parse_yaml(raw, source)
         return raw
-    return parse_value(raw)
+    value = parse_value(raw)
+    if isinstance(value, float) and math.isinf(value) and "inf" not in raw.lower():
+        # 1e999 reads as inf: a field refusing it would echo "inf", which nobody wrote
+        raise ConfigError(f"{source}: {raw} is out of a number's range (it would read as infinity)")
+    return value
 
 
 def check_line(line: int | None, option: str = "--line") -> int | None:

@@ -62,6 +62,8 @@ def test_gcc_capture_of_mergesort_is_a_valid_trace(cache, bindir, tmp_path):
     assert h.program == "ms_gcc" and list(h.args) == ["4096", "512"]
     # 4096/512 = 8 leaf sorts: a balanced binary tree of sort tasks plus merge tasks
     assert h.n_frames > 15 and h.n_refs > 4096 * 12
+    # the runtime's zstd frame carries a content checksum (changed bytes are refused)
+    assert zstandard.get_frame_parameters(raw.read_bytes()[:18]).has_checksum
     recs = read_raw(raw)
     assert recs[0]["kind"] == 0 and int(recs[0]["a"]) == 0x3157415253534953
     assert int(recs[0]["c"]) == 1 and int(recs[0]["flags"]) == 0  # gcc, gaps estimated

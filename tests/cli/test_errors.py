@@ -74,6 +74,22 @@ def test_machine_values_are_bounded_in_the_schema(cli, fib_trace, setting, messa
         assert code == 2 and message in one_line(err)
 
 
+def test_a_number_beyond_a_floats_range_is_echoed_as_written(cli, fib_trace, tmp_path):
+    # 1e999 read as inf, and the field that refused it echoed "inf"
+    for args, given in (
+        (["machine", "show", "itrs-45nm-2", "--set", "clock_ghz=1e999"], "--set 'clock_ghz=1e999'"),
+        (["run", "-t", fib_trace, "-m", "itrs-45nm-2", "--set", "clock_ghz=-1E400"], "-1E400"),
+        (["trace", "gen", "heat", "-p", "nx=1e999", "-o", tmp_path / "h.sst"], "'nx=1e999'"),
+    ):
+        code, _, err = cli(*args)
+        line = one_line(err)
+        assert code == 2 and given in line and "would read as infinity" in line, line
+    assert not (tmp_path / "h.sst").exists()
+    # inf written as such is the field's to refuse, in the user's words
+    code, _, err = cli("machine", "show", "itrs-45nm-2", "--set", "clock_ghz=inf")
+    assert code == 2 and "finite" in one_line(err)
+
+
 def test_a_machine_field_set_to_a_list_is_read_as_yaml(cli, tmp_path):
     # `--set caches=[]` said "caches: expected a list, got '[]'": the value stayed text
     code, _, err = cli("machine", "show", "itrs-scaling-2", "--set", "caches=[]")

@@ -359,6 +359,35 @@ def test_a_zstd_stream_cut_after_its_first_records_says_it_is_truncated(tmp_path
     assert not (tmp_path / "c.sst").exists()
 
 
+def test_a_zstd_stream_whose_bytes_changed_fails_its_checksum(tmp_path):
+    """The capture backends write a content checksum: a changed byte that still
+    decompresses (to wrong records) is refused by it."""
+    rng = np.random.default_rng(1)
+    refs = [rec(R.REC_REF, int(a) * 8, 3, 8, 0) for a in rng.integers(0, 1 << 40, 5000)]
+    data = np.array([header(), *refs, rec(R.REC_MARKER, c=R.M_END)], dtype=R.RAW_DTYPE).tobytes()
+    plain = zstandard.ZstdCompressor(level=1).compress(data)
+    summed = zstandard.ZstdCompressor(level=1, write_checksum=True).compress(data)
+    # the same frame but for the header's flag and the checksum after the last block
+    assert len(summed) == len(plain) + 4
+
+    def flipped(frame: bytes, at: int) -> bytes:
+        return frame[:at] + bytes([frame[at] ^ 0x10]) + frame[at + 1 :]
+
+    def misread(at: int) -> bool:  # decompresses, to other bytes of the same length
+        try:
+            out = zstandard.ZstdDecompressor().decompress(flipped(plain, at))
+        except zstandard.ZstdError:
+            return False
+        return len(out) == len(data) and out != data
+
+    at = next(a for a in range(len(plain) // 2, len(plain)) if misread(a))
+    p = tmp_path / "flipped.raw.zst"
+    p.write_bytes(flipped(summed, at))
+    with pytest.raises(TraceFormatError, match=r"flipped\.raw\.zst: corrupt zstd stream near"):
+        R.import_raw(p, tmp_path / "f.sst")
+    assert not (tmp_path / "f.sst").exists()
+
+
 def _frame_ends_by_decompressing(data: bytes) -> bool:
     d = zstandard.ZstdDecompressor().decompressobj()
     try:
