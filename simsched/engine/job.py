@@ -5,7 +5,9 @@ successor lists, predecessor counts), the records of its strands (core, start, e
 scheduler and the scheduler's :class:`~simsched.schedulers.base.SchedContext`, and the
 set of cores it holds and which of them sleep.  Its references stay in the trace file
 until a core needs them (:class:`simsched.engine.cores.ChunkSlots`), so memory stays
-bounded whatever the trace length.
+bounded whatever the trace length.  A :class:`JobSpec` is a job as a job set gives it
+(trace, scheduler, parameters, arrival): the replay makes its :class:`Job` when it
+arrives.
 
 **Address spaces.**  Jobs never share a cache line: job ``j``'s virtual address ``a``
 (below 2**48, checked when the trace is read) becomes the physical address
@@ -22,6 +24,7 @@ from __future__ import annotations
 import operator
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,6 +60,31 @@ def addr_offset(job: int) -> int:
 
 def _woken_after_run(n: int | None = None, cores: Sequence[int] | None = None) -> None:
     raise RuntimeError("a scheduler woke cores after its run ended")
+
+
+@dataclass
+class JobSpec:
+    """One job of a job set, as the engine needs it.
+
+    Attributes
+    ----------
+    trace
+        The open trace.
+    scheduler
+        Scheduler class.
+    params
+        Scheduler parameters (the scheduler resolves and checks them).
+    arrival
+        Arrival cycle.
+    name
+        Label in results.
+    """
+
+    trace: Any
+    scheduler: type[Scheduler]
+    params: dict[str, Any]
+    arrival: int = 0
+    name: str = ""
 
 
 class Job:

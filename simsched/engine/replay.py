@@ -7,7 +7,12 @@ Design (docs/engine.md; docs/architecture.md §3):
   (which cores a job holds).  Three parts: the :class:`~simsched.engine.cores.CoreDriver`
   (buffers, per-core state, calls into the memory model's window loop — the only code
   that knows the memory model), :class:`~simsched.engine.job.Job` (one trace's tables,
-  readiness, strand records, scheduler) and this loop.
+  readiness, strand records, scheduler) and this loop.  The loop's class
+  :class:`Replay` keeps here what runs at every event (timers, decisions, a finishing
+  strand, the loop itself); what runs at the control plane's events (arrivals,
+  allotments, moves: :mod:`simsched.engine._moves`), what it reports (result, deadlock,
+  blame: :mod:`simsched.engine._report`) and the checks of the policies' answers
+  (:mod:`simsched.engine.decisions`) live apart.
 * **Events.**  A core finishing its strand comes from the window loop.  The engine's own
   events sit in one heap ordered by (time, kind, sequence): a job scheduler's quantum
   (``EV_QUANTUM``) before a core's timer (``EV_TIMER``: a core that asked to be called
@@ -31,20 +36,17 @@ Design (docs/engine.md; docs/architecture.md §3):
 
 from __future__ import annotations
 
-import operator
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from types import FrameType
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from simsched.engine._moves import CoreMoves
+from simsched.engine._report import ReplayReport
 from simsched.engine.control import ControlPlane
 from simsched.engine.controllers import (
     Controller,
-    JobView,
-    assign_cores,
     check_departures,
     check_quantum,
     get_controller,
@@ -56,100 +58,16 @@ from simsched.engine.cores import (
     check_buffers,
     whole_budget,
 )
+from simsched.engine.decisions import bad_decision, decision_int
 from simsched.engine.events import EventQueue
 from simsched.engine.facts import TraceFacts
-from simsched.engine.job import MAX_JOBS, Job
-from simsched.engine.outcome import (
-    STRAND_MEM_FIELDS,
-    WARMUP_REFS,
-    EngineResult,
-    JobOutcome,
-    ReplayResult,
-    single_result,
-    warmup_summary,
-)
+from simsched.engine.job import MAX_JOBS, Job, JobSpec
+from simsched.engine.outcome import EngineResult, ReplayResult, single_result
 from simsched.engine.spin import batching_enabled, spin
-from simsched.errors import (
-    ConfigError,
-    DeadlockError,
-    SimschedError,
-    contract_error,
-    innermost,
-    note_raised_by,
-)
+from simsched.errors import ConfigError, SimschedError
 from simsched.memory.window import INF
 from simsched.params import MAX_ARRIVAL, check_int, check_seed
 from simsched.schedulers.base import RETRY, RUN, SLEEP, Scheduler
-
-
-def bad_decision(job: Job, c: int, now: int, dec: Any, why: str) -> RuntimeError:
-    """The error of a scheduler that answered ``dec`` for core ``c``: the scheduler's fault,
-    named with its job, like a strand that is not ready (:meth:`Job.check_runnable`)."""
-    return contract_error(
-        job.sched,
-        f"scheduler {job.sched.name!r} of job {job.name!r} answered {dec!r} for core {c} at "
-        f"{now}: {why} (build decisions with run(strand, cost), retry(cost) or WAIT, "
-        "simsched.schedulers.base)",
-    )
-
-
-def checked_allotment(
-    controller: Any, now: int, targets: Any, jids: Sequence[int], P: int
-) -> dict[int, int | tuple[int, ...]]:
-    """Controller ``controller``'s answer ``targets`` at ``now``, normalised (ints, tuples of
-    cores), or the error naming what is wrong with it.
-
-    An answer the engine cannot take otherwise ended in an ``IndexError``, or in a
-    deadlock message blaming the jobs (a count of -1, 2.5 or "4"), or was taken silently
-    (two jobs given the same core: the later took it).
-    """
-    where = f"controller {getattr(controller, 'name', type(controller).__name__)!r} at cycle {now}"
-    if not isinstance(targets, Mapping):
-        raise contract_error(controller, f"{where} answered {targets!r}, not a dict by job")
-    out: dict[int, int | tuple[int, ...]] = {}
-    owner: dict[int, int] = {}
-    for jid, v in targets.items():
-        if isinstance(jid, bool) or not isinstance(jid, int | np.integer) or jid not in jids:
-            raise contract_error(
-                controller,
-                f"{where} gave cores to {jid!r}, which is no active job (active: {list(jids)})",
-            )
-        what = f"{where} gave job {int(jid)}"
-        if isinstance(v, tuple | list):
-            cores = tuple(v)
-            if any(
-                isinstance(c, bool) or not isinstance(c, int | np.integer) or not 0 <= c < P
-                for c in cores
-            ):
-                raise contract_error(
-                    controller, f"{what} cores {v!r}: cores are integers 0..{P - 1}"
-                )
-            for c in cores:
-                if int(c) in owner:
-                    raise contract_error(
-                        controller, f"{what} core {int(c)}, also given to job {owner[int(c)]}"
-                    )
-                owner[int(c)] = int(jid)
-            out[int(jid)] = tuple(int(c) for c in cores)
-        elif isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
-            raise contract_error(
-                controller, f"{what} {v!r}: a count of cores >= 0 or a tuple of cores"
-            )
-        else:
-            # a count above P is as many cores as are free: a controller that passes on
-            # the jobs' desires (which may exceed P) is a fair one to write
-            out[int(jid)] = int(v)
-    return out
-
-
-def decision_int(job: Job, c: int, now: int, dec: tuple[int, int, int], what: str) -> int:
-    """Decision ``dec``'s ``what`` (``strand`` or ``cost``) as an int (numpy integers are
-    fine), else the error."""
-    try:
-        return int(operator.index(dec[1 if what == "strand" else 2]))
-    except TypeError:
-        raise bad_decision(job, c, now, dec, f"its {what} is not an integer") from None
-
 
 #: Default interleaving window in cycles (see docs/engine.md for its measured error).
 DEFAULT_WINDOW = 100
@@ -180,32 +98,10 @@ EV_TIMER = 1
 StopWhen = Callable[[int, int, int, Scheduler], bool]
 
 
-@dataclass
-class JobSpec:
-    """One job of a job set, as the engine needs it.
-
-    Attributes
-    ----------
-    trace
-        The open trace.
-    scheduler
-        Scheduler class.
-    params
-        Scheduler parameters (the scheduler resolves and checks them).
-    arrival
-        Arrival cycle.
-    name
-        Label in results.
-    """
-
-    trace: Any
-    scheduler: type[Scheduler]
-    params: dict[str, Any]
-    arrival: int = 0
-    name: str = ""
-
-
-class Replay:
+# The loop and what runs at every strand are here; what runs at the control plane's
+# events (CoreMoves) and what the replay reports (ReplayReport) are mixins, whose
+# methods the loop calls as its own: no call layer is added on the fast path.
+class Replay(CoreMoves, ReplayReport):
     """Replay a set of jobs on one machine under a processor controller.
 
     Parameters
@@ -350,7 +246,7 @@ class Replay:
         assert job is not None, f"job {jid} has not arrived"
         return job
 
-    # -- services for schedulers ------------------------------------------------------
+    # -- the engine's own events: wakes (a service for schedulers), timers, quanta ------
     def _wake(self, job: Job, n: int | None, cores: Sequence[int] | None) -> None:
         sl = job.sleeping
         if not sl:
@@ -376,160 +272,9 @@ class Replay:
         self._seq += 1
         self.timer_live[c] = True
 
-    # -- control plane ------------------------------------------------------------------
-    def arrive(self, now: int, jids: Sequence[int]) -> None:
-        """Jobs ``jids`` arrive at ``now``: admit them and reallocate (the control plane)."""
-        self.now = now
-        for j in jids:
-            self.admit(j)
-        self.reallocate(now, record=True)
-
-    def admit(self, jid: int) -> None:
-        """Job ``jid`` arrives now."""
-        spec = self.specs[jid]
-        rng = np.random.default_rng(self.seed if jid == 0 else [self.seed, jid])
-        job = Job(
-            jid,
-            spec.name or f"job{jid}",
-            spec.trace,
-            self.machine,
-            spec.scheduler,
-            spec.params,
-            rng,
-            self._wake,
-            arrival=self.now,
-            facts=self.facts[jid],
-        )
-        self.jobs[jid] = job
-        if job.n == 0:
-            job.start_cycle = job.finish_cycle = self.now
-            self.left -= 1
-            return
-        self.active.append(job)
-        # The class was checked up front; an instance may have set its own quantum.
-        check_quantum(job.sched.quantum, f"scheduler {job.sched.name!r}")
-        if job.sched.quantum > 0 and self.controller.quantum == 0:
-            self._push_quantum(self.now + job.sched.quantum, jid)
-
     def _push_quantum(self, t: int, jid: int) -> None:
         self._events.push((t, EV_QUANTUM, self._seq, jid, 0))
         self._seq += 1
-
-    def quantum_boundary(self, now: int) -> None:
-        """The controller's quantum ended: ask desires, then reallocate."""
-        for job in self.active:
-            if job.start_cycle >= 0:
-                job.desire = job.ask_desire(now)
-        self.reallocate(now, record=True)
-
-    def reallocate(self, now: int, record: bool = False) -> None:
-        """Ask the controller for allotments and move cores accordingly."""
-        self.now = now
-        views = self._views()
-        targets = checked_allotment(
-            self.controller, now, self.controller.allot(now, views), [v.jid for v in views], self.P
-        )
-        current = {j.jid: frozenset(j.cores) for j in self.active}
-        busy = {c for c in range(self.P) if self.run_job[c] is not None}
-        want = assign_cores(current, targets, self.alloc_socket_of, busy)
-        new_owner = [-1] * self.P
-        for jid, cores in want.items():
-            for c in cores:
-                new_owner[c] = jid
-        added: dict[int, list[int]] = {}
-        removed: dict[int, list[int]] = {}
-        for c in range(self.P):
-            dest = new_owner[c]
-            src = self.owner[c]
-            if self.run_job[c] is not None:
-                # A running core moves when its strand ends.
-                self.pending[c] = None if dest == src else dest
-                continue
-            if dest == src:
-                continue
-            if src >= 0:
-                self._leave(c, self._job(src), now)
-                removed.setdefault(src, []).append(c)
-            if dest >= 0:
-                self._join(c, self._job(dest), now)
-                added.setdefault(dest, []).append(c)
-        for jid in sorted(set(added) | set(removed)):
-            job = self._job(jid)
-            if job.start_cycle < 0:
-                self._start_job(job, now)
-                continue
-            job.ctx.set_cores(job.cores)
-            job.sched.on_cores_changed(added.get(jid, []), removed.get(jid, []), now)
-            for c in added.get(jid, []):
-                self._timer(now, c)
-        if record or added or removed:
-            self._record(now)
-
-    def _views(self) -> list[JobView]:
-        """The active jobs as the controller sees them (read-only copies).
-
-        A controller that uses desires sees a job that has not reported one yet desiring
-        its scheduler's ``initial_desire``; it is kept in the job so that the record's
-        allotment series shows the desire the controller used.
-        """
-        if self.controller.uses_desire:
-            for job in self.active:
-                first = job.sched.initial_desire
-                if job.desire is None and first is not None:
-                    job.desire = int(first)
-        return [JobView(j.jid, j.arrival, frozenset(j.cores), j.desire) for j in self.active]
-
-    def _record(self, now: int) -> None:
-        alloc = [len(j.cores) if j is not None else 0 for j in self.jobs]
-        desire = [_recorded_desire(j) for j in self.jobs]
-        # Cores a job holds only until the strand they run ends (taken away at a boundary).
-        leaving = [0] * len(self.jobs)
-        for c in range(self.P):
-            if self.pending[c] is not None and self.owner[c] >= 0:
-                leaving[self.owner[c]] += 1
-        entry = (now, alloc, desire, leaving)
-        if self.series and self.series[-1][0] == now:
-            self.series[-1] = entry
-        else:
-            self.series.append(entry)
-
-    def _account(self, job: Job, now: int) -> None:
-        job.allot_cycles += len(job.cores) * (now - job.last_change)
-        job.last_change = now
-
-    def _leave(self, c: int, job: Job, now: int) -> None:
-        if self.warm[c] is not None:
-            self._warm_check(c, close=True)  # moved again before the window's end
-        self._account(job, now)
-        job.cores.discard(c)
-        job.sleeping.discard(c)
-        self.owner[c] = -1
-        self.gen[c] += 1
-        self.timer_live[c] = False
-        self.reallocations += 1
-
-    def _join(self, c: int, job: Job, now: int) -> None:
-        self._account(job, now)
-        job.cores.add(c)
-        self.owner[c] = job.jid
-        self.gen[c] += 1
-        self.timer_live[c] = False
-        if self.last_job[c] not in (-1, job.jid):
-            self.avail[c] = now + self.move_cost
-            self.core_moves += 1
-            job.core_moves += 1
-        self.last_job[c] = job.jid
-        moved = bool(self.served[c] - {job.jid})
-        self.served[c].add(job.jid)
-        if moved:
-            self.joins += 1
-            self.warm[c] = (job, self.driver.refs_of(c), int(self.pmiss[c]))
-
-    def _start_job(self, job: Job, now: int) -> None:
-        job.start_cycle = now
-        job.ctx.set_cores(job.cores)
-        job.sleeping = set(job.cores)
-        job.sched.on_start(0, now)
 
     # -- decisions ----------------------------------------------------------------------
     def _apply(self, job: Job, c: int, now: int, dec: tuple[int, int, int]) -> None:
@@ -622,39 +367,6 @@ class Replay:
             self.stopped = True
         job.cost_ns[s] = perf() - t0
 
-    def _warm_check(self, c: int, close: bool = False) -> None:
-        got = self.warm[c]
-        assert got is not None
-        job, r0, m0 = got
-        refs = self.driver.refs_of(c) - r0
-        if refs >= WARMUP_REFS or close:
-            job.warm_refs += refs
-            job.warm_misses += int(self.pmiss[c]) - m0
-            self.warm[c] = None
-
-    def _job_done(self, job: Job, now: int) -> None:
-        job.finish_cycle = now
-        self._account(job, now)
-        for c in sorted(job.cores):
-            self.owner[c] = -1
-            self.gen[c] += 1
-            self.timer_live[c] = False
-            self.pending[c] = None
-        job.cores.clear()
-        job.sleeping.clear()
-        self.active.remove(job)
-        self.left -= 1
-        for c in range(self.P):
-            if self.pending[c] == job.jid:
-                self.pending[c] = -1
-        if self.left:
-            # recorded even when no core moves: with no other job running (the next yet to
-            # arrive) the series kept the finished job holding its cores until the next
-            # arrival's entry
-            self.reallocate(now, record=True)
-        else:
-            self._record(now)
-
     # -- the loop -----------------------------------------------------------------------
     def run(self) -> ReplayResult:
         """Replay every job to its end; returns the :class:`ReplayResult`."""
@@ -667,25 +379,6 @@ class Replay:
             # policy: the note says whose code raised it.
             self._blame(exc)
             raise
-
-    def _blame(self, exc: BaseException) -> None:
-        """Add a note to ``exc`` naming the scheduler or controller whose code raised it
-        (the innermost one on its traceback), with its job and the cycle."""
-
-        def policy(frame: FrameType) -> Scheduler | Controller | None:
-            obj = frame.f_locals.get("self")
-            return obj if isinstance(obj, Scheduler | Controller) else None
-
-        culprit = innermost(exc, policy)
-        if culprit is None:
-            return
-        cls = type(culprit)
-        kind = "scheduler" if isinstance(culprit, Scheduler) else "controller"
-        jid = getattr(getattr(culprit, "ctx", None), "job", -1)
-        job = self.jobs[jid] if 0 <= jid < len(self.jobs) else None
-        more = "" if job is None else f" of job {job.name!r}"
-        origin = f"{cls.__module__}.{cls.__qualname__}"
-        note_raised_by(exc, kind, cls.name, origin, f"{more} at cycle {self.now}")
 
     def _run(self) -> ReplayResult:
         t_wall = time.perf_counter()
@@ -778,124 +471,9 @@ class Replay:
         finally:
             self._release()
 
-    def position(self) -> str:
-        """Where the replay is, for a progress display: the cycle reached and the strands
-        done (``cycle 1,234,567, 310 of 4,096 strands done``); read while it runs, it
-        shows a run that finishes no strand still moving (or not)."""
-        done = sum(j.finished for j in self.jobs if j is not None)
-        total = sum(int(s.trace.header.n_strands) for s in self.specs)
-        return f"cycle {self.now:,}, {done:,} of {total:,} strands done"
-
-    def _release(self) -> None:
-        """Break the reference cycles among the engine's objects once the result is built,
-        so a finished run's memory (model state, chunk buffers) is freed by reference
-        counting when the caller drops it, not at the next cyclic collection: the control
-        plane and the jobs' wake callbacks point back at the replay, and SimPy's
-        environment holds bound methods of itself and the generator frames of its
-        processes.  The memory model and the records stay readable."""
-        self.control.release()
-        for job in self.jobs:
-            if job is not None:
-                job.detach()
-
     def _peek(self) -> int:
         t = self.control.env.peek()
         return INF if t == float("inf") else int(t)
-
-    def _check_stall(self, periodic: int, t: int) -> None:
-        """Deadlock detection when only periodic events (quanta) remain: if rounds of
-        them pass with no core running, no core timer and no arrival pending, nothing
-        can ever run again."""
-        if self.n_running or any(self.timer_live) or self.control.arrivals_left:
-            self._stall = 0
-            return
-        self._stall += 1
-        if self._stall > 2 * max(periodic, 1) + 2:
-            self._deadlock("only periodic events remain")
-
-    def _deadlock(self, why: str) -> None:
-        def cores(j: Job) -> str:
-            return f"cores {_ranges(sorted(j.cores))}" if j.cores else "no core"
-
-        left = [
-            f"{j.name} ({j.n - j.finished} strands left, scheduler {j.sched.name!r}, {cores(j)})"
-            for j in self.active
-        ]
-        free = [c for c in range(self.P) if self.owner[c] < 0]
-        raise DeadlockError(
-            f"deadlock at cycle {self.now}: {why}; jobs not finished: {'; '.join(left)}; "
-            f"free cores: {_ranges(free) if free else 'none'}"
-        )
-
-    def _result(self, wall: float) -> ReplayResult:
-        outs = []
-        cost = []
-        for jid in range(len(self.jobs)):
-            j = self._job(jid)
-            core, start, end = j.arrays()
-            counters, fields = j.outputs()
-            outs.append(
-                JobOutcome(
-                    jid=j.jid,
-                    name=j.name,
-                    arrival=j.arrival,
-                    start=j.start_cycle,
-                    finish=j.finish_cycle,
-                    strand_core=core,
-                    strand_start=start,
-                    strand_end=end,
-                    busy_cycles=int(j.busy),
-                    sched_cycles=int(j.schedc),
-                    allotted_cycles=int(j.allot_cycles),
-                    instructions=int(j.trace.header.n_instructions),
-                    refs=int(j.n_refs),
-                    counters=counters,
-                    sched_fields=fields,
-                    core_moves=j.core_moves,
-                    move_cycles=j.core_moves * self.move_cost,
-                    strand_mem=j.mem_arrays(STRAND_MEM_FIELDS),
-                )
-            )
-            cost.append(np.asarray(j.cost_ns, dtype=np.int64))
-        refs = self.driver.refs_per_core
-        warmup = warmup_summary(self.jobs, self.joins)
-        allc = np.concatenate(cost) if cost else np.zeros(0, np.int64)
-        engine = {
-            "window": self.window,
-            "events": self.events,
-            # idle thieves' calls replayed in batches, not events (engine.spin)
-            "batched_attempts": self.batched,
-            "kernel_calls": self.driver.kernel_calls,
-            "kernel_s": self.driver.kernel_ns / 1e9,
-            "wall_s": wall,
-            # CPU time of the thread running the loop (the decoder thread is not in it)
-            "cpu_s": time.thread_time() - self._cpu0,
-            "median_strand_ns": float(np.median(allc)) if allc.size else 0.0,
-            "chunk_loads": self.driver.slots.loads,
-            # Chunks decoded ahead in the background, and of them those pushed out of their
-            # row before any core read them.
-            "chunks_ahead": self.driver.slots.ahead_loads,
-            "chunks_unread": self.driver.slots.wasted,
-            # Time the engine waited for chunks being decoded (in flight or not yet begun).
-            "decode_wait_s": self.driver.slots.wait_ns / 1e9,
-            # Time in the control plane (arrivals, controller quanta, reallocations).
-            "control_s": self.control_ns / 1e9,
-        }
-        return ReplayResult(
-            # a stopped replay ends at its last event (its jobs have not finished)
-            makespan=self.now if self.stopped else max((o.finish for o in outs), default=0),
-            jobs=outs,
-            busy_cycles=np.asarray(self.busy, dtype=np.int64),
-            sched_cycles=np.asarray(self.schedc, dtype=np.int64),
-            refs_per_core=refs,
-            private_misses=np.asarray(self.pmiss, dtype=np.int64),
-            series=self.series,
-            reallocations=self.reallocations,
-            warmup=warmup,
-            core_moves=self.core_moves,
-            move_cycles=self.core_moves * self.move_cost,
-            engine=engine,
-        )
 
 
 def plan_buffers(machine: Any, jobs: Sequence[JobSpec]) -> tuple[BufferPlan, int]:
@@ -925,27 +503,6 @@ def check_arrivals(specs: Sequence[JobSpec], quantum: int) -> None:
             f"or not, and a run may tick through at most 2^20 of them before its last "
             f"arrival (give a quantum of at least {least} cycles, or an earlier arrival)"
         )
-
-
-def _recorded_desire(job: Job | None) -> int:
-    """A job's desire in the allotment series: 0 once finished (it desires nothing),
-    -1 before it arrives or while its scheduler reports none."""
-    if job is None:
-        return -1
-    if job.finish_cycle >= 0:
-        return 0
-    return -1 if job.desire is None else int(job.desire)
-
-
-def _ranges(cores: Sequence[int]) -> str:
-    """Sorted core numbers as ``0-3,8,10-11``."""
-    out: list[str] = []
-    for c in cores:
-        if out and c == int(out[-1].split("-")[-1]) + 1:
-            out[-1] = f"{out[-1].split('-')[0]}-{c}"
-        else:
-            out.append(str(c))
-    return ",".join(out)
 
 
 class Engine:
