@@ -12,36 +12,33 @@ The builder keeps the structure and the checks; the file is the business of the 
 :class:`~simsched.trace.writer.ChunkWriter` it holds (:mod:`simsched.trace.writer`): the
 chunk buffer, the background compression of full chunks, and the staged file renamed into
 place when complete.  Split so that each half reads alone: here the DAG and the rules of
-well-formedness, there file offsets, the digest and the order of the sections.  The one
-seam on the hot path is :meth:`TraceBuilder.ref`, which writes into the writer's buffer in
-place rather than through a call per reference.
+well-formedness, there file offsets, the digest and the order of the sections.
+
+Two parts of the builder are mixins in private modules, each reading alone over the state
+that :class:`TraceBuilder` makes and owns: the iterations (marks, the repeated part, found
+iterations; :mod:`simsched.trace._builder_iterations`) and the references of the current
+strand with the region of interest, the hot path (:mod:`simsched.trace._builder_refs`).
+Here stay the frames, strands and edges, the calls that make them, and closing.
 """
 
 from __future__ import annotations
 
-import bisect
-import operator
 import os
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
 
-from simsched.errors import ConfigError, IterationMarkError, TraceBuildError
+from simsched.errors import ConfigError, TraceBuildError
 from simsched.files import check_path
 from simsched.identity import version
 from simsched.params import check_callable, check_flag, check_int
 from simsched.trace import format as fmt
-from simsched.trace import repeat, structure
-from simsched.trace.builder_checks import (
-    check_meta,
-    flags,
-    json_params,
-    per_reference,
-    writer_name,
-)
+from simsched.trace import structure
+from simsched.trace._builder_iterations import _INLINED, _Frame, _IterationMarks
+from simsched.trace._builder_refs import _References
+from simsched.trace.builder_checks import check_meta, json_params, writer_name
 from simsched.trace.writer import ChunkWriter
 
 NO_CALLEE = 1
@@ -60,43 +57,11 @@ def _check_function(path: os.PathLike[str] | str, what: str, value: object) -> N
         )
 
 
-#: How :meth:`TraceBuilder.call` records a call whose frame an iteration mark inside it
-#: ended or undid, the rest of it running in main's frame
-#: (:meth:`TraceBuilder._inline_calls`).
-_INLINED = "inlined"
-
 #: the header's counts, in its order
 _COUNT_KEYS = ("n_strands", "n_frames", "n_edges", "n_refs", "n_chunks", "n_instructions")
 
 
-class _Frame:
-    __slots__ = (
-        "fid",
-        "strand",
-        "spawn_strand",
-        "joins",
-        "nspawn",
-        "children",
-        "fresh",
-        "called",
-        "callee",
-    )
-
-    def __init__(self, fid: int, strand: int):
-        self.fid = fid
-        self.strand = strand  # current strand
-        self.spawn_strand = -1  # strand that made the last spawn (continuation edge source)
-        self.joins: list[int] = []  # last strands of children not yet synced
-        self.nspawn = 0  # spawns so far (since the last iteration mark, for an iteration root)
-        self.children: list[int] = []  # frames spawned since then (branching is patched later)
-        self.fresh = False  # just spawned: nothing has happened in the frame yet
-        self.called = False  # opened by call(): its return joins the caller at once
-        # the function the spawn that opened the frame calls (spawn(callee=...)): 0 unknown,
-        # -1 once a call() has been merged into the frame
-        self.callee = 0
-
-
-class TraceBuilder:
+class TraceBuilder(_IterationMarks, _References):
     """Write a trace from a program's serial execution.
 
     Parameters
@@ -240,12 +205,6 @@ class TraceBuilder:
     def _check_open(self) -> None:
         if self._closed:
             raise TraceBuildError(f"{self.path}: the trace builder is closed")
-
-    def _where(self, i: int) -> str:
-        """Name the ``i``-th reference of the current call by chunk and index, as a reader would."""
-        cap = self._w.cap
-        k, j = divmod(self._w.n_refs + i, cap)
-        return f"{self.path}: chunk {k}, reference {j} (reference {k * cap + j} of the trace)"
 
     @property
     def depth(self) -> int:
@@ -416,512 +375,6 @@ class TraceBuilder:
             parent.joins.append(fr.strand)
         parent.strand = cont
 
-    def iteration(self, i: int) -> None:
-        """Mark the start of iteration ``i``: frames spawned from now on carry it.
-
-        Position keys of main's children restart, so the same task has the same key in
-        every iteration (LAWS §3.3).  The rule (docs/trace-format.md, "Iterations"): marks
-        are made in main, with increasing numbers in ``0..2**63-1``; a mark made inside
-        Cilk functions main calls runs them in main's frame from then on
-        (:meth:`_inline_calls`).
-
-        Raises
-        ------
-        IterationMarkError
-            ``i`` is not an integer, is out of range or not above the previous mark, the
-            mark is made inside a spawned frame, or inside a called one while a frame on
-            the stack has a spawned child not synced, or after work in it since the call
-            once iterations have begun.
-        """
-        self._check_open()
-        try:
-            n = operator.index(i)
-        except TypeError:
-            raise IterationMarkError(
-                f"{self.path}: iteration mark {i!r} is not an integer"
-            ) from None
-        if len(self._stack) != 1:
-            depth = len(self._stack) - 1
-            if not all(fr.called for fr in self._stack[1:]):
-                raise IterationMarkError(
-                    f"{self.path}: iteration mark {n} inside a spawned frame (depth "
-                    f"{depth}): iterations are marked in main"
-                )
-        if not 0 <= n <= fmt.MAX_ITERATION:
-            raise IterationMarkError(f"{self.path}: iteration mark {n} is outside 0..2^63-1")
-        if n <= self._iteration:
-            raise IterationMarkError(
-                f"{self.path}: iteration mark {n} after iteration {self._iteration}: "
-                "iteration numbers must increase"
-            )
-        if len(self._stack) != 1:
-            problem = self._inline_calls()
-            if problem:
-                raise IterationMarkError(
-                    f"{self.path}: iteration mark {n} inside a Cilk function that main "
-                    f"calls (depth {len(self._stack) - 1}) {problem}"
-                )
-        self._marked = True
-        self._mark_due = False
-        fr = self._stack[-1]
-        fr.fresh = False
-        self._patch_branching(fr)
-        fr.nspawn = 0
-        self._iteration = n
-
-    def _inline_calls(self) -> str | None:
-        """Run the Cilk functions open on main's stack (all called, none spawned), inside
-        which an iteration mark is made, in main's own frame from now on; None when done,
-        else why it cannot be (the builder is unchanged then).
-
-        A time loop is often written in a function main calls (``solve()``), or its step
-        in one main calls each time (``step(t) { SS_ITER(t); ... }``); but a called Cilk
-        function has a frame of its own, and iterations are groups of main's children.
-        A call in which nothing but instructions has happened is undone, as if the
-        function ran in its caller's frame from its start (its instructions are the
-        caller's again, exactly where they were); one that did more (a prologue before
-        the loop: references, spawns) ends at the mark, as if it returned there, what it
-        did a called child of main before the first iteration, and it is refused once
-        iterations have begun (that work would fall into the iteration before).  Either
-        way the function's later spawns, syncs and calls are main's, and its return is a
-        sync of main (:meth:`call_ret`): the steps get the frames they have with the loop
-        written in main.  No dependence changes as long as no frame on the stack has a
-        child outstanding; one is refused, since the frame's early end would sync it, or,
-        for main's, a sync inside the loop would wait for it too.
-        """
-        if self._rep_open is not None:
-            return "within a repeated part: mark a repeated part's iterations in main"
-        moved = _INLINED in self._calls  # main runs the rest of a function already
-        for depth, fr in enumerate(self._stack):
-            if fr.joins:
-                who = (
-                    f"the Cilk function at depth {depth}"
-                    if depth
-                    else "main (with the Cilk function an earlier mark moved into it)"
-                    if moved
-                    else "main"
-                )
-                return (
-                    f"while {who} has {len(fr.joins)} spawned child(ren) not synced: the "
-                    "mark would move the sync; sync before the mark"
-                )
-        # the frames a call can be undone for: the newest ones, in which nothing happened
-        undo = 0
-        for fr in reversed(self._stack[1:]):
-            first = self._f_first[fr.fid]
-            if not (
-                fr.fid == len(self._f_parent) - 1 - undo
-                and fr.strand == first == len(self._s_frame) - 1 - undo
-                and self._s_ref_start[first] == self._w.n_refs
-            ):
-                break
-            undo += 1
-        opened = len(self._stack) - 1
-        if opened > undo and self._marked:
-            return (
-                "after references or spawns in it since the call, while iterations run: "
-                "they would be a frame of the iteration before; make the mark the first "
-                "thing the function does, or make it in main"
-            )
-        self._calls[-opened:] = [_INLINED] * opened
-        for _ in range(undo):
-            self._undo_call(self._stack.pop(), self._stack[-1])
-        while len(self._stack) > 1:
-            self._close_child(called=True)
-        return None
-
-    def _undo_call(self, fr: _Frame, up: _Frame) -> None:
-        """Remove the newest frame ``fr``, opened by a call in which only instructions
-        have run, and reopen the strand of its caller ``up`` that the call ended, with
-        those instructions after its own (:meth:`_inline_calls`)."""
-        first = self._f_first[fr.fid]
-        for lst in (self._e_src, self._e_dst, self._e_kind):  # the call's edge into it
-            lst.pop()
-        for lst in (self._s_frame, self._s_ref_start, self._s_instr, self._s_tail):
-            lst.pop()
-        for lst in (
-            self._f_parent,
-            self._f_spawn_index,
-            self._f_branching,
-            self._f_level,
-            self._f_iter,
-            self._f_first,
-            self._f_last,
-        ):
-            lst.pop()
-        up.children.pop()
-        up.nspawn -= 1
-        s = first - 1
-        self._pending_gap += self._s_tail[s]
-        self._cur_instr = self._s_instr[s] - self._s_tail[s]
-        up.strand = s
-
-    def _check_main_synced(self, what: str) -> _Frame:
-        self._check_open()
-        if len(self._stack) != 1:
-            raise TraceBuildError(
-                f"{self.path}: {what} inside a spawned frame (depth {len(self._stack) - 1}): "
-                "a repeated part begins and ends in main"
-            )
-        main = self._stack[0]
-        if main.joins:
-            raise TraceBuildError(
-                f"{self.path}: {what} while main has {len(main.joins)} child(ren) not "
-                "synced: a repeated part begins and ends with main's children synced"
-            )
-        return main
-
-    def repeat_begin(self) -> None:
-        """Start the part of the program that repeats (whole iterations; one per trace).
-
-        What follows until :meth:`repeat_end` is written once and stored with its repeat
-        count (docs/trace-format.md, "Repeated parts").  It must begin with an iteration
-        mark before main spawns, and main records nothing until then.
-
-        Raises
-        ------
-        TraceBuildError
-            Inside a spawned frame, with main's children not synced, in a builder made
-            with ``roi=True``, or a second time.
-        """
-        main = self._check_main_synced("repeat_begin()")
-        if self._roi_mode:
-            raise TraceBuildError(f"{self.path}: repeat_begin() on a builder made with roi=True")
-        if self._rep_open is not None or self._repeat is not None:
-            raise TraceBuildError(f"{self.path}: a trace has at most one repeated part")
-        self._rep_open = (
-            main.strand,
-            self._cur_instr + self._pending_gap,
-            self._w.n_refs,
-        )
-        self._mark_due = True
-
-    def repeat_end(self, count: int, stride: int | None = None) -> None:
-        """End the repeated part begun by :meth:`repeat_begin`: it runs ``count`` times.
-
-        Copy ``k`` (from 0) has every iteration number raised by ``k * stride``; marks
-        made after this one continue above the last copy's.  Main records nothing more in
-        its current strand, and marks an iteration before it spawns again.
-
-        Parameters
-        ----------
-        count
-            How many times the part runs (1: it is written as an ordinary part).
-        stride
-            Iteration numbers between copies; default and least: the part's last mark
-            less its first, plus one.
-
-        Raises
-        ------
-        TraceBuildError
-            Without :meth:`repeat_begin`, inside a spawned frame, with main's children
-            not synced, a part that spawned nothing or that main recorded something in
-            before its first spawn, or a bad ``count`` or ``stride``.
-        """
-        main = self._check_main_synced("repeat_end()")
-        if self._rep_open is None:
-            raise TraceBuildError(f"{self.path}: repeat_end() without repeat_begin()")
-        before, instr0, r0 = self._rep_open
-        self._rep_open = None
-        s0, s1 = before + 1, len(self._s_frame)
-        if s1 <= s0:
-            raise TraceBuildError(f"{self.path}: the repeated part spawned nothing")
-        if self._s_ref_start[s0] != r0 or self._s_instr[before] != instr0:
-            raise TraceBuildError(
-                f"{self.path}: main recorded references or instructions between "
-                "repeat_begin() and its first spawn (they would not repeat)"
-            )
-        n = self._integer("repeat count", count)
-        first_it = self._f_iter[self._s_frame[s0]]
-        span = self._iteration - first_it + 1
-        p = span if stride is None else self._integer("iteration stride", stride)
-        if n < 1 or p < span:
-            raise TraceBuildError(
-                f"{self.path}: repeat count {n} (at least 1) or iteration stride {p} (at "
-                f"least {span}, the part's iterations) out of range"
-            )
-        last = self._iteration + (n - 1) * p
-        if last > fmt.MAX_ITERATION:
-            raise TraceBuildError(f"{self.path}: {n} copies number iterations past 2^63 - 1")
-        self._patch_branching(main)
-        self._mark_due = True
-        if n == 1:
-            return  # an ordinary part: nothing for a reader to expand
-        self._check_expansion(s0, s1, r0, n)
-        self._iteration = last
-        self._repeat = {
-            "strands": [s0, s1],
-            "count": n,
-            "iteration_stride": p,
-            "chunk_refs": self._w.cap,
-        }
-        self._rep_end = (s1 - 1, self._cur_instr + self._pending_gap, self._w.n_refs)
-
-    def _check_expansion(self, s0: int, s1: int, r0: int, n: int) -> None:
-        """Refuse ``n`` copies of strands ``s0..s1 - 1`` that a reader could not expand
-        (:func:`simsched.trace.repeat.parse`), now rather than in :meth:`close` after the
-        rest of the program: what is written so far, with the copies, already passes its
-        limits.  Every edge goes into the strand newest when it is made, so the edges
-        into the part are the last ones."""
-        strands = s1 - s0
-        frames = len(self._f_parent) - self._s_frame[s0]
-        edges = len(self._e_dst) - bisect.bisect_left(self._e_dst, s0)
-        rows = len(self._s_frame) + len(self._f_parent) + len(self._e_dst)
-        rows += (n - 1) * (strands + frames + edges)
-        refs = self._w.n_refs + (n - 1) * (self._w.n_refs - r0)
-        chunks = -(-refs // self._w.cap)
-        if rows > repeat.MAX_ROWS or chunks > repeat.MAX_CHUNKS:
-            raise TraceBuildError(
-                f"{self.path}: {n} copies of the repeated part would expand to {rows:,} "
-                f"table rows and {chunks:,} chunks; a reader holds at most "
-                f"{repeat.MAX_ROWS:,} rows and {repeat.MAX_CHUNKS:,} chunks (fewer copies, "
-                "coarser tasks or larger chunks)"
-            )
-
-    def roi_begin(self) -> None:
-        """Start keeping references (region of interest)."""
-        self._check_open()
-        if not self._roi_mode:
-            raise TraceBuildError(f"{self.path}: roi_begin() on a builder made without roi=True")
-        self._in_roi = True
-
-    def roi_end(self) -> None:
-        """Stop keeping references."""
-        self._check_open()
-        if not self._roi_mode:
-            raise TraceBuildError(f"{self.path}: roi_end() on a builder made without roi=True")
-        self._in_roi = False
-
-    # -- references --------------------------------------------------------------------
-    def _integer(self, what: str, v: Any) -> int:
-        try:
-            if isinstance(v, bool | np.bool_):  # instr(True) counted one instruction
-                raise TypeError
-            return operator.index(v)
-        except TypeError:
-            raise TraceBuildError(f"{self.path}: {what} {v!r} is not an integer") from None
-
-    def _closed_or_outside_roi(self) -> bool:
-        """Whether references are dropped (outside the ROI); raise once the builder is closed.
-
-        ``close`` and ``abort`` leave the ROI, so an open builder in the ROI pays nothing.
-        """
-        self._check_open()
-        return True
-
-    def instr(self, n: int) -> None:
-        """Account ``n`` non-memory instructions in the current strand.
-
-        Raises
-        ------
-        TraceBuildError
-            ``n`` is not an integer or is negative.
-        ConfigError
-            ``n`` is more than :data:`~simsched.trace.format.MAX_INSTRUCTIONS` (2^50), the
-            instructions a whole trace may have (a trace over that limit in all is refused
-            by :meth:`close`).
-        """
-        self._check_open()
-        if type(n) is not int:
-            n = self._integer("instruction count", n)
-        if n < 0:
-            raise TraceBuildError(f"{self.path}: negative instruction count {n}")
-        if n > fmt.MAX_INSTRUCTIONS:
-            # more than a whole trace may hold: refused now, not by close() at the end
-            raise ConfigError(f"n={n}: more than the 2^50 instructions a trace may have")
-        if self._in_roi:
-            self._pending_gap += n
-
-    def ref(self, addr: int, size: int, is_write: bool, gap: int = 0, dep: bool = False) -> None:
-        """Record one reference of ``size`` bytes at ``addr``, after ``gap`` other instructions.
-
-        ``dep``: the reference's address depends on an earlier load (a pointer chase), so
-        an out-of-order core cannot issue it before the loads in flight complete
-        (docs/machine-model.md §6.1).
-
-        Raises
-        ------
-        TraceFormatError
-            The reference breaks the rule of :func:`simsched.trace.format.check_refs`.
-        TraceBuildError
-            The address, size or gap is not an integer.
-        ConfigError
-            ``is_write`` or ``dep`` is not True or False (a Python or numpy bool): ``"no"``
-            was taken by its truth and recorded a write.
-        """
-        if is_write is not True and is_write is not False:
-            is_write = check_flag(is_write, "is_write")
-        if dep is not False and dep is not True:
-            dep = check_flag(dep, "dep")
-        if not self._in_roi and self._closed_or_outside_roi():
-            return
-        if type(addr) is not int:  # a float was truncated, a string failed in a comparison
-            addr = self._integer("reference address", addr)
-        if type(size) is not int:
-            size = self._integer("reference size", size)
-        fmt.check_ref(addr, size, self._where)
-        if type(gap) is not int:
-            gap = self._integer("instruction gap", gap)
-        if gap < 0:
-            raise TraceBuildError(f"{self.path}: negative instruction gap {gap}")
-        g = gap + self._pending_gap
-        self._pending_gap = 0
-        if g >= 1 << 32:
-            raise TraceBuildError(
-                f"{self.path}: instruction gap {g} (instr() counts since the last reference "
-                "included) does not fit 32 bits"
-            )
-        # Into the writer's buffer in place: a call per reference would cost more than the
-        # rest of this function's bookkeeping.
-        w = self._w
-        k = w.fill
-        if k == w.cap:
-            w.flush()
-            k = 0  # flush() empties the buffer
-        w.addr[k] = addr
-        w.sizew[k] = size | (0x80 if is_write else 0)
-        w.gap[k] = g
-        w.dep[k] = dep
-        if dep:  # a test is cheaper than a call of bool() on every reference
-            w.any_dep = True
-        w.fill = k + 1
-        self._cur_instr += g + 1
-
-    def refs(
-        self,
-        addrs: ArrayLike,
-        sizes: ArrayLike,
-        writes: ArrayLike,
-        gaps: ArrayLike = 0,
-        deps: ArrayLike = False,
-    ) -> None:
-        """Record references in bulk; each argument is an array or a scalar (broadcast).
-
-        ``deps`` marks references whose address depends on an earlier load (see
-        :meth:`ref`); references are independent by default.
-
-        Scalar sizes, write flags and gaps are written as scalars, so a call costs little
-        more than copying the addresses.
-
-        Raises
-        ------
-        TraceFormatError
-            A reference breaks the rule of :func:`simsched.trace.format.check_refs`; the
-            message names the chunk and index it would have had.
-        TraceBuildError
-            Addresses or sizes that are not integers, a negative gap, or a gap that does
-            not fit 32 bits.
-        ConfigError
-            Addresses that are not one value or a 1-D array, another argument that is
-            neither one value nor one value per address, or ``writes`` or ``deps`` that
-            are not booleans (True, False or an array of them: ``"no"`` was taken by its
-            truth, and 2 as a write).
-        """
-        if not self._in_roi and self._closed_or_outside_roi():
-            return
-        a = np.asarray(addrs)
-        if a.ndim == 0:
-            a = a.reshape(1)
-        if a.ndim != 1:
-            # the reference rule's kernel failed on it with a numba typing error
-            raise ConfigError(
-                f"addrs: an array of shape {a.shape}; expected one address or a 1-D array of them"
-            )
-        n = a.shape[0]
-        if n == 0:
-            return
-        sz = per_reference("sizes", np.asarray(sizes), n)
-        if a.dtype.kind not in "iu":
-            self._integer_array("reference address", "reference addresses", a)
-        if sz.dtype.kind not in "iu":
-            self._integer_array("reference size", "reference sizes", sz)
-        wr = per_reference("writes", flags("writes", writes), n)
-        fmt.check_refs(a, sz, self._where)
-        if a.dtype != np.uint64:
-            a = a.astype(np.uint64)  # every address is below 2**48 now
-        if sz.ndim == 0 and wr.ndim == 0:
-            sw = np.asarray(int(sz) | (0x80 if bool(wr) else 0), np.uint8)  # 0-d: broadcast
-        else:
-            sw = np.broadcast_to(sz.astype(np.uint8) | (wr.astype(np.uint8) << 7), (n,))
-        g = per_reference("gaps", np.asarray(gaps), n)
-        if g.dtype.kind not in "iu":
-            g = self._integer_gaps(g)
-        if g.ndim == 0:
-            gmin = gmax = int(g)
-            gsum = gmin * n
-        else:
-            g = np.broadcast_to(g, (n,))
-            gmin, gmax, gsum = int(g.min()), int(g.max()), int(g.sum())
-        if gmin < 0:
-            raise TraceBuildError(f"{self.path}: negative instruction gap")
-        if self._pending_gap:
-            g = np.array(np.broadcast_to(g, (n,)), dtype=np.int64)
-            g[0] += self._pending_gap
-            gmax = max(gmax, int(g[0]))
-            gsum += self._pending_gap
-            self._pending_gap = 0
-        if gmax >= 1 << 32:
-            raise TraceBuildError(f"{self.path}: instruction gap does not fit 32 bits")
-        self._cur_instr += n + gsum
-        d = per_reference("deps", flags("deps", deps), n)
-        self._w.append(a, sw, g, d if d.ndim == 0 or d.any() else np.asarray(False))
-
-    def refs_checked(self, addrs: np.ndarray, sizew: np.ndarray, gaps: np.ndarray) -> None:
-        """Record references that already passed the reference rule, in chunk encoding.
-
-        The importer's kernel (:mod:`simsched.trace._raw_kernels`) applies the rule of
-        :func:`simsched.trace.format.check_refs` and the gap limit while it expands the raw
-        records, so this skips both checks.
-
-        Parameters
-        ----------
-        addrs
-            ``uint64`` addresses.
-        sizew
-            ``uint8``: size in the low 7 bits, write flag in bit 7.
-        gaps
-            ``uint32`` instruction gaps (may be modified: the pending gap of :meth:`instr`
-            is added to the first).
-        """
-        if not self._in_roi:
-            return
-        n = addrs.shape[0]
-        if n == 0:
-            return
-        if self._pending_gap:
-            g0 = int(gaps[0]) + self._pending_gap
-            if g0 >= 1 << 32:
-                raise TraceBuildError(f"{self.path}: instruction gap does not fit 32 bits")
-            gaps[0] = g0
-            self._pending_gap = 0
-        self._cur_instr += n + int(gaps.sum(dtype=np.int64))
-        self._w.append(addrs, sizew, gaps)
-
-    def _integer_array(self, one: str, many: str, x: np.ndarray) -> None:
-        """Refuse an array that does not hold integers (numpy would truncate floats and
-        parse strings when converting it); Python integers in an object array pass."""
-        if x.dtype.kind != "O":
-            raise TraceBuildError(f"{self.path}: {many} of type {x.dtype} are not integers")
-        for v in x.flat:
-            self._integer(one, v)
-
-    def _integer_gaps(self, g: np.ndarray) -> np.ndarray:
-        """Gaps given as floats (whole and finite) or Python integers, as int64 or objects."""
-        if g.dtype.kind == "f":
-            bad = ~np.isfinite(g) | (g != np.floor(g))
-            if np.any(bad):
-                v = float(g.flat[int(np.flatnonzero(np.atleast_1d(bad))[0])])
-                raise TraceBuildError(f"{self.path}: instruction gap {v!r} is not an integer")
-            # clipped so that out-of-range values fail the 32-bit test below, not the cast
-            return np.clip(g, -1, 1 << 32).astype(np.int64)
-        if g.dtype.kind == "b":
-            raise TraceBuildError(f"{self.path}: instruction gaps are booleans, not integers")
-        if g.dtype.kind == "O":
-            for v in g.flat:
-                self._integer("instruction gap", v)
-            return g
-        raise TraceBuildError(f"{self.path}: instruction gaps of type {g.dtype} are not integers")
-
     # -- closing -----------------------------------------------------------------------
     def close(
         self, *, strand_ranges: tuple[np.ndarray, np.ndarray] | None = None
@@ -969,40 +422,6 @@ class TraceBuilder:
         except BaseException:
             self.abort()
             raise
-
-    def _find_iterations(self, lo: np.ndarray, hi: np.ndarray) -> None:
-        from simsched.trace.iterations import find_iterations
-
-        ns = len(self._s_frame)
-        if lo.shape[0] < ns:  # strands without references at the end
-            pad = ns - lo.shape[0]
-            lo = np.concatenate([lo, np.full(pad, np.iinfo(np.int64).max, np.int64)])
-            hi = np.concatenate([hi, np.full(pad, -1, np.int64)])
-        rs = np.asarray([*self._s_ref_start, self._w.n_refs], np.int64)
-        starts = find_iterations(
-            self._f_parent, self._f_level, self._f_first, self._f_last,
-            self._e_src, self._e_dst, self._e_kind, rs, lo[:ns], hi[:ns],
-        )  # fmt: skip
-        if starts:
-            self.relabel_iterations(starts)
-
-    def relabel_iterations(self, starts: list[int]) -> None:
-        """Mark iterations after the fact: iteration ``t`` starts at main's child ``starts[t]``.
-
-        The frames from ``starts[t]`` up to the next start get iteration ``t``, and main's
-        children and their position keys are renumbered from 0 in every iteration, as if
-        :meth:`iteration` had been called before each start was spawned.  Called by
-        :meth:`close` once main has synced.
-        """
-        from simsched.trace.iterations import relabel
-
-        if self._repeat is not None or self._rep_open is not None:
-            raise TraceBuildError(f"{self.path}: iterations of a repeated part are marked")
-        relabel(
-            self._f_parent, self._f_spawn_index, self._f_branching, self._f_iter, starts
-        )  # fmt: skip
-        self.found_iterations = len(starts)
-        self._meta["params"] = {**self._meta["params"], "iterations_found": len(starts)}
 
     def _finish(self) -> fmt.TraceHeader:
         """Build the tables and the header's counts, check them as a reader would, and
