@@ -445,7 +445,7 @@ def test_a_pgf_figure_keeps_its_images_beside_it_under_its_name(tmp_path, monkey
     import numpy as np
     from matplotlib.backends import backend_pgf
 
-    from simsched.plotting import figures
+    from simsched.plotting import _saving
 
     def image_figure():
         fig = plt.figure()
@@ -457,7 +457,7 @@ def test_a_pgf_figure_keeps_its_images_beside_it_under_its_name(tmp_path, monkey
         save(image_figure(), tmp_path / "out" / "img.pgf")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
     # with TeX: matplotlib asks it which command includes a graphic
-    monkeypatch.setattr(figures, "check_tex", lambda path: None)
+    monkeypatch.setattr(_saving, "check_tex", lambda path: None)
     monkeypatch.setattr(backend_pgf, "_get_image_inclusion_command", lambda: r"\includegraphics")
     save(image_figure(), tmp_path / "out" / "img.pgf")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["img-img0.png", "img.pgf"]
