@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import numbers
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,8 +53,6 @@ from simsched.plotting._saving import MAX_DPI, check_tex, figure_format, save  #
 from simsched.plotting._style import style_path, use_style  # noqa: F401
 
 
-# Here, beside the figures it wraps, not in _style: _warn_user's stacklevel counts the
-# wrapper's frame, which stays one of this module's.
 def _styled(fn: Callable[..., Figure]) -> Callable[..., Figure]:
     """Draw a whole figure inside :func:`style` (rc parameters apply when artists are made)."""
 
@@ -306,7 +303,7 @@ def sweep_figure(
     _warn_mixed(
         data,
         [k for k in (x, hue, col) if k],
-        warn or _warn_user,
+        warn or _warn_caller,
         spelled(
             "give them hue= or col=, or keep one with filter_frame(df, wheres)",
             "give them --hue or --col, or keep one with --where",
@@ -381,10 +378,6 @@ def _warn_mixed(
             + "; "
             + remedy
         )
-
-
-def _warn_user(message: str) -> None:
-    warnings.warn(message, UserWarning, stacklevel=4)  # the caller of sweep_figure
 
 
 def _family(df: pd.DataFrame, prefix: str) -> pd.DataFrame:

@@ -296,6 +296,16 @@ def test_a_mark_that_averages_other_runs_than_seeds_is_warned_about():
     plt.close("all")
 
 
+def test_the_sweep_figures_warning_names_the_callers_line():
+    """Its fixed stack level named the figure module's wrapper, not the caller."""
+    df = results()
+    scaling = df[df["machine"].str.startswith("itrs-scaling-")]
+    with pytest.warns(UserWarning, match="averages rows of several workloads") as told:
+        sweep_figure(scaling, "cores", "speedup", "scheduler")
+    assert told[0].filename == __file__
+    plt.close("all")
+
+
 def test_standard_figures_warn_of_marks_that_average_several_workloads():
     """``speedup_vs_cores(df)`` and ``mpki_by_config(df)`` averaged both workloads into each
     mark without a word, their min-max bar spanning workloads, not seeds."""
