@@ -36,6 +36,7 @@ from __future__ import annotations
 import errno
 import functools
 import json
+import math
 import os
 import re
 import shutil
@@ -677,6 +678,39 @@ def read_user_text(path: str | os.PathLike, what: str = "text") -> str:
         raise ConfigError(f"{p}: not a {what} file (byte {exc.start} is not UTF-8 text)") from None
 
 
+class NumberOutOfRange(ConfigError):
+    """A number written beyond a float's range (:func:`float_out_of_range`): its own class,
+    so that a reader that falls back to text on invalid YAML still reports it."""
+
+
+def float_out_of_range(text: str, value: float) -> str | None:
+    """Why the number written ``text`` does not read as ``value`` says, or None.
+
+    ``1e999`` reads as infinity and ``1e-999`` as 0: a field refusing the value then
+    echoes ``inf`` or ``0.0``, which nobody wrote, and a field accepting it runs with a
+    number other than the one given.  Infinity written as such (``inf``, ``.inf``) is the
+    field's to take or refuse.
+
+    Parameters
+    ----------
+    text
+        The number as written (command line, YAML scalar).
+    value
+        What it reads as.
+
+    Returns
+    -------
+    str or None
+        The clause to put after the text in an error, or None when ``value`` is ``text``.
+    """
+    low = text.strip().lower()
+    if math.isinf(value) and "inf" not in low:
+        return "out of a number's range (it would read as infinity)"
+    if value == 0.0 and re.search(r"[1-9]", low.split("e")[0]):
+        return "too small for a number (it would read as 0)"
+    return None
+
+
 @functools.cache
 def _strict_loader() -> type:
     # Built on first use: PyYAML is imported only by the commands that read YAML.
@@ -727,6 +761,18 @@ def _strict_loader() -> type:
                     None, None, f"cannot read {text} as {tag} ({why})", node.start_mark
                 ) from None
 
+    def construct_float(self: _StrictLoader, node: yaml.ScalarNode) -> float:
+        value = float(self.construct_yaml_float(node))
+        why = float_out_of_range(str(node.value), value)
+        if why is not None:
+            exc = yaml.constructor.ConstructorError(
+                None, None, f"cannot read {node.value!r} as a number: {why}", node.start_mark
+            )
+            exc.out_of_range = True  # type: ignore[attr-defined]
+            raise exc
+        return value
+
+    _StrictLoader.add_constructor("tag:yaml.org,2002:float", construct_float)
     return _StrictLoader
 
 
@@ -843,6 +889,8 @@ def parse_yaml(text: str, source: str) -> Any:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
         problem = getattr(exc, "problem", None) or str(exc)
+        if getattr(exc, "out_of_range", False):
+            raise NumberOutOfRange(f"{source}{at.replace(' at', ',', 1)}: {problem}") from None
         raise ConfigError(f"{source}: invalid YAML{at}: {problem}") from None
     except RecursionError:
         raise ConfigError(f"{source}: invalid YAML: nested too deeply") from None

@@ -15,6 +15,7 @@ from simsched.files import (
     cache_output,
     check_not_input,
     describe_os_error,
+    float_out_of_range,
     make_output_dir,
     parse_json,
     parse_yaml,
@@ -601,3 +602,32 @@ def test_a_symlink_loop_is_no_other_file(tmp_path):
     assert not same_file(tmp_path / "x.csv", loop)
     assert same_file(loop, loop)
     check_not_input(tmp_path / "x.csv", "--out", {"the results": loop})
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("1e999", "infinity"),
+        ("-1E400", "infinity"),
+        ("1.0e+999", "infinity"),
+        ("1e-999", "read as 0"),
+        ("-2.5e-400", "read as 0"),
+        ("inf", None),
+        ("-Infinity", None),
+        (".inf", None),
+        ("0", None),
+        ("0.0e-999", None),
+        ("1e308", None),
+        ("5e-324", None),
+    ],
+)
+def test_a_number_beyond_a_floats_range_is_told(text, says):
+    value = float(text.replace(".inf", "inf"))
+    why = float_out_of_range(text, value)
+    assert (why is None) if says is None else (says in why)
+    if text[0].isdigit() or text[0] == "-":
+        # YAML reads the same numbers the same way (1e999 without a dot is text in YAML 1.1)
+        yaml_text = text if "." in text else None
+        if yaml_text is not None and "e" in text.lower() and says is not None:
+            with pytest.raises(ConfigError, match="as a number: "):
+                parse_yaml(f"x: {yaml_text}", "f.yaml")

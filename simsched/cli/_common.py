@@ -6,8 +6,6 @@ typer) and are re-exported here for the command modules.
 
 from __future__ import annotations
 
-import contextlib
-import math
 import sys
 from typing import Annotated, Any
 
@@ -18,7 +16,7 @@ from simsched.cli._table import console as console  # re-exported for the comman
 from simsched.cli._table import err_console as err_console
 from simsched.cli._table import print_table as print_table
 from simsched.errors import ConfigError
-from simsched.files import parse_yaml
+from simsched.files import NumberOutOfRange, float_out_of_range, parse_yaml
 from simsched.params import check_line_size
 
 #: Options shared by the commands that take one machine (``memsim``, ``calibrate``).
@@ -75,9 +73,13 @@ def written_float(text: str | float) -> float:
     if isinstance(text, float):
         return text
     try:
-        return WrittenFloat(text)
+        value = WrittenFloat(text)
     except ValueError:
         raise ValueError(f"{text!r} is not a number") from None
+    why = float_out_of_range(text, value)
+    if why is not None:
+        raise ValueError(f"{value.text} is {why}")
+    return value
 
 
 def as_written(value: float) -> str:
@@ -119,13 +121,16 @@ def _value(raw: str, source: str) -> Any:
     reads it, else :func:`parse_value`'s reading; a text that is no YAML (``[draft] two
     cores``) stays text, for the field to take or name."""
     if raw.startswith(("[", "{")):
-        with contextlib.suppress(ConfigError):
+        try:
             return parse_yaml(raw, source)
-        return raw
+        except NumberOutOfRange:
+            raise
+        except ConfigError:
+            return raw
     value = parse_value(raw)
-    if isinstance(value, float) and math.isinf(value) and "inf" not in raw.lower():
-        # 1e999 reads as inf: a field refusing it would echo "inf", which nobody wrote
-        raise ConfigError(f"{source}: {raw} is out of a number's range (it would read as infinity)")
+    why = float_out_of_range(raw, value) if isinstance(value, float) else None
+    if why is not None:
+        raise ConfigError(f"{source}: {raw} is {why}")
     return value
 
 

@@ -32,6 +32,7 @@ from simsched.cli._common import (
     print_json,
     print_table,
     want_progress,
+    written_float,
 )
 from simsched.errors import ConfigError
 from simsched.progress import plural
@@ -79,6 +80,8 @@ PrecisionOpt = Annotated[
     float | None,
     typer.Option(
         "--sample-precision",
+        parser=written_float,
+        metavar="<float>",
         help="with --sample-iterations: replay further iterations until the makespan's 95 % "
         "interval is within this many percent of it (0: exactly K) \\[default: 0.5]",
     ),
@@ -193,7 +196,12 @@ def run_cmd(
     ] = None,
     quantum_ms: Annotated[
         float | None,
-        typer.Option("--quantum-ms", help="controller quantum in ms at the machine's clock_ghz"),
+        typer.Option(
+            "--quantum-ms",
+            parser=written_float,
+            metavar="<float>",
+            help="controller quantum in ms at the machine's clock_ghz",
+        ),
     ] = None,
     scheduler: Annotated[
         str | None, typer.Option("--scheduler", "-s", help="ws, pdf, ... \\[default: ws]")
@@ -401,11 +409,12 @@ def no_iterations_note(
 def _jobs_overrides(set_: list[str] | None) -> dict[str, Any]:
     """``--set`` of a ``--jobs`` run: machine overrides only (one line for anything else)."""
     overrides = parse_kv(set_, "--set")
-    for k, v in overrides.items():
+    given = {item.partition("=")[0].strip(): item for item in set_ or []}
+    for k in overrides:
         if not _machine_field(k):
             # it was "<machine>: k: unknown key", for what may be a controller's parameter
             raise ConfigError(
-                f"--set {k}={v}: not a machine field (simsched machine show); with --jobs, "
+                f"--set {given[k]}: not a machine field (simsched machine show); with --jobs, "
                 "--set changes the machine only: give the controller's parameters in the job "
                 "set (controller_params) and the jobs' in scheduler_params"
             )

@@ -7,7 +7,8 @@ memory model's window loop (:mod:`simsched.memory.window`), driven by
 :class:`~simsched.engine.cores.CoreDriver`.  Most users call :func:`simsched.run`.
 """
 
+from simsched.engine.job import JobSpec
 from simsched.engine.outcome import EngineResult, ReplayResult
-from simsched.engine.replay import DEFAULT_WINDOW, Engine, JobSpec, Replay
+from simsched.engine.replay import DEFAULT_WINDOW, Engine, Replay
 
 __all__ = ["DEFAULT_WINDOW", "Engine", "EngineResult", "JobSpec", "Replay", "ReplayResult"]

@@ -40,7 +40,7 @@ class ControlPlane:
         The :class:`~simsched.engine.replay.Replay` (``arrive`` and ``quantum_boundary``
         are called on it; the control plane writes none of its state).
     specs
-        The jobs (:class:`~simsched.engine.replay.JobSpec`), each with an ``arrival`` cycle.
+        The jobs (:class:`~simsched.engine.job.JobSpec`), each with an ``arrival`` cycle.
     quantum
         The controller's quantum in cycles (0: no quantum process).
     """

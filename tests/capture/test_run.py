@@ -700,6 +700,17 @@ def test_a_failed_compression_of_the_raw_stream_names_the_program(tmp_path, monk
     )
 
 
+def test_the_fifo_compressor_writes_a_content_checksum(tmp_path):
+    # the valgrind and Pin backends' streams, kept with --raw, are refused when changed
+    fifo = capture_run._FifoCompressor(tmp_path / "raw.fifo", tmp_path / "raw.zst", "p")
+    with open(tmp_path / "raw.fifo", "wb") as w:
+        w.write(bytes(range(256)) * 400)
+    fifo.finish()
+    data = (tmp_path / "raw.zst").read_bytes()
+    assert zstandard.get_frame_parameters(data[:18]).has_checksum
+    assert zstandard.ZstdDecompressor().stream_reader(data).read() == bytes(range(256)) * 400
+
+
 def test_finish_without_a_writer_never_waits_for_good(tmp_path, monkeypatch):
     # A backend that dies before it opens the FIFO: finish() must end the compressor even
     # when its thread has not yet reached its open() (a writer opened and closed before

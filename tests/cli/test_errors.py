@@ -85,6 +85,34 @@ def test_a_number_beyond_a_floats_range_is_echoed_as_written(cli, fib_trace, tmp
         line = one_line(err)
         assert code == 2 and given in line and "would read as infinity" in line, line
     assert not (tmp_path / "h.sst").exists()
+    jobs = ROOT / "experiments" / "saws" / "jobsets" / "fig8-heat-10.yaml"
+    machine = tmp_path / "m.yaml"
+    machine.write_text("name: m\nbase: itrs-45nm-2\nclock_ghz: 1.0e-400\n")
+    for args, says in (
+        # YAML values: a flow mapping on the command line, a sweep's --set, a machine file
+        (
+            ["machine", "show", "itrs-45nm-2", "--set", "memory={latency: 1.0e+999}"],
+            "'1.0e+999' as a number: out of a number's range",
+        ),
+        (
+            ["sweep", "status", ROOT / "experiments" / "cab" / "small.yaml", "--set",
+             "workloads.0.params.nx=1.0e+999"],
+            "'1.0e+999' as a number: out of a number's range",
+        ),
+        (["machine", "show", machine], "line 3, column 12: cannot read '1.0e-400' as a number"),
+        # options that are numbers
+        (["run", "-t", fib_trace, "-m", "itrs-45nm-2", "--sample-iterations", "2",
+          "--sample-precision", "1e999"], "1e999 is out of a number's range"),
+        (["run", "-j", jobs, "-m", "opteron-8380-4x4", "--quantum-ms", "1e-999"],
+         "1e-999 is too small for a number (it would read as 0)"),
+        (["trace", "gen", "heat", "-p", "nx=1e-999", "-o", tmp_path / "h.sst"],
+         "1e-999 is too small for a number"),
+    ):  # fmt: skip
+        code, _, err = cli(*args)
+        assert code == 2 and says in one_line(err), err
+    # a --jobs run's --set that is no machine field is named as written
+    code, _, err = cli("run", "-j", jobs, "-m", "opteron-8380-4x4", "--set", "bl=0x3")
+    assert code == 2 and one_line(err).startswith("simsched: error: --set bl=0x3: not a machine")
     # inf written as such is the field's to refuse, in the user's words
     code, _, err = cli("machine", "show", "itrs-45nm-2", "--set", "clock_ghz=inf")
     assert code == 2 and "finite" in one_line(err)
