@@ -15,9 +15,10 @@ in mean response time, utilisation and makespan (``(other - saws) / other`` for 
 ``(saws - other) / other`` for utilisation, averaged over the x-axis points and seeds),
 per machine (caches on, caches off) — the numbers [SAWS12] §5.2 quotes for Fig. 9.
 With ``--published``, reads ``results/published`` (ten job mixes at published job
-lengths, three seeds) into ``figures/published/fig9.png`` and ``points.csv`` and prints
-SAWS's improvements with a 95 % t interval over the mixes (each mix's mean over its seeds
-is one sample), then the same, all lambdas together, for each core-move cost of
+lengths, three seeds) into ``figures/published/fig9.png``, ``points.csv`` and
+``job_desires.csv`` (each job's median desire) and prints SAWS's improvements with a 95 %
+t interval over the mixes (each mix's mean over its seeds is one sample), the median and
+90th percentile of the jobs' median desires, then the same, all lambdas together, for each core-move cost of
 ``results/published_moves`` (seed 0) if it was run.  Sweep folders given by name
 (a spec run with ``--set out=...``) are drawn by their spec's name (``saws_fig9`` draws
 Fig. 9), into ``figures/NAME`` beside the folder or FIGDIR.
@@ -212,6 +213,38 @@ def published_improvements(df: pd.DataFrame, figure: str = "published") -> list[
     return rows
 
 
+#: The per-job desire table of the published study (``figures/published/job_desires.csv``).
+DESIRE_COLUMNS = ["mix", "lam", "sched", "seed", "job", "quanta", "median_desire"]
+
+
+def job_desires(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Each job's median desire over its quanta (SAWS and A-Steal keep every quantum's
+    desire, ``quantum_desires``), and per scheduler the median and 90th percentile of
+    those medians over all jobs of all mixes and seeds: how far Eq. 1 of [SAWS12]
+    overshoots on deep DAGs (docs/experiments.md, "Where and why simsched differs")."""
+    import json
+
+    import numpy as np
+
+    rows = []
+    for r in df.itertuples(index=False):
+        jobs = json.loads(r.jobs) if isinstance(r.jobs, str) else r.jobs
+        for j in jobs or []:
+            d = j.get("quantum_desires")
+            if d:
+                rows.append((r.mix, r.lam, r.sched, r.seed, j["name"], len(d), float(np.median(d))))
+    table = pd.DataFrame(rows, columns=DESIRE_COLUMNS)
+    summary: dict[str, Any] = {"figure": "published desires"}
+    for sched, g in table.groupby("sched", sort=True):
+        m = g["median_desire"]
+        summary[str(sched)] = {
+            "jobs": len(m),
+            "median": round(float(m.median()), 1),
+            "p90": round(float(np.percentile(m, 90)), 1),
+        }
+    return table, summary
+
+
 def draw_published(df: pd.DataFrame):
     """Fig. 9 at published job lengths: one marker per mix (mean over seeds), a line
     through the per-lambda means, per scheduler; one panel per metric."""
@@ -269,6 +302,11 @@ def draw_study(figure: str, df: pd.DataFrame, out: Path) -> None:
         write_points(df, out / "published" / "points.csv", POINT_COLUMNS, ["mix", "sched", "seed"])
         for row in published_improvements(df):
             print(json_line(row))
+        if "jobs" in df:
+            desires, summary = job_desires(df)
+            order = ["mix", "sched", "seed", "job"]
+            write_points(desires, out / "published" / "job_desires.csv", DESIRE_COLUMNS, order)
+            print(json_line(summary))
         return
     if figure == "published_moves":
         order = ["machine", "mix", "sched", "seed"]

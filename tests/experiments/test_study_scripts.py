@@ -205,6 +205,26 @@ def test_cab_figures_of_a_study_interrupted_before_its_first_figure_program(tmp_
     assert rows["4+table4"] == [] and rows["5-6 heat"][0]["norm_time"] == 0.9
 
 
+def test_saws_job_desires_are_each_jobs_median_over_its_quanta():
+    saws = _script("saws")
+    jobs = [
+        {"name": "fib-0", "quantum_desires": [1.0, 2.0, 40.0]},
+        {"name": "lu-1", "quantum_desires": [8.0, 8.0]},
+        {"name": "ws-job", "quantum_desires": []},  # WS-EQUI keeps none
+    ]
+    df = pd.DataFrame(
+        [
+            {"mix": 0, "lam": 1.0, "sched": s, "seed": 0, "jobs": json.dumps(jobs)}
+            for s in ("saws", "asteal")
+        ]
+    )
+    table, summary = saws.job_desires(df)
+    assert list(table.columns) == saws.DESIRE_COLUMNS
+    assert table[table["sched"] == "saws"]["median_desire"].tolist() == [2.0, 8.0]
+    assert table["quanta"].tolist() == [3, 2, 3, 2]
+    assert summary["saws"] == {"jobs": 2, "median": 5.0, "p90": 7.4}
+
+
 def test_saws_published_improvements_of_a_partly_run_study():
     """Mixes a scheduler has not run yet are left out of its comparison, a scheduler not
     run at all is left out; both ended in a KeyError traceback."""
