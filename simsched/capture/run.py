@@ -667,6 +667,7 @@ def capture(
         raw_bytes = raw_path.stat().st_size
         cb = None if progress is None else (lambda done, _b: progress("import", done))
         stack_warnings: list[str] = []
+        refused: list[str] = []  # why iterations found in a called function stay unmarked
         try:
             header = import_raw(
                 raw_path,
@@ -677,6 +678,7 @@ def capture(
                 iterations=iterations,
                 warn=stack_warnings.append,
                 source=prog.name,  # the raw stream is a temporary file
+                iterations_refused=refused.append,
             )
         except OutputError as exc:  # (a full disk) told of the trace's temporary file
             text = str(exc)
@@ -701,7 +703,7 @@ def capture(
                 f"from its source files with `{cc}` (docs/capture.md)"
             )
         validate(tmp_out)
-        why = _no_iterations(tmp_out) if iterations == "auto" else None
+        why = _no_iterations(tmp_out, *refused) if iterations == "auto" else None
         t2 = time.perf_counter()
         if tmp_raw is not None:
             shutil.move(raw_path, tmp_raw)
@@ -718,15 +720,16 @@ def capture(
     )
 
 
-def _no_iterations(trace: Path) -> str | None:
-    """Why an ``auto`` import found no iterations, or None if the trace has some."""
+def _no_iterations(trace: Path, refused: str | None = None) -> str | None:
+    """Why an ``auto`` import found no iterations, or None if the trace has some;
+    ``refused``: why the import could not mark the ones it found inside a called function."""
     from simsched.trace import open_trace
     from simsched.trace.iterations import no_iterations_reason
 
     with open_trace(trace) as t:
         if int(t.frames.iteration.max(initial=-1)) >= 0:
             return None
-        return no_iterations_reason(t)
+        return no_iterations_reason(t, refused)
 
 
 def _backend(name: str) -> str:

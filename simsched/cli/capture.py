@@ -164,7 +164,8 @@ def register(app: typer.Typer) -> None:
         if found:
             err_console.print(
                 f"{out}: {found} iterations found without SS_ITER markers "
-                "(repeated phases of main; --iterations markers turns this off)"
+                "(repeated phases of main, or of the Cilk function main calls; --iterations "
+                "markers turns this off)"
             )
         elif res.no_iterations is not None:
             err_console.print(

@@ -398,7 +398,8 @@ def no_iterations_note(
     if iterations is not None and iterations.strip().lower() == "auto":
         return (
             f"note: {trace} has no iterations, marked or found in its DAG, so {name} {what}; "
-            "mark them with SS_ITER"
+            "mark them with SS_ITER (a time loop in a Cilk function main calls is found only "
+            "when the raw stream is imported: simsched trace import --iterations auto)"
         )
     return (
         f"note: {trace} has no iterations, so {name} {what}; if the program iterates, "

@@ -170,6 +170,7 @@ def import_cmd(
     from simsched.trace import import_raw
 
     warnings: list[str] = []
+    refused: list[str] = []
     with _reporter(progress, f"importing {raw.name}", "records") as bar:
         h = import_raw(
             raw,
@@ -179,9 +180,15 @@ def import_cmd(
             progress=bar,
             iterations=iterations,
             warn=warnings.append,
+            iterations_refused=refused.append,
         )
     for w in warnings:
         err_console.print(f"warning: {w}")
+    for why in refused:
+        err_console.print(
+            f"{out}: no iterations: the steps of the time loop in the Cilk function main "
+            f"calls repeat, but marking them there was refused: {why}"
+        )
     err_console.print(
         f"{out}: {h.n_strands:,} strands, {h.n_refs:,} references, {h.n_instructions:,} instructions "
         f"(from {raw.stat().st_size:,} raw bytes)"

@@ -68,6 +68,7 @@ class _IterationMarks:
     # TraceBuilder's fields used here (made by its __init__, which describes them)
     path: Path
     found_iterations: int
+    inner_iterations: list[int]
     _meta: fmt.TraceMeta
     _w: ChunkWriter
     _s_frame: list[int]
@@ -366,7 +367,11 @@ class _IterationMarks:
             )
 
     def _find_iterations(self, lo: np.ndarray, hi: np.ndarray) -> None:
-        from simsched.trace.iterations import find_iterations
+        """Mark the iterations found among main's children; when there are none and main's
+        only phase is one Cilk function it calls, leave the children of that function that
+        start repeated steps in :attr:`inner_iterations` (marking those changes the frame
+        table: the raw importer imports the stream again with marks before them)."""
+        from simsched.trace.iterations import called_function, find_iterations
 
         ns = len(self._s_frame)
         if lo.shape[0] < ns:  # strands without references at the end
@@ -380,6 +385,15 @@ class _IterationMarks:
         )  # fmt: skip
         if starts:
             self.relabel_iterations(starts)
+            return
+        f = called_function(
+            self._f_parent, self._f_first, self._f_last, self._e_src, self._e_dst, self._e_kind
+        )
+        if f > 0:
+            self.inner_iterations = find_iterations(
+                self._f_parent, self._f_level, self._f_first, self._f_last,
+                self._e_src, self._e_dst, self._e_kind, rs, lo[:ns], hi[:ns], root=f,
+            )  # fmt: skip
 
     def relabel_iterations(self, starts: list[int]) -> None:
         """Mark iterations after the fact: iteration ``t`` starts at main's child ``starts[t]``.
@@ -396,5 +410,12 @@ class _IterationMarks:
         relabel(
             self._f_parent, self._f_spawn_index, self._f_branching, self._f_iter, starts
         )  # fmt: skip
-        self.found_iterations = len(starts)
-        self._meta["params"] = {**self._meta["params"], "iterations_found": len(starts)}
+        self.iterations_were_found(len(starts))
+
+    def iterations_were_found(self, n: int) -> None:
+        """Say in the header that the trace's ``n`` iterations were found, not marked (the
+        ``iterations_found`` parameter): :meth:`relabel_iterations` does, and the raw
+        importer for marks it made itself before the steps of a time loop it found inside
+        a Cilk function main calls."""
+        self.found_iterations = n
+        self._meta["params"] = {**self._meta["params"], "iterations_found": n}

@@ -152,6 +152,9 @@ class TraceBuilder(_IterationMarks, _References):
         self._iteration = -1
         self._marked = False  # iteration() was called
         self.found_iterations = 0  # iterations close() found without marks
+        # found by close() inside the one Cilk function main calls, when none were among
+        # main's children: the frames that start them (_find_iterations)
+        self.inner_iterations = []
         self._pending_gap = 0
         self._cur_instr = 0
         self._closed = False
@@ -225,6 +228,11 @@ class TraceBuilder(_IterationMarks, _References):
     def n_strands(self) -> int:
         """Strands started so far."""
         return len(self._s_frame)
+
+    @property
+    def n_frames(self) -> int:
+        """Frames made so far."""
+        return len(self._f_parent)
 
     @property
     def n_refs(self) -> int:
@@ -387,7 +395,11 @@ class TraceBuilder(_IterationMarks, _References):
             Every strand's lowest and highest referenced address.  When given and no
             :meth:`iteration` was marked, the iterations are found from the DAG
             (:func:`simsched.trace.iterations.find_iterations`) and marked as
-            :meth:`iteration` marks before each one's first frame would have.
+            :meth:`iteration` marks before each one's first frame would have; when
+            none are among main's children and main's only phase is one Cilk function
+            it calls, the children of that function that start repeated steps are left
+            in :attr:`inner_iterations` (for the raw importer, which marks them by
+            importing the stream again).
 
         Returns
         -------

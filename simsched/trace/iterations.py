@@ -56,9 +56,9 @@ OVERLAP = 0.9
 
 def _phases(
     parent: np.ndarray, first: np.ndarray, last: np.ndarray, edge_src: np.ndarray,
-    edge_dst: np.ndarray, edge_kind: np.ndarray,
+    edge_dst: np.ndarray, edge_kind: np.ndarray, root: int = 0,
 ) -> list[list[int]]:  # fmt: skip
-    """Main's children grouped into phases (in spawn order).
+    """Main's children (or frame ``root``'s) grouped into phases (in spawn order).
 
     A child starts a new phase unless main spawned or called it while a child of the
     current phase was outstanding, i.e. from a strand of main before the one that
@@ -69,7 +69,7 @@ def _phases(
     steps.  A Cilk function called while nothing is outstanding is a phase of its own
     (it joins main's very next strand).
     """
-    kids = np.flatnonzero(parent == 0)
+    kids = np.flatnonzero(parent == root)
     if kids.shape[0] == 0:
         return []
     join = edge_kind == fmt.EDGE_JOIN
@@ -115,8 +115,13 @@ def find_iterations(
     ref_start: Sequence[int] | np.ndarray,
     strand_lo: np.ndarray,
     strand_hi: np.ndarray,
+    root: int = 0,
 ) -> list[int]:
     """Return the frames of main's children that start each iteration (empty: none found).
+
+    With ``root``, the same search among the children of frame ``root`` instead of
+    main's: the phases of a time loop written in a Cilk function main calls
+    (:func:`called_function`).
 
     Parameters
     ----------
@@ -129,12 +134,15 @@ def find_iterations(
     strand_lo, strand_hi
         Every strand's lowest and highest referenced address (``lo > hi`` for a strand
         without references).
+    root
+        The frame whose children are searched (0: main).
 
     Returns
     -------
     list[int]
         Frame ids, increasing; iteration ``t`` is the frames from the ``t``-th of them up to
-        the next one (the last iteration runs to the end of the trace).
+        the next one (the last iteration runs to the end of the trace, or of ``root``'s
+        subtree).
     """
     par = np.asarray(parent, np.int64)
     lvl = np.asarray(level, np.int64)
@@ -142,12 +150,15 @@ def find_iterations(
     lst = np.asarray(last, np.int64)
     rs = np.asarray(ref_start, np.int64)
     groups = _phases(
-        par, fst, lst, np.asarray(edge_src), np.asarray(edge_dst), np.asarray(edge_kind)
+        par, fst, lst, np.asarray(edge_src), np.asarray(edge_dst), np.asarray(edge_kind), root
     )
     if len(groups) < 2:
         return []
+    # frames are numbered depth first: root's subtree runs up to the next frame no deeper
     nf = par.shape[0]
-    starts = [g[0] for g in groups] + [nf]
+    after = np.flatnonzero(lvl[root + 1 :] <= lvl[root])
+    end = root + 1 + int(after[0]) if after.shape[0] else nf
+    starts = [g[0] for g in groups] + [end]
     sigs: list[tuple[int, ...]] = []
     parallel: list[bool] = []
     for k, g in enumerate(groups):
@@ -216,25 +227,66 @@ def relabel(
             iteration[g] = t
 
 
-def no_iterations_reason(t: Trace) -> str:
-    """Say why :func:`find_iterations` finds no iterations in ``t`` (from its DAG alone).
+def called_function(
+    parent: Sequence[int] | np.ndarray,
+    first: Sequence[int] | np.ndarray,
+    last: Sequence[int] | np.ndarray,
+    edge_src: Sequence[int] | np.ndarray,
+    edge_dst: Sequence[int] | np.ndarray,
+    edge_kind: Sequence[int] | np.ndarray,
+) -> int:
+    """The frame of the one Cilk function main calls, when that call is main's only phase
+    and the function has children of its own (a time loop written in ``solve()``); else -1.
+
+    Parameters
+    ----------
+    parent, first, last
+        The frame table's parent, first and last strand, main being frame 0.
+    edge_src, edge_dst, edge_kind
+        The edges (any order).
+    """
+    par = np.asarray(parent, np.int64)
+    lst = np.asarray(last, np.int64)
+    src, dst, kind = np.asarray(edge_src), np.asarray(edge_dst), np.asarray(edge_kind)
+    groups = _phases(par, np.asarray(first, np.int64), lst, src, dst, kind)
+    if len(groups) != 1 or len(groups[0]) != 1:
+        return -1
+    f = groups[0][0]
+    join = kind == fmt.EDGE_JOIN
+    # a called frame's return is joined at once, by main's very next strand
+    into = dst[join][src[join] == lst[f]]
+    if not np.any(par == f) or not into.shape[0] or int(into[0]) != int(lst[f]) + 1:
+        return -1
+    return f
+
+
+def no_iterations_reason(t: Trace, refused: str | None = None) -> str:
+    """Say why no iterations are found in ``t`` from its DAG (:func:`find_iterations`).
 
     Parameters
     ----------
     t
         An open trace.
+    refused
+        Why the import could not mark the iterations it found inside a Cilk function main
+        calls (the builder's refusal), if it could not.
 
     Returns
     -------
     str
         One clause: how many phases main has and, when main's only phase is one Cilk
-        function it calls, that a time loop inside such a function is not looked into.
+        function it calls, whether that function's children repeat.  A time loop inside
+        such a function is marked only when the raw stream is imported (the marks change
+        the frame table), so when its steps repeat in an imported trace the clause says to
+        re-import the raw stream or recapture with ``--iterations auto``, or to mark them;
+        with ``refused``, it gives the refusal.  That case reads every reference once.
     """
     fr, e = t.frames, t.edges
     par = np.asarray(fr.parent, np.int64)
     fst = np.asarray(fr.first_strand, np.int64)
     lst = np.asarray(fr.last_strand, np.int64)
-    groups = _phases(par, fst, lst, np.asarray(e.src), np.asarray(e.dst), np.asarray(e.kind))
+    src, dst, kind = np.asarray(e.src), np.asarray(e.dst), np.asarray(e.kind)
+    groups = _phases(par, fst, lst, src, dst, kind)
     if not groups:
         return "main spawns and calls nothing"
     if len(groups) > 1:
@@ -243,17 +295,31 @@ def no_iterations_reason(t: Trace) -> str:
             "repeated at least twice with a parallel phase in it"
         )
     kids = groups[0]
-    inner = int(np.count_nonzero(par == kids[0]))
-    join = np.asarray(e.kind) == fmt.EDGE_JOIN
-    # a called frame's return is joined at once, by main's very next strand
-    into = np.asarray(e.dst)[join][np.asarray(e.src)[join] == lst[kids[0]]]
-    if len(kids) == 1 and inner and into.shape[0] and int(into[0]) == int(lst[kids[0]]) + 1:
+    f = called_function(par, fst, lst, src, dst, kind)
+    if f < 0:
+        return f"main has one phase ({len(kids)} child frame(s) joined together): nothing repeats"
+    inner = int(np.count_nonzero(par == f))
+    what = f"main has one phase, one Cilk function it calls (with {inner} children of its own)"
+    if refused is not None:
         return (
-            f"main has one phase, one Cilk function it calls (with {inner} children of "
-            "its own); a time loop inside a called function is not looked into: mark "
-            "its steps with SS_ITER there, or write the time loop in main"
+            f"{what}, whose steps repeat, but marking them there was refused: {refused}; "
+            "mark its steps with SS_ITER there, or write the time loop in main"
         )
-    return f"main has one phase ({len(kids)} child frame(s) joined together): nothing repeats"
+    lo, hi = strand_ranges(t)
+    steps = find_iterations(
+        par, fr.level, fst, lst, src, dst, kind, t.strands.ref_start, lo, hi, root=f
+    )
+    if not steps:
+        return (
+            f"{what}, whose phases hold no block of up to {MAX_PERIOD} phases repeated at "
+            "least twice with a parallel phase in it either"
+        )
+    return (
+        f"{what}, whose {len(steps)} repeated steps are iterations only when the raw stream "
+        "is imported (their marks change the frame table): re-import it with `simsched "
+        "trace import --iterations auto`, or recapture with `simsched capture --iterations "
+        "auto`, or mark its steps with SS_ITER there (or write the time loop in main)"
+    )
 
 
 def strand_ranges(t: Trace) -> tuple[np.ndarray, np.ndarray]:

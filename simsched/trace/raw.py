@@ -33,8 +33,20 @@ from pathlib import Path
 import numpy as np
 import zstandard
 
-from simsched.errors import OutputError, SimschedError, TraceBuildError, TraceFormatError
-from simsched.files import check_not_input, check_output_file, check_path, regular_file_kind
+from simsched.errors import (
+    IterationMarkError,
+    OutputError,
+    SimschedError,
+    TraceBuildError,
+    TraceFormatError,
+)
+from simsched.files import (
+    atomic_output,
+    check_not_input,
+    check_output_file,
+    check_path,
+    regular_file_kind,
+)
 from simsched.params import check_callable
 from simsched.trace import _raw_kernels as _rk
 from simsched.trace import format as fmt
@@ -640,6 +652,7 @@ def import_raw(
     iterations: str = "auto",
     warn: Callable[[str], None] | None = None,
     source: str | None = None,
+    iterations_refused: Callable[[str], None] | None = None,
 ) -> fmt.TraceHeader:
     """Convert a raw capture stream into a trace, streaming.
 
@@ -659,7 +672,12 @@ def import_raw(
         ``"markers"``: iterations are where ``SS_ITER`` says; ``"none"``: ``SS_ITER``
         markers are ignored (no iterations); ``"auto"`` (default): the markers if the
         stream has any, otherwise the iterations found from the DAG
-        (:mod:`simsched.trace.iterations`).
+        (:mod:`simsched.trace.iterations`): among main's children, or, when main's only
+        phase is one Cilk function it calls, among that function's children (a time loop
+        written in ``solve()``).  The last are marked by reading the stream a second time
+        with an ``SS_ITER(t)`` mark before the spawn or call that starts step ``t``: the
+        trace is the one of the program with those marks written at the top of its loop
+        body, the header saying they were found (``iterations_found``).
     warn
         Called with one line for what the trace cannot model (a spawned Cilk function
         using a stack object of an enclosing frame through a pointer), and for ROI markers
@@ -668,6 +686,11 @@ def import_raw(
         What to name in error messages about the records (default ``raw_path``; a capture
         names its program, whose raw stream is a temporary file).  Never the output path:
         that is often the temporary file of an atomic write.
+    iterations_refused
+        Called with the reason when ``auto`` found the steps of a time loop inside a Cilk
+        function main calls but the builder refused the marks before them
+        (:meth:`TraceBuilder.iteration`); the trace then has no iterations, as the first
+        pass wrote it.
 
     Returns
     -------
@@ -694,7 +717,7 @@ def import_raw(
     check_output_file(out_path)
     name = source or str(raw_path)
     check_iterations_mode(iterations)
-    ranges = _StrandRanges() if iterations == "auto" else None
+    check_callable(iterations_refused, "iterations_refused")
     if not raw_path.exists():
         raise TraceFormatError(f"{raw_path}: no such raw stream")
     what = regular_file_kind(raw_path)
@@ -702,11 +725,133 @@ def import_raw(
         # a named pipe blocked the import until something wrote to it
         raise TraceFormatError(f"{raw_path}: is {what}, not a raw stream")
     roi = _has_roi(raw_path, name)
+    meta = {
+        "program": program,
+        "args": list(args),
+        "line_size_hint": line_size_hint,
+        "roi": roi,
+    }
     guard = _StackGuard()
     roi_order = _RoiOrder()
+    if iterations != "auto":
+        h, _ = _import_pass(raw_path, out_path, name, meta, iterations, progress, guard, roi_order)
+        _warn(warn, guard, roi_order, name)
+        return h
+    # Auto: the first pass's trace is staged, since a time loop found inside a Cilk
+    # function main calls is marked by importing the stream again (the marks change the
+    # frame table), and that trace replaces it.
+    with atomic_output(out_path) as stage:
+        try:
+            h = _import_auto(
+                raw_path, stage, name, meta, progress, guard, roi_order, iterations_refused
+            )
+        except OutputError as exc:  # (a full disk) told of the staged file
+            text = str(exc)
+            if not text.startswith(f"{stage}: "):
+                raise
+            raise OutputError(f"{out_path}: {text.removeprefix(f'{stage}: ')}", exc.errno) from None
+        _warn(warn, guard, roi_order, name)
+    return h
+
+
+def _warn(
+    warn: Callable[[str], None] | None, guard: _StackGuard, roi_order: _RoiOrder, name: str
+) -> None:
+    for msg in (guard.message(name), roi_order.message(name)):
+        if msg is not None and warn is not None:
+            warn(msg)
+
+
+class _Refused(Exception):
+    """The builder refused an iteration mark the importer made itself (its reason)."""
+
+
+def _import_auto(
+    raw_path: Path,
+    out: Path,
+    name: str,
+    meta: dict,
+    progress: Callable[[int, int], None] | None,
+    guard: _StackGuard,
+    roi_order: _RoiOrder,
+    refused: Callable[[str], None] | None,
+) -> fmt.TraceHeader:
+    """Import in ``auto`` mode: the stream's marks, or the iterations found among main's
+    children, or those found among the children of the one Cilk function main calls.
+
+    The last are marked where an ``SS_ITER(t)`` at the top of each step of the loop
+    would have marked them: the stream is read a second time, and iteration ``t`` is marked right before the
+    builder call (``spawn`` or ``call``; every one counts, a call merged into its spawn
+    too) that made the frame starting it in the first pass.  If the builder refuses such a
+    mark, the first pass's trace stays (``refused`` gets the reason)."""
+    created: list[int] = []  # per frame, the index of the spawn or call that made it
+    h, b = _import_pass(
+        raw_path, out, name, meta, "auto", progress, guard, roi_order, created=created
+    )
+    if not b.inner_iterations:
+        return h
+    marks = [created[f] for f in b.inner_iterations]
+    try:
+        h2, _ = _import_pass(
+            raw_path, out, name, meta, "auto", None, _StackGuard(), _RoiOrder(), marks=marks
+        )
+    except _Refused as exc:
+        if refused is not None:
+            refused(str(exc))
+        return h
+    return h2
+
+
+def _import_pass(
+    raw_path: Path,
+    out_path: Path,
+    name: str,
+    meta: dict,
+    iterations: str,
+    progress: Callable[[int, int], None] | None,
+    guard: _StackGuard,
+    roi_order: _RoiOrder,
+    *,
+    created: list[int] | None = None,
+    marks: list[int] | None = None,
+) -> tuple[fmt.TraceHeader, TraceBuilder]:
+    """Stream the raw file once through a builder writing ``out_path``; return the written
+    trace's header and the (closed) builder.
+
+    ``created``, when given, gets for every frame the index of the builder call (``spawn``
+    or ``call``, counting every one) that made it, -1 for main.  ``marks``: make iteration
+    mark ``t`` right before builder call ``marks[t]`` (the stream having none); one the
+    builder refuses raises :class:`_Refused`, the output discarded.
+    """
+    ranges = _StrandRanges() if iterations == "auto" and marks is None else None
     b: TraceBuilder | None = None
     ended = False
     pos = 0
+    made = 0  # spawn and call builder calls so far
+    marked = 0  # the importer's own iteration marks so far
+    due = marks[0] if marks else -1  # the builder call before which the next mark goes
+
+    def creating() -> None:
+        # before a spawn or a call: the importer's own mark, then count it
+        nonlocal made, marked, due
+        assert b is not None
+        if made == due:
+            assert marks is not None
+            try:
+                b.iteration(marked)
+            except IterationMarkError as exc:
+                b.abort()
+                raise _Refused(_builder_problem(b, exc)) from None
+            marked += 1
+            due = marks[marked] if marked < len(marks) else -1
+        made += 1
+
+    def record() -> None:
+        # after a spawn or a call: the frame it made, if it made one
+        if created is not None:
+            assert b is not None
+            created.extend([made - 1] * (b.n_frames - len(created)))
+
     try:
         for first, recs in iter_raw_blocks(raw_path, source=name):
             start = 0
@@ -714,13 +859,15 @@ def import_raw(
                 h = recs[0]  # checked by iter_raw_blocks
                 b = TraceBuilder(
                     out_path,
-                    program=program,
-                    args=list(args),
+                    program=meta["program"],
+                    args=meta["args"],
                     backend=BACKENDS.get(int(h["c"]), "unknown"),
                     gaps_exact=bool(int(h["flags"]) & FLAG_GAPS_EXACT),
-                    line_size_hint=line_size_hint,
-                    roi=roi,
+                    line_size_hint=meta["line_size_hint"],
+                    roi=meta["roi"],
                 )
+                if created is not None:
+                    created.append(-1)  # main
                 start = 1
             if ended:
                 raise TraceFormatError(f"{name}: records after the END marker at record {first}")
@@ -741,7 +888,9 @@ def import_raw(
                     m = int(r["c"])
                     if m == M_SPAWN:
                         # the marker's argument: the spawned function (simsched_cilk.h)
+                        creating()
                         b.spawn(callee=int(r["a"]))
+                        record()
                         guard.spawn(b, int(r["b"]))
                     elif m == M_SPAWN_END:
                         _frame_end(b, b.ret, name, pos)
@@ -749,7 +898,9 @@ def import_raw(
                     elif m == M_SYNC:
                         b.sync()
                     elif m == M_CALL:
+                        creating()
                         b.call(fn=int(r["a"]))
+                        record()
                         guard.call(1)
                     elif m == M_CALL_END:
                         _frame_end(b, b.call_ret, name, pos)
@@ -763,7 +914,7 @@ def import_raw(
                         roi_order.begin(pos)
                         b.roi_begin()
                     elif m == M_ROI_END:
-                        if not roi:
+                        if not meta["roi"]:
                             # No BEGIN anywhere: the whole run is the region, so this END
                             # cannot be a switch that changes nothing, and the builder's
                             # own complaint speaks of its API, not of the program.
@@ -814,12 +965,11 @@ def import_raw(
                 else f"{b.depth - 1} spawn(s) without a matching SPAWN_END"
             )
             raise TraceFormatError(f"{name}: {what} at the end of the run{NONLOCAL_EXIT}")
-        for msg in (guard.message(name), roi_order.message(name)):
-            if msg is not None and warn is not None:
-                warn(msg)
+        if marks:
+            b.iterations_were_found(len(marks))
         if ranges is None:
-            return b.close()
-        return b.close(strand_ranges=(ranges.lo, ranges.hi))
+            return b.close(), b
+        return b.close(strand_ranges=(ranges.lo, ranges.hi)), b
     except SimschedError as exc:
         if b is not None and not b._closed:
             b.abort()

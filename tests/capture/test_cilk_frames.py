@@ -8,6 +8,7 @@ the same frames, parents, levels and branching degrees.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,8 @@ from simsched.capture import capture, compile_program
 from simsched.errors import CaptureError, TraceFormatError
 from simsched.trace import open_trace, validate
 from simsched.trace.format import EDGE_JOIN
+from simsched.trace.raw import M_ITER, RAW_VERSION, REC_MARKER, import_raw, iter_raw_blocks
+from tests.trace.test_raw_inner_iterations import assert_same_trace
 
 from .conftest import PROGRAMS, needs_gcc
 
@@ -112,6 +115,52 @@ def test_a_time_loop_marked_in_a_called_function_gives_the_frames_of_one_in_main
         assert np.bincount(ts.frames.iteration[1:]).tolist() == [ts.header.n_frames // 3] * 3
         for col in ("parent", "level", "branching", "spawn_index", "iteration"):
             np.testing.assert_array_equal(getattr(ts.frames, col), getattr(tm.frames, col))
+
+
+@pytest.mark.parametrize("form", [(), ("-DCALL_LAST_CHILD",)])
+def test_an_unmarked_time_loop_in_a_called_function_is_found_and_marked_as_written(
+    cache, bindir, tmp_path, form
+):
+    # heat with its loop in solve() and the SS_ITER marks compiled out: the import finds
+    # the steps among solve()'s children and reads the stream again, marking each step
+    # where SS_ITER stood, so the trace has the marked build's frames, strands, edges and
+    # references (the two builds differ in the marks' calls: instruction counts, and the
+    # layout of stack frames)
+    args = ["30", "3", "8"]
+    exe = _build(bindir, "heat", "-DLOOP_IN_SOLVE", *form)
+    marked = capture(str(exe), args, tmp_path / "m.sst", raw=tmp_path / "m.raw")
+    auto = capture(str(_build(bindir, "heat", "-DLOOP_IN_SOLVE", "-DNO_MARKS", *form)), args,
+                   tmp_path / "a.sst")  # fmt: skip
+    assert auto.header.params["iterations_found"] == 3 and auto.no_iterations is None
+    assert "iterations_found" not in marked.header.params
+    with open_trace(marked.out) as tm, open_trace(auto.out) as ta:
+        for table, cols in (
+            ("frames", [f.name for f in fields(tm.frames)]),
+            ("edges", ["src", "dst", "kind"]),
+            ("strands", ["frame", "ref_start"]),
+        ):
+            for col in cols:
+                np.testing.assert_array_equal(
+                    getattr(getattr(tm, table), col), getattr(getattr(ta, table), col), col
+                )
+        assert tm.header.n_refs == ta.header.n_refs and ta.header.n_frames > 9
+        rm, ra = tm.refs(0, tm.header.n_refs), ta.refs(0, ta.header.n_refs)
+        for col in ("size", "write"):
+            np.testing.assert_array_equal(getattr(rm, col), getattr(ra, col), col)
+        lo, hi = tm.header.stack
+        data = (rm.addr < lo) | (rm.addr >= hi)
+        assert data.sum() > tm.header.n_refs // 2
+        np.testing.assert_array_equal(rm.addr[data], ra.addr[data])
+    # and to the instruction: the marked build's raw stream without its ITER records
+    recs = np.concatenate([r for _, r in iter_raw_blocks(tmp_path / "m.raw")])
+    keep = ~((recs["kind"] == REC_MARKER) & (recs["c"] == M_ITER))
+    assert int((~keep).sum()) == 3
+    recs = recs[keep]
+    recs[0]["b"] = RAW_VERSION  # written back as 16-byte records
+    (tmp_path / "u.raw").write_bytes(recs.tobytes())
+    h = import_raw(tmp_path / "u.raw", tmp_path / "u.sst", program=exe.name, args=args)
+    assert h.params == {"iterations_found": 3}
+    assert_same_trace(marked.out, tmp_path / "u.sst")
 
 
 DATA = Path(__file__).resolve().parent / "data"

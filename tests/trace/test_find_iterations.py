@@ -208,10 +208,10 @@ def test_calls_in_main_while_a_spawn_is_outstanding_belong_to_its_phase(tmp_path
             assert f.iteration[calls].max() == steps - 1
 
 
-def test_a_time_loop_inside_a_called_function_is_said_to_be_out_of_reach(tmp_path):
-    # solve(steps) called from main: one phase, and the capture said nothing at all
-    p = tmp_path / "solve.sst"
-    with TraceBuilder(p) as b:
+def _solve(path, *, tail=False):
+    """main calls solve(), whose loop runs 3 steps of two spawned halves; ``tail``: main
+    spawns one more frame after the call."""
+    with TraceBuilder(path) as b:
         b.call(fn=9)
         for _ in range(3):
             for half in range(2):
@@ -220,10 +220,40 @@ def test_a_time_loop_inside_a_called_function_is_said_to_be_out_of_reach(tmp_pat
                 b.ret()
             b.sync()
         b.call_ret()
+        if tail:
+            b.spawn()
+            b.ret()
+
+
+def test_a_time_loop_inside_a_called_function_is_said_to_be_found_only_at_import(tmp_path):
+    # solve(steps) called from main: one phase, and the capture said nothing at all; its
+    # marks change the frame table, so a trace already imported cannot have them
+    p = tmp_path / "solve.sst"
+    _solve(p)
     with open_trace(p) as t:
         why = no_iterations_reason(t)
     assert why.startswith("main has one phase, one Cilk function it calls (with 6 children")
+    assert "whose 3 repeated steps are iterations only when the raw stream is imported" in why
+    assert "re-import it with `simsched trace import --iterations auto`" in why
     assert "write the time loop in main" in why
+
+
+def test_find_iterations_searches_the_children_of_a_given_frame(tmp_path):
+    from simsched.trace.iterations import called_function, find_iterations, strand_ranges
+
+    for tail in (False, True):
+        p = tmp_path / f"solve{tail}.sst"
+        _solve(p, tail=tail)
+        with open_trace(p) as t:
+            f, e = t.frames, t.edges
+            table = (f.parent, f.level, f.first_strand, f.last_strand, e.src, e.dst, e.kind)
+            lo, hi = strand_ranges(t)
+            args = (*table, t.strands.ref_start, lo, hi)
+            # main's phases: solve() (and the tail): nothing repeats there
+            assert find_iterations(*args) == find_iterations(*args, root=0) == []
+            assert called_function(f.parent, *table[2:]) == (-1 if tail else 1)
+            # solve()'s children: 3 steps of 2 halves, frames 2 to 7
+            assert find_iterations(*args, root=1) == [2, 4, 6]
 
 
 def test_why_no_iterations_names_main_phases(tmp_path):

@@ -16,7 +16,9 @@
  * spawned (last_child.h); the frame tree is the same.  Built with
  * -DLOOP_IN_SOLVE the time loop and its SS_ITER marks are in solve(), a Cilk
  * function main calls, as programs are often written; the steps get the same
- * frames (docs/capture.md, "Iterations").
+ * frames (docs/capture.md, "Iterations").  Built with -DNO_MARKS as well, it has
+ * no SS_ITER marks: an import with --iterations auto finds the steps in solve()
+ * and gives the marked build's trace.
  */
 #include <cilk/cilk.h>
 
@@ -54,10 +56,16 @@ static void swap(grid_t *g)
     g->dst = tmp;
 }
 
-/* The time loop, in main or (-DLOOP_IN_SOLVE) in solve(), a Cilk function main calls. */
+/* The time loop, in main or (-DLOOP_IN_SOLVE) in solve(), a Cilk function main calls;
+ * -DNO_MARKS leaves out its SS_ITER marks (the import finds the steps). */
+#ifdef NO_MARKS
+#define STEP_MARK(t) ((void)(t))
+#else
+#define STEP_MARK(t) SS_ITER(t)
+#endif
 #define TIME_LOOP(g, steps, grain)         \
     for (long t = 0; t < (steps); t++) {   \
-        SS_ITER(t);                        \
+        STEP_MARK(t);                      \
         last_child sweep((g), (grain));    \
         cilk_sync;                         \
         swap(g);                           \
