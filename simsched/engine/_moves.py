@@ -8,64 +8,25 @@ move when their strand ends), a core's join and leave (allotted cycles, move cos
 warm-up window after a move), a job's start and end, and the allotment series these
 write.  It is a mixin of ``Replay``, so the event loop calls its methods as its own (no
 extra call layer on the path of a finishing strand); the state it reads and writes is
-the replay's, made in ``Replay.__init__`` and declared below for the type checker.
+the replay's, made in ``Replay.__init__`` and declared for the type checker in
+:class:`~simsched.engine._state.ReplayState`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.engine.controllers import Controller, JobView, assign_cores, check_quantum
+from simsched.engine._state import ReplayState
+from simsched.engine.controllers import JobView, assign_cores, check_quantum
 from simsched.engine.decisions import checked_allotment
-from simsched.engine.job import Job, JobSpec
+from simsched.engine.job import Job
 from simsched.engine.outcome import WARMUP_REFS
 
-if TYPE_CHECKING:
-    from simsched.engine.cores import CoreDriver
-    from simsched.engine.facts import TraceFacts
 
-
-class CoreMoves:
+class CoreMoves(ReplayState):
     """Jobs arriving and ending, and cores moving between them (a mixin of ``Replay``)."""
-
-    # The replay's state (Replay.__init__).
-    machine: Any
-    specs: list[JobSpec]
-    P: int
-    seed: int
-    controller: Controller
-    driver: CoreDriver
-    facts: list[TraceFacts]
-    alloc_socket_of: list[int]
-    jobs: list[Job | None]
-    active: list[Job]
-    left: int
-    now: int
-    owner: list[int]
-    pending: list[int | None]
-    run_job: list[Job | None]
-    gen: list[int]
-    timer_live: list[bool]
-    pmiss: list[int]
-    series: list[tuple[int, list[int], list[int], list[int]]]
-    reallocations: int
-    served: list[set[int]]
-    move_cost: int
-    last_job: list[int]
-    avail: list[int]
-    core_moves: int
-    warm: list[tuple[Job, int, int] | None]
-    joins: int
-
-    if TYPE_CHECKING:  # the replay's own, which the event loop calls too
-
-        def _job(self, jid: int) -> Job: ...
-        def _wake(self, job: Job, n: int | None, cores: Sequence[int] | None) -> None: ...
-        def _timer(self, t: int, c: int) -> None: ...
-        def _push_quantum(self, t: int, jid: int) -> None: ...
 
     def arrive(self, now: int, jids: Sequence[int]) -> None:
         """Jobs ``jids`` arrive at ``now``: admit them and reallocate (the control plane)."""

@@ -6,7 +6,8 @@ and per-job counters once the loop ends, the position a progress display reads w
 runs, the deadlock detection and its message naming the jobs left, and the note that
 names the scheduler or controller whose own code raised.  None of it is on the path of a
 strand; it is a mixin of ``Replay`` so that these methods read the replay's state as
-their own, made in ``Replay.__init__`` and declared below for the type checker.
+their own, made in ``Replay.__init__`` and declared for the type checker in
+:class:`~simsched.engine._state.ReplayState`.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from types import FrameType
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from simsched.engine._state import ReplayState
 from simsched.engine.controllers import Controller
-from simsched.engine.job import Job, JobSpec
+from simsched.engine.job import Job
 from simsched.engine.outcome import (
     STRAND_MEM_FIELDS,
     JobOutcome,
@@ -29,44 +30,9 @@ from simsched.engine.outcome import (
 from simsched.errors import DeadlockError, innermost, note_raised_by
 from simsched.schedulers.base import Scheduler
 
-if TYPE_CHECKING:
-    from simsched.engine.control import ControlPlane
-    from simsched.engine.cores import CoreDriver
 
-
-class ReplayReport:
+class ReplayReport(ReplayState):
     """A replay's result, position and errors (a mixin of ``Replay``)."""
-
-    # The replay's state (Replay.__init__ and Replay._run).
-    specs: list[JobSpec]
-    P: int
-    window: int
-    driver: CoreDriver
-    control: ControlPlane
-    jobs: list[Job | None]
-    active: list[Job]
-    now: int
-    owner: list[int]
-    timer_live: list[bool]
-    n_running: int
-    busy: list[int]
-    schedc: list[int]
-    pmiss: list[int]
-    series: list[tuple[int, list[int], list[int], list[int]]]
-    reallocations: int
-    move_cost: int
-    core_moves: int
-    joins: int
-    events: int
-    batched: int
-    stopped: bool
-    control_ns: int
-    _cpu0: float
-    _stall: int
-
-    if TYPE_CHECKING:  # the replay's own
-
-        def _job(self, jid: int) -> Job: ...
 
     def _blame(self, exc: BaseException) -> None:
         """Add a note to ``exc`` naming the scheduler or controller whose code raised it

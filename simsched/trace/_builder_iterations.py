@@ -29,9 +29,9 @@ from simsched.trace import format as fmt
 from simsched.trace import repeat
 from simsched.trace.writer import ChunkWriter
 
-#: How :meth:`TraceBuilder.call` records a call whose frame an iteration mark inside it
+#: How :meth:`~simsched.trace.builder.TraceBuilder.call` records a call whose frame an iteration mark inside it
 #: ended or undid, the rest of it running in main's frame
-#: (:meth:`TraceBuilder._inline_calls`).
+#: (:meth:`_inline_calls`).
 _INLINED = "inlined"
 
 
@@ -172,7 +172,7 @@ class _IterationMarks:
         did a called child of main before the first iteration, and it is refused once
         iterations have begun (that work would fall into the iteration before).  Either
         way the function's later spawns, syncs and calls are main's, and its return is a
-        sync of main (:meth:`call_ret`): the steps get the frames they have with the loop
+        sync of main (:meth:`~simsched.trace.builder.TraceBuilder.call_ret`): the steps get the frames they have with the loop
         written in main.  No dependence changes as long as no frame on the stack has a
         child outstanding; one is refused, since the frame's early end would sync it, or,
         for main's, a sync inside the loop would wait for it too.
@@ -347,7 +347,7 @@ class _IterationMarks:
 
     def _check_expansion(self, s0: int, s1: int, r0: int, n: int) -> None:
         """Refuse ``n`` copies of strands ``s0..s1 - 1`` that a reader could not expand
-        (:func:`simsched.trace.repeat.parse`), now rather than in :meth:`close` after the
+        (:func:`simsched.trace.repeat.parse`), now rather than in :meth:`~simsched.trace.builder.TraceBuilder.close` after the
         rest of the program: what is written so far, with the copies, already passes its
         limits.  Every edge goes into the strand newest when it is made, so the edges
         into the part are the last ones."""
@@ -401,7 +401,7 @@ class _IterationMarks:
         The frames from ``starts[t]`` up to the next start get iteration ``t``, and main's
         children and their position keys are renumbered from 0 in every iteration, as if
         :meth:`iteration` had been called before each start was spawned.  Called by
-        :meth:`close` once main has synced.
+        :meth:`~simsched.trace.builder.TraceBuilder.close` once main has synced.
         """
         from simsched.trace.iterations import relabel
 

@@ -90,7 +90,7 @@ class _References:
         ConfigError
             ``n`` is more than :data:`~simsched.trace.format.MAX_INSTRUCTIONS` (2^50), the
             instructions a whole trace may have (a trace over that limit in all is refused
-            by :meth:`close`).
+            by :meth:`~simsched.trace.builder.TraceBuilder.close`).
         """
         self._check_open()
         if type(n) is not int:
