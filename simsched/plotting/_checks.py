@@ -75,25 +75,24 @@ def _unhashable(series: pd.Series) -> Any:
     return next((v for v in series if not isinstance(v, Hashable)), None)
 
 
-#: the modules whose frames stand between a user's call of a figure function and a warning
-#: about its rows: :mod:`simsched.plotting.figures` and the modules split out of it, which
-#: call each other (a figure, :func:`~simsched.plotting._primitives.aggregate`, these checks)
-_FIGURE_MODULES = frozenset(
-    {
-        "simsched.plotting.figures",
-        "simsched.plotting._primitives",
-        "simsched.plotting._checks",
-    }
-)
+#: the package whose frames stand between a user's call of a figure function and a warning
+#: about its rows: a figure, :func:`~simsched.plotting._primitives.aggregate`, these checks,
+#: call each other across its modules (a prefix, so that a module split out of another
+#: needs no list kept by hand)
+_PLOTTING = "simsched.plotting"
+
+
+def _in_plotting(module: object) -> bool:
+    return isinstance(module, str) and (module == _PLOTTING or module.startswith(_PLOTTING + "."))
 
 
 def _warn_caller(message: str) -> None:
     """``warnings.warn(message)`` (a ``UserWarning``) attributed to the first caller
-    outside the figure modules (:data:`_FIGURE_MODULES`): the figure function a user
+    outside :mod:`simsched.plotting` (:data:`_PLOTTING`): the figure function a user
     called, however deep the call that warns."""
     level = 1
     frame: types.FrameType | None = sys._getframe(0)
-    while frame is not None and frame.f_globals.get("__name__") in _FIGURE_MODULES:
+    while frame is not None and _in_plotting(frame.f_globals.get("__name__")):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, UserWarning, stacklevel=level)
 
