@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import reprlib
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from types import FrameType, ModuleType
 from typing import Any
@@ -208,3 +210,31 @@ def field_message(err: Mapping[str, Any]) -> str:
     if err["type"] in ("list_type", "tuple_type"):
         return f"expected a list, got {shown(err.get('input'))}"
     return str(err["msg"]).removeprefix("Value error, ")
+
+
+def float_out_of_range(text: str, value: float) -> str | None:
+    """Why the number written ``text`` does not read as ``value`` says, or None.
+
+    ``1e999`` reads as infinity and ``1e-999`` as 0: a field refusing the value then
+    echoes ``inf`` or ``0.0``, which nobody wrote, and a field accepting it runs with a
+    number other than the one given.  Infinity written as such (``inf``, ``.inf``) is the
+    field's to take or refuse.
+
+    Parameters
+    ----------
+    text
+        The number as written (command line, YAML scalar).
+    value
+        What it reads as.
+
+    Returns
+    -------
+    str or None
+        The clause to put after the text in an error, or None when ``value`` is ``text``.
+    """
+    low = text.strip().lower()
+    if math.isinf(value) and "inf" not in low:
+        return "out of a number's range (it would read as infinity)"
+    if value == 0.0 and any(unicodedata.digit(c, 0) for c in low.split("e")[0]):
+        return "too small for a number (it would read as 0)"
+    return None

@@ -36,7 +36,6 @@ from __future__ import annotations
 import errno
 import functools
 import json
-import math
 import os
 import re
 import shutil
@@ -50,7 +49,14 @@ from pathlib import Path
 from typing import Any
 
 from simsched.canonical import plain
-from simsched.errors import ConfigError, OutputError, SimschedError, shown, spelled
+from simsched.errors import (
+    ConfigError,
+    OutputError,
+    SimschedError,
+    float_out_of_range,
+    shown,
+    spelled,
+)
 
 # Errors of the file system a user can act on; anything else is reported with its text too.
 _REASONS = {
@@ -681,34 +687,6 @@ def read_user_text(path: str | os.PathLike, what: str = "text") -> str:
 class NumberOutOfRange(ConfigError):
     """A number written beyond a float's range (:func:`float_out_of_range`): its own class,
     so that a reader that falls back to text on invalid YAML still reports it."""
-
-
-def float_out_of_range(text: str, value: float) -> str | None:
-    """Why the number written ``text`` does not read as ``value`` says, or None.
-
-    ``1e999`` reads as infinity and ``1e-999`` as 0: a field refusing the value then
-    echoes ``inf`` or ``0.0``, which nobody wrote, and a field accepting it runs with a
-    number other than the one given.  Infinity written as such (``inf``, ``.inf``) is the
-    field's to take or refuse.
-
-    Parameters
-    ----------
-    text
-        The number as written (command line, YAML scalar).
-    value
-        What it reads as.
-
-    Returns
-    -------
-    str or None
-        The clause to put after the text in an error, or None when ``value`` is ``text``.
-    """
-    low = text.strip().lower()
-    if math.isinf(value) and "inf" not in low:
-        return "out of a number's range (it would read as infinity)"
-    if value == 0.0 and re.search(r"[1-9]", low.split("e")[0]):
-        return "too small for a number (it would read as 0)"
-    return None
 
 
 @functools.cache

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from simsched.canonical import numpy_instance
-from simsched.errors import ConfigError, shown
+from simsched.errors import ConfigError, float_out_of_range, shown
 
 if TYPE_CHECKING:
     import numpy as np
@@ -307,6 +307,9 @@ def coerce(value: Any, kind: type, where: str) -> Any:
             x = float(value)
         except (TypeError, ValueError):
             raise ConfigError(f"{where}: expected a number, got {shown(value)}") from None
+        why = float_out_of_range(value, x) if isinstance(value, str) else None
+        if why is not None:  # YAML reads 1e-999 (no dot) as text, which reads as 0.0 here
+            raise ConfigError(f"{where}: {shown(value)} is {why}")
         if not math.isfinite(x):
             raise ConfigError(f"{where}: expected a finite number, got {shown(value)}")
         return x

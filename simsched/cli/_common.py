@@ -15,8 +15,8 @@ from simsched.canonical import strict_json
 from simsched.cli._table import console as console  # re-exported for the command modules
 from simsched.cli._table import err_console as err_console
 from simsched.cli._table import print_table as print_table
-from simsched.errors import ConfigError
-from simsched.files import NumberOutOfRange, float_out_of_range, parse_yaml
+from simsched.errors import ConfigError, float_out_of_range
+from simsched.files import NumberOutOfRange, parse_yaml
 from simsched.params import check_line_size
 
 #: Options shared by the commands that take one machine (``memsim``, ``calibrate``).

@@ -367,8 +367,8 @@ class _IterationMarks:
             )
 
     def _find_iterations(self, lo: np.ndarray, hi: np.ndarray) -> None:
-        """Mark the iterations found among main's children; when there are none and main's
-        only phase is one Cilk function it calls, leave the children of that function that
+        """Mark the iterations found among main's children; when there are none and main
+        calls a Cilk function as a phase of its own (:func:`called_function`), leave the children of that function that
         start repeated steps in :attr:`inner_iterations` (marking those changes the frame
         table: the raw importer imports the stream again with marks before them)."""
         from simsched.trace.iterations import called_function, find_iterations

@@ -396,8 +396,8 @@ class TraceBuilder(_IterationMarks, _References):
             :meth:`iteration` was marked, the iterations are found from the DAG
             (:func:`simsched.trace.iterations.find_iterations`) and marked as
             :meth:`iteration` marks before each one's first frame would have; when
-            none are among main's children and main's only phase is one Cilk function
-            it calls, the children of that function that start repeated steps are left
+            none are among main's children and main calls a Cilk function as a phase of
+            its own (:func:`~simsched.trace.iterations.called_function`), the children of that function that start repeated steps are left
             in :attr:`inner_iterations` (for the raw importer, which marks them by
             importing the stream again).
 

@@ -235,8 +235,12 @@ def called_function(
     edge_dst: Sequence[int] | np.ndarray,
     edge_kind: Sequence[int] | np.ndarray,
 ) -> int:
-    """The frame of the one Cilk function main calls, when that call is main's only phase
-    and the function has children of its own (a time loop written in ``solve()``); else -1.
+    """The frame of the Cilk function main calls that may hold a time loop, else -1.
+
+    That is a phase of main that is one called frame (main waits for it at once) with
+    children of its own -- ``solve()`` -- and, when main has several such phases (a
+    parallel ``init`` then ``solve()`` is one such phase beside a ``cilk_for``), the one
+    whose subtree has the most frames.
 
     Parameters
     ----------
@@ -249,15 +253,20 @@ def called_function(
     lst = np.asarray(last, np.int64)
     src, dst, kind = np.asarray(edge_src), np.asarray(edge_dst), np.asarray(edge_kind)
     groups = _phases(par, np.asarray(first, np.int64), lst, src, dst, kind)
-    if len(groups) != 1 or len(groups[0]) != 1:
-        return -1
-    f = groups[0][0]
+    kids = [g[0] for g in groups] + [par.shape[0]]  # frames are numbered depth first
     join = kind == fmt.EDGE_JOIN
-    # a called frame's return is joined at once, by main's very next strand
-    into = dst[join][src[join] == lst[f]]
-    if not np.any(par == f) or not into.shape[0] or int(into[0]) != int(lst[f]) + 1:
-        return -1
-    return f
+    best, most = -1, 0
+    for k, g in enumerate(groups):
+        f = g[0]
+        if len(g) != 1 or not np.any(par == f):
+            continue
+        # a called frame's return is joined at once, by main's very next strand
+        into = dst[join][src[join] == lst[f]]
+        if not into.shape[0] or int(into[0]) != int(lst[f]) + 1:
+            continue
+        if kids[k + 1] - f > most:
+            best, most = f, kids[k + 1] - f
+    return best
 
 
 def no_iterations_reason(t: Trace, refused: str | None = None) -> str:
@@ -274,8 +283,8 @@ def no_iterations_reason(t: Trace, refused: str | None = None) -> str:
     Returns
     -------
     str
-        One clause: how many phases main has and, when main's only phase is one Cilk
-        function it calls, whether that function's children repeat.  A time loop inside
+        One clause: how many phases main has and, when one of them is a Cilk function
+        main calls (:func:`called_function`), whether that function's children repeat.  A time loop inside
         such a function is marked only when the raw stream is imported (the marks change
         the frame table), so when its steps repeat in an imported trace the clause says to
         re-import the raw stream or recapture with ``--iterations auto``, or to mark them;
@@ -289,17 +298,22 @@ def no_iterations_reason(t: Trace, refused: str | None = None) -> str:
     groups = _phases(par, fst, lst, src, dst, kind)
     if not groups:
         return "main spawns and calls nothing"
-    if len(groups) > 1:
+    f = called_function(par, fst, lst, src, dst, kind)
+    if f < 0 and len(groups) > 1:
         return (
             f"main's {len(groups)} phases hold no block of up to {MAX_PERIOD} phases "
             "repeated at least twice with a parallel phase in it"
         )
-    kids = groups[0]
-    f = called_function(par, fst, lst, src, dst, kind)
     if f < 0:
+        kids = groups[0]
         return f"main has one phase ({len(kids)} child frame(s) joined together): nothing repeats"
     inner = int(np.count_nonzero(par == f))
-    what = f"main has one phase, one Cilk function it calls (with {inner} children of its own)"
+    what = (
+        f"main has one phase, one Cilk function it calls (with {inner} children of its own)"
+        if len(groups) == 1
+        else f"main's {len(groups)} phases hold no repeated block, and the Cilk function it "
+        f"calls in one of them has {inner} children of its own"
+    )
     if refused is not None:
         return (
             f"{what}, whose steps repeat, but marking them there was refused: {refused}; "

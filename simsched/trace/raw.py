@@ -672,12 +672,15 @@ def import_raw(
         ``"markers"``: iterations are where ``SS_ITER`` says; ``"none"``: ``SS_ITER``
         markers are ignored (no iterations); ``"auto"`` (default): the markers if the
         stream has any, otherwise the iterations found from the DAG
-        (:mod:`simsched.trace.iterations`): among main's children, or, when main's only
-        phase is one Cilk function it calls, among that function's children (a time loop
-        written in ``solve()``).  The last are marked by reading the stream a second time
-        with an ``SS_ITER(t)`` mark before the spawn or call that starts step ``t``: the
-        trace is the one of the program with those marks written at the top of its loop
-        body, the header saying they were found (``iterations_found``).
+        (:mod:`simsched.trace.iterations`): among main's children, or, when none repeat
+        there, among the children of a Cilk function main calls as a phase of its own (a
+        time loop written in ``solve()``;
+        :func:`~simsched.trace.iterations.called_function`).  The last are marked by
+        reading the stream a second time with an ``SS_ITER(t)`` mark before the spawn or
+        call that starts step ``t``: the trace is the one of the program with those marks
+        written at the top of its loop body (but for work the first step does before its
+        first spawn or call, which stays in the function's frame as work before the loop
+        does), the header saying they were found (``iterations_found``).
     warn
         Called with one line for what the trace cannot model (a spawned Cilk function
         using a stack object of an enclosing frame through a pointer), and for ROI markers
@@ -777,7 +780,8 @@ def _import_auto(
     refused: Callable[[str], None] | None,
 ) -> fmt.TraceHeader:
     """Import in ``auto`` mode: the stream's marks, or the iterations found among main's
-    children, or those found among the children of the one Cilk function main calls.
+    children, or those found among the children of the Cilk function main calls
+    (:func:`~simsched.trace.iterations.called_function`).
 
     The last are marked where an ``SS_ITER(t)`` at the top of each step of the loop
     would have marked them: the stream is read a second time, and iteration ``t`` is marked right before the
@@ -785,19 +789,38 @@ def _import_auto(
     too) that made the frame starting it in the first pass.  If the builder refuses such a
     mark, the first pass's trace stays (``refused`` gets the reason)."""
     created: list[int] = []  # per frame, the index of the spawn or call that made it
-    h, b = _import_pass(
-        raw_path, out, name, meta, "auto", progress, guard, roi_order, created=created
-    )
+    seen = [0, 0]  # the first pass's records and bytes, where the second one's count on
+
+    def first(done: int, read: int) -> None:
+        seen[:] = [done, read]
+        if progress is not None:
+            progress(done, read)
+
+    h, b = _import_pass(raw_path, out, name, meta, "auto", first, guard, roi_order, created=created)
     if not b.inner_iterations:
         return h
     marks = [created[f] for f in b.inner_iterations]
+    again = None
+    if progress is not None:
+        # one import that goes on: a bar that went back to 0 would look like a new one
+        def again(done: int, read: int) -> None:
+            progress(seen[0] + done, seen[1] + read)
+
     try:
         h2, _ = _import_pass(
-            raw_path, out, name, meta, "auto", None, _StackGuard(), _RoiOrder(), marks=marks
+            raw_path, out, name, meta, "auto", again, _StackGuard(), _RoiOrder(), marks=marks
         )
-    except _Refused as exc:
+    except (_Refused, OutputError) as exc:
+        # the first pass's trace is whole (the second one writes a file of its own): a
+        # full disk now costs the iterations, not the trace
         if refused is not None:
-            refused(str(exc))
+            # (an output error names the staged file, which the user never named)
+            why = (
+                str(exc)
+                if isinstance(exc, _Refused)
+                else f"writing the trace with them failed ({str(exc).split(': ', 1)[-1]})"
+            )
+            refused(why)
         return h
     return h2
 

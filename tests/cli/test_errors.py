@@ -110,6 +110,13 @@ def test_a_number_beyond_a_floats_range_is_echoed_as_written(cli, fib_trace, tmp
     ):  # fmt: skip
         code, _, err = cli(*args)
         assert code == 2 and says in one_line(err), err
+    # YAML 1.1 reads 1e-999 (no dot) as text, which a float parameter read as 0.0
+    slow = tmp_path / "j.yaml"
+    slow.write_text(
+        (ROOT / "experiments/saws/fig4.yaml").read_text().replace("rho: 2.0", "rho: 1e-999")
+    )
+    code, _, err = cli("run", "--jobs", slow, "-m", "sunfire-x4600-8x4")
+    assert code == 2 and "rho: '1e-999' is too small for a number" in one_line(err)
     # a --jobs run's --set that is no machine field is named as written
     code, _, err = cli("run", "-j", jobs, "-m", "opteron-8380-4x4", "--set", "bl=0x3")
     assert code == 2 and one_line(err).startswith("simsched: error: --set bl=0x3: not a machine")

@@ -14,7 +14,7 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from simsched.errors import IterationMarkError
+from simsched.errors import IterationMarkError, OutputError
 from simsched.trace import open_trace, validate
 from simsched.trace import raw as R
 from simsched.trace.builder import NO_CALLEE, TraceBuilder
@@ -43,10 +43,23 @@ def _step(t: int, *, refs: int = 4, marked: bool) -> list:
 
 
 def solve_records(
-    steps: int, *, marked: bool, prologue: tuple = (), refs=lambda t: 4, in_main=False
+    steps: int,
+    *,
+    marked: bool,
+    prologue: tuple = (),
+    refs=lambda t: 4,
+    in_main=False,
+    init=False,
 ) -> list:
-    """main: a reference, then ``solve()`` (or the loop itself, ``in_main``), a reference."""
+    """main: a reference (and a parallel ``init``: two spawned children, synced), then
+    ``solve()`` (or the loop itself, ``in_main``), a reference."""
     out = [header(), rec(R.REC_REF, 0x8000, 3, 8), rec(R.REC_GAP, b=2)]
+    if init:
+        for half in range(2):
+            out.append(_marker(R.M_SPAWN, NO_CALLEE))
+            out.append(rec(R.REC_REF, 0x40000 + 0x100 * half, 1, 64, 1))
+            out.append(_marker(R.M_SPAWN_END))
+        out.append(_marker(R.M_SYNC))
     if not in_main:
         out.append(_marker(R.M_CALL, SOLVE))
         out.append(rec(R.REC_GAP, b=3))  # solve()'s own instructions before the loop
@@ -108,6 +121,51 @@ def test_a_repeated_loop_in_a_called_function_gets_the_marked_trace(tmp_path, pa
         # solve() ran in main's frame (its call undone): the 8 halves are main's children
         assert t.frames.parent.tolist() == [-1] + [0] * 8
         assert t.frames.iteration.tolist() == [-1, 0, 0, 1, 1, 2, 2, 3, 3]
+
+
+def test_a_loop_in_a_function_called_after_a_parallel_init_is_found(tmp_path, passes):
+    # main(){ cilk_for init; solve(); }: main has two phases, the call one of them
+    _, marked = _import(tmp_path, "m", solve_records(3, marked=True, init=True))
+    h, auto = _import(tmp_path, "a", solve_records(3, marked=False, init=True))
+    assert passes[0] == 3 and h.params["iterations_found"] == 3
+    assert_same_trace(marked, auto)
+    with open_trace(auto) as t:
+        assert t.frames.iteration.tolist() == [-1, -1, -1, 0, 0, 1, 1, 2, 2]
+    # marks-only import: the reason names the call beside main's other phase
+    _, plain = _import(tmp_path, "k", solve_records(3, marked=False, init=True), "markers")
+    with open_trace(plain) as t:
+        why = no_iterations_reason(t)
+    assert why.startswith(
+        "main's 2 phases hold no repeated block, and the Cilk function it calls in one of "
+        "them has 6 children of its own, whose 3 repeated steps are iterations only when"
+    )
+
+
+def test_the_second_pass_goes_on_with_the_progress_of_the_first(tmp_path):
+    seen: list[tuple[int, int]] = []
+    _import(tmp_path, "a", solve_records(3, marked=False), progress=lambda *x: seen.append(x))
+    n = len(solve_records(3, marked=False))
+    assert len(seen) == 2 and seen[1][0] == 2 * seen[0][0] == 2 * n
+    assert seen[1][1] == 2 * seen[0][1]
+
+
+def test_a_second_pass_that_cannot_write_keeps_the_first_trace(tmp_path, monkeypatch):
+    records = solve_records(3, marked=False)
+    _, plain = _import(tmp_path, "p", records, iterations="markers")
+    real = R._import_pass
+
+    def full_disk(*args, **kwargs):
+        if kwargs.get("marks"):
+            raise OutputError(f"{args[1]}: cannot write (no space left on the device)")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(R, "_import_pass", full_disk)
+    why: list[str] = []
+    h, out = _import(tmp_path, "a", records, iterations_refused=why.append)
+    assert why == [
+        "writing the trace with them failed (cannot write (no space left on the device))"
+    ]
+    assert "iterations_found" not in h.params and filecmp.cmp(plain, out, shallow=False)
 
 
 def test_a_called_function_with_steps_that_differ_gets_no_iterations(tmp_path, passes):
