@@ -13,6 +13,7 @@ import zstandard
 from simsched.errors import TraceFormatError
 from simsched.trace import open_trace, validate
 from simsched.trace import raw as R
+from simsched.trace import raw_stream as RS
 from tests.capture.rawread import encode_v2
 
 HEADER = Path(__file__).resolve().parents[2] / "capture" / "simsched_raw.h"
@@ -409,9 +410,9 @@ def test_the_block_walk_agrees_with_the_decompressor_on_where_a_frame_ends(tmp_p
     p = tmp_path / "f.zst"
     for cut in sorted(cuts):
         p.write_bytes(frame[:cut])
-        assert R._zstd_frame_ends(p) == _frame_ends_by_decompressing(frame[:cut]), cut
+        assert RS._zstd_frame_ends(p) == _frame_ends_by_decompressing(frame[:cut]), cut
     p.write_bytes(frame + b"trailing")
-    assert R._zstd_frame_ends(p)
+    assert RS._zstd_frame_ends(p)
 
 
 @pytest.mark.parametrize("data", [b"x" * 24, b"SIMSCHT\0" + bytes(200), b"short"])
