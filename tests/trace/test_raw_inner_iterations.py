@@ -9,10 +9,12 @@ trace of the program with ``SS_ITER(t)`` written at the top of its loop body.
 from __future__ import annotations
 
 import filecmp
-from dataclasses import fields
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simsched.errors import IterationMarkError, OutputError
 from simsched.trace import open_trace, validate
@@ -274,3 +276,261 @@ def test_trace_import_says_why_a_refused_mark_left_no_iterations(tmp_path, monke
     ) in " ".join(err.split())
     with open_trace(sst) as t:
         assert t.header.params == {}
+
+
+# --- the property: any time loop of repeated steps in solve() gets its marked trace -----
+
+GRID_A, GRID_B = 0x100000, 0x180000  # the two grids a ping-pong step swaps
+#: where an instruction gap may stand (its size: the place's index + 1, so a gap that moved
+#: to another strand changes that strand's instructions)
+GAP_PLACES = (
+    "main", "init", "before_call", "solve", "prologue", "top", "in_call", "child", "nested",
+    "between", "before_sync", "after_sync", "after_step", "epilogue", "after_loop",
+    "after_call",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the time loop: ``sweeps`` phases (2: a ping-pong pair), each spawning a
+    child per entry of ``kids`` (its references, and whether it spawns a child of its own),
+    with a sync; ``call``: made in a step function solve() calls.  A ping-pong sweep reads
+    one grid and, when ``shared``, writes one word per child of the other (so both sweeps
+    reference both grids), else references its own grid only.  ``top`` (``""``, ``"refs"``,
+    ``"spawn"``): work of solve() at the top of the step, before its first spawn or call."""
+
+    kids: tuple[tuple[int, bool], ...]
+    call: bool = False
+    sweeps: int = 1
+    shared: bool = False
+    top: str = ""
+
+
+@dataclass(frozen=True)
+class Program:
+    """main: a reference, a parallel ``init`` (or not), ``solve()`` (or the loop itself,
+    ``in_main``), a reference; solve(): a ``prologue`` (``""``, ``"refs"``, ``"spawn"``: a
+    spawned child, synced), the ``steps``, each followed by a ``swap`` reference in solve()
+    when set, an ``epilogue`` (as the prologue); instruction gaps at the ``gaps`` places."""
+
+    steps: tuple[Step, ...]
+    prologue: str = ""
+    init: bool = False
+    epilogue: str = ""
+    swap: bool = False
+    between: bool = False  # a reference of solve() after each spawn of a sweep but the last
+    gaps: frozenset[str] = frozenset()
+    in_main: bool = False
+
+
+def loop_records(p: Program, marks: str | None = None, *, late: bool = False) -> list:
+    """The raw stream of ``p``: unmarked, or with ``SS_ITER`` at the top of every step
+    (``marks="step"``) or before every sweep (``"sweep"``); ``late``: the first mark after
+    the instructions at the top of the first step, right before its first spawn or call."""
+    out: list = []
+
+    def gap(place: str) -> None:
+        if place in p.gaps:
+            out.append(rec(R.REC_GAP, b=GAP_PLACES.index(place) + 1))
+
+    def spawn_one(addr: int, size: int = 64) -> None:
+        out.append(_marker(R.M_SPAWN, NO_CALLEE))
+        out.append(rec(R.REC_REF, addr, 1, size, 1))
+        out.append(_marker(R.M_SPAWN_END))
+
+    out += [header(), rec(R.REC_REF, 0x8000, 3, 8)]
+    gap("main")
+    if p.init:
+        for half in range(2):
+            spawn_one(0x40000 + 0x100 * half)
+            gap("init")
+        out.append(_marker(R.M_SYNC))
+    gap("before_call")
+    if not p.in_main:
+        out.append(_marker(R.M_CALL, SOLVE))
+    gap("solve")
+    if p.prologue == "refs":
+        out += [rec(R.REC_REF, 0x20000, 1, 8), rec(R.REC_REF, 0x20040, 1, 8, 1)]
+    elif p.prologue == "spawn":
+        spawn_one(0x300000)
+        out.append(_marker(R.M_SYNC))
+    gap("prologue")
+    mark = 0
+    for t, s in enumerate(p.steps):
+        if marks and not (late and t == 0):
+            out.append(_marker(R.M_ITER, mark))
+            mark += 1
+        gap("top")
+        if marks and late and t == 0:
+            out.append(_marker(R.M_ITER, mark))
+            mark += 1
+        if s.top == "refs":
+            out.append(rec(R.REC_REF, 0x9100, 1, 8))
+        elif s.top == "spawn":
+            spawn_one(0x9200, 8)
+            out.append(_marker(R.M_SYNC))
+        if s.call:
+            out.append(_marker(R.M_CALL, SOLVE + 1))
+            gap("in_call")
+        for w in range(s.sweeps):
+            if w and marks == "sweep":
+                out.append(_marker(R.M_ITER, mark))
+                mark += 1
+            if s.sweeps == 1:
+                src = dst = GRID_A
+            else:
+                src = (GRID_A, GRID_B)[w]
+                dst = (GRID_B, GRID_A)[w] if s.shared else src
+            for j, (refs, nested) in enumerate(s.kids):
+                out.append(_marker(R.M_SPAWN, NO_CALLEE))
+                gap("child")
+                base = 0x1000 * j
+                for k in range(refs):
+                    out.append(rec(R.REC_REF, src + base + 8 * k, 2, 8, 0))
+                if src != dst:
+                    out.append(rec(R.REC_REF, dst + base, 1, 8, 1))
+                else:  # the last reference writes
+                    out[-1] = rec(R.REC_REF, src + base + 8 * (refs - 1), 2, 8, 1)
+                if nested:
+                    out.append(_marker(R.M_SPAWN, NO_CALLEE))
+                    out.append(rec(R.REC_REF, src + base + 0x800, 1, 8, 1))
+                    gap("nested")
+                    out.append(_marker(R.M_SPAWN_END))
+                    out.append(_marker(R.M_SYNC))
+                out.append(_marker(R.M_SPAWN_END))
+                if j < len(s.kids) - 1:
+                    if p.between:
+                        out.append(rec(R.REC_REF, src + base + 0x900, 1, 8))
+                    gap("between")
+            gap("before_sync")
+            out.append(_marker(R.M_SYNC))
+            gap("after_sync")
+        if s.call:
+            out.append(_marker(R.M_CALL_END))
+        if p.swap:
+            out.append(rec(R.REC_REF, 0x9000, 1, 8, 1))
+        gap("after_step")
+    if p.epilogue == "refs":
+        out += [rec(R.REC_REF, 0x20080, 1, 8), rec(R.REC_REF, 0x200C0, 1, 8, 1)]
+    elif p.epilogue == "spawn":
+        spawn_one(0x380000)
+        out.append(_marker(R.M_SYNC))
+    gap("epilogue")
+    if not p.in_main:
+        gap("after_loop")
+        out.append(_marker(R.M_CALL_END))
+    gap("after_call")
+    return [*out, rec(R.REC_REF, 0x8008, 1, 8), _marker(R.M_END)]
+
+
+def found_marks(step: Step) -> str:
+    """Where the search of solve()'s phases starts the iterations of a loop of ``step``
+    (``""``: nowhere).
+
+    What is found is what repeats (docs/capture.md): a step spawning one child of no
+    children of its own, directly in solve(), is a phase of one frame, and a repeated
+    block holds a parallel phase (more than one frame), so a loop of such steps has no
+    iterations.  The two sweeps of a ping-pong step written in solve() itself are two
+    phases of it, and when both reference both grids (``shared``) their address ranges
+    match, so every sweep is an iteration (2 per step), as if ``SS_ITER`` stood before
+    each sweep; sweeps each in a grid of their own do not match, and the block of both
+    repeats (an iteration per step).  In a step function, the step is one phase (one
+    called frame, with the step's children) whatever it holds."""
+    if step.call:
+        return "step"
+    if len(step.kids) == 1 and not step.kids[0][1]:
+        return ""
+    return "sweep" if step.sweeps == 2 and step.shared else "step"
+
+
+_kids = st.lists(st.tuples(st.integers(1, 5), st.booleans()), min_size=1, max_size=4)
+_steps = st.builds(
+    Step, kids=_kids.map(tuple), call=st.booleans(), sweeps=st.integers(1, 2), shared=st.booleans()
+)
+_gaps = st.frozensets(st.sampled_from(GAP_PLACES))
+
+
+def _program(steps, **kw) -> st.SearchStrategy[Program]:
+    return st.builds(
+        Program,
+        steps=steps,
+        prologue=st.sampled_from(["", "refs", "spawn"]),
+        init=st.booleans(),
+        epilogue=st.sampled_from(["", "refs", "spawn"]),
+        swap=st.booleans(),
+        between=st.booleans(),
+        gaps=_gaps,
+        **kw,
+    )
+
+
+#: a time loop in solve(): 2 to 6 steps alike
+loops = _program(st.tuples(_steps, st.integers(2, 6)).map(lambda x: (x[0],) * x[1]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=loops)
+def test_any_loop_of_repeated_steps_in_a_called_function_gets_its_marked_trace(tmp_path_factory, p):
+    d = tmp_path_factory.mktemp("loop")
+    where = found_marks(p.steps[0])  # a mark per step, or per ping-pong sweep, or none
+    h, auto = _import(d, "a", loop_records(p))
+    if not where:  # serial steps: nothing found, the trace of the stream as it is
+        assert "iterations_found" not in h.params
+        _, plain = _import(d, "k", loop_records(p), "markers")
+        assert_same_trace(plain, auto)
+        return
+    # Instructions at the top of the first step stay in solve()'s frame when it did work
+    # before the loop (the stream cannot tell them from that work; docs/capture.md): its
+    # frame ends at the first mark, which the import makes right before the step's first
+    # spawn or call, as the program with its mark written there.
+    late = p.prologue != "" and "top" in p.gaps
+    _, marked = _import(d, "m", loop_records(p, marks=where, late=late))
+    with open_trace(marked) as t:
+        n = int(t.frames.iteration.max()) + 1
+    assert n == len(p.steps) * (2 if where == "sweep" else 1)
+    assert h.params.get("iterations_found") == n
+    assert_same_trace(marked, auto)
+
+
+#: any program of the same parts: steps that differ, work at their top, the loop in main
+programs = _program(
+    st.lists(
+        st.builds(
+            Step,
+            kids=_kids.map(tuple),
+            call=st.booleans(),
+            sweeps=st.integers(1, 2),
+            shared=st.booleans(),
+            top=st.sampled_from(["", "refs", "spawn"]),
+        ),
+        min_size=2,
+        max_size=6,
+    ).map(tuple),
+    in_main=st.booleans(),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(p=programs)
+def test_the_auto_import_of_any_loop_gives_a_valid_trace(tmp_path_factory, p):
+    # Steps that differ, or work at their top, may be found as fewer iterations, or
+    # other ones, or none: whatever is found, the import makes a valid trace of the same
+    # references and instructions, and without iterations the trace of the stream as it is.
+    d = tmp_path_factory.mktemp("any")
+    h, auto = _import(d, "a", loop_records(p))
+    assert validate(auto)["ok"]
+    _, plain = _import(d, "k", loop_records(p), "markers")
+    n = h.params.get("iterations_found")
+    if n is None:
+        assert_same_trace(plain, auto)
+        return
+    with open_trace(auto) as ta, open_trace(plain) as tp:
+        it = np.asarray(ta.frames.iteration)
+        assert ta.header.n_instructions == tp.header.n_instructions
+        # (a reference's gap counts from its strand's start: the strands differ)
+        ca, cp = ta.refs(0, ta.header.n_refs), tp.refs(0, tp.header.n_refs)
+        for col in ("addr", "size", "write"):
+            np.testing.assert_array_equal(getattr(ca, col), getattr(cp, col), err_msg=col)
+    # iterations 0 .. n - 1, in frame order, after the frames before the loop
+    assert n >= 2 and set(it.tolist()) - {-1} == set(range(n))
+    assert np.all(np.diff(it) >= 0)
