@@ -23,7 +23,34 @@ from typing import Generic, TypeVar
 
 from simsched.errors import ConfigError, described, shown
 
-__all__ = ["PLUGIN_GROUPS", "Registry", "class_registry", "name_key"]
+__all__ = [
+    "PLUGIN_GROUPS",
+    "Registry",
+    "class_registry",
+    "name_key",
+    "registered_source",
+    "set_source_lookup",
+]
+
+#: Per kind of plug-in, how the package that owns its registry finds the source identity
+#: of an entry registered in this process (:func:`set_source_lookup`).
+_SOURCE_LOOKUPS: dict[str, Callable[[str], str | None]] = {}
+
+
+def set_source_lookup(kind: str, lookup: Callable[[str], str | None]) -> None:
+    """Say how to find the source identity of a ``kind`` plug-in registered in this
+    process (:func:`registered_source`): the package that owns the registry sets it, for
+    lower layers that may not import that package (the trace layer's cache keys)."""
+    _SOURCE_LOOKUPS[kind] = lookup
+
+
+def registered_source(kind: str, name: str) -> str | None:
+    """The source identity (:func:`simsched.identity.outside_source_identity`) of the
+    ``kind`` plug-in called ``name`` registered in this process from outside simsched;
+    None for a built-in one, an unknown name, or a kind without a lookup."""
+    lookup = _SOURCE_LOOKUPS.get(kind)
+    return None if lookup is None else lookup(name)
+
 
 #: The entry-point group of each kind of plug-in.
 PLUGIN_GROUPS = {

@@ -15,6 +15,7 @@ from simsched.canonical import content_hash
 from simsched.experiments.point import is_stale
 from simsched.identity import outside_source_identity, source_identity
 from simsched.plugins import PLUGIN_FIELD, plugins_changed
+from simsched.registry import registered_source
 from simsched.schedulers.registry import SCHEDULERS
 from simsched.trace import recipes
 
@@ -98,6 +99,41 @@ def test_an_edited_plugin_generator_gets_a_new_cache_key(tmp_path, monkeypatch):
     heat = {"kind": "generator", "generator": "heat", "params": {"nx": 34}}
     code = source_identity(recipes.TRACE_MAKING_PACKAGES)
     assert recipes.recipe_key(heat) == content_hash({"recipe": heat, "code": code, "fmt": 1})
+
+
+def test_a_generator_registered_in_the_process_gets_a_new_cache_key_when_edited(
+    tmp_path, monkeypatch
+):
+    # one registered by GENERATORS.register (from a --point-fn module, say) kept its cache
+    # key when edited, and its old traces were used again
+    from simsched.workloads import GENERATORS, Workload, fib
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(GENERATORS, "entries", dict(GENERATORS.entries))
+    source = (
+        "".join(
+            f"from simsched.workloads.fib import {name}\n"
+            for name in ("PARAMS", "finish_params", "layout", "emit", "memory")
+        )
+        + 'NAME = "inproc-test"\nSUMMARY = "fib under another name"\n'
+    )
+    init = _package(tmp_path, "ss_plugin_inproc_test", source)
+    _forget("ss_plugin_inproc_test")
+    recipe = {"kind": "generator", "generator": "inproc-test", "params": {"n": 8}}
+    try:
+        import ss_plugin_inproc_test
+
+        unregistered = recipes.recipe_key(recipe)
+        GENERATORS.register(Workload(ss_plugin_inproc_test))
+        key = recipes.recipe_key(recipe)
+        assert key != unregistered and recipes.recipe_key(recipe) == key
+        init.write_text(source + "# emits differently now\n")
+        _forget("ss_plugin_inproc_test")
+        assert recipes.recipe_key(recipe) != key
+        # built-in generators registered in the process (all of them) keep their keys
+        assert registered_source("workload", "fib") is None and fib.NAME == "fib"
+    finally:
+        _forget("ss_plugin_inproc_test")
 
 
 def test_simsched_s_own_modules_have_no_outside_identity():

@@ -32,6 +32,7 @@ from typing import Any
 from simsched.canonical import content_hash
 from simsched.errors import CaptureError, ConfigError, TraceFormatError
 from simsched.files import atomic_output, make_output_dir, remove_orphan_temporaries
+from simsched.registry import registered_source
 from simsched.trace.format import HEADER_SIZE, section_within, unpack_header
 
 # Bump when the way a recipe turns into a trace changes, so old cache entries are not reused.
@@ -50,8 +51,10 @@ def recipe_key(workload: dict[str, Any]) -> str:
 
     A hash of the recipe and of the code that turns it into a trace (the generators, the
     trace writer and the capture backends, :func:`simsched.identity.source_identity`, and
-    for a plug-in generator its own package, :func:`_plugin_generator_identity`), so an
-    edited generator never returns a trace it made before.
+    for a plug-in generator its own package: found by its entry point
+    (:func:`_plugin_generator_identity`) or, for one registered in this process, through
+    :func:`simsched.registry.registered_source`), so an edited generator never returns a
+    trace it made before.
     """
     from simsched.identity import source_identity
 
@@ -59,7 +62,10 @@ def recipe_key(workload: dict[str, Any]) -> str:
     code = source_identity(TRACE_MAKING_PACKAGES)
     keyed = {"recipe": body, "code": code, "fmt": _CACHE_FORMAT}
     gen = workload.get("generator") if workload.get("kind") == "generator" else None
-    plugin = _plugin_generator_identity(gen) if isinstance(gen, str) else None
+    plugin = None
+    if isinstance(gen, str):
+        # an installed plug-in by its entry point, else one registered in this process
+        plugin = _plugin_generator_identity(gen) or registered_source("workload", gen)
     if plugin is not None:  # built-in generators keep the keys they had
         keyed["plugin"] = plugin
     return content_hash(keyed)

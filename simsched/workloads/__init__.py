@@ -54,7 +54,7 @@ from simsched.errors import (
     note_raised_by,
 )
 from simsched.params import check_callable, is_power_of_two
-from simsched.registry import PLUGIN_GROUPS, Registry
+from simsched.registry import PLUGIN_GROUPS, Registry, name_key, set_source_lookup
 from simsched.trace import repeat
 from simsched.trace.format import CHUNK_REFS
 from simsched.workloads import datapar, fib, ge, hashjoin, mergesort, stencil
@@ -221,6 +221,20 @@ for _w in (
 
 #: every generator by name (built in; plug-ins join it when a name is first looked up)
 WORKLOADS: dict[str, Workload] = GENERATORS.entries
+
+
+def _registered_source(name: str) -> str | None:
+    """The source identity of a generator registered in this process from outside
+    simsched (``GENERATORS.register``, an entry point's already loaded), for the cache key
+    of the traces it makes; None for a built-in one or an unknown name.  Looks at what is
+    registered only: an entry point not yet loaded is found by its group, without this."""
+    from simsched.identity import outside_source_identity
+
+    entry = GENERATORS.entries.get(name_key(name) or "")
+    return None if entry is None else outside_source_identity(entry.module.__name__)
+
+
+set_source_lookup("workload", _registered_source)
 
 
 class ParamDoc(NamedTuple):
