@@ -434,6 +434,20 @@ def check_output_file(path: str | os.PathLike, *, overwrite: bool = True) -> os.
 
 
 @contextmanager
+def told_as(user: str | os.PathLike, staged: str | os.PathLike) -> Iterator[None]:
+    """An :class:`OutputError` raised inside that names ``staged``, the hidden temporary
+    file of an :func:`atomic_output` (a full disk while a writer fills it), names ``user``,
+    the file the user asked for, instead; other errors pass as they are."""
+    try:
+        yield
+    except OutputError as exc:
+        text, prefix = str(exc), f"{staged}: "
+        if not text.startswith(prefix):
+            raise
+        raise OutputError(f"{user}: {text.removeprefix(prefix)}", exc.errno) from None
+
+
+@contextmanager
 def atomic_output(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[Path]:
     """Context manager yielding a temporary path to write; it becomes ``path`` on success.
 

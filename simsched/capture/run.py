@@ -41,8 +41,8 @@ from simsched.capture import build
 from simsched.capture.bbtable import write_block_table
 from simsched.capture.cilk import CilkOptions
 from simsched.capture.cilkcc import rewrite_command, stdin_source
-from simsched.errors import CaptureError, ConfigError, OutputError, shown, spelled
-from simsched.files import atomic_output, check_not_input, check_path
+from simsched.errors import CaptureError, ConfigError, shown, spelled
+from simsched.files import atomic_output, check_not_input, check_path, told_as
 from simsched.params import check_arguments, check_callable, check_flag
 from simsched.trace.iterations import check_iterations_mode
 
@@ -668,7 +668,7 @@ def capture(
         cb = None if progress is None else (lambda done, _b: progress("import", done))
         stack_warnings: list[str] = []
         refused: list[str] = []  # why iterations found in a called function stay unmarked
-        try:
+        with told_as(out, tmp_out):  # (a full disk) told of the trace's temporary file
             header = import_raw(
                 raw_path,
                 tmp_out,
@@ -680,11 +680,6 @@ def capture(
                 source=prog.name,  # the raw stream is a temporary file
                 iterations_refused=refused.append,
             )
-        except OutputError as exc:  # (a full disk) told of the trace's temporary file
-            text = str(exc)
-            if not text.startswith(f"{tmp_out}: "):
-                raise
-            raise OutputError(f"{out}: {text.removeprefix(f'{tmp_out}: ')}", exc.errno) from None
         if header.n_frames == 1 and not header.roi and count_markers(raw_path) == 0:
             if _contains(prog, CILK_FOR_SYMBOL):
                 # A rewritten Cilk program: telling its user to add markers or to build

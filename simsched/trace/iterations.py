@@ -255,13 +255,14 @@ def called_function(
     groups = _phases(par, np.asarray(first, np.int64), lst, src, dst, kind)
     kids = [g[0] for g in groups] + [par.shape[0]]  # frames are numbered depth first
     join = kind == fmt.EDGE_JOIN
+    join_src, join_dst = src[join], dst[join]
     best, most = -1, 0
     for k, g in enumerate(groups):
         f = g[0]
         if len(g) != 1 or not np.any(par == f):
             continue
         # a called frame's return is joined at once, by main's very next strand
-        into = dst[join][src[join] == lst[f]]
+        into = join_dst[join_src == lst[f]]
         if not into.shape[0] or int(into[0]) != int(lst[f]) + 1:
             continue
         if kids[k + 1] - f > most:
@@ -284,9 +285,9 @@ def no_iterations_reason(t: Trace, refused: str | None = None) -> str:
     -------
     str
         One clause: how many phases main has and, when one of them is a Cilk function
-        main calls (:func:`called_function`), whether that function's children repeat.  A time loop inside
-        such a function is marked only when the raw stream is imported (the marks change
-        the frame table), so when its steps repeat in an imported trace the clause says to
+        main calls (:func:`called_function`), whether that function's children repeat.
+        A time loop inside such a function is marked only when the raw stream is imported
+        (the marks change the frame table), so when its steps repeat in an imported trace the clause says to
         re-import the raw stream or recapture with ``--iterations auto``, or to mark them;
         with ``refused``, it gives the refusal.  That case reads every reference once.
     """

@@ -35,6 +35,7 @@ from simsched.files import (
     check_output_file,
     check_path,
     regular_file_kind,
+    told_as,
 )
 from simsched.params import check_callable
 from simsched.trace import _raw_kernels as _rk
@@ -426,16 +427,10 @@ def import_raw(
     # Auto: the first pass's trace is staged, since a time loop found inside a Cilk
     # function main calls is marked by importing the stream again (the marks change the
     # frame table), and that trace replaces it.
-    with atomic_output(out_path) as stage:
-        try:
-            h = _import_auto(
-                raw_path, stage, name, meta, progress, guard, roi_order, iterations_refused
-            )
-        except OutputError as exc:  # (a full disk) told of the staged file
-            text = str(exc)
-            if not text.startswith(f"{stage}: "):
-                raise
-            raise OutputError(f"{out_path}: {text.removeprefix(f'{stage}: ')}", exc.errno) from None
+    with atomic_output(out_path) as stage, told_as(out_path, stage):
+        h = _import_auto(
+            raw_path, stage, name, meta, progress, guard, roi_order, iterations_refused
+        )
         _warn(warn, guard, roi_order, name)
     return h
 

@@ -338,6 +338,14 @@ def loop_records(p: Program, marks: str | None = None, *, late: bool = False) ->
         out.append(rec(R.REC_REF, addr, 1, size, 1))
         out.append(_marker(R.M_SPAWN_END))
 
+    def around(kind: str, refs_at: int, spawn_at: int) -> None:
+        # the work of a prologue or an epilogue: two references, or a child synced
+        if kind == "refs":
+            out.extend([rec(R.REC_REF, refs_at, 1, 8), rec(R.REC_REF, refs_at + 0x40, 1, 8, 1)])
+        elif kind == "spawn":
+            spawn_one(spawn_at)
+            out.append(_marker(R.M_SYNC))
+
     out += [header(), rec(R.REC_REF, 0x8000, 3, 8)]
     gap("main")
     if p.init:
@@ -349,11 +357,7 @@ def loop_records(p: Program, marks: str | None = None, *, late: bool = False) ->
     if not p.in_main:
         out.append(_marker(R.M_CALL, SOLVE))
     gap("solve")
-    if p.prologue == "refs":
-        out += [rec(R.REC_REF, 0x20000, 1, 8), rec(R.REC_REF, 0x20040, 1, 8, 1)]
-    elif p.prologue == "spawn":
-        spawn_one(0x300000)
-        out.append(_marker(R.M_SYNC))
+    around(p.prologue, 0x20000, 0x300000)
     gap("prologue")
     mark = 0
     for t, s in enumerate(p.steps):
@@ -410,11 +414,7 @@ def loop_records(p: Program, marks: str | None = None, *, late: bool = False) ->
         if p.swap:
             out.append(rec(R.REC_REF, 0x9000, 1, 8, 1))
         gap("after_step")
-    if p.epilogue == "refs":
-        out += [rec(R.REC_REF, 0x20080, 1, 8), rec(R.REC_REF, 0x200C0, 1, 8, 1)]
-    elif p.epilogue == "spawn":
-        spawn_one(0x380000)
-        out.append(_marker(R.M_SYNC))
+    around(p.epilogue, 0x20080, 0x380000)
     gap("epilogue")
     if not p.in_main:
         gap("after_loop")
