@@ -253,17 +253,33 @@ def called_function(
     lst = np.asarray(last, np.int64)
     src, dst, kind = np.asarray(edge_src), np.asarray(edge_dst), np.asarray(edge_kind)
     groups = _phases(par, np.asarray(first, np.int64), lst, src, dst, kind)
+    return _called_function(par, lst, src, dst, kind, groups)
+
+
+def _called_function(
+    par: np.ndarray, lst: np.ndarray, src: np.ndarray, dst: np.ndarray, kind: np.ndarray,
+    groups: list[list[int]],
+) -> int:  # fmt: skip
+    """:func:`called_function` given main's phases (:func:`_phases`).
+
+    Linear in the frames and edges: main may have thousands of phases, so the children
+    and the joins are counted once rather than searched for per phase.
+    """
+    if not groups:
+        return -1
     kids = [g[0] for g in groups] + [par.shape[0]]  # frames are numbered depth first
+    children = np.bincount(par[1:], minlength=par.shape[0]) if par.shape[0] > 1 else par[:0]
     join = kind == fmt.EDGE_JOIN
-    join_src, join_dst = src[join], dst[join]
+    # a frame is joined exactly once, by the edge from its last strand
+    by_last = np.full(int(max(lst.max(), src.max(initial=0))) + 2, -1, np.int64)
+    by_last[src[join]] = dst[join]
     best, most = -1, 0
     for k, g in enumerate(groups):
         f = g[0]
-        if len(g) != 1 or not np.any(par == f):
+        if len(g) != 1 or not children[f]:
             continue
         # a called frame's return is joined at once, by main's very next strand
-        into = join_dst[join_src == lst[f]]
-        if not into.shape[0] or int(into[0]) != int(lst[f]) + 1:
+        if int(by_last[lst[f]]) != int(lst[f]) + 1:
             continue
         if kids[k + 1] - f > most:
             best, most = f, kids[k + 1] - f
@@ -299,7 +315,7 @@ def no_iterations_reason(t: Trace, refused: str | None = None) -> str:
     groups = _phases(par, fst, lst, src, dst, kind)
     if not groups:
         return "main spawns and calls nothing"
-    f = called_function(par, fst, lst, src, dst, kind)
+    f = _called_function(par, lst, src, dst, kind, groups)
     if f < 0 and len(groups) > 1:
         return (
             f"main's {len(groups)} phases hold no block of up to {MAX_PERIOD} phases "

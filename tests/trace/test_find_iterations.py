@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from simsched.errors import ConfigError
 from simsched.trace import open_trace, validate
@@ -267,3 +269,57 @@ def test_why_no_iterations_names_main_phases(tmp_path):
     with open_trace(tmp_path / "two.sst") as t:
         assert int(t.frames.iteration.max()) == -1
         assert no_iterations_reason(t).startswith("main's 2 phases hold no block of up to 8")
+
+
+_PHASE = st.one_of(
+    st.tuples(st.just("spawns"), st.integers(1, 3), st.booleans()),
+    st.tuples(st.just("call"), st.integers(0, 4), st.booleans()),
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(phases=st.lists(_PHASE, min_size=1, max_size=12))
+def test_the_called_function_is_the_largest_call_main_waits_for_that_has_children(tmp_path, phases):
+    # main runs phases of spawned children (some spawning one more) and calls of Cilk
+    # functions spawning 0-4 children (some calling one more function inside); the frame
+    # found is the largest call with children, the first of equals
+    from simsched.trace.iterations import called_function
+
+    p = tmp_path / "phases.sst"
+    want, most = -1, 0
+    with TraceBuilder(p) as b:
+        for i, (what, n, nested) in enumerate(phases):
+            b.ref(0x1000 + 64 * i, 8, False)
+            if what == "spawns":
+                for _ in range(n):
+                    b.spawn(callee=NO_CALLEE)
+                    if nested:
+                        b.spawn(callee=NO_CALLEE)
+                        b.ret()
+                        b.sync()
+                    b.ret()
+                b.sync()
+                continue
+            f = b.n_frames
+            b.call(fn=9)
+            for _ in range(n):
+                b.spawn(callee=NO_CALLEE)
+                b.ret()
+            if nested:
+                b.call(fn=10)
+                b.spawn(callee=NO_CALLEE)
+                b.ret()
+                b.sync()
+                b.call_ret()
+            b.sync()
+            b.call_ret()
+            if n + nested and b.n_frames - f > most:
+                want, most = f, b.n_frames - f
+    with open_trace(p) as t:
+        fr, e = t.frames, t.edges
+        assert (
+            called_function(fr.parent, fr.first_strand, fr.last_strand, e.src, e.dst, e.kind)
+            == want
+        )
