@@ -17,15 +17,9 @@ from simsched.profile.coarsen import (
     write_table,
 )
 from simsched.profile.groups import GroupTree, build_groups
-from simsched.profile.lrutree import (
-    DEFAULT_SIZES,
-    LruTree,
-    Profile,
-    ProfileFormatError,
-    bucket_bounds,
-    profile_trace,
-)
+from simsched.profile.lrutree import DEFAULT_SIZES, LruTree, profile_trace
 from simsched.profile.regrain import regrain, regrain_from_table
+from simsched.profile.result import Profile, ProfileFormatError, bucket_bounds
 from simsched.profile.setassoc import replay_groups, setassoc_misses
 
 __all__ = [

@@ -46,7 +46,7 @@ import numpy as np
 from simsched.errors import ConfigError, SimschedError, shown, spelled
 from simsched.files import check_path, read_user_text, write_text_atomic
 from simsched.profile.groups import KIND_NAMES, KIND_PHASE, ROLE_PAR, ROLE_SEQ, GroupTree
-from simsched.profile.lrutree import Profile
+from simsched.profile.result import Profile
 
 if TYPE_CHECKING:
     from simsched.machine import Machine

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simsched.profile.lrutree import Profile
+from simsched.profile.result import Profile
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

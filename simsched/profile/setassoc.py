@@ -246,7 +246,7 @@ def setassoc_misses(
     numpy.ndarray
         ``int64`` misses, shape ``(n_groups, len(sizes))``.
     """
-    from simsched.profile.lrutree import bucket_bounds, check_sizes
+    from simsched.profile.result import bucket_bounds, check_sizes
     from simsched.trace.reader import opened_trace
 
     caps = bucket_bounds(check_sizes(sizes), check_int("line", line, 1))
