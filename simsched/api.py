@@ -72,6 +72,7 @@ from simsched.params import (
     check_flag,
     check_int,
     check_mapping,
+    check_recordable,
     check_seed,
 )
 from simsched.plugins import note_plugins
@@ -437,7 +438,7 @@ def run(
     seed = int(given_seed or 0)
     progress = check_flag(progress, "progress")
     speedup = check_flag(speedup, "speedup")
-    params = check_mapping(params, "params")
+    params = check_recordable(check_mapping(params, "params"), "params")
     overrides = check_mapping(overrides, "overrides")
     out = _out_dir(out_dir)
     sample_iterations, sample_precision = check_sampling(sample_iterations, sample_precision)

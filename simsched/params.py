@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from simsched.canonical import numpy_instance
+from simsched.canonical import canonical_json, numpy_instance
 from simsched.errors import ConfigError, float_out_of_range, shown
 
 if TYPE_CHECKING:
@@ -100,6 +100,26 @@ def check_mapping(value: Any, name: str) -> dict[str, Any]:
         if not isinstance(key, str):
             raise ConfigError(f"{name}: key {shown(key)} is not a string")
     return dict(value)
+
+
+def check_recordable(values: dict[str, Any], name: str) -> dict[str, Any]:
+    """``values`` (a checked mapping: :func:`check_mapping`) if a record can keep every value
+    of it as JSON (text, numbers, flags, None, lists and mappings of them, numpy values),
+    else a one-line :class:`ConfigError` naming ``name`` and the key.
+
+    A run's record keeps the parameters as given before the scheduler checks them (a
+    failed run's record too), and a value JSON has no form for (``{"bl": {1}}``, an
+    object) was a ``TypeError`` from the JSON encoder with its traceback.
+    """
+    for key, value in values.items():
+        try:
+            canonical_json(value, strict=True)
+        except (TypeError, ValueError):  # ValueError: a list or mapping that holds itself
+            raise ConfigError(
+                f"{name}: {key}={shown(value)}: expected text, a number, true/false, None, "
+                "or a list or mapping of them"
+            ) from None
+    return values
 
 
 def check_strings(value: Any, name: str, form: str) -> list[str]:

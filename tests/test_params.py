@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from simsched.errors import ConfigError
@@ -208,6 +209,21 @@ def test_check_mapping_refuses_what_is_no_mapping_of_names():
         schema.resolve("scheduler 'ws'", {1: 2})
     with pytest.raises(ConfigError, match="^scheduler 'ws': parameters='abc': expected"):
         schema.resolve("scheduler 'ws'", "abc")
+
+
+def test_check_recordable_refuses_a_value_a_record_cannot_keep():
+    """A run's record keeps the parameters as given: simsched.run(params={"bl": {1}}) was a
+    TypeError from the JSON encoder, with its traceback."""
+    from simsched.params import check_recordable
+
+    ok = {"a": 1, "b": [1.5, "x", None, True], "c": {"d": np.int64(2)}}
+    assert check_recordable(ok, "params") is ok
+    with pytest.raises(ConfigError, match=r"^params: bl=\{1\}: expected text, a number"):
+        check_recordable({"bl": {1}}, "params")
+    loop: list = []
+    loop.append(loop)
+    with pytest.raises(ConfigError, match=r"^params: x=\[.*\]: expected text"):
+        check_recordable({"x": loop}, "params")
 
 
 def test_check_flag_takes_bools_only():

@@ -222,6 +222,8 @@ def test_run_records_what_run_jobs_of_one_job_records(ms_trace):
     [
         ({"params": [1]}, r"params=\[1\]: expected a mapping"),
         ({"params": {1: 2}}, "params: key 1 is not a string"),
+        # a TypeError from the JSON encoder of the record, with its traceback
+        ({"params": {"spawn_policy": object()}}, "params: spawn_policy=<object object at"),
         ({"overrides": "cores=2"}, "overrides='cores=2': expected a mapping"),
         ({"overrides": {1: 2}}, "overrides: key 1 is not a string"),
         ({"out_dir": 5}, r"out_dir=5: expected a path"),
