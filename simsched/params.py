@@ -350,12 +350,35 @@ def check_label(value: str, what: str) -> str:
         raise ValueError(f"empty; {what} needs a name")
     if not is_one_line(value):
         raise ValueError(f"{value!r}: a name is one line of text (no control characters)")
+    if not is_utf8(value):
+        raise ValueError(
+            f"{value!r}: a name is UTF-8 text (a byte that is not UTF-8 on the command line?)"
+        )
     return value
 
 
 def is_one_line(text: str) -> bool:
     """Whether ``text`` has no control characters (newline, NUL, DEL ...)."""
     return not any(ord(ch) < 32 or ord(ch) == 127 for ch in text)
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8: not when it holds a lone surrogate, which
+    is what Python makes of a byte that is not UTF-8 in a command-line argument or a file
+    name (``\\xff`` becomes ``'\\udcff'``).  Such text reached the results' Parquet table
+    and failed there with a ``UnicodeEncodeError`` and its traceback."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def name_text(name: str) -> str:
+    """A file name as UTF-8 text for a label or a trace's program name: the bytes that are
+    not UTF-8 written as ``\\xNN`` (a program ``./fib\\xffprog`` is named ``fib\\xffprog``),
+    any other name unchanged (:func:`is_utf8`)."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def is_power_of_two(n: int) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -224,6 +226,18 @@ def test_check_recordable_refuses_a_value_a_record_cannot_keep():
     loop.append(loop)
     with pytest.raises(ConfigError, match=r"^params: x=\[.*\]: expected text"):
         check_recordable({"x": loop}, "params")
+
+
+def test_text_that_is_not_utf8_is_told_and_a_file_name_written_out():
+    """A byte that is not UTF-8 in an argument or a file name is a lone surrogate in Python,
+    which the results' Parquet table cannot hold."""
+    from simsched.params import check_label, is_utf8, name_text
+
+    bad = os.fsdecode(b"a\xffb")
+    assert is_utf8("é ok") and not is_utf8(bad)
+    assert name_text(bad) == "a\\xffb" and name_text("é") == "é"
+    with pytest.raises(ValueError, match="a name is UTF-8 text"):
+        check_label(bad, "a machine")
 
 
 def test_check_flag_takes_bools_only():

@@ -43,7 +43,7 @@ from simsched.capture.cilk import CilkOptions
 from simsched.capture.cilkcc import rewrite_command, stdin_source
 from simsched.errors import CaptureError, ConfigError, shown, spelled
 from simsched.files import atomic_output, check_not_input, check_path, told_as
-from simsched.params import check_arguments, check_callable, check_flag
+from simsched.params import check_arguments, check_callable, check_flag, name_text
 from simsched.trace.iterations import check_iterations_mode
 
 if TYPE_CHECKING:
@@ -672,7 +672,7 @@ def capture(
             header = import_raw(
                 raw_path,
                 tmp_out,
-                program=prog.name,
+                program=name_text(prog.name),
                 args=args,
                 progress=cb,
                 iterations=iterations,

@@ -23,6 +23,7 @@ from simsched.cli._common import (
 )
 from simsched.errors import ConfigError
 from simsched.files import atomic_output
+from simsched.params import name_text
 from simsched.progress import plural
 
 trace_app = typer.Typer(help="Generate, import, inspect and validate traces.", no_args_is_help=True)
@@ -175,7 +176,7 @@ def import_cmd(
         h = import_raw(
             raw,
             out,
-            program=program or raw.stem,
+            program=program or name_text(raw.stem),
             args=list(arg or []),
             progress=bar,
             iterations=iterations,

@@ -24,6 +24,7 @@ from simsched.experiments.schema import format_params
 from simsched.experiments.spec import Point
 from simsched.experiments.store import POINT_FILE, consolidate, point_dir, write_row
 from simsched.files import write_json_atomic
+from simsched.params import name_text
 
 #: The ``sweep`` column of a saved comparison.
 SWEEP_NAME = "compare"
@@ -66,7 +67,8 @@ def comparison_point(
     return Point(
         id=pid,
         sweep=SWEEP_NAME,
-        workload={"label": Path(trace_path).stem, **workload},
+        # a label is a column of the Parquet table, which takes only UTF-8 text
+        workload={"label": name_text(Path(trace_path).stem), **workload},
         machine={
             "label": label,
             "source": source,

@@ -44,7 +44,14 @@ from simsched.canonical import canonical_json
 from simsched.engine.record import nest_fields
 from simsched.errors import ConfigError, OutputError, shown, spelled
 from simsched.files import atomic_output, check_path, is_stream, parse_json, write_json_atomic
-from simsched.params import check_callable, check_flag, check_frame, check_strings, column_hint
+from simsched.params import (
+    check_callable,
+    check_flag,
+    check_frame,
+    check_strings,
+    column_hint,
+    is_utf8,
+)
 
 POINTS_DIR = "points"
 ROW_FILE = "row.json"
@@ -696,12 +703,20 @@ def parse_where(expr: str, columns: list[str]) -> tuple[str, str, str]:
     Raises
     ------
     ConfigError
-        The expression does not parse or names an unknown column.
+        The expression does not parse, names an unknown column or gives a value that is
+        not UTF-8 text.
     """
     m = _WHERE_RE.match(expr)
     if m is None:
         raise ConfigError(f"{_where(expr)}: expected COLUMN OP VALUE with OP one of = != < <= > >=")
     col, op, value = m.groups()
+    if not is_utf8(value):
+        # no stored text can hold it (the table is UTF-8), and pyarrow's comparison failed
+        # with a UnicodeEncodeError
+        raise ConfigError(
+            f"{_where(expr)}: {value!r} is not UTF-8 text "
+            "(a byte that is not UTF-8 on the command line?)"
+        )
     if col not in columns:
         # as --columns words it: the names meant, else the columns there are
         hint = column_hint(col, columns, 12)

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 
 from simsched.canonical import plain_strict
 from simsched.errors import ConfigError, shown
-from simsched.params import check_int, check_mapping, is_one_line
+from simsched.params import check_int, check_mapping, is_one_line, is_utf8
 from simsched.trace import structure
 
 __all__ = ["check_meta", "flags", "json_params", "per_reference", "writer_name"]
@@ -87,8 +87,10 @@ def check_meta(program: Any, args: Any, line_size_hint: Any, backend: Any = "syn
         not a power of two up to 2^20.
     """
     for name, text in (("program", program), ("backend", backend)):
-        if not isinstance(text, str) or not is_one_line(text):
-            raise ConfigError(f"{name}={shown(text)}: expected one line of text")
+        # UTF-8: the name is a column of the results' Parquet table, which cannot hold the
+        # lone surrogates a byte that is not UTF-8 becomes (params.name_text writes them out)
+        if not isinstance(text, str) or not is_one_line(text) or not is_utf8(text):
+            raise ConfigError(f"{name}={shown(text)}: expected one line of UTF-8 text")
     if isinstance(args, str | bytes) or not isinstance(args, Iterable):
         raise ConfigError(f"args={shown(args)}: expected a list of the program's arguments")
     hint = check_int("line_size_hint", line_size_hint, 1)

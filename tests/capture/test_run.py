@@ -128,6 +128,20 @@ def test_a_program_given_as_a_path_is_never_looked_up_on_path(cache, bindir, tmp
         assert res.header.n_strands == _fib_strands(10, 2), given
 
 
+def test_a_program_whose_file_name_is_not_utf8_is_named_in_utf8(cache, bindir, tmp_path):
+    """The trace's program was the file name as Python reads it (b"fib\\xff" as
+    'fib\\udcff'), and every run of the trace failed in the results' Parquet table with a
+    UnicodeEncodeError and its traceback."""
+    import shutil
+
+    prog = compile_gcc(cache, bindir, "fib.c", "fib_gcc", "-O2")
+    named = tmp_path / os.fsdecode(b"fib\xff")
+    shutil.copy2(prog, named)
+    shutil.copy2(str(prog) + ".ssbb", str(named) + ".ssbb")  # its block table
+    res = capture(str(named), ["6", "2"], tmp_path / "t.sst")
+    assert res.header.program == "fib\\xff"
+
+
 def test_program_failure_is_a_capture_error(cache, bindir, tmp_path):
     prog = compile_gcc(cache, bindir, "mergesort.c", "ms_gcc", "-O2")
     with pytest.raises(CaptureError, match="exited with status 2.*usage"):

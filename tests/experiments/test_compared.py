@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import simsched
@@ -35,6 +37,17 @@ def test_scheduler_parameters_label_the_scheduler_as_in_a_sweep(tmp_path):
     # labelled ws too, two policies under one label
     assert sorted(df["scheduler"]) == ["ws", "ws[spawn_policy=parent-first]"]
     assert len(set(df["point_id"])) == 2
+
+
+def test_a_trace_whose_file_name_is_not_utf8_labels_its_rows_in_utf8(tmp_path):
+    """The label was the file's stem as Python reads it (b"fib\\xff" as 'fib\\udcff'), which
+    the Parquet table could not hold: compare --out and every later `results show` of the
+    folder ended in a UnicodeEncodeError and its traceback."""
+    trace = tmp_path / os.fsdecode(b"fib\xff.sst")
+    generate("fib", trace, n=8)
+    out = tmp_path / "cmp"
+    save_comparison(out, simsched.compare(trace, "itrs-scaling-1", ["ws"]), trace, "itrs-scaling-1")
+    assert list(load_results(out)["workload"]) == ["fib\\xff"]
 
 
 def test_what_is_not_a_comparison_of_this_trace_is_refused(tmp_path):

@@ -386,8 +386,12 @@ def test_builder_refuses_arguments_given_as_one_string_and_a_flag_given_as_text(
     with pytest.raises(ConfigError, match="gaps_exact"):
         TraceBuilder(tmp_path / "b.sst", gaps_exact="no")
     # a program's name of two lines reached the comparison's titles and the results' CSV
-    with pytest.raises(ConfigError, match=r"^program='a\\nb': expected one line of text"):
+    with pytest.raises(ConfigError, match=r"^program='a\\nb': expected one line of UTF-8 text"):
         TraceBuilder(tmp_path / "c.sst", program="a\nb")
+    # a byte that is not UTF-8 (what os.fsdecode makes of b"a\xff") failed in the results'
+    # Parquet table, with a traceback, in every run of the trace
+    with pytest.raises(ConfigError, match=r"^program='a\\udcff': expected one line of UTF-8"):
+        TraceBuilder(tmp_path / "d.sst", program="a\udcff")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -422,8 +426,8 @@ def test_builder_and_importer_refuse_header_fields_they_cannot_hold(tmp_path):
 
     for kw, said in (
         ({"roi": "no"}, r"^roi='no': expected True or False"),
-        ({"backend": 5}, r"^backend=5: expected one line of text"),
-        ({"backend": "a\nb"}, r"^backend='a\\nb': expected one line of text"),
+        ({"backend": 5}, r"^backend=5: expected one line of UTF-8 text"),
+        ({"backend": "a\nb"}, r"^backend='a\\nb': expected one line of UTF-8 text"),
     ):
         with pytest.raises(ConfigError, match=said):
             TraceBuilder(tmp_path / "t.sst", **kw)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -42,6 +43,22 @@ def test_import_validate_info(tmp_path, capsys):
     assert json.loads(out)["args"] == ["6", "-v"]
     with_args = R.import_raw(raw, tmp_path / "api.sst", program="fib", args=["6", "-v"])
     assert json.loads(out)["digest"] == with_args.digest != info["digest"]
+
+
+def test_import_names_the_program_in_utf8(tmp_path, capsys):
+    """The default program, the raw file's stem, was a lone surrogate for a byte that is not
+    UTF-8 (b"fib\\xff"), and a run of the trace failed in the results' Parquet table with a
+    traceback; such a --program is refused in one line."""
+    raw = write(tmp_path / os.fsdecode(b"fib\xff.raw"), fib_records(4))
+    sst = tmp_path / "fib.sst"
+    code, _, _ = run(["trace", "import", str(raw), "-o", str(sst)], capsys)
+    assert code == 0
+    code, out, _ = run(["trace", "info", str(sst), "--json"], capsys)
+    assert json.loads(out)["program"] == "fib\\xff"
+    argv = ["trace", "import", str(raw), "-o", str(tmp_path / "x.sst")]
+    code, _, err = run([*argv, "--program", os.fsdecode(b"a\xff")], capsys)
+    assert code == 2 and "--program 'a\\udcff': expected one line of UTF-8 text" in err
+    assert not (tmp_path / "x.sst").exists()
 
 
 def test_validate_detects_flipped_chunk_byte(tmp_path, capsys):
