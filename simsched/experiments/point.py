@@ -57,7 +57,7 @@ from simsched.experiments.store import (
 )
 from simsched.files import check_path, write_json_atomic
 from simsched.host import process_cpu_s, speed_reference
-from simsched.params import check_callable, check_flag
+from simsched.params import check_callable, check_flag, is_utf8
 
 PointFunction = Callable[[Point, Path], dict[str, Any]]
 
@@ -457,6 +457,18 @@ def _point_record(result: Any) -> dict[str, Any]:
             f"the point function returned {big}={result[big]}, beyond a 64-bit integer; "
             "give a float or a string"
         )
+    # the table's text is UTF-8: a lone surrogate (a byte that is not UTF-8, as Python
+    # reads a file name) failed there with a traceback, in this sweep and every later
+    # `results show` of its folder
+    text = next(
+        (k for k, v in result.items() if not is_utf8(k) or (isinstance(v, str) and not is_utf8(v))),
+        None,
+    )
+    if text is not None:
+        raise TypeError(
+            f"the point function returned {text!r}={shown(result[text])}: text that is not "
+            "UTF-8 (a lone surrogate), which no table column holds"
+        )
     return dict(result)
 
 
@@ -558,6 +570,15 @@ def execute_point(
                 if out_of_space(exc):
                     raise
                 record = _error_record(exc)
+            except SystemExit as exc:
+                # sys.exit() in a point function ended the whole sweep with its status (0:
+                # as if all went well), its points left undone and nothing said
+                record = _error_record(
+                    TypeError(
+                        f"the point function called sys.exit({exc.code!r}); raise an "
+                        "exception to fail a point"
+                    )
+                )
             wall = time.perf_counter() - t0
             # the process's CPU: on a Dask worker of several threads, its other points' too
             cost = {**host, "point_cpu_s": round(process_cpu_s() - cpu0, 3)}

@@ -57,6 +57,10 @@ def test_a_row_records_its_cost_and_the_hosts_speed(tmp_path):
         (None, "returned NoneType, expected a dict of metrics"),
         ({1: 2}, "the key 1 (int); its keys become column names"),
         ({"x": 2**64}, f"returned x={2**64}, beyond a 64-bit integer"),
+        # a lone surrogate (a byte that is not UTF-8 in a file name): the table could not
+        # hold it, and this sweep and every later `results show` ended in a traceback
+        ({"note": "a\udcff"}, "returned 'note'='a\\udcff': text that is not UTF-8"),
+        ({"a\udcff": 1}, "returned 'a\\udcff'=1: text that is not UTF-8"),
     ],
 )
 def test_a_point_function_returning_no_record_fails_its_point(tmp_path, result, message):
@@ -68,6 +72,20 @@ def test_a_point_function_returning_no_record_fails_its_point(tmp_path, result, 
         error.startswith("TypeError: the point function returned ") and message in error
         for _, error in report.failures
     )
+
+
+def test_a_point_function_that_calls_sys_exit_fails_its_point(tmp_path):
+    """sys.exit(0) in a point function ended the whole sweep with status 0, its points left
+    undone and nothing said."""
+    loaded = load_spec(make_spec(tmp_path), small=False)
+
+    def exits(p, d):
+        raise SystemExit(0)
+
+    report = run_sweep(loaded, workers=0, point_fn=exits, progress=False)
+    assert (report.ran, report.failed) == (6, 6)
+    assert all("called sys.exit(0); raise an exception" in e for _, e in report.failures)
+    assert load_results(loaded.out_dir)["status"].eq("error").all()
 
 
 def test_default_point_function_failure_is_a_row(tmp_path, monkeypatch):
