@@ -22,7 +22,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from simsched.errors import ConfigError
-from simsched.files import check_path, parse_json, read_user_text
+from simsched.files import check_path, parse_json, read_user_text, regular_file_kind
 
 RESULT_FILE = "result.json"
 TIMELINE_FILE = "timeline.npz"
@@ -362,6 +362,9 @@ def read_timeline(path: str | Path, record: dict[str, Any] | None = None) -> dic
     p = Path(path)
     if not p.exists():
         raise ConfigError(f"{p}: no timeline next to the result")
+    kind = regular_file_kind(p)  # before opening: np.load of a named pipe waited for good
+    if kind is not None:
+        raise ConfigError(f"{p}: is {kind}, expected a timeline archive (.npz)")
     try:
         with np.load(p, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}

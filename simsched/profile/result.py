@@ -22,7 +22,13 @@ from typing import Any
 import numpy as np
 
 from simsched.errors import ConfigError, SimschedError, TraceFormatError, shown, spelled
-from simsched.files import check_path, describe_os_error, parse_json, write_bytes_atomic
+from simsched.files import (
+    check_path,
+    describe_os_error,
+    parse_json,
+    regular_file_kind,
+    write_bytes_atomic,
+)
 from simsched.params import check_int, is_power_of_two
 from simsched.profile import _kernels as K
 from simsched.profile.groups import GroupTree, array_1d
@@ -330,8 +336,16 @@ class Profile:
         """
         name = str(check_path(path, "path"))
         try:
+            # asked before opening: np.load of a named pipe waited for a writer for good
+            kind = regular_file_kind(path)
+            if kind is not None:
+                raise ConfigError(
+                    f"{name}: is {kind}, expected the .npz file of `simsched profile -o`"
+                )
             with np.load(path, allow_pickle=False) as z:
                 arrays = {k: z[k] for k in z.files}
+        except ConfigError:
+            raise
         except FileNotFoundError:
             raise ConfigError(f"{name}: no such file") from None
         except IsADirectoryError:

@@ -220,6 +220,19 @@ def test_a_named_pipe_in_the_configs_place_is_an_unknown_trace(runs, tmp_path):
     assert out == [[None]]
 
 
+def test_a_named_pipe_in_the_timelines_place_is_refused(runs, tmp_path):
+    """np.load of a named pipe in timeline.npz's place blocked `plot timeline` and `export
+    timeline` for ever."""
+    from simsched.plotting.runfolder import TIMELINE_FILE, read_timeline
+
+    d = _copy(runs, tmp_path)
+    (d / TIMELINE_FILE).unlink()
+    os.mkfifo(d / TIMELINE_FILE)
+    [exc] = raised_within(lambda: read_timeline(d / TIMELINE_FILE), "read_timeline")
+    assert isinstance(exc, ConfigError)
+    assert str(exc).endswith("timeline.npz: is a named pipe, expected a timeline archive (.npz)")
+
+
 def _job(index, **changes):
     def edit(record):
         record["jobs"][index].update(changes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tracemalloc
 from collections import Counter
 
@@ -21,6 +22,7 @@ from simsched.profile import (
     profile_trace,
 )
 from simsched.trace import TraceBuilder, open_trace
+from tests.blocking import raised_within
 from tests.oracles.profile_oracle import (
     line_accesses,
     lru_misses,
@@ -521,6 +523,13 @@ def test_profile_files_and_bucket_bounds_name_a_wrong_argument(tmp_path):
         Profile.load(tmp_path / "missing.npz")
     with pytest.raises(ConfigError, match=r": is a folder, expected the \.npz file"):
         Profile.load(tmp_path)
+    # np.load of a named pipe waited for a writer for good (`simsched coarsen PIPE`)
+    os.mkfifo(tmp_path / "pipe.prof")
+    [exc] = raised_within(lambda: Profile.load(tmp_path / "pipe.prof"), "Profile.load")
+    assert isinstance(exc, ConfigError)
+    assert str(exc).endswith(
+        "pipe.prof: is a named pipe, expected the .npz file of `simsched profile -o`"
+    )
     p = profile_trace(build_random(tmp_path / "r.sst", 2), sizes=[4096], line=64)
     with pytest.raises(ConfigError, match=r"path=None: expected a path"):
         p.save(None)
