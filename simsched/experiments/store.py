@@ -773,6 +773,9 @@ def filter_frame(
             value = _coerce(series, raw, expr)
             if isinstance(value, str):
                 raise ConfigError(f"{_where(expr)}: {op} needs a numeric column; {col} is text")
+            if value != value:
+                # every order comparison with NaN is false: the answer was 0 rows, no word
+                raise ConfigError(f"{_where(expr)}: {op} needs a number, not {raw.strip()!r}")
             cmp = {"<": series.lt, "<=": series.le, ">": series.gt, ">=": series.ge}[op]
             mask &= cmp(value).fillna(False)
     return df[mask]
