@@ -805,10 +805,15 @@ def select_columns(df: pd.DataFrame, columns: list[str] | None) -> pd.DataFrame:
     Raises
     ------
     ConfigError
-        A column does not exist.
+        A column does not exist or is named twice.
     """
     if not columns:
         return df
+    twice = next((c for i, c in enumerate(columns) if c in columns[:i]), None)
+    if twice is not None:
+        # the table printed it twice, and a Parquet or JSON export cannot hold two columns
+        # of one name
+        raise ConfigError(f"{spelled('columns', '--columns')}: {twice!r} is named twice")
     missing = [c for c in columns if c not in df.columns]
     if missing:
         # the first 12 names were followed by "..." even when they were all

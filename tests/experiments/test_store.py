@@ -402,6 +402,18 @@ def test_a_damaged_row_is_left_out_and_reported_each_time(tmp_path, read_only, c
         load_results(tmp_path)  # library callers get a Python warning
 
 
+def test_results_show_refuses_a_column_named_twice(tmp_path, capsys):
+    """`--columns workload,workload` printed the column twice."""
+    from simsched.cli import main
+
+    save_row(tmp_path, "a", {"point_id": "a", "workload": "w", "status": "ok"})
+    with pytest.raises(SystemExit) as info:
+        main(["results", "show", str(tmp_path), "--columns", "workload, status,workload"])
+    captured = capsys.readouterr()
+    assert info.value.code == 2 and captured.out == ""
+    assert captured.err.strip() == "simsched: error: --columns: 'workload' is named twice"
+
+
 @pytest.mark.parametrize("columns", ["", ",", " , "])
 def test_results_show_refuses_columns_without_a_name(tmp_path, capsys, columns):
     """`--columns ,` printed every column of the table; `--columns ""` the default ones."""
