@@ -318,6 +318,8 @@ def _check_names(spec: JobSetSpec, name: str) -> None:
 
 # pydantic names the branch of ``arrival`` (int | list[int] | PoissonSpec) it tried.
 _UNION_TAGS = ("int", "list[int]", "PoissonSpec")
+#: The branches of :data:`Scalar`, as pydantic names them in an error's location.
+_SCALAR_TAGS = {"int", "float", "str", "bool"}
 
 
 def _most_specific(errors: list[Any]) -> Any:
@@ -329,6 +331,14 @@ def _most_specific(errors: list[Any]) -> Any:
         return err
     parent = tuple(err["loc"][:-1])
     same = [e for e in errors if tuple(e["loc"][: len(parent)]) == parent]
+    if {e["loc"][-1] for e in same} == _SCALAR_TAGS:
+        # a parameter's value (Scalar) of no branch's type: pydantic's first words, "Input
+        # should be a valid integer", were said of a list or an object given as text
+        return {
+            "loc": parent,
+            "type": "scalar_type",
+            "msg": f"expected a number, text or true/false, got {shown(err.get('input'))}",
+        }
     # a key the branch does not know says more than the key it then misses: {gauss: ...}
     # was "arrival.poisson: required key missing"
     unknown = [e for e in same if e["type"] == "extra_forbidden"]

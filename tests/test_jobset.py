@@ -113,6 +113,15 @@ def test_a_sweep_spec_given_as_a_dict_is_named_without_a_command_for_a_file():
             {"trace": "x.sst", "arrival": {"gauss": {"mean": 5}}},
             "job set: jobs.0.arrival.gauss: unknown key",
         ),
+        # a parameter's value of no scalar type: "Input should be a valid integer"
+        (
+            {"trace": "x.sst", "scheduler_params": {"bl": [1]}},
+            "job set: jobs.0.scheduler_params.bl: expected a number, text or true/false, got [1]",
+        ),
+        (
+            {"trace": "x.sst", "scheduler_params": {"bl": None}},
+            "job set: jobs.0.scheduler_params.bl: expected a number, text or true/false, got None",
+        ),
     ],
 )
 def test_a_group_says_what_is_wrong_with_it(group, message):
