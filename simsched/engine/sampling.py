@@ -150,9 +150,12 @@ class IterationSampler:
             return False
         stop = False
         # Iterations count in trace order: one that ends before an earlier one waits.
+        # Those that end together are one decision, the last one's: an earlier one's stop
+        # would otherwise hold even when the last one ended is the trace's last, and the
+        # replay stopped with no iteration left out.
         while len(self.ends) < self.n and self.left[len(self.ends)] == 0:
             self.ends.append(now)
-            stop = self._iteration_ended(len(self.ends) - 1, sched) or stop
+            stop = self._iteration_ended(len(self.ends) - 1, sched)
         self.stopped = stop
         return stop
 

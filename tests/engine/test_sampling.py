@@ -288,3 +288,50 @@ def test_sweep_key(tmp_path):
         wrong.write_text(textwrap.dedent(SPEC) + bad)
         with pytest.raises(ConfigError, match="sample_"):
             load_spec(wrong, small=False)
+
+
+def _iterations_trace(n, refs=10):
+    """A trace's tables as :class:`IterationSampler` reads them: main's strand, one strand
+    per iteration (iteration ``i`` is strand ``1 + i``, ``refs`` references each), main's
+    final strand of 5 instructions."""
+    from types import SimpleNamespace
+
+    frame = [0, *range(1, n + 1), 0]
+    return SimpleNamespace(
+        frames=SimpleNamespace(iteration=np.array([-1, *range(n)])),
+        strands=SimpleNamespace(
+            frame=np.array(frame),
+            ref_start=np.arange(len(frame) + 1) * refs,
+            instr=np.array([1] * (len(frame) - 1) + [5]),
+        ),
+    )
+
+
+class _Settled:
+    def tuning_settled(self):
+        return True
+
+
+class _Untuned:
+    def tuning_settled(self):
+        return None
+
+
+def test_a_stop_never_leaves_no_iteration_out():
+    """The last sample (iteration 3 of 5) ended after iteration 4, the trace's last: both
+    ended at once, the replay stopped with every iteration replayed and the record said
+    ``sampled`` with an extrapolated makespan.  Iterations that end together count as
+    one decision: the last one's, and none is left after the trace's last."""
+    s = IterationSampler(_iterations_trace(5), 3)
+    stops = [s.strand_done(i, now, _Settled()) for i, now in
+             [(0, 0), (1, 100), (2, 200), (3, 300), (5, 350), (4, 400)]]  # fmt: skip
+    o = s.outcome()
+    assert not any(stops) and not o.stopped
+    assert o.detailed == o.iterations == 5 and o.ends == [100, 200, 300, 400, 400]
+    # ended together before the last: the later one is one more sample, and the replay
+    # stops with two of 6 iterations left
+    s = IterationSampler(_iterations_trace(6), 2)
+    stops = [s.strand_done(i, now, _Settled()) for i, now in
+             [(0, 0), (1, 100), (2, 200), (4, 250), (3, 300)]]  # fmt: skip
+    o = s.outcome()
+    assert stops[-1] and o.stopped and o.detailed == 4 and o.samples == 3
