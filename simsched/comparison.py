@@ -728,9 +728,13 @@ def sampled_ratio(ratio: Ratio, pairs: list[tuple[dict[str, Any], dict[str, Any]
     The geometric mean of ``n`` log-ratios, each the difference of two independent
     estimates whose 95 % half-widths on the log scale are ``a_i`` and ``b_i``, has the
     half-width ``sqrt(sum(a_i^2 + b_i^2)) / n`` from sampling alone (the normal
-    approximation, which adds variances).  The seeds' paired t interval already holds that
-    noise when there are enough seeds; with one pair it has no width at all, so the ratio
-    keeps the wider of the two.
+    approximation, which adds variances).  A record in several pairs (a deterministic
+    scheduler's one run, paired with every seed of the other side) is one estimate whose
+    error moves every pair's log-ratio alike: it counts once, at weight ``c / n`` for the
+    ``c`` pairs it is in (1 for all of them), not as ``c`` independent ones.  The seeds'
+    paired t interval already holds the sampling noise of runs that differ by seed when
+    there are enough seeds (never a run shared by every pair); with one pair it has no
+    width at all, so the ratio keeps the wider of the two.
 
     Parameters
     ----------
@@ -744,7 +748,13 @@ def sampled_ratio(ratio: Ratio, pairs: list[tuple[dict[str, Any], dict[str, Any]
     Ratio
         ``ratio`` itself when no record of the pairs is sampled.
     """
-    squares = [_log_half(a) ** 2 + _log_half(b) ** 2 for a, b in pairs]
+    # each distinct record once, with the number of pairs it is in: a shared record's
+    # half-width counted once per pair made it shrink by sqrt(n) with the other side's seeds
+    uses: dict[int, tuple[dict[str, Any], int]] = {}
+    for pair in pairs:
+        for r in pair:
+            uses[id(r)] = (r, uses[id(r)][1] + 1 if id(r) in uses else 1)
+    squares = [(c * _log_half(r)) ** 2 for r, c in uses.values()]
     if not any(squares):
         return ratio
     half = math.sqrt(sum(squares)) / len(pairs)

@@ -287,6 +287,35 @@ def test_baseline_ratios_pair_by_seed_and_broadcast_deterministic():
     assert "ws" not in out
 
 
+def test_a_deterministic_sampled_run_paired_with_every_seed_counts_once():
+    """PDF runs once and is paired with each of WS's three seeds: its one sampled makespan
+    entered the half-width as if each pair had an independent estimate of its own,
+    ``sqrt(sum a_i^2 + 3 b^2) / 3``, and its error shrank by sqrt(3) with the other side's
+    seeds.  The geometric mean moves with that one estimate in full: ``b`` counts once,
+    at weight 1, beside the seeds' ``a_i / 3``."""
+    import math
+
+    from simsched.comparison import baseline_ratios
+
+    def rec(name, seed, m, lo, hi):
+        return {"scheduler": name, "seed": seed, "makespan_cycles": m, "sampled": True,
+                "makespan_ci95": json.dumps([lo, hi])}  # fmt: skip
+
+    recs = [rec("ws", s, 1000, 990, 1010) for s in (0, 1, 2)]
+    recs.append(rec("pdf", 0, 900, 850, 950))
+    r = baseline_ratios(recs, "ws", ["makespan_cycles"])["pdf"]["makespan_cycles"]
+    a = (math.log(1010) - math.log(990)) / 2
+    b = (math.log(950) - math.log(850)) / 2
+    half = math.sqrt(3 * (a / 3) ** 2 + b**2)
+    assert r.n == 3 and r.sampled and r.ratio == pytest.approx(0.9)
+    assert (r.lo, r.hi) == pytest.approx((0.9 * math.exp(-half), 0.9 * math.exp(half)))
+    # the baseline run once and the other side's seeds: the same
+    recs = [rec("pdf", 0, 1000, 990, 1010)] + [rec("ws", s, 900, 850, 950) for s in (0, 1, 2)]
+    r = baseline_ratios(recs, "pdf", ["makespan_cycles"])["ws"]["makespan_cycles"]
+    half = math.sqrt(a**2 + 3 * (b / 3) ** 2)
+    assert (r.lo, r.hi) == pytest.approx((0.9 * math.exp(-half), 0.9 * math.exp(half)))
+
+
 def test_a_sampled_makespan_ratio_holds_the_runs_intervals():
     """A ratio of two sampled makespans from one seed was shown bare, as exact as a
     detailed one; it now holds both runs' 95 % intervals (combined on the log scale)."""
