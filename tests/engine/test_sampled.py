@@ -3,6 +3,8 @@ interval, worked by hand."""
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from simsched.engine.sampled import sampled_makespan
 from simsched.engine.sampling import SampleOutcome
@@ -30,3 +32,56 @@ def test_extrapolation_and_interval():
     # half = 12.706 x 1.414 x sqrt(450 + 300) = 492.1
     assert est.hi - est.makespan == pytest.approx(492.1, abs=1.5)
     assert est.makespan - est.lo == pytest.approx(492.1, abs=1.5)
+
+
+#: t(0.975, df) from published tables (df = 1 .. 10)
+T975 = [12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    periods=st.lists(st.integers(1, 10_000), min_size=3, max_size=14),
+    weights=st.lists(st.integers(0, 500), min_size=14, max_size=14),
+    settled_at=st.integers(1, 3),
+    samples=st.integers(2, 11),
+    epilogue=st.integers(0, 50),
+)
+def test_makespan_and_interval_are_the_documented_formula(
+    periods, weights, settled_at, samples, epilogue
+):
+    """docs/engine.md §7, worked the slow way: periods from the iteration ends, rates per
+    reference over the samples only, the remaining iterations charged by their references
+    at the samples' mean, and the prediction interval
+    ``t(0.975, n-1) s sqrt(W^2 / n + sum w_j^2)``."""
+    detailed = settled_at + samples
+    assume(detailed <= len(periods) and detailed < len(weights))
+    ends, now = [], 0
+    for p in periods[:detailed]:
+        now += p
+        ends.append(now)
+    o = SampleOutcome(
+        stopped=True,
+        settled_at=settled_at,
+        settled_by="policy",
+        detailed=detailed,
+        samples=samples,
+        iterations=len(weights),
+        ends=ends,
+        weights=np.array(weights),
+        end_cycle=ends[-1],
+        epilogue_instructions=epilogue,
+    )
+    est = sampled_makespan(o, 1.5)
+    rates = [(ends[i] - ends[i - 1]) / max(weights[i], 1) for i in range(settled_at, detailed)]
+    mean = sum(rates) / samples
+    s = (sum((r - mean) ** 2 for r in rates) / (samples - 1)) ** 0.5
+    left = [max(w, 1) for w in weights[detailed:]]
+    big_w = sum(left)
+    expect = ends[-1] + mean * big_w + round(epilogue * 1.5)
+    half = T975[samples - 2] * s * (big_w**2 / samples + sum(w * w for w in left)) ** 0.5
+    assert est.epilogue_cycles == round(epilogue * 1.5)
+    assert abs(est.makespan - expect) <= 0.5 + 1e-9 * expect
+    # the table's four decimals, and floor / ceil to whole cycles
+    tol = 1e-4 * s * (big_w**2 / samples + sum(w * w for w in left)) ** 0.5 + 1 + 1e-9 * expect
+    assert abs((expect - est.lo) - half) <= tol and abs((est.hi - expect) - half) <= tol
+    assert est.lo <= est.makespan <= est.hi

@@ -335,3 +335,84 @@ def test_a_stop_never_leaves_no_iteration_out():
              [(0, 0), (1, 100), (2, 200), (4, 250), (3, 300)]]  # fmt: skip
     o = s.outcome()
     assert stops[-1] and o.stopped and o.detailed == 4 and o.samples == 3
+
+
+def _drive(n, periods, k, sched, enough=None):
+    """Replay ``_iterations_trace(n)`` in order with the given iteration periods (cycles;
+    10 references each) until the sampler stops it; returns the sampler."""
+    s = IterationSampler(_iterations_trace(n), k, enough)
+    s.strand_done(0, 0, sched)
+    now = 0
+    for i in range(n):
+        now += periods[i]
+        if s.strand_done(1 + i, now, sched):
+            break
+    return s
+
+
+def test_a_policy_without_tuning_settles_as_documented():
+    """docs/engine.md §7: from the third iteration on, the first whose cycles per reference
+    are not more than 2 % below the previous one's; noise upwards does not delay it; after
+    10 iterations at the latest.  ``settled_at`` is the next iteration, the first sample."""
+    from simsched.engine.sampling import MAX_WARMUP, STABLE_TOLERANCE
+
+    assert (STABLE_TOLERANCE, MAX_WARMUP) == (0.02, 10)
+    # iterations 0 and 1 are never the decision, however alike
+    s = _drive(20, [100] * 20, 2, _Untuned())
+    assert (s.settled_at, s.settled_by) == (3, "stable") and s.outcome().detailed == 5
+    # 1.9 % cheaper counts as settled, 2.1 % does not
+    s = _drive(20, [200, 150, 100, 98.1] + [98] * 16, 2, _Untuned())
+    assert (s.settled_at, s.settled_by) == (4, "stable")
+    s = _drive(20, [200, 150, 100, 97.9, 97.9] + [98] * 15, 2, _Untuned())
+    assert (s.settled_at, s.settled_by) == (5, "stable")
+    # dearer than the previous one (a policy's noise) settles at once
+    s = _drive(20, [200, 150, 100, 130] + [100] * 16, 2, _Untuned())
+    assert s.settled_at == 4
+    # 5 % cheaper every iteration: the cap, after the 10th iteration
+    s = _drive(20, [round(1000 * 0.95**i) for i in range(20)], 2, _Untuned())
+    assert (s.settled_at, s.settled_by) == (MAX_WARMUP, "cap")
+    o = s.outcome()
+    assert o.stopped and o.detailed == MAX_WARMUP + 2 and o.samples == 2
+
+
+def test_samples_are_the_iterations_after_settling_and_one_is_left():
+    """Iterations ``settled_at .. settled_at + K - 1`` are the samples; the replay stops at
+    the end of the last one only if an iteration is left after it (else it is detailed,
+    the outcome keeping where the policy settled)."""
+    periods = [300, 200, 100, 100, 100, 90, 110, 100]  # settles after iteration 3
+    o = _drive(8, periods, 3, _Untuned()).outcome()
+    assert (o.settled_at, o.stopped, o.detailed, o.samples) == (4, True, 7, 3)
+    assert o.ends == [300, 500, 600, 700, 800, 890, 1000]
+    assert o.sample_rates().tolist() == [10.0, 9.0, 11.0]  # iterations 4, 5, 6
+    o = _drive(8, periods, 4, _Untuned()).outcome()
+    assert (o.settled_at, o.stopped, o.detailed, o.samples) == (4, False, 8, 4)
+    # a policy that settles after its first iteration: iteration 1 is the first sample
+    o = _drive(8, periods, 6, _Settled()).outcome()
+    assert (o.settled_at, o.stopped, o.detailed, o.samples) == (1, True, 7, 6)
+    assert not _drive(8, periods, 7, _Settled()).outcome().stopped
+
+
+@pytest.mark.parametrize("scheduler", ["ws", "pdf"])
+def test_sampled_record_is_the_detailed_run_cut_short(heat, scheduler):
+    """The detailed part of a sampled run is the detailed run's own beginning (same
+    iteration ends), its ``detailed_cycles`` the last sample's end, and its makespan the
+    documented extrapolation from the record's own fields and the trace's references."""
+    whole = _run(heat, scheduler, 2, 0.01)  # never precise enough: every iteration
+    samp = _run(heat, scheduler, 3)
+    assert whole["sampled"] is False and samp["sampled"] is True
+    assert whole["makespan_cycles"] == _run(heat, scheduler)["makespan_cycles"]
+    all_ends = json.loads(whole["iteration_ends"])
+    ends = json.loads(samp["iteration_ends"])
+    d, s0 = samp["detailed_iterations"], samp["settled_at"]
+    assert len(all_ends) == ITERS and ends == all_ends[:d] and d == s0 + 3
+    assert samp["detailed_cycles"] == ends[-1] < whole["makespan_cycles"]
+    t = open_trace(heat)
+    try:
+        it = np.asarray(t.frames.iteration)[np.asarray(t.strands.frame)]
+        refs = np.diff(np.asarray(t.strands.ref_start))
+        w = [int(refs[it == i].sum()) for i in range(ITERS)]
+    finally:
+        t.close()
+    mean = sum((ends[i] - ends[i - 1]) / w[i] for i in range(s0, d)) / 3
+    expect = ends[-1] + mean * sum(w[d:]) + samp["epilogue_cycles"]
+    assert abs(samp["makespan_cycles"] - expect) <= 0.5 + 1e-9 * expect
