@@ -634,9 +634,14 @@ def compare_notes(records: list[dict[str, Any]], trace: Any, machine: Any) -> li
 
 #: The test behind ``compare --baseline``, as printed under the table.
 RATIO_TEST = (
-    "paired t interval on the log-ratios, seeds paired; a sampled makespan's at least as "
-    "wide as the runs' own 95 % intervals combined"
+    "paired t interval on the log-ratios, seeds paired; a sampled makespan's and speedup's "
+    "at least as wide as the runs' own 95 % intervals combined"
 )
+
+#: The fields of a sampled record that are extrapolated, not counted over its detailed
+#: iterations: the makespan and the speedup (the one-core baseline over it, with the same
+#: interval on the log scale).
+EXTRAPOLATED = ("makespan_cycles", "speedup")
 
 
 @dataclass(frozen=True)
@@ -653,7 +658,8 @@ class Ratio:
     n
         Pairs (seeds).
     sampled
-        The interval holds the sampled makespans' own uncertainty (:func:`sampled_ratio`):
+        The interval holds the sampled makespans' (or speedups') own uncertainty
+        (:func:`sampled_ratio`):
         wider than the seeds' alone, or the only interval of a single pair.
     """
 
@@ -723,7 +729,9 @@ def _log_half(record: dict[str, Any]) -> float:
 
 
 def sampled_ratio(ratio: Ratio, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Ratio:
-    """Widen a makespan ratio to hold the sampled runs' own uncertainty.
+    """Widen a makespan ratio, or a speedup ratio, to hold the sampled runs' own
+    uncertainty (a speedup is the one-core baseline over the makespan: its interval has the
+    makespan's half-width on the log scale, and a baseline both runs share cancels).
 
     The geometric mean of ``n`` log-ratios, each the difference of two independent
     estimates whose 95 % half-widths on the log scale are ``a_i`` and ``b_i``, has the
@@ -806,9 +814,9 @@ def baseline_ratios(
         per: dict[str, Ratio | None] = {}
         for k in metrics:
             got = paired_ratio([float(a[k]) for a, _ in pairs], [float(b[k]) for _, b in pairs])
-            # only the makespan of a sampled run is an estimate; its other counters are
-            # its detailed iterations' own
-            if got is not None and k == "makespan_cycles":
+            # only the makespan of a sampled run is an estimate, and its speedup (the
+            # one-core baseline over it); its other counters are its detailed iterations'
+            if got is not None and k in EXTRAPOLATED:
                 got = sampled_ratio(got, pairs)
             per[k] = got
         out[name] = per

@@ -316,6 +316,31 @@ def test_a_deterministic_sampled_run_paired_with_every_seed_counts_once():
     assert (r.lo, r.hi) == pytest.approx((0.9 * math.exp(-half), 0.9 * math.exp(half)))
 
 
+def test_a_sampled_speedup_ratio_holds_the_runs_intervals_too():
+    """A sampled run's speedup is the one-core baseline over its extrapolated makespan
+    (docs/results.md, "Sampling"), but its ratio kept the seeds' interval as if it were a
+    counter of the detailed iterations: one seed showed ``1.030x`` bare beside the
+    makespan's ``0.970x [0.946-0.995]``.  It now holds the runs' intervals, the same
+    half-width on the log scale as the makespan's."""
+    import math
+
+    from simsched.comparison import baseline_ratios
+
+    def rec(name, m, lo, hi, sampled=True):
+        return {"scheduler": name, "seed": 0, "makespan_cycles": m, "speedup": 2000 / m,
+                "sampled": sampled, "makespan_ci95": json.dumps([lo, hi])}  # fmt: skip
+
+    recs = [rec("ws", 1000, 980, 1020), rec("laws", 800, 792, 808)]
+    out = baseline_ratios(recs, "ws", ["makespan_cycles", "speedup"])["laws"]
+    m, s = out["makespan_cycles"], out["speedup"]
+    assert s.sampled and s.ratio == pytest.approx(1.25) and m.ratio == pytest.approx(0.8)
+    assert math.log(s.hi / s.lo) == pytest.approx(math.log(m.hi / m.lo))
+    assert s.lo < s.ratio < s.hi
+    det = [rec("ws", 1000, 1000, 1000, False), rec("laws", 800, 800, 800, False)]
+    s = baseline_ratios(det, "ws", ["speedup"])["laws"]["speedup"]
+    assert not s.sampled and s.lo == s.hi
+
+
 def test_a_sampled_makespan_ratio_holds_the_runs_intervals():
     """A ratio of two sampled makespans from one seed was shown bare, as exact as a
     detailed one; it now holds both runs' 95 % intervals (combined on the log scale)."""

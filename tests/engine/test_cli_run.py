@@ -329,6 +329,9 @@ def test_compare_baseline_ratio_of_one_sampled_seed_has_an_interval(tmp_path, ca
     ratio = json.loads(out)["baseline"]["ratios"]["pdf"]["makespan_cycles"]
     assert ratio["n"] == 1 and ratio["sampled"] is True
     assert ratio["lo"] < ratio["ratio"] < ratio["hi"]
+    # the speedup divides the one-core baseline, sampled alike, by the extrapolation
+    speedup = json.loads(out)["baseline"]["ratios"]["pdf"]["speedup"]
+    assert speedup["sampled"] is True and speedup["lo"] < speedup["ratio"] < speedup["hi"]
     code, out, _ = _run(argv, capsys)
     row = next(line for line in out.splitlines() if "makespan_cycles" in line)
     assert code == 0 and f"{ratio['ratio']:.3f}x [{ratio['lo']:.3f}–{ratio['hi']:.3f}]" in row
