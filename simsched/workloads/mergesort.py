@@ -215,8 +215,10 @@ def references(params: dict[str, Any]) -> int:
     s, k, d = _leaves(n, grain)
     total = int(params["init"]) * n + int(_k.leaf_refs_total(keys, s, k, d))
     if n > grain:
+        # A merge has at most n keys, so any merge_grain of n or more splits none; the
+        # kernels take a 64-bit integer, which a larger one (1e30 is valid) overflowed.
         total += _merges_above_grain(
-            keys, grain, params["merge_grain"], bool(params.get("recursive_merge", False))
+            keys, grain, min(params["merge_grain"], n), bool(params.get("recursive_merge", False))
         )
     return total
 

@@ -167,3 +167,21 @@ def test_recursive_merge_has_cilksorts_frame_tree(tmp_path):
         assert rkids.max() == 3
         assert fkids.max() == 2 + 64  # the flat merge's 64 chunks join psort's two halves
         assert np.asarray(r.frames.level).max() > np.asarray(f.frames.level).max()
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+def test_merge_grain_beyond_64_bits_counts_as_one_merge(tmp_path, recursive):
+    # The reference count's kernels take 64-bit integers: merge_grain=10**30 (valid, a
+    # merge never split) was an OverflowError instead of the trace merge_grain=n gives.
+    big = generate(
+        "mergesort",
+        tmp_path / "a.sst",
+        n=64,
+        grain=8,
+        merge_grain=10**30,
+        recursive_merge=recursive,
+    )
+    same = generate(
+        "mergesort", tmp_path / "b.sst", n=64, grain=8, merge_grain=64, recursive_merge=recursive
+    )
+    assert big.n_refs == same.n_refs
