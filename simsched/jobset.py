@@ -45,7 +45,13 @@ from pydantic import (
 )
 
 from simsched.errors import ConfigError, field_message, shown
-from simsched.files import cache_output, parse_yaml, read_user_text
+from simsched.files import (
+    cache_output,
+    describe_os_error,
+    parse_yaml,
+    read_user_text,
+    regular_file_kind,
+)
 from simsched.params import (
     MAX_ARRIVAL,
     MAX_QUANTUM,
@@ -367,10 +373,14 @@ def _check_group(
     if g.trace is not None:
         p = Path(g.trace)
         full = p if p.is_absolute() else base / p
-        if full.is_dir():  # it said "does not exist"
-            raise ConfigError(f"{where}.trace: {g.trace} is a folder, expected a trace file")
-        if not full.is_file():
-            raise ConfigError(f"{where}.trace: {g.trace} does not exist")
+        try:
+            kind = regular_file_kind(full)
+        except FileNotFoundError:
+            raise ConfigError(f"{where}.trace: {g.trace} does not exist") from None
+        except OSError as exc:  # no permission, a name too long...
+            raise ConfigError(f"{where}.trace: {g.trace}: {describe_os_error(exc)}") from None
+        if kind is not None:  # a named pipe or a device was said not to exist
+            raise ConfigError(f"{where}.trace: {g.trace} is {kind}, expected a trace file")
     else:
         try:
             workload = get_workload(g.generator)

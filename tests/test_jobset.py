@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +23,19 @@ def test_a_trace_that_is_a_folder_is_said_to_be_one(tmp_path):
     spec = {"jobs": [{"trace": str(tmp_path / "none.sst")}]}
     with pytest.raises(ConfigError, match=r"^job set: jobs\.0\.trace: .*none\.sst does not exist"):
         load_jobset(spec)
+
+
+def test_a_trace_that_is_a_named_pipe_or_a_device_is_said_to_be_one(tmp_path):
+    # Both were said not to exist.
+    fifo = tmp_path / "fifo.sst"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a named pipe"), (Path(os.devnull), "a device")):
+        spec = {"jobs": [{"trace": str(path)}]}
+        for check in (load_jobset, check_jobset):
+            with pytest.raises(
+                ConfigError, match=rf"^job set: jobs\.0\.trace: .* is {kind}, expected a trace"
+            ):
+                check(spec)
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
