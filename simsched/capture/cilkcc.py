@@ -30,6 +30,7 @@ from pathlib import Path
 from simsched.capture import build
 from simsched.capture.cilk import LINE_MARKER, CilkOptions, find_keyword, mentions_cilk, rewrite
 from simsched.errors import CaptureError
+from simsched.files import regular_file_kind
 
 CXX_SUFFIXES = (".cc", ".cp", ".cpp", ".cxx", ".c++", ".C", ".CPP", ".ii")
 # Options whose value is the next argument.
@@ -339,10 +340,12 @@ def show_rewrite(cmd: Sequence[str], path: str, options: CilkOptions, work: Path
         The source is missing, does not preprocess, or cannot be rewritten.
     """
     p = Path(path)
-    if p.is_dir():
-        raise CaptureError(f"{path}: is a folder, not a source file")
-    if not p.is_file():
-        raise CaptureError(f"{path}: no such source file")
+    try:
+        kind = regular_file_kind(p)
+    except FileNotFoundError:
+        raise CaptureError(f"{path}: no such source file") from None
+    if kind is not None:  # a named pipe was said not to exist, and reading one waits
+        raise CaptureError(f"{path}: is {kind}, not a source file")
     original = p.read_text(errors="replace").split("\n")
     if path.endswith(CXX_SUFFIXES):
         _reject_cilk_cxx(path)

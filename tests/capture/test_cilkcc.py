@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -154,6 +155,18 @@ def test_show_rewrite_of_a_source_that_does_not_preprocess_or_a_folder(tmp_path,
             main(["cc", "--show-rewrite", str(path)])
         assert e.value.code == 2
         assert f"simsched: error: {message}" in capsys.readouterr().err
+
+
+def test_show_rewrite_of_a_named_pipe_says_it_is_one(tmp_path, capsys):
+    # It was "no such source file", of a pipe that exists.
+    from simsched.cli import main
+
+    fifo = tmp_path / "p.c"
+    os.mkfifo(fifo)
+    with pytest.raises(SystemExit) as e:
+        main(["cc", "--show-rewrite", str(fifo)])
+    assert e.value.code == 2
+    assert f"simsched: error: {fifo}: is a named pipe, not a source file" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
