@@ -71,6 +71,12 @@ def _raw_machine(spec: str | Path | dict) -> tuple[str, dict]:
             "machine fields or a Machine"
         )
     key = str(spec)
+    if not key:
+        # Path("") is the current folder: "machine '': .: is a folder, expected a YAML file"
+        raise ConfigError(
+            f"machine {key!r}: an empty name; give a preset name (`simsched machine list`) "
+            "or a machine file"
+        )
     if key in PRESET_DICTS:
         return key, copy.deepcopy(PRESET_DICTS[key])
     if key in PRESET_FILES:

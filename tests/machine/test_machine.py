@@ -460,3 +460,9 @@ def test_a_value_that_is_no_size_is_a_config_error(bad):
     # in a machine, the field is still named, by pydantic's error
     with pytest.raises(ConfigError, match=r"caches\.0\.size \(L1\)"):
         load_machine("itrs-scaling-1", {"caches.L1.size": bad})
+
+
+def test_an_empty_machine_name_is_said_to_be_empty():
+    # Path("") is the current folder: it was ".: is a folder, expected a YAML file".
+    with pytest.raises(ConfigError, match=r"^machine '': an empty name; give a preset name"):
+        load_machine("")
