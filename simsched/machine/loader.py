@@ -32,11 +32,39 @@ def _loc_text(loc: tuple, data: Any) -> str:
     return text
 
 
+#: The branches of a parameter's value (``str | int | float | bool``, a sweep spec's
+#: ``params``, ``grid`` and ``small``) as pydantic names them at the end of a location.
+_SCALAR_TAGS = frozenset({"str", "int", "float", "bool"})
+
+
+def _one_per_scalar(errors: list[Any]) -> list[Any]:
+    """``errors`` with the four errors of a value that is of none of a scalar's branches
+    (a list, a mapping, null) made one: pydantic gave one per branch, so a sweep spec's
+    ``params: {n: [1]}`` was four clauses (``params.n.str: Input should be a valid string,
+    ...; params.n.int: ...``) naming types the user never wrote."""
+    out: list[Any] = []
+    said: set[tuple] = set()
+    for err in errors:
+        loc = tuple(err["loc"])
+        if loc and loc[-1] in _SCALAR_TAGS:
+            parent = loc[:-1]
+            tags = {e["loc"][-1] for e in errors if tuple(e["loc"][:-1]) == parent}
+            if tags >= _SCALAR_TAGS:
+                if parent not in said:
+                    said.add(parent)
+                    given = shown(err.get("input"))
+                    msg = f"expected a number, text or true/false, got {given}"
+                    out.append({"loc": parent, "type": "scalar_type", "msg": msg})
+                continue
+        out.append(err)
+    return out
+
+
 def format_validation_error(source: str, exc: ValidationError, data: Any = None) -> str:
     """One line naming ``source`` and every offending field of a pydantic error (a cache
     level by its name in ``data``, the machine's fields as given, when it has one)."""
     parts = []
-    errors = exc.errors()
+    errors = _one_per_scalar(exc.errors())
     for err in errors:
         if err["type"] == "too_short" and any(
             e["loc"][: len(err["loc"])] == err["loc"] and len(e["loc"]) > len(err["loc"])

@@ -466,3 +466,21 @@ def test_an_empty_machine_name_is_said_to_be_empty():
     # Path("") is the current folder: it was ".: is a folder, expected a YAML file".
     with pytest.raises(ConfigError, match=r"^machine '': an empty name; give a preset name"):
         load_machine("")
+
+
+@pytest.mark.parametrize("value", [[1], {"x": 1}, None])
+def test_a_parameter_value_of_no_scalar_type_is_one_clause(value):
+    # A sweep spec's params: {n: [1]} was four clauses, one per branch of a parameter's
+    # type (params.n.str: Input should be a valid string; params.n.int: ...).
+    from pydantic import BaseModel, ValidationError
+
+    from simsched.experiments.schema import Scalar
+    from simsched.machine.loader import format_validation_error
+
+    class Entry(BaseModel):
+        params: dict[str, Scalar]
+
+    with pytest.raises(ValidationError) as info:
+        Entry.model_validate({"params": {"n": value}})
+    said = format_validation_error("s.yaml", info.value)
+    assert said == (f"s.yaml: params.n: expected a number, text or true/false, got {value!r}")
