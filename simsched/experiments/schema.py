@@ -318,8 +318,10 @@ def _machine_items(item: object) -> list[object]:
     if isinstance(item, str):
         is_file = item.endswith((".yaml", ".yml"))
         return [{"file" if is_file else "name": n} for n in expand_braces(item)]
-    if isinstance(item, dict) and "name" in item:
-        return [{**item, "name": n} for n in expand_braces(str(item["name"]))]
+    if isinstance(item, dict) and isinstance(item.get("name"), str):
+        # a name of another type is the schema's to refuse: str() made name: [] or
+        # name: null the preset '[]' or 'None', "no such preset or file"
+        return [{**item, "name": n} for n in expand_braces(item["name"])]
     return [item]
 
 

@@ -78,3 +78,16 @@ def test_unknown_keys_are_errors():
     assert SweepSpec.model_validate(base).seeds == [0]
     with pytest.raises(ValueError, match="Extra inputs are not permitted"):
         SweepSpec.model_validate({**base, "seed": [1]})
+
+
+@pytest.mark.parametrize("name", [[], 1.5, {"a": 1}])
+def test_a_machine_name_that_is_no_text_is_refused_as_such(name):
+    # str() made it a preset name: name: [] was "machine '[]': no such preset or file".
+    spec = {
+        "name": "t",
+        "workloads": [{"generator": "fib"}],
+        "machines": [{"name": name}],
+        "schedulers": ["ws"],
+    }
+    with pytest.raises(ValueError, match=r"machines\.0\.name\s+Input should be a valid string"):
+        SweepSpec.model_validate(spec)
