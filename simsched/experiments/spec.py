@@ -40,7 +40,7 @@ from simsched.experiments.schema import (
     grid_size,
 )
 from simsched.experiments.store import natural_key
-from simsched.files import check_path, folder_blocker, parse_yaml
+from simsched.files import check_path, describe_os_error, folder_blocker, parse_yaml
 from simsched.machine import load_machine
 from simsched.machine.loader import format_validation_error, safe_load_yaml
 from simsched.params import check_strings, env_flag, is_flag
@@ -819,7 +819,12 @@ def check_spec(loaded: LoadedSpec, *, generators: bool = True) -> list[Point]:
     if any(w.trace is None for w in spec.workloads):
         # generators, captures and job sets make their traces there: else each such point
         # fails when it makes its trace
-        if cache.exists() and not cache.is_dir():
+        try:
+            not_a_folder = cache.exists() and not cache.is_dir()
+        except OSError as exc:  # a name too long: the CLI echoed the path without a word
+            said = shown(str(cache))  # of the spec, thousands of characters long
+            raise ConfigError(f"{where}: trace_cache {said}: {describe_os_error(exc)}") from None
+        if not_a_folder:
             raise ConfigError(f"{where}: trace_cache {cache}: exists and is not a folder")
         blocker = folder_blocker(cache)  # a dangling link, or a file among its parents
         if blocker is not None:

@@ -494,6 +494,9 @@ def test_seeds_are_non_negative_integers(tmp_path, edit, message):
         ("trace_cache=s.yaml", "s.yaml: exists and is not a folder"),
         ("trace_cache=s.yaml/traces", "s.yaml is a file, not a folder"),
         ("trace_cache=gone", "gone is a symbolic link to nowhere, which does not exist"),
+        # a name too long for the file system: the CLI echoed the whole path alone
+        ("trace_cache=" + "x" * 5000, "trace_cache '/"),
+        ("out=" + "x" * 5000, "xxx/traces': "),
     ],
 )
 def test_check_spec_reports_the_first_problem_before_any_point(tmp_path, edit, message):
