@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import unicodedata
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -34,6 +36,26 @@ from simsched.params import MAX_QUANTUM, MAX_SEED
 Scalar = str | int | float | bool
 #: A seed: a non-negative 64-bit integer (numpy's generators refuse negative ones).
 Seed = Annotated[StrictInt, Field(ge=0, le=MAX_SEED)]
+
+
+def _one_line(value: str) -> str:
+    """A label as given, or an error: it is a column's value, a table's cell and a
+    figure's legend entry, where an empty one shows nothing and a newline breaks the row."""
+    if not value:
+        raise PydanticCustomError("label", "an empty label; leave it out for the default one")
+    bad = next((c for c in value if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise PydanticCustomError(
+            "label",
+            "{given} holds the control character {char}: a label is one line of text",
+            {"given": shown, "char": repr(bad)},
+        )
+    return value
+
+
+#: A workload's ``name`` or a machine's or scheduler's ``label``.
+Label = Annotated[str, AfterValidator(_one_line)]
 AxisName = Literal["workloads", "machines", "schedulers", "seeds"]
 AXES: tuple[str, ...] = ("workloads", "machines", "schedulers", "seeds")
 
@@ -211,7 +233,7 @@ class WorkloadSpec(_Strict):
     set's), and the point's seed as the job set's seed.
     """
 
-    name: str | None = None
+    name: Label | None = None
     trace: str | None = None
     generator: str | None = None
     capture: CaptureRecipe | None = None
@@ -246,7 +268,7 @@ class MachineSpec(_Strict):
 
     name: str | None = None
     file: str | None = None
-    label: str | None = None
+    label: Label | None = None
     overrides: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
 
@@ -262,7 +284,7 @@ class SchedulerSpec(_Strict):
     """A scheduler by registered name, with parameters and optionally its own seeds."""
 
     name: str
-    label: str | None = None
+    label: Label | None = None
     params: dict[str, Scalar] = Field(default_factory=dict)
     grid: dict[str, list[Scalar]] = Field(default_factory=dict)
     seeds: list[Seed] | None = Field(

@@ -91,3 +91,39 @@ def test_a_machine_name_that_is_no_text_is_refused_as_such(name):
     }
     with pytest.raises(ValueError, match=r"machines\.0\.name\s+Input should be a valid string"):
         SweepSpec.model_validate(spec)
+
+
+@pytest.mark.parametrize(
+    ("where", "entry", "said"),
+    [
+        ("workloads.0.name", {"workloads": [{"generator": "fib", "name": "a\nb"}]}, "'\\n'"),
+        ("machines.0.label", {"machines": [{"name": "itrs-scaling-2", "label": "x\ty"}]}, "'\\t'"),
+        ("schedulers.0.label", {"schedulers": [{"name": "ws", "label": "ws\x00"}]}, "'\\x00'"),
+    ],
+)
+def test_a_label_is_one_line_of_text(where, entry, said):
+    # a newline in a label broke the results table's row in two
+    spec = {
+        "name": "t",
+        "workloads": [{"generator": "fib"}],
+        "machines": ["itrs-scaling-2"],
+        "schedulers": ["ws"],
+        **entry,
+    }
+    with pytest.raises(ValueError, match=re.escape(where)) as err:
+        SweepSpec.model_validate(spec)
+    assert f"holds the control character {said}: a label is one line of text" in str(err.value)
+
+
+def test_a_label_is_not_empty_and_may_be_any_script():
+    spec = {
+        "name": "t",
+        "workloads": [{"generator": "fib"}],
+        "machines": ["itrs-scaling-2"],
+        "schedulers": [{"name": "ws", "label": ""}],
+    }
+    # an empty one named nothing and was taken for the default
+    with pytest.raises(ValueError, match=r"schedulers\.0\.label\s+an empty label"):
+        SweepSpec.model_validate(spec)
+    spec["schedulers"] = [{"name": "ws", "label": "wörk-stealing (π)"}]
+    assert SweepSpec.model_validate(spec).schedulers[0].label == "wörk-stealing (π)"
