@@ -40,7 +40,11 @@ The causes:
   likely cause: PDF's wake order, the LAWS family's first iteration or allocation, or too
   little parallelism;
 * ``packing-search``: LAWS's Algorithm 1 spent a quarter or more of the iterations after
-  the profiled one measuring packings (a short trace).
+  the profiled one measuring packings (a short trace);
+* ``sampled-drift``: a sampled run whose samples' cycles per reference rise or fall
+  steadily (:func:`simsched.engine.sampled.sample_drift`), so far that the trend, if it
+  went on, would put the makespan outside its interval: the extrapolation assumes a
+  steady rate (docs/engine.md §7).
 """
 
 from __future__ import annotations
@@ -51,7 +55,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from simsched.engine.sampled import trace_iterations
+from simsched.engine.sampled import sample_drift, trace_iterations
+from simsched.engine.sampling import iteration_weights
 from simsched.schedulers import get_scheduler
 from simsched.stats import t_quantile
 
@@ -87,7 +92,7 @@ SOCKET_IMBALANCE = 1.5
 SEARCH_SHARE = 0.25
 SEARCH_MOVES = frozenset({"initial", "smaller", "larger"})
 #: Notes whose text carries a run's own figures: one per scheduler in a comparison.
-PER_SCHEDULER = frozenset({"socket-imbalance", "packing-search"})
+PER_SCHEDULER = frozenset({"socket-imbalance", "packing-search", "sampled-drift"})
 
 #: Last-level misses of the runs within this factor of each other count as "the same"
 #: for the compulsory-misses note.
@@ -103,7 +108,8 @@ class Note:
     code
         Stable name of the cause (``compulsory-misses``, ``sampled-counters``,
         ``one-socket``, ``no-iterations``, ``data-one-node``, ``cab-bl``, ``no-controller``,
-        ``uneven-allocation``, ``socket-imbalance``, ``packing-search``).
+        ``uneven-allocation``, ``socket-imbalance``, ``packing-search``,
+        ``sampled-drift``).
     text
         One line for a person.
     level
@@ -262,6 +268,35 @@ def _tuning_share(name: str, record: dict[str, Any]) -> Note | None:
     )
 
 
+def _sampled_drift(name: str, record: dict[str, Any], trace: Any) -> Note | None:
+    """``sampled-drift`` (see the module docstring), else None."""
+    if not record.get("sampled") or "settled_at" not in record:
+        return None
+    ends = _field(record, "iteration_ends")
+    detailed = int(record["detailed_iterations"])
+    weights = iteration_weights(trace)
+    # a record of a version that kept no iteration ends, or of other iterations
+    if len(ends) < detailed or weights.size != int(record["trace_iterations"]):
+        return None
+    d = sample_drift(ends, weights, int(record["settled_at"]), detailed)
+    if d is None or not d.significant:
+        return None
+    makespan = int(record["makespan_cycles"])
+    lo, hi = (int(v) for v in _field(record, "makespan_ci95"))
+    if lo <= makespan + d.shift <= hi:
+        return None
+    way = "rise" if d.slope > 0 else "fall"
+    return Note(
+        "sampled-drift",
+        f"{name}: sampled, but the samples' cycles per reference {way} "
+        f"{abs(d.slope):.2%} per iteration (iterations {d.first}–{d.last}, t = {d.t:.1f}) "
+        "where the extrapolation assumes a steady rate: if the trend went on, the makespan "
+        f"would be {abs(d.shift) / makespan:.1%} {'higher' if d.shift > 0 else 'lower'}, "
+        "outside its interval; replay the run in detail, or with more samples",
+        schedulers=(name,),
+    )
+
+
 _BL_REASONS = {
     "given": "given as a parameter",
     "single-socket": "one socket: a single squad (Algorithm II step 2)",
@@ -397,6 +432,9 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
     search = _tuning_share(name, record)
     if search is not None and machine.cores > 1:  # one core: trace_notes' one-core says why
         notes.append(search)
+    drift = _sampled_drift(name, record, trace)
+    if drift is not None:
+        notes.append(drift)
     given = _field(record, "params")
     params: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
     idle = cls.idle_params(params) if params else {}

@@ -682,3 +682,39 @@ def test_an_inclusive_level_smaller_than_what_it_serves_is_said(tmp_path, l2, sa
     else:
         (note,) = notes
         assert note.level == "info" and note.text.startswith(said)
+
+
+def test_a_sampled_run_whose_rate_drifts_is_said(tmp_path):
+    """docs/engine.md §7's GE whose late pivot steps lose parallelism: LAWS's samples get
+    dearer step after step, and the note says so, with the trend's size."""
+    generate("ge", tmp_path / "ge.sst", n=64, steps=30)
+    rec = simsched.run(
+        tmp_path / "ge.sst", "opteron-8380-4x4", "laws", sample_iterations=5, speedup=False
+    ).record
+    assert rec["sampled"] and rec["detailed_iterations"] == 23
+    (note,) = [w for w in json.loads(rec["warnings"]) if w["code"] == "sampled-drift"]
+    assert note["message"].startswith(
+        "laws: sampled, but the samples' cycles per reference rise 0.52% per iteration "
+        "(iterations 2–22, t = 5.6)"
+    )
+    assert "the makespan would be 0.9% higher, outside its interval" in note["message"]
+
+
+def test_samples_of_a_steady_rate_are_not_said_to_drift(tmp_path):
+    generate("heat", tmp_path / "heat.sst", nx=64, ny=64, iters=24, cutoff=8, init=False)
+    t = open_trace(tmp_path / "heat.sst")
+    m = load_machine(TWO_BY_TWO)
+    rec = simsched.run(t, m, "ws", sample_iterations=5, speedup=False).record
+    assert rec["sampled"]
+    assert "sampled-drift" not in {w["code"] for w in json.loads(rec["warnings"])}
+    # the same run with its samples made dearer step after step
+    ends = json.loads(rec["iteration_ends"])
+    first = rec["settled_at"]
+    period = ends[first] - ends[first - 1]
+    steep = [*ends[:first]]
+    for i in range(first, len(ends)):
+        steep.append(steep[-1] + period + 50 * (i - first) * period // 100)
+    note = [n for n in run_notes({**rec, "iteration_ends": json.dumps(steep)}, t, m)]
+    assert [n.text for n in note if n.code == "sampled-drift"][0].startswith(
+        "ws: sampled, but the samples' cycles per reference rise"
+    )

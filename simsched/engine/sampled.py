@@ -7,7 +7,10 @@ per reference, with a 95 % prediction interval that adds each remaining iteratio
 variation to the mean's, and :func:`sample_fields` writes the sampling fields of the
 result record (docs/results.md, "Sampling").  :func:`make_sampler` builds the sampler of
 a run from its options (``--sample-iterations``, ``--sample-precision``), so that
-:func:`simsched.run` and the one-core baseline sample alike.
+:func:`simsched.run` and the one-core baseline sample alike.  :func:`sample_drift` looks
+for what the extrapolation cannot see, a steady trend in the samples' rate (a least-squares
+line and its t test); it reports and does not correct, so that a run's answer does not
+depend on a test that noise sometimes fails.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simsched.engine.record import dumps
-from simsched.engine.sampling import IterationSampler, SampleOutcome
+from simsched.engine.sampling import IterationSampler, SampleOutcome, iteration_rates
 from simsched.errors import ConfigError, spelled
 from simsched.params import check_int, python_scalars
 from simsched.stats import t_quantile
@@ -34,13 +37,16 @@ __all__ = [
     "DEFAULT_SAMPLE_PRECISION",
     "MAX_SAMPLES",
     "MIN_SAMPLES",
+    "DRIFT_CONFIDENCE",
     "PRECISION_UNSET",
+    "SampleDrift",
     "SampledMakespan",
     "check_sampleable",
     "check_sampled_iterations",
     "check_sampling",
     "detailed_cpi",
     "make_sampler",
+    "sample_drift",
     "sample_fields",
     "sampled_makespan",
     "stop_hook",
@@ -276,6 +282,83 @@ def sampled_makespan(outcome: SampleOutcome, cpi: float) -> SampledMakespan:
         spread = math.sqrt(rest * rest / k + float(np.dot(left, left)))
         half = t_quantile(0.975, k - 1) * sd * spread
     return SampledMakespan(round(est), math.floor(est - half), math.ceil(est + half), epi)
+
+
+#: Two-sided confidence of :func:`sample_drift`'s test: samples of a steady rate with
+#: independent noise are called drifting in one run of a thousand.
+DRIFT_CONFIDENCE = 0.999
+
+
+@dataclass(frozen=True)
+class SampleDrift:
+    """The least-squares trend of a sampled run's cycles per reference (docs/engine.md §7).
+
+    Attributes
+    ----------
+    first, last
+        The first and last sample (dense iteration numbers).
+    slope
+        Change of cycles per reference per iteration, as a share of the samples' mean.
+    t
+        The slope over its standard error (Student t with ``samples - 2`` degrees of
+        freedom; infinite when the samples lie exactly on a sloped line).
+    significant
+        ``|t|`` beyond the quantile of :data:`DRIFT_CONFIDENCE`.
+    shift
+        Cycles the extrapolation would gain if the trend went on, unchanged, through the
+        iterations left out (negative: lose).
+    """
+
+    first: int
+    last: int
+    slope: float
+    t: float
+    significant: bool
+    shift: int
+
+
+def sample_drift(
+    ends: Any, weights: np.ndarray, settled_at: int, detailed: int
+) -> SampleDrift | None:
+    """The trend of the samples of a sampled run, or None with fewer than three samples.
+
+    Parameters
+    ----------
+    ends
+        End cycle of every iteration replayed (the record's ``iteration_ends``).
+    weights
+        References of every iteration of the trace (dense order).
+    settled_at, detailed
+        The samples are iterations ``settled_at`` to ``detailed - 1`` (the record's
+        ``settled_at`` and ``detailed_iterations``).
+
+    Returns
+    -------
+    SampleDrift or None
+    """
+    k = detailed - settled_at
+    if settled_at < 1 or k < 3:
+        return None
+    rates = iteration_rates(ends, weights, settled_at, detailed)
+    mean = float(rates.mean())
+    x = np.arange(settled_at, detailed, dtype=np.float64)
+    xc = x - x.mean()
+    b = float(np.dot(xc, rates - mean) / np.dot(xc, xc))
+    resid = rates - mean - b * xc
+    se = math.sqrt(float(np.dot(resid, resid)) / (k - 2) / float(np.dot(xc, xc)))
+    t = b / se if se > 0 else (math.copysign(math.inf, b) if b else 0.0)
+    left = np.maximum(np.asarray(weights[detailed:], dtype=np.float64), 1.0)
+    # the extrapolation charges every remaining reference the samples' mean rate, the
+    # line's value at the samples' middle iteration
+    later = np.arange(detailed, detailed + left.size, dtype=np.float64) - x.mean()
+    return SampleDrift(
+        first=settled_at,
+        last=detailed - 1,
+        slope=b / mean if mean > 0 else 0.0,
+        t=t,
+        significant=abs(t) > t_quantile(1 - (1 - DRIFT_CONFIDENCE) / 2, k - 2),
+        shift=round(b * float(np.dot(left, later))),
+    )
 
 
 def sample_fields(

@@ -90,11 +90,38 @@ class SampleOutcome:
 
     def sample_rates(self) -> np.ndarray:
         """Cycles per reference of the samples (the last ``samples`` detailed iterations)."""
-        ends = np.asarray(self.ends, dtype=np.float64)
-        lo = self.detailed - self.samples
-        periods = ends[lo : self.detailed] - ends[lo - 1 : self.detailed - 1]
-        w = np.maximum(self.weights[lo : self.detailed].astype(np.float64), 1.0)
-        return np.asarray(periods / w, dtype=np.float64)
+        return iteration_rates(self.ends, self.weights, self.detailed - self.samples, self.detailed)
+
+
+def iteration_rates(ends: Any, weights: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Cycles per reference of iterations ``lo`` to ``hi - 1`` (dense numbers, ``lo >= 1``)
+    from the iterations' end cycles and references."""
+    e = np.asarray(ends, dtype=np.float64)
+    periods = e[lo:hi] - e[lo - 1 : hi - 1]
+    w = np.maximum(np.asarray(weights[lo:hi], dtype=np.float64), 1.0)
+    return np.asarray(periods / w, dtype=np.float64)
+
+
+def _dense_iterations(trace: Any) -> tuple[np.ndarray, int]:
+    """Each strand's iteration as a dense number (-1: none) and the number of iterations."""
+    it_f = np.asarray(trace.frames.iteration, dtype=np.int64)
+    labels, dense = np.unique(it_f[it_f >= 0], return_inverse=True)
+    it_dense = np.full(it_f.shape[0], -1, dtype=np.int64)
+    it_dense[it_f >= 0] = dense
+    return it_dense[np.asarray(trace.strands.frame, dtype=np.int64)], int(labels.size)
+
+
+def _weights(trace: Any, it_s: np.ndarray, n: int) -> np.ndarray:
+    marked = it_s >= 0
+    rs = np.asarray(trace.strands.ref_start, dtype=np.int64)
+    refs = rs[1:] - rs[:-1]
+    return np.bincount(it_s[marked], weights=refs[marked], minlength=n).astype(np.int64)
+
+
+def iteration_weights(trace: Any) -> np.ndarray:
+    """References of every iteration of ``trace`` (dense order), read from its strand
+    table (no reference is decoded)."""
+    return _weights(trace, *_dense_iterations(trace))
 
 
 class IterationSampler:
@@ -116,23 +143,17 @@ class IterationSampler:
     ) -> None:
         self.k = int(k)
         self.enough = enough
-        fr, st = trace.frames, trace.strands
-        it_f = np.asarray(fr.iteration, dtype=np.int64)
-        labels, dense = np.unique(it_f[it_f >= 0], return_inverse=True)
-        it_dense = np.full(it_f.shape[0], -1, dtype=np.int64)
-        it_dense[it_f >= 0] = dense
-        it_s = it_dense[np.asarray(st.frame, dtype=np.int64)]
-        self.n = n = int(labels.size)
+        it_s, n = _dense_iterations(trace)
+        self.n = n
         if n == 0:
             raise ValueError("IterationSampler needs a trace with iterations")
         marked = it_s >= 0
-        rs = np.asarray(st.ref_start, dtype=np.int64)
-        refs = rs[1:] - rs[:-1]
-        self.weights = np.bincount(it_s[marked], weights=refs[marked], minlength=n).astype(np.int64)
+        self.weights = _weights(trace, it_s, n)
         self.left = np.bincount(it_s[marked], minlength=n).tolist()
         self.it_of = it_s.tolist()
         last = int(np.flatnonzero(marked).max())
-        self.epilogue_instructions = int(np.asarray(st.instr, dtype=np.int64)[last + 1 :].sum())
+        instr = np.asarray(trace.strands.instr, dtype=np.int64)
+        self.epilogue_instructions = int(instr[last + 1 :].sum())
         self.ends: list[int] = []
         self.settled_at = -1
         self.settled_by = ""

@@ -1,12 +1,12 @@
 """Tests of simsched.engine.sampled: the extrapolated makespan of a sampled run and its
-interval, worked by hand."""
+interval, and the samples' drift, worked by hand."""
 
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from simsched.engine.sampled import sampled_makespan
+from simsched.engine.sampled import sample_drift, sampled_makespan
 from simsched.engine.sampling import SampleOutcome
 
 
@@ -85,3 +85,52 @@ def test_makespan_and_interval_are_the_documented_formula(
     tol = 1e-4 * s * (big_w**2 / samples + sum(w * w for w in left)) ** 0.5 + 1 + 1e-9 * expect
     assert abs((expect - est.lo) - half) <= tol and abs((est.hi - expect) - half) <= tol
     assert est.lo <= est.makespan <= est.hi
+
+
+def test_drift_of_samples_on_a_line():
+    # iterations 2, 3, 4 are the samples, 10 references each: 100, 110, 120 cycles
+    ends = [50, 100, 200, 310, 430]
+    d = sample_drift(ends, np.full(8, 10), 2, 5)
+    assert (d.first, d.last) == (2, 4)
+    # 1 cycle per reference more each iteration over a mean of 11
+    assert d.slope == pytest.approx(1 / 11) and d.t == np.inf and d.significant
+    # iterations 5, 6, 7 at 13, 14, 15 cycles per reference against the mean's 11
+    assert d.shift == (2 + 3 + 4) * 10
+
+
+def test_samples_without_a_trend_do_not_drift():
+    ends = [50, 100, 200, 310, 400, 510, 600]  # 100, 110, 90, 110, 90 cycles
+    d = sample_drift(ends, np.full(9, 10), 2, 7)
+    assert d.slope == pytest.approx(-0.2 / 10) and abs(d.t) < 1 and not d.significant
+    flat = sample_drift([0, 10, 20, 30, 40], np.full(6, 1), 1, 5)
+    assert flat.slope == 0 and flat.t == 0 and flat.shift == 0 and not flat.significant
+
+
+def test_two_samples_have_no_drift():
+    assert sample_drift([10, 20, 30], np.full(5, 1), 1, 3) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    periods=st.lists(st.integers(1, 10_000), min_size=5, max_size=14),
+    weights=st.lists(st.integers(0, 500), min_size=15, max_size=15),
+    settled_at=st.integers(1, 2),
+)
+def test_drift_is_the_least_squares_line(periods, weights, settled_at):
+    """The slope and its t against numpy's least-squares fit, the shift summed the slow
+    way: each left-out iteration's references x the line's rise above its value at the
+    samples' middle."""
+    ends = np.cumsum(periods).tolist()
+    detailed = len(ends)
+    d = sample_drift(ends, np.array(weights), settled_at, detailed)
+    x = np.arange(settled_at, detailed)
+    rates = [(ends[i] - ends[i - 1]) / max(weights[i], 1) for i in x]
+    (slope, icpt), res, *_ = np.polyfit(x, rates, 1, full=True)
+    mean = sum(rates) / len(rates)
+    assert d.slope == pytest.approx(slope / mean, rel=1e-6, abs=1e-9)
+    sse = float(res[0]) if len(res) else 0.0
+    se = (sse / (len(x) - 2) / sum((xi - x.mean()) ** 2 for xi in x)) ** 0.5
+    if se > 1e-9 * mean:
+        assert d.t == pytest.approx(slope / se, rel=1e-4, abs=1e-6)
+    shift = sum(max(weights[j], 1) * slope * (j - x.mean()) for j in range(detailed, len(weights)))
+    assert abs(d.shift - shift) <= 0.5 + 1e-6 * abs(shift)
