@@ -290,9 +290,11 @@ def _sampled_drift(name: str, record: dict[str, Any], trace: Any) -> Note | None
         "sampled-drift",
         f"{name}: sampled, but the samples' cycles per reference {way} "
         f"{abs(d.slope):.2%} per iteration (iterations {d.first}–{d.last}, t = {d.t:.1f}) "
-        "where the extrapolation assumes a steady rate: if the trend went on, the makespan "
-        f"would be {abs(d.shift) / makespan:.1%} {'higher' if d.shift > 0 else 'lower'}, "
-        "outside its interval; replay the run in detail, or with more samples",
+        "where the extrapolation assumes a steady rate, so the interval may not hold a "
+        "detailed replay's makespan (the line through the samples, continued to the end, "
+        f"would make it {abs(d.shift) / makespan:.1%} {'higher' if d.shift > 0 else 'lower'}; "
+        "a trend that levels off moves it less); replay the run in detail, or with more "
+        "samples",
         schedulers=(name,),
     )
 
