@@ -274,9 +274,10 @@ def _sampled_drift(name: str, record: dict[str, Any], trace: Any) -> Note | None
         return None
     ends = _field(record, "iteration_ends")
     detailed = int(record["detailed_iterations"])
+    if len(ends) < detailed:  # a record of a version that kept no iteration ends
+        return None
     weights = iteration_weights(trace)
-    # a record of a version that kept no iteration ends, or of other iterations
-    if len(ends) < detailed or weights.size != int(record["trace_iterations"]):
+    if weights.size != int(record["trace_iterations"]):  # a record of other iterations
         return None
     d = sample_drift(ends, weights, int(record["settled_at"]), detailed)
     if d is None or not d.significant:

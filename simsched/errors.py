@@ -194,6 +194,22 @@ def shown(value: Any) -> str:
     return _SHOWN.repr(value).replace("\n", " ")
 
 
+#: The branches of a parameter's value (``str | int | float | bool``) as pydantic names
+#: them at the end of an error's location.
+SCALAR_TAGS = frozenset({"str", "int", "float", "bool"})
+
+
+def scalar_type_error(loc: Any, given: Any) -> dict[str, Any]:
+    """The one error that stands for pydantic's four of a parameter's value at ``loc`` of
+    none of :data:`SCALAR_TAGS`' types (a list, a mapping, null): pydantic names each
+    branch, types the user never wrote."""
+    return {
+        "loc": tuple(loc),
+        "type": "scalar_type",
+        "msg": f"expected a number, text or true/false, got {shown(given)}",
+    }
+
+
 def field_message(err: Mapping[str, Any]) -> str:
     """What one of pydantic's errors (an item of ``ValidationError.errors()``) says to a
     user: "unknown key", "required key missing", or the check's own words without

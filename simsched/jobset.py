@@ -44,7 +44,7 @@ from pydantic import (
     model_validator,
 )
 
-from simsched.errors import ConfigError, field_message, shown
+from simsched.errors import SCALAR_TAGS, ConfigError, field_message, scalar_type_error, shown
 from simsched.files import (
     cache_output,
     describe_os_error,
@@ -324,8 +324,6 @@ def _check_names(spec: JobSetSpec, name: str) -> None:
 
 # pydantic names the branch of ``arrival`` (int | list[int] | PoissonSpec) it tried.
 _UNION_TAGS = ("int", "list[int]", "PoissonSpec")
-#: The branches of :data:`Scalar`, as pydantic names them in an error's location.
-_SCALAR_TAGS = {"int", "float", "str", "bool"}
 
 
 def _most_specific(errors: list[Any]) -> Any:
@@ -337,14 +335,10 @@ def _most_specific(errors: list[Any]) -> Any:
         return err
     parent = tuple(err["loc"][:-1])
     same = [e for e in errors if tuple(e["loc"][: len(parent)]) == parent]
-    if {e["loc"][-1] for e in same} == _SCALAR_TAGS:
+    if {e["loc"][-1] for e in same} == SCALAR_TAGS:
         # a parameter's value (Scalar) of no branch's type: pydantic's first words, "Input
         # should be a valid integer", were said of a list or an object given as text
-        return {
-            "loc": parent,
-            "type": "scalar_type",
-            "msg": f"expected a number, text or true/false, got {shown(err.get('input'))}",
-        }
+        return scalar_type_error(parent, err.get("input"))
     # a key the branch does not know says more than the key it then misses: {gauss: ...}
     # was "arrival.poisson: required key missing"
     unknown = [e for e in same if e["type"] == "extra_forbidden"]

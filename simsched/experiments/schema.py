@@ -29,7 +29,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from simsched.errors import ConfigError, field_message
+from simsched.errors import ConfigError, field_message, shown
 from simsched.machine.schema import exponent_hint
 from simsched.params import MAX_QUANTUM, MAX_SEED
 
@@ -45,11 +45,10 @@ def _one_line(value: str) -> str:
         raise PydanticCustomError("label", "an empty label; leave it out for the default one")
     bad = next((c for c in value if unicodedata.category(c) == "Cc"), None)
     if bad is not None:
-        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
         raise PydanticCustomError(
             "label",
             "{given} holds the control character {char}: a label is one line of text",
-            {"given": shown, "char": repr(bad)},
+            {"given": shown(value), "char": repr(bad)},
         )
     return value
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from simsched.errors import ConfigError, field_message, shown
+from simsched.errors import SCALAR_TAGS, ConfigError, field_message, scalar_type_error, shown
 from simsched.files import parse_yaml, read_yaml
 from simsched.machine.presets import PRESET_DICTS, PRESET_FILES, preset_names
 from simsched.machine.schema import Machine, exponent_hint
@@ -32,11 +32,6 @@ def _loc_text(loc: tuple, data: Any) -> str:
     return text
 
 
-#: The branches of a parameter's value (``str | int | float | bool``, a sweep spec's
-#: ``params``, ``grid`` and ``small``) as pydantic names them at the end of a location.
-_SCALAR_TAGS = frozenset({"str", "int", "float", "bool"})
-
-
 def _one_per_scalar(errors: list[Any]) -> list[Any]:
     """``errors`` with the four errors of a value that is of none of a scalar's branches
     (a list, a mapping, null) made one: pydantic gave one per branch, so a sweep spec's
@@ -46,15 +41,13 @@ def _one_per_scalar(errors: list[Any]) -> list[Any]:
     said: set[tuple] = set()
     for err in errors:
         loc = tuple(err["loc"])
-        if loc and loc[-1] in _SCALAR_TAGS:
+        if loc and loc[-1] in SCALAR_TAGS:
             parent = loc[:-1]
             tags = {e["loc"][-1] for e in errors if tuple(e["loc"][:-1]) == parent}
-            if tags >= _SCALAR_TAGS:
+            if tags >= SCALAR_TAGS:
                 if parent not in said:
                     said.add(parent)
-                    given = shown(err.get("input"))
-                    msg = f"expected a number, text or true/false, got {given}"
-                    out.append({"loc": parent, "type": "scalar_type", "msg": msg})
+                    out.append(scalar_type_error(parent, err.get("input")))
                 continue
         out.append(err)
     return out
