@@ -445,7 +445,7 @@ class SweepSpec(_Strict):
                     "seeds_form",
                     "expected a list of seeds ([0, 1, 2]) or a range ({count: 3, start: 0}), "
                     "got {given}",
-                    {"given": repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."},
+                    {"given": shown(value)},
                 ) from None
             parts = []
             for e in errors:

@@ -336,6 +336,11 @@ def test_sample_precision_is_a_finite_number_in_range(tmp_path, value, message):
             "3",
             "seeds: expected a list of seeds ([0, 1, 2]) or a range ({count: 3, start: 0}), got 3",
         ),
+        (
+            "y" * 200,
+            "seeds: expected a list of seeds ([0, 1, 2]) or a range ({count: 3, start: 0}), "
+            f"got '{'y' * 27}...{'y' * 28}'",
+        ),
         ("[]", "seeds: List should have at least 1 item after validation, not 0"),
         ("[0, -1]", "seeds: item 1: Input should be greater than or equal to 0"),
         ('[0, "1"]', "seeds: item 1: Input should be a valid integer, got the text '1'"),
