@@ -194,6 +194,30 @@ def shown(value: Any) -> str:
     return _SHOWN.repr(value).replace("\n", " ")
 
 
+def utf8_text(text: str) -> str:
+    """``text`` as UTF-8 can hold it: a lone surrogate, which is what Python makes of a
+    byte that is not UTF-8 in a file name or an argument (``\\xff`` read as ``'\\udcff'``),
+    written as ``\\xNN`` (all of them as ``\\udcff`` when the text also holds one that
+    no such byte made, from a JSON ``\\ud800``); any other text unchanged."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def one_line(message: str) -> str:
+    """``message`` as one line of UTF-8 text: each control character but a tab written as
+    Python writes it in a string (``\\n``, ``\\x01``) and a lone surrogate as
+    :func:`utf8_text` writes it.  A message names what the user gave as it was given, and
+    a file name or a value with a newline split one error into lines."""
+    text = utf8_text(message)
+    if text.isprintable():
+        return text
+    return "".join(
+        repr(c)[1:-1] if c != "\t" and unicodedata.category(c) == "Cc" else c for c in text
+    )
+
+
 #: The branches of a parameter's value (``str | int | float | bool``) as pydantic names
 #: them at the end of an error's location.
 SCALAR_TAGS = frozenset({"str", "int", "float", "bool"})

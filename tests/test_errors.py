@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simsched.errors import command_line, shown, spelled
+from simsched.errors import command_line, one_line, shown, spelled, utf8_text
 
 
 def test_a_message_names_an_argument_as_its_caller_wrote_it():
@@ -34,6 +34,14 @@ def test_the_command_line_spells_its_options_only_while_a_command_runs(capsys):
 def test_shown_keeps_a_quoted_value_on_one_short_line():
     assert shown("a\nb") == "'a\\nb'"
     assert len(shown("x" * 5000)) < 80
+
+
+def test_one_line_writes_out_control_characters_and_bytes_that_are_not_utf8():
+    assert one_line("a\nb.sst: no such\ttrace\x7f") == "a\\nb.sst: no such\ttrace\\x7f"
+    assert one_line("n\udcff.yaml: no such file") == "n\\xff.yaml: no such file"
+    assert one_line("é ok") == "é ok"
+    # a surrogate that no byte of a file name made (a JSON "\ud800") does not raise
+    assert utf8_text("a\ud800\udcff") == "a\\ud800\\udcff"
 
 
 def test_an_unexpected_error_is_described_with_its_notes():

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from simsched.errors import SimschedError, Terminated, command_line, interrupt_in
+from simsched.errors import SimschedError, Terminated, command_line, interrupt_in, one_line
 from simsched.files import describe_os_error
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ def __getattr__(name: str) -> Any:
 
 def fail(message: str, status: int = 2) -> NoReturn:
     """Print a one-line user error and exit with ``status`` (2 by default)."""
-    print(f"simsched: error: {message}", file=sys.stderr)
+    print(f"simsched: error: {one_line(message)}", file=sys.stderr)
     raise SystemExit(status)
 
 

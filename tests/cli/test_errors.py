@@ -936,3 +936,12 @@ def test_a_sigterm_inside_the_jit_compiler_is_asked_again_after_it(monkeypatch):
             handler(signal.SIGTERM, sys._getframe())
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_a_name_with_a_newline_or_a_byte_not_utf8_stays_on_one_line(cli, tmp_path):
+    # the message printed the name as it was: a newline in it made two lines
+    for name, written in (("a\nb.sst", "a\\nb.sst"), ("a\x1b[2Jb.sst", "a\\x1b[2Jb.sst")):
+        code, _, err = cli("trace", "info", tmp_path / name)
+        assert code == 2 and f"{written}: no such trace file" in one_line(err)
+    code, _, err = cli("calibrate", "-m", os.fsdecode(bytes(tmp_path) + b"/n\xff.yaml"))
+    assert code == 2 and "n\\xff.yaml: no such file" in one_line(err)  # was \udcff
