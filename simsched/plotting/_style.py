@@ -16,6 +16,8 @@ from pathlib import Path
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
+from simsched.errors import utf8_text
+
 
 def literal(text: object) -> str:
     """``text`` as a string matplotlib draws as it is.
@@ -25,6 +27,9 @@ def literal(text: object) -> str:
     and job names, column values, ``--title``) escape every ``$`` instead.  (The style
     file's ``text.parse_math: False`` would also turn off the mathtext of log-axis tick
     labels.)
+
+    Matplotlib cannot draw a lone surrogate either (a byte that is not UTF-8 in ``--title``,
+    a ``\\udcff`` in a record's JSON): it is written out (:func:`simsched.errors.utf8_text`).
 
     Parameters
     ----------
@@ -36,7 +41,7 @@ def literal(text: object) -> str:
     str
         The text with each ``$`` as ``\\$``.
     """
-    return str(text).replace("$", r"\$")
+    return utf8_text(str(text)).replace("$", r"\$")
 
 
 def style_path() -> Path:

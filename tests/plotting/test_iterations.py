@@ -85,6 +85,16 @@ def test_title_is_drawn_literally(tmp_path, title):
     assert fig.axes[0].get_title().replace("\\$", "$") == title
 
 
+def test_text_that_is_not_utf8_is_drawn_written_out(tmp_path):
+    """A byte of --title that is not UTF-8, or a \\udcff in a record's scheduler, ended
+    in matplotlib's TypeError and its traceback."""
+    fig = plot_iterations([{**LAWS, "scheduler": "la\udcffws\ud800"}], title="a\udcffb")
+    fig.savefig(tmp_path / "t.png")
+    assert fig.axes[0].get_title() == "a\\xffb"
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any("la\\udcffws\\ud800" in label for label in labels), labels
+
+
 @pytest.mark.parametrize(
     ("field", "value", "says"),
     [
