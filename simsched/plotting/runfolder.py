@@ -166,8 +166,8 @@ def read_record(path: str | Path) -> dict[str, Any]:
     try:
         rec = read_json(p)
     except ConfigError:
-        if p.suffix.lower() == ".json":
-            raise
+        if p.suffix.lower() == ".json" or regular_file_kind(p) is not None:
+            raise  # a named pipe or a device says so: it was never read
         # the timeline.npz or config beside it, a trace: "byte 14 is not UTF-8 text"
         raise ConfigError(
             f"{p}: not a run's result record (not JSON text); give the run folder "

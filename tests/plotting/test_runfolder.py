@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +15,7 @@ import simsched
 from simsched.errors import ConfigError
 from simsched.plotting.allotment import load_jobs_record
 from simsched.plotting.iterations import load_records
-from simsched.plotting.runfolder import run_files, run_trace_paths
+from simsched.plotting.runfolder import read_record, run_files, run_trace_paths
 from simsched.plotting.timeline import load_timeline
 from simsched.workloads import generate
 from tests.blocking import raised_within
@@ -231,6 +233,15 @@ def test_a_named_pipe_in_the_timelines_place_is_refused(runs, tmp_path):
     [exc] = raised_within(lambda: read_timeline(d / TIMELINE_FILE), "read_timeline")
     assert isinstance(exc, ConfigError)
     assert str(exc).endswith("timeline.npz: is a named pipe, expected a timeline archive (.npz)")
+
+
+def test_a_named_pipe_given_as_the_record_is_named_as_one(tmp_path):
+    """A named pipe or a device without .json in its name was said to hold no JSON text,
+    though it was never read."""
+    os.mkfifo(tmp_path / "run")
+    for path, kind in ((tmp_path / "run", "a named pipe"), (Path("/dev/null"), "a device")):
+        with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: is {kind}, expected"):
+            read_record(path)
 
 
 def _job(index, **changes):
