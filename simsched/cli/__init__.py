@@ -265,7 +265,10 @@ def usage_message(exc: BaseException) -> str:
     message = format_message() if callable(format_message) else str(exc)
     if type(exc).__name__ == "NoSuchOption" and getattr(exc, "ctx", None) is not None:
         message = _no_such_option(exc)
-    return " ".join(str(message).split())
+    # a parser's ValueError (written_float's "'abc' is not a number") reaches click through
+    # pydantic, which puts its own words in front of the reason
+    message = str(message).replace(": Value error, ", ": ")
+    return " ".join(message.split())
 
 
 def _no_such_option(exc: Any) -> str:

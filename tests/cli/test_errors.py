@@ -945,3 +945,10 @@ def test_a_name_with_a_newline_or_a_byte_not_utf8_stays_on_one_line(cli, tmp_pat
         assert code == 2 and f"{written}: no such trace file" in one_line(err)
     code, _, err = cli("calibrate", "-m", os.fsdecode(bytes(tmp_path) + b"/n\xff.yaml"))
     assert code == 2 and "n\\xff.yaml: no such file" in one_line(err)  # was \udcff
+
+
+def test_an_option_that_is_no_number_is_refused_without_pydantics_words(cli, tmp_path):
+    code, _, err = cli("coarsen", tmp_path / "p.npz", "-m", "itrs-scaling-2", "-K", "abc")
+    line = one_line(err)
+    assert code == 2 and "Invalid value for '-K' / '--factor': 'abc' is not a number" in line
+    assert "Value error" not in line
