@@ -43,7 +43,14 @@ import pandas as pd
 from simsched.canonical import canonical_json
 from simsched.engine.record import nest_fields
 from simsched.errors import ConfigError, OutputError, shown, spelled
-from simsched.files import atomic_output, check_path, is_stream, parse_json, write_json_atomic
+from simsched.files import (
+    atomic_output,
+    check_path,
+    is_stream,
+    parse_json,
+    regular_file_kind,
+    write_json_atomic,
+)
 from simsched.params import (
     check_callable,
     check_flag,
@@ -117,6 +124,9 @@ def _load_row(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     the point again), and :func:`iter_rows` reports it.
     """
     try:
+        kind = regular_file_kind(path)  # before reading: a named pipe blocked for good
+        if kind is not None:
+            return None, f"is {kind}, not a row file"
         row = parse_json(path.read_bytes(), str(path), ConfigError)
     except FileNotFoundError:
         return None, None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pandas as pd
@@ -18,11 +19,13 @@ from simsched.experiments.store import (
     load_results,
     parse_where,
     point_dir,
+    read_row,
     rows_to_frame,
     save_row,
     select_columns,
     sort_rows,
 )
+from tests.blocking import raised_within
 
 
 def frame() -> pd.DataFrame:
@@ -400,6 +403,25 @@ def test_a_damaged_row_is_left_out_and_reported_each_time(tmp_path, read_only, c
     assert len(said) == 1 and problem in said[0]
     with pytest.warns(UserWarning, match="the point is left out"):
         load_results(tmp_path)  # library callers get a Python warning
+
+
+def test_a_row_that_is_a_named_pipe_or_a_folder_is_left_out_and_reported(tmp_path):
+    """A named pipe in a row.json's place blocked `results show`, `plot sweep` and
+    `sweep status` for good."""
+    _rows(tmp_path, range(2))
+    for pid, make in (("id8", os.mkfifo), ("id9", os.mkdir)):
+        point_dir(tmp_path, pid).mkdir(parents=True)
+        make(point_dir(tmp_path, pid) / "row.json")
+    said: list = []
+    assert (
+        raised_within(lambda: said.append(load_results(tmp_path, warn=said.append)), "load") == []
+    )
+    assert list(said.pop()["v"]) == [0, 1]
+    assert [w.split(": ", 1)[1] for w in said] == [
+        "is a named pipe, not a row file; the point is left out",
+        "is a folder, not a row file; the point is left out",
+    ]
+    assert read_row(tmp_path, "id8") is None
 
 
 def test_results_show_refuses_a_column_named_twice(tmp_path, capsys):
