@@ -416,8 +416,16 @@ def consolidate(out_dir: str | Path) -> Path:
     import pyarrow.parquet as pq
 
     out = Path(out_dir)
-    table, _ = _rows_table(out)
     target = out / RESULTS_FILE
+    try:
+        kind = regular_file_kind(target)
+    except OSError:
+        kind = None  # missing: written below (atomic_output names any other fault)
+    if kind not in (None, "a folder"):  # atomic_output refuses a folder itself
+        # atomic_output writes into a named pipe or a device, as into `-o /dev/stdout`:
+        # this table is no output the user named, and the write waited for a reader
+        raise OutputError(f"{target}: is {kind}, not the sweep's results table")
+    table, _ = _rows_table(out)
     with atomic_output(target) as tmp:
         pq.write_table(table, tmp)
     return target

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simsched.errors import ConfigError, command_line
+from simsched.errors import ConfigError, OutputError, command_line
 from simsched.experiments.store import (
     consolidate,
     export_results,
@@ -422,6 +422,19 @@ def test_a_row_that_is_a_named_pipe_or_a_folder_is_left_out_and_reported(tmp_pat
         "is a folder, not a row file; the point is left out",
     ]
     assert read_row(tmp_path, "id8") is None
+
+
+def test_a_named_pipe_in_the_results_tables_place_is_not_written_into(tmp_path):
+    """The table was rebuilt into the pipe, as into `-o /dev/stdout`: reading the results
+    and `sweep run` waited for a reader for good."""
+    _rows(tmp_path, range(2))
+    os.mkfifo(tmp_path / "results.parquet")
+    said: list = []
+    assert raised_within(lambda: said.append(load_results(tmp_path)), "load_results") == []
+    assert list(said[0]["v"]) == [0, 1]  # built in memory, as in a read-only folder
+    [exc] = raised_within(lambda: consolidate(tmp_path), "consolidate")
+    assert isinstance(exc, OutputError)
+    assert str(exc).endswith("results.parquet: is a named pipe, not the sweep's results table")
 
 
 def test_results_show_refuses_a_column_named_twice(tmp_path, capsys):
