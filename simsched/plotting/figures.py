@@ -300,15 +300,6 @@ def sweep_figure(
                 f"{_column_option(name, column)}: the column has no values in the selected "
                 f"rows ({len(data)} successful run{'s' if len(data) != 1 else ''})"
             )
-    _warn_mixed(
-        data,
-        [k for k in (x, hue, col) if k],
-        warn or _warn_caller,
-        spelled(
-            "give them hue= or col=, or keep one with filter_frame(df, wheres)",
-            "give them --hue or --col, or keep one with --where",
-        ),
-    )
     for key in dict.fromkeys(k for k in (hue, col) if k and k != x):
         if data[key].isna().any():
             # Rows without a value (a parameter that other workloads of the sweep lack) are
@@ -331,6 +322,16 @@ def sweep_figure(
         )
     if logx and kind == "line":
         _check_log_x(data, x)
+    # told once the figure will be drawn: before a refusal, it made two lines of one error
+    _warn_mixed(
+        data,
+        [k for k in (x, hue, col) if k],
+        warn or _warn_caller,
+        spelled(
+            "give them hue= or col=, or keep one with filter_frame(df, wheres)",
+            "give them --hue or --col, or keep one with --where",
+        ),
+    )
     # once for the figure, not once per panel (line_plot and bar_plot would tell it too)
     data = _drop_missing(data, [x, y], warn)
     width = 5.0 + (1.5 if hue else 0.0)  # room for the legend beside the plot

@@ -296,6 +296,17 @@ def test_a_mark_that_averages_other_runs_than_seeds_is_warned_about():
     plt.close("all")
 
 
+def test_a_refused_figure_is_not_warned_about_first():
+    """`plot sweep --x seed --logx` printed the warning of marks that average several runs,
+    then the error: two lines for one refusal."""
+    told: list[str] = []
+    with pytest.raises(ConfigError, match="a log axis needs x > 0"):
+        sweep_figure(results(), "seed", "makespan_cycles", logx=True, warn=told.append)
+    with pytest.raises(ConfigError, match="not a numeric column"):
+        sweep_figure(results(), "cores", "workload", warn=told.append)
+    assert told == []
+
+
 def test_the_sweep_figures_warning_names_the_callers_line():
     """Its fixed stack level named the figure module's wrapper, not the caller."""
     df = results()
