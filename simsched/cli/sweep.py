@@ -267,11 +267,16 @@ def show_cmd(
                 f"--list-columns prints every column's name and takes no {given[0]} "
                 "(drop one of them)"
             )
+    if fmt not in ("table", "csv", "json"):  # asked before the table is read and filtered
+        raise ConfigError(f"--format {fmt!r}: use table, csv or json")
     df = load_results(path, warn=_warn, nullable_int=True)
     if list_columns:
         print("\n".join(df.columns))
         return
-    df = filter_frame(df, where or [], _warn)
+    # a --where that matches no row is told once the other options have passed: before
+    # an error of --columns, it made two lines of one refusal
+    told: list[str] = []
+    df = filter_frame(df, where or [], told.append)
     if columns is not None:
         names = [c.strip() for c in columns.split(",") if c.strip()]
         if not names:  # select_columns([]) keeps every column: all 90 of them were printed
@@ -283,6 +288,8 @@ def show_cmd(
     if columns is None:
         hidden = [str(c) for c in df.columns if c not in DEFAULT_COLUMNS]
         df = df[[c for c in DEFAULT_COLUMNS if c in df.columns]]
+    for message in told:
+        _warn(message)
     if fmt == "csv":
         print(df.to_csv(index=False), end="")
     elif fmt == "json":
@@ -292,15 +299,13 @@ def show_cmd(
 
         rows = json.loads(df.to_json(orient="records"))
         print(json.dumps([nest_fields(r) for r in rows]))
-    elif fmt == "table":
+    else:
         table = Table(*[str(c) for c in df.columns])
         for row in df.itertuples(index=False):
             # Text cells: a label such as heat[iters=2] is data, not rich markup.
             table.add_row(*[Text("" if _isna(v) else _fmt(v)) for v in row])
         print_table(table)
         print(plural(len(df), "row") + _hidden_note(hidden))
-    else:
-        raise ConfigError(f"--format {fmt!r}: use table, csv or json")
 
 
 def _hidden_note(hidden: list[str]) -> str:

@@ -449,6 +449,32 @@ def test_results_show_refuses_a_column_named_twice(tmp_path, capsys):
     assert captured.err.strip() == "simsched: error: --columns: 'workload' is named twice"
 
 
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--columns", "nosuch"], "--columns: no column 'nosuch'"),
+        (["--format", "xml"], "--format 'xml': use table, csv or json"),
+    ],
+)
+def test_results_show_refuses_an_option_in_one_line_after_a_where_that_matches_nothing(
+    tmp_path, capsys, args, error
+):
+    """The --where's warning came first: two lines for one refusal (and --format was
+    asked only once the table was read)."""
+    from simsched.cli import main
+
+    save_row(tmp_path, "a", {"point_id": "a", "workload": "w", "status": "ok"})
+    with pytest.raises(SystemExit) as info:
+        main(["results", "show", str(tmp_path), "--where", "workload=zz", *args])
+    captured = capsys.readouterr()
+    assert info.value.code == 2 and captured.out == ""
+    assert captured.err.startswith(f"simsched: error: {error}")
+    assert len(captured.err.splitlines()) == 1
+    with pytest.raises(SystemExit):
+        main(["results", "show", str(tmp_path), "--where", "workload=zz", "--columns", "workload"])
+    assert capsys.readouterr().err.startswith("warning: --where 'workload=zz': no row has")
+
+
 @pytest.mark.parametrize("columns", ["", ",", " , "])
 def test_results_show_refuses_columns_without_a_name(tmp_path, capsys, columns):
     """`--columns ,` printed every column of the table; `--columns ""` the default ones."""
