@@ -362,7 +362,10 @@ def export_cmd(
     from simsched.files import check_not_input, is_stream
 
     check_not_input(out, "--out", {"the results": path})
-    target = export_results(path, out, where, warn=_warn)
+    told: list[str] = []  # told once written: before an error of -o, two lines of one
+    target = export_results(path, out, where, warn=told.append)
+    for message in told:
+        _warn(message)
     if not is_stream(target):  # -o /dev/stdout: the table is the output
         print(target)
 
@@ -385,9 +388,10 @@ def plot_sweep(
     from simsched.errors import ConfigError
     from simsched.experiments.store import filter_frame, load_results
     from simsched.files import check_not_input
-    from simsched.plotting import save, sweep_figure
+    from simsched.plotting import figure_format, save, sweep_figure
 
     check_not_input(out, "--out", {"the results": path})
+    figure_format(out)  # before the table is read and the figure drawn
     every = load_results(path, warn=_warn)
     absent: list[str] = []  # the filter's values that no row has, with the nearest
     df = filter_frame(every, where or [], absent.append)
@@ -396,9 +400,12 @@ def plot_sweep(
         shown = " ".join(f"--where {w!r}" for w in where)
         why = f"; {absent[0][absent[0].index('no row has') :]}" if absent else ""
         raise ConfigError(f"{path}: no row matches {shown} (of {plural(len(every), 'row')}){why}")
+    # told once the figure is written: before an error of another option, two lines of one
+    fig = sweep_figure(df, x, y, hue, kind=kind, col=col, logx=logx, warn=absent.append)
+    written = save(fig, out)
     for message in absent:
         _warn(message)
-    print(save(sweep_figure(df, x, y, hue, kind=kind, col=col, logx=logx, warn=_warn), out))
+    print(written)
 
 
 def register_plot(plot_app: typer.Typer) -> None:

@@ -476,6 +476,27 @@ def test_plot_timeline_level_and_sweep_y(cli, tmp_path):
     assert not (tmp_path / "f.png").exists()
 
 
+def test_a_where_that_matches_nothing_is_told_only_with_an_output(cli, tmp_path):
+    """plot sweep and results export printed the --where's warning before an error of
+    another option (two lines of one refusal); plot sweep asked for the figure's format
+    only once it had drawn it."""
+    from simsched.experiments.store import save_row
+
+    row = {"point_id": "a", "status": "ok", "cores": 2, "speedup": 1.5, "scheduler": "ws"}
+    save_row(tmp_path / "sw", "a", row)
+    where = ["--where", "scheduler=wss|ws"]
+    for args in (
+        ["plot", "sweep", "--x", "nosuch", "--y", "speedup", "-o", tmp_path / "f.png"],
+        ["plot", "sweep", "--x", "cores", "--y", "speedup", "-o", tmp_path / "f.txt"],
+        ["results", "export", "-o", tmp_path / "afile" / "r.csv"],
+    ):
+        (tmp_path / "afile").touch()
+        code, _, err = cli(*args[:2], tmp_path / "sw", *where, *args[2:])
+        assert code == 2 and "no row has" not in one_line(err)
+    code, _, err = cli("results", "export", tmp_path / "sw", *where, "-o", tmp_path / "r.csv")
+    assert code == 0 and err.startswith("warning: --where 'scheduler=wss|ws': no row has")
+
+
 def test_sweep_workers_and_dask_address(cli, tmp_path):
     spec = tmp_path / "s.yaml"
     spec.write_text(
