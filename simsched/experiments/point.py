@@ -49,6 +49,7 @@ from simsched.experiments.pointspec import Point, check_point
 from simsched.experiments.store import (
     POINT_FILE,
     beyond_int64,
+    not_utf8,
     point_dir,
     read_row,
     remove_temporaries,
@@ -57,7 +58,7 @@ from simsched.experiments.store import (
 )
 from simsched.files import check_path, write_json_atomic
 from simsched.host import process_cpu_s, speed_reference
-from simsched.params import check_callable, check_flag, is_utf8
+from simsched.params import check_callable, check_flag
 
 PointFunction = Callable[[Point, Path], dict[str, Any]]
 
@@ -460,10 +461,7 @@ def _point_record(result: Any) -> dict[str, Any]:
     # the table's text is UTF-8: a lone surrogate (a byte that is not UTF-8, as Python
     # reads a file name) failed there with a traceback, in this sweep and every later
     # `results show` of its folder
-    text = next(
-        (k for k, v in result.items() if not is_utf8(k) or (isinstance(v, str) and not is_utf8(v))),
-        None,
-    )
+    text = not_utf8(result)
     if text is not None:
         raise TypeError(
             f"the point function returned {text!r}={shown(result[text])}: text that is not "

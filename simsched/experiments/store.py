@@ -139,6 +139,9 @@ def _load_row(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     key = beyond_int64(row)
     if key is not None:
         return None, f"field {key!r} is out of the 64-bit integer range"
+    key = not_utf8(row)
+    if key is not None:
+        return None, f"field {key!r} holds text that is not UTF-8 (a lone surrogate)"
     problem = _row_problem(row, path.parent.name)
     if problem is not None:
         return None, problem
@@ -179,6 +182,16 @@ def beyond_int64(row: Mapping[str, Any]) -> str | None:
     """The first field of ``row`` holding an integer no table column holds (beyond 64
     bits), or None."""
     return next((k for k, v in row.items() if isinstance(v, int) and v not in _INT64), None)
+
+
+def not_utf8(row: Mapping[str, Any]) -> str | None:
+    """The first field of ``row`` whose name or text is not UTF-8 (a lone surrogate, as
+    Python reads a byte of a file name that is not UTF-8, or JSON's ``"\\udcff"``), or
+    None: the table's text is UTF-8, and pyarrow failed on it with a traceback."""
+    return next(
+        (k for k, v in row.items() if not is_utf8(k) or (isinstance(v, str) and not is_utf8(v))),
+        None,
+    )
 
 
 def merge_row(columns: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
@@ -377,7 +390,9 @@ def rows_fingerprint(out_dir: str | Path) -> str:
                 st = os.stat(sub / ROW_FILE)
             except OSError:
                 continue
-            h.update(f"{sub.name} {st.st_size} {st.st_mtime_ns}\n".encode())
+            # the name's bytes: one that is not UTF-8 (a folder put there by hand) failed
+            # to encode, with a traceback from every read of the results
+            h.update(os.fsencode(sub.name) + f" {st.st_size} {st.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 

@@ -370,6 +370,8 @@ def test_results_commands_read_a_read_only_folder(tmp_path, read_only, capsys, s
         (b"\xff\xfe", "not valid JSON (byte 0 is not UTF-8)"),
         (b"[" * 100_000 + b"]" * 100_000, "not valid JSON (nested too deeply)"),
         (b'{"point_id": "id9", "v": 1180591620717411303424}', "field 'v' is out of the 64-bit"),
+        # pyarrow failed on it with a traceback, at every read of the results
+        (b'{"point_id": "id9", "status": "ok", "w": "a\\udcff"}', "field 'w' holds text that"),
         # taken as they were: a blank row, a row of another point, a column turned to text
         (b"{}", "no point_id, not its folder's name (id9)"),
         (b'{"point_id": "zzz", "status": "ok"}', "point_id 'zzz', not its folder's name"),
@@ -422,6 +424,19 @@ def test_a_row_that_is_a_named_pipe_or_a_folder_is_left_out_and_reported(tmp_pat
         "is a folder, not a row file; the point is left out",
     ]
     assert read_row(tmp_path, "id8") is None
+
+
+def test_a_point_folder_whose_name_is_not_utf8_is_left_out_and_reported(tmp_path):
+    """Hashing the rows' names to tell a current table failed with a UnicodeEncodeError
+    and its traceback, at every read of the results."""
+    _rows(tmp_path, range(2))
+    odd = tmp_path / "points" / os.fsdecode(b"x\xffy")
+    odd.mkdir()
+    (odd / "row.json").write_text(json.dumps({"point_id": "x\udcffy", "status": "ok"}))
+    said: list[str] = []
+    assert list(load_results(tmp_path, warn=said.append)["v"]) == [0, 1]
+    assert said == [f"{odd / 'row.json'}: field 'point_id' holds text that is not UTF-8 (a lone "
+                    "surrogate); the point is left out"]  # fmt: skip
 
 
 def test_a_named_pipe_in_the_results_tables_place_is_not_written_into(tmp_path):
