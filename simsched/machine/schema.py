@@ -127,6 +127,11 @@ MAX_SIZE = 1 << 40
 #: Largest latency, service interval or cost in cycles (the engine's clock is int64; this
 #: keeps sums over billions of references far from overflow).
 MAX_CYCLES = 1 << 24
+#: Most cache levels a machine may have.  Chips have at most four; the generated memory
+#: kernel nests a block per level, and Python compiles no more than about thirty nested
+#: blocks (32 levels ended in an IndentationError with a traceback, and 16 made a kernel
+#: of about 230 KB of source).
+MAX_LEVELS = 8
 
 Size = Annotated[int, BeforeValidator(parse_size), Field(gt=0, le=MAX_SIZE)]
 # Counts and cycle numbers are exact integers: ``true`` or ``2.5`` is an error, not 1 or 2.
@@ -399,7 +404,9 @@ class Machine(_Strict):
     description: str = ""
     sockets: StrictInt = Field(default=1, gt=0, le=64)
     cores_per_socket: StrictInt = Field(gt=0, le=256)
-    caches: tuple[CacheLevel, ...] = Field(min_length=1, description="from the core outwards")
+    caches: tuple[CacheLevel, ...] = Field(
+        min_length=1, max_length=MAX_LEVELS, description="from the core outwards"
+    )
     memory: Memory
     costs: Costs = Costs()
     coherence: StrictBool | None = Field(

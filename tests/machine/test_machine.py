@@ -119,6 +119,18 @@ def test_a_failing_only_cache_is_one_error_not_also_an_empty_list():
         load_machine({**BASE, "caches": []})
 
 
+def test_a_machine_has_at_most_eight_cache_levels():
+    """32 levels were accepted and their generated kernel, a block nested per level, ended
+    in Python's IndentationError and a traceback; 8 are accepted."""
+    from simsched.machine.schema import MAX_LEVELS
+
+    l1 = BASE["caches"][0]
+    levels = [{**l1, "name": f"L{i + 1}", "hit_latency": i + 1} for i in range(32)]
+    with pytest.raises(ConfigError, match="caches: Tuple should have at most 8 items.*not 32"):
+        load_machine({**BASE, "caches": levels})
+    assert len(load_machine({**BASE, "caches": levels[:MAX_LEVELS]}).caches) == MAX_LEVELS
+
+
 def test_yaml_file_and_overrides(tmp_path):
     p = tmp_path / "m.yaml"
     p.write_text(
