@@ -15,6 +15,7 @@ from simsched.canonical import strict_json
 from simsched.cli._table import console as console  # re-exported for the command modules
 from simsched.cli._table import err_console as err_console
 from simsched.cli._table import print_table as print_table
+from simsched.cli._table import print_warning as print_warning
 from simsched.errors import ConfigError, float_out_of_range
 from simsched.files import NumberOutOfRange, parse_yaml
 from simsched.params import check_line_size

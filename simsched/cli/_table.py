@@ -17,6 +17,8 @@ import errno
 from rich.console import Console
 from rich.table import Table
 
+from simsched.errors import one_line
+
 
 class _Console(Console):
     """A rich console that reports a closed pipe as ``BrokenPipeError``: rich's own answer
@@ -29,6 +31,13 @@ class _Console(Console):
 
 console = _Console(markup=False, highlight=False, soft_wrap=True)
 err_console = _Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
+
+
+def print_warning(message: str) -> None:
+    """One ``warning:`` line on stderr, written out as an error's line is
+    (:func:`simsched.errors.one_line`): a warning names a file or a label as given, and a
+    newline or an escape sequence in it split the line or ran on the terminal."""
+    err_console.print(f"warning: {one_line(message)}")
 
 
 def print_table(table: Table, target: Console | None = None) -> None:

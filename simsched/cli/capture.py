@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from simsched.cli._common import err_console
+from simsched.cli._common import err_console, print_warning
 
 _PASS = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
@@ -159,7 +159,7 @@ def register(app: typer.Typer) -> None:
             f"raw {res.raw_bytes / 1e6:,.1f} MB"
         )
         for w in res.warnings:
-            err_console.print(f"warning: {w}")
+            print_warning(w)
         found = h.params.get("iterations_found")
         if found:
             err_console.print(

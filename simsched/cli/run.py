@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,6 +30,7 @@ from simsched.cli._common import (
     parse_kv,
     print_json,
     print_table,
+    print_warning,
     want_progress,
     written_float,
 )
@@ -353,7 +353,7 @@ def _print_warnings(rec: dict, note: str) -> None:
     for w in json.loads(rec.get("warnings", "[]")):
         if note and w["code"] == "no-iterations":
             continue  # the note above said it, with what to do about it
-        print(f"warning: {w['message']}", file=sys.stderr)
+        print_warning(w["message"])
 
 
 # What an iteration-learning policy does on a trace without iterations ([LAWS15] §3.4, §4).
@@ -478,7 +478,7 @@ def _print_jobs_warnings(rec: dict[str, Any]) -> None:
     """A job-set record's warnings on stderr, whether the record is printed as a table or
     as JSON (stdout then stays one JSON object)."""
     for w in rec.get("warnings", []):
-        print(f"warning: {w['message']}", file=sys.stderr)
+        print_warning(w["message"])
 
 
 def jobs_summary(rec: dict[str, Any]) -> str:

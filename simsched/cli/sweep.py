@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from simsched.cli._common import err_console, print_table
+from simsched.cli._common import print_table, print_warning
 from simsched.progress import duration, plural
 
 if TYPE_CHECKING:
@@ -329,7 +329,7 @@ def _them(count: int) -> str:
 
 def _warn(message: str) -> None:
     """Report a damaged row of a results store on stderr (the command goes on without it)."""
-    err_console.print(f"warning: {message}")
+    print_warning(message)
 
 
 def _isna(v: object) -> bool:

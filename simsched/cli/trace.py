@@ -19,6 +19,7 @@ from simsched.cli._common import (
     plugin_warnings,
     print_json,
     print_table,
+    print_warning,
     want_progress,
 )
 from simsched.errors import ConfigError
@@ -184,7 +185,7 @@ def import_cmd(
             iterations_refused=refused.append,
         )
     for w in warnings:
-        err_console.print(f"warning: {w}")
+        print_warning(w)
     for why in refused:
         err_console.print(
             f"{out}: no iterations: the steps of the time loop in the Cilk function main "

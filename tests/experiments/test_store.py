@@ -439,6 +439,24 @@ def test_a_point_folder_whose_name_is_not_utf8_is_left_out_and_reported(tmp_path
                     "surrogate); the point is left out"]  # fmt: skip
 
 
+def test_a_warning_naming_a_folder_with_a_newline_is_one_line(tmp_path, capsys):
+    """The warning printed the folder's name raw: a newline in it split the line."""
+    from simsched.cli import main
+
+    _rows(tmp_path, range(2))
+    odd = tmp_path / "points" / "x\ny"
+    odd.mkdir()
+    (odd / "row.json").write_text("[1]")
+    with pytest.raises(SystemExit) as info:
+        main(["results", "show", str(tmp_path), "--format", "csv", "--columns", "v"])
+    assert info.value.code == 0
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"warning: {tmp_path}/points/x\\ny/row.json: not a JSON object (list); the point is left out\n"
+    )
+
+
 def test_a_named_pipe_in_the_results_tables_place_is_not_written_into(tmp_path):
     """The table was rebuilt into the pipe, as into `-o /dev/stdout`: reading the results
     and `sweep run` waited for a reader for good."""
