@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from simsched.canonical import canonical_json, numpy_instance
-from simsched.errors import ConfigError, float_out_of_range, shown
+from simsched.errors import ConfigError, float_out_of_range, shown, utf8_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -377,8 +377,9 @@ def is_utf8(text: str) -> bool:
 def name_text(name: str) -> str:
     """A file name as UTF-8 text for a label or a trace's program name: the bytes that are
     not UTF-8 written as ``\\xNN`` (a program ``./fib\\xffprog`` is named ``fib\\xffprog``),
-    any other name unchanged (:func:`is_utf8`)."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
+    any other name unchanged (:func:`is_utf8`); the rewriting of an error's line
+    (:func:`simsched.errors.utf8_text`)."""
+    return utf8_text(name)
 
 
 def is_power_of_two(n: int) -> bool:
