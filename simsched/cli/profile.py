@@ -101,6 +101,9 @@ def profile_cmd(
             blocker = folder_blocker(target.parent)
             if blocker is not None:
                 raise ConfigError(f"{option} {target}: {blocker}")
+    if out is not None and out.suffix.lower() not in ("", ".npz", ".prof") and not is_stream(out):
+        # `-o prof.txt` or `-o prof.csv` wrote a compressed NumPy archive under that name
+        raise ConfigError(f"--out {out}: a profile is a NumPy .npz archive; name it .npz or .prof")
     if plot is not None:
         from simsched.plotting import figure_format
 

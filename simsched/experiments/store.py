@@ -626,6 +626,15 @@ def _results_file(path: Path) -> pd.DataFrame:
     a CSV of other columns showed as a blank table of its rows, and was exported and
     plotted as if it were results."""
     df = _read_table(path)
+    from simsched.profile.coarsen import TABLE_COLUMNS as PARALLELIZATION_COLUMNS
+
+    if set(PARALLELIZATION_COLUMNS) <= set(df.columns):
+        # it has a machine column, so the check below let it through, and its groups were
+        # shown as rows of results with only the machine and cores filled in
+        raise ConfigError(
+            f"{path}: a parallelization table of `simsched coarsen`, not a results table "
+            "(`simsched regrain --table` takes it)"
+        )
     # no column at all: a sweep none of whose points finished
     if len(df.columns) and not any(c in df.columns for c in TABLE_COLUMNS):
         have = ", ".join(map(str, list(df.columns)[:6])) + (", ..." if len(df.columns) > 6 else "")

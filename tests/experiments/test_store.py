@@ -558,11 +558,32 @@ def test_damaged_results_files(tmp_path, name, content, message):
         load_results(only)
 
 
+def _refused_by_every_reader(table, message, xy, tmp_path, capsys):
+    """``load_results(table)`` raises ``message``, and ``results show``, ``results export``
+    and ``plot sweep`` of ``table`` each exit 2 with it alone and write nothing."""
+    from simsched.cli import main
+
+    with pytest.raises(ConfigError) as info:
+        load_results(table)
+    assert str(info.value) == message
+
+    for args in (
+        ["results", "show", str(table)],
+        ["results", "export", str(table), "-o", str(tmp_path / "out.csv")],
+        ["plot", "sweep", str(table), "--x", xy[0], "--y", xy[1], "-o", str(tmp_path / "f.png")],
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            main(args)
+        captured = capsys.readouterr()
+        assert exit_info.value.code == 2 and captured.out == ""
+        assert captured.err == f"simsched: error: {message}\n"
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "f.png").exists()
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_another_programs_table_is_refused_naming_what_it_lacks(tmp_path, capsys, suffix):
     """`results show small.csv` of a,b/1,2 printed a blank table and "1 row", and `plot
     sweep` and `results export` took it too."""
-    from simsched.cli import main
 
     path = tmp_path / f"small{suffix}"
     foreign = pd.DataFrame({"a": [1], "b": [2]})
@@ -570,23 +591,11 @@ def test_another_programs_table_is_refused_naming_what_it_lacks(tmp_path, capsys
         foreign.to_csv(path, index=False)
     else:
         foreign.to_parquet(path)
-    with pytest.raises(ConfigError) as info:
-        load_results(path)
-    assert str(info.value) == (
+    message = (
         f"{path}: not a simsched results table (its columns a, b; a run's row has status, "
         "workload, machine, scheduler, ...; `simsched results export` writes one)"
     )
-    for args in (
-        ["results", "show", str(path)],
-        ["results", "export", str(path), "-o", str(tmp_path / "out.csv")],
-        ["plot", "sweep", str(path), "--x", "a", "--y", "b", "-o", str(tmp_path / "f.png")],
-    ):
-        with pytest.raises(SystemExit) as exit_info:
-            main(args)
-        captured = capsys.readouterr()
-        assert exit_info.value.code == 2 and captured.out == ""
-        assert captured.err == f"simsched: error: {info.value}\n"
-    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "f.png").exists()
+    _refused_by_every_reader(path, message, ("a", "b"), tmp_path, capsys)
     # a selection of a table's columns is one (results show --format csv --columns ...)
     pd.DataFrame({"scheduler": ["ws"], "speedup": [2.0]}).to_csv(tmp_path / "sel.csv", index=False)
     assert list(load_results(tmp_path / "sel.csv")["speedup"]) == [2.0]
@@ -819,3 +828,24 @@ def test_mappings_and_lists_outside_the_nested_fields_are_rows_too(tmp_path):
     said: list[str] = []
     df = load_results(tmp_path, warn=said.append)
     assert said == [] and list(df["point_id"]) == ["p1"]
+
+
+def test_a_parallelization_table_is_not_taken_for_results(tmp_path, capsys):
+    """`simsched coarsen -o t.csv` writes a table with a machine column, and `results show
+    t.csv` printed its groups as twelve rows of results holding only machine and cores."""
+    from simsched.machine import load_machine
+    from simsched.profile import coarsen, profile_trace, write_table
+    from simsched.trace import open_trace
+    from simsched.workloads import generate
+
+    trace = tmp_path / "fib.sst"
+    generate("fib", trace, n=12)
+    with open_trace(trace) as t:
+        prof = profile_trace(t, machine="opteron-8380-4x4")
+    table = tmp_path / "t.csv"
+    write_table(coarsen(prof, load_machine("opteron-8380-4x4")).rows, table)
+    message = (
+        f"{table}: a parallelization table of `simsched coarsen`, not a results table "
+        "(`simsched regrain --table` takes it)"
+    )
+    _refused_by_every_reader(table, message, ("cores", "depth"), tmp_path, capsys)

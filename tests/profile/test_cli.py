@@ -131,6 +131,8 @@ def test_profile_table_output_reports_the_check_and_the_figure(tmp_path, capsys)
         (["profile", "{src}", "--line", "48"], "power of two"),
         (["profile", "{src}", "--line", "64", "--machine", "no-such"], "give one of them"),
         (["profile", "{tmp}/missing.sst"], "missing.sst"),
+        (["profile", "{src}", "-o", "{tmp}/p.txt"], "--out {tmp}/p.txt: a profile is a NumPy"),
+        (["profile", "{src}", "-o", "{tmp}/p.csv"], "name it .npz or .prof"),
         (["coarsen", "{tmp}/bad.prof", "--machine", "itrs-scaling-4"], "bad.prof"),
         (["coarsen", "{tmp}/r.prof", "--machine", "no-such-machine"], "no-such-machine"),
         (["regrain", "{src}", "--table", "{tmp}/bad.csv", "-o", "{tmp}/o.sst"], "bad.csv"),
@@ -145,7 +147,8 @@ def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys, args, message):
     code, _, err = run(argv, capsys)
     assert code == 2
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], err
+    assert len(lines) == 1 and message.format(tmp=tmp_path) in lines[0], err
+    assert not (tmp_path / "p.txt").exists() and not (tmp_path / "p.csv").exists()
 
 
 @pytest.mark.parametrize("option", ["--out", "--plot"])
