@@ -1006,3 +1006,41 @@ def test_saws_scaled_figures_write_their_per_point_table(tmp_path):
         "machine", "program", "quantum_ms", "sched", "seed", "makespan_cycles",
     ]  # fmt: skip
     assert points["makespan_cycles"].tolist() == [10.0, 30.0, 20.0, 40.0]
+
+
+def test_the_ge_rows_replayed_in_detail_give_the_figures_the_docs_quote():
+    """docs/experiments.md ("GE replayed in detail") quotes CAB/WS of GE at the paper's size
+    with every step replayed in detail, and the errors of the same points sampled: the
+    committed rows must give those figures, so neither can change alone."""
+    rows = ROOT / "experiments" / "cab" / "published-records" / "ge-detailed"
+    docs = " ".join((ROOT / "docs" / "experiments.md").read_text().split())
+
+    def load(name):
+        got = {}
+        for f in (rows / name).glob("*/row.json"):
+            r = json.loads(f.read_text())
+            got[(r["scheduler"], r["seed"])] = r
+        assert sorted(got) == [(s, i) for s in ("cab", "ws") for i in range(3)], name
+        return got
+
+    quoted = []
+    for name in ("links-4", "links-8.8"):
+        d = load(name)
+        assert all(not r["sampled"] and r["detailed_iterations"] == 256 for r in d.values())
+        span = {s: [d[(s, i)]["makespan_cycles"] for i in range(3)] for s in ("ws", "cab")}
+        ratio = sum(span["cab"]) / sum(span["ws"])
+        worst = max(c / w for c, w in zip(span["cab"], span["ws"], strict=True))
+        quoted.append(f"{ratio:.3f} [{worst:.3f}]")
+        if name == "links-4":
+            detailed = d
+    assert f"CAB/WS is {quoted[0]} at 4 GB/s and {quoted[1]} at 8.8 GB/s" in docs
+    sampled = load("sampled-4")
+    errors = []
+    for key, r in sampled.items():
+        exact = detailed[key]["makespan_cycles"]
+        lo, hi = r["makespan_ci95"]
+        assert r["sampled"] and lo <= exact <= hi, key
+        errors.append(100 * (r["makespan_cycles"] - exact) / exact)
+    assert (
+        f"the errors {min(errors):.2f} to +{max(errors):.2f} % at 4 GB/s".replace("-", "−") in docs
+    )
