@@ -112,11 +112,24 @@ def _raw_machine(spec: str | Path | dict) -> tuple[str, dict]:
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping of machine fields at the top level")
         return str(path), data
-    close = difflib.get_close_matches(key, preset_names(), n=4, cutoff=0.6)
+    close = _near_presets(key)
     hint = f" (did you mean {', '.join(close)}?)" if close else " (see `simsched machine list`)"
     # a name of thousands of characters was echoed whole
     said = repr(key) if len(key) <= 120 else f"{key[:100]!r}... ({len(key):,} characters)"
     raise ConfigError(f"machine {said}: no such preset or file{hint}")
+
+
+def _near_presets(key: str) -> list[str]:
+    """Preset names like ``key``, in any case: those it begins (``Opteron``), else the
+    closest.  Names are matched in lower case because the presets are written so and a
+    name typed as in a datasheet (``OPTERON-8380-4x4``, ``Xeon``) found none."""
+    names = preset_names()
+    lower = key.lower()
+    begun = [n for n in names if len(lower) >= 3 and n.lower().startswith(lower)]
+    if begun:
+        return begun[:4]
+    by_lower = {n.lower(): n for n in names}
+    return [by_lower[n] for n in difflib.get_close_matches(lower, list(by_lower), n=4, cutoff=0.6)]
 
 
 def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:

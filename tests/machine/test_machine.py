@@ -215,6 +215,24 @@ def test_cli_unknown_machine_exit_2(capsys):
     assert "did you mean" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("typed", "hint"),
+    [
+        ("OPTERON-8380-4x4", "(did you mean opteron-8380-4x4?)"),
+        ("Opteron", "(did you mean opteron-8380-4x4?)"),
+        ("Xeon", "(did you mean xeon-8380-2x40, xeon-x7560-4x8?)"),
+        ("xe", "(see `simsched machine list`)"),
+    ],
+)
+def test_a_preset_typed_in_another_case_or_begun_is_suggested(typed, hint):
+    """A preset name typed as in a datasheet, or its first word, got no "did you mean": the
+    close matches were sought in the case typed, and a word that begins a name is too short
+    to be close to it."""
+    with pytest.raises(ConfigError) as info:
+        load_machine(typed)
+    assert str(info.value) == f"machine {typed!r}: no such preset or file {hint}"
+
+
 @pytest.mark.parametrize("value", [True, False, "2.5"])
 def test_clock_ghz_is_a_number_not_a_bool(value):
     """``clock_ghz: true`` used to become 1.0 GHz."""
