@@ -1100,3 +1100,25 @@ def test_the_heat_1k_rows_replayed_in_detail_give_the_gains_the_docs_quote():
     assert (
         f"BL 3 gains {seed0:.1f} % against WS's seed 0 and {mean:.1f} % against WS's mean" in docs
     )
+
+
+def test_the_intel_laws_ge_row_replayed_in_detail_gives_the_figure_the_docs_quote():
+    """docs/experiments.md quotes the Intel study's GE under LAWS replayed in detail against
+    its sampled record: the committed rows must give that figure."""
+    records = ROOT / "experiments" / "laws" / "published-records"
+    docs = " ".join((ROOT / "docs" / "experiments.md").read_text().split())
+    (row,) = [json.loads(f.read_text()) for f in (records / "ge-detailed-intel").glob("*/row.json")]
+    (study,) = [
+        r
+        for f in (records / "published_intel").glob("*/row.json")
+        if (r := json.loads(f.read_text()))["workload"] == "ge"
+        and r["scheduler"] == "laws"
+        and r["seed"] == 0
+        and r["machine"] == "xeon-x7560-4x8"
+    ]
+    exact, sampled = row["makespan_cycles"], study["makespan_cycles"]
+    assert not row["sampled"] and row["detailed_iterations"] == 200
+    assert (
+        f"takes {exact / 1e9:.3f} G cycles, {100 * (exact - sampled) / exact:.2f} % above the "
+        f"sampled {sampled / 1e9:.3f}" in docs
+    )
