@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from simsched.errors import ConfigError, shown, spelled
-from simsched.files import check_path, is_stream, write_text_atomic
+from simsched.files import check_path, named_for, write_text_atomic
 from simsched.trace.format import EDGE_JOIN
 
 __all__ = ["FORMATS", "chrome_trace", "export_timeline"]
@@ -365,7 +365,7 @@ def export_timeline(
     if not isinstance(fmt, str) or fmt not in FORMATS:
         given = spelled(f"fmt={shown(fmt)}", f"--format {shown(fmt)}")
         raise ConfigError(f"{given}: use {' or '.join(FORMATS)}")
-    if out.suffix.lower() not in ("", ".json") and not is_stream(out):
+    if not named_for(out, (".json",)):
         # `-o t.csv` wrote JSON under that name, which a CSV reader then refused
         given = spelled(f"out={str(out)!r}", f"--out {out}")
         raise ConfigError(f"{given}: the timeline is trace-event JSON; name it .json")

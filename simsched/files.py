@@ -599,6 +599,15 @@ def is_stream(path: str | os.PathLike) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
+def named_for(path: str | os.PathLike, suffixes: tuple[str, ...]) -> bool:
+    """Whether an output at ``path`` may hold a format whose files are named with one of
+    ``suffixes`` (lower case, with the dot): its suffix is one of them in any case, or it
+    has none, or it is a stream (:func:`is_stream`), which has no name of its own.  The
+    commands that write one format refuse other names: a ``-o t.csv`` that got JSON was
+    then refused by the CSV reader it was named for."""
+    return Path(path).suffix.lower() in ("", *suffixes) or is_stream(path)
+
+
 def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, overwrite: bool = True) -> Path:
     """Write ``data`` to ``path`` through :func:`atomic_output`; returns ``path``."""
     with atomic_output(path, overwrite=overwrite) as tmp:

@@ -23,7 +23,7 @@ from simsched.cli._common import (
     written_float,
 )
 from simsched.errors import ConfigError
-from simsched.files import check_not_input, folder_blocker, is_stream, same_file
+from simsched.files import check_not_input, folder_blocker, is_stream, named_for, same_file
 from simsched.progress import plural
 
 
@@ -101,7 +101,7 @@ def profile_cmd(
             blocker = folder_blocker(target.parent)
             if blocker is not None:
                 raise ConfigError(f"{option} {target}: {blocker}")
-    if out is not None and out.suffix.lower() not in ("", ".npz", ".prof") and not is_stream(out):
+    if out is not None and not named_for(out, (".npz", ".prof")):
         # `-o prof.txt` or `-o prof.csv` wrote a compressed NumPy archive under that name
         raise ConfigError(f"--out {out}: a profile is a NumPy .npz archive; name it .npz or .prof")
     if plot is not None:
@@ -199,7 +199,7 @@ def coarsen_cmd(
         raise ConfigError(f"-K {as_written(factor)}: the factor is a finite number in (0, 1e6]")
     factor = float(factor)  # the summary prints a number, not the text
     if out is not None:
-        if out.suffix.lower() not in ("", ".csv") and not is_stream(out):
+        if not named_for(out, (".csv",)):
             # `-o t.parquet` wrote CSV under that name, which a Parquet reader then refused
             raise ConfigError(f"--out {out}: the parallelization table is CSV; name it .csv")
         check_not_input(out, "--out", {"the profile": profile})

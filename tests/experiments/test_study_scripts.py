@@ -1008,18 +1008,27 @@ def test_saws_scaled_figures_write_their_per_point_table(tmp_path):
     assert points["makespan_cycles"].tolist() == [10.0, 30.0, 20.0, 40.0]
 
 
+def _experiments_text() -> str:
+    """docs/experiments.md with its line breaks made spaces (a quoted figure may wrap)."""
+    return " ".join((ROOT / "docs" / "experiments.md").read_text().split())
+
+
+def _committed_rows(study: str, folder: str) -> list[dict]:
+    """The rows committed in ``experiments/<study>/published-records/<folder>/``."""
+    records = ROOT / "experiments" / study / "published-records" / folder
+    return [json.loads(f.read_text()) for f in sorted(records.glob("*/row.json"))]
+
+
 def test_the_ge_rows_replayed_in_detail_give_the_figures_the_docs_quote():
     """docs/experiments.md ("GE replayed in detail") quotes CAB/WS of GE at the paper's size
     with every step replayed in detail, and the errors of the same points sampled: the
     committed rows must give those figures, so neither can change alone."""
-    rows = ROOT / "experiments" / "cab" / "published-records" / "ge-detailed"
-    docs = " ".join((ROOT / "docs" / "experiments.md").read_text().split())
+    docs = _experiments_text()
 
     def load(name):
-        got = {}
-        for f in (rows / name).glob("*/row.json"):
-            r = json.loads(f.read_text())
-            got[(r["scheduler"], r["seed"])] = r
+        got = {
+            (r["scheduler"], r["seed"]): r for r in _committed_rows("cab", f"ge-detailed/{name}")
+        }
         assert sorted(got) == [(s, i) for s in ("cab", "ws") for i in range(3)], name
         return got
 
@@ -1050,16 +1059,14 @@ def test_the_laws_ge_rows_replayed_in_detail_give_the_figures_the_docs_quote():
     """docs/experiments.md ("GE and GE-ir replayed in detail") quotes LAWS / WS on the AMD
     study's GE with every step replayed, and how far the study's sampled LAWS and LAWS-NC
     makespans are from those: the committed rows must give those figures."""
-    records = ROOT / "experiments" / "laws" / "published-records"
-    docs = " ".join((ROOT / "docs" / "experiments.md").read_text().split())
+    docs = _experiments_text()
 
     def load(name):
-        got = {}
-        for f in (records / name).glob("*/row.json"):
-            r = json.loads(f.read_text())
-            if r["workload"] in ("ge", "ge-ir"):
-                got[(r["workload"], r["scheduler"], r["seed"])] = r
-        return got
+        return {
+            (r["workload"], r["scheduler"], r["seed"]): r
+            for r in _committed_rows("laws", name)
+            if r["workload"] in ("ge", "ge-ir")
+        }
 
     detailed, study = load("ge-detailed"), load("published")
     assert sorted(detailed) == sorted(study) and len(detailed) == 16
@@ -1083,11 +1090,9 @@ def test_the_laws_ge_rows_replayed_in_detail_give_the_figures_the_docs_quote():
 def test_the_heat_1k_rows_replayed_in_detail_give_the_gains_the_docs_quote():
     """docs/experiments.md quotes the paper's BL 3 on heat 1k x 1k against WS with all 20
     sweeps replayed in detail; the committed rows must give those gains."""
-    rows = ROOT / "experiments" / "cab" / "published-records" / "heat1k-detailed"
-    docs = " ".join((ROOT / "docs" / "experiments.md").read_text().split())
+    docs = _experiments_text()
     ws, bl3, auto = {}, None, {}
-    for f in rows.glob("*/row.json"):
-        r = json.loads(f.read_text())
+    for r in _committed_rows("cab", "heat1k-detailed"):
         assert r["workload"] == "heat-1k" and not r["sampled"] and r["detailed_iterations"] == 20
         if r["scheduler"] == "ws":
             ws[r["seed"]] = r["makespan_cycles"]
@@ -1105,13 +1110,12 @@ def test_the_heat_1k_rows_replayed_in_detail_give_the_gains_the_docs_quote():
 def test_the_intel_laws_ge_row_replayed_in_detail_gives_the_figure_the_docs_quote():
     """docs/experiments.md quotes the Intel study's GE under LAWS replayed in detail against
     its sampled record: the committed rows must give that figure."""
-    records = ROOT / "experiments" / "laws" / "published-records"
-    docs = " ".join((ROOT / "docs" / "experiments.md").read_text().split())
-    (row,) = [json.loads(f.read_text()) for f in (records / "ge-detailed-intel").glob("*/row.json")]
+    docs = _experiments_text()
+    (row,) = _committed_rows("laws", "ge-detailed-intel")
     (study,) = [
         r
-        for f in (records / "published_intel").glob("*/row.json")
-        if (r := json.loads(f.read_text()))["workload"] == "ge"
+        for r in _committed_rows("laws", "published_intel")
+        if r["workload"] == "ge"
         and r["scheduler"] == "laws"
         and r["seed"] == 0
         and r["machine"] == "xeon-x7560-4x8"
