@@ -158,20 +158,16 @@ def study(spec: str, schedulers: list[str], k: int, precision: float, traces: st
 def _iteration_ends(trace: Path, seed: int) -> tuple[np.ndarray, int]:
     """End cycle of every iteration of a detailed WS replay, and references per iteration."""
     import simsched
+    from simsched.engine.sampling import iteration_weights
     from simsched.trace.reader import open_trace
 
     res = simsched.run(trace, MACHINE, "ws", seed=seed, overrides=OVERRIDES, speedup=False)
-    tl = res.timeline_arrays()
     t = open_trace(trace)
     try:
-        it = np.asarray(t.frames.iteration)[np.asarray(t.strands.frame)]
-        refs = int(np.diff(np.asarray(t.strands.ref_start))[it == 0].sum())
+        refs = int(iteration_weights(t)[0])
     finally:
         t.close()
-    n = int(it.max()) + 1
-    ends = np.zeros(n, dtype=np.int64)
-    np.maximum.at(ends, it[it >= 0], np.asarray(tl["end"])[it >= 0])
-    return ends, refs
+    return np.asarray(json.loads(res.record["iteration_ends"]), dtype=np.int64), refs
 
 
 def _sample_window(ends: np.ndarray, refs: int, k: int, share: float, mean_only: bool):

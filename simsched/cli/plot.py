@@ -161,7 +161,12 @@ def iterations(
     """Draw the time of every iteration (and LAWS' CF roots per iteration) of runs."""
     from simsched.errors import ConfigError
     from simsched.plotting.figures import save
-    from simsched.plotting.iterations import has_iterations, load_records, plot_iterations
+    from simsched.plotting.iterations import (
+        NO_TIMES_WHY,
+        has_iterations,
+        load_records,
+        plot_iterations,
+    )
 
     runs = [run_path(r) for r in results]
     check_not_input(out, "--out", {k: v for r in runs for k, v in run_files(r, f"{r}'s").items()})
@@ -178,9 +183,7 @@ def iterations(
             else f"{len(without)} of the {len(runs)} runs recorded no iteration times "
             f"({', '.join(map(str, without))})"
         )
-        raise ConfigError(
-            f"{which} (iteration_cycles); run laws, laws-nc or cats on a trace with iterations"
-        )
+        raise ConfigError(f"{which} ({NO_TIMES_WHY})")
     save(plot_iterations(records, title=title), out)
     print(out)
 

@@ -330,7 +330,7 @@ def run_cmd(
         settled = rec["settled_at"]
         k = rec["sample_iterations"]
         n = rec["trace_iterations"]
-        if json.loads(rec["iteration_ends"]) == []:
+        if k + 1 >= n:
             # K + 1 iterations or more: the run never asked the policy, so -1 is "unknown"
             why = f"{k} samples after the first iteration would leave none out"
         elif settled < 0:

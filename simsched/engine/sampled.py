@@ -24,7 +24,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simsched.engine.record import dumps
-from simsched.engine.sampling import IterationSampler, SampleOutcome, iteration_rates
+from simsched.engine.sampling import (
+    IterationSampler,
+    SampleOutcome,
+    iteration_ends,
+    iteration_rates,
+)
 from simsched.errors import ConfigError, spelled
 from simsched.params import check_int, python_scalars
 from simsched.stats import t_quantile
@@ -387,6 +392,9 @@ def sample_fields(
         "iteration_ends": dumps([]),
     }
     if sampler is None:
+        # a detailed run keeps its iterations' ends too, so that its per-iteration cost
+        # can be read back (and set beside a sampled run's)
+        fields["iteration_ends"] = dumps(iteration_ends(t, res.strand_end))
         return fields
     o = sampler.outcome()
     fields["settled_at"] = o.settled_at

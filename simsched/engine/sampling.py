@@ -124,6 +124,31 @@ def iteration_weights(trace: Any) -> np.ndarray:
     return _weights(trace, *_dense_iterations(trace))
 
 
+def iteration_ends(trace: Any, strand_end: Any) -> list[int]:
+    """End cycle of every iteration of a replay that ran them all, in trace order.
+
+    The same ends as :class:`IterationSampler` records while it watches, read afterwards
+    from the replay's strand end cycles: an iteration ends with its last strand, and one
+    that ends before an earlier one counts as ending with it (iterations count in trace
+    order).  Empty when the trace has no iterations or a strand of one did not run.
+
+    Parameters
+    ----------
+    trace
+        The replayed trace (with the iterations the run used).
+    strand_end
+        End cycle of every strand of the replay (-1: did not run).
+    """
+    it_s, n = _dense_iterations(trace)
+    end = np.asarray(strand_end, dtype=np.int64)
+    marked = it_s >= 0
+    if n == 0 or bool((end[marked] < 0).any()):
+        return []
+    last = np.zeros(n, dtype=np.int64)
+    np.maximum.at(last, it_s[marked], end[marked])
+    return [int(e) for e in np.maximum.accumulate(last)]
+
+
 class IterationSampler:
     """Decides when a replay of one iterative job may stop (see the module docstring).
 

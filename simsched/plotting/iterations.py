@@ -1,15 +1,20 @@
 """Per-iteration time and packing of iterative runs ([LAWS15] Fig. 8).
 
 Reads result records (``result.json`` of ``simsched run --out``, or records of a results
-table) that carry ``iteration_cycles`` and, for ``laws``/``cats``, ``packing`` (fields the
-schedulers add, docs/results.md).  One line per record: the time of every iteration; for
-records with a packing, a lower panel with the number of CF roots each iteration ran
-under, so that Algorithm 1's moves are visible beside the time they produced.
+table).  One line per record: the time of every iteration replayed, as the period between
+the end of the previous iteration and its own (``iteration_ends``, which every run on a
+trace with iterations writes, whatever its policy, so that lines of different policies
+measure the same thing); a record written before runs kept them draws LAWS's and CATS's
+``iteration_cycles`` instead (from an iteration's first spawn; ``-1`` for an iteration a
+sampled run left out, drawn as a gap).  For records with a packing (``laws``/``cats``), a
+lower panel gives the number of CF roots each iteration ran under, so that Algorithm 1's
+moves are visible beside the time they produced.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from os import PathLike
 from pathlib import Path
@@ -21,6 +26,13 @@ from matplotlib.figure import Figure
 from simsched.errors import ConfigError, shown
 from simsched.plotting.figures import check_title, literal, style
 from simsched.plotting.runfolder import check_finished, is_int, read_record, result_file
+
+#: Why a record has no iteration times, and what to do (the errors' end).
+NO_TIMES_WHY = (
+    "iteration_ends, iteration_cycles: its trace has no iterations, or a simsched that "
+    "kept them only under laws, laws-nc, cats or sampling wrote it; replay a trace with "
+    "iterations"
+)
 
 
 def _field(rec: Mapping[str, Any], key: str, where: str | Path = "record") -> Any:
@@ -36,9 +48,20 @@ def _field(rec: Mapping[str, Any], key: str, where: str | Path = "record") -> An
 
 
 def has_iterations(rec: Mapping[str, Any]) -> bool:
-    """Whether a record has iteration times to draw: a non-empty ``iteration_cycles``
-    (a list, or the JSON text of one in a results table's column)."""
-    return bool(_field(rec, "iteration_cycles"))
+    """Whether a record has iteration times to draw: a non-empty ``iteration_ends`` or
+    ``iteration_cycles`` (a list, or the JSON text of one in a results table's column)."""
+    return bool(_field(rec, "iteration_ends") or _field(rec, "iteration_cycles"))
+
+
+def iteration_times(rec: Mapping[str, Any]) -> list[float]:
+    """The time of every iteration of a record the figure draws (see the module
+    docstring): the periods of ``iteration_ends`` when it has them, else
+    ``iteration_cycles`` with NaN for the iterations a sampled run left out; ``[]`` when it
+    has neither."""
+    ends = _field(rec, "iteration_ends")
+    if ends:
+        return [float(e - p) for p, e in zip([0, *ends[:-1]], ends, strict=True)]
+    return [float(c) if c >= 0 else math.nan for c in _field(rec, "iteration_cycles") or []]
 
 
 def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -66,12 +89,21 @@ def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
 
 
 def _check_fields(where: str | Path, rec: Mapping[str, Any]) -> tuple[Any, Any]:
-    """The two fields the figure reads, ``iteration_cycles`` and ``packing`` (parsed; None
-    when missing), if they have the types a run writes, else a one-line
-    :class:`ConfigError` naming ``where`` (the record's file, or the argument): a damaged
-    record's strings or negative times were drawn, or failed inside matplotlib."""
+    """The fields the figure reads, ``iteration_ends``, ``iteration_cycles`` and
+    ``packing`` (the last two returned, parsed; None when missing), if they have the types
+    a run writes, else a one-line :class:`ConfigError` naming ``where`` (the record's file,
+    or the argument): a damaged record's strings or negative times were drawn, or failed
+    inside matplotlib."""
+    ends = _field(rec, "iteration_ends", where)
+    if ends is not None and not (
+        isinstance(ends, list)
+        and all(is_int(e) and e >= 0 for e in ends)
+        and all(a <= b for a, b in zip(ends, ends[1:], strict=False))
+    ):
+        raise ConfigError(f"{where}: field 'iteration_ends' is not a list of rising end cycles")
     cyc = _field(rec, "iteration_cycles", where)
-    if cyc is not None and not (isinstance(cyc, list) and all(is_int(c) and c >= 0 for c in cyc)):
+    # -1: an iteration a sampled run did not replay
+    if cyc is not None and not (isinstance(cyc, list) and all(is_int(c) and c >= -1 for c in cyc)):
         raise ConfigError(f"{where}: field 'iteration_cycles' is not a list of cycle counts")
     packing = _field(rec, "packing", where)
     ok = packing is None or (
@@ -95,17 +127,17 @@ def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Fi
     Parameters
     ----------
     records
-        Result records with ``iteration_cycles``.
+        Result records with ``iteration_ends`` or ``iteration_cycles``.
     title
         Figure title.
 
     Raises
     ------
     ConfigError
-        No record has ``iteration_cycles`` (the run was not under a scheduler that
-        measures iterations, or the trace has no iteration marks), or a record's
-        ``iteration_cycles`` or ``packing`` is not of the type a run writes (what
-        :func:`load_records` checks).
+        No record has iteration times (the trace has no iteration marks, or the record
+        is older than ``iteration_ends`` and its policy measured none), or a record's
+        ``iteration_ends``, ``iteration_cycles`` or ``packing`` is not of the type a run
+        writes (what :func:`load_records` checks).
     """
     title = check_title(title) or ""
     if isinstance(records, Mapping):  # one record
@@ -117,14 +149,13 @@ def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Fi
         if not isinstance(rec, Mapping):
             raise ConfigError(f"records[{i}]={shown(rec)}: expected a result record (a dict)")
         # the check of load_records: a record made or changed in Python has not had it
-        cyc, packing = _check_fields(f"records[{i}]", rec)
-        if cyc:  # has_iterations' reading, without parsing the field twice
+        _, packing = _check_fields(f"records[{i}]", rec)
+        times = iteration_times(rec)
+        if times:
             label = f"{rec.get('scheduler', '?')} (seed {rec.get('seed', '?')})"
-            rows.append((label, cyc, packing or []))
+            rows.append((label, times, packing or []))
     if not rows:
-        raise ConfigError(
-            "no record has iteration_cycles (run laws, laws-nc or cats on a trace with iterations)"
-        )
+        raise ConfigError(f"no record has iteration times ({NO_TIMES_WHY})")
     packed = any(any(p.get("cf_roots") for p in pk) for _, _, pk in rows)
     with style():
         if packed:

@@ -7,6 +7,7 @@ import json
 import pytest
 
 import simsched
+from simsched.plotting.iterations import NO_TIMES_WHY
 from tests.cli.test_errors import one_line
 from tests.engine.machines import TWO_BY_TWO
 
@@ -57,14 +58,13 @@ def test_runs_without_iteration_times_are_named(cli, fib_trace, tmp_path):
     simsched.run(fib_trace, TWO_BY_TWO, "ws", out_dir=tmp_path / "run", speedup=False)
     code, _, err = cli("plot", "iterations", tmp_path / "run", "-o", tmp_path / "f.png")
     assert code == 2 and one_line(err) == (
-        f"simsched: error: {tmp_path / 'run'}: the run recorded no iteration times "
-        "(iteration_cycles); run laws, laws-nc or cats on a trace with iterations"
+        f"simsched: error: {tmp_path / 'run'}: the run recorded no iteration times ({NO_TIMES_WHY})"
     )
     code, _, err = cli(
         "plot", "iterations", tmp_path / "run", tmp_path / "run", "-o", tmp_path / "f.png"
     )
     assert code == 2 and one_line(err).startswith(
-        "simsched: error: none of the 2 runs recorded iteration times (iteration_cycles)"
+        "simsched: error: none of the 2 runs recorded iteration times (iteration_ends, "
     )
     assert not (tmp_path / "f.png").exists()
     # a table's text column "[]" is no iteration times either: the check here read it as
@@ -87,12 +87,18 @@ def test_a_run_without_iteration_times_among_others_is_named(cli, fib_trace, tmp
         "plot", "iterations", tmp_path / "laws", tmp_path / "ws", "-o", tmp_path / "f.png"
     )
     assert code == 2 and one_line(err) == (
-        f"simsched: error: {tmp_path / 'ws'}: the run recorded no iteration times "
-        "(iteration_cycles); run laws, laws-nc or cats on a trace with iterations"
+        f"simsched: error: {tmp_path / 'ws'}: the run recorded no iteration times ({NO_TIMES_WHY})"
     )
     assert not (tmp_path / "f.png").exists()
     code, out, _ = cli("plot", "iterations", tmp_path / "laws", "-o", tmp_path / "f.png")
     assert code == 0 and (tmp_path / "f.png").exists()
+    # WS on the heat keeps its iterations' ends: it is drawn beside LAWS (it was refused
+    # as recording no iteration times)
+    simsched.run(heat, TWO_BY_TWO, "ws", out_dir=tmp_path / "ws-heat", speedup=False)
+    code, out, _ = cli(
+        "plot", "iterations", tmp_path / "laws", tmp_path / "ws-heat", "-o", tmp_path / "g.png"
+    )
+    assert code == 0 and (tmp_path / "g.png").exists()
 
 
 def test_timeline_options_for_subtrees_are_refused_with_another_colouring(cli, fib_trace, tmp_path):

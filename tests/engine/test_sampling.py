@@ -13,7 +13,7 @@ import pytest
 import simsched
 from simsched.cli import main
 from simsched.engine.sampled import DEFAULT_SAMPLE_PRECISION
-from simsched.engine.sampling import IterationSampler
+from simsched.engine.sampling import IterationSampler, iteration_ends
 from simsched.errors import ConfigError
 from simsched.experiments.spec import load_spec
 from simsched.trace import open_trace
@@ -72,7 +72,8 @@ def test_sampled_makespan_close_to_detailed(heat, scheduler):
     ends = json.loads(samp["iteration_ends"])
     assert len(ends) == samp["detailed_iterations"]
     assert ends == sorted(ends) and ends[-1] == samp["detailed_cycles"]
-    assert json.loads(full["iteration_ends"]) == []
+    # a detailed run keeps its iterations' ends too: the sampled run's are their beginning
+    assert json.loads(full["iteration_ends"])[: len(ends)] == ends
 
 
 def test_laws_settles_when_algorithm_1_ends(heat):
@@ -337,6 +338,20 @@ def test_a_stop_never_leaves_no_iteration_out():
     assert stops[-1] and o.stopped and o.detailed == 4 and o.samples == 3
 
 
+def test_a_detailed_runs_iteration_ends_are_the_samplers():
+    """Read from the strands' end cycles afterwards, a replay's iteration ends are the
+    ones the sampler records as it watches: iteration 4 ended before iteration 3 and
+    counts as ending with it.  A replay that did not run an iteration's strand has none."""
+    trace = _iterations_trace(5)
+    end = [0, 100, 200, 300, 400, 350, 450]
+    s = IterationSampler(trace, 3)
+    for strand in (0, 1, 2, 3, 5, 4):
+        s.strand_done(strand, end[strand], _Settled())
+    assert iteration_ends(trace, end) == s.outcome().ends == [100, 200, 300, 400, 400]
+    assert iteration_ends(trace, [0, 100, 200, 300, 400, -1, -1]) == []
+    assert iteration_ends(_iterations_trace(0), [0, 5]) == []
+
+
 def _drive(n, periods, k, sched, enough=None):
     """Replay ``_iterations_trace(n)`` in order with the given iteration periods (cycles;
     10 references each) until the sampler stops it; returns the sampler."""
@@ -400,8 +415,11 @@ def test_sampled_record_is_the_detailed_run_cut_short(heat, scheduler):
     whole = _run(heat, scheduler, 2, 0.01)  # never precise enough: every iteration
     samp = _run(heat, scheduler, 3)
     assert whole["sampled"] is False and samp["sampled"] is True
-    assert whole["makespan_cycles"] == _run(heat, scheduler)["makespan_cycles"]
+    detailed = _run(heat, scheduler)
+    assert whole["makespan_cycles"] == detailed["makespan_cycles"]
     all_ends = json.loads(whole["iteration_ends"])
+    # read back from the strands' ends, the detailed run's are the ones watched
+    assert json.loads(detailed["iteration_ends"]) == all_ends
     ends = json.loads(samp["iteration_ends"])
     d, s0 = samp["detailed_iterations"], samp["settled_at"]
     assert len(all_ends) == ITERS and ends == all_ends[:d] and d == s0 + 3

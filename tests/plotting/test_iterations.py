@@ -40,6 +40,34 @@ def test_plot_has_time_and_roots_panels():
     assert list(ax2.lines[0].get_ydata()) == [0, 4, 8, 8]
 
 
+def test_any_policy_draws_the_periods_of_its_iteration_ends():
+    """Every run keeps its iterations' ends: WS's line is their periods, and so is LAWS's
+    when it has them (one measure for every line), its own iteration_cycles otherwise."""
+    ws = {"scheduler": "ws", "seed": 1, "iteration_ends": "[100,180,250]"}
+    laws = {**LAWS, "iteration_ends": "[90,170,240,315]"}
+    fig = plot_iterations([ws, laws])
+    assert [list(line.get_ydata()) for line in fig.axes[0].lines] == [
+        [100, 80, 70],
+        [90, 80, 70, 75],
+    ]
+
+
+def test_a_sampled_runs_left_out_iterations_are_a_gap(tmp_path):
+    """Before, ``load_records`` refused a sampled LAWS record written without iteration
+    ends: the -1 of the iterations it left out were "not a list of cycle counts"."""
+    sampled = {**LAWS, "iteration_cycles": "[100,80,70,-1,-1]"}
+    (tmp_path / "s.json").write_text(json.dumps(sampled))
+    (rec,) = load_records([tmp_path / "s.json"])
+    y = list(plot_iterations([rec]).axes[0].lines[0].get_ydata())
+    assert y[:3] == [100, 80, 70] and all(v != v for v in y[3:])  # NaN
+
+
+@pytest.mark.parametrize("ends", ["[100,90]", "[-5]", '["a"]', "{}"])
+def test_damaged_iteration_ends_are_refused(ends):
+    with pytest.raises(ConfigError, match="records\\[0\\]: field 'iteration_ends' is not a list"):
+        plot_iterations([{"scheduler": "ws", "iteration_ends": ends}])
+
+
 def test_no_iterations_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="iteration_cycles"):
         plot_iterations([{"scheduler": "ws"}])
@@ -100,7 +128,7 @@ def test_text_that_is_not_utf8_is_drawn_written_out(tmp_path):
     [
         ("iteration_cycles", '[1, "a"]', "'iteration_cycles' is not a list of cycle counts"),
         ("iteration_cycles", "zz", "field 'iteration_cycles' is not JSON"),
-        ("iteration_cycles", "[-1, 2]", "'iteration_cycles' is not a list of cycle counts"),
+        ("iteration_cycles", "[-2, 2]", "'iteration_cycles' is not a list of cycle counts"),
         ("iteration_cycles", {"a": 1}, "'iteration_cycles' is not a list of cycle counts"),
         ("packing", '[{"cf_roots": "x", "iteration": 1}]', "'packing' is not a list of"),
         ("packing", "[3]", "'packing' is not a list of"),
@@ -147,7 +175,7 @@ def test_one_path_is_one_record_not_its_letters(tmp_path):
     ("record", "says"),
     [
         ({"iteration_cycles": [1, "a"]}, "field 'iteration_cycles' is not a list of cycle counts"),
-        ({"iteration_cycles": [-1, 2]}, "field 'iteration_cycles' is not a list of cycle counts"),
+        ({"iteration_cycles": [-2, 2]}, "field 'iteration_cycles' is not a list of cycle counts"),
         ({"iteration_cycles": 5}, "field 'iteration_cycles' is not a list of cycle counts"),
         ({"iteration_cycles": "zz"}, "field 'iteration_cycles' is not JSON: 'zz'"),
         (
