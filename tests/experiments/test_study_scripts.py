@@ -1126,3 +1126,43 @@ def test_the_intel_laws_ge_row_replayed_in_detail_gives_the_figure_the_docs_quot
         f"takes {exact / 1e9:.3f} G cycles, {100 * (exact - sampled) / exact:.2f} % above the "
         f"sampled {sampled / 1e9:.3f}" in docs
     )
+
+
+def test_the_laws_ge_steps_give_the_remote_shares_the_docs_quote():
+    """docs/experiments.md ("Why it rises") quotes, per range of GE's pivot steps, the share
+    of DRAM lines LAWS's tasks get from another socket's node beside the share of rows
+    Eq. 1's even split has moved past their pages (1.5k of 2047 - k at step k): the
+    committed per-step rows must give those figures."""
+    docs = _experiments_text()
+    steps = pd.read_csv(
+        ROOT / "experiments" / "laws" / "published-records" / "ge-steps" / "steps.csv"
+    )
+    bins = [(4, 9), (9, 50), (50, 100), (100, 150), (150, 200)]
+
+    def remote(workload, scheduler):
+        part = steps[(steps["workload"] == workload) & (steps["scheduler"] == scheduler)]
+        assert part["iteration"].tolist() == list(range(200))
+        share = 100 * (1 - part["local_share"].to_numpy())
+        return [float(share[a:b].mean()) for a, b in bins]
+
+    ge = remote("ge", "laws")
+    moved = [100 * float(np.mean([1.5 * k / (2047 - k) for k in range(a, b)])) for a, b in bins]
+    quoted = (
+        f"is {ge[0]:.1f} % over steps 4–8, {ge[1]:.1f} % over 9–49, {ge[2]:.1f} % over "
+        f"50–99, {ge[3]:.1f} % over 100–149 and {ge[4]:.1f} % over 150–199, where the rows "
+        f"moved are {moved[0]:.1f}, {moved[1]:.1f}, {moved[2]:.1f}, {moved[3]:.1f} and "
+        f"{moved[4]:.1f} %"
+    )
+    assert quoted in docs
+    ir = remote("ge-ir", "laws")
+    assert f"gives {ir[0]:.1f} % to {ir[-1]:.1f} % over the same steps" in docs
+    ws = remote("ge", "ws")
+    assert f"stays at {min(ws):.0f}–{max(ws):.0f} % with no trend" in docs
+    # the periods are the committed detailed rows' own: the same replays
+    rows = {
+        (r["workload"], r["scheduler"]): r
+        for r in _committed_rows("laws", "ge-detailed")
+        if r["seed"] == 0
+    }
+    for (w, sched), part in steps.groupby(["workload", "scheduler"]):
+        assert int(part["period"].sum()) == rows[(w, sched)]["makespan_cycles"], (w, sched)
