@@ -9,6 +9,7 @@ import pytest
 
 import simsched
 from simsched.comparison import Note, compare_notes, run_notes, sampled_note
+from simsched.engine.sampling import iteration_weights
 from simsched.machine import load_machine
 from simsched.schedulers import REGISTRY, get_scheduler
 from simsched.trace import open_trace
@@ -698,6 +699,17 @@ def test_a_sampled_run_whose_rate_drifts_is_said(tmp_path):
         "(iterations 2–22, t = 5.6)"
     )
     assert "continued to the end, would make it 0.9% higher" in note["message"]
+    # the steps left out are smaller than the samples: said whatever the samples show
+    (unlike,) = [w for w in json.loads(rec["warnings"]) if w["code"] == "sampled-unlike"]
+    t = open_trace(tmp_path / "ge.sst")
+    w = iteration_weights(t)
+    t.close()
+    fewer = 1 - w[23:].mean() / w[2:23].mean()
+    assert unlike["message"].startswith(
+        f"laws: sampled, but the 7 iterations left out hold {fewer:.1%} fewer references "
+        "on average than the samples: the extrapolation charges them the samples' cycles "
+        "per reference"
+    )
 
 
 def test_samples_of_a_steady_rate_are_not_said_to_drift(tmp_path):
@@ -706,7 +718,9 @@ def test_samples_of_a_steady_rate_are_not_said_to_drift(tmp_path):
     m = load_machine(TWO_BY_TWO)
     rec = simsched.run(t, m, "ws", sample_iterations=5, speedup=False).record
     assert rec["sampled"]
-    assert "sampled-drift" not in {w["code"] for w in json.loads(rec["warnings"])}
+    assert not {"sampled-drift", "sampled-unlike"} & {
+        w["code"] for w in json.loads(rec["warnings"])
+    }
     # the same run with its samples made dearer step after step
     ends = json.loads(rec["iteration_ends"])
     first = rec["settled_at"]
