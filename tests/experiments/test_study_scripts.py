@@ -1166,3 +1166,41 @@ def test_the_laws_ge_steps_give_the_remote_shares_the_docs_quote():
     }
     for (w, sched), part in steps.groupby(["workload", "scheduler"]):
         assert int(part["period"].sum()) == rows[(w, sched)]["makespan_cycles"], (w, sched)
+
+
+def test_the_stencils_replayed_in_detail_give_the_table_the_docs_quote():
+    """docs/experiments.md ("The 2-D stencils replayed in detail") sets the AMD study's
+    sampled WS and LAWS makespans of the six 2-D programs beside detailed replays: the
+    committed rows must give every cell of its table, and the 9P gains it quotes."""
+    docs = _experiments_text()
+    programs = ["heat", "heat-ir", "sor", "sor-ir", "9p", "9p-ir"]
+
+    def load(name):
+        return {
+            (r["workload"], r["scheduler"]): r
+            for r in _committed_rows("laws", name)
+            if r["seed"] == 0 and r["workload"] in programs and r["scheduler"] in ("ws", "laws")
+        }
+
+    detailed, sampled = load("stencils-detailed"), load("rerun-2026-12-02")
+    assert sorted(detailed) == sorted(sampled) and len(detailed) == 12
+    assert all(not r["sampled"] and r["detailed_iterations"] == 200 for r in detailed.values())
+    assert all(len(r["iteration_ends"]) == 200 for r in detailed.values())
+
+    def cell(key):
+        s, exact = sampled[key], detailed[key]["makespan_cycles"]
+        lo, hi = s["makespan_ci95"]
+        error = 100 * (s["makespan_cycles"] - exact) / exact
+        outside = "" if lo <= exact <= hi else " *"
+        return f"{error:+.2f} % ({s['detailed_iterations']}){outside}".replace("-", "−")
+
+    span = {k: (detailed[k]["makespan_cycles"], sampled[k]["makespan_cycles"]) for k in detailed}
+    for w in programs:
+        ws, laws = span[(w, "ws")], span[(w, "laws")]
+        line = (
+            f"| {w} | {ws[0] / 1e6:,.2f} | {cell((w, 'ws'))} | {laws[0] / 1e6:,.2f} | "
+            f"{cell((w, 'laws'))} | {laws[0] / ws[0]:.3f} | {laws[1] / ws[1]:.3f} |"
+        )
+        assert line in docs, line
+    gain = [100 * (span[("9p", "ws")][i] / span[("9p", "laws")][i] - 1) for i in (0, 1)]
+    assert f"9P's LAWS gain {gain[0]:.1f} % in detail against the study's {gain[1]:.1f} %" in docs
