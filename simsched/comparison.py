@@ -279,13 +279,19 @@ def _tuning_share(name: str, record: dict[str, Any]) -> Note | None:
     )
 
 
-def _sampled_unlike(name: str, record: dict[str, Any], trace: Any) -> Note | None:
-    """``sampled-unlike`` (see the module docstring), else None."""
+def _sampled_weights(record: dict[str, Any], trace: Any) -> Any:
+    """References of every iteration of the trace a sampled run replayed (what the two
+    sampling notes weigh its iterations by), else None: the run was not sampled, or its
+    record counts other iterations than the trace has."""
     if not record.get("sampled") or "settled_at" not in record:
         return None
     weights = iteration_weights(trace)
-    if weights.size != int(record["trace_iterations"]):  # a record of other iterations
-        return None
+    return weights if weights.size == int(record["trace_iterations"]) else None
+
+
+def _sampled_unlike(name: str, record: dict[str, Any], weights: Any) -> Note | None:
+    """``sampled-unlike`` (see the module docstring) of a sampled run whose iterations
+    hold ``weights`` references, else None."""
     first, detailed = int(record["settled_at"]), int(record["detailed_iterations"])
     if not 0 <= first < detailed < weights.size:
         return None
@@ -308,16 +314,12 @@ def _sampled_unlike(name: str, record: dict[str, Any], trace: Any) -> Note | Non
     )
 
 
-def _sampled_drift(name: str, record: dict[str, Any], trace: Any) -> Note | None:
-    """``sampled-drift`` (see the module docstring), else None."""
-    if not record.get("sampled") or "settled_at" not in record:
-        return None
+def _sampled_drift(name: str, record: dict[str, Any], weights: Any) -> Note | None:
+    """``sampled-drift`` (see the module docstring) of a sampled run whose iterations hold
+    ``weights`` references, else None."""
     ends = _field(record, "iteration_ends")
     detailed = int(record["detailed_iterations"])
     if len(ends) < detailed:  # a record of a version that kept no iteration ends
-        return None
-    weights = iteration_weights(trace)
-    if weights.size != int(record["trace_iterations"]):  # a record of other iterations
         return None
     d = sample_drift(ends, weights, int(record["settled_at"]), detailed)
     if d is None or not d.significant:
@@ -475,12 +477,14 @@ def run_notes(record: dict[str, Any], trace: Any, machine: Any) -> list[Note]:
     search = _tuning_share(name, record)
     if search is not None and machine.cores > 1:  # one core: trace_notes' one-core says why
         notes.append(search)
-    drift = _sampled_drift(name, record, trace)
-    if drift is not None:
-        notes.append(drift)
-    unlike = _sampled_unlike(name, record, trace)
-    if unlike is not None:
-        notes.append(unlike)
+    weights = _sampled_weights(record, trace)
+    if weights is not None:
+        for note in (
+            _sampled_drift(name, record, weights),
+            _sampled_unlike(name, record, weights),
+        ):
+            if note is not None:
+                notes.append(note)
     given = _field(record, "params")
     params: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
     idle = cls.idle_params(params) if params else {}

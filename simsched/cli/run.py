@@ -327,10 +327,12 @@ def run_cmd(
         )
     elif rec.get("sample_iterations"):
         # asked for, but nothing was left out: say why rather than look like a sample
+        from simsched.engine.sampled import leaves_none_out
+
         settled = rec["settled_at"]
         k = rec["sample_iterations"]
         n = rec["trace_iterations"]
-        if k + 1 >= n:
+        if leaves_none_out(k, n):
             # K + 1 iterations or more: the run never asked the policy, so -1 is "unknown"
             why = f"{k} samples after the first iteration would leave none out"
         elif settled < 0:

@@ -156,6 +156,13 @@ def check_sampleable(t: Trace, name: str, iterations: str | None = None) -> int:
     return n
 
 
+def leaves_none_out(k: int, n: int) -> bool:
+    """Whether ``k`` samples of a trace of ``n`` iterations leave none out: the first
+    iteration is never a sample, so such a run is replayed in detail and its policy never
+    asked whether it settled."""
+    return k + 1 >= n
+
+
 def make_sampler(
     t: Trace, k: int, precision: float | None, name: str, iterations: str | None = None
 ) -> IterationSampler | None:
@@ -188,7 +195,7 @@ def make_sampler(
         The trace has no iterations.
     """
     n = check_sampleable(t, name, iterations)
-    if k + 1 >= n:
+    if leaves_none_out(k, n):
         return None
     if not precision:
         return IterationSampler(t, k)

@@ -53,15 +53,14 @@ def has_iterations(rec: Mapping[str, Any]) -> bool:
     return bool(_field(rec, "iteration_ends") or _field(rec, "iteration_cycles"))
 
 
-def iteration_times(rec: Mapping[str, Any]) -> list[float]:
-    """The time of every iteration of a record the figure draws (see the module
-    docstring): the periods of ``iteration_ends`` when it has them, else
-    ``iteration_cycles`` with NaN for the iterations a sampled run left out; ``[]`` when it
-    has neither."""
-    ends = _field(rec, "iteration_ends")
+def _times(ends: Any, cycles: Any) -> list[float]:
+    """The time of every iteration the figure draws (see the module docstring) from a
+    record's parsed ``iteration_ends`` and ``iteration_cycles``: the periods of the ends
+    when it has them, else the cycles with NaN for the iterations a sampled run left out;
+    ``[]`` when it has neither."""
     if ends:
         return [float(e - p) for p, e in zip([0, *ends[:-1]], ends, strict=True)]
-    return [float(c) if c >= 0 else math.nan for c in _field(rec, "iteration_cycles") or []]
+    return [float(c) if c >= 0 else math.nan for c in cycles or []]
 
 
 def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -88,12 +87,12 @@ def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     return out
 
 
-def _check_fields(where: str | Path, rec: Mapping[str, Any]) -> tuple[Any, Any]:
-    """The fields the figure reads, ``iteration_ends``, ``iteration_cycles`` and
-    ``packing`` (the last two returned, parsed; None when missing), if they have the types
-    a run writes, else a one-line :class:`ConfigError` naming ``where`` (the record's file,
-    or the argument): a damaged record's strings or negative times were drawn, or failed
-    inside matplotlib."""
+def _check_fields(where: str | Path, rec: Mapping[str, Any]) -> tuple[list[float], Any]:
+    """What the figure draws of a record: its iteration times (:func:`_times`) and its
+    ``packing`` (parsed; None when missing), if ``iteration_ends``, ``iteration_cycles``
+    and ``packing`` have the types a run writes, else a one-line :class:`ConfigError`
+    naming ``where`` (the record's file, or the argument): a damaged record's strings or
+    negative times were drawn, or failed inside matplotlib."""
     ends = _field(rec, "iteration_ends", where)
     if ends is not None and not (
         isinstance(ends, list)
@@ -118,7 +117,7 @@ def _check_fields(where: str | Path, rec: Mapping[str, Any]) -> tuple[Any, Any]:
         raise ConfigError(
             f"{where}: field 'packing' is not a list of {{iteration, cf_roots}} entries"
         )
-    return cyc, packing
+    return _times(ends, cyc), packing
 
 
 def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Figure:
@@ -149,9 +148,8 @@ def plot_iterations(records: Iterable[Mapping[str, Any]], title: str = "") -> Fi
         if not isinstance(rec, Mapping):
             raise ConfigError(f"records[{i}]={shown(rec)}: expected a result record (a dict)")
         # the check of load_records: a record made or changed in Python has not had it
-        _, packing = _check_fields(f"records[{i}]", rec)
-        times = iteration_times(rec)
-        if times:
+        times, packing = _check_fields(f"records[{i}]", rec)
+        if times:  # has_iterations' reading, without parsing the fields twice
             label = f"{rec.get('scheduler', '?')} (seed {rec.get('seed', '?')})"
             rows.append((label, times, packing or []))
     if not rows:
