@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
+import math
 import os
 import time
 import traceback
@@ -25,7 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simsched.baseline import BASELINE_VERSION, baseline_makespan, baseline_path  # noqa: F401
+from simsched.baseline import (  # noqa: F401
+    BASELINE_VERSION,
+    baseline_estimate,
+    baseline_makespan,
+    baseline_path,
+    speedup_interval,
+)
 from simsched.engine.outcome import EngineResult
 from simsched.engine.record import (
     RECORD_VERSION,
@@ -515,17 +523,23 @@ def run(
             # sampled the way the run was; a run that left no iteration out is exact, and
             # so is its baseline (an extrapolated one divided by an exact makespan)
             if rec["sampled"]:
-                b = baseline_makespan(
+                b = baseline_estimate(
                     t, m, sample_iterations=sample_iterations, sample_precision=sample_precision
                 )
             else:
-                b = baseline_makespan(t, m)
-            rec["baseline_makespan_cycles"] = b
+                b = baseline_estimate(t, m)
             ms = int(rec["makespan_cycles"])
-            rec["speedup"] = b / ms if ms else 0.0
+            rec["baseline_makespan_cycles"] = b.makespan
+            rec["baseline_makespan_ci95"] = dumps([b.lo, b.hi])
+            rec["speedup"] = b.makespan / ms if ms else 0.0
+            lo, hi = speedup_interval(b, ms, *json.loads(rec["makespan_ci95"]))
+            # no upper bound (an interval reaching zero cycles): null, JSON has no infinity
+            rec["speedup_ci95"] = dumps([lo, hi if math.isfinite(hi) else None])
         else:
             rec["baseline_makespan_cycles"] = 0
+            rec["baseline_makespan_ci95"] = dumps([0, 0])
             rec["speedup"] = 0.0
+            rec["speedup_ci95"] = dumps([0.0, 0.0])
         rec["wall_s"] = time.perf_counter() - t0
         result = RunResult(
             record=rec,
@@ -552,7 +566,15 @@ def run(
 
 #: Fields a single run's record gets after the scheduler's own (a scheduler's field of one of
 #: these names would be replaced without a word).
-_LATE_FIELDS = ("sample_precision", "warnings", "baseline_makespan_cycles", "speedup", "wall_s")
+_LATE_FIELDS = (
+    "sample_precision",
+    "warnings",
+    "baseline_makespan_cycles",
+    "baseline_makespan_ci95",
+    "speedup",
+    "speedup_ci95",
+    "wall_s",
+)
 
 
 def _warnings(rec: dict[str, Any], trace: Trace, machine: Machine) -> list[dict[str, str]]:

@@ -8,13 +8,19 @@ machine, timing-model code) and cached in ``$SIMSCHED_CACHE_DIR/baselines`` (def
 below :mod:`simsched.api` (which calls it for every run) and above the engine, whose
 protocol knows no policy: the serial order is PDF's on one core, so this module, not the
 engine, names the scheduler.
+
+A run sampled by iterations divides a baseline sampled the same way, so both makespans are
+estimates; :func:`speedup_interval` combines their 95 % intervals into the speedup's
+(docs/engine.md §7).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,16 +39,45 @@ from simsched.engine.sampled import (
 from simsched.files import cache_dir, cache_output, write_json_atomic
 from simsched.machine.loader import check_machine, machine_config, one_core_machine
 from simsched.params import check_int
+from simsched.stats import log_half_width
 from simsched.trace.reader import as_trace
 
 if TYPE_CHECKING:
     from simsched.machine import Machine
     from simsched.trace import Trace
 
-__all__ = ["BASELINE_VERSION", "baseline_makespan", "baseline_path"]
+__all__ = [
+    "BASELINE_VERSION",
+    "Baseline",
+    "baseline_estimate",
+    "baseline_makespan",
+    "baseline_path",
+    "speedup_interval",
+]
 
-#: Version of a cached baseline's file (a new one ignores the old files).
-BASELINE_VERSION = 1
+#: Version of a cached baseline's file (a new one ignores the old files).  2: the file keeps
+#: the baseline's 95 % interval (``makespan_ci95``) and whether it was ``sampled``.
+BASELINE_VERSION = 2
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The one-core baseline of a trace on a machine.
+
+    Attributes
+    ----------
+    makespan
+        Cycles of the serial execution (the extrapolation, if ``sampled``).
+    lo, hi
+        Its 95 % prediction interval (the makespan twice when not ``sampled``).
+    sampled
+        Whether iterations were left out and extrapolated.
+    """
+
+    makespan: int
+    lo: int
+    hi: int
+    sampled: bool
 
 
 def baseline_path(
@@ -83,7 +118,26 @@ def baseline_makespan(
     sample_iterations: int | None = None,
     sample_precision: float | None | Unset = PRECISION_UNSET,
 ) -> int:
-    """Makespan of ``trace`` on the one-core version of ``machine``, cached on disk.
+    """Makespan of ``trace`` on the one-core version of ``machine``, cached on disk
+    (:func:`baseline_estimate`'s ``makespan``; the parameters are its)."""
+    return baseline_estimate(
+        trace,
+        machine,
+        window=window,
+        sample_iterations=sample_iterations,
+        sample_precision=sample_precision,
+    ).makespan
+
+
+def baseline_estimate(
+    trace: str | os.PathLike | Trace,
+    machine: Machine,
+    *,
+    window: int = DEFAULT_WINDOW,
+    sample_iterations: int | None = None,
+    sample_precision: float | None | Unset = PRECISION_UNSET,
+) -> Baseline:
+    """The one-core baseline of ``trace`` on ``machine`` with its interval, cached on disk.
 
     Parameters
     ----------
@@ -101,8 +155,9 @@ def baseline_makespan(
 
     Returns
     -------
-    int
-        Makespan in cycles of the serial execution (strands in serial order).
+    Baseline
+        Makespan in cycles of the serial execution (strands in serial order), and its
+        95 % interval when sampled.
     """
     check_machine(machine)
     check_int("window", window, 0, MAX_WINDOW)
@@ -115,7 +170,8 @@ def baseline_makespan(
             data = json.loads(path.read_text())
             made_for = (data["sample_iterations"], data["sample_precision"])
             if made_for == (int(sample_iterations or 0), float(sample_precision or 0.0)):
-                return int(data["makespan_cycles"])
+                lo, hi = (int(v) for v in data["makespan_ci95"])
+                return Baseline(int(data["makespan_cycles"]), lo, hi, bool(data["sampled"]))
         except (OSError, ValueError, KeyError, TypeError):
             pass
         from simsched.memory import MemorySystem
@@ -130,13 +186,17 @@ def baseline_makespan(
         )
         res = eng.run()
         makespan = int(res.makespan)
+        got = Baseline(makespan, makespan, makespan, False)
         if sampler is not None and sampler.stopped:
-            makespan = sampled_makespan(sampler.outcome(), detailed_cpi(res, t)).makespan
+            est = sampled_makespan(sampler.outcome(), detailed_cpi(res, t))
+            got = Baseline(est.makespan, est.lo, est.hi, True)
         with cache_output():
             write_json_atomic(
                 path,
                 {
-                    "makespan_cycles": makespan,
+                    "makespan_cycles": got.makespan,
+                    "makespan_ci95": [got.lo, got.hi],
+                    "sampled": got.sampled,
                     "trace_digest": t.header.digest,
                     "machine": m1.name,
                     "version": BASELINE_VERSION,
@@ -146,7 +206,33 @@ def baseline_makespan(
                     "sample_precision": float(sample_precision or 0.0),
                 },
             )
-        return makespan
+        return got
     finally:
         if owned:
             t.close()
+
+
+def speedup_interval(
+    baseline: Baseline, makespan: int, lo: float, hi: float
+) -> tuple[float, float]:
+    """The 95 % interval of a run's ``speedup`` (``baseline.makespan / makespan``).
+
+    The run's makespan (interval ``[lo, hi]``; the makespan twice for a detailed run) and
+    the baseline's are independent estimates, so their intervals combine on the log scale,
+    the half-widths' squares added (the normal approximation, as the paired ratios of
+    :mod:`simsched.comparison` do).  Both detailed: the speedup twice.
+
+    Returns
+    -------
+    tuple of float
+        ``(lo, hi)``; ``(0.0, 0.0)`` for a makespan of 0, whose speedup is recorded as 0.
+    """
+    if makespan <= 0:
+        return 0.0, 0.0
+    ratio = baseline.makespan / makespan
+    half = math.hypot(log_half_width(baseline.lo, baseline.hi), log_half_width(lo, hi))
+    if half == 0.0:
+        return ratio, ratio
+    if math.isinf(half):
+        return 0.0, math.inf
+    return ratio * math.exp(-half), ratio * math.exp(half)

@@ -63,7 +63,7 @@ from typing import Any, Literal
 from simsched.engine.sampled import sample_drift, trace_iterations
 from simsched.engine.sampling import iteration_weights
 from simsched.schedulers import get_scheduler
-from simsched.stats import t_quantile
+from simsched.stats import log_half_width, t_quantile
 
 __all__ = [
     "Note",
@@ -792,28 +792,26 @@ def paired_ratio(values: list[float], base: list[float], level: float = 0.95) ->
     return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n)
 
 
-def sampled_interval(record: dict[str, Any]) -> tuple[float, float] | None:
-    """A sampled run's 95 % makespan interval, ``(lo, hi)`` in cycles, from its record (a
-    result record or a table's row); None for a detailed run, whose ``makespan_ci95`` is
-    the makespan twice, and for a record that keeps no interval."""
+def sampled_interval(record: dict[str, Any], name: str = "makespan") -> tuple[float, float] | None:
+    """A sampled run's 95 % interval of its makespan (cycles) or, with ``name`` "speedup",
+    of its speedup, ``(lo, hi)``, from its record (a result record or a table's row); None
+    for a detailed run, whose ``makespan_ci95`` is the makespan twice, and for a record
+    that keeps no such interval (``speedup_ci95`` came with simsched 0.1.1.dev1400's
+    records).  A speedup with no upper bound (the makespan's interval reaching zero) has
+    ``hi`` infinite."""
     if not record.get("sampled"):
         return None
-    got = _field(record, "makespan_ci95")
+    got = _field(record, f"{name}_ci95")
     if len(got) != 2:
         return None
-    return float(got[0]), float(got[1])
+    return float(got[0]), math.inf if got[1] is None else float(got[1])
 
 
 def _log_half(record: dict[str, Any]) -> float:
     """Half-width, on the log scale, of a record's makespan interval (0 where
     :func:`sampled_interval` has none: nothing to add to the seeds')."""
     got = sampled_interval(record)
-    if got is None:
-        return 0.0
-    lo, hi = got
-    if lo <= 0 or hi <= 0:
-        return math.inf  # an interval reaching zero bounds no ratio
-    return (math.log(hi) - math.log(lo)) / 2
+    return 0.0 if got is None else log_half_width(*got)
 
 
 def sampled_ratio(ratio: Ratio, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Ratio:

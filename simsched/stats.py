@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-__all__ = ["t_quantile"]
+__all__ = ["log_half_width", "t_quantile"]
 
 
 def _t_two_sided(t: float, df: int) -> float:
@@ -60,3 +60,16 @@ def t_quantile(p: float, df: int) -> float:
         if hi - lo < 1e-12 * hi:
             break
     return (lo + hi) / 2
+
+
+def log_half_width(lo: float, hi: float) -> float:
+    """Half-width on the log scale of the interval ``[lo, hi]`` of a positive estimate.
+
+    Intervals of independent estimates combine on this scale: the half-width of a ratio
+    (or product) of two estimates is the root of the sum of their squares, the normal
+    approximation, which adds variances.  An interval reaching zero bounds no ratio:
+    infinite.
+    """
+    if lo <= 0 or hi <= 0:
+        return math.inf
+    return (math.log(hi) - math.log(lo)) / 2

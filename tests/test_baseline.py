@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 import simsched
 from simsched import identity
-from simsched.baseline import baseline_makespan, baseline_path
+from simsched.baseline import (
+    Baseline,
+    baseline_estimate,
+    baseline_makespan,
+    baseline_path,
+    speedup_interval,
+)
 from simsched.errors import ConfigError
 from simsched.machine import load_machine
 from simsched.workloads import generate
@@ -109,3 +116,45 @@ def test_changing_the_timing_model_invalidates_the_cached_baseline(tmp_path, mon
     monkeypatch.setattr(identity, "timing_model_identity", lambda: "an-edited-timing-model")
     assert baseline_path(h.digest, machine) != path
     assert baseline_makespan(trace, machine) == real
+
+
+def test_speedup_interval_combines_the_two_estimates_on_the_log_scale():
+    """A sampled run divides a sampled baseline: both are estimates, independent (replays
+    of different machines), so their half-widths add in quadrature on the log scale."""
+    b = Baseline(1000, 900, 1100, True)
+    lo, hi = speedup_interval(b, 100, 95.0, 105.0)
+    half = math.hypot(math.log(1100 / 900) / 2, math.log(105 / 95) / 2)
+    assert (lo, hi) == pytest.approx((10 * math.exp(-half), 10 * math.exp(half)), rel=1e-12)
+    assert lo < 1100 / 105 and hi > 900 / 95  # wider than either's interval alone
+    exact = Baseline(1000, 1000, 1000, False)
+    assert speedup_interval(exact, 100, 100, 100) == (10.0, 10.0)
+    # the run's interval alone where the baseline has none (one core's iterations agree)
+    lo, hi = speedup_interval(exact, 100, 95.0, 105.0)
+    assert (lo, hi) == pytest.approx((10 / math.sqrt(105 / 95), 10 * math.sqrt(105 / 95)))
+    assert speedup_interval(b, 0, 0, 0) == (0.0, 0.0)
+    assert speedup_interval(b, 100, -5.0, 205.0) == (0.0, math.inf)  # reaches zero
+
+
+def test_a_sampled_baseline_keeps_its_interval_in_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(private_cache(tmp_path / "cache")))
+    trace = tmp_path / "heat.sst"
+    h = generate("heat", trace, nx=34, ny=10, cutoff=8, iters=12, init=False)
+    m = load_machine("itrs-45nm-4")
+    got = baseline_estimate(trace, m, sample_iterations=2, sample_precision=0)
+    assert got.sampled and got.lo <= got.makespan <= got.hi
+    assert baseline_makespan(trace, m, sample_iterations=2, sample_precision=0) == got.makespan
+    path = baseline_path(h.digest, m, 2, 0)
+    cached = json.loads(path.read_text())
+    assert (cached["makespan_ci95"], cached["sampled"]) == ([got.lo, got.hi], True)
+    path.write_text(json.dumps({**cached, "makespan_ci95": [1, 2]}))
+    assert baseline_estimate(trace, m, sample_iterations=2, sample_precision=0).lo == 1
+    # a file without the interval (written before version 2) is made again
+    del cached["makespan_ci95"]
+    path.write_text(json.dumps(cached))
+    assert baseline_estimate(trace, m, sample_iterations=2, sample_precision=0) == got
+    detailed = baseline_estimate(trace, m)
+    assert (detailed.lo, detailed.hi, detailed.sampled) == (
+        detailed.makespan,
+        detailed.makespan,
+        False,
+    )

@@ -1,8 +1,11 @@
-"""Tests of simsched.stats: Student's t quantile against published tables."""
+"""Tests of simsched.stats: Student's t quantile against published tables; log-scale
+half-widths."""
+
+import math
 
 import pytest
 
-from simsched.stats import t_quantile
+from simsched.stats import log_half_width, t_quantile
 
 
 @pytest.mark.parametrize(
@@ -36,3 +39,9 @@ def test_t_quantile_inverts_the_distribution(p, df):
     """Every degree of freedom the series and the Cornish-Fisher branch serve (both
     parities, either side of 400): the quantile's probability is ``p``."""
     assert 0.5 + _t_cdf_above_half(t_quantile(p, df), df) == pytest.approx(p, abs=1e-9)
+
+
+def test_log_half_width():
+    assert log_half_width(100.0, 100.0) == 0.0
+    assert log_half_width(50.0, 200.0) == pytest.approx(math.log(2))
+    assert log_half_width(0.0, 1.0) == math.inf and log_half_width(-1.0, 1.0) == math.inf

@@ -320,6 +320,8 @@ def run_cmd(
         lo, hi = interval
         # a prediction interval of the detailed makespan, not a confidence interval of a mean
         table.add_row("makespan 95 % prediction interval", f"{lo:,.0f}–{hi:,.0f}")
+        if rec["speedup"]:
+            table.add_row("speedup 95 % interval", _speedup_interval(rec))
         table.add_row(
             "detailed iterations",
             f"{rec['detailed_iterations']} of {rec['trace_iterations']} "
@@ -701,11 +703,15 @@ def _compare_table(first, groups, summary, cols, last, base, ratios) -> Table:
             f"mpki = {last} misses per 1000 instructions; {base}: mean [min–max] over "
             f"seeds; others: ratio to {base} (geometric mean) [95 % CI: {RATIO_TEST}]"
         )
-    spread = {name: _sampled_spread(recs) for name, recs in groups.items()}
+    spread = {
+        (name, k): _sampled_spread(recs, k)
+        for name, recs in groups.items()
+        for k in ("makespan", "speedup")
+    }
     if any(v is not None for v in spread.values()):
         caption += (
-            "; ±: half-width of a sampled makespan's 95 % prediction interval, in % of it "
-            "(the widest over seeds)"
+            "; ±: half-width of a sampled makespan's 95 % prediction interval (of a "
+            "speedup: its 95 % interval), in % of it (the widest over seeds)"
         )
     table = Table(
         "metric",
@@ -725,31 +731,46 @@ def _compare_table(first, groups, summary, cols, last, base, ratios) -> Table:
             cell = fmt(s["mean"])
             if s["n"] > 1:
                 cell += f" [{fmt(s['min'])}–{fmt(s['max'])}]"
-            width = spread[name]
-            if k == "makespan_cycles" and width is not None:
+            width = spread.get((name, k.removesuffix("_cycles")))
+            if width is not None:
                 cell += f" ±{_two_digits(width)} %"
             row.append(cell)
         table.add_row(*row)
     return table
 
 
-def _sampled_spread(records: list[dict[str, Any]]) -> float | None:
-    """The widest half-width, in percent of its makespan, of the sampled records'
-    ``makespan_ci95`` (None: no record is sampled, its makespan is the detailed one's)."""
+def _sampled_spread(records: list[dict[str, Any]], name: str = "makespan") -> float | None:
+    """The widest half-width, in percent of its value, of the sampled records' makespan
+    interval (``name`` "speedup": speedup interval; None: no record is sampled, its value
+    is the detailed run's)."""
     from simsched.comparison import sampled_interval
 
+    key = "makespan_cycles" if name == "makespan" else name
     widths = []
     for rec in records:
-        got = sampled_interval(rec)
-        if got is not None and rec["makespan_cycles"]:
-            widths.append(50.0 * (got[1] - got[0]) / rec["makespan_cycles"])
+        got = sampled_interval(rec, name)
+        if got is not None and rec[key]:
+            widths.append(50.0 * (got[1] - got[0]) / rec[key])
     return max(widths) if widths else None
+
+
+def _speedup_interval(rec: dict[str, Any]) -> str:
+    """``9.03–9.08``: the record's ``speedup_ci95`` (the run's and the sampled baseline's
+    intervals combined); an interval with no upper bound ends in ``∞``."""
+    lo, hi = json.loads(rec["speedup_ci95"])
+    return f"{lo:.4g}–{'∞' if hi is None else format(hi, '.4g')}"
 
 
 def _two_digits(value: float) -> str:
     """``value`` to two significant digits, never in exponent form: a sampled interval of
-    108 % of its makespan (two samples) was written ``1.1e+02``."""
+    108 % of its makespan (two samples) was written ``1.1e+02``; an unbounded one (a
+    speedup whose makespan interval reaches zero) is ``∞``."""
+    import math
+
     import numpy as np
+
+    if math.isinf(value):
+        return "∞"
 
     return str(np.format_float_positional(float(f"{value:.2g}"), trim="-"))
 

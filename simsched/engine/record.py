@@ -57,6 +57,8 @@ NESTED_FIELDS = frozenset(
         # steady-state sampling (docs/engine.md §7)
         "makespan_ci95",
         "iteration_ends",
+        "baseline_makespan_ci95",
+        "speedup_ci95",
         # multi-job records (simsched run --jobs)
         "jobs",
         "allotment",

@@ -258,6 +258,13 @@ def test_a_sampled_runs_table_names_its_interval_as_the_record_does(tmp_path, ca
     code, out, _ = _run(argv, capsys)
     assert code == 0 and "counters are theirs" in out
     assert "makespan 95 % prediction interval" in out and "95 % CI" not in out
+    # the speedup divides two estimates (the one-core baseline is sampled alike): its
+    # interval is the record's
+    code, js, _ = _run([*argv, "--json"], capsys)
+    lo, hi = json.loads(js)["speedup_ci95"]
+    assert code == 0 and lo < json.loads(js)["speedup"] < hi
+    row = next(line for line in out.splitlines() if "speedup 95 % interval" in line)
+    assert f" {lo:.4g}–{hi:.4g} " in row, row
 
 
 def test_sampling_too_few_iterations_does_not_blame_the_policy(heat4, capsys):
@@ -301,17 +308,23 @@ def test_compare_shows_a_sampled_makespans_interval(tmp_path, capsys):
     sampled = [*argv, "--sample-iterations", "2", "--sample-precision", "0"]
     code, out, _ = _run([*sampled, "--json"], capsys)
     assert code == 0
-    want = {}
+    want, speedups = {}, {}
     for rec in json.loads(out)["runs"]:
         assert rec["sampled"] is True
         lo, hi = rec["makespan_ci95"]
         want[rec["scheduler"]] = (
             f"{rec['makespan_cycles']:,} ±{50 * (hi - lo) / rec['makespan_cycles']:.2g} %"
         )
+        lo, hi = rec["speedup_ci95"]
+        speedups[rec["scheduler"]] = (
+            f"{rec['speedup']:.3g} ±{50 * (hi - lo) / rec['speedup']:.2g} %"
+        )
     code, out, _ = _run(sampled, capsys)
     assert code == 0
     row = next(line for line in out.splitlines() if "makespan_cycles" in line)
     assert all(cell in row for cell in want.values()), (row, want)
+    row = next(line for line in out.splitlines() if "speedup" in line)
+    assert all(cell in row for cell in speedups.values()), (row, speedups)
     assert "prediction interval" in " ".join(out.split())
     code, out, _ = _run(argv, capsys)
     assert code == 0 and "±" not in out and "prediction interval" not in out
@@ -365,6 +378,9 @@ def test_a_wide_sampled_interval_is_not_written_in_exponent_form(tmp_path, capsy
     code, out, _ = _run(argv, capsys)
     row = next(line for line in out.splitlines() if "makespan_cycles" in line)
     assert code == 0 and "e+" not in row and " ±110 %" in row, row
+    # the speedup divides by a makespan whose interval reaches below zero: no upper bound
+    row = next(line for line in out.splitlines() if "speedup" in line)
+    assert " ±∞ %" in row, row
 
 
 def test_compare_on_one_core_says_one_core(ms, capsys):

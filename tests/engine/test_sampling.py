@@ -145,6 +145,32 @@ def test_baseline_is_sampled_like_the_run_by_default(heat, tmp_path, monkeypatch
         baseline_makespan(heat, m, sample_precision=1)
 
 
+def test_a_sampled_runs_speedup_has_the_interval_of_its_two_estimates(heat, tmp_path, monkeypatch):
+    """The speedup of a sampled run divides the sampled baseline by the extrapolated
+    makespan; the record now says how sure both are (``speedup_ci95``)."""
+    from simsched.baseline import baseline_estimate, speedup_interval
+    from simsched.machine import load_machine
+    from tests.conftest import private_cache
+
+    monkeypatch.setenv("SIMSCHED_CACHE_DIR", str(private_cache(tmp_path / "cache")))
+    m = load_machine(TWO_BY_TWO)
+    rec = simsched.run(heat, m, "ws", sample_iterations=2, sample_precision=None).record
+    assert rec["sampled"] is True
+    b = baseline_estimate(heat, m, sample_iterations=2, sample_precision=None)
+    assert json.loads(rec["baseline_makespan_ci95"]) == [b.lo, b.hi]
+    lo, hi = json.loads(rec["speedup_ci95"])
+    assert [lo, hi] == list(
+        speedup_interval(b, rec["makespan_cycles"], *json.loads(rec["makespan_ci95"]))
+    )
+    assert lo < rec["speedup"] < hi
+    detailed = simsched.run(heat, m, "ws").record
+    s, base = detailed["speedup"], detailed["baseline_makespan_cycles"]
+    assert json.loads(detailed["speedup_ci95"]) == [s, s]
+    assert json.loads(detailed["baseline_makespan_ci95"]) == [base, base]
+    none = simsched.run(heat, m, "ws", speedup=False).record
+    assert (none["speedup_ci95"], none["baseline_makespan_ci95"]) == ("[0.0,0.0]", "[0,0]")
+
+
 def test_a_run_that_left_no_iteration_out_has_an_exact_baseline(tmp_path, monkeypatch):
     """A run that asked for sampling but came out detailed (``sampled: false``) divided
     the one-core baseline, sampled (it settled sooner), by its exact makespan: its speedup
