@@ -2,7 +2,9 @@
 
 :func:`aggregate` reduces the successful runs of a results table to a mean with a min-max
 range per mark, and :func:`line_plot` and :func:`bar_plot` draw those on given or new axes
-with min-max error bars.  They are the building blocks that the named figures of
+with error bars from the min to the max over seeds, widened to a sampled run's 95 %
+interval where its record keeps one (``makespan_ci95``, ``speedup_ci95``: an extrapolated
+value is drawn with its uncertainty, not as if exact).  They are the building blocks that the named figures of
 :mod:`simsched.plotting.figures` compose into panels, and are apart from those because they
 know nothing of workloads, machines or baselines, only of the columns they are given.
 :mod:`simsched.plotting.figures` re-exports the public ones.
@@ -10,6 +12,8 @@ know nothing of workloads, machines or baselines, only of the columns they are g
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -48,8 +52,56 @@ def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+#: Columns whose value a sampled run extrapolates, and the column of its 95 % interval.
+INTERVALS = {"makespan_cycles": "makespan_ci95", "speedup": "speedup_ci95"}
+
+
+def _interval_end(cell: Any, end: int) -> float:
+    """End ``end`` (0: low, 1: high) of a record's interval cell (a list, or JSON text in a
+    CSV table); NaN where there is none (no interval kept, or no upper bound)."""
+    if isinstance(cell, str):
+        try:
+            cell = json.loads(cell)
+        except ValueError:
+            return math.nan
+    try:
+        value = cell[end]
+    except (TypeError, IndexError, KeyError):
+        return math.nan
+    try:
+        return math.nan if value is None else float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _is_true(value: Any) -> bool:
+    """A ``sampled`` cell: a bool (NumPy's too), 0/1, or its text in a CSV table; missing
+    (NaN, None) is not sampled."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1")
+    try:
+        return not math.isnan(value) and bool(value)
+    except TypeError:
+        return False
+
+
+def _bounds(data: pd.DataFrame, y: str) -> tuple[pd.Series, pd.Series]:
+    """Each row's lowest and highest value of ``y``: its sampled interval's ends where it is
+    sampled and keeps one, else ``y`` itself (an interval with no upper bound widens the
+    bar downward only)."""
+    values = data[y].astype(float)
+    col = INTERVALS.get(y)
+    if col is None or col not in data.columns or "sampled" not in data.columns:
+        return values, values
+    sampled = data["sampled"].map(_is_true)
+    lo = data[col].map(lambda c: _interval_end(c, 0)).where(sampled)
+    hi = data[col].map(lambda c: _interval_end(c, 1)).where(sampled)
+    return lo.fillna(values).clip(upper=values), hi.fillna(values).clip(lower=values)
+
+
 def aggregate(df: pd.DataFrame, x: str, y: str, hue: str | None = None) -> pd.DataFrame:
-    """Mean, min, max and count of ``y`` per (``hue``, ``x``) over successful runs.
+    """Mean, min, max and count of ``y`` per (``hue``, ``x``) over successful runs, and the
+    range its error bars span.
 
     Parameters
     ----------
@@ -61,7 +113,9 @@ def aggregate(df: pd.DataFrame, x: str, y: str, hue: str | None = None) -> pd.Da
     Returns
     -------
     pandas.DataFrame
-        Columns ``hue`` (if given), ``x``, ``mean``, ``min``, ``max``, ``n``, sorted.
+        Columns ``hue`` (if given), ``x``, ``mean``, ``min``, ``max``, ``n``, sorted, and
+        ``lo``, ``hi``: ``min`` and ``max`` widened to the 95 % intervals of the sampled
+        runs among them (``makespan_cycles`` and ``speedup``, :data:`INTERVALS`).
     """
     check_given(x=x, y=y)
     check_columns(df, [x, y, hue])
@@ -72,8 +126,12 @@ def aggregate(df: pd.DataFrame, x: str, y: str, hue: str | None = None) -> pd.Da
     # rows without a value of y, x or hue: groupby and the mean left them out silently
     data = _drop_missing(data, [*keys, y])
     check_numeric(data, y)
-    agg = data.groupby(keys, sort=True)[y].agg(["mean", "min", "max", "count"]).reset_index()
-    return agg.rename(columns={"count": "n"})
+    lo, hi = _bounds(data, y)
+    data = data.assign(_lo=lo, _hi=hi)
+    grouped = data.groupby(keys, sort=True)
+    agg = grouped[y].agg(["mean", "min", "max", "count"])
+    agg["lo"], agg["hi"] = grouped["_lo"].min(), grouped["_hi"].max()
+    return agg.reset_index().rename(columns={"count": "n"})
 
 
 def _marks(df: pd.DataFrame, x: str, y: str, hue: str | None) -> pd.DataFrame:
@@ -88,8 +146,9 @@ def _marks(df: pd.DataFrame, x: str, y: str, hue: str | None) -> pd.DataFrame:
 
 
 def _yerr(g: pd.DataFrame) -> list[pd.Series]:
-    """Min-max error bars; clipped at 0 because a mean of equal floats can round past them."""
-    return [(g["mean"] - g["min"]).clip(lower=0), (g["max"] - g["mean"]).clip(lower=0)]
+    """Error bars from ``lo`` to ``hi`` (min to max, widened to sampled runs' intervals);
+    clipped at 0 because a mean of equal floats can round past them."""
+    return [(g["mean"] - g["lo"]).clip(lower=0), (g["hi"] - g["mean"]).clip(lower=0)]
 
 
 def axes_or_none(ax: Any) -> Axes | None:
@@ -119,7 +178,8 @@ def line_plot(
     logx: bool = False,
     title: str | None = None,
 ) -> Axes:
-    """``y`` against numeric ``x``, one line per ``hue`` value, min–max bars over seeds."""
+    """``y`` against numeric ``x``, one line per ``hue`` value, min–max bars over seeds
+    (widened to sampled runs' 95 % intervals)."""
     logx = check_flag(logx, "logx")
     title = check_title(title)
     agg = _marks(df, x, y, hue)
@@ -155,7 +215,8 @@ def bar_plot(
     *,
     title: str | None = None,
 ) -> Axes:
-    """Grouped bars of mean ``y`` per category ``x`` and ``hue``, min–max over seeds."""
+    """Grouped bars of mean ``y`` per category ``x`` and ``hue``, min–max over seeds
+    (widened to sampled runs' 95 % intervals)."""
     title = check_title(title)
     agg = _marks(df, x, y, hue)
     ax = _axes(ax)

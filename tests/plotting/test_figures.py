@@ -65,6 +65,37 @@ def test_aggregate_over_seeds_skips_failures():
     assert (ws1["min"], ws1["mean"], ws1["max"], ws1["n"]) == (1200.0, 1201.0, 1202.0, 12)
 
 
+def test_a_sampled_runs_interval_widens_its_bar():
+    """A sampled run's makespan and speedup are extrapolations: the bars span their 95 %
+    intervals (a list in a sweep's table, JSON text in a CSV), not only the seeds' spread;
+    a detailed row, an unbounded end or a table without the columns leaves them as before."""
+    rows = [
+        {"scheduler": "ws", "cores": 4, "status": "ok", "speedup": 3.0, "sampled": True,
+         "speedup_ci95": [2.8, 3.1], "makespan_cycles": 100, "makespan_ci95": "[90, 104]"},
+        {"scheduler": "ws", "cores": 4, "status": "ok", "speedup": 3.2, "sampled": False,
+         "speedup_ci95": [3.2, 3.2], "makespan_cycles": 94, "makespan_ci95": "[94, 94]"},
+        {"scheduler": "pdf", "cores": 4, "status": "ok", "speedup": 3.5, "sampled": True,
+         "speedup_ci95": [3.4, None], "makespan_cycles": 86, "makespan_ci95": "[-3, 175]"},
+    ]  # fmt: skip
+    df = pd.DataFrame(rows)
+    agg = aggregate(df, "cores", "speedup", "scheduler").set_index("scheduler")
+    assert (agg.loc["ws", "min"], agg.loc["ws", "max"]) == (3.0, 3.2)
+    assert (agg.loc["ws", "lo"], agg.loc["ws", "hi"]) == (2.8, 3.2)
+    assert (agg.loc["pdf", "lo"], agg.loc["pdf", "hi"]) == (3.4, 3.5)
+    agg = aggregate(df, "cores", "makespan_cycles", "scheduler").set_index("scheduler")
+    assert (agg.loc["ws", "lo"], agg.loc["ws", "hi"]) == (90, 104)
+    assert (agg.loc["pdf", "lo"], agg.loc["pdf", "hi"]) == (-3, 175)
+    plain = aggregate(df.drop(columns="sampled"), "cores", "speedup", "scheduler")
+    assert list(plain["lo"]) == list(plain["min"]) and list(plain["hi"]) == list(plain["max"])
+    ax = line_plot(df, "cores", "speedup")
+    try:
+        (_, _, (bars,)) = next(c for c in ax.containers if c.get_label() == "ws")
+        ((_, low), (_, high)) = bars.get_segments()[0]
+        assert (low, high) == pytest.approx((2.8, 3.2))
+    finally:
+        plt.close(ax.figure)
+
+
 def test_normalised_time_divides_by_baseline_mean():
     df = normalised_time(results(), baseline="ws")
     pdf = df[
