@@ -63,7 +63,7 @@ from typing import Any, Literal
 from simsched.engine.sampled import sample_drift, trace_iterations
 from simsched.engine.sampling import iteration_weights
 from simsched.schedulers import get_scheduler
-from simsched.stats import log_half_width, t_quantile
+from simsched.stats import interval_ends, log_half_width, t_quantile
 
 __all__ = [
     "Note",
@@ -801,10 +801,7 @@ def sampled_interval(record: dict[str, Any], name: str = "makespan") -> tuple[fl
     ``hi`` infinite."""
     if not record.get("sampled"):
         return None
-    got = _field(record, f"{name}_ci95")
-    if len(got) != 2:
-        return None
-    return float(got[0]), math.inf if got[1] is None else float(got[1])
+    return interval_ends(record.get(f"{name}_ci95"))
 
 
 def _log_half(record: dict[str, Any]) -> float:

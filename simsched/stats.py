@@ -1,4 +1,5 @@
-"""Student's t quantile for the confidence intervals of comparisons and sampled runs.
+"""Student's t quantile for the confidence intervals of comparisons and sampled runs, and
+the one reader of a record's interval field.
 
 Written here rather than taken from SciPy: it is the only statistical function simsched
 needs (for the paired-ratio intervals of :mod:`simsched.comparison` and the extrapolated
@@ -8,10 +9,12 @@ dependency.  The finite series is exact; tests compare it with published tables.
 
 from __future__ import annotations
 
+import json
 import math
 from statistics import NormalDist
+from typing import Any
 
-__all__ = ["log_half_width", "t_quantile"]
+__all__ = ["interval_ends", "log_half_width", "t_quantile"]
 
 
 def _t_two_sided(t: float, df: int) -> float:
@@ -73,3 +76,29 @@ def log_half_width(lo: float, hi: float) -> float:
     if lo <= 0 or hi <= 0:
         return math.inf
     return (math.log(hi) - math.log(lo)) / 2
+
+
+def interval_ends(cell: Any) -> tuple[float, float] | None:
+    """The ends ``(lo, hi)`` of an interval field of a record (``makespan_ci95``,
+    ``speedup_ci95``): a pair, or its JSON text (a table's row, a CSV cell).
+
+    A ``null`` upper end (a speedup whose makespan interval reaches zero; JSON has no
+    infinity) is ``inf``.  None where the cell holds no interval: missing (None, NaN, an
+    empty list), or text or values that are not a pair of numbers (a hand-edited CSV).
+    """
+    if isinstance(cell, str):
+        try:
+            cell = json.loads(cell)
+        except ValueError:
+            return None
+    if not isinstance(cell, (list, tuple)) and not hasattr(cell, "tolist"):
+        return None
+    ends = list(cell)
+    if len(ends) != 2 or ends[0] is None:
+        return None
+    try:
+        lo = float(ends[0])
+        hi = math.inf if ends[1] is None else float(ends[1])
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(lo) or math.isnan(hi) else (lo, hi)

@@ -1,11 +1,12 @@
 """Tests of simsched.stats: Student's t quantile against published tables; log-scale
-half-widths."""
+half-widths; the reader of a record's interval field."""
 
 import math
 
+import numpy as np
 import pytest
 
-from simsched.stats import log_half_width, t_quantile
+from simsched.stats import interval_ends, log_half_width, t_quantile
 
 
 @pytest.mark.parametrize(
@@ -45,3 +46,41 @@ def test_log_half_width():
     assert log_half_width(100.0, 100.0) == 0.0
     assert log_half_width(50.0, 200.0) == pytest.approx(math.log(2))
     assert log_half_width(0.0, 1.0) == math.inf and log_half_width(-1.0, 1.0) == math.inf
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ([1.0, 2.0], (1.0, 2.0)),
+        ((3, 4), (3.0, 4.0)),
+        (np.array([5.0, 6.0]), (5.0, 6.0)),
+        ("[7.5, 8.5]", (7.5, 8.5)),
+        # JSON has no infinity: a speedup whose makespan interval reaches zero
+        ("[9.0, null]", (9.0, math.inf)),
+        ([9.0, None], (9.0, math.inf)),
+    ],
+)
+def test_interval_ends_reads_a_record_or_a_table_cell(cell, expected):
+    assert interval_ends(cell) == expected
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        None,
+        math.nan,
+        [],
+        "[]",
+        "",
+        "not json",
+        "[1]",
+        "[1, 2, 3]",
+        "[null, 2]",
+        '["a", 2]',
+        {"lo": 1},
+        3.0,
+        [math.nan, 1.0],
+    ],
+)
+def test_interval_ends_is_none_where_a_cell_holds_no_interval(cell):
+    assert interval_ends(cell) is None

@@ -15,6 +15,7 @@ the notes under the table come from :func:`simsched.comparison.compare_notes`;
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Annotated, Any
@@ -320,8 +321,13 @@ def run_cmd(
         lo, hi = interval
         # a prediction interval of the detailed makespan, not a confidence interval of a mean
         table.add_row("makespan 95 % prediction interval", f"{lo:,.0f}–{hi:,.0f}")
-        if rec["speedup"]:
-            table.add_row("speedup 95 % interval", _speedup_interval(rec))
+        speedup = sampled_interval(rec, "speedup")
+        if rec["speedup"] and speedup is not None:
+            # an interval with no upper bound (its makespan's reaching zero) ends in ∞
+            lo, hi = speedup
+            table.add_row(
+                "speedup 95 % interval", f"{lo:.4g}–{'∞' if math.isinf(hi) else format(hi, '.4g')}"
+            )
         table.add_row(
             "detailed iterations",
             f"{rec['detailed_iterations']} of {rec['trace_iterations']} "
@@ -752,13 +758,6 @@ def _sampled_spread(records: list[dict[str, Any]], name: str = "makespan") -> fl
         if got is not None and rec[key]:
             widths.append(50.0 * (got[1] - got[0]) / rec[key])
     return max(widths) if widths else None
-
-
-def _speedup_interval(rec: dict[str, Any]) -> str:
-    """``9.03–9.08``: the record's ``speedup_ci95`` (the run's and the sampled baseline's
-    intervals combined); an interval with no upper bound ends in ``∞``."""
-    lo, hi = json.loads(rec["speedup_ci95"])
-    return f"{lo:.4g}–{'∞' if hi is None else format(hi, '.4g')}"
 
 
 def _two_digits(value: float) -> str:

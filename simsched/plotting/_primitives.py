@@ -12,7 +12,6 @@ know nothing of workloads, machines or baselines, only of the columns they are g
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -33,6 +32,7 @@ from simsched.plotting._checks import (
     check_title,
 )
 from simsched.plotting._style import literal
+from simsched.stats import interval_ends
 
 # Readable axis labels for the record's fields (others are shown as they are named).
 LABELS = {
@@ -59,19 +59,8 @@ INTERVALS = {"makespan_cycles": "makespan_ci95", "speedup": "speedup_ci95"}
 def _interval_end(cell: Any, end: int) -> float:
     """End ``end`` (0: low, 1: high) of a record's interval cell (a list, or JSON text in a
     CSV table); NaN where there is none (no interval kept, or no upper bound)."""
-    if isinstance(cell, str):
-        try:
-            cell = json.loads(cell)
-        except ValueError:
-            return math.nan
-    try:
-        value = cell[end]
-    except (TypeError, IndexError, KeyError):
-        return math.nan
-    try:
-        return math.nan if value is None else float(value)
-    except (TypeError, ValueError):
-        return math.nan
+    got = interval_ends(cell)
+    return math.nan if got is None or math.isinf(got[end]) else got[end]
 
 
 def _is_true(value: Any) -> bool:
