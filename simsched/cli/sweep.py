@@ -383,8 +383,9 @@ def plot_sweep(
     kind: Annotated[str, typer.Option(help="line, bar or auto")] = "auto",
     logx: Annotated[bool, typer.Option(help="log2 x axis")] = False,
 ) -> None:
-    """Plot Y against X from a sweep's results (mean over seeds, min-max bars; a warning
-    when a mark also averages several workloads, machines or schedulers)."""
+    """Plot Y against X from a sweep's results (mean over seeds, min-max bars widened to
+    sampled runs' 95 % intervals; a warning when a mark also averages several workloads,
+    machines or schedulers)."""
     from simsched.errors import ConfigError
     from simsched.experiments.store import filter_frame, load_results
     from simsched.files import check_not_input

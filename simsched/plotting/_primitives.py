@@ -88,6 +88,15 @@ def _bounds(data: pd.DataFrame, y: str) -> tuple[pd.Series, pd.Series]:
     return lo.fillna(values).clip(upper=values), hi.fillna(values).clip(lower=values)
 
 
+def sampled_widenings(data: pd.DataFrame, y: str) -> int:
+    """How many rows of ``data`` (successful runs with a value of ``y``) have a sampled
+    95 % interval that reaches beyond their value of ``y``: the rows whose interval widens
+    an error bar, which a figure's caption then says."""
+    values = data[y].astype(float)
+    lo, hi = _bounds(data, y)
+    return int(((lo < values) | (hi > values)).sum())
+
+
 def aggregate(df: pd.DataFrame, x: str, y: str, hue: str | None = None) -> pd.DataFrame:
     """Mean, min, max and count of ``y`` per (``hue``, ``x``) over successful runs, and the
     range its error bars span.

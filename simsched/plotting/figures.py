@@ -41,7 +41,13 @@ from simsched.plotting._checks import (
     check_given,
     check_numeric,
 )
-from simsched.plotting._primitives import _natural, bar_plot, line_plot, ok_rows
+from simsched.plotting._primitives import (
+    _natural,
+    bar_plot,
+    line_plot,
+    ok_rows,
+    sampled_widenings,
+)
 from simsched.plotting._style import literal, style
 
 # isort: split
@@ -343,7 +349,21 @@ def sweep_figure(
             line_plot(part, x, y, hue, ax, logx=logx, title=title)
         else:
             bar_plot(part, x, y, hue, ax, title=title)
-    fig.tight_layout()
+    widened = sampled_widenings(data, y)
+    if widened:
+        # a bar that also spans sampled runs' intervals would read as a spread over seeds
+        fig.text(
+            0.01,
+            0.01,
+            f"bars: min–max over seeds, widened to the 95 % intervals of {widened} "
+            f"sampled run{'s' if widened != 1 else ''}",
+            fontsize=7,
+            ha="left",
+            va="bottom",
+        )
+        fig.tight_layout(rect=(0.0, 0.05, 1.0, 1.0))
+    else:
+        fig.tight_layout()
     return fig
 
 

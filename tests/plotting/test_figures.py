@@ -96,6 +96,34 @@ def test_a_sampled_runs_interval_widens_its_bar():
         plt.close(ax.figure)
 
 
+def test_a_sweep_figure_says_when_sampled_intervals_widen_its_bars():
+    """A bar widened to a sampled run's interval would read as a spread over seeds: the
+    figure's caption says how many runs widened one; a figure of detailed runs (or of a
+    column no run extrapolates) has no caption."""
+
+    def captions(df, y):
+        fig = sweep_figure(df, "scheduler", y, warn=lambda _: None)
+        try:
+            return [t.get_text() for t in fig.texts]
+        finally:
+            plt.close(fig)
+
+    rows = [
+        {"scheduler": "ws", "status": "ok", "speedup": 3.0, "sampled": True,
+         "speedup_ci95": "[2.8, 3.1]", "L2_misses": 5},
+        {"scheduler": "ws", "status": "ok", "speedup": 3.2, "sampled": False,
+         "speedup_ci95": "[3.2, 3.2]", "L2_misses": 6},
+        {"scheduler": "pdf", "status": "ok", "speedup": 3.5, "sampled": True,
+         "speedup_ci95": "[3.5, 3.5]", "L2_misses": 4},
+    ]  # fmt: skip
+    df = pd.DataFrame(rows)
+    assert captions(df, "speedup") == [
+        "bars: min–max over seeds, widened to the 95 % intervals of 1 sampled run"
+    ]
+    assert captions(df, "L2_misses") == []
+    assert captions(df.assign(sampled=False), "speedup") == []
+
+
 def test_normalised_time_divides_by_baseline_mean():
     df = normalised_time(results(), baseline="ws")
     pdf = df[
