@@ -33,6 +33,18 @@ window's detailed end.  The same windows are sampled with the mean's interval al
 prediction interval) for comparison.  The JSON line holds one entry per (window,
 precision, interval) (``cells``) and the lag-1 autocorrelation of the iterations.
 
+With ``--rules`` it compares settings of the sampling rule on runs replayed in detail at
+the papers' sizes, without replaying anything: a sampled replay is the detailed one up to
+where it stops, so :func:`simsched.engine.sampled.resample` applied to a detailed record's
+``iteration_ends`` gives what the sampled run would have reported.  It reads the detailed
+rows of ``--detailed`` and the sampled rows of ``--sampled`` (seed 0; by default the AMD
+LAWS study's stencils replayed in detail and its rerun of 2026-12-02), checks that the
+study's own setting reproduces every sampled row to the cycle, and then, for each
+scheduler, each ``--ks`` and each ``--precisions``: how many of the detailed makespans
+fall outside the interval, the largest error, and the iterations replayed in detail; and
+the same over windows of ``--window`` iterations (default 100) cut from the detailed runs
+every 5 iterations, each a run of its own settled after its third iteration.
+
 Every mode prints exactly one JSON line on stdout.  ``--nx`` shrinks the heat's rows (the
 tests run each mode at a tiny size).
 """
@@ -173,31 +185,22 @@ def _iteration_ends(trace: Path, seed: int) -> tuple[np.ndarray, int]:
 def _sample_window(ends: np.ndarray, refs: int, k: int, share: float, mean_only: bool):
     """Sample one window (its own run, settled after 3 iterations) as the engine would:
     (estimate, lo, hi, detailed iterations)."""
-    from simsched.engine.sampled import sampled_makespan
-    from simsched.engine.sampling import SampleOutcome
+    from simsched.engine.sampled import resample, sampled_makespan, stop_points
     from simsched.stats import t_quantile
 
     n_it, settled = len(ends), 3
-    for detailed in range(settled + k, n_it):
-        o = SampleOutcome(
-            stopped=True,
-            settled_at=settled,
-            settled_by="stable",
-            detailed=detailed,
-            samples=detailed - settled,
-            iterations=n_it,
-            ends=[int(e) for e in ends[:detailed]],
-            weights=np.full(n_it, refs, dtype=np.int64),
-            end_cycle=int(ends[detailed - 1]),
-            epilogue_instructions=0,
-        )
+    weights = np.full(n_it, refs, dtype=np.int64)
+    if not mean_only:
+        got = resample(ends, settled, k, share * 100.0, weights)
+        return got.estimate.makespan, got.estimate.lo, got.estimate.hi, got.detailed
+    # simsched's interval before the prediction interval, for comparison: the mean's alone
+    for o in stop_points(ends, settled, k, weights):
+        detailed = o.detailed
         est = sampled_makespan(o, 0.0)
-        lo, hi = est.lo, est.hi
-        if mean_only:
-            rates = o.sample_rates()
-            rest = float(refs * (n_it - detailed))
-            half = t_quantile(0.975, o.samples - 1) * rates.std(ddof=1) / o.samples**0.5 * rest
-            lo, hi = est.makespan - half, est.makespan + half
+        rates = o.sample_rates()
+        rest = float(refs * (n_it - detailed))
+        half = t_quantile(0.975, o.samples - 1) * rates.std(ddof=1) / o.samples**0.5 * rest
+        lo, hi = est.makespan - half, est.makespan + half
         if hi - lo <= 2.0 * share * est.makespan:
             return est.makespan, lo, hi, detailed
     return int(ends[-1]), int(ends[-1]), int(ends[-1]), n_it
@@ -255,6 +258,128 @@ def coverage(k: int, heat: dict, total: int = 100, seeds=(0, 1, 2), lengths=(20,
     }
 
 
+RECORDS = Path(__file__).resolve().parents[1] / "experiments" / "laws" / "published-records"
+
+
+def _seed0_rows(folder: Path) -> dict[tuple[str, str], dict]:
+    """The seed-0 rows of a records folder (``*/row.json``), by (workload, scheduler)."""
+    from simsched.errors import ConfigError
+
+    rows = {}
+    for path in sorted(folder.glob("*/row.json")):
+        row = json.loads(path.read_text())
+        if row.get("seed") == 0 and row.get("status", "ok") == "ok":
+            rows[(row["workload"], row["scheduler"])] = row
+    if not rows:
+        raise ConfigError(f"{folder}: no seed-0 rows (*/row.json) in it")
+    return rows
+
+
+def _ends(row: dict) -> np.ndarray:
+    ends = row["iteration_ends"]
+    return np.asarray(json.loads(ends) if isinstance(ends, str) else ends, dtype=np.int64)
+
+
+def _interval(row: dict) -> list[int]:
+    ci = row["makespan_ci95"]
+    return json.loads(ci) if isinstance(ci, str) else ci
+
+
+def rules(
+    detailed: Path, sampled: Path, ks: list[int], precisions: list[float], window: int
+) -> dict:
+    """The sampling rule's settings replayed on detailed runs (see the module docstring)."""
+    from simsched.engine.sampled import resample
+    from simsched.errors import ConfigError
+
+    det, samp = _seed0_rows(detailed), _seed0_rows(sampled)
+    pairs = sorted(k for k in det if k in samp and len(_ends(det[k])))
+    if not pairs:
+        raise ConfigError(f"{detailed}, {sampled}: no program with a detailed and a sampled row")
+    reproduced = []
+    for key in pairs:
+        d, s = det[key], samp[key]
+        got = resample(
+            _ends(d),
+            s["settled_at"],
+            s["sample_iterations"],
+            s["sample_precision"],
+            epilogue_cycles=d["epilogue_cycles"],
+        )
+        est = got.estimate
+        same = [est.makespan, est.lo, est.hi, got.detailed] == [
+            s["makespan_cycles"],
+            *_interval(s),
+            s["detailed_iterations"],
+        ]
+        reproduced.append(same)
+    cells = []
+    for sched in sorted({s for _, s in pairs}):
+        progs = [key for key in pairs if key[1] == sched]
+        for precision in precisions:
+            for k in ks:
+                misses, errs, det_its = [], [], []
+                w_hits, w_errs, w_det = [], [], []
+                for key in progs:
+                    ends, truth = _ends(det[key]), det[key]["makespan_cycles"]
+                    epi = det[key]["epilogue_cycles"]
+                    got = resample(ends, samp[key]["settled_at"], k, precision, epilogue_cycles=epi)
+                    e = got.estimate
+                    if not e.lo <= truth <= e.hi:
+                        misses.append(key[0])
+                    errs.append(100.0 * (e.makespan / truth - 1.0))
+                    det_its.append(got.detailed)
+                    for off in range(1, len(ends) - window + 1, 5):
+                        win = ends[off : off + window] - ends[off - 1]
+                        got = resample(win, 3, k, precision)
+                        if not got.sampled:  # replayed whole: nothing to cover
+                            continue
+                        e, end = got.estimate, int(win[-1])
+                        w_hits.append(e.lo <= end <= e.hi)
+                        w_errs.append(abs(100.0 * (e.makespan / end - 1.0)))
+                        w_det.append(got.detailed)
+                cells.append(
+                    {
+                        "scheduler": sched,
+                        "precision_pct": precision,
+                        "samples": k,
+                        "programs": len(progs),
+                        "outside_ci95": misses,
+                        "max_abs_error_pct": round(max(abs(x) for x in errs), 2),
+                        "detailed_iterations": sum(det_its),
+                        "iterations": int(sum(len(_ends(det[p])) for p in progs)),
+                        "windows": len(w_hits),
+                        "window_coverage": round(float(np.mean(w_hits)), 3) if w_hits else None,
+                        "window_max_abs_error_pct": round(max(w_errs), 2) if w_errs else None,
+                        "window_mean_detailed": round(float(np.mean(w_det)), 1) if w_det else None,
+                    }
+                )
+    return {
+        "bench": "sampling-rules",
+        "detailed": detailed.name,
+        "sampled": sampled.name,
+        "pairs": len(pairs),
+        "reproduced": sum(reproduced),
+        "window": window,
+        "cells": cells,
+    }
+
+
+def _numbers(kind: type):  # type: ignore[no-untyped-def]
+    """An argparse type: comma-separated positive numbers of ``kind``."""
+
+    def parse(text: str) -> list:
+        try:
+            out = [kind(v) for v in text.split(",")]
+        except ValueError:
+            out = []
+        if not out or min(out) <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a list of positive numbers")
+        return out
+
+    return parse
+
+
 def _lengths(text: str) -> tuple[int, ...]:
     """``--windows``: comma-separated positive integers."""
     try:
@@ -290,7 +415,19 @@ def main() -> None:
         help="with --coverage: window lengths, comma-separated",
     )
     ap.add_argument("--nx", type=int, default=HEAT["nx"], help="rows of the heat (with boundary)")
+    ap.add_argument("--rules", action="store_true", help="settings replayed on detailed runs")
+    ap.add_argument("--detailed", type=Path, default=RECORDS / "stencils-detailed")
+    ap.add_argument("--sampled", type=Path, default=RECORDS / "rerun-2026-12-02")
+    ap.add_argument("--ks", type=_numbers(int), default=[5, 10, 20], help="with --rules")
+    ap.add_argument("--precisions", type=_numbers(float), default=[1.0, 0.5], help="with --rules")
+    ap.add_argument("--window", type=int, default=100, help="with --rules: window length")
     a = ap.parse_args()
+    if a.rules:
+        if a.window < max(a.ks) + 4:
+            ap.error("--window must be >= the largest of --ks + 4")
+        out, cpu, wall = _timed(lambda: rules(a.detailed, a.sampled, a.ks, a.precisions, a.window))
+        emit({**out, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2)})
+        return
     heat = {**HEAT, "nx": a.nx}
     if a.coverage:
         if min(a.windows) < a.samples + 4 or max(a.windows) > a.total:

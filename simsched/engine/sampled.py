@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 import math
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -51,10 +52,13 @@ __all__ = [
     "check_sampling",
     "detailed_cpi",
     "make_sampler",
+    "Resampled",
+    "resample",
     "sample_drift",
     "sample_fields",
     "sampled_makespan",
     "stop_hook",
+    "stop_points",
     "trace_iterations",
 ]
 
@@ -200,12 +204,14 @@ def make_sampler(
     if not precision:
         return IterationSampler(t, k)
     share = float(precision) / 100.0
+    return IterationSampler(t, k, lambda o: _narrow_enough(o, share))
 
-    def enough(o: SampleOutcome) -> bool:
-        est = sampled_makespan(o, 0.0)  # the epilogue does not move the interval
-        return est.hi - est.lo <= 2.0 * share * est.makespan
 
-    return IterationSampler(t, k, enough)
+def _narrow_enough(outcome: SampleOutcome, share: float) -> bool:
+    """The precision test: the 95 % interval's half-width is at most ``share`` of the
+    extrapolated makespan (the epilogue does not move the interval)."""
+    est = sampled_makespan(outcome, 0.0)
+    return est.hi - est.lo <= 2.0 * share * est.makespan
 
 
 def stop_hook(sampler: IterationSampler | None) -> Any:
@@ -294,6 +300,104 @@ def sampled_makespan(outcome: SampleOutcome, cpi: float) -> SampledMakespan:
         spread = math.sqrt(rest * rest / k + float(np.dot(left, left)))
         half = t_quantile(0.975, k - 1) * sd * spread
     return SampledMakespan(round(est), math.floor(est - half), math.ceil(est + half), epi)
+
+
+def stop_points(
+    ends: np.ndarray, settled_at: int, k: int, weights: np.ndarray, epilogue: int = 0
+) -> Iterator[SampleOutcome]:
+    """The outcomes a sampler would see at each iteration end where it may stop, from the
+    ``k``-th sample on and never at the last iteration (``IterationSampler``'s rule), for
+    a run with iteration ends ``ends`` settled at ``settled_at`` (:func:`resample`'s
+    arguments, checked there; ``epilogue`` goes in as the outcome's instructions)."""
+    n = len(ends)
+    for detailed in range(settled_at + k, n):
+        yield SampleOutcome(
+            stopped=True,
+            settled_at=settled_at,
+            settled_by="",
+            detailed=detailed,
+            samples=detailed - settled_at,
+            iterations=n,
+            ends=[int(e) for e in ends[:detailed]],
+            weights=weights,
+            end_cycle=int(ends[detailed - 1]),
+            epilogue_instructions=epilogue,
+        )
+
+
+@dataclass(frozen=True)
+class Resampled:
+    """What a sampled run would have reported (:func:`resample`).
+
+    Attributes
+    ----------
+    sampled
+        Whether the rule left iterations out (False: it would have replayed them all).
+    detailed
+        Iterations it would have replayed in detail.
+    estimate
+        Its makespan and 95 % interval (the detailed makespan twice when not sampled).
+    """
+
+    sampled: bool
+    detailed: int
+    estimate: SampledMakespan
+
+
+def resample(
+    ends: Any,
+    settled_at: int,
+    k: int,
+    precision: float | None = None,
+    weights: Any = None,
+    epilogue_cycles: int = 0,
+) -> Resampled:
+    """What ``--sample-iterations k --sample-precision precision`` would have given on a
+    run whose every iteration was replayed in detail, from its iteration ends.
+
+    A sampled replay is the detailed one, event for event, up to where it stops (the
+    sampler only decides when to stop), so the rule applied to the detailed run's
+    iteration ends gives the sampled run's makespan and interval to the cycle; this is how
+    docs/engine.md §7 compares settings of the rule without replaying again.
+
+    Parameters
+    ----------
+    ends
+        End cycle of every iteration, in order (a record's ``iteration_ends``).
+    settled_at
+        The first iteration under the settled policy (a sampled record's ``settled_at``:
+        the policy's own answer cannot be read from the ends).
+    k
+        Fewest samples (at least 2).
+    precision
+        Percent, as ``--sample-precision``; None or 0: exactly ``k`` samples.
+    weights
+        References of every iteration (None: all alike, as in the stencils).
+    epilogue_cycles
+        Cycles after the last iteration, taken as the detailed run's own (a sampled run
+        estimates them from its cycles per instruction).
+
+    Returns
+    -------
+    Resampled
+    """
+    end = np.asarray(ends, dtype=np.int64)
+    n = int(end.size)
+    if n == 0 or end.ndim != 1:
+        raise ConfigError("resample: ends must be a non-empty list of iteration end cycles")
+    k = check_int("k", k, MIN_SAMPLES, MAX_SAMPLES)
+    settled_at = check_int("settled_at", settled_at, 1, n)
+    w = np.ones(n, dtype=np.int64) if weights is None else np.asarray(weights, dtype=np.int64)
+    if w.shape != (n,):
+        raise ConfigError(f"resample: {w.size} weights for {n} iterations")
+    share = (_check_precision(precision) or 0.0) / 100.0
+    epi = int(epilogue_cycles)
+    for outcome in stop_points(end, settled_at, k, w, epi):
+        if not share or _narrow_enough(outcome, share):
+            # the epilogue in cycles: one cycle per "instruction"
+            return Resampled(True, outcome.detailed, sampled_makespan(outcome, 1.0))
+    whole = int(end[-1]) + epi
+    return Resampled(False, n, SampledMakespan(whole, whole, whole, epi))
 
 
 #: Two-sided confidence of :func:`sample_drift`'s test: samples of a steady rate with

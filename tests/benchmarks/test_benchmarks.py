@@ -78,6 +78,11 @@ MODES: list[tuple[str, list[str], str]] = [
     ),
     (
         "bench_sampling.py",
+        ["--rules", "--ks", "5", "--precisions", "1", "--window", "20"],
+        "sampling-rules",
+    ),
+    (
+        "bench_sampling.py",
         [
             "--study",
             str(SPECS / "laws" / "small.yaml"),
@@ -155,9 +160,34 @@ def test_other_modes_print_one_json_line(
         assert record["preset_stream_cores"] == 2 and record["preset_stream_refs"] == 100000
         assert len(record["preset_stream_misses"]) == 2  # itrs-scaling-2: L1 and L2
         return
+    if name == "sampling-rules":  # the committed study's rows, replayed by the rule
+        assert record["pairs"] == record["reproduced"] == 16
+        assert [c["scheduler"] for c in record["cells"]] == ["laws", "ws"]
+        return
     # the per-run detail is inside the one record, not on lines of its own
     rows = record["cells"] if name == "sampling-coverage" else record["runs"]
     assert len(rows) == (4 if name == "sampling-coverage" else 8)
+
+
+def test_the_sampling_rules_table_of_the_docs_is_the_benchmarks(tmp_path: Path) -> None:
+    """docs/engine.md §7 ("The rule's settings") quotes ``bench_sampling.py --rules`` on the
+    committed detailed and sampled rows, which take no replay: every row of its table must
+    come out of the script as written."""
+    record = _run_tiny("bench_sampling.py", ["--rules"], "sampling-rules", tmp_path)
+    assert record["pairs"] == record["reproduced"] == 16
+    docs = (BENCH.parent / "docs" / "engine.md").read_text()
+    order = {"ws": 0, "laws": 1}
+    cells = sorted(record["cells"], key=lambda c: order[c["scheduler"]])
+    for c in cells:
+        missed = c["outside_ci95"]
+        names = ", ".join(w.upper().replace("-IR", "-ir") for w in missed) or "none"
+        line = (
+            f"| {c['scheduler'].upper()} | {c['precision_pct']:g} % | {c['samples']} | "
+            f"{len(missed)} ({names}) | {c['max_abs_error_pct']:.2f} % | "
+            f"{c['detailed_iterations']:,} | {100 * c['window_coverage']:.1f} % | "
+            f"{c['window_max_abs_error_pct']:.2f} % | {c['window_mean_detailed']:.1f} |"
+        )
+        assert line in docs, line
 
 
 def test_ctrl_c_ends_with_one_line_and_no_scratch(tmp_path: Path) -> None:
@@ -186,6 +216,7 @@ def test_ctrl_c_ends_with_one_line_and_no_scratch(tmp_path: Path) -> None:
         # named by the script before any work
         ("bench_firstrun.py", ["--machine", "nosuch"], "bench_firstrun.py: machine 'nosuch'"),
         ("bench_sampling.py", ["--scheduler", "nosuch"], "unknown scheduler 'nosuch'"),
+        ("bench_sampling.py", ["--rules", "--detailed", "nosuch"], "nosuch: no seed-0 rows"),
         # named by a child process (simsched's status 2), passed on as its one line
         ("bench_engine.py", ["--small", "--machines", "nosuch"], "machine 'nosuch'"),
         ("bench_coherence.py", ["--cores", "4,x"], "argument --cores: '4,x' is not"),

@@ -12,8 +12,8 @@ import pytest
 
 import simsched
 from simsched.cli import main
-from simsched.engine.sampled import DEFAULT_SAMPLE_PRECISION
-from simsched.engine.sampling import IterationSampler, iteration_ends
+from simsched.engine.sampled import DEFAULT_SAMPLE_PRECISION, resample
+from simsched.engine.sampling import IterationSampler, iteration_ends, iteration_weights
 from simsched.errors import ConfigError
 from simsched.experiments.spec import load_spec
 from simsched.trace import open_trace
@@ -52,6 +52,46 @@ def test_progress_of_a_sampled_run_ends_where_the_replay_stopped(heat, capsys):
     assert 0 < share < 100 * (rec["detailed_iterations"] + 1) / ITERS
     simsched.run(heat, TWO_BY_TWO, "ws", speedup=False, progress=True)
     assert "done, 100.0 %" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scheduler", ["ws", "laws"])
+def test_the_rule_replayed_on_a_detailed_run_gives_the_sampled_run(heat, scheduler):
+    """A sampled replay is the detailed one up to where it stops: ``resample`` of the
+    detailed run's iteration ends (with the sampled run's ``settled_at``, the policy's own
+    answer) gives the sampled record's makespan, interval and detailed iterations to the
+    cycle, for exactly K samples and for a precision that takes more."""
+    full = _run(heat, scheduler)
+    with open_trace(heat) as t:
+        weights = iteration_weights(t)
+    ends = json.loads(full["iteration_ends"])
+    seen = []
+    for k, precision in [(2, 0), (3, 0), (2, 0.5), (3, 2.0), (2, 0.05)]:
+        rec = _run(heat, scheduler, k, precision)
+        # the sampled run's epilogue is its estimate (instructions x CPI): given as such
+        epi = rec["epilogue_cycles"] if rec["sampled"] else full["epilogue_cycles"]
+        got = resample(ends, max(rec["settled_at"], 1), k, precision, weights, epi)
+        est = got.estimate
+        assert (got.sampled, got.detailed) == (rec["sampled"], rec["detailed_iterations"])
+        assert [est.makespan, est.lo, est.hi] == [
+            rec["makespan_cycles"],
+            *json.loads(rec["makespan_ci95"]),
+        ]
+        seen.append(got.detailed)
+    assert len(set(seen)) > 2, seen  # K and the precision chose different stops
+
+
+def test_resample_leaves_nothing_out_where_the_sampler_would_not():
+    ends = [10, 20, 30, 40, 50, 60]
+    got = resample(ends, 1, 5)  # the samples would reach the last iteration
+    assert not got.sampled and got.detailed == 6
+    assert (got.estimate.makespan, got.estimate.lo, got.estimate.hi) == (60, 60, 60)
+    got = resample(ends, 1, 4)  # iterations 1-4 sampled, the sixth extrapolated
+    assert got.sampled and got.detailed == 5 and got.estimate.makespan == 60
+    # a precision that no sample count meets replays every iteration
+    assert not resample([10, 25, 31, 52, 60, 81], 1, 2, precision=0.01).sampled
+    for bad in (dict(ends=[]), dict(k=1), dict(settled_at=0), dict(weights=[1, 2])):
+        with pytest.raises(ConfigError):
+            resample(**{"ends": ends, "settled_at": 1, "k": 2, **bad})
 
 
 @pytest.mark.parametrize("scheduler", ["ws", "laws"])
