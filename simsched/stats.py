@@ -89,7 +89,7 @@ def interval_ends(cell: Any) -> tuple[float, float] | None:
     if isinstance(cell, str):
         try:
             cell = json.loads(cell)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             return None
     if not isinstance(cell, (list, tuple)) and not hasattr(cell, "tolist"):
         return None
@@ -99,6 +99,6 @@ def interval_ends(cell: Any) -> tuple[float, float] | None:
     try:
         lo = float(ends[0])
         hi = math.inf if ends[1] is None else float(ends[1])
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int past float's range
         return None
     return None if math.isnan(lo) or math.isnan(hi) else (lo, hi)

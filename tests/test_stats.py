@@ -80,7 +80,12 @@ def test_interval_ends_reads_a_record_or_a_table_cell(cell, expected):
         {"lo": 1},
         3.0,
         [math.nan, 1.0],
+        # a damaged table: an int past float's range, JSON nested past the parser's depth
+        [10**400, 1],
+        "[1, " + "9" * 400 + "]",
+        "[" * 100_000 + "]" * 100_000,
     ],
+    ids=lambda c: repr(c)[:20],
 )
 def test_interval_ends_is_none_where_a_cell_holds_no_interval(cell):
     assert interval_ends(cell) is None

@@ -16,6 +16,7 @@ depend on a test that noise sometimes fails.
 from __future__ import annotations
 
 import enum
+import json
 import math
 import statistics
 from collections.abc import Iterator
@@ -256,7 +257,8 @@ class SampledMakespan:
     lo, hi
         95 % prediction interval of the makespan a detailed replay would give (Student t
         over the samples): the uncertainty of the samples' mean rate and the remaining
-        iterations' own variation (docs/engine.md §7).
+        iterations' own variation (docs/engine.md §7); ``lo`` is never below the end of
+        the last detailed iteration.
     epilogue_cycles
         The estimate of the strands after the last iteration.
     """
@@ -299,7 +301,10 @@ def sampled_makespan(outcome: SampleOutcome, cpi: float) -> SampledMakespan:
         # held 54-85 % of detailed makespans of WS heat windows (docs/engine.md §7).
         spread = math.sqrt(rest * rest / k + float(np.dot(left, left)))
         half = t_quantile(0.975, k - 1) * sd * spread
-    return SampledMakespan(round(est), math.floor(est - half), math.ceil(est + half), epi)
+    # the cycles already replayed bound the makespan from below: two scattered samples'
+    # t interval reached below them, even below zero ("-469–175,515" cycles)
+    lo = max(math.floor(est - half), outcome.end_cycle)
+    return SampledMakespan(round(est), lo, math.ceil(est + half), epi)
 
 
 def stop_points(
@@ -363,7 +368,8 @@ def resample(
     Parameters
     ----------
     ends
-        End cycle of every iteration, in order (a record's ``iteration_ends``).
+        End cycle of every iteration, in order (a record's ``iteration_ends``, a list or
+        its JSON text).
     settled_at
         The first iteration under the settled policy (a sampled record's ``settled_at``:
         the policy's own answer cannot be read from the ends).
@@ -381,10 +387,15 @@ def resample(
     -------
     Resampled
     """
-    end = np.asarray(ends, dtype=np.int64)
+    what = "resample: ends must be a non-empty list of iteration end cycles, in order"
+    try:
+        # a record's field as it is: a list, or JSON text (a table's row)
+        end = np.asarray(json.loads(ends) if isinstance(ends, str) else ends, dtype=np.int64)
+    except (TypeError, ValueError):
+        raise ConfigError(what) from None
     n = int(end.size)
-    if n == 0 or end.ndim != 1:
-        raise ConfigError("resample: ends must be a non-empty list of iteration end cycles")
+    if n == 0 or end.ndim != 1 or bool((np.diff(end) < 0).any()):
+        raise ConfigError(what)
     k = check_int("k", k, MIN_SAMPLES, MAX_SAMPLES)
     settled_at = check_int("settled_at", settled_at, 1, n)
     w = np.ones(n, dtype=np.int64) if weights is None else np.asarray(weights, dtype=np.int64)

@@ -6,7 +6,8 @@ Each run of :func:`simsched.compare` becomes one point of the store's layout
 ``simsched results show DIR``, ``simsched plot sweep DIR`` and
 :func:`~simsched.experiments.load_results` read a comparison as they read a sweep.  The
 point id hashes what determines the run (trace digest and path, resolved machine,
-scheduler, parameters, seed), so saving the same comparison again replaces its points.
+scheduler, parameters, seed, and the sampling settings of a sampled comparison), so saving
+the same comparison again replaces its points.
 """
 
 from __future__ import annotations
@@ -57,9 +58,19 @@ def comparison_point(
     path = str(Path(trace_path).resolve())
     workload = {"kind": "trace", "path": path, "digest": record["trace_digest"]}
     scheduler = {"name": record["scheduler"], "params": params}
-    pid = content_hash(
-        {"workload": workload, "machine": resolved, "scheduler": scheduler, "seed": record["seed"]}
-    )
+    determines: dict[str, Any] = {
+        "workload": workload,
+        "machine": resolved,
+        "scheduler": scheduler,
+        "seed": record["seed"],
+    }
+    # as a sweep's points: sampled and detailed runs of one comparison saved into one folder
+    # replaced each other's rows without a word
+    k = int(record.get("sample_iterations") or 0) or None
+    precision = float(record.get("sample_precision") or 0.0) if k else None
+    if k:
+        determines.update(sample_iterations=k, sample_precision=precision)
+    pid = content_hash(determines)
     source = os.fspath(machine) if isinstance(machine, str | os.PathLike) else record["machine"]
     # Labelled as a sweep labels a machine entry with overrides: comparisons of one machine
     # with and without them, saved into one folder, were rows of the same machine label.
@@ -79,6 +90,8 @@ def comparison_point(
         seed=int(record["seed"]),
         trace_cache=str(out_dir / "traces"),
         spec_dir=str(out_dir),
+        sample_iterations=k,
+        sample_precision=precision,
     )
 
 

@@ -695,7 +695,11 @@ def same_labels(df: pd.DataFrame) -> pd.DataFrame:
     """
     if not set(LABELS) <= set(df.columns):
         return df.iloc[:0]
-    return df[df.duplicated(list(LABELS), keep=False)]
+    labels = df[list(LABELS)]
+    try:
+        return df[labels.duplicated(keep=False)]
+    except TypeError:  # lists or dicts as labels (a damaged table): compare their text
+        return df[labels.astype(str).duplicated(keep=False)]
 
 
 def _told_same_labels(path: Path, df: pd.DataFrame, warn: Callable[[str], None]) -> pd.DataFrame:
@@ -707,7 +711,7 @@ def _told_same_labels(path: Path, df: pd.DataFrame, warn: Callable[[str], None])
         first = (
             " / ".join(str(dup.iloc[0][k]) for k in LABELS[:3]) + f" / seed {dup.iloc[0]['seed']}"
         )
-        groups = len(dup.drop_duplicates(list(LABELS)))
+        groups = len(dup[list(LABELS)].astype(str).drop_duplicates())  # lists too
         warn(
             f"{path}: {len(dup)} rows share {plural(groups, 'set')} of labels (workload, machine, "
             f"scheduler, seed; e.g. {first}): tables and figures mix them; rows of points "
@@ -806,7 +810,7 @@ def filter_frame(
                 hit = series.astype(float).isin(values)
             else:
                 hit = (
-                    series.astype(str).isin([str(v) for v in values])
+                    _as_text(series).isin([str(v) for v in values])
                     if not pd.api.types.is_bool_dtype(series)
                     else series.isin(values)
                 )
@@ -821,6 +825,18 @@ def filter_frame(
             cmp = {"<": series.lt, "<=": series.le, ">": series.gt, ">=": series.ge}[op]
             mask &= cmp(value).fillna(False)
     return df[mask]
+
+
+def _as_text(series: pd.Series) -> pd.Series:
+    """``series`` as text for ``--where COLUMN=VALUE``; bytes that are not UTF-8 (a binary
+    column of a Parquet file) with the undecodable bytes replaced, where ``astype(str)``
+    failed."""
+    try:
+        return series.astype(str)
+    except UnicodeDecodeError:
+        return series.map(
+            lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+        )
 
 
 def _warn_absent(

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from simsched.errors import ConfigError, shown, spelled
@@ -175,6 +176,16 @@ def check_numeric(
             f"{what or f'column {col!r}'}: not a numeric column "
             f"(e.g. {', '.join(map(str, numeric))})"
         )
+    try:
+        values = series.astype(float)
+    except OverflowError:  # Python ints past float's range (a damaged table)
+        raise ConfigError(
+            f"{what or f'column {col!r}'}: holds a number too large to plot"
+        ) from None
+    if not pd.api.types.is_bool_dtype(series) and np.isinf(values).any():
+        # drawn without a word (or with matplotlib's warnings), and a log axis failed
+        bad = series[np.isinf(values)].iloc[0]
+        raise ConfigError(f"{what or f'column {col!r}'}: holds an infinite value ({bad})")
 
 
 def _real_dtype(series: pd.Series) -> bool:

@@ -70,7 +70,7 @@ def _is_true(value: Any) -> bool:
         return value.strip().lower() in ("true", "1")
     try:
         return not math.isnan(value) and bool(value)
-    except TypeError:
+    except (TypeError, OverflowError):  # not a number, or an int past float's range
         return False
 
 

@@ -80,6 +80,21 @@ def test_the_rule_replayed_on_a_detailed_run_gives_the_sampled_run(heat, schedul
     assert len(set(seen)) > 2, seen  # K and the precision chose different stops
 
 
+def test_the_resample_example_of_the_docs_runs(heat, capsys, monkeypatch):
+    """docs/engine.md §7 shows how to try the rule's settings on one's own detailed run:
+    its code block, run as written on a small heat, prints what the sampled run would."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "engine.md").read_text()
+    block = re.search(r"```python\n(\s*import simsched\n.*?resample.*?)```", doc, re.S)
+    assert block is not None
+    monkeypatch.chdir(heat.parent)
+    exec(textwrap.dedent(block.group(1)), {})  # noqa: S102 - the docs' own example
+    sampled, detailed, makespan, lo, hi = capsys.readouterr().out.split()
+    assert sampled in ("True", "False") and int(lo) <= int(makespan) <= int(hi)
+    assert 0 < int(detailed) <= ITERS
+
+
 def test_resample_leaves_nothing_out_where_the_sampler_would_not():
     ends = [10, 20, 30, 40, 50, 60]
     got = resample(ends, 1, 5)  # the samples would reach the last iteration
@@ -89,7 +104,13 @@ def test_resample_leaves_nothing_out_where_the_sampler_would_not():
     assert got.sampled and got.detailed == 5 and got.estimate.makespan == 60
     # a precision that no sample count meets replays every iteration
     assert not resample([10, 25, 31, 52, 60, 81], 1, 2, precision=0.01).sampled
-    for bad in (dict(ends=[]), dict(k=1), dict(settled_at=0), dict(weights=[1, 2])):
+    assert resample(json.dumps(ends), 1, 4) == got  # a record's field as JSON text
+    bad_ends = [[], "[]", "x", [[1, 2]], [10, 5, 20], ["a"], None]
+    for bad in [dict(ends=e) for e in bad_ends] + [
+        dict(k=1),
+        dict(settled_at=0),
+        dict(weights=[1, 2]),
+    ]:
         with pytest.raises(ConfigError):
             resample(**{"ends": ends, "settled_at": 1, "k": 2, **bad})
 

@@ -39,6 +39,26 @@ def test_scheduler_parameters_label_the_scheduler_as_in_a_sweep(tmp_path):
     assert len(set(df["point_id"])) == 2
 
 
+def test_sampled_and_detailed_runs_of_one_comparison_are_points_of_their_own(tmp_path):
+    """The point id left out the sampling settings: a sampled comparison saved into the
+    folder of a detailed one replaced its rows without a word.  Now each setting is a point
+    of its own (as in a sweep), its columns say which, and loading the folder warns that
+    the rows share their labels."""
+    trace = tmp_path / "heat.sst"
+    generate("heat", trace, nx=34, ny=10, cutoff=4, iters=8, init=False)
+    out = tmp_path / "cmp"
+    for k, precision in ((None, None), (2, 0), (3, 0)):
+        kw = {} if k is None else {"sample_iterations": k, "sample_precision": precision}
+        runs = simsched.compare(trace, "itrs-scaling-2", ["ws"], **kw)
+        save_comparison(out, runs, trace, "itrs-scaling-2")
+    save_comparison(out, runs, trace, "itrs-scaling-2")  # the same again: replaced
+    said = []
+    df = load_results(out, warn=said.append)
+    assert len(df) == len(set(df["point_id"])) == 3
+    assert sorted(df["sample_iterations"]) == [0, 2, 3]
+    assert len(said) == 1 and "3 rows share 1 set of labels" in said[0]
+
+
 def test_a_trace_whose_file_name_is_not_utf8_labels_its_rows_in_utf8(tmp_path):
     """The label was the file's stem as Python reads it (b"fib\\xff" as 'fib\\udcff'), which
     the Parquet table could not hold: compare --out and every later `results show` of the

@@ -57,6 +57,26 @@ def test_warn_callbacks_and_study_folders_are_checked_at_the_call(tmp_path):
     assert study_results(tmp_path, "medium") == tmp_path / "results" / "small"
 
 
+def test_a_damaged_tables_lists_and_bytes_are_read_not_raised():
+    """A Parquet table with lists or dicts as labels failed to load (same_labels: "unhashable
+    type"), and --where on a binary column of bytes that are not UTF-8 failed in
+    astype(str) (UnicodeDecodeError), each with a traceback."""
+    from simsched.experiments.store import same_labels
+
+    df = pd.DataFrame(
+        {
+            "workload": ["h", "h"],
+            "machine": ["m", "m"],
+            "scheduler": [{"a": 1}, {"a": 1}],
+            "seed": [[1, 2], [1, 2]],
+            "blob": [b"\x00\xff", b"ok"],
+        }
+    )
+    assert len(same_labels(df)) == 2
+    assert list(filter_frame(df, ["blob=ok"])["blob"]) == [b"ok"]
+    assert filter_frame(df, ["blob=x"]).empty
+
+
 def test_where_operators():
     df = frame()
     assert list(filter_frame(df, ["workload=ms"])["cores"]) == [1, 16]

@@ -311,6 +311,23 @@ def test_an_axis_column_without_a_value_in_the_selected_rows_is_refused(tmp_path
 
 
 @pytest.mark.filterwarnings("ignore:each mark averages rows")  # a mixed frame on purpose
+def test_infinite_and_oversized_numbers_are_refused_not_drawn():
+    """A damaged table: inf in --y was drawn with matplotlib's RuntimeWarnings, inf in a
+    --logx column failed inside matplotlib (OverflowError), and an integer past float's
+    range in --y or in the sampled column failed in pandas, each with a traceback."""
+    df = results()
+    with pytest.raises(ConfigError, match=r"^y='speedup': holds an infinite value \(inf\)"):
+        sweep_figure(df.assign(speedup=float("inf")), "cores", "speedup")
+    with pytest.raises(ConfigError, match=r"^logx=True: column 'speedup': holds an infinite"):
+        sweep_figure(df.assign(speedup=float("inf")), "speedup", "makespan_cycles", logx=True)
+    huge = pd.Series([10**400] * len(df), dtype=object)
+    with pytest.raises(ConfigError, match=r"^y='makespan_cycles': holds a number too large"):
+        sweep_figure(df.assign(makespan_cycles=huge), "cores", "makespan_cycles")
+    fig = sweep_figure(df.assign(sampled=huge), "cores", "makespan_cycles")  # not sampled
+    assert not fig.texts
+    plt.close("all")
+
+
 def test_log_x_needs_positive_values_and_hue_may_be_x():
     """Used to fail with matplotlib's 'Data cannot be log-scaled' and pandas' 'cannot
     insert seed, already exists'."""
