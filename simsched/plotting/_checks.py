@@ -122,6 +122,10 @@ def _drop_missing(
 
 def _all_failed(df: pd.DataFrame) -> str:
     """What a table of failed runs says: how many, and the first error."""
+    if "status" in df.columns and df["status"].isna().all():
+        # a table whose status column lost its values: no run failed
+        rows = "its one row" if len(df) == 1 else f"all {len(df)} rows"
+        return f"the status column is empty in {rows} (a run that ended well says 'ok')"
     errors = df["error"] if "error" in df.columns else pd.Series(dtype=object)
     first = next((e.splitlines()[0] for e in errors if isinstance(e, str) and e.strip()), "")
     runs = "its one run" if len(df) == 1 else f"all {len(df)} runs"

@@ -328,6 +328,13 @@ def test_infinite_and_oversized_numbers_are_refused_not_drawn():
     plt.close("all")
 
 
+def test_a_table_whose_status_is_empty_is_not_said_to_have_failed():
+    """A table whose status column had lost its values said "all 4 runs failed"."""
+    df = results().assign(status=None)
+    with pytest.raises(ConfigError, match=r"no successful runs to plot: the status column is "):
+        sweep_figure(df, "cores", "makespan_cycles")
+
+
 def test_log_x_needs_positive_values_and_hue_may_be_x():
     """Used to fail with matplotlib's 'Data cannot be log-scaled' and pandas' 'cannot
     insert seed, already exists'."""
