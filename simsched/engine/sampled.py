@@ -31,6 +31,7 @@ from simsched.engine.sampling import (
     SampleOutcome,
     iteration_ends,
     iteration_rates,
+    untuned_settled_at,
 )
 from simsched.errors import ConfigError, spelled
 from simsched.params import check_int, python_scalars
@@ -351,7 +352,7 @@ class Resampled:
 
 def resample(
     ends: Any,
-    settled_at: int,
+    settled_at: int | None,
     k: int,
     precision: float | None = None,
     weights: Any = None,
@@ -371,8 +372,11 @@ def resample(
         End cycle of every iteration, in order (a record's ``iteration_ends``, a list or
         its JSON text).
     settled_at
-        The first iteration under the settled policy (a sampled record's ``settled_at``:
-        the policy's own answer cannot be read from the ends).
+        The first iteration under the settled policy: a sampled record's ``settled_at``
+        (a policy that tunes itself, LAWS, LAWS-NC or CATS, says when it has settled,
+        which cannot be read from the ends), or None for a policy without tuning (WS,
+        PDF, CAB), whose settling the sampler reads from the iterations' cycles per
+        reference (:func:`~simsched.engine.sampling.untuned_settled_at`).
     k
         Fewest samples (at least 2).
     precision
@@ -397,10 +401,14 @@ def resample(
     if n == 0 or end.ndim != 1 or bool((np.diff(end) < 0).any()):
         raise ConfigError(what)
     k = check_int("k", k, MIN_SAMPLES, MAX_SAMPLES)
-    settled_at = check_int("settled_at", settled_at, 1, n)
     w = np.ones(n, dtype=np.int64) if weights is None else np.asarray(weights, dtype=np.int64)
     if w.shape != (n,):
         raise ConfigError(f"resample: {w.size} weights for {n} iterations")
+    if settled_at is None:
+        settled_at = untuned_settled_at(end, w)
+        if settled_at < 0:  # never settled before the last iteration: replayed whole
+            settled_at = n
+    settled_at = check_int("settled_at", settled_at, 1, n)
     share = (_check_precision(precision) or 0.0) / 100.0
     epi = int(epilogue_cycles)
     for outcome in stop_points(end, settled_at, k, w, epi):

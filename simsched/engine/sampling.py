@@ -149,6 +149,33 @@ def iteration_ends(trace: Any, strand_end: Any) -> list[int]:
     return [int(e) for e in np.maximum.accumulate(last)]
 
 
+def _settles_untuned(i: int, rate: Callable[[int], float]) -> str:
+    """Whether iteration ``i`` (dense, 0 = the first) settles a policy without tuning, given
+    each iteration's cycles per reference ``rate(j)``: ``"stable"`` (from the third
+    iteration on, not :data:`STABLE_TOLERANCE` cheaper than the one before), ``"cap"``
+    (:data:`MAX_WARMUP` iterations ended) or ``""``."""
+    if i >= 2 and rate(i) >= (1.0 - STABLE_TOLERANCE) * rate(i - 1):
+        return "stable"
+    return "cap" if i + 1 >= MAX_WARMUP else ""
+
+
+def untuned_settled_at(ends: Any, weights: np.ndarray) -> int:
+    """Where :class:`IterationSampler` finds a policy without tuning (WS, PDF, CAB)
+    settled, from a replay's iteration ends and the iterations' references: the first
+    iteration run settled (its ``settled_at``), or -1 when none is left after the one that
+    settles it."""
+    e = np.asarray(ends, dtype=np.float64)
+    w = np.maximum(np.asarray(weights, dtype=np.float64), 1.0)
+
+    def rate(j: int) -> float:
+        return float((e[j] - e[j - 1]) / w[j]) if j else float(e[0] / w[0])
+
+    for i in range(len(e) - 1):
+        if _settles_untuned(i, rate):
+            return i + 1
+    return -1
+
+
 class IterationSampler:
     """Decides when a replay of one iterative job may stop (see the module docstring).
 
@@ -214,10 +241,9 @@ class IterationSampler:
             if flag is True:
                 self.settled_at, self.settled_by = i + 1, "policy"
             elif flag is None:
-                if i >= 2 and self._rate(i) >= (1.0 - STABLE_TOLERANCE) * self._rate(i - 1):
-                    self.settled_at, self.settled_by = i + 1, "stable"
-                elif i + 1 >= MAX_WARMUP:
-                    self.settled_at, self.settled_by = i + 1, "cap"
+                by = _settles_untuned(i, self._rate)
+                if by:
+                    self.settled_at, self.settled_by = i + 1, by
             return False
         if i + 1 < self.settled_at + self.k or i + 1 >= self.n:
             return False

@@ -72,6 +72,8 @@ def test_the_rule_replayed_on_a_detailed_run_gives_the_sampled_run(heat, schedul
         got = resample(ends, max(rec["settled_at"], 1), k, precision, weights, epi)
         est = got.estimate
         assert (got.sampled, got.detailed) == (rec["sampled"], rec["detailed_iterations"])
+        if scheduler == "ws":  # no tuning: where it settles is read from the ends alike
+            assert resample(ends, None, k, precision, weights, epi) == got
         assert [est.makespan, est.lo, est.hi] == [
             rec["makespan_cycles"],
             *json.loads(rec["makespan_ci95"]),
@@ -105,6 +107,10 @@ def test_resample_leaves_nothing_out_where_the_sampler_would_not():
     # a precision that no sample count meets replays every iteration
     assert not resample([10, 25, 31, 52, 60, 81], 1, 2, precision=0.01).sampled
     assert resample(json.dumps(ends), 1, 4) == got  # a record's field as JSON text
+    # a policy without tuning: settled at the third iteration, not 2 % cheaper than the
+    # second (rates 10, 10, 10, ...): samples from iteration 3 on
+    assert resample(ends, None, 2).detailed == 5
+    assert not resample([100, 150, 190, 230], None, 2).sampled  # too few left
     bad_ends = [[], "[]", "x", [[1, 2]], [10, 5, 20], ["a"], None]
     for bad in [dict(ends=e) for e in bad_ends] + [
         dict(k=1),

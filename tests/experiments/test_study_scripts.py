@@ -1179,6 +1179,30 @@ def _sampled_cell(sampled: dict, detailed: dict) -> str:
     return f"{error:+.2f} % ({sampled['detailed_iterations']}){outside}".replace("-", "−")
 
 
+def test_where_ws_settles_is_read_from_its_detailed_runs_as_the_sampler_read_it():
+    """WS does not tune itself: the sampler reads where it settles from the iterations'
+    cycles per reference, and ``untuned_settled_at`` of each detailed WS stencil run gives
+    the committed sampled run's ``settled_at``."""
+    import numpy as np
+
+    from simsched.engine.sampling import untuned_settled_at
+
+    sampled = {
+        r["workload"]: r
+        for r in _committed_rows("laws", "rerun-2026-12-02")
+        if r["seed"] == 0 and r["scheduler"] == "ws"
+    }
+    detailed = [
+        r
+        for r in _committed_rows("laws", "stencils-detailed")
+        if r["seed"] == 0 and r["scheduler"] == "ws"
+    ]
+    assert len(detailed) == 8
+    for r in detailed:
+        ends = r["iteration_ends"]
+        assert untuned_settled_at(ends, np.ones(len(ends))) == sampled[r["workload"]]["settled_at"]
+
+
 def test_laws_nc_and_cats_on_the_2d_stencils_in_detail_give_the_table_the_docs_quote():
     """docs/experiments.md ("LAWS-NC and CATS on the 2-D stencils replayed in detail") sets
     the AMD study's sampled LAWS-NC and CATS makespans of the six 2-D programs beside
