@@ -280,27 +280,25 @@ def _ends(row: dict) -> np.ndarray:
     return np.asarray(json.loads(ends) if isinstance(ends, str) else ends, dtype=np.int64)
 
 
-def _interval(row: dict) -> list[int]:
-    ci = row["makespan_ci95"]
-    return json.loads(ci) if isinstance(ci, str) else ci
-
-
 def rules(
     detailed: Path, sampled: Path, ks: list[int], precisions: list[float], window: int
 ) -> dict:
     """The sampling rule's settings replayed on detailed runs (see the module docstring)."""
     from simsched.engine.sampled import resample
     from simsched.errors import ConfigError
+    from simsched.stats import interval_ends
 
     det, samp = _seed0_rows(detailed), _seed0_rows(sampled)
-    pairs = sorted(k for k in det if k in samp and len(_ends(det[k])))
+    # each detailed run's iteration ends, read once for every setting and window below
+    run_ends = {key: _ends(row) for key, row in det.items()}
+    pairs = sorted(k for k in det if k in samp and len(run_ends[k]))
     if not pairs:
         raise ConfigError(f"{detailed}, {sampled}: no program with a detailed and a sampled row")
     reproduced = []
     for key in pairs:
         d, s = det[key], samp[key]
         got = resample(
-            _ends(d),
+            run_ends[key],
             s["settled_at"],
             s["sample_iterations"],
             s["sample_precision"],
@@ -309,7 +307,7 @@ def rules(
         est = got.estimate
         same = [est.makespan, est.lo, est.hi, got.detailed] == [
             s["makespan_cycles"],
-            *_interval(s),
+            *(interval_ends(s["makespan_ci95"]) or ()),
             s["detailed_iterations"],
         ]
         reproduced.append(same)
@@ -321,7 +319,7 @@ def rules(
                 misses, errs, det_its = [], [], []
                 w_hits, w_errs, w_det = [], [], []
                 for key in progs:
-                    ends, truth = _ends(det[key]), det[key]["makespan_cycles"]
+                    ends, truth = run_ends[key], det[key]["makespan_cycles"]
                     epi = det[key]["epilogue_cycles"]
                     got = resample(ends, samp[key]["settled_at"], k, precision, epilogue_cycles=epi)
                     e = got.estimate
@@ -347,7 +345,7 @@ def rules(
                         "outside_ci95": misses,
                         "max_abs_error_pct": round(max(abs(x) for x in errs), 2),
                         "detailed_iterations": sum(det_its),
-                        "iterations": int(sum(len(_ends(det[p])) for p in progs)),
+                        "iterations": int(sum(len(run_ends[p]) for p in progs)),
                         "windows": len(w_hits),
                         "window_coverage": round(float(np.mean(w_hits)), 3) if w_hits else None,
                         "window_max_abs_error_pct": round(max(w_errs), 2) if w_errs else None,

@@ -324,10 +324,9 @@ def run_cmd(
         speedup = sampled_interval(rec, "speedup")
         if rec["speedup"] and speedup is not None:
             # an interval with no upper bound (its makespan's reaching zero) ends in ∞
-            lo, hi = speedup
-            table.add_row(
-                "speedup 95 % interval", f"{lo:.4g}–{'∞' if math.isinf(hi) else format(hi, '.4g')}"
-            )
+            s_lo, s_hi = speedup
+            s_hi_text = "∞" if math.isinf(s_hi) else format(s_hi, ".4g")
+            table.add_row("speedup 95 % interval", f"{s_lo:.4g}–{s_hi_text}")
         table.add_row(
             "detailed iterations",
             f"{rec['detailed_iterations']} of {rec['trace_iterations']} "

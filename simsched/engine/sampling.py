@@ -167,8 +167,8 @@ def untuned_settled_at(ends: Any, weights: np.ndarray) -> int:
     e = np.asarray(ends, dtype=np.float64)
     w = np.maximum(np.asarray(weights, dtype=np.float64), 1.0)
 
-    def rate(j: int) -> float:
-        return float((e[j] - e[j - 1]) / w[j]) if j else float(e[0] / w[0])
+    def rate(j: int) -> float:  # asked from the second iteration on (_settles_untuned)
+        return float((e[j] - e[j - 1]) / w[j])
 
     for i in range(len(e) - 1):
         if _settles_untuned(i, rate):
